@@ -1,0 +1,355 @@
+//! `Buffer`: one text, the views on it, its recent edits and its undo list.
+//!
+//! Everything a buffer shard's entries change lives here, so that any
+//! replica, and any leader after leadership moves, can rebase a proposal or
+//! undo an edit exactly as every other would: the history is in the state,
+//! not in one UI.
+//!
+//! Structure of the undo list. `undo` is a stack of groups; a group is the
+//! changes one user action made, in the order they were made. A `Mark` op
+//! starts a new group. Each change records the runes it removed and how many
+//! it inserted at `q0`, which is all it takes to reverse it (an insert keeps
+//! no copy of its text; reversing takes the text back out of the rope).
+//! Undoing a group reverses its changes last to first and pushes the group,
+//! now holding the reversals, onto `redo`; redo does the same the other way.
+//! A fresh edit clears `redo`, as in acme.
+
+use crate::error::{Reject, Result};
+use crate::id::GroupId;
+use crate::op::{Action, BufferOp};
+use crate::shard::ViewId;
+use crate::text::Text;
+use crate::view::{point_after_splice, View};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Edits each buffer keeps for rebasing proposals made at older versions.
+pub const HISTORY_LIMIT: usize = 10_000;
+
+/// One retained edit: runes `q0..q0+deleted` became `inserted` runes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    pub q0: u64,
+    pub deleted: u64,
+    pub inserted: u64,
+}
+
+/// One reversible change of an undo group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Change {
+    q0: u64,
+    /// The runes it removed.
+    removed: String,
+    /// How many runes it put in their place.
+    inserted: u64,
+}
+
+/// The changes one user action made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Group {
+    /// The id from the `Mark` that started it, if any.
+    id: Option<GroupId>,
+    /// Unique within the buffer; `clean_at` names a group by it.
+    serial: u64,
+    changes: Vec<Change>,
+}
+
+/// Which button acted, for the last recorded action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ActionKind {
+    Exec,
+    Look,
+}
+
+/// A buffer: the state of one buffer shard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Buffer {
+    /// File name (acme's tag file name), possibly empty.
+    pub name: String,
+    pub text: Text,
+    /// Number of splices applied; a proposal names the version it saw.
+    pub version: u64,
+    /// Every text showing this buffer, with its selection and origin.
+    pub views: BTreeMap<ViewId, View>,
+    /// Modified since the last `Clean`.
+    pub dirty: bool,
+    /// The last `HISTORY_LIMIT` edits, oldest first.
+    history: VecDeque<Edit>,
+    undo: Vec<Group>,
+    redo: Vec<Group>,
+    next_serial: u64,
+    /// Serial of the top undo group when the buffer was last clean (0: no
+    /// group); `None` once marked dirty by hand.
+    clean_at: Option<u64>,
+    /// The last B2/B3 action sequenced on this buffer.
+    pub last_action: Option<(ActionKind, Action)>,
+}
+
+impl Buffer {
+    /// An empty, clean buffer.
+    pub fn new(name: String) -> Buffer {
+        Buffer {
+            name,
+            text: Text::new(),
+            version: 0,
+            views: BTreeMap::new(),
+            dirty: false,
+            history: VecDeque::new(),
+            undo: Vec::new(),
+            redo: Vec::new(),
+            next_serial: 1,
+            clean_at: Some(0),
+            last_action: None,
+        }
+    }
+
+    /// Length in runes.
+    pub fn len(&self) -> u64 {
+        self.text.len_chars() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.len_chars() == 0
+    }
+
+    /// The runes `q0..q1` as a string.
+    pub fn slice(&self, q0: u64, q1: u64) -> Result<String> {
+        self.check_range(q0, q1)?;
+        Ok(self.text.slice(q0 as usize..q1 as usize).to_string())
+    }
+
+    /// Whether `q0..q1` is a range of this text.
+    pub fn check_range(&self, q0: u64, q1: u64) -> Result<()> {
+        if q0 <= q1 && q1 <= self.len() {
+            Ok(())
+        } else {
+            Err(Reject::Range { q0, q1, len: self.len() })
+        }
+    }
+
+    /// The oldest version a proposal may still be rebased from.
+    pub fn oldest_version(&self) -> u64 {
+        self.version - self.history.len() as u64
+    }
+
+    /// Moves point `p`, seen at `version`, through every edit since, the way
+    /// views move. Refuses a version newer than the buffer's, or one whose
+    /// edits are no longer retained.
+    pub fn rebase(&self, version: u64, p: u64) -> Result<u64> {
+        if version > self.version {
+            return Err(Reject::FutureVersion { got: version, current: self.version });
+        }
+        let oldest = self.oldest_version();
+        if version < oldest {
+            return Err(Reject::StaleVersion { got: version, oldest });
+        }
+        let skip = (version - oldest) as usize;
+        Ok(self
+            .history
+            .iter()
+            .skip(skip)
+            .fold(p, |p, e| point_after_splice(p, e.q0, e.deleted, e.inserted)))
+    }
+
+    /// Checks `op` against this buffer without changing it: the same
+    /// conditions `apply` enforces, so a caller can refuse before sequencing.
+    pub fn check(&self, op: &BufferOp) -> Result<()> {
+        match op {
+            // The state creates buffers; see `State::apply`.
+            BufferOp::Create { .. } => Ok(()),
+            BufferOp::Splice { q0, q1, .. } => self.check_range(*q0, *q1),
+            BufferOp::ViewAdd { view } => match self.views.contains_key(view) {
+                true => Err(Reject::ViewExists { view: *view }),
+                false => Ok(()),
+            },
+            BufferOp::ViewDel { view } | BufferOp::SetOrigin { view, .. } => {
+                self.view(*view).map(|_| ())?;
+                if let BufferOp::SetOrigin { org, .. } = op {
+                    self.check_range(*org, *org)?;
+                }
+                Ok(())
+            }
+            BufferOp::Select { view, q0, q1 } => {
+                self.view(*view)?;
+                self.check_range(*q0, *q1)
+            }
+            BufferOp::Undo => match self.undo.iter().any(|g| !g.changes.is_empty()) {
+                true => Ok(()),
+                false => Err(Reject::NothingToUndo),
+            },
+            BufferOp::Redo => match self.redo.is_empty() {
+                true => Err(Reject::NothingToRedo),
+                false => Ok(()),
+            },
+            BufferOp::ExecAt(a) | BufferOp::LookAt(a) => {
+                if a.version > self.version {
+                    return Err(Reject::FutureVersion { got: a.version, current: self.version });
+                }
+                if a.q0 > a.q1 {
+                    return Err(Reject::Range { q0: a.q0, q1: a.q1, len: self.len() });
+                }
+                if let Some((e0, e1)) = a.expansion {
+                    if e0 > e1 {
+                        return Err(Reject::Range { q0: e0, q1: e1, len: self.len() });
+                    }
+                }
+                Ok(())
+            }
+            BufferOp::Name { .. } | BufferOp::Dirty | BufferOp::Clean | BufferOp::Mark { .. } => {
+                Ok(())
+            }
+        }
+    }
+
+    /// Applies `op`. `Create` is the state's to handle and does nothing
+    /// here. On error the buffer is unchanged.
+    pub fn apply(&mut self, op: &BufferOp) -> Result<()> {
+        self.check(op)?;
+        match op {
+            BufferOp::Create { .. } => {}
+            BufferOp::Splice { q0, q1, text, .. } => {
+                let removed = self.splice(*q0, *q1, text);
+                self.redo.clear();
+                self.record(Change { q0: *q0, removed, inserted: text.chars().count() as u64 });
+                self.dirty = true;
+            }
+            BufferOp::ViewAdd { view } => {
+                self.views.insert(*view, View::default());
+            }
+            BufferOp::ViewDel { view } => {
+                self.views.remove(view);
+            }
+            BufferOp::Select { view, q0, q1 } => {
+                let v = self.views.get_mut(view).expect("checked");
+                v.q0 = *q0;
+                v.q1 = *q1;
+            }
+            BufferOp::SetOrigin { view, org } => {
+                self.views.get_mut(view).expect("checked").org = *org;
+            }
+            BufferOp::Name { name } => self.name.clone_from(name),
+            BufferOp::Dirty => {
+                self.dirty = true;
+                self.clean_at = None;
+            }
+            BufferOp::Clean => {
+                self.dirty = false;
+                self.clean_at = Some(self.top_serial());
+            }
+            BufferOp::Mark { group } => self.mark(*group),
+            BufferOp::Undo => {
+                let g = pop_nonempty(&mut self.undo).expect("checked");
+                let g = self.reverse(g);
+                self.redo.push(g);
+                self.dirty = self.clean_at != Some(self.top_serial());
+            }
+            BufferOp::Redo => {
+                let g = self.redo.pop().expect("checked");
+                let g = self.reverse(g);
+                self.undo.push(g);
+                self.dirty = self.clean_at != Some(self.top_serial());
+            }
+            BufferOp::ExecAt(a) => self.last_action = Some((ActionKind::Exec, a.clone())),
+            BufferOp::LookAt(a) => self.last_action = Some((ActionKind::Look, a.clone())),
+        }
+        Ok(())
+    }
+
+    /// Replaces runes `q0..q1` with `text`, moves every view, records the
+    /// edit for rebasing and returns the removed runes.
+    fn splice(&mut self, q0: u64, q1: u64, text: &str) -> String {
+        let removed = if q1 > q0 {
+            let s = self.text.slice(q0 as usize..q1 as usize).to_string();
+            self.text.remove(q0 as usize..q1 as usize);
+            s
+        } else {
+            String::new()
+        };
+        let inserted = if text.is_empty() {
+            0
+        } else {
+            let before = self.text.len_chars();
+            self.text.insert(q0 as usize, text);
+            (self.text.len_chars() - before) as u64
+        };
+        let deleted = q1 - q0;
+        for v in self.views.values_mut() {
+            v.splice(q0, deleted, inserted);
+        }
+        if self.history.len() == HISTORY_LIMIT {
+            self.history.pop_front();
+        }
+        self.history.push_back(Edit { q0, deleted, inserted });
+        self.version += 1;
+        removed
+    }
+
+    fn record(&mut self, change: Change) {
+        if self.undo.is_empty() {
+            let serial = self.take_serial();
+            self.undo.push(Group { id: None, serial, changes: Vec::new() });
+        }
+        self.undo.last_mut().expect("just ensured").changes.push(change);
+    }
+
+    fn mark(&mut self, id: GroupId) {
+        match self.undo.last_mut() {
+            // An empty group takes the new mark rather than stacking up.
+            Some(g) if g.changes.is_empty() => g.id = Some(id),
+            _ => {
+                let serial = self.take_serial();
+                self.undo.push(Group { id: Some(id), serial, changes: Vec::new() });
+            }
+        }
+    }
+
+    fn take_serial(&mut self) -> u64 {
+        let s = self.next_serial;
+        self.next_serial += 1;
+        s
+    }
+
+    /// Serial of the newest undo group with changes (0 if none).
+    fn top_serial(&self) -> u64 {
+        self.undo.iter().rev().find(|g| !g.changes.is_empty()).map_or(0, |g| g.serial)
+    }
+
+    /// Reverses a group's changes, last first, returning the group of
+    /// reversals (which, reversed again, redoes them).
+    fn reverse(&mut self, g: Group) -> Group {
+        let mut back = Vec::with_capacity(g.changes.len());
+        for c in g.changes.into_iter().rev() {
+            let removed = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
+            back.push(Change { q0: c.q0, inserted: c.removed.chars().count() as u64, removed });
+        }
+        Group { id: g.id, serial: g.serial, changes: back }
+    }
+
+    /// The view `view`, or a clear error.
+    pub fn view(&self, view: ViewId) -> Result<&View> {
+        self.views.get(&view).ok_or(Reject::NoView { view })
+    }
+
+    /// The group id of the newest undo group, if it has one.
+    pub fn current_group(&self) -> Option<GroupId> {
+        self.undo.last().and_then(|g| g.id)
+    }
+
+    /// Whether an undo or redo would do something.
+    pub fn can_undo(&self) -> bool {
+        self.check(&BufferOp::Undo).is_ok()
+    }
+    pub fn can_redo(&self) -> bool {
+        !self.redo.is_empty()
+    }
+}
+}
+
+fn pop_nonempty(stack: &mut Vec<Group>) -> Option<Group> {
+    while let Some(g) = stack.pop() {
+        if !g.changes.is_empty() {
+            return Some(g);
+        }
+    }
+    None
+}

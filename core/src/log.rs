@@ -1,0 +1,390 @@
+//! `Log`: the in-memory store of one session's shard logs, and the fencing
+//! authority.
+//!
+//! The same type plays two roles.
+//!
+//! - **Authority** (the daemon): it sequences the metalog itself
+//!   (`push_meta`, always as SERVER at epoch 0), accepts other leaders'
+//!   entries through `append_entry` only at the next seq and only from the
+//!   current `(holder, epoch)`, and changes leases by appending metalog
+//!   entries: `grant`, `reclaim` (each bumps the epoch), `request`,
+//!   `release`.
+//! - **Mirror** (a client): built from a welcome snapshot, it sequences
+//!   ahead with the numbers the authority will assign, so a UI leads without
+//!   waiting. It never writes metalog entries; `create_shard` assumes the
+//!   creator's grant and tells the daemon through the [`MirrorHook`], and
+//!   metalog entries arriving from the daemon keep its lease table in step
+//!   (`note_meta`).
+//!
+//! Either way a shard's log is `ShardLog { entries, base }`: entries
+//! `base+1..=last`, everything up to `base` compacted away (a snapshot
+//! covers it).
+
+use crate::entry::Entry;
+use crate::error::{Reject, Result};
+use crate::id::{AttachmentId, Epoch, RuleId, Seq};
+use crate::lease::{Lease, Leases};
+use crate::op::{MetaOp, Op};
+use crate::shard::Shard;
+use crate::state::State;
+use std::collections::{BTreeMap, VecDeque};
+
+/// One shard's retained entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShardLog {
+    /// Entries `base+1..=base+len`, in order.
+    pub entries: VecDeque<Entry>,
+    /// The last compacted seq.
+    pub base: Seq,
+}
+
+impl ShardLog {
+    fn from_base(base: Seq) -> ShardLog {
+        ShardLog { entries: VecDeque::new(), base }
+    }
+
+    /// The last seq in this log.
+    pub fn last(&self) -> Seq {
+        self.base + self.entries.len() as Seq
+    }
+}
+
+/// What a mirror tells the daemon about shards its node makes or drops, on
+/// the same stream and before any entry that depends on it.
+pub trait MirrorHook: Send {
+    fn create_shard(&mut self, shard: Shard);
+    fn delete_shard(&mut self, shard: Shard);
+}
+
+/// A hook that records what it was told, for tests and tools that send
+/// nothing.
+#[derive(Debug, Default, Clone)]
+pub struct RecordingHook {
+    pub sent: Vec<(bool, Shard)>,
+}
+
+impl MirrorHook for RecordingHook {
+    fn create_shard(&mut self, shard: Shard) {
+        self.sent.push((true, shard));
+    }
+    fn delete_shard(&mut self, shard: Shard) {
+        self.sent.push((false, shard));
+    }
+}
+
+enum Role {
+    Authority,
+    Mirror(Box<dyn MirrorHook>),
+}
+
+/// One session's logs and lease table.
+pub struct Log {
+    role: Role,
+    shards: BTreeMap<Shard, ShardLog>,
+    leases: Leases,
+    next_attachment: u64,
+    next_rule: u64,
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("authority", &self.is_authority())
+            .field("shards", &self.shards)
+            .field("leases", &self.leases)
+            .finish()
+    }
+}
+
+impl Log {
+    /// A new session's authoritative log: only the empty metalog.
+    pub fn authority() -> Log {
+        Log::from_state(Role::Authority, &State::new())
+    }
+
+    /// The authoritative log of a session restored from `state`: every
+    /// shard starts compacted up to what the state has applied.
+    pub fn authority_from(state: &State) -> Log {
+        Log::from_state(Role::Authority, state)
+    }
+
+    /// A client's mirror of the session whose snapshot is `state`.
+    pub fn mirror(state: &State, hook: Box<dyn MirrorHook>) -> Log {
+        Log::from_state(Role::Mirror(hook), state)
+    }
+
+    fn from_state(role: Role, state: &State) -> Log {
+        Log {
+            role,
+            shards: state.meta.shards.iter().map(|s| (*s, ShardLog::from_base(state.applied(*s)))).collect(),
+            leases: state.meta.leases.clone(),
+            next_attachment: state.meta.next_attachment,
+            next_rule: state.meta.next_rule,
+        }
+    }
+
+    pub fn is_authority(&self) -> bool {
+        matches!(self.role, Role::Authority)
+    }
+
+    fn authority_only(&self, what: &'static str) -> Result<()> {
+        match self.role {
+            Role::Authority => Ok(()),
+            Role::Mirror(_) => Err(Reject::MirrorCannot(what)),
+        }
+    }
+
+    /// The shard's log, or an error naming it.
+    pub fn shard(&self, shard: Shard) -> Result<&ShardLog> {
+        self.shards.get(&shard).ok_or(Reject::UnknownShard { shard })
+    }
+
+    /// Every shard, the metalog first.
+    pub fn shards(&self) -> impl Iterator<Item = (&Shard, &ShardLog)> {
+        self.shards.iter()
+    }
+
+    /// The last seq of `shard` (0 if unknown).
+    pub fn last(&self, shard: Shard) -> Seq {
+        self.shards.get(&shard).map_or(0, ShardLog::last)
+    }
+
+    /// The lease of `shard` as this log knows it.
+    pub fn lease(&self, shard: Shard) -> Result<&Lease> {
+        self.leases.get(shard)
+    }
+
+    /// The shards `who` holds and has not released.
+    pub fn held_by(&self, who: AttachmentId) -> BTreeMap<Shard, Epoch> {
+        self.leases.held_by(who)
+    }
+
+    /// The entries of `shard` after `seq`; refused if some were compacted.
+    pub fn entries_after(&self, shard: Shard, seq: Seq) -> Result<impl Iterator<Item = &Entry>> {
+        let log = self.shard(shard)?;
+        if seq < log.base {
+            return Err(Reject::Compacted { shard, base: log.base });
+        }
+        Ok(log.entries.iter().skip((seq - log.base) as usize))
+    }
+
+    /// Checks that `entry` may be appended to `shard` now: the shard
+    /// exists, the op fits, the seq is next, and the lease admits it.
+    pub fn check_entry(&self, shard: Shard, entry: &Entry) -> Result<()> {
+        if !entry.op.fits(&shard) {
+            return Err(Reject::WrongShard { op: entry.op.kind(), shard });
+        }
+        let log = self.shard(shard)?;
+        let want = log.last() + 1;
+        if entry.seq != want {
+            return Err(Reject::Sequence { shard, got: entry.seq, want });
+        }
+        self.leases.get(shard)?.admit(shard, entry)
+    }
+
+    /// Stores an entry `check_entry` passed. Metalog entries update the
+    /// lease table (on a mirror, that is `note_meta`).
+    pub fn push(&mut self, shard: Shard, entry: Entry) {
+        if let Op::Meta(op) = &entry.op {
+            self.note_meta(op);
+        }
+        if let Some(log) = self.shards.get_mut(&shard) {
+            log.entries.push_back(entry);
+        }
+    }
+
+    /// Checks and stores an entry sequenced elsewhere: a remote leader's
+    /// (authority) or anything arriving from the daemon (mirror).
+    pub fn append_entry(&mut self, shard: Shard, entry: Entry) -> Result<()> {
+        if shard == Shard::Meta {
+            self.authority_only_meta()?;
+        }
+        self.check_entry(shard, &entry)?;
+        self.push(shard, entry);
+        Ok(())
+    }
+
+    /// The metalog is the authority's to write: it takes remote metalog
+    /// entries only as a mirror.
+    fn authority_only_meta(&self) -> Result<()> {
+        match self.role {
+            Role::Authority => Err(Reject::ServerOnly { shard: Shard::Meta }),
+            Role::Mirror(_) => Ok(()),
+        }
+    }
+
+    /// The entry `attachment` would append to `shard` at `epoch`, checked
+    /// but not stored (the node applies it to its state, then `push`es).
+    pub fn prepare(&self, shard: Shard, attachment: AttachmentId, epoch: Epoch, op: Op) -> Result<Entry> {
+        let entry = Entry { seq: self.last(shard) + 1, attachment, epoch, op };
+        self.check_entry(shard, &entry)?;
+        Ok(entry)
+    }
+
+    /// Sequences and stores an entry of `attachment` at `epoch`.
+    pub fn append(&mut self, shard: Shard, attachment: AttachmentId, epoch: Epoch, op: Op) -> Result<Entry> {
+        let entry = self.prepare(shard, attachment, epoch, op)?;
+        self.push(shard, entry.clone());
+        Ok(entry)
+    }
+
+    /// Keeps the lease table and shard set in step with a metalog op.
+    pub fn note_meta(&mut self, op: &MetaOp) {
+        // An op the table refuses changes nothing there; `apply` reports it.
+        let _ = self.leases.apply(op);
+        match op {
+            MetaOp::ShardNew { shard, .. } => {
+                self.shards.entry(*shard).or_default();
+            }
+            MetaOp::ShardDel { shard } => {
+                self.shards.remove(shard);
+            }
+            MetaOp::Attach { attachment, .. } => {
+                self.next_attachment = self.next_attachment.max(attachment.0 + 1);
+            }
+            MetaOp::RuleAdd { rule, .. } => self.next_rule = self.next_rule.max(rule.0 + 1),
+            _ => {}
+        }
+    }
+
+    /// The metalog entry `push_meta(op)` would store, checked against the
+    /// lease table but not stored.
+    pub fn prepare_meta(&self, op: MetaOp) -> Result<Entry> {
+        self.authority_only("write the metalog")?;
+        self.leases.check(&op)?;
+        Ok(Entry { seq: self.last(Shard::Meta) + 1, attachment: AttachmentId::SERVER, epoch: 0, op: Op::Meta(op) })
+    }
+
+    /// Sequences a metalog entry as SERVER at epoch 0 (authority only).
+    pub fn push_meta(&mut self, op: MetaOp) -> Result<Entry> {
+        let entry = self.prepare_meta(op)?;
+        self.push(Shard::Meta, entry.clone());
+        Ok(entry)
+    }
+
+    /// The metalog op that grants `shard` to `to`: the lease must be free
+    /// (held by the server, or released).
+    pub fn grant_op(&self, shard: Shard, to: AttachmentId) -> Result<MetaOp> {
+        let l = self.leases.get(shard)?;
+        if !l.is_free() {
+            return Err(Reject::NotHolder { shard, by: AttachmentId::SERVER, holder: l.holder });
+        }
+        Ok(MetaOp::LeaseGrant { shard, to, epoch: l.epoch + 1, base: self.last(shard) })
+    }
+
+    /// The metalog op that takes `shard` back for the server: whatever the
+    /// holder has not yet appended is fenced from now on.
+    pub fn reclaim_op(&self, shard: Shard) -> Result<MetaOp> {
+        let l = self.leases.get(shard)?;
+        Ok(MetaOp::LeaseReclaim { shard, epoch: l.epoch + 1, base: self.last(shard) })
+    }
+
+    /// The metalog op by which `by`, the holder, gives `shard` up at `seq`,
+    /// which must be the last seq stored (the holder flushes first).
+    pub fn release_op(&self, shard: Shard, by: AttachmentId, seq: Seq) -> Result<MetaOp> {
+        let l = self.leases.get(shard)?;
+        if l.holder != by {
+            return Err(Reject::NotHolder { shard, by, holder: l.holder });
+        }
+        let last = self.last(shard);
+        if seq != last {
+            return Err(Reject::ReleaseSeq { shard, want: last, got: seq });
+        }
+        Ok(MetaOp::LeaseRelease { shard, seq })
+    }
+
+    /// Grants `shard` to `to` (authority).
+    pub fn grant(&mut self, shard: Shard, to: AttachmentId) -> Result<Entry> {
+        let op = self.grant_op(shard, to)?;
+        self.push_meta(op)
+    }
+
+    /// Takes `shard` back for the server (authority).
+    pub fn reclaim(&mut self, shard: Shard) -> Result<Entry> {
+        let op = self.reclaim_op(shard)?;
+        self.push_meta(op)
+    }
+
+    /// Records that `by` asks for `shard` (authority).
+    pub fn request(&mut self, shard: Shard, by: AttachmentId) -> Result<Entry> {
+        self.push_meta(MetaOp::LeaseRequest { shard, by })
+    }
+
+    /// Records that the holder `by` gave `shard` up at `seq` (authority).
+    pub fn release(&mut self, shard: Shard, by: AttachmentId, seq: Seq) -> Result<Entry> {
+        let op = self.release_op(shard, by, seq)?;
+        self.push_meta(op)
+    }
+
+    /// Makes `shard` with `creator` as its first leader. The authority
+    /// appends `ShardNew` and returns it; a mirror assumes the grant the
+    /// daemon will make, tells the daemon through its hook, and returns
+    /// `None`.
+    pub fn create_shard(&mut self, shard: Shard, creator: AttachmentId) -> Result<Option<Entry>> {
+        let op = MetaOp::ShardNew { shard, creator };
+        if self.shards.contains_key(&shard) {
+            return Err(Reject::ShardExists { shard });
+        }
+        match &mut self.role {
+            Role::Authority => self.push_meta(op).map(Some),
+            Role::Mirror(hook) => {
+                hook.create_shard(shard);
+                self.note_meta(&op);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Deletes `shard`: the authority appends `ShardDel`; a mirror drops it
+    /// at once and tells the daemon.
+    pub fn delete_shard(&mut self, shard: Shard) -> Result<Option<Entry>> {
+        self.shard(shard)?;
+        let op = MetaOp::ShardDel { shard };
+        match &mut self.role {
+            Role::Authority => self.push_meta(op).map(Some),
+            Role::Mirror(hook) => {
+                hook.delete_shard(shard);
+                self.note_meta(&op);
+                Ok(None)
+            }
+        }
+    }
+
+    /// A mirror's own release: it stops leading at once; the daemon's
+    /// `LeaseRelease` confirms it later.
+    pub fn release_mirror(&mut self, shard: Shard, by: AttachmentId) -> Result<Seq> {
+        let seq = self.last(shard);
+        let op = self.release_op(shard, by, seq)?;
+        self.note_meta(&op);
+        Ok(seq)
+    }
+
+    /// Drops the entries of `shard` up to `upto`.
+    pub fn compact(&mut self, shard: Shard, upto: Seq) -> Result<()> {
+        let log = self.shards.get_mut(&shard).ok_or(Reject::UnknownShard { shard })?;
+        if upto > log.last() {
+            return Err(Reject::CompactBeyond { shard, upto, last: log.last() });
+        }
+        if upto > log.base {
+            log.entries.drain(..(upto - log.base) as usize);
+            log.base = upto;
+        }
+        Ok(())
+    }
+
+    /// Issues the next attachment id (authority).
+    pub fn next_attachment(&mut self) -> Result<AttachmentId> {
+        self.authority_only("issue attachment ids")?;
+        let a = AttachmentId(self.next_attachment);
+        self.next_attachment += 1;
+        Ok(a)
+    }
+
+    /// Issues the next rule id. A mirror's counter starts past every rule
+    /// in its snapshot.
+    pub fn next_rule(&mut self) -> RuleId {
+        let r = RuleId(self.next_rule);
+        self.next_rule += 1;
+        r
+    }
+}

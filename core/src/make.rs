@@ -1,0 +1,129 @@
+//! Recipes that take several entries: laying out a session, making and
+//! removing windows and columns. Proposals and the UI share them, so a
+//! window made by a tool and one made in the UI are the same shards.
+//!
+//! Shards have no atomicity between them, so every recipe checks up front
+//! that the node leads everything it will touch, then appends in an order a
+//! reader can follow: a shard's creation before its entries, a buffer
+//! before the window that shows it, the window before its place in the
+//! layout.
+
+use crate::error::{Reject, Result};
+use crate::id::{AcmeNumber, BufferId, ColumnId, WindowId};
+use crate::layout::Frac;
+use crate::node::Node;
+use crate::op::{BufferOp, LayoutOp, Op, Origin, WindowOp};
+use crate::shard::{Shard, ViewId};
+
+/// The top row's tag, as acme starts it.
+pub const ROW_TAG: &str = "Newcol Kill Putall Dump Exit ";
+/// A column's tag, as acme starts it.
+pub const COLUMN_TAG: &str = "New Cut Paste Snarf Sort Zerox Delcol ";
+
+/// A new window's tag for a file named `name`.
+pub fn window_tag(name: &str) -> String {
+    format!("{name} Del Snarf Undo | Look ")
+}
+
+/// Makes a clean buffer holding `text`, shown in `view`.
+pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId) -> Result<BufferId> {
+    let id = node.create_buffer_as(name)?;
+    let shard = Shard::Buffer(id);
+    if !text.is_empty() {
+        let op = BufferOp::Splice { q0: 0, q1: 0, text: text.to_string(), origin: Origin::OtherFile };
+        node.append(shard, Op::Buffer(op))?;
+    }
+    node.append(shard, Op::Buffer(BufferOp::ViewAdd { view }))?;
+    node.append(shard, Op::Buffer(BufferOp::Clean))?;
+    Ok(id)
+}
+
+/// Lays out a fresh session: the layout shard, the top row's tag and two
+/// columns, as acme starts. The node becomes the layout's leader.
+pub fn init_session(node: &mut Node) -> Result<()> {
+    node.create_shard(Shard::Layout)?;
+    let tag = text_buffer(node, "", ROW_TAG, ViewId::TopRow)?;
+    node.append(Shard::Layout, Op::Layout(LayoutOp::RowTag { tag }))?;
+    add_column(node, Frac::ZERO)?;
+    add_column(node, Frac(Frac::ONE.0 / 2))?;
+    Ok(())
+}
+
+/// Adds a column whose left edge is at `x`.
+pub fn add_column(node: &mut Node, x: Frac) -> Result<ColumnId> {
+    require_leader(node, Shard::Layout)?;
+    let column = ColumnId(node.alloc()?);
+    let tag = text_buffer(node, "", COLUMN_TAG, ViewId::ColumnTag(column))?;
+    node.append(Shard::Layout, Op::Layout(LayoutOp::ColumnAdd { column, tag, x }))?;
+    Ok(column)
+}
+
+/// A window that `new_window` made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewWindow {
+    pub window: WindowId,
+    pub number: AcmeNumber,
+    pub tag: BufferId,
+    pub body: BufferId,
+}
+
+fn require_leader(node: &Node, shard: Shard) -> Result<()> {
+    match node.leads(shard) {
+        true => Ok(()),
+        false => Err(Reject::NotLeader { shard }),
+    }
+}
+
+/// Makes a window showing `body` (or a new empty buffer named `name`) in
+/// `column` (or the last column), below the column's last window.
+pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<ColumnId>, name: &str) -> Result<NewWindow> {
+    require_leader(node, Shard::Layout)?;
+    let column = match column {
+        Some(c) => c,
+        None => node.state.layout.columns.last().map(|c| c.id).ok_or(Reject::NoColumn { column: ColumnId(0) })?,
+    };
+    let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
+    let y = match col.windows.last() {
+        Some(p) => Frac(p.y.0 + (Frac::ONE.0 - p.y.0) / 2),
+        None => Frac::ZERO,
+    };
+    if let Some(b) = body {
+        node.state.buffer(b)?;
+        require_leader(node, Shard::Buffer(b))?;
+    }
+    let window = WindowId(node.alloc()?);
+    let name = match body {
+        Some(b) => node.state.buffer(b)?.name.clone(),
+        None => name.to_string(),
+    };
+    let body = match body {
+        Some(b) => b,
+        None => node.create_buffer_as(&name)?,
+    };
+    let tag = text_buffer(node, "", &window_tag(&name), ViewId::WindowTag(window))?;
+    node.append(Shard::Buffer(body), Op::Buffer(BufferOp::ViewAdd { view: ViewId::WindowBody(window) }))?;
+    node.create_shard(Shard::Window(window))?;
+    node.append(Shard::Window(window), Op::Window(WindowOp::Create { tag, body }))?;
+    node.append(Shard::Layout, Op::Layout(LayoutOp::WindowAdd { window, column, y }))?;
+    let number = node.state.layout.numbers[&window];
+    Ok(NewWindow { window, number, tag, body })
+}
+
+/// Removes a window: out of the layout, its views off its buffers, its tag
+/// buffer and shard deleted, and its body too if no other window shows it.
+pub fn delete_window(node: &mut Node, window: WindowId) -> Result<()> {
+    let w = node.state.window(window)?.clone();
+    for shard in [Shard::Layout, Shard::Window(window), Shard::Buffer(w.tag), Shard::Buffer(w.body)] {
+        require_leader(node, shard)?;
+    }
+    node.append(Shard::Layout, Op::Layout(LayoutOp::WindowDel { window }))?;
+    let shown_elsewhere = node.state.windows.iter().any(|(id, o)| *id != window && o.body == w.body);
+    if shown_elsewhere {
+        node.append(Shard::Buffer(w.body), Op::Buffer(BufferOp::ViewDel { view: ViewId::WindowBody(window) }))?;
+    } else {
+        node.delete_shard(Shard::Buffer(w.body))?;
+    }
+    node.delete_shard(Shard::Buffer(w.tag))?;
+    node.delete_shard(Shard::Window(window))?;
+    Ok(())
+}

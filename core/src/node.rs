@@ -1,0 +1,221 @@
+//! `Node`: one replica of a session, leading some shards and following the
+//! rest.
+//!
+//! A node is a `State` over a `Log` (the authority on the daemon, a mirror
+//! on a client). It reads its leases from the log, not from the state: only
+//! the log knows what this replica has sequenced but the daemon has not yet
+//! seen. It can append only where it holds a lease, and the log fences again.
+//! Entries it receives are checked by the log, applied, then stored, so the
+//! state and the log never disagree about what was accepted.
+//!
+//! Ids come from a range of the node's own, `(attachment << 40) | counter`;
+//! the counters start past the high-water marks in the state it starts from,
+//! so a restored or resumed node never reissues an id.
+
+use crate::entry::Entry;
+use crate::error::{Reject, Result};
+use crate::id::{AttachmentId, BufferId, Epoch, GroupId, COUNTER_MAX};
+use crate::log::Log;
+use crate::op::{BufferOp, MetaOp, Op};
+use crate::shard::Shard;
+use crate::state::State;
+use std::collections::BTreeMap;
+
+/// A replica: state, log, leases, id counters.
+#[derive(Debug)]
+pub struct Node {
+    pub attachment: AttachmentId,
+    pub state: State,
+    pub log: Log,
+    /// The shards this node leads, with the epoch it leads them at.
+    epochs: BTreeMap<Shard, Epoch>,
+    next_id: u64,
+    next_group: u64,
+}
+
+impl Node {
+    /// A node for `attachment` over `log`, starting from `state` (which
+    /// must be the state the log was built from).
+    pub fn new(attachment: AttachmentId, state: State, log: Log) -> Node {
+        let start = |marks: &BTreeMap<AttachmentId, u64>| marks.get(&attachment).map_or(1, |m| m + 1);
+        let mut node = Node {
+            attachment,
+            next_id: start(&state.id_marks),
+            next_group: start(&state.group_marks),
+            state,
+            log,
+            epochs: BTreeMap::new(),
+        };
+        node.refresh_leases();
+        node
+    }
+
+    /// The daemon's node of a new session: SERVER over a new authority log.
+    pub fn server() -> Node {
+        Node::new(AttachmentId::SERVER, State::new(), Log::authority())
+    }
+
+    /// Re-reads which shards this node leads from the log.
+    pub fn refresh_leases(&mut self) {
+        self.epochs = self.log.held_by(self.attachment);
+        // The metalog is the authority's to write, never a lease.
+        if !self.log.is_authority() {
+            self.epochs.remove(&Shard::Meta);
+        }
+    }
+
+    /// Whether this node leads `shard` now.
+    pub fn leads(&self, shard: Shard) -> bool {
+        self.epochs.contains_key(&shard) && shard != Shard::Meta
+    }
+
+    /// The shards this node leads, with their epochs.
+    pub fn led(&self) -> &BTreeMap<Shard, Epoch> {
+        &self.epochs
+    }
+
+    /// Sequences `op` on `shard` as this node's own entry and applies it.
+    /// Fails with `NotLeader` without a lease; the log fences again.
+    pub fn append(&mut self, shard: Shard, op: Op) -> Result<Entry> {
+        let epoch = match self.epochs.get(&shard) {
+            Some(e) if shard != Shard::Meta => *e,
+            _ => return Err(Reject::NotLeader { shard }),
+        };
+        let entry = self.log.prepare(shard, self.attachment, epoch, op)?;
+        self.state.apply(shard, &entry)?;
+        self.log.push(shard, entry.clone());
+        Ok(entry)
+    }
+
+    /// Accepts an entry sequenced elsewhere: checked by the log, applied,
+    /// stored. Metalog entries may change this node's leases.
+    pub fn accept(&mut self, shard: Shard, entry: Entry) -> Result<()> {
+        if shard == Shard::Meta && self.log.is_authority() {
+            return Err(Reject::ServerOnly { shard });
+        }
+        self.log.check_entry(shard, &entry)?;
+        self.state.apply(shard, &entry)?;
+        let meta = shard == Shard::Meta;
+        self.log.push(shard, entry);
+        if meta {
+            self.refresh_leases();
+        }
+        Ok(())
+    }
+
+    /// Sequences a metalog entry (authority only) and applies it.
+    pub fn push_meta(&mut self, op: MetaOp) -> Result<Entry> {
+        self.state.meta.check(&op)?;
+        let entry = self.log.prepare_meta(op)?;
+        self.state.apply(Shard::Meta, &entry)?;
+        self.log.push(Shard::Meta, entry.clone());
+        self.refresh_leases();
+        Ok(entry)
+    }
+
+    /// Creates `shard` with this node as its leader. On the authority that
+    /// is a `ShardNew` entry; on a mirror the shard exists here at once and
+    /// the daemon hears of it through the hook.
+    pub fn create_shard(&mut self, shard: Shard) -> Result<Option<Entry>> {
+        let op = MetaOp::ShardNew { shard, creator: self.attachment };
+        self.state.meta.check(&op)?;
+        if self.log.is_authority() {
+            return self.push_meta(op).map(Some);
+        }
+        self.log.create_shard(shard, self.attachment)?;
+        self.state.apply_unsequenced(&op)?;
+        self.refresh_leases();
+        Ok(None)
+    }
+
+    /// Deletes `shard`. A mirror drops its state at once (unsequenced); the
+    /// daemon's `ShardDel` follows.
+    pub fn delete_shard(&mut self, shard: Shard) -> Result<Option<Entry>> {
+        let op = MetaOp::ShardDel { shard };
+        self.state.meta.check(&op)?;
+        self.log.shard(shard)?;
+        if self.log.is_authority() {
+            return self.push_meta(op).map(Some);
+        }
+        self.log.delete_shard(shard)?;
+        self.state.apply_unsequenced(&op)?;
+        self.refresh_leases();
+        Ok(None)
+    }
+
+    /// Allocates an id from this node's range.
+    pub fn alloc(&mut self) -> Result<u64> {
+        if self.next_id > COUNTER_MAX {
+            return Err(Reject::IdsExhausted(self.attachment));
+        }
+        let id = self.attachment.pack(self.next_id);
+        self.next_id += 1;
+        Ok(id)
+    }
+
+    /// Allocates an undo-group id.
+    pub fn new_group(&mut self) -> Result<GroupId> {
+        if self.next_group > COUNTER_MAX {
+            return Err(Reject::IdsExhausted(self.attachment));
+        }
+        let id = GroupId(self.attachment.pack(self.next_group));
+        self.next_group += 1;
+        Ok(id)
+    }
+
+    /// Makes a new, empty buffer named `name`, led by this node.
+    pub fn create_buffer_as(&mut self, name: &str) -> Result<BufferId> {
+        let id = BufferId(self.alloc()?);
+        let shard = Shard::Buffer(id);
+        self.create_shard(shard)?;
+        self.append(shard, Op::Buffer(BufferOp::Create { name: name.to_string() }))?;
+        Ok(id)
+    }
+
+    /// Takes the lease of `shard` for this node (authority only: grants it
+    /// to ourselves; the lease must be free).
+    pub fn take_lease(&mut self, shard: Shard) -> Result<Entry> {
+        let op = self.log.grant_op(shard, self.attachment)?;
+        self.push_meta(op)
+    }
+
+    /// Gives up the lease of `shard` after this node's last entry. The
+    /// authority appends `LeaseRelease`; a mirror stops leading at once and
+    /// returns `None`: its link sends `Release { shard, seq }`.
+    pub fn release_lease(&mut self, shard: Shard) -> Result<Option<Entry>> {
+        if !self.leads(shard) {
+            return Err(Reject::NotLeader { shard });
+        }
+        if self.log.is_authority() {
+            let op = self.log.release_op(shard, self.attachment, self.log.last(shard))?;
+            return self.push_meta(op).map(Some);
+        }
+        self.log.release_mirror(shard, self.attachment)?;
+        self.refresh_leases();
+        Ok(None)
+    }
+
+    /// Replays everything `source` has that this node has not applied,
+    /// the metalog first (so a shard's `ShardNew` precedes its entries).
+    /// Returns how many entries it applied.
+    pub fn catch_up(&mut self, source: &Log) -> Result<usize> {
+        let mut n = self.catch_up_shard(source, Shard::Meta)?;
+        let shards: Vec<Shard> = source.shards().map(|(s, _)| *s).filter(|s| *s != Shard::Meta).collect();
+        for shard in shards {
+            if self.state.meta.shards.contains(&shard) {
+                n += self.catch_up_shard(source, shard)?;
+            }
+        }
+        Ok(n)
+    }
+
+    fn catch_up_shard(&mut self, source: &Log, shard: Shard) -> Result<usize> {
+        let from = self.state.applied(shard);
+        let pending: Vec<Entry> = source.entries_after(shard, from)?.cloned().collect();
+        let n = pending.len();
+        for entry in pending {
+            self.accept(shard, entry)?;
+        }
+        Ok(n)
+    }
+}

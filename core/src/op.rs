@@ -1,0 +1,254 @@
+//! The ops: what an entry asks `apply` to do, one enum per shard kind.
+//!
+//! This file is a table of types, as acme's `dat.h` is: each op's meaning is
+//! documented here and implemented beside the state it changes (`buf.rs`,
+//! `win.rs`, `layout.rs`, `term.rs`, `meta.rs`). An op that does not belong
+//! on a shard is refused by [`Op::fits`] before anything looks at it.
+
+use crate::id::{AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, SessionUuid, WindowId};
+use crate::layout::Frac;
+use crate::shard::{Shard, ShardKind, ViewId};
+use serde::{Deserialize, Serialize};
+
+/// Any op, tagged with the kind of shard it belongs on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    Buffer(BufferOp),
+    Window(WindowOp),
+    Layout(LayoutOp),
+    Term(TermOp),
+    Meta(MetaOp),
+}
+
+impl Op {
+    /// The kind of shard this op belongs on.
+    pub fn kind(&self) -> ShardKind {
+        match self {
+            Op::Buffer(_) => ShardKind::Buffer,
+            Op::Window(_) => ShardKind::Window,
+            Op::Layout(_) => ShardKind::Layout,
+            Op::Term(_) => ShardKind::Term,
+            Op::Meta(_) => ShardKind::Meta,
+        }
+    }
+
+    /// Whether this op may be appended to `shard`.
+    pub fn fits(&self, shard: &Shard) -> bool {
+        self.kind() == shard.kind()
+    }
+}
+
+/// Where a text change came from, as acme's events report it (`c1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Origin {
+    /// Typed at the keyboard (`K`).
+    Keyboard,
+    /// Made with the mouse: cut, paste, snarf, execute (`M`).
+    Mouse,
+    /// A write to the window's own body or tag file (`E`).
+    FileWrite,
+    /// Any other file, such as `ctl` or `data` (`F`).
+    OtherFile,
+}
+
+impl Origin {
+    /// acme's event origin character.
+    pub fn acme_char(self) -> char {
+        match self {
+            Origin::Keyboard => 'K',
+            Origin::Mouse => 'M',
+            Origin::FileWrite => 'E',
+            Origin::OtherFile => 'F',
+        }
+    }
+}
+
+/// A B2 (execute) or B3 (look) action, sequenced in the buffer it names so
+/// that every reader sees it against the same text.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Action {
+    /// The view the user acted in, if it was one (acme's tag or body).
+    pub view: Option<ViewId>,
+    /// The buffer version the positions refer to.
+    pub version: u64,
+    /// The range the user swept, in runes.
+    pub q0: u64,
+    pub q1: u64,
+    /// The expanded range acme would act on, when it differs (`flag & 2`).
+    pub expansion: Option<(u64, u64)>,
+    /// The chord argument (B2 then B1), if any.
+    pub arg: Option<String>,
+    /// acme's event flag bits (1 built-in, 2 expanded, 8 has argument...).
+    pub flags: u32,
+    /// Where the action came from (keyboard or mouse).
+    pub origin: Origin,
+}
+
+/// Ops on a buffer shard: one text with its views, history and undo.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BufferOp {
+    /// First entry of every buffer shard: the buffer exists, empty.
+    Create { name: String },
+    /// Replace runes `q0..q1` with `text`; every view moves.
+    Splice { q0: u64, q1: u64, text: String, origin: Origin },
+    /// A text starts showing this buffer (selection 0,0, origin 0).
+    ViewAdd { view: ViewId },
+    /// A text stops showing this buffer.
+    ViewDel { view: ViewId },
+    /// Set a view's selection (acme's dot).
+    Select { view: ViewId, q0: u64, q1: u64 },
+    /// Set a view's scroll origin.
+    SetOrigin { view: ViewId, org: u64 },
+    /// Set the file name.
+    Name { name: String },
+    /// Mark the buffer modified.
+    Dirty,
+    /// Mark the buffer unmodified as it is now (after Put or Get).
+    Clean,
+    /// Start a new undo group: the edits until the next mark undo together.
+    Mark { group: GroupId },
+    /// Undo the most recent undo group.
+    Undo,
+    /// Redo the most recently undone group.
+    Redo,
+    /// A B2 action on this buffer's text.
+    ExecAt(Action),
+    /// A B3 action on this buffer's text.
+    LookAt(Action),
+}
+
+/// Per-window switches set by `ctl` messages and the UI.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct WindowFlags {
+    /// Follow output at the end of the body (`scroll`/`noscroll`).
+    pub scroll: bool,
+    /// Show the standard tag menu (`menu`/`nomenu`).
+    pub menu: bool,
+    /// Each change starts a new undo group (`mark`/`nomark`).
+    pub mark: bool,
+    /// Command and directory to restore the window from a Dump.
+    pub dump: Option<String>,
+    pub dumpdir: Option<String>,
+    /// Font name, if not the default.
+    pub font: Option<String>,
+}
+
+impl Default for WindowFlags {
+    fn default() -> WindowFlags {
+        WindowFlags { scroll: true, menu: true, mark: true, dump: None, dumpdir: None, font: None }
+    }
+}
+
+/// Ops on a window shard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WindowOp {
+    /// First entry: the window shows `body` under `tag`.
+    Create { tag: BufferId, body: BufferId },
+    /// Show another body buffer.
+    Body { body: BufferId },
+    /// Replace the window's flags.
+    Flags(WindowFlags),
+    /// A tool opened the window's event file: the UI sends B2/B3 actions on
+    /// this window as `ExecAt`/`LookAt` instead of acting on them.
+    EventOpen { reader: AttachmentId },
+    /// The event file was closed.
+    EventClose,
+}
+
+/// Ops on the layout shard: the top row, its columns and window placement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LayoutOp {
+    /// The top row's tag buffer.
+    RowTag { tag: BufferId },
+    /// A new column whose left edge is at `x` (fraction of the width).
+    ColumnAdd { column: ColumnId, tag: BufferId, x: Frac },
+    /// Remove an empty column.
+    ColumnDel { column: ColumnId },
+    /// Move a column's left edge.
+    ColumnMove { column: ColumnId, x: Frac },
+    /// Place a new window in `column` with its top at `y`; assigns its acme
+    /// number.
+    WindowAdd { window: WindowId, column: ColumnId, y: Frac },
+    /// Move a window (to another column, or within its own to resize).
+    WindowMove { window: WindowId, column: ColumnId, y: Frac },
+    /// Take a window out of the layout; its number is never reused.
+    WindowDel { window: WindowId },
+    /// Which window has the focus (acme's `focus` log event).
+    Focus { window: Option<WindowId> },
+}
+
+/// Ops on a term shard: the grid a daemon-side emulator produced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TermOp {
+    /// First entry: a grid of `rows` by `cols` running `command` in `dir`.
+    Create { cols: u16, rows: u16, command: String, dir: String },
+    /// The grid changed size; lines are cut or padded.
+    Resize { cols: u16, rows: u16 },
+    /// Lines from `top` down were redrawn with this text.
+    Lines { top: u16, lines: Vec<String> },
+    /// The grid scrolled up by `scrolled.len()` rows; those rows (their
+    /// final text) go to the scrollback and blank rows appear at the bottom.
+    Scroll { scrolled: Vec<String> },
+    /// The cursor moved.
+    Cursor { row: u16, col: u16, visible: bool },
+    /// Terminal modes changed (application cursor keys, bracketed paste...).
+    Modes { bits: u32 },
+    /// The window title changed.
+    Title { title: String },
+    /// The process on the pty exited.
+    Exit { status: i32 },
+}
+
+/// What kind of party an attachment is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum AttachmentKind {
+    /// A UI: leads the shards the user edits.
+    Ui,
+    /// A tool or the `apex` command: follows and proposes.
+    Tool,
+}
+
+/// Ops on the metalog, which only the daemon appends (as SERVER, epoch 0).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MetaOp {
+    /// The session's UUID; recorded once, never changes.
+    Identity { uuid: SessionUuid },
+    /// The session's human label.
+    Label { label: String },
+    /// A shard exists. A creator other than SERVER holds its lease at epoch
+    /// 1 from the start, so a client can lead a shard it made without a
+    /// round trip; otherwise the server holds it at epoch 0.
+    ShardNew { shard: Shard, creator: AttachmentId },
+    /// A shard and its state are gone.
+    ShardDel { shard: Shard },
+    /// A UI or tool attached.
+    Attach { attachment: AttachmentId, kind: AttachmentKind, name: String },
+    /// It detached: its rules, settings and (for tools) notifications go.
+    Detach { attachment: AttachmentId },
+    /// `to` leads `shard` from seq `base + 1` at `epoch` (the old epoch + 1).
+    LeaseGrant { shard: Shard, to: AttachmentId, epoch: Epoch, base: Seq },
+    /// `by` asks the holder to hand the lease over.
+    LeaseRequest { shard: Shard, by: AttachmentId },
+    /// The holder gave the lease up after its entry `seq`.
+    LeaseRelease { shard: Shard, seq: Seq },
+    /// The server took the lease back at `epoch` (the old epoch + 1); the
+    /// holder's entries after `base` are fenced.
+    LeaseReclaim { shard: Shard, epoch: Epoch, base: Seq },
+    /// A plumbing rule.
+    RuleAdd { rule: RuleId, owner: AttachmentId, text: String },
+    RuleDel { rule: RuleId },
+    /// A message for the user; numbered by apply.
+    Notify { from: AttachmentId, text: String },
+    NotifyDel { id: u64 },
+    /// A process the daemon started.
+    ProcessStart {
+        pid: u64,
+        owner: AttachmentId,
+        command: String,
+        dir: String,
+        window: Option<WindowId>,
+    },
+    ProcessExit { pid: u64, status: i32 },
+    /// Set (or, with `None`, clear) a setting.
+    Setting { owner: AttachmentId, key: String, value: Option<String> },
+}

@@ -1,0 +1,201 @@
+//! Proposals: how a party that does not lead a shard asks for a change.
+//!
+//! Tools and the `apex` command never lead; they send a `Proposal`, the
+//! daemon routes it to the shard's holder, and `apply` there turns it into
+//! the leader's own entries. A proposal names the buffer version it was
+//! made at; its positions are rebased through every edit since, moving the
+//! way views move, or it is refused with a clear error when those edits are
+//! no longer retained (each buffer keeps its last `HISTORY_LIMIT`). Because
+//! the retained edits are in the state, every leader rebases identically.
+
+use crate::entry::Entry;
+use crate::error::{Reject, Result};
+use crate::id::{BufferId, ColumnId, WindowId};
+use crate::layout::Frac;
+use crate::make::{self, NewWindow};
+use crate::node::Node;
+use crate::op::{Action, BufferOp, LayoutOp, Op, Origin};
+use crate::shard::{Shard, ViewId};
+use serde::{Deserialize, Serialize};
+
+/// A change a non-leader asks for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Proposal {
+    /// Insert `text` at `q0` as of `version`.
+    Insert { buffer: BufferId, version: u64, q0: u64, text: String, origin: Origin },
+    /// Delete `q0..q1` as of `version`.
+    Delete { buffer: BufferId, version: u64, q0: u64, q1: u64, origin: Origin },
+    /// Replace `q0..q1` with `text` as of `version`.
+    Replace { buffer: BufferId, version: u64, q0: u64, q1: u64, text: String, origin: Origin },
+    /// Set a view's selection, as of `version`.
+    Select { buffer: BufferId, view: ViewId, version: u64, q0: u64, q1: u64 },
+    /// Set a view's origin, as of `version`.
+    SetOrigin { buffer: BufferId, view: ViewId, version: u64, org: u64 },
+    Name { buffer: BufferId, name: String },
+    Clean { buffer: BufferId },
+    Dirty { buffer: BufferId },
+    Undo { buffer: BufferId },
+    Redo { buffer: BufferId },
+    /// A new buffer (no window) holding `text`.
+    CreateBuffer { name: String, text: String },
+    /// A new window on `body` (or a new buffer named `name`) in `column`.
+    CreateWindow { body: Option<BufferId>, column: Option<ColumnId>, name: String },
+    DeleteWindow { window: WindowId },
+    MoveWindow { window: WindowId, column: ColumnId, y: Frac },
+    /// A B2 action on a buffer's text.
+    Exec { buffer: BufferId, action: Action },
+    /// A B3 action on a buffer's text.
+    Look { buffer: BufferId, action: Action },
+}
+
+/// What a proposal made, beyond its entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Created {
+    Nothing,
+    Buffer(BufferId),
+    Window(NewWindow),
+}
+
+/// The outcome of an applied proposal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// Every entry the leader appended for it, in order, metalog entries
+    /// (on the authority) included.
+    pub entries: Vec<(Shard, Entry)>,
+    pub created: Created,
+}
+
+impl Proposal {
+    /// The buffer a buffer proposal changes.
+    pub fn buffer(&self) -> Option<BufferId> {
+        match self {
+            Proposal::Insert { buffer, .. }
+            | Proposal::Delete { buffer, .. }
+            | Proposal::Replace { buffer, .. }
+            | Proposal::Select { buffer, .. }
+            | Proposal::SetOrigin { buffer, .. }
+            | Proposal::Name { buffer, .. }
+            | Proposal::Clean { buffer }
+            | Proposal::Dirty { buffer }
+            | Proposal::Undo { buffer }
+            | Proposal::Redo { buffer }
+            | Proposal::Exec { buffer, .. }
+            | Proposal::Look { buffer, .. } => Some(*buffer),
+            _ => None,
+        }
+    }
+
+    /// The shard whose holder should receive this proposal.
+    pub fn target(&self) -> Shard {
+        match self {
+            Proposal::CreateBuffer { .. } | Proposal::CreateWindow { .. } => Shard::Layout,
+            Proposal::DeleteWindow { .. } | Proposal::MoveWindow { .. } => Shard::Layout,
+            p => Shard::Buffer(p.buffer().expect("every other proposal names a buffer")),
+        }
+    }
+}
+
+/// Turns `proposal` into `node`'s own entries. The node must lead what it
+/// touches; nothing is appended if a check fails.
+pub fn apply(node: &mut Node, proposal: &Proposal) -> Result<Applied> {
+    let mark = node.log.last(Shard::Meta);
+    let before: Vec<(Shard, u64)> = node.led().keys().map(|s| (*s, node.log.last(*s))).collect();
+    let created = apply_inner(node, proposal)?;
+    // Gather what was appended: the metalog (authority) and every led shard.
+    let mut entries = Vec::new();
+    if node.log.is_authority() {
+        let meta: Vec<Entry> = node.log.entries_after(Shard::Meta, mark)?.cloned().collect();
+        entries.extend(meta.into_iter().map(|e| (Shard::Meta, e)));
+    }
+    let now: Vec<Shard> = node.led().keys().copied().collect();
+    for shard in now {
+        let from = before.iter().find(|(s, _)| *s == shard).map_or(0, |(_, n)| *n);
+        if let Ok(it) = node.log.entries_after(shard, from) {
+            entries.extend(it.cloned().map(|e| (shard, e)));
+        }
+    }
+    Ok(Applied { entries, created })
+}
+
+fn buffer_op(node: &mut Node, buffer: BufferId, op: BufferOp) -> Result<()> {
+    node.append(Shard::Buffer(buffer), Op::Buffer(op)).map(|_| ())
+}
+
+/// Rebases `q0..q1` from `version` and checks it against the text.
+fn rebase_range(node: &Node, buffer: BufferId, version: u64, q0: u64, q1: u64) -> Result<(u64, u64)> {
+    let b = node.state.buffer(buffer)?;
+    if q0 > q1 {
+        return Err(Reject::Range { q0, q1, len: b.len() });
+    }
+    // Check against the text as the proposer saw it, then move.
+    let (r0, r1) = (b.rebase(version, q0)?, b.rebase(version, q1)?);
+    b.check_range(r0, r1)?;
+    Ok((r0, r1))
+}
+
+/// An edit proposal: its own undo group, then the splice.
+fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text: &str, origin: Origin) -> Result<()> {
+    if q0 == q1 && text.is_empty() {
+        return Err(Reject::Empty);
+    }
+    let (q0, q1) = rebase_range(node, buffer, version, q0, q1)?;
+    if !node.leads(Shard::Buffer(buffer)) {
+        return Err(Reject::NotLeader { shard: Shard::Buffer(buffer) });
+    }
+    let group = node.new_group()?;
+    buffer_op(node, buffer, BufferOp::Mark { group })?;
+    buffer_op(node, buffer, BufferOp::Splice { q0, q1, text: text.to_string(), origin })
+}
+
+fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
+    if let Some(b) = p.buffer() {
+        node.state.buffer(b)?;
+        if !node.leads(Shard::Buffer(b)) {
+            return Err(Reject::NotLeader { shard: Shard::Buffer(b) });
+        }
+    }
+    match p {
+        Proposal::Insert { buffer, version, q0, text, origin } => {
+            edit(node, *buffer, *version, *q0, *q0, text, *origin)?
+        }
+        Proposal::Delete { buffer, version, q0, q1, origin } => edit(node, *buffer, *version, *q0, *q1, "", *origin)?,
+        Proposal::Replace { buffer, version, q0, q1, text, origin } => {
+            edit(node, *buffer, *version, *q0, *q1, text, *origin)?
+        }
+        Proposal::Select { buffer, view, version, q0, q1 } => {
+            let (q0, q1) = rebase_range(node, *buffer, *version, *q0, *q1)?;
+            buffer_op(node, *buffer, BufferOp::Select { view: *view, q0, q1 })?
+        }
+        Proposal::SetOrigin { buffer, view, version, org } => {
+            let (org, _) = rebase_range(node, *buffer, *version, *org, *org)?;
+            buffer_op(node, *buffer, BufferOp::SetOrigin { view: *view, org })?
+        }
+        Proposal::Name { buffer, name } => buffer_op(node, *buffer, BufferOp::Name { name: name.clone() })?,
+        Proposal::Clean { buffer } => buffer_op(node, *buffer, BufferOp::Clean)?,
+        Proposal::Dirty { buffer } => buffer_op(node, *buffer, BufferOp::Dirty)?,
+        Proposal::Undo { buffer } => buffer_op(node, *buffer, BufferOp::Undo)?,
+        Proposal::Redo { buffer } => buffer_op(node, *buffer, BufferOp::Redo)?,
+        Proposal::Exec { buffer, action } => buffer_op(node, *buffer, BufferOp::ExecAt(action.clone()))?,
+        Proposal::Look { buffer, action } => buffer_op(node, *buffer, BufferOp::LookAt(action.clone()))?,
+        Proposal::CreateBuffer { name, text } => {
+            let id = node.create_buffer_as(name)?;
+            if !text.is_empty() {
+                let op = BufferOp::Splice { q0: 0, q1: 0, text: text.clone(), origin: Origin::OtherFile };
+                buffer_op(node, id, op)?;
+                buffer_op(node, id, BufferOp::Clean)?;
+            }
+            return Ok(Created::Buffer(id));
+        }
+        Proposal::CreateWindow { body, column, name } => {
+            return make::new_window(node, *body, *column, name).map(Created::Window);
+        }
+        Proposal::DeleteWindow { window } => make::delete_window(node, *window)?,
+        Proposal::MoveWindow { window, column, y } => {
+            if !node.leads(Shard::Layout) {
+                return Err(Reject::NotLeader { shard: Shard::Layout });
+            }
+            node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window: *window, column: *column, y: *y }))?;
+        }
+    }
+    Ok(Created::Nothing)
+}

@@ -1,0 +1,79 @@
+//! Snapshots and the state hash: one canonical encoding of `State`.
+//!
+//! A snapshot is the postcard encoding of the whole state, `applied`
+//! included, so it records exactly which prefix of each log it covers. Every
+//! map in the state is ordered and texts encode independently of their rope
+//! chunking (`text.rs`), so equal states encode to equal bytes; the hash is
+//! blake3 over those bytes, streamed without building the snapshot.
+
+use crate::error::{Reject, Result};
+use crate::state::State;
+use postcard::ser_flavors::Flavor;
+
+/// First byte of every snapshot; bumped when the encoding changes.
+pub const SNAPSHOT_FORMAT: u8 = 1;
+
+/// Hashes what postcard writes, in large updates (blake3 is fastest fed
+/// whole blocks; postcard writes small fields a byte at a time).
+struct HashFlavor {
+    hasher: blake3::Hasher,
+    buf: Vec<u8>,
+}
+
+const HASH_BUF: usize = 64 * 1024;
+
+impl Flavor for HashFlavor {
+    type Output = blake3::Hash;
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        if self.buf.len() + data.len() > HASH_BUF {
+            self.hasher.update(&self.buf);
+            self.buf.clear();
+            if data.len() >= HASH_BUF {
+                self.hasher.update(data);
+                return Ok(());
+            }
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.try_extend(&[data])
+    }
+
+    fn finalize(mut self) -> postcard::Result<blake3::Hash> {
+        self.hasher.update(&self.buf);
+        Ok(self.hasher.finalize())
+    }
+}
+
+impl State {
+    /// The state as snapshot bytes.
+    pub fn to_snapshot(&self) -> Vec<u8> {
+        let out = vec![SNAPSHOT_FORMAT];
+        // Writing to a Vec cannot fail, and every type here serializes.
+        postcard::to_extend(self, out).expect("state always encodes")
+    }
+
+    /// A state from snapshot bytes; a clear error for anything else.
+    pub fn from_snapshot(bytes: &[u8]) -> Result<State> {
+        match bytes.split_first() {
+            Some((&SNAPSHOT_FORMAT, rest)) => {
+                postcard::from_bytes(rest).map_err(|e| Reject::Snapshot(e.to_string()))
+            }
+            Some((v, _)) => Err(Reject::Snapshot(format!(
+                "format {v}, this build reads format {SNAPSHOT_FORMAT}"
+            ))),
+            None => Err(Reject::Snapshot("empty".into())),
+        }
+    }
+
+    /// blake3 over the snapshot bytes, streamed: equal states, equal hashes.
+    pub fn hash(&self) -> blake3::Hash {
+        let mut buf = Vec::with_capacity(HASH_BUF);
+        buf.push(SNAPSHOT_FORMAT);
+        let flavor = HashFlavor { hasher: blake3::Hasher::new(), buf };
+        postcard::serialize_with_flavor(self, flavor).expect("state always encodes")
+    }
+}

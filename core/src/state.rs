@@ -1,0 +1,198 @@
+//! `State` and `apply`: the whole replicated state of a session, and the one
+//! function that changes it.
+//!
+//! `apply` is pure and deterministic: no clock, no randomness, no I/O, and
+//! it iterates only ordered maps. A leader that appends and applies and a
+//! follower that only applies therefore end with equal state, which
+//! `State::hash` checks. `apply` is dispatch only: each op's work lives in
+//! its concept's file (`buf.rs`, `win.rs`, `layout.rs`, `term.rs`,
+//! `meta.rs`). It refuses, with a typed error and without changing
+//! anything, an op that does not fit the shard, a seq that is not exactly
+//! the next, an entry outside the shard's current lease, and any op that
+//! its shard's state refuses.
+
+use crate::buf::Buffer;
+use crate::entry::Entry;
+use crate::error::{Reject, Result};
+use crate::id::{AttachmentId, BufferId, ColumnId, Seq, TermId, WindowId};
+use crate::layout::Layout;
+use crate::meta::Meta;
+use crate::op::{BufferOp, LayoutOp, MetaOp, Op, TermOp, WindowOp};
+use crate::shard::Shard;
+use crate::term::Term;
+use crate::win::Window;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A session's state: what every replica agrees on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    pub meta: Meta,
+    pub layout: Layout,
+    pub windows: BTreeMap<WindowId, Window>,
+    pub buffers: BTreeMap<BufferId, Buffer>,
+    pub terms: BTreeMap<TermId, Term>,
+    /// The last seq applied on each shard.
+    pub applied: BTreeMap<Shard, Seq>,
+    /// Highest id counter each attachment has used (buffers, windows,
+    /// columns, terms), so a node restored from this state starts past it.
+    pub id_marks: BTreeMap<AttachmentId, u64>,
+    /// The same for undo-group ids.
+    pub group_marks: BTreeMap<AttachmentId, u64>,
+}
+
+fn mark(marks: &mut BTreeMap<AttachmentId, u64>, issuer: AttachmentId, counter: u64) {
+    let m = marks.entry(issuer).or_insert(0);
+    *m = (*m).max(counter);
+}
+
+impl State {
+    /// A state with only the metalog.
+    pub fn new() -> State {
+        State::default()
+    }
+
+    /// The last seq applied on `shard` (0 for none).
+    pub fn applied(&self, shard: Shard) -> Seq {
+        self.applied.get(&shard).copied().unwrap_or(0)
+    }
+
+    pub fn buffer(&self, id: BufferId) -> Result<&Buffer> {
+        self.buffers.get(&id).ok_or(Reject::NotCreated { shard: Shard::Buffer(id) })
+    }
+
+    pub fn window(&self, id: WindowId) -> Result<&Window> {
+        self.windows.get(&id).ok_or(Reject::NoWindow { window: id })
+    }
+
+    /// Applies `entry` to `shard`. On error the state is unchanged.
+    pub fn apply(&mut self, shard: Shard, entry: &Entry) -> Result<()> {
+        if !entry.op.fits(&shard) {
+            return Err(Reject::WrongShard { op: entry.op.kind(), shard });
+        }
+        let want = self.applied(shard) + 1;
+        if entry.seq != want {
+            return Err(Reject::Sequence { shard, got: entry.seq, want });
+        }
+        self.fence(shard, entry)?;
+        self.apply_op(shard, &entry.op)?;
+        if self.meta.shards.contains(&shard) {
+            self.applied.insert(shard, entry.seq);
+        }
+        Ok(())
+    }
+
+    /// Checks that `entry` lies within `shard`'s lease as this replica
+    /// knows it (see `lease.rs`).
+    pub fn fence(&self, shard: Shard, entry: &Entry) -> Result<()> {
+        self.meta.leases.get(shard)?.admit(shard, entry)
+    }
+
+    fn apply_op(&mut self, shard: Shard, op: &Op) -> Result<()> {
+        match (shard, op) {
+            (Shard::Buffer(id), Op::Buffer(op)) => self.apply_buffer(id, op),
+            (Shard::Window(id), Op::Window(op)) => self.apply_window(id, op),
+            (Shard::Layout, Op::Layout(op)) => {
+                self.layout.apply(op)?;
+                if let LayoutOp::ColumnAdd { column, .. } = op {
+                    self.mark_column(*column);
+                }
+                Ok(())
+            }
+            (Shard::Term(id), Op::Term(op)) => self.apply_term(id, op),
+            (Shard::Meta, Op::Meta(op)) => self.apply_meta(op),
+            _ => Err(Reject::WrongShard { op: op.kind(), shard }),
+        }
+    }
+
+    fn apply_buffer(&mut self, id: BufferId, op: &BufferOp) -> Result<()> {
+        let shard = Shard::Buffer(id);
+        if let BufferOp::Create { name } = op {
+            if self.buffers.contains_key(&id) {
+                return Err(Reject::Created { shard });
+            }
+            self.buffers.insert(id, Buffer::new(name.clone()));
+            return Ok(());
+        }
+        let b = self.buffers.get_mut(&id).ok_or(Reject::NotCreated { shard })?;
+        b.apply(op)?;
+        if let BufferOp::Mark { group } = op {
+            mark(&mut self.group_marks, group.issuer(), group.counter());
+        }
+        Ok(())
+    }
+
+    fn apply_window(&mut self, id: WindowId, op: &WindowOp) -> Result<()> {
+        let shard = Shard::Window(id);
+        if let WindowOp::Create { tag, body } = op {
+            if self.windows.contains_key(&id) {
+                return Err(Reject::Created { shard });
+            }
+            self.windows.insert(id, Window::new(*tag, *body));
+            return Ok(());
+        }
+        self.windows.get_mut(&id).ok_or(Reject::NotCreated { shard })?.apply(op)
+    }
+
+    fn apply_term(&mut self, id: TermId, op: &TermOp) -> Result<()> {
+        let shard = Shard::Term(id);
+        if let TermOp::Create { cols, rows, command, dir } = op {
+            if self.terms.contains_key(&id) {
+                return Err(Reject::Created { shard });
+            }
+            self.terms.insert(id, Term::new(*cols, *rows, command.clone(), dir.clone())?);
+            return Ok(());
+        }
+        self.terms.get_mut(&id).ok_or(Reject::NotCreated { shard })?.apply(op)
+    }
+
+    fn apply_meta(&mut self, op: &MetaOp) -> Result<()> {
+        self.meta.apply(op)?;
+        match op {
+            MetaOp::ShardNew { shard, .. } => self.mark_shard(*shard),
+            MetaOp::ShardDel { shard } => {
+                self.applied.remove(shard);
+                match shard {
+                    Shard::Buffer(b) => {
+                        self.buffers.remove(b);
+                    }
+                    Shard::Window(w) => {
+                        self.windows.remove(w);
+                    }
+                    Shard::Term(t) => {
+                        self.terms.remove(t);
+                    }
+                    Shard::Layout => self.layout = Layout::default(),
+                    Shard::Meta => {}
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Applies a shard creation or deletion without sequencing it: a mirror
+    /// does this for a shard its own node creates or deletes, ahead of the
+    /// daemon's `ShardNew`/`ShardDel`, which then applies as a no-op.
+    pub fn apply_unsequenced(&mut self, op: &MetaOp) -> Result<()> {
+        match op {
+            MetaOp::ShardNew { .. } | MetaOp::ShardDel { .. } => self.apply_meta(op),
+            _ => Err(Reject::ServerOnly { shard: Shard::Meta }),
+        }
+    }
+
+    fn mark_shard(&mut self, shard: Shard) {
+        let id = match shard {
+            Shard::Buffer(b) => b.0,
+            Shard::Window(w) => w.0,
+            Shard::Term(t) => t.0,
+            Shard::Layout | Shard::Meta => return,
+        };
+        let id = BufferId(id);
+        mark(&mut self.id_marks, id.issuer(), id.counter());
+    }
+
+    fn mark_column(&mut self, column: ColumnId) {
+        mark(&mut self.id_marks, column.issuer(), column.counter());
+    }
+}

@@ -1,0 +1,200 @@
+//! `Text`: a rope with a canonical encoding.
+//!
+//! A buffer's text is a [`ropey::Rope`], so a 100 MB file and a one-rune
+//! insert in its middle both stay cheap. Its serde form does not depend on
+//! how the rope happens to be chunked (which varies with edit history): the
+//! UTF-8 bytes are written as a sequence of byte pieces cut at fixed
+//! [`PIECE`] offsets. That makes a snapshot canonical, so `State::hash` can
+//! hash the snapshot encoding itself, and it lets both directions stream
+//! without first gathering the text into one `String`.
+
+use ropey::{Rope, RopeBuilder};
+use serde::de::{self, SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+/// Bytes per piece of the encoding.
+pub const PIECE: usize = 64 * 1024;
+
+/// A rope of runes.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Text(pub Rope);
+
+impl Text {
+    pub fn new() -> Text {
+        Text(Rope::new())
+    }
+}
+
+impl Deref for Text {
+    type Target = Rope;
+    fn deref(&self) -> &Rope {
+        &self.0
+    }
+}
+
+impl DerefMut for Text {
+    fn deref_mut(&mut self) -> &mut Rope {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Text({} runes)", self.0.len_chars())
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text(Rope::from_str(s))
+    }
+}
+
+struct Piece<'a>(&'a [u8]);
+
+impl Serialize for Piece<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let len = self.0.len_bytes();
+        let mut seq = s.serialize_seq(Some(len.div_ceil(PIECE)))?;
+        let mut piece: Vec<u8> = Vec::with_capacity(PIECE.min(len));
+        for chunk in self.0.chunks() {
+            let mut bytes = chunk.as_bytes();
+            while !bytes.is_empty() {
+                let take = (PIECE - piece.len()).min(bytes.len());
+                piece.extend_from_slice(&bytes[..take]);
+                bytes = &bytes[take..];
+                if piece.len() == PIECE {
+                    seq.serialize_element(&Piece(&piece))?;
+                    piece.clear();
+                }
+            }
+        }
+        if !piece.is_empty() {
+            seq.serialize_element(&Piece(&piece))?;
+        }
+        seq.end()
+    }
+}
+
+/// One piece as it arrives: borrowed from the input where the format allows.
+enum PieceIn<'de> {
+    Borrowed(&'de [u8]),
+    Owned(Vec<u8>),
+}
+
+impl<'de> Deserialize<'de> for PieceIn<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PieceIn<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PieceIn<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a piece of UTF-8 bytes")
+            }
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<PieceIn<'de>, E> {
+                Ok(PieceIn::Borrowed(v))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<PieceIn<'de>, E> {
+                Ok(PieceIn::Owned(v.to_vec()))
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<PieceIn<'de>, E> {
+                Ok(PieceIn::Owned(v))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+/// Appends `bytes` to `out`, carrying an incomplete trailing rune in `carry`
+/// to the next piece (pieces are cut at byte offsets, not rune boundaries).
+fn feed<E: de::Error>(out: &mut RopeBuilder, carry: &mut Vec<u8>, mut bytes: &[u8]) -> Result<(), E> {
+    while !carry.is_empty() && !bytes.is_empty() {
+        carry.push(bytes[0]);
+        bytes = &bytes[1..];
+        match std::str::from_utf8(carry) {
+            Ok(s) => {
+                out.append(s);
+                carry.clear();
+            }
+            Err(e) if e.error_len().is_some() || carry.len() >= 4 => {
+                return Err(E::custom("text is not UTF-8"));
+            }
+            Err(_) => {}
+        }
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(s) => out.append(s),
+        Err(e) if e.error_len().is_none() => {
+            let (good, rest) = bytes.split_at(e.valid_up_to());
+            // SAFETY-free: `good` was just validated by from_utf8.
+            out.append(std::str::from_utf8(good).map_err(|_| E::custom("text is not UTF-8"))?);
+            carry.extend_from_slice(rest);
+        }
+        Err(_) => return Err(E::custom("text is not UTF-8")),
+    }
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence of text pieces")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text, A::Error> {
+                let mut out = RopeBuilder::new();
+                let mut carry = Vec::new();
+                while let Some(piece) = seq.next_element::<PieceIn<'de>>()? {
+                    match piece {
+                        PieceIn::Borrowed(b) => feed::<A::Error>(&mut out, &mut carry, b)?,
+                        PieceIn::Owned(b) => feed::<A::Error>(&mut out, &mut carry, &b)?,
+                    }
+                }
+                if !carry.is_empty() {
+                    return Err(de::Error::custom("text ends inside a rune"));
+                }
+                Ok(Text(out.finish()))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_ignores_chunking_and_round_trips() {
+        // Multi-byte runes straddle piece boundaries on purpose.
+        let s: String = "aé€😀".repeat(PIECE / 3);
+        let whole = Text::from(s.as_str());
+        let mut built = Text::new();
+        for (i, c) in s.chars().enumerate() {
+            built.insert_char(i, c);
+        }
+        let a = postcard::to_allocvec(&whole).unwrap();
+        let b = postcard::to_allocvec(&built).unwrap();
+        assert_eq!(a, b);
+        let back: Text = postcard::from_bytes(&a).unwrap();
+        assert_eq!(back, whole);
+    }
+
+    #[test]
+    fn bad_utf8_is_refused() {
+        let bad = postcard::to_allocvec(&vec![Piece(&[0xff, 0x41])]).unwrap();
+        assert!(postcard::from_bytes::<Text>(&bad).is_err());
+        let cut = postcard::to_allocvec(&vec![Piece("é".as_bytes().split_at(1).0)]).unwrap();
+        assert!(postcard::from_bytes::<Text>(&cut).is_err());
+    }
+}
