@@ -343,7 +343,6 @@ impl Buffer {
         !self.redo.is_empty()
     }
 }
-}
 
 fn pop_nonempty(stack: &mut Vec<Group>) -> Option<Group> {
     while let Some(g) = stack.pop() {
