@@ -175,11 +175,14 @@ impl Log {
             return Err(Reject::WrongShard { op: entry.op.kind(), shard });
         }
         let log = self.shard(shard)?;
+        // The fence first: a stale leader's entry is `fenced:` whatever
+        // its seq, so it knows to stop leading.
+        self.leases.get(shard)?.admit(shard, entry)?;
         let want = log.last() + 1;
         if entry.seq != want {
             return Err(Reject::Sequence { shard, got: entry.seq, want });
         }
-        self.leases.get(shard)?.admit(shard, entry)
+        Ok(())
     }
 
     /// Stores an entry `check_entry` passed. Metalog entries update the

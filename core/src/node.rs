@@ -117,15 +117,24 @@ impl Node {
     /// is a `ShardNew` entry; on a mirror the shard exists here at once and
     /// the daemon hears of it through the hook.
     pub fn create_shard(&mut self, shard: Shard) -> Result<Option<Entry>> {
+        if self.log.is_authority() {
+            return self.create_shard_for(shard, self.attachment).map(Some);
+        }
         let op = MetaOp::ShardNew { shard, creator: self.attachment };
         self.state.meta.check(&op)?;
-        if self.log.is_authority() {
-            return self.push_meta(op).map(Some);
-        }
         self.log.create_shard(shard, self.attachment)?;
         self.state.apply_unsequenced(&op)?;
         self.refresh_leases();
         Ok(None)
+    }
+
+    /// Creates `shard` on behalf of `creator` (authority only): what the
+    /// daemon does when a client's mirror hook says `CreateShard`.
+    pub fn create_shard_for(&mut self, shard: Shard, creator: AttachmentId) -> Result<Entry> {
+        if self.log.shard(shard).is_ok() {
+            return Err(Reject::ShardExists { shard });
+        }
+        self.push_meta(MetaOp::ShardNew { shard, creator })
     }
 
     /// Deletes `shard`. A mirror drops its state at once (unsequenced); the

@@ -1,0 +1,12 @@
+//! apex-core's integration tests, in one binary: the simulation harness and
+//! the suites that use it.
+
+mod apply;
+mod fencing;
+mod proposals;
+mod props;
+mod sim;
+mod trace;
+mod traces;
+mod undo;
+mod views;

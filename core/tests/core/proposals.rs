@@ -1,0 +1,132 @@
+//! Proposals: base-versioned edits rebased through later edits, refused
+//! clearly when too old; window and buffer creation through the leader.
+
+use apex_core::*;
+use propose::{Created, Proposal};
+
+fn setup() -> (Node, BufferId) {
+    let mut n = Node::server();
+    make::init_session(&mut n).unwrap();
+    let b = n.create_buffer_as("f").unwrap();
+    let op = BufferOp::Splice { q0: 0, q1: 0, text: "hello world".into(), origin: Origin::FileWrite };
+    n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+    (n, b)
+}
+
+fn text(n: &Node, b: BufferId) -> String {
+    n.state.buffer(b).unwrap().text.to_string()
+}
+
+fn version(n: &Node, b: BufferId) -> u64 {
+    n.state.buffer(b).unwrap().version
+}
+
+#[test]
+fn an_old_proposal_is_rebased_through_later_edits() {
+    let (mut n, b) = setup();
+    let seen = version(&n, b);
+    // The leader's user types a comma meanwhile.
+    let op = BufferOp::Splice { q0: 5, q1: 5, text: ",".into(), origin: Origin::Keyboard };
+    n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+    // A tool that saw "hello world" replaces "world": moved past the comma.
+    let p = Proposal::Replace { buffer: b, version: seen, q0: 6, q1: 11, text: "there".into(), origin: Origin::OtherFile };
+    propose::apply(&mut n, &p).unwrap();
+    assert_eq!(text(&n, b), "hello, there");
+    // And deletes "hello" as of the same old version: the comma, inserted
+    // at the range's end, stays outside it (views move the same way).
+    let p = Proposal::Delete { buffer: b, version: seen, q0: 0, q1: 5, origin: Origin::OtherFile };
+    propose::apply(&mut n, &p).unwrap();
+    assert_eq!(text(&n, b), ", there");
+    // A proposal's own edit is one undo group.
+    propose::apply(&mut n, &Proposal::Undo { buffer: b }).unwrap();
+    assert_eq!(text(&n, b), "hello, there");
+}
+
+#[test]
+fn stale_future_and_bad_proposals_are_refused_and_change_nothing() {
+    let (mut n, b) = setup();
+    let h = n.state.hash();
+    let cur = version(&n, b);
+    let cases = [
+        (Proposal::Insert { buffer: b, version: cur + 1, q0: 0, text: "x".into(), origin: Origin::OtherFile }, "newer than"),
+        (Proposal::Insert { buffer: b, version: cur, q0: 99, text: "x".into(), origin: Origin::OtherFile }, "out of range"),
+        (Proposal::Delete { buffer: b, version: cur, q0: 3, q1: 3, origin: Origin::OtherFile }, "nothing to do"),
+        (Proposal::Redo { buffer: b }, "nothing to redo"),
+        (Proposal::Name { buffer: BufferId(777), name: "x".into() }, "buffer.777"),
+        (Proposal::DeleteWindow { window: WindowId(5) }, "no window 5"),
+    ];
+    for (p, want) in cases {
+        let err = propose::apply(&mut n, &p).unwrap_err().to_string();
+        assert!(err.contains(want), "{err:?} lacks {want:?}");
+        assert_eq!(n.state.hash(), h);
+    }
+    // Push the seen version out of the retained history.
+    let seen = version(&n, b);
+    for i in 0..HISTORY_LIMIT as u64 + 1 {
+        let op = BufferOp::Splice { q0: i, q1: i, text: "x".into(), origin: Origin::Keyboard };
+        n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+    }
+    let p = Proposal::Insert { buffer: b, version: seen, q0: 0, text: "y".into(), origin: Origin::OtherFile };
+    let err = propose::apply(&mut n, &p).unwrap_err();
+    assert!(matches!(err, Reject::StaleVersion { .. }), "{err}");
+    assert!(err.to_string().contains("read the buffer again"));
+    let ok = Proposal::Insert { buffer: b, version: seen + 1, q0: 0, text: "y".into(), origin: Origin::OtherFile };
+    propose::apply(&mut n, &ok).unwrap();
+}
+
+#[test]
+fn a_follower_cannot_apply_proposals() {
+    let (n, b) = setup();
+    let mut f = Node::new(AttachmentId(3), n.state.clone(), Log::mirror(&n.state, Box::new(RecordingHook::default())));
+    let p = Proposal::Clean { buffer: b };
+    assert!(matches!(propose::apply(&mut f, &p), Err(Reject::NotLeader { .. })));
+    assert_eq!(p.target(), Shard::Buffer(b));
+}
+
+#[test]
+fn windows_get_acme_numbers_in_order_never_reused() {
+    let (mut n, b) = setup();
+    let mk = |n: &mut Node, body| match propose::apply(n, &Proposal::CreateWindow { body, column: None, name: "/tmp/a".into() }).unwrap().created {
+        Created::Window(w) => w,
+        other => panic!("{other:?}"),
+    };
+    let w1 = mk(&mut n, None);
+    let w2 = mk(&mut n, Some(b));
+    let w3 = mk(&mut n, Some(b)); // a Zerox of w2
+    assert_eq!([w1.number.0, w2.number.0, w3.number.0], [1, 2, 3]);
+    assert_eq!(w2.body, w3.body);
+    assert_eq!(n.state.buffer(w1.tag).unwrap().text.to_string(), "/tmp/a Del Snarf Undo | Look ");
+    assert_eq!(n.state.buffer(w2.tag).unwrap().text.to_string(), "f Del Snarf Undo | Look ");
+    let views = &n.state.buffer(b).unwrap().views;
+    assert!(views.contains_key(&ViewId::WindowBody(w2.window)) && views.contains_key(&ViewId::WindowBody(w3.window)));
+    propose::apply(&mut n, &Proposal::DeleteWindow { window: w2.window }).unwrap();
+    assert!(n.state.buffers.contains_key(&b), "still shown by its Zerox");
+    assert!(!n.state.buffers.contains_key(&w2.tag));
+    let w4 = mk(&mut n, None);
+    assert_eq!(w4.number.0, 4, "numbers are never reused");
+    assert_eq!(n.state.layout.window_numbered(AcmeNumber(3)), Some(w3.window));
+    propose::apply(&mut n, &Proposal::DeleteWindow { window: w3.window }).unwrap();
+    assert!(!n.state.buffers.contains_key(&b), "the last window took its body with it");
+    let col = n.state.layout.columns[0].id;
+    propose::apply(&mut n, &Proposal::MoveWindow { window: w1.window, column: col, y: Frac(500_000) }).unwrap();
+    assert_eq!(n.state.layout.find(w1.window), Some((0, 0)));
+}
+
+#[test]
+fn select_and_exec_proposals_name_their_version() {
+    let (mut n, b) = setup();
+    let w = match propose::apply(&mut n, &Proposal::CreateWindow { body: Some(b), column: None, name: String::new() }).unwrap().created {
+        Created::Window(w) => w,
+        other => panic!("{other:?}"),
+    };
+    let seen = version(&n, b);
+    let view = ViewId::WindowBody(w.window);
+    let op = BufferOp::Splice { q0: 0, q1: 0, text: "¡".into(), origin: Origin::Keyboard };
+    n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+    propose::apply(&mut n, &Proposal::Select { buffer: b, view, version: seen, q0: 6, q1: 11 }).unwrap();
+    let v = n.state.buffer(b).unwrap().views[&view];
+    assert_eq!((v.q0, v.q1), (7, 12));
+    let action = Action { view: Some(view), version: seen, q0: 0, q1: 5, expansion: None, arg: None, flags: 0, origin: Origin::Mouse };
+    propose::apply(&mut n, &Proposal::Exec { buffer: b, action: action.clone() }).unwrap();
+    assert_eq!(n.state.buffer(b).unwrap().last_action, Some((buf::ActionKind::Exec, action)));
+}

@@ -1,0 +1,47 @@
+//! Replaying each editing trace through a leader node gives exactly the
+//! trace's end content, and a follower agrees.
+
+use crate::trace;
+use apex_core::*;
+
+fn replay(name: &str) {
+    let t = trace::load(name);
+    let mut leader = Node::server();
+    let b = leader.create_buffer_as(name).unwrap();
+    let shard = Shard::Buffer(b);
+    if !t.start.is_empty() {
+        let op = BufferOp::Splice { q0: 0, q1: 0, text: t.start.clone(), origin: Origin::FileWrite };
+        leader.append(shard, Op::Buffer(op)).unwrap();
+    }
+    let mut n = 0;
+    for (pos, del, text) in t.patches() {
+        let op = BufferOp::Splice { q0: *pos, q1: pos + del, text: text.clone(), origin: Origin::Keyboard };
+        leader.append(shard, Op::Buffer(op)).unwrap();
+        n += 1;
+    }
+    let got = leader.state.buffer(b).unwrap().text.to_string();
+    assert!(got == t.end, "{name}: replaying {n} patches did not give endContent");
+    let mut follower = Node::new(AttachmentId(1), State::new(), Log::mirror(&State::new(), Box::new(RecordingHook::default())));
+    follower.catch_up(&leader.log).unwrap();
+    assert_eq!(follower.state.hash(), leader.state.hash(), "{name}: follower diverged");
+}
+
+#[test]
+fn automerge_paper() {
+    replay("automerge-paper");
+}
+
+#[test]
+fn rustcode() {
+    replay("rustcode");
+}
+
+#[test]
+fn sveltecomponent() {
+    replay("sveltecomponent");
+}
+
+#[test]
+fn seph_blog1() {
+    replay("seph-blog1");
+}
