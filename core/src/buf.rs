@@ -15,7 +15,7 @@
 //! A fresh edit clears `redo`, as in acme.
 
 use crate::error::{Reject, Result};
-use crate::id::GroupId;
+use crate::id::{AttachmentId, GroupId};
 use crate::op::{Action, BufferOp};
 use crate::shard::ViewId;
 use crate::text::Text;
@@ -83,6 +83,8 @@ pub struct Buffer {
     clean_at: Option<u64>,
     /// The last B2/B3 action sequenced on this buffer.
     pub last_action: Option<(ActionKind, Action)>,
+    /// Highest undo-group counter each attachment has marked here.
+    pub group_marks: BTreeMap<AttachmentId, u64>,
 }
 
 impl Buffer {
@@ -100,6 +102,7 @@ impl Buffer {
             next_serial: 1,
             clean_at: Some(0),
             last_action: None,
+            group_marks: BTreeMap::new(),
         }
     }
 
@@ -236,7 +239,10 @@ impl Buffer {
                 self.dirty = false;
                 self.clean_at = Some(self.top_serial());
             }
-            BufferOp::Mark { group } => self.mark(*group),
+            BufferOp::Mark { group } => {
+                self.mark(*group);
+                crate::state::mark(&mut self.group_marks, group.issuer(), group.counter());
+            }
             BufferOp::Undo => {
                 let g = pop_nonempty(&mut self.undo).expect("checked");
                 let g = self.reverse(g);

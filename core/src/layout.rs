@@ -10,7 +10,7 @@
 //! placed (`WindowAdd`), and never reused: `next_number` only grows.
 
 use crate::error::{Reject, Result};
-use crate::id::{AcmeNumber, BufferId, ColumnId, WindowId};
+use crate::id::{AcmeNumber, AttachmentId, BufferId, ColumnId, WindowId};
 use crate::op::LayoutOp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -63,11 +63,20 @@ pub struct Layout {
     /// The number the next new window gets; never decreases.
     pub next_number: u32,
     pub focus: Option<WindowId>,
+    /// Highest column-id counter each attachment has used.
+    pub column_marks: BTreeMap<AttachmentId, u64>,
 }
 
 impl Default for Layout {
     fn default() -> Layout {
-        Layout { row_tag: None, columns: Vec::new(), numbers: BTreeMap::new(), next_number: 1, focus: None }
+        Layout {
+            row_tag: None,
+            columns: Vec::new(),
+            numbers: BTreeMap::new(),
+            next_number: 1,
+            focus: None,
+            column_marks: BTreeMap::new(),
+        }
     }
 }
 
@@ -141,6 +150,7 @@ impl Layout {
             LayoutOp::ColumnAdd { column, tag, x } => {
                 let at = self.columns.partition_point(|c| c.x <= *x);
                 self.columns.insert(at, Column { id: *column, tag: *tag, x: *x, windows: Vec::new() });
+                crate::state::mark(&mut self.column_marks, column.issuer(), column.counter());
             }
             LayoutOp::ColumnDel { column } => {
                 let i = self.column_index(*column)?;

@@ -67,8 +67,15 @@ impl Lease {
         }
     }
 
-    /// Whether `who` may append now, at `epoch`.
+    /// Whether `who` may append a new entry now, at `epoch`: the check an
+    /// authority makes, where every append lands after every base.
     pub fn admits_now(&self, shard: Shard, who: AttachmentId, epoch: Epoch) -> Result<()> {
+        if shard == Shard::Meta {
+            return match who == AttachmentId::SERVER && epoch == 0 {
+                true => Ok(()),
+                false => Err(Reject::ServerOnly { shard }),
+            };
+        }
         if let Some(seq) = self.released {
             return Err(Reject::Released { shard, epoch: self.epoch, seq });
         }
@@ -123,7 +130,19 @@ impl Leases {
     }
 
     /// Checks a metalog op's effect on leases without changing anything.
+    ///
+    /// A lease op on a shard this table does not know is a no-op, not an
+    /// error: a mirror that deleted a shard drops it at once, and metalog
+    /// entries about it sequenced before the daemon heard of the deletion
+    /// still arrive; the daemon's `ShardDel` that follows makes every
+    /// replica agree again. The authority never issues such an op: its log
+    /// looks the lease up first.
     pub fn check(&self, op: &MetaOp) -> Result<()> {
+        if let Some(shard) = lease_op_shard(op) {
+            if !self.0.contains_key(&shard) {
+                return Ok(());
+            }
+        }
         match op {
             MetaOp::ShardNew { shard, creator } => {
                 if *shard == Shard::Meta || shard.is_pinned() && *creator != AttachmentId::SERVER {
@@ -163,6 +182,11 @@ impl Leases {
     /// Applies a metalog op's effect on leases; other ops change nothing.
     pub fn apply(&mut self, op: &MetaOp) -> Result<()> {
         self.check(op)?;
+        if let Some(shard) = lease_op_shard(op) {
+            if !self.0.contains_key(&shard) {
+                return Ok(());
+            }
+        }
         match op {
             MetaOp::ShardNew { shard, creator } => {
                 self.0.insert(*shard, Lease::initial(*creator));
@@ -204,5 +228,16 @@ impl Leases {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// The shard a lease op (grant, reclaim, request, release) is about.
+fn lease_op_shard(op: &MetaOp) -> Option<Shard> {
+    match op {
+        MetaOp::LeaseGrant { shard, .. }
+        | MetaOp::LeaseReclaim { shard, .. }
+        | MetaOp::LeaseRequest { shard, .. }
+        | MetaOp::LeaseRelease { shard, .. } => Some(*shard),
+        _ => None,
     }
 }

@@ -176,8 +176,15 @@ impl Log {
         }
         let log = self.shard(shard)?;
         // The fence first: a stale leader's entry is `fenced:` whatever
-        // its seq, so it knows to stop leading.
-        self.leases.get(shard)?.admit(shard, entry)?;
+        // its seq, so it knows to stop leading. The authority only ever
+        // appends at the end, after every base, so it wants the current
+        // lease; a mirror may replay entries of earlier epochs after it has
+        // seen a later lease (metalog first).
+        let lease = self.leases.get(shard)?;
+        match self.role {
+            Role::Authority => lease.admits_now(shard, entry.attachment, entry.epoch)?,
+            Role::Mirror(_) => lease.admit(shard, entry)?,
+        }
         let want = log.last() + 1;
         if entry.seq != want {
             return Err(Reject::Sequence { shard, got: entry.seq, want });

@@ -37,11 +37,10 @@ impl Node {
     /// A node for `attachment` over `log`, starting from `state` (which
     /// must be the state the log was built from).
     pub fn new(attachment: AttachmentId, state: State, log: Log) -> Node {
-        let start = |marks: &BTreeMap<AttachmentId, u64>| marks.get(&attachment).map_or(1, |m| m + 1);
         let mut node = Node {
             attachment,
-            next_id: start(&state.id_marks),
-            next_group: start(&state.group_marks),
+            next_id: state.next_id_counter(attachment),
+            next_group: state.next_group_counter(attachment),
             state,
             log,
             epochs: BTreeMap::new(),

@@ -14,10 +14,10 @@
 use crate::buf::Buffer;
 use crate::entry::Entry;
 use crate::error::{Reject, Result};
-use crate::id::{AttachmentId, BufferId, ColumnId, Seq, TermId, WindowId};
+use crate::id::{AttachmentId, BufferId, Seq, TermId, WindowId};
 use crate::layout::Layout;
 use crate::meta::Meta;
-use crate::op::{BufferOp, LayoutOp, MetaOp, Op, TermOp, WindowOp};
+use crate::op::{BufferOp, MetaOp, Op, TermOp, WindowOp};
 use crate::shard::Shard;
 use crate::term::Term;
 use crate::win::Window;
@@ -34,14 +34,16 @@ pub struct State {
     pub terms: BTreeMap<TermId, Term>,
     /// The last seq applied on each shard.
     pub applied: BTreeMap<Shard, Seq>,
-    /// Highest id counter each attachment has used (buffers, windows,
-    /// columns, terms), so a node restored from this state starts past it.
+    /// Highest id counter each attachment has used for a shard (buffers,
+    /// windows, terms), so a node restored from this state starts past it.
+    /// Columns and undo groups keep their marks in the layout and in each
+    /// buffer: a mark must live in the shard whose entries set it, or a
+    /// replica that skips a deleted shard's tail would disagree.
     pub id_marks: BTreeMap<AttachmentId, u64>,
-    /// The same for undo-group ids.
-    pub group_marks: BTreeMap<AttachmentId, u64>,
 }
 
-fn mark(marks: &mut BTreeMap<AttachmentId, u64>, issuer: AttachmentId, counter: u64) {
+/// Raises `issuer`'s high-water mark to `counter`.
+pub(crate) fn mark(marks: &mut BTreeMap<AttachmentId, u64>, issuer: AttachmentId, counter: u64) {
     let m = marks.entry(issuer).or_insert(0);
     *m = (*m).max(counter);
 }
@@ -92,13 +94,7 @@ impl State {
         match (shard, op) {
             (Shard::Buffer(id), Op::Buffer(op)) => self.apply_buffer(id, op),
             (Shard::Window(id), Op::Window(op)) => self.apply_window(id, op),
-            (Shard::Layout, Op::Layout(op)) => {
-                self.layout.apply(op)?;
-                if let LayoutOp::ColumnAdd { column, .. } = op {
-                    self.mark_column(*column);
-                }
-                Ok(())
-            }
+            (Shard::Layout, Op::Layout(op)) => self.layout.apply(op),
             (Shard::Term(id), Op::Term(op)) => self.apply_term(id, op),
             (Shard::Meta, Op::Meta(op)) => self.apply_meta(op),
             _ => Err(Reject::WrongShard { op: op.kind(), shard }),
@@ -114,12 +110,7 @@ impl State {
             self.buffers.insert(id, Buffer::new(name.clone()));
             return Ok(());
         }
-        let b = self.buffers.get_mut(&id).ok_or(Reject::NotCreated { shard })?;
-        b.apply(op)?;
-        if let BufferOp::Mark { group } = op {
-            mark(&mut self.group_marks, group.issuer(), group.counter());
-        }
-        Ok(())
+        self.buffers.get_mut(&id).ok_or(Reject::NotCreated { shard })?.apply(op)
     }
 
     fn apply_window(&mut self, id: WindowId, op: &WindowOp) -> Result<()> {
@@ -192,7 +183,16 @@ impl State {
         mark(&mut self.id_marks, id.issuer(), id.counter());
     }
 
-    fn mark_column(&mut self, column: ColumnId) {
-        mark(&mut self.id_marks, column.issuer(), column.counter());
+    /// The next id counter a node of `a` may use, past every mark.
+    pub fn next_id_counter(&self, a: AttachmentId) -> u64 {
+        let shards = self.id_marks.get(&a).copied().unwrap_or(0);
+        let columns = self.layout.column_marks.get(&a).copied().unwrap_or(0);
+        shards.max(columns) + 1
+    }
+
+    /// The next undo-group counter a node of `a` may use: past every group
+    /// id in a live buffer (group ids need only be unique where they live).
+    pub fn next_group_counter(&self, a: AttachmentId) -> u64 {
+        self.buffers.values().filter_map(|b| b.group_marks.get(&a)).max().copied().unwrap_or(0) + 1
     }
 }
