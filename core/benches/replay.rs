@@ -1,1 +1,227 @@
-fn main(){}
+//! `cargo bench -p apex-core`: replay the editing traces and measure the
+//! state machine against raw ropey, measured in the same run.
+//!
+//! Prints, per trace: raw ropey applying the patches; a leader
+//! `Node::append` of every edit as an entry; a follower applying those
+//! entries (`State::apply`, and `Node::accept`, which also stores them);
+//! the ratios to raw ropey. Then snapshot + restore and `hash` of a 100 MB
+//! buffer in MB/s, and the memory a 100 MB buffer's state takes, counted by
+//! a global allocator. Each timing is the best of several runs. Nothing
+//! here asserts a time: these machines are shared and noisy.
+
+#[path = "../tests/core/trace.rs"]
+mod trace;
+
+use apex_core::*;
+use ropey::Rope;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Counts live heap bytes, to measure a state's memory.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size(), Ordering::Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        LIVE.fetch_add(new, Ordering::Relaxed);
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        unsafe { System.realloc(p, l, new) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const RUNS: usize = 5;
+
+/// Best wall time of `RUNS` runs of `f`, each on fresh input from `setup`.
+fn best<I, O>(mut setup: impl FnMut() -> I, mut f: impl FnMut(I) -> O) -> Duration {
+    (0..RUNS)
+        .map(|_| {
+            let input = setup();
+            let t = Instant::now();
+            let out = f(input);
+            let d = t.elapsed();
+            drop(std::hint::black_box(out));
+            d
+        })
+        .min()
+        .unwrap()
+}
+
+fn splice_op(pos: u64, del: u64, text: &str) -> Op {
+    Op::Buffer(BufferOp::Splice { q0: pos, q1: pos + del, text: text.to_string(), origin: Origin::Keyboard })
+}
+
+fn follower() -> Node {
+    Node::new(AttachmentId(1), State::new(), Log::mirror(&State::new(), Box::new(RecordingHook::default())))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn replay(name: &str) {
+    let t = trace::load(name);
+    let patches: Vec<(u64, u64, String)> = t.patches().cloned().collect();
+
+    let raw = best(
+        || Rope::from_str(&t.start),
+        |mut rope| {
+            for (pos, del, text) in &patches {
+                let (pos, del) = (*pos as usize, *del as usize);
+                if del > 0 {
+                    rope.remove(pos..pos + del);
+                }
+                if !text.is_empty() {
+                    rope.insert(pos, text);
+                }
+            }
+            assert_eq!(rope.len_chars(), t.end.chars().count());
+            rope
+        },
+    );
+
+    // The leader: the buffer exists and holds startContent; then every
+    // patch is one `Node::append`, ops built as a UI would build them.
+    let fresh_leader = || {
+        let mut n = Node::server();
+        let b = n.create_buffer_as(name).unwrap();
+        if !t.start.is_empty() {
+            n.append(Shard::Buffer(b), splice_op(0, 0, &t.start)).unwrap();
+        }
+        (n, b)
+    };
+    let leader = best(fresh_leader, |(mut n, b)| {
+        let shard = Shard::Buffer(b);
+        for (pos, del, text) in &patches {
+            n.append(shard, splice_op(*pos, *del, text)).unwrap();
+        }
+        n
+    });
+
+    // The entries a follower receives.
+    let (mut n, b) = fresh_leader();
+    for (pos, del, text) in &patches {
+        n.append(Shard::Buffer(b), splice_op(*pos, *del, text)).unwrap();
+    }
+    assert!(n.state.buffer(b).unwrap().text.0 == t.end.as_str(), "{name}: wrong end content");
+    let log: Vec<(Shard, Entry)> = std::iter::once(Shard::Meta)
+        .chain(std::iter::once(Shard::Buffer(b)))
+        .flat_map(|s| n.log.entries_after(s, 0).unwrap().cloned().map(move |e| (s, e)).collect::<Vec<_>>())
+        .collect();
+    // The metalog's ShardNew, the Create and startContent come first.
+    let head = log.len() - patches.len();
+    let prefix = |upto: usize| {
+        let mut s = State::new();
+        for (shard, e) in &log[..upto] {
+            s.apply(*shard, e).unwrap();
+        }
+        s
+    };
+    // Time only the per-edit entries, starting from the state after the
+    // metalog, the Create and startContent (as the leader's timing does).
+    let follow = best(
+        || prefix(head),
+        |mut s| {
+            for (shard, e) in &log[head..] {
+                s.apply(*shard, e).unwrap();
+            }
+            s
+        },
+    );
+    let accept = best(
+        || {
+            let mut f = follower();
+            for (shard, e) in &log[..head] {
+                f.accept(*shard, e.clone()).unwrap();
+            }
+            (f, log[head..].to_vec())
+        },
+        |(mut f, entries)| {
+            for (shard, e) in entries {
+                f.accept(shard, e).unwrap();
+            }
+            f
+        },
+    );
+    let per = |d: Duration| d.as_secs_f64() * 1e9 / patches.len() as f64;
+    println!(
+        "{name:16} {:>7} patches  ropey {:7.1} ms ({:5.0} ns/edit)  leader {:7.1} ms ({:4.2}x)  follower apply {:7.1} ms ({:4.2}x)  follower accept {:7.1} ms ({:4.2}x)",
+        patches.len(),
+        ms(raw),
+        per(raw),
+        ms(leader),
+        leader.as_secs_f64() / raw.as_secs_f64(),
+        ms(follow),
+        follow.as_secs_f64() / raw.as_secs_f64(),
+        ms(accept),
+        accept.as_secs_f64() / raw.as_secs_f64(),
+    );
+}
+
+/// About 100 MB of text: lines of mixed ASCII and some multi-byte runes.
+fn big_text() -> String {
+    let line = "fn main() { println!(\"hello, wörld — ✓\"); } // the quick brown fox jumps\n";
+    line.repeat(100_000_000 / line.len())
+}
+
+fn big_buffer() {
+    let before = LIVE.load(Ordering::Relaxed);
+    let text = big_text();
+    let mb = text.len() as f64 / 1e6;
+    let mut s = State::new();
+    let b = BufferId(1);
+    let meta = |seq, op| Entry { seq, attachment: AttachmentId::SERVER, epoch: 0, op: Op::Meta(op) };
+    let e = |seq, op| Entry { seq, attachment: AttachmentId::SERVER, epoch: 0, op: Op::Buffer(op) };
+    s.apply(Shard::Meta, &meta(1, MetaOp::ShardNew { shard: Shard::Buffer(b), creator: AttachmentId::SERVER })).unwrap();
+    s.apply(Shard::Buffer(b), &e(1, BufferOp::Create { name: "big".into() })).unwrap();
+    let op = BufferOp::Splice { q0: 0, q1: 0, text, origin: Origin::FileWrite };
+    s.apply(Shard::Buffer(b), &e(2, op)).unwrap();
+    // The op (and its copy of the text) is gone: what is live is the state.
+    let used = LIVE.load(Ordering::Relaxed) - before;
+
+    let snap_restore = best(|| (), |_| State::from_snapshot(&s.to_snapshot()).unwrap());
+    let snap = best(|| (), |_| s.to_snapshot());
+    let bytes = s.to_snapshot();
+    let restore = best(|| (), |_| State::from_snapshot(&bytes).unwrap());
+    let hash = best(|| (), |_| s.hash());
+    let flat = s.buffer(b).unwrap().text.to_string();
+    let rope_build = best(|| (), |_| Rope::from_str(&flat));
+    let raw_hash = best(|| (), |_| blake3::hash(flat.as_bytes()));
+    let rate = |d: Duration| mb / d.as_secs_f64();
+    println!(
+        "100 MB buffer ({mb:.1} MB): snapshot+restore {:7.0} MB/s (snapshot {:6.0} MB/s, restore {:6.0} MB/s)  hash {:6.0} MB/s  [references: ropey from_str {:6.0} MB/s, blake3 of the flat text {:6.0} MB/s]",
+        rate(snap_restore),
+        rate(snap),
+        rate(restore),
+        rate(hash),
+        rate(rope_build),
+        rate(raw_hash),
+    );
+    println!("100 MB buffer memory: {:.1} MB live for {mb:.1} MB of text ({:.3}x)", used as f64 / 1e6, used as f64 / 1e6 / mb);
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument picks traces.
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    println!("apex-core replay benchmark (best of {RUNS} runs; ratios are to raw ropey in this run)");
+    for name in trace::NAMES {
+        if filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())) {
+            replay(name);
+        }
+    }
+    if filter.is_empty() || filter.iter().any(|f| f == "big") {
+        big_buffer();
+    }
+}

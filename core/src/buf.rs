@@ -44,6 +44,34 @@ struct Change {
     inserted: u64,
 }
 
+impl Change {
+    /// Folds `next`, made right after `self` in the same group, into
+    /// `self` when the two are one run: an insert continuing where the last
+    /// one ended, or a delete ending where the last one began (backspace)
+    /// or starting where it did (forward delete). Reversing the merged
+    /// change restores exactly what reversing both would.
+    fn coalesce(&mut self, next: &Change) -> bool {
+        let pure_insert = |c: &Change| c.removed.is_empty() && c.inserted > 0;
+        let pure_delete = |c: &Change| !c.removed.is_empty() && c.inserted == 0;
+        if pure_insert(self) && pure_insert(next) && next.q0 == self.q0 + self.inserted {
+            self.inserted += next.inserted;
+            return true;
+        }
+        if pure_delete(self) && pure_delete(next) {
+            if next.q0 == self.q0 {
+                self.removed.push_str(&next.removed);
+                return true;
+            }
+            if next.q0 + next.removed.chars().count() as u64 == self.q0 {
+                self.removed.insert_str(0, &next.removed);
+                self.q0 = next.q0;
+                return true;
+            }
+        }
+        false
+    }
+}
+
 /// The changes one user action made.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Group {
@@ -211,9 +239,9 @@ impl Buffer {
         match op {
             BufferOp::Create { .. } => {}
             BufferOp::Splice { q0, q1, text, .. } => {
-                let removed = self.splice(*q0, *q1, text);
+                let (removed, inserted) = self.splice(*q0, *q1, text);
                 self.redo.clear();
-                self.record(Change { q0: *q0, removed, inserted: text.chars().count() as u64 });
+                self.record(Change { q0: *q0, removed, inserted });
                 self.dirty = true;
             }
             BufferOp::ViewAdd { view } => {
@@ -262,21 +290,23 @@ impl Buffer {
     }
 
     /// Replaces runes `q0..q1` with `text`, moves every view, records the
-    /// edit for rebasing and returns the removed runes.
-    fn splice(&mut self, q0: u64, q1: u64, text: &str) -> String {
+    /// edit for rebasing and returns the removed runes and how many runes
+    /// went in.
+    fn splice(&mut self, q0: u64, q1: u64, text: &str) -> (String, u64) {
         let removed = if q1 > q0 {
-            let s = self.text.slice(q0 as usize..q1 as usize).to_string();
+            let s = self.runes(q0 as usize, q1 as usize);
             self.text.remove(q0 as usize..q1 as usize);
             s
         } else {
             String::new()
         };
+        // Counting the runes of `text` is cheaper than asking the rope its
+        // length twice (a rope sums its root's children for that).
         let inserted = if text.is_empty() {
             0
         } else {
-            let before = self.text.len_chars();
             self.text.insert(q0 as usize, text);
-            (self.text.len_chars() - before) as u64
+            text.chars().count() as u64
         };
         let deleted = q1 - q0;
         for v in self.views.values_mut() {
@@ -287,7 +317,16 @@ impl Buffer {
         }
         self.history.push_back(Edit { q0, deleted, inserted });
         self.version += 1;
-        removed
+        (removed, inserted)
+    }
+
+    /// Runes `q0..q1` as a string. Most deletions are one rune
+    /// (backspace), which one descent finds; a slice takes two.
+    fn runes(&self, q0: usize, q1: usize) -> String {
+        match q1 - q0 {
+            1 => self.text.char(q0).to_string(),
+            _ => self.text.slice(q0..q1).to_string(),
+        }
     }
 
     fn record(&mut self, change: Change) {
@@ -295,7 +334,15 @@ impl Buffer {
             let serial = self.take_serial();
             self.undo.push(Group { id: None, serial, changes: Vec::new() });
         }
-        self.undo.last_mut().expect("just ensured").changes.push(change);
+        let changes = &mut self.undo.last_mut().expect("just ensured").changes;
+        // Typing and backspacing make runs of adjacent changes; one change
+        // per run undoes the same and keeps the list small.
+        if let Some(prev) = changes.last_mut() {
+            if prev.coalesce(&change) {
+                return;
+            }
+        }
+        changes.push(change);
     }
 
     fn mark(&mut self, id: GroupId) {
@@ -325,8 +372,8 @@ impl Buffer {
     fn reverse(&mut self, g: Group) -> Group {
         let mut back = Vec::with_capacity(g.changes.len());
         for c in g.changes.into_iter().rev() {
-            let removed = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
-            back.push(Change { q0: c.q0, inserted: c.removed.chars().count() as u64, removed });
+            let (removed, inserted) = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
+            back.push(Change { q0: c.q0, inserted, removed });
         }
         Group { id: g.id, serial: g.serial, changes: back }
     }

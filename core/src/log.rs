@@ -194,13 +194,16 @@ impl Log {
 
     /// Stores an entry `check_entry` passed. Metalog entries update the
     /// lease table (on a mirror, that is `note_meta`).
-    pub fn push(&mut self, shard: Shard, entry: Entry) {
+    ///
+    /// Returns the stored entry. A `ShardDel` in the metalog removes its
+    /// shard's log, never the metalog's own, so the entry always lands.
+    pub fn push(&mut self, shard: Shard, entry: Entry) -> &Entry {
         if let Op::Meta(op) = &entry.op {
             self.note_meta(op);
         }
-        if let Some(log) = self.shards.get_mut(&shard) {
-            log.entries.push_back(entry);
-        }
+        let log = self.shards.entry(shard).or_default();
+        log.entries.push_back(entry);
+        log.entries.back().expect("just pushed")
     }
 
     /// Checks and stores an entry sequenced elsewhere: a remote leader's
@@ -232,10 +235,9 @@ impl Log {
     }
 
     /// Sequences and stores an entry of `attachment` at `epoch`.
-    pub fn append(&mut self, shard: Shard, attachment: AttachmentId, epoch: Epoch, op: Op) -> Result<Entry> {
+    pub fn append(&mut self, shard: Shard, attachment: AttachmentId, epoch: Epoch, op: Op) -> Result<&Entry> {
         let entry = self.prepare(shard, attachment, epoch, op)?;
-        self.push(shard, entry.clone());
-        Ok(entry)
+        Ok(self.push(shard, entry))
     }
 
     /// Keeps the lease table and shard set in step with a metalog op.
@@ -268,8 +270,7 @@ impl Log {
     /// Sequences a metalog entry as SERVER at epoch 0 (authority only).
     pub fn push_meta(&mut self, op: MetaOp) -> Result<Entry> {
         let entry = self.prepare_meta(op)?;
-        self.push(Shard::Meta, entry.clone());
-        Ok(entry)
+        Ok(self.push(Shard::Meta, entry).clone())
     }
 
     /// The metalog op that grants `shard` to `to`: the lease must be free

@@ -75,15 +75,15 @@ impl Node {
 
     /// Sequences `op` on `shard` as this node's own entry and applies it.
     /// Fails with `NotLeader` without a lease; the log fences again.
-    pub fn append(&mut self, shard: Shard, op: Op) -> Result<Entry> {
+    /// Returns the entry as stored in the log.
+    pub fn append(&mut self, shard: Shard, op: Op) -> Result<&Entry> {
         let epoch = match self.epochs.get(&shard) {
             Some(e) if shard != Shard::Meta => *e,
             _ => return Err(Reject::NotLeader { shard }),
         };
         let entry = self.log.prepare(shard, self.attachment, epoch, op)?;
         self.state.apply(shard, &entry)?;
-        self.log.push(shard, entry.clone());
-        Ok(entry)
+        Ok(self.log.push(shard, entry))
     }
 
     /// Accepts an entry sequenced elsewhere: checked by the log, applied,

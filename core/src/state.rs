@@ -78,9 +78,9 @@ impl State {
         }
         self.fence(shard, entry)?;
         self.apply_op(shard, &entry.op)?;
-        if self.meta.shards.contains(&shard) {
-            self.applied.insert(shard, entry.seq);
-        }
+        // A shard that exists (the fence found its lease) is still there
+        // after its own entry: only metalog entries delete shards.
+        self.applied.insert(shard, entry.seq);
         Ok(())
     }
 
