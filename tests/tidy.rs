@@ -1,1 +1,113 @@
+//! Tidy: repository-wide rules checked under `cargo test`, in the spirit of
+//! rust-analyzer's `tidy.rs`. Every Rust file opens with a `//!` module doc;
+//! apex-core stays pure (none of its dependencies does I/O or async, or
+//! reads the clock or randomness); no crate depends upward (core <- fsd <-
+//! {mnt, ui}); no source file grows past a size that hides its concept.
 
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() {
+            if !matches!(name.as_str(), "target" | ".git" | "fuzz-target") && !name.starts_with('.') {
+                rust_files(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn all_rust_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(&root(), &mut files);
+    assert!(files.len() > 10, "found only {} Rust files under {}", files.len(), root().display());
+    files
+}
+
+#[test]
+fn every_rust_file_opens_with_a_module_doc() {
+    let missing: Vec<String> = all_rust_files()
+        .into_iter()
+        .filter(|p| !std::fs::read_to_string(p).unwrap().trim_start().starts_with("//!"))
+        .map(|p| p.strip_prefix(root()).unwrap().display().to_string())
+        .collect();
+    assert!(missing.is_empty(), "these files do not open with a //! doc comment: {missing:?}");
+}
+
+/// Files allowed past the line limit, with the reason.
+const LONG_FILES: &[(&str, &str)] = &[];
+const LINE_LIMIT: usize = 1000;
+
+#[test]
+fn no_file_is_too_long() {
+    for p in all_rust_files() {
+        let rel = p.strip_prefix(root()).unwrap().display().to_string();
+        let n = std::fs::read_to_string(&p).unwrap().lines().count();
+        if LONG_FILES.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        assert!(n <= LINE_LIMIT, "{rel} has {n} lines (limit {LINE_LIMIT}): split it by concept, or allowlist it with a reason");
+    }
+}
+
+fn manifest(crate_dir: &str) -> Option<toml::Table> {
+    let path = root().join(crate_dir).join("Cargo.toml");
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(text.parse().expect("Cargo.toml parses"))
+}
+
+fn deps(m: &toml::Table, table: &str) -> Vec<String> {
+    m.get(table).and_then(|t| t.as_table()).map(|t| t.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// What apex-core may depend on: pure data-structure, encoding and hashing
+/// crates. Anything else (tokio, a clock, randomness, files, sockets)
+/// belongs in fsd or above.
+const CORE_MAY_USE: &[&str] = &["ropey", "serde", "postcard", "blake3", "thiserror"];
+
+#[test]
+fn core_is_pure() {
+    let m = manifest("core").expect("core/Cargo.toml");
+    for d in deps(&m, "dependencies") {
+        assert!(
+            CORE_MAY_USE.contains(&d.as_str()),
+            "apex-core depends on {d:?}; core is pure (no I/O, clock, randomness or tokio): allowed are {CORE_MAY_USE:?}"
+        );
+    }
+    for p in all_rust_files().into_iter().filter(|p| p.starts_with(root().join("core/src"))) {
+        let text = std::fs::read_to_string(&p).unwrap();
+        for banned in ["std::fs", "std::net", "std::time", "std::thread", "std::process", "std::env", "tokio"] {
+            assert!(!text.contains(banned), "{} uses {banned}: core does no I/O", p.display());
+        }
+    }
+}
+
+/// The layers, bottom first: a crate may depend only on crates before it.
+const LAYERS: &[(&str, &str)] = &[("core", "apex-core"), ("fsd/ninep", "apex-ninep"), ("fsd", "apex-fsd"), ("mnt", "apex-mnt"), ("ui", "apex-ui")];
+
+#[test]
+fn no_dependency_points_upward() {
+    for (i, (dir, name)) in LAYERS.iter().enumerate() {
+        let Some(m) = manifest(dir) else { continue };
+        let above: Vec<&str> = LAYERS[i..].iter().map(|(_, n)| *n).collect();
+        let siblings_above = match *name {
+            // mnt and ui sit side by side above fsd: neither uses the other.
+            "apex-mnt" => vec!["apex-ui"],
+            "apex-ui" => vec!["apex-mnt"],
+            _ => vec![],
+        };
+        for d in deps(&m, "dependencies") {
+            assert!(
+                !above.contains(&d.as_str()) && !siblings_above.contains(&d.as_str()),
+                "{name} depends on {d}, which is not below it (core <- ninep <- fsd <- {{mnt, ui}})"
+            );
+        }
+    }
+}

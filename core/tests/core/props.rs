@@ -25,7 +25,8 @@ enum Step {
     Pause { who: usize },
     Resume { who: usize },
     Snapshot,
-    Compact,
+    /// Compact every log to a random point below what all replicas passed.
+    Compact { keep: u8 },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -49,7 +50,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => client.clone().prop_map(|who| Step::Pause { who }),
         2 => client.prop_map(|who| Step::Resume { who }),
         1 => Just(Step::Snapshot),
-        1 => Just(Step::Compact),
+        1 => any::<u8>().prop_map(|keep| Step::Compact { keep }),
     ]
 }
 
@@ -193,7 +194,7 @@ fn run(sim: &mut Sim, s: &Step) {
         Step::Pause { who } => sim.clients[who].paused = true,
         Step::Resume { who } => sim.clients[who].paused = false,
         Step::Snapshot => sim.snapshot(),
-        Step::Compact => sim.compact(),
+        Step::Compact { keep } => sim.compact(keep),
     }
     for i in 0..sim.clients.len() {
         if !sim.clients[i].paused {
@@ -221,7 +222,7 @@ proptest! {
         for i in 0..CLIENTS {
             sim.ship(i);
         }
-        sim.compact();
+        sim.compact(0);
         sim.snapshot();
         sim.check();
         // Every id anyone issued is unique: the authority created each

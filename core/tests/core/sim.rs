@@ -226,8 +226,10 @@ impl Sim {
     }
 
     /// Compacts the authority's logs up to what every replica has applied,
-    /// as the daemon does after each fan-out.
-    pub fn compact(&mut self) {
+    /// as the daemon does after each fan-out, keeping `keep` of each
+    /// shard's compactable entries (a random point, for the tests), and
+    /// every mirror's and the follower's logs likewise.
+    pub fn compact(&mut self, keep: u8) {
         let shards: Vec<Shard> = self.server.log.shards().map(|(s, _)| *s).collect();
         for shard in shards {
             let mut floor = self.server.log.last(shard);
@@ -235,7 +237,16 @@ impl Sim {
             see(&self.follower);
             self.restored.iter().for_each(&mut see);
             self.clients.iter().map(|c| &c.node).for_each(&mut see);
-            self.server.log.compact(shard, floor).unwrap();
+            let base = self.server.log.shard(shard).unwrap().base;
+            let upto = floor.saturating_sub(keep as u64).max(base);
+            self.server.log.compact(shard, upto).unwrap();
+        }
+        // A follower's own log needs nothing it has applied.
+        let shards: Vec<Shard> = self.follower.log.shards().map(|(s, _)| *s).collect();
+        for shard in shards {
+            let last = self.follower.log.last(shard);
+            let base = self.follower.log.shard(shard).unwrap().base;
+            self.follower.log.compact(shard, last.saturating_sub(keep as u64).max(base)).unwrap();
         }
         // Mirrors keep what they lead until the authority has it.
         for c in &mut self.clients {
