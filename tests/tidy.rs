@@ -53,7 +53,10 @@ fn no_file_is_too_long() {
         if LONG_FILES.iter().any(|(f, _)| *f == rel) {
             continue;
         }
-        assert!(n <= LINE_LIMIT, "{rel} has {n} lines (limit {LINE_LIMIT}): split it by concept, or allowlist it with a reason");
+        assert!(
+            n <= LINE_LIMIT,
+            "{rel} has {n} lines (limit {LINE_LIMIT}): split it by concept, or allowlist it with a reason"
+        );
     }
 }
 
@@ -90,7 +93,8 @@ fn core_is_pure() {
 }
 
 /// The layers, bottom first: a crate may depend only on crates before it.
-const LAYERS: &[(&str, &str)] = &[("core", "apex-core"), ("fsd/ninep", "apex-ninep"), ("fsd", "apex-fsd"), ("mnt", "apex-mnt"), ("ui", "apex-ui")];
+const LAYERS: &[(&str, &str)] =
+    &[("core", "apex-core"), ("fsd/ninep", "apex-ninep"), ("fsd", "apex-fsd"), ("mnt", "apex-mnt"), ("ui", "apex-ui")];
 
 #[test]
 fn no_dependency_points_upward() {

@@ -184,7 +184,8 @@ fn big_buffer() {
     let b = BufferId(1);
     let meta = |seq, op| Entry { seq, attachment: AttachmentId::SERVER, epoch: 0, op: Op::Meta(op) };
     let e = |seq, op| Entry { seq, attachment: AttachmentId::SERVER, epoch: 0, op: Op::Buffer(op) };
-    s.apply(Shard::Meta, &meta(1, MetaOp::ShardNew { shard: Shard::Buffer(b), creator: AttachmentId::SERVER })).unwrap();
+    s.apply(Shard::Meta, &meta(1, MetaOp::ShardNew { shard: Shard::Buffer(b), creator: AttachmentId::SERVER }))
+        .unwrap();
     s.apply(Shard::Buffer(b), &e(1, BufferOp::Create { name: "big".into() })).unwrap();
     let op = BufferOp::Splice { q0: 0, q1: 0, text, origin: Origin::FileWrite };
     s.apply(Shard::Buffer(b), &e(2, op)).unwrap();
@@ -209,7 +210,11 @@ fn big_buffer() {
         rate(rope_build),
         rate(raw_hash),
     );
-    println!("100 MB buffer memory: {:.1} MB live for {mb:.1} MB of text ({:.3}x)", used as f64 / 1e6, used as f64 / 1e6 / mb);
+    println!(
+        "100 MB buffer memory: {:.1} MB live for {mb:.1} MB of text ({:.3}x)",
+        used as f64 / 1e6,
+        used as f64 / 1e6 / mb
+    );
 }
 
 fn main() {

@@ -175,11 +175,7 @@ impl Buffer {
             return Err(Reject::StaleVersion { got: version, oldest });
         }
         let skip = (version - oldest) as usize;
-        Ok(self
-            .history
-            .iter()
-            .skip(skip)
-            .fold(p, |p, e| point_after_splice(p, e.q0, e.deleted, e.inserted)))
+        Ok(self.history.iter().skip(skip).fold(p, |p, e| point_after_splice(p, e.q0, e.deleted, e.inserted)))
     }
 
     /// Checks `op` against this buffer without changing it: the same
@@ -226,9 +222,7 @@ impl Buffer {
                 }
                 Ok(())
             }
-            BufferOp::Name { .. } | BufferOp::Dirty | BufferOp::Clean | BufferOp::Mark { .. } => {
-                Ok(())
-            }
+            BufferOp::Name { .. } | BufferOp::Dirty | BufferOp::Clean | BufferOp::Mark { .. } => Ok(()),
         }
     }
 

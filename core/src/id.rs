@@ -82,9 +82,7 @@ id_type!(
 
 /// Who sequenced an entry: a UI or tool attached to the session, or the
 /// daemon itself ([`AttachmentId::SERVER`]).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 pub struct AttachmentId(pub u64);
 
 impl AttachmentId {
@@ -111,9 +109,7 @@ impl fmt::Display for AttachmentId {
 ///
 /// Assigned by `apply` in the layout shard in creation order and never
 /// reused, so it fits acme's 11-digit fields where a 64-bit id would not.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 pub struct AcmeNumber(pub u32);
 
 impl fmt::Display for AcmeNumber {
@@ -157,8 +153,7 @@ mod tests {
     #[test]
     fn uuid_prints_canonically() {
         let u = SessionUuid([
-            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab,
-            0xcd, 0xef,
+            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
         ]);
         assert_eq!(u.to_string(), "12345678-9abc-def0-0123-456789abcdef");
     }

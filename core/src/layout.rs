@@ -83,9 +83,10 @@ impl Default for Layout {
 impl Layout {
     /// The column a window is in, and its index there.
     pub fn find(&self, window: WindowId) -> Option<(usize, usize)> {
-        self.columns.iter().enumerate().find_map(|(ci, c)| {
-            c.windows.iter().position(|p| p.window == window).map(|wi| (ci, wi))
-        })
+        self.columns
+            .iter()
+            .enumerate()
+            .find_map(|(ci, c)| c.windows.iter().position(|p| p.window == window).map(|wi| (ci, wi)))
     }
 
     /// The window with acme number `n`.
@@ -135,9 +136,7 @@ impl Layout {
             LayoutOp::WindowDel { window } => {
                 self.find(*window).map(|_| ()).ok_or(Reject::NoWindow { window: *window })
             }
-            LayoutOp::Focus { window: Some(w) } => {
-                self.find(*w).map(|_| ()).ok_or(Reject::NoWindow { window: *w })
-            }
+            LayoutOp::Focus { window: Some(w) } => self.find(*w).map(|_| ()).ok_or(Reject::NoWindow { window: *w }),
             LayoutOp::Focus { window: None } => Ok(()),
         }
     }

@@ -114,11 +114,7 @@ impl Leases {
 
     /// The shards `who` holds and has not released, with their epochs.
     pub fn held_by(&self, who: AttachmentId) -> BTreeMap<Shard, Epoch> {
-        self.0
-            .iter()
-            .filter(|(_, l)| l.holder == who && l.released.is_none())
-            .map(|(s, l)| (*s, l.epoch))
-            .collect()
+        self.0.iter().filter(|(_, l)| l.holder == who && l.released.is_none()).map(|(s, l)| (*s, l.epoch)).collect()
     }
 
     fn leasable(&self, shard: Shard) -> Result<&Lease> {
@@ -169,9 +165,7 @@ impl Leases {
                 match l.released {
                     Some(r) if r == *seq => Ok(()), // a mirror released already
                     Some(r) => Err(Reject::Released { shard: *shard, epoch: l.epoch, seq: r }),
-                    None if *seq < l.base => {
-                        Err(Reject::ReleaseSeq { shard: *shard, want: l.base, got: *seq })
-                    }
+                    None if *seq < l.base => Err(Reject::ReleaseSeq { shard: *shard, want: l.base, got: *seq }),
                     None => Ok(()),
                 }
             }
@@ -195,21 +189,13 @@ impl Leases {
                 self.0.remove(shard);
             }
             MetaOp::LeaseGrant { shard, to, epoch, base } => {
-                self.0.insert(
-                    *shard,
-                    Lease { holder: *to, epoch: *epoch, base: *base, requested: None, released: None },
-                );
+                self.0
+                    .insert(*shard, Lease { holder: *to, epoch: *epoch, base: *base, requested: None, released: None });
             }
             MetaOp::LeaseReclaim { shard, epoch, base } => {
                 self.0.insert(
                     *shard,
-                    Lease {
-                        holder: AttachmentId::SERVER,
-                        epoch: *epoch,
-                        base: *base,
-                        requested: None,
-                        released: None,
-                    },
+                    Lease { holder: AttachmentId::SERVER, epoch: *epoch, base: *base, requested: None, released: None },
                 );
             }
             MetaOp::LeaseRequest { shard, by } => {

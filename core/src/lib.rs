@@ -64,7 +64,9 @@ pub mod win;
 pub use buf::{Buffer, HISTORY_LIMIT};
 pub use entry::Entry;
 pub use error::{Reject, Result};
-pub use id::{AcmeNumber, AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, SessionUuid, TermId, WindowId};
+pub use id::{
+    AcmeNumber, AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, SessionUuid, TermId, WindowId,
+};
 pub use layout::{Frac, Layout};
 pub use lease::Lease;
 pub use log::{Log, MirrorHook, RecordingHook, ShardLog};

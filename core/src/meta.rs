@@ -101,15 +101,9 @@ impl Meta {
             },
             MetaOp::RuleAdd { rule, .. } if self.rules.contains_key(rule) => Err(Reject::RuleExists(*rule)),
             MetaOp::RuleDel { rule } if !self.rules.contains_key(rule) => Err(Reject::NoRule(*rule)),
-            MetaOp::NotifyDel { id } if !self.notifications.contains_key(id) => {
-                Err(Reject::NoNotification(*id))
-            }
-            MetaOp::ProcessStart { pid, .. } if self.processes.contains_key(pid) => {
-                Err(Reject::ProcessExists(*pid))
-            }
-            MetaOp::ProcessExit { pid, .. } if !self.processes.contains_key(pid) => {
-                Err(Reject::NoProcess(*pid))
-            }
+            MetaOp::NotifyDel { id } if !self.notifications.contains_key(id) => Err(Reject::NoNotification(*id)),
+            MetaOp::ProcessStart { pid, .. } if self.processes.contains_key(pid) => Err(Reject::ProcessExists(*pid)),
+            MetaOp::ProcessExit { pid, .. } if !self.processes.contains_key(pid) => Err(Reject::NoProcess(*pid)),
             _ => Ok(()),
         }
     }

@@ -212,34 +212,75 @@ pub enum AttachmentKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetaOp {
     /// The session's UUID; recorded once, never changes.
-    Identity { uuid: SessionUuid },
+    Identity {
+        uuid: SessionUuid,
+    },
     /// The session's human label.
-    Label { label: String },
+    Label {
+        label: String,
+    },
     /// A shard exists. A creator other than SERVER holds its lease at epoch
     /// 1 from the start, so a client can lead a shard it made without a
     /// round trip; otherwise the server holds it at epoch 0.
-    ShardNew { shard: Shard, creator: AttachmentId },
+    ShardNew {
+        shard: Shard,
+        creator: AttachmentId,
+    },
     /// A shard and its state are gone.
-    ShardDel { shard: Shard },
+    ShardDel {
+        shard: Shard,
+    },
     /// A UI or tool attached.
-    Attach { attachment: AttachmentId, kind: AttachmentKind, name: String },
+    Attach {
+        attachment: AttachmentId,
+        kind: AttachmentKind,
+        name: String,
+    },
     /// It detached: its rules, settings and (for tools) notifications go.
-    Detach { attachment: AttachmentId },
+    Detach {
+        attachment: AttachmentId,
+    },
     /// `to` leads `shard` from seq `base + 1` at `epoch` (the old epoch + 1).
-    LeaseGrant { shard: Shard, to: AttachmentId, epoch: Epoch, base: Seq },
+    LeaseGrant {
+        shard: Shard,
+        to: AttachmentId,
+        epoch: Epoch,
+        base: Seq,
+    },
     /// `by` asks the holder to hand the lease over.
-    LeaseRequest { shard: Shard, by: AttachmentId },
+    LeaseRequest {
+        shard: Shard,
+        by: AttachmentId,
+    },
     /// The holder gave the lease up after its entry `seq`.
-    LeaseRelease { shard: Shard, seq: Seq },
+    LeaseRelease {
+        shard: Shard,
+        seq: Seq,
+    },
     /// The server took the lease back at `epoch` (the old epoch + 1); the
     /// holder's entries after `base` are fenced.
-    LeaseReclaim { shard: Shard, epoch: Epoch, base: Seq },
+    LeaseReclaim {
+        shard: Shard,
+        epoch: Epoch,
+        base: Seq,
+    },
     /// A plumbing rule.
-    RuleAdd { rule: RuleId, owner: AttachmentId, text: String },
-    RuleDel { rule: RuleId },
+    RuleAdd {
+        rule: RuleId,
+        owner: AttachmentId,
+        text: String,
+    },
+    RuleDel {
+        rule: RuleId,
+    },
     /// A message for the user; numbered by apply.
-    Notify { from: AttachmentId, text: String },
-    NotifyDel { id: u64 },
+    Notify {
+        from: AttachmentId,
+        text: String,
+    },
+    NotifyDel {
+        id: u64,
+    },
     /// A process the daemon started.
     ProcessStart {
         pid: u64,
@@ -248,7 +289,14 @@ pub enum MetaOp {
         dir: String,
         window: Option<WindowId>,
     },
-    ProcessExit { pid: u64, status: i32 },
+    ProcessExit {
+        pid: u64,
+        status: i32,
+    },
     /// Set (or, with `None`, clear) a setting.
-    Setting { owner: AttachmentId, key: String, value: Option<String> },
+    Setting {
+        owner: AttachmentId,
+        key: String,
+        value: Option<String>,
+    },
 }

@@ -22,30 +22,90 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Proposal {
     /// Insert `text` at `q0` as of `version`.
-    Insert { buffer: BufferId, version: u64, q0: u64, text: String, origin: Origin },
+    Insert {
+        buffer: BufferId,
+        version: u64,
+        q0: u64,
+        text: String,
+        origin: Origin,
+    },
     /// Delete `q0..q1` as of `version`.
-    Delete { buffer: BufferId, version: u64, q0: u64, q1: u64, origin: Origin },
+    Delete {
+        buffer: BufferId,
+        version: u64,
+        q0: u64,
+        q1: u64,
+        origin: Origin,
+    },
     /// Replace `q0..q1` with `text` as of `version`.
-    Replace { buffer: BufferId, version: u64, q0: u64, q1: u64, text: String, origin: Origin },
+    Replace {
+        buffer: BufferId,
+        version: u64,
+        q0: u64,
+        q1: u64,
+        text: String,
+        origin: Origin,
+    },
     /// Set a view's selection, as of `version`.
-    Select { buffer: BufferId, view: ViewId, version: u64, q0: u64, q1: u64 },
+    Select {
+        buffer: BufferId,
+        view: ViewId,
+        version: u64,
+        q0: u64,
+        q1: u64,
+    },
     /// Set a view's origin, as of `version`.
-    SetOrigin { buffer: BufferId, view: ViewId, version: u64, org: u64 },
-    Name { buffer: BufferId, name: String },
-    Clean { buffer: BufferId },
-    Dirty { buffer: BufferId },
-    Undo { buffer: BufferId },
-    Redo { buffer: BufferId },
+    SetOrigin {
+        buffer: BufferId,
+        view: ViewId,
+        version: u64,
+        org: u64,
+    },
+    Name {
+        buffer: BufferId,
+        name: String,
+    },
+    Clean {
+        buffer: BufferId,
+    },
+    Dirty {
+        buffer: BufferId,
+    },
+    Undo {
+        buffer: BufferId,
+    },
+    Redo {
+        buffer: BufferId,
+    },
     /// A new buffer (no window) holding `text`.
-    CreateBuffer { name: String, text: String },
+    CreateBuffer {
+        name: String,
+        text: String,
+    },
     /// A new window on `body` (or a new buffer named `name`) in `column`.
-    CreateWindow { body: Option<BufferId>, column: Option<ColumnId>, name: String },
-    DeleteWindow { window: WindowId },
-    MoveWindow { window: WindowId, column: ColumnId, y: Frac },
+    CreateWindow {
+        body: Option<BufferId>,
+        column: Option<ColumnId>,
+        name: String,
+    },
+    DeleteWindow {
+        window: WindowId,
+    },
+    MoveWindow {
+        window: WindowId,
+        column: ColumnId,
+        y: Frac,
+    },
     /// A B2 action on a buffer's text.
-    Exec { buffer: BufferId, action: Action },
+    Exec {
+        buffer: BufferId,
+        action: Action,
+    },
     /// A B3 action on a buffer's text.
-    Look { buffer: BufferId, action: Action },
+    Look {
+        buffer: BufferId,
+        action: Action,
+    },
 }
 
 /// What a proposal made, beyond its entries.

@@ -160,7 +160,7 @@ mod tests {
 
     #[test]
     fn meta_sorts_first_and_pinning() {
-        let mut v = vec![Shard::Buffer(BufferId(0)), Shard::Layout, Shard::Meta];
+        let mut v = [Shard::Buffer(BufferId(0)), Shard::Layout, Shard::Meta];
         v.sort();
         assert_eq!(v[0], Shard::Meta);
         assert!(Shard::Meta.is_pinned() && Shard::Term(TermId(1)).is_pinned());

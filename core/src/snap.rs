@@ -62,12 +62,8 @@ impl State {
     /// A state from snapshot bytes; a clear error for anything else.
     pub fn from_snapshot(bytes: &[u8]) -> Result<State> {
         match bytes.split_first() {
-            Some((&SNAPSHOT_FORMAT, rest)) => {
-                postcard::from_bytes(rest).map_err(|e| Reject::Snapshot(e.to_string()))
-            }
-            Some((v, _)) => Err(Reject::Snapshot(format!(
-                "format {v}, this build reads format {SNAPSHOT_FORMAT}"
-            ))),
+            Some((&SNAPSHOT_FORMAT, rest)) => postcard::from_bytes(rest).map_err(|e| Reject::Snapshot(e.to_string())),
+            Some((v, _)) => Err(Reject::Snapshot(format!("format {v}, this build reads format {SNAPSHOT_FORMAT}"))),
             None => Err(Reject::Snapshot("empty".into())),
         }
     }

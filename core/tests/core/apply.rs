@@ -37,11 +37,27 @@ fn apply_rejects_gaps_repeats_and_wrong_shards_without_change() {
         (shard, entry(3, Op::Buffer(BufferOp::Select { view: ViewId::TopRow, q0: 0, q1: 0 })), "no view row"),
         (shard, entry(3, Op::Buffer(BufferOp::Redo)), "nothing to redo"),
         (Shard::Buffer(BufferId(12345)), entry(1, splice(0, 0, "x")), "no shard buffer.12345"),
-        (shard, Entry { seq: 3, attachment: AttachmentId(4), epoch: 0, op: splice(0, 0, "x") }, "fenced: lease of buffer."),
+        (
+            shard,
+            Entry { seq: 3, attachment: AttachmentId(4), epoch: 0, op: splice(0, 0, "x") },
+            "fenced: lease of buffer.",
+        ),
         (shard, Entry { seq: 3, attachment: AttachmentId::SERVER, epoch: 1, op: splice(0, 0, "x") }, "fenced:"),
-        (Shard::Meta, entry(s.applied(Shard::Meta) + 1, Op::Meta(MetaOp::Detach { attachment: AttachmentId(9) })), "no attachment 9"),
-        (Shard::Meta, entry(s.applied(Shard::Meta) + 1, Op::Meta(MetaOp::ShardNew { shard, creator: AttachmentId(3) })), "exists already"),
-        (Shard::Meta, entry(s.applied(Shard::Meta) + 1, Op::Meta(MetaOp::LeaseReclaim { shard, epoch: 7, base: 0 })), "must be 1, got 7"),
+        (
+            Shard::Meta,
+            entry(s.applied(Shard::Meta) + 1, Op::Meta(MetaOp::Detach { attachment: AttachmentId(9) })),
+            "no attachment 9",
+        ),
+        (
+            Shard::Meta,
+            entry(s.applied(Shard::Meta) + 1, Op::Meta(MetaOp::ShardNew { shard, creator: AttachmentId(3) })),
+            "exists already",
+        ),
+        (
+            Shard::Meta,
+            entry(s.applied(Shard::Meta) + 1, Op::Meta(MetaOp::LeaseReclaim { shard, epoch: 7, base: 0 })),
+            "must be 1, got 7",
+        ),
     ];
     for (shard, e, want) in cases {
         let err = s.apply(shard, &e).expect_err(want).to_string();
@@ -62,8 +78,11 @@ fn the_log_refuses_what_apply_refuses() {
     assert!(n.append(shard, splice(9, 9, "x")).is_err());
     assert_eq!(n.log.last(shard), last, "a refused op was logged");
     assert!(matches!(n.log.append_entry(shard, entry(last + 2, splice(0, 0, "x"))), Err(Reject::Sequence { .. })));
-    assert!(matches!(n.log.append_entry(Shard::Meta, entry(99, Op::Meta(MetaOp::Label { label: "x".into() }))), Err(Reject::ServerOnly { .. })));
-    assert!(matches!(n.log.entries_after(shard, 0), Ok(_)));
+    assert!(matches!(
+        n.log.append_entry(Shard::Meta, entry(99, Op::Meta(MetaOp::Label { label: "x".into() }))),
+        Err(Reject::ServerOnly { .. })
+    ));
+    assert!(n.log.entries_after(shard, 0).is_ok());
     n.log.compact(shard, 1).unwrap();
     assert!(matches!(n.log.entries_after(shard, 0), Err(Reject::Compacted { base: 1, .. })));
     assert!(matches!(n.log.compact(shard, 99), Err(Reject::CompactBeyond { .. })));
@@ -94,8 +113,12 @@ fn meta_state_follows_its_ops() {
     n.push_meta(MetaOp::Notify { from: a, text: "hi".into() }).unwrap();
     n.push_meta(MetaOp::Notify { from: AttachmentId::SERVER, text: "kept".into() }).unwrap();
     n.push_meta(MetaOp::Setting { owner: a, key: "tabstop".into(), value: Some("4".into()) }).unwrap();
-    n.push_meta(MetaOp::ProcessStart { pid: 42, owner: a, command: "mk".into(), dir: "/".into(), window: None }).unwrap();
-    assert!(matches!(n.push_meta(MetaOp::ProcessStart { pid: 42, owner: a, command: "mk".into(), dir: "/".into(), window: None }), Err(Reject::ProcessExists(42))));
+    n.push_meta(MetaOp::ProcessStart { pid: 42, owner: a, command: "mk".into(), dir: "/".into(), window: None })
+        .unwrap();
+    assert!(matches!(
+        n.push_meta(MetaOp::ProcessStart { pid: 42, owner: a, command: "mk".into(), dir: "/".into(), window: None }),
+        Err(Reject::ProcessExists(42))
+    ));
     assert_eq!(n.state.meta.processes.len(), 1);
     n.push_meta(MetaOp::ProcessExit { pid: 42, status: 0 }).unwrap();
     assert!(n.state.meta.processes.is_empty());
@@ -109,7 +132,7 @@ fn meta_state_follows_its_ops() {
     let mut restored = Log::authority_from(&n.state);
     assert_eq!(restored.next_attachment().unwrap(), AttachmentId(a.0 + 1));
     assert_eq!(restored.next_rule(), RuleId(r.0 + 1));
-    assert!(matches!(n.push_meta(MetaOp::Identity { uuid: SessionUuid([1; 16]) }), Ok(_)));
+    assert!(n.push_meta(MetaOp::Identity { uuid: SessionUuid([1; 16]) }).is_ok());
     assert!(matches!(n.push_meta(MetaOp::Identity { uuid: SessionUuid([2; 16]) }), Err(Reject::IdentitySet)));
 }
 

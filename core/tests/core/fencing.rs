@@ -37,13 +37,13 @@ fn fencing_rejects_a_stale_leader() {
     let stale = sim.clients[0].node.append(shard, splice(3, "X")).unwrap();
     assert_eq!(stale.epoch, 1);
     // ...but the authority's log refuses it, naming the shard and epoch,
-    let err = sim.server.log.check_entry(shard, &stale).unwrap_err().to_string();
+    let err = sim.server.log.check_entry(shard, stale).unwrap_err().to_string();
     assert!(err.starts_with("fenced: lease of buffer."), "{err}");
     assert!(err.contains("epoch 2"), "{err}");
     // and so does every replica, leaving its state as it was.
     let before = sim.follower.state.hash();
     let mut probe = sim.follower.state.clone();
-    assert!(matches!(probe.apply(shard, &stale), Err(Reject::Fenced { epoch: 2, .. })));
+    assert!(matches!(probe.apply(shard, stale), Err(Reject::Fenced { epoch: 2, .. })));
     assert_eq!(probe.hash(), before);
     // The server leads again and its entry at the same seq is the one kept.
     sim.server.append(shard, splice(0, ">")).unwrap();
@@ -72,12 +72,10 @@ fn request_release_grant_loses_nothing() {
     // The new leader types; the old one is fenced by its own mirror now...
     sim.clients[1].node.append(shard, splice(6, "!")).unwrap();
     sim.ship(1);
-    assert!(matches!(
-        sim.clients[0].node.append(shard, splice(0, "x")),
-        Err(Reject::NotLeader { .. })
-    ));
+    assert!(matches!(sim.clients[0].node.append(shard, splice(0, "x")), Err(Reject::NotLeader { .. })));
     // ...and an entry forged at its old epoch is refused everywhere.
-    let forged = Entry { seq: sim.server.log.last(shard) + 1, attachment: sim.clients[0].id(), epoch: 1, op: splice(0, "x") };
+    let forged =
+        Entry { seq: sim.server.log.last(shard) + 1, attachment: sim.clients[0].id(), epoch: 1, op: splice(0, "x") };
     assert!(sim.server.log.check_entry(shard, &forged).is_err());
     assert!(sim.follower.state.clone().apply(shard, &forged).is_err());
     sim.check();
@@ -131,7 +129,8 @@ fn catch_up_replays_the_metalog_first_across_epochs() {
     assert!(sim.transfer(Shard::Buffer(b), to));
     sim.clients[1].node.append(Shard::Buffer(b), splice(0, "1")).unwrap();
     sim.ship(1);
-    let mut late = Node::new(AttachmentId(99), State::new(), Log::mirror(&State::new(), Box::new(RecordingHook::default())));
+    let mut late =
+        Node::new(AttachmentId(99), State::new(), Log::mirror(&State::new(), Box::new(RecordingHook::default())));
     late.catch_up(&sim.server.log).unwrap();
     assert_eq!(late.state.hash(), sim.server.state.hash());
     assert_eq!(text(&late, b), "1abc");
@@ -141,7 +140,12 @@ fn catch_up_replays_the_metalog_first_across_epochs() {
 fn a_tool_cannot_write_the_metalog_or_pinned_shards() {
     let mut sim = Sim::new(1);
     sim.check();
-    let forged = Entry { seq: sim.server.log.last(Shard::Meta) + 1, attachment: sim.clients[0].id(), epoch: 0, op: Op::Meta(MetaOp::Label { label: "x".into() }) };
+    let forged = Entry {
+        seq: sim.server.log.last(Shard::Meta) + 1,
+        attachment: sim.clients[0].id(),
+        epoch: 0,
+        op: Op::Meta(MetaOp::Label { label: "x".into() }),
+    };
     assert!(matches!(sim.server.accept(Shard::Meta, forged.clone()), Err(Reject::ServerOnly { .. })));
     assert!(matches!(sim.follower.state.clone().apply(Shard::Meta, &forged), Err(Reject::ServerOnly { .. })));
     assert!(matches!(sim.clients[0].node.push_meta(MetaOp::Label { label: "x".into() }), Err(Reject::MirrorCannot(_))));

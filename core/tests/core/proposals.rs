@@ -29,7 +29,8 @@ fn an_old_proposal_is_rebased_through_later_edits() {
     let op = BufferOp::Splice { q0: 5, q1: 5, text: ",".into(), origin: Origin::Keyboard };
     n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
     // A tool that saw "hello world" replaces "world": moved past the comma.
-    let p = Proposal::Replace { buffer: b, version: seen, q0: 6, q1: 11, text: "there".into(), origin: Origin::OtherFile };
+    let p =
+        Proposal::Replace { buffer: b, version: seen, q0: 6, q1: 11, text: "there".into(), origin: Origin::OtherFile };
     propose::apply(&mut n, &p).unwrap();
     assert_eq!(text(&n, b), "hello, there");
     // And deletes "hello" as of the same old version: the comma, inserted
@@ -48,8 +49,14 @@ fn stale_future_and_bad_proposals_are_refused_and_change_nothing() {
     let h = n.state.hash();
     let cur = version(&n, b);
     let cases = [
-        (Proposal::Insert { buffer: b, version: cur + 1, q0: 0, text: "x".into(), origin: Origin::OtherFile }, "newer than"),
-        (Proposal::Insert { buffer: b, version: cur, q0: 99, text: "x".into(), origin: Origin::OtherFile }, "out of range"),
+        (
+            Proposal::Insert { buffer: b, version: cur + 1, q0: 0, text: "x".into(), origin: Origin::OtherFile },
+            "newer than",
+        ),
+        (
+            Proposal::Insert { buffer: b, version: cur, q0: 99, text: "x".into(), origin: Origin::OtherFile },
+            "out of range",
+        ),
         (Proposal::Delete { buffer: b, version: cur, q0: 3, q1: 3, origin: Origin::OtherFile }, "nothing to do"),
         (Proposal::Redo { buffer: b }, "nothing to redo"),
         (Proposal::Name { buffer: BufferId(777), name: "x".into() }, "buffer.777"),
@@ -86,7 +93,13 @@ fn a_follower_cannot_apply_proposals() {
 #[test]
 fn windows_get_acme_numbers_in_order_never_reused() {
     let (mut n, b) = setup();
-    let mk = |n: &mut Node, body| match propose::apply(n, &Proposal::CreateWindow { body, column: None, name: "/tmp/a".into() }).unwrap().created {
+    let mk = |n: &mut Node, body| match propose::apply(
+        n,
+        &Proposal::CreateWindow { body, column: None, name: "/tmp/a".into() },
+    )
+    .unwrap()
+    .created
+    {
         Created::Window(w) => w,
         other => panic!("{other:?}"),
     };
@@ -115,7 +128,10 @@ fn windows_get_acme_numbers_in_order_never_reused() {
 #[test]
 fn select_and_exec_proposals_name_their_version() {
     let (mut n, b) = setup();
-    let w = match propose::apply(&mut n, &Proposal::CreateWindow { body: Some(b), column: None, name: String::new() }).unwrap().created {
+    let w = match propose::apply(&mut n, &Proposal::CreateWindow { body: Some(b), column: None, name: String::new() })
+        .unwrap()
+        .created
+    {
         Created::Window(w) => w,
         other => panic!("{other:?}"),
     };
@@ -126,7 +142,16 @@ fn select_and_exec_proposals_name_their_version() {
     propose::apply(&mut n, &Proposal::Select { buffer: b, view, version: seen, q0: 6, q1: 11 }).unwrap();
     let v = n.state.buffer(b).unwrap().views[&view];
     assert_eq!((v.q0, v.q1), (7, 12));
-    let action = Action { view: Some(view), version: seen, q0: 0, q1: 5, expansion: None, arg: None, flags: 0, origin: Origin::Mouse };
+    let action = Action {
+        view: Some(view),
+        version: seen,
+        q0: 0,
+        q1: 5,
+        expansion: None,
+        arg: None,
+        flags: 0,
+        origin: Origin::Mouse,
+    };
     propose::apply(&mut n, &Proposal::Exec { buffer: b, action: action.clone() }).unwrap();
     assert_eq!(n.state.buffer(b).unwrap().last_action, Some((buf::ActionKind::Exec, action)));
 }

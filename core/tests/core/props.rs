@@ -11,22 +11,62 @@ const CLIENTS: usize = 3;
 #[derive(Clone, Debug)]
 enum Step {
     /// Actor `who` (a client index, or CLIENTS for the server) edits.
-    Edit { who: usize, buf: usize, pos: u16, del: u8, text: String },
-    Select { who: usize, buf: usize, a: u16, b: u16 },
-    Mark { who: usize, buf: usize },
-    Undo { who: usize, buf: usize },
-    Redo { who: usize, buf: usize },
-    NewBuffer { who: usize },
-    DelBuffer { who: usize, buf: usize },
-    NewWindow { who: usize },
-    Transfer { to: usize, buf: usize },
-    TransferLayout { to: usize },
-    Reclaim { buf: usize },
-    Pause { who: usize },
-    Resume { who: usize },
+    Edit {
+        who: usize,
+        buf: usize,
+        pos: u16,
+        del: u8,
+        text: String,
+    },
+    Select {
+        who: usize,
+        buf: usize,
+        a: u16,
+        b: u16,
+    },
+    Mark {
+        who: usize,
+        buf: usize,
+    },
+    Undo {
+        who: usize,
+        buf: usize,
+    },
+    Redo {
+        who: usize,
+        buf: usize,
+    },
+    NewBuffer {
+        who: usize,
+    },
+    DelBuffer {
+        who: usize,
+        buf: usize,
+    },
+    NewWindow {
+        who: usize,
+    },
+    Transfer {
+        to: usize,
+        buf: usize,
+    },
+    TransferLayout {
+        to: usize,
+    },
+    Reclaim {
+        buf: usize,
+    },
+    Pause {
+        who: usize,
+    },
+    Resume {
+        who: usize,
+    },
     Snapshot,
     /// Compact every log to a random point below what all replicas passed.
-    Compact { keep: u8 },
+    Compact {
+        keep: u8,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -34,19 +74,19 @@ fn step() -> impl Strategy<Value = Step> {
     let client = 0..CLIENTS;
     let buf = any::<usize>();
     prop_oneof![
-        6 => (who.clone(), buf.clone(), any::<u16>(), 0u8..4, "[a-z\n]{0,4}|é😀")
+        6 => (who.clone(), buf, any::<u16>(), 0u8..4, "[a-z\n]{0,4}|é😀")
             .prop_map(|(who, buf, pos, del, text)| Step::Edit { who, buf, pos, del, text }),
-        2 => (who.clone(), buf.clone(), any::<u16>(), any::<u16>())
+        2 => (who.clone(), buf, any::<u16>(), any::<u16>())
             .prop_map(|(who, buf, a, b)| Step::Select { who, buf, a, b }),
-        1 => (who.clone(), buf.clone()).prop_map(|(who, buf)| Step::Mark { who, buf }),
-        1 => (who.clone(), buf.clone()).prop_map(|(who, buf)| Step::Undo { who, buf }),
-        1 => (who.clone(), buf.clone()).prop_map(|(who, buf)| Step::Redo { who, buf }),
+        1 => (who.clone(), buf).prop_map(|(who, buf)| Step::Mark { who, buf }),
+        1 => (who.clone(), buf).prop_map(|(who, buf)| Step::Undo { who, buf }),
+        1 => (who.clone(), buf).prop_map(|(who, buf)| Step::Redo { who, buf }),
         2 => who.clone().prop_map(|who| Step::NewBuffer { who }),
-        1 => (who.clone(), buf.clone()).prop_map(|(who, buf)| Step::DelBuffer { who, buf }),
+        1 => (who.clone(), buf).prop_map(|(who, buf)| Step::DelBuffer { who, buf }),
         1 => who.clone().prop_map(|who| Step::NewWindow { who }),
-        3 => (who.clone(), buf.clone()).prop_map(|(to, buf)| Step::Transfer { to, buf }),
+        3 => (who.clone(), buf).prop_map(|(to, buf)| Step::Transfer { to, buf }),
         1 => who.clone().prop_map(|to| Step::TransferLayout { to }),
-        2 => buf.clone().prop_map(|buf| Step::Reclaim { buf }),
+        2 => buf.prop_map(|buf| Step::Reclaim { buf }),
         1 => client.clone().prop_map(|who| Step::Pause { who }),
         2 => client.prop_map(|who| Step::Resume { who }),
         1 => Just(Step::Snapshot),
@@ -61,7 +101,7 @@ fn actor_id(sim: &Sim, who: usize) -> AttachmentId {
     }
 }
 
-fn node<'a>(sim: &'a mut Sim, who: usize) -> &'a mut Node {
+fn node(sim: &mut Sim, who: usize) -> &mut Node {
     match who < sim.clients.len() {
         true => &mut sim.clients[who].node,
         false => &mut sim.server,
@@ -144,10 +184,7 @@ fn run(sim: &mut Sim, s: &Step) {
                 let op = if undo { BufferOp::Undo } else { BufferOp::Redo };
                 let r = n.append(Shard::Buffer(b), Op::Buffer(op));
                 assert!(
-                    matches!(
-                        r,
-                        Ok(_) | Err(Reject::NotLeader { .. } | Reject::NothingToUndo | Reject::NothingToRedo)
-                    ),
+                    matches!(r, Ok(_) | Err(Reject::NotLeader { .. } | Reject::NothingToUndo | Reject::NothingToRedo)),
                     "{r:?}"
                 );
             }

@@ -21,7 +21,8 @@ fn replay(name: &str) {
     }
     let got = leader.state.buffer(b).unwrap().text.to_string();
     assert!(got == t.end, "{name}: replaying {n} patches did not give endContent");
-    let mut follower = Node::new(AttachmentId(1), State::new(), Log::mirror(&State::new(), Box::new(RecordingHook::default())));
+    let mut follower =
+        Node::new(AttachmentId(1), State::new(), Log::mirror(&State::new(), Box::new(RecordingHook::default())));
     follower.catch_up(&leader.log).unwrap();
     assert_eq!(follower.state.hash(), leader.state.hash(), "{name}: follower diverged");
 }
