@@ -144,6 +144,8 @@ impl Default for WindowFlags {
 pub enum WindowOp {
     /// First entry: the window shows `body` under `tag`.
     Create { tag: BufferId, body: BufferId },
+    /// Use another tag buffer.
+    Tag { tag: BufferId },
     /// Show another body buffer.
     Body { body: BufferId },
     /// Replace the window's flags.

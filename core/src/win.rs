@@ -29,6 +29,7 @@ impl Window {
     pub fn apply(&mut self, op: &WindowOp) -> Result<()> {
         match op {
             WindowOp::Create { .. } => {}
+            WindowOp::Tag { tag } => self.tag = *tag,
             WindowOp::Body { body } => self.body = *body,
             WindowOp::Flags(flags) => self.flags = flags.clone(),
             WindowOp::EventOpen { reader } => self.event_reader = Some(*reader),

@@ -120,6 +120,16 @@ fn windows_get_acme_numbers_in_order_never_reused() {
     assert_eq!(n.state.layout.window_numbered(AcmeNumber(3)), Some(w3.window));
     propose::apply(&mut n, &Proposal::DeleteWindow { window: w3.window }).unwrap();
     assert!(!n.state.buffers.contains_key(&b), "the last window took its body with it");
+    // Window ops change what the window shows and its flags.
+    let w = w1.window;
+    let flags = WindowFlags { scroll: false, menu: false, ..WindowFlags::default() };
+    n.append(Shard::Window(w), Op::Window(WindowOp::Flags(flags.clone()))).unwrap();
+    n.append(Shard::Window(w), Op::Window(WindowOp::EventOpen { reader: AttachmentId(9) })).unwrap();
+    n.append(Shard::Window(w), Op::Window(WindowOp::Tag { tag: w4.tag })).unwrap();
+    let win = n.state.window(w).unwrap();
+    assert_eq!((&win.flags, win.event_reader, win.tag), (&flags, Some(AttachmentId(9)), w4.tag));
+    n.append(Shard::Window(w), Op::Window(WindowOp::EventClose)).unwrap();
+    assert_eq!(n.state.window(w).unwrap().event_reader, None);
     let col = n.state.layout.columns[0].id;
     propose::apply(&mut n, &Proposal::MoveWindow { window: w1.window, column: col, y: Frac(500_000) }).unwrap();
     assert_eq!(n.state.layout.find(w1.window), Some((0, 0)));
