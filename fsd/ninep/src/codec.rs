@@ -1,0 +1,328 @@
+//! The 9P2000 wire format: framing, decoding and encoding, sans I/O.
+//!
+//! Decoding is two steps, as mini-redis does it: [`check`] looks at the
+//! bytes received so far and says whether a whole message is there (an
+//! incomplete message is `Ok(None)`, a value, not an error) or whether the
+//! framing itself is broken, which no reply can fix: the connection must
+//! close. [`parse`] then decodes one whole frame. Its errors carry the
+//! message's tag whenever the frame got that far, so a server can answer
+//! Rerror on it and go on serving.
+//!
+//! Every length on the wire is checked against the bytes that remain
+//! before anything is allocated, so a frame of n bytes allocates at most
+//! about n bytes, whatever its fields claim.
+
+use crate::error::{DecodeError, FrameError};
+use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM};
+
+/// size[4] type[1] tag[2]: the smallest frame.
+pub const HEADER: usize = 7;
+/// The stat record's fixed part after its own size[2]: type[2] dev[4]
+/// qid[13] mode[4] atime[4] mtime[4] length[8] and four string lengths.
+const STAT_FIXED: usize = 2 + 4 + 13 + 4 + 4 + 4 + 8 + 4 * 2;
+
+/// Whether `buf` starts with a whole message no larger than `msize`:
+/// `Ok(Some(len))` if so, `Ok(None)` if more bytes are needed.
+pub fn check(buf: &[u8], msize: u32) -> Result<Option<usize>, FrameError> {
+    let Some(size) = buf.get(..4) else { return Ok(None) };
+    let size = u32::from_le_bytes(size.try_into().expect("four bytes"));
+    if (size as usize) < HEADER {
+        return Err(FrameError::TooSmall(size));
+    }
+    if size > msize {
+        return Err(FrameError::TooLarge { size, msize });
+    }
+    match buf.len() >= size as usize {
+        true => Ok(Some(size as usize)),
+        false => Ok(None),
+    }
+}
+
+/// A bounds-checked reader over one frame.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    tag: Option<u16>,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        match self.buf.get(self.pos..self.pos.checked_add(n).unwrap_or(usize::MAX)) {
+            Some(b) => {
+                self.pos += n;
+                Ok(b)
+            }
+            None => Err(DecodeError::Overrun { tag: self.tag, what, need: n, have: self.buf.len() - self.pos }),
+        }
+    }
+    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
+        Ok(u16::from_le_bytes(self.take(2, what)?.try_into().expect("two bytes")))
+    }
+    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(self.take(4, what)?.try_into().expect("four bytes")))
+    }
+    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.take(8, what)?.try_into().expect("eight bytes")))
+    }
+    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
+        let n = self.u16(what)? as usize;
+        let bytes = self.take(n, what)?;
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(s.to_string()),
+            Err(_) => Err(DecodeError::NotUtf8 { tag: self.tag, what }),
+        }
+    }
+    fn qid(&mut self) -> Result<Qid, DecodeError> {
+        Ok(Qid { ty: self.u8("qid")?, vers: self.u32("qid")?, path: self.u64("qid")? })
+    }
+    fn data(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let n = self.u32("count")? as usize;
+        Ok(self.take(n, "data")?.to_vec())
+    }
+    /// A stat[n] field: n[2], then a stat record that must fill exactly n.
+    fn stat_field(&mut self) -> Result<Stat, DecodeError> {
+        let n = self.u16("stat")? as usize;
+        let inner = self.take(n, "stat")?;
+        let mut r = Reader { buf: inner, pos: 0, tag: self.tag };
+        let stat = r.stat()?;
+        r.end("stat")?;
+        Ok(stat)
+    }
+    /// A stat record: size[2] and what it counts.
+    fn stat(&mut self) -> Result<Stat, DecodeError> {
+        let size = self.u16("stat size")? as usize;
+        if size < STAT_FIXED {
+            return Err(DecodeError::BadStat { tag: self.tag, size });
+        }
+        let body = self.take(size, "stat")?;
+        let mut r = Reader { buf: body, pos: 0, tag: self.tag };
+        let stat = Stat {
+            ty: r.u16("stat type")?,
+            dev: r.u32("stat dev")?,
+            qid: r.qid()?,
+            mode: r.u32("stat mode")?,
+            atime: r.u32("stat atime")?,
+            mtime: r.u32("stat mtime")?,
+            length: r.u64("stat length")?,
+            name: r.string("stat name")?,
+            uid: r.string("stat uid")?,
+            gid: r.string("stat gid")?,
+            muid: r.string("stat muid")?,
+        };
+        r.end("stat")?;
+        Ok(stat)
+    }
+    fn end(&self, what: &'static str) -> Result<(), DecodeError> {
+        match self.pos == self.buf.len() {
+            true => Ok(()),
+            false => Err(DecodeError::Trailing { tag: self.tag, what, extra: self.buf.len() - self.pos }),
+        }
+    }
+}
+
+/// Decodes one whole frame (as `check` measured it).
+pub fn parse(frame: &[u8]) -> Result<Msg, DecodeError> {
+    let mut r = Reader { buf: frame, pos: 0, tag: None };
+    let size = r.u32("size")? as usize;
+    if size != frame.len() {
+        return Err(DecodeError::SizeMismatch { size, len: frame.len() });
+    }
+    let ty = r.u8("type")?;
+    let tag = r.u16("tag")?;
+    r.tag = Some(tag);
+    use Fcall::*;
+    let body = match ty {
+        98 => Topenfd { fid: r.u32("fid")?, mode: r.u8("mode")? },
+        99 => Ropenfd { qid: r.qid()?, iounit: r.u32("iounit")?, unixfd: r.u32("unixfd")? },
+        100 => Tversion { msize: r.u32("msize")?, version: r.string("version")? },
+        101 => Rversion { msize: r.u32("msize")?, version: r.string("version")? },
+        102 => Tauth { afid: r.u32("afid")?, uname: r.string("uname")?, aname: r.string("aname")? },
+        103 => Rauth { aqid: r.qid()? },
+        104 => {
+            Tattach { fid: r.u32("fid")?, afid: r.u32("afid")?, uname: r.string("uname")?, aname: r.string("aname")? }
+        }
+        105 => Rattach { qid: r.qid()? },
+        107 => Rerror { ename: r.string("ename")? },
+        108 => Tflush { oldtag: r.u16("oldtag")? },
+        109 => Rflush,
+        110 => {
+            let (fid, newfid) = (r.u32("fid")?, r.u32("newfid")?);
+            let n = r.u16("nwname")? as usize;
+            if n > MAXWELEM {
+                return Err(DecodeError::TooManyNames { tag, n });
+            }
+            let wnames = (0..n).map(|_| r.string("wname")).collect::<Result<_, _>>()?;
+            Twalk { fid, newfid, wnames }
+        }
+        111 => {
+            let n = r.u16("nwqid")? as usize;
+            if n > MAXWELEM {
+                return Err(DecodeError::TooManyNames { tag, n });
+            }
+            Rwalk { wqids: (0..n).map(|_| r.qid()).collect::<Result<_, _>>()? }
+        }
+        112 => Topen { fid: r.u32("fid")?, mode: r.u8("mode")? },
+        113 => Ropen { qid: r.qid()?, iounit: r.u32("iounit")? },
+        114 => Tcreate { fid: r.u32("fid")?, name: r.string("name")?, perm: r.u32("perm")?, mode: r.u8("mode")? },
+        115 => Rcreate { qid: r.qid()?, iounit: r.u32("iounit")? },
+        116 => Tread { fid: r.u32("fid")?, offset: r.u64("offset")?, count: r.u32("count")? },
+        117 => Rread { data: r.data()? },
+        118 => Twrite { fid: r.u32("fid")?, offset: r.u64("offset")?, data: r.data()? },
+        119 => Rwrite { count: r.u32("count")? },
+        120 => Tclunk { fid: r.u32("fid")? },
+        121 => Rclunk,
+        122 => Tremove { fid: r.u32("fid")? },
+        123 => Rremove,
+        124 => Tstat { fid: r.u32("fid")? },
+        125 => Rstat { stat: r.stat_field()? },
+        126 => Twstat { fid: r.u32("fid")?, stat: r.stat_field()? },
+        127 => Rwstat,
+        _ => return Err(DecodeError::UnknownType { tag, ty }),
+    };
+    r.end("message")?;
+    Ok(Msg { tag, body })
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // 9P strings are at most 65535 bytes; longer ones are cut at a rune
+    // boundary rather than written with a wrong length.
+    let mut n = s.len().min(u16::MAX as usize);
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    out.extend_from_slice(&(n as u16).to_le_bytes());
+    out.extend_from_slice(&s.as_bytes()[..n]);
+}
+
+fn put_qid(out: &mut Vec<u8>, q: &Qid) {
+    out.push(q.ty);
+    out.extend_from_slice(&q.vers.to_le_bytes());
+    out.extend_from_slice(&q.path.to_le_bytes());
+}
+
+/// Appends one stat record (size[2] first), as directory reads return them.
+pub fn put_stat(out: &mut Vec<u8>, s: &Stat) {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&s.ty.to_le_bytes());
+    out.extend_from_slice(&s.dev.to_le_bytes());
+    put_qid(out, &s.qid);
+    for v in [s.mode, s.atime, s.mtime] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&s.length.to_le_bytes());
+    for f in [&s.name, &s.uid, &s.gid, &s.muid] {
+        put_str(out, f);
+    }
+    let size = (out.len() - start - 2) as u16;
+    out[start..start + 2].copy_from_slice(&size.to_le_bytes());
+}
+
+/// Decodes the stat records of a directory read: whole records only.
+pub fn parse_stats(data: &[u8]) -> Result<Vec<Stat>, DecodeError> {
+    let mut r = Reader { buf: data, pos: 0, tag: None };
+    let mut out = Vec::new();
+    while r.pos < data.len() {
+        out.push(r.stat()?);
+    }
+    Ok(out)
+}
+
+/// Appends `msg`'s frame to `out`.
+pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0]);
+    out.push(msg.body.ty());
+    out.extend_from_slice(&msg.tag.to_le_bytes());
+    let u32s = |out: &mut Vec<u8>, vs: &[u32]| vs.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+    use Fcall::*;
+    match &msg.body {
+        Topenfd { fid, mode } | Topen { fid, mode } => {
+            u32s(out, &[*fid]);
+            out.push(*mode);
+        }
+        Ropenfd { qid, iounit, unixfd } => {
+            put_qid(out, qid);
+            u32s(out, &[*iounit, *unixfd]);
+        }
+        Tversion { msize, version } | Rversion { msize, version } => {
+            u32s(out, &[*msize]);
+            put_str(out, version);
+        }
+        Tauth { afid, uname, aname } => {
+            u32s(out, &[*afid]);
+            put_str(out, uname);
+            put_str(out, aname);
+        }
+        Rauth { aqid: qid } | Rattach { qid } => put_qid(out, qid),
+        Tattach { fid, afid, uname, aname } => {
+            u32s(out, &[*fid, *afid]);
+            put_str(out, uname);
+            put_str(out, aname);
+        }
+        Rerror { ename } => put_str(out, ename),
+        Tflush { oldtag } => out.extend_from_slice(&oldtag.to_le_bytes()),
+        Rflush | Rclunk | Rremove | Rwstat => {}
+        Twalk { fid, newfid, wnames } => {
+            u32s(out, &[*fid, *newfid]);
+            out.extend_from_slice(&(wnames.len() as u16).to_le_bytes());
+            wnames.iter().for_each(|w| put_str(out, w));
+        }
+        Rwalk { wqids } => {
+            out.extend_from_slice(&(wqids.len() as u16).to_le_bytes());
+            wqids.iter().for_each(|q| put_qid(out, q));
+        }
+        Ropen { qid, iounit } | Rcreate { qid, iounit } => {
+            put_qid(out, qid);
+            u32s(out, &[*iounit]);
+        }
+        Tcreate { fid, name, perm, mode } => {
+            u32s(out, &[*fid]);
+            put_str(out, name);
+            u32s(out, &[*perm]);
+            out.push(*mode);
+        }
+        Tread { fid, offset, count } => {
+            u32s(out, &[*fid]);
+            out.extend_from_slice(&offset.to_le_bytes());
+            u32s(out, &[*count]);
+        }
+        Rread { data } => {
+            u32s(out, &[data.len() as u32]);
+            out.extend_from_slice(data);
+        }
+        Twrite { fid, offset, data } => {
+            u32s(out, &[*fid]);
+            out.extend_from_slice(&offset.to_le_bytes());
+            u32s(out, &[data.len() as u32]);
+            out.extend_from_slice(data);
+        }
+        Rwrite { count } => u32s(out, &[*count]),
+        Tclunk { fid } | Tremove { fid } | Tstat { fid } => u32s(out, &[*fid]),
+        Rstat { stat } => put_stat_field(out, stat),
+        Twstat { fid, stat } => {
+            u32s(out, &[*fid]);
+            put_stat_field(out, stat);
+        }
+    }
+    let size = (out.len() - start) as u32;
+    out[start..start + 4].copy_from_slice(&size.to_le_bytes());
+}
+
+/// stat[n]: the record's length, then the record.
+fn put_stat_field(out: &mut Vec<u8>, s: &Stat) {
+    let mut rec = Vec::new();
+    put_stat(&mut rec, s);
+    out.extend_from_slice(&(rec.len() as u16).to_le_bytes());
+    out.extend_from_slice(&rec);
+}
+
+/// `msg` as a new frame.
+pub fn to_bytes(msg: &Msg) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode(msg, &mut out);
+    out
+}

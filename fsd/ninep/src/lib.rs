@@ -1,0 +1,39 @@
+//! apex-ninep: the 9P2000 wire protocol, sans I/O.
+//!
+//! Bytes in, [`Msg`] out, and back: no sockets, no async runtime, so the
+//! daemon, the FUSE mount, the UI and the tests share one codec and fuzzing
+//! it needs nothing but bytes. The connection loop and the client live
+//! above it.
+//!
+//! # Brief overview
+//!
+//! - [`fcall`]: [`Fcall`] (every 9P2000 message, plus plan9port's
+//!   Topenfd), [`Msg`] (a tag and an `Fcall`), [`Qid`], [`Stat`], the
+//!   protocol's constants.
+//! - [`codec`]: [`check`] (is a whole, sane frame there?), [`parse`] (decode
+//!   one frame), [`encode`]; stat records for directory reads.
+//! - [`version`]: Tversion negotiation: dialect and msize.
+//! - [`error`]: [`FrameError`] (close the connection) and [`DecodeError`]
+//!   (answer Rerror on its tag).
+//!
+//! ```
+//! use apex_ninep::{check, parse, to_bytes, Fcall, Msg, NOTAG};
+//!
+//! let msg = Msg { tag: NOTAG, body: Fcall::Tversion { msize: 8192, version: "9P2000".into() } };
+//! let bytes = to_bytes(&msg);
+//! assert_eq!(bytes, b"\x13\x00\x00\x00\x64\xff\xff\x00\x20\x00\x00\x06\x009P2000");
+//! // Half a message is not an error, just not yet a message.
+//! assert_eq!(check(&bytes[..10], 8192), Ok(None));
+//! let n = check(&bytes, 8192).unwrap().unwrap();
+//! assert_eq!(parse(&bytes[..n]).unwrap(), msg);
+//! ```
+
+pub mod codec;
+pub mod error;
+pub mod fcall;
+pub mod version;
+
+pub use codec::{check, encode, parse, parse_stats, put_stat, to_bytes};
+pub use error::{DecodeError, FrameError};
+pub use fcall::{Fcall, Msg, Qid, Stat, IOHDRSZ, MAXWELEM, NOFID, NOTAG};
+pub use version::{negotiate, Negotiated, VersionError};
