@@ -47,7 +47,7 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        match self.buf.get(self.pos..self.pos.checked_add(n).unwrap_or(usize::MAX)) {
+        match self.buf.get(self.pos..self.pos.saturating_add(n)) {
             Some(b) => {
                 self.pos += n;
                 Ok(b)
