@@ -42,21 +42,21 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const RUNS: usize = 5;
+const RUNS: usize = 7;
+
+/// Wall time of one run of `f` on fresh input from `setup`.
+fn once<I, O>(setup: &mut impl FnMut() -> I, f: &mut impl FnMut(I) -> O) -> Duration {
+    let input = setup();
+    let t = Instant::now();
+    let out = f(input);
+    let d = t.elapsed();
+    drop(std::hint::black_box(out));
+    d
+}
 
 /// Best wall time of `RUNS` runs of `f`, each on fresh input from `setup`.
 fn best<I, O>(mut setup: impl FnMut() -> I, mut f: impl FnMut(I) -> O) -> Duration {
-    (0..RUNS)
-        .map(|_| {
-            let input = setup();
-            let t = Instant::now();
-            let out = f(input);
-            let d = t.elapsed();
-            drop(std::hint::black_box(out));
-            d
-        })
-        .min()
-        .unwrap()
+    (0..RUNS).map(|_| once(&mut setup, &mut f)).min().unwrap()
 }
 
 fn splice_op(pos: u64, del: u64, text: &str) -> Op {
@@ -75,22 +75,20 @@ fn replay(name: &str) {
     let t = trace::load(name);
     let patches: Vec<(u64, u64, String)> = t.patches().cloned().collect();
 
-    let raw = best(
-        || Rope::from_str(&t.start),
-        |mut rope| {
-            for (pos, del, text) in &patches {
-                let (pos, del) = (*pos as usize, *del as usize);
-                if del > 0 {
-                    rope.remove(pos..pos + del);
-                }
-                if !text.is_empty() {
-                    rope.insert(pos, text);
-                }
+    let mut raw_setup = || Rope::from_str(&t.start);
+    let mut raw_run = |mut rope: Rope| {
+        for (pos, del, text) in &patches {
+            let (pos, del) = (*pos as usize, *del as usize);
+            if del > 0 {
+                rope.remove(pos..pos + del);
             }
-            assert_eq!(rope.len_chars(), t.end.chars().count());
-            rope
-        },
-    );
+            if !text.is_empty() {
+                rope.insert(pos, text);
+            }
+        }
+        assert_eq!(rope.len_chars(), t.end.chars().count());
+        rope
+    };
 
     // The leader: the buffer exists and holds startContent; then every
     // patch is one `Node::append`, ops built as a UI would build them.
@@ -102,13 +100,14 @@ fn replay(name: &str) {
         }
         (n, b)
     };
-    let leader = best(fresh_leader, |(mut n, b)| {
+    let mut leader_setup = fresh_leader;
+    let mut leader_run = |(mut n, b): (Node, BufferId)| {
         let shard = Shard::Buffer(b);
         for (pos, del, text) in &patches {
             n.append(shard, splice_op(*pos, *del, text)).unwrap();
         }
         n
-    });
+    };
 
     // The entries a follower receives.
     let (mut n, b) = fresh_leader();
@@ -131,30 +130,35 @@ fn replay(name: &str) {
     };
     // Time only the per-edit entries, starting from the state after the
     // metalog, the Create and startContent (as the leader's timing does).
-    let follow = best(
-        || prefix(head),
-        |mut s| {
-            for (shard, e) in &log[head..] {
-                s.apply(*shard, e).unwrap();
-            }
-            s
-        },
-    );
-    let accept = best(
-        || {
-            let mut f = follower();
-            for (shard, e) in &log[..head] {
-                f.accept(*shard, e.clone()).unwrap();
-            }
-            (f, log[head..].to_vec())
-        },
-        |(mut f, entries)| {
-            for (shard, e) in entries {
-                f.accept(shard, e).unwrap();
-            }
-            f
-        },
-    );
+    let mut follow_setup = || prefix(head);
+    let mut follow_run = |mut s: State| {
+        for (shard, e) in &log[head..] {
+            s.apply(*shard, e).unwrap();
+        }
+        s
+    };
+    let mut accept_setup = || {
+        let mut f = follower();
+        for (shard, e) in &log[..head] {
+            f.accept(*shard, e.clone()).unwrap();
+        }
+        (f, log[head..].to_vec())
+    };
+    let mut accept_run = |(mut f, entries): (Node, Vec<(Shard, Entry)>)| {
+        for (shard, e) in entries {
+            f.accept(shard, e).unwrap();
+        }
+        f
+    };
+    // Interleaved, so that whatever else the machine does slows all four
+    // alike; the best of each is reported.
+    let (mut raw, mut leader, mut follow, mut accept) = (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
+    for _ in 0..RUNS {
+        raw = raw.min(once(&mut raw_setup, &mut raw_run));
+        leader = leader.min(once(&mut leader_setup, &mut leader_run));
+        follow = follow.min(once(&mut follow_setup, &mut follow_run));
+        accept = accept.min(once(&mut accept_setup, &mut accept_run));
+    }
     let per = |d: Duration| d.as_secs_f64() * 1e9 / patches.len() as f64;
     println!(
         "{name:16} {:>7} patches  ropey {:7.1} ms ({:5.0} ns/edit)  leader {:7.1} ms ({:4.2}x)  follower apply {:7.1} ms ({:4.2}x)  follower accept {:7.1} ms ({:4.2}x)",

@@ -95,6 +95,9 @@ pub struct Buffer {
     /// File name (acme's tag file name), possibly empty.
     pub name: String,
     pub text: Text,
+    /// Length of `text` in runes, kept here because the rope computes its
+    /// own by summing its root's children, on the path of every edit.
+    len: u64,
     /// Number of splices applied; a proposal names the version it saw.
     pub version: u64,
     /// Every text showing this buffer, with its selection and origin.
@@ -121,6 +124,7 @@ impl Buffer {
         Buffer {
             name,
             text: Text::new(),
+            len: 0,
             version: 0,
             views: BTreeMap::new(),
             dirty: false,
@@ -136,11 +140,11 @@ impl Buffer {
 
     /// Length in runes.
     pub fn len(&self) -> u64 {
-        self.text.len_chars() as u64
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.text.len_chars() == 0
+        self.len == 0
     }
 
     /// The runes `q0..q1` as a string.
@@ -303,6 +307,7 @@ impl Buffer {
             text.chars().count() as u64
         };
         let deleted = q1 - q0;
+        self.len = self.len - deleted + inserted;
         for v in self.views.values_mut() {
             v.splice(q0, deleted, inserted);
         }
