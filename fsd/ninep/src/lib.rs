@@ -1,9 +1,10 @@
-//! apex-ninep: the 9P2000 wire protocol, sans I/O.
+//! apex-ninep: the 9P2000 wire protocol, and an async client over it.
 //!
-//! Bytes in, [`Msg`] out, and back: no sockets, no async runtime, so the
-//! daemon, the FUSE mount, the UI and the tests share one codec and fuzzing
-//! it needs nothing but bytes. The connection loop and the client live
-//! above it.
+//! The codec is sans I/O: bytes in, [`Msg`] out, and back, so the daemon,
+//! the FUSE mount, the UI and the tests share one codec and fuzzing it
+//! needs nothing but bytes. [`Client`] is the tokio layer above it, the one
+//! module here that does I/O. The server's connection loop comes with the
+//! daemon.
 //!
 //! # Brief overview
 //!
@@ -15,6 +16,9 @@
 //! - [`version`]: Tversion negotiation: dialect and msize.
 //! - [`error`]: [`FrameError`] (close the connection) and [`DecodeError`]
 //!   (answer Rerror on its tag).
+//! - [`client`]: [`Client`] (pipelined requests, Tflush on a dropped
+//!   request, walks of any length, reads to EOF, writes by iounit) and
+//!   [`dial`] for `unix!PATH` and `tcp!HOST!PORT`.
 //!
 //! ```
 //! use apex_ninep::{check, parse, to_bytes, Fcall, Msg, NOTAG};
@@ -28,11 +32,13 @@
 //! assert_eq!(parse(&bytes[..n]).unwrap(), msg);
 //! ```
 
+pub mod client;
 pub mod codec;
 pub mod error;
 pub mod fcall;
 pub mod version;
 
+pub use client::{dial, Client, ClientError, File};
 pub use codec::{check, encode, parse, parse_stats, put_stat, to_bytes};
 pub use error::{DecodeError, FrameError};
 pub use fcall::{Fcall, Msg, Qid, Stat, IOHDRSZ, MAXWELEM, NOFID, NOTAG};

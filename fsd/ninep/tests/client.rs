@@ -1,0 +1,210 @@
+//! The async client against a scripted server on an in-memory stream:
+//! negotiation, pipelined requests answered out of order, Tflush of a
+//! blocked read, long walks, chunked writes, errors and hang-ups.
+
+use apex_ninep::fcall::*;
+use apex_ninep::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+/// What the scripted server saw.
+#[derive(Default)]
+struct Seen {
+    writes: Vec<usize>,
+    walks: Vec<usize>,
+    flushed: Vec<u16>,
+}
+
+/// A tiny server: files are names; `slow` reads block until flushed;
+/// `rev` reads are answered only when two are waiting, newest first.
+async fn serve(mut s: DuplexStream, seen: Arc<Mutex<Seen>>) {
+    let mut buf = Vec::new();
+    let mut fids: HashMap<u32, String> = HashMap::new();
+    let mut held: Vec<(u16, String)> = Vec::new();
+    let mut msize = 8192;
+    loop {
+        let n = loop {
+            match check(&buf, msize).unwrap() {
+                Some(n) => break n,
+                None => {
+                    let mut chunk = [0u8; 4096];
+                    let k = s.read(&mut chunk).await.unwrap();
+                    if k == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..k]);
+                }
+            }
+        };
+        let msg = parse(&buf[..n]).unwrap();
+        buf.drain(..n);
+        let q = |ty| Qid { ty, vers: 0, path: 1 };
+        let mut replies = vec![];
+        let reply = match msg.body {
+            Fcall::Tversion { msize: m, .. } => {
+                msize = m.min(8192);
+                Some(Fcall::Rversion { msize, version: "9P2000".into() })
+            }
+            Fcall::Tattach { fid, .. } => {
+                fids.insert(fid, String::new());
+                Some(Fcall::Rattach { qid: q(QTDIR) })
+            }
+            Fcall::Twalk { fid, newfid, wnames } => {
+                seen.lock().unwrap().walks.push(wnames.len());
+                let mut path = fids[&fid].clone();
+                let mut wqids = vec![];
+                for w in &wnames {
+                    if w == "missing" {
+                        break;
+                    }
+                    path = w.clone();
+                    wqids.push(q(QTFILE));
+                }
+                if wqids.len() == wnames.len() {
+                    fids.insert(newfid, path);
+                }
+                if wqids.is_empty() && !wnames.is_empty() {
+                    Some(Fcall::Rerror { ename: "file does not exist".into() })
+                } else {
+                    Some(Fcall::Rwalk { wqids })
+                }
+            }
+            Fcall::Topen { .. } => Some(Fcall::Ropen { qid: q(QTFILE), iounit: 0 }),
+            Fcall::Tread { fid, offset, count } => match fids[&fid].as_str() {
+                "slow" => {
+                    held.push((msg.tag, "slow".into()));
+                    None
+                }
+                "rev" => {
+                    held.push((msg.tag, format!("rev{}", held.len())));
+                    if held.len() == 2 {
+                        for (tag, data) in held.drain(..).rev() {
+                            replies.push(Msg { tag, body: Fcall::Rread { data: data.into_bytes() } });
+                        }
+                    }
+                    None
+                }
+                _ => {
+                    let left = 10u64.saturating_sub(offset).min(count as u64) as usize;
+                    Some(Fcall::Rread { data: vec![b'x'; left.min(4)] })
+                }
+            },
+            Fcall::Twrite { data, .. } => {
+                seen.lock().unwrap().writes.push(data.len());
+                Some(Fcall::Rwrite { count: data.len() as u32 })
+            }
+            Fcall::Tflush { oldtag } => {
+                seen.lock().unwrap().flushed.push(oldtag);
+                held.retain(|(t, _)| *t != oldtag);
+                Some(Fcall::Rflush)
+            }
+            Fcall::Tclunk { fid } => {
+                fids.remove(&fid);
+                Some(Fcall::Rclunk)
+            }
+            Fcall::Tstat { .. } => Some(Fcall::Rstat { stat: Stat { name: "f".into(), ..Stat::default() } }),
+            other => Some(Fcall::Rerror { ename: format!("not scripted: {other:?}") }),
+        };
+        if let Some(body) = reply {
+            replies.push(Msg { tag: msg.tag, body });
+        }
+        for r in replies {
+            s.write_all(&to_bytes(&r)).await.unwrap();
+        }
+    }
+}
+
+async fn connect() -> (Client, Arc<Mutex<Seen>>) {
+    let (a, b) = tokio::io::duplex(1 << 16);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    tokio::spawn(serve(b, seen.clone()));
+    (Client::handshake(a, 1 << 20).await.unwrap(), seen)
+}
+
+#[tokio::test]
+async fn reads_writes_and_walks() {
+    let (c, seen) = connect().await;
+    assert_eq!(c.msize(), 8192, "msize is the smaller of the two");
+    let root = c.attach("glenda", "").await.unwrap();
+    let f = c.open_path(root, "/file", ORDWR).await.unwrap();
+    assert_eq!(f.iounit, 8192 - 24, "iounit 0 means msize - 24");
+    assert_eq!(c.read_all(&f).await.unwrap(), b"xxxxxxxxxx", "reads until a 0-byte read");
+    c.write_all(&f, 0, &vec![7u8; 20_000]).await.unwrap();
+    assert_eq!(seen.lock().unwrap().writes, [8168, 8168, 3664], "one Twrite per iounit");
+    let names: Vec<String> = (0..20).map(|i| format!("d{i}")).collect();
+    let names: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let (fid, qids) = c.walk(root, &names).await.unwrap();
+    assert_eq!(qids.len(), 20);
+    assert_eq!(seen.lock().unwrap().walks[1..], [16, 4], "long walks go 16 names at a time");
+    assert_eq!(c.stat(fid).await.unwrap().name, "f");
+    c.clunk(fid).await.unwrap();
+    let err = c.walk(root, &["a", "missing"]).await.unwrap_err();
+    assert_eq!(err.to_string(), "a/missing: file does not exist");
+    assert_eq!(c.walk(root, &["missing"]).await.unwrap_err(), ClientError::Server("file does not exist".into()));
+}
+
+#[tokio::test]
+async fn pipelined_replies_in_any_order_reach_their_callers() {
+    let (c, _) = connect().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let a = c.open_path(root, "rev", OREAD).await.unwrap();
+    let b = c.open_path(root, "rev", OREAD).await.unwrap();
+    let (ra, rb) = tokio::join!(c.read(a.fid, 0, 10), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        c.read(b.fid, 0, 10).await
+    });
+    // The server answered the second first; each caller got its own.
+    assert_eq!((ra.unwrap(), rb.unwrap()), (b"rev0".to_vec(), b"rev1".to_vec()));
+}
+
+#[tokio::test]
+async fn dropping_a_blocked_read_flushes_it() {
+    let (c, seen) = connect().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let f = c.open_path(root, "slow", OREAD).await.unwrap();
+    let r = tokio::time::timeout(Duration::from_millis(50), c.read(f.fid, 0, 10)).await;
+    assert!(r.is_err(), "the read blocks");
+    // The flush goes out on its own; the connection goes on serving.
+    for _ in 0..100 {
+        if !seen.lock().unwrap().flushed.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(seen.lock().unwrap().flushed.len(), 1);
+    let g = c.open_path(root, "file", OREAD).await.unwrap();
+    assert_eq!(c.read_all(&g).await.unwrap().len(), 10);
+}
+
+#[tokio::test]
+async fn a_hang_up_fails_what_is_pending() {
+    let (a, mut b) = tokio::io::duplex(1 << 16);
+    let server = tokio::spawn(async move {
+        let mut buf = vec![0u8; 512];
+        let n = b.read(&mut buf).await.unwrap();
+        let msg = parse(&buf[..n]).unwrap();
+        let reply = Msg { tag: msg.tag, body: Fcall::Rversion { msize: 4096, version: "9P2000".into() } };
+        b.write_all(&to_bytes(&reply)).await.unwrap();
+        let _ = b.read(&mut buf).await; // the Tattach, never answered
+    });
+    let c = Client::handshake(a, 8192).await.unwrap();
+    let pending = c.attach("u", "");
+    let (r, _) = tokio::join!(pending, server);
+    assert_eq!(r.unwrap_err(), ClientError::Hangup);
+}
+
+#[tokio::test]
+async fn a_server_without_9p2000_is_refused() {
+    let (a, mut b) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 512];
+        let _ = b.read(&mut buf).await.unwrap();
+        let reply = Msg { tag: NOTAG, body: Fcall::Rversion { msize: 4096, version: "unknown".into() } };
+        b.write_all(&to_bytes(&reply)).await.unwrap();
+    });
+    let err = Client::handshake(a, 8192).await.err().unwrap();
+    assert!(err.to_string().contains("\"unknown\""), "{err}");
+    assert!(matches!(dial("ftp!x", 8192).await, Err(ClientError::BadAddress(_))));
+}
