@@ -2,9 +2,9 @@
 //!
 //! The codec is sans I/O: bytes in, [`Msg`] out, and back, so the daemon,
 //! the FUSE mount, the UI and the tests share one codec and fuzzing it
-//! needs nothing but bytes. [`Client`] is the tokio layer above it, the one
-//! module here that does I/O. The server's connection loop comes with the
-//! daemon.
+//! needs nothing but bytes. Above it, on tokio: [`Client`], and
+//! [`srv::serve_conn`], a server connection loop that leaves what files
+//! mean to a [`srv::Serve`] implementation.
 //!
 //! # Brief overview
 //!
@@ -19,6 +19,8 @@
 //! - [`client`]: [`Client`] (pipelined requests, Tflush on a dropped
 //!   request, walks of any length, reads to EOF, writes by iounit) and
 //!   [`dial`] for `unix!PATH` and `tcp!HOST!PORT`.
+//! - [`srv`]: [`srv::serve_conn`] (version, tags, the fid table, flush,
+//!   clean-up) over a [`srv::Serve`] (attach, walk, open, read, ...).
 //!
 //! ```
 //! use apex_ninep::{check, parse, to_bytes, Fcall, Msg, NOTAG};
@@ -36,6 +38,7 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod fcall;
+pub mod srv;
 pub mod version;
 
 pub use client::{dial, Client, ClientError, File};

@@ -1,0 +1,335 @@
+//! The server side of a 9P2000 connection: version, tags, fids, flush.
+//!
+//! [`serve_conn`] runs one connection over any byte stream and leaves what
+//! files mean to a [`Serve`] implementation, as acme's `fsys.c` leaves it
+//! to `xfid.c`. It owns the protocol bookkeeping:
+//!
+//! - Tversion negotiates the dialect and msize (version(5)); a second one
+//!   aborts every outstanding request and clunks every fid.
+//! - Every other request runs as its own task, so a blocked read never
+//!   holds up the next request; replies go out in whatever order they
+//!   finish.
+//! - Tflush (flush(5)): a flushed Tread is cancelled and, as far as the
+//!   client can tell, never happened; any other request is let finish, so
+//!   its reply (say the Rwrite of a write already sequenced) precedes the
+//!   Rflush. `Serve::read` must therefore be cancel-safe.
+//! - The fid table: attach and walk create fids, clunk and remove end them,
+//!   "fid in use" / "unknown fid" are answered here. When the client hangs
+//!   up, every fid is clunked.
+//! - A malformed message with a tag gets an Rerror and the connection goes
+//!   on; broken framing closes it.
+
+use crate::codec::{check, encode, parse};
+use crate::error::FrameError;
+use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG};
+use crate::version::{iounit, negotiate, Negotiated, VERSION};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// A 9P error reply's text.
+pub type Error = String;
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What the files of a 9P server mean. `Fid` is whatever a fid refers to:
+/// the connection keeps one per fid and hands it to each call.
+pub trait Serve: Send + Sync + 'static {
+    type Fid: Clone + Send + Sync + 'static;
+
+    /// Tattach: the root named by `aname`.
+    fn attach(&self, uname: &str, aname: &str) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    /// Twalk: the qids of the names walked, and the fid's new state if all
+    /// of them were (walk(5): a partial walk leaves newfid unset; an error
+    /// on the first name is an Rerror).
+    fn walk(
+        &self,
+        fid: &Self::Fid,
+        names: &[String],
+    ) -> impl Future<Output = Result<(Vec<Qid>, Option<Self::Fid>)>> + Send;
+    /// Topen: the qid and the fid's state once open. `iounit` is the
+    /// connection's.
+    fn open(&self, fid: &Self::Fid, mode: u8) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    /// Tcreate: the new file's qid and the fid's state, open on it.
+    fn create(
+        &self,
+        fid: &Self::Fid,
+        name: &str,
+        perm: u32,
+        mode: u8,
+    ) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    /// Tread: at most `count` bytes. Must be cancel-safe (a Tflush drops it).
+    fn read(&self, fid: &Self::Fid, offset: u64, count: u32) -> impl Future<Output = Result<Vec<u8>>> + Send;
+    /// Twrite: how many bytes were taken.
+    fn write(&self, fid: &Self::Fid, offset: u64, data: Vec<u8>) -> impl Future<Output = Result<u32>> + Send;
+    /// Tclunk, or the end of the connection or of a Tversion.
+    fn clunk(&self, fid: Self::Fid) -> impl Future<Output = ()> + Send;
+    /// Tremove (the fid is clunked whatever the outcome).
+    fn remove(&self, fid: Self::Fid) -> impl Future<Output = Result<()>> + Send;
+    fn stat(&self, fid: &Self::Fid) -> impl Future<Output = Result<Stat>> + Send;
+    fn wstat(&self, fid: &Self::Fid, stat: Stat) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Per-connection settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The largest msize offered.
+    pub msize: u32,
+    /// The text of Tauth's Rerror.
+    pub no_auth: String,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { msize: crate::version::DEFAULT_MSIZE, no_auth: "authentication not required".into() }
+    }
+}
+
+struct Conn<S: Serve> {
+    serve: Arc<S>,
+    fids: Mutex<HashMap<u32, S::Fid>>,
+    /// Requests in flight: their task and whether a Tflush may cancel it.
+    tasks: Mutex<HashMap<u16, (JoinHandle<()>, bool)>>,
+    out: mpsc::UnboundedSender<Msg>,
+    msize: std::sync::atomic::AtomicU32,
+}
+
+impl<S: Serve> Conn<S> {
+    fn reply(&self, tag: u16, body: Fcall) {
+        // The writer is gone only when the connection is: nothing to do.
+        let _ = self.out.send(Msg { tag, body });
+    }
+
+    fn fid(&self, fid: u32) -> Result<S::Fid> {
+        self.fids.lock().expect("fid lock").get(&fid).cloned().ok_or_else(|| format!("unknown fid {fid}"))
+    }
+
+    fn fid_free(&self, fid: u32) -> Result<()> {
+        match self.fids.lock().expect("fid lock").contains_key(&fid) {
+            true => Err(format!("fid {fid} in use")),
+            false => Ok(()),
+        }
+    }
+
+    fn set_fid(&self, fid: u32, state: S::Fid) {
+        self.fids.lock().expect("fid lock").insert(fid, state);
+    }
+
+    fn take_fid(&self, fid: u32) -> Result<S::Fid> {
+        self.fids.lock().expect("fid lock").remove(&fid).ok_or_else(|| format!("unknown fid {fid}"))
+    }
+
+    /// Aborts every request and clunks every fid.
+    async fn reset(&self) {
+        let tasks: Vec<_> = self.tasks.lock().expect("task lock").drain().collect();
+        for (_, (task, _)) in tasks {
+            task.abort();
+        }
+        let fids: Vec<S::Fid> = self.fids.lock().expect("fid lock").drain().map(|(_, f)| f).collect();
+        for f in fids {
+            self.serve.clunk(f).await;
+        }
+    }
+
+    /// Runs one request (not Tversion or Tflush) to its reply.
+    async fn handle(self: &Arc<Self>, body: Fcall) -> Fcall {
+        match self.handle_inner(body).await {
+            Ok(r) => r,
+            Err(ename) => Fcall::Rerror { ename },
+        }
+    }
+
+    async fn handle_inner(self: &Arc<Self>, body: Fcall) -> Result<Fcall> {
+        let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
+        let s = &self.serve;
+        Ok(match body {
+            Fcall::Tattach { fid, uname, aname, .. } => {
+                self.fid_free(fid)?;
+                let (qid, state) = s.attach(&uname, &aname).await?;
+                self.set_fid(fid, state);
+                Fcall::Rattach { qid }
+            }
+            Fcall::Twalk { fid, newfid, wnames } => {
+                let from = self.fid(fid)?;
+                if newfid != fid {
+                    self.fid_free(newfid)?;
+                }
+                let (wqids, state) = s.walk(&from, &wnames).await?;
+                if wqids.len() == wnames.len() {
+                    let state = state.ok_or("walk finished without a fid")?;
+                    self.set_fid(newfid, state);
+                }
+                Fcall::Rwalk { wqids }
+            }
+            Fcall::Topenfd { .. } => return Err("openfd is not served on this connection: use open".into()),
+            Fcall::Topen { fid, mode } => {
+                let (qid, state) = s.open(&self.fid(fid)?, mode).await?;
+                self.set_fid(fid, state);
+                Fcall::Ropen { qid, iounit: io }
+            }
+            Fcall::Tcreate { fid, name, perm, mode } => {
+                let (qid, state) = s.create(&self.fid(fid)?, &name, perm, mode).await?;
+                self.set_fid(fid, state);
+                Fcall::Rcreate { qid, iounit: io }
+            }
+            Fcall::Tread { fid, offset, count } => {
+                let mut data = s.read(&self.fid(fid)?, offset, count.min(io)).await?;
+                data.truncate(count.min(io) as usize);
+                Fcall::Rread { data }
+            }
+            Fcall::Twrite { fid, offset, data } => {
+                Fcall::Rwrite { count: s.write(&self.fid(fid)?, offset, data).await? }
+            }
+            Fcall::Tclunk { fid } => {
+                s.clunk(self.take_fid(fid)?).await;
+                Fcall::Rclunk
+            }
+            Fcall::Tremove { fid } => {
+                s.remove(self.take_fid(fid)?).await?;
+                Fcall::Rremove
+            }
+            Fcall::Tstat { fid } => Fcall::Rstat { stat: s.stat(&self.fid(fid)?).await? },
+            Fcall::Twstat { fid, stat } => {
+                s.wstat(&self.fid(fid)?, stat).await?;
+                Fcall::Rwstat
+            }
+            other => return Err(format!("unexpected 9P message type {}: send T-messages", other.ty())),
+        })
+    }
+}
+
+/// Serves one connection until the client hangs up or its framing breaks.
+pub async fn serve_conn<S, T>(serve: Arc<S>, stream: T, config: Config) -> std::result::Result<(), FrameError>
+where
+    S: Serve,
+    T: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut r, mut w) = tokio::io::split(stream);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+    let writer = tokio::spawn(async move {
+        let mut out = Vec::new();
+        while let Some(msg) = rx.recv().await {
+            out.clear();
+            encode(&msg, &mut out);
+            // Batch whatever else is ready into one write.
+            while let Ok(more) = rx.try_recv() {
+                encode(&more, &mut out);
+            }
+            if w.write_all(&out).await.is_err() {
+                break;
+            }
+        }
+    });
+    let conn = Arc::new(Conn {
+        serve,
+        fids: Mutex::new(HashMap::new()),
+        tasks: Mutex::new(HashMap::new()),
+        out: tx,
+        msize: std::sync::atomic::AtomicU32::new(0),
+    });
+    let result = read_loop(&conn, &mut r, &config).await;
+    conn.reset().await;
+    drop(conn);
+    let _ = writer.await;
+    result
+}
+
+async fn read_loop<S: Serve>(
+    conn: &Arc<Conn<S>>,
+    r: &mut (impl AsyncRead + Unpin),
+    config: &Config,
+) -> std::result::Result<(), FrameError> {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        // Before Tversion, frames may be as large as we would ever allow.
+        let limit = match conn.msize.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => config.msize,
+            m => m,
+        };
+        let n = match check(&buf, limit)? {
+            Some(n) => n,
+            None => {
+                let k = r.read(&mut chunk).await.unwrap_or(0);
+                if k == 0 {
+                    return Ok(());
+                }
+                buf.extend_from_slice(&chunk[..k]);
+                continue;
+            }
+        };
+        let parsed = parse(&buf[..n]);
+        buf.drain(..n);
+        let msg = match parsed {
+            Ok(m) => m,
+            Err(e) => match e.tag() {
+                Some(tag) => {
+                    conn.reply(tag, Fcall::Rerror { ename: e.to_string() });
+                    continue;
+                }
+                None => return Ok(()),
+            },
+        };
+        dispatch(conn, msg, config).await;
+    }
+}
+
+async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
+    let tag = msg.tag;
+    match msg.body {
+        Fcall::Tversion { msize, version } => {
+            conn.reset().await;
+            let body = match negotiate(msize, &version, config.msize) {
+                Ok(Negotiated::Speak { msize }) => {
+                    conn.msize.store(msize, std::sync::atomic::Ordering::Relaxed);
+                    Fcall::Rversion { msize, version: VERSION.into() }
+                }
+                Ok(Negotiated::Unknown) => {
+                    Fcall::Rversion { msize: msize.min(config.msize), version: "unknown".into() }
+                }
+                Err(e) => Fcall::Rerror { ename: e.to_string() },
+            };
+            conn.reply(tag, body);
+        }
+        _ if conn.msize.load(std::sync::atomic::Ordering::Relaxed) == 0 => {
+            conn.reply(tag, Fcall::Rerror { ename: "send Tversion first".into() })
+        }
+        Fcall::Tauth { .. } => conn.reply(tag, Fcall::Rerror { ename: config.no_auth.clone() }),
+        Fcall::Tflush { oldtag } => {
+            let task = conn.tasks.lock().expect("task lock").remove(&oldtag);
+            if let Some((task, cancelable)) = task {
+                if cancelable {
+                    task.abort();
+                }
+                // Either way it is finished (or gone) before the Rflush.
+                let _ = task.await;
+            }
+            conn.reply(tag, Fcall::Rflush);
+        }
+        body if body.is_request() && tag != NOTAG => {
+            if conn.tasks.lock().expect("task lock").contains_key(&tag) {
+                conn.reply(tag, Fcall::Rerror { ename: format!("tag {tag} in use") });
+                return;
+            }
+            let cancelable = matches!(body, Fcall::Tread { .. });
+            let c = conn.clone();
+            // The task registers itself under the lock, so it cannot finish
+            // and unregister before it is registered.
+            let mut tasks = conn.tasks.lock().expect("task lock");
+            let task = tokio::spawn(async move {
+                let reply = c.handle(body).await;
+                // Reply and unregister without an await between, so a Tflush
+                // sees either a running request or a sent reply.
+                let mut tasks = c.tasks.lock().expect("task lock");
+                tasks.remove(&tag);
+                c.reply(tag, reply);
+            });
+            tasks.insert(tag, (task, cancelable));
+        }
+        body => {
+            conn.reply(tag, Fcall::Rerror { ename: format!("unexpected 9P message type {} with tag {tag}", body.ty()) })
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The server connection loop against the project's client and raw bytes:
+//! version and msize, pipelining, Tflush of a blocked read, fids clunked
+//! on a second Tversion and on hang-up, malformed messages answered.
+
+use apex_ninep::fcall::*;
+use apex_ninep::srv::{serve_conn, Config, Serve};
+use apex_ninep::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A flat file system: `/` holds named files; `block` never answers a
+/// read until flushed.
+#[derive(Default)]
+struct Mem {
+    files: Mutex<BTreeMap<String, Vec<u8>>>,
+    clunks: AtomicUsize,
+    cancelled_reads: AtomicUsize,
+}
+
+fn qid(name: &str) -> Qid {
+    match name {
+        "" => Qid { ty: QTDIR, vers: 0, path: 0 },
+        n => Qid { ty: QTFILE, vers: 0, path: n.len() as u64 },
+    }
+}
+
+/// Counts reads dropped before they finished.
+struct DropCount<'a>(&'a AtomicUsize, bool);
+impl Drop for DropCount<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Serve for Mem {
+    type Fid = String;
+    async fn attach(&self, _: &str, _: &str) -> srv::Result<(Qid, String)> {
+        Ok((qid(""), String::new()))
+    }
+    async fn walk(&self, fid: &String, names: &[String]) -> srv::Result<(Vec<Qid>, Option<String>)> {
+        match names {
+            [] => Ok((vec![], Some(fid.clone()))),
+            [n] if fid.is_empty() && (n == "block" || self.files.lock().unwrap().contains_key(n)) => {
+                Ok((vec![qid(n)], Some(n.clone())))
+            }
+            [n, ..] => Err(format!("{n}: file does not exist")),
+        }
+    }
+    async fn open(&self, fid: &String, _: u8) -> srv::Result<(Qid, String)> {
+        Ok((qid(fid), fid.clone()))
+    }
+    async fn create(&self, fid: &String, name: &str, _: u32, _: u8) -> srv::Result<(Qid, String)> {
+        if !fid.is_empty() {
+            return Err("not a directory".into());
+        }
+        self.files.lock().unwrap().insert(name.into(), vec![]);
+        Ok((qid(name), name.into()))
+    }
+    async fn read(&self, fid: &String, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
+        if fid == "block" {
+            let mut guard = DropCount(&self.cancelled_reads, false);
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            guard.1 = true;
+            return Ok(vec![]);
+        }
+        let files = self.files.lock().unwrap();
+        let data = files.get(fid).ok_or("is a directory")?;
+        let from = (offset as usize).min(data.len());
+        Ok(data[from..(from + count as usize).min(data.len())].to_vec())
+    }
+    async fn write(&self, fid: &String, offset: u64, data: Vec<u8>) -> srv::Result<u32> {
+        let mut files = self.files.lock().unwrap();
+        let f = files.get_mut(fid).ok_or("is a directory")?;
+        let end = offset as usize + data.len();
+        if f.len() < end {
+            f.resize(end, 0);
+        }
+        f[offset as usize..end].copy_from_slice(&data);
+        Ok(data.len() as u32)
+    }
+    async fn clunk(&self, _: String) {
+        self.clunks.fetch_add(1, Ordering::SeqCst);
+    }
+    async fn remove(&self, fid: String) -> srv::Result<()> {
+        self.files.lock().unwrap().remove(&fid).map(|_| ()).ok_or("cannot remove the root".into())
+    }
+    async fn stat(&self, fid: &String) -> srv::Result<Stat> {
+        Ok(Stat { qid: qid(fid), name: fid.clone(), ..Stat::default() })
+    }
+    async fn wstat(&self, _: &String, _: Stat) -> srv::Result<()> {
+        Err("wstat not allowed".into())
+    }
+}
+
+fn start(mem: Arc<Mem>) -> tokio::io::DuplexStream {
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let config = Config { msize: 64 * 1024, ..Config::default() };
+    tokio::spawn(serve_conn(mem, b, config));
+    a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_through_the_client() {
+    let mem = Arc::new(Mem::default());
+    let c = Client::handshake(start(mem.clone()), 1 << 20).await.unwrap();
+    assert_eq!(c.msize(), 64 * 1024, "the smaller of client's and server's");
+    let root = c.attach("glenda", "").await.unwrap();
+    let (dir, _) = c.walk(root, &[]).await.unwrap();
+    let f = c.create(dir, "notes", 0o644, ORDWR).await.unwrap();
+    c.write_all(&f, 0, &vec![b'a'; 200_000]).await.unwrap();
+    let g = c.open_path(root, "notes", OREAD).await.unwrap();
+    assert_eq!(c.read_all(&g).await.unwrap().len(), 200_000);
+    assert_eq!(c.walk(root, &["nope"]).await.unwrap_err().to_string(), "nope: file does not exist");
+    assert_eq!(c.stat(g.fid).await.unwrap().name, "notes");
+    assert_eq!(c.wstat(g.fid, Stat::dont_touch()).await.unwrap_err().to_string(), "wstat not allowed");
+    c.clunk(g.fid).await.unwrap();
+    assert_eq!(c.stat(g.fid).await.unwrap_err().to_string(), format!("unknown fid {}", g.fid));
+    // Many requests at once on one connection.
+    let reads = (0..32).map(|_| {
+        let c = c.clone();
+        async move {
+            let h = c.open_path(root, "notes", OREAD).await.unwrap();
+            let n = c.read(h.fid, 100, 10).await.unwrap().len();
+            c.clunk(h.fid).await.unwrap();
+            n
+        }
+    });
+    let got: Vec<usize> = futures_join_all(reads).await;
+    assert!(got.iter().all(|n| *n == 10));
+}
+
+async fn futures_join_all<F: std::future::Future<Output = usize> + Send + 'static>(
+    fs: impl Iterator<Item = F>,
+) -> Vec<usize> {
+    let handles: Vec<_> = fs.map(tokio::spawn).collect();
+    let mut out = vec![];
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_cancels_a_blocked_read_and_others_go_on() {
+    let mem = Arc::new(Mem::default());
+    mem.files.lock().unwrap().insert("f".into(), b"data".to_vec());
+    let c = Client::handshake(start(mem.clone()), 8192).await.unwrap();
+    let root = c.attach("u", "").await.unwrap();
+    let b = c.open_path(root, "block", OREAD).await.unwrap();
+    let blocked = tokio::spawn({
+        let c = c.clone();
+        async move { c.read(b.fid, 0, 10).await }
+    });
+    // The blocked read does not hold up other requests.
+    let f = c.open_path(root, "f", OREAD).await.unwrap();
+    assert_eq!(c.read_all(&f).await.unwrap(), b"data");
+    assert!(tokio::time::timeout(Duration::from_millis(50), c.read(b.fid, 0, 10)).await.is_err());
+    blocked.abort();
+    for _ in 0..200 {
+        if mem.cancelled_reads.load(Ordering::SeqCst) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(mem.cancelled_reads.load(Ordering::SeqCst), 2, "both flushed reads were cancelled in the server");
+    assert_eq!(c.read_all(&f).await.unwrap(), b"data");
+}
+
+/// Writes raw frames and reads raw replies.
+async fn raw_rpc(s: &mut tokio::io::DuplexStream, frame: &[u8]) -> Msg {
+    s.write_all(frame).await.unwrap();
+    let mut buf = Vec::new();
+    loop {
+        if let Some(n) = check(&buf, 1 << 20).unwrap() {
+            return parse(&buf[..n]).unwrap();
+        }
+        let mut chunk = [0u8; 4096];
+        let k = s.read(&mut chunk).await.unwrap();
+        assert!(k > 0, "server hung up");
+        buf.extend_from_slice(&chunk[..k]);
+    }
+}
+
+fn t(tag: u16, body: Fcall) -> Vec<u8> {
+    to_bytes(&Msg { tag, body })
+}
+
+#[tokio::test]
+async fn version_rules_and_malformed_messages() {
+    let mem = Arc::new(Mem::default());
+    let mut s = start(mem.clone());
+    // Nothing before Tversion.
+    let r = raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+    assert_eq!(r.body, Fcall::Rerror { ename: "send Tversion first".into() });
+    let r = raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 100, version: "9P2000".into() })).await;
+    assert!(matches!(r.body, Fcall::Rerror { ref ename } if ename.contains("at least 256")), "{r:?}");
+    let r = raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000.L".into() })).await;
+    assert_eq!(r.body, Fcall::Rversion { msize: 8192, version: "9P2000".into() });
+    let r = raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "styx".into() })).await;
+    assert_eq!(r.body, Fcall::Rversion { msize: 8192, version: "unknown".into() });
+    raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
+    let r = raw_rpc(&mut s, &t(2, Fcall::Tauth { afid: 1, uname: "u".into(), aname: "".into() })).await;
+    assert_eq!(r.body, Fcall::Rerror { ename: "authentication not required".into() });
+    for fid in [0, 1] {
+        let r = raw_rpc(&mut s, &t(3, Fcall::Tattach { fid, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+        assert!(matches!(r.body, Fcall::Rattach { .. }));
+    }
+    let r = raw_rpc(&mut s, &t(3, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+    assert_eq!(r.body, Fcall::Rerror { ename: "fid 0 in use".into() });
+    // A malformed message is answered on its tag; the next one is served.
+    let mut bad = t(4, Fcall::Tclunk { fid: 0 });
+    bad.push(0);
+    bad[0] += 1;
+    let r = raw_rpc(&mut s, &bad).await;
+    assert_eq!(r.tag, 4);
+    assert!(matches!(r.body, Fcall::Rerror { ref ename } if ename.contains("after its message")), "{r:?}");
+    let r = raw_rpc(&mut s, &[7, 0, 0, 0, 250, 5, 0]).await;
+    assert_eq!(
+        (r.tag, r.body),
+        (5, Fcall::Rerror { ename: "unknown 9P message type 250: this server speaks 9P2000".into() })
+    );
+    let r = raw_rpc(&mut s, &t(6, Fcall::Rclunk)).await;
+    assert!(matches!(r.body, Fcall::Rerror { .. }));
+    // A second Tversion clunks every fid.
+    assert_eq!(mem.clunks.load(Ordering::SeqCst), 0);
+    raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
+    assert_eq!(mem.clunks.load(Ordering::SeqCst), 2);
+    let r = raw_rpc(&mut s, &t(7, Fcall::Tstat { fid: 0 })).await;
+    assert_eq!(r.body, Fcall::Rerror { ename: "unknown fid 0".into() });
+    // A frame larger than msize ends the connection.
+    raw_rpc(&mut s, &t(8, Fcall::Tattach { fid: 9, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+    s.write_all(&[0, 0, 1, 0, 116]).await.unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty(), "no reply to a broken frame, just the hang-up");
+    for _ in 0..100 {
+        if mem.clunks.load(Ordering::SeqCst) == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(mem.clunks.load(Ordering::SeqCst), 3, "the hang-up clunked the last fid");
+}
