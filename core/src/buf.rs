@@ -97,6 +97,8 @@ pub struct Buffer {
     pub text: Text,
     /// Length of `text` in runes, kept here because the rope computes its
     /// own by summing its root's children, on the path of every edit.
+    /// Derived, so not encoded: `restore` sets it after decoding.
+    #[serde(skip)]
     len: u64,
     /// Number of splices applied; a proposal names the version it saw.
     pub version: u64,
@@ -204,13 +206,13 @@ impl Buffer {
                 self.view(*view)?;
                 self.check_range(*q0, *q1)
             }
-            BufferOp::Undo => match self.undo.iter().any(|g| !g.changes.is_empty()) {
-                true => Ok(()),
-                false => Err(Reject::NothingToUndo),
+            BufferOp::Undo => match self.undo.iter().rev().find(|g| !g.changes.is_empty()) {
+                Some(g) => self.check_reversible(g),
+                None => Err(Reject::NothingToUndo),
             },
-            BufferOp::Redo => match self.redo.is_empty() {
-                true => Err(Reject::NothingToRedo),
-                false => Ok(()),
+            BufferOp::Redo => match self.redo.last() {
+                Some(g) => self.check_reversible(g),
+                None => Err(Reject::NothingToRedo),
             },
             BufferOp::ExecAt(a) | BufferOp::LookAt(a) => {
                 if a.version > self.version {
@@ -228,6 +230,25 @@ impl Buffer {
             }
             BufferOp::Name { .. } | BufferOp::Dirty | BufferOp::Clean | BufferOp::Mark { .. } => Ok(()),
         }
+    }
+
+    /// Checks that reversing `g` stays inside the text at every step, so an
+    /// undo list that came from a bad snapshot is refused, not obeyed.
+    fn check_reversible(&self, g: &Group) -> Result<()> {
+        let mut len = self.len;
+        for c in g.changes.iter().rev() {
+            let end = c.q0.checked_add(c.inserted).filter(|e| *e <= len);
+            match end {
+                Some(_) => len = len - c.inserted + c.removed.chars().count() as u64,
+                None => return Err(Reject::Range { q0: c.q0, q1: c.q0.saturating_add(c.inserted), len }),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets what is derived, not encoded, after a snapshot is decoded.
+    pub(crate) fn restore(&mut self) {
+        self.len = self.text.len_chars() as u64;
     }
 
     /// Applies `op`. `Create` is the state's to handle and does nothing
@@ -315,7 +336,7 @@ impl Buffer {
             self.history.pop_front();
         }
         self.history.push_back(Edit { q0, deleted, inserted });
-        self.version += 1;
+        self.version = self.version.saturating_add(1);
         (removed, inserted)
     }
 
@@ -357,7 +378,7 @@ impl Buffer {
 
     fn take_serial(&mut self) -> u64 {
         let s = self.next_serial;
-        self.next_serial += 1;
+        self.next_serial = self.next_serial.saturating_add(1);
         s
     }
 

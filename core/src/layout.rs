@@ -164,7 +164,7 @@ impl Layout {
             }
             LayoutOp::WindowAdd { window, column, y } => {
                 self.numbers.insert(*window, AcmeNumber(self.next_number));
-                self.next_number += 1;
+                self.next_number = self.next_number.saturating_add(1);
                 self.place(*window, *column, *y)?;
             }
             LayoutOp::WindowMove { window, column, y } => {

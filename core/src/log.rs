@@ -252,9 +252,9 @@ impl Log {
                 self.shards.remove(shard);
             }
             MetaOp::Attach { attachment, .. } => {
-                self.next_attachment = self.next_attachment.max(attachment.0 + 1);
+                self.next_attachment = self.next_attachment.max(attachment.0.saturating_add(1));
             }
-            MetaOp::RuleAdd { rule, .. } => self.next_rule = self.next_rule.max(rule.0 + 1),
+            MetaOp::RuleAdd { rule, .. } => self.next_rule = self.next_rule.max(rule.0.saturating_add(1)),
             _ => {}
         }
     }

@@ -124,7 +124,7 @@ impl Meta {
             }
             MetaOp::Attach { attachment, kind, name } => {
                 self.attachments.insert(*attachment, Attachment { kind: *kind, name: name.clone() });
-                self.next_attachment = self.next_attachment.max(attachment.0 + 1);
+                self.next_attachment = self.next_attachment.max(attachment.0.saturating_add(1));
             }
             MetaOp::Detach { attachment } => {
                 let gone = self.attachments.remove(attachment).expect("checked");
@@ -136,14 +136,14 @@ impl Meta {
             }
             MetaOp::RuleAdd { rule, owner, text } => {
                 self.rules.insert(*rule, Rule { owner: *owner, text: text.clone() });
-                self.next_rule = self.next_rule.max(rule.0 + 1);
+                self.next_rule = self.next_rule.max(rule.0.saturating_add(1));
             }
             MetaOp::RuleDel { rule } => {
                 self.rules.remove(rule);
             }
             MetaOp::Notify { from, text } => {
                 self.notifications.insert(self.next_notification, Notification { from: *from, text: text.clone() });
-                self.next_notification += 1;
+                self.next_notification = self.next_notification.saturating_add(1);
             }
             MetaOp::NotifyDel { id } => {
                 self.notifications.remove(id);

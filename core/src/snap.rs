@@ -62,7 +62,13 @@ impl State {
     /// A state from snapshot bytes; a clear error for anything else.
     pub fn from_snapshot(bytes: &[u8]) -> Result<State> {
         match bytes.split_first() {
-            Some((&SNAPSHOT_FORMAT, rest)) => postcard::from_bytes(rest).map_err(|e| Reject::Snapshot(e.to_string())),
+            Some((&SNAPSHOT_FORMAT, rest)) => {
+                let mut state: State = postcard::from_bytes(rest).map_err(|e| Reject::Snapshot(e.to_string()))?;
+                for b in state.buffers.values_mut() {
+                    b.restore();
+                }
+                Ok(state)
+            }
             Some((v, _)) => Err(Reject::Snapshot(format!("format {v}, this build reads format {SNAPSHOT_FORMAT}"))),
             None => Err(Reject::Snapshot("empty".into())),
         }

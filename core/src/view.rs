@@ -21,7 +21,7 @@ pub struct View {
 /// Where point `p` goes when `n` runes are inserted at `q0`.
 pub fn point_after_insert(p: u64, q0: u64, n: u64) -> u64 {
     if q0 < p {
-        p + n
+        p.saturating_add(n)
     } else {
         p
     }

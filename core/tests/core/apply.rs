@@ -155,3 +155,31 @@ fn terms_keep_a_grid_and_scrollback() {
     assert_eq!(s.scrollback, ["% ls"]);
     assert_eq!((s.cursor, s.exit), ((2, 1), Some(1)));
 }
+
+proptest::proptest! {
+    /// A damaged snapshot is refused, or decodes to a state on which edits,
+    /// undo and redo return errors rather than panic.
+    #[test]
+    fn damaged_snapshots_never_panic(flips in proptest::collection::vec((proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>()), 1..4)) {
+        let (mut n, b) = setup();
+        let shard = Shard::Buffer(b);
+        n.append(shard, splice(2, 4, "XYZ")).unwrap();
+        n.append(shard, Op::Buffer(BufferOp::Undo)).unwrap();
+        let mut bytes = n.state.to_snapshot();
+        for (at, v) in flips {
+            let i = 1 + at % (bytes.len() - 1);
+            bytes[i] ^= v | 1;
+        }
+        if let Ok(mut s) = State::from_snapshot(&bytes) {
+            for b in s.buffers.keys().copied().collect::<Vec<_>>() {
+                let shard = Shard::Buffer(b);
+                for op in [BufferOp::Redo, BufferOp::Undo, BufferOp::Undo, BufferOp::Redo] {
+                    let seq = s.applied(shard) + 1;
+                    let _ = s.apply(shard, &entry(seq, Op::Buffer(op)));
+                }
+                let seq = s.applied(shard) + 1;
+                let _ = s.apply(shard, &entry(seq, splice(0, 1, "q")));
+            }
+        }
+    }
+}
