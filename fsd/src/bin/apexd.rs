@@ -1,0 +1,98 @@
+//! apexd: serves apex sessions as a 9P2000 file system.
+//!
+//! Posts a Unix socket named `apex` in the plan9port namespace directory
+//! (and, when asked, listens on TCP), starts with one session, `main`, and
+//! serves each connection until it hangs up. Logs go through tracing
+//! (`RUST_LOG=info` to see sessions and refused requests).
+
+use anyhow::Context;
+use apex_fsd::registry::Registry;
+use apex_fsd::tree::Tree;
+use apex_ninep::srv::{serve_conn, Config};
+use clap::Parser;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+#[derive(Parser, Debug)]
+#[command(name = "apexd", about = "Serve apex sessions as a 9P2000 file system", version)]
+struct Args {
+    /// Namespace directory to post the `apex` socket in (default:
+    /// $NAMESPACE, else /tmp/ns.$USER.$DISPLAY as plan9port names it).
+    #[arg(long, value_name = "DIR")]
+    namespace: Option<PathBuf>,
+    /// Also listen on TCP, as tcp!HOST!PORT (off unless asked).
+    #[arg(long, value_name = "tcp!HOST!PORT")]
+    listen: Vec<String>,
+    /// Largest 9P message size to offer, in bytes (at least 256).
+    #[arg(long, default_value_t = apex_ninep::version::DEFAULT_MSIZE, value_name = "BYTES")]
+    msize: u32,
+    /// Name of the session made at start.
+    #[arg(long, default_value = "main", value_name = "NAME")]
+    session: String,
+}
+
+fn parse_tcp(addr: &str) -> anyhow::Result<String> {
+    match addr.split('!').collect::<Vec<_>>().as_slice() {
+        ["tcp", host, port] => {
+            let port: u16 = port.parse().with_context(|| format!("bad port in {addr:?}"))?;
+            Ok(format!("{host}:{port}"))
+        }
+        _ => anyhow::bail!("bad --listen {addr:?}: want tcp!HOST!PORT"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
+    let dir = apex_fsd::post::namespace_dir(args.namespace.as_deref());
+    let unix = apex_fsd::post::post(&dir, "apex")?;
+    let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
+    registry.create(Some(&args.session)).map_err(anyhow::Error::msg)?;
+    let tree = Arc::new(Tree { registry: Arc::new(Mutex::new(registry)), user: apex_fsd::post::user_name() });
+    let config = Config { msize: args.msize, ..Config::default() };
+    tracing::info!(socket = %dir.join("apex").display(), "serving");
+    for l in &args.listen {
+        let addr = parse_tcp(l)?;
+        let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("listen on {addr}"))?;
+        tracing::info!(%addr, "serving on tcp");
+        let (tree, config) = (tree.clone(), config.clone());
+        tokio::spawn(async move {
+            while let Ok((conn, peer)) = listener.accept().await {
+                tracing::info!(%peer, "tcp connection");
+                let _ = conn.set_nodelay(true);
+                tokio::spawn(serve_conn(tree.clone(), conn, config.clone()));
+            }
+        });
+    }
+    let socket = dir.join("apex");
+    let stop = async {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {},
+            _ = term.recv() => {},
+        }
+    };
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = unix.accept() => {
+                let (conn, _) = accepted.context("accept")?;
+                let (tree, config) = (tree.clone(), config.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = serve_conn(tree, conn, config).await {
+                        tracing::info!(error = %e, "connection closed");
+                    }
+                });
+            }
+            _ = &mut stop => break,
+        }
+    }
+    let _ = std::fs::remove_file(&socket);
+    Ok(())
+}

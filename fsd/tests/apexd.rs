@@ -1,0 +1,135 @@
+//! End to end: a real `apexd` on a temporary namespace directory, driven
+//! over its posted socket with the project's 9P client.
+
+use apex_ninep::fcall::*;
+use apex_ninep::{dial, Client, ClientError};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running apexd and its namespace directory, both gone on drop.
+struct Daemon {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Daemon {
+    fn start(name: &str) -> Daemon {
+        let dir = std::env::temp_dir().join(format!("apex-e2e-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
+            .arg("--namespace")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start apexd");
+        let d = Daemon { child, dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !d.socket().exists() {
+            assert!(Instant::now() < deadline, "apexd did not post its socket");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        d
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.join("apex")
+    }
+
+    async fn client(&self) -> Client {
+        dial(&format!("unix!{}", self.socket().display()), 1 << 20).await.unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn read(c: &Client, root: u32, path: &str) -> Result<Vec<u8>, ClientError> {
+    let f = c.open_path(root, path, OREAD).await?;
+    let data = c.read_all(&f).await;
+    c.clunk(f.fid).await?;
+    data
+}
+
+async fn write(c: &Client, root: u32, path: &str, text: &str) -> Result<(), ClientError> {
+    let f = c.open_path(root, path, OWRITE).await?;
+    let r = c.write(f.fid, 0, text.as_bytes()).await;
+    c.clunk(f.fid).await?;
+    r.map(|_| ())
+}
+
+fn text(b: Vec<u8>) -> String {
+    String::from_utf8(b).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_through_the_root_tree() {
+    let d = Daemon::start("root");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let index = text(read(&c, root, "index").await.unwrap());
+    assert!(index.starts_with("main "), "{index:?}");
+    let fields: Vec<&str> = index.split_whitespace().collect();
+    assert_eq!(fields.len(), 4, "name uuid attachments shards: {index:?}");
+    assert_eq!(fields[1].len(), 36, "a uuid");
+
+    // ctl: commands apply together or not at all.
+    write(&c, root, "ctl", "new work\nrename work play\n").await.unwrap();
+    let err = write(&c, root, "ctl", "new other\ndel nosuch\n").await.unwrap_err();
+    assert_eq!(err.to_string(), "no session \"nosuch\"");
+    let err = write(&c, root, "ctl", "nwe x").await.unwrap_err();
+    assert!(err.to_string().contains("expected \"new [NAME]\""), "{err}");
+    let names: Vec<String> = text(read(&c, root, "index").await.unwrap())
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["main", "play"]);
+
+    // Opening new makes a session and reads its name, then EOF.
+    let made = text(read(&c, root, "new").await.unwrap());
+    assert_eq!(made, "1\n");
+    let dir = c.open_path(root, "", OREAD).await.unwrap();
+    let listing: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name).collect();
+    assert_eq!(listing, ["index", "ctl", "new", "main", "play", "1"]);
+
+    // A session's files: the hash is the view state's, as any replica
+    // computes it from the snapshot.
+    let snap = read(&c, root, "main/snapshot").await.unwrap();
+    let state = apex_core::State::from_snapshot(&snap).unwrap();
+    let hash = text(read(&c, root, "main/hash").await.unwrap());
+    assert_eq!(hash.trim(), state.hash().to_hex().as_str());
+    assert_eq!(state.layout.columns.len(), 2, "laid out as acme starts");
+    let id = text(read(&c, root, "main/id").await.unwrap());
+    assert_eq!(id.trim(), fields[1]);
+    write(&c, root, "play/label", "games\n").await.unwrap();
+    assert_eq!(text(read(&c, root, "games/label").await.unwrap()), "games\n");
+    let err = write(&c, root, "games/label", "main").await.unwrap_err();
+    assert_eq!(err.to_string(), "session \"main\" exists already");
+    let err = write(&c, root, "main/hash", "x").await.unwrap_err();
+    assert_eq!(err.to_string(), "hash is not writable");
+    assert_eq!(c.walk(root, &["nope"]).await.unwrap_err().to_string(), "nope: file does not exist");
+
+    // The attach name selects a session's directory.
+    let s = c.attach("glenda", "games").await.unwrap();
+    assert_eq!(text(read(&c, s, "label").await.unwrap()), "games\n");
+    assert!(c.attach("glenda", "nosuch").await.unwrap_err().to_string().contains("no session"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_daemon_on_the_same_namespace_is_refused() {
+    let d = Daemon::start("twice");
+    let out = Command::new(env!("CARGO_BIN_EXE_apexd")).arg("--namespace").arg(&d.dir).output().unwrap();
+    assert!(!out.status.success());
+    let msg = String::from_utf8_lossy(&out.stderr);
+    assert!(msg.contains("served by a running daemon"), "{msg}");
+    // The first still serves.
+    let c = d.client().await;
+    let root = c.attach("u", "").await.unwrap();
+    assert!(text(read(&c, root, "index").await.unwrap()).starts_with("main "));
+}
