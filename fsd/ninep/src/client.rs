@@ -245,27 +245,29 @@ impl Client {
             match r {
                 Ok(Fcall::Rwalk { wqids }) if wqids.len() == chunk.len() => qids.extend(wqids),
                 Ok(Fcall::Rwalk { wqids }) => {
-                    if from == newfid {
-                        let _ = self.clunk(newfid).await;
-                    } else {
-                        self.shared.free_fids.lock().expect("fid lock").push(newfid);
-                    }
+                    self.abandon_walk(from, newfid).await;
                     let at = qids.len() + wqids.len();
                     return Err(ClientError::Server(format!("{}: file does not exist", names[..=at].join("/"))));
                 }
                 Ok(r) => return Self::unexpected("Twalk", r),
                 Err(e) => {
-                    if from == newfid {
-                        let _ = self.clunk(newfid).await;
-                    } else {
-                        self.shared.free_fids.lock().expect("fid lock").push(newfid);
-                    }
+                    self.abandon_walk(from, newfid).await;
                     return Err(e);
                 }
             }
             from = newfid;
         }
         Ok((newfid, qids))
+    }
+
+    /// After a failed walk step: a newfid that already exists (a later
+    /// step walked it onto itself) is clunked; one never made is freed.
+    async fn abandon_walk(&self, from: u32, newfid: u32) {
+        if from == newfid {
+            let _ = self.clunk(newfid).await;
+        } else {
+            self.shared.free_fids.lock().expect("fid lock").push(newfid);
+        }
     }
 
     /// Opens `fid` with `mode` (OREAD, OWRITE, ORDWR, | OTRUNC).
