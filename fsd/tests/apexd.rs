@@ -15,11 +15,16 @@ struct Daemon {
 
 impl Daemon {
     fn start(name: &str) -> Daemon {
+        Daemon::start_with(name, &[])
+    }
+
+    fn start_with(name: &str, extra: &[String]) -> Daemon {
         let dir = std::env::temp_dir().join(format!("apex-e2e-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
             .arg("--namespace")
             .arg(&dir)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -132,4 +137,50 @@ async fn a_second_daemon_on_the_same_namespace_is_refused() {
     let c = d.client().await;
     let root = c.attach("u", "").await.unwrap();
     assert!(text(read(&c, root, "index").await.unwrap()).starts_with("main "));
+}
+
+/// The Python of the venv with PyPI's `p9fs` (`.ci/run` makes it at
+/// `target/py/p9fs`), or `$APEX_P9FS_PYTHON`.
+fn p9fs_python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("APEX_P9FS_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/py/p9fs/bin/python");
+    p.exists().then_some(p)
+}
+
+/// The same flows through a 9P client this project did not write: p9fs,
+/// with its own codec, in 9P2000 mode, over TCP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_independent_client_p9fs_agrees() {
+    let Some(python) = p9fs_python() else {
+        // CI always has it; on a developer machine say how to get it.
+        assert!(std::env::var_os("CI").is_none(), "CI must provide p9fs: .ci/run makes target/py/p9fs");
+        eprintln!("skipping: no p9fs venv (run .ci/run once, or set APEX_P9FS_PYTHON)");
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let d = Daemon::start_with("p9fs", &["--listen".into(), format!("tcp!127.0.0.1!{port}")]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "apexd did not listen on tcp");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/p9fs_session.py");
+    let out = Command::new(&python).arg(&script).arg("127.0.0.1").arg(port.to_string()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "p9fs failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("p9fs: ok"), "{stdout}");
+    // What p9fs did is visible to our client too, and the hash it read is
+    // the one every replica computes from the snapshot.
+    let c = d.client().await;
+    let root = c.attach("u", "").await.unwrap();
+    let names: Vec<String> = text(read(&c, root, "index").await.unwrap())
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["main", "renamed"]);
+    let snap = read(&c, root, "main/snapshot").await.unwrap();
+    let hash = text(read(&c, root, "main/hash").await.unwrap());
+    assert_eq!(hash.trim(), apex_core::State::from_snapshot(&snap).unwrap().hash().to_hex().as_str());
 }
