@@ -2,10 +2,11 @@
 //! `ninep::srv`.
 //!
 //! Like acme's `dirtab[]`, each directory is a static table of
-//! `(name, qid type, perm)`. A file's content is computed when it is
-//! opened, and reads take it by offset, so a reader sees one consistent
-//! version however many reads it takes; directory reads return whole stat
-//! entries from the listing made at open. qid.path is `seq << 8 | file`,
+//! `(name, qid type, perm)`. A file's content is computed at open and
+//! again by every read at offset 0; reads at later offsets take that
+//! version by offset, so a reader sees one consistent version however many
+//! reads it takes. Directory reads return whole stat entries from the
+//! listing made at open. qid.path is `seq << 8 | file`,
 //! with session seqs never reused, so a path is never reused either.
 //!
 //! Built so far: `/index`, `/ctl`, `/new`, and a session's `id`, `label`,
@@ -252,6 +253,14 @@ impl Serve for Tree {
         let dir = matches!(fid.place, Place::Root | Place::Session(_));
         if fid.place == Place::Root1(RootFile::Ctl) {
             return Err("ctl is write-only".into());
+        }
+        // A read at offset 0 of a file sees it as it is now (so rdwr and
+        // re-reads work, as on acme's synthetic files); later offsets go on
+        // reading the version that read made. A directory keeps the listing
+        // made at open; /new keeps the name of the session it made.
+        if offset == 0 && !dir && fid.place != Place::Root1(RootFile::New) {
+            let fresh = self.content(fid.place)?;
+            *fid.content.lock().expect("content lock") = fresh;
         }
         let content = fid.content.lock().expect("content lock");
         slice(&content, offset, count, dir)

@@ -3,6 +3,7 @@
 
 use apex_ninep::fcall::*;
 use apex_ninep::{dial, Client, ClientError};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -183,4 +184,59 @@ async fn an_independent_client_p9fs_agrees() {
     let snap = read(&c, root, "main/snapshot").await.unwrap();
     let hash = text(read(&c, root, "main/hash").await.unwrap());
     assert_eq!(hash.trim(), apex_core::State::from_snapshot(&snap).unwrap().hash().to_hex().as_str());
+}
+
+/// Runs the `apex` command against `d` with `input` on its stdin.
+fn apex(d: &Daemon, args: &[&str], input: &str) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apex"))
+        .arg("-a")
+        .arg(format!("unix!{}", d.socket().display()))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn the_apex_command_speaks_like_9p() {
+    let d = Daemon::start("cmd");
+    let (ok, out, _) = apex(&d, &["sessions"], "");
+    assert!(ok && out.starts_with("main "), "{out}");
+    let (ok, out, _) = apex(&d, &["new", "work"], "");
+    assert!(ok, "{out}");
+    assert_eq!(out, "work\n");
+    let (ok, out, _) = apex(&d, &["new"], "");
+    assert!(ok);
+    assert_eq!(out, "1\n");
+    let (ok, out, _) = apex(&d, &["ls"], "");
+    assert!(ok);
+    assert_eq!(out, "1\nctl\nindex\nmain\nnew\nwork\n");
+    let (ok, out, _) = apex(&d, &["ls", "-l", "main"], "");
+    assert!(ok);
+    assert!(out.lines().any(|l| l.starts_with("--rw-rw-rw- M 0 ") && l.ends_with(" label")), "{out}");
+    let (ok, _, _) = apex(&d, &["write", "ctl"], "rename work play\n");
+    assert!(ok);
+    let (ok, out, _) = apex(&d, &["read", "play/label"], "");
+    assert!(ok);
+    assert_eq!(out, "play\n");
+    let (ok, out, _) = apex(&d, &["stat", "main/hash"], "");
+    assert!(ok);
+    assert!(out.starts_with("'hash' '") && out.contains(" m 0o444 "), "{out}");
+    let (ok, out, _) = apex(&d, &["rdwr", "play/label"], "games\n");
+    assert!(ok);
+    assert_eq!(out, "play\ngames\n", "read, write a line, read again");
+    // Errors: a message and exit status 1, as 9p's.
+    let (ok, _, err) = apex(&d, &["read", "nosuch/label"], "");
+    assert!(!ok);
+    assert_eq!(err, "apex: open nosuch/label: nosuch: file does not exist\n");
+    let (ok, _, err) = apex(&d, &["write", "ctl"], "bogus\n");
+    assert!(!ok);
+    assert!(err.starts_with("apex: write ctl: ctl: bad command \"bogus\""), "{err}");
+    let (ok, out, _) = apex(&d, &["-A", "games", "read", "id"], "");
+    assert!(ok && out.trim().len() == 36, "{out}");
 }
