@@ -402,19 +402,6 @@ impl Buffer {
     pub fn view(&self, view: ViewId) -> Result<&View> {
         self.views.get(&view).ok_or(Reject::NoView { view })
     }
-
-    /// The group id of the newest undo group, if it has one.
-    pub fn current_group(&self) -> Option<GroupId> {
-        self.undo.last().and_then(|g| g.id)
-    }
-
-    /// Whether an undo or redo would do something.
-    pub fn can_undo(&self) -> bool {
-        self.check(&BufferOp::Undo).is_ok()
-    }
-    pub fn can_redo(&self) -> bool {
-        !self.redo.is_empty()
-    }
 }
 
 fn pop_nonempty(stack: &mut Vec<Group>) -> Option<Group> {

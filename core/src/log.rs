@@ -116,7 +116,7 @@ impl Log {
     fn from_state(role: Role, state: &State) -> Log {
         Log {
             role,
-            shards: state.meta.shards.iter().map(|s| (*s, ShardLog::from_base(state.applied(*s)))).collect(),
+            shards: state.meta.shards().map(|s| (s, ShardLog::from_base(state.applied(s)))).collect(),
             leases: state.meta.leases.clone(),
             next_attachment: state.meta.next_attachment,
             next_rule: state.meta.next_rule,

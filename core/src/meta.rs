@@ -11,7 +11,7 @@ use crate::lease::Leases;
 use crate::op::{AttachmentKind, MetaOp};
 use crate::shard::Shard;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attachment {
@@ -50,8 +50,6 @@ pub struct Setting {
 pub struct Meta {
     pub uuid: Option<SessionUuid>,
     pub label: String,
-    /// Every shard that exists, the metalog included.
-    pub shards: BTreeSet<Shard>,
     pub leases: Leases,
     pub attachments: BTreeMap<AttachmentId, Attachment>,
     /// Past every attachment id ever seen, so ids are never reused.
@@ -71,7 +69,6 @@ impl Default for Meta {
         Meta {
             uuid: None,
             label: String::new(),
-            shards: BTreeSet::from([Shard::Meta]),
             leases: Leases::default(),
             attachments: BTreeMap::new(),
             next_attachment: 1,
@@ -86,6 +83,16 @@ impl Default for Meta {
 }
 
 impl Meta {
+    /// Every shard that exists, the metalog first: those with a lease.
+    pub fn shards(&self) -> impl Iterator<Item = Shard> + '_ {
+        self.leases.0.keys().copied()
+    }
+
+    /// Whether `shard` exists.
+    pub fn has_shard(&self, shard: Shard) -> bool {
+        self.leases.0.contains_key(&shard)
+    }
+
     /// Checks `op` without changing anything.
     pub fn check(&self, op: &MetaOp) -> Result<()> {
         self.leases.check(op)?;
@@ -116,12 +123,6 @@ impl Meta {
         match op {
             MetaOp::Identity { uuid } => self.uuid = Some(*uuid),
             MetaOp::Label { label } => self.label.clone_from(label),
-            MetaOp::ShardNew { shard, .. } => {
-                self.shards.insert(*shard);
-            }
-            MetaOp::ShardDel { shard } => {
-                self.shards.remove(shard);
-            }
             MetaOp::Attach { attachment, kind, name } => {
                 self.attachments.insert(*attachment, Attachment { kind: *kind, name: name.clone() });
                 self.next_attachment = self.next_attachment.max(attachment.0.saturating_add(1));
@@ -165,8 +166,10 @@ impl Meta {
                     self.settings.remove(key);
                 }
             },
-            // Leases changed above.
-            MetaOp::LeaseGrant { .. }
+            // Shards exist exactly while they have a lease: changed above.
+            MetaOp::ShardNew { .. }
+            | MetaOp::ShardDel { .. }
+            | MetaOp::LeaseGrant { .. }
             | MetaOp::LeaseRequest { .. }
             | MetaOp::LeaseRelease { .. }
             | MetaOp::LeaseReclaim { .. } => {}

@@ -210,7 +210,7 @@ impl Node {
         let mut n = self.catch_up_shard(source, Shard::Meta)?;
         let shards: Vec<Shard> = source.shards().map(|(s, _)| *s).filter(|s| *s != Shard::Meta).collect();
         for shard in shards {
-            if self.state.meta.shards.contains(&shard) {
+            if self.state.meta.has_shard(shard) {
                 n += self.catch_up_shard(source, shard)?;
             }
         }

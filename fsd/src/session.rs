@@ -40,6 +40,6 @@ impl Session {
     /// Its `index` line: name, uuid, attachments, shards.
     pub fn index_line(&self) -> String {
         let m = &self.view.state.meta;
-        format!("{} {} {} {}\n", self.label(), self.uuid(), m.attachments.len(), m.shards.len())
+        format!("{} {} {} {}\n", self.label(), self.uuid(), m.attachments.len(), m.shards().count())
     }
 }

@@ -152,3 +152,29 @@ fn a_tool_cannot_write_the_metalog_or_pinned_shards() {
     let t = Shard::Term(TermId(5));
     assert!(matches!(sim.clients[0].node.create_shard(t), Err(Reject::Pinned { .. })));
 }
+
+#[test]
+fn the_authority_log_sequences_lease_changes_a_follower_replays() {
+    // The log's own grant/request/release/reclaim, as the daemon calls them,
+    // append metalog entries that any replica applies to the same leases.
+    let mut n = Node::server();
+    let b = n.create_buffer_as("f").unwrap();
+    let shard = Shard::Buffer(b);
+    let a = AttachmentId(7);
+    n.push_meta(MetaOp::Attach { attachment: a, kind: AttachmentKind::Ui, name: "ui".into() }).unwrap();
+    n.release_lease(shard).unwrap();
+    let g = n.log.grant(shard, a).unwrap();
+    assert!(matches!(g.op, Op::Meta(MetaOp::LeaseGrant { epoch: 1, base: 1, .. })));
+    n.log.request(shard, AttachmentId::SERVER).unwrap();
+    let r = n.log.release(shard, a, 1).unwrap();
+    assert!(matches!(r.op, Op::Meta(MetaOp::LeaseRelease { seq: 1, .. })));
+    assert!(n.log.grant(shard, a).is_ok(), "a released lease may be granted again");
+    let rc = n.log.reclaim(shard).unwrap();
+    assert!(matches!(rc.op, Op::Meta(MetaOp::LeaseReclaim { epoch: 3, .. })));
+    let mut f =
+        Node::new(AttachmentId(9), State::new(), Log::mirror(&State::new(), Box::new(RecordingHook::default())));
+    f.catch_up(&n.log).unwrap();
+    let lease = f.state.meta.leases.get(shard).unwrap();
+    assert_eq!((lease.holder, lease.epoch), (AttachmentId::SERVER, 3));
+    assert_eq!(f.state.meta.shards().collect::<Vec<_>>(), [Shard::Meta, shard]);
+}
