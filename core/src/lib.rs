@@ -41,6 +41,7 @@
 //! assert_eq!(follower.state.buffer(b).unwrap().text.to_string(), "hello");
 //! ```
 
+pub mod addr;
 pub mod buf;
 pub mod entry;
 pub mod error;
@@ -53,6 +54,7 @@ pub mod meta;
 pub mod node;
 pub mod op;
 pub mod propose;
+pub mod registry;
 pub mod shard;
 pub mod snap;
 pub mod state;

@@ -138,6 +138,33 @@ impl fmt::Display for ViewId {
     }
 }
 
+/// A view name that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad view name {0:?}: want body.W, tag.W, coltag.C or row")]
+pub struct BadViewName(pub String);
+
+impl FromStr for ViewId {
+    type Err = BadViewName;
+
+    fn from_str(s: &str) -> Result<ViewId, BadViewName> {
+        let bad = || BadViewName(s.to_string());
+        if s == "row" {
+            return Ok(ViewId::TopRow);
+        }
+        let (kind, n) = s.split_once('.').ok_or_else(bad)?;
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let n: u64 = n.parse().map_err(|_| bad())?;
+        match kind {
+            "body" => Ok(ViewId::WindowBody(WindowId(n))),
+            "tag" => Ok(ViewId::WindowTag(WindowId(n))),
+            "coltag" => Ok(ViewId::ColumnTag(ColumnId(n))),
+            _ => Err(bad()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +183,15 @@ mod tests {
         for bad in ["", "buffer", "buffer.", "buffer.x", "pane.1", "buffer.-1", "meta.1"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad:?} parsed");
         }
+        for v in [
+            ViewId::TopRow,
+            ViewId::WindowBody(WindowId(3)),
+            ViewId::WindowTag(WindowId(4)),
+            ViewId::ColumnTag(ColumnId(5)),
+        ] {
+            assert_eq!(v.to_string().parse::<ViewId>(), Ok(v));
+        }
+        assert!("body.".parse::<ViewId>().is_err() && "win.1".parse::<ViewId>().is_err());
     }
 
     #[test]

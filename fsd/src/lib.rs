@@ -5,9 +5,18 @@
 //!
 //! - [`post`]: the namespace directory and the posted Unix socket, as
 //!   plan9port services do it.
-//! - [`session`]: one session: its view node over the authoritative log.
-//! - [`registry`]: the daemon's sessions by name, and `/ctl`'s commands.
-//! - [`tree`]: [`tree::Tree`], the file tree, a `ninep::srv::Serve`.
+//! - [`registry`]: the daemon's sessions and the registry log that makes
+//!   them; `/ctl`'s commands.
+//! - [`session`]: one session: its view node over the authoritative log,
+//!   proposal outcomes, each buffer's addr.
+//! - [`tree`]: [`tree::Tree`], the file tree, a `ninep::srv::Serve`;
+//!   `tree::place` names every file, `tree::stream` serves the blocking
+//!   streams.
+//! - [`entrytext`]: entries as lossless text lines.
+//! - [`proposals`]: the `proposals` file's language.
+//! - [`buffers`]: the meaning of `buffers/N/` files.
+//! - [`tables`]: the text tables of `meta/`, leases and outcomes.
+//! - [`host`]: get, put and exec on the daemon's machine.
 //!
 //! The binary `apexd` (`src/bin/apexd.rs`) posts the socket, makes the
 //! session `main`, and serves every connection with
@@ -19,7 +28,12 @@
 //! assert!(parse_ctl("nwe work").unwrap_err().contains("expected"));
 //! ```
 
+pub mod buffers;
+pub mod entrytext;
+pub mod host;
 pub mod post;
+pub mod proposals;
 pub mod registry;
 pub mod session;
+pub mod tables;
 pub mod tree;

@@ -1,19 +1,22 @@
-//! The daemon's sessions, by name.
+//! The daemon's sessions: the registry log and the sessions it names.
 //!
-//! Names are labels: unique, non-empty, no `/`, no white space, and none
-//! of the root's own file names. `/ctl` commands are checked as a whole
-//! before any is applied, so a bad line changes nothing.
+//! Every change to the set of sessions is an entry of the registry log
+//! (`apex_core::registry`), sequenced here and streamed as `/registry`;
+//! `/index` is derived from the same state. `/ctl` commands are checked as
+//! a whole, against a copy of the registry's state, before any is applied,
+//! so a bad line changes nothing.
 
 use crate::session::Session;
+use apex_core::registry::{self, RegistryEntry, RegistryOp};
+use apex_core::SessionUuid;
 use std::collections::BTreeMap;
 
-/// Names the root directory uses for its own files.
-pub const RESERVED: &[&str] = &["index", "ctl", "new", ".", ".."];
-
-/// Every session of the daemon.
+/// Every session of the daemon, and the log that made them.
 pub struct Registry {
+    /// The registry's replicated state.
+    pub state: registry::Registry,
+    log: Vec<RegistryEntry>,
     sessions: BTreeMap<u64, Session>,
-    next_seq: u64,
     /// Mints session identities (the daemon's randomness lives here).
     mint: Box<dyn FnMut() -> [u8; 16] + Send>,
 }
@@ -47,112 +50,135 @@ pub fn parse_ctl(text: &str) -> Result<Vec<Command>, String> {
     Ok(out)
 }
 
-/// Whether `name` may name a session.
-pub fn check_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.contains('/') || name.chars().any(char::is_whitespace) || RESERVED.contains(&name) {
-        return Err(format!("bad session name {name:?}: no '/', no spaces, not one of {RESERVED:?}"));
-    }
-    Ok(())
-}
-
 impl Registry {
     pub fn new(mint: Box<dyn FnMut() -> [u8; 16] + Send>) -> Registry {
-        Registry { sessions: BTreeMap::new(), next_seq: 1, mint }
+        Registry { state: registry::Registry::new(), log: Vec::new(), sessions: BTreeMap::new(), mint }
     }
 
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()
     }
 
-    pub fn get(&self, seq: u64) -> Option<&Session> {
-        self.sessions.get(&seq)
+    pub fn get(&self, number: u64) -> Option<&Session> {
+        self.sessions.get(&number)
     }
 
-    pub fn get_mut(&mut self, seq: u64) -> Option<&mut Session> {
-        self.sessions.get_mut(&seq)
+    pub fn get_mut(&mut self, number: u64) -> Option<&mut Session> {
+        self.sessions.get_mut(&number)
     }
 
     pub fn by_name(&self, name: &str) -> Option<u64> {
-        self.sessions.values().find(|s| s.label() == name).map(|s| s.seq)
+        self.state.by_name(name)
     }
 
-    /// The first free name of the form N (1, 2, ...).
-    fn fresh_name(&self, taken: &[String]) -> String {
-        (1..)
-            .map(|n| n.to_string())
-            .find(|n| self.by_name(n).is_none() && !taken.contains(n))
-            .expect("names are endless")
+    /// The registry entries after `seq`.
+    pub fn entries_after(&self, seq: u64) -> &[RegistryEntry] {
+        &self.log[(seq as usize).min(self.log.len())..]
     }
 
-    /// Creates a session; `None` picks a fresh name. Returns its seq.
-    pub fn create(&mut self, name: Option<&str>) -> Result<u64, String> {
-        let name = match name {
-            Some(n) => n.to_string(),
-            None => self.fresh_name(&[]),
-        };
-        check_name(&name)?;
-        if self.by_name(&name).is_some() {
-            return Err(format!("session {name:?} exists already"));
+    /// Turns commands into registry ops, checking each against the state
+    /// the earlier ones leave; nothing is applied.
+    fn plan(&mut self, cmds: &[Command]) -> Result<Vec<RegistryOp>, String> {
+        let mut sim = self.state.clone();
+        let mut ops = Vec::new();
+        for c in cmds {
+            let number = |name: &str, sim: &registry::Registry| {
+                sim.by_name(name).ok_or_else(|| registry::RegistryError::NoSuchName(name.to_string()).to_string())
+            };
+            let op = match c {
+                Command::New(name) => RegistryOp::SessionNew {
+                    session: sim.next_session,
+                    name: name.clone().unwrap_or_else(|| sim.fresh_name()),
+                    uuid: SessionUuid((self.mint)()),
+                },
+                Command::Del(name) => RegistryOp::SessionDel { session: number(name, &sim)? },
+                Command::Rename(old, new) => {
+                    RegistryOp::SessionRename { session: number(old, &sim)?, name: new.clone() }
+                }
+            };
+            let entry = RegistryEntry { seq: sim.applied + 1, op };
+            sim.apply(&entry).map_err(|e| e.to_string())?;
+            ops.push(entry.op);
         }
-        let seq = self.next_seq;
-        let uuid = (self.mint)();
-        let s = Session::new(seq, &name, uuid).map_err(|e| e.to_string())?;
-        self.next_seq += 1;
-        self.sessions.insert(seq, s);
-        Ok(seq)
+        Ok(ops)
+    }
+
+    /// Sequences a checked op, and makes, relabels or drops its session.
+    fn append(&mut self, op: RegistryOp) -> Result<(), String> {
+        self.state.check(&op).map_err(|e| e.to_string())?;
+        match &op {
+            RegistryOp::SessionNew { session, name, uuid } => {
+                let s = Session::new(*session, name, uuid.0).map_err(|e| e.to_string())?;
+                self.sessions.insert(*session, s);
+            }
+            RegistryOp::SessionDel { session } => {
+                self.sessions.remove(session);
+            }
+            RegistryOp::SessionRename { session, name } => {
+                if let Some(s) = self.sessions.get_mut(session) {
+                    s.relabel(name).map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        let entry = RegistryEntry { seq: self.state.applied + 1, op };
+        self.state.apply(&entry).expect("checked above");
+        tracing::info!(seq = entry.seq, op = ?entry.op, "registry");
+        self.log.push(entry);
+        Ok(())
+    }
+
+    /// Runs `/ctl` commands: all are checked before any is applied.
+    pub fn run(&mut self, cmds: &[Command]) -> Result<(), String> {
+        for op in self.plan(cmds)? {
+            self.append(op)?;
+        }
+        Ok(())
+    }
+
+    /// Creates a session; `None` picks a fresh name. Returns its number.
+    pub fn create(&mut self, name: Option<&str>) -> Result<u64, String> {
+        let number = self.state.next_session;
+        self.run(&[Command::New(name.map(str::to_string))])?;
+        Ok(number)
     }
 
     /// Renames a session.
     pub fn rename(&mut self, old: &str, new: &str) -> Result<(), String> {
-        check_name(new)?;
-        let seq = self.by_name(old).ok_or_else(|| format!("no session {old:?}"))?;
-        if old != new && self.by_name(new).is_some() {
-            return Err(format!("session {new:?} exists already"));
-        }
-        self.sessions.get_mut(&seq).expect("found").relabel(new).map_err(|e| e.to_string())
+        self.run(&[Command::Rename(old.to_string(), new.to_string())])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry() -> Registry {
+        let mut n = 0u8;
+        Registry::new(Box::new(move || {
+            n += 1;
+            [n; 16]
+        }))
     }
 
-    pub fn delete(&mut self, name: &str) -> Result<(), String> {
-        let seq = self.by_name(name).ok_or_else(|| format!("no session {name:?}"))?;
-        self.sessions.remove(&seq);
-        Ok(())
-    }
-
-    /// Runs `/ctl` commands: all are checked against the names they would
-    /// see before any is applied.
-    pub fn run(&mut self, cmds: &[Command]) -> Result<(), String> {
-        let mut names: Vec<String> = self.sessions.values().map(|s| s.label().to_string()).collect();
-        for c in cmds {
-            match c {
-                Command::New(Some(n)) => {
-                    check_name(n)?;
-                    if names.contains(n) {
-                        return Err(format!("session {n:?} exists already"));
-                    }
-                    names.push(n.clone());
-                }
-                Command::New(None) => names.push(self.fresh_name(&names)),
-                Command::Del(n) => {
-                    let i = names.iter().position(|x| x == n).ok_or_else(|| format!("no session {n:?}"))?;
-                    names.remove(i);
-                }
-                Command::Rename(o, n) => {
-                    check_name(n)?;
-                    let i = names.iter().position(|x| x == o).ok_or_else(|| format!("no session {o:?}"))?;
-                    if o != n && names.contains(n) {
-                        return Err(format!("session {n:?} exists already"));
-                    }
-                    names[i] = n.clone();
-                }
-            }
+    #[test]
+    fn ctl_is_all_or_nothing_and_logged() {
+        let mut r = registry();
+        r.run(&parse_ctl("new main\nnew\n").unwrap()).unwrap();
+        assert_eq!(r.sessions().map(|s| s.label().to_string()).collect::<Vec<_>>(), ["main", "1"]);
+        let before = r.entries_after(0).len();
+        let bad = parse_ctl("rename main work\ndel nosuch\n").unwrap();
+        assert!(r.run(&bad).unwrap_err().contains("nosuch"));
+        assert_eq!(r.entries_after(0).len(), before);
+        assert_eq!(r.by_name("main"), Some(1));
+        r.run(&parse_ctl("rename main work\ndel 1\nnew 1").unwrap()).unwrap();
+        assert_eq!(r.by_name("work"), Some(1));
+        assert_eq!(r.by_name("1"), Some(3), "numbers are never reused");
+        assert_eq!(r.get(1).unwrap().view.state.meta.label, "work");
+        // Replaying the log gives the same state.
+        let mut replay = registry::Registry::new();
+        for e in r.entries_after(0) {
+            replay.apply(e).unwrap();
         }
-        for c in cmds {
-            match c {
-                Command::New(n) => self.create(n.as_deref()).map(|_| ())?,
-                Command::Del(n) => self.delete(n)?,
-                Command::Rename(o, n) => self.rename(o, n)?,
-            }
-        }
-        Ok(())
+        assert_eq!(replay, r.state);
     }
 }

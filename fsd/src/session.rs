@@ -1,27 +1,59 @@
 //! One session as the daemon holds it: the authoritative log under the
 //! view node, which follows every shard and leads the leasable ones while
-//! no UI does.
+//! no UI does, plus what the daemon keeps per session for tools (recent
+//! proposal outcomes, each buffer's addr).
 //!
 //! A new session is laid out as acme starts (`make::init_session`), so
 //! tools can work in a session nobody is looking at.
 
-use apex_core::{make, MetaOp, Node, Reject, SessionUuid};
+use apex_core::addr::Range;
+use apex_core::propose::{self, Applied};
+use apex_core::{make, BufferId, MetaOp, Node, Proposal, Reject, SessionUuid};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Proposal outcomes `proposals` keeps for reading.
+pub const OUTCOMES_KEPT: usize = 64;
+
+/// What became of one proposal.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub id: u64,
+    /// The proposal's first line, as written.
+    pub request: String,
+    /// The entries it made (`shard:seq` each), or why it was refused.
+    pub result: Result<String, String>,
+}
+
+/// A buffer's address for tools (`buffers/N/addr`, `data`), as acme keeps
+/// one per window: shared by every fid, and remembering the buffer version
+/// it was set at so that data writes propose at that version.
+#[derive(Clone, Debug, Default)]
+pub struct Addr {
+    pub range: Range,
+    pub version: u64,
+    /// Open fids of the addr file; the first open resets the address.
+    pub opened: u32,
+    pub last_regex: Option<String>,
+}
 
 /// A session: its view node (SERVER over the authority log).
 pub struct Session {
-    /// Never reused in the daemon's life; qid paths are derived from it.
-    pub seq: u64,
+    /// The registry's number for it: never reused in the daemon's life.
+    pub number: u64,
     pub view: Node,
+    outcomes: VecDeque<Outcome>,
+    next_proposal: u64,
+    pub addrs: BTreeMap<BufferId, Addr>,
 }
 
 impl Session {
     /// A fresh session labelled `label` with identity `uuid`.
-    pub fn new(seq: u64, label: &str, uuid: [u8; 16]) -> Result<Session, Reject> {
+    pub fn new(number: u64, label: &str, uuid: [u8; 16]) -> Result<Session, Reject> {
         let mut view = Node::server();
         view.push_meta(MetaOp::Identity { uuid: SessionUuid(uuid) })?;
         view.push_meta(MetaOp::Label { label: label.to_string() })?;
         make::init_session(&mut view)?;
-        Ok(Session { seq, view })
+        Ok(Session { number, view, outcomes: VecDeque::new(), next_proposal: 1, addrs: BTreeMap::new() })
     }
 
     pub fn label(&self) -> &str {
@@ -41,5 +73,30 @@ impl Session {
     pub fn index_line(&self) -> String {
         let m = &self.view.state.meta;
         format!("{} {} {} {}\n", self.label(), self.uuid(), m.attachments.len(), m.shards().count())
+    }
+
+    /// Applies a proposal on the view node (which leads while no UI does)
+    /// and records its outcome under `request`.
+    pub fn propose(&mut self, request: &str, p: &Proposal) -> Result<Applied, String> {
+        let result = propose::apply(&mut self.view, p).map_err(|e| e.to_string());
+        let id = self.next_proposal;
+        self.next_proposal += 1;
+        let summary = match &result {
+            Ok(a) => Ok(a.entries.iter().map(|(s, e)| format!("{s}:{}", e.seq)).collect::<Vec<_>>().join(" ")),
+            Err(e) => Err(e.clone()),
+        };
+        if let Err(why) = &summary {
+            tracing::info!(session = %self.label(), request, why, "proposal refused");
+        }
+        self.outcomes.push_back(Outcome { id, request: request.to_string(), result: summary });
+        while self.outcomes.len() > OUTCOMES_KEPT {
+            self.outcomes.pop_front();
+        }
+        result
+    }
+
+    /// The recent outcomes, oldest first.
+    pub fn outcomes(&self) -> impl Iterator<Item = &Outcome> {
+        self.outcomes.iter()
     }
 }

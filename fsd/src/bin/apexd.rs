@@ -11,7 +11,7 @@ use apex_fsd::tree::Tree;
 use apex_ninep::srv::{serve_conn, Config};
 use clap::Parser;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 #[derive(Parser, Debug)]
 #[command(name = "apexd", about = "Serve apex sessions as a 9P2000 file system", version)]
@@ -53,7 +53,7 @@ async fn main() -> anyhow::Result<()> {
     let unix = apex_fsd::post::post(&dir, "apex")?;
     let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
     registry.create(Some(&args.session)).map_err(anyhow::Error::msg)?;
-    let tree = Arc::new(Tree { registry: Arc::new(Mutex::new(registry)), user: apex_fsd::post::user_name() });
+    let tree = Arc::new(Tree::new(registry, apex_fsd::post::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };
     tracing::info!(socket = %dir.join("apex").display(), "serving");
     for l in &args.listen {

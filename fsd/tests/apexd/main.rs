@@ -88,7 +88,7 @@ async fn sessions_through_the_root_tree() {
     // ctl: commands apply together or not at all.
     write(&c, root, "ctl", "new work\nrename work play\n").await.unwrap();
     let err = write(&c, root, "ctl", "new other\ndel nosuch\n").await.unwrap_err();
-    assert_eq!(err.to_string(), "no session \"nosuch\"");
+    assert_eq!(err.to_string(), "no session \"nosuch\" (see /index)");
     let err = write(&c, root, "ctl", "nwe x").await.unwrap_err();
     assert!(err.to_string().contains("expected \"new [NAME]\""), "{err}");
     let names: Vec<String> = text(read(&c, root, "index").await.unwrap())
@@ -102,7 +102,7 @@ async fn sessions_through_the_root_tree() {
     assert_eq!(made, "1\n");
     let dir = c.open_path(root, "", OREAD).await.unwrap();
     let listing: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name).collect();
-    assert_eq!(listing, ["index", "ctl", "new", "main", "play", "1"]);
+    assert_eq!(listing, ["index", "ctl", "new", "registry", "main", "play", "1"]);
 
     // A session's files: the hash is the view state's, as any replica
     // computes it from the snapshot.
@@ -118,7 +118,7 @@ async fn sessions_through_the_root_tree() {
     let err = write(&c, root, "games/label", "main").await.unwrap_err();
     assert_eq!(err.to_string(), "session \"main\" exists already");
     let err = write(&c, root, "main/hash", "x").await.unwrap_err();
-    assert_eq!(err.to_string(), "hash is not writable");
+    assert_eq!(err.to_string(), "permission denied: hash is read-only");
     assert_eq!(c.walk(root, &["nope"]).await.unwrap_err().to_string(), "nope: file does not exist");
 
     // The attach name selects a session's directory.
@@ -215,7 +215,7 @@ fn the_apex_command_speaks_like_9p() {
     assert_eq!(out, "1\n");
     let (ok, out, _) = apex(&d, &["ls"], "");
     assert!(ok);
-    assert_eq!(out, "1\nctl\nindex\nmain\nnew\nwork\n");
+    assert_eq!(out, "1\nctl\nindex\nmain\nnew\nregistry\nwork\n");
     let (ok, out, _) = apex(&d, &["ls", "-l", "main"], "");
     assert!(ok);
     assert!(out.lines().any(|l| l.starts_with("--rw-rw-rw- M 0 ") && l.ends_with(" label")), "{out}");

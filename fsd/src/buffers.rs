@@ -1,0 +1,279 @@
+//! The tool-facing buffer files, `buffers/N/`: what reading and writing
+//! `body`, `name`, `ctl`, `addr`, `data` and `event` mean, with acme's
+//! semantics (acme-fs.md §1) where acme has the same file.
+//!
+//! Every change is a proposal to the buffer's leader, made at the version
+//! the tool saw: `body` appends at the end, `data` replaces the address,
+//! which remembers the version it was set at, so an edit made meanwhile by
+//! the leader moves the write instead of being overwritten.
+
+use crate::session::{Addr, Session};
+use apex_core::addr::{self, Dialect, Range};
+use apex_core::propose::Applied;
+use apex_core::{Buffer, BufferId, BufferOp, Entry, Op, Origin, Proposal};
+use std::fmt::Write;
+
+/// Text carried in an event message at most (acme's 256 runes).
+pub const EVENT_TEXT_MAX: usize = 256;
+
+fn buffer(s: &Session, b: BufferId) -> Result<&Buffer, String> {
+    s.view.state.buffer(b).map_err(|_| format!("buffer {} was deleted", b.0))
+}
+
+/// Appends `text` to the body, as a write to acme's `body` does.
+pub fn body_append(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let buf = buffer(s, b)?;
+    let p = Proposal::Insert {
+        buffer: b,
+        version: buf.version,
+        q0: buf.len(),
+        text: text.into(),
+        origin: Origin::FileWrite,
+    };
+    s.propose(&format!("body write {} ({} bytes)", b.0, text.len()), &p).map(|_| ())
+}
+
+/// Empties the body (an open with OTRUNC).
+pub fn truncate(s: &mut Session, b: BufferId) -> Result<(), String> {
+    let buf = buffer(s, b)?;
+    if buf.is_empty() {
+        return Ok(());
+    }
+    let p = Proposal::Delete { buffer: b, version: buf.version, q0: 0, q1: buf.len(), origin: Origin::FileWrite };
+    s.propose(&format!("body truncate {}", b.0), &p).map(|_| ())
+}
+
+/// The addr as of the buffer's current version: rebased through the edits
+/// since it was set, clamped if those are no longer kept.
+fn current_addr(s: &Session, b: BufferId) -> Result<Range, String> {
+    let buf = buffer(s, b)?;
+    let a = s.addrs.get(&b).cloned().unwrap_or_default();
+    let len = buf.len();
+    let moved = |q: u64| buf.rebase(a.version, q).unwrap_or(q).min(len);
+    Ok(Range::new(moved(a.range.q0), moved(a.range.q1)))
+}
+
+/// An open of `addr`: the first open fid resets the address to `#0,#0`.
+pub fn addr_open(s: &mut Session, b: BufferId) -> Result<(), String> {
+    let version = buffer(s, b)?.version;
+    let a = s.addrs.entry(b).or_default();
+    if a.opened == 0 {
+        *a = Addr { version, ..Addr::default() };
+    }
+    a.opened += 1;
+    Ok(())
+}
+
+/// A clunk of an opened `addr` fid.
+pub fn addr_close(s: &mut Session, b: BufferId) {
+    if let Some(a) = s.addrs.get_mut(&b) {
+        a.opened = a.opened.saturating_sub(1);
+    }
+}
+
+/// `addr` read: two 11-wide numbers, each followed by a blank.
+pub fn addr_read(s: &Session, b: BufferId) -> Result<String, String> {
+    let r = current_addr(s, b)?;
+    Ok(format!("{:11} {:11} ", r.q0, r.q1))
+}
+
+/// `addr` write: evaluates the address from the current one.
+pub fn addr_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
+    let dot = current_addr(s, b)?;
+    let buf = buffer(s, b)?;
+    let version = buf.version;
+    let mut last = s.addrs.get(&b).and_then(|a| a.last_regex.clone());
+    let range = addr::eval(&buf.text, text, dot, Dialect::AddrFile, &mut last).map_err(|e| e.to_string())?;
+    let a = s.addrs.entry(b).or_default();
+    a.range = range;
+    a.version = version;
+    a.last_regex = last;
+    Ok(())
+}
+
+/// Moves the addr to `q` at the buffer's version.
+fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
+    let version = buffer(s, b)?.version;
+    let a = s.addrs.entry(b).or_default();
+    a.range = range;
+    a.version = version;
+    Ok(())
+}
+
+/// `data` read: whole runes from addr.q0 that fit in `count` bytes; the
+/// address moves past them. At the end it returns nothing (EOF).
+pub fn data_read(s: &mut Session, b: BufferId, count: u32) -> Result<Vec<u8>, String> {
+    let r = current_addr(s, b)?;
+    let buf = buffer(s, b)?;
+    let mut out = String::new();
+    let mut n = 0u64;
+    if r.q0 < buf.len() {
+        for c in buf.text.chars_at(r.q0 as usize) {
+            if out.len() + c.len_utf8() > count as usize {
+                break;
+            }
+            out.push(c);
+            n += 1;
+        }
+    }
+    set_addr(s, b, Range::at(r.q0 + n))?;
+    Ok(out.into_bytes())
+}
+
+/// `data` write: replaces the addressed text, proposed at the version the
+/// address was set at; the address then follows the new text. A write of
+/// nothing deletes the addressed text.
+pub fn data_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
+    let buf = buffer(s, b)?;
+    let a = s.addrs.get(&b).cloned().unwrap_or(Addr { version: buf.version, ..Addr::default() });
+    let Range { q0, q1 } = a.range;
+    if q0 == q1 && text.is_empty() {
+        return Ok(());
+    }
+    // Where q0 lands now, for the address after the write.
+    let at = buf.rebase(a.version, q0).map_err(|e| e.to_string())?;
+    let p = Proposal::Replace { buffer: b, version: a.version, q0, q1, text: text.into(), origin: Origin::OtherFile };
+    s.propose(&format!("data write {} #{q0},#{q1} ({} bytes)", b.0, text.len()), &p)?;
+    let end = at + text.chars().count() as u64;
+    set_addr(s, b, Range::at(end))
+}
+
+/// `ctl` read: one `key value` line per property.
+pub fn ctl_read(s: &Session, b: BufferId) -> Result<String, String> {
+    let buf = buffer(s, b)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "buffer {}", b.0);
+    let _ = writeln!(out, "version {}", buf.version);
+    let _ = writeln!(out, "length {}", buf.len());
+    let _ = writeln!(out, "dirty {}", u8::from(buf.dirty));
+    let _ = writeln!(out, "views {}", buf.views.keys().map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+    let _ = writeln!(out, "name {}", buf.name);
+    Ok(out)
+}
+
+/// A `buffers/N/ctl` message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BufferCtl {
+    Name(String),
+    Clean,
+    Dirty,
+    Undo,
+    Redo,
+    /// Show the buffer in a new window.
+    Window,
+    /// Replace the text with a file's (the buffer's name if none).
+    Get(Option<String>),
+    /// Write the text, as of `version` if given, to a file (the buffer's
+    /// name if none), then mark it clean at that version.
+    Put {
+        version: Option<u64>,
+        file: Option<String>,
+    },
+}
+
+const CTL_USAGE: &str = "expected name NAME, clean, dirty, undo, redo, window, get [FILE] or put [-v VERSION] [FILE]";
+
+/// Parses one ctl message (a trailing newline is optional).
+pub fn parse_ctl(text: &str) -> Result<BufferCtl, String> {
+    let line = text.strip_suffix('\n').unwrap_or(text);
+    if line.contains('\n') {
+        return Err(format!("ctl: one message per write; {CTL_USAGE}"));
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    Ok(match words.as_slice() {
+        ["name", ..] if words.len() > 1 => BufferCtl::Name(line.trim_start()[4..].trim().to_string()),
+        ["clean"] => BufferCtl::Clean,
+        ["dirty"] => BufferCtl::Dirty,
+        ["undo"] => BufferCtl::Undo,
+        ["redo"] => BufferCtl::Redo,
+        ["window"] => BufferCtl::Window,
+        ["get"] => BufferCtl::Get(None),
+        ["get", f] => BufferCtl::Get(Some(f.to_string())),
+        ["put", rest @ ..] => {
+            let (version, rest) = match rest {
+                ["-v", v, rest @ ..] => {
+                    (Some(v.parse().map_err(|_| format!("ctl: put -v wants a version number, got {v:?}"))?), rest)
+                }
+                rest => (None, rest),
+            };
+            match rest {
+                [] => BufferCtl::Put { version, file: None },
+                [f] => BufferCtl::Put { version, file: Some(f.to_string()) },
+                _ => return Err(format!("ctl: bad put {line:?}; {CTL_USAGE}")),
+            }
+        }
+        _ => return Err(format!("ctl: unknown message {line:?}; {CTL_USAGE}")),
+    })
+}
+
+/// Runs a ctl message that needs no host service.
+pub fn ctl_apply(s: &mut Session, b: BufferId, msg: &BufferCtl) -> Result<Option<Applied>, String> {
+    buffer(s, b)?;
+    let p = match msg {
+        BufferCtl::Name(name) => Proposal::Name { buffer: b, name: name.clone() },
+        BufferCtl::Clean => Proposal::Clean { buffer: b },
+        BufferCtl::Dirty => Proposal::Dirty { buffer: b },
+        BufferCtl::Undo => Proposal::Undo { buffer: b },
+        BufferCtl::Redo => Proposal::Redo { buffer: b },
+        BufferCtl::Window => Proposal::CreateWindow { body: Some(b), column: None, name: String::new() },
+        BufferCtl::Get(_) | BufferCtl::Put { .. } => return Ok(None),
+    };
+    s.propose(&format!("ctl {} {msg:?}", b.0), &p).map(Some)
+}
+
+/// The acme event messages for one entry of a buffer's log:
+/// `C1C2q0 q1 flag nr text` with C1 the origin, `D`/`I` for text changes,
+/// `X`/`L` for B2/B3 actions. Text over 256 runes is left out (nr 0); the
+/// reader takes it from `data`.
+pub fn event_lines(buffer: &Buffer, entry: &Entry) -> String {
+    let mut out = String::new();
+    let msg = |out: &mut String, c1: char, c2: char, q0: u64, q1: u64, flags: u32, text: &str| {
+        let nr = text.chars().count();
+        let (nr, text) = if nr <= EVENT_TEXT_MAX { (nr, text) } else { (0, "") };
+        let _ = writeln!(out, "{c1}{c2}{q0} {q1} {flags} {nr} {text}");
+    };
+    match &entry.op {
+        Op::Buffer(BufferOp::Splice { q0, q1, text, origin }) => {
+            let c1 = origin.acme_char();
+            if q1 > q0 {
+                msg(&mut out, c1, 'D', *q0, *q1, 0, "");
+            }
+            if !text.is_empty() {
+                msg(&mut out, c1, 'I', *q0, q0 + text.chars().count() as u64, 0, text);
+            }
+        }
+        Op::Buffer(BufferOp::ExecAt(a) | BufferOp::LookAt(a)) => {
+            let c2 = if matches!(entry.op, Op::Buffer(BufferOp::ExecAt(_))) { 'X' } else { 'L' };
+            // The text is the buffer's only while it is still at the
+            // action's version; otherwise the reader asks `data`.
+            let text = match a.version == buffer.version {
+                true => buffer.slice(a.q0, a.q1).unwrap_or_default(),
+                false => String::new(),
+            };
+            msg(&mut out, a.origin.acme_char(), c2, a.q0, a.q1, a.flags, &text);
+        }
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctl_messages_parse_or_say_what_is_expected() {
+        assert_eq!(parse_ctl("name /tmp/a b\n"), Ok(BufferCtl::Name("/tmp/a b".into())));
+        assert_eq!(parse_ctl("clean"), Ok(BufferCtl::Clean));
+        assert_eq!(parse_ctl("put -v 3 /tmp/x"), Ok(BufferCtl::Put { version: Some(3), file: Some("/tmp/x".into()) }));
+        assert_eq!(parse_ctl("put"), Ok(BufferCtl::Put { version: None, file: None }));
+        assert_eq!(parse_ctl("get /etc/motd"), Ok(BufferCtl::Get(Some("/etc/motd".into()))));
+        for bad in ["nme x", "name", "put -v x", "clean\ndirty", "put a b", ""] {
+            let e = parse_ctl(bad).unwrap_err();
+            assert!(e.contains("expected") || e.contains("version number"), "{bad:?}: {e}");
+        }
+    }
+}

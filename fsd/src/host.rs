@@ -1,0 +1,264 @@
+//! Host services: what the daemon does on its own machine, where the files
+//! and programs are. `get` and `put` move a buffer's text from and to a
+//! file; `exec` runs a command in a directory, recorded as a process in the
+//! metalog, with its output proposed into the window `DIR/+Errors` as
+//! acme does, and `kill` ends it.
+//!
+//! File and process work happens outside the registry lock; only the
+//! proposals that record it take the lock, briefly.
+
+use crate::tree::Tree;
+use apex_core::{AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+use tokio::io::AsyncReadExt;
+
+fn absolute(what: &str, file: &str) -> Result<(), String> {
+    match Path::new(file).is_absolute() {
+        true => Ok(()),
+        false => {
+            Err(format!("{what}: {file:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
+        }
+    }
+}
+
+/// The file a `get` or `put` without an argument uses: the buffer's name.
+fn file_or_name(what: &str, file: Option<String>, name: &str) -> Result<String, String> {
+    let file = match file {
+        Some(f) => f,
+        None if name.is_empty() => return Err(format!("{what}: the buffer has no name; give a file")),
+        None => name.to_string(),
+    };
+    absolute(what, &file)?;
+    Ok(file)
+}
+
+/// Replaces buffer `b`'s text with `file`'s (the buffer's name if none),
+/// names it so if a file was given, and marks it clean.
+pub async fn get(tree: &Tree, session: u64, b: BufferId, file: Option<String>) -> Result<(), String> {
+    let name = tree.with_session(session, |s| Ok(s.view.state.buffer(b).map_err(|e| e.to_string())?.name.clone()))?;
+    let named = file.is_some();
+    let file = file_or_name("get", file, &name)?;
+    let path = file.clone();
+    let bytes = tokio::task::spawn_blocking(move || std::fs::read(&path))
+        .await
+        .map_err(|e| format!("get: {e}"))?
+        .map_err(|e| format!("get: {file}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("get: {file} is not UTF-8 text"))?;
+    tree.with_session(session, |s| {
+        let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
+        let (version, len) = (buf.version, buf.len());
+        let same = buf.text == apex_core::text::Text::from(text.as_str());
+        let request = format!("get {} {file}", b.0);
+        if !same {
+            let origin = Origin::OtherFile;
+            let p = match (len, text.is_empty()) {
+                (0, _) => Proposal::Insert { buffer: b, version, q0: 0, text: text.clone(), origin },
+                (_, true) => Proposal::Delete { buffer: b, version, q0: 0, q1: len, origin },
+                _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text: text.clone(), origin },
+            };
+            s.propose(&request, &p)?;
+        }
+        if named && name != file {
+            s.propose(&request, &Proposal::Name { buffer: b, name: file.clone() })?;
+        }
+        s.propose(&request, &Proposal::Clean { buffer: b })?;
+        Ok(())
+    })
+}
+
+/// Writes buffer `b`'s text as of `version` (the current one if none) to
+/// `file` (the buffer's name if none), then marks the buffer clean at that
+/// version; if it changed meanwhile it stays dirty and the error says so.
+pub async fn put(
+    tree: &Tree,
+    session: u64,
+    b: BufferId,
+    version: Option<u64>,
+    file: Option<String>,
+) -> Result<(), String> {
+    let (text, at, name) = tree.with_session(session, |s| {
+        let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
+        if let Some(v) = version.filter(|v| *v != buf.version) {
+            return Err(format!(
+                "put: buffer {} is at version {}, not {v}; read it again or put without -v",
+                b.0, buf.version
+            ));
+        }
+        Ok((buf.text.0.clone(), buf.version, buf.name.clone()))
+    })?;
+    let file = file_or_name("put", file, &name)?;
+    let path = file.clone();
+    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for chunk in text.chunks() {
+            f.write_all(chunk.as_bytes())?;
+        }
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()
+    })
+    .await
+    .map_err(|e| format!("put: {e}"))?
+    .map_err(|e| format!("put: {file}: {e}"))?;
+    tree.with_session(session, |s| {
+        let now = s.view.state.buffer(b).map_err(|e| e.to_string())?.version;
+        if now != at {
+            return Err(format!(
+                "put: wrote version {at} to {file}, but the buffer has changed since (version {now}); it stays dirty"
+            ));
+        }
+        s.propose(&format!("put {} {file}", b.0), &Proposal::Clean { buffer: b }).map(|_| ())
+    })
+}
+
+/// The name of the errors window for commands run in `dir`.
+pub fn errors_name(dir: &str) -> String {
+    format!("{}/+Errors", dir.trim_end_matches('/'))
+}
+
+/// Finds the buffer named `name` shown in a window, or makes that window.
+fn errors_window(s: &mut crate::session::Session, name: &str) -> Result<(WindowId, BufferId), String> {
+    let state = &s.view.state;
+    let found = state.windows.iter().find(|(_, w)| state.buffers.get(&w.body).is_some_and(|b| b.name == name));
+    if let Some((id, w)) = found {
+        return Ok((*id, w.body));
+    }
+    let p = Proposal::CreateWindow { body: None, column: None, name: name.to_string() };
+    match s.propose(&format!("window {name}"), &p)?.created {
+        apex_core::propose::Created::Window(w) => Ok((w.window, w.body)),
+        _ => Err("exec: could not make the errors window".into()),
+    }
+}
+
+/// Appends command output to the errors buffer, keeping it clean.
+fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
+    let _ = tree.with_session(session, |s| {
+        let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
+        let p = Proposal::Insert {
+            buffer: b,
+            version: buf.version,
+            q0: buf.len(),
+            text: text.into(),
+            origin: Origin::OtherFile,
+        };
+        s.propose("exec output", &p)?;
+        s.propose("exec output", &Proposal::Clean { buffer: b }).map(|_| ())
+    });
+}
+
+/// Runs `command` with `sh -c` in `dir`; returns its pid. Output goes to
+/// `DIR/+Errors` as it comes; the exit is recorded in the metalog.
+pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result<u32, String> {
+    absolute("exec", dir)?;
+    if !Path::new(dir).is_dir() {
+        return Err(format!("exec: {dir}: not a directory"));
+    }
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("exec: sh: {e}"))?;
+    let pid = child.id().ok_or("exec: the command exited before it could be recorded")?;
+    let errors = errors_name(dir);
+    let body = tree.with_session(session, |s| {
+        let (window, body) = errors_window(s, &errors)?;
+        let op = MetaOp::ProcessStart {
+            pid: pid.into(),
+            owner: AttachmentId::SERVER,
+            command: command.to_string(),
+            dir: dir.to_string(),
+            window: Some(window),
+        };
+        s.view.push_meta(op).map_err(|e| e.to_string())?;
+        Ok(body)
+    });
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = child.start_kill();
+            return Err(e);
+        }
+    };
+    tracing::info!(session, pid, dir, command, "exec");
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    for mut out in [child.stdout.take().map(Either::Out), child.stderr.take().map(Either::Err)].into_iter().flatten() {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            loop {
+                let n = match out.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                if tx.send(buf[..n].to_vec()).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let tree = tree.clone();
+    tokio::spawn(async move {
+        let mut tail = Vec::new();
+        while let Some(bytes) = rx.recv().await {
+            tail.extend_from_slice(&bytes);
+            // Keep an incomplete rune for the next chunk.
+            let cut = match std::str::from_utf8(&tail) {
+                Ok(_) => tail.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(_) => tail.len(),
+            };
+            let text = String::from_utf8_lossy(&tail[..cut]).into_owned();
+            tail.drain(..cut);
+            append_output(&tree, session, body, &text);
+        }
+        if !tail.is_empty() {
+            append_output(&tree, session, body, &String::from_utf8_lossy(&tail));
+        }
+        let status = match child.wait().await {
+            Ok(st) => {
+                st.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&st).unwrap_or(0))
+            }
+            Err(_) => -1,
+        };
+        tracing::info!(session, pid, status, "exit");
+        let _ = tree.with_session(session, |s| {
+            s.view.push_meta(MetaOp::ProcessExit { pid: pid.into(), status }).map(|_| ()).map_err(|e| e.to_string())
+        });
+    });
+    Ok(pid)
+}
+
+/// One of a child's two output pipes.
+enum Either {
+    Out(tokio::process::ChildStdout),
+    Err(tokio::process::ChildStderr),
+}
+
+impl Either {
+    async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Either::Out(o) => o.read(buf).await,
+            Either::Err(e) => e.read(buf).await,
+        }
+    }
+}
+
+/// Ends process `pid` of the session (SIGTERM to its process group).
+pub fn kill(tree: &Tree, session: u64, pid: u64) -> Result<(), String> {
+    tree.with_session(session, |s| match s.view.state.meta.processes.contains_key(&pid) {
+        true => Ok(()),
+        false => Err(format!("kill: no process {pid} in this session (see meta/processes)")),
+    })?;
+    let pgid = i32::try_from(pid).map_err(|_| format!("kill: bad pid {pid}"))?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    if unsafe { libc::kill(-pgid, libc::SIGTERM) } != 0 {
+        return Err(format!("kill: {pid}: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}

@@ -1,0 +1,597 @@
+//! The file tree: what each file of `/` and `/NAME/` means, served through
+//! `ninep::srv`.
+//!
+//! [`place`] names every file; this file resolves walks, makes stats and
+//! listings, and dispatches opens, reads and writes to the modules that
+//! give files their meaning (`buffers`, `proposals`, `tables`, `host`,
+//! [`stream`]). A plain file's content is computed at open and again by
+//! every read at offset 0; later offsets read that version, so a reader
+//! sees one consistent version however many reads it takes. Directory
+//! reads return whole stat entries from the listing made at open. Every
+//! change wakes the blocked stream readers (`changed`).
+//!
+//! qid.path is interned per place and never reused; qid.vers is a body's
+//! buffer version and 0 elsewhere.
+
+pub mod place;
+pub mod stream;
+
+use crate::buffers::{self, BufferCtl};
+use crate::host;
+use crate::registry::{parse_ctl, Registry};
+use crate::session::Session;
+use crate::tables::{self, MetaTable};
+use apex_core::{BufferId, Proposal, Shard};
+use apex_ninep::codec::put_stat;
+use apex_ninep::fcall::{Qid, Stat, DMDIR, OTRUNC, QTDIR, QTFILE};
+use apex_ninep::srv::{self, Serve};
+use place::{
+    lookup, BufferFile, Place, RootFile, SessionDir, SessionFile, ShardFile, BUFFER, ROOT, SESSION, SESSION_DIRS, SHARD,
+};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use stream::{Cursor, Fill, Source};
+use tokio::sync::watch;
+
+/// What an open fid holds.
+#[derive(Debug, Default)]
+struct Opened {
+    /// The content a plain file or directory read at open (or offset 0).
+    content: Vec<u8>,
+    stream: Option<Cursor>,
+    /// An incomplete UTF-8 sequence from the last body write.
+    tail: Vec<u8>,
+    /// Whether this fid counts as an open of its buffer's addr.
+    addr_open: bool,
+}
+
+/// A fid: its place and, once open, what it holds.
+#[derive(Clone, Debug)]
+pub struct Fid {
+    pub place: Place,
+    opened: Arc<Mutex<Opened>>,
+}
+
+impl Fid {
+    fn at(place: Place) -> Fid {
+        Fid { place, opened: Arc::new(Mutex::new(Opened::default())) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Opened> {
+        self.opened.lock().expect("fid lock")
+    }
+}
+
+/// The daemon's tree over its sessions. Clones share everything.
+#[derive(Clone)]
+pub struct Tree {
+    pub registry: Arc<Mutex<Registry>>,
+    pub user: String,
+    changes: Arc<watch::Sender<u64>>,
+    paths: Arc<Mutex<HashMap<Place, u64>>>,
+}
+
+fn gone() -> String {
+    "session was deleted".into()
+}
+
+fn utf8(data: Vec<u8>) -> srv::Result<String> {
+    String::from_utf8(data).map_err(|_| "write is not UTF-8 text".to_string())
+}
+
+impl Tree {
+    pub fn new(registry: Registry, user: String) -> Tree {
+        Tree {
+            registry: Arc::new(Mutex::new(registry)),
+            user,
+            changes: Arc::new(watch::Sender::new(0)),
+            paths: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    pub fn reg(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().expect("registry lock")
+    }
+
+    /// Wakes every blocked stream read to look again.
+    pub fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Runs `f` on session `number` under the lock, then wakes readers.
+    pub fn with_session<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> Result<R, String>) -> Result<R, String> {
+        let r = {
+            let mut reg = self.reg();
+            f(reg.get_mut(number).ok_or_else(gone)?)
+        };
+        self.changed();
+        r
+    }
+
+    fn qid(&self, reg: &Registry, place: Place) -> Qid {
+        let path = match place {
+            Place::Root => 0,
+            _ => {
+                let mut paths = self.paths.lock().expect("paths lock");
+                let next = paths.len() as u64 + 1;
+                *paths.entry(place).or_insert(next)
+            }
+        };
+        let vers = match place {
+            Place::Buffer1(s, b, BufferFile::Body) => {
+                reg.get(s).and_then(|s| s.view.state.buffer(b).ok()).map_or(0, |b| b.version as u32)
+            }
+            _ => 0,
+        };
+        Qid { ty: if place.is_dir() { QTDIR } else { QTFILE }, vers, path }
+    }
+
+    /// Whether `place` still exists, with an error saying what is gone.
+    fn check(reg: &Registry, place: Place) -> srv::Result<()> {
+        let Some(number) = place.session() else { return Ok(()) };
+        let s = reg.get(number).ok_or_else(gone)?;
+        match place {
+            Place::Shard(_, shard) | Place::Shard1(_, shard, _) => {
+                s.view.log.shard(shard).map(|_| ()).map_err(|_| format!("shard {shard} was deleted"))
+            }
+            Place::Buffer(_, b) | Place::Buffer1(_, b, _) => {
+                s.view.state.buffer(b).map(|_| ()).map_err(|_| format!("buffer {} was deleted", b.0))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn stat_in(&self, reg: &Registry, place: Place) -> srv::Result<Stat> {
+        Tree::check(reg, place)?;
+        let label = match place {
+            Place::Session(n) => reg.get(n).map(|s| s.label().to_string()).unwrap_or_default(),
+            _ => String::new(),
+        };
+        let (name, perm) = place.name_perm(&label);
+        Ok(Stat {
+            qid: self.qid(reg, place),
+            mode: if place.is_dir() { DMDIR | perm } else { perm },
+            name,
+            uid: self.user.clone(),
+            gid: self.user.clone(),
+            muid: self.user.clone(),
+            // Synthetic files have no length, as in acme.
+            length: 0,
+            ..Stat::default()
+        })
+    }
+
+    fn children(reg: &Registry, place: Place) -> srv::Result<Vec<Place>> {
+        Tree::check(reg, place)?;
+        Ok(match place {
+            Place::Root => {
+                let mut v: Vec<Place> = ROOT.iter().map(|(_, f, _)| Place::Root1(*f)).collect();
+                v.extend(reg.sessions().map(|s| Place::Session(s.number)));
+                v
+            }
+            Place::Session(n) => {
+                let mut v: Vec<Place> = SESSION.iter().map(|(_, f, _)| Place::Session1(n, *f)).collect();
+                v.extend(SESSION_DIRS.iter().map(|(_, d, _)| Place::Dir(n, *d)));
+                v
+            }
+            Place::Dir(n, SessionDir::Meta) => MetaTable::ALL.iter().map(|(_, t)| Place::Meta1(n, *t)).collect(),
+            Place::Dir(n, SessionDir::Shards) => {
+                let s = reg.get(n).ok_or_else(gone)?;
+                s.view.log.shards().map(|(shard, _)| Place::Shard(n, *shard)).collect()
+            }
+            Place::Dir(n, SessionDir::Buffers) => {
+                let s = reg.get(n).ok_or_else(gone)?;
+                let mut v = vec![Place::BuffersNew(n)];
+                v.extend(s.view.state.buffers.keys().map(|b| Place::Buffer(n, *b)));
+                v
+            }
+            Place::Shard(n, shard) => SHARD.iter().map(|(_, f, _)| Place::Shard1(n, shard, *f)).collect(),
+            Place::Buffer(n, b) => BUFFER.iter().map(|(_, f, _)| Place::Buffer1(n, b, *f)).collect(),
+            _ => return Err("not a directory".into()),
+        })
+    }
+
+    fn listing(&self, place: Place) -> srv::Result<Vec<u8>> {
+        let reg = self.reg();
+        let mut out = Vec::new();
+        for p in Tree::children(&reg, place)? {
+            put_stat(&mut out, &self.stat_in(&reg, p)?);
+        }
+        Ok(out)
+    }
+
+    /// One walk step from directory `place`.
+    fn step(reg: &Registry, place: Place, name: &str) -> Option<Place> {
+        if name == ".." {
+            return Some(place.parent());
+        }
+        let next = match place {
+            Place::Root => lookup(ROOT, name).map(Place::Root1).or_else(|| reg.by_name(name).map(Place::Session)),
+            Place::Session(n) => lookup(SESSION, name)
+                .map(|f| Place::Session1(n, f))
+                .or_else(|| lookup(SESSION_DIRS, name).map(|d| Place::Dir(n, d))),
+            Place::Dir(n, SessionDir::Meta) => {
+                MetaTable::ALL.iter().find(|(m, _)| *m == name).map(|(_, t)| Place::Meta1(n, *t))
+            }
+            Place::Dir(n, SessionDir::Shards) => name.parse::<Shard>().ok().map(|s| Place::Shard(n, s)),
+            Place::Dir(n, SessionDir::Buffers) if name == "new" => Some(Place::BuffersNew(n)),
+            Place::Dir(n, SessionDir::Buffers) => name
+                .bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| name.parse().ok())
+                .flatten()
+                .map(|b| Place::Buffer(n, BufferId(b))),
+            Place::Shard(n, shard) => lookup(SHARD, name).map(|f| Place::Shard1(n, shard, f)),
+            Place::Buffer(n, b) => lookup(BUFFER, name).map(|f| Place::Buffer1(n, b, f)),
+            _ => None,
+        }?;
+        Tree::check(reg, next).ok().map(|_| next)
+    }
+
+    /// A plain file's content now.
+    fn content(&self, place: Place) -> srv::Result<Vec<u8>> {
+        let reg = self.reg();
+        Tree::check(&reg, place)?;
+        if let Place::Root1(RootFile::Index) = place {
+            return Ok(reg.sessions().map(|s| s.index_line()).collect::<String>().into_bytes());
+        }
+        let Some(n) = place.session() else { return Ok(Vec::new()) };
+        let s = reg.get(n).ok_or_else(gone)?;
+        let text = match place {
+            Place::Session1(_, SessionFile::Id) => format!("{}\n", s.uuid()),
+            Place::Session1(_, SessionFile::Label) => format!("{}\n", s.label()),
+            Place::Session1(_, SessionFile::Hash) => format!("{}\n", s.view.state.hash().to_hex()),
+            Place::Session1(_, SessionFile::Snapshot) => return Ok(s.view.state.to_snapshot()),
+            Place::Session1(_, SessionFile::Proposals) => tables::outcomes(s),
+            Place::Meta1(_, t) => tables::meta_table(&s.view.state, t),
+            Place::Shard1(_, shard, ShardFile::Lease) => {
+                format!("{}\n", tables::lease_fields(s.view.log.lease(shard).map_err(|e| e.to_string())?))
+            }
+            Place::Shard1(_, shard, ShardFile::Info) => tables::shard_info(s, shard)?,
+            Place::Buffer1(_, b, BufferFile::Body) => {
+                s.view.state.buffer(b).map_err(|e| e.to_string())?.text.to_string()
+            }
+            Place::Buffer1(_, b, BufferFile::Name) => {
+                format!("{}\n", s.view.state.buffer(b).map_err(|e| e.to_string())?.name)
+            }
+            Place::Buffer1(_, b, BufferFile::Ctl) => buffers::ctl_read(s, b)?,
+            Place::Buffer1(_, b, BufferFile::Addr) => buffers::addr_read(s, b)?,
+            _ => String::new(),
+        };
+        Ok(text.into_bytes())
+    }
+
+    /// Reads a stream, waiting at its end for more.
+    async fn read_stream(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
+        loop {
+            // Subscribe before looking, so a change in between still wakes us.
+            let mut wake = self.changes.subscribe();
+            {
+                let reg = self.reg();
+                let mut opened = fid.lock();
+                let cursor = opened.stream.as_mut().ok_or("stream is not open")?;
+                if let Some(bytes) = cursor.take(offset, count)? {
+                    return Ok(bytes);
+                }
+                match cursor.fill(&reg)? {
+                    Fill::Data => continue,
+                    Fill::End => return Ok(Vec::new()),
+                    Fill::Wait => {}
+                }
+            }
+            if wake.changed().await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    /// A write to the session's `ctl`.
+    async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<()> {
+        let line = text.strip_suffix('\n').unwrap_or(text);
+        const USAGE: &str = "expected window [NAME], buffer [NAME], delwindow N, exec DIR COMMAND or kill PID";
+        if line.contains('\n') {
+            return Err(format!("ctl: one message per write; {USAGE}"));
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let propose = |p: Proposal| self.with_session(n, |s| s.propose(line, &p).map(|_| ()));
+        match words.as_slice() {
+            ["window"] => propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }),
+            ["window", name] => propose(Proposal::CreateWindow { body: None, column: None, name: name.to_string() }),
+            ["buffer"] => propose(Proposal::CreateBuffer { name: String::new(), text: String::new() }),
+            ["buffer", name] => propose(Proposal::CreateBuffer { name: name.to_string(), text: String::new() }),
+            ["delwindow", num] => {
+                let num: u32 = num.parse().map_err(|_| format!("ctl: delwindow wants a window number, got {num:?}"))?;
+                let window = self
+                    .reg()
+                    .get(n)
+                    .ok_or_else(gone)?
+                    .view
+                    .state
+                    .layout
+                    .window_numbered(apex_core::AcmeNumber(num))
+                    .ok_or_else(|| format!("ctl: no window {num}"))?;
+                propose(Proposal::DeleteWindow { window })
+            }
+            ["exec", dir, _, ..] => {
+                let command = line.trim_start()[4..].trim_start()[dir.len()..].trim_start();
+                host::exec(self, n, dir, command).await.map(|_| ())
+            }
+            ["kill", pid] => {
+                let pid: u64 = pid.parse().map_err(|_| format!("ctl: kill wants a pid, got {pid:?}"))?;
+                host::kill(self, n, pid)
+            }
+            _ => Err(format!("ctl: unknown message {line:?}; {USAGE}")),
+        }
+    }
+
+    /// A write to `buffers/N/ctl`.
+    async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
+        let msg = buffers::parse_ctl(text)?;
+        match msg {
+            BufferCtl::Get(file) => host::get(self, n, b, file).await,
+            BufferCtl::Put { version, file } => host::put(self, n, b, version, file).await,
+            msg => self.with_session(n, |s| buffers::ctl_apply(s, b, &msg).map(|_| ())),
+        }
+    }
+
+    /// A write to `shards/SHARD/lease`.
+    fn lease_write(&self, n: u64, shard: Shard, text: &str) -> srv::Result<()> {
+        match text.trim() {
+            "reclaim" => self.with_session(n, |s| {
+                let op = s.view.log.reclaim_op(shard).map_err(|e| e.to_string())?;
+                s.view.push_meta(op).map(|_| ()).map_err(|e| e.to_string())
+            }),
+            other => Err(format!(
+                "lease: unknown request {other:?}; expected \"reclaim\" (the server takes the lease back). \
+                 Leases are asked for and given up through the attach protocol (NAME/attach)"
+            )),
+        }
+    }
+}
+
+impl Serve for Tree {
+    type Fid = Fid;
+
+    async fn attach(&self, _uname: &str, aname: &str) -> srv::Result<(Qid, Fid)> {
+        let reg = self.reg();
+        let place = match aname.trim_matches('/') {
+            "" => Place::Root,
+            name => Place::Session(reg.by_name(name).ok_or_else(|| format!("no session {name:?} (see /index)"))?),
+        };
+        Ok((self.qid(&reg, place), Fid::at(place)))
+    }
+
+    async fn walk(&self, fid: &Fid, names: &[String]) -> srv::Result<(Vec<Qid>, Option<Fid>)> {
+        let reg = self.reg();
+        Tree::check(&reg, fid.place)?;
+        let mut place = fid.place;
+        let mut qids = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let next = if place.is_dir() { Tree::step(&reg, place, name) } else { None };
+            match next {
+                Some(p) => {
+                    place = p;
+                    qids.push(self.qid(&reg, p));
+                }
+                None if i == 0 && !place.is_dir() => return Err(format!("walk in non-directory {name:?}")),
+                None if i == 0 => return Err(format!("{name}: file does not exist")),
+                None => return Ok((qids, None)),
+            }
+        }
+        Ok((qids, Some(Fid::at(place))))
+    }
+
+    async fn open(&self, fid: &Fid, mode: u8) -> srv::Result<(Qid, Fid)> {
+        let place = fid.place;
+        let (name, perm) = {
+            let reg = self.reg();
+            Tree::check(&reg, place)?;
+            place.name_perm("")
+        };
+        let wants_write = matches!(mode & 3, 1 | 2) || mode & OTRUNC != 0;
+        let wants_read = matches!(mode & 3, 0 | 2);
+        if place.is_dir() && wants_write {
+            return Err(format!("permission denied: {name} is a directory"));
+        }
+        if wants_write && perm & 0o222 == 0 {
+            return Err(format!("permission denied: {name} is read-only"));
+        }
+        if wants_read && perm & 0o444 == 0 {
+            return Err(format!("permission denied: {name} is write-only; open it with OWRITE"));
+        }
+        let mut opened = Opened::default();
+        match place {
+            _ if place.is_dir() => opened.content = self.listing(place)?,
+            Place::Root1(RootFile::New) => {
+                let name = {
+                    let mut reg = self.reg();
+                    let number = reg.create(None)?;
+                    reg.get(number).map(|s| s.label().to_string()).unwrap_or_default()
+                };
+                self.changed();
+                tracing::info!(session = %name, "session created through /new");
+                opened.content = format!("{name}\n").into_bytes();
+            }
+            Place::BuffersNew(n) => {
+                let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
+                let made = self.with_session(n, |s| s.propose("buffers/new", &p))?;
+                let body = match made.created {
+                    apex_core::propose::Created::Window(w) => w.body,
+                    _ => return Err("buffers/new: no window was made".into()),
+                };
+                opened.content = format!("{}\n", body.0).into_bytes();
+            }
+            Place::Root1(RootFile::Registry) => opened.stream = Some(Cursor::open(Source::Registry, &self.reg())?),
+            Place::Shard1(n, shard, ShardFile::Entries) => {
+                opened.stream = Some(Cursor::open(Source::Entries(n, shard), &self.reg())?)
+            }
+            Place::Buffer1(n, b, BufferFile::Event) => {
+                opened.stream = Some(Cursor::open(Source::Event(n, b), &self.reg())?)
+            }
+            Place::Buffer1(n, b, file) => {
+                if mode & OTRUNC != 0 && file == BufferFile::Body {
+                    self.with_session(n, |s| buffers::truncate(s, b))?;
+                }
+                if file == BufferFile::Addr {
+                    self.with_session(n, |s| buffers::addr_open(s, b))?;
+                    opened.addr_open = true;
+                }
+                if file != BufferFile::Data {
+                    opened.content = self.content(place)?;
+                }
+            }
+            _ => opened.content = self.content(place)?,
+        }
+        let qid = self.qid(&self.reg(), place);
+        Ok((qid, Fid { place, opened: Arc::new(Mutex::new(opened)) }))
+    }
+
+    async fn create(&self, _: &Fid, name: &str, _: u32, _: u8) -> srv::Result<(Qid, Fid)> {
+        Err(format!(
+            "cannot create {name:?}: sessions are made by writing \"new NAME\" to /ctl, buffers by opening buffers/new"
+        ))
+    }
+
+    async fn read(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
+        let place = fid.place;
+        if place.is_stream() {
+            return self.read_stream(fid, offset, count).await;
+        }
+        if let Place::Buffer1(n, b, BufferFile::Data) = place {
+            return self.with_session(n, |s| buffers::data_read(s, b, count));
+        }
+        // A read at offset 0 of a file sees it as it is now (so rdwr and
+        // re-reads work, as on acme's synthetic files); later offsets go on
+        // reading the version that read made. A directory keeps the listing
+        // made at open; the two `new` files keep what they made.
+        let fixed = place.is_dir() || matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_));
+        if offset == 0 && !fixed {
+            let fresh = self.content(place)?;
+            fid.lock().content = fresh;
+        }
+        let opened = fid.lock();
+        slice(&opened.content, offset, count, place.is_dir())
+    }
+
+    async fn write(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> srv::Result<u32> {
+        let count = data.len() as u32;
+        let place = fid.place;
+        if let Place::Buffer1(n, b, BufferFile::Body) = place {
+            // A rune cut by the write boundary waits for the next write.
+            let text = {
+                let mut opened = fid.lock();
+                let mut bytes = std::mem::take(&mut opened.tail);
+                bytes.extend_from_slice(&data);
+                let cut = match std::str::from_utf8(&bytes) {
+                    Ok(_) => bytes.len(),
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    Err(_) => return Err("body: write is not UTF-8 text".into()),
+                };
+                opened.tail = bytes.split_off(cut);
+                String::from_utf8(bytes).expect("checked")
+            };
+            self.with_session(n, |s| buffers::body_append(s, b, &text))?;
+            return Ok(count);
+        }
+        let text = utf8(data)?;
+        match place {
+            Place::Root1(RootFile::Ctl) => {
+                let cmds = parse_ctl(&text)?;
+                self.reg().run(&cmds)?;
+                self.changed();
+            }
+            Place::Session1(n, SessionFile::Label) => {
+                let old = self.reg().get(n).ok_or_else(gone)?.label().to_string();
+                self.reg().rename(&old, text.trim_end_matches('\n'))?;
+                self.changed();
+            }
+            Place::Session1(n, SessionFile::Ctl) => self.session_ctl(n, &text).await?,
+            Place::Session1(n, SessionFile::Proposals) => {
+                let request = text.lines().next().unwrap_or("").to_string();
+                self.with_session(n, |s| {
+                    let p = crate::proposals::parse(&text, &s.view.state)?;
+                    s.propose(&request, &p).map(|_| ())
+                })?;
+            }
+            Place::Shard1(n, shard, ShardFile::Lease) => self.lease_write(n, shard, &text)?,
+            Place::Buffer1(n, b, file) => match file {
+                BufferFile::Name => {
+                    let p = Proposal::Name { buffer: b, name: text.trim_end_matches('\n').to_string() };
+                    self.with_session(n, |s| s.propose("name write", &p).map(|_| ()))?
+                }
+                BufferFile::Ctl => self.buffer_ctl(n, b, &text).await?,
+                BufferFile::Addr => self.with_session(n, |s| buffers::addr_write(s, b, &text))?,
+                BufferFile::Data => self.with_session(n, |s| buffers::data_write(s, b, &text))?,
+                BufferFile::Event => {
+                    return Err("event: writing events back is done through the acme tree (NAME/acme/N/event)".into())
+                }
+                BufferFile::Body => unreachable!("handled above"),
+            },
+            place => {
+                let (name, _) = place.name_perm("");
+                return Err(format!("permission denied: {name} is not writable"));
+            }
+        }
+        Ok(count)
+    }
+
+    async fn clunk(&self, fid: Fid) {
+        if let Place::Buffer1(n, b, BufferFile::Addr) = fid.place {
+            if fid.lock().addr_open {
+                if let Some(s) = self.reg().get_mut(n) {
+                    buffers::addr_close(s, b);
+                }
+            }
+        }
+    }
+
+    async fn remove(&self, fid: Fid) -> srv::Result<()> {
+        let (name, _) = fid.place.name_perm("");
+        self.clunk(fid).await;
+        Err(format!(
+            "cannot remove {name}: end a session with \"del NAME\" in /ctl, a window with \"delwindow N\" in its session's ctl"
+        ))
+    }
+
+    async fn stat(&self, fid: &Fid) -> srv::Result<Stat> {
+        let reg = self.reg();
+        self.stat_in(&reg, fid.place)
+    }
+
+    async fn wstat(&self, fid: &Fid, stat: Stat) -> srv::Result<()> {
+        // Editors and shells truncate with wstat(length 0); accept a wstat
+        // that changes nothing but the length, as plan9port's file servers
+        // do, and for a body let length 0 empty it.
+        let keep = Stat::dont_touch();
+        if !stat.name.is_empty() || stat.mode != keep.mode || stat.mtime != keep.mtime {
+            let (name, _) = fid.place.name_perm("");
+            return Err(format!("{name}: wstat can change nothing here but the length"));
+        }
+        if let (Place::Buffer1(n, b, BufferFile::Body), 0) = (fid.place, stat.length) {
+            self.with_session(n, |s| buffers::truncate(s, b))?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads `count` bytes of `content` at `offset`; for directories, whole
+/// stat entries only.
+fn slice(content: &[u8], offset: u64, count: u32, dir: bool) -> srv::Result<Vec<u8>> {
+    let from = (offset as usize).min(content.len());
+    let want = (count as usize).min(content.len() - from);
+    if !dir {
+        return Ok(content[from..from + want].to_vec());
+    }
+    let mut end = from;
+    while end + 2 <= content.len() {
+        let n = u16::from_le_bytes([content[end], content[end + 1]]) as usize + 2;
+        if end + n - from > want {
+            break;
+        }
+        end += n;
+    }
+    if end == from && from < content.len() {
+        return Err(format!("read of {count} bytes is too small for a directory entry"));
+    }
+    Ok(content[from..end].to_vec())
+}

@@ -1,0 +1,177 @@
+//! Places: every file and directory of the tree, as a value.
+//!
+//! Like acme's `dirtab[]`, each directory is a static table of
+//! `(name, file, perm)`; a [`Place`] is where a fid points, and it carries
+//! the numbers (session, shard, buffer) that pick its instance. Whether a
+//! place still exists is the state's business (`Tree::check`); this file
+//! is only names, kinds and permissions.
+
+use crate::tables::MetaTable;
+use apex_core::{BufferId, Shard};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RootFile {
+    Index,
+    Ctl,
+    New,
+    Registry,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SessionFile {
+    Id,
+    Label,
+    Ctl,
+    Hash,
+    Snapshot,
+    Proposals,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SessionDir {
+    Meta,
+    Shards,
+    Buffers,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ShardFile {
+    Entries,
+    Lease,
+    Info,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufferFile {
+    Body,
+    Name,
+    Ctl,
+    Addr,
+    Data,
+    Event,
+}
+
+/// A directory's table: name, file, permission bits.
+pub type Table<T> = &'static [(&'static str, T, u32)];
+
+pub const ROOT: Table<RootFile> = &[
+    ("index", RootFile::Index, 0o444),
+    ("ctl", RootFile::Ctl, 0o222),
+    ("new", RootFile::New, 0o444),
+    ("registry", RootFile::Registry, 0o444),
+];
+pub const SESSION: Table<SessionFile> = &[
+    ("id", SessionFile::Id, 0o444),
+    ("label", SessionFile::Label, 0o666),
+    ("ctl", SessionFile::Ctl, 0o222),
+    ("hash", SessionFile::Hash, 0o444),
+    ("snapshot", SessionFile::Snapshot, 0o444),
+    ("proposals", SessionFile::Proposals, 0o666),
+];
+pub const SESSION_DIRS: Table<SessionDir> = &[
+    ("meta", SessionDir::Meta, 0o555),
+    ("shards", SessionDir::Shards, 0o555),
+    ("buffers", SessionDir::Buffers, 0o555),
+];
+pub const SHARD: Table<ShardFile> =
+    &[("entries", ShardFile::Entries, 0o444), ("lease", ShardFile::Lease, 0o666), ("info", ShardFile::Info, 0o444)];
+pub const BUFFER: Table<BufferFile> = &[
+    ("body", BufferFile::Body, 0o666),
+    ("name", BufferFile::Name, 0o666),
+    ("ctl", BufferFile::Ctl, 0o666),
+    ("addr", BufferFile::Addr, 0o666),
+    ("data", BufferFile::Data, 0o666),
+    ("event", BufferFile::Event, 0o666),
+];
+
+/// The file named `name` in `table`.
+pub fn lookup<T: Copy>(table: Table<T>, name: &str) -> Option<T> {
+    table.iter().find(|(n, _, _)| *n == name).map(|(_, f, _)| *f)
+}
+
+/// The name and permission of `file` in `table`.
+pub fn entry<T: Copy + PartialEq>(table: Table<T>, file: T) -> (&'static str, u32) {
+    table.iter().find(|(_, f, _)| *f == file).map_or(("", 0), |(n, _, p)| (*n, *p))
+}
+
+/// Where a fid points. Numbers are the session's registry number, a
+/// shard, a buffer id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    Root,
+    Root1(RootFile),
+    Session(u64),
+    Session1(u64, SessionFile),
+    Dir(u64, SessionDir),
+    Meta1(u64, MetaTable),
+    Shard(u64, Shard),
+    Shard1(u64, Shard, ShardFile),
+    /// `buffers/new`: opening it makes a buffer in a new window.
+    BuffersNew(u64),
+    Buffer(u64, BufferId),
+    Buffer1(u64, BufferId, BufferFile),
+}
+
+impl Place {
+    pub fn is_dir(self) -> bool {
+        matches!(self, Place::Root | Place::Session(_) | Place::Dir(..) | Place::Shard(..) | Place::Buffer(..))
+    }
+
+    /// The session this place is in.
+    pub fn session(self) -> Option<u64> {
+        match self {
+            Place::Root | Place::Root1(_) => None,
+            Place::Session(s)
+            | Place::Session1(s, _)
+            | Place::Dir(s, _)
+            | Place::Meta1(s, _)
+            | Place::Shard(s, _)
+            | Place::Shard1(s, _, _)
+            | Place::BuffersNew(s)
+            | Place::Buffer(s, _)
+            | Place::Buffer1(s, _, _) => Some(s),
+        }
+    }
+
+    /// The directory holding this place.
+    pub fn parent(self) -> Place {
+        match self {
+            Place::Root | Place::Root1(_) | Place::Session(_) => Place::Root,
+            Place::Session1(s, _) | Place::Dir(s, _) => Place::Session(s),
+            Place::Meta1(s, _) => Place::Dir(s, SessionDir::Meta),
+            Place::Shard(s, _) => Place::Dir(s, SessionDir::Shards),
+            Place::Shard1(s, shard, _) => Place::Shard(s, shard),
+            Place::BuffersNew(s) | Place::Buffer(s, _) => Place::Dir(s, SessionDir::Buffers),
+            Place::Buffer1(s, b, _) => Place::Buffer(s, b),
+        }
+    }
+
+    /// A streaming file: reads block at the end until there is more.
+    pub fn is_stream(self) -> bool {
+        matches!(
+            self,
+            Place::Root1(RootFile::Registry)
+                | Place::Shard1(_, _, ShardFile::Entries)
+                | Place::Buffer1(_, _, BufferFile::Event)
+        )
+    }
+
+    /// Its name and permission bits (directories without `DMDIR`); a
+    /// session's name is its label, which the caller supplies.
+    pub fn name_perm(self, label: &str) -> (String, u32) {
+        let (name, perm) = match self {
+            Place::Root => ("/", 0o555),
+            Place::Root1(f) => entry(ROOT, f),
+            Place::Session(_) => (label, 0o555),
+            Place::Session1(_, f) => entry(SESSION, f),
+            Place::Dir(_, d) => entry(SESSION_DIRS, d),
+            Place::Meta1(_, t) => (t.name(), 0o444),
+            Place::Shard(_, shard) => return (shard.to_string(), 0o555),
+            Place::Shard1(_, _, f) => entry(SHARD, f),
+            Place::BuffersNew(_) => ("new", 0o444),
+            Place::Buffer(_, b) => return (b.0.to_string(), 0o555),
+            Place::Buffer1(_, _, f) => entry(BUFFER, f),
+        };
+        (name.to_string(), perm)
+    }
+}

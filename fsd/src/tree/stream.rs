@@ -1,0 +1,130 @@
+//! Streams: files whose reads block at the end until there is more.
+//!
+//! `/registry`, `shards/SHARD/entries` and `buffers/N/event` are byte
+//! streams of lines made from log entries. A fid's [`Cursor`] remembers the
+//! last entry it formatted and the bytes not yet read, so a read may cut a
+//! line or carry several, and following a stream costs only what is new.
+//! Reads continue at the offset the last one ended; a read at offset 0
+//! starts `registry` and `entries` over from the first retained entry.
+
+use crate::buffers::event_lines;
+use crate::entrytext::{format_entry, format_registry};
+use crate::registry::Registry;
+use apex_core::{BufferId, Reject, Seq, Shard};
+
+/// What a stream is made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Registry,
+    Entries(u64, Shard),
+    /// Events of one buffer, from the moment the file was opened.
+    Event(u64, BufferId),
+}
+
+/// Bytes formatted per fill, so a long log is streamed, not built whole.
+const FILL: usize = 64 * 1024;
+
+/// A reader's place in a stream.
+#[derive(Debug)]
+pub struct Cursor {
+    pub source: Source,
+    /// The last seq formatted into `pending`.
+    next: Seq,
+    /// The seq a read at offset 0 starts after.
+    start: Seq,
+    /// Bytes returned so far: the offset the next read must have.
+    offset: u64,
+    pending: Vec<u8>,
+    pos: usize,
+}
+
+/// What a fill found.
+pub enum Fill {
+    Data,
+    /// Nothing new yet: wait for a change.
+    Wait,
+    /// The stream is over (its shard or session is gone): EOF.
+    End,
+}
+
+impl Cursor {
+    /// A cursor at the start (`registry`, `entries`) or, for events, at the
+    /// end of what exists now.
+    pub fn open(source: Source, reg: &Registry) -> Result<Cursor, String> {
+        let start = match source {
+            Source::Registry | Source::Entries(..) => 0,
+            Source::Event(s, b) => reg.get(s).map_or(0, |s| s.view.log.last(Shard::Buffer(b))),
+        };
+        Ok(Cursor { source, next: start, start, offset: 0, pending: Vec::new(), pos: 0 })
+    }
+
+    /// Takes up to `count` bytes already formatted, if any; checks the
+    /// offset first.
+    pub fn take(&mut self, offset: u64, count: u32) -> Result<Option<Vec<u8>>, String> {
+        if offset != self.offset {
+            if offset != 0 || matches!(self.source, Source::Event(..)) {
+                return Err(format!(
+                    "read at offset {offset}, but this stream is at {}: streams read in order",
+                    self.offset
+                ));
+            }
+            *self = Cursor { next: self.start, offset: 0, pending: Vec::new(), pos: 0, ..*self };
+        }
+        if self.pos == self.pending.len() {
+            return Ok(None);
+        }
+        let n = (count as usize).min(self.pending.len() - self.pos);
+        let out = self.pending[self.pos..self.pos + n].to_vec();
+        self.pos += n;
+        self.offset += n as u64;
+        if self.pos == self.pending.len() {
+            self.pending.clear();
+            self.pos = 0;
+        }
+        Ok(Some(out))
+    }
+
+    /// Formats what is new since the last fill.
+    pub fn fill(&mut self, reg: &Registry) -> Result<Fill, String> {
+        match self.source {
+            Source::Registry => {
+                for e in reg.entries_after(self.next) {
+                    self.pending.extend_from_slice(format_registry(e).as_bytes());
+                    self.next = e.seq;
+                    if self.pending.len() >= FILL {
+                        break;
+                    }
+                }
+            }
+            Source::Entries(s, shard) => {
+                let Some(session) = reg.get(s) else { return Ok(Fill::End) };
+                let entries = match session.view.log.entries_after(shard, self.next) {
+                    Ok(it) => it,
+                    Err(Reject::UnknownShard { .. }) => return Ok(Fill::End),
+                    Err(e) => return Err(e.to_string()),
+                };
+                for e in entries {
+                    self.pending.extend_from_slice(format_entry(e).as_bytes());
+                    self.next = e.seq;
+                    if self.pending.len() >= FILL {
+                        break;
+                    }
+                }
+            }
+            Source::Event(s, b) => {
+                let gone = || format!("buffer {} was deleted", b.0);
+                let session = reg.get(s).ok_or_else(gone)?;
+                let buffer = session.view.state.buffer(b).map_err(|_| gone())?;
+                let entries = session.view.log.entries_after(Shard::Buffer(b), self.next).map_err(|e| e.to_string())?;
+                for e in entries {
+                    self.pending.extend_from_slice(event_lines(buffer, e).as_bytes());
+                    self.next = e.seq;
+                    if self.pending.len() >= FILL {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(if self.pending.is_empty() { Fill::Wait } else { Fill::Data })
+    }
+}
