@@ -167,7 +167,7 @@ pub fn apply(node: &mut Node, proposal: &Proposal) -> Result<Applied> {
         let meta: Vec<Entry> = node.log.entries_after(Shard::Meta, mark)?.cloned().collect();
         entries.extend(meta.into_iter().map(|e| (Shard::Meta, e)));
     }
-    let now: Vec<Shard> = node.led().keys().copied().collect();
+    let now: Vec<Shard> = node.led().keys().copied().filter(|s| *s != Shard::Meta).collect();
     for shard in now {
         let from = before.iter().find(|(s, _)| *s == shard).map_or(0, |(_, n)| *n);
         if let Ok(it) = node.log.entries_after(shard, from) {

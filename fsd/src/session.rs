@@ -79,20 +79,31 @@ impl Session {
     /// and records its outcome under `request`.
     pub fn propose(&mut self, request: &str, p: &Proposal) -> Result<Applied, String> {
         let result = propose::apply(&mut self.view, p).map_err(|e| e.to_string());
-        let id = self.next_proposal;
-        self.next_proposal += 1;
         let summary = match &result {
             Ok(a) => Ok(a.entries.iter().map(|(s, e)| format!("{s}:{}", e.seq)).collect::<Vec<_>>().join(" ")),
             Err(e) => Err(e.clone()),
         };
-        if let Err(why) = &summary {
+        self.record(request, summary);
+        result
+    }
+
+    /// Records a proposal refused before it reached the leader (it did
+    /// not parse); returns the reason for the caller's Rerror.
+    pub fn refuse(&mut self, request: &str, why: String) -> String {
+        self.record(request, Err(why.clone()));
+        why
+    }
+
+    fn record(&mut self, request: &str, result: Result<String, String>) {
+        if let Err(why) = &result {
             tracing::info!(session = %self.label(), request, why, "proposal refused");
         }
-        self.outcomes.push_back(Outcome { id, request: request.to_string(), result: summary });
+        let id = self.next_proposal;
+        self.next_proposal += 1;
+        self.outcomes.push_back(Outcome { id, request: request.to_string(), result });
         while self.outcomes.len() > OUTCOMES_KEPT {
             self.outcomes.pop_front();
         }
-        result
     }
 
     /// The recent outcomes, oldest first.

@@ -93,8 +93,9 @@ pub fn shard_info(session: &Session, shard: Shard) -> Result<String, String> {
     Ok(format!("base {}\nlast {}\n", log.base, log.last()))
 }
 
-/// `proposals` when read: the queue (proposals waiting for a leader) and
-/// recent outcomes, oldest first.
+/// `proposals` when read: recent outcomes, oldest first. While the view
+/// node leads, a proposal is applied as it is written, so nothing waits in
+/// a queue; routing to a leading UI (the attach protocol) adds one.
 pub fn outcomes(session: &Session) -> String {
     let mut out = String::new();
     for o in session.outcomes() {

@@ -53,6 +53,9 @@ struct Shared {
     free_fids: Mutex<Vec<u32>>,
     next_fid: AtomicU32,
     msize: u32,
+    /// Dropped with the last `Client`: tells the reader task to stop, so
+    /// the connection closes (the read half would keep it open).
+    _closing: oneshot::Sender<()>,
 }
 
 /// A connection to a 9P2000 server.
@@ -151,7 +154,9 @@ impl Client {
             Some(other) => return Err(ClientError::Protocol(format!("unexpected reply to Tversion: {other:?}"))),
             None => return Err(ClientError::Hangup),
         };
+        let (closing, mut closed) = oneshot::channel::<()>();
         let shared = Arc::new(Shared {
+            _closing: closing,
             writer: tokio::sync::Mutex::new(Box::new(w)),
             pending: Mutex::new(HashMap::new()),
             tags: Mutex::new(BTreeSet::new()),
@@ -161,7 +166,14 @@ impl Client {
         });
         let reader = Arc::downgrade(&shared);
         tokio::spawn(async move {
-            while let Ok(Some(msg)) = read_frame(&mut r, &mut buf, msize).await {
+            loop {
+                let msg = tokio::select! {
+                    got = read_frame(&mut r, &mut buf, msize) => match got {
+                        Ok(Some(msg)) => msg,
+                        _ => break,
+                    },
+                    _ = &mut closed => break,
+                };
                 let Some(shared) = reader.upgrade() else { break };
                 let waiter = shared.pending.lock().expect("pending lock").remove(&msg.tag);
                 if let Some(w) = waiter {

@@ -14,14 +14,15 @@
 //!   its reply (say the Rwrite of a write already sequenced) precedes the
 //!   Rflush. `Serve::read` must therefore be cancel-safe.
 //! - The fid table: attach and walk create fids, clunk and remove end them,
-//!   "fid in use" / "unknown fid" are answered here. When the client hangs
-//!   up, every fid is clunked.
+//!   "fid in use" / "unknown fid" are answered here, and so are reads and
+//!   writes on a fid not opened for them, and walks or opens of an open
+//!   fid. When the client hangs up, every fid is clunked.
 //! - A malformed message with a tag gets an Rerror and the connection goes
 //!   on; broken framing closes it.
 
 use crate::codec::{check, encode, parse};
 use crate::error::FrameError;
-use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG};
+use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG, OEXEC, OREAD, OWRITE};
 use crate::version::{iounit, negotiate, Negotiated, VERSION};
 use std::collections::HashMap;
 use std::future::Future;
@@ -87,9 +88,12 @@ impl Default for Config {
     }
 }
 
+/// A fid's state and, once opened, the mode it was opened with.
+type Slot<F> = (F, Option<u8>);
+
 struct Conn<S: Serve> {
     serve: Arc<S>,
-    fids: Mutex<HashMap<u32, S::Fid>>,
+    fids: Mutex<HashMap<u32, Slot<S::Fid>>>,
     /// Requests in flight: their task and whether a Tflush may cancel it.
     tasks: Mutex<HashMap<u16, (JoinHandle<()>, bool)>>,
     out: mpsc::UnboundedSender<Msg>,
@@ -103,7 +107,35 @@ impl<S: Serve> Conn<S> {
     }
 
     fn fid(&self, fid: u32) -> Result<S::Fid> {
+        self.slot(fid).map(|(f, _)| f)
+    }
+
+    fn slot(&self, fid: u32) -> Result<Slot<S::Fid>> {
         self.fids.lock().expect("fid lock").get(&fid).cloned().ok_or_else(|| format!("unknown fid {fid}"))
+    }
+
+    /// A fid not yet opened (walk and open need one).
+    fn unopened(&self, fid: u32, what: &str) -> Result<S::Fid> {
+        match self.slot(fid)? {
+            (f, None) => Ok(f),
+            (_, Some(_)) => Err(format!("{what} of open fid {fid}")),
+        }
+    }
+
+    /// An opened fid whose mode allows reading (`write` false) or writing.
+    fn opened(&self, fid: u32, write: bool) -> Result<S::Fid> {
+        let (f, mode) = self.slot(fid)?;
+        let Some(mode) = mode else { return Err(format!("fid {fid} is not open: open it first")) };
+        let (reads, writes) = match mode & 3 {
+            OREAD | OEXEC => (true, false),
+            OWRITE => (false, true),
+            _ => (true, true),
+        };
+        match (write, reads, writes) {
+            (false, false, _) => Err(format!("fid {fid} is open for writing only")),
+            (true, _, false) => Err(format!("fid {fid} is open for reading only")),
+            _ => Ok(f),
+        }
     }
 
     fn fid_free(&self, fid: u32) -> Result<()> {
@@ -113,12 +145,12 @@ impl<S: Serve> Conn<S> {
         }
     }
 
-    fn set_fid(&self, fid: u32, state: S::Fid) {
-        self.fids.lock().expect("fid lock").insert(fid, state);
+    fn set_fid(&self, fid: u32, state: S::Fid, mode: Option<u8>) {
+        self.fids.lock().expect("fid lock").insert(fid, (state, mode));
     }
 
     fn take_fid(&self, fid: u32) -> Result<S::Fid> {
-        self.fids.lock().expect("fid lock").remove(&fid).ok_or_else(|| format!("unknown fid {fid}"))
+        self.fids.lock().expect("fid lock").remove(&fid).map(|(f, _)| f).ok_or_else(|| format!("unknown fid {fid}"))
     }
 
     /// Aborts every request and clunks every fid.
@@ -127,7 +159,7 @@ impl<S: Serve> Conn<S> {
         for (_, (task, _)) in tasks {
             task.abort();
         }
-        let fids: Vec<S::Fid> = self.fids.lock().expect("fid lock").drain().map(|(_, f)| f).collect();
+        let fids: Vec<S::Fid> = self.fids.lock().expect("fid lock").drain().map(|(_, (f, _))| f).collect();
         for f in fids {
             self.serve.clunk(f).await;
         }
@@ -148,39 +180,39 @@ impl<S: Serve> Conn<S> {
             Fcall::Tattach { fid, uname, aname, .. } => {
                 self.fid_free(fid)?;
                 let (qid, state) = s.attach(&uname, &aname).await?;
-                self.set_fid(fid, state);
+                self.set_fid(fid, state, None);
                 Fcall::Rattach { qid }
             }
             Fcall::Twalk { fid, newfid, wnames } => {
-                let from = self.fid(fid)?;
+                let from = self.unopened(fid, "walk")?;
                 if newfid != fid {
                     self.fid_free(newfid)?;
                 }
                 let (wqids, state) = s.walk(&from, &wnames).await?;
                 if wqids.len() == wnames.len() {
                     let state = state.ok_or("walk finished without a fid")?;
-                    self.set_fid(newfid, state);
+                    self.set_fid(newfid, state, None);
                 }
                 Fcall::Rwalk { wqids }
             }
             Fcall::Topenfd { .. } => return Err("openfd is not served on this connection: use open".into()),
             Fcall::Topen { fid, mode } => {
-                let (qid, state) = s.open(&self.fid(fid)?, mode).await?;
-                self.set_fid(fid, state);
+                let (qid, state) = s.open(&self.unopened(fid, "open")?, mode).await?;
+                self.set_fid(fid, state, Some(mode));
                 Fcall::Ropen { qid, iounit: io }
             }
             Fcall::Tcreate { fid, name, perm, mode } => {
-                let (qid, state) = s.create(&self.fid(fid)?, &name, perm, mode).await?;
-                self.set_fid(fid, state);
+                let (qid, state) = s.create(&self.unopened(fid, "create")?, &name, perm, mode).await?;
+                self.set_fid(fid, state, Some(mode));
                 Fcall::Rcreate { qid, iounit: io }
             }
             Fcall::Tread { fid, offset, count } => {
-                let mut data = s.read(&self.fid(fid)?, offset, count.min(io)).await?;
+                let mut data = s.read(&self.opened(fid, false)?, offset, count.min(io)).await?;
                 data.truncate(count.min(io) as usize);
                 Fcall::Rread { data }
             }
             Fcall::Twrite { fid, offset, data } => {
-                Fcall::Rwrite { count: s.write(&self.fid(fid)?, offset, data).await? }
+                Fcall::Rwrite { count: s.write(&self.opened(fid, true)?, offset, data).await? }
             }
             Fcall::Tclunk { fid } => {
                 s.clunk(self.take_fid(fid)?).await;

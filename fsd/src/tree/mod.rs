@@ -509,7 +509,7 @@ impl Serve for Tree {
             Place::Session1(n, SessionFile::Proposals) => {
                 let request = text.lines().next().unwrap_or("").to_string();
                 self.with_session(n, |s| {
-                    let p = crate::proposals::parse(&text, &s.view.state)?;
+                    let p = crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))?;
                     s.propose(&request, &p).map(|_| ())
                 })?;
             }

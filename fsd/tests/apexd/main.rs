@@ -1,25 +1,30 @@
 //! End to end: a real `apexd` on a temporary namespace directory, driven
-//! over its posted socket with the project's 9P client.
+//! over its posted socket with the project's 9P client, with the `apex`
+//! command, with raw 9P frames, and with PyPI's p9fs.
+
+mod host;
+mod protocol;
+mod session;
 
 use apex_ninep::fcall::*;
-use apex_ninep::{dial, Client, ClientError};
+use apex_ninep::{dial, Client, ClientError, File};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A running apexd and its namespace directory, both gone on drop.
-struct Daemon {
+pub struct Daemon {
     child: Child,
-    dir: PathBuf,
+    pub dir: PathBuf,
 }
 
 impl Daemon {
-    fn start(name: &str) -> Daemon {
+    pub fn start(name: &str) -> Daemon {
         Daemon::start_with(name, &[])
     }
 
-    fn start_with(name: &str, extra: &[String]) -> Daemon {
+    pub fn start_with(name: &str, extra: &[String]) -> Daemon {
         let dir = std::env::temp_dir().join(format!("apex-e2e-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
@@ -39,11 +44,11 @@ impl Daemon {
         d
     }
 
-    fn socket(&self) -> PathBuf {
+    pub fn socket(&self) -> PathBuf {
         self.dir.join("apex")
     }
 
-    async fn client(&self) -> Client {
+    pub async fn client(&self) -> Client {
         dial(&format!("unix!{}", self.socket().display()), 1 << 20).await.unwrap()
     }
 }
@@ -56,21 +61,21 @@ impl Drop for Daemon {
     }
 }
 
-async fn read(c: &Client, root: u32, path: &str) -> Result<Vec<u8>, ClientError> {
+pub async fn read(c: &Client, root: u32, path: &str) -> Result<Vec<u8>, ClientError> {
     let f = c.open_path(root, path, OREAD).await?;
     let data = c.read_all(&f).await;
     c.clunk(f.fid).await?;
     data
 }
 
-async fn write(c: &Client, root: u32, path: &str, text: &str) -> Result<(), ClientError> {
+pub async fn write(c: &Client, root: u32, path: &str, text: &str) -> Result<(), ClientError> {
     let f = c.open_path(root, path, OWRITE).await?;
     let r = c.write(f.fid, 0, text.as_bytes()).await;
     c.clunk(f.fid).await?;
     r.map(|_| ())
 }
 
-fn text(b: Vec<u8>) -> String {
+pub fn text(b: Vec<u8>) -> String {
     String::from_utf8(b).unwrap()
 }
 

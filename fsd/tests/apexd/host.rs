@@ -1,0 +1,108 @@
+//! Host services through the tree: get and put a buffer from and to a
+//! file, exec a command into `DIR/+Errors`, kill it.
+
+use super::session::new_buffer;
+use super::*;
+
+/// The buffer named `name` in session main, if any.
+async fn buffer_named(c: &Client, root: u32, name: &str) -> Option<String> {
+    let dir = c.open_path(root, "main/buffers", OREAD).await.unwrap();
+    let ids: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name).filter(|n| n != "new").collect();
+    c.clunk(dir.fid).await.unwrap();
+    for id in ids {
+        if let Ok(got) = read(c, root, &format!("main/buffers/{id}/name")).await {
+            if text(got).trim_end() == name {
+                return Some(id);
+            }
+        }
+    }
+    None
+}
+
+/// Waits until `f` holds, polling.
+async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut f: impl FnMut() -> F) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_put_exec_and_kill() {
+    let d = Daemon::start("host");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let work = d.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let file = work.join("notes.txt");
+    std::fs::write(&file, "from the disk\n").unwrap();
+    let n = new_buffer(&c, root).await;
+    let b = |f: &str| format!("main/buffers/{n}/{f}");
+
+    // get: the file's text, its name, clean.
+    write(&c, root, &b("ctl"), &format!("get {}", file.display())).await.unwrap();
+    assert_eq!(text(read(&c, root, &b("body")).await.unwrap()), "from the disk\n");
+    assert_eq!(text(read(&c, root, &b("name")).await.unwrap()).trim_end(), file.display().to_string());
+    let ctl = text(read(&c, root, &b("ctl")).await.unwrap());
+    assert!(ctl.contains("dirty 0\n"), "{ctl}");
+    // put: the buffer's text, then clean.
+    write(&c, root, &b("body"), "and from apex\n").await.unwrap();
+    assert!(text(read(&c, root, &b("ctl")).await.unwrap()).contains("dirty 1\n"));
+    write(&c, root, &b("ctl"), "put\n").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "from the disk\nand from apex\n");
+    let ctl = text(read(&c, root, &b("ctl")).await.unwrap());
+    assert!(ctl.contains("dirty 0\n"), "{ctl}");
+    let version: u64 = ctl.lines().find_map(|l| l.strip_prefix("version ")).unwrap().parse().unwrap();
+    let other = work.join("copy.txt");
+    write(&c, root, &b("ctl"), &format!("put -v {version} {}", other.display())).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "from the disk\nand from apex\n");
+    // Refusals say why and change nothing.
+    let before = text(read(&c, root, "main/hash").await.unwrap());
+    let e = write(&c, root, &b("ctl"), &format!("put -v {} {}", version + 5, other.display())).await.unwrap_err();
+    assert!(e.to_string().contains(&format!("is at version {version}, not {}", version + 5)), "{e}");
+    let e = write(&c, root, &b("ctl"), "get relative.txt").await.unwrap_err();
+    assert!(e.to_string().contains("not an absolute path"), "{e}");
+    let e = write(&c, root, &b("ctl"), &format!("get {}", work.join("missing").display())).await.unwrap_err();
+    assert!(e.to_string().contains("No such file"), "{e}");
+    std::fs::write(work.join("binary"), [0xff, 0xfe, 0]).unwrap();
+    let e = write(&c, root, &b("ctl"), &format!("get {}", work.join("binary").display())).await.unwrap_err();
+    assert!(e.to_string().contains("not UTF-8"), "{e}");
+    let e = write(&c, root, "main/ctl", "exec relative echo hi").await.unwrap_err();
+    assert!(e.to_string().contains("not an absolute path"), "{e}");
+    let e = write(&c, root, "main/ctl", "kill 999999").await.unwrap_err();
+    assert!(e.to_string().contains("no process 999999"), "{e}");
+    assert_eq!(text(read(&c, root, "main/hash").await.unwrap()), before);
+
+    // exec: output lands in DIR/+Errors; the process is in meta/processes
+    // until it exits, and its exit is in the metalog.
+    let dir = work.display().to_string();
+    write(&c, root, "main/ctl", &format!("exec {dir} echo hello; echo oops >&2; exit 3")).await.unwrap();
+    let errors = format!("{dir}/+Errors");
+    eventually("the errors window", || async { buffer_named(&c, root, &errors).await.is_some() }).await;
+    let eb = buffer_named(&c, root, &errors).await.unwrap();
+    eventually("the output", || async {
+        let body = text(read(&c, root, &format!("main/buffers/{eb}/body")).await.unwrap());
+        body.contains("hello\n") && body.contains("oops\n")
+    })
+    .await;
+    eventually("the exit", || async { text(read(&c, root, "main/meta/processes").await.unwrap()).is_empty() }).await;
+    let meta = c.open_path(root, "main/shards/meta/entries", OREAD).await.unwrap();
+    let info = text(read(&c, root, "main/shards/meta/info").await.unwrap());
+    let last: usize = info.lines().find_map(|l| l.strip_prefix("last ")).unwrap().parse().unwrap();
+    let mut off = 0;
+    let log = super::session::read_lines(&c, &meta, &mut off, last).await;
+    c.clunk(meta.fid).await.unwrap();
+    assert!(log.contains("\"ProcessExit\"") && log.contains("\"status\":3"), "{log}");
+
+    // kill: a long command ends by SIGTERM.
+    write(&c, root, "main/ctl", &format!("exec {dir} sleep 60")).await.unwrap();
+    let procs = text(read(&c, root, "main/meta/processes").await.unwrap());
+    let pid = procs.split_whitespace().next().unwrap_or_else(|| panic!("no process in {procs:?}")).to_string();
+    assert!(procs.contains(" sleep 60"), "{procs}");
+    write(&c, root, "main/ctl", &format!("kill {pid}")).await.unwrap();
+    eventually("the killed process to go", || async {
+        text(read(&c, root, "main/meta/processes").await.unwrap()).is_empty()
+    })
+    .await;
+}
