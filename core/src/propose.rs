@@ -8,9 +8,8 @@
 //! no longer retained (each buffer keeps its last `HISTORY_LIMIT`). Because
 //! the retained edits are in the state, every leader rebases identically.
 
-use crate::entry::Entry;
 use crate::error::{Reject, Result};
-use crate::id::{BufferId, ColumnId, WindowId};
+use crate::id::{BufferId, ColumnId, Seq, WindowId};
 use crate::layout::Frac;
 use crate::make::{self, NewWindow};
 use crate::node::Node;
@@ -119,9 +118,10 @@ pub enum Created {
 /// The outcome of an applied proposal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Applied {
-    /// Every entry the leader appended for it, in order, metalog entries
-    /// (on the authority) included.
-    pub entries: Vec<(Shard, Entry)>,
+    /// Every entry the leader appended for it, as (shard, seq) in order,
+    /// metalog entries (on the authority) included; the entries themselves
+    /// are in the log.
+    pub entries: Vec<(Shard, Seq)>,
     pub created: Created,
 }
 
@@ -164,15 +164,12 @@ pub fn apply(node: &mut Node, proposal: &Proposal) -> Result<Applied> {
     // Gather what was appended: the metalog (authority) and every led shard.
     let mut entries = Vec::new();
     if node.log.is_authority() {
-        let meta: Vec<Entry> = node.log.entries_after(Shard::Meta, mark)?.cloned().collect();
-        entries.extend(meta.into_iter().map(|e| (Shard::Meta, e)));
+        entries.extend((mark + 1..=node.log.last(Shard::Meta)).map(|seq| (Shard::Meta, seq)));
     }
     let now: Vec<Shard> = node.led().keys().copied().filter(|s| *s != Shard::Meta).collect();
     for shard in now {
         let from = before.iter().find(|(s, _)| *s == shard).map_or(0, |(_, n)| *n);
-        if let Ok(it) = node.log.entries_after(shard, from) {
-            entries.extend(it.cloned().map(|e| (shard, e)));
-        }
+        entries.extend((from + 1..=node.log.last(shard)).map(|seq| (shard, seq)));
     }
     Ok(Applied { entries, created })
 }

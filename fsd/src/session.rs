@@ -80,7 +80,7 @@ impl Session {
     pub fn propose(&mut self, request: &str, p: &Proposal) -> Result<Applied, String> {
         let result = propose::apply(&mut self.view, p).map_err(|e| e.to_string());
         let summary = match &result {
-            Ok(a) => Ok(a.entries.iter().map(|(s, e)| format!("{s}:{}", e.seq)).collect::<Vec<_>>().join(" ")),
+            Ok(a) => Ok(a.entries.iter().map(|(s, seq)| format!("{s}:{seq}")).collect::<Vec<_>>().join(" ")),
             Err(e) => Err(e.clone()),
         };
         self.record(request, summary);

@@ -233,6 +233,12 @@ impl<S: Serve> Conn<S> {
 }
 
 /// Serves one connection until the client hangs up or its framing breaks.
+///
+/// One task reads requests and writes replies: a request that completes
+/// at once (most do: stat, walk, a read of a plain file) is answered from
+/// here without a task of its own, and replies ready together go out in
+/// one write. A request that has to wait runs as its own task and sends its
+/// reply back through a channel.
 pub async fn serve_conn<S, T>(serve: Arc<S>, stream: T, config: Config) -> std::result::Result<(), FrameError>
 where
     S: Serve,
@@ -240,20 +246,6 @@ where
 {
     let (mut r, mut w) = tokio::io::split(stream);
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
-    let writer = tokio::spawn(async move {
-        let mut out = Vec::new();
-        while let Some(msg) = rx.recv().await {
-            out.clear();
-            encode(&msg, &mut out);
-            // Batch whatever else is ready into one write.
-            while let Ok(more) = rx.try_recv() {
-                encode(&more, &mut out);
-            }
-            if w.write_all(&out).await.is_err() {
-                break;
-            }
-        }
-    });
     let conn = Arc::new(Conn {
         serve,
         fids: Mutex::new(HashMap::new()),
@@ -261,51 +253,77 @@ where
         out: tx,
         msize: std::sync::atomic::AtomicU32::new(0),
     });
-    let result = read_loop(&conn, &mut r, &config).await;
+    let result = io_loop(&conn, &mut r, &mut w, &mut rx, &config).await;
     conn.reset().await;
-    drop(conn);
-    let _ = writer.await;
     result
 }
 
-async fn read_loop<S: Serve>(
+/// Bytes asked of the socket per read.
+const READ_CHUNK: usize = 256 * 1024;
+
+async fn io_loop<S: Serve>(
     conn: &Arc<Conn<S>>,
     r: &mut (impl AsyncRead + Unpin),
+    w: &mut (impl AsyncWrite + Unpin),
+    rx: &mut mpsc::UnboundedReceiver<Msg>,
     config: &Config,
 ) -> std::result::Result<(), FrameError> {
-    let mut buf = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut buf: Vec<u8> = Vec::new();
+    let mut start = 0;
+    let mut out = Vec::new();
     loop {
-        // Before Tversion, frames may be as large as we would ever allow.
-        let limit = match conn.msize.load(std::sync::atomic::Ordering::Relaxed) {
-            0 => config.msize,
-            m => m,
-        };
-        let n = match check(&buf, limit)? {
-            Some(n) => n,
-            None => {
-                let k = r.read(&mut chunk).await.unwrap_or(0);
-                if k == 0 {
+        // Every complete frame read so far.
+        loop {
+            // Before Tversion, frames may be as large as we would ever allow.
+            let limit = match conn.msize.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => config.msize,
+                m => m,
+            };
+            let Some(n) = check(&buf[start..], limit)? else { break };
+            let parsed = parse(&buf[start..start + n]);
+            start += n;
+            match parsed {
+                Ok(msg) => dispatch(conn, msg, config).await,
+                Err(e) => match e.tag() {
+                    Some(tag) => conn.reply(tag, Fcall::Rerror { ename: e.to_string() }),
+                    None => return Ok(()),
+                },
+            }
+        }
+        buf.drain(..start);
+        start = 0;
+        // The replies that are ready, in one write.
+        out.clear();
+        while let Ok(msg) = rx.try_recv() {
+            encode(&msg, &mut out);
+        }
+        if !out.is_empty() && w.write_all(&out).await.is_err() {
+            return Ok(());
+        }
+        tokio::select! {
+            got = read_more(r, &mut buf) => {
+                if !got {
                     return Ok(());
                 }
-                buf.extend_from_slice(&chunk[..k]);
-                continue;
             }
-        };
-        let parsed = parse(&buf[..n]);
-        buf.drain(..n);
-        let msg = match parsed {
-            Ok(m) => m,
-            Err(e) => match e.tag() {
-                Some(tag) => {
-                    conn.reply(tag, Fcall::Rerror { ename: e.to_string() });
-                    continue;
+            Some(msg) = rx.recv() => {
+                out.clear();
+                encode(&msg, &mut out);
+                while let Ok(more) = rx.try_recv() {
+                    encode(&more, &mut out);
                 }
-                None => return Ok(()),
-            },
-        };
-        dispatch(conn, msg, config).await;
+                if w.write_all(&out).await.is_err() {
+                    return Ok(());
+                }
+            }
+        }
     }
+}
+
+/// Reads more of the stream onto `buf`; false at the end.
+async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>) -> bool {
+    buf.reserve(READ_CHUNK);
+    matches!(r.read_buf(buf).await, Ok(k) if k > 0)
 }
 
 async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
@@ -347,11 +365,21 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
             }
             let cancelable = matches!(body, Fcall::Tread { .. });
             let c = conn.clone();
+            let mut request = Box::pin(async move { c.handle(body).await });
+            // Most requests finish without waiting: answer those here.
+            // One that waits keeps its place (the next poll, in its own
+            // task, registers the real waker).
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            if let std::task::Poll::Ready(reply) = request.as_mut().poll(&mut cx) {
+                conn.reply(tag, reply);
+                return;
+            }
+            let c = conn.clone();
             // The task registers itself under the lock, so it cannot finish
             // and unregister before it is registered.
             let mut tasks = conn.tasks.lock().expect("task lock");
             let task = tokio::spawn(async move {
-                let reply = c.handle(body).await;
+                let reply = request.await;
                 // Reply and unregister without an await between, so a Tflush
                 // sees either a running request or a sent reply.
                 let mut tasks = c.tasks.lock().expect("task lock");

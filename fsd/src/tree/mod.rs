@@ -41,6 +41,9 @@ struct Opened {
     stream: Option<Cursor>,
     /// An incomplete UTF-8 sequence from the last body write.
     tail: Vec<u8>,
+    /// `content` was made by the open and no read has used it yet, so a
+    /// first read at offset 0 need not make it again.
+    fresh: bool,
     /// Whether this fid counts as an open of its buffer's addr.
     addr_open: bool,
 }
@@ -442,6 +445,7 @@ impl Serve for Tree {
             }
             _ => opened.content = self.content(place)?,
         }
+        opened.fresh = true;
         let qid = self.qid(&self.reg(), place);
         Ok((qid, Fid { place, opened: Arc::new(Mutex::new(opened)) }))
     }
@@ -465,9 +469,10 @@ impl Serve for Tree {
         // reading the version that read made. A directory keeps the listing
         // made at open; the two `new` files keep what they made.
         let fixed = place.is_dir() || matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_));
-        if offset == 0 && !fixed {
-            let fresh = self.content(place)?;
-            fid.lock().content = fresh;
+        let fresh = std::mem::take(&mut fid.lock().fresh);
+        if offset == 0 && !fixed && !fresh {
+            let now = self.content(place)?;
+            fid.lock().content = now;
         }
         let opened = fid.lock();
         slice(&opened.content, offset, count, place.is_dir())
@@ -480,8 +485,14 @@ impl Serve for Tree {
             // A rune cut by the write boundary waits for the next write.
             let text = {
                 let mut opened = fid.lock();
-                let mut bytes = std::mem::take(&mut opened.tail);
-                bytes.extend_from_slice(&data);
+                let mut bytes = match opened.tail.is_empty() {
+                    true => data,
+                    false => {
+                        let mut joined = std::mem::take(&mut opened.tail);
+                        joined.extend_from_slice(&data);
+                        joined
+                    }
+                };
                 let cut = match std::str::from_utf8(&bytes) {
                     Ok(_) => bytes.len(),
                     Err(e) if e.error_len().is_none() => e.valid_up_to(),

@@ -1,0 +1,373 @@
+//! The 9P benchmark: a real `apexd` against a plain Unix-socket echo
+//! server measured in the same run.
+//!
+//! `cargo bench -p apex-fsd --bench ninep` prints round trips per second
+//! for Tstat and a small Tread (one client, and eight at once), and MB/s
+//! for writing then reading a 100 MB body at msize 64 KiB and 1 MiB, each
+//! beside the reference: the same round trips, or the same bytes, through
+//! a socket whose server (another process, as apexd is) does nothing but
+//! echo or send.
+//! It prints figures; nothing here asserts a time.
+
+use apex_ninep::fcall::{OREAD, OWRITE};
+use apex_ninep::{dial, Client};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+
+/// How long each round-trip figure is measured for.
+const WINDOW: Duration = Duration::from_millis(1500);
+/// Size of the bulk body.
+const BULK: usize = 100 << 20;
+
+struct Daemon {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn start_apexd(dir: &Path) -> Daemon {
+    let _ = std::fs::remove_dir_all(dir);
+    let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .arg("--namespace")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start apexd");
+    let d = Daemon { child, dir: dir.to_path_buf() };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !dir.join("apex").exists() {
+        assert!(Instant::now() < deadline, "apexd did not post its socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    d
+}
+
+/// Round trips per second of `clients` loops of `once` for `WINDOW`.
+async fn rate<F, Fut>(clients: usize, once: F) -> f64
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..clients {
+        let once = once.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < WINDOW {
+                once(i).await;
+                n += 1;
+            }
+            n
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("bench task");
+    }
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// A plain echo server on a Unix socket: the reference for round trips.
+async fn echo_server(path: &Path) {
+    let listener = UnixListener::bind(path).expect("bind echo");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// A plain server that sends `BULK` bytes in `chunk`-sized writes, or
+/// swallows what it is sent: the reference for bulk transfer.
+async fn bulk_server(path: &Path, chunk: usize) {
+    let listener = UnixListener::bind(path).expect("bind bulk");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut mode = [0u8; 1];
+                if s.read_exact(&mut mode).await.is_err() {
+                    return;
+                }
+                let mut buf = vec![b'x'; chunk];
+                if mode[0] == b'r' {
+                    let mut left = BULK;
+                    while left > 0 {
+                        let n = left.min(chunk);
+                        if s.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                        left -= n;
+                    }
+                } else {
+                    let mut got = 0;
+                    while got < BULK {
+                        match s.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got += n,
+                        }
+                    }
+                    let _ = s.write_all(b"k").await;
+                }
+            });
+        }
+    });
+}
+
+async fn echo_rate(path: &Path, clients: usize, size: usize) -> f64 {
+    let mut conns = Vec::new();
+    for _ in 0..clients {
+        conns.push(std::sync::Arc::new(tokio::sync::Mutex::new(UnixStream::connect(path).await.expect("echo"))));
+    }
+    rate(clients, move |i| {
+        let c = conns[i].clone();
+        async move {
+            let mut s = c.lock().await;
+            let msg = vec![7u8; size];
+            s.write_all(&msg).await.expect("echo write");
+            let mut back = vec![0u8; size];
+            s.read_exact(&mut back).await.expect("echo read");
+        }
+    })
+    .await
+}
+
+async fn bulk_reference(path: &Path, chunk: usize) -> (f64, f64) {
+    let data = vec![b'x'; chunk];
+    let mut s = UnixStream::connect(path).await.expect("bulk");
+    let t = Instant::now();
+    s.write_all(b"w").await.expect("bulk mode");
+    let mut left = BULK;
+    while left > 0 {
+        let n = left.min(chunk);
+        s.write_all(&data[..n]).await.expect("bulk write");
+        left -= n;
+    }
+    let mut k = [0u8; 1];
+    s.read_exact(&mut k).await.expect("bulk ack");
+    let write = mbps(BULK, t.elapsed());
+    let mut s = UnixStream::connect(path).await.expect("bulk");
+    let t = Instant::now();
+    s.write_all(b"r").await.expect("bulk mode");
+    let mut buf = vec![0u8; chunk];
+    let mut got = 0;
+    while got < BULK {
+        got += s.read(&mut buf).await.expect("bulk read");
+    }
+    (write, mbps(BULK, t.elapsed()))
+}
+
+fn mbps(bytes: usize, took: Duration) -> f64 {
+    bytes as f64 / 1e6 / took.as_secs_f64()
+}
+
+async fn clients(addr: &str, n: usize, msize: u32) -> Vec<(Client, u32)> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let c = dial(addr, msize).await.expect("dial apexd");
+        let root = c.attach("bench", "").await.expect("attach");
+        out.push((c, root));
+    }
+    out
+}
+
+async fn stat_rate(addr: &str, n: usize) -> f64 {
+    let cs = clients(addr, n, 1 << 20).await;
+    let mut fids = Vec::new();
+    for (c, root) in &cs {
+        fids.push((c.clone(), c.walk(*root, &["main", "label"]).await.expect("walk").0));
+    }
+    rate(n, move |i| {
+        let (c, fid) = fids[i].clone();
+        async move {
+            c.stat(fid).await.expect("stat");
+        }
+    })
+    .await
+}
+
+async fn read_rate(addr: &str, n: usize) -> f64 {
+    let cs = clients(addr, n, 1 << 20).await;
+    let mut files = Vec::new();
+    for (c, root) in &cs {
+        files.push((c.clone(), c.open_path(*root, "main/id", OREAD).await.expect("open id")));
+    }
+    rate(n, move |i| {
+        let (c, f) = files[i].clone();
+        async move {
+            // A small read at an offset past 0 reads the open version.
+            c.read(f.fid, 8, 16).await.expect("read");
+        }
+    })
+    .await
+}
+
+/// Tstat round trips per second from a bare client: one blocking socket
+/// that writes a frame and reads the reply, so the figure is the daemon's
+/// (the async client adds its own task hand-offs).
+fn raw_stat_rate(socket: &Path) -> f64 {
+    use apex_ninep::fcall::{Fcall, Msg, NOFID, NOTAG};
+    use apex_ninep::{check, parse, to_bytes};
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(socket).expect("connect");
+    let mut buf = Vec::new();
+    let mut rpc = |s: &mut std::os::unix::net::UnixStream, msg: &Msg| -> Msg {
+        s.write_all(&to_bytes(msg)).expect("write");
+        loop {
+            if let Some(n) = check(&buf, 1 << 20).expect("frame") {
+                let m = parse(&buf[..n]).expect("reply");
+                buf.drain(..n);
+                return m;
+            }
+            let mut chunk = [0u8; 4096];
+            let k = s.read(&mut chunk).expect("read");
+            assert!(k > 0, "hang-up");
+            buf.extend_from_slice(&chunk[..k]);
+        }
+    };
+    rpc(&mut s, &Msg { tag: NOTAG, body: Fcall::Tversion { msize: 1 << 20, version: "9P2000".into() } });
+    rpc(&mut s, &Msg { tag: 1, body: Fcall::Tattach { fid: 0, afid: NOFID, uname: "bench".into(), aname: "".into() } });
+    let stat = Msg { tag: 1, body: Fcall::Tstat { fid: 0 } };
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < WINDOW {
+        rpc(&mut s, &stat);
+        n += 1;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Writes a `BULK` body at `msize`, then reads it back; MB/s each way.
+async fn bulk_9p(addr: &str, msize: u32) -> (f64, f64) {
+    let cs = clients(addr, 1, msize).await;
+    let (c, root) = &cs[0];
+    let id = String::from_utf8(c.read_all(&c.open_path(*root, "main/buffers/new", OREAD).await.unwrap()).await.unwrap())
+        .unwrap()
+        .trim()
+        .to_string();
+    let body = format!("main/buffers/{id}/body");
+    let line = b"the quick brown fox jumps over the lazy dog, again and again and again\n";
+    let text: Vec<u8> = line.iter().copied().cycle().take(BULK).collect();
+    let f = c.open_path(*root, &body, OWRITE).await.unwrap();
+    let t = Instant::now();
+    c.write_all(&f, 0, &text).await.expect("bulk write");
+    let write = mbps(BULK, t.elapsed());
+    c.clunk(f.fid).await.unwrap();
+    let f = c.open_path(*root, &body, OREAD).await.unwrap();
+    let t = Instant::now();
+    let got = c.read_all(&f).await.expect("bulk read");
+    let read = mbps(got.len(), t.elapsed());
+    assert_eq!(got.len(), BULK, "the body reads back whole");
+    c.clunk(f.fid).await.unwrap();
+    (write, read)
+}
+
+/// The reference servers run in a process of their own, as apexd does, so
+/// both pay the same cross-process wake-ups: this binary again, told by
+/// `APEX_BENCH_SERVE=DIR` to serve `DIR/echo` and `DIR/bulk*`.
+async fn serve_references(dir: &Path) {
+    echo_server(&dir.join("echo")).await;
+    for msize in MSIZES {
+        bulk_server(&dir.join(format!("bulk{msize}")), (msize - 24) as usize).await;
+    }
+    std::fs::write(dir.join("ready"), b"").expect("ready");
+    std::future::pending::<()>().await;
+}
+
+const MSIZES: [u32; 2] = [64 << 10, 1 << 20];
+
+struct References(Child);
+
+impl Drop for References {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    if let Some(dir) = std::env::var_os("APEX_BENCH_SERVE") {
+        return serve_references(Path::new(&dir)).await;
+    }
+    let base = std::env::temp_dir().join(format!("apex-bench-9p-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let refs = References(
+        Command::new(std::env::current_exe().expect("own path"))
+            .env("APEX_BENCH_SERVE", &base)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the reference servers"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !base.join("ready").exists() {
+        assert!(Instant::now() < deadline, "the reference servers did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let echo = base.join("echo");
+
+    println!("9P round trips (apexd vs a plain Unix-socket echo of the same size)");
+    println!("{:<28} {:>14} {:>14} {:>8}", "", "apexd rt/s", "echo rt/s", "ratio");
+    let d = start_apexd(&base.join("ns"));
+    let addr = format!("unix!{}", d.dir.join("apex").display());
+    let raw = tokio::task::spawn_blocking({
+        let socket = d.dir.join("apex");
+        move || raw_stat_rate(&socket)
+    })
+    .await
+    .expect("raw client");
+    let ref_raw = echo_rate(&echo, 1, 40).await;
+    println!("{:<28} {:>14.0} {:>14.0} {:>7.2}x", "Tstat, bare blocking client", raw, ref_raw, ref_raw / raw);
+    for clients in [1, 8] {
+        // Tstat is 11 bytes out, ~70 back; a small Tread 23 out, ~27 back.
+        let stat = stat_rate(&addr, clients).await;
+        let ref_stat = echo_rate(&echo, clients, 40).await;
+        println!("{:<28} {:>14.0} {:>14.0} {:>7.2}x", format!("Tstat, {clients} client(s)"), stat, ref_stat, ref_stat / stat);
+        let read = read_rate(&addr, clients).await;
+        let ref_read = echo_rate(&echo, clients, 25).await;
+        println!("{:<28} {:>14.0} {:>14.0} {:>7.2}x", format!("Tread 16 B, {clients} client(s)"), read, ref_read, ref_read / read);
+    }
+    drop(d);
+
+    println!();
+    println!("bulk body transfer, 100 MB (apexd vs plain socket, same chunk size)");
+    println!("{:<28} {:>12} {:>12} {:>12} {:>12}", "", "9P write", "ref write", "9P read", "ref read");
+    for msize in MSIZES {
+        // A fresh daemon per size, so each starts from an empty session.
+        let d = start_apexd(&base.join(format!("ns{msize}")));
+        let addr = format!("unix!{}", d.dir.join("apex").display());
+        let (w, r) = bulk_9p(&addr, msize).await;
+        let sock = base.join(format!("bulk{msize}"));
+        let (rw, rr) = bulk_reference(&sock, (msize - 24) as usize).await;
+        println!(
+            "{:<28} {:>9.0} MB/s {:>7.0} MB/s {:>7.0} MB/s {:>7.0} MB/s",
+            format!("msize {} KiB", msize >> 10),
+            w,
+            rw,
+            r,
+            rr
+        );
+        drop(d);
+    }
+    drop(refs);
+    let _ = std::fs::remove_dir_all(&base);
+}
