@@ -10,8 +10,9 @@
 //! The transport is any byte stream: `dial` opens `unix!PATH` or
 //! `tcp!HOST!PORT` as plan9port spells them.
 
-use crate::codec::{check, encode, parse, parse_stats};
+use crate::codec::{check, encode, encode_frame, parse, parse_stats, LARGE};
 use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM, NOFID, NOTAG};
+use crate::io::write_two;
 use crate::version::{iounit, VERSION};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -97,12 +98,16 @@ async fn read_frame(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, msize: 
             Ok(None) => {}
             Err(e) => return Err(ClientError::Protocol(e.to_string())),
         }
-        let mut chunk = [0u8; 64 * 1024];
-        let n = r.read(&mut chunk).await?;
-        if n == 0 {
+        // Read straight onto the buffer, room for the whole frame once its
+        // size is known, so a large Rread is not copied on the way in.
+        let want = match buf.get(..4) {
+            Some(size) => (u32::from_le_bytes(size.try_into().expect("4 bytes")) as usize).min(msize as usize),
+            None => 0,
+        };
+        buf.reserve(want.saturating_sub(buf.len()).max(64 * 1024));
+        if r.read_buf(buf).await? == 0 {
             return Ok(None);
         }
-        buf.extend_from_slice(&chunk[..n]);
     }
 }
 
@@ -208,8 +213,13 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         self.shared.pending.lock().expect("pending lock").insert(tag, tx);
         let mut out = Vec::new();
-        encode(&Msg { tag, body }, &mut out);
-        if let Err(e) = self.shared.writer.lock().await.write_all(&out).await {
+        let msg = Msg { tag, body };
+        let bulk = encode_frame(&msg, &mut out, LARGE);
+        let sent = async {
+            let mut w = self.shared.writer.lock().await;
+            write_two(&mut *w, &out, bulk.unwrap_or_default()).await
+        };
+        if let Err(e) = sent.await {
             guard.answered = true;
             self.shared.pending.lock().expect("pending lock").remove(&tag);
             return Err(e.into());

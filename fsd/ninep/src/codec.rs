@@ -231,9 +231,22 @@ pub fn parse_stats(data: &[u8]) -> Result<Vec<Stat>, DecodeError> {
     Ok(out)
 }
 
+/// Data this large is written from where it lies, not copied into a
+/// frame buffer (`encode_frame`).
+pub const LARGE: usize = 256 * 1024;
+
 /// Appends `msg`'s frame to `out`.
 pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
+    encode_frame(msg, out, usize::MAX);
+}
+
+/// Appends `msg`'s frame to `out`, except that the data of an Rread or
+/// Twrite of at least `large` bytes is left for the caller to send right
+/// after `out` (the frame's size counts it): bulk data is then written
+/// from where it lies instead of being copied into `out`.
+pub fn encode_frame<'m>(msg: &'m Msg, out: &mut Vec<u8>, large: usize) -> Option<&'m [u8]> {
     let start = out.len();
+    let mut after = None;
     out.extend_from_slice(&[0, 0, 0, 0]);
     out.push(msg.body.ty());
     out.extend_from_slice(&msg.tag.to_le_bytes());
@@ -292,13 +305,19 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
         }
         Rread { data } => {
             u32s(out, &[data.len() as u32]);
-            out.extend_from_slice(data);
+            match data.len() >= large {
+                true => after = Some(data.as_slice()),
+                false => out.extend_from_slice(data),
+            }
         }
         Twrite { fid, offset, data } => {
             u32s(out, &[*fid]);
             out.extend_from_slice(&offset.to_le_bytes());
             u32s(out, &[data.len() as u32]);
-            out.extend_from_slice(data);
+            match data.len() >= large {
+                true => after = Some(data.as_slice()),
+                false => out.extend_from_slice(data),
+            }
         }
         Rwrite { count } => u32s(out, &[*count]),
         Tclunk { fid } | Tremove { fid } | Tstat { fid } => u32s(out, &[*fid]),
@@ -308,8 +327,9 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
             put_stat_field(out, stat);
         }
     }
-    let size = (out.len() - start) as u32;
+    let size = (out.len() - start + after.map_or(0, <[u8]>::len)) as u32;
     out[start..start + 4].copy_from_slice(&size.to_le_bytes());
+    after
 }
 
 /// stat[n]: the record's length, then the record.

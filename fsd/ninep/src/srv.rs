@@ -20,9 +20,10 @@
 //! - A malformed message with a tag gets an Rerror and the connection goes
 //!   on; broken framing closes it.
 
-use crate::codec::{check, encode, parse};
+use crate::codec::{check, encode_frame, parse, LARGE};
 use crate::error::FrameError;
 use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG, OEXEC, OREAD, OWRITE};
+use crate::io::write_two;
 use crate::version::{iounit, negotiate, Negotiated, VERSION};
 use std::collections::HashMap;
 use std::future::Future;
@@ -167,9 +168,21 @@ impl<S: Serve> Conn<S> {
 
     /// Runs one request (not Tversion or Tflush) to its reply.
     async fn handle(self: &Arc<Self>, body: Fcall) -> Fcall {
+        let ty = body.ty();
+        // A refused change is worth a line; a refused walk or read is
+        // routine (shells probe for files), so it is only traced.
+        let changes =
+            matches!(body, Fcall::Twrite { .. } | Fcall::Tcreate { .. } | Fcall::Tremove { .. } | Fcall::Twstat { .. });
         match self.handle_inner(body).await {
             Ok(r) => r,
-            Err(ename) => Fcall::Rerror { ename },
+            Err(ename) => {
+                if changes {
+                    tracing::info!(ty, error = %ename, "request refused");
+                } else {
+                    tracing::debug!(ty, error = %ename, "request refused");
+                }
+                Fcall::Rerror { ename }
+            }
         }
     }
 
@@ -284,20 +297,23 @@ async fn io_loop<S: Serve>(
             start += n;
             match parsed {
                 Ok(msg) => dispatch(conn, msg, config).await,
-                Err(e) => match e.tag() {
-                    Some(tag) => conn.reply(tag, Fcall::Rerror { ename: e.to_string() }),
-                    None => return Ok(()),
-                },
+                Err(e) => {
+                    tracing::info!(error = %e, "malformed 9P message");
+                    match e.tag() {
+                        Some(tag) => conn.reply(tag, Fcall::Rerror { ename: e.to_string() }),
+                        None => return Ok(()),
+                    }
+                }
             }
         }
         buf.drain(..start);
         start = 0;
-        // The replies that are ready, in one write.
-        out.clear();
+        // The replies that are ready, in as few writes as may be.
+        let mut ready = Vec::new();
         while let Ok(msg) = rx.try_recv() {
-            encode(&msg, &mut out);
+            ready.push(msg);
         }
-        if !out.is_empty() && w.write_all(&out).await.is_err() {
+        if send(w, &mut out, &ready).await.is_err() {
             return Ok(());
         }
         tokio::select! {
@@ -307,17 +323,33 @@ async fn io_loop<S: Serve>(
                 }
             }
             Some(msg) = rx.recv() => {
-                out.clear();
-                encode(&msg, &mut out);
+                ready.clear();
+                ready.push(msg);
                 while let Ok(more) = rx.try_recv() {
-                    encode(&more, &mut out);
+                    ready.push(more);
                 }
-                if w.write_all(&out).await.is_err() {
+                if send(w, &mut out, &ready).await.is_err() {
                     return Ok(());
                 }
             }
         }
     }
+}
+
+/// Writes `replies`: small ones gathered into one write, the data of a
+/// large Rread written from its own buffer rather than copied.
+async fn send(w: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>, replies: &[Msg]) -> std::io::Result<()> {
+    out.clear();
+    for msg in replies {
+        if let Some(data) = encode_frame(msg, out, LARGE) {
+            write_two(w, out, data).await?;
+            out.clear();
+        }
+    }
+    if !out.is_empty() {
+        w.write_all(out).await?;
+    }
+    Ok(())
 }
 
 /// Reads more of the stream onto `buf`; false at the end.

@@ -70,6 +70,24 @@ fn every_message_round_trips() {
     }
 }
 
+/// A frame whose bulk data is left out is the same bytes once the data
+/// follows it, at every size around the threshold.
+#[test]
+fn frames_with_data_left_out_are_the_same_bytes() {
+    for len in [0, 1, codec::LARGE - 1, codec::LARGE, codec::LARGE + 7] {
+        let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        for body in [Fcall::Rread { data: data.clone() }, Fcall::Twrite { fid: 3, offset: 1 << 33, data: data.clone() }]
+        {
+            let msg = Msg { tag: 5, body };
+            let mut out = vec![0xee];
+            let after = codec::encode_frame(&msg, &mut out, codec::LARGE);
+            assert_eq!(after.is_some(), len >= codec::LARGE);
+            out.extend_from_slice(after.unwrap_or_default());
+            assert_eq!(&out[1..], to_bytes(&msg).as_slice(), "{len} bytes");
+        }
+    }
+}
+
 #[test]
 fn byte_transcripts() {
     // Rerror "x" on tag 1, and an Rstat's doubled length: stat[n] then the

@@ -41,9 +41,10 @@ struct Opened {
     stream: Option<Cursor>,
     /// An incomplete UTF-8 sequence from the last body write.
     tail: Vec<u8>,
-    /// `content` was made by the open and no read has used it yet, so a
-    /// first read at offset 0 need not make it again.
-    fresh: bool,
+    /// The change count when the open made `content`, until a read uses
+    /// it: a first read at offset 0 with nothing changed since need not
+    /// make it again.
+    fresh: Option<u64>,
     /// Whether this fid counts as an open of its buffer's addr.
     addr_open: bool,
 }
@@ -359,6 +360,15 @@ impl Serve for Tree {
         let reg = self.reg();
         let place = match aname.trim_matches('/') {
             "" => Place::Root,
+            name if name.ends_with("/acme") => {
+                return Err(format!(
+                    "attach {aname:?}: the acme tree is not served yet; attach \"{}\" for the session's own files",
+                    &name[..name.len() - 5]
+                ))
+            }
+            name if name.contains('/') => {
+                return Err(format!("attach {aname:?}: an attach name is \"\" (the root) or a session name"))
+            }
             name => Place::Session(reg.by_name(name).ok_or_else(|| format!("no session {name:?} (see /index)"))?),
         };
         Ok((self.qid(&reg, place), Fid::at(place)))
@@ -402,6 +412,9 @@ impl Serve for Tree {
         if wants_read && perm & 0o444 == 0 {
             return Err(format!("permission denied: {name} is write-only; open it with OWRITE"));
         }
+        // Counted before the content is made, so a change racing the open
+        // makes the first read look again.
+        let generation = *self.changes.borrow();
         let mut opened = Opened::default();
         match place {
             _ if place.is_dir() => opened.content = self.listing(place)?,
@@ -445,7 +458,7 @@ impl Serve for Tree {
             }
             _ => opened.content = self.content(place)?,
         }
-        opened.fresh = true;
+        opened.fresh = Some(generation);
         let qid = self.qid(&self.reg(), place);
         Ok((qid, Fid { place, opened: Arc::new(Mutex::new(opened)) }))
     }
@@ -469,7 +482,8 @@ impl Serve for Tree {
         // reading the version that read made. A directory keeps the listing
         // made at open; the two `new` files keep what they made.
         let fixed = place.is_dir() || matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_));
-        let fresh = std::mem::take(&mut fid.lock().fresh);
+        let made_at = fid.lock().fresh.take();
+        let fresh = made_at.is_some_and(|n| n == *self.changes.borrow());
         if offset == 0 && !fixed && !fresh {
             let now = self.content(place)?;
             fid.lock().content = now;

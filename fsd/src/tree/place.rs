@@ -175,3 +175,34 @@ impl Place {
         (name.to_string(), perm)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proposals::VERBS;
+
+    /// apex(4) documents every file of the tree and every proposal verb:
+    /// a file added here without its paragraph there fails this test.
+    #[test]
+    fn the_manual_names_every_file_and_verb() {
+        let page = include_str!("../../../man/apex.4");
+        let documented = |name: &str| {
+            page.lines().any(|l| {
+                l.strip_prefix(".B ").or_else(|| l.strip_prefix(".BI ")).or_else(|| l.strip_prefix(".BR ")).is_some_and(
+                    |rest| rest.split([' ', '/', '"']).any(|w| w == name) || rest.contains(&format!("/{name}")),
+                )
+            })
+        };
+        let names = ROOT
+            .iter()
+            .map(|(n, _, _)| *n)
+            .chain(SESSION.iter().map(|(n, _, _)| *n))
+            .chain(SESSION_DIRS.iter().map(|(n, _, _)| *n))
+            .chain(SHARD.iter().map(|(n, _, _)| *n))
+            .chain(BUFFER.iter().map(|(n, _, _)| *n))
+            .chain(MetaTable::ALL.iter().map(|(n, _)| *n))
+            .chain(VERBS.split('|'));
+        let missing: Vec<&str> = names.filter(|n| !documented(n)).collect();
+        assert!(missing.is_empty(), "man/apex.4 does not document {missing:?}");
+    }
+}

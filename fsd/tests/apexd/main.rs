@@ -9,7 +9,7 @@ mod session;
 use apex_ninep::fcall::*;
 use apex_ninep::{dial, Client, ClientError, File};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -130,6 +130,9 @@ async fn sessions_through_the_root_tree() {
     let s = c.attach("glenda", "games").await.unwrap();
     assert_eq!(text(read(&c, s, "label").await.unwrap()), "games\n");
     assert!(c.attach("glenda", "nosuch").await.unwrap_err().to_string().contains("no session"));
+    let acme = c.attach("glenda", "games/acme").await.unwrap_err().to_string();
+    assert!(acme.contains("acme tree is not served yet") && acme.contains("attach \"games\""), "{acme}");
+    assert!(c.attach("glenda", "games/x/y").await.unwrap_err().to_string().contains("a session name"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,26 +148,47 @@ async fn a_second_daemon_on_the_same_namespace_is_refused() {
     assert!(text(read(&c, root, "index").await.unwrap()).starts_with("main "));
 }
 
-/// The Python of the venv with PyPI's `p9fs` (`.ci/run` makes it at
-/// `target/py/p9fs`), or `$APEX_P9FS_PYTHON`.
-fn p9fs_python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("APEX_P9FS_PYTHON") {
+/// The Python of the venv `.ci/run` makes for an independent 9P client
+/// (`target/py/VENV`), or `$VAR`; `None` (with the reason printed) where
+/// neither exists outside CI, a failure in CI.
+fn client_python(venv: &str, var: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var) {
         return Some(PathBuf::from(p));
     }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/py/p9fs/bin/python");
-    p.exists().then_some(p)
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/py").join(venv).join("bin/python");
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must provide {venv}: .ci/run makes target/py/{venv}");
+    eprintln!("skipping: no {venv} venv (run .ci/run once, or set {var})");
+    None
+}
+
+/// Runs one of `tests/py`'s scripts and returns its standard output.
+fn run_script(python: &Path, script: &str, args: &[&str]) -> String {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py").join(script);
+    let mut child =
+        Command::new(python).arg(&script).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // A script that hangs must not hang the suite.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{script:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    stdout
 }
 
 /// The same flows through a 9P client this project did not write: p9fs,
 /// with its own codec, in 9P2000 mode, over TCP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_independent_client_p9fs_agrees() {
-    let Some(python) = p9fs_python() else {
-        // CI always has it; on a developer machine say how to get it.
-        assert!(std::env::var_os("CI").is_none(), "CI must provide p9fs: .ci/run makes target/py/p9fs");
-        eprintln!("skipping: no p9fs venv (run .ci/run once, or set APEX_P9FS_PYTHON)");
-        return;
-    };
+    let Some(python) = client_python("p9fs", "APEX_P9FS_PYTHON") else { return };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let d = Daemon::start_with("p9fs", &["--listen".into(), format!("tcp!127.0.0.1!{port}")]);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -172,10 +196,7 @@ async fn an_independent_client_p9fs_agrees() {
         assert!(Instant::now() < deadline, "apexd did not listen on tcp");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/py/p9fs_session.py");
-    let out = Command::new(&python).arg(&script).arg("127.0.0.1").arg(port.to_string()).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "p9fs failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = run_script(&python, "p9fs_session.py", &["127.0.0.1", &port.to_string()]);
     assert!(stdout.contains("p9fs: ok"), "{stdout}");
     // What p9fs did is visible to our client too, and the hash it read is
     // the one every replica computes from the snapshot.
@@ -186,9 +207,34 @@ async fn an_independent_client_p9fs_agrees() {
         .map(|l| l.split(' ').next().unwrap().to_string())
         .collect();
     assert_eq!(names, ["main", "renamed"]);
+    let b = stdout.split_whitespace().nth(2).unwrap();
+    assert_eq!(text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap()), "said: from p9fs\n");
     let snap = read(&c, root, "main/snapshot").await.unwrap();
     let hash = text(read(&c, root, "main/hash").await.unwrap());
     assert_eq!(hash.trim(), apex_core::State::from_snapshot(&snap).unwrap().hash().to_hex().as_str());
+}
+
+/// A second independent client, python-9p (plan9port's own C codec), over
+/// the posted Unix socket: buffers, body, proposals, a blocked `entries`
+/// read woken by a proposal on the same connection, Tflush of a blocked
+/// read, addr and data, and refused writes that change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_independent_client_python_9p_agrees() {
+    let Some(python) = client_python("python-9p", "APEX_PYTHON9P_PYTHON") else { return };
+    let d = Daemon::start("python9p");
+    let socket = d.socket().display().to_string();
+    let stdout = run_script(&python, "python9p_session.py", &[&socket]);
+    let b = stdout.strip_prefix("python-9p: ok ").unwrap_or_else(|| panic!("{stdout}")).trim().to_string();
+    // What it wrote is what our client reads, and the connection it used
+    // (with a flushed read) left the daemon serving.
+    let c = d.client().await;
+    let root = c.attach("u", "").await.unwrap();
+    assert_eq!(text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap()), "HELLO\nworld\n");
+    let outcomes = text(read(&c, root, "main/proposals").await.unwrap());
+    assert!(
+        outcomes.lines().any(|l| l.contains(" refused insrt 1 0 0 -> ") && l.contains("unknown verb")),
+        "{outcomes}"
+    );
 }
 
 /// Runs the `apex` command against `d` with `input` on its stdin.

@@ -65,7 +65,32 @@ def main():
     # An attach name selects a session directory.
     s = connect(host, port, aname="renamed")
     assert read_all(s, "label") == b"renamed\n"
-    print("p9fs: ok", hashlib.sha256(snapshot).hexdigest()[:8])
+    # A buffer: made through buffers/new, written, proposed into, followed.
+    b = read_all(c, "/main/buffers/new").decode().strip()
+    assert b.isdigit(), b
+    write(c, "/main/buffers/%s/body" % b, b"from p9fs\n")
+    assert read_all(c, "/main/buffers/%s/body" % b) == b"from p9fs\n"
+    ctl = dict(l.split(" ", 1) for l in read_all(c, "/main/buffers/%s/ctl" % b).decode().splitlines() if " " in l)
+    assert ctl["length"] == "10", ctl
+    write(c, "/main/proposals", ("insert %s %s 0\nsaid: " % (b, ctl["version"])).encode())
+    assert read_all(c, "/main/buffers/%s/body" % b) == b"said: from p9fs\n"
+    try:
+        write(c, "/main/proposals", b"insrt 1 0 0\nx")
+        raise AssertionError("a bad proposal was accepted")
+    except py9p.RpcError as e:
+        assert "unknown verb" in str(e), e
+    # entries blocks at its end: read only as far as the insert.
+    c.open("/main/shards/buffer.%s/entries" % b, py9p.OREAD)
+    lines = b""
+    while b"said: " not in lines:
+        lines += c.read(8192)
+    c.close()
+    assert lines.startswith(b"1 0 0 {"), lines[:40]
+    leases = read_all(c, "/main/meta/leases").decode()
+    assert ("buffer.%s 0 " % b) in leases, leases
+    info = read_all(c, "/main/shards/buffer.%s/info" % b).decode()
+    assert info.startswith("base 0\nlast "), info
+    print("p9fs: ok", b, hashlib.sha256(snapshot).hexdigest()[:8])
 
 
 if __name__ == "__main__":

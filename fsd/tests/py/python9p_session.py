@@ -1,0 +1,170 @@
+"""Drive apexd with PyPI's python-9p (plan9port's C codec in a wheel).
+
+Usage: python python9p_session.py SOCKET. Exits 0 and prints
+"python-9p: ok BUFFER" when every check holds; raises otherwise. Run by
+fsd/tests/apexd (the Rust side then checks what it left behind).
+"""
+import struct
+import sys
+import threading
+
+from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, Rflush, Rread, Tflush, Tread, decode_dir
+
+next_fid = [10]
+
+
+def fid():
+    next_fid[0] += 1
+    return next_fid[0]
+
+
+def walk_open(c, path, mode):
+    f = fid()
+    c.walk(0, f, path)
+    c.open(f, mode)
+    return f
+
+
+def read_all(c, path):
+    f = walk_open(c, path, OREAD)
+    out, offset = b"", 0
+    while True:
+        buf = c.read(f, 8192, offset)
+        if not buf:
+            break
+        out += buf
+        offset += len(buf)
+    c.clunk(f)
+    return out
+
+
+def write(c, path, data, mode=OWRITE):
+    f = walk_open(c, path, mode)
+    try:
+        return c.write(f, data)
+    finally:
+        c.clunk(f)
+
+
+def listing(c, path):
+    f = walk_open(c, path, OREAD)
+    raw, offset = b"", 0
+    while True:
+        buf = c.read(f, 8192, offset)
+        if not buf:
+            break
+        raw += buf
+        offset += len(buf)
+    c.clunk(f)
+    names = []
+    while raw:
+        (n,) = struct.unpack("<H", raw[:2])
+        names.append(decode_dir(raw[: n + 2]).name)
+        raw = raw[n + 2 :]
+    return sorted(names)
+
+
+def ctl_field(c, b, key):
+    for line in read_all(c, f"main/buffers/{b}/ctl").decode().splitlines():
+        k, _, v = line.partition(" ")
+        if k == key:
+            return v
+    raise AssertionError(f"no {key} in ctl")
+
+
+def main():
+    c = Client.connect_unix(sys.argv[1], msize=65536)
+    c.negotiate()
+    assert c.version_string == "9P2000", c.version_string
+    c.attach(0, uname="glenda", aname="")
+
+    assert "main" in listing(c, "")
+    assert listing(c, "main") == sorted(
+        ["id", "label", "ctl", "hash", "snapshot", "proposals", "meta", "shards", "buffers"]
+    )
+    assert listing(c, "main/meta") == sorted(
+        ["attachments", "leases", "rules", "notifications", "processes", "settings"]
+    )
+
+    b = read_all(c, "main/buffers/new").decode().strip()
+    assert b.isdigit(), b
+    assert f"buffer.{b}" in listing(c, "main/shards")
+    assert listing(c, f"main/buffers/{b}") == sorted(["body", "name", "ctl", "addr", "data", "event"])
+
+    write(c, f"main/buffers/{b}/body", b"hello\n")
+    write(c, f"main/buffers/{b}/body", b"there\n")
+    assert read_all(c, f"main/buffers/{b}/body") == b"hello\nthere\n"
+    # An open with OTRUNC empties the body first.
+    write(c, f"main/buffers/{b}/body", b"hello\n", OWRITE | OTRUNC)
+    assert read_all(c, f"main/buffers/{b}/body") == b"hello\n"
+
+    # A reader blocked at the end of the shard's entries sees a proposal
+    # made on another fid of the same connection (tags multiplexed).
+    entries = walk_open(c, f"main/shards/buffer.{b}/entries", OREAD)
+    seen = read_until(c, entries, 0, b"hello")
+    got = {}
+
+    def follow():
+        got["lines"] = read_until(c, entries, len(seen), b"world")
+
+    t = threading.Thread(target=follow, daemon=True)
+    t.start()
+    version = ctl_field(c, b, "version")
+    write(c, "main/proposals", f"insert {b} {version} 6\nworld\n".encode())
+    t.join(10)
+    assert not t.is_alive(), "the entries reader never saw the insert"
+    assert b'"text":"world\\n"' in got["lines"], got["lines"]
+
+    # Tflush of a read blocked at the end: the read gets no reply, the
+    # flush gets Rflush, and the connection goes on.
+    offset = len(seen) + len(got["lines"])
+    blocked = threading.Thread(
+        target=lambda: c.rpc(Tread(fid=entries, offset=offset, count=8192), Rread, tag=77), daemon=True
+    )
+    blocked.start()
+    blocked.join(0.3)
+    assert blocked.is_alive(), "a read at the end of entries did not block"
+    c.rpc(Tflush(oldtag=77), Rflush)
+    c.clunk(entries)
+
+    # addr and data, as acme's: select "hello", replace it.
+    a = walk_open(c, f"main/buffers/{b}/addr", ORDWR)
+    c.write(a, b"#0,#5")
+    assert c.read(a, 64, 0) == b"          0           5 ", c.read(a, 64, 0)
+    write(c, f"main/buffers/{b}/data", b"HELLO")
+    c.clunk(a)
+    assert read_all(c, f"main/buffers/{b}/body") == b"HELLO\nworld\n"
+
+    # Refused writes say why, and change nothing.
+    hash_before = read_all(c, "main/hash")
+    for path, data, says in [
+        ("main/proposals", b"insrt 1 0 0\nx", "unknown verb"),
+        ("main/proposals", f"insert {b} 0\nx".encode(), "insert wants"),
+        (f"main/buffers/{b}/ctl", b"frobnicate", "expected"),
+        (f"main/buffers/{b}/addr", b"/nomatch/", "no match"),
+        ("ctl", b"del nosuch\n", "nosuch"),
+    ]:
+        try:
+            write(c, path, data)
+            raise AssertionError(f"{path} accepted {data!r}")
+        except RemoteError as e:
+            assert says in str(e), (path, str(e))
+    assert read_all(c, "main/hash") == hash_before
+
+    assert f"buffer.{b} 0 " in read_all(c, "main/meta/leases").decode()
+    assert read_all(c, f"main/shards/buffer.{b}/lease").decode().startswith("0 ")
+    print("python-9p: ok", b)
+
+
+def read_until(c, f, offset, needle):
+    out = b""
+    while needle not in out:
+        buf = c.read(f, 8192, offset + len(out))
+        if not buf:
+            raise AssertionError(f"entries ended before {needle!r}: {out!r}")
+        out += buf
+    return out
+
+
+if __name__ == "__main__":
+    main()
