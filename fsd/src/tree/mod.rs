@@ -7,7 +7,8 @@
 //! [`stream`]). A plain file's content is computed at open and again by
 //! every read at offset 0; later offsets read that version, so a reader
 //! sees one consistent version however many reads it takes. Directory
-//! reads return whole stat entries from the listing made at open. Every
+//! reads return whole stat entries from the listing made at open or by
+//! the last read at offset 0, and continue only where the last one ended. Every
 //! change wakes the blocked stream readers (`changed`).
 //!
 //! qid.path is interned per place and never reused; qid.vers is a body's
@@ -45,6 +46,9 @@ struct Opened {
     /// it: a first read at offset 0 with nothing changed since need not
     /// make it again.
     fresh: Option<u64>,
+    /// Where the last directory read ended: the only offset but 0 the next
+    /// may have.
+    dir_end: u64,
     /// Whether this fid counts as an open of its buffer's addr.
     addr_open: bool,
 }
@@ -481,15 +485,28 @@ impl Serve for Tree {
         // re-reads work, as on acme's synthetic files); later offsets go on
         // reading the version that read made. A directory keeps the listing
         // made at open; the two `new` files keep what they made.
-        let fixed = place.is_dir() || matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_));
+        let fixed = matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_));
         let made_at = fid.lock().fresh.take();
         let fresh = made_at.is_some_and(|n| n == *self.changes.borrow());
         if offset == 0 && !fixed && !fresh {
-            let now = self.content(place)?;
+            let now = if place.is_dir() { self.listing(place)? } else { self.content(place)? };
             fid.lock().content = now;
         }
-        let opened = fid.lock();
-        slice(&opened.content, offset, count, place.is_dir())
+        let mut opened = fid.lock();
+        if place.is_dir() {
+            // read(5): a directory is read from 0 or from where the last
+            // read ended, never from an arbitrary offset.
+            if offset != 0 && offset != opened.dir_end {
+                return Err(format!(
+                    "directory read at offset {offset}; continue at {} or start again at 0",
+                    opened.dir_end
+                ));
+            }
+            let got = slice(&opened.content, offset, count, true)?;
+            opened.dir_end = offset + got.len() as u64;
+            return Ok(got);
+        }
+        slice(&opened.content, offset, count, false)
     }
 
     async fn write(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> srv::Result<u32> {

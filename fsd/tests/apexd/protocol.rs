@@ -202,3 +202,36 @@ async fn malformed_messages_are_answered_and_disturb_no_one() {
     let froot = fresh.attach("glenda", "").await.unwrap();
     assert!(text(read(&fresh, froot, "index").await.unwrap()).starts_with("main "));
 }
+
+/// read(5) for directories: whole entries only, offset 0 or where the last
+/// read ended, and offset 0 lists the directory again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn directory_reads_are_whole_entries_in_order() {
+    let d = Daemon::start("dirreads");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let dir = c.open_path(root, "", OREAD).await.unwrap();
+    let first = c.read(dir.fid, 0, 150).await.unwrap();
+    let got = apex_ninep::codec::parse_stats(&first).expect("whole entries");
+    assert!(!got.is_empty() && first.len() <= 150);
+    let e = c.read(dir.fid, 7, 150).await.unwrap_err().to_string();
+    assert!(e.contains(&format!("continue at {}", first.len())), "{e}");
+    assert!(c.read(dir.fid, first.len() as u64, 10).await.unwrap_err().to_string().contains("too small"));
+    let mut names: Vec<String> = got.into_iter().map(|s| s.name).collect();
+    let mut offset = first.len() as u64;
+    loop {
+        let more = c.read(dir.fid, offset, 150).await.unwrap();
+        if more.is_empty() {
+            break;
+        }
+        offset += more.len() as u64;
+        names.extend(apex_ninep::codec::parse_stats(&more).unwrap().into_iter().map(|s| s.name));
+    }
+    names.sort();
+    assert_eq!(names, ["ctl", "index", "main", "new", "registry"]);
+    // A session made meanwhile shows once the directory is read from 0.
+    write(&c, root, "ctl", "new later\n").await.unwrap();
+    let again = c.read(dir.fid, 0, 8192).await.unwrap();
+    let names: Vec<String> = apex_ninep::codec::parse_stats(&again).unwrap().into_iter().map(|s| s.name).collect();
+    assert!(names.contains(&"later".to_string()), "{names:?}");
+}
