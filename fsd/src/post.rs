@@ -109,6 +109,15 @@ pub fn post(dir: &Path, service: &str) -> Result<tokio::net::UnixListener, PostE
     tokio::net::UnixListener::bind(&path).map_err(|err| PostError::Bind { path, err })
 }
 
+/// A plan9port address: `unix!PATH` and `tcp!HOST!PORT` as they are; a bare
+/// name is the service of that name posted in the namespace directory.
+pub fn service_address(addr: &str) -> String {
+    if addr.contains('!') {
+        return addr.to_string();
+    }
+    format!("unix!{}", namespace_dir(None).join(addr).display())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

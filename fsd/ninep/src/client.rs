@@ -54,6 +54,8 @@ struct Shared {
     free_fids: Mutex<Vec<u32>>,
     next_fid: AtomicU32,
     msize: u32,
+    /// Becomes true (or its sender drops) when the connection has ended.
+    gone: tokio::sync::watch::Receiver<bool>,
     /// Dropped with the last `Client`: tells the reader task to stop, so
     /// the connection closes (the read half would keep it open).
     _closing: oneshot::Sender<()>,
@@ -160,6 +162,7 @@ impl Client {
             None => return Err(ClientError::Hangup),
         };
         let (closing, mut closed) = oneshot::channel::<()>();
+        let (gone_tx, gone) = tokio::sync::watch::channel(false);
         let shared = Arc::new(Shared {
             _closing: closing,
             writer: tokio::sync::Mutex::new(Box::new(w)),
@@ -168,6 +171,7 @@ impl Client {
             free_fids: Mutex::new(Vec::new()),
             next_fid: AtomicU32::new(0),
             msize,
+            gone,
         });
         let reader = Arc::downgrade(&shared);
         tokio::spawn(async move {
@@ -189,8 +193,16 @@ impl Client {
             if let Some(shared) = reader.upgrade() {
                 shared.pending.lock().expect("pending lock").clear();
             }
+            let _ = gone_tx.send(true);
         });
         Ok(Client { shared })
+    }
+
+    /// Resolves when the connection has ended (the server hung up or the
+    /// stream broke); at once if it already has.
+    pub async fn closed(&self) {
+        let mut gone = self.shared.gone.clone();
+        let _ = gone.wait_for(|g| *g).await;
     }
 
     /// The negotiated msize.

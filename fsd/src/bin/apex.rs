@@ -47,15 +47,6 @@ enum Cmd {
     Sessions,
 }
 
-/// Resolves ADDR: a bare service name is a socket in the namespace dir.
-fn address(addr: &str) -> String {
-    if addr.contains('!') {
-        return addr.to_string();
-    }
-    let dir = apex_fsd::post::namespace_dir(None);
-    format!("unix!{}", dir.join(addr).display())
-}
-
 fn names(path: &str) -> Vec<&str> {
     path.split('/').filter(|s| !s.is_empty()).collect()
 }
@@ -87,7 +78,9 @@ fn long_line(d: &Stat) -> String {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let c = dial(&address(&args.addr), 1 << 20).await.map_err(|e| anyhow::anyhow!("dial {}: {e}", args.addr))?;
+    let c = dial(&apex_fsd::post::service_address(&args.addr), 1 << 20)
+        .await
+        .map_err(|e| anyhow::anyhow!("dial {}: {e}", args.addr))?;
     let user = apex_fsd::post::user_name();
     let root = c.attach(&user, &args.aname).await.map_err(|e| anyhow::anyhow!("attach: {e}"))?;
     let mut out = std::io::stdout().lock();

@@ -79,6 +79,11 @@ pub struct Tree {
     paths: Arc<Mutex<HashMap<Place, u64>>>,
 }
 
+/// Seconds since the epoch, for stat's times.
+fn now() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32)
+}
+
 fn gone() -> String {
     "session was deleted".into()
 }
@@ -163,8 +168,11 @@ impl Tree {
             uid: self.user.clone(),
             gid: self.user.clone(),
             muid: self.user.clone(),
-            // Synthetic files have no length, as in acme.
+            // Synthetic files have no length, and are as new as the
+            // moment they are looked at, as in acme (so `tail -f` polls).
             length: 0,
+            atime: now(),
+            mtime: now(),
             ..Stat::default()
         })
     }

@@ -1,0 +1,80 @@
+//! `cargo bench -p apex-mnt`: what a mount costs, in one run against one
+//! apexd. Prints `cat` of a 100 MB body through the mount and through the
+//! `apex` command (the reference: the same 9P reads without FUSE), and
+//! `ls -l` of a 1000-entry directory, cold and warm. Asserts no time.
+
+#[path = "../tests/setup.rs"]
+mod setup;
+
+use setup::{fuse_available, sibling, Setup};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BULK: usize = 100 * 1000 * 1000;
+
+/// Runs `program args` with output discarded; how long it took.
+fn time(program: &str, args: &[&str], env: &[(&str, &std::path::Path)]) -> Duration {
+    let mut c = Command::new(program);
+    c.args(args).stdout(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let t = Instant::now();
+    let st = c.status().expect("run");
+    assert!(st.success(), "{program} {args:?} failed");
+    t.elapsed()
+}
+
+fn mbps(d: Duration) -> f64 {
+    BULK as f64 / 1e6 / d.as_secs_f64()
+}
+
+fn best(n: usize, mut f: impl FnMut() -> Duration) -> Duration {
+    (0..n).map(|_| f()).min().expect("n > 0")
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start("bench");
+    let addr = format!("unix!{}", s.dir.join("ns/apex").display());
+    // A 100 MB body, written over 9P.
+    let c = apex_ninep::dial(&addr, 1 << 20).await.expect("dial");
+    let root = c.attach("bench", "").await.expect("attach");
+    let new = c.open_path(root, "main/buffers/new", apex_ninep::fcall::OREAD).await.unwrap();
+    let b = String::from_utf8(c.read_all(&new).await.unwrap()).unwrap().trim().to_string();
+    let line = b"the quick brown fox jumps over the lazy dog, again and again and again\n";
+    let text: Vec<u8> = line.iter().copied().cycle().take(BULK).collect();
+    let body = c.open_path(root, &format!("main/buffers/{b}/body"), apex_ninep::fcall::OWRITE).await.unwrap();
+    c.write_all(&body, 0, &text).await.unwrap();
+    drop(text);
+
+    let path = format!("main/buffers/{b}/body");
+    let through_mount = s.m().join(&path);
+    let apex = sibling("apex");
+    let apex = apex.to_str().unwrap();
+    let mount = best(3, || time("cat", &[through_mount.to_str().unwrap()], &[]));
+    let command = best(3, || time(apex, &["-a", &addr, "read", &path], &[]));
+    println!("cat of a 100 MB body (best of 3)");
+    println!("  through the mount     {:>8.0} MB/s", mbps(mount));
+    println!("  through apex read     {:>8.0} MB/s", mbps(command));
+    println!("  mount / apex          {:>8.2}x the time", mount.as_secs_f64() / command.as_secs_f64());
+
+    // 1000 windows make buffers/ 2000+ entries and shards/ 3000+.
+    for _ in 0..1000 {
+        let f = c.open_path(root, "main/buffers/new", apex_ninep::fcall::OREAD).await.unwrap();
+        c.clunk(f.fid).await.unwrap();
+    }
+    let dir = s.m().join("main/shards");
+    let dir = dir.to_str().unwrap();
+    let cold = time("ls", &["-l", dir], &[]);
+    let warm = time("ls", &["-l", dir], &[]);
+    let entries = String::from_utf8(Command::new("ls").arg(dir).output().unwrap().stdout).unwrap().lines().count();
+    println!("ls -l of a {entries}-entry directory");
+    println!("  cold                  {:>8.1} ms", cold.as_secs_f64() * 1e3);
+    println!("  warm                  {:>8.1} ms", warm.as_secs_f64() * 1e3);
+    let via_9p = best(3, || time(apex, &["-a", &addr, "ls", "-l", "main/shards"], &[]));
+    println!("  apex ls -l (9P only)  {:>8.1} ms", via_9p.as_secs_f64() * 1e3);
+}

@@ -1,0 +1,523 @@
+//! The mount: FUSE requests served by 9P requests, one connection for all.
+//!
+//! Every FUSE request runs in its own task (fuse3 spawns them), and the 9P
+//! client multiplexes tags, so many processes read and write through one
+//! mount at once and a blocked `cat event` never stalls an `ls`. Reads and
+//! writes can be interrupted ([`Inflight`]). Synthetic files are opened
+//! direct-io: the kernel neither caches them nor trusts their length 0.
+
+use crate::attr::{file_attr, synthetic, ttl};
+use crate::errno::errno;
+use crate::handles::{Handle, Handles};
+use crate::inflight::Inflight;
+use crate::inodes::{Inodes, ROOT};
+use apex_ninep::fcall::{Stat, DMDIR, ORDWR, OREAD, OTRUNC, OWRITE};
+use apex_ninep::{Client, ClientError};
+use bytes::Bytes;
+use fuse3::raw::prelude::*;
+use fuse3::{Errno, Inode, Result};
+use futures_util::stream::{self, Stream};
+use std::ffi::{OsStr, OsString};
+use std::num::NonZeroU32;
+use std::sync::{Arc, Mutex};
+
+/// FOPEN_DIRECT_IO of the kernel's FUSE ABI: bypass the page cache.
+const FOPEN_DIRECT_IO: u32 = 1 << 0;
+
+/// The filesystem of one mount.
+pub struct Mount {
+    client: Client,
+    root_fid: u32,
+    inodes: Arc<Mutex<Inodes>>,
+    handles: Handles,
+    inflight: Inflight,
+    uid: u32,
+    gid: u32,
+    /// The st_blksize to report: the power of two at or above the
+    /// iounit, so `cat` asks for one Tread's worth per read(2) (answered
+    /// short by at most the 9P header) instead of 128 KiB.
+    blksize: u32,
+}
+
+/// Logs a failed 9P call and turns it into its errno. Lookups of names
+/// that do not exist are routine (shells probe), so only traced.
+fn failed(op: &str, what: &str, e: ClientError) -> Errno {
+    let n = errno(&e);
+    if n == libc::ENOENT && op == "lookup" {
+        tracing::debug!(op, what, error = %e, "9P error");
+    } else {
+        tracing::info!(op, what, error = %e, "9P error");
+    }
+    n.into()
+}
+
+fn utf8(name: &OsStr) -> Result<&str> {
+    name.to_str().ok_or_else(|| libc::ENOENT.into())
+}
+
+impl Mount {
+    /// The mount of the tree `client` attached as `root_fid`.
+    pub async fn new(client: Client, root_fid: u32) -> std::result::Result<Mount, ClientError> {
+        let root = client.stat(root_fid).await?;
+        let client_msize = client.msize();
+        // SAFETY: getuid and getgid cannot fail and touch no memory.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Ok(Mount {
+            inodes: Arc::new(Mutex::new(Inodes::new(root.qid, root.clone(), root_fid))),
+            client,
+            root_fid,
+            handles: Handles::default(),
+            inflight: Inflight::default(),
+            uid,
+            gid,
+            blksize: apex_ninep::version::iounit(client_msize).max(4096).next_power_of_two(),
+        })
+    }
+
+    fn inodes(&self) -> std::sync::MutexGuard<'_, Inodes> {
+        self.inodes.lock().expect("inode lock")
+    }
+
+    fn attr(&self, ino: u64, stat: &Stat) -> FileAttr {
+        file_attr(ino, stat, self.uid, self.gid, self.blksize)
+    }
+
+    /// Clunks `fid` without waiting for the reply.
+    fn clunk_later(&self, fid: u32) {
+        let client = self.client.clone();
+        tokio::spawn(async move { client.clunk(fid).await });
+    }
+
+    /// The names of inode `ino`.
+    fn names(&self, ino: u64) -> Result<Vec<String>> {
+        self.inodes().get(ino).map(|n| n.names.clone()).ok_or_else(|| libc::ENOENT.into())
+    }
+
+    /// A fid on inode `ino`, walked from the root the first time.
+    async fn fid_of(&self, ino: u64) -> Result<u32> {
+        let names = {
+            let inodes = self.inodes();
+            let node = inodes.get(ino).ok_or(Errno::from(libc::ENOENT))?;
+            if let Some(fid) = node.fid {
+                return Ok(fid);
+            }
+            node.names.clone()
+        };
+        let path = names.join("/");
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (fid, _) = self.client.walk(self.root_fid, &names).await.map_err(|e| failed("walk", &path, e))?;
+        let mut inodes = self.inodes();
+        match inodes.get_mut(ino) {
+            Some(node) if node.fid.is_none() => {
+                node.fid = Some(fid);
+                Ok(fid)
+            }
+            Some(node) => {
+                let theirs = node.fid.expect("checked");
+                drop(inodes);
+                self.clunk_later(fid);
+                Ok(theirs)
+            }
+            None => {
+                drop(inodes);
+                self.clunk_later(fid);
+                Err(libc::ENOENT.into())
+            }
+        }
+    }
+
+    /// A new fid on inode `ino`, for opening.
+    async fn clone_fid(&self, ino: u64) -> Result<u32> {
+        let fid = self.fid_of(ino).await?;
+        let (new, _) = self.client.walk(fid, &[]).await.map_err(|e| failed("clone", &ino.to_string(), e))?;
+        Ok(new)
+    }
+
+    /// Walks from directory `parent` to `name` and records the lookup.
+    async fn look(&self, parent: u64, name: &str) -> Result<(u64, Stat)> {
+        let pfid = self.fid_of(parent).await?;
+        let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("lookup", name, e))?;
+        let stat = match self.client.stat(fid).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.clunk_later(fid);
+                return Err(failed("stat", name, e));
+            }
+        };
+        let mut names = self.names(parent)?;
+        names.push(name.to_string());
+        let (ino, spare) = self.inodes().looked_up(names, stat.clone(), Some(fid));
+        if let Some(spare) = spare {
+            self.clunk_later(spare);
+        }
+        Ok((ino, stat))
+    }
+
+    fn entry(&self, ino: u64, stat: &Stat) -> ReplyEntry {
+        ReplyEntry { ttl: ttl(stat), attr: self.attr(ino, stat), generation: 0 }
+    }
+
+    /// The directory listing of handle `fh`.
+    fn listing(&self, fh: u64) -> Result<Arc<Handle>> {
+        match self.handles.get(fh) {
+            Some(h) if matches!(*h, Handle::Dir { .. }) => Ok(h),
+            _ => Err(libc::EBADF.into()),
+        }
+    }
+
+    /// The fid and iounit of file handle `fh`.
+    fn file(&self, fh: u64) -> Result<(u32, u32)> {
+        match self.handles.get(fh).as_deref() {
+            Some(Handle::File { fid, iounit }) => Ok((*fid, *iounit)),
+            _ => Err(libc::EBADF.into()),
+        }
+    }
+
+    /// ".", ".." and then the listing's entries, from index `offset`.
+    fn dir_items(&self, parent: u64, entries: &[Stat], offset: u64) -> Vec<(u64, Option<Stat>, OsString)> {
+        let up = {
+            let inodes = self.inodes();
+            let names = inodes.get(parent).map(|n| n.names.clone()).unwrap_or_default();
+            // The kernel takes ".." from its own dentries; the number
+            // here is only what readdir shows, exact up to one level.
+            match names.len() {
+                0 | 1 => ROOT,
+                _ => parent,
+            }
+        };
+        let mut items: Vec<(u64, Option<Stat>, OsString)> = vec![(parent, None, ".".into()), (up, None, "..".into())];
+        let inodes = self.inodes();
+        items.extend(entries.iter().map(|s| (inodes.number(&s.qid), Some(s.clone()), OsString::from(&s.name))));
+        items.into_iter().skip(offset as usize).collect()
+    }
+}
+
+fn kind(stat: &Option<Stat>) -> FileType {
+    match stat {
+        Some(s) if s.mode & DMDIR == 0 => FileType::RegularFile,
+        _ => FileType::Directory,
+    }
+}
+
+impl Filesystem for Mount {
+    async fn init(&self, _req: Request) -> Result<ReplyInit> {
+        let most = apex_ninep::version::iounit(self.client.msize()).clamp(4096, 1 << 20);
+        Ok(ReplyInit::new(NonZeroU32::new(most).expect("at least 4096")))
+    }
+
+    async fn destroy(&self, _req: Request) {}
+
+    async fn lookup(&self, _req: Request, parent: Inode, name: &OsStr) -> Result<ReplyEntry> {
+        let (ino, stat) = self.look(parent, utf8(name)?).await?;
+        Ok(self.entry(ino, &stat))
+    }
+
+    async fn forget(&self, _req: Request, inode: Inode, nlookup: u64) {
+        if let Some(fid) = self.inodes().forget(inode, nlookup) {
+            self.clunk_later(fid);
+        }
+    }
+
+    async fn batch_forget(&self, _req: Request, inodes: &[(Inode, u64)]) {
+        for (inode, n) in inodes {
+            if let Some(fid) = self.inodes().forget(*inode, *n) {
+                self.clunk_later(fid);
+            }
+        }
+    }
+
+    async fn getattr(&self, _req: Request, inode: Inode, _fh: Option<u64>, _flags: u32) -> Result<ReplyAttr> {
+        let fid = self.fid_of(inode).await?;
+        let stat = self.client.stat(fid).await.map_err(|e| failed("getattr", &inode.to_string(), e))?;
+        if let Some(node) = self.inodes().get_mut(inode) {
+            node.stat = stat.clone();
+        }
+        Ok(ReplyAttr { ttl: ttl(&stat), attr: self.attr(inode, &stat) })
+    }
+
+    async fn setattr(&self, req: Request, inode: Inode, _fh: Option<u64>, set: SetAttr) -> Result<ReplyAttr> {
+        let only_truncate = set.size == Some(0) && set.mode.is_none() && set.uid.is_none() && set.gid.is_none();
+        if only_truncate {
+            // As 9pfuse does: a truncation to 0 is an open with OTRUNC,
+            // which synthetic files understand where wstat may not.
+            let fid = self.clone_fid(inode).await?;
+            let opened = self.client.open(fid, OWRITE | OTRUNC).await;
+            self.clunk_later(fid);
+            opened.map_err(|e| failed("truncate", &inode.to_string(), e))?;
+        } else if set.size.is_some() || set.mode.is_some() || set.mtime.is_some() {
+            let mut st = Stat::dont_touch();
+            if let Some(size) = set.size {
+                st.length = size;
+            }
+            if let Some(mode) = set.mode {
+                let dir = self.inodes().get(inode).is_some_and(|n| n.stat.mode & DMDIR != 0);
+                st.mode = (mode & 0o777) | if dir { DMDIR } else { 0 };
+            }
+            if let Some(t) = set.mtime {
+                st.mtime = t.sec as u32;
+            }
+            let fid = self.fid_of(inode).await?;
+            self.client.wstat(fid, st).await.map_err(|e| failed("wstat", &inode.to_string(), e))?;
+        }
+        self.getattr(req, inode, None, 0).await
+    }
+
+    async fn open(&self, _req: Request, inode: Inode, flags: u32) -> Result<ReplyOpen> {
+        let flags = flags as i32;
+        let mut mode = match flags & libc::O_ACCMODE {
+            libc::O_RDONLY => OREAD,
+            libc::O_WRONLY => OWRITE,
+            _ => ORDWR,
+        };
+        if flags & libc::O_TRUNC != 0 {
+            mode |= OTRUNC;
+        }
+        let fid = self.clone_fid(inode).await?;
+        let file = match self.client.open(fid, mode).await {
+            Ok(f) => f,
+            Err(e) => {
+                self.clunk_later(fid);
+                return Err(failed("open", &self.names(inode).unwrap_or_default().join("/"), e));
+            }
+        };
+        let direct = self.inodes().get(inode).is_none_or(|n| synthetic(&n.stat));
+        let fh = self.handles.add(Handle::File { fid, iounit: file.iounit });
+        Ok(ReplyOpen { fh, flags: if direct { FOPEN_DIRECT_IO } else { 0 } })
+    }
+
+    async fn read(&self, req: Request, _inode: Inode, fh: u64, offset: u64, size: u32) -> Result<ReplyData> {
+        let (fid, iounit) = self.file(fh)?;
+        let call = self.client.read(fid, offset, size.min(iounit));
+        match self.inflight.run(req.unique, call).await {
+            Ok(Ok(data)) => Ok(ReplyData { data: Bytes::from(data) }),
+            Ok(Err(e)) => Err(failed("read", &fid.to_string(), e)),
+            Err(_) => Err(libc::EINTR.into()),
+        }
+    }
+
+    async fn write(
+        &self,
+        req: Request,
+        _inode: Inode,
+        fh: u64,
+        offset: u64,
+        data: &[u8],
+        _write_flags: u32,
+        _flags: u32,
+    ) -> Result<ReplyWrite> {
+        let (fid, iounit) = self.file(fh)?;
+        // One write(2) is one Twrite up to the iounit, so a ctl message
+        // arrives whole.
+        let call = async {
+            let mut written = 0u32;
+            for chunk in data.chunks(iounit.max(1) as usize) {
+                written += self.client.write(fid, offset + written as u64, chunk).await?;
+            }
+            Ok::<u32, ClientError>(written)
+        };
+        match self.inflight.run(req.unique, call).await {
+            Ok(Ok(written)) => Ok(ReplyWrite { written }),
+            Ok(Err(e)) => Err(failed("write", &fid.to_string(), e)),
+            Err(_) => Err(libc::EINTR.into()),
+        }
+    }
+
+    async fn release(
+        &self,
+        _req: Request,
+        _inode: Inode,
+        fh: u64,
+        _flags: u32,
+        _owner: u64,
+        _flush: bool,
+    ) -> Result<()> {
+        if let Some(h) = self.handles.remove(fh) {
+            if let Handle::File { fid, .. } = *h {
+                let _ = self.client.clunk(fid).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn flush(&self, _req: Request, _inode: Inode, _fh: u64, _lock_owner: u64) -> Result<()> {
+        Ok(())
+    }
+
+    async fn fsync(&self, _req: Request, _inode: Inode, _fh: u64, _datasync: bool) -> Result<()> {
+        Ok(())
+    }
+
+    async fn statfs(&self, _req: Request, _inode: Inode) -> Result<ReplyStatFs> {
+        Ok(ReplyStatFs { blocks: 0, bfree: 0, bavail: 0, files: 0, ffree: 0, bsize: 8192, namelen: 255, frsize: 8192 })
+    }
+
+    async fn opendir(&self, _req: Request, inode: Inode, _flags: u32) -> Result<ReplyOpen> {
+        let fid = self.clone_fid(inode).await?;
+        let what = || self.names(inode).unwrap_or_default().join("/");
+        let listed = match self.client.open(fid, OREAD).await {
+            Ok(f) => self.client.read_dir(&f).await,
+            Err(e) => Err(e),
+        };
+        self.clunk_later(fid);
+        let entries = listed.map_err(|e| failed("opendir", &what(), e))?;
+        Ok(ReplyOpen { fh: self.handles.add(Handle::Dir { entries }), flags: 0 })
+    }
+
+    async fn readdir<'a>(
+        &'a self,
+        _req: Request,
+        parent: Inode,
+        fh: u64,
+        offset: i64,
+    ) -> Result<ReplyDirectory<impl Stream<Item = Result<DirectoryEntry>> + Send + 'a>> {
+        let h = self.listing(fh)?;
+        let Handle::Dir { entries } = &*h else { unreachable!("listing checked") };
+        let items = self.dir_items(parent, entries, offset.max(0) as u64);
+        let start = offset.max(0);
+        let entries = items.into_iter().enumerate().map(move |(i, (inode, stat, name))| {
+            Ok(DirectoryEntry { inode, kind: kind(&stat), name, offset: start + i as i64 + 1 })
+        });
+        Ok(ReplyDirectory { entries: stream::iter(entries) })
+    }
+
+    async fn readdirplus<'a>(
+        &'a self,
+        _req: Request,
+        parent: Inode,
+        fh: u64,
+        offset: u64,
+        _lock_owner: u64,
+    ) -> Result<ReplyDirectoryPlus<impl Stream<Item = Result<DirectoryEntryPlus>> + Send + 'a>> {
+        let h = self.listing(fh)?;
+        let Handle::Dir { entries } = &*h else { unreachable!("listing checked") };
+        let items = self.dir_items(parent, entries, offset);
+        let names = self.names(parent)?;
+        let entries = Plus { mount: self, names, items: items.into_iter(), at: offset, sent: None };
+        Ok(ReplyDirectoryPlus { entries: stream::iter(entries) })
+    }
+
+    async fn releasedir(&self, _req: Request, _inode: Inode, fh: u64, _flags: u32) -> Result<()> {
+        self.handles.remove(fh);
+        Ok(())
+    }
+
+    async fn create(&self, _req: Request, parent: Inode, name: &OsStr, mode: u32, flags: u32) -> Result<ReplyCreated> {
+        let name = utf8(name)?;
+        let fid = self.clone_fid(parent).await?;
+        let omode = match flags as i32 & libc::O_ACCMODE {
+            libc::O_RDONLY => OREAD,
+            libc::O_WRONLY => OWRITE,
+            _ => ORDWR,
+        };
+        let file = match self.client.create(fid, name, mode & 0o777, omode).await {
+            Ok(f) => f,
+            Err(e) => {
+                self.clunk_later(fid);
+                return Err(failed("create", name, e));
+            }
+        };
+        let (ino, stat) = self.look(parent, name).await?;
+        let fh = self.handles.add(Handle::File { fid: file.fid, iounit: file.iounit });
+        let direct = if synthetic(&stat) { FOPEN_DIRECT_IO } else { 0 };
+        Ok(ReplyCreated { ttl: ttl(&stat), attr: self.attr(ino, &stat), generation: 0, fh, flags: direct })
+    }
+
+    async fn mkdir(&self, _req: Request, parent: Inode, name: &OsStr, mode: u32, _umask: u32) -> Result<ReplyEntry> {
+        let name = utf8(name)?;
+        let fid = self.clone_fid(parent).await?;
+        let made = self.client.create(fid, name, DMDIR | (mode & 0o777), OREAD).await;
+        self.clunk_later(fid);
+        made.map_err(|e| failed("mkdir", name, e))?;
+        let (ino, stat) = self.look(parent, name).await?;
+        Ok(self.entry(ino, &stat))
+    }
+
+    async fn unlink(&self, _req: Request, parent: Inode, name: &OsStr) -> Result<()> {
+        let name = utf8(name)?;
+        let pfid = self.fid_of(parent).await?;
+        let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("remove", name, e))?;
+        self.client.remove(fid).await.map_err(|e| failed("remove", name, e))
+    }
+
+    async fn rmdir(&self, req: Request, parent: Inode, name: &OsStr) -> Result<()> {
+        self.unlink(req, parent, name).await
+    }
+
+    async fn rename(
+        &self,
+        _req: Request,
+        parent: Inode,
+        name: &OsStr,
+        new_parent: Inode,
+        new_name: &OsStr,
+    ) -> Result<()> {
+        if parent != new_parent {
+            // 9P renames within a directory only (wstat of the name).
+            return Err(libc::EXDEV.into());
+        }
+        let (name, new_name) = (utf8(name)?, utf8(new_name)?);
+        let pfid = self.fid_of(parent).await?;
+        let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("rename", name, e))?;
+        let st = Stat { name: new_name.to_string(), ..Stat::dont_touch() };
+        let r = self.client.wstat(fid, st).await.map_err(|e| failed("rename", name, e));
+        self.clunk_later(fid);
+        r
+    }
+
+    async fn interrupt(&self, _req: Request, unique: u64) -> Result<()> {
+        match self.inflight.interrupt(unique) {
+            true => Ok(()),
+            // Not running yet (or done): the kernel asks again while the
+            // request is still pending.
+            false => Err(libc::EAGAIN.into()),
+        }
+    }
+}
+
+/// The entries of one readdirplus reply. The kernel takes a lookup of each
+/// entry it is sent (but "." and ".."); fuse3 pulls one entry more than
+/// fits and drops it, so an entry's lookup is counted only when the next
+/// is pulled or the listing ends: exactly the ones sent are counted.
+struct Plus<'a> {
+    mount: &'a Mount,
+    names: Vec<String>,
+    items: std::vec::IntoIter<(u64, Option<Stat>, OsString)>,
+    at: u64,
+    /// The entry handed out last, not yet counted.
+    sent: Option<Stat>,
+}
+
+impl Iterator for Plus<'_> {
+    type Item = Result<DirectoryEntryPlus>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(stat) = self.sent.take() {
+            let mut names = self.names.clone();
+            names.push(stat.name.clone());
+            self.mount.inodes().looked_up(names, stat, None);
+        }
+        let (inode, stat, name) = self.items.next()?;
+        self.at += 1;
+        let (attr_stat, entry_ttl) = match &stat {
+            Some(s) => (s.clone(), ttl(s)),
+            None => {
+                let node = self.mount.inodes().get(inode).map(|n| n.stat.clone()).unwrap_or_default();
+                let dir = Stat { mode: DMDIR | 0o555, ..node };
+                (dir, crate::attr::CACHE_TTL)
+            }
+        };
+        if stat.is_some() {
+            self.sent = stat.clone();
+        }
+        Some(Ok(DirectoryEntryPlus {
+            inode,
+            generation: 0,
+            kind: kind(&stat),
+            name,
+            offset: self.at as i64,
+            attr: self.mount.attr(inode, &attr_stat),
+            entry_ttl,
+            attr_ttl: entry_ttl,
+        }))
+    }
+}

@@ -1,0 +1,70 @@
+//! Requests the kernel may interrupt.
+//!
+//! A read of a blocking stream (`event`, `entries`, `attach`) waits in the
+//! server until there is data. When the reader gets a signal, the kernel
+//! sends FUSE_INTERRUPT naming the request; [`Inflight::interrupt`] wakes
+//! the waiting call, which drops its 9P request (the client sends Tflush)
+//! and answers EINTR, so Ctrl-C and `kill` work and nothing wedges.
+//!
+//! An interrupt can overtake the request it names (the two are handled
+//! concurrently); for an unknown request the answer is EAGAIN, which makes
+//! the kernel send it again while the request is still pending.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
+
+/// The interruptible requests now running, by FUSE unique id.
+#[derive(Default)]
+pub struct Inflight {
+    waiting: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+}
+
+/// The call was interrupted.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Interrupted;
+
+impl Inflight {
+    /// Runs `call` for request `unique` until it ends or is interrupted.
+    pub async fn run<T>(&self, unique: u64, call: impl Future<Output = T>) -> Result<T, Interrupted> {
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().expect("inflight lock").insert(unique, tx);
+        let result = tokio::select! {
+            r = call => Ok(r),
+            _ = rx => Err(Interrupted),
+        };
+        self.waiting.lock().expect("inflight lock").remove(&unique);
+        result
+    }
+
+    /// Interrupts request `unique`; false if it is not (yet) running.
+    pub fn interrupt(&self, unique: u64) -> bool {
+        match self.waiting.lock().expect("inflight lock").remove(&unique) {
+            Some(tx) => tx.send(()).is_ok(),
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_interrupt_ends_a_pending_call_and_only_that_one() {
+        let inflight = std::sync::Arc::new(Inflight::default());
+        let waiting = {
+            let inflight = inflight.clone();
+            tokio::spawn(async move { inflight.run(7, std::future::pending::<()>()).await })
+        };
+        while !inflight.waiting.lock().unwrap().contains_key(&7) {
+            tokio::task::yield_now().await;
+        }
+        assert!(!inflight.interrupt(8), "no such request");
+        assert!(inflight.interrupt(7));
+        assert_eq!(waiting.await.unwrap(), Err(Interrupted));
+        assert_eq!(inflight.run(9, async { 3 }).await, Ok(3));
+        assert!(!inflight.interrupt(9), "finished requests are forgotten");
+    }
+}

@@ -1,0 +1,130 @@
+//! Inodes: what the kernel calls a file, as a path from the 9P root.
+//!
+//! 9P has no inode numbers, but every file's qid.path is unique on its
+//! server, so an inode number is derived from it (the root is 1, as FUSE
+//! wants). Each inode keeps the names from the root (so it can be walked
+//! to again), the last stat, how many lookups the kernel holds, and, once
+//! one has been walked, a fid for stat and for cloning at open. Entries
+//! that readdirplus hands out get no fid until they are used.
+
+use apex_ninep::fcall::{Qid, Stat};
+use std::collections::HashMap;
+
+/// The root's inode number.
+pub const ROOT: u64 = 1;
+
+/// One inode.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Names from the attach root.
+    pub names: Vec<String>,
+    pub stat: Stat,
+    /// A fid on this file, once walked.
+    pub fid: Option<u32>,
+    /// Lookups the kernel holds (FUSE_FORGET gives them back).
+    pub lookups: u64,
+}
+
+/// Every inode the kernel knows.
+pub struct Inodes {
+    root_path: u64,
+    nodes: HashMap<u64, Node>,
+}
+
+impl Inodes {
+    /// The table of a mount whose root has `root` as qid, walked as `fid`.
+    pub fn new(root: Qid, root_stat: Stat, fid: u32) -> Inodes {
+        let mut nodes = HashMap::new();
+        nodes.insert(ROOT, Node { names: Vec::new(), stat: root_stat, fid: Some(fid), lookups: 1 });
+        Inodes { root_path: root.path, nodes }
+    }
+
+    /// The inode number of the file with qid `qid`.
+    pub fn number(&self, qid: &Qid) -> u64 {
+        match qid.path {
+            p if p == self.root_path => ROOT,
+            // Keep clear of 0 (no inode) and 1 (the root).
+            p => p.checked_add(2).filter(|n| *n > ROOT).unwrap_or(u64::MAX),
+        }
+    }
+
+    pub fn get(&self, ino: u64) -> Option<&Node> {
+        self.nodes.get(&ino)
+    }
+
+    pub fn get_mut(&mut self, ino: u64) -> Option<&mut Node> {
+        self.nodes.get_mut(&ino)
+    }
+
+    /// Records a lookup of the file `names` with `stat`, walked as `fid`
+    /// if one was. Returns its number and, when the inode already had a
+    /// fid, the new one, which the caller clunks.
+    pub fn looked_up(&mut self, names: Vec<String>, stat: Stat, fid: Option<u32>) -> (u64, Option<u32>) {
+        let ino = self.number(&stat.qid);
+        match self.nodes.get_mut(&ino) {
+            Some(node) => {
+                node.lookups += 1;
+                node.names = names;
+                node.stat = stat;
+                match (node.fid, fid) {
+                    (None, f) => {
+                        node.fid = f;
+                        (ino, None)
+                    }
+                    (Some(_), spare) => (ino, spare),
+                }
+            }
+            None => {
+                self.nodes.insert(ino, Node { names, stat, fid, lookups: 1 });
+                (ino, None)
+            }
+        }
+    }
+
+    /// Gives back `n` lookups; when none remain the inode is dropped and
+    /// its fid returned for clunking. The root stays.
+    pub fn forget(&mut self, ino: u64, n: u64) -> Option<u32> {
+        if ino == ROOT {
+            return None;
+        }
+        let node = self.nodes.get_mut(&ino)?;
+        node.lookups = node.lookups.saturating_sub(n);
+        match node.lookups {
+            0 => self.nodes.remove(&ino).and_then(|n| n.fid),
+            _ => None,
+        }
+    }
+
+    /// The number of inodes held.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(path: u64) -> Stat {
+        Stat { qid: Qid { path, ..Qid::default() }, ..Stat::default() }
+    }
+
+    #[test]
+    fn lookups_count_and_forget_frees_the_fid() {
+        let mut t = Inodes::new(Qid { path: 0, ..Qid::default() }, stat(0), 100);
+        assert_eq!(t.number(&Qid::default()), ROOT);
+        let (a, spare) = t.looked_up(vec!["a".into()], stat(5), Some(1));
+        assert_eq!((a, spare), (7, None));
+        // A second lookup keeps the first fid and hands back the new one.
+        assert_eq!(t.looked_up(vec!["a".into()], stat(5), Some(2)), (7, Some(2)));
+        // readdirplus entries have no fid yet.
+        let (b, _) = t.looked_up(vec!["b".into()], stat(9), None);
+        assert_eq!(t.get(b).unwrap().fid, None);
+        assert_eq!(t.forget(a, 1), None);
+        assert_eq!(t.forget(a, 1), Some(1));
+        assert!(t.get(a).is_none());
+        assert_eq!(t.forget(ROOT, 5), None);
+        assert_eq!(t.len(), 2);
+    }
+}

@@ -1,0 +1,107 @@
+//! apex-mnt: mounts a 9P2000 server with FUSE.
+//!
+//! `apex-mnt [-a ANAME] [ADDR] MOUNTPOINT`: ADDR is `unix!PATH`,
+//! `tcp!HOST!PORT`, or a service posted in the namespace directory
+//! (default `apex`). Runs in the foreground until SIGINT or SIGTERM, the
+//! server going away, or an unmount from outside; then it leaves the
+//! mount point as it found it.
+
+mod attr;
+mod errno;
+mod fs;
+mod handles;
+mod inflight;
+mod inodes;
+
+use anyhow::Context;
+use clap::Parser;
+use fuse3::raw::Session;
+use fuse3::MountOptions;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser, Debug)]
+#[command(name = "apex-mnt", about = "Mount a 9P2000 server (apexd by default) with FUSE", version)]
+struct Args {
+    /// Attach name: "" for the root of apexd's tree, NAME for a session.
+    #[arg(short = 'a', value_name = "ANAME", default_value = "")]
+    aname: String,
+    /// Largest 9P message to ask for, in bytes.
+    #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
+    msize: u32,
+    /// [ADDR] MOUNTPOINT: ADDR is unix!PATH, tcp!HOST!PORT or a posted
+    /// service name (default: apex).
+    #[arg(num_args = 1..=2, value_name = "ADDR MOUNTPOINT", required = true)]
+    places: Vec<String>,
+}
+
+/// Detaches the mount even while it is busy, so a server that went away
+/// leaves a usable directory, not "Transport endpoint is not connected".
+fn detach(path: &Path) {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return };
+    // SAFETY: umount2 reads a NUL-terminated path we own.
+    let r = unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    if r != 0 {
+        // Without root, fusermount3 does it.
+        let _ = std::process::Command::new("fusermount3").arg("-u").arg("-z").arg(path).status();
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let (addr, mountpoint) = match args.places.as_slice() {
+        [m] => ("apex".to_string(), PathBuf::from(m)),
+        [a, m] => (a.clone(), PathBuf::from(m)),
+        _ => unreachable!("clap takes one or two"),
+    };
+    let address = apex_fsd::post::service_address(&addr);
+    let client = apex_ninep::dial(&address, args.msize).await.with_context(|| format!("dial {address}"))?;
+    let user = apex_fsd::post::user_name();
+    let root = client.attach(&user, &args.aname).await.with_context(|| format!("attach {:?}", args.aname))?;
+    let mount = fs::Mount::new(client.clone(), root).await.context("stat the root")?;
+
+    let mut options = MountOptions::default();
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    options.fs_name("apex").uid(uid).gid(gid);
+    let session = Session::new(options);
+    let mut handle = match uid {
+        0 => session.mount(mount, &mountpoint).await,
+        _ => session.mount_with_unprivileged(mount, &mountpoint).await,
+    }
+    .with_context(|| format!("mount on {}", mountpoint.display()))?;
+    tracing::info!(%address, mountpoint = %mountpoint.display(), "mounted");
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let why = tokio::select! {
+        r = &mut handle => {
+            // Unmounted from outside (umount, fusermount3 -u): done.
+            r.context("fuse session")?;
+            return Ok(());
+        }
+        _ = client.closed() => "the server went away",
+        _ = tokio::signal::ctrl_c() => "interrupted",
+        _ = term.recv() => "terminated",
+    };
+    tracing::info!(why, "unmounting");
+    if handle.unmount().await.is_err() {
+        detach(&mountpoint);
+    }
+    // A busy mount may still be listed; make sure it is gone.
+    if std::fs::read_to_string("/proc/self/mounts")
+        .is_ok_and(|m| m.lines().any(|l| l.split(' ').nth(1) == Some(&*mountpoint.to_string_lossy())))
+    {
+        detach(&mountpoint);
+    }
+    if why == "the server went away" {
+        eprintln!("apex-mnt: {why}; unmounted {}", mountpoint.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,193 @@
+//! End to end: a real `apexd`, mounted by a real `apex-mnt` under a
+//! temporary directory, driven with plain shell tools. Every mount is
+//! unmounted and every process killed when a test ends, pass or fail.
+
+mod setup;
+
+use setup::{fuse_available, mounted, sibling, Setup};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn shell_tools_read_and_write_through_the_mount() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start("shell");
+    assert_eq!(s.ok("ls $M"), "ctl\nindex\nmain\nnew\nregistry\n");
+    s.ok("echo new work > $M/ctl");
+    assert!(s.ok("cat $M/index").lines().any(|l| l.starts_with("work ")));
+    let b = s.ok("cat $M/work/buffers/new").trim().to_string();
+    let body = format!("$M/work/buffers/{b}/body");
+    s.ok(&format!("echo hello > {body}; echo world >> {body}; echo -n '!' >> {body}"));
+    assert_eq!(s.ok(&format!("cat {body}")), "hello\nworld\n!");
+    // `>` truncates (O_TRUNC arrives with the open).
+    s.ok(&format!("printf 'one\\ntwo\\n' > {body}"));
+    assert_eq!(s.ok(&format!("cat {body}")), "one\ntwo\n");
+    s.ok(&format!("cp {body} $T/copy && cmp $T/copy {body}"));
+    // truncate(1) is a SETATTR of size 0: an open with OTRUNC.
+    s.ok(&format!("truncate -s 0 {body}"));
+    assert_eq!(s.ok(&format!("cat {body}")), "");
+    // `ls -l` of every directory, and stat of every file.
+    let listing = s.ok("ls -lR $M/work");
+    for name in ["body", "proposals", "entries", "leases", "hash"] {
+        assert!(listing.contains(name), "{name} missing from\n{listing}");
+    }
+    assert!(s.ok("stat -c '%s %F' $M/work/hash").starts_with("0 regular"), "synthetic files have length 0");
+    // One write(2) is one Twrite: a proposal arrives whole.
+    let v = s.ok(&format!("sed -n 's/^version //p' $M/work/buffers/{b}/ctl")).trim().to_string();
+    s.ok(&format!("printf 'insert {b} {v} 0\\nfirst\\n' > $M/work/proposals"));
+    assert_eq!(s.ok(&format!("cat {body}")), "first\n");
+    // A refused write fails with a sensible errno; the log says why.
+    // dash's own echo says "I/O error" for every failed write; coreutils' names the errno.
+    let (ok, _, err) = s.sh("/bin/echo 'insrt 1 0 0' > $M/work/proposals");
+    assert!(!ok && err.contains("Invalid argument"), "{err}");
+    assert!(s.log().contains("unknown verb"), "{}", s.log());
+    let (ok, _, err) = s.sh("cat $M/work/nosuch");
+    assert!(!ok && err.contains("No such file"), "{err}");
+    let (ok, _, err) = s.sh("echo x > $M/work/hash");
+    assert!(!ok && err.contains("Permission denied"), "{err}");
+}
+
+#[test]
+fn a_blocked_stream_reader_follows_and_ctrl_c_ends_it() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start("stream");
+    let b = s.ok("cat $M/main/buffers/new").trim().to_string();
+    let entries = s.m().join(format!("main/shards/buffer.{b}/entries"));
+    let mut cat = Command::new("cat").arg(&entries).stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(cat.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("1 0 0 {"), "{first}");
+    // While cat blocks in read(2), the mount serves everyone else.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(cat.try_wait().unwrap().is_none(), "cat blocks at the end of the stream");
+    assert!(s.ok("ls $M/main").contains("buffers"));
+    s.ok(&format!("echo followed >> $M/main/buffers/{b}/body"));
+    let seen = lines.by_ref().map(|l| l.unwrap()).find(|l| l.contains("followed")).expect("the new entry");
+    assert!(seen.contains("\"Splice\""), "{seen}");
+    // `tail -n +1 -f` follows a stream too (plain `tail -f` waits for an
+    // end to find the last lines, and a stream has none).
+    let mut tail = Command::new("stdbuf")
+        .args(["-o0", "tail", "-n", "+1", "-f"])
+        .arg(&entries)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut tail_lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    s.ok(&format!("echo tailed >> $M/main/buffers/{b}/body"));
+    assert!(tail_lines.any(|l| l.unwrap().contains("tailed")));
+    // SAFETY: kill(2) on our own children.
+    unsafe { libc::kill(tail.id() as i32, libc::SIGINT) };
+    let _ = tail.wait();
+    // Ctrl-C: FUSE_INTERRUPT becomes a Tflush and read(2) returns EINTR.
+    // SAFETY: as above.
+    unsafe { libc::kill(cat.id() as i32, libc::SIGINT) };
+    let signalled = Instant::now();
+    loop {
+        if cat.try_wait().unwrap().is_some() {
+            break;
+        }
+        let waited = signalled.elapsed();
+        assert!(waited < Duration::from_secs(1), "cat was not reaped within a second of SIGINT ({waited:?})");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The connection is still good: the flushed read disturbed nothing.
+    assert!(s.ok("cat $M/main/label").starts_with("main"));
+}
+
+#[test]
+fn many_processes_write_through_one_mount_at_once() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start("many");
+    let b = s.ok("cat $M/main/buffers/new").trim().to_string();
+    let writers: Vec<Child> = (0..8)
+        .map(|w| {
+            Command::new("sh")
+                .arg("-c")
+                .arg(format!("for i in $(seq 1 25); do echo w{w}-$i >> $M/main/buffers/{b}/body; cat $M/main/hash > /dev/null; done"))
+                .env("M", s.m())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut w in writers {
+        assert!(w.wait().unwrap().success());
+    }
+    let body = s.ok(&format!("cat $M/main/buffers/{b}/body"));
+    assert_eq!(body.lines().count(), 200, "{body}");
+    for w in 0..8 {
+        assert!(body.lines().any(|l| l == format!("w{w}-25")));
+    }
+}
+
+#[test]
+fn a_directory_of_thousands_lists_completely() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start("big");
+    // 1000 windows: each a window and two buffers, so `shards` holds 3000+.
+    s.ok("for i in $(seq 1 1000); do cat $M/main/buffers/new; done > $T/made");
+    let made = std::fs::read_to_string(s.dir.join("made")).unwrap();
+    assert_eq!(made.lines().count(), 1000);
+    let buffers = s.ok("ls $M/main/buffers | wc -l").trim().parse::<usize>().unwrap();
+    let shards = s.ok("ls -l $M/main/shards | grep -c '^d'").trim().parse::<usize>().unwrap();
+    // Each window's body and tag, plus the session's row and column tags.
+    assert!(buffers >= 2001, "buffers lists {buffers}");
+    for b in made.lines() {
+        assert!(s.m().join(format!("main/buffers/{}", b.trim())).exists());
+    }
+    let want = s.ok("ls $M/main/buffers | wc -l").trim().parse::<usize>().unwrap();
+    assert_eq!(buffers, want, "a second listing agrees");
+    assert!(shards >= 3000, "shards lists {shards}");
+    // The listing matches the server's own.
+    let mut via_9p = String::new();
+    Command::new(sibling("apex"))
+        .args(["-a", &format!("unix!{}", s.dir.join("ns/apex").display()), "ls", "main/shards"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut via_9p)
+        .unwrap();
+    let mut via_mount: Vec<String> = s.ok("ls $M/main/shards").lines().map(String::from).collect();
+    let mut via_9p: Vec<String> = via_9p.lines().map(String::from).collect();
+    via_mount.sort();
+    via_9p.sort();
+    assert_eq!(via_mount, via_9p);
+}
+
+#[test]
+fn the_mount_goes_when_the_server_does() {
+    if !fuse_available() {
+        return;
+    }
+    let mut s = Setup::start("gone");
+    assert!(s.ok("cat $M/main/label").starts_with("main"));
+    s.stop_apexd();
+    let st = s.wait_mnt();
+    assert!(st.success(), "apex-mnt exits cleanly: {st:?}\n{}", s.log());
+    assert!(!mounted(&s.dir), "unmounted");
+    // The mount point is an ordinary, usable directory again.
+    assert_eq!(s.ok("ls -a $M"), ".\n..\n");
+}
+
+#[test]
+fn an_unmount_from_outside_ends_it() {
+    if !fuse_available() {
+        return;
+    }
+    let mut s = Setup::start("umount");
+    s.ok("umount $M");
+    let st = s.wait_mnt();
+    assert!(st.success(), "{st:?}\n{}", s.log());
+    assert!(!mounted(&s.dir));
+}

@@ -1,0 +1,159 @@
+//! The harness of the mount tests and benchmark: a real `apexd` on a
+//! temporary namespace, mounted by a real `apex-mnt`; on drop, the mount is
+//! unmounted and both processes are gone, pass or fail.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A binary of the workspace beside this test's (`apexd`, `apex`),
+/// built first if this run has not built it.
+pub fn sibling(name: &str) -> PathBuf {
+    let mnt = Path::new(env!("CARGO_BIN_EXE_apex-mnt"));
+    let path = mnt.with_file_name(name);
+    if !path.exists() {
+        let release = mnt.parent().is_some_and(|d| d.ends_with("release"));
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-p", "apex-fsd", "--bins"]);
+        if release {
+            build.arg("--release");
+        }
+        assert!(build.status().expect("run cargo").success(), "cargo build -p apex-fsd failed");
+    }
+    path
+}
+
+/// Whether FUSE mounts can be made here; outside CI a test without them
+/// says so and passes, in CI it fails.
+pub fn fuse_available() -> bool {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = Path::new("/dev/fuse").exists()
+        && (root || Command::new("fusermount3").arg("-V").output().is_ok_and(|o| o.status.success()));
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "CI must be able to mount FUSE (/dev/fuse, root or fusermount3)");
+        eprintln!("skipping: no FUSE here (/dev/fuse and root or fusermount3)");
+    }
+    ok
+}
+
+/// A temporary directory with an apexd posted in it and a mount of it.
+pub struct Setup {
+    pub dir: PathBuf,
+    apexd: Option<Child>,
+    mnt: Option<Child>,
+}
+
+pub fn mounted(dir: &Path) -> bool {
+    let d = dir.join("m");
+    std::fs::read_to_string("/proc/self/mounts")
+        .is_ok_and(|m| m.lines().any(|l| l.split(' ').nth(1) == Some(&*d.to_string_lossy())))
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Setup {
+    pub fn start(name: &str) -> Setup {
+        let dir = std::env::temp_dir().join(format!("apex-mnt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("m")).unwrap();
+        let apexd = Command::new(sibling("apexd"))
+            .arg("--namespace")
+            .arg(dir.join("ns"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start apexd");
+        let mut s = Setup { dir, apexd: Some(apexd), mnt: None };
+        wait_for("apexd's socket", || s.dir.join("ns/apex").exists());
+        let log = std::fs::File::create(s.dir.join("mnt.log")).unwrap();
+        s.mnt = Some(
+            Command::new(env!("CARGO_BIN_EXE_apex-mnt"))
+                .arg(format!("unix!{}", s.dir.join("ns/apex").display()))
+                .arg(s.dir.join("m"))
+                .env("RUST_LOG", "info")
+                .stderr(log)
+                .spawn()
+                .expect("start apex-mnt"),
+        );
+        wait_for("the mount", || mounted(&s.dir));
+        s
+    }
+
+    /// The mount point.
+    pub fn m(&self) -> PathBuf {
+        self.dir.join("m")
+    }
+
+    /// Runs `script` with `sh -c`, `$M` the mount point and `$T` a scratch
+    /// directory; returns success, stdout and stderr.
+    pub fn sh(&self, script: &str) -> (bool, String, String) {
+        let out =
+            Command::new("sh").arg("-c").arg(script).env("M", self.m()).env("T", &self.dir).output().expect("run sh");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    }
+
+    /// Like `sh`, but the script must succeed.
+    pub fn ok(&self, script: &str) -> String {
+        let (ok, out, err) = self.sh(script);
+        assert!(ok, "{script}\nstdout: {out}\nstderr: {err}\nmount log: {}", self.log());
+        out
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("mnt.log")).unwrap_or_default()
+    }
+
+    /// Stops the daemon (the mount should then go by itself).
+    pub fn stop_apexd(&mut self) {
+        if let Some(mut c) = self.apexd.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Waits for apex-mnt to exit; its status.
+    pub fn wait_mnt(&mut self) -> std::process::ExitStatus {
+        let c = self.mnt.as_mut().expect("mnt running");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                self.mnt = None;
+                return st;
+            }
+            assert!(Instant::now() < deadline, "apex-mnt did not exit; log:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.mnt.take() {
+            // SIGTERM first, so it unmounts itself.
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if mounted(&self.dir) {
+            let m = std::ffi::CString::new(self.m().as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: umount2 reads a path we own.
+            unsafe { libc::umount2(m.as_ptr(), libc::MNT_DETACH) };
+        }
+        self.stop_apexd();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
