@@ -153,6 +153,22 @@ impl Mount {
         Ok((ino, stat))
     }
 
+    /// Runs the 9P `call` of FUSE request `unique` on `fid`; an
+    /// interrupt ends it with EINTR.
+    async fn interruptible<T>(
+        &self,
+        unique: u64,
+        op: &str,
+        fid: u32,
+        call: impl std::future::Future<Output = std::result::Result<T, ClientError>>,
+    ) -> Result<T> {
+        match self.inflight.run(unique, call).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(failed(op, &fid.to_string(), e)),
+            Err(_) => Err(libc::EINTR.into()),
+        }
+    }
+
     fn entry(&self, ino: u64, stat: &Stat) -> ReplyEntry {
         ReplyEntry { ttl: ttl(stat), attr: self.attr(ino, stat), generation: 0 }
     }
@@ -189,6 +205,15 @@ impl Mount {
         let inodes = self.inodes();
         items.extend(entries.iter().map(|s| (inodes.number(&s.qid), Some(s.clone()), OsString::from(&s.name))));
         items.into_iter().skip(offset as usize).collect()
+    }
+}
+
+/// The 9P open mode for open(2) flags' access mode.
+fn access_mode(flags: u32) -> u8 {
+    match flags as i32 & libc::O_ACCMODE {
+        libc::O_RDONLY => OREAD,
+        libc::O_WRONLY => OWRITE,
+        _ => ORDWR,
     }
 }
 
@@ -263,13 +288,8 @@ impl Filesystem for Mount {
     }
 
     async fn open(&self, _req: Request, inode: Inode, flags: u32) -> Result<ReplyOpen> {
-        let flags = flags as i32;
-        let mut mode = match flags & libc::O_ACCMODE {
-            libc::O_RDONLY => OREAD,
-            libc::O_WRONLY => OWRITE,
-            _ => ORDWR,
-        };
-        if flags & libc::O_TRUNC != 0 {
+        let mut mode = access_mode(flags);
+        if flags as i32 & libc::O_TRUNC != 0 {
             mode |= OTRUNC;
         }
         let fid = self.clone_fid(inode).await?;
@@ -287,12 +307,8 @@ impl Filesystem for Mount {
 
     async fn read(&self, req: Request, _inode: Inode, fh: u64, offset: u64, size: u32) -> Result<ReplyData> {
         let (fid, iounit) = self.file(fh)?;
-        let call = self.client.read(fid, offset, size.min(iounit));
-        match self.inflight.run(req.unique, call).await {
-            Ok(Ok(data)) => Ok(ReplyData { data: Bytes::from(data) }),
-            Ok(Err(e)) => Err(failed("read", &fid.to_string(), e)),
-            Err(_) => Err(libc::EINTR.into()),
-        }
+        let data = self.interruptible(req.unique, "read", fid, self.client.read(fid, offset, size.min(iounit))).await?;
+        Ok(ReplyData { data: Bytes::from(data) })
     }
 
     async fn write(
@@ -315,11 +331,8 @@ impl Filesystem for Mount {
             }
             Ok::<u32, ClientError>(written)
         };
-        match self.inflight.run(req.unique, call).await {
-            Ok(Ok(written)) => Ok(ReplyWrite { written }),
-            Ok(Err(e)) => Err(failed("write", &fid.to_string(), e)),
-            Err(_) => Err(libc::EINTR.into()),
-        }
+        let written = self.interruptible(req.unique, "write", fid, call).await?;
+        Ok(ReplyWrite { written })
     }
 
     async fn release(
@@ -404,12 +417,7 @@ impl Filesystem for Mount {
     async fn create(&self, _req: Request, parent: Inode, name: &OsStr, mode: u32, flags: u32) -> Result<ReplyCreated> {
         let name = utf8(name)?;
         let fid = self.clone_fid(parent).await?;
-        let omode = match flags as i32 & libc::O_ACCMODE {
-            libc::O_RDONLY => OREAD,
-            libc::O_WRONLY => OWRITE,
-            _ => ORDWR,
-        };
-        let file = match self.client.create(fid, name, mode & 0o777, omode).await {
+        let file = match self.client.create(fid, name, mode & 0o777, access_mode(flags)).await {
             Ok(f) => f,
             Err(e) => {
                 self.clunk_later(fid);

@@ -47,15 +47,7 @@ def write(c, path, data, mode=OWRITE):
 
 
 def listing(c, path):
-    f = walk_open(c, path, OREAD)
-    raw, offset = b"", 0
-    while True:
-        buf = c.read(f, 8192, offset)
-        if not buf:
-            break
-        raw += buf
-        offset += len(buf)
-    c.clunk(f)
+    raw = read_all(c, path)
     names = []
     while raw:
         (n,) = struct.unpack("<H", raw[:2])
