@@ -30,7 +30,7 @@ pub struct Mount {
     root_fid: u32,
     inodes: Arc<Mutex<Inodes>>,
     handles: Handles,
-    inflight: Inflight,
+    inflight: Arc<Inflight>,
     uid: u32,
     gid: u32,
     /// The st_blksize to report: the power of two at or above the
@@ -67,11 +67,16 @@ impl Mount {
             client,
             root_fid,
             handles: Handles::default(),
-            inflight: Inflight::default(),
+            inflight: Arc::new(Inflight::default()),
             uid,
             gid,
             blksize: apex_ninep::version::iounit(client_msize).max(4096).next_power_of_two(),
         })
+    }
+
+    /// The requests in flight, for ending them all at unmount.
+    pub fn inflight(&self) -> Arc<Inflight> {
+        self.inflight.clone()
     }
 
     fn inodes(&self) -> std::sync::MutexGuard<'_, Inodes> {

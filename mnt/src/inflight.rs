@@ -38,6 +38,13 @@ impl Inflight {
         result
     }
 
+    /// Interrupts every request running: the mount is going away.
+    pub fn interrupt_all(&self) {
+        for (_, tx) in self.waiting.lock().expect("inflight lock").drain() {
+            let _ = tx.send(());
+        }
+    }
+
     /// Interrupts request `unique`; false if it is not (yet) running.
     pub fn interrupt(&self, unique: u64) -> bool {
         match self.waiting.lock().expect("inflight lock").remove(&unique) {

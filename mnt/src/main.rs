@@ -36,11 +36,12 @@ struct Args {
 
 /// Detaches the mount even while it is busy, so a server that went away
 /// leaves a usable directory, not "Transport endpoint is not connected".
+/// Nothing to do if it is no longer mounted.
 fn detach(path: &Path) {
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return };
     // SAFETY: umount2 reads a NUL-terminated path we own.
     let r = unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-    if r != 0 {
+    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
         // Without root, fusermount3 does it.
         let _ = std::process::Command::new("fusermount3").arg("-u").arg("-z").arg(path).status();
     }
@@ -66,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
     let user = apex_fsd::post::user_name();
     let root = client.attach(&user, &args.aname).await.with_context(|| format!("attach {:?}", args.aname))?;
     let mount = fs::Mount::new(client.clone(), root).await.context("stat the root")?;
+    let inflight = mount.inflight();
 
     let mut options = MountOptions::default();
     // SAFETY: getuid/getgid cannot fail.
@@ -91,15 +93,13 @@ async fn main() -> anyhow::Result<()> {
         _ = term.recv() => "terminated",
     };
     tracing::info!(why, "unmounting");
-    if handle.unmount().await.is_err() {
-        detach(&mountpoint);
-    }
-    // A busy mount may still be listed; make sure it is gone.
-    if std::fs::read_to_string("/proc/self/mounts")
-        .is_ok_and(|m| m.lines().any(|l| l.split(' ').nth(1) == Some(&*mountpoint.to_string_lossy())))
-    {
-        detach(&mountpoint);
-    }
+    // Blocked readers are answered EINTR, the mount point is detached at
+    // once (usable again even while files are open), and then the session
+    // is given a moment to end; leaving closes /dev/fuse, which ends
+    // whatever is left.
+    inflight.interrupt_all();
+    detach(&mountpoint);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), handle.unmount()).await;
     if why == "the server went away" {
         eprintln!("apex-mnt: {why}; unmounted {}", mountpoint.display());
     }

@@ -191,3 +191,22 @@ fn an_unmount_from_outside_ends_it() {
     assert!(st.success(), "{st:?}\n{}", s.log());
     assert!(!mounted(&s.dir));
 }
+
+#[test]
+fn sigint_and_sigterm_unmount_cleanly() {
+    if !fuse_available() {
+        return;
+    }
+    for (name, signal) in [("sigint", libc::SIGINT), ("sigterm", libc::SIGTERM)] {
+        let mut s = Setup::start(name);
+        // Even while a reader holds a file open.
+        let mut reader = Command::new("cat").arg(s.m().join("registry")).stdout(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        s.signal_mnt(signal);
+        let st = s.wait_mnt();
+        assert!(st.success(), "{name}: {st:?}\n{}", s.log());
+        assert!(!mounted(&s.dir), "{name}: still mounted");
+        let _ = reader.kill();
+        let _ = reader.wait();
+    }
+}

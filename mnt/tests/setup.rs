@@ -120,6 +120,13 @@ impl Setup {
         }
     }
 
+    /// Sends `signal` to apex-mnt.
+    pub fn signal_mnt(&self, signal: i32) {
+        let pid = self.mnt.as_ref().expect("mnt running").id() as i32;
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(pid, signal) };
+    }
+
     /// Waits for apex-mnt to exit; its status.
     pub fn wait_mnt(&mut self) -> std::process::ExitStatus {
         let c = self.mnt.as_mut().expect("mnt running");
