@@ -178,14 +178,6 @@ impl Mount {
         ReplyEntry { ttl: ttl(stat), attr: self.attr(ino, stat), generation: 0 }
     }
 
-    /// The directory listing of handle `fh`.
-    fn listing(&self, fh: u64) -> Result<Arc<Handle>> {
-        match self.handles.get(fh) {
-            Some(h) if matches!(*h, Handle::Dir { .. }) => Ok(h),
-            _ => Err(libc::EBADF.into()),
-        }
-    }
-
     /// The fid and iounit of file handle `fh`.
     fn file(&self, fh: u64) -> Result<(u32, u32)> {
         match self.handles.get(fh).as_deref() {
@@ -194,8 +186,11 @@ impl Mount {
         }
     }
 
-    /// ".", ".." and then the listing's entries, from index `offset`.
-    fn dir_items(&self, parent: u64, entries: &[Stat], offset: u64) -> Vec<(u64, Option<Stat>, OsString)> {
+    /// ".", ".." and then the entries of directory handle `fh`, from index
+    /// `offset`.
+    fn dir_items(&self, parent: u64, fh: u64, offset: u64) -> Result<Vec<(u64, Option<Stat>, OsString)>> {
+        let h = self.handles.get(fh);
+        let Some(Handle::Dir { entries }) = h.as_deref() else { return Err(libc::EBADF.into()) };
         let up = {
             let inodes = self.inodes();
             let names = inodes.get(parent).map(|n| n.names.clone()).unwrap_or_default();
@@ -209,7 +204,7 @@ impl Mount {
         let mut items: Vec<(u64, Option<Stat>, OsString)> = vec![(parent, None, ".".into()), (up, None, "..".into())];
         let inodes = self.inodes();
         items.extend(entries.iter().map(|s| (inodes.number(&s.qid), Some(s.clone()), OsString::from(&s.name))));
-        items.into_iter().skip(offset as usize).collect()
+        Ok(items.into_iter().skip(offset as usize).collect())
     }
 }
 
@@ -388,9 +383,7 @@ impl Filesystem for Mount {
         fh: u64,
         offset: i64,
     ) -> Result<ReplyDirectory<impl Stream<Item = Result<DirectoryEntry>> + Send + 'a>> {
-        let h = self.listing(fh)?;
-        let Handle::Dir { entries } = &*h else { unreachable!("listing checked") };
-        let items = self.dir_items(parent, entries, offset.max(0) as u64);
+        let items = self.dir_items(parent, fh, offset.max(0) as u64)?;
         let start = offset.max(0);
         let entries = items.into_iter().enumerate().map(move |(i, (inode, stat, name))| {
             Ok(DirectoryEntry { inode, kind: kind(&stat), name, offset: start + i as i64 + 1 })
@@ -406,9 +399,7 @@ impl Filesystem for Mount {
         offset: u64,
         _lock_owner: u64,
     ) -> Result<ReplyDirectoryPlus<impl Stream<Item = Result<DirectoryEntryPlus>> + Send + 'a>> {
-        let h = self.listing(fh)?;
-        let Handle::Dir { entries } = &*h else { unreachable!("listing checked") };
-        let items = self.dir_items(parent, entries, offset);
+        let items = self.dir_items(parent, fh, offset)?;
         let names = self.names(parent)?;
         let entries = Plus { mount: self, names, items: items.into_iter(), at: offset, sent: None };
         Ok(ReplyDirectoryPlus { entries: stream::iter(entries) })
@@ -513,10 +504,10 @@ impl Iterator for Plus<'_> {
         self.at += 1;
         let (attr_stat, entry_ttl) = match &stat {
             Some(s) => (s.clone(), ttl(s)),
+            // "." and "..": the directory's own stat, as last seen.
             None => {
-                let node = self.mount.inodes().get(inode).map(|n| n.stat.clone()).unwrap_or_default();
-                let dir = Stat { mode: DMDIR | 0o555, ..node };
-                (dir, crate::attr::CACHE_TTL)
+                let node = self.mount.inodes().get(inode).map(|n| n.stat.clone());
+                (node.unwrap_or(Stat { mode: DMDIR | 0o555, ..Stat::default() }), crate::attr::CACHE_TTL)
             }
         };
         if stat.is_some() {

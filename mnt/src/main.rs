@@ -82,15 +82,15 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!(%address, mountpoint = %mountpoint.display(), "mounted");
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let why = tokio::select! {
+    let (why, server_gone) = tokio::select! {
         r = &mut handle => {
             // Unmounted from outside (umount, fusermount3 -u): done.
             r.context("fuse session")?;
             return Ok(());
         }
-        _ = client.closed() => "the server went away",
-        _ = tokio::signal::ctrl_c() => "interrupted",
-        _ = term.recv() => "terminated",
+        _ = client.closed() => ("the server went away", true),
+        _ = tokio::signal::ctrl_c() => ("interrupted", false),
+        _ = term.recv() => ("terminated", false),
     };
     tracing::info!(why, "unmounting");
     // Blocked readers are answered EINTR, the mount point is detached at
@@ -100,8 +100,11 @@ async fn main() -> anyhow::Result<()> {
     inflight.interrupt_all();
     detach(&mountpoint);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), handle.unmount()).await;
-    if why == "the server went away" {
+    if server_gone {
         eprintln!("apex-mnt: {why}; unmounted {}", mountpoint.display());
     }
-    Ok(())
+    // Exit now rather than return: the runtime would wait for the session's
+    // thread blocked reading /dev/fuse while a detached file is still open,
+    // and exiting closes /dev/fuse, which ends the connection for good.
+    std::process::exit(0)
 }

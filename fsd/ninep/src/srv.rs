@@ -284,6 +284,7 @@ async fn io_loop<S: Serve>(
     let mut buf: Vec<u8> = Vec::new();
     let mut start = 0;
     let mut out = Vec::new();
+    let mut ready = Vec::new();
     loop {
         // Every complete frame read so far.
         loop {
@@ -309,29 +310,19 @@ async fn io_loop<S: Serve>(
         buf.drain(..start);
         start = 0;
         // The replies that are ready, in as few writes as may be.
-        let mut ready = Vec::new();
-        while let Ok(msg) = rx.try_recv() {
-            ready.push(msg);
-        }
+        ready.extend(std::iter::from_fn(|| rx.try_recv().ok()));
         if send(w, &mut out, &ready).await.is_err() {
             return Ok(());
         }
+        ready.clear();
         tokio::select! {
             got = read_more(r, &mut buf) => {
                 if !got {
                     return Ok(());
                 }
             }
-            Some(msg) = rx.recv() => {
-                ready.clear();
-                ready.push(msg);
-                while let Ok(more) = rx.try_recv() {
-                    ready.push(more);
-                }
-                if send(w, &mut out, &ready).await.is_err() {
-                    return Ok(());
-                }
-            }
+            // A reply from a request that had to wait: sent at the top.
+            Some(msg) = rx.recv() => ready.push(msg),
         }
     }
 }

@@ -169,7 +169,7 @@ impl Tree {
             gid: self.user.clone(),
             muid: self.user.clone(),
             // Synthetic files have no length, and are as new as the
-            // moment they are looked at, as in acme (so `tail -f` polls).
+            // moment they are looked at, as in acme.
             length: 0,
             atime: now(),
             mtime: now(),

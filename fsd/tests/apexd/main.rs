@@ -89,6 +89,13 @@ async fn sessions_through_the_root_tree() {
     let fields: Vec<&str> = index.split_whitespace().collect();
     assert_eq!(fields.len(), 4, "name uuid attachments shards: {index:?}");
     assert_eq!(fields[1].len(), 36, "a uuid");
+    // As acme's, a synthetic file has length 0 and the times of the stat.
+    let (fid, _) = c.walk(root, &["index"]).await.unwrap();
+    let st = c.stat(fid).await.unwrap();
+    c.clunk(fid).await.unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    assert_eq!(st.length, 0);
+    assert!(st.mtime as u64 + 3600 > now && st.atime == st.mtime, "mtime {} atime {} now {now}", st.mtime, st.atime);
 
     // ctl: commands apply together or not at all.
     write(&c, root, "ctl", "new work\nrename work play\n").await.unwrap();
