@@ -192,6 +192,33 @@ impl Log {
         Ok(())
     }
 
+    /// Checks a run of entries for `shard` as `check_entry` would, each
+    /// against the log as the ones before it would leave it. Returns the
+    /// index of the first refused entry with the reason.
+    pub fn check_run(&self, shard: Shard, entries: &[Entry]) -> std::result::Result<(), (usize, Reject)> {
+        let Some(first) = entries.first() else { return Ok(()) };
+        self.check_entry(shard, first).map_err(|e| (0, e))?;
+        if shard == Shard::Meta && entries.len() > 1 {
+            return Err((1, Reject::ServerOnly { shard }));
+        }
+        let lease = self.leases.get(shard).map_err(|e| (0, e))?;
+        for (i, entry) in entries.iter().enumerate().skip(1) {
+            if !entry.op.fits(&shard) {
+                return Err((i, Reject::WrongShard { op: entry.op.kind(), shard }));
+            }
+            let admitted = match self.role {
+                Role::Authority => lease.admits_now(shard, entry.attachment, entry.epoch),
+                Role::Mirror(_) => lease.admit(shard, entry),
+            };
+            admitted.map_err(|e| (i, e))?;
+            let want = first.seq + i as Seq;
+            if entry.seq != want {
+                return Err((i, Reject::Sequence { shard, got: entry.seq, want }));
+            }
+        }
+        Ok(())
+    }
+
     /// Stores an entry `check_entry` passed. Metalog entries update the
     /// lease table (on a mirror, that is `note_meta`).
     ///

@@ -59,7 +59,7 @@ pub fn add_column(node: &mut Node, x: Frac) -> Result<ColumnId> {
 }
 
 /// A window that `new_window` made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NewWindow {
     pub window: WindowId,
     pub number: AcmeNumber,

@@ -95,9 +95,45 @@ impl Node {
         self.log.check_entry(shard, &entry)?;
         self.state.apply(shard, &entry)?;
         let meta = shard == Shard::Meta;
+        let made = match &entry.op {
+            Op::Meta(MetaOp::ShardNew { creator, .. }) => *creator == self.attachment,
+            _ => false,
+        };
         self.log.push(shard, entry);
         if meta {
             self.refresh_leases();
+        }
+        if made {
+            // A shard of ours that an earlier node of this attachment made
+            // (before a resume): never issue its id again.
+            self.next_id = self.next_id.max(self.state.next_id_counter(self.attachment));
+        }
+        Ok(())
+    }
+
+    /// Moves the id and undo-group counters past everything in the state,
+    /// after entries of this attachment's earlier node were taken over.
+    pub fn refresh_counters(&mut self) {
+        self.next_id = self.next_id.max(self.state.next_id_counter(self.attachment));
+        self.next_group = self.next_group.max(self.state.next_group_counter(self.attachment));
+    }
+
+    /// Accepts a run of entries for one shard, all or nothing: the log
+    /// checks every fence and seq, the state applies them (putting the
+    /// shard back if one is refused), and only then are they stored.
+    /// The error names the index of the refused entry. Metalog runs go
+    /// entry by entry through `accept` (each may change leases).
+    pub fn accept_all(&mut self, shard: Shard, entries: Vec<Entry>) -> std::result::Result<(), (usize, Reject)> {
+        if shard == Shard::Meta {
+            for (i, entry) in entries.into_iter().enumerate() {
+                self.accept(shard, entry).map_err(|e| (i, e))?;
+            }
+            return Ok(());
+        }
+        self.log.check_run(shard, &entries)?;
+        self.state.apply_all(shard, &entries)?;
+        for entry in entries {
+            self.log.push(shard, entry);
         }
         Ok(())
     }

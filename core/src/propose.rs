@@ -108,7 +108,7 @@ pub enum Proposal {
 }
 
 /// What a proposal made, beyond its entries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Created {
     Nothing,
     Buffer(BufferId),
@@ -116,7 +116,7 @@ pub enum Created {
 }
 
 /// The outcome of an applied proposal.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Applied {
     /// Every entry the leader appended for it, as (shard, seq) in order,
     /// metalog entries (on the authority) included; the entries themselves

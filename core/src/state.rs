@@ -42,6 +42,20 @@ pub struct State {
     pub id_marks: BTreeMap<AttachmentId, u64>,
 }
 
+/// One shard's part of the state, kept while a batch applies.
+struct Saved {
+    applied: Seq,
+    id_marks: BTreeMap<AttachmentId, u64>,
+    part: Part,
+}
+
+enum Part {
+    Buffer(Option<Buffer>),
+    Window(Option<Window>),
+    Term(Option<Term>),
+    Layout(Box<Layout>),
+}
+
 /// Raises `issuer`'s high-water mark to `counter`.
 pub(crate) fn mark(marks: &mut BTreeMap<AttachmentId, u64>, issuer: AttachmentId, counter: u64) {
     let m = marks.entry(issuer).or_insert(0);
@@ -181,6 +195,60 @@ impl State {
         };
         let id = BufferId(id);
         mark(&mut self.id_marks, id.issuer(), id.counter());
+    }
+
+    /// Applies `entries` to `shard` in order, all or nothing: if one is
+    /// refused, the shard is put back as it was and the error says which.
+    /// Only for shards other than the metalog (whose entries change
+    /// leases, and which is applied entry by entry).
+    pub fn apply_all(&mut self, shard: Shard, entries: &[Entry]) -> std::result::Result<(), (usize, Reject)> {
+        if shard == Shard::Meta {
+            return Err((0, Reject::ServerOnly { shard }));
+        }
+        if let [one] = entries {
+            // The common case copies nothing: apply checks before it
+            // changes anything.
+            return self.apply(shard, one).map_err(|e| (0, e));
+        }
+        let saved = self.save(shard);
+        for (i, entry) in entries.iter().enumerate() {
+            if let Err(e) = self.apply(shard, entry) {
+                self.restore(shard, saved);
+                return Err((i, e));
+            }
+        }
+        Ok(())
+    }
+
+    fn save(&self, shard: Shard) -> Saved {
+        Saved {
+            applied: self.applied(shard),
+            id_marks: self.id_marks.clone(),
+            part: match shard {
+                Shard::Buffer(b) => Part::Buffer(self.buffers.get(&b).cloned()),
+                Shard::Window(w) => Part::Window(self.windows.get(&w).cloned()),
+                Shard::Term(t) => Part::Term(self.terms.get(&t).cloned()),
+                Shard::Layout | Shard::Meta => Part::Layout(Box::new(self.layout.clone())),
+            },
+        }
+    }
+
+    fn restore(&mut self, shard: Shard, saved: Saved) {
+        fn put<K: Ord, V>(map: &mut BTreeMap<K, V>, k: K, v: Option<V>) {
+            match v {
+                Some(v) => map.insert(k, v),
+                None => map.remove(&k),
+            };
+        }
+        match (shard, saved.part) {
+            (Shard::Buffer(b), Part::Buffer(v)) => put(&mut self.buffers, b, v),
+            (Shard::Window(w), Part::Window(v)) => put(&mut self.windows, w, v),
+            (Shard::Term(t), Part::Term(v)) => put(&mut self.terms, t, v),
+            (_, Part::Layout(l)) => self.layout = *l,
+            _ => unreachable!("saved from the same shard"),
+        }
+        self.applied.insert(shard, saved.applied);
+        self.id_marks = saved.id_marks;
     }
 
     /// The next id counter a node of `a` may use, past every mark.

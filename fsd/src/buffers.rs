@@ -9,7 +9,6 @@
 
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
-use apex_core::propose::Applied;
 use apex_core::{Buffer, BufferId, BufferOp, Entry, Op, Origin, Proposal};
 use std::fmt::Write;
 
@@ -20,10 +19,11 @@ fn buffer(s: &Session, b: BufferId) -> Result<&Buffer, String> {
     s.view.state.buffer(b).map_err(|_| format!("buffer {} was deleted", b.0))
 }
 
-/// Appends `text` to the body, as a write to acme's `body` does.
-pub fn body_append(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
+/// The proposal that appends `text` to the body, as a write to acme's
+/// `body` does (none for no text).
+pub fn body_append(s: &Session, b: BufferId, text: &str) -> Result<Option<Proposal>, String> {
     if text.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let buf = buffer(s, b)?;
     let p = Proposal::Insert {
@@ -33,17 +33,17 @@ pub fn body_append(s: &mut Session, b: BufferId, text: &str) -> Result<(), Strin
         text: text.into(),
         origin: Origin::FileWrite,
     };
-    s.propose(&format!("body write {} ({} bytes)", b.0, text.len()), &p).map(|_| ())
+    Ok(Some(p))
 }
 
-/// Empties the body (an open with OTRUNC).
-pub fn truncate(s: &mut Session, b: BufferId) -> Result<(), String> {
+/// The proposal that empties the body (an open with OTRUNC), if it has
+/// text.
+pub fn truncate(s: &Session, b: BufferId) -> Result<Option<Proposal>, String> {
     let buf = buffer(s, b)?;
     if buf.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let p = Proposal::Delete { buffer: b, version: buf.version, q0: 0, q1: buf.len(), origin: Origin::FileWrite };
-    s.propose(&format!("body truncate {}", b.0), &p).map(|_| ())
+    Ok(Some(Proposal::Delete { buffer: b, version: buf.version, q0: 0, q1: buf.len(), origin: Origin::FileWrite }))
 }
 
 /// The addr as of the buffer's current version: rebased through the edits
@@ -124,19 +124,24 @@ pub fn data_read(s: &mut Session, b: BufferId, count: u32) -> Result<Vec<u8>, St
 }
 
 /// `data` write: replaces the addressed text, proposed at the version the
-/// address was set at; the address then follows the new text. A write of
-/// nothing deletes the addressed text.
-pub fn data_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
+/// address was set at (see `data_written` for the address after). A write
+/// of nothing deletes the addressed text. Returns the proposal and where
+/// the address's start lands now, or nothing to do.
+pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Proposal, u64)>, String> {
     let buf = buffer(s, b)?;
     let a = s.addrs.get(&b).cloned().unwrap_or(Addr { version: buf.version, ..Addr::default() });
     let Range { q0, q1 } = a.range;
     if q0 == q1 && text.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     // Where q0 lands now, for the address after the write.
     let at = buf.rebase(a.version, q0).map_err(|e| e.to_string())?;
     let p = Proposal::Replace { buffer: b, version: a.version, q0, q1, text: text.into(), origin: Origin::OtherFile };
-    s.propose(&format!("data write {} #{q0},#{q1} ({} bytes)", b.0, text.len()), &p)?;
+    Ok(Some((p, at)))
+}
+
+/// After a `data` write landed: the address follows the new text.
+pub fn data_written(s: &mut Session, b: BufferId, at: u64, text: &str) -> Result<(), String> {
     let end = at + text.chars().count() as u64;
     set_addr(s, b, Range::at(end))
 }
@@ -209,8 +214,8 @@ pub fn parse_ctl(text: &str) -> Result<BufferCtl, String> {
     })
 }
 
-/// Runs a ctl message that needs no host service.
-pub fn ctl_apply(s: &mut Session, b: BufferId, msg: &BufferCtl) -> Result<Option<Applied>, String> {
+/// The proposal of a ctl message that needs no host service.
+pub fn ctl_proposal(s: &Session, b: BufferId, msg: &BufferCtl) -> Result<Proposal, String> {
     buffer(s, b)?;
     let p = match msg {
         BufferCtl::Name(name) => Proposal::Name { buffer: b, name: name.clone() },
@@ -219,9 +224,11 @@ pub fn ctl_apply(s: &mut Session, b: BufferId, msg: &BufferCtl) -> Result<Option
         BufferCtl::Undo => Proposal::Undo { buffer: b },
         BufferCtl::Redo => Proposal::Redo { buffer: b },
         BufferCtl::Window => Proposal::CreateWindow { body: Some(b), column: None, name: String::new() },
-        BufferCtl::Get(_) | BufferCtl::Put { .. } => return Ok(None),
+        BufferCtl::Get(_) | BufferCtl::Put { .. } => {
+            return Err("ctl: get and put are host services, not proposals".into())
+        }
     };
-    s.propose(&format!("ctl {} {msg:?}", b.0), &p).map(Some)
+    Ok(p)
 }
 
 /// The acme event messages for one entry of a buffer's log:

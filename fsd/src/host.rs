@@ -46,26 +46,25 @@ pub async fn get(tree: &Tree, session: u64, b: BufferId, file: Option<String>) -
         .map_err(|e| format!("get: {e}"))?
         .map_err(|e| format!("get: {file}: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("get: {file} is not UTF-8 text"))?;
-    tree.with_session(session, |s| {
+    let (version, len, same) = tree.with_session(session, |s| {
         let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
-        let (version, len) = (buf.version, buf.len());
-        let same = buf.text == apex_core::text::Text::from(text.as_str());
-        let request = format!("get {} {file}", b.0);
-        if !same {
-            let origin = Origin::OtherFile;
-            let p = match (len, text.is_empty()) {
-                (0, _) => Proposal::Insert { buffer: b, version, q0: 0, text: text.clone(), origin },
-                (_, true) => Proposal::Delete { buffer: b, version, q0: 0, q1: len, origin },
-                _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text: text.clone(), origin },
-            };
-            s.propose(&request, &p)?;
-        }
-        if named && name != file {
-            s.propose(&request, &Proposal::Name { buffer: b, name: file.clone() })?;
-        }
-        s.propose(&request, &Proposal::Clean { buffer: b })?;
-        Ok(())
-    })
+        Ok((buf.version, buf.len(), buf.text == apex_core::text::Text::from(text.as_str())))
+    })?;
+    let request = format!("get {} {file}", b.0);
+    if !same {
+        let origin = Origin::OtherFile;
+        let p = match (len, text.is_empty()) {
+            (0, _) => Proposal::Insert { buffer: b, version, q0: 0, text: text.clone(), origin },
+            (_, true) => Proposal::Delete { buffer: b, version, q0: 0, q1: len, origin },
+            _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text: text.clone(), origin },
+        };
+        tree.propose(session, &request, p).await?;
+    }
+    if named && name != file {
+        tree.propose(session, &request, Proposal::Name { buffer: b, name: file.clone() }).await?;
+    }
+    tree.propose(session, &request, Proposal::Clean { buffer: b }).await?;
+    Ok(())
 }
 
 /// Writes buffer `b`'s text as of `version` (the current one if none) to
@@ -102,13 +101,16 @@ pub async fn put(
     .map_err(|e| format!("put: {file}: {e}"))?;
     tree.with_session(session, |s| {
         let now = s.view.state.buffer(b).map_err(|e| e.to_string())?.version;
-        if now != at {
-            return Err(format!(
+        match now == at {
+            true => Ok(()),
+            false => Err(format!(
                 "put: wrote version {at} to {file}, but the buffer has changed since (version {now}); it stays dirty"
-            ));
+            )),
         }
-        s.propose(&format!("put {} {file}", b.0), &Proposal::Clean { buffer: b }).map(|_| ())
-    })
+    })?;
+    // The leader marks it clean; a change that raced this stays dirty
+    // (Clean applies to the version the leader has, as acme's put does).
+    tree.propose(session, &format!("put {} {file}", b.0), Proposal::Clean { buffer: b }).await.map(|_| ())
 }
 
 /// The name of the errors window for commands run in `dir`.
@@ -117,33 +119,39 @@ pub fn errors_name(dir: &str) -> String {
 }
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
-fn errors_window(s: &mut crate::session::Session, name: &str) -> Result<(WindowId, BufferId), String> {
-    let state = &s.view.state;
-    let found = state.windows.iter().find(|(_, w)| state.buffers.get(&w.body).is_some_and(|b| b.name == name));
-    if let Some((id, w)) = found {
-        return Ok((*id, w.body));
+async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
+    let found = tree.with_session(session, |s| {
+        let state = &s.view.state;
+        let found = state.windows.iter().find(|(_, w)| state.buffers.get(&w.body).is_some_and(|b| b.name == name));
+        Ok(found.map(|(id, w)| (*id, w.body)))
+    })?;
+    if let Some(f) = found {
+        return Ok(f);
     }
     let p = Proposal::CreateWindow { body: None, column: None, name: name.to_string() };
-    match s.propose(&format!("window {name}"), &p)?.created {
+    match tree.propose(session, &format!("window {name}"), p).await?.created {
         apex_core::propose::Created::Window(w) => Ok((w.window, w.body)),
         _ => Err("exec: could not make the errors window".into()),
     }
 }
 
 /// Appends command output to the errors buffer, keeping it clean.
-fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
-    let _ = tree.with_session(session, |s| {
+async fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
+    let Ok(p) = tree.with_session(session, |s| {
         let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
-        let p = Proposal::Insert {
+        Ok(Proposal::Insert {
             buffer: b,
             version: buf.version,
             q0: buf.len(),
             text: text.into(),
             origin: Origin::OtherFile,
-        };
-        s.propose("exec output", &p)?;
-        s.propose("exec output", &Proposal::Clean { buffer: b }).map(|_| ())
-    });
+        })
+    }) else {
+        return;
+    };
+    if tree.propose(session, "exec output", p).await.is_ok() {
+        let _ = tree.propose(session, "exec output", Proposal::Clean { buffer: b }).await;
+    }
 }
 
 /// Runs `command` with `sh -c` in `dir`; returns its pid. Output goes to
@@ -165,17 +173,19 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
         .map_err(|e| format!("exec: sh: {e}"))?;
     let pid = child.id().ok_or("exec: the command exited before it could be recorded")?;
     let errors = errors_name(dir);
-    let body = tree.with_session(session, |s| {
-        let (window, body) = errors_window(s, &errors)?;
-        let op = MetaOp::ProcessStart {
-            pid: pid.into(),
-            owner: AttachmentId::SERVER,
-            command: command.to_string(),
-            dir: dir.to_string(),
-            window: Some(window),
-        };
-        s.view.push_meta(op).map_err(|e| e.to_string())?;
-        Ok(body)
+    let made = errors_window(tree, session, &errors).await;
+    let body = made.and_then(|(window, body)| {
+        tree.with_session(session, |s| {
+            let op = MetaOp::ProcessStart {
+                pid: pid.into(),
+                owner: AttachmentId::SERVER,
+                command: command.to_string(),
+                dir: dir.to_string(),
+                window: Some(window),
+            };
+            s.view.push_meta(op).map_err(|e| e.to_string())?;
+            Ok(body)
+        })
     });
     let body = match body {
         Ok(b) => b,
@@ -215,10 +225,10 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
             };
             let text = String::from_utf8_lossy(&tail[..cut]).into_owned();
             tail.drain(..cut);
-            append_output(&tree, session, body, &text);
+            append_output(&tree, session, body, &text).await;
         }
         if !tail.is_empty() {
-            append_output(&tree, session, body, &String::from_utf8_lossy(&tail));
+            append_output(&tree, session, body, &String::from_utf8_lossy(&tail)).await;
         }
         let status = match child.wait().await {
             Ok(st) => {

@@ -28,6 +28,7 @@
 //! assert!(parse_ctl("nwe work").unwrap_err().contains("expected"));
 //! ```
 
+pub mod attach;
 pub mod buffers;
 pub mod entrytext;
 pub mod host;

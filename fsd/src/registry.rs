@@ -6,6 +6,7 @@
 //! a whole, against a copy of the registry's state, before any is applied,
 //! so a bad line changes nothing.
 
+use crate::attach::hub::HubConfig;
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
 use apex_core::SessionUuid;
@@ -19,6 +20,8 @@ pub struct Registry {
     sessions: BTreeMap<u64, Session>,
     /// Mints session identities (the daemon's randomness lives here).
     mint: Box<dyn FnMut() -> [u8; 16] + Send>,
+    /// The attach protocol's deadlines for every session made from now.
+    pub attach: HubConfig,
 }
 
 /// A `/ctl` command.
@@ -52,7 +55,8 @@ pub fn parse_ctl(text: &str) -> Result<Vec<Command>, String> {
 
 impl Registry {
     pub fn new(mint: Box<dyn FnMut() -> [u8; 16] + Send>) -> Registry {
-        Registry { state: registry::Registry::new(), log: Vec::new(), sessions: BTreeMap::new(), mint }
+        let attach = HubConfig::default();
+        Registry { state: registry::Registry::new(), log: Vec::new(), sessions: BTreeMap::new(), mint, attach }
     }
 
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
@@ -108,7 +112,8 @@ impl Registry {
         self.state.check(&op).map_err(|e| e.to_string())?;
         match &op {
             RegistryOp::SessionNew { session, name, uuid } => {
-                let s = Session::new(*session, name, uuid.0).map_err(|e| e.to_string())?;
+                let mut s = Session::new(*session, name, uuid.0).map_err(|e| e.to_string())?;
+                s.hub.config = self.attach;
                 self.sessions.insert(*session, s);
             }
             RegistryOp::SessionDel { session } => {

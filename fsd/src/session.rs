@@ -6,6 +6,7 @@
 //! A new session is laid out as acme starts (`make::init_session`), so
 //! tools can work in a session nobody is looking at.
 
+use crate::attach::hub::{Hub, HubConfig};
 use apex_core::addr::Range;
 use apex_core::propose::{self, Applied};
 use apex_core::{make, BufferId, MetaOp, Node, Proposal, Reject, SessionUuid};
@@ -44,6 +45,8 @@ pub struct Session {
     outcomes: VecDeque<Outcome>,
     next_proposal: u64,
     pub addrs: BTreeMap<BufferId, Addr>,
+    /// The attach protocol's connections and leadership moves.
+    pub hub: Hub,
 }
 
 impl Session {
@@ -53,7 +56,10 @@ impl Session {
         view.push_meta(MetaOp::Identity { uuid: SessionUuid(uuid) })?;
         view.push_meta(MetaOp::Label { label: label.to_string() })?;
         make::init_session(&mut view)?;
-        Ok(Session { number, view, outcomes: VecDeque::new(), next_proposal: 1, addrs: BTreeMap::new() })
+        // The uuid is random: its bits seed the resume tokens.
+        let seed = u64::from_le_bytes(uuid[..8].try_into().expect("8 bytes"));
+        let hub = Hub::new(HubConfig::default(), seed);
+        Ok(Session { number, view, outcomes: VecDeque::new(), next_proposal: 1, addrs: BTreeMap::new(), hub })
     }
 
     pub fn label(&self) -> &str {
@@ -75,16 +81,22 @@ impl Session {
         format!("{} {} {} {}\n", self.label(), self.uuid(), m.attachments.len(), m.shards().count())
     }
 
-    /// Applies a proposal on the view node (which leads while no UI does)
-    /// and records its outcome under `request`.
+    /// Applies a proposal on the view node (for a shard the server leads)
+    /// and records its outcome under `request`. Tools' proposals come
+    /// through `attach::hub::submit`, which routes them to the holder.
     pub fn propose(&mut self, request: &str, p: &Proposal) -> Result<Applied, String> {
         let result = propose::apply(&mut self.view, p).map_err(|e| e.to_string());
-        let summary = match &result {
+        self.note_outcome(request, &result);
+        result
+    }
+
+    /// Records the outcome of a proposal under `request`.
+    pub fn note_outcome(&mut self, request: &str, result: &Result<Applied, String>) {
+        let summary = match result {
             Ok(a) => Ok(a.entries.iter().map(|(s, seq)| format!("{s}:{seq}")).collect::<Vec<_>>().join(" ")),
             Err(e) => Err(e.clone()),
         };
         self.record(request, summary);
-        result
     }
 
     /// Records a proposal refused before it reached the leader (it did

@@ -183,3 +183,27 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_run_of_entries_applies_all_or_nothing() {
+    let (mut n, b) = setup();
+    let shard = Shard::Buffer(b);
+    let h = n.state.hash();
+    let last = n.log.last(shard);
+    // The third entry is out of range once the first two applied.
+    let run = vec![entry(3, splice(5, 5, " world")), entry(4, splice(0, 1, "H")), entry(5, splice(40, 41, "x"))];
+    let (i, e) = n.accept_all(shard, run).unwrap_err();
+    assert_eq!(i, 2);
+    assert!(e.to_string().contains("address out of range"), "{e}");
+    assert_eq!(n.state.hash(), h, "a refused run changes nothing");
+    assert_eq!(n.log.last(shard), last);
+    // A fence or seq failure in the middle is caught before anything applies.
+    let run = vec![entry(3, splice(5, 5, "!")), entry(5, splice(0, 0, "x"))];
+    let (i, e) = n.accept_all(shard, run).unwrap_err();
+    assert_eq!((i, e.to_string().contains("want 4")), (1, true), "{e}");
+    assert_eq!(n.state.hash(), h);
+    // A good run lands whole.
+    n.accept_all(shard, vec![entry(3, splice(5, 5, " world")), entry(4, splice(0, 1, "H"))]).unwrap();
+    assert_eq!(n.state.buffer(b).unwrap().text.to_string(), "Hello world");
+    assert_eq!(n.log.last(shard), 4);
+}

@@ -115,6 +115,25 @@ async fn read_frame(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, msize: 
 
 /// Frees a tag when its request ends; if the request ends without a reply
 /// (its future was dropped), flushes it first.
+/// A request on the wire, waiting for its reply.
+pub struct Sent {
+    guard: TagGuard,
+    rx: oneshot::Receiver<Fcall>,
+}
+
+impl Sent {
+    /// The reply; Rerror becomes `ClientError::Server`.
+    pub async fn reply(mut self) -> Result<Fcall> {
+        let reply = (&mut self.rx).await;
+        self.guard.answered = true;
+        match reply {
+            Ok(Fcall::Rerror { ename }) => Err(ClientError::Server(ename)),
+            Ok(r) => Ok(r),
+            Err(_) => Err(ClientError::Hangup),
+        }
+    }
+}
+
 struct TagGuard {
     shared: Arc<Shared>,
     tag: u16,
@@ -220,6 +239,13 @@ impl Client {
     /// Sends one request and waits for its reply; Rerror becomes
     /// `ClientError::Server`.
     pub async fn rpc(&self, body: Fcall) -> Result<Fcall> {
+        self.send(body).await?.reply().await
+    }
+
+    /// Sends one request and returns once it is written, so requests sent
+    /// one after another reach the server in that order while their
+    /// replies are awaited apart. Dropping the `Sent` unanswered flushes it.
+    pub async fn send(&self, body: Fcall) -> Result<Sent> {
         let tag = self.take_tag()?;
         let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false };
         let (tx, rx) = oneshot::channel();
@@ -236,13 +262,7 @@ impl Client {
             self.shared.pending.lock().expect("pending lock").remove(&tag);
             return Err(e.into());
         }
-        let reply = rx.await;
-        guard.answered = true;
-        match reply {
-            Ok(Fcall::Rerror { ename }) => Err(ClientError::Server(ename)),
-            Ok(r) => Ok(r),
-            Err(_) => Err(ClientError::Hangup),
-        }
+        Ok(Sent { guard, rx })
     }
 
     fn new_fid(&self) -> u32 {

@@ -66,8 +66,12 @@ pub trait Serve: Send + Sync + 'static {
     fn read(&self, fid: &Self::Fid, offset: u64, count: u32) -> impl Future<Output = Result<Vec<u8>>> + Send;
     /// Twrite: how many bytes were taken.
     fn write(&self, fid: &Self::Fid, offset: u64, data: Vec<u8>) -> impl Future<Output = Result<u32>> + Send;
-    /// Tclunk, or the end of the connection or of a Tversion.
+    /// Tclunk, or the reset of a Tversion.
     fn clunk(&self, fid: Self::Fid) -> impl Future<Output = ()> + Send;
+    /// The fid's connection ended without a clunk; by default the same.
+    fn hangup(&self, fid: Self::Fid) -> impl Future<Output = ()> + Send {
+        self.clunk(fid)
+    }
     /// Tremove (the fid is clunked whatever the outcome).
     fn remove(&self, fid: Self::Fid) -> impl Future<Output = Result<()>> + Send;
     fn stat(&self, fid: &Self::Fid) -> impl Future<Output = Result<Stat>> + Send;
@@ -154,15 +158,19 @@ impl<S: Serve> Conn<S> {
         self.fids.lock().expect("fid lock").remove(&fid).map(|(f, _)| f).ok_or_else(|| format!("unknown fid {fid}"))
     }
 
-    /// Aborts every request and clunks every fid.
-    async fn reset(&self) {
+    /// Aborts every request and clunks every fid (or, when the
+    /// connection went, tells the server each fid was left behind).
+    async fn reset(&self, hangup: bool) {
         let tasks: Vec<_> = self.tasks.lock().expect("task lock").drain().collect();
         for (_, (task, _)) in tasks {
             task.abort();
         }
         let fids: Vec<S::Fid> = self.fids.lock().expect("fid lock").drain().map(|(_, (f, _))| f).collect();
         for f in fids {
-            self.serve.clunk(f).await;
+            match hangup {
+                true => self.serve.hangup(f).await,
+                false => self.serve.clunk(f).await,
+            }
         }
     }
 
@@ -267,7 +275,7 @@ where
         msize: std::sync::atomic::AtomicU32::new(0),
     });
     let result = io_loop(&conn, &mut r, &mut w, &mut rx, &config).await;
-    conn.reset().await;
+    conn.reset(true).await;
     result
 }
 
@@ -353,7 +361,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
     let tag = msg.tag;
     match msg.body {
         Fcall::Tversion { msize, version } => {
-            conn.reset().await;
+            conn.reset(false).await;
             let body = match negotiate(msize, &version, config.msize) {
                 Ok(Negotiated::Speak { msize }) => {
                     conn.msize.store(msize, std::sync::atomic::Ordering::Relaxed);

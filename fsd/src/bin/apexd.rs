@@ -29,6 +29,14 @@ struct Args {
     /// Name of the session made at start.
     #[arg(long, default_value = "main", value_name = "NAME")]
     session: String,
+    /// How long a leader has to hand over a lease another UI asked for
+    /// before the server reclaims it, in milliseconds.
+    #[arg(long, default_value_t = 3000, value_name = "MS")]
+    lease_deadline: u64,
+    /// How long an attachment whose connection dropped may resume, in
+    /// seconds.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    resume_grace: f64,
 }
 
 fn parse_tcp(addr: &str) -> anyhow::Result<String> {
@@ -52,6 +60,15 @@ async fn main() -> anyhow::Result<()> {
     let dir = apex_fsd::post::namespace_dir(args.namespace.as_deref());
     let unix = apex_fsd::post::post(&dir, "apex")?;
     let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
+    anyhow::ensure!(
+        args.resume_grace.is_finite() && args.resume_grace >= 0.0,
+        "--resume-grace {} is not a number of seconds",
+        args.resume_grace
+    );
+    registry.attach = apex_fsd::attach::hub::HubConfig {
+        deadline_ms: args.lease_deadline,
+        grace_ms: (args.resume_grace * 1000.0) as u64,
+    };
     registry.create(Some(&args.session)).map_err(anyhow::Error::msg)?;
     let tree = Arc::new(Tree::new(registry, apex_fsd::post::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };

@@ -17,11 +17,13 @@
 pub mod place;
 pub mod stream;
 
+use crate::attach::hub::{self, ConnId, Written};
 use crate::buffers::{self, BufferCtl};
 use crate::host;
 use crate::registry::{parse_ctl, Registry};
 use crate::session::Session;
 use crate::tables::{self, MetaTable};
+use apex_core::propose::Applied;
 use apex_core::{BufferId, Proposal, Shard};
 use apex_ninep::codec::put_stat;
 use apex_ninep::fcall::{Qid, Stat, DMDIR, OTRUNC, QTDIR, QTFILE};
@@ -51,6 +53,10 @@ struct Opened {
     dir_end: u64,
     /// Whether this fid counts as an open of its buffer's addr.
     addr_open: bool,
+    /// The attach connection this fid is.
+    attach: Option<ConnId>,
+    /// The shard this fid reads entries or events of (kept uncompacted).
+    reading: Option<Shard>,
 }
 
 /// A fid: its place and, once open, what it holds.
@@ -77,6 +83,8 @@ pub struct Tree {
     pub user: String,
     changes: Arc<watch::Sender<u64>>,
     paths: Arc<Mutex<HashMap<Place, u64>>>,
+    /// The daemon's clock for the attach protocol's deadlines.
+    epoch: std::time::Instant,
 }
 
 /// Seconds since the epoch, for stat's times.
@@ -99,6 +107,44 @@ impl Tree {
             user,
             changes: Arc::new(watch::Sender::new(0)),
             paths: Arc::new(Mutex::new(HashMap::new())),
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    /// Milliseconds on the daemon's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Runs `f` on session `number`'s attach state, then wakes readers and
+    /// arms a timer for every deadline it set.
+    pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, String> {
+        let now = self.now_ms();
+        let (r, wakeups) = {
+            let mut reg = self.reg();
+            let s = reg.get_mut(number).ok_or_else(gone)?;
+            let r = f(s, now);
+            (r, std::mem::take(&mut s.hub.wakeups))
+        };
+        self.changed();
+        for at in wakeups {
+            let tree = self.clone();
+            let delay = std::time::Duration::from_millis(at.saturating_sub(now));
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = tree.with_hub(number, hub::tick);
+            });
+        }
+        Ok(r)
+    }
+
+    /// Proposes `p` in session `n`: applied by the view node when the
+    /// server leads the shard it touches, otherwise sent to the holder;
+    /// returns once it is sequenced or refused.
+    pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, String> {
+        match self.with_hub(n, |s, _| hub::submit(s, request, p, None))? {
+            Written::Wait(rx) => rx.await.unwrap_or_else(|_| Err("proposal lost: its session was deleted".into())),
+            Written::Done => unreachable!("submit always answers through its channel"),
         }
     }
 
@@ -309,12 +355,14 @@ impl Tree {
             return Err(format!("ctl: one message per write; {USAGE}"));
         }
         let words: Vec<&str> = line.split_whitespace().collect();
-        let propose = |p: Proposal| self.with_session(n, |s| s.propose(line, &p).map(|_| ()));
+        let propose = |p: Proposal| async move { self.propose(n, line, p).await.map(|_| ()) };
         match words.as_slice() {
-            ["window"] => propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }),
-            ["window", name] => propose(Proposal::CreateWindow { body: None, column: None, name: name.to_string() }),
-            ["buffer"] => propose(Proposal::CreateBuffer { name: String::new(), text: String::new() }),
-            ["buffer", name] => propose(Proposal::CreateBuffer { name: name.to_string(), text: String::new() }),
+            ["window"] => propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }).await,
+            ["window", name] => {
+                propose(Proposal::CreateWindow { body: None, column: None, name: name.to_string() }).await
+            }
+            ["buffer"] => propose(Proposal::CreateBuffer { name: String::new(), text: String::new() }).await,
+            ["buffer", name] => propose(Proposal::CreateBuffer { name: name.to_string(), text: String::new() }).await,
             ["delwindow", num] => {
                 let num: u32 = num.parse().map_err(|_| format!("ctl: delwindow wants a window number, got {num:?}"))?;
                 let window = self
@@ -326,7 +374,7 @@ impl Tree {
                     .layout
                     .window_numbered(apex_core::AcmeNumber(num))
                     .ok_or_else(|| format!("ctl: no window {num}"))?;
-                propose(Proposal::DeleteWindow { window })
+                propose(Proposal::DeleteWindow { window }).await
             }
             ["exec", dir, _, ..] => {
                 let command = line.trim_start()[4..].trim_start()[dir.len()..].trim_start();
@@ -346,7 +394,10 @@ impl Tree {
         match msg {
             BufferCtl::Get(file) => host::get(self, n, b, file).await,
             BufferCtl::Put { version, file } => host::put(self, n, b, version, file).await,
-            msg => self.with_session(n, |s| buffers::ctl_apply(s, b, &msg).map(|_| ())),
+            msg => {
+                let p = self.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
+                self.propose(n, &format!("ctl {} {msg:?}", b.0), p).await.map(|_| ())
+            }
         }
     }
 
@@ -362,6 +413,79 @@ impl Tree {
                  Leases are asked for and given up through the attach protocol (NAME/attach)"
             )),
         }
+    }
+}
+
+impl Tree {
+    /// A cursor on a shard's entries or events; the shard is not compacted
+    /// while it is open.
+    fn open_reader(&self, n: u64, shard: Shard, source: Source) -> srv::Result<Cursor> {
+        let mut reg = self.reg();
+        let cursor = Cursor::open(source, &reg)?;
+        if let Some(s) = reg.get_mut(n) {
+            *s.hub.entry_readers.entry(shard).or_insert(0) += 1;
+        }
+        Ok(cursor)
+    }
+
+    /// What a fid going away ends: its attach connection (a clunk ends the
+    /// attachment, a hang-up starts its grace) and its hold on a shard.
+    fn let_go(&self, fid: &Fid, hangup: bool) {
+        let Some(n) = fid.place.session() else { return };
+        let (attach, reading) = {
+            let mut o = fid.lock();
+            (o.attach.take(), o.reading.take())
+        };
+        if let Some(conn) = attach {
+            let _ = self.with_hub(n, |s, now| match hangup {
+                true => hub::hangup(s, conn, now),
+                false => hub::clunk(s, conn),
+            });
+        }
+        if let Some(shard) = reading {
+            if let Some(s) = self.reg().get_mut(n) {
+                if let Some(k) = s.hub.entry_readers.get_mut(&shard) {
+                    *k = k.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// Reads the attach stream, waiting until there is something.
+    async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+        let conn = fid.lock().attach.ok_or("attach: not open")?;
+        loop {
+            let mut wake = self.changes.subscribe();
+            if let Some(bytes) = self.with_hub_quiet(n, |s| hub::read(s, conn, count))?? {
+                return Ok(bytes);
+            }
+            if wake.changed().await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    /// `with_hub` without waking readers: a read changes nothing others see.
+    fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, String> {
+        let mut reg = self.reg();
+        Ok(f(reg.get_mut(n).ok_or_else(gone)?))
+    }
+
+    /// Empties a body (open with OTRUNC, wstat length 0).
+    async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
+        match self.with_session(n, |s| buffers::truncate(s, b))? {
+            Some(p) => self.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// A `data` write: the proposal at the address's version, then the
+    /// address follows the new text.
+    async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
+        let Some((p, at)) = self.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
+        let request = format!("data write {} ({} bytes)", b.0, text.len());
+        self.propose(n, &request, p).await?;
+        self.with_session(n, |s| buffers::data_written(s, b, at, text))
     }
 }
 
@@ -442,7 +566,7 @@ impl Serve for Tree {
             }
             Place::BuffersNew(n) => {
                 let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
-                let made = self.with_session(n, |s| s.propose("buffers/new", &p))?;
+                let made = self.propose(n, "buffers/new", p).await?;
                 let body = match made.created {
                     apex_core::propose::Created::Window(w) => w.body,
                     _ => return Err("buffers/new: no window was made".into()),
@@ -451,14 +575,22 @@ impl Serve for Tree {
             }
             Place::Root1(RootFile::Registry) => opened.stream = Some(Cursor::open(Source::Registry, &self.reg())?),
             Place::Shard1(n, shard, ShardFile::Entries) => {
-                opened.stream = Some(Cursor::open(Source::Entries(n, shard), &self.reg())?)
+                opened.stream = Some(self.open_reader(n, shard, Source::Entries(n, shard))?);
+                opened.reading = Some(shard);
             }
             Place::Buffer1(n, b, BufferFile::Event) => {
-                opened.stream = Some(Cursor::open(Source::Event(n, b), &self.reg())?)
+                opened.stream = Some(self.open_reader(n, Shard::Buffer(b), Source::Event(n, b))?);
+                opened.reading = Some(Shard::Buffer(b));
+            }
+            Place::Session1(n, SessionFile::Attach) => {
+                if mode & 3 != 2 {
+                    return Err("attach: open it read-write (ORDWR): the protocol goes both ways".into());
+                }
+                opened.attach = Some(self.with_hub(n, |s, _| hub::open(s))?);
             }
             Place::Buffer1(n, b, file) => {
                 if mode & OTRUNC != 0 && file == BufferFile::Body {
-                    self.with_session(n, |s| buffers::truncate(s, b))?;
+                    self.truncate(n, b).await?;
                 }
                 if file == BufferFile::Addr {
                     self.with_session(n, |s| buffers::addr_open(s, b))?;
@@ -483,6 +615,9 @@ impl Serve for Tree {
 
     async fn read(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
         let place = fid.place;
+        if let Place::Session1(n, SessionFile::Attach) = place {
+            return self.read_attach(n, fid, count).await;
+        }
         if place.is_stream() {
             return self.read_stream(fid, offset, count).await;
         }
@@ -540,7 +675,20 @@ impl Serve for Tree {
                 opened.tail = bytes.split_off(cut);
                 String::from_utf8(bytes).expect("checked")
             };
-            self.with_session(n, |s| buffers::body_append(s, b, &text))?;
+            let p = self.with_session(n, |s| buffers::body_append(s, b, &text))?;
+            if let Some(p) = p {
+                self.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
+            }
+            return Ok(count);
+        }
+        if let Place::Session1(n, SessionFile::Attach) = place {
+            let conn = fid.lock().attach.ok_or("attach: not open")?;
+            match self.with_hub(n, |s, now| hub::write(s, conn, &data, now))?? {
+                Written::Done => {}
+                Written::Wait(rx) => {
+                    rx.await.unwrap_or_else(|_| Err("proposal lost: its session was deleted".into()))?;
+                }
+            }
             return Ok(count);
         }
         let text = utf8(data)?;
@@ -558,20 +706,20 @@ impl Serve for Tree {
             Place::Session1(n, SessionFile::Ctl) => self.session_ctl(n, &text).await?,
             Place::Session1(n, SessionFile::Proposals) => {
                 let request = text.lines().next().unwrap_or("").to_string();
-                self.with_session(n, |s| {
-                    let p = crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))?;
-                    s.propose(&request, &p).map(|_| ())
+                let p = self.with_session(n, |s| {
+                    crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
                 })?;
+                self.propose(n, &request, p).await?;
             }
             Place::Shard1(n, shard, ShardFile::Lease) => self.lease_write(n, shard, &text)?,
             Place::Buffer1(n, b, file) => match file {
                 BufferFile::Name => {
                     let p = Proposal::Name { buffer: b, name: text.trim_end_matches('\n').to_string() };
-                    self.with_session(n, |s| s.propose("name write", &p).map(|_| ()))?
+                    self.propose(n, "name write", p).await?;
                 }
                 BufferFile::Ctl => self.buffer_ctl(n, b, &text).await?,
                 BufferFile::Addr => self.with_session(n, |s| buffers::addr_write(s, b, &text))?,
-                BufferFile::Data => self.with_session(n, |s| buffers::data_write(s, b, &text))?,
+                BufferFile::Data => self.data_write(n, b, &text).await?,
                 BufferFile::Event => {
                     return Err("event: writing events back is done through the acme tree (NAME/acme/N/event)".into())
                 }
@@ -586,6 +734,7 @@ impl Serve for Tree {
     }
 
     async fn clunk(&self, fid: Fid) {
+        self.let_go(&fid, false);
         if let Place::Buffer1(n, b, BufferFile::Addr) = fid.place {
             if fid.lock().addr_open {
                 if let Some(s) = self.reg().get_mut(n) {
@@ -593,6 +742,12 @@ impl Serve for Tree {
                 }
             }
         }
+    }
+
+    async fn hangup(&self, fid: Fid) {
+        // An attachment outlives its connection for a grace period.
+        self.let_go(&fid, true);
+        self.clunk(fid).await;
     }
 
     async fn remove(&self, fid: Fid) -> srv::Result<()> {
@@ -618,7 +773,7 @@ impl Serve for Tree {
             return Err(format!("{name}: wstat can change nothing here but the length"));
         }
         if let (Place::Buffer1(n, b, BufferFile::Body), 0) = (fid.place, stat.length) {
-            self.with_session(n, |s| buffers::truncate(s, b))?;
+            self.truncate(n, b).await?;
         }
         Ok(())
     }

@@ -25,6 +25,7 @@ pub enum SessionFile {
     Hash,
     Snapshot,
     Proposals,
+    Attach,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,6 +68,7 @@ pub const SESSION: Table<SessionFile> = &[
     ("hash", SessionFile::Hash, 0o444),
     ("snapshot", SessionFile::Snapshot, 0o444),
     ("proposals", SessionFile::Proposals, 0o666),
+    ("attach", SessionFile::Attach, 0o666),
 ];
 pub const SESSION_DIRS: Table<SessionDir> = &[
     ("meta", SessionDir::Meta, 0o555),

@@ -52,7 +52,9 @@ impl Cursor {
     /// end of what exists now.
     pub fn open(source: Source, reg: &Registry) -> Result<Cursor, String> {
         let start = match source {
-            Source::Registry | Source::Entries(..) => 0,
+            Source::Registry => 0,
+            // A compacted log starts at its base (see `shards/N/info`).
+            Source::Entries(s, shard) => reg.get(s).and_then(|s| s.view.log.shard(shard).ok()).map_or(0, |l| l.base),
             Source::Event(s, b) => reg.get(s).map_or(0, |s| s.view.log.last(Shard::Buffer(b))),
         };
         Ok(Cursor { source, next: start, start, offset: 0, pending: Vec::new(), pos: 0 })

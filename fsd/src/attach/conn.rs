@@ -1,0 +1,169 @@
+//! A [`Link`] driven over a 9P connection: one fid of `NAME/attach`, a
+//! reader task that applies what arrives, and flushes that write each
+//! frame in Twrites of its own.
+//!
+//! Writes are pipelined: every Twrite of a flush is sent before any reply
+//! is awaited (the daemon handles them in order), and a Propose's reply,
+//! which comes only once the proposal is sequenced, is awaited apart.
+
+use super::link::Link;
+use apex_core::AttachmentKind;
+use apex_ninep::client::{Client, File};
+use apex_ninep::fcall::{Fcall, ORDWR};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+struct Inner {
+    client: Client,
+    file: File,
+    link: Mutex<Link>,
+    /// Bumped after every frame read and every flush.
+    changed: watch::Sender<u64>,
+    writing: tokio::sync::Mutex<()>,
+    /// Writes the daemon refused, oldest first.
+    refused: Mutex<Vec<String>>,
+    reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// An attachment over 9P. Clones share it.
+#[derive(Clone)]
+pub struct Attached {
+    inner: Arc<Inner>,
+}
+
+impl Attached {
+    /// Attaches to session `session` on `client` as `kind` named `name`.
+    pub async fn open(client: &Client, session: &str, kind: AttachmentKind, name: &str) -> Result<Attached, String> {
+        Attached::with_link(client, session, Link::new(kind, name)).await
+    }
+
+    /// Attaches with an existing link (after `Link::reconnect`, to resume).
+    pub async fn with_link(client: &Client, session: &str, link: Link) -> Result<Attached, String> {
+        let user = std::env::var("USER").unwrap_or_else(|_| "none".into());
+        let root = client.attach(&user, session).await.map_err(|e| format!("attach {session:?}: {e}"))?;
+        let file = client.open_path(root, "attach", ORDWR).await.map_err(|e| format!("open {session}/attach: {e}"));
+        let _ = client.clunk(root).await;
+        let inner = Arc::new(Inner {
+            client: client.clone(),
+            file: file?,
+            link: Mutex::new(link),
+            changed: watch::Sender::new(0),
+            writing: tokio::sync::Mutex::new(()),
+            refused: Mutex::new(Vec::new()),
+            reader: Mutex::new(None),
+        });
+        let me = Attached { inner };
+        me.flush().await?;
+        let reader = tokio::spawn(me.clone().read_loop());
+        *me.inner.reader.lock().expect("reader lock") = Some(reader);
+        Ok(me)
+    }
+
+    async fn read_loop(self) {
+        let count = self.inner.file.iounit;
+        loop {
+            let got = self.inner.client.read(self.inner.file.fid, 0, count).await;
+            let bytes = match got {
+                Ok(b) if !b.is_empty() => b,
+                _ => break,
+            };
+            let bad = self.with(|l| l.receive(&bytes).err());
+            if let Some(e) = bad {
+                self.inner.refused.lock().expect("refused lock").push(e.to_string());
+                break;
+            }
+            self.inner.changed.send_modify(|n| *n += 1);
+            // Releases, answers and recoveries go out without waiting
+            // for the user to flush.
+            let me = self.clone();
+            tokio::spawn(async move {
+                let _ = me.flush().await;
+            });
+        }
+        self.inner.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Runs `f` on the link.
+    pub fn with<R>(&self, f: impl FnOnce(&mut Link) -> R) -> R {
+        f(&mut self.inner.link.lock().expect("link lock"))
+    }
+
+    /// Flushes the link and writes its frames. Returns the first refusal
+    /// (a fenced append says `fenced: ...`); the rest are still written.
+    pub async fn flush(&self) -> Result<(), String> {
+        let _turn = self.inner.writing.lock().await;
+        let frames = self.with(|l| {
+            l.flush();
+            l.take_frames()
+        });
+        let (c, fid, iounit) = (&self.inner.client, self.inner.file.fid, self.inner.file.iounit as usize);
+        let mut waits = Vec::new();
+        let mut first = Ok(());
+        for (bytes, proposal) in frames {
+            for piece in bytes.chunks(iounit.max(1)) {
+                match c.send(Fcall::Twrite { fid, offset: 0, data: piece.to_vec() }).await {
+                    Ok(sent) => waits.push((sent, proposal)),
+                    Err(e) => return Err(format!("attach: write: {e}")),
+                }
+            }
+        }
+        for (sent, proposal) in waits {
+            if proposal {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = sent.reply().await {
+                        me.inner.refused.lock().expect("refused lock").push(e.to_string());
+                    }
+                });
+                continue;
+            }
+            if let Err(e) = sent.reply().await {
+                let e = e.to_string();
+                self.inner.refused.lock().expect("refused lock").push(e.clone());
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        self.inner.changed.send_modify(|n| *n += 1);
+        first
+    }
+
+    /// Waits until `cond` holds of the link, or `timeout` passes; says which.
+    pub async fn wait_for(&self, timeout: Duration, cond: impl Fn(&Link) -> bool) -> bool {
+        let mut rx = self.inner.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.with(|l| cond(l)) {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return self.with(|l| cond(l)),
+            }
+        }
+    }
+
+    /// Writes the daemon refused so far.
+    pub fn refused(&self) -> Vec<String> {
+        self.inner.refused.lock().expect("refused lock").clone()
+    }
+
+    /// Ends the attachment (clunks the fid: Detach, leases back).
+    pub async fn close(&self) {
+        if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
+            r.abort();
+        }
+        let _ = self.inner.client.clunk(self.inner.file.fid).await;
+    }
+
+    /// Takes the link out (to reconnect it elsewhere); the fid stays open
+    /// until the connection goes.
+    pub fn into_link(&self) -> Link {
+        if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
+            r.abort();
+        }
+        self.with(|l| std::mem::replace(l, Link::new(AttachmentKind::Tool, "")))
+    }
+}

@@ -1,0 +1,521 @@
+//! `Link`: the client's side of the attach protocol, sans I/O.
+//!
+//! A link holds a [`Node`] over a mirror [`Log`] built from the Welcome
+//! snapshot. Local appends (the UI's typing) apply at once; [`Link::flush`]
+//! frames each led shard's new entries as `Append`, after the
+//! `CreateShard`/`DeleteShard` its mirror hook queued, so the daemon has
+//! granted the creator's lease before the entries arrive. Frames from the
+//! daemon are applied as they come, the metalog first. Leadership is per
+//! shard and read from the mirror's lease table: a `LeaseRequest` for a
+//! led shard is answered by flushing and releasing at the last seq.
+//!
+//! When a lease is taken away while this replica has entries the daemon
+//! never stored (a zombie leader that was reclaimed), the replica has
+//! diverged: it asks for a fresh Welcome and, from the old replica, turns
+//! each fenced buffer tail into proposals that make a `DIR/+Recovered`
+//! window holding the buffer's text with the tail applied, marked dirty,
+//! with a note in `meta/notifications`. Nothing typed is silently lost.
+
+use super::wire::{frame, ClientMsg, FrameError, Frames, Resume, ServerMsg};
+use apex_core::propose::{self, Applied, Created};
+use apex_core::{
+    AttachmentId, AttachmentKind, BufferId, Entry, Epoch, Log, MetaOp, MirrorHook, Node, Op, Origin, Proposal, Seq,
+    Shard, State,
+};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+/// What happened that the link's user may want to show.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A Welcome arrived: attached (again) as this attachment.
+    Welcome { attachment: AttachmentId },
+    /// A led shard was taken away with entries the daemon never stored.
+    Fenced { shard: Shard },
+    /// A fenced buffer tail went into a `+Recovered` window.
+    Recovered { buffer: BufferId, into: BufferId, entries: usize },
+    /// The outcome of one of this link's proposals.
+    Answer { id: u64, result: Result<Applied, String> },
+    /// The daemon said something (a refused resume, an expired lease).
+    Error(String),
+}
+
+/// A fenced buffer tail, waiting to be recovered.
+#[derive(Clone, Debug)]
+struct Tail {
+    from: AttachmentId,
+    epoch: Epoch,
+    buffer: BufferId,
+    name: String,
+    text: String,
+    entries: usize,
+}
+
+/// The mirror hook: shard creations and deletions queued for the stream.
+struct Queue(Arc<Mutex<VecDeque<ClientMsg>>>);
+
+impl MirrorHook for Queue {
+    fn create_shard(&mut self, shard: Shard) {
+        self.0.lock().expect("hook lock").push_back(ClientMsg::CreateShard { shard });
+    }
+    fn delete_shard(&mut self, shard: Shard) {
+        self.0.lock().expect("hook lock").push_back(ClientMsg::DeleteShard { shard });
+    }
+}
+
+/// The client side of one attachment.
+pub struct Link {
+    kind: AttachmentKind,
+    name: String,
+    node: Option<Node>,
+    token: u64,
+    hooks: Arc<Mutex<VecDeque<ClientMsg>>>,
+    frames: Frames,
+    /// Frames to write, and whether each is a Propose (whose write
+    /// returns only once the proposal is sequenced).
+    outbox: VecDeque<(Vec<u8>, bool)>,
+    /// Per led shard, the last seq framed as Append.
+    flushed: BTreeMap<Shard, Seq>,
+    /// Per shard, the last seq the daemon acknowledged storing.
+    acked: BTreeMap<Shard, Seq>,
+    /// Waiting for a fresh Welcome; frames until then are ignored.
+    resyncing: bool,
+    /// Led shards to release at the next flush.
+    releasing: BTreeSet<Shard>,
+    /// Outcomes of routed proposals, sent after the entries they made.
+    answers: Vec<(u64, Result<Applied, String>)>,
+    /// Fenced tails found at a Welcome, to recover once it is applied.
+    pending_tails: Vec<Tail>,
+    /// Tails being recovered, by the id of the proposal that makes their
+    /// window.
+    recovering: BTreeMap<u64, Tail>,
+    next_proposal: u64,
+    led_layout: bool,
+    events: Vec<Event>,
+}
+
+impl Link {
+    /// A link that will say Hello as `kind` named `name`.
+    pub fn new(kind: AttachmentKind, name: &str) -> Link {
+        let mut link = Link {
+            kind,
+            name: name.to_string(),
+            node: None,
+            token: 0,
+            hooks: Arc::default(),
+            frames: Frames::default(),
+            outbox: VecDeque::new(),
+            flushed: BTreeMap::new(),
+            acked: BTreeMap::new(),
+            resyncing: false,
+            releasing: BTreeSet::new(),
+            answers: Vec::new(),
+            pending_tails: Vec::new(),
+            recovering: BTreeMap::new(),
+            next_proposal: 1,
+            led_layout: false,
+            events: Vec::new(),
+        };
+        link.send(ClientMsg::Hello { kind, name: name.to_string(), resume: None });
+        link
+    }
+
+    /// Starts over on a new connection, asking to resume this attachment.
+    /// Anything framed but not written is dropped; unacked entries are
+    /// sent again after the Welcome.
+    pub fn reconnect(&mut self) {
+        self.frames.clear();
+        self.outbox.clear();
+        self.answers.clear();
+        let resume = self.node.as_ref().map(|n| Resume { attachment: n.attachment, token: self.token });
+        self.send(ClientMsg::Hello { kind: self.kind, name: self.name.clone(), resume });
+        // Nothing more goes out until the Welcome says where we stand.
+        self.resyncing = self.node.is_some();
+    }
+
+    fn send(&mut self, msg: ClientMsg) {
+        let waits = matches!(msg, ClientMsg::Propose { .. });
+        self.outbox.push_back((frame(&msg), waits));
+    }
+
+    /// The replica, once welcomed.
+    pub fn node(&self) -> Option<&Node> {
+        self.node.as_ref()
+    }
+
+    /// The replica, to lead with: its appends apply at once and go out at
+    /// the next flush.
+    pub fn node_mut(&mut self) -> Option<&mut Node> {
+        self.node.as_mut()
+    }
+
+    pub fn attachment(&self) -> Option<AttachmentId> {
+        self.node.as_ref().map(|n| n.attachment)
+    }
+
+    /// Whether this link may append to `shard` now: it holds the lease and
+    /// has every entry before the lease's base.
+    pub fn leads(&self, shard: Shard) -> bool {
+        let Some(n) = &self.node else { return false };
+        if self.resyncing || !n.leads(shard) {
+            return false;
+        }
+        n.log.lease(shard).is_ok_and(|l| n.log.last(shard) >= l.base)
+    }
+
+    /// A UI that led the layout and no longer does: it shows "watching"
+    /// and follows.
+    pub fn fenced(&self) -> bool {
+        self.led_layout && !self.leads(Shard::Layout)
+    }
+
+    /// Whether everything this link sequenced is acknowledged.
+    pub fn quiet(&self) -> bool {
+        let Some(n) = &self.node else { return false };
+        !self.resyncing
+            && self.outbox.is_empty()
+            && self.recovering.is_empty()
+            && n.led().keys().all(|s| *s == Shard::Meta || n.log.last(*s) <= self.settled(n, *s))
+    }
+
+    /// Led shards with entries not yet acknowledged: (shard, last seq,
+    /// last acknowledged), and whether a Welcome, a recovery or a write is
+    /// awaited.
+    pub fn unsettled(&self) -> (Vec<(Shard, Seq, Seq)>, [bool; 3]) {
+        let Some(n) = &self.node else { return (Vec::new(), [true; 3]) };
+        let shards = n
+            .led()
+            .keys()
+            .filter(|s| **s != Shard::Meta)
+            .map(|s| (*s, n.log.last(*s), self.settled(n, *s)))
+            .filter(|(_, last, settled)| last > settled)
+            .collect();
+        (shards, [self.resyncing, !self.recovering.is_empty(), !self.outbox.is_empty()])
+    }
+
+    /// The last seq of a led shard that needs nothing more from this link:
+    /// acknowledged, or before its lease began (another leader's).
+    fn settled(&self, n: &Node, shard: Shard) -> Seq {
+        let base = n.log.lease(shard).map_or(0, |l| l.base);
+        self.acked.get(&shard).copied().unwrap_or(0).max(base)
+    }
+
+    /// What happened since the last call.
+    pub fn events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Frames to write, each in Twrites of its own, with whether its
+    /// write waits for a proposal's outcome.
+    pub fn take_frames(&mut self) -> Vec<(Vec<u8>, bool)> {
+        self.outbox.drain(..).collect()
+    }
+
+    /// Sends a proposal to the holder of the shard it touches; its outcome
+    /// comes back as `Event::Answer` with the returned id.
+    pub fn propose(&mut self, proposal: Proposal) -> u64 {
+        let id = self.next_proposal;
+        self.next_proposal += 1;
+        self.send(ClientMsg::Propose { id, proposal });
+        id
+    }
+
+    /// Asks for `buffer`'s lease for `ttl_ms` (a tool's bounded lease).
+    pub fn ask_lease(&mut self, buffer: BufferId, ttl_ms: u64) {
+        self.send(ClientMsg::Lease { shard: Shard::Buffer(buffer), ttl_ms });
+    }
+
+    /// Gives `shard` up at the next flush.
+    pub fn release(&mut self, shard: Shard) {
+        self.releasing.insert(shard);
+    }
+
+    /// Frames what the node did since the last flush: shard creations and
+    /// deletions, each led shard's new entries, answers to routed
+    /// proposals, then releases.
+    pub fn flush(&mut self) {
+        if self.resyncing {
+            return;
+        }
+        let Some(node) = &mut self.node else { return };
+        let hooks: Vec<ClientMsg> = self.hooks.lock().expect("hook lock").drain(..).collect();
+        let mut out: Vec<ClientMsg> = hooks;
+        let me = node.attachment;
+        for (shard, _) in node.led().clone() {
+            if shard == Shard::Meta {
+                continue;
+            }
+            let Ok(log) = node.log.shard(shard) else { continue };
+            let from = self.flushed.get(&shard).copied().unwrap_or(0).max(log.base);
+            let last = log.last();
+            if last <= from {
+                continue;
+            }
+            let entries: Vec<Entry> = node
+                .log
+                .entries_after(shard, from)
+                .map(|it| it.filter(|e| e.attachment == me).cloned().collect())
+                .unwrap_or_default();
+            self.flushed.insert(shard, last);
+            if !entries.is_empty() {
+                out.push(ClientMsg::Append { shard, entries });
+            }
+        }
+        for (id, result) in self.answers.drain(..) {
+            out.push(ClientMsg::Answer { id, result });
+        }
+        for shard in std::mem::take(&mut self.releasing) {
+            if node.leads(shard) {
+                if let Ok(None) = node.release_lease(shard) {
+                    out.push(ClientMsg::Release { shard, seq: node.log.last(shard) });
+                }
+            }
+        }
+        for msg in out {
+            self.send(msg);
+        }
+    }
+
+    /// Bytes read from `attach`. Frames are applied as they complete.
+    pub fn receive(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
+        self.frames.push(bytes);
+        while let Some(msg) = self.frames.next::<ServerMsg>()? {
+            self.on(msg);
+        }
+        self.compact();
+        Ok(())
+    }
+
+    fn on(&mut self, msg: ServerMsg) {
+        match msg {
+            ServerMsg::Welcome { attachment, token, snapshot } => self.welcome(attachment, token, &snapshot),
+            ServerMsg::Entries { shard, entries } => {
+                if !self.resyncing && self.node.is_some() {
+                    self.entries(shard, entries);
+                }
+            }
+            ServerMsg::Acked { shard, seq } => {
+                let a = self.acked.entry(shard).or_insert(0);
+                *a = (*a).max(seq);
+            }
+            ServerMsg::Proposal { id, proposal } => {
+                let result = match (&mut self.node, self.resyncing) {
+                    (Some(node), false) => propose::apply(node, &proposal).map_err(|e| e.to_string()),
+                    _ => Err("the leader is resynchronising; try again".to_string()),
+                };
+                self.answers.push((id, result));
+            }
+            ServerMsg::Answer { id, result } => match self.recovering.remove(&id) {
+                Some(tail) => self.recovered(tail, result),
+                None => self.events.push(Event::Answer { id, result }),
+            },
+            ServerMsg::Error { text } => self.events.push(Event::Error(text)),
+        }
+    }
+
+    fn welcome(&mut self, attachment: AttachmentId, token: u64, snapshot: &[u8]) {
+        let state = match State::from_snapshot(snapshot) {
+            Ok(s) => s,
+            Err(e) => {
+                self.events.push(Event::Error(format!("attach: welcome snapshot does not decode: {e}")));
+                return;
+            }
+        };
+        let marks: BTreeMap<Shard, Seq> = state.applied.clone();
+        let log = Log::mirror(&state, Box::new(Queue(self.hooks.clone())));
+        let mut node = Node::new(attachment, state, log);
+        self.hooks.lock().expect("hook lock").clear();
+        let old = self.node.take();
+        let old_acked = std::mem::take(&mut self.acked);
+        self.flushed = marks.clone();
+        self.acked = marks;
+        self.token = token;
+        self.resyncing = false;
+        if let Some(old) = old {
+            // A recovery proposal in flight when the connection went may
+            // never be answered: recover its tail again (at worst twice,
+            // never lost).
+            let waiting = std::mem::take(&mut self.recovering);
+            self.pending_tails.extend(waiting.into_values());
+            self.carry_over(&old, &mut node, &old_acked);
+        }
+        self.led_layout |= node.leads(Shard::Layout);
+        self.node = Some(node);
+        self.events.push(Event::Welcome { attachment });
+        self.recover_tails();
+    }
+
+    /// From the replica before a Welcome: entries the daemon has not
+    /// acknowledged go on under the same lease (a resume), or are a fenced
+    /// tail to recover.
+    fn carry_over(&mut self, old: &Node, node: &mut Node, old_acked: &BTreeMap<Shard, Seq>) {
+        let resumed = node.attachment == old.attachment;
+        for (shard, epoch) in old.led() {
+            if *shard == Shard::Meta {
+                continue;
+            }
+            let acked = old_acked.get(shard).copied().unwrap_or(0);
+            let Ok(after) = old.log.entries_after(*shard, acked) else { continue };
+            let unacked: Vec<Entry> = after.filter(|e| e.attachment == old.attachment).cloned().collect();
+            if unacked.is_empty() {
+                continue;
+            }
+            // A shard the old node made that the daemon never heard of is
+            // made again, if its whole log is still here.
+            let unknown = node.log.shard(*shard).is_err() && *epoch == 1 && unacked[0].seq == 1;
+            if resumed
+                && unknown
+                && node.create_shard(*shard).is_ok()
+                && node.accept_all(*shard, unacked.clone()).is_ok()
+            {
+                continue;
+            }
+            let kept = resumed && node.led().get(shard) == Some(epoch);
+            if kept {
+                let have = node.log.last(*shard);
+                let rest: Vec<Entry> = unacked.into_iter().filter(|e| e.seq > have).collect();
+                if node.accept_all(*shard, rest).is_ok() {
+                    continue;
+                }
+            }
+            self.events.push(Event::Fenced { shard: *shard });
+            if let Shard::Buffer(b) = shard {
+                if let Ok(buf) = old.state.buffer(*b) {
+                    self.pending_tails.push(Tail {
+                        from: old.attachment,
+                        epoch: *epoch,
+                        buffer: *b,
+                        name: buf.name.clone(),
+                        text: buf.text.to_string(),
+                        entries: old.log.last(*shard).saturating_sub(acked) as usize,
+                    });
+                }
+            }
+        }
+        node.refresh_counters();
+    }
+
+    fn recover_tails(&mut self) {
+        for tail in std::mem::take(&mut self.pending_tails) {
+            let name = recovered_name(&tail.name);
+            let id = self.propose(Proposal::CreateWindow { body: None, column: None, name });
+            self.recovering.insert(id, tail);
+        }
+    }
+
+    /// The `+Recovered` window exists: fill it, mark it dirty, say so.
+    fn recovered(&mut self, tail: Tail, result: Result<Applied, String>) {
+        let body = match result {
+            Ok(Applied { created: Created::Window(w), .. }) => w.body,
+            Ok(_) => return,
+            Err(e) => {
+                self.events.push(Event::Error(format!("could not make a +Recovered window: {e}")));
+                return;
+            }
+        };
+        if !tail.text.is_empty() {
+            self.propose(Proposal::Insert {
+                buffer: body,
+                version: 0,
+                q0: 0,
+                text: tail.text.clone(),
+                origin: Origin::OtherFile,
+            });
+        }
+        self.propose(Proposal::Dirty { buffer: body });
+        let text = format!(
+            "recovered {} entries of buffer {} ({}) that {} typed at epoch {} after its lease was taken; \
+             the text with them is in {}",
+            tail.entries,
+            tail.buffer.0,
+            tail.name,
+            tail.from,
+            tail.epoch,
+            recovered_name(&tail.name)
+        );
+        self.send(ClientMsg::Notify { text });
+        self.events.push(Event::Recovered { buffer: tail.buffer, into: body, entries: tail.entries });
+    }
+
+    fn entries(&mut self, shard: Shard, entries: Vec<Entry>) {
+        let node = self.node.as_mut().expect("welcomed");
+        let me = node.attachment;
+        if shard != Shard::Meta {
+            if node.log.shard(shard).is_err() {
+                return; // deleted here already; the daemon's ShardDel follows
+            }
+            if let Err((_, e)) = node.accept_all(shard, entries) {
+                self.diverged(format!("{shard}: {e}"));
+            }
+            return;
+        }
+        for entry in entries {
+            if let Op::Meta(op) = &entry.op {
+                match op {
+                    MetaOp::LeaseGrant { shard, base, .. } | MetaOp::LeaseReclaim { shard, base, .. }
+                        if node.log.last(*shard) > *base =>
+                    {
+                        // The daemon had `base` when the lease moved, and
+                        // entries reach a follower only in its order: more
+                        // here are ours that it never stored (led, or
+                        // released after it was too late).
+                        let shard = *shard;
+                        self.diverged(format!("lease of {shard} was taken while entries were in flight"));
+                        return;
+                    }
+                    MetaOp::LeaseRequest { shard, by } if *by != me && node.leads(*shard) => {
+                        self.releasing.insert(*shard);
+                    }
+                    _ => {}
+                }
+            }
+            if let Err(e) = node.accept(Shard::Meta, entry) {
+                self.diverged(format!("metalog: {e}"));
+                return;
+            }
+        }
+        self.led_layout |= node.leads(Shard::Layout);
+    }
+
+    /// The replica no longer agrees with the daemon: ask for a snapshot.
+    fn diverged(&mut self, why: String) {
+        tracing::info!(why, "attach: replica diverged; resynchronising");
+        self.resyncing = true;
+        self.releasing.clear();
+        self.send(ClientMsg::Resync);
+    }
+
+    /// Drops entries no longer needed: followed shards up to what is
+    /// applied, led shards up to what is acknowledged.
+    fn compact(&mut self) {
+        let Some(node) = &self.node else { return };
+        if self.resyncing {
+            return;
+        }
+        let points: Vec<(Shard, Seq)> = node
+            .log
+            .shards()
+            .map(|(s, l)| {
+                let upto = match node.led().contains_key(s) && *s != Shard::Meta {
+                    true => self.settled(node, *s).min(l.last()),
+                    false => l.last(),
+                };
+                (*s, upto)
+            })
+            .filter(|(s, upto)| node.log.shard(*s).is_ok_and(|l| *upto > l.base))
+            .collect();
+        let node = self.node.as_mut().expect("checked");
+        for (s, upto) in points {
+            let _ = node.log.compact(s, upto);
+        }
+    }
+}
+
+/// Where a fenced tail of the buffer named `name` is recovered: the
+/// `+Recovered` window of its directory, as `+Errors` is for commands.
+pub fn recovered_name(name: &str) -> String {
+    match name.rfind('/') {
+        Some(i) => format!("{}/+Recovered", &name[..i]),
+        None => "+Recovered".to_string(),
+    }
+}
