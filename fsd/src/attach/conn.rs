@@ -24,6 +24,16 @@ struct Inner {
     /// Writes the daemon refused, oldest first.
     refused: Mutex<Vec<String>>,
     reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// While paused nothing is written, and bytes read wait in the stash
+    /// (whose lock orders them before anything read after the pause).
+    paused: std::sync::atomic::AtomicBool,
+    stash: Mutex<Stash>,
+}
+
+#[derive(Default)]
+struct Stash {
+    holding: bool,
+    bytes: Vec<u8>,
 }
 
 /// An attachment over 9P. Clones share it.
@@ -52,6 +62,8 @@ impl Attached {
             writing: tokio::sync::Mutex::new(()),
             refused: Mutex::new(Vec::new()),
             reader: Mutex::new(None),
+            paused: std::sync::atomic::AtomicBool::new(false),
+            stash: Mutex::new(Stash::default()),
         });
         let me = Attached { inner };
         me.flush().await?;
@@ -68,6 +80,13 @@ impl Attached {
                 Ok(b) if !b.is_empty() => b,
                 _ => break,
             };
+            {
+                let mut stash = self.inner.stash.lock().expect("stash lock");
+                if stash.holding {
+                    stash.bytes.extend_from_slice(&bytes);
+                    continue;
+                }
+            }
             let bad = self.with(|l| l.receive(&bytes).err());
             if let Some(e) = bad {
                 self.inner.refused.lock().expect("refused lock").push(e.to_string());
@@ -92,6 +111,9 @@ impl Attached {
     /// Flushes the link and writes its frames. Returns the first refusal
     /// (a fenced append says `fenced: ...`); the rest are still written.
     pub async fn flush(&self) -> Result<(), String> {
+        if self.is_paused() {
+            return Ok(());
+        }
         let _turn = self.inner.writing.lock().await;
         let frames = self.with(|l| {
             l.flush();
@@ -128,6 +150,37 @@ impl Attached {
         }
         self.inner.changed.send_modify(|n| *n += 1);
         first
+    }
+
+    fn is_paused(&self) -> bool {
+        self.inner.paused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Stops applying what arrives and writing anything, as a UI that is
+    /// stuck (or suspended) would; the connection stays up.
+    pub fn pause(&self) {
+        self.inner.stash.lock().expect("stash lock").holding = true;
+        self.inner.paused.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Goes on after `pause` as a stuck leader that wakes up does: first
+    /// it writes what it had (a fenced tail is refused), then it applies
+    /// what arrived meanwhile.
+    pub async fn resume(&self) -> Result<(), String> {
+        self.inner.paused.store(false, std::sync::atomic::Ordering::SeqCst);
+        let wrote = self.flush().await;
+        let bad = {
+            let mut stash = self.inner.stash.lock().expect("stash lock");
+            let bytes = std::mem::take(&mut stash.bytes);
+            stash.holding = false;
+            self.with(|l| l.receive(&bytes).err())
+        };
+        if let Some(e) = bad {
+            return Err(e.to_string());
+        }
+        self.inner.changed.send_modify(|n| *n += 1);
+        self.flush().await?;
+        wrote
     }
 
     /// Waits until `cond` holds of the link, or `timeout` passes; says which.

@@ -131,6 +131,11 @@ impl Link {
         self.send(ClientMsg::Hello { kind: self.kind, name: self.name.clone(), resume });
         // Nothing more goes out until the Welcome says where we stand.
         self.resyncing = self.node.is_some();
+        // A recovery proposal in flight when the connection went may never
+        // be answered: its tail is recovered again (at worst twice, never
+        // lost).
+        let waiting = std::mem::take(&mut self.recovering);
+        self.pending_tails.extend(waiting.into_values());
     }
 
     fn send(&mut self, msg: ClientMsg) {
@@ -332,11 +337,6 @@ impl Link {
         self.token = token;
         self.resyncing = false;
         if let Some(old) = old {
-            // A recovery proposal in flight when the connection went may
-            // never be answered: recover its tail again (at worst twice,
-            // never lost).
-            let waiting = std::mem::take(&mut self.recovering);
-            self.pending_tails.extend(waiting.into_values());
             self.carry_over(&old, &mut node, &old_acked);
         }
         self.led_layout |= node.leads(Shard::Layout);

@@ -2,6 +2,7 @@
 //! over its posted socket with the project's 9P client, with the `apex`
 //! command, with raw 9P frames, and with PyPI's p9fs.
 
+mod attach;
 mod chaos;
 mod host;
 mod protocol;
