@@ -8,8 +8,9 @@
 //!
 //! - A connection is an open fid of `NAME/attach`. Its first frame is
 //!   Hello; the daemon answers Welcome with a snapshot and from then on
-//!   sends every shard's new entries (the metalog first), skipping the
-//!   connection's own, which it already has.
+//!   sends every shard's new entries (the metalog first), except the
+//!   connection's own appends, which its replica has (known by the
+//!   Welcome generation each append carries).
 //! - Appends are fenced by the authority log and applied whole or not at
 //!   all; the leader hears `Acked`.
 //! - A new UI asks for every leasable shard: free ones are granted at
@@ -69,6 +70,9 @@ struct Conn {
     control: VecDeque<ServerMsg>,
     /// Per shard, the last seq sent (or known to the client).
     sent: BTreeMap<Shard, Seq>,
+    /// Welcomes sent: an append made at this generation comes from a
+    /// replica that has everything sent so far.
+    generation: u64,
     /// Set when the fid went with its connection: the end of the grace.
     grace_until: Option<u64>,
     /// A lease of this attachment was reclaimed during the grace.
@@ -173,6 +177,7 @@ pub fn open(s: &mut Session) -> ConnId {
             out_read: 0,
             control: VecDeque::new(),
             sent: BTreeMap::new(),
+            generation: 0,
             grace_until: None,
             lost_lease: false,
         },
@@ -331,7 +336,9 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
     let kind = c.kind;
     match msg {
         ClientMsg::Hello { .. } => Err(format!("attach: already attached as {a}; Hello comes once")),
-        ClientMsg::Append { shard, entries } => append(s, conn, a, shard, entries).map(|_| Written::Done),
+        ClientMsg::Append { shard, entries, generation } => {
+            append(s, conn, a, shard, entries, generation).map(|_| Written::Done)
+        }
         ClientMsg::CreateShard { shard } => {
             if shard.is_pinned() || shard == Shard::Layout || shard_issuer(shard) != Some(a) {
                 return Err(format!(
@@ -498,6 +505,7 @@ fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
     let sent: BTreeMap<Shard, Seq> = s.view.log.shards().map(|(sh, l)| (*sh, l.last())).collect();
     let c = s.hub.conns.get_mut(&conn).expect("live");
     c.sent = sent;
+    c.generation += 1;
     c.grace_until = None;
     c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot });
 }
@@ -602,6 +610,7 @@ fn append(
     a: AttachmentId,
     shard: Shard,
     entries: Vec<apex_core::Entry>,
+    generation: u64,
 ) -> Result<(), String> {
     if shard == Shard::Meta {
         return Err("attach: the metalog is the daemon's to write".into());
@@ -619,7 +628,12 @@ fn append(
     })?;
     let last = s.view.log.last(shard);
     let c = s.hub.conns.get_mut(&conn).expect("live");
-    c.sent.insert(shard, last);
+    // The replica has these if it made them after our last Welcome and
+    // has had everything before them; otherwise they are sent to it.
+    let first = last + 1 - n as Seq;
+    if generation == c.generation && c.sent.get(&shard).copied().unwrap_or(0) + 1 == first {
+        c.sent.insert(shard, last);
+    }
     c.control.push_back(ServerMsg::Acked { shard, seq: last });
     Ok(())
 }
@@ -631,7 +645,9 @@ const ENTRIES_PER_FRAME: usize = 4096;
 /// entries, the metalog first.
 fn fill(s: &mut Session, conn: ConnId) {
     let c = s.hub.conns.get_mut(&conn).expect("live");
-    let Some(me) = c.attachment else { return };
+    if c.attachment.is_none() {
+        return;
+    }
     if c.grace_until.is_some() {
         return;
     }
@@ -656,9 +672,7 @@ fn fill(s: &mut Session, conn: ConnId) {
         };
         let mut batch = Vec::new();
         for e in after {
-            if e.attachment != me || *shard == Shard::Meta {
-                batch.push(e.clone());
-            }
+            batch.push(e.clone());
             if batch.len() == ENTRIES_PER_FRAME {
                 let entries = std::mem::take(&mut batch);
                 c.out.extend_from_slice(&super::wire::frame(&ServerMsg::Entries { shard: *shard, entries }));

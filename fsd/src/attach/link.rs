@@ -92,6 +92,9 @@ pub struct Link {
     next_proposal: u64,
     led_layout: bool,
     events: Vec<Event>,
+    /// Welcomes applied: the replica's generation, sent with appends so
+    /// the daemon knows whether this replica already has them.
+    generation: u64,
 }
 
 impl Link {
@@ -115,6 +118,7 @@ impl Link {
             next_proposal: 1,
             led_layout: false,
             events: Vec::new(),
+            generation: 0,
         };
         link.send(ClientMsg::Hello { kind, name: name.to_string(), resume: None });
         link
@@ -172,6 +176,11 @@ impl Link {
     /// and follows.
     pub fn fenced(&self) -> bool {
         self.led_layout && !self.leads(Shard::Layout)
+    }
+
+    /// The last seq of `shard` the daemon acknowledged storing for us.
+    pub fn acked(&self, shard: Shard) -> Seq {
+        self.acked.get(&shard).copied().unwrap_or(0)
     }
 
     /// Whether everything this link sequenced is acknowledged.
@@ -263,7 +272,7 @@ impl Link {
                 .unwrap_or_default();
             self.flushed.insert(shard, last);
             if !entries.is_empty() {
-                out.push(ClientMsg::Append { shard, entries });
+                out.push(ClientMsg::Append { shard, entries, generation: self.generation });
             }
         }
         for (id, result) in self.answers.drain(..) {
@@ -336,6 +345,7 @@ impl Link {
         self.acked = marks;
         self.token = token;
         self.resyncing = false;
+        self.generation += 1;
         if let Some(old) = old {
             self.carry_over(&old, &mut node, &old_acked);
         }
@@ -350,11 +360,23 @@ impl Link {
     /// tail to recover.
     fn carry_over(&mut self, old: &Node, node: &mut Node, old_acked: &BTreeMap<Shard, Seq>) {
         let resumed = node.attachment == old.attachment;
-        for (shard, epoch) in old.led() {
-            if *shard == Shard::Meta {
-                continue;
-            }
-            let acked = old_acked.get(shard).copied().unwrap_or(0);
+        // Every shard the old node held, released ones too: a release
+        // sent after a tail the daemon refused does not make it stored.
+        let held: Vec<(Shard, Epoch)> = old
+            .log
+            .shards()
+            .filter(|(s, _)| **s != Shard::Meta)
+            .filter_map(|(s, _)| old.log.lease(*s).ok().filter(|l| l.holder == old.attachment).map(|l| (*s, l.epoch)))
+            .collect();
+        // Ids from here on the daemon has never seen (taken before any
+        // shard is made again below).
+        let unseen = node.state.next_id_counter(node.attachment);
+        for (shard, epoch) in &held {
+            let (shard, epoch) = (shard, epoch);
+            // Entries up to the lease's base are another leader's, and may
+            // be compacted away here.
+            let base = old.log.shard(*shard).map_or(0, |l| l.base);
+            let acked = old_acked.get(shard).copied().unwrap_or(0).max(base);
             let Ok(after) = old.log.entries_after(*shard, acked) else { continue };
             let unacked: Vec<Entry> = after.filter(|e| e.attachment == old.attachment).cloned().collect();
             if unacked.is_empty() {
@@ -362,7 +384,10 @@ impl Link {
             }
             // A shard the old node made that the daemon never heard of is
             // made again, if its whole log is still here.
-            let unknown = node.log.shard(*shard).is_err() && *epoch == 1 && unacked[0].seq == 1;
+            // (A shard whose id the daemon has seen, even one deleted
+            // since, is never made again: ids are not reused.)
+            let seen = shard_counter(*shard).is_none_or(|c| c < unseen);
+            let unknown = !seen && node.log.shard(*shard).is_err() && *epoch == 1 && unacked[0].seq == 1;
             if resumed
                 && unknown
                 && node.create_shard(*shard).is_ok()
@@ -444,6 +469,15 @@ impl Link {
             if node.log.shard(shard).is_err() {
                 return; // deleted here already; the daemon's ShardDel follows
             }
+            // Our own entries come back when the daemon cannot know we
+            // have them (after a Welcome, or behind others' entries).
+            let have = node.log.last(shard);
+            if let Some(e) = entries.iter().find(|e| e.seq <= have && e.attachment != me) {
+                let why = format!("{shard}: seq {} from {} is one this replica has as its own", e.seq, e.attachment);
+                self.diverged(why);
+                return;
+            }
+            let entries: Vec<Entry> = entries.into_iter().filter(|e| e.seq > have).collect();
             if let Err((_, e)) = node.accept_all(shard, entries) {
                 self.diverged(format!("{shard}: {e}"));
             }
@@ -508,6 +542,16 @@ impl Link {
         for (s, upto) in points {
             let _ = node.log.compact(s, upto);
         }
+    }
+}
+
+/// The id counter of a shard a node makes.
+fn shard_counter(shard: Shard) -> Option<u64> {
+    match shard {
+        Shard::Buffer(b) => Some(b.counter()),
+        Shard::Window(w) => Some(BufferId(w.0).counter()),
+        Shard::Term(t) => Some(BufferId(t.0).counter()),
+        Shard::Layout | Shard::Meta => None,
     }
 }
 

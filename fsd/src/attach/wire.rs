@@ -27,8 +27,9 @@ pub enum ClientMsg {
     /// The first message: who this is. `resume` asks to continue a dropped
     /// attachment.
     Hello { kind: AttachmentKind, name: String, resume: Option<Resume> },
-    /// Entries this attachment sequenced as the shard's leader.
-    Append { shard: Shard, entries: Vec<Entry> },
+    /// Entries this attachment sequenced as the shard's leader;
+    /// `generation` counts the Welcomes its replica was built from.
+    Append { shard: Shard, entries: Vec<Entry>, generation: u64 },
     /// A shard the client's node made (it leads it at epoch 1).
     CreateShard { shard: Shard },
     /// A shard the client's node deleted.

@@ -45,6 +45,22 @@ enum Cmd {
     New { name: Option<String> },
     /// List the sessions (the root's index).
     Sessions,
+    /// Attach to SESSION as a UI, lead it, make a window named NAME and
+    /// type into it one rune every -i milliseconds until interrupted: a
+    /// headless leader for scripts and tests. Reports `window N`,
+    /// `typed SEQ`, `acked SEQ`, `fenced`, `recovered N`, `error TEXT` and, when quiet
+    /// and not leading, `hash H` on standard output.
+    Lead {
+        /// Milliseconds between runes.
+        #[arg(short = 'i', default_value_t = 10)]
+        interval: u64,
+        /// Milliseconds between flushes, as a UI flushes once a frame
+        /// (0: after every rune).
+        #[arg(short = 'f', default_value_t = 0)]
+        flush: u64,
+        session: String,
+        name: String,
+    },
 }
 
 fn names(path: &str) -> Vec<&str> {
@@ -168,7 +184,87 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let f = open(&c, root, "index", OREAD).await?;
             out.write_all(&c.read_all(&f).await?)?;
         }
+        Cmd::Lead { interval, flush, session, name } => {
+            drop(out);
+            lead(&c, &session, &name, interval, flush).await?;
+        }
     }
+    Ok(())
+}
+
+/// `apex lead`: see its help.
+async fn lead(c: &Client, session: &str, name: &str, interval: u64, flush_every: u64) -> anyhow::Result<()> {
+    use apex_core::{make, AttachmentKind, BufferOp, Op, Origin, Shard};
+    use apex_fsd::attach::{conn::Attached, link::Event};
+    use std::time::Duration;
+    let att = Attached::open(c, session, AttachmentKind::Ui, "apex lead").await.map_err(anyhow::Error::msg)?;
+    if !att.wait_for(Duration::from_secs(30), |l| l.leads(Shard::Layout)).await {
+        anyhow::bail!("lead: the layout lease was not granted (is another UI holding it?)");
+    }
+    let body = att
+        .with(|l| make::new_window(l.node_mut().expect("welcomed"), None, None, name).map(|w| w.body))
+        .map_err(|e| anyhow::anyhow!("lead: {e}"))?;
+    att.flush().await.map_err(anyhow::Error::msg)?;
+    let mut out = std::io::stdout();
+    writeln!(out, "window {}", body.0)?;
+    let shard = Shard::Buffer(body);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let (mut count, mut acked, mut fenced, mut hash) = (0u64, 0, false, String::new());
+    let mut last_flush = std::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(interval)) => {}
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+        let typed = att.with(|l| {
+            if l.leads(shard) {
+                let len = l.node().and_then(|n| n.state.buffer(body).ok()).map_or(0, |b| b.len());
+                let rune = if count % 60 == 59 { "\n".to_string() } else { (count % 10).to_string() };
+                let op = BufferOp::Splice { q0: len, q1: len, text: rune, origin: Origin::Keyboard };
+                count += 1;
+                if let Some(n) = l.node_mut() {
+                    return n.append(shard, Op::Buffer(op)).ok().map(|e| e.seq);
+                }
+            }
+            None
+        });
+        if let Some(seq) = typed {
+            writeln!(out, "typed {seq}")?;
+        }
+        if last_flush.elapsed() >= Duration::from_millis(flush_every) {
+            let _ = att.flush().await;
+            last_flush = std::time::Instant::now();
+        }
+        // Acks count while it leads: after a Welcome the marks are the
+        // daemon's, others' entries included.
+        let (now_acked, now_fenced, events, quiet) =
+            att.with(|l| (if l.leads(shard) { l.acked(shard) } else { 0 }, l.fenced(), l.events(), l.quiet()));
+        if now_acked > acked {
+            acked = now_acked;
+            writeln!(out, "acked {acked}")?;
+        }
+        if now_fenced && !fenced {
+            writeln!(out, "fenced")?;
+        }
+        fenced = now_fenced;
+        for e in events {
+            match e {
+                Event::Recovered { into, .. } => writeln!(out, "recovered {}", into.0)?,
+                Event::Error(text) => writeln!(out, "error {text}")?,
+                _ => {}
+            }
+        }
+        if quiet && fenced {
+            let h = att.with(|l| l.node().map(|n| n.state.hash().to_hex().to_string()).unwrap_or_default());
+            if h != hash {
+                writeln!(out, "hash {h}")?;
+                hash = h;
+            }
+        }
+        out.flush()?;
+    }
+    att.close().await;
     Ok(())
 }
 

@@ -39,9 +39,9 @@ pub async fn converge(c: &Client, root: u32, links: &[&Attached]) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         let want = daemon_hash(c, root).await;
-        let agree = links.iter().all(|l| {
-            l.with(|l| l.quiet() && l.node().is_some_and(|n| n.state.hash().to_hex().as_str() == want))
-        });
+        let agree = links
+            .iter()
+            .all(|l| l.with(|l| l.quiet() && l.node().is_some_and(|n| n.state.hash().to_hex().as_str() == want)));
         if agree {
             return;
         }
@@ -87,7 +87,8 @@ async fn two_uis_and_a_tool_take_over_fence_recover_and_agree() {
     let p = Proposal::Insert { buffer: body, version, q0: 0, text: "> ".into(), origin: Origin::OtherFile };
     let id = tool.with(|l| l.propose(p));
     tool.flush().await.unwrap();
-    let answered = |l: &Link| l.node().is_some_and(|n| n.state.buffer(body).is_ok_and(|b| b.text.to_string() == "> hello!"));
+    let answered =
+        |l: &Link| l.node().is_some_and(|n| n.state.buffer(body).is_ok_and(|b| b.text.to_string() == "> hello!"));
     assert!(tool.wait_for(WAIT, answered).await, "the tool follows the UI's entries");
     let mut got = Vec::new();
     assert!(tool.wait_for(WAIT, |l| l.node().is_some()).await);
@@ -108,7 +109,10 @@ async fn two_uis_and_a_tool_take_over_fence_recover_and_agree() {
     ui1.with(|l| type_at(l, body, 8, " late"));
     let c2 = d.client().await;
     let ui2 = Attached::open(&c2, "main", AttachmentKind::Ui, "ui2").await.unwrap();
-    assert!(ui2.wait_for(WAIT, |l| l.leads(Shard::Layout) && l.leads(Shard::Buffer(body))).await, "granted at the deadline");
+    assert!(
+        ui2.wait_for(WAIT, |l| l.leads(Shard::Layout) && l.leads(Shard::Buffer(body))).await,
+        "granted at the deadline"
+    );
     ui2.with(|l| type_at(l, body, 0, "2"));
     ui2.flush().await.unwrap();
 
@@ -138,7 +142,8 @@ async fn two_uis_and_a_tool_take_over_fence_recover_and_agree() {
     // The first UI follows the second.
     ui2.with(|l| type_at(l, body, 0, "3"));
     ui2.flush().await.unwrap();
-    let follows = |l: &Link| l.node().is_some_and(|n| n.state.buffer(body).is_ok_and(|b| b.text.to_string().starts_with("32")));
+    let follows =
+        |l: &Link| l.node().is_some_and(|n| n.state.buffer(body).is_ok_and(|b| b.text.to_string().starts_with("32")));
     assert!(ui1.wait_for(WAIT, follows).await);
     converge(&c, root, &[&ui1, &ui2, &tool]).await;
 
@@ -184,4 +189,160 @@ async fn attach_refuses_bad_opens_and_frames_clearly() {
     c.clunk(f.fid).await.unwrap();
     let attachments = text(read(&c, root, "meta/attachments").await.unwrap());
     assert!(!attachments.contains("raw"), "detached on clunk: {attachments}");
+}
+
+/// A child process killed (and reaped) on drop.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: kill(2) with a pid we spawned and a signal number.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+/// Lines a child prints, collected by a thread.
+fn collect_lines(out: std::process::ChildStdout) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
+    use std::io::BufRead;
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    lines
+}
+
+async fn line_matching(lines: &std::sync::Mutex<Vec<String>>, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(l) = lines.lock().unwrap().iter().find(|l| pred(l)) {
+            return l.clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no such line in {:?}", lines.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_leader_is_fenced_and_no_entry_of_its_old_epoch_lands() {
+    let d = Daemon::start_with("zombie", &["--lease-deadline".into(), "300".into()]);
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let addr = format!("unix!{}", d.socket().display());
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apex"))
+        .args(["-a", &addr, "lead", "-i", "2", "-f", "40", "main", "/tmp/zombie/notes"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("start apex lead");
+    let mut zombie = Reaped(child);
+    let lines = collect_lines(zombie.0.stdout.take().unwrap());
+    let window = line_matching(&lines, |l| l.starts_with("window ")).await;
+    let b: u64 = window[7..].parse().unwrap();
+    let shard = Shard::Buffer(BufferId(b));
+
+    // Follow the buffer's whole log from here on: an open entries reader
+    // keeps it from being compacted.
+    let entries = c.open_path(root, &format!("main/shards/{shard}/entries"), apex_ninep::fcall::OREAD).await.unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (reader, sink) = (c.clone(), log.clone());
+    let follow = tokio::spawn(async move {
+        let mut offset = 0u64;
+        while let Ok(chunk) = reader.read(entries.fid, offset, entries.iounit).await {
+            if chunk.is_empty() {
+                break;
+            }
+            offset += chunk.len() as u64;
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk));
+        }
+    });
+    line_matching(&lines, |l| l.starts_with("acked ") && l[6..].parse::<u64>().unwrap() > 20).await;
+
+    // Stop it past the deadline, between two of its flushes (it types
+    // every 2 ms and flushes every 40); another UI takes over and types.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    signal(&zombie.0, libc::SIGSTOP);
+    let c2 = d.client().await;
+    let ui = Attached::open(&c2, "main", AttachmentKind::Ui, "ui").await.unwrap();
+    assert!(ui.wait_for(WAIT, |l| l.leads(shard) && l.leads(Shard::Layout)).await, "reclaimed at the deadline");
+    let lease = text(read(&c, root, &format!("main/shards/{shard}/lease")).await.unwrap());
+    let epoch: u64 = lease.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(epoch >= 3, "reclaimed (epoch 2) and granted (epoch 3): {lease}");
+    for _ in 0..5 {
+        ui.with(|l| type_at(l, BufferId(b), 0, "U"));
+        ui.flush().await.unwrap();
+    }
+
+    // It goes on, still typing at its old epoch: fenced, never applied.
+    signal(&zombie.0, libc::SIGCONT);
+    line_matching(&lines, |l| l == "fenced").await;
+    let most = |prefix: &str| {
+        let lines = lines.lock().unwrap();
+        lines.iter().filter_map(|l| l.strip_prefix(prefix).map(|n| n.parse::<u64>().unwrap())).max().unwrap_or(0)
+    };
+    if most("typed ") > most("acked ") {
+        // It had typing the daemon never stored: recovered, not lost.
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !lines.lock().unwrap().iter().any(|l| l.starts_with("recovered ")) {
+            if tokio::time::Instant::now() > deadline {
+                panic!("not recovered: {:?}\n{}", lines.lock().unwrap(), log.lock().unwrap());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    converge(&c, root, &[&ui]).await;
+    let want = daemon_hash(&c, root).await;
+    line_matching(&lines, |l| l == format!("hash {want}")).await;
+    signal(&zombie.0, libc::SIGTERM);
+    let status = zombie.0.wait().unwrap();
+    assert!(status.success(), "apex lead ends cleanly on SIGTERM: {status:?}");
+
+    // The log: the stopped leader's entries all come before the reclaim's
+    // base, at epoch 1; every seq it was told was stored is there.
+    let acked: u64 = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.strip_prefix("acked ").map(|n| n.parse::<u64>().unwrap()))
+        .max()
+        .unwrap();
+    let info = text(read(&c, root, &format!("main/shards/{shard}/info")).await.unwrap());
+    let last: u64 = info.lines().find_map(|l| l.strip_prefix("last ")).unwrap().parse().unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !log.lock().unwrap().lines().any(|l| l.split(' ').next() == Some(&last.to_string())) {
+        assert!(tokio::time::Instant::now() < deadline, "the entries reader reaches seq {last}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    follow.abort();
+    let log = log.lock().unwrap().clone();
+    let mut seen = Vec::new();
+    for line in log.lines() {
+        let f: Vec<&str> = line.splitn(4, ' ').collect();
+        let (seq, att, ep): (u64, u64, u64) = (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap());
+        seen.push((seq, att, ep));
+    }
+    assert!(!seen.is_empty());
+    for w in seen.windows(2) {
+        assert_eq!(w[1].0, w[0].0 + 1, "no gap or repeat in the log");
+    }
+    let zombie_att = seen.iter().find(|e| e.2 == 1).map(|e| e.1).expect("the leader's entries");
+    let last_old = seen.iter().filter(|e| e.1 == zombie_att).map(|e| e.0).max().unwrap();
+    assert!(seen.iter().filter(|e| e.1 == zombie_att).all(|e| e.2 == 1), "only epoch 1 entries of the old leader");
+    assert!(
+        last_old >= acked,
+        "every acked entry is in the log: acked {acked}, last {last_old}: {log}\n{:?}",
+        lines.lock().unwrap()
+    );
+    assert!(
+        seen.iter().filter(|e| e.0 > last_old).all(|e| e.1 != zombie_att && e.2 >= 3),
+        "after it, only the new leader"
+    );
 }

@@ -136,9 +136,21 @@ impl World {
                     assert!(matches!(r, Ok(Written::Done)), "a partial frame is taken: {r:?}");
                     continue;
                 }
+                if std::env::var("APEX_CHAOS_TRACE").is_ok() {
+                    if let ClientMsg::Append { shard, entries, .. } = &msg {
+                        let seqs: Vec<String> = entries.iter().map(|e| format!("{}:{:?}", e.seq, e.op)).collect();
+                        eprintln!("  client {i} append {shard} {seqs:?} -> {r:?}");
+                    }
+                    if !matches!(msg, ClientMsg::Append { .. }) {
+                        eprintln!(
+                            "  client {i} sends {:?} -> {r:?}",
+                            format!("{msg:?}").chars().take(120).collect::<String>()
+                        );
+                    }
+                }
                 match r {
                     Ok(Written::Done) => {
-                        if let ClientMsg::Append { shard, entries } = &msg {
+                        if let ClientMsg::Append { shard, entries, .. } = &msg {
                             self.acked.extend(entries.iter().map(|e| (*shard, e.clone())));
                         }
                     }
@@ -153,12 +165,17 @@ impl World {
 
     /// Reads for client `i` until the daemon has nothing more.
     pub fn recv(&mut self, i: usize) -> bool {
+        self.recv_some(i, usize::MAX)
+    }
+
+    /// Reads for client `i` at most `reads` times.
+    pub fn recv_some(&mut self, i: usize, reads: usize) -> bool {
         let Some(conn) = self.clients[i].conn else { return false };
         if self.clients[i].paused {
             return false;
         }
         let mut moved = false;
-        loop {
+        for _ in 0..reads {
             let count = 1 + self.rng.below(70_000) as u32;
             match hub::read(&mut self.s, conn, count) {
                 Ok(Some(bytes)) => {
@@ -168,6 +185,7 @@ impl World {
                 _ => return moved,
             }
         }
+        moved
     }
 
     pub fn advance(&mut self, ms: u64) {
@@ -288,6 +306,31 @@ impl World {
                 continue;
             }
             let node = c.link.node().expect("welcomed");
+            if node.state.hash() != want && std::env::var("APEX_CHAOS_TRACE").is_ok() {
+                for (shard, l) in node.log.shards() {
+                    if format!("{shard}") == "buffer.1099511627784" {
+                        eprintln!("client base {} lease {:?}", l.base, node.log.lease(*shard));
+                        for e in &l.entries {
+                            eprintln!("client {shard}: {e:?}");
+                        }
+                    }
+                }
+                for (shard, l) in node.log.shards() {
+                    let theirs = self
+                        .archive
+                        .log
+                        .shard(*shard)
+                        .map(|l| l.entries.iter().map(|e| format!("{e:?}")).collect::<Vec<_>>());
+                    let ours: Vec<String> = l.entries.iter().map(|e| format!("{e:?}")).collect();
+                    if let Ok(t) = theirs {
+                        for o in &ours {
+                            if !t.contains(o) {
+                                eprintln!("client {i} {shard} has {o}");
+                            }
+                        }
+                    }
+                }
+            }
             if node.state.hash() != want {
                 panic!(
                     "client {i} disagrees with the daemon: {}\nrefusals {:?}\nleases {:?}",
@@ -322,7 +365,11 @@ fn diff(a: &State, b: &State) -> String {
     for (id, buf) in &a.buffers {
         match b.buffers.get(id) {
             Some(o) if o != buf => {
-                out.push(format!("buffer {}: {:?} vs {:?}", id.0, buf.text.to_string(), o.text.to_string()))
+                out.push(format!("buffer {}: {:?} vs {:?}", id.0, buf.text.to_string(), o.text.to_string()));
+                let (x, y) = (format!("{buf:?}"), format!("{o:?}"));
+                let at = x.chars().zip(y.chars()).position(|(p, q)| p != q).unwrap_or(0);
+                let show = |s: &str| s.chars().skip(at.saturating_sub(150)).take(300).collect::<String>();
+                out.push(format!("  first difference: {}\n  vs {}", show(&x), show(&y)));
             }
             None => out.push(format!("buffer {} only in the first", id.0)),
             _ => {}
@@ -354,7 +401,10 @@ fn window(w: &mut World, ui: usize, name: &str) -> BufferId {
 
 /// The buffers of every window's body.
 fn bodies(w: &World) -> Vec<BufferId> {
-    w.s.view.state.windows.values().map(|win| win.body).collect()
+    // A window whose body's entries were lost with a fenced tail has a
+    // shard but no buffer; it is left out.
+    let state = &w.s.view.state;
+    state.windows.values().map(|win| win.body).filter(|b| state.buffers.contains_key(b)).collect()
 }
 
 #[test]
@@ -525,7 +575,11 @@ fn a_tool_holds_a_bounded_lease_and_it_returns_to_the_ui() {
         op: Op::Buffer(BufferOp::Splice { q0: 0, q1: 0, text: "late".into(), origin: Origin::OtherFile }),
     };
     let tool_conn = w.clients[tool].conn.unwrap();
-    let frame = apex_fsd::attach::wire::frame(&ClientMsg::Append { shard: Shard::Buffer(b), entries: vec![late] });
+    let frame = apex_fsd::attach::wire::frame(&ClientMsg::Append {
+        shard: Shard::Buffer(b),
+        entries: vec![late],
+        generation: 1,
+    });
     let err = hub::write(&mut w.s, tool_conn, &frame, w.now).unwrap_err();
     assert!(err.starts_with("fenced:") && err.contains(&format!("{}", Shard::Buffer(b))), "{err}");
     assert!(!text_of(&w, b).contains("late"));
@@ -548,7 +602,7 @@ fn bad_frames_are_refused_and_change_nothing() {
     let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "again".into(), resume: None };
     let e = hub::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap_err();
     assert!(e.contains("Hello comes once"), "{e}");
-    let meta = ClientMsg::Append { shard: Shard::Meta, entries: vec![] };
+    let meta = ClientMsg::Append { shard: Shard::Meta, entries: vec![], generation: 1 };
     let e = hub::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&meta), w.now).unwrap_err();
     assert!(e.contains("metalog"), "{e}");
     let other = ClientMsg::CreateShard { shard: Shard::Buffer(BufferId(5 << 40 | 1)) };
@@ -588,8 +642,13 @@ fn chaos(seed: u64, steps: usize) {
             30..=49 if live => {
                 w.send(i);
             }
-            50..=64 if live => {
+            50..=59 if live => {
                 w.recv(i);
+            }
+            60..=64 if live => {
+                // Part of what is there: a frame may wait in the daemon.
+                let reads = 1 + w.rng.below(2) as usize;
+                w.recv_some(i, reads);
             }
             65..=67 if n < 6 => {
                 let kind = if w.rng.chance(50) { AttachmentKind::Ui } else { AttachmentKind::Tool };
@@ -657,6 +716,13 @@ fn chaos(seed: u64, steps: usize) {
                 }
             }
             _ => {}
+        }
+        if std::env::var("APEX_CHAOS_TRACE").is_ok() {
+            for (k, c) in w.clients.iter_mut().enumerate() {
+                for e in c.link.events() {
+                    eprintln!("  client {k}: {e:?}");
+                }
+            }
         }
         w.check();
     }
