@@ -11,9 +11,12 @@
 
 use apex_ninep::fcall::{OREAD, OWRITE};
 use apex_ninep::{dial, Client};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod common;
+use common::start_apexd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -21,37 +24,6 @@ use tokio::net::{UnixListener, UnixStream};
 const WINDOW: Duration = Duration::from_millis(1500);
 /// Size of the bulk body.
 const BULK: usize = 100 << 20;
-
-struct Daemon {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn start_apexd(dir: &Path) -> Daemon {
-    let _ = std::fs::remove_dir_all(dir);
-    let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
-        .arg("--namespace")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start apexd");
-    let d = Daemon { child, dir: dir.to_path_buf() };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !dir.join("apex").exists() {
-        assert!(Instant::now() < deadline, "apexd did not post its socket");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    d
-}
 
 /// Round trips per second of `clients` loops of `once` for `WINDOW`.
 async fn rate<F, Fut>(clients: usize, once: F) -> f64

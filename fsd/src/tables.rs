@@ -93,9 +93,9 @@ pub fn shard_info(session: &Session, shard: Shard) -> Result<String, String> {
     Ok(format!("base {}\nlast {}\n", log.base, log.last()))
 }
 
-/// `proposals` when read: recent outcomes, oldest first. While the view
-/// node leads, a proposal is applied as it is written, so nothing waits in
-/// a queue; routing to a leading UI (the attach protocol) adds one.
+/// `proposals` when read: recent outcomes, oldest first, whether the view
+/// node or a leading UI applied them (a routed proposal is recorded when
+/// its holder answers).
 pub fn outcomes(session: &Session) -> String {
     let mut out = String::new();
     for o in session.outcomes() {

@@ -207,7 +207,7 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
              Write each frame (u32 length + postcard message) in writes of its own"
         ));
     }
-    let msg = c.frames.next::<ClientMsg>().map_err(|e| e.to_string())?.expect("whole frame");
+    let msg = c.frames.next_msg::<ClientMsg>().map_err(|e| e.to_string())?.expect("whole frame");
     // A client applies its own appends, creations and deletions before
     // the daemon sees them: one refused means its replica has diverged, so
     // it is sent a fresh Welcome (its link recovers what was lost).

@@ -40,6 +40,15 @@ pub enum Event {
     Error(String),
 }
 
+/// What `Link::submit` did with a change.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Submitted {
+    /// This link leads the shard: applied here, to go out at the next flush.
+    Applied(Result<Applied, String>),
+    /// Sent to the holder as the proposal with this id.
+    Sent(u64),
+}
+
 /// A fenced buffer tail, waiting to be recovered.
 #[derive(Clone, Debug)]
 struct Tail {
@@ -225,6 +234,17 @@ impl Link {
         self.outbox.drain(..).collect()
     }
 
+    /// Makes a change the way a leader or a follower must: applied here
+    /// at once when this link leads the shard it touches, otherwise sent
+    /// as a proposal to the holder (its outcome comes as `Event::Answer`).
+    pub fn submit(&mut self, proposal: Proposal) -> Submitted {
+        if self.leads(proposal.target()) {
+            let node = self.node.as_mut().expect("a leader is welcomed");
+            return Submitted::Applied(propose::apply(node, &proposal).map_err(|e| e.to_string()));
+        }
+        Submitted::Sent(self.propose(proposal))
+    }
+
     /// Sends a proposal to the holder of the shard it touches; its outcome
     /// comes back as `Event::Answer` with the returned id.
     pub fn propose(&mut self, proposal: Proposal) -> u64 {
@@ -293,7 +313,7 @@ impl Link {
     /// Bytes read from `attach`. Frames are applied as they complete.
     pub fn receive(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
         self.frames.push(bytes);
-        while let Some(msg) = self.frames.next::<ServerMsg>()? {
+        while let Some(msg) = self.frames.next_msg::<ServerMsg>()? {
             self.on(msg);
         }
         self.compact();

@@ -130,7 +130,7 @@ impl Frames {
 
     /// The next whole message, if there is one. A frame that does not
     /// decode is consumed and reported.
-    pub fn next<M: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<M>, FrameError> {
+    pub fn next_msg<M: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<M>, FrameError> {
         let Some(n) = self.whole()? else { return Ok(None) };
         let msg = postcard::from_bytes(&self.buf[4..n]).map_err(|e| FrameError::Decode(e.to_string()));
         self.buf.drain(..n);
@@ -155,7 +155,7 @@ mod tests {
             let mut got = Vec::new();
             for piece in bytes.chunks(cut) {
                 f.push(piece);
-                while let Some(m) = f.next::<ClientMsg>().unwrap() {
+                while let Some(m) = f.next_msg::<ClientMsg>().unwrap() {
                     got.push(m);
                 }
             }
@@ -168,9 +168,9 @@ mod tests {
     fn bad_frames_are_errors_not_panics() {
         let mut f = Frames::default();
         f.push(&[3, 0, 0, 0, 0xff, 0xff, 0xff]);
-        assert!(matches!(f.next::<ClientMsg>(), Err(FrameError::Decode(_))));
+        assert!(matches!(f.next_msg::<ClientMsg>(), Err(FrameError::Decode(_))));
         assert_eq!(f.pending(), 0, "the bad frame is consumed");
         f.push(&u32::MAX.to_le_bytes());
-        assert_eq!(f.next::<ClientMsg>().unwrap_err(), FrameError::TooLarge(u32::MAX as usize));
+        assert_eq!(f.next_msg::<ClientMsg>().unwrap_err(), FrameError::TooLarge(u32::MAX as usize));
     }
 }

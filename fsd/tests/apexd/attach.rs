@@ -182,7 +182,7 @@ async fn attach_refuses_bad_opens_and_frames_clearly() {
     let got = c.read(f.fid, 0, 1 << 16).await.unwrap();
     let mut frames = apex_fsd::attach::wire::Frames::default();
     frames.push(&got);
-    let welcome: apex_fsd::attach::wire::ServerMsg = frames.next().unwrap().expect("a whole frame");
+    let welcome: apex_fsd::attach::wire::ServerMsg = frames.next_msg().unwrap().expect("a whole frame");
     assert!(matches!(welcome, apex_fsd::attach::wire::ServerMsg::Welcome { .. }), "{welcome:?}");
     let attachments = text(read(&c, root, "meta/attachments").await.unwrap());
     assert!(attachments.contains("raw"), "{attachments}");

@@ -17,7 +17,7 @@ use apex_core::{
     Shard, State,
 };
 use apex_fsd::attach::hub::{self, ConnId, Written};
-use apex_fsd::attach::link::{Event, Link};
+use apex_fsd::attach::link::{Event, Link, Submitted};
 use apex_fsd::attach::wire::{ClientMsg, Frames};
 use apex_fsd::session::Session;
 use std::collections::{BTreeMap, VecDeque};
@@ -124,7 +124,7 @@ impl World {
         for (bytes, _) in frames {
             let mut decoded = Frames::default();
             decoded.push(&bytes);
-            let msg: ClientMsg = decoded.next().unwrap().unwrap();
+            let msg: ClientMsg = decoded.next_msg().unwrap().unwrap();
             let mut at = 0;
             while at < bytes.len() {
                 let n = 1 + self.rng.below(bytes.len() as u64 - at as u64) as usize;
@@ -414,6 +414,14 @@ fn a_ui_leads_types_and_is_acked() {
     w.settle();
     assert!(w.link(ui).leads(Shard::Layout), "a lone UI is granted every lease at once");
     let b = window(&mut w, ui, "/tmp/hello");
+    // A change to a shard it leads applies here; a tool's goes to the UI.
+    let p = Proposal::Insert { buffer: b, version: 0, q0: 0, text: "!".into(), origin: Origin::OtherFile };
+    assert!(matches!(w.link(ui).submit(p.clone()), Submitted::Applied(Ok(_))));
+    let tool = w.join(AttachmentKind::Tool);
+    w.settle();
+    assert!(matches!(w.link(tool).submit(p), Submitted::Sent(_)));
+    w.settle();
+    assert_eq!(text_of(&w, b), "!!", "both landed, the tool's through the UI");
     assert!(w.s.view.state.buffer(b).is_ok(), "the daemon has the UI's window");
     let b = w.type_in(ui, "hello").expect("it leads the buffers");
     w.settle();
@@ -666,13 +674,17 @@ fn chaos(seed: u64, steps: usize) {
             77..=79 => w.reconnect(i),
             80 if n > 2 => w.leave(i),
             81..=85 if live => {
-                // A tool-style proposal from whoever this is.
+                // A change from whoever this is: applied if it leads the
+                // buffer, proposed to the holder if not.
                 let bs = bodies(&w);
                 if !bs.is_empty() {
                     let b = bs[w.rng.below(bs.len() as u64) as usize];
                     let version = w.s.view.state.buffer(b).unwrap().version;
                     let p = Proposal::Insert { buffer: b, version, q0: 0, text: "p".into(), origin: Origin::OtherFile };
-                    w.link(i).propose(p);
+                    match w.rng.chance(50) {
+                        true => drop(w.link(i).submit(p)),
+                        false => drop(w.link(i).propose(p)),
+                    }
                 }
             }
             86..=87 if live => {
@@ -683,19 +695,10 @@ fn chaos(seed: u64, steps: usize) {
                     w.link(i).ask_lease(b, ttl);
                 }
             }
-            88..=91 if live => {
-                if w.link(i).leads(Shard::Layout) {
-                    let node = w.link(i).node_mut().unwrap();
-                    let name = format!("/tmp/w{step}");
-                    if let Err(e) = make::new_window(node, None, None, &name) {
-                        panic!(
-                            "a layout leader makes windows: {e:?}; marks {:?} shards {:?} archive marks {:?}",
-                            node.state.id_marks,
-                            node.state.meta.shards().collect::<Vec<_>>(),
-                            0
-                        );
-                    }
-                }
+            88..=91 if live && w.link(i).leads(Shard::Layout) => {
+                let node = w.link(i).node_mut().unwrap();
+                let name = format!("/tmp/w{step}");
+                make::new_window(node, None, None, &name).expect("a layout leader makes windows");
             }
             92..=93 if live => {
                 let link = w.link(i);
