@@ -17,17 +17,22 @@ pub fn type_at(link: &mut Link, b: BufferId, q: u64, s: &str) {
     link.node_mut().unwrap().append(Shard::Buffer(b), Op::Buffer(op)).expect("the leader types");
 }
 
-/// Reads `path` until `pred` holds of it (replicas flush in their own time).
-pub async fn eventually(c: &Client, root: u32, path: &str, pred: impl Fn(&str) -> bool) -> String {
+/// Polls `probe` until it gives something, failing with `why()` after
+/// `WAIT`: replicas and processes move in their own time.
+pub async fn until<T>(why: impl Fn() -> String, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        let got = text(read(c, root, path).await.unwrap());
-        if pred(&got) {
+        if let Some(got) = probe().await {
             return got;
         }
-        assert!(tokio::time::Instant::now() < deadline, "{path}: {got:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(tokio::time::Instant::now() < deadline, "gave up waiting: {}", why());
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Reads `path` until `pred` holds of it.
+pub async fn eventually(c: &Client, root: u32, path: &str, pred: impl Fn(&str) -> bool) -> String {
+    until(|| path.to_string(), async || Some(text(read(c, root, path).await.unwrap())).filter(|t| pred(t))).await
 }
 
 async fn daemon_hash(c: &Client, root: u32) -> String {
@@ -220,14 +225,8 @@ fn collect_lines(out: std::process::ChildStdout) -> std::sync::Arc<std::sync::Mu
 }
 
 async fn line_matching(lines: &std::sync::Mutex<Vec<String>>, pred: impl Fn(&str) -> bool) -> String {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(l) = lines.lock().unwrap().iter().find(|l| pred(l)) {
-            return l.clone();
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no such line in {:?}", lines.lock().unwrap());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let why = || format!("no such line in {:?}", lines.lock().unwrap());
+    until(why, async || lines.lock().unwrap().iter().find(|l| pred(l)).cloned()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,13 +288,7 @@ async fn a_stopped_leader_is_fenced_and_no_entry_of_its_old_epoch_lands() {
     };
     if most("typed ") > most("acked ") {
         // It had typing the daemon never stored: recovered, not lost.
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while !lines.lock().unwrap().iter().any(|l| l.starts_with("recovered ")) {
-            if tokio::time::Instant::now() > deadline {
-                panic!("not recovered: {:?}\n{}", lines.lock().unwrap(), log.lock().unwrap());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        line_matching(&lines, |l| l.starts_with("recovered ")).await;
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     converge(&c, root, &[&ui]).await;
@@ -316,11 +309,9 @@ async fn a_stopped_leader_is_fenced_and_no_entry_of_its_old_epoch_lands() {
         .unwrap();
     let info = text(read(&c, root, &format!("main/shards/{shard}/info")).await.unwrap());
     let last: u64 = info.lines().find_map(|l| l.strip_prefix("last ")).unwrap().parse().unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !log.lock().unwrap().lines().any(|l| l.split(' ').next() == Some(&last.to_string())) {
-        assert!(tokio::time::Instant::now() < deadline, "the entries reader reaches seq {last}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let reached =
+        async || log.lock().unwrap().lines().any(|l| l.split(' ').next() == Some(&last.to_string())).then_some(());
+    until(|| format!("the entries reader reaches seq {last}"), reached).await;
     follow.abort();
     let log = log.lock().unwrap().clone();
     let mut seen = Vec::new();
