@@ -336,8 +336,24 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
     let kind = c.kind;
     match msg {
         ClientMsg::Hello { .. } => Err(format!("attach: already attached as {a}; Hello comes once")),
-        ClientMsg::Append { shard, entries, generation } => {
-            append(s, conn, a, shard, entries, generation).map(|_| Written::Done)
+        ClientMsg::Append { shard, entries, generation, answers } => {
+            let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
+            if let Err(e) = append(s, conn, a, shard, entries, generation) {
+                // Its proposals' entries were not taken: whoever holds the
+                // shard now acts on them again.
+                for id in ids {
+                    if let Some(p) = s.hub.pending.get_mut(&id).filter(|p| p.sent_to == Some(a)) {
+                        p.sent_to = None;
+                    }
+                }
+                return Err(e);
+            }
+            for (id, result) in answers {
+                // Stale answers (the proposal was answered or moved on)
+                // change nothing; the entries stand on their own.
+                let _ = answer(s, a, id, result);
+            }
+            Ok(Written::Done)
         }
         ClientMsg::CreateShard { shard } => {
             if shard.is_pinned() || shard == Shard::Layout || shard_issuer(shard) != Some(a) {
@@ -377,22 +393,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         ClientMsg::Propose { id, proposal } => {
             Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id))))
         }
-        ClientMsg::Answer { id, result } => {
-            let ours = s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
-            if !ours {
-                return Err(format!("attach: no proposal {id} is waiting for {a}"));
-            }
-            let target = s.hub.pending[&id].proposal.target();
-            let still_leads = s.view.log.lease(target).is_ok_and(|l| l.holder == a && l.released.is_none());
-            if result.is_err() && !still_leads {
-                // It lost the lease before it could act: the next holder will.
-                s.hub.pending.get_mut(&id).expect("found").sent_to = None;
-                return Ok(Written::Done);
-            }
-            let p = s.hub.pending.remove(&id).expect("found");
-            finish(s, p, result);
-            Ok(Written::Done)
-        }
+        ClientMsg::Answer { id, result } => answer(s, a, id, result).map(|_| Written::Done),
         ClientMsg::Lease { shard, ttl_ms } => {
             if kind != AttachmentKind::Tool || !matches!(shard, Shard::Buffer(_)) {
                 return Err(format!("attach: bounded leases are for tools, on one buffer; not {shard}"));
@@ -414,6 +415,24 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             Ok(Written::Done)
         }
     }
+}
+
+/// The holder's outcome of routed proposal `id`.
+fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Result<Applied, String>) -> Result<(), String> {
+    let ours = s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
+    if !ours {
+        return Err(format!("attach: no proposal {id} is waiting for {a}"));
+    }
+    let target = s.hub.pending[&id].proposal.target();
+    let still_leads = s.view.log.lease(target).is_ok_and(|l| l.holder == a && l.released.is_none());
+    if result.is_err() && !still_leads {
+        // It lost the lease before it could act: the next holder will.
+        s.hub.pending.get_mut(&id).expect("found").sent_to = None;
+        return Ok(());
+    }
+    let p = s.hub.pending.remove(&id).expect("found");
+    finish(s, p, result);
+    Ok(())
 }
 
 /// The attachment whose id range a created shard's id is in.

@@ -92,7 +92,11 @@ pub struct Link {
     /// Led shards to release at the next flush.
     releasing: BTreeSet<Shard>,
     /// Outcomes of routed proposals, sent after the entries they made.
-    answers: Vec<(u64, Result<Applied, String>)>,
+    answers: Vec<(u64, Shard, Result<Applied, String>)>,
+    /// Routed proposals this replica has acted on: a copy that arrives
+    /// again (sent before the lease went away and came back) is not
+    /// applied twice.
+    acted: BTreeMap<u64, (Shard, Result<Applied, String>)>,
     /// Fenced tails found at a Welcome, to recover once it is applied.
     pending_tails: Vec<Tail>,
     /// Tails being recovered, by the id of the proposal that makes their
@@ -122,6 +126,7 @@ impl Link {
             resyncing: false,
             releasing: BTreeSet::new(),
             answers: Vec::new(),
+            acted: BTreeMap::new(),
             pending_tails: Vec::new(),
             recovering: BTreeMap::new(),
             next_proposal: 1,
@@ -292,10 +297,16 @@ impl Link {
                 .unwrap_or_default();
             self.flushed.insert(shard, last);
             if !entries.is_empty() {
-                out.push(ClientMsg::Append { shard, entries, generation: self.generation });
+                // The outcome of a proposal rides with its shard's entries,
+                // so the daemon takes both or neither.
+                let (mine, rest): (Vec<_>, Vec<_>) =
+                    self.answers.drain(..).partition(|(_, s, r)| *s == shard && r.is_ok());
+                self.answers = rest;
+                let answers = mine.into_iter().map(|(id, _, r)| (id, r)).collect();
+                out.push(ClientMsg::Append { shard, entries, generation: self.generation, answers });
             }
         }
-        for (id, result) in self.answers.drain(..) {
+        for (id, _, result) in self.answers.drain(..) {
             out.push(ClientMsg::Answer { id, result });
         }
         for shard in std::mem::take(&mut self.releasing) {
@@ -333,11 +344,22 @@ impl Link {
                 *a = (*a).max(seq);
             }
             ServerMsg::Proposal { id, proposal } => {
+                let shard = proposal.target();
+                if let Some((_, done)) = self.acted.get(&id) {
+                    // Sent again (after a resume, say): answered again, not
+                    // applied again.
+                    let done = done.clone();
+                    self.answers.push((id, shard, done));
+                    return;
+                }
                 let result = match (&mut self.node, self.resyncing) {
                     (Some(node), false) => propose::apply(node, &proposal).map_err(|e| e.to_string()),
                     _ => Err("the leader is resynchronising; try again".to_string()),
                 };
-                self.answers.push((id, result));
+                if result.is_ok() {
+                    self.acted.insert(id, (shard, result.clone()));
+                }
+                self.answers.push((id, shard, result));
             }
             ServerMsg::Answer { id, result } => match self.recovering.remove(&id) {
                 Some(tail) => self.recovered(tail, result),
@@ -368,6 +390,21 @@ impl Link {
         self.generation += 1;
         if let Some(old) = old {
             self.carry_over(&old, &mut node, &old_acked);
+            // What the old replica did to a shard still led at the same
+            // epoch goes on (its entries were carried over, its answers go
+            // with them); elsewhere routed proposals are acted on afresh,
+            // as what was done may have been fenced.
+            let kept: BTreeSet<Shard> = old
+                .led()
+                .iter()
+                .filter(|(s, e)| node.attachment == old.attachment && node.led().get(s) == Some(e))
+                .map(|(s, _)| *s)
+                .collect();
+            self.acted.retain(|_, (s, _)| kept.contains(s));
+            self.answers.retain(|(_, s, _)| kept.contains(s));
+        } else {
+            self.acted.clear();
+            self.answers.clear();
         }
         self.led_layout |= node.leads(Shard::Layout);
         self.node = Some(node);

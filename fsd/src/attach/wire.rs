@@ -29,7 +29,9 @@ pub enum ClientMsg {
     Hello { kind: AttachmentKind, name: String, resume: Option<Resume> },
     /// Entries this attachment sequenced as the shard's leader;
     /// `generation` counts the Welcomes its replica was built from.
-    Append { shard: Shard, entries: Vec<Entry>, generation: u64 },
+    /// `answers` are the outcomes of routed proposals for this shard whose
+    /// entries these are: they stand or fall with them.
+    Append { shard: Shard, entries: Vec<Entry>, generation: u64, answers: Vec<(u64, Result<Applied, String>)> },
     /// A shard the client's node made (it leads it at epoch 1).
     CreateShard { shard: Shard },
     /// A shard the client's node deleted.

@@ -66,6 +66,8 @@ pub struct World {
     /// Every entry the daemon acknowledged, as (shard, entry).
     acked: Vec<(Shard, Entry)>,
     waits: Vec<Answer>,
+    /// Texts proposed once each.
+    markers: Vec<String>,
     pub refusals: Vec<String>,
     rng: Rng,
 }
@@ -84,6 +86,7 @@ impl World {
             archive,
             acked: Vec::new(),
             waits: Vec::new(),
+            markers: Vec::new(),
             refusals: Vec::new(),
             rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
         }
@@ -341,6 +344,18 @@ impl World {
             }
             assert!(c.link.quiet(), "client {i} has everything acknowledged: {:?}", c.link.unsettled());
         }
+        // A proposal lands at most once (a +Recovered copy of a fenced
+        // tail aside).
+        let state = &self.s.view.state;
+        for m in &self.markers {
+            let n: usize = state
+                .buffers
+                .values()
+                .filter(|b| !b.name.ends_with("+Recovered"))
+                .map(|b| b.text.to_string().matches(m.as_str()).count())
+                .sum();
+            assert!(n <= 1, "proposal {m} landed {n} times");
+        }
         for (k, rx) in self.waits.iter_mut().enumerate() {
             assert!(rx.try_recv().is_ok(), "proposal {k} was answered");
         }
@@ -587,6 +602,7 @@ fn a_tool_holds_a_bounded_lease_and_it_returns_to_the_ui() {
         shard: Shard::Buffer(b),
         entries: vec![late],
         generation: 1,
+        answers: vec![],
     });
     let err = hub::write(&mut w.s, tool_conn, &frame, w.now).unwrap_err();
     assert!(err.starts_with("fenced:") && err.contains(&format!("{}", Shard::Buffer(b))), "{err}");
@@ -610,7 +626,7 @@ fn bad_frames_are_refused_and_change_nothing() {
     let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "again".into(), resume: None };
     let e = hub::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap_err();
     assert!(e.contains("Hello comes once"), "{e}");
-    let meta = ClientMsg::Append { shard: Shard::Meta, entries: vec![], generation: 1 };
+    let meta = ClientMsg::Append { shard: Shard::Meta, entries: vec![], generation: 1, answers: vec![] };
     let e = hub::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&meta), w.now).unwrap_err();
     assert!(e.contains("metalog"), "{e}");
     let other = ClientMsg::CreateShard { shard: Shard::Buffer(BufferId(5 << 40 | 1)) };
@@ -680,7 +696,10 @@ fn chaos(seed: u64, steps: usize) {
                 if !bs.is_empty() {
                     let b = bs[w.rng.below(bs.len() as u64) as usize];
                     let version = w.s.view.state.buffer(b).unwrap().version;
-                    let p = Proposal::Insert { buffer: b, version, q0: 0, text: "p".into(), origin: Origin::OtherFile };
+                    // A text of its own, to check it lands at most once.
+                    let text = format!("[{step}]");
+                    w.markers.push(text.clone());
+                    let p = Proposal::Insert { buffer: b, version, q0: 0, text, origin: Origin::OtherFile };
                     match w.rng.chance(50) {
                         true => drop(w.link(i).submit(p)),
                         false => drop(w.link(i).propose(p)),
