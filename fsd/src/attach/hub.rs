@@ -194,7 +194,8 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
     let whole = match c.frames.whole() {
         Ok(w) => w,
         Err(e) => {
-            c.frames.clear();
+            // Only this write's bytes go: the header it finished is bad.
+            c.frames.truncate(before);
             return Err(e.to_string());
         }
     };
@@ -361,9 +362,8 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
                     "attach: cannot create {shard}: a client creates buffer and window shards with ids of its own range"
                 ));
             }
-            let e = s.view.create_shard_for(shard, a).map_err(|e| e.to_string())?;
+            s.view.create_shard_for(shard, a).map_err(|e| e.to_string())?;
             s.hub.conns.get_mut(&conn).expect("live").sent.insert(shard, 0);
-            let _ = e;
             Ok(Written::Done)
         }
         ClientMsg::DeleteShard { shard } => {
