@@ -219,10 +219,12 @@ fn juxtapose(prev: Expr, s: Simple) -> Result<Expr> {
 }
 
 /// The text an address is evaluated on, with the string form searches use
-/// made once, on first need.
+/// made once, on first need (or lent by the caller, who may keep one).
 struct Subject<'a> {
     rope: &'a Rope,
-    flat: Option<String>,
+    flat: Option<std::borrow::Cow<'a, str>>,
+    /// acme's `limit=addr`: forward searches stop at its end and do not wrap.
+    limit: Option<Range>,
 }
 
 impl Subject<'_> {
@@ -236,7 +238,7 @@ impl Subject<'_> {
 
     fn flat(&mut self) -> &str {
         if self.flat.is_none() {
-            self.flat = Some(self.rope.to_string());
+            self.flat = Some(self.rope.to_string().into());
         }
         self.flat.as_deref().unwrap_or_default()
     }
@@ -245,6 +247,23 @@ impl Subject<'_> {
 /// Evaluates `addr` on `text` with base range `dot`. `last_regex` is the
 /// previous regexp, which `//` reuses; a search sets it.
 pub fn eval(text: &Rope, addr: &str, dot: Range, dialect: Dialect, last_regex: &mut Option<String>) -> Result<Range> {
+    eval_in(&Context { text, flat: None, dialect, limit: None }, addr, dot, last_regex)
+}
+
+/// What an address is evaluated against, beyond the address and dot.
+pub struct Context<'a> {
+    pub text: &'a Rope,
+    /// `text` as one string, if the caller has it (searches need one).
+    pub flat: Option<&'a str>,
+    pub dialect: Dialect,
+    /// acme's per-window limit (`limit=addr`): forward searches end at its
+    /// end and do not wrap.
+    pub limit: Option<Range>,
+}
+
+/// [`eval`] with a limit and, optionally, the text already flattened.
+pub fn eval_in(cx: &Context, addr: &str, dot: Range, last_regex: &mut Option<String>) -> Result<Range> {
+    let (text, dialect) = (cx.text, cx.dialect);
     let src: Vec<char> = addr.chars().collect();
     let mut p = Parser { src: &src, at: 0, dialect };
     let expr = p.addr()?;
@@ -256,7 +275,7 @@ pub fn eval(text: &Rope, addr: &str, dot: Range, dialect: Dialect, last_regex: &
     if dot.q0 > dot.q1 || dot.q1 > len {
         return Err(AddrError::Range(format!("dot #{},#{} is outside a text of {len} runes", dot.q0, dot.q1)));
     }
-    let mut subject = Subject { rope: text, flat: None };
+    let mut subject = Subject { rope: text, flat: cx.flat.map(Into::into), limit: cx.limit };
     match expr {
         None => Ok(dot),
         Some(e) => evaluate(&mut subject, &e, dot, last_regex),
@@ -456,18 +475,34 @@ pub fn compile(pattern: &str) -> Result<Regex> {
 }
 
 /// The next match of `pattern` forward from rune `from` (wrapping to the
-/// start), or the previous one ending at or before `from` (wrapping to the
-/// end). An empty match where the search starts is passed over, as sam
-/// does, so repeating a search moves on.
+/// start unless a limit is set, which also ends the search), or the
+/// previous one ending at or before `from` (wrapping to the end). An empty
+/// match where the search starts is passed over, as sam does, so repeating
+/// a search moves on.
 fn search(t: &mut Subject, pattern: &str, from: u64, forward: bool) -> Result<Range> {
     let re = compile(pattern)?;
     let rope = t.rope;
+    let limit = t.limit;
     let start = rope.char_to_byte(from as usize);
     let flat = t.flat();
     let to_range = |m: regex::Match| Range::new(rope.byte_to_char(m.start()) as u64, rope.byte_to_char(m.end()) as u64);
+    let skip = |m: &regex::Match| m.start() == start && m.is_empty();
     let found = if forward {
-        let after = re.find_iter(flat).find(|m| m.start() >= start && !(m.start() == start && m.is_empty()));
-        after.or_else(|| re.find_iter(flat).find(|m| !(m.start() == start && m.is_empty())))
+        let first_from = |at: usize| {
+            let m = re.find_at(flat, at)?;
+            match skip(&m) {
+                false => Some(m),
+                // The next rune's boundary, then on.
+                true => flat[at..].chars().next().and_then(|c| re.find_at(flat, at + c.len_utf8())),
+            }
+        };
+        match limit {
+            Some(l) => {
+                let end = rope.char_to_byte(l.q1.min(rope.len_chars() as u64) as usize);
+                first_from(start).filter(|m| m.end() <= end)
+            }
+            None => first_from(start).or_else(|| re.find_iter(flat).find(|m| !skip(m))),
+        }
     } else {
         let matches: Vec<regex::Match> = re.find_iter(flat).collect();
         let before = matches.iter().rev().find(|m| m.end() <= start && !(m.end() == start && m.is_empty())).copied();
@@ -556,6 +591,26 @@ mod tests {
         // // reuses the last regexp.
         let r = eval(&rope, "#3//", Range::at(0), Dialect::Sam, &mut last);
         assert_eq!(r, Ok(Range::new(0, 2)));
+    }
+
+    #[test]
+    fn a_limit_ends_forward_searches_without_wrapping() {
+        let rope = Rope::from_str(TEXT);
+        let flat = TEXT.to_string();
+        let limited = |addr: &str, dot: u64, limit: (u64, u64)| {
+            let cx = Context {
+                text: &rope,
+                flat: Some(&flat),
+                dialect: Dialect::AddrFile,
+                limit: Some(Range::new(limit.0, limit.1)),
+            };
+            eval_in(&cx, addr, Range::at(dot), &mut None).map(|r| (r.q0, r.q1))
+        };
+        assert_eq!(limited("/two/", 0, (0, 8)), Ok((4, 7)));
+        // The match past the limit is not found, and the search does not wrap.
+        assert!(matches!(limited("/two/", 8, (0, 18)), Err(AddrError::Range(_))));
+        assert!(matches!(limited("/two/", 20, (0, 23)), Err(AddrError::Range(_))));
+        assert_eq!(limited("/two/", 8, (0, 23)), Ok((19, 22)));
     }
 
     #[test]

@@ -164,6 +164,16 @@ impl Buffer {
         }
     }
 
+    /// Whether there is an undo group to undo (acme's ctl field 9).
+    pub fn can_undo(&self) -> bool {
+        !self.undo.is_empty()
+    }
+
+    /// Whether there is an undone group to redo (acme's ctl field 10).
+    pub fn can_redo(&self) -> bool {
+        !self.redo.is_empty()
+    }
+
     /// The oldest version a proposal may still be rebased from.
     pub fn oldest_version(&self) -> u64 {
         self.version - self.history.len() as u64

@@ -9,11 +9,11 @@
 //! the retained edits are in the state, every leader rebases identically.
 
 use crate::error::{Reject, Result};
-use crate::id::{BufferId, ColumnId, Seq, WindowId};
+use crate::id::{AttachmentId, BufferId, ColumnId, Seq, WindowId};
 use crate::layout::Frac;
 use crate::make::{self, NewWindow};
 use crate::node::Node;
-use crate::op::{Action, BufferOp, LayoutOp, Op, Origin};
+use crate::op::{Action, BufferOp, LayoutOp, Op, Origin, WindowFlags, WindowOp};
 use crate::shard::{Shard, ViewId};
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +75,20 @@ pub enum Proposal {
     },
     Redo {
         buffer: BufferId,
+    },
+    /// Start a new undo group now (acme's ctl `mark`).
+    Mark {
+        buffer: BufferId,
+    },
+    /// Replace a window's flags (acme's ctl `nomark`, `menu`, `dump`...).
+    Flags {
+        window: WindowId,
+        flags: WindowFlags,
+    },
+    /// A tool opened (`Some`) or closed (`None`) the window's event file.
+    EventReader {
+        window: WindowId,
+        reader: Option<AttachmentId>,
     },
     /// A new buffer (no window) holding `text`.
     CreateBuffer {
@@ -139,6 +153,7 @@ impl Proposal {
             | Proposal::Dirty { buffer }
             | Proposal::Undo { buffer }
             | Proposal::Redo { buffer }
+            | Proposal::Mark { buffer }
             | Proposal::Exec { buffer, .. }
             | Proposal::Look { buffer, .. } => Some(*buffer),
             _ => None,
@@ -150,6 +165,7 @@ impl Proposal {
         match self {
             Proposal::CreateBuffer { .. } | Proposal::CreateWindow { .. } => Shard::Layout,
             Proposal::DeleteWindow { .. } | Proposal::MoveWindow { .. } => Shard::Layout,
+            Proposal::Flags { window, .. } | Proposal::EventReader { window, .. } => Shard::Window(*window),
             p => Shard::Buffer(p.buffer().expect("every other proposal names a buffer")),
         }
     }
@@ -178,6 +194,14 @@ fn buffer_op(node: &mut Node, buffer: BufferId, op: BufferOp) -> Result<()> {
     node.append(Shard::Buffer(buffer), Op::Buffer(op)).map(|_| ())
 }
 
+fn window_op(node: &mut Node, window: WindowId, op: WindowOp) -> Result<()> {
+    node.state.window(window)?;
+    if !node.leads(Shard::Window(window)) {
+        return Err(Reject::NotLeader { shard: Shard::Window(window) });
+    }
+    node.append(Shard::Window(window), Op::Window(op)).map(|_| ())
+}
+
 /// Rebases `q0..q1` from `version` and checks it against the text.
 fn rebase_range(node: &Node, buffer: BufferId, version: u64, q0: u64, q1: u64) -> Result<(u64, u64)> {
     let b = node.state.buffer(buffer)?;
@@ -190,7 +214,14 @@ fn rebase_range(node: &Node, buffer: BufferId, version: u64, q0: u64, q1: u64) -
     Ok((r0, r1))
 }
 
-/// An edit proposal: its own undo group, then the splice.
+/// Whether edits of `buffer` each start an undo group: not while a window
+/// showing it has `nomark` set (acme's ctl), so a tool's run of data
+/// writes undoes as one.
+fn marks_edits(node: &Node, buffer: BufferId) -> bool {
+    !node.state.windows.values().any(|w| w.body == buffer && !w.flags.mark)
+}
+
+/// An edit proposal: its own undo group (unless `nomark`), then the splice.
 fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text: &str, origin: Origin) -> Result<()> {
     if q0 == q1 && text.is_empty() {
         return Err(Reject::Empty);
@@ -199,8 +230,10 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
     if !node.leads(Shard::Buffer(buffer)) {
         return Err(Reject::NotLeader { shard: Shard::Buffer(buffer) });
     }
-    let group = node.new_group()?;
-    buffer_op(node, buffer, BufferOp::Mark { group })?;
+    if marks_edits(node, buffer) {
+        let group = node.new_group()?;
+        buffer_op(node, buffer, BufferOp::Mark { group })?;
+    }
     buffer_op(node, buffer, BufferOp::Splice { q0, q1, text: text.to_string(), origin })
 }
 
@@ -232,6 +265,18 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
         Proposal::Dirty { buffer } => buffer_op(node, *buffer, BufferOp::Dirty)?,
         Proposal::Undo { buffer } => buffer_op(node, *buffer, BufferOp::Undo)?,
         Proposal::Redo { buffer } => buffer_op(node, *buffer, BufferOp::Redo)?,
+        Proposal::Mark { buffer } => {
+            let group = node.new_group()?;
+            buffer_op(node, *buffer, BufferOp::Mark { group })?
+        }
+        Proposal::Flags { window, flags } => window_op(node, *window, WindowOp::Flags(flags.clone()))?,
+        Proposal::EventReader { window, reader } => {
+            let op = match reader {
+                Some(reader) => WindowOp::EventOpen { reader: *reader },
+                None => WindowOp::EventClose,
+            };
+            window_op(node, *window, op)?
+        }
         Proposal::Exec { buffer, action } => buffer_op(node, *buffer, BufferOp::ExecAt(action.clone()))?,
         Proposal::Look { buffer, action } => buffer_op(node, *buffer, BufferOp::LookAt(action.clone()))?,
         Proposal::CreateBuffer { name, text } => {

@@ -9,31 +9,53 @@
 
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
-use apex_core::{Buffer, BufferId, BufferOp, Entry, Op, Origin, Proposal};
+use apex_core::{Buffer, BufferId, Origin, Proposal};
 use std::fmt::Write;
-
-/// Text carried in an event message at most (acme's 256 runes).
-pub const EVENT_TEXT_MAX: usize = 256;
 
 fn buffer(s: &Session, b: BufferId) -> Result<&Buffer, String> {
     s.view.state.buffer(b).map_err(|_| format!("buffer {} was deleted", b.0))
 }
 
 /// The proposal that appends `text` to the body, as a write to acme's
-/// `body` does (none for no text).
+/// `body` does (none for no change): a backspace (`\b`) erases the rune
+/// before it, even one already in the buffer.
 pub fn body_append(s: &Session, b: BufferId, text: &str) -> Result<Option<Proposal>, String> {
-    if text.is_empty() {
+    let buf = buffer(s, b)?;
+    let (erase, text) = backspaced(text);
+    let erase = erase.min(buf.len());
+    if erase == 0 && text.is_empty() {
         return Ok(None);
     }
-    let buf = buffer(s, b)?;
-    let p = Proposal::Insert {
+    let end = buf.len();
+    let p = Proposal::Replace {
         buffer: b,
         version: buf.version,
-        q0: buf.len(),
-        text: text.into(),
+        q0: end - erase,
+        q1: end,
+        text,
         origin: Origin::FileWrite,
     };
     Ok(Some(p))
+}
+
+/// Applies the backspaces in `text`: how many runes before it they erase,
+/// and what is left to append.
+pub fn backspaced(text: &str) -> (u64, String) {
+    if !text.contains('\u{8}') {
+        return (0, text.to_string());
+    }
+    let (mut erase, mut out) = (0u64, String::with_capacity(text.len()));
+    for c in text.chars() {
+        match c {
+            '\u{8}' => {
+                if out.pop().is_none() {
+                    erase += 1;
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    (erase, out)
 }
 
 /// The proposal that empties the body (an open with OTRUNC), if it has
@@ -56,7 +78,8 @@ fn current_addr(s: &Session, b: BufferId) -> Result<Range, String> {
     Ok(Range::new(moved(a.range.q0), moved(a.range.q1)))
 }
 
-/// An open of `addr`: the first open fid resets the address to `#0,#0`.
+/// An open of `addr`: the first open fid resets the address to `#0,#0`
+/// and clears the limit.
 pub fn addr_open(s: &mut Session, b: BufferId) -> Result<(), String> {
     let version = buffer(s, b)?.version;
     let a = s.addrs.entry(b).or_default();
@@ -80,13 +103,28 @@ pub fn addr_read(s: &Session, b: BufferId) -> Result<String, String> {
     Ok(format!("{:11} {:11} ", r.q0, r.q1))
 }
 
-/// `addr` write: evaluates the address from the current one.
+/// A range seen at `version`, as of the buffer's current version.
+fn rebased(buf: &Buffer, (r, version): (Range, u64)) -> Range {
+    let moved = |q: u64| buf.rebase(version, q).unwrap_or(q).min(buf.len());
+    Range::new(moved(r.q0), moved(r.q1))
+}
+
+/// `addr` write: evaluates the address from the current one (a failed
+/// one changes nothing). Forward searches stop at the limit, if set.
 pub fn addr_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
     let dot = current_addr(s, b)?;
-    let buf = buffer(s, b)?;
-    let version = buf.version;
+    let limit = s.addrs.get(&b).and_then(|a| a.limit);
     let mut last = s.addrs.get(&b).and_then(|a| a.last_regex.clone());
-    let range = addr::eval(&buf.text, text, dot, Dialect::AddrFile, &mut last).map_err(|e| e.to_string())?;
+    let buf = s.view.state.buffer(b).map_err(|_| format!("buffer {} was deleted", b.0))?;
+    let version = buf.version;
+    let limit = limit.map(|l| rebased(buf, l));
+    // Searches need the text as one string: keep it while the version holds.
+    if s.flat.buffer != Some((b, version)) {
+        s.flat.text = buf.text.to_string();
+        s.flat.buffer = Some((b, version));
+    }
+    let cx = addr::Context { text: &buf.text, flat: Some(&s.flat.text), dialect: Dialect::AddrFile, limit };
+    let range = addr::eval_in(&cx, text, dot, &mut last).map_err(|e| e.to_string())?;
     let a = s.addrs.entry(b).or_default();
     a.range = range;
     a.version = version;
@@ -94,8 +132,26 @@ pub fn addr_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), String
     Ok(())
 }
 
+/// Sets the limit (`limit=addr`) to the current address.
+pub fn limit_to_addr(s: &mut Session, b: BufferId) -> Result<(), String> {
+    let r = current_addr(s, b)?;
+    let version = buffer(s, b)?.version;
+    s.addrs.entry(b).or_default().limit = Some((r, version));
+    Ok(())
+}
+
+/// The current address (for `dot=addr`), as of the buffer's version.
+pub fn addr_now(s: &Session, b: BufferId) -> Result<(Range, u64), String> {
+    Ok((current_addr(s, b)?, buffer(s, b)?.version))
+}
+
+/// Moves the addr to `range` at the buffer's version (`addr=dot`).
+pub fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
+    set_addr_at(s, b, range)
+}
+
 /// Moves the addr to `q` at the buffer's version.
-fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
+fn set_addr_at(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
     let version = buffer(s, b)?.version;
     let a = s.addrs.entry(b).or_default();
     a.range = range;
@@ -104,14 +160,19 @@ fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
 }
 
 /// `data` read: whole runes from addr.q0 that fit in `count` bytes; the
-/// address moves past them. At the end it returns nothing (EOF).
-pub fn data_read(s: &mut Session, b: BufferId, count: u32) -> Result<Vec<u8>, String> {
+/// address moves past them. At the end it returns nothing (EOF). `xdata`
+/// (`upto_q1`) stops at addr.q1 and moves only q0.
+pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Result<Vec<u8>, String> {
     let r = current_addr(s, b)?;
     let buf = buffer(s, b)?;
+    if r.q0 > buf.len() {
+        return Err(format!("address out of range: #{} is past the end ({} runes)", r.q0, buf.len()));
+    }
+    let end = if upto_q1 { r.q1 } else { buf.len() };
     let mut out = String::new();
     let mut n = 0u64;
-    if r.q0 < buf.len() {
-        for c in buf.text.chars_at(r.q0 as usize) {
+    if r.q0 < end {
+        for c in buf.text.chars_at(r.q0 as usize).take((end - r.q0) as usize) {
             if out.len() + c.len_utf8() > count as usize {
                 break;
             }
@@ -119,7 +180,8 @@ pub fn data_read(s: &mut Session, b: BufferId, count: u32) -> Result<Vec<u8>, St
             n += 1;
         }
     }
-    set_addr(s, b, Range::at(r.q0 + n))?;
+    let q0 = r.q0 + n;
+    set_addr_at(s, b, if upto_q1 { Range::new(q0, r.q1.max(q0)) } else { Range::at(q0) })?;
     Ok(out.into_bytes())
 }
 
@@ -143,7 +205,7 @@ pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Propos
 /// After a `data` write landed: the address follows the new text.
 pub fn data_written(s: &mut Session, b: BufferId, at: u64, text: &str) -> Result<(), String> {
     let end = at + text.chars().count() as u64;
-    set_addr(s, b, Range::at(end))
+    set_addr_at(s, b, Range::at(end))
 }
 
 /// `ctl` read: one `key value` line per property.
@@ -229,42 +291,6 @@ pub fn ctl_proposal(s: &Session, b: BufferId, msg: &BufferCtl) -> Result<Proposa
         }
     };
     Ok(p)
-}
-
-/// The acme event messages for one entry of a buffer's log:
-/// `C1C2q0 q1 flag nr text` with C1 the origin, `D`/`I` for text changes,
-/// `X`/`L` for B2/B3 actions. Text over 256 runes is left out (nr 0); the
-/// reader takes it from `data`.
-pub fn event_lines(buffer: &Buffer, entry: &Entry) -> String {
-    let mut out = String::new();
-    let msg = |out: &mut String, c1: char, c2: char, q0: u64, q1: u64, flags: u32, text: &str| {
-        let nr = text.chars().count();
-        let (nr, text) = if nr <= EVENT_TEXT_MAX { (nr, text) } else { (0, "") };
-        let _ = writeln!(out, "{c1}{c2}{q0} {q1} {flags} {nr} {text}");
-    };
-    match &entry.op {
-        Op::Buffer(BufferOp::Splice { q0, q1, text, origin }) => {
-            let c1 = origin.acme_char();
-            if q1 > q0 {
-                msg(&mut out, c1, 'D', *q0, *q1, 0, "");
-            }
-            if !text.is_empty() {
-                msg(&mut out, c1, 'I', *q0, q0 + text.chars().count() as u64, 0, text);
-            }
-        }
-        Op::Buffer(BufferOp::ExecAt(a) | BufferOp::LookAt(a)) => {
-            let c2 = if matches!(entry.op, Op::Buffer(BufferOp::ExecAt(_))) { 'X' } else { 'L' };
-            // The text is the buffer's only while it is still at the
-            // action's version; otherwise the reader asks `data`.
-            let text = match a.version == buffer.version {
-                true => buffer.slice(a.q0, a.q1).unwrap_or_default(),
-                false => String::new(),
-            };
-            msg(&mut out, a.origin.acme_char(), c2, a.q0, a.q1, a.flags, &text);
-        }
-        _ => {}
-    }
-    out
 }
 
 #[cfg(test)]

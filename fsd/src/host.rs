@@ -119,7 +119,7 @@ pub fn errors_name(dir: &str) -> String {
 }
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
-async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
+pub async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
     let found = tree.with_session(session, |s| {
         let state = &s.view.state;
         let found = state.windows.iter().find(|(_, w)| state.buffers.get(&w.body).is_some_and(|b| b.name == name));
@@ -136,7 +136,7 @@ async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(WindowI
 }
 
 /// Appends command output to the errors buffer, keeping it clean.
-async fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
+pub async fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
     let Ok(p) = tree.with_session(session, |s| {
         let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
         Ok(Proposal::Insert {

@@ -15,6 +15,8 @@
 //! - [`entrytext`]: entries as lossless text lines.
 //! - [`proposals`]: the `proposals` file's language.
 //! - [`buffers`]: the meaning of `buffers/N/` files.
+//! - [`acme`]: the acme(4) tree's meaning: index and ctl fields, ctl
+//!   messages, events, looking things up.
 //! - [`tables`]: the text tables of `meta/`, leases and outcomes.
 //! - [`host`]: get, put and exec on the daemon's machine.
 //!
@@ -28,6 +30,7 @@
 //! assert!(parse_ctl("nwe work").unwrap_err().contains("expected"));
 //! ```
 
+pub mod acme;
 pub mod attach;
 pub mod buffers;
 pub mod entrytext;

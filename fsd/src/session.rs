@@ -6,6 +6,7 @@
 //! A new session is laid out as acme starts (`make::init_session`), so
 //! tools can work in a session nobody is looking at.
 
+use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
 use apex_core::addr::Range;
 use apex_core::propose::{self, Applied};
@@ -35,6 +36,18 @@ pub struct Addr {
     /// Open fids of the addr file; the first open resets the address.
     pub opened: u32,
     pub last_regex: Option<String>,
+    /// acme's `limit=addr`, at the version it was set (cleared by the
+    /// first open of addr).
+    pub limit: Option<(Range, u64)>,
+}
+
+/// One buffer's text as a single string, kept for searches while the
+/// buffer stays at that version (addr searches need one string; making it
+/// per search would copy the whole text each time).
+#[derive(Debug, Default)]
+pub struct FlatText {
+    pub buffer: Option<(BufferId, u64)>,
+    pub text: String,
 }
 
 /// A session: its view node (SERVER over the authority log).
@@ -47,6 +60,9 @@ pub struct Session {
     pub addrs: BTreeMap<BufferId, Addr>,
     /// The attach protocol's connections and leadership moves.
     pub hub: Hub,
+    /// The acme tree's state: its log and per-window counts.
+    pub acme: Acme,
+    pub flat: FlatText,
 }
 
 impl Session {
@@ -59,7 +75,16 @@ impl Session {
         // The uuid is random: its bits seed the resume tokens.
         let seed = u64::from_le_bytes(uuid[..8].try_into().expect("8 bytes"));
         let hub = Hub::new(HubConfig::default(), seed);
-        Ok(Session { number, view, outcomes: VecDeque::new(), next_proposal: 1, addrs: BTreeMap::new(), hub })
+        Ok(Session {
+            number,
+            view,
+            outcomes: VecDeque::new(),
+            next_proposal: 1,
+            addrs: BTreeMap::new(),
+            hub,
+            acme: Acme::default(),
+            flat: FlatText::default(),
+        })
     }
 
     pub fn label(&self) -> &str {

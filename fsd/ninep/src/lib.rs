@@ -38,6 +38,7 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod fcall;
+pub mod fdpass;
 mod io;
 pub mod srv;
 pub mod version;

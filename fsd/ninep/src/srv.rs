@@ -22,11 +22,12 @@
 
 use crate::codec::{check, encode_frame, parse, LARGE};
 use crate::error::FrameError;
-use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG, OEXEC, OREAD, OWRITE};
+use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG, OEXEC, ORDWR, OREAD, OWRITE};
 use crate::io::write_two;
 use crate::version::{iounit, negotiate, Negotiated, VERSION};
 use std::collections::HashMap;
 use std::future::Future;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -103,6 +104,11 @@ struct Conn<S: Serve> {
     tasks: Mutex<HashMap<u16, (JoinHandle<()>, bool)>>,
     out: mpsc::UnboundedSender<Msg>,
     msize: std::sync::atomic::AtomicU32,
+    /// The Unix socket, when the connection is one: `Topenfd` passes
+    /// descriptors over it.
+    socket: Option<RawFd>,
+    /// Descriptors to pass right after the `Ropenfd` of their tag.
+    passing: Mutex<HashMap<u16, OwnedFd>>,
 }
 
 impl<S: Serve> Conn<S> {
@@ -216,7 +222,6 @@ impl<S: Serve> Conn<S> {
                 }
                 Fcall::Rwalk { wqids }
             }
-            Fcall::Topenfd { .. } => return Err("openfd is not served on this connection: use open".into()),
             Fcall::Topen { fid, mode } => {
                 let (qid, state) = s.open(&self.unopened(fid, "open")?, mode).await?;
                 self.set_fid(fid, state, Some(mode));
@@ -253,6 +258,86 @@ impl<S: Serve> Conn<S> {
     }
 }
 
+impl<S: Serve> Conn<S> {
+    /// plan9port's `Topenfd`: opens the fid, answers `Ropenfd` followed by
+    /// a descriptor (one end of a socket pair), and pumps the other end
+    /// with reads and writes on the fid, which moves over to the pump.
+    async fn openfd(self: Arc<Self>, tag: u16, fid: u32, mode: u8) {
+        let reply = match self.openfd_inner(tag, fid, mode).await {
+            Ok(r) => r,
+            Err(ename) => Fcall::Rerror { ename },
+        };
+        self.reply(tag, reply);
+    }
+
+    async fn openfd_inner(self: &Arc<Self>, tag: u16, fid: u32, mode: u8) -> Result<Fcall> {
+        if self.socket.is_none() {
+            return Err("openfd passes a file descriptor, which needs a Unix socket connection: use open".into());
+        }
+        let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
+        let (qid, state) = self.serve.open(&self.unopened(fid, "openfd")?, mode).await?;
+        self.take_fid(fid)?;
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| format!("openfd: socketpair: {e}"))?;
+        ours.set_nonblocking(true).map_err(|e| format!("openfd: {e}"))?;
+        let ours = tokio::net::UnixStream::from_std(ours).map_err(|e| format!("openfd: {e}"))?;
+        let unixfd = theirs.as_raw_fd() as u32;
+        self.passing.lock().expect("passing lock").insert(tag, OwnedFd::from(theirs));
+        tokio::spawn(pump(self.serve.clone(), state, mode, ours, io));
+        Ok(Fcall::Ropenfd { qid, iounit: io, unixfd })
+    }
+}
+
+/// Moves bytes between an openfd descriptor's other end and its fid: reads
+/// of the fid (growing offsets, to EOF or an error) are written to the
+/// socket; what the client writes becomes writes of the fid. Then the fid
+/// is clunked.
+async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net::UnixStream, io: u32) {
+    let (mut r, mut w) = stream.into_split();
+    let reads = matches!(mode & 3, OREAD | ORDWR);
+    let writes = matches!(mode & 3, OWRITE | ORDWR);
+    {
+        let to_client = async {
+            let mut offset = 0u64;
+            while let Ok(data) = serve.read(&fid, offset, io).await {
+                if data.is_empty() || w.write_all(&data).await.is_err() {
+                    break;
+                }
+                offset += data.len() as u64;
+            }
+            drop(w);
+        };
+        let from_client = async {
+            let mut buf = vec![0u8; io as usize];
+            let mut offset = 0u64;
+            while let Ok(n @ 1..) = r.read(&mut buf).await {
+                if serve.write(&fid, offset, buf[..n].to_vec()).await.is_err() {
+                    break;
+                }
+                offset += n as u64;
+            }
+        };
+        match (reads, writes) {
+            (true, true) => {
+                tokio::join!(to_client, from_client);
+            }
+            (true, false) => to_client.await,
+            _ => from_client.await,
+        }
+    }
+    serve.clunk(fid).await;
+}
+
+/// Serves a Unix socket connection: as [`serve_conn`], and `Topenfd`
+/// too, which passes descriptors over the socket.
+pub async fn serve_unix<S: Serve>(
+    serve: Arc<S>,
+    stream: tokio::net::UnixStream,
+    config: Config,
+) -> std::result::Result<(), FrameError> {
+    let fd = stream.as_raw_fd();
+    serve_stream(serve, stream, config, Some(fd)).await
+}
+
 /// Serves one connection until the client hangs up or its framing breaks.
 ///
 /// One task reads requests and writes replies: a request that completes
@@ -265,6 +350,19 @@ where
     S: Serve,
     T: AsyncRead + AsyncWrite + Send + 'static,
 {
+    serve_stream(serve, stream, config, None).await
+}
+
+async fn serve_stream<S, T>(
+    serve: Arc<S>,
+    stream: T,
+    config: Config,
+    socket: Option<RawFd>,
+) -> std::result::Result<(), FrameError>
+where
+    S: Serve,
+    T: AsyncRead + AsyncWrite + Send + 'static,
+{
     let (mut r, mut w) = tokio::io::split(stream);
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let conn = Arc::new(Conn {
@@ -273,6 +371,8 @@ where
         tasks: Mutex::new(HashMap::new()),
         out: tx,
         msize: std::sync::atomic::AtomicU32::new(0),
+        socket,
+        passing: Mutex::new(HashMap::new()),
     });
     let result = io_loop(&conn, &mut r, &mut w, &mut rx, &config).await;
     conn.reset(true).await;
@@ -319,7 +419,7 @@ async fn io_loop<S: Serve>(
         start = 0;
         // The replies that are ready, in as few writes as may be.
         ready.extend(std::iter::from_fn(|| rx.try_recv().ok()));
-        if send(w, &mut out, &ready).await.is_err() {
+        if send_passing(conn, w, &mut out, &ready).await.is_err() {
             return Ok(());
         }
         ready.clear();
@@ -333,6 +433,29 @@ async fn io_loop<S: Serve>(
             Some(msg) = rx.recv() => ready.push(msg),
         }
     }
+}
+
+/// Writes `replies`, each `Ropenfd` followed at once by its descriptor.
+async fn send_passing<S: Serve>(
+    conn: &Conn<S>,
+    w: &mut (impl AsyncWrite + Unpin),
+    out: &mut Vec<u8>,
+    replies: &[Msg],
+) -> std::io::Result<()> {
+    let mut from = 0;
+    for (i, msg) in replies.iter().enumerate() {
+        if !matches!(msg.body, Fcall::Ropenfd { .. }) {
+            continue;
+        }
+        send(w, out, &replies[from..=i]).await?;
+        w.flush().await?;
+        from = i + 1;
+        let fd = conn.passing.lock().expect("passing lock").remove(&msg.tag);
+        if let (Some(socket), Some(fd)) = (conn.socket, fd) {
+            crate::fdpass::send_fd(socket, &fd).await?;
+        }
+    }
+    send(w, out, &replies[from..]).await
 }
 
 /// Writes `replies`: small ones gathered into one write, the data of a
@@ -378,6 +501,9 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
             conn.reply(tag, Fcall::Rerror { ename: "send Tversion first".into() })
         }
         Fcall::Tauth { .. } => conn.reply(tag, Fcall::Rerror { ename: config.no_auth.clone() }),
+        Fcall::Topenfd { fid, mode } => {
+            tokio::spawn(conn.clone().openfd(tag, fid, mode));
+        }
         Fcall::Tflush { oldtag } => {
             let task = conn.tasks.lock().expect("task lock").remove(&oldtag);
             if let Some((task, cancelable)) = task {

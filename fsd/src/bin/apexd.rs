@@ -8,7 +8,7 @@
 use anyhow::Context;
 use apex_fsd::registry::Registry;
 use apex_fsd::tree::Tree;
-use apex_ninep::srv::{serve_conn, Config};
+use apex_ninep::srv::{serve_conn, serve_unix, Config};
 use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,6 +37,32 @@ struct Args {
     /// seconds.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     resume_grace: f64,
+    /// Also post `acme` in the namespace directory, serving session NAME's
+    /// acme(4) tree at its root, so unmodified acme clients (win, acme-lsp,
+    /// 9p read acme/index) find it. The session is made if missing.
+    #[arg(long, value_name = "NAME")]
+    acme: Option<String>,
+}
+
+/// The largest msize the `acme` service offers: as large as any client
+/// asks in practice (plan9port's 9pserve and the Go client ask 8192 and
+/// 131072).
+const ACME_MSIZE: u32 = 64 << 20;
+
+/// Serves every connection to `listener` until the listener fails.
+async fn serve_listener(listener: tokio::net::UnixListener, tree: Arc<Tree>, config: Config) {
+    while let Ok((conn, _)) = listener.accept().await {
+        spawn_unix(conn, tree.clone(), config.clone());
+    }
+}
+
+/// Serves one Unix connection (Topenfd included) in a task of its own.
+fn spawn_unix(conn: tokio::net::UnixStream, tree: Arc<Tree>, config: Config) {
+    tokio::spawn(async move {
+        if let Err(e) = serve_unix(tree, conn, config).await {
+            tracing::info!(error = %e, "connection closed");
+        }
+    });
 }
 
 fn parse_tcp(addr: &str) -> anyhow::Result<String> {
@@ -70,9 +96,21 @@ async fn main() -> anyhow::Result<()> {
         grace_ms: (args.resume_grace * 1000.0) as u64,
     };
     registry.create(Some(&args.session)).map_err(anyhow::Error::msg)?;
+    if let Some(name) = args.acme.as_deref().filter(|n| *n != args.session) {
+        registry.create(Some(name)).map_err(anyhow::Error::msg)?;
+    }
     let tree = Arc::new(Tree::new(registry, apex_fsd::post::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };
     tracing::info!(socket = %dir.join("apex").display(), "serving");
+    let mut posted = vec![dir.join("apex")];
+    if let Some(name) = &args.acme {
+        let listener = apex_fsd::post::post(&dir, "acme")?;
+        posted.push(dir.join("acme"));
+        let acme = Arc::new(tree.acme_service(name));
+        let config = Config { msize: ACME_MSIZE, no_auth: "acme: authentication not required".into() };
+        tracing::info!(socket = %dir.join("acme").display(), session = %name, "serving acme");
+        tokio::spawn(serve_listener(listener, acme, config));
+    }
     for l in &args.listen {
         let addr = parse_tcp(l)?;
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("listen on {addr}"))?;
@@ -86,7 +124,6 @@ async fn main() -> anyhow::Result<()> {
             }
         });
     }
-    let socket = dir.join("apex");
     let stop = async {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("signal handler");
@@ -100,16 +137,13 @@ async fn main() -> anyhow::Result<()> {
         tokio::select! {
             accepted = unix.accept() => {
                 let (conn, _) = accepted.context("accept")?;
-                let (tree, config) = (tree.clone(), config.clone());
-                tokio::spawn(async move {
-                    if let Err(e) = serve_conn(tree, conn, config).await {
-                        tracing::info!(error = %e, "connection closed");
-                    }
-                });
+                spawn_unix(conn, tree.clone(), config.clone());
             }
             _ = &mut stop => break,
         }
     }
-    let _ = std::fs::remove_file(&socket);
+    for socket in posted {
+        let _ = std::fs::remove_file(&socket);
+    }
     Ok(())
 }

@@ -14,6 +14,7 @@
 //! qid.path is interned per place and never reused; qid.vers is a body's
 //! buffer version and 0 elsewhere.
 
+pub mod acme;
 pub mod place;
 pub mod stream;
 
@@ -26,10 +27,11 @@ use crate::tables::{self, MetaTable};
 use apex_core::propose::Applied;
 use apex_core::{BufferId, Proposal, Shard};
 use apex_ninep::codec::put_stat;
-use apex_ninep::fcall::{Qid, Stat, DMDIR, OTRUNC, QTDIR, QTFILE};
+use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Serve};
 use place::{
-    lookup, BufferFile, Place, RootFile, SessionDir, SessionFile, ShardFile, BUFFER, ROOT, SESSION, SESSION_DIRS, SHARD,
+    lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, SessionFile, ShardFile, WinFile, BUFFER, ROOT, SESSION,
+    SESSION_DIRS, SHARD,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -55,8 +57,18 @@ struct Opened {
     addr_open: bool,
     /// The attach connection this fid is.
     attach: Option<ConnId>,
-    /// The shard this fid reads entries or events of (kept uncompacted).
-    reading: Option<Shard>,
+    /// The shards this fid reads entries or events of (kept uncompacted).
+    reading: Vec<Shard>,
+    /// acme's `log`: the index of the next line this fid reads.
+    log_next: Option<u64>,
+    /// acme's `wrsel`: where the next write inserts, at that version.
+    wrsel: Option<(u64, u64)>,
+    /// The window whose acme `event` file this is.
+    event_of: Option<apex_core::WindowId>,
+    /// The body whose acme `data`/`xdata` this is (a clunk ends nomark).
+    data_of: Option<BufferId>,
+    /// The window whose `rdsel` this fid holds.
+    rdsel: Option<apex_core::WindowId>,
 }
 
 /// A fid: its place and, once open, what it holds.
@@ -85,6 +97,9 @@ pub struct Tree {
     paths: Arc<Mutex<HashMap<Place, u64>>>,
     /// The daemon's clock for the attach protocol's deadlines.
     epoch: std::time::Instant,
+    /// On the `acme` service (`apexd --acme NAME`): the session whose acme
+    /// tree an attach with aname "" reaches.
+    pub acme_service: Option<String>,
 }
 
 /// Seconds since the epoch, for stat's times.
@@ -108,7 +123,14 @@ impl Tree {
             changes: Arc::new(watch::Sender::new(0)),
             paths: Arc::new(Mutex::new(HashMap::new())),
             epoch: std::time::Instant::now(),
+            acme_service: None,
         }
+    }
+
+    /// This tree as the `acme` service of session `name`: attaches with
+    /// aname "" reach its acme tree.
+    pub fn acme_service(&self, name: &str) -> Tree {
+        Tree { acme_service: Some(name.to_string()), ..self.clone() }
     }
 
     /// Milliseconds on the daemon's clock.
@@ -124,6 +146,7 @@ impl Tree {
             let mut reg = self.reg();
             let s = reg.get_mut(number).ok_or_else(gone)?;
             let r = f(s, now);
+            s.acme.sync(&s.view);
             (r, std::mem::take(&mut s.hub.wakeups))
         };
         self.changed();
@@ -161,7 +184,10 @@ impl Tree {
     pub fn with_session<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> Result<R, String>) -> Result<R, String> {
         let r = {
             let mut reg = self.reg();
-            f(reg.get_mut(number).ok_or_else(gone)?)
+            let s = reg.get_mut(number).ok_or_else(gone)?;
+            let r = f(s);
+            s.acme.sync(&s.view);
+            r
         };
         self.changed();
         r
@@ -182,7 +208,12 @@ impl Tree {
             }
             _ => 0,
         };
-        Qid { ty: if place.is_dir() { QTDIR } else { QTFILE }, vers, path }
+        let ty = match place {
+            _ if place.is_dir() => QTDIR,
+            Place::Win1(_, _, WinFile::Body | WinFile::Tag) => QTAPPEND,
+            _ => QTFILE,
+        };
+        Qid { ty, vers, path }
     }
 
     /// Whether `place` still exists, with an error saying what is gone.
@@ -196,6 +227,7 @@ impl Tree {
             Place::Buffer(_, b) | Place::Buffer1(_, b, _) => {
                 s.view.state.buffer(b).map(|_| ()).map_err(|_| format!("buffer {} was deleted", b.0))
             }
+            _ if place.in_acme() => acme::check(reg, place),
             _ => Ok(()),
         }
     }
@@ -207,9 +239,14 @@ impl Tree {
             _ => String::new(),
         };
         let (name, perm) = place.name_perm(&label);
+        let mode = match place {
+            _ if place.is_dir() => DMDIR | perm,
+            Place::Win1(_, _, WinFile::Body | WinFile::Tag) => DMAPPEND | perm,
+            _ => perm,
+        };
         Ok(Stat {
             qid: self.qid(reg, place),
-            mode: if place.is_dir() { DMDIR | perm } else { perm },
+            mode,
             name,
             uid: self.user.clone(),
             gid: self.user.clone(),
@@ -225,6 +262,9 @@ impl Tree {
 
     fn children(reg: &Registry, place: Place) -> srv::Result<Vec<Place>> {
         Tree::check(reg, place)?;
+        if place.in_acme() {
+            return acme::children(reg, place);
+        }
         Ok(match place {
             Place::Root => {
                 let mut v: Vec<Place> = ROOT.iter().map(|(_, f, _)| Place::Root1(*f)).collect();
@@ -267,6 +307,9 @@ impl Tree {
         if name == ".." {
             return Some(place.parent());
         }
+        if place.in_acme() {
+            return acme::step(reg, place, name);
+        }
         let next = match place {
             Place::Root => lookup(ROOT, name).map(Place::Root1).or_else(|| reg.by_name(name).map(Place::Session)),
             Place::Session(n) => lookup(SESSION, name)
@@ -294,6 +337,9 @@ impl Tree {
     fn content(&self, place: Place) -> srv::Result<Vec<u8>> {
         let reg = self.reg();
         Tree::check(&reg, place)?;
+        if place.in_acme() {
+            return acme::content(&reg, place).map(String::into_bytes);
+        }
         if let Place::Root1(RootFile::Index) = place {
             return Ok(reg.sessions().map(|s| s.index_line()).collect::<String>().into_bytes());
         }
@@ -434,7 +480,7 @@ impl Tree {
         let Some(n) = fid.place.session() else { return };
         let (attach, reading) = {
             let mut o = fid.lock();
-            (o.attach.take(), o.reading.take())
+            (o.attach.take(), std::mem::take(&mut o.reading))
         };
         if let Some(conn) = attach {
             let _ = self.with_hub(n, |s, now| match hangup {
@@ -442,7 +488,7 @@ impl Tree {
                 false => hub::clunk(s, conn),
             });
         }
-        if let Some(shard) = reading {
+        for shard in reading {
             if let Some(s) = self.reg().get_mut(n) {
                 if let Some(k) = s.hub.entry_readers.get_mut(&shard) {
                     *k = k.saturating_sub(1);
@@ -479,6 +525,41 @@ impl Tree {
         }
     }
 
+    /// A body write: appended at the end; a rune cut by the write boundary
+    /// waits for the fid's next write.
+    async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
+        let text = {
+            let mut opened = fid.lock();
+            let mut bytes = match opened.tail.is_empty() {
+                true => data,
+                false => {
+                    let mut joined = std::mem::take(&mut opened.tail);
+                    joined.extend_from_slice(&data);
+                    joined
+                }
+            };
+            let cut = match std::str::from_utf8(&bytes) {
+                Ok(_) => bytes.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(_) => return Err("body: write is not UTF-8 text".into()),
+            };
+            opened.tail = bytes.split_off(cut);
+            String::from_utf8(bytes).expect("checked")
+        };
+        let p = self.with_session(n, |s| buffers::body_append(s, b, &text))?;
+        if let Some(p) = p {
+            self.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether `place` is the root of the `acme` service, where `..` stays.
+    fn is_service_root(&self, place: Place) -> bool {
+        let Place::Dir(n, SessionDir::Acme) = place else { return false };
+        let Some(name) = self.acme_service.as_deref() else { return false };
+        self.reg().by_name(name) == Some(n)
+    }
+
     /// A `data` write: the proposal at the address's version, then the
     /// address follows the new text.
     async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
@@ -494,14 +575,16 @@ impl Serve for Tree {
 
     async fn attach(&self, _uname: &str, aname: &str) -> srv::Result<(Qid, Fid)> {
         let reg = self.reg();
+        let session = |name: &str| reg.by_name(name).ok_or_else(|| format!("no session {name:?} (see /index)"));
         let place = match aname.trim_matches('/') {
-            "" => Place::Root,
-            name if name.ends_with("/acme") => {
-                return Err(format!(
-                    "attach {aname:?}: the acme tree is not served yet; attach \"{}\" for the session's own files",
-                    &name[..name.len() - 5]
-                ))
+            // acme's own children attach with a numeric directory context,
+            // which means nothing here: they get the acme tree too.
+            a if self.acme_service.is_some() && (a.is_empty() || a.bytes().all(|c| c.is_ascii_digit())) => {
+                let name = self.acme_service.as_deref().unwrap_or_default();
+                Place::Dir(session(name)?, SessionDir::Acme)
             }
+            "" => Place::Root,
+            name if name.ends_with("/acme") => Place::Dir(session(&name[..name.len() - 5])?, SessionDir::Acme),
             name if name.contains('/') => {
                 return Err(format!("attach {aname:?}: an attach name is \"\" (the root) or a session name"))
             }
@@ -511,16 +594,24 @@ impl Serve for Tree {
     }
 
     async fn walk(&self, fid: &Fid, names: &[String]) -> srv::Result<(Vec<Qid>, Option<Fid>)> {
-        let reg = self.reg();
-        Tree::check(&reg, fid.place)?;
+        Tree::check(&self.reg(), fid.place)?;
         let mut place = fid.place;
         let mut qids = Vec::new();
         for (i, name) in names.iter().enumerate() {
-            let next = if place.is_dir() { Tree::step(&reg, place, name) } else { None };
+            let next = if let Some(n) = acme::walks_into_new(place, name) {
+                // Any walk through acme's `new` makes a window.
+                Some(self.acme_new(n).await?)
+            } else if name == ".." && self.is_service_root(place) {
+                Some(place)
+            } else if place.is_dir() {
+                Tree::step(&self.reg(), place, name)
+            } else {
+                None
+            };
             match next {
                 Some(p) => {
                     place = p;
-                    qids.push(self.qid(&reg, p));
+                    qids.push(self.qid(&self.reg(), p));
                 }
                 None if i == 0 && !place.is_dir() => return Err(format!("walk in non-directory {name:?}")),
                 None if i == 0 => return Err(format!("{name}: file does not exist")),
@@ -537,10 +628,15 @@ impl Serve for Tree {
             Tree::check(&reg, place)?;
             place.name_perm("")
         };
-        let wants_write = matches!(mode & 3, 1 | 2) || mode & OTRUNC != 0;
+        // acme ignores OTRUNC (`9p write` and shells send it).
+        let truncates = mode & OTRUNC != 0 && !place.in_acme();
+        let wants_write = matches!(mode & 3, 1 | 2) || truncates;
         let wants_read = matches!(mode & 3, 0 | 2);
         if place.is_dir() && wants_write {
             return Err(format!("permission denied: {name} is a directory"));
+        }
+        if perm == 0 {
+            return Err(format!("permission denied: {name} cannot be opened"));
         }
         if wants_write && perm & 0o222 == 0 {
             return Err(format!("permission denied: {name} is read-only"));
@@ -554,6 +650,7 @@ impl Serve for Tree {
         let mut opened = Opened::default();
         match place {
             _ if place.is_dir() => opened.content = self.listing(place)?,
+            _ if place.in_acme() => self.acme_open(place, mode, &mut opened).await?,
             Place::Root1(RootFile::New) => {
                 let name = {
                     let mut reg = self.reg();
@@ -576,11 +673,11 @@ impl Serve for Tree {
             Place::Root1(RootFile::Registry) => opened.stream = Some(Cursor::open(Source::Registry, &self.reg())?),
             Place::Shard1(n, shard, ShardFile::Entries) => {
                 opened.stream = Some(self.open_reader(n, shard, Source::Entries(n, shard))?);
-                opened.reading = Some(shard);
+                opened.reading = vec![shard];
             }
             Place::Buffer1(n, b, BufferFile::Event) => {
                 opened.stream = Some(self.open_reader(n, Shard::Buffer(b), Source::Event(n, b))?);
-                opened.reading = Some(Shard::Buffer(b));
+                opened.reading = vec![Shard::Buffer(b)];
             }
             Place::Session1(n, SessionFile::Attach) => {
                 if mode & 3 != 2 {
@@ -622,13 +719,21 @@ impl Serve for Tree {
             return self.read_stream(fid, offset, count).await;
         }
         if let Place::Buffer1(n, b, BufferFile::Data) = place {
-            return self.with_session(n, |s| buffers::data_read(s, b, count));
+            return self.with_session(n, |s| buffers::data_read(s, b, count, false));
+        }
+        if let Place::Win1(n, number, file @ (WinFile::Data | WinFile::Xdata)) = place {
+            let w = acme::window(&self.reg(), n, number)?;
+            return self.with_session(n, |s| buffers::data_read(s, w.body, count, file == WinFile::Xdata));
+        }
+        if let Place::Acme1(n, AcmeFile::Log) = place {
+            return self.read_log(n, fid, count).await;
         }
         // A read at offset 0 of a file sees it as it is now (so rdwr and
         // re-reads work, as on acme's synthetic files); later offsets go on
         // reading the version that read made. A directory keeps the listing
         // made at open; the two `new` files keep what they made.
-        let fixed = matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_));
+        let fixed =
+            matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_) | Place::Win1(_, _, WinFile::Rdsel));
         let made_at = fid.lock().fresh.take();
         let fresh = made_at.is_some_and(|n| n == *self.changes.borrow());
         if offset == 0 && !fixed && !fresh {
@@ -656,29 +761,11 @@ impl Serve for Tree {
         let count = data.len() as u32;
         let place = fid.place;
         if let Place::Buffer1(n, b, BufferFile::Body) = place {
-            // A rune cut by the write boundary waits for the next write.
-            let text = {
-                let mut opened = fid.lock();
-                let mut bytes = match opened.tail.is_empty() {
-                    true => data,
-                    false => {
-                        let mut joined = std::mem::take(&mut opened.tail);
-                        joined.extend_from_slice(&data);
-                        joined
-                    }
-                };
-                let cut = match std::str::from_utf8(&bytes) {
-                    Ok(_) => bytes.len(),
-                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                    Err(_) => return Err("body: write is not UTF-8 text".into()),
-                };
-                opened.tail = bytes.split_off(cut);
-                String::from_utf8(bytes).expect("checked")
-            };
-            let p = self.with_session(n, |s| buffers::body_append(s, b, &text))?;
-            if let Some(p) = p {
-                self.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
-            }
+            self.body_write(fid, n, b, data).await?;
+            return Ok(count);
+        }
+        if place.in_acme() {
+            self.acme_write(fid, data).await?;
             return Ok(count);
         }
         if let Place::Session1(n, SessionFile::Attach) = place {
@@ -735,6 +822,21 @@ impl Serve for Tree {
 
     async fn clunk(&self, fid: Fid) {
         self.let_go(&fid, false);
+        if let (true, Some(n)) = (fid.place.in_acme(), fid.place.session()) {
+            let (event_of, data_of, rdsel) = {
+                let mut o = fid.lock();
+                (o.event_of.take(), o.data_of.take(), o.rdsel.take())
+            };
+            self.acme_clunk(n, event_of, data_of, rdsel).await;
+        }
+        if let Place::Win1(n, number, WinFile::Addr) = fid.place {
+            if fid.lock().addr_open {
+                let w = acme::window(&self.reg(), n, number);
+                if let (Some(s), Ok(w)) = (self.reg().get_mut(n), w) {
+                    buffers::addr_close(s, w.body);
+                }
+            }
+        }
         if let Place::Buffer1(n, b, BufferFile::Addr) = fid.place {
             if fid.lock().addr_open {
                 if let Some(s) = self.reg().get_mut(n) {

@@ -33,6 +33,39 @@ pub enum SessionDir {
     Meta,
     Shards,
     Buffers,
+    /// The acme(4) tree's root.
+    Acme,
+}
+
+/// A file at the top of the acme tree (acme's `dirtab`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AcmeFile {
+    /// `acme/`: an empty directory that numbers and root names walk through.
+    Acme,
+    Cons,
+    Consctl,
+    Draw,
+    Editout,
+    Index,
+    Label,
+    Log,
+    New,
+}
+
+/// A file of an acme window directory (acme's `dirtabw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WinFile {
+    Addr,
+    Body,
+    Ctl,
+    Data,
+    Editout,
+    Errors,
+    Event,
+    Rdsel,
+    Tag,
+    Wrsel,
+    Xdata,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -74,7 +107,40 @@ pub const SESSION_DIRS: Table<SessionDir> = &[
     ("meta", SessionDir::Meta, 0o555),
     ("shards", SessionDir::Shards, 0o555),
     ("buffers", SessionDir::Buffers, 0o555),
+    ("acme", SessionDir::Acme, 0o500),
 ];
+/// acme's root: directories (`acme`, `draw`, `new`) are marked by
+/// `AcmeFile::is_dir`. Permissions are acme's own.
+pub const ACME: Table<AcmeFile> = &[
+    ("acme", AcmeFile::Acme, 0o500),
+    ("cons", AcmeFile::Cons, 0o600),
+    ("consctl", AcmeFile::Consctl, 0o000),
+    ("draw", AcmeFile::Draw, 0o000),
+    ("editout", AcmeFile::Editout, 0o200),
+    ("index", AcmeFile::Index, 0o400),
+    ("label", AcmeFile::Label, 0o600),
+    ("log", AcmeFile::Log, 0o400),
+    ("new", AcmeFile::New, 0o500),
+];
+pub const WINDOW: Table<WinFile> = &[
+    ("addr", WinFile::Addr, 0o600),
+    ("body", WinFile::Body, 0o600),
+    ("ctl", WinFile::Ctl, 0o600),
+    ("data", WinFile::Data, 0o600),
+    ("editout", WinFile::Editout, 0o200),
+    ("errors", WinFile::Errors, 0o200),
+    ("event", WinFile::Event, 0o600),
+    ("rdsel", WinFile::Rdsel, 0o400),
+    ("tag", WinFile::Tag, 0o600),
+    ("wrsel", WinFile::Wrsel, 0o200),
+    ("xdata", WinFile::Xdata, 0o600),
+];
+
+impl AcmeFile {
+    pub fn is_dir(self) -> bool {
+        matches!(self, AcmeFile::Acme | AcmeFile::Draw | AcmeFile::New)
+    }
+}
 pub const SHARD: Table<ShardFile> =
     &[("entries", ShardFile::Entries, 0o444), ("lease", ShardFile::Lease, 0o666), ("info", ShardFile::Info, 0o444)];
 pub const BUFFER: Table<BufferFile> = &[
@@ -112,11 +178,32 @@ pub enum Place {
     BuffersNew(u64),
     Buffer(u64, BufferId),
     Buffer1(u64, BufferId, BufferFile),
+    /// A file at the top of the acme tree (`Dir(n, SessionDir::Acme)`).
+    Acme1(u64, AcmeFile),
+    /// An acme window's directory, by acme number.
+    Win(u64, u32),
+    Win1(u64, u32, WinFile),
 }
 
 impl Place {
     pub fn is_dir(self) -> bool {
-        matches!(self, Place::Root | Place::Session(_) | Place::Dir(..) | Place::Shard(..) | Place::Buffer(..))
+        match self {
+            Place::Acme1(_, f) => f.is_dir(),
+            _ => matches!(
+                self,
+                Place::Root
+                    | Place::Session(_)
+                    | Place::Dir(..)
+                    | Place::Shard(..)
+                    | Place::Buffer(..)
+                    | Place::Win(..)
+            ),
+        }
+    }
+
+    /// Whether this place is in a session's acme tree.
+    pub fn in_acme(self) -> bool {
+        matches!(self, Place::Dir(_, SessionDir::Acme) | Place::Acme1(..) | Place::Win(..) | Place::Win1(..))
     }
 
     /// The session this place is in.
@@ -131,7 +218,10 @@ impl Place {
             | Place::Shard1(s, _, _)
             | Place::BuffersNew(s)
             | Place::Buffer(s, _)
-            | Place::Buffer1(s, _, _) => Some(s),
+            | Place::Buffer1(s, _, _)
+            | Place::Acme1(s, _)
+            | Place::Win(s, _)
+            | Place::Win1(s, _, _) => Some(s),
         }
     }
 
@@ -145,6 +235,8 @@ impl Place {
             Place::Shard1(s, shard, _) => Place::Shard(s, shard),
             Place::BuffersNew(s) | Place::Buffer(s, _) => Place::Dir(s, SessionDir::Buffers),
             Place::Buffer1(s, b, _) => Place::Buffer(s, b),
+            // In acme's tree `..` goes to its root from anywhere.
+            Place::Acme1(s, _) | Place::Win(s, _) | Place::Win1(s, _, _) => Place::Dir(s, SessionDir::Acme),
         }
     }
 
@@ -155,6 +247,7 @@ impl Place {
             Place::Root1(RootFile::Registry)
                 | Place::Shard1(_, _, ShardFile::Entries)
                 | Place::Buffer1(_, _, BufferFile::Event)
+                | Place::Win1(_, _, WinFile::Event)
         )
     }
 
@@ -173,6 +266,9 @@ impl Place {
             Place::BuffersNew(_) => ("new", 0o444),
             Place::Buffer(_, b) => return (b.0.to_string(), 0o555),
             Place::Buffer1(_, _, f) => entry(BUFFER, f),
+            Place::Acme1(_, f) => entry(ACME, f),
+            Place::Win(_, n) => return (n.to_string(), 0o700),
+            Place::Win1(_, _, f) => entry(WINDOW, f),
         };
         (name.to_string(), perm)
     }
@@ -202,6 +298,8 @@ mod tests {
             .chain(SESSION_DIRS.iter().map(|(n, _, _)| *n))
             .chain(SHARD.iter().map(|(n, _, _)| *n))
             .chain(BUFFER.iter().map(|(n, _, _)| *n))
+            .chain(ACME.iter().map(|(n, _, _)| *n))
+            .chain(WINDOW.iter().map(|(n, _, _)| *n))
             .chain(MetaTable::ALL.iter().map(|(n, _)| *n))
             .chain(VERBS.split('|'));
         let missing: Vec<&str> = names.filter(|n| !documented(n)).collect();

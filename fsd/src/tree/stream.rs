@@ -7,10 +7,10 @@
 //! Reads continue at the offset the last one ended; a read at offset 0
 //! starts `registry` and `entries` over from the first retained entry.
 
-use crate::buffers::event_lines;
+use crate::acme::event::event_lines;
 use crate::entrytext::{format_entry, format_registry};
 use crate::registry::Registry;
-use apex_core::{BufferId, Reject, Seq, Shard};
+use apex_core::{BufferId, Reject, Seq, Shard, WindowId};
 
 /// What a stream is made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +19,8 @@ pub enum Source {
     Entries(u64, Shard),
     /// Events of one buffer, from the moment the file was opened.
     Event(u64, BufferId),
+    /// Events of an acme window: its tag's (lower case) and its body's.
+    Window(u64, WindowId),
 }
 
 /// Bytes formatted per fill, so a long log is streamed, not built whole.
@@ -30,6 +32,8 @@ pub struct Cursor {
     pub source: Source,
     /// The last seq formatted into `pending`.
     next: Seq,
+    /// For a window's events, the last of its tag's.
+    next_tag: Seq,
     /// The seq a read at offset 0 starts after.
     start: Seq,
     /// Bytes returned so far: the offset the next read must have.
@@ -51,26 +55,35 @@ impl Cursor {
     /// A cursor at the start (`registry`, `entries`) or, for events, at the
     /// end of what exists now.
     pub fn open(source: Source, reg: &Registry) -> Result<Cursor, String> {
+        let mut next_tag = 0;
         let start = match source {
             Source::Registry => 0,
             // A compacted log starts at its base (see `shards/N/info`).
             Source::Entries(s, shard) => reg.get(s).and_then(|s| s.view.log.shard(shard).ok()).map_or(0, |l| l.base),
             Source::Event(s, b) => reg.get(s).map_or(0, |s| s.view.log.last(Shard::Buffer(b))),
+            Source::Window(s, w) => {
+                let s = reg.get(s).ok_or("session was deleted")?;
+                let win = s.view.state.window(w).map_err(|_| "deleted window".to_string())?;
+                next_tag = s.view.log.last(Shard::Buffer(win.tag));
+                s.view.log.last(Shard::Buffer(win.body))
+            }
         };
-        Ok(Cursor { source, next: start, start, offset: 0, pending: Vec::new(), pos: 0 })
+        Ok(Cursor { source, next: start, next_tag, start, offset: 0, pending: Vec::new(), pos: 0 })
     }
 
     /// Takes up to `count` bytes already formatted, if any; checks the
     /// offset first.
     pub fn take(&mut self, offset: u64, count: u32) -> Result<Option<Vec<u8>>, String> {
-        if offset != self.offset {
+        // acme ignores the offset of event reads; clients send any.
+        if offset != self.offset && !matches!(self.source, Source::Window(..)) {
             if offset != 0 || matches!(self.source, Source::Event(..)) {
                 return Err(format!(
                     "read at offset {offset}, but this stream is at {}: streams read in order",
                     self.offset
                 ));
             }
-            *self = Cursor { next: self.start, offset: 0, pending: Vec::new(), pos: 0, ..*self };
+            *self =
+                Cursor { next: self.start, next_tag: self.next_tag, offset: 0, pending: Vec::new(), pos: 0, ..*self };
         }
         if self.pos == self.pending.len() {
             return Ok(None);
@@ -119,10 +132,28 @@ impl Cursor {
                 let buffer = session.view.state.buffer(b).map_err(|_| gone())?;
                 let entries = session.view.log.entries_after(Shard::Buffer(b), self.next).map_err(|e| e.to_string())?;
                 for e in entries {
-                    self.pending.extend_from_slice(event_lines(buffer, e).as_bytes());
+                    self.pending.extend_from_slice(event_lines(buffer, e, false).as_bytes());
                     self.next = e.seq;
                     if self.pending.len() >= FILL {
                         break;
+                    }
+                }
+            }
+            Source::Window(s, w) => {
+                // A pending read of a deleted window fails, as in acme.
+                let gone = || "window shut down: the window was deleted".to_string();
+                let session = reg.get(s).ok_or_else(gone)?;
+                let win = session.view.state.window(w).map_err(|_| gone())?;
+                for (shard, next, tag) in [(win.tag, &mut self.next_tag, true), (win.body, &mut self.next, false)] {
+                    let buffer = session.view.state.buffer(shard).map_err(|_| gone())?;
+                    let entries =
+                        session.view.log.entries_after(Shard::Buffer(shard), *next).map_err(|e| e.to_string())?;
+                    for e in entries {
+                        self.pending.extend_from_slice(event_lines(buffer, e, tag).as_bytes());
+                        *next = e.seq;
+                        if self.pending.len() >= FILL {
+                            break;
+                        }
                     }
                 }
             }

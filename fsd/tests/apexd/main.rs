@@ -2,6 +2,7 @@
 //! over its posted socket with the project's 9P client, with the `apex`
 //! command, with raw 9P frames, and with PyPI's p9fs.
 
+mod acme;
 mod attach;
 mod chaos;
 mod host;
@@ -139,8 +140,10 @@ async fn sessions_through_the_root_tree() {
     let s = c.attach("glenda", "games").await.unwrap();
     assert_eq!(text(read(&c, s, "label").await.unwrap()), "games\n");
     assert!(c.attach("glenda", "nosuch").await.unwrap_err().to_string().contains("no session"));
-    let acme = c.attach("glenda", "games/acme").await.unwrap_err().to_string();
-    assert!(acme.contains("acme tree is not served yet") && acme.contains("attach \"games\""), "{acme}");
+    // NAME/acme is the session's acme tree.
+    let acme = c.attach("glenda", "games/acme").await.unwrap();
+    assert_eq!(text(read(&c, acme, "index").await.unwrap()), "");
+    assert!(c.attach("glenda", "nosuch/acme").await.unwrap_err().to_string().contains("no session"));
     assert!(c.attach("glenda", "games/x/y").await.unwrap_err().to_string().contains("a session name"));
 }
 

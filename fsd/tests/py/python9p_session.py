@@ -72,7 +72,7 @@ def main():
 
     assert "main" in listing(c, "")
     assert listing(c, "main") == sorted(
-        ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers"]
+        ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers", "acme"]
     )
     assert listing(c, "main/meta") == sorted(
         ["attachments", "leases", "rules", "notifications", "processes", "settings"]

@@ -1,0 +1,175 @@
+//! A window's `ctl` messages (acme-fs.md §2), parsed as acme parses them:
+//! each matched by prefix, the argument-less ones with the newline
+//! optional, the others running to the next newline, runs of newlines
+//! skipped. The tree applies them in order and stops at the first bad one,
+//! keeping the earlier ones (`win` sends `name DIR/-host\n0\n` and needs the
+//! name to stick).
+
+/// One ctl message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WinCtl {
+    AddrDot,
+    DotAddr,
+    LimitAddr,
+    Clean,
+    Dirty,
+    Cleartag,
+    Del,
+    Delete,
+    Dump(String),
+    Dumpdir(String),
+    Font(String),
+    Get,
+    Put,
+    Mark,
+    Nomark,
+    Menu,
+    Nomenu,
+    Name(String),
+    Show,
+    /// Plan 9 acme's; plan9port rejects them but `win` sends `scroll`.
+    Scroll,
+    Noscroll,
+}
+
+/// Messages without an argument, longest-first where one is a prefix of
+/// another (`delete` before `del`).
+const PLAIN: &[(&str, WinCtl)] = &[
+    ("addr=dot", WinCtl::AddrDot),
+    ("dot=addr", WinCtl::DotAddr),
+    ("limit=addr", WinCtl::LimitAddr),
+    ("clean", WinCtl::Clean),
+    ("dirty", WinCtl::Dirty),
+    ("cleartag", WinCtl::Cleartag),
+    ("delete", WinCtl::Delete),
+    ("del", WinCtl::Del),
+    ("get", WinCtl::Get),
+    ("put", WinCtl::Put),
+    ("nomark", WinCtl::Nomark),
+    ("mark", WinCtl::Mark),
+    ("nomenu", WinCtl::Nomenu),
+    ("menu", WinCtl::Menu),
+    ("show", WinCtl::Show),
+    ("noscroll", WinCtl::Noscroll),
+    ("scroll", WinCtl::Scroll),
+];
+
+/// What the error says is expected.
+pub const USAGE: &str = "expected addr=dot, dot=addr, limit=addr, clean, dirty, cleartag, del, delete, \
+     dump CMD, dumpdir DIR, font PATH, get, put, mark, nomark, menu, nomenu, name NAME, show, scroll or noscroll";
+
+/// Parses the message at the start of `text` (which does not start with a
+/// newline); returns it and the bytes it used, trailing newlines included.
+pub fn parse_one(text: &str) -> Result<(WinCtl, usize), String> {
+    let with_arg = |prefix: &str, make: fn(String) -> WinCtl| -> Option<Result<(WinCtl, usize), String>> {
+        let rest = text.strip_prefix(prefix)?;
+        let end = rest.find('\n').unwrap_or(rest.len());
+        let arg = &rest[..end];
+        let used = prefix.len() + end;
+        if arg.is_empty() {
+            return Some(Err(format!("ill-formed control message: {}needs an argument", prefix)));
+        }
+        Some(Ok((make(arg.to_string()), used)))
+    };
+    let parsed = if let Some(r) = with_arg("name ", WinCtl::Name) {
+        let (msg, used) = r?;
+        if let WinCtl::Name(name) = &msg {
+            if name.chars().any(|c| c.is_control()) {
+                return Err(format!("ill-formed control message: bad character in file name {name:?}"));
+            }
+        }
+        (msg, used)
+    } else if let Some(r) = with_arg("dumpdir ", WinCtl::Dumpdir) {
+        r?
+    } else if let Some(r) = with_arg("dump ", WinCtl::Dump) {
+        r?
+    } else if let Some(r) = with_arg("font ", WinCtl::Font) {
+        r?
+    } else if let Some((name, msg)) = PLAIN.iter().find(|(name, _)| text.starts_with(name)) {
+        (msg.clone(), name.len())
+    } else {
+        let line = text.split('\n').next().unwrap_or_default();
+        return Err(format!("ill-formed control message: {line:?}; {USAGE}"));
+    };
+    let (msg, mut used) = parsed;
+    used += text[used..].bytes().take_while(|b| *b == b'\n').count();
+    Ok((msg, used))
+}
+
+/// Splits a write into its messages, in order, ending with the first
+/// refusal if there is one: the tree applies each until then.
+pub fn parse_all(text: &str) -> Vec<Result<WinCtl, String>> {
+    let mut out = Vec::new();
+    let mut at = text.bytes().take_while(|b| *b == b'\n').count();
+    while at < text.len() {
+        match parse_one(&text[at..]) {
+            Ok((msg, used)) => {
+                out.push(Ok(msg));
+                at += used;
+            }
+            Err(e) => {
+                out.push(Err(e));
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> Vec<WinCtl> {
+        parse_all(text).into_iter().map(|r| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn messages_as_acme_matches_them() {
+        use WinCtl::*;
+        let table: &[(&str, &[WinCtl])] = &[
+            ("clean", &[Clean]),
+            ("clean\n", &[Clean]),
+            ("mark", &[Mark]),
+            ("nomark", &[Nomark]),
+            ("delete\n", &[Delete]),
+            ("del\n", &[Del]),
+            ("nomenu\nmenu\n", &[Nomenu, Menu]),
+            ("cleandirty", &[Clean, Dirty]),
+            ("\n\nshow\n\n\nscroll", &[Show, Scroll]),
+            ("name /tmp/a b\n", &[Name("/tmp/a b".into())]),
+            (
+                "name /x/-host\ndumpdir /x/\ndump win\nscroll",
+                &[Name("/x/-host".into()), Dumpdir("/x/".into()), Dump("win".into()), Scroll],
+            ),
+            ("addr=dot\ndot=addr\nlimit=addr\n", &[AddrDot, DotAddr, LimitAddr]),
+            ("font /lib/font/bit/pelm/unicode.9.font\n", &[Font("/lib/font/bit/pelm/unicode.9.font".into())]),
+            ("get\nput\ncleartag\ndirty\nnoscroll", &[Get, Put, Cleartag, Dirty, Noscroll]),
+        ];
+        for (text, want) in table {
+            assert_eq!(ok(text), *want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_first_bad_message_ends_the_write_after_the_good_ones() {
+        // win's name message: the name is kept, the "0" line refused.
+        let got = parse_all("name /home/u/-host\n0\n");
+        assert_eq!(got[0], Ok(WinCtl::Name("/home/u/-host".into())));
+        assert!(got[1].as_ref().unwrap_err().starts_with("ill-formed control message"));
+        assert_eq!(got.len(), 2);
+        let errors: &[(&str, &str)] = &[
+            ("name \n", "needs an argument"),
+            ("name", "ill-formed"),
+            ("dump \n", "needs an argument"),
+            ("name a\u{7}b\n", "bad character in file name"),
+            ("frobnicate\n", "expected addr=dot"),
+            ("lock\n", "ill-formed"),
+        ];
+        for (text, want) in errors {
+            let got = parse_all(text);
+            let e = got.last().unwrap().as_ref().unwrap_err();
+            assert!(e.contains(want) && e.starts_with("ill-formed control message"), "{text:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Event messages (acme-fs.md §4), for `acme/N/event` and
+//! `buffers/N/event` alike: `C1C2q0 q1 flag nr text\n` for every change a
+//! buffer's entries make (`I`, `D`) and every B2/B3 action (`X`, `L`) with
+//! its expansion and chord lines; lower case for a window's tag. And the
+//! messages a client writes back to have an action carried out.
+
+use apex_core::{Buffer, BufferOp, Entry, Op};
+use std::fmt::Write;
+
+/// Text carried in an event message at most (acme's 256 runes).
+pub const EVENT_TEXT_MAX: usize = 256;
+
+/// Appends one message; text over 256 runes is left out (nr 0) and the
+/// reader takes it from `data`.
+fn message(out: &mut String, c1: char, c2: char, q0: u64, q1: u64, flags: u32, text: &str) {
+    let nr = text.chars().count();
+    let (nr, text) = if nr <= EVENT_TEXT_MAX { (nr, text) } else { (0, "") };
+    let _ = writeln!(out, "{c1}{c2}{q0} {q1} {flags} {nr} {text}");
+}
+
+/// The event messages for one entry of a buffer's log; `tag` makes the
+/// type letters lower case (a window's tag).
+pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool) -> String {
+    let mut out = String::new();
+    let case = |c: char| if tag { c.to_ascii_lowercase() } else { c };
+    match &entry.op {
+        Op::Buffer(BufferOp::Splice { q0, q1, text, origin }) => {
+            let c1 = origin.acme_char();
+            if q1 > q0 {
+                message(&mut out, c1, case('D'), *q0, *q1, 0, "");
+            }
+            if !text.is_empty() {
+                message(&mut out, c1, case('I'), *q0, q0 + text.chars().count() as u64, 0, text);
+            }
+        }
+        Op::Buffer(op @ (BufferOp::ExecAt(a) | BufferOp::LookAt(a))) => {
+            let exec = matches!(op, BufferOp::ExecAt(_));
+            let c2 = case(if exec { 'X' } else { 'L' });
+            let c1 = a.origin.acme_char();
+            // The text is the buffer's only while it is still at the
+            // action's version; otherwise the reader asks `data`.
+            let text_of = |q0: u64, q1: u64| match a.version == buffer.version {
+                true => buffer.slice(q0, q1).unwrap_or_default(),
+                false => String::new(),
+            };
+            message(&mut out, c1, c2, a.q0, a.q1, a.flags, &text_of(a.q0, a.q1));
+            if a.flags & 2 != 0 {
+                let (e0, e1) = a.expansion.unwrap_or((a.q0, a.q1));
+                let flags = if exec { 0 } else { a.flags & !2 };
+                message(&mut out, c1, c2, e0, e1, flags, &text_of(e0, e1));
+            }
+            if exec && a.flags & 8 != 0 {
+                message(&mut out, c1, c2, 0, 0, 0, a.arg.as_deref().unwrap_or_default());
+                // Where the argument came from is not recorded: nr 0.
+                message(&mut out, c1, c2, 0, 0, 0, "");
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// What a written-back event asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    Execute,
+    Look,
+}
+
+/// One written-back event: `C1C2q0 q1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteBack {
+    pub origin: char,
+    pub act: Act,
+    /// Lower case: the tag; upper case: the body.
+    pub tag: bool,
+    pub q0: u64,
+    pub q1: u64,
+}
+
+const SYNTAX: &str =
+    "bad event syntax: write C1C2Q0 Q1 lines, C2 one of x X l L r R, 0 <= Q0 <= Q1 <= the text's length";
+
+/// Parses a write to `event`: any number of `C1C2q0 q1` lines, blanks
+/// allowed before each number and before the newline. `lengths` are the
+/// tag's and the body's, in runes. All or nothing.
+pub fn parse_writeback(text: &str, lengths: (u64, u64)) -> Result<Vec<WriteBack>, String> {
+    let mut out = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let Some(line) = line.strip_suffix('\n') else {
+            return Err(format!("{SYNTAX}; {line:?} has no newline"));
+        };
+        let mut chars = line.chars();
+        let (Some(origin), Some(c2)) = (chars.next(), chars.next()) else {
+            return Err(format!("{SYNTAX}; got {line:?}"));
+        };
+        let (act, tag) = match c2 {
+            'x' => (Act::Execute, true),
+            'X' => (Act::Execute, false),
+            'l' | 'r' => (Act::Look, true),
+            'L' | 'R' => (Act::Look, false),
+            _ => return Err(format!("{SYNTAX}; {c2:?} is not one of them")),
+        };
+        let numbers: Vec<&str> = chars.as_str().split_ascii_whitespace().collect();
+        let parse = |s: &str| s.parse::<u64>().map_err(|_| format!("{SYNTAX}; {s:?} is not a number"));
+        let [q0, q1] = numbers.as_slice() else { return Err(format!("{SYNTAX}; got {line:?}")) };
+        let (q0, q1) = (parse(q0)?, parse(q1)?);
+        let len = if tag { lengths.0 } else { lengths.1 };
+        if q0 > q1 || q1 > len {
+            return Err(format!("{SYNTAX}; #{q0},#{q1} is not within the {len} runes there"));
+        }
+        out.push(WriteBack { origin, act, tag, q0, q1 });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apex_core::{Action, AttachmentId, Origin};
+
+    fn entry(op: BufferOp) -> Entry {
+        Entry { seq: 1, attachment: AttachmentId(1), epoch: 1, op: Op::Buffer(op) }
+    }
+
+    fn buffer(text: &str) -> Buffer {
+        let mut b = Buffer::new(String::new());
+        b.apply(&BufferOp::Splice { q0: 0, q1: 0, text: text.into(), origin: Origin::Keyboard }).unwrap();
+        b
+    }
+
+    #[test]
+    fn changes_and_actions_as_acme_writes_them() {
+        let b = buffer("hello world");
+        let splice = |q0, q1, text: &str| {
+            event_lines(&b, &entry(BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }), false)
+        };
+        assert_eq!(splice(0, 0, "ab"), "KI0 2 0 2 ab\n");
+        assert_eq!(splice(3, 5, ""), "KD3 5 0 0 \n");
+        assert_eq!(splice(3, 5, "x"), "KD3 5 0 0 \nKI3 4 0 1 x\n");
+        let long = "é".repeat(257);
+        assert_eq!(splice(0, 0, &long), "KI0 257 0 0 \n");
+        let tag = event_lines(
+            &b,
+            &entry(BufferOp::Splice { q0: 0, q1: 0, text: "x".into(), origin: Origin::FileWrite }),
+            true,
+        );
+        assert_eq!(tag, "Ei0 1 0 1 x\n");
+        let action = |flags, expansion, arg: Option<&str>| Action {
+            view: None,
+            version: b.version,
+            q0: 6,
+            q1: if flags & 2 != 0 { 6 } else { 11 },
+            expansion,
+            arg: arg.map(String::from),
+            flags,
+            origin: Origin::Mouse,
+        };
+        let x = |a| event_lines(&b, &entry(BufferOp::ExecAt(a)), false);
+        assert_eq!(x(action(0, None, None)), "MX6 11 0 5 world\n");
+        assert_eq!(x(action(2, Some((6, 11)), None)), "MX6 6 2 0 \nMX6 11 0 5 world\n");
+        assert_eq!(x(action(1 | 8, None, Some("arg"))), "MX6 11 9 5 world\nMX0 0 0 3 arg\nMX0 0 0 0 \n");
+        let l = event_lines(&b, &entry(BufferOp::LookAt(action(1 | 2 | 4, Some((6, 11)), None))), true);
+        assert_eq!(l, "Ml6 6 7 0 \nMl6 11 5 5 world\n");
+    }
+
+    #[test]
+    fn write_back_parses_every_client_format_or_says_what_is_wrong() {
+        let w = |text| parse_writeback(text, (20, 100));
+        let got = w("MX12 15\nMx1 2 \nML 3  4\nMr0 0\n").unwrap();
+        assert_eq!(got.len(), 4);
+        assert_eq!(got[0], WriteBack { origin: 'M', act: Act::Execute, tag: false, q0: 12, q1: 15 });
+        assert_eq!(got[1], WriteBack { origin: 'M', act: Act::Execute, tag: true, q0: 1, q1: 2 });
+        assert_eq!(got[3].act, Act::Look);
+        for bad in ["MX1 2", "MI1 2\n", "MX2 1\n", "Mx1 21\n", "MX1\n", "MXa b\n", "M\n", "MX1 2 3\n"] {
+            let e = w(bad).unwrap_err();
+            assert!(e.starts_with("bad event syntax"), "{bad:?}: {e}");
+        }
+    }
+}

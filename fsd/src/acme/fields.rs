@@ -1,0 +1,95 @@
+//! The fixed-width lines acme's clients parse: `index` (one line per
+//! window) and a window's `ctl` read (acme-fs.md §1). Every number is
+//! right-aligned in 11 columns and followed by a blank.
+
+use apex_core::{State, WindowId};
+use std::fmt::Write;
+
+/// The font a window reports when none was set (`ctl` field 7). Clients
+/// such as `mc` and the Go package's `Win.Font` need a plausible one.
+pub const DEFAULT_FONT: &str = "/lib/font/bit/lucsans/euro.8.font";
+/// Body width in pixels a headless window reports (`ctl` field 6).
+pub const BODY_WIDTH: u32 = 1024;
+/// Tab width in pixels (`ctl` field 8): four characters of 8 pixels. Must
+/// not be 0 (`Win.Font` fails on it).
+pub const TAB_WIDTH: u32 = 32;
+
+/// Whether a window name is a directory's (acme: it ends in `/`).
+pub fn is_dir(name: &str) -> bool {
+    name.ends_with('/')
+}
+
+/// The first five fields: id, tag length, body length (runes), is
+/// directory, dirty.
+fn five(state: &State, window: WindowId, number: u32) -> Option<String> {
+    let w = state.windows.get(&window)?;
+    let tag = state.buffers.get(&w.tag)?;
+    let body = state.buffers.get(&w.body)?;
+    Some(format!(
+        "{:11} {:11} {:11} {:11} {:11} ",
+        number,
+        tag.len(),
+        body.len(),
+        u8::from(is_dir(&body.name)),
+        u8::from(body.dirty)
+    ))
+}
+
+/// The window's tag up to its first newline.
+pub fn tag_line(state: &State, window: WindowId) -> String {
+    let text = state.windows.get(&window).and_then(|w| state.buffers.get(&w.tag)).map(|b| b.text.to_string());
+    let text = text.unwrap_or_default();
+    text.split('\n').next().unwrap_or_default().to_string()
+}
+
+/// `index`: one line per window, in column order.
+pub fn index(state: &State) -> String {
+    let mut out = String::new();
+    for column in &state.layout.columns {
+        for placed in &column.windows {
+            let Some(number) = state.layout.numbers.get(&placed.window) else { continue };
+            if let Some(f) = five(state, placed.window, number.0) {
+                let _ = writeln!(out, "{f}{}", tag_line(state, placed.window));
+            }
+        }
+    }
+    out
+}
+
+/// A font name as one token, quoted Plan 9 style if it needs it.
+fn quoted(name: &str) -> String {
+    match name.contains([' ', '\t', '\'', '\n']) || name.is_empty() {
+        true => format!("'{}'", name.replace('\'', "''")),
+        false => name.to_string(),
+    }
+}
+
+/// A window's `ctl` read: the five index fields, then body width, font,
+/// tab width, undo possible, redo possible; every field followed by a
+/// blank and no newline.
+pub fn ctl(state: &State, window: WindowId, number: u32) -> Option<String> {
+    let w = state.windows.get(&window)?;
+    let body = state.buffers.get(&w.body)?;
+    let font = w.flags.font.as_deref().unwrap_or(DEFAULT_FONT);
+    Some(format!(
+        "{}{:11} {} {:11} {:11} {:11} ",
+        five(state, window, number)?,
+        BODY_WIDTH,
+        quoted(font),
+        TAB_WIDTH,
+        u8::from(body.can_undo()),
+        u8::from(body.can_redo())
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fonts_with_blanks_are_quoted() {
+        assert_eq!(quoted("/lib/font/x.font"), "/lib/font/x.font");
+        assert_eq!(quoted("my font"), "'my font'");
+        assert_eq!(quoted("it's"), "'it''s'");
+    }
+}

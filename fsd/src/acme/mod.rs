@@ -1,0 +1,165 @@
+//! The acme(4) tree, `NAME/acme/` (and the root of `NSDIR/acme` with
+//! `apexd --acme NAME`): what plan9port acme's files mean, so acme's
+//! client programs (`win`, acme-lsp, Watch, the Go `9fans.net/go/acme`
+//! package, acme.rc scripts) work against a session unchanged.
+//! `../shared/acme-fs.md` is the specification.
+//!
+//! Windows here are apex windows, named by their acme number (the
+//! layout's). Every change is a proposal to the shard's holder, as for every
+//! tool; the per-window state acme keeps for tools (addr, limit) is the
+//! same `session::Addr` that `buffers/N/` uses, keyed by the body buffer.
+//!
+//! - [`fields`]: `index` lines and the `ctl` read.
+//! - [`ctl`]: ctl messages, matched by prefix and applied one by one.
+//! - [`event`]: event messages and their write-back.
+//! - [`look`]: expanding a null click, built-in commands, looking text up.
+//! - [`Acme`] (here): what the daemon keeps per session for the tree: the
+//!   `log` lines, made from the layout's entries as they are sequenced, and
+//!   per-window counts of open event files.
+//!
+//! The tree's side (walks, opens, reads, writes) is `tree::acme`.
+
+pub mod ctl;
+pub mod event;
+pub mod fields;
+pub mod look;
+
+use apex_core::{AcmeNumber, LayoutOp, Node, Op, Seq, Shard, WindowId};
+use std::collections::{BTreeMap, VecDeque};
+
+/// `log` lines kept for readers that fall behind.
+pub const LOG_KEPT: usize = 4096;
+
+/// One `log` line: `ID OP NAME`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogLine {
+    pub number: u32,
+    pub op: &'static str,
+    pub name: String,
+}
+
+impl LogLine {
+    pub fn text(&self) -> String {
+        format!("{} {} {}\n", self.number, self.op, self.name)
+    }
+}
+
+/// What the tree keeps per acme window beyond the shared state.
+#[derive(Clone, Debug, Default)]
+pub struct WinState {
+    /// Open fids of the window's `event` file.
+    pub event_opens: u32,
+    /// A `del` refused because the window was dirty: the next one goes on
+    /// (acme clears `dirty` when it warns).
+    pub del_warned: bool,
+    /// An open `rdsel` fid (one at a time).
+    pub rdsel_open: bool,
+}
+
+/// The session's acme state.
+#[derive(Debug, Default)]
+pub struct Acme {
+    pub windows: BTreeMap<WindowId, WinState>,
+    log: VecDeque<LogLine>,
+    /// The index of `log[0]` among all lines ever logged.
+    log_first: u64,
+    /// The last layout entry turned into log lines.
+    layout_seen: Seq,
+    /// Number and name of every live window, for the `del` line of one
+    /// whose state is already gone.
+    known: BTreeMap<WindowId, (AcmeNumber, String)>,
+}
+
+impl Acme {
+    /// The index the next log line will have: where a new reader starts.
+    pub fn log_end(&self) -> u64 {
+        self.log_first + self.log.len() as u64
+    }
+
+    /// The log line at `index`, or where the log now starts if that line
+    /// was dropped (the reader skips ahead), or nothing yet.
+    pub fn log_line(&self, index: u64) -> Option<(u64, &LogLine)> {
+        let at = index.max(self.log_first);
+        self.log.get((at - self.log_first) as usize).map(|l| (at, l))
+    }
+
+    /// Logs `op` on window `number` (`get`, `put`; the layout's are found
+    /// by [`Acme::sync`]).
+    pub fn log(&mut self, number: u32, op: &'static str, name: String) {
+        self.log.push_back(LogLine { number, op, name });
+        while self.log.len() > LOG_KEPT {
+            self.log.pop_front();
+            self.log_first += 1;
+        }
+    }
+
+    /// Turns the layout entries sequenced since the last call into `log`
+    /// lines: `new` (placed), `del` (removed), `focus`. Runs after every
+    /// change, and costs nothing when the layout did not change; names are
+    /// refreshed then and by [`Acme::note_name`].
+    pub fn sync(&mut self, view: &Node) {
+        if view.log.last(Shard::Layout) == self.layout_seen {
+            return;
+        }
+        let state = &view.state;
+        let name_of = |w: WindowId| {
+            state.windows.get(&w).and_then(|w| state.buffers.get(&w.body)).map(|b| b.name.clone()).unwrap_or_default()
+        };
+        let mut lines = Vec::new();
+        if let Ok(entries) = view.log.entries_after(Shard::Layout, self.layout_seen) {
+            for e in entries {
+                self.layout_seen = e.seq;
+                let Op::Layout(op) = &e.op else { continue };
+                match op {
+                    LayoutOp::WindowAdd { window, .. } => {
+                        if let Some(n) = state.layout.numbers.get(window) {
+                            lines.push((n.0, "new", name_of(*window)));
+                        }
+                    }
+                    LayoutOp::WindowDel { window } => {
+                        if let Some((n, name)) = self.known.remove(window) {
+                            lines.push((n.0, "del", name));
+                        }
+                        self.windows.remove(window);
+                    }
+                    LayoutOp::Focus { window: Some(window) } => {
+                        if let Some(n) = state.layout.numbers.get(window) {
+                            lines.push((n.0, "focus", name_of(*window)));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (number, op, name) in lines {
+            self.log(number, op, name);
+        }
+        self.refresh_names(view);
+    }
+
+    /// A window was renamed: its `del` line will carry the new name.
+    pub fn note_name(&mut self, window: WindowId, name: &str) {
+        if let Some(k) = self.known.get_mut(&window) {
+            k.1 = name.to_string();
+        }
+    }
+
+    fn refresh_names(&mut self, view: &Node) {
+        let state = &view.state;
+        let name_of = |w: WindowId| {
+            state.windows.get(&w).and_then(|w| state.buffers.get(&w.body)).map(|b| b.name.clone()).unwrap_or_default()
+        };
+        // Keep the names current for a later `del`.
+        self.known.retain(|w, _| state.layout.numbers.contains_key(w));
+        for (w, n) in &state.layout.numbers {
+            let name = name_of(*w);
+            match self.known.get_mut(w) {
+                Some(k) if k.1 == name => {}
+                Some(k) => k.1 = name,
+                None => {
+                    self.known.insert(*w, (*n, name));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,704 @@
+//! The tree's side of the acme(4) files (`acme` for their meaning):
+//! walks (numbers from anywhere, `new` making a window), opens, reads and
+//! writes of `acme/` and `acme/N/`, and what a clunk ends.
+//!
+//! Every change is a proposal through `Tree::propose`, awaited outside the
+//! registry lock; a ctl write applies its messages one by one and stops at
+//! the first refusal with the earlier ones kept, as acme does.
+
+use super::{gone, Fid, Opened, Tree};
+use crate::acme::ctl::{self, WinCtl};
+use crate::acme::event::{self, Act, WriteBack};
+use crate::acme::{fields, look};
+use crate::buffers;
+use crate::host;
+use crate::registry::Registry;
+use crate::tree::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
+use crate::tree::stream::{Cursor, Source};
+use apex_core::addr::Range;
+use apex_core::propose::Created;
+use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Shard, ViewId, WindowId};
+use apex_ninep::srv;
+
+/// A window's ids as the tree needs them.
+#[derive(Clone, Copy, Debug)]
+pub struct Win {
+    pub id: WindowId,
+    pub tag: BufferId,
+    pub body: BufferId,
+    pub number: u32,
+}
+
+/// The live window numbered `number` in session `n`.
+pub fn window(reg: &Registry, n: u64, number: u32) -> srv::Result<Win> {
+    let s = reg.get(n).ok_or_else(gone)?;
+    let id = s.view.state.layout.window_numbered(AcmeNumber(number)).ok_or_else(deleted)?;
+    let w = s.view.state.window(id).map_err(|_| deleted())?;
+    Ok(Win { id, tag: w.tag, body: w.body, number })
+}
+
+fn deleted() -> String {
+    "deleted window".into()
+}
+
+/// Whether a walk from `place` may resolve root names and window numbers
+/// (the acme root, `acme/` and `draw/`).
+fn is_root_like(place: Place) -> Option<u64> {
+    match place {
+        Place::Dir(n, SessionDir::Acme) | Place::Acme1(n, AcmeFile::Acme | AcmeFile::Draw) => Some(n),
+        _ => None,
+    }
+}
+
+/// One walk step inside the acme tree (`new` is the walk's to handle).
+pub fn step(reg: &Registry, place: Place, name: &str) -> Option<Place> {
+    if let Some(n) = is_root_like(place) {
+        if let Some(f) = lookup(ACME, name) {
+            return Some(Place::Acme1(n, f));
+        }
+        let number: u32 = name.bytes().all(|c| c.is_ascii_digit()).then(|| name.parse().ok()).flatten()?;
+        return window(reg, n, number).ok().map(|_| Place::Win(n, number));
+    }
+    match place {
+        Place::Win(n, number) => lookup(WINDOW, name).map(|f| Place::Win1(n, number, f)),
+        _ => None,
+    }
+}
+
+/// The session whose `new` a walk from `place` through `name` goes into.
+pub fn walks_into_new(place: Place, name: &str) -> Option<u64> {
+    is_root_like(place).filter(|_| name == "new")
+}
+
+/// What the acme tree's directories list: acme's files, then the windows
+/// by number.
+pub fn children(reg: &Registry, place: Place) -> srv::Result<Vec<Place>> {
+    Ok(match place {
+        Place::Dir(n, SessionDir::Acme) => {
+            let s = reg.get(n).ok_or_else(gone)?;
+            let mut v: Vec<Place> = ACME.iter().map(|(_, f, _)| Place::Acme1(n, *f)).collect();
+            let mut numbers: Vec<u32> = s.view.state.layout.numbers.values().map(|a| a.0).collect();
+            numbers.sort_unstable();
+            v.extend(numbers.into_iter().map(|m| Place::Win(n, m)));
+            v
+        }
+        Place::Acme1(_, AcmeFile::Acme | AcmeFile::Draw | AcmeFile::New) => Vec::new(),
+        Place::Win(n, number) => WINDOW.iter().map(|(_, f, _)| Place::Win1(n, number, *f)).collect(),
+        _ => return Err("not a directory".into()),
+    })
+}
+
+/// Whether an acme place still exists.
+pub fn check(reg: &Registry, place: Place) -> srv::Result<()> {
+    match place {
+        Place::Win(n, number) | Place::Win1(n, number, _) => window(reg, n, number).map(|_| ()),
+        _ => Ok(()),
+    }
+}
+
+/// A plain acme file's content now.
+pub fn content(reg: &Registry, place: Place) -> srv::Result<String> {
+    let Some(n) = place.session() else { return Ok(String::new()) };
+    let s = reg.get(n).ok_or_else(gone)?;
+    let state = &s.view.state;
+    let text_of = |b: BufferId| state.buffer(b).map(|b| b.text.to_string()).map_err(|_| deleted());
+    Ok(match place {
+        Place::Acme1(_, AcmeFile::Index) => fields::index(state),
+        Place::Win1(_, number, file) => {
+            let w = window(reg, n, number)?;
+            match file {
+                WinFile::Ctl => fields::ctl(state, w.id, number).ok_or_else(deleted)?,
+                WinFile::Addr => buffers::addr_read(s, w.body)?,
+                WinFile::Body => text_of(w.body)?,
+                WinFile::Tag => text_of(w.tag)?,
+                _ => String::new(),
+            }
+        }
+        _ => String::new(),
+    })
+}
+
+/// The body view of a window, where its selection (dot) is.
+fn body_view(w: &Win) -> ViewId {
+    ViewId::WindowBody(w.id)
+}
+
+/// The body's selection as of its version.
+fn selection(reg: &Registry, n: u64, w: &Win) -> srv::Result<(Range, u64)> {
+    let s = reg.get(n).ok_or_else(gone)?;
+    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+    let v = b.views.get(&body_view(w)).map(|v| Range::new(v.q0, v.q1)).unwrap_or_default();
+    Ok((v, b.version))
+}
+
+/// A scratch window: `del` does not warn about changes (acme's
+/// `isscratch`: names like `+Errors`, `-host`, or none).
+fn is_scratch(name: &str) -> bool {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    name.is_empty() || last.starts_with('+') || last.starts_with('-')
+}
+
+impl Tree {
+    /// Makes a window through `new` and returns its directory.
+    pub(super) async fn acme_new(&self, n: u64) -> srv::Result<Place> {
+        let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
+        match self.propose(n, "acme/new", p).await?.created {
+            Created::Window(w) => Ok(Place::Win(n, w.number.0)),
+            _ => Err("acme/new: no window was made".into()),
+        }
+    }
+
+    fn acme_window(&self, n: u64, number: u32) -> srv::Result<Win> {
+        window(&self.reg(), n, number)
+    }
+
+    /// Opens an acme file: what each one does at open beyond its content.
+    pub(super) async fn acme_open(&self, place: Place, mode: u8, opened: &mut Opened) -> srv::Result<()> {
+        if mode & 3 == apex_ninep::fcall::OEXEC || mode & apex_ninep::fcall::ORCLOSE != 0 {
+            return Err(
+                "permission denied: acme's files open for reading or writing only (no OEXEC, no ORCLOSE)".into()
+            );
+        }
+        match place {
+            Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {
+                return Err("permission denied: editout is open only while an Edit pipe command runs".into())
+            }
+            Place::Acme1(n, AcmeFile::Log) => {
+                opened.log_next = Some(self.reg().get(n).ok_or_else(gone)?.acme.log_end());
+            }
+            Place::Win1(n, number, file) => {
+                let w = self.acme_window(n, number)?;
+                match file {
+                    WinFile::Addr => {
+                        self.with_session(n, |s| buffers::addr_open(s, w.body))?;
+                        opened.addr_open = true;
+                    }
+                    WinFile::Data | WinFile::Xdata => opened.data_of = Some(w.body),
+                    WinFile::Event => self.acme_event_open(n, &w, opened).await?,
+                    WinFile::Rdsel => {
+                        let text = self.with_session(n, |s| {
+                            let st = s.acme.windows.entry(w.id).or_default();
+                            if st.rdsel_open {
+                                return Err("already in use: rdsel is open".to_string());
+                            }
+                            st.rdsel_open = true;
+                            Ok(())
+                        });
+                        text?;
+                        opened.rdsel = Some(w.id);
+                        let (sel, _) = selection(&self.reg(), n, &w)?;
+                        let reg = self.reg();
+                        let s = reg.get(n).ok_or_else(gone)?;
+                        let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                        opened.content = b.slice(sel.q0, sel.q1).unwrap_or_default().into_bytes();
+                    }
+                    WinFile::Wrsel => {
+                        let (sel, version) = selection(&self.reg(), n, &w)?;
+                        if sel.q1 > sel.q0 {
+                            let p = Proposal::Delete {
+                                buffer: w.body,
+                                version,
+                                q0: sel.q0,
+                                q1: sel.q1,
+                                origin: Origin::OtherFile,
+                            };
+                            self.propose(n, "wrsel open", p).await?;
+                        }
+                        let (_, version) = selection(&self.reg(), n, &w)?;
+                        opened.wrsel = Some((sel.q0, version));
+                    }
+                    _ => {}
+                }
+                if !matches!(file, WinFile::Data | WinFile::Xdata | WinFile::Event | WinFile::Rdsel) {
+                    opened.content = content(&self.reg(), place)?.into_bytes();
+                }
+            }
+            _ => opened.content = content(&self.reg(), place)?.into_bytes(),
+        }
+        Ok(())
+    }
+
+    /// The first open of a window's event file tells the window's leader
+    /// (the UI then reports B2/B3 actions instead of acting).
+    async fn acme_event_open(&self, n: u64, w: &Win, opened: &mut Opened) -> srv::Result<()> {
+        let cursor = {
+            let mut reg = self.reg();
+            let cursor = Cursor::open(Source::Window(n, w.id), &reg)?;
+            let s = reg.get_mut(n).ok_or_else(gone)?;
+            for b in [w.tag, w.body] {
+                *s.hub.entry_readers.entry(Shard::Buffer(b)).or_insert(0) += 1;
+            }
+            cursor
+        };
+        opened.stream = Some(cursor);
+        opened.reading = vec![Shard::Buffer(w.tag), Shard::Buffer(w.body)];
+        opened.event_of = Some(w.id);
+        let first = self.with_session(n, |s| {
+            let st = s.acme.windows.entry(w.id).or_default();
+            st.event_opens += 1;
+            Ok(st.event_opens == 1)
+        })?;
+        if first {
+            let p = Proposal::EventReader { window: w.id, reader: Some(AttachmentId::SERVER) };
+            self.propose(n, "event open", p).await?;
+        }
+        Ok(())
+    }
+
+    /// What closing an acme fid ends: the event reader, nomark (any data
+    /// fid), rdsel's claim.
+    pub(super) async fn acme_clunk(
+        &self,
+        n: u64,
+        event_of: Option<WindowId>,
+        data_of: Option<BufferId>,
+        rdsel: Option<WindowId>,
+    ) {
+        if let Some(w) = rdsel {
+            let _ = self.with_session(n, |s| {
+                s.acme.windows.entry(w).or_default().rdsel_open = false;
+                Ok(())
+            });
+        }
+        if let Some(w) = event_of {
+            let last = self.with_session(n, |s| {
+                let st = s.acme.windows.entry(w).or_default();
+                st.event_opens = st.event_opens.saturating_sub(1);
+                Ok(st.event_opens == 0)
+            });
+            if last == Ok(true) {
+                let _ = self.propose(n, "event close", Proposal::EventReader { window: w, reader: None }).await;
+                // acme drops the dump settings with the last event reader.
+                let _ = self
+                    .change_flags(n, w, |f| {
+                        f.dump = None;
+                        f.dumpdir = None;
+                    })
+                    .await;
+            }
+        }
+        if let Some(b) = data_of {
+            let windows: Vec<WindowId> = self
+                .reg()
+                .get(n)
+                .map(|s| {
+                    s.view
+                        .state
+                        .windows
+                        .iter()
+                        .filter(|(_, w)| w.body == b && !w.flags.mark)
+                        .map(|(id, _)| *id)
+                        .collect()
+                })
+                .unwrap_or_default();
+            for w in windows {
+                let _ = self.change_flags(n, w, |f| f.mark = true).await;
+            }
+        }
+    }
+
+    /// Proposes the window's flags changed by `f`, if that changes them.
+    async fn change_flags(&self, n: u64, w: WindowId, f: impl FnOnce(&mut apex_core::WindowFlags)) -> srv::Result<()> {
+        let flags = {
+            let reg = self.reg();
+            let s = reg.get(n).ok_or_else(gone)?;
+            s.view.state.window(w).map_err(|_| deleted())?.flags.clone()
+        };
+        let mut new = flags.clone();
+        f(&mut new);
+        if new == flags {
+            return Ok(());
+        }
+        self.propose(n, "window flags", Proposal::Flags { window: w, flags: new }).await.map(|_| ())
+    }
+
+    /// Reads `log`: blocks until a line exists, returns exactly one.
+    pub(super) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+        loop {
+            let mut wake = self.changes.subscribe();
+            {
+                let reg = self.reg();
+                let s = reg.get(n).ok_or_else(gone)?;
+                let mut opened = fid.lock();
+                let next = opened.log_next.ok_or("log is not open")?;
+                if let Some((at, line)) = s.acme.log_line(next) {
+                    opened.log_next = Some(at + 1);
+                    let mut bytes = line.text().into_bytes();
+                    bytes.truncate(count as usize);
+                    return Ok(bytes);
+                }
+            }
+            if wake.changed().await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    /// A write to an acme file.
+    pub(super) async fn acme_write(&self, fid: &Fid, data: Vec<u8>) -> srv::Result<()> {
+        let place = fid.place;
+        match place {
+            Place::Acme1(_, AcmeFile::Label) => Ok(()),
+            Place::Acme1(n, AcmeFile::Cons) => self.append_errors(n, "+Errors", &super::utf8(data)?).await,
+            Place::Win1(n, number, file) => {
+                let w = self.acme_window(n, number)?;
+                match file {
+                    WinFile::Body => self.body_write(fid, n, w.body, data).await,
+                    _ => {
+                        let text = super::utf8(data)?;
+                        self.window_write(fid, n, &w, file, &text).await
+                    }
+                }
+            }
+            _ => {
+                let (name, _) = place.name_perm("");
+                Err(format!("permission denied: {name} is not writable"))
+            }
+        }
+    }
+
+    async fn window_write(&self, fid: &Fid, n: u64, w: &Win, file: WinFile, text: &str) -> srv::Result<()> {
+        match file {
+            WinFile::Addr => self.with_session(n, |s| buffers::addr_write(s, w.body, text)),
+            WinFile::Data | WinFile::Xdata => self.data_write(n, w.body, text).await,
+            WinFile::Tag => {
+                let p = self.with_session(n, |s| {
+                    let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
+                    Ok(Proposal::Insert {
+                        buffer: w.tag,
+                        version: tag.version,
+                        q0: tag.len(),
+                        text: text.to_string(),
+                        origin: Origin::FileWrite,
+                    })
+                })?;
+                if text.is_empty() {
+                    return Ok(());
+                }
+                self.propose(n, "tag write", p).await.map(|_| ())
+            }
+            WinFile::Ctl => self.window_ctl(n, w, text).await,
+            WinFile::Event => self.event_write(n, w, text).await,
+            WinFile::Errors => {
+                let name = self.body_name(n, w)?;
+                let errors = look::window_dir(&name).map_or("+Errors".to_string(), |d| host::errors_name(&d));
+                self.append_errors(n, &errors, text).await
+            }
+            WinFile::Wrsel => {
+                let Some((q, version)) = fid.lock().wrsel else { return Err("wrsel is not open".into()) };
+                if text.is_empty() {
+                    return Ok(());
+                }
+                let p =
+                    Proposal::Insert { buffer: w.body, version, q0: q, text: text.into(), origin: Origin::OtherFile };
+                self.propose(n, "wrsel write", p).await?;
+                // The next write goes after this one, at the version now.
+                let now = self.with_session(n, |s| {
+                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                    let at = b.rebase(version, q).unwrap_or(q);
+                    Ok((at + text.chars().count() as u64, b.version))
+                })?;
+                fid.lock().wrsel = Some(now);
+                Ok(())
+            }
+            _ => Err("permission denied: this file is not writable".into()),
+        }
+    }
+
+    fn body_name(&self, n: u64, w: &Win) -> srv::Result<String> {
+        let reg = self.reg();
+        let s = reg.get(n).ok_or_else(gone)?;
+        Ok(s.view.state.buffer(w.body).map_err(|_| deleted())?.name.clone())
+    }
+
+    /// Appends `text` to the window named `name` (made if missing).
+    async fn append_errors(&self, n: u64, name: &str, text: &str) -> srv::Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
+        let (_, b) = host::errors_window(self, n, name).await?;
+        host::append_output(self, n, b, text).await;
+        Ok(())
+    }
+
+    /// A window's ctl write: each message in order, stopping at the first
+    /// bad one (earlier ones stay applied).
+    async fn window_ctl(&self, n: u64, w: &Win, text: &str) -> srv::Result<()> {
+        for msg in ctl::parse_all(text) {
+            self.apply_ctl(n, w, &msg?).await?;
+        }
+        Ok(())
+    }
+
+    async fn apply_ctl(&self, n: u64, w: &Win, msg: &WinCtl) -> srv::Result<()> {
+        let request = format!("acme ctl {msg:?}");
+        let propose = |p: Proposal| async move { self.propose(n, &request, p).await.map(|_| ()) };
+        match msg {
+            WinCtl::AddrDot => {
+                let (sel, _) = selection(&self.reg(), n, w)?;
+                self.with_session(n, |s| buffers::set_addr(s, w.body, sel))
+            }
+            WinCtl::DotAddr => {
+                let (r, version) = self.with_session(n, |s| buffers::addr_now(s, w.body))?;
+                propose(Proposal::Select { buffer: w.body, view: body_view(w), version, q0: r.q0, q1: r.q1 }).await
+            }
+            WinCtl::LimitAddr => self.with_session(n, |s| buffers::limit_to_addr(s, w.body)),
+            WinCtl::Clean => propose(Proposal::Clean { buffer: w.body }).await,
+            WinCtl::Dirty => propose(Proposal::Dirty { buffer: w.body }).await,
+            WinCtl::Mark => propose(Proposal::Mark { buffer: w.body }).await,
+            WinCtl::Nomark => self.change_flags(n, w.id, |f| f.mark = false).await,
+            WinCtl::Menu => self.change_flags(n, w.id, |f| f.menu = true).await,
+            WinCtl::Nomenu => self.change_flags(n, w.id, |f| f.menu = false).await,
+            WinCtl::Scroll => self.change_flags(n, w.id, |f| f.scroll = true).await,
+            WinCtl::Noscroll => self.change_flags(n, w.id, |f| f.scroll = false).await,
+            WinCtl::Dump(c) => self.change_flags(n, w.id, |f| f.dump = Some(c.clone())).await,
+            WinCtl::Dumpdir(d) => self.change_flags(n, w.id, |f| f.dumpdir = Some(d.clone())).await,
+            WinCtl::Font(p) => self.change_flags(n, w.id, |f| f.font = Some(p.clone())).await,
+            WinCtl::Cleartag => {
+                let p = self.with_session(n, |s| {
+                    let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
+                    let text = tag.text.to_string();
+                    let Some(bar) = text.find('|') else { return Ok(None) };
+                    let q0 = text[..=bar].chars().count() as u64;
+                    Ok((q0 < tag.len()).then(|| Proposal::Delete {
+                        buffer: w.tag,
+                        version: tag.version,
+                        q0,
+                        q1: tag.len(),
+                        origin: Origin::OtherFile,
+                    }))
+                })?;
+                match p {
+                    Some(p) => propose(p).await,
+                    None => Ok(()),
+                }
+            }
+            WinCtl::Del => {
+                let refuse = self.with_session(n, |s| {
+                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                    let careful = b.dirty && !fields::is_dir(&b.name) && !is_scratch(&b.name);
+                    let st = s.acme.windows.entry(w.id).or_default();
+                    let refuse = careful && !st.del_warned;
+                    st.del_warned = refuse;
+                    Ok(refuse.then(|| b.name.clone()))
+                })?;
+                if let Some(name) = refuse {
+                    return Err(format!("file dirty: {name} has unsaved changes; del again to discard them, or put"));
+                }
+                propose(Proposal::DeleteWindow { window: w.id }).await
+            }
+            WinCtl::Delete => propose(Proposal::DeleteWindow { window: w.id }).await,
+            WinCtl::Get => {
+                host::get(self, n, w.body, None).await?;
+                self.log_op(n, w, "get")
+            }
+            WinCtl::Put => {
+                host::put(self, n, w.body, None, None).await?;
+                self.log_op(n, w, "put")
+            }
+            WinCtl::Name(name) => self.rename(n, w, name).await,
+            WinCtl::Show => {
+                let p = self.with_session(n, |s| {
+                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                    let v = b.views.get(&body_view(w)).copied().unwrap_or_default();
+                    // Scroll so the selection's line is the first shown.
+                    let line = b.text.char_to_line(v.q0.min(b.len()) as usize);
+                    let org = b.text.line_to_char(line) as u64;
+                    Ok((org != v.org).then_some(Proposal::SetOrigin {
+                        buffer: w.body,
+                        view: body_view(w),
+                        version: b.version,
+                        org,
+                    }))
+                })?;
+                match p {
+                    Some(p) => propose(p).await,
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    fn log_op(&self, n: u64, w: &Win, op: &'static str) -> srv::Result<()> {
+        let name = self.body_name(n, w)?;
+        self.with_session(n, |s| {
+            s.acme.log(w.number, op, name);
+            Ok(())
+        })
+    }
+
+    /// Renames the window: the body's name and the tag's first word.
+    async fn rename(&self, n: u64, w: &Win, name: &str) -> srv::Result<()> {
+        self.propose(n, "acme ctl name", Proposal::Name { buffer: w.body, name: name.to_string() }).await?;
+        let p = self.with_session(n, |s| {
+            s.acme.note_name(w.id, name);
+            let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
+            let text = tag.text.to_string();
+            let old = text.split([' ', '\t', '\n']).next().unwrap_or_default();
+            let q1 = old.chars().count() as u64;
+            Ok((old != name).then(|| Proposal::Replace {
+                buffer: w.tag,
+                version: tag.version,
+                q0: 0,
+                q1,
+                text: name.to_string(),
+                origin: Origin::OtherFile,
+            }))
+        })?;
+        match p {
+            Some(p) => self.propose(n, "acme ctl name (tag)", p).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// A write to `event`: each message asks apex to act as the UI would.
+    async fn event_write(&self, n: u64, w: &Win, text: &str) -> srv::Result<()> {
+        let lengths = {
+            let reg = self.reg();
+            let s = reg.get(n).ok_or_else(gone)?;
+            let len = |b| s.view.state.buffer(b).map(|b| b.len()).map_err(|_| deleted());
+            (len(w.tag)?, len(w.body)?)
+        };
+        for wb in event::parse_writeback(text, lengths)? {
+            self.act(n, w, wb).await?;
+        }
+        Ok(())
+    }
+
+    /// Carries out one written-back action.
+    async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> srv::Result<()> {
+        let (text, name) = {
+            let reg = self.reg();
+            let s = reg.get(n).ok_or_else(gone)?;
+            let b = s.view.state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
+            let (q0, q1) = match wb.q0 == wb.q1 {
+                true => look::expand(b, wb.q0, wb.act == Act::Execute),
+                false => (wb.q0, wb.q1),
+            };
+            let name = s.view.state.buffer(w.body).map_err(|_| deleted())?.name.clone();
+            (b.slice(q0, q1).unwrap_or_default(), name)
+        };
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        match wb.act {
+            Act::Execute => self.execute(n, w, &text, &name).await,
+            Act::Look => self.look(n, w, &text, &name).await,
+        }
+    }
+
+    /// Runs a command as B2 would: a built-in here, anything else through
+    /// the daemon's exec in the window's directory.
+    async fn execute(&self, n: u64, w: &Win, text: &str, name: &str) -> srv::Result<()> {
+        let (word, arg) = look::split_command(text);
+        let propose = |p: Proposal| async move { self.propose(n, &format!("acme exec {word}"), p).await.map(|_| ()) };
+        match word {
+            // With the event file open, Del does not check for changes.
+            "Del" | "Delete" => propose(Proposal::DeleteWindow { window: w.id }).await,
+            "Get" => {
+                host::get(self, n, w.body, (!arg.is_empty()).then(|| arg.to_string())).await?;
+                self.log_op(n, w, "get")
+            }
+            "Put" => {
+                host::put(self, n, w.body, None, (!arg.is_empty()).then(|| arg.to_string())).await?;
+                self.log_op(n, w, "put")
+            }
+            "Undo" => propose(Proposal::Undo { buffer: w.body }).await,
+            "Redo" => propose(Proposal::Redo { buffer: w.body }).await,
+            "Look" => {
+                let needle = match arg.is_empty() {
+                    false => arg.to_string(),
+                    true => {
+                        let (sel, _) = selection(&self.reg(), n, w)?;
+                        let reg = self.reg();
+                        let s = reg.get(n).ok_or_else(gone)?;
+                        s.view.state.buffer(w.body).map_err(|_| deleted())?.slice(sel.q0, sel.q1).unwrap_or_default()
+                    }
+                };
+                self.find_and_select(n, w, &needle).await
+            }
+            "New" => {
+                let p = Proposal::CreateWindow { body: None, column: None, name: arg.to_string() };
+                propose(p).await
+            }
+            _ if look::is_builtin(word) => Err(format!(
+                "{word}: acme's built-in needs a display; the daemon runs Del, Delete, Get, Put, Undo, Redo, Look and New"
+            )),
+            _ => {
+                let dir = look::window_dir(name)
+                    .or_else(|| std::env::current_dir().ok().map(|d| d.display().to_string()))
+                    .unwrap_or_else(|| "/".into());
+                host::exec(self, n, &dir, text.trim()).await.map(|_| ())
+            }
+        }
+    }
+
+    /// Looks text up as B3 would: a file that exists opens (or shows its
+    /// window), anything else is searched for in the body.
+    async fn look(&self, n: u64, w: &Win, text: &str, name: &str) -> srv::Result<()> {
+        let (file, addr) = look::file_and_addr(text.trim());
+        let path = match (file.starts_with('/'), look::window_dir(name)) {
+            (true, _) => Some(file.to_string()),
+            (false, Some(dir)) => Some(format!("{}/{file}", dir.trim_end_matches('/'))),
+            (false, None) => None,
+        };
+        if let Some(path) = path.filter(|p| std::path::Path::new(p).is_file()) {
+            return self.open_file(n, &path, addr).await;
+        }
+        self.find_and_select(n, w, text).await
+    }
+
+    /// Selects the next occurrence of `needle` after the body's selection.
+    async fn find_and_select(&self, n: u64, w: &Win, needle: &str) -> srv::Result<()> {
+        let p = {
+            let reg = self.reg();
+            let (sel, version) = selection(&reg, n, w)?;
+            let s = reg.get(n).ok_or_else(gone)?;
+            let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+            let (q0, q1) =
+                look::find_next(b, needle, sel.q1).ok_or_else(|| format!("look: no {needle:?} in the body"))?;
+            Proposal::Select { buffer: w.body, view: body_view(w), version, q0, q1 }
+        };
+        self.propose(n, "acme look", p).await.map(|_| ())
+    }
+
+    /// Shows `path` in its window (made and loaded if there is none), at
+    /// `addr` if given.
+    async fn open_file(&self, n: u64, path: &str, addr: Option<&str>) -> srv::Result<()> {
+        let found = {
+            let reg = self.reg();
+            let s = reg.get(n).ok_or_else(gone)?;
+            let st = &s.view.state;
+            st.windows
+                .iter()
+                .find(|(_, x)| st.buffers.get(&x.body).is_some_and(|b| b.name == path))
+                .map(|(id, x)| (*id, x.body))
+        };
+        let (id, body) = match found {
+            Some(f) => f,
+            None => {
+                let p = Proposal::CreateWindow { body: None, column: None, name: path.to_string() };
+                let Created::Window(made) = self.propose(n, "acme look (open)", p).await?.created else {
+                    return Err("look: no window was made".into());
+                };
+                host::get(self, n, made.body, None).await?;
+                (made.window, made.body)
+            }
+        };
+        let Some(addr) = addr else { return Ok(()) };
+        let p = {
+            let reg = self.reg();
+            let s = reg.get(n).ok_or_else(gone)?;
+            let b = s.view.state.buffer(body).map_err(|_| deleted())?;
+            let cx = apex_core::addr::Context {
+                text: &b.text,
+                flat: None,
+                dialect: apex_core::addr::Dialect::Sam,
+                limit: None,
+            };
+            let r = apex_core::addr::eval_in(&cx, addr, Range::at(0), &mut None).map_err(|e| e.to_string())?;
+            Proposal::Select { buffer: body, view: ViewId::WindowBody(id), version: b.version, q0: r.q0, q1: r.q1 }
+        };
+        self.propose(n, "acme look (address)", p).await.map(|_| ())
+    }
+}

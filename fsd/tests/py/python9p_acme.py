@@ -1,0 +1,129 @@
+"""Drive apexd's acme service with PyPI's python-9p (plan9port's C codec),
+as `9p read acme/index` and acme.rc scripts do.
+
+Usage: python python9p_acme.py NSDIR/acme. Prints "python-9p acme: ok ID"
+when every check holds; raises otherwise.
+"""
+import struct
+import sys
+import threading
+
+from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, decode_dir
+
+next_fid = [10]
+
+
+def fid():
+    next_fid[0] += 1
+    return next_fid[0]
+
+
+def walk_open(c, path, mode):
+    f = fid()
+    c.walk(0, f, path)
+    c.open(f, mode)
+    return f
+
+
+def read_all(c, path, chunk=4096):
+    f = walk_open(c, path, OREAD)
+    out, offset = b"", 0
+    while True:
+        buf = c.read(f, chunk, offset)
+        if not buf:
+            break
+        out += buf
+        offset += len(buf)
+    c.clunk(f)
+    return out
+
+
+def write(c, path, data):
+    # 9p write opens OWRITE|OTRUNC; acme ignores OTRUNC.
+    f = walk_open(c, path, OWRITE | OTRUNC)
+    try:
+        return c.write(f, data)
+    finally:
+        c.clunk(f)
+
+
+def listing(c, path):
+    raw = read_all(c, path)
+    names = []
+    while raw:
+        (n,) = struct.unpack("<H", raw[:2])
+        names.append(decode_dir(raw[: n + 2]).name)
+        raw = raw[n + 2 :]
+    return names
+
+
+def refused(c, path, data, says):
+    try:
+        write(c, path, data)
+    except RemoteError as e:
+        assert says in str(e), (path, str(e))
+        return
+    raise AssertionError(f"{path} took {data!r}")
+
+
+def main():
+    c = Client.connect_unix(sys.argv[1], msize=8192)
+    c.negotiate()
+    assert c.version_string == "9P2000", c.version_string
+    c.attach(0, uname="nobody-in-particular", aname="")
+
+    # acme.rc's newwindow: read new/ctl to EOF, the first word is the id.
+    ctl = read_all(c, "new/ctl").decode()
+    wid = ctl.split()[0]
+    assert len(ctl.split()) == 10 and not ctl.endswith("\n"), ctl
+    names = listing(c, "")
+    assert names[:9] == ["acme", "cons", "consctl", "draw", "editout", "index", "label", "log", "new"], names
+    assert wid in names
+    assert sorted(listing(c, wid)) == sorted(
+        ["addr", "body", "ctl", "data", "editout", "errors", "event", "rdsel", "tag", "wrsel", "xdata"]
+    )
+
+    # winctl with echo: newline-terminated messages.
+    write(c, f"{wid}/ctl", b"name /tmp/py9p-acme\n")
+    write(c, f"{wid}/body", b"alpha\nbeta\n")
+    index = read_all(c, "index").decode()
+    line = next(l for l in index.splitlines() if l.split()[0] == wid)
+    assert line[60:].startswith("/tmp/py9p-acme Del Snarf "), line
+    assert int(line[24:35]) == 11, line
+
+    # An event reader sees a body write as an E event; written-back Look.
+    ev = walk_open(c, f"{wid}/event", ORDWR)
+    got = {}
+
+    def follow():
+        got["ev"] = c.read(ev, 8192, 0)
+
+    t = threading.Thread(target=follow, daemon=True)
+    t.start()
+    write(c, f"{wid}/body", b"gamma\n")
+    t.join(10)
+    # The text carries its own newline, then the message's.
+    assert got.get("ev") == b"EI11 17 0 6 gamma\n\n", got
+    c.write(ev, b"ML6 10\n")
+    c.clunk(ev)
+
+    # addr and xdata on one connection, fids of their own.
+    a = walk_open(c, f"{wid}/addr", ORDWR)
+    c.write(a, b"/beta/")
+    assert c.read(a, 40, 0) == b"          6          10 ", c.read(a, 40, 0)
+    x = walk_open(c, f"{wid}/xdata", OREAD)
+    assert c.read(x, 100, 0) == b"beta"
+    c.clunk(x)
+    c.clunk(a)
+
+    refused(c, f"{wid}/ctl", b"bogus\n", "ill-formed control message")
+    refused(c, f"{wid}/event", b"MZ0 0\n", "bad event syntax")
+    try:
+        walk_open(c, "consctl", OREAD)
+        raise AssertionError("consctl opened")
+    except RemoteError as e:
+        assert "permission denied" in str(e), str(e)
+    print(f"python-9p acme: ok {wid}")
+
+
+main()
