@@ -61,7 +61,7 @@ pub enum AddrError {
 type Result<T> = std::result::Result<T, AddrError>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Simple {
+pub(crate) enum Simple {
     Char(u64),
     Line(u64),
     /// A search; `forward` as written (`/`), before any sign flips it.
@@ -74,7 +74,7 @@ enum Simple {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Expr {
+pub(crate) enum Expr {
     Simple(Simple),
     /// `a+b` or `a-b`; `None` is one line.
     Rel {
@@ -263,22 +263,45 @@ pub struct Context<'a> {
 
 /// [`eval`] with a limit and, optionally, the text already flattened.
 pub fn eval_in(cx: &Context, addr: &str, dot: Range, last_regex: &mut Option<String>) -> Result<Range> {
-    let (text, dialect) = (cx.text, cx.dialect);
     let src: Vec<char> = addr.chars().collect();
-    let mut p = Parser { src: &src, at: 0, dialect };
-    let expr = p.addr()?;
-    if p.at < src.len() {
-        let rest: String = src[p.at..].iter().collect();
+    let (address, used) = Address::parse_prefix(&src, cx.dialect)?;
+    if used < src.len() {
+        let rest: String = src[used..].iter().collect();
         return Err(AddrError::Syntax(format!("unexpected {rest:?}")));
     }
-    let len = text.len_chars() as u64;
-    if dot.q0 > dot.q1 || dot.q1 > len {
-        return Err(AddrError::Range(format!("dot #{},#{} is outside a text of {len} runes", dot.q0, dot.q1)));
+    address.eval(cx, dot, last_regex)
+}
+
+/// A parsed address. The Edit language reads one before each command, so
+/// parsing stops at the first character that cannot continue it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Address(Option<Expr>);
+
+impl Address {
+    /// Parses the address at the start of `src`; returns it and the number
+    /// of characters it took.
+    pub fn parse_prefix(src: &[char], dialect: Dialect) -> Result<(Address, usize)> {
+        let mut p = Parser { src, at: 0, dialect };
+        let expr = p.addr()?;
+        Ok((Address(expr), p.at))
     }
-    let mut subject = Subject { rope: text, flat: cx.flat.map(Into::into), limit: cx.limit };
-    match expr {
-        None => Ok(dot),
-        Some(e) => evaluate(&mut subject, &e, dot, last_regex),
+
+    /// Whether no address was written (the command's default applies).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Evaluates the address with base range `dot`.
+    pub fn eval(&self, cx: &Context, dot: Range, last_regex: &mut Option<String>) -> Result<Range> {
+        let len = cx.text.len_chars() as u64;
+        if dot.q0 > dot.q1 || dot.q1 > len {
+            return Err(AddrError::Range(format!("dot #{},#{} is outside a text of {len} runes", dot.q0, dot.q1)));
+        }
+        let mut subject = Subject { rope: cx.text, flat: cx.flat.map(Into::into), limit: cx.limit };
+        match &self.0 {
+            None => Ok(dot),
+            Some(e) => evaluate(&mut subject, e, dot, last_regex),
+        }
     }
 }
 

@@ -43,6 +43,8 @@
 
 pub mod addr;
 pub mod buf;
+pub mod ecmd;
+pub mod edit;
 pub mod entry;
 pub mod error;
 pub mod id;

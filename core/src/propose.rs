@@ -45,6 +45,14 @@ pub enum Proposal {
         text: String,
         origin: Origin,
     },
+    /// Several changes of one text as of `version`, in order and not
+    /// overlapping, made as one undo group (what an Edit command does).
+    Splices {
+        buffer: BufferId,
+        version: u64,
+        changes: Vec<(u64, u64, String)>,
+        origin: Origin,
+    },
     /// Set a view's selection, as of `version`.
     Select {
         buffer: BufferId,
@@ -146,6 +154,7 @@ impl Proposal {
             Proposal::Insert { buffer, .. }
             | Proposal::Delete { buffer, .. }
             | Proposal::Replace { buffer, .. }
+            | Proposal::Splices { buffer, .. }
             | Proposal::Select { buffer, .. }
             | Proposal::SetOrigin { buffer, .. }
             | Proposal::Name { buffer, .. }
@@ -237,6 +246,42 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
     buffer_op(node, buffer, BufferOp::Splice { q0, q1, text: text.to_string(), origin })
 }
 
+/// Several edits as one undo group: every range rebased and checked
+/// before anything is appended, then applied from the last, so the earlier
+/// positions still hold.
+fn splices(
+    node: &mut Node,
+    buffer: BufferId,
+    version: u64,
+    changes: &[(u64, u64, String)],
+    origin: Origin,
+) -> Result<()> {
+    let mut rebased = Vec::with_capacity(changes.len());
+    let mut end = 0;
+    for (q0, q1, text) in changes {
+        let (r0, r1) = rebase_range(node, buffer, version, *q0, *q1)?;
+        if r0 < end {
+            let len = node.state.buffer(buffer)?.len();
+            return Err(Reject::Range { q0: r0, q1: r1, len });
+        }
+        end = r1;
+        if r0 != r1 || !text.is_empty() {
+            rebased.push((r0, r1, text));
+        }
+    }
+    if rebased.is_empty() {
+        return Err(Reject::Empty);
+    }
+    if marks_edits(node, buffer) {
+        let group = node.new_group()?;
+        buffer_op(node, buffer, BufferOp::Mark { group })?;
+    }
+    for (q0, q1, text) in rebased.into_iter().rev() {
+        buffer_op(node, buffer, BufferOp::Splice { q0, q1, text: text.clone(), origin })?;
+    }
+    Ok(())
+}
+
 fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
     if let Some(b) = p.buffer() {
         node.state.buffer(b)?;
@@ -252,6 +297,7 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
         Proposal::Replace { buffer, version, q0, q1, text, origin } => {
             edit(node, *buffer, *version, *q0, *q1, text, *origin)?
         }
+        Proposal::Splices { buffer, version, changes, origin } => splices(node, *buffer, *version, changes, *origin)?,
         Proposal::Select { buffer, view, version, q0, q1 } => {
             let (q0, q1) = rebase_range(node, *buffer, *version, *q0, *q1)?;
             buffer_op(node, *buffer, BufferOp::Select { view: *view, q0, q1 })?

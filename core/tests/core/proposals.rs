@@ -165,3 +165,28 @@ fn select_and_exec_proposals_name_their_version() {
     propose::apply(&mut n, &Proposal::Exec { buffer: b, action: action.clone() }).unwrap();
     assert_eq!(n.state.buffer(b).unwrap().last_action, Some((buf::ActionKind::Exec, action)));
 }
+
+#[test]
+fn splices_apply_as_one_undo_group_rebased_or_not_at_all() {
+    let (mut n, b) = setup();
+    let seen = version(&n, b);
+    // The user types at the end meanwhile.
+    let op = BufferOp::Splice { q0: 11, q1: 11, text: "!".into(), origin: Origin::Keyboard };
+    n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+    let changes = vec![(0, 1, "H".to_string()), (5, 5, ",".to_string()), (6, 11, "there".to_string())];
+    let p = Proposal::Splices { buffer: b, version: seen, changes, origin: Origin::OtherFile };
+    propose::apply(&mut n, &p).unwrap();
+    assert_eq!(text(&n, b), "Hello, there!");
+    propose::apply(&mut n, &Proposal::Undo { buffer: b }).unwrap();
+    assert_eq!(text(&n, b), "hello world!", "one undo undoes the whole Edit");
+    // Out of order or out of range: refused, nothing changed.
+    let h = n.state.hash();
+    let cur = version(&n, b);
+    for changes in
+        [vec![(5, 6, String::new()), (1, 2, String::new())], vec![(0, 1, "x".into()), (3, 99, String::new())]]
+    {
+        let p = Proposal::Splices { buffer: b, version: cur, changes, origin: Origin::OtherFile };
+        assert!(propose::apply(&mut n, &p).is_err());
+        assert_eq!(n.state.hash(), h);
+    }
+}

@@ -621,8 +621,9 @@ impl Tree {
                 let p = Proposal::CreateWindow { body: None, column: None, name: arg.to_string() };
                 propose(p).await
             }
+            "Edit" => self.run_edit(n, w, arg).await,
             _ if look::is_builtin(word) => Err(format!(
-                "{word}: acme's built-in needs a display; the daemon runs Del, Delete, Get, Put, Undo, Redo, Look and New"
+                "{word}: acme's built-in needs a display; the daemon runs Del, Delete, Get, Put, Undo, Redo, Look, New and Edit"
             )),
             _ => {
                 let dir = look::window_dir(name)

@@ -15,6 +15,7 @@
 //! buffer version and 0 elsewhere.
 
 pub mod acme;
+mod edit;
 pub mod place;
 pub mod stream;
 

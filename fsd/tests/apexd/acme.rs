@@ -596,3 +596,57 @@ async fn an_independent_client_python_9p_drives_the_acme_service() {
     put(&c, &ctl, "addr=dot").await.unwrap();
     assert_eq!(addr_of(&text(c.read(addr.fid, 0, 40).await.unwrap())), (6, 10));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_commands_run_through_the_event_file() {
+    let d = acme_daemon("acme-edit");
+    let dir = d.dir.display().to_string();
+    let (c, root) = acme_client(&d, 8192).await;
+    let ctl = open(&c, root, "new/ctl", ORDWR).await;
+    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    put(&c, &ctl, &format!("name {dir}/notes\n")).await.unwrap();
+    let ev = open(&c, root, &format!("{id}/event"), ORDWR).await;
+    write_file(&c, root, &format!("{id}/body"), "one two one\nthree\n").await.unwrap();
+    // Each Edit is put in the tag and executed there (x, tag, written back).
+    let edit = async |cmd: &str| -> Result<(), ClientError> {
+        put(&c, &ctl, "cleartag\n").await.unwrap();
+        let tag = read_file(&c, root, &format!("{id}/tag")).await;
+        let q0 = tag.chars().count();
+        write_file(&c, root, &format!("{id}/tag"), &format!(" Edit {cmd}")).await.unwrap();
+        let q1 = q0 + 1 + format!("Edit {cmd}").chars().count();
+        put(&c, &ev, &format!("Mx{} {q1}\n", q0 + 1)).await.map(|_| ())
+    };
+    let body = async || read_file(&c, root, &format!("{id}/body")).await;
+    edit(",x/one/ c/1/").await.unwrap();
+    assert_eq!(body().await, "1 two 1\nthree\n");
+    // A pipe through the shell in the window's directory.
+    edit("2|tr a-z A-Z").await.unwrap();
+    assert_eq!(body().await, "1 two 1\nTHREE\n");
+    // Every change of one command is against the original text, in order.
+    edit(",x/[0-9]/ {\ni/(/\na/)/\n}").await.unwrap();
+    assert_eq!(body().await, "(1) two (1)\nTHREE\n");
+    // One Edit is one undo step; u undoes it.
+    edit("u").await.unwrap();
+    assert_eq!(body().await, "1 two 1\nTHREE\n");
+    // = prints where dot is into DIR/+Errors; dot is the addressed line.
+    edit("2").await.unwrap();
+    edit("=").await.unwrap();
+    let errors = format!("{dir}/+Errors");
+    until(
+        || format!("no {errors} with the position"),
+        async || {
+            let index = read_file(&c, root, "index").await;
+            let line = index.lines().find(|l| l.contains(&format!("{errors} Del Snarf")))?;
+            let text = read_file(&c, root, &format!("{}/body", id_of(line))).await;
+            text.contains(&format!("{dir}/notes:2\n")).then_some(())
+        },
+    )
+    .await;
+    // Mistakes are refused and change nothing.
+    for (cmd, says) in [(",s/zzz/y/", "no substitution"), ("1d\n1c/x/", "out of order or overlapping"), ("k", "sam's")]
+    {
+        let e = edit(cmd).await.unwrap_err().to_string();
+        assert!(e.contains(says), "{cmd:?}: {e}");
+        assert_eq!(body().await, "1 two 1\nTHREE\n");
+    }
+}

@@ -1,0 +1,548 @@
+//! Running Edit commands (`edit.rs` parses them) on a set of windows'
+//! texts, as sam and acme do: every address and every change of one run is
+//! computed against the original texts, and the changes are returned, in
+//! order and not overlapping, for the caller to apply as one edit per
+//! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
+
+use crate::addr::{self, Context, Dialect, Range};
+use crate::edit::{self, Cmd, EditError, Kind, Loop, Pipe, Position};
+use regex::Regex;
+use ropey::Rope;
+use std::collections::BTreeMap;
+
+type Result<T> = std::result::Result<T, EditError>;
+
+/// One window's text as the command sees it.
+#[derive(Clone, Debug)]
+pub struct EditFile {
+    pub name: String,
+    pub text: Rope,
+    /// The selection.
+    pub dot: Range,
+    pub dirty: bool,
+}
+
+/// Runs a shell command for `<`, `>` and `|`: `input` on its standard
+/// input (none for `<`), its output returned.
+pub trait Pipes {
+    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> std::result::Result<String, String>;
+}
+
+/// One change, in the original text's runes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub q0: u64,
+    pub q1: u64,
+    pub text: String,
+}
+
+/// What a run asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Per file (index into the files given), its changes sorted by
+    /// position and not overlapping.
+    pub changes: BTreeMap<usize, Vec<Change>>,
+    /// Per file whose dot a command set, the new dot, in the text as it
+    /// will be once the changes are applied.
+    pub dots: BTreeMap<usize, Range>,
+    /// What `p`, `=`, `f` and `>` printed.
+    pub printed: String,
+    /// `u N` per file, in order.
+    pub undo: Vec<(usize, i64)>,
+}
+
+/// Runs `src` with `current` the window it was executed in.
+pub fn run(src: &str, files: &[EditFile], current: usize, pipes: &mut dyn Pipes) -> Result<Outcome> {
+    let cmds = edit::parse(src)?;
+    let flats: Vec<String> = files.iter().map(|f| f.text.to_string()).collect();
+    let mut r = Runner {
+        files,
+        flats,
+        pipes,
+        changes: BTreeMap::new(),
+        dots: BTreeMap::new(),
+        out: Outcome::default(),
+        last: None,
+        nest: 0,
+        current,
+    };
+    for cmd in &cmds {
+        let dot = r.dot(current);
+        r.cmd(cmd, current, dot)?;
+    }
+    r.finish()
+}
+
+/// Where a file's dot ended up: a range of the original text, or the
+/// text a change put in (its change index).
+#[derive(Clone, Copy, Debug)]
+enum Dot {
+    Original(Range),
+    Changed(usize),
+}
+
+struct Runner<'a> {
+    files: &'a [EditFile],
+    flats: Vec<String>,
+    pipes: &'a mut dyn Pipes,
+    changes: BTreeMap<usize, Vec<Change>>,
+    dots: BTreeMap<usize, Dot>,
+    out: Outcome,
+    last: Option<String>,
+    /// Loop depth: `s` without a match is an error only at the top.
+    nest: usize,
+    /// The window the command was executed in.
+    current: usize,
+}
+
+impl Runner<'_> {
+    /// A file's dot in the original text (a changed dot counts as its range).
+    fn dot(&self, f: usize) -> Range {
+        match self.dots.get(&f) {
+            Some(Dot::Original(r)) => *r,
+            Some(Dot::Changed(i)) => {
+                let c = &self.changes[&f][*i];
+                Range::new(c.q0, c.q1)
+            }
+            None => self.files[f].dot,
+        }
+    }
+
+    fn context(&self, f: usize) -> Context<'_> {
+        Context { text: &self.files[f].text, flat: Some(&self.flats[f]), dialect: Dialect::Sam, limit: None }
+    }
+
+    fn address(&mut self, cmd: &Cmd, f: usize, dot: Range) -> Result<Range> {
+        let mut last = self.last.take();
+        let r = cmd.addr.eval(&self.context(f), dot, &mut last);
+        self.last = last;
+        Ok(r?)
+    }
+
+    fn change(&mut self, f: usize, q0: u64, q1: u64, text: String) {
+        let list = self.changes.entry(f).or_default();
+        list.push(Change { q0, q1, text });
+        let i = list.len() - 1;
+        self.dots.insert(f, Dot::Changed(i));
+    }
+
+    fn slice(&self, f: usize, r: Range) -> String {
+        self.files[f].text.slice(r.q0 as usize..r.q1 as usize).to_string()
+    }
+
+    fn cmd(&mut self, cmd: &Cmd, f: usize, dot: Range) -> Result<()> {
+        let r = self.address(cmd, f, dot)?;
+        match &cmd.kind {
+            Kind::Dot => {
+                self.dots.insert(f, Dot::Original(r));
+            }
+            Kind::Append(t) => self.change(f, r.q1, r.q1, t.clone()),
+            Kind::Insert(t) => self.change(f, r.q0, r.q0, t.clone()),
+            Kind::Change(t) => self.change(f, r.q0, r.q1, t.clone()),
+            Kind::Delete => self.change(f, r.q0, r.q1, String::new()),
+            Kind::Substitute { pattern, replacement, nth, global } => {
+                self.substitute(f, r, pattern, replacement, *nth, *global)?
+            }
+            Kind::Move(to) | Kind::Copy(to) => {
+                let mut last = self.last.take();
+                let at = to.eval(&self.context(f), r, &mut last);
+                self.last = last;
+                let at = at?;
+                let text = self.slice(f, r);
+                if matches!(cmd.kind, Kind::Move(_)) {
+                    if at.q1 > r.q0 && at.q1 < r.q1 {
+                        return Err(EditError::Overlap(at.q1));
+                    }
+                    self.change(f, r.q0, r.q1, String::new());
+                }
+                self.change(f, at.q1, at.q1, text);
+            }
+            Kind::Print => {
+                let t = self.slice(f, r);
+                self.out.printed.push_str(&t);
+                self.dots.insert(f, Dot::Original(r));
+            }
+            Kind::Equals(form) => {
+                let line = self.position(f, r, *form);
+                self.out.printed.push_str(&line);
+                self.out.printed.push('\n');
+            }
+            Kind::Name => {
+                // acme's name line: changed, shown, current.
+                let file = &self.files[f];
+                let dirty = if file.dirty { '\'' } else { ' ' };
+                let current = if f == self.current { '.' } else { ' ' };
+                let line = format!("{dirty}+{current} {}\n", file.name);
+                self.out.printed.push_str(&line);
+            }
+            Kind::Undo(n) => self.out.undo.push((f, *n)),
+            Kind::Pipe { kind, command } => {
+                let input = match kind {
+                    Pipe::From => None,
+                    _ => Some(self.slice(f, r)),
+                };
+                let output = self.pipes.run(command, input.as_deref(), &self.files[f]).map_err(EditError::Pipe)?;
+                match kind {
+                    Pipe::To => self.out.printed.push_str(&output),
+                    _ => self.change(f, r.q0, r.q1, output),
+                }
+            }
+            Kind::Group(cmds) => {
+                for c in cmds {
+                    self.cmd(c, f, r)?;
+                }
+            }
+            Kind::Loop { kind, pattern, body } => self.looping(f, r, *kind, pattern.as_deref(), body)?,
+        }
+        Ok(())
+    }
+
+    fn regex(&mut self, pattern: Option<&str>, default: &str) -> Result<Regex> {
+        let p = match pattern {
+            Some("") => self.last.clone().ok_or_else(|| EditError::Syntax("no previous regexp for //".into()))?,
+            Some(p) => p.to_string(),
+            None => default.to_string(),
+        };
+        self.last = Some(p.clone());
+        Ok(addr::compile(&p)?)
+    }
+
+    /// The matches of `re` in `r` of file `f`, as rune ranges; an empty
+    /// match right after the previous match is passed over, as in sam.
+    fn matches(&self, f: usize, r: Range, re: &Regex) -> Vec<Range> {
+        let text = &self.files[f].text;
+        let flat = &self.flats[f];
+        let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
+        let mut out = Vec::new();
+        let mut at = start;
+        let mut prev_end = None;
+        while at <= end {
+            let Some(m) = re.find_at(flat, at) else { break };
+            if m.end() > end {
+                break;
+            }
+            if m.is_empty() && prev_end == Some(m.start()) {
+                match flat[m.start()..].chars().next() {
+                    Some(c) => {
+                        at = m.start() + c.len_utf8();
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            out.push(Range::new(text.byte_to_char(m.start()) as u64, text.byte_to_char(m.end()) as u64));
+            prev_end = Some(m.end());
+            at = match m.is_empty() {
+                true => match flat[m.end()..].chars().next() {
+                    Some(c) => m.end() + c.len_utf8(),
+                    None => break,
+                },
+                false => m.end(),
+            };
+        }
+        out
+    }
+
+    fn looping(&mut self, f: usize, r: Range, kind: Loop, pattern: Option<&str>, body: &Cmd) -> Result<()> {
+        self.nest += 1;
+        let result = self.looping_inner(f, r, kind, pattern, body);
+        self.nest -= 1;
+        result
+    }
+
+    fn looping_inner(&mut self, f: usize, r: Range, kind: Loop, pattern: Option<&str>, body: &Cmd) -> Result<()> {
+        match kind {
+            Loop::Matches | Loop::Between => {
+                let re = self.regex(pattern, ".*\\n")?;
+                let found = self.matches(f, r, &re);
+                let ranges = match kind {
+                    Loop::Matches => found,
+                    _ => {
+                        let mut between = Vec::new();
+                        let mut from = r.q0;
+                        for m in found {
+                            between.push(Range::new(from, m.q0));
+                            from = m.q1;
+                        }
+                        between.push(Range::new(from, r.q1));
+                        between
+                    }
+                };
+                for m in ranges {
+                    self.cmd(body, f, m)?;
+                }
+            }
+            Loop::Files | Loop::OtherFiles => {
+                let re = match pattern {
+                    Some(_) => Some(self.regex(pattern, "")?),
+                    None => None,
+                };
+                for g in 0..self.files.len() {
+                    let hit = re.as_ref().is_none_or(|re| re.is_match(&self.files[g].name));
+                    if hit == (kind == Loop::Files) {
+                        let dot = self.dot(g);
+                        self.cmd(body, g, dot)?;
+                    }
+                }
+            }
+            Loop::If | Loop::Unless => {
+                let re = self.regex(pattern, "")?;
+                let hit = !self.matches(f, r, &re).is_empty();
+                if hit == (kind == Loop::If) {
+                    self.cmd(body, f, r)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn substitute(&mut self, f: usize, r: Range, pattern: &str, rep: &str, nth: usize, global: bool) -> Result<()> {
+        let re = self.regex(Some(pattern), "")?;
+        let text = &self.files[f].text;
+        let flat = &self.flats[f];
+        let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
+        let mut count = 0;
+        let mut made = Vec::new();
+        let mut at = start;
+        while at <= end {
+            let Some(caps) = re.captures_at(flat, at) else { break };
+            let m = caps.get(0).expect("group 0");
+            if m.end() > end {
+                break;
+            }
+            count += 1;
+            if count >= nth {
+                let q0 = text.byte_to_char(m.start()) as u64;
+                let q1 = text.byte_to_char(m.end()) as u64;
+                made.push((q0, q1, expand(rep, &caps)));
+                if !global {
+                    break;
+                }
+            }
+            at = match m.is_empty() {
+                true => match flat[m.end()..].chars().next() {
+                    Some(c) => m.end() + c.len_utf8(),
+                    None => break,
+                },
+                false => m.end(),
+            };
+        }
+        if made.is_empty() {
+            if self.nest == 0 {
+                return Err(EditError::NoSubstitution(pattern.to_string()));
+            }
+            return Ok(());
+        }
+        for (q0, q1, t) in made {
+            self.change(f, q0, q1, t);
+        }
+        Ok(())
+    }
+
+    fn position(&self, f: usize, r: Range, form: Position) -> String {
+        let file = &self.files[f];
+        let text = &file.text;
+        let line_of = |q: u64| text.char_to_line(q as usize) as u64 + 1;
+        match form {
+            Position::Runes if r.q0 == r.q1 => format!("{}:#{}", file.name, r.q0),
+            Position::Runes => format!("{}:#{},#{}", file.name, r.q0, r.q1),
+            Position::LineColumn => {
+                let line = line_of(r.q0);
+                let column = r.q0 - text.line_to_char(line as usize - 1) as u64;
+                format!("{}:{line}+#{column}", file.name)
+            }
+            Position::Lines => {
+                let l1 = line_of(r.q0);
+                let mut l2 = line_of(r.q1);
+                if r.q1 > r.q0 && text.char(r.q1 as usize - 1) == '\n' {
+                    l2 -= 1;
+                }
+                match l2 > l1 {
+                    true => format!("{}:{l1},{l2}", file.name),
+                    false => format!("{}:{l1}", file.name),
+                }
+            }
+        }
+    }
+
+    /// Sorts each file's changes, refuses overlaps, and maps the dots into
+    /// the text as it will be.
+    fn finish(mut self) -> Result<Outcome> {
+        for (f, list) in &mut self.changes {
+            // Stable: inserts at one place keep the order they were made in.
+            let mut indexed: Vec<(usize, Change)> = list.drain(..).enumerate().collect();
+            indexed.sort_by_key(|(_, c)| (c.q0, c.q1));
+            for w in indexed.windows(2) {
+                if w[1].1.q0 < w[0].1.q1 {
+                    return Err(EditError::Overlap(w[1].1.q0));
+                }
+            }
+            let order: Vec<usize> = indexed.iter().map(|(i, _)| *i).collect();
+            *list = indexed.into_iter().map(|(_, c)| c).collect();
+            if let Some(Dot::Changed(i)) = self.dots.get(f).copied() {
+                let at = order.iter().position(|j| *j == i).expect("a change of this file");
+                self.dots.insert(*f, Dot::Changed(at));
+            }
+        }
+        for (f, dot) in &self.dots {
+            let list = self.changes.get(f).map(Vec::as_slice).unwrap_or_default();
+            let shift = |q: u64, upto: usize| -> u64 {
+                let mut p = q as i128;
+                for c in list.iter().take(upto) {
+                    p += c.text.chars().count() as i128 - (c.q1 - c.q0) as i128;
+                }
+                p.max(0) as u64
+            };
+            let r = match *dot {
+                Dot::Changed(i) => {
+                    let c = &list[i];
+                    let q0 = shift(c.q0, i);
+                    Range::new(q0, q0 + c.text.chars().count() as u64)
+                }
+                Dot::Original(r) => {
+                    let before = |q: u64| list.iter().take_while(|c| c.q1 <= q).count();
+                    Range::new(shift(r.q0, before(r.q0)), shift(r.q1, before(r.q1)))
+                }
+            };
+            self.out.dots.insert(*f, r);
+        }
+        self.out.changes = self.changes;
+        Ok(self.out)
+    }
+}
+
+/// A replacement with `&` (the match), `\1`..`\9` (groups), `\n` (newline)
+/// and `\c` (c itself) expanded.
+fn expand(rep: &str, caps: &regex::Captures) -> String {
+    let mut out = String::new();
+    let mut chars = rep.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '&' => out.push_str(caps.get(0).map_or("", |m| m.as_str())),
+            '\\' => match chars.next() {
+                Some(d @ '0'..='9') => {
+                    let g = d as usize - '0' as usize;
+                    out.push_str(caps.get(g).map_or("", |m| m.as_str()));
+                }
+                Some('n') => out.push('\n'),
+                Some(o) => out.push(o),
+                None => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Applies `changes` (sorted, not overlapping) to `text`: what the caller
+/// does with each buffer, here for tests and for replicas that want it.
+pub fn apply(text: &str, changes: &[Change]) -> String {
+    let mut rope = Rope::from_str(text);
+    for c in changes.iter().rev() {
+        rope.remove(c.q0 as usize..c.q1 as usize);
+        rope.insert(c.q0 as usize, &c.text);
+    }
+    rope.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoPipes;
+    impl Pipes for NoPipes {
+        fn run(&mut self, command: &str, input: Option<&str>, _: &EditFile) -> std::result::Result<String, String> {
+            match command {
+                "upper" => Ok(input.unwrap_or_default().to_uppercase()),
+                "date" => Ok("today\n".into()),
+                _ => Err(format!("{command}: not found")),
+            }
+        }
+    }
+
+    fn file(name: &str, text: &str) -> EditFile {
+        EditFile { name: name.into(), text: Rope::from_str(text), dot: Range::at(0), dirty: false }
+    }
+
+    /// Runs `cmd` on `text` (dot #0) and returns the new text and dot.
+    fn edit(text: &str, cmd: &str) -> Result<(String, Range, String)> {
+        let files = [file("/f", text)];
+        let out = run(cmd, &files, 0, &mut NoPipes)?;
+        let changed = apply(text, out.changes.get(&0).map(Vec::as_slice).unwrap_or_default());
+        Ok((changed, out.dots.get(&0).copied().unwrap_or(files[0].dot), out.printed))
+    }
+
+    fn text_after(text: &str, cmd: &str) -> String {
+        edit(text, cmd).unwrap_or_else(|e| panic!("{cmd:?}: {e}")).0
+    }
+
+    #[test]
+    fn text_commands() {
+        let t = "one\ntwo\nthree\n";
+        assert_eq!(text_after(t, "2a/x\\n/"), "one\ntwo\nx\nthree\n");
+        assert_eq!(text_after(t, "2i/x\\n/"), "one\nx\ntwo\nthree\n");
+        assert_eq!(text_after(t, "2c/2\\n/"), "one\n2\nthree\n");
+        assert_eq!(text_after(t, "2d"), "one\nthree\n");
+        assert_eq!(text_after(t, ",d"), "");
+        assert_eq!(text_after(t, "$a\nfour\nfive\n.\n"), "one\ntwo\nthree\nfour\nfive\n");
+        assert_eq!(text_after(t, "1m$"), "two\nthree\none\n");
+        assert_eq!(text_after(t, "3t0"), "three\none\ntwo\nthree\n");
+        let (_, dot, _) = edit(t, "2c/TWO\\n/").unwrap();
+        assert_eq!(dot, Range::new(4, 8));
+        let (_, dot, _) = edit(t, "1d\n3").unwrap();
+        assert_eq!(dot, Range::new(4, 10), "dot maps past earlier changes");
+    }
+
+    #[test]
+    fn substitutions() {
+        let t = "foo bar foo baz foo\n";
+        assert_eq!(text_after(t, ",s/foo/X/"), "X bar foo baz foo\n");
+        assert_eq!(text_after(t, ",s/foo/X/g"), "X bar X baz X\n");
+        assert_eq!(text_after(t, ",s2/foo/X/"), "foo bar X baz foo\n");
+        assert_eq!(text_after(t, ",s/b(a)(.)/<\\2\\1&>/g"), "foo <rabar> foo <zabaz> foo\n");
+        assert_eq!(text_after(t, ",s/ /\\n/g"), "foo\nbar\nfoo\nbaz\nfoo\n");
+        assert_eq!(text_after(t, ",s/foo/[&]/g"), "[foo] bar [foo] baz [foo]\n");
+        assert!(matches!(edit(t, ",s/zzz/X/"), Err(EditError::NoSubstitution(_))));
+    }
+
+    #[test]
+    fn loops_and_groups() {
+        let t = "a1 b2 a3\nb4\n";
+        assert_eq!(text_after(t, ",x/a[0-9]/c/A/"), "A b2 A\nb4\n");
+        assert_eq!(text_after(t, ",y/ /d"), "  ");
+        assert_eq!(text_after(t, ",x g/b/ d"), "");
+        assert_eq!(text_after(t, ",x v/b2/ d"), "a1 b2 a3\n");
+        assert_eq!(text_after(t, ",x/[0-9]/ {\ni/(/\na/)/\n}"), "a(1) b(2) a(3)\nb(4)\n");
+        // All changes are against the original text: the second command's
+        // address does not see the first's change.
+        assert_eq!(text_after("abc\n", "1d\n1a/x/"), "x");
+        let (_, _, printed) = edit(t, ",x/b[0-9]/ p").unwrap();
+        assert_eq!(printed, "b2b4");
+        // s inside a loop may find nothing.
+        assert_eq!(text_after(t, ",x s/zz/y/"), t);
+        assert!(matches!(edit(t, "1d\n1c/x/"), Err(EditError::Overlap(_))));
+    }
+
+    #[test]
+    fn positions_windows_pipes_and_undo() {
+        let t = "one\ntwo\nthree\n";
+        let printed = |cmd| edit(t, cmd).unwrap().2;
+        assert_eq!(printed("2="), "/f:2\n");
+        assert_eq!(printed("2,3="), "/f:2,3\n");
+        assert_eq!(printed("2=#"), "/f:#4,#8\n");
+        assert_eq!(printed("#6=+"), "/f:2+#2\n");
+        assert_eq!(text_after(t, "2|upper"), "one\nTWO\nthree\n");
+        assert_eq!(text_after(t, "0<date"), "today\none\ntwo\nthree\n");
+        assert_eq!(printed("1>upper"), "ONE\n");
+        assert!(matches!(edit(t, "1|nosuch"), Err(EditError::Pipe(e)) if e.contains("not found")));
+        let files = [file("/a.c", "x\n"), file("/b.h", "y\n"), file("/c.c", "z\n")];
+        let out = run("X/\\.c$/ ,s/./Q/", &files, 1, &mut NoPipes).unwrap();
+        assert_eq!(out.changes.keys().copied().collect::<Vec<_>>(), [0, 2]);
+        let out = run("Y/\\.c$/ ,d", &files, 0, &mut NoPipes).unwrap();
+        assert_eq!(out.changes.keys().copied().collect::<Vec<_>>(), [1]);
+        let out = run("X", &files, 0, &mut NoPipes).unwrap();
+        assert_eq!(out.printed, " +. /a.c\n +  /b.h\n +  /c.c\n");
+        let out = run("u 2", &files, 1, &mut NoPipes).unwrap();
+        assert_eq!(out.undo, [(1, 2)]);
+    }
+}
