@@ -32,6 +32,9 @@ pub struct Edit {
     pub q0: u64,
     pub deleted: u64,
     pub inserted: u64,
+    /// A later change of the same op (an undo or redo makes several): a
+    /// reader of events finds each op's changes in the history by it.
+    pub continues: bool,
 }
 
 /// One reversible change of an undo group.
@@ -164,9 +167,16 @@ impl Buffer {
         }
     }
 
+    /// The edits that took the buffer from `version` to now, oldest first,
+    /// if they are still kept.
+    pub fn edits_since(&self, version: u64) -> Option<impl Iterator<Item = &Edit>> {
+        let oldest = self.oldest_version();
+        (oldest..=self.version).contains(&version).then(|| self.history.iter().skip((version - oldest) as usize))
+    }
+
     /// Whether there is an undo group to undo (acme's ctl field 9).
     pub fn can_undo(&self) -> bool {
-        !self.undo.is_empty()
+        self.undo.iter().any(|g| !g.changes.is_empty())
     }
 
     /// Whether there is an undone group to redo (acme's ctl field 10).
@@ -224,6 +234,7 @@ impl Buffer {
                 Some(g) => self.check_reversible(g),
                 None => Err(Reject::NothingToRedo),
             },
+            BufferOp::ForgetUndo => Ok(()),
             BufferOp::ExecAt(a) | BufferOp::LookAt(a) => {
                 if a.version > self.version {
                     return Err(Reject::FutureVersion { got: a.version, current: self.version });
@@ -312,6 +323,11 @@ impl Buffer {
                 self.undo.push(g);
                 self.dirty = self.clean_at != Some(self.top_serial());
             }
+            BufferOp::ForgetUndo => {
+                self.undo.clear();
+                self.redo.clear();
+                self.clean_at = (!self.dirty).then_some(0);
+            }
             BufferOp::ExecAt(a) => self.last_action = Some((ActionKind::Exec, a.clone())),
             BufferOp::LookAt(a) => self.last_action = Some((ActionKind::Look, a.clone())),
         }
@@ -345,7 +361,7 @@ impl Buffer {
         if self.history.len() == HISTORY_LIMIT {
             self.history.pop_front();
         }
-        self.history.push_back(Edit { q0, deleted, inserted });
+        self.history.push_back(Edit { q0, deleted, inserted, continues: false });
         self.version = self.version.saturating_add(1);
         (removed, inserted)
     }
@@ -401,8 +417,13 @@ impl Buffer {
     /// reversals (which, reversed again, redoes them).
     fn reverse(&mut self, g: Group) -> Group {
         let mut back = Vec::with_capacity(g.changes.len());
-        for c in g.changes.into_iter().rev() {
+        for (i, c) in g.changes.into_iter().rev().enumerate() {
             let (removed, inserted) = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
+            if i > 0 {
+                if let Some(e) = self.history.back_mut() {
+                    e.continues = true;
+                }
+            }
             back.push(Change { q0: c.q0, inserted, removed });
         }
         Group { id: g.id, serial: g.serial, changes: back }

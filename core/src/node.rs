@@ -14,7 +14,7 @@
 
 use crate::entry::Entry;
 use crate::error::{Reject, Result};
-use crate::id::{AttachmentId, BufferId, Epoch, GroupId, COUNTER_MAX};
+use crate::id::{AttachmentId, BufferId, Epoch, GroupId, Seq, COUNTER_MAX};
 use crate::log::Log;
 use crate::op::{BufferOp, MetaOp, Op};
 use crate::shard::Shard;
@@ -31,6 +31,9 @@ pub struct Node {
     epochs: BTreeMap<Shard, Epoch>,
     next_id: u64,
     next_group: u64,
+    /// While a proposal is applied: every entry this node sequenced, in
+    /// order (`propose::apply` reports them).
+    journal: Option<Vec<(Shard, Seq)>>,
 }
 
 impl Node {
@@ -44,6 +47,7 @@ impl Node {
             state,
             log,
             epochs: BTreeMap::new(),
+            journal: None,
         };
         node.refresh_leases();
         node
@@ -52,6 +56,17 @@ impl Node {
     /// The daemon's node of a new session: SERVER over a new authority log.
     pub fn server() -> Node {
         Node::new(AttachmentId::SERVER, State::new(), Log::authority())
+    }
+
+    /// Starts recording the entries this node sequences (see `journal`).
+    pub fn start_journal(&mut self) {
+        self.journal = Some(Vec::new());
+    }
+
+    /// The entries sequenced since `start_journal`, in order; stops
+    /// recording.
+    pub fn take_journal(&mut self) -> Vec<(Shard, Seq)> {
+        self.journal.take().unwrap_or_default()
     }
 
     /// Re-reads which shards this node leads from the log.
@@ -83,6 +98,9 @@ impl Node {
         };
         let entry = self.log.prepare(shard, self.attachment, epoch, op)?;
         self.state.apply(shard, &entry)?;
+        if let Some(j) = &mut self.journal {
+            j.push((shard, entry.seq));
+        }
         Ok(self.log.push(shard, entry))
     }
 
@@ -143,6 +161,9 @@ impl Node {
         self.state.meta.check(&op)?;
         let entry = self.log.prepare_meta(op)?;
         self.state.apply(Shard::Meta, &entry)?;
+        if let Some(j) = &mut self.journal {
+            j.push((Shard::Meta, entry.seq));
+        }
         self.log.push(Shard::Meta, entry.clone());
         self.refresh_leases();
         Ok(entry)

@@ -109,6 +109,8 @@ pub enum BufferOp {
     Mark { group: GroupId },
     /// Undo the most recent undo group.
     Undo,
+    /// Forget the undo and redo history (acme's ctl `clean`).
+    ForgetUndo,
     /// Redo the most recently undone group.
     Redo,
     /// A B2 action on this buffer's text.

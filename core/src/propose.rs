@@ -88,6 +88,10 @@ pub enum Proposal {
     Mark {
         buffer: BufferId,
     },
+    /// Forget the undo history (acme's ctl `clean` does, with `Clean`).
+    ForgetUndo {
+        buffer: BufferId,
+    },
     /// Replace a window's flags (acme's ctl `nomark`, `menu`, `dump`...).
     Flags {
         window: WindowId,
@@ -163,6 +167,7 @@ impl Proposal {
             | Proposal::Undo { buffer }
             | Proposal::Redo { buffer }
             | Proposal::Mark { buffer }
+            | Proposal::ForgetUndo { buffer }
             | Proposal::Exec { buffer, .. }
             | Proposal::Look { buffer, .. } => Some(*buffer),
             _ => None,
@@ -183,20 +188,12 @@ impl Proposal {
 /// Turns `proposal` into `node`'s own entries. The node must lead what it
 /// touches; nothing is appended if a check fails.
 pub fn apply(node: &mut Node, proposal: &Proposal) -> Result<Applied> {
-    let mark = node.log.last(Shard::Meta);
-    let before: Vec<(Shard, u64)> = node.led().keys().map(|s| (*s, node.log.last(*s))).collect();
-    let created = apply_inner(node, proposal)?;
-    // Gather what was appended: the metalog (authority) and every led shard.
-    let mut entries = Vec::new();
-    if node.log.is_authority() {
-        entries.extend((mark + 1..=node.log.last(Shard::Meta)).map(|seq| (Shard::Meta, seq)));
-    }
-    let now: Vec<Shard> = node.led().keys().copied().filter(|s| *s != Shard::Meta).collect();
-    for shard in now {
-        let from = before.iter().find(|(s, _)| *s == shard).map_or(0, |(_, n)| *n);
-        entries.extend((from + 1..=node.log.last(shard)).map(|seq| (shard, seq)));
-    }
-    Ok(Applied { entries, created })
+    // The node records what it sequences meanwhile: the metalog (on the
+    // authority) and every shard it leads, in order.
+    node.start_journal();
+    let created = apply_inner(node, proposal);
+    let entries = node.take_journal();
+    Ok(Applied { entries, created: created? })
 }
 
 fn buffer_op(node: &mut Node, buffer: BufferId, op: BufferOp) -> Result<()> {
@@ -315,6 +312,7 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             let group = node.new_group()?;
             buffer_op(node, *buffer, BufferOp::Mark { group })?
         }
+        Proposal::ForgetUndo { buffer } => buffer_op(node, *buffer, BufferOp::ForgetUndo)?,
         Proposal::Flags { window, flags } => window_op(node, *window, WindowOp::Flags(flags.clone()))?,
         Proposal::EventReader { window, reader } => {
             let op = match reader {

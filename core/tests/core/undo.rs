@@ -85,3 +85,30 @@ fn undo_works_after_leadership_moves() {
     sim.check();
     assert_eq!(text(&sim.follower, b), "typed by the first UI");
 }
+
+#[test]
+fn forgetting_undo_leaves_nothing_to_undo_and_the_text_clean() {
+    let mut n = Node::server();
+    let b = n.create_buffer_as("f").unwrap();
+    let s = Shard::Buffer(b);
+    n.append(s, splice(0, 0, "hello")).unwrap();
+    n.append(s, op(BufferOp::Undo)).unwrap();
+    n.append(s, op(BufferOp::Redo)).unwrap();
+    let g = n.new_group().unwrap();
+    n.append(s, op(BufferOp::Mark { group: g })).unwrap();
+    n.append(s, splice(5, 5, "!")).unwrap();
+    n.append(s, op(BufferOp::Undo)).unwrap();
+    assert!(n.state.buffer(b).unwrap().can_undo() && n.state.buffer(b).unwrap().can_redo());
+    // acme's ctl clean: Clean, then the history is forgotten.
+    n.append(s, op(BufferOp::Clean)).unwrap();
+    n.append(s, op(BufferOp::ForgetUndo)).unwrap();
+    let buf = n.state.buffer(b).unwrap();
+    assert!(!buf.can_undo() && !buf.can_redo() && !buf.dirty);
+    assert!(matches!(n.append(s, op(BufferOp::Undo)), Err(Reject::NothingToUndo)));
+    // The next edit is undoable and makes it dirty; undoing it is clean again.
+    n.append(s, splice(0, 0, ">")).unwrap();
+    assert!(n.state.buffer(b).unwrap().dirty);
+    n.append(s, op(BufferOp::Undo)).unwrap();
+    assert_eq!(text(&n, b), "hello");
+    assert!(!n.state.buffer(b).unwrap().dirty);
+}

@@ -39,6 +39,7 @@ pub fn start_apexd_with(dir: &Path, args: &[&str]) -> Daemon {
 }
 
 /// Starts apexd on namespace `dir`.
+#[allow(dead_code)] // not every benchmark needs the default flags
 pub fn start_apexd(dir: &Path) -> Daemon {
     start_apexd_with(dir, &[])
 }

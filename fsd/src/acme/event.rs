@@ -4,7 +4,7 @@
 //! its expansion and chord lines; lower case for a window's tag. And the
 //! messages a client writes back to have an action carried out.
 
-use apex_core::{Buffer, BufferOp, Entry, Op};
+use apex_core::{AttachmentId, Buffer, BufferOp, Entry, Op};
 use std::fmt::Write;
 
 /// Text carried in an event message at most (acme's 256 runes).
@@ -58,6 +58,71 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool) -> String {
         _ => {}
     }
     out
+}
+
+/// A reader's place in one buffer's events: the buffer version after the
+/// last entry formatted, which undo and redo need (their entries do not say
+/// what they changed; the buffer's history does, an op's changes marked by
+/// `Edit::continues`). `None` once the history no longer reaches back.
+pub type Version = Option<u64>;
+
+/// Formats `entries` (those after the reader's last, in order) until `out`
+/// holds `limit` bytes; returns how many were formatted. Undo and redo are
+/// reported as the deletions and insertions they made, an insertion with
+/// its text while that is still the buffer's (nothing changed it since).
+pub fn follow(
+    buffer: &Buffer,
+    entries: &[&Entry],
+    version: &mut Version,
+    tag: bool,
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> usize {
+    let case = |c: char| if tag { c.to_ascii_lowercase() } else { c };
+    for (i, e) in entries.iter().enumerate() {
+        if out.len() >= limit {
+            return i;
+        }
+        match &e.op {
+            Op::Buffer(BufferOp::Splice { .. }) => *version = version.map(|v| v + 1),
+            Op::Buffer(BufferOp::Undo | BufferOp::Redo) => {
+                let Some(from) = *version else { continue };
+                let Some(mut history) = buffer.edits_since(from) else {
+                    *version = None;
+                    continue;
+                };
+                let mut edits = Vec::new();
+                if let Some(first) = history.next() {
+                    edits.push(*first);
+                    edits.extend(history.take_while(|e| e.continues).copied());
+                }
+                let after = from + edits.len() as u64;
+                let c1 = if e.attachment == AttachmentId::SERVER { 'F' } else { 'M' };
+                let mut text = String::new();
+                for (k, edit) in edits.iter().enumerate() {
+                    if edit.deleted > 0 {
+                        message(&mut text, c1, case('D'), edit.q0, edit.q0 + edit.deleted, 0, "");
+                    }
+                    if edit.inserted > 0 {
+                        // The text is known while nothing came after it.
+                        let current = after == buffer.version && k + 1 == edits.len();
+                        let t = match current {
+                            true => buffer.slice(edit.q0, edit.q0 + edit.inserted).unwrap_or_default(),
+                            false => String::new(),
+                        };
+                        // Without the text, nr is 0 and the reader asks data.
+                        message(&mut text, c1, case('I'), edit.q0, edit.q0 + edit.inserted, 0, &t);
+                    }
+                }
+                out.extend_from_slice(text.as_bytes());
+                *version = Some(after);
+                continue;
+            }
+            _ => {}
+        }
+        out.extend_from_slice(event_lines(buffer, e, tag).as_bytes());
+    }
+    entries.len()
 }
 
 /// What a written-back event asks for.
@@ -162,6 +227,37 @@ mod tests {
         assert_eq!(x(action(1 | 8, None, Some("arg"))), "MX6 11 9 5 world\nMX0 0 0 3 arg\nMX0 0 0 0 \n");
         let l = event_lines(&b, &entry(BufferOp::LookAt(action(1 | 2 | 4, Some((6, 11)), None))), true);
         assert_eq!(l, "Ml6 6 7 0 \nMl6 11 5 5 world\n");
+    }
+
+    #[test]
+    fn undo_and_redo_are_reported_as_the_changes_they_made() {
+        let mut b = Buffer::new(String::new());
+        let mut log = Vec::new();
+        let mut seq = 0;
+        let mut push = |b: &mut Buffer, op: BufferOp, attachment: u64| {
+            b.apply(&op).unwrap();
+            seq += 1;
+            log.push(Entry { seq, attachment: AttachmentId(attachment), epoch: 1, op: Op::Buffer(op) });
+        };
+        push(&mut b, BufferOp::Splice { q0: 0, q1: 0, text: "hello".into(), origin: Origin::Keyboard }, 1);
+        let at_open = Some(b.version);
+        push(&mut b, BufferOp::Undo, 1);
+        push(&mut b, BufferOp::Redo, 0);
+        // A reader that saw "hello" typed, then the undo and the redo.
+        let all: Vec<&Entry> = log.iter().skip(1).collect();
+        let mut version = at_open;
+        let mut out = Vec::new();
+        assert_eq!(follow(&b, &all, &mut version, false, &mut out, 1 << 20), 2);
+        // The undo's deletion; the redo's insertion, with its text (last).
+        assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \nFI0 5 0 5 hello\n");
+        assert_eq!(version, Some(b.version));
+        // Read one at a time: the undo's deletion; its insertion, later
+        // changed by the redo... here the undo only deleted.
+        let mut version = at_open;
+        let mut out = Vec::new();
+        follow(&b, &all[..1], &mut version, false, &mut out, 1 << 20);
+        assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \n");
+        assert_eq!(version, Some(b.version - 1));
     }
 
     #[test]

@@ -443,7 +443,18 @@ impl Tree {
                 propose(Proposal::Select { buffer: w.body, view: body_view(w), version, q0: r.q0, q1: r.q1 }).await
             }
             WinCtl::LimitAddr => self.with_session(n, |s| buffers::limit_to_addr(s, w.body)),
-            WinCtl::Clean => propose(Proposal::Clean { buffer: w.body }).await,
+            WinCtl::Clean => {
+                // acme's clean also forgets the undo history.
+                self.propose(n, "acme ctl clean", Proposal::Clean { buffer: w.body }).await?;
+                let can = self.with_session(n, |s| {
+                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                    Ok(b.can_undo() || b.can_redo())
+                })?;
+                match can {
+                    true => propose(Proposal::ForgetUndo { buffer: w.body }).await,
+                    false => Ok(()),
+                }
+            }
             WinCtl::Dirty => propose(Proposal::Dirty { buffer: w.body }).await,
             WinCtl::Mark => propose(Proposal::Mark { buffer: w.body }).await,
             WinCtl::Nomark => self.change_flags(n, w.id, |f| f.mark = false).await,

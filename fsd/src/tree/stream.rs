@@ -7,10 +7,10 @@
 //! Reads continue at the offset the last one ended; a read at offset 0
 //! starts `registry` and `entries` over from the first retained entry.
 
-use crate::acme::event::event_lines;
+use crate::acme::event::{follow, Version};
 use crate::entrytext::{format_entry, format_registry};
 use crate::registry::Registry;
-use apex_core::{BufferId, Reject, Seq, Shard, WindowId};
+use apex_core::{BufferId, Entry, Reject, Seq, Shard, WindowId};
 
 /// What a stream is made from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +25,8 @@ pub enum Source {
 
 /// Bytes formatted per fill, so a long log is streamed, not built whole.
 const FILL: usize = 64 * 1024;
+/// Entries looked at per fill of an event stream.
+const BATCH: usize = 4096;
 
 /// A reader's place in a stream.
 #[derive(Debug)]
@@ -34,6 +36,8 @@ pub struct Cursor {
     next: Seq,
     /// For a window's events, the last of its tag's.
     next_tag: Seq,
+    /// Buffer versions after the last formatted event (body, tag).
+    versions: [Version; 2],
     /// The seq a read at offset 0 starts after.
     start: Seq,
     /// Bytes returned so far: the offset the next read must have.
@@ -56,19 +60,26 @@ impl Cursor {
     /// end of what exists now.
     pub fn open(source: Source, reg: &Registry) -> Result<Cursor, String> {
         let mut next_tag = 0;
+        let mut versions = [None, None];
+        let version_of = |s: &crate::session::Session, b| s.view.state.buffer(b).ok().map(|b| b.version);
         let start = match source {
             Source::Registry => 0,
             // A compacted log starts at its base (see `shards/N/info`).
             Source::Entries(s, shard) => reg.get(s).and_then(|s| s.view.log.shard(shard).ok()).map_or(0, |l| l.base),
-            Source::Event(s, b) => reg.get(s).map_or(0, |s| s.view.log.last(Shard::Buffer(b))),
+            Source::Event(s, b) => {
+                let s = reg.get(s).ok_or("session was deleted")?;
+                versions[0] = version_of(s, b);
+                s.view.log.last(Shard::Buffer(b))
+            }
             Source::Window(s, w) => {
                 let s = reg.get(s).ok_or("session was deleted")?;
                 let win = s.view.state.window(w).map_err(|_| "deleted window".to_string())?;
                 next_tag = s.view.log.last(Shard::Buffer(win.tag));
+                versions = [version_of(s, win.body), version_of(s, win.tag)];
                 s.view.log.last(Shard::Buffer(win.body))
             }
         };
-        Ok(Cursor { source, next: start, next_tag, start, offset: 0, pending: Vec::new(), pos: 0 })
+        Ok(Cursor { source, next: start, next_tag, versions, start, offset: 0, pending: Vec::new(), pos: 0 })
     }
 
     /// Takes up to `count` bytes already formatted, if any; checks the
@@ -131,12 +142,10 @@ impl Cursor {
                 let session = reg.get(s).ok_or_else(gone)?;
                 let buffer = session.view.state.buffer(b).map_err(|_| gone())?;
                 let entries = session.view.log.entries_after(Shard::Buffer(b), self.next).map_err(|e| e.to_string())?;
-                for e in entries {
-                    self.pending.extend_from_slice(event_lines(buffer, e, false).as_bytes());
+                let entries: Vec<&Entry> = entries.take(BATCH).collect();
+                let n = follow(buffer, &entries, &mut self.versions[0], false, &mut self.pending, FILL);
+                if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
                     self.next = e.seq;
-                    if self.pending.len() >= FILL {
-                        break;
-                    }
                 }
             }
             Source::Window(s, w) => {
@@ -144,16 +153,17 @@ impl Cursor {
                 let gone = || "window shut down: the window was deleted".to_string();
                 let session = reg.get(s).ok_or_else(gone)?;
                 let win = session.view.state.window(w).map_err(|_| gone())?;
-                for (shard, next, tag) in [(win.tag, &mut self.next_tag, true), (win.body, &mut self.next, false)] {
+                let [body_version, tag_version] = &mut self.versions;
+                let shards =
+                    [(win.tag, &mut self.next_tag, tag_version, true), (win.body, &mut self.next, body_version, false)];
+                for (shard, next, version, tag) in shards {
                     let buffer = session.view.state.buffer(shard).map_err(|_| gone())?;
                     let entries =
                         session.view.log.entries_after(Shard::Buffer(shard), *next).map_err(|e| e.to_string())?;
-                    for e in entries {
-                        self.pending.extend_from_slice(event_lines(buffer, e, tag).as_bytes());
+                    let entries: Vec<&Entry> = entries.take(BATCH).collect();
+                    let n = follow(buffer, &entries, version, tag, &mut self.pending, FILL);
+                    if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
                         *next = e.seq;
-                        if self.pending.len() >= FILL {
-                            break;
-                        }
                     }
                 }
             }
