@@ -650,3 +650,55 @@ async fn edit_commands_run_through_the_event_file() {
         assert_eq!(body().await, "1 two 1\nTHREE\n");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_cons_errors_rdsel_and_wrsel_do_what_acme_does() {
+    let d = acme_daemon("acme-rest");
+    let dir = d.dir.display().to_string();
+    let (c, root) = acme_client(&d, 8192).await;
+    let ctl = open(&c, root, "new/ctl", ORDWR).await;
+    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    put(&c, &ctl, &format!("name {dir}/sel.txt\n")).await.unwrap();
+    write_file(&c, root, &format!("{id}/body"), "alpha beta gamma\n").await.unwrap();
+    // label: writes accepted and ignored, reads empty (rio's).
+    write_file(&c, root, "label", "my label").await.unwrap();
+    assert_eq!(read_file(&c, root, "label").await, "");
+    // cons: writes land in +Errors (aname "" has no directory).
+    write_file(&c, root, "cons", "from cons\n").await.unwrap();
+    // errors: writes land in DIR/+Errors for the window's directory.
+    write_file(&c, root, &format!("{id}/errors"), "from errors\n").await.unwrap();
+    let index = read_file(&c, root, "index").await;
+    let body_of = async |name: &str| {
+        let line = index.lines().find(|l| l[60..].starts_with(&format!("{name} ")))?;
+        Some(read_file(&c, root, &format!("{}/body", id_of(line))).await)
+    };
+    assert_eq!(body_of("+Errors").await.as_deref(), Some("from cons\n"), "{index}");
+    assert_eq!(body_of(&format!("{dir}/+Errors")).await.as_deref(), Some("from errors\n"), "{index}");
+    // rdsel: the selection as it was at open; one opener at a time.
+    let addr = open(&c, root, &format!("{id}/addr"), ORDWR).await;
+    put(&c, &addr, "#6,#10").await.unwrap();
+    put(&c, &ctl, "dot=addr\n").await.unwrap();
+    let rdsel = open(&c, root, &format!("{id}/rdsel"), OREAD).await;
+    let e = c.open_path(root, &format!("{id}/rdsel"), OREAD).await.unwrap_err().to_string();
+    assert!(e.starts_with("already in use"), "{e}");
+    put(&c, &addr, "#0,#5").await.unwrap();
+    put(&c, &ctl, "dot=addr\n").await.unwrap();
+    assert_eq!(text(c.read_all(&rdsel).await.unwrap()), "beta");
+    c.clunk(rdsel.fid).await.unwrap();
+    // wrsel: opening deletes the selection; writes follow one another.
+    let wrsel = open(&c, root, &format!("{id}/wrsel"), OWRITE).await;
+    assert_eq!(read_file(&c, root, &format!("{id}/body")).await, " beta gamma\n");
+    put(&c, &wrsel, "ALPHA").await.unwrap();
+    put(&c, &wrsel, "!").await.unwrap();
+    c.clunk(wrsel.fid).await.unwrap();
+    assert_eq!(read_file(&c, root, &format!("{id}/body")).await, "ALPHA! beta gamma\n");
+    // editout opens only while an Edit pipe runs.
+    let e = c.open_path(root, &format!("{id}/editout"), OWRITE).await.unwrap_err().to_string();
+    assert!(e.starts_with("permission denied") && e.contains("Edit"), "{e}");
+    // ctl clean also forgets the undo history (ctl field 9 goes to 0).
+    let undoable = |info: &str| info.split_whitespace().nth(8).map(String::from);
+    assert_eq!(undoable(&read_file(&c, root, &format!("{id}/ctl")).await).as_deref(), Some("1"));
+    put(&c, &ctl, "clean\n").await.unwrap();
+    let info = read_file(&c, root, &format!("{id}/ctl")).await;
+    assert_eq!((undoable(&info).as_deref(), info.split_whitespace().nth(4)), (Some("0"), Some("0")), "{info}");
+}
