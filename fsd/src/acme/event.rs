@@ -188,15 +188,9 @@ mod tests {
         Entry { seq: 1, attachment: AttachmentId(1), epoch: 1, op: Op::Buffer(op) }
     }
 
-    fn buffer(text: &str) -> Buffer {
-        let mut b = Buffer::new(String::new());
-        b.apply(&BufferOp::Splice { q0: 0, q1: 0, text: text.into(), origin: Origin::Keyboard }).unwrap();
-        b
-    }
-
     #[test]
     fn changes_and_actions_as_acme_writes_them() {
-        let b = buffer("hello world");
+        let b = crate::acme::test_buffer("hello world");
         let splice = |q0, q1, text: &str| {
             event_lines(&b, &entry(BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }), false)
         };

@@ -89,23 +89,16 @@ pub fn window_dir(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apex_core::{BufferOp, Origin};
-
-    fn buffer(text: &str) -> Buffer {
-        let mut b = Buffer::new(String::new());
-        b.apply(&BufferOp::Splice { q0: 0, q1: 0, text: text.into(), origin: Origin::Keyboard }).unwrap();
-        b
-    }
 
     #[test]
     fn null_clicks_expand_to_a_command_or_a_file_name() {
-        let b = buffer("run ls|wc here /etc/passwd:3 x");
+        let b = crate::acme::test_buffer("run ls|wc here /etc/passwd:3 x");
         assert_eq!(expand(&b, 5, true), (4, 9)); // ls|wc
         assert_eq!(expand(&b, 5, false), (4, 6)); // ls
         assert_eq!(expand(&b, 18, false), (15, 28)); // /etc/passwd:3
         assert_eq!(expand(&b, 18, true), (15, 26)); // exec stops at ':'
         assert_eq!(expand(&b, 3, true), (0, 3));
-        let blank = buffer("a  b");
+        let blank = crate::acme::test_buffer("a  b");
         assert_eq!(expand(&blank, 2, true), (2, 2));
     }
 
@@ -115,7 +108,7 @@ mod tests {
         assert!(is_builtin("Del"));
         assert!(is_builtin("Edit ,d"));
         assert!(!is_builtin("ls -l"));
-        let b = buffer("one two one two");
+        let b = crate::acme::test_buffer("one two one two");
         assert_eq!(find_next(&b, "two", 0), Some((4, 7)));
         assert_eq!(find_next(&b, "two", 7), Some((12, 15)));
         assert_eq!(find_next(&b, "one", 9), Some((0, 3)));

@@ -163,3 +163,12 @@ impl Acme {
         }
     }
 }
+
+/// A buffer holding `text`, for the modules' tests.
+#[cfg(test)]
+pub(crate) fn test_buffer(text: &str) -> apex_core::Buffer {
+    let mut b = apex_core::Buffer::new(String::new());
+    let op = apex_core::BufferOp::Splice { q0: 0, q1: 0, text: text.into(), origin: apex_core::Origin::Keyboard };
+    b.apply(&op).expect("an insert into an empty buffer");
+    b
+}

@@ -4,57 +4,16 @@ as `9p read acme/index` and acme.rc scripts do.
 Usage: python python9p_acme.py NSDIR/acme. Prints "python-9p acme: ok ID"
 when every check holds; raises otherwise.
 """
-import struct
 import sys
 import threading
 
-from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, decode_dir
-
-next_fid = [10]
-
-
-def fid():
-    next_fid[0] += 1
-    return next_fid[0]
-
-
-def walk_open(c, path, mode):
-    f = fid()
-    c.walk(0, f, path)
-    c.open(f, mode)
-    return f
-
-
-def read_all(c, path, chunk=4096):
-    f = walk_open(c, path, OREAD)
-    out, offset = b"", 0
-    while True:
-        buf = c.read(f, chunk, offset)
-        if not buf:
-            break
-        out += buf
-        offset += len(buf)
-    c.clunk(f)
-    return out
-
+from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError
+from python9p_util import listing, read_all, walk_open
+from python9p_util import write as write_mode
 
 def write(c, path, data):
     # 9p write opens OWRITE|OTRUNC; acme ignores OTRUNC.
-    f = walk_open(c, path, OWRITE | OTRUNC)
-    try:
-        return c.write(f, data)
-    finally:
-        c.clunk(f)
-
-
-def listing(c, path):
-    raw = read_all(c, path)
-    names = []
-    while raw:
-        (n,) = struct.unpack("<H", raw[:2])
-        names.append(decode_dir(raw[: n + 2]).name)
-        raw = raw[n + 2 :]
-    return names
+    return write_mode(c, path, data, OWRITE | OTRUNC)
 
 
 def refused(c, path, data, says):

@@ -4,57 +4,11 @@ Usage: python python9p_session.py SOCKET. Exits 0 and prints
 "python-9p: ok BUFFER" when every check holds; raises otherwise. Run by
 fsd/tests/apexd (the Rust side then checks what it left behind).
 """
-import struct
 import sys
 import threading
 
-from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, Rflush, Rread, Tflush, Tread, decode_dir
-
-next_fid = [10]
-
-
-def fid():
-    next_fid[0] += 1
-    return next_fid[0]
-
-
-def walk_open(c, path, mode):
-    f = fid()
-    c.walk(0, f, path)
-    c.open(f, mode)
-    return f
-
-
-def read_all(c, path):
-    f = walk_open(c, path, OREAD)
-    out, offset = b"", 0
-    while True:
-        buf = c.read(f, 8192, offset)
-        if not buf:
-            break
-        out += buf
-        offset += len(buf)
-    c.clunk(f)
-    return out
-
-
-def write(c, path, data, mode=OWRITE):
-    f = walk_open(c, path, mode)
-    try:
-        return c.write(f, data)
-    finally:
-        c.clunk(f)
-
-
-def listing(c, path):
-    raw = read_all(c, path)
-    names = []
-    while raw:
-        (n,) = struct.unpack("<H", raw[:2])
-        names.append(decode_dir(raw[: n + 2]).name)
-        raw = raw[n + 2 :]
-    return sorted(names)
-
+from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, Rflush, Rread, Tflush, Tread
+from python9p_util import listing, read_all, walk_open, write
 
 def ctl_field(c, b, key):
     for line in read_all(c, f"main/buffers/{b}/ctl").decode().splitlines():
@@ -71,17 +25,17 @@ def main():
     c.attach(0, uname="glenda", aname="")
 
     assert "main" in listing(c, "")
-    assert listing(c, "main") == sorted(
+    assert sorted(listing(c, "main")) == sorted(
         ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers", "acme"]
     )
-    assert listing(c, "main/meta") == sorted(
+    assert sorted(listing(c, "main/meta")) == sorted(
         ["attachments", "leases", "rules", "notifications", "processes", "settings"]
     )
 
     b = read_all(c, "main/buffers/new").decode().strip()
     assert b.isdigit(), b
     assert f"buffer.{b}" in listing(c, "main/shards")
-    assert listing(c, f"main/buffers/{b}") == sorted(["body", "name", "ctl", "addr", "data", "event"])
+    assert sorted(listing(c, f"main/buffers/{b}")) == sorted(["body", "name", "ctl", "addr", "data", "event"])
 
     write(c, f"main/buffers/{b}/body", b"hello\n")
     write(c, f"main/buffers/{b}/body", b"there\n")
