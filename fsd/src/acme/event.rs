@@ -35,6 +35,10 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool) -> String {
         }
         Op::Buffer(op @ (BufferOp::ExecAt(a) | BufferOp::LookAt(a))) => {
             let exec = matches!(op, BufferOp::ExecAt(_));
+            // acme drops the whole event when the chord's argument is long.
+            if a.arg.as_ref().is_some_and(|arg| arg.len() > EVENT_TEXT_MAX) {
+                return out;
+            }
             let c2 = case(if exec { 'X' } else { 'L' });
             let c1 = a.origin.acme_char();
             // The text is the buffer's only while it is still at the
@@ -219,6 +223,8 @@ mod tests {
         assert_eq!(x(action(0, None, None)), "MX6 11 0 5 world\n");
         assert_eq!(x(action(2, Some((6, 11)), None)), "MX6 6 2 0 \nMX6 11 0 5 world\n");
         assert_eq!(x(action(1 | 8, None, Some("arg"))), "MX6 11 9 5 world\nMX0 0 0 3 arg\nMX0 0 0 0 \n");
+        let long = "x".repeat(EVENT_TEXT_MAX + 1);
+        assert_eq!(x(action(8, None, Some(&long))), "", "a long chord argument drops the event");
         let l = event_lines(&b, &entry(BufferOp::LookAt(action(1 | 2 | 4, Some((6, 11)), None))), true);
         assert_eq!(l, "Ml6 6 7 0 \nMl6 11 5 5 world\n");
     }

@@ -42,12 +42,20 @@ pub fn tag_line(state: &State, window: WindowId) -> String {
     text.split('\n').next().unwrap_or_default().to_string()
 }
 
-/// `index`: one line per window, in column order.
+/// `index`: one line per window, in column order; of Zerox copies (windows
+/// on one body) only one, the focused one if it is among them.
 pub fn index(state: &State) -> String {
     let mut out = String::new();
+    let mut listed = std::collections::BTreeSet::new();
+    let focus_body = state.layout.focus.and_then(|w| state.windows.get(&w)).map(|w| w.body);
     for column in &state.layout.columns {
         for placed in &column.windows {
             let Some(number) = state.layout.numbers.get(&placed.window) else { continue };
+            let Some(w) = state.windows.get(&placed.window) else { continue };
+            let is_focus = state.layout.focus == Some(placed.window);
+            if (focus_body == Some(w.body) && !is_focus) || !listed.insert(w.body) {
+                continue;
+            }
             if let Some(f) = five(state, placed.window, number.0) {
                 let _ = writeln!(out, "{f}{}", tag_line(state, placed.window));
             }

@@ -68,6 +68,9 @@ pub struct Acme {
     /// Number and name of every live window, for the `del` line of one
     /// whose state is already gone.
     known: BTreeMap<WindowId, (AcmeNumber, String)>,
+    /// Windows placed before their shard's entries arrived (a UI's
+    /// appends come shard by shard): logged once they have.
+    unannounced: Vec<WindowId>,
 }
 
 impl Acme {
@@ -94,11 +97,13 @@ impl Acme {
     }
 
     /// Turns the layout entries sequenced since the last call into `log`
-    /// lines: `new` (placed), `del` (removed), `focus`. Runs after every
+    /// lines: `new` (placed), `zerox` (placed on a body another window
+    /// shows), `del` (removed), `focus`. Runs after every
     /// change, and costs nothing when the layout did not change; names are
     /// refreshed then and by [`Acme::note_name`].
     pub fn sync(&mut self, view: &Node) {
-        if view.log.last(Shard::Layout) == self.layout_seen {
+        let layout_changed = view.log.last(Shard::Layout) != self.layout_seen;
+        if !layout_changed && self.unannounced.is_empty() {
             return;
         }
         let state = &view.state;
@@ -111,12 +116,9 @@ impl Acme {
                 self.layout_seen = e.seq;
                 let Op::Layout(op) = &e.op else { continue };
                 match op {
-                    LayoutOp::WindowAdd { window, .. } => {
-                        if let Some(n) = state.layout.numbers.get(window) {
-                            lines.push((n.0, "new", name_of(*window)));
-                        }
-                    }
+                    LayoutOp::WindowAdd { window, .. } => self.unannounced.push(*window),
                     LayoutOp::WindowDel { window } => {
+                        self.unannounced.retain(|w| w != window);
                         if let Some((n, name)) = self.known.remove(window) {
                             lines.push((n.0, "del", name));
                         }
@@ -131,10 +133,27 @@ impl Acme {
                 }
             }
         }
-        for (number, op, name) in lines {
-            self.log(number, op, name);
+        // Placed windows whose shard has arrived: `new`, or `zerox` for a
+        // second window on a body.
+        let mut announced = Vec::new();
+        for window in std::mem::take(&mut self.unannounced) {
+            let (Some(w), Some(n)) = (state.windows.get(&window), state.layout.numbers.get(&window)) else {
+                if state.layout.numbers.contains_key(&window) {
+                    self.unannounced.push(window);
+                }
+                continue;
+            };
+            let copy = state.windows.iter().any(|(id, o)| *id != window && o.body == w.body);
+            announced.push((n.0, if copy { "zerox" } else { "new" }, name_of(window)));
         }
-        self.refresh_names(view);
+        // Focus lines name windows already announced; new ones come first.
+        lines.splice(0..0, announced);
+        for (number, op, name) in &lines {
+            self.log(*number, op, name.clone());
+        }
+        if layout_changed || !lines.is_empty() {
+            self.refresh_names(view);
+        }
     }
 
     /// A window was renamed: its `del` line will carry the new name.

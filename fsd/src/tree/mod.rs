@@ -705,7 +705,10 @@ impl Serve for Tree {
         Ok((qid, Fid { place, opened: Arc::new(Mutex::new(opened)) }))
     }
 
-    async fn create(&self, _: &Fid, name: &str, _: u32, _: u8) -> srv::Result<(Qid, Fid)> {
+    async fn create(&self, fid: &Fid, name: &str, _: u32, _: u8) -> srv::Result<(Qid, Fid)> {
+        if fid.place.in_acme() {
+            return Err(format!("permission denied: cannot create {name:?}; windows are made by walking to new"));
+        }
         Err(format!(
             "cannot create {name:?}: sessions are made by writing \"new NAME\" to /ctl, buffers by opening buffers/new"
         ))
@@ -855,7 +858,11 @@ impl Serve for Tree {
 
     async fn remove(&self, fid: Fid) -> srv::Result<()> {
         let (name, _) = fid.place.name_perm("");
+        let acme = fid.place.in_acme();
         self.clunk(fid).await;
+        if acme {
+            return Err(format!("permission denied: cannot remove {name}; delete a window with ctl \"delete\""));
+        }
         Err(format!(
             "cannot remove {name}: end a session with \"del NAME\" in /ctl, a window with \"delwindow N\" in its session's ctl"
         ))
@@ -871,7 +878,15 @@ impl Serve for Tree {
         // that changes nothing but the length, as plan9port's file servers
         // do, and for a body let length 0 empty it.
         let keep = Stat::dont_touch();
-        if !stat.name.is_empty() || stat.mode != keep.mode || stat.mtime != keep.mtime {
+        let only_length = stat.name.is_empty() && stat.mode == keep.mode && stat.mtime == keep.mtime;
+        if fid.place.in_acme() {
+            // A truncation is taken as acme takes OTRUNC: it changes nothing.
+            return match only_length {
+                true => Ok(()),
+                false => Err("permission denied: acme's files take no wstat".into()),
+            };
+        }
+        if !only_length {
             let (name, _) = fid.place.name_perm("");
             return Err(format!("{name}: wstat can change nothing here but the length"));
         }

@@ -7,7 +7,7 @@
 
 use crate::attach::{type_at, until};
 use crate::{text, Daemon};
-use apex_core::{AcmeNumber, Action, AttachmentKind, BufferId, BufferOp, LayoutOp, Op, Origin, Shard, WindowId};
+use apex_core::{make, AcmeNumber, Action, AttachmentKind, BufferId, BufferOp, LayoutOp, Op, Origin, Shard, WindowId};
 use apex_fsd::attach::conn::Attached;
 use apex_ninep::fcall::*;
 use apex_ninep::{dial, Client, ClientError, File};
@@ -327,6 +327,15 @@ async fn acme_lsp_follows_the_log_and_edits_through_addr_and_data() {
     });
     ui.flush().await.unwrap();
     assert_eq!(text(c.read(log.fid, 0, 8192).await.unwrap()), format!("{id} focus {file}\n"));
+    // A Zerox copy is logged as such, and index lists the focused one only.
+    let copy = ui.with(|l| make::new_window(l.node_mut().unwrap(), Some(body), None, "").unwrap());
+    ui.flush().await.unwrap();
+    assert_eq!(text(c.read(log.fid, 0, 8192).await.unwrap()), format!("{} zerox {file}\n", copy.number.0));
+    let index = read_file(&c, root, "index").await;
+    assert_eq!(index.lines().filter(|l| l.contains(&file)).map(id_of).collect::<Vec<_>>(), [id], "{index}");
+    ui.with(|l| make::delete_window(l.node_mut().unwrap(), copy.window).unwrap());
+    ui.flush().await.unwrap();
+    assert_eq!(text(c.read(log.fid, 0, 8192).await.unwrap()), format!("{} del {file}\n", copy.number.0));
 
     // Position: open addr, addr=dot, read addr (the UI put dot at 14).
     ui.with(|l| {
