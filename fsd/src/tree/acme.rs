@@ -241,6 +241,11 @@ impl Tree {
         if first {
             let p = Proposal::EventReader { window: w.id, reader: Some(AttachmentId::SERVER) };
             self.propose(n, "event open", p).await?;
+            // acme turns a file window's tag menu off while a tool reads
+            // its events (the tool decides what Put and Undo mean).
+            if !fields::is_dir(&self.body_name(n, w)?) {
+                self.change_flags(n, w.id, |f| f.menu = false).await?;
+            }
         }
         Ok(())
     }
@@ -268,11 +273,13 @@ impl Tree {
             });
             if last == Ok(true) {
                 let _ = self.propose(n, "event close", Proposal::EventReader { window: w, reader: None }).await;
-                // acme drops the dump settings with the last event reader.
+                // acme drops the dump settings with the last event reader,
+                // and the tag menu comes back.
                 let _ = self
                     .change_flags(n, w, |f| {
                         f.dump = None;
                         f.dumpdir = None;
+                        f.menu = true;
                     })
                     .await;
             }

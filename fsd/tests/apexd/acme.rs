@@ -171,7 +171,11 @@ async fn win_runs_against_the_acme_service() {
 
     // 7. The user types a command after P and executes it with B2.
     let (_uc, ui) = ui(&d).await;
-    let (_, body) = ui_window(&ui, id).await;
+    let (w, body) = ui_window(&ui, id).await;
+    // While a tool reads its events the window's own actions are the
+    // tool's: the leader knows, and the tag menu is off.
+    let flags = ui.with(|l| l.node().unwrap().state.window(w).unwrap().clone());
+    assert_eq!((flags.event_reader.is_some(), flags.flags.menu), (true, false), "{flags:?}");
     ui.with(|l| type_at(l, body, 8, "echo hi-from-win\n"));
     ui.flush().await.unwrap();
     events_until(&c, &ev, &mut seen, "KI8 25 0 17 echo hi-from-win\n").await;
