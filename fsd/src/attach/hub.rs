@@ -26,7 +26,7 @@
 use super::wire::{ClientMsg, Frames, Resume, ServerMsg};
 use crate::session::Session;
 use apex_core::propose::Applied;
-use apex_core::{AttachmentId, AttachmentKind, MetaOp, Proposal, Seq, Shard};
+use apex_core::{AttachmentId, AttachmentKind, Epoch, MetaOp, Proposal, Seq, Shard};
 use std::collections::{BTreeMap, VecDeque};
 use tokio::sync::oneshot;
 
@@ -83,8 +83,10 @@ struct Conn {
 struct Pending {
     request: String,
     proposal: Proposal,
-    /// The attachment it was sent to, if it went to one.
+    /// The attachment it was sent to, if it went to one, and the epoch of
+    /// that attachment's lease then.
     sent_to: Option<AttachmentId>,
+    sent_epoch: Epoch,
     reply: Option<Reply>,
     /// The proposing attachment and its id, for `Answer`.
     from: Option<(AttachmentId, u64)>,
@@ -321,7 +323,10 @@ pub fn submit(s: &mut Session, request: &str, proposal: Proposal, from: Option<(
     let (tx, rx) = oneshot::channel();
     let id = s.hub.next_pending;
     s.hub.next_pending += 1;
-    s.hub.pending.insert(id, Pending { request: request.to_string(), proposal, sent_to: None, reply: Some(tx), from });
+    s.hub.pending.insert(
+        id,
+        Pending { request: request.to_string(), proposal, sent_to: None, sent_epoch: 0, reply: Some(tx), from },
+    );
     route(s, id);
     Written::Wait(rx)
 }
@@ -737,10 +742,10 @@ fn compact(s: &mut Session) {
 fn route(s: &mut Session, id: u64) {
     let Some(p) = s.hub.pending.get(&id) else { return };
     let target = p.proposal.target();
-    let holder = match s.view.log.lease(target) {
-        Ok(l) if l.released.is_some() => None, // between holders: wait for the grant
-        Ok(l) => Some(l.holder),
-        Err(_) => Some(AttachmentId::SERVER), // the view node says what is wrong
+    let (holder, epoch) = match s.view.log.lease(target) {
+        Ok(l) if l.released.is_some() => (None, 0), // between holders: wait for the grant
+        Ok(l) => (Some(l.holder), l.epoch),
+        Err(_) => (Some(AttachmentId::SERVER), 0), // the view node says what is wrong
     };
     match holder {
         Some(AttachmentId::SERVER) => {
@@ -751,14 +756,18 @@ fn route(s: &mut Session, id: u64) {
         Some(holder) => {
             let Some(cid) = s.hub.live_conn_of(holder) else { return }; // in its grace: wait
             let proposal = p.proposal.clone();
-            s.hub.pending.get_mut(&id).expect("found").sent_to = Some(holder);
-            s.hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, proposal });
+            let p = s.hub.pending.get_mut(&id).expect("found");
+            p.sent_to = Some(holder);
+            p.sent_epoch = epoch;
+            s.hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, epoch, proposal });
         }
         None => {}
     }
 }
 
-/// Routes again every pending proposal not with the current holder.
+/// Routes again every pending proposal not with the current holder at
+/// its current epoch (a holder that lost the lease and got it back drops
+/// the copy sent at the old epoch).
 fn redispatch(s: &mut Session) {
     let ids: Vec<u64> = s
         .hub
@@ -766,7 +775,11 @@ fn redispatch(s: &mut Session) {
         .iter()
         .filter(|(_, p)| match p.sent_to {
             None => true,
-            Some(a) => !s.view.log.lease(p.proposal.target()).is_ok_and(|l| l.holder == a && l.released.is_none()),
+            Some(a) => !s
+                .view
+                .log
+                .lease(p.proposal.target())
+                .is_ok_and(|l| l.holder == a && l.released.is_none() && l.epoch == p.sent_epoch),
         })
         .map(|(id, _)| *id)
         .collect();

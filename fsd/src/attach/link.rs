@@ -97,6 +97,8 @@ pub struct Link {
     /// again (sent before the lease went away and came back) is not
     /// applied twice.
     acted: BTreeMap<u64, (Shard, Result<Applied, String>)>,
+    /// Routed proposals that came while resynchronising.
+    deferred: Vec<(u64, Epoch, Proposal)>,
     /// Fenced tails found at a Welcome, to recover once it is applied.
     pending_tails: Vec<Tail>,
     /// Tails being recovered, by the id of the proposal that makes their
@@ -127,6 +129,7 @@ impl Link {
             releasing: BTreeSet::new(),
             answers: Vec::new(),
             acted: BTreeMap::new(),
+            deferred: Vec::new(),
             pending_tails: Vec::new(),
             recovering: BTreeMap::new(),
             next_proposal: 1,
@@ -145,6 +148,8 @@ impl Link {
         self.frames.clear();
         self.outbox.clear();
         self.answers.clear();
+        // A resumed attachment is sent its unanswered proposals again.
+        self.deferred.clear();
         let resume = self.node.as_ref().map(|n| Resume { attachment: n.attachment, token: self.token });
         self.send(ClientMsg::Hello { kind: self.kind, name: self.name.clone(), resume });
         // Nothing more goes out until the Welcome says where we stand.
@@ -343,30 +348,43 @@ impl Link {
                 let a = self.acked.entry(shard).or_insert(0);
                 *a = (*a).max(seq);
             }
-            ServerMsg::Proposal { id, proposal } => {
-                let shard = proposal.target();
-                if let Some((_, done)) = self.acted.get(&id) {
-                    // Sent again (after a resume, say): answered again, not
-                    // applied again.
-                    let done = done.clone();
-                    self.answers.push((id, shard, done));
-                    return;
-                }
-                let result = match (&mut self.node, self.resyncing) {
-                    (Some(node), false) => propose::apply(node, &proposal).map_err(|e| e.to_string()),
-                    _ => Err("the leader is resynchronising; try again".to_string()),
-                };
-                if result.is_ok() {
-                    self.acted.insert(id, (shard, result.clone()));
-                }
-                self.answers.push((id, shard, result));
-            }
+            ServerMsg::Proposal { id, epoch, proposal } => self.routed(id, epoch, proposal),
             ServerMsg::Answer { id, result } => match self.recovering.remove(&id) {
                 Some(tail) => self.recovered(tail, result),
                 None => self.events.push(Event::Answer { id, result }),
             },
             ServerMsg::Error { text } => self.events.push(Event::Error(text)),
         }
+    }
+
+    /// A proposal routed here as the leader of its shard at `epoch`.
+    fn routed(&mut self, id: u64, epoch: Epoch, proposal: Proposal) {
+        let shard = proposal.target();
+        if let Some((_, done)) = self.acted.get(&id) {
+            // Sent again (after a resume, say): answered again, not
+            // applied again.
+            let done = done.clone();
+            self.answers.push((id, shard, done));
+            return;
+        }
+        if self.resyncing {
+            // Acted on once the Welcome says what this replica leads.
+            self.deferred.push((id, epoch, proposal));
+            return;
+        }
+        // Routed while this replica led at an earlier epoch (it lost the
+        // lease and got it back since): stale. The daemon routed it again
+        // when the lease moved, to this replica too if it leads now.
+        let here = self.node.as_ref().and_then(|n| n.led().get(&shard).copied());
+        if here.is_some_and(|e| e > epoch) {
+            return;
+        }
+        let Some(node) = &mut self.node else { return };
+        let result = propose::apply(node, &proposal).map_err(|e| e.to_string());
+        if result.is_ok() {
+            self.acted.insert(id, (shard, result.clone()));
+        }
+        self.answers.push((id, shard, result));
     }
 
     fn welcome(&mut self, attachment: AttachmentId, token: u64, snapshot: &[u8]) {
@@ -382,6 +400,7 @@ impl Link {
         let mut node = Node::new(attachment, state, log);
         self.hooks.lock().expect("hook lock").clear();
         let old = self.node.take();
+        let old_attachment = old.as_ref().map(|n| n.attachment);
         let old_acked = std::mem::take(&mut self.acked);
         self.flushed = marks.clone();
         self.acked = marks;
@@ -407,8 +426,16 @@ impl Link {
             self.answers.clear();
         }
         self.led_layout |= node.leads(Shard::Layout);
+        let same = old_attachment == Some(node.attachment);
         self.node = Some(node);
         self.events.push(Event::Welcome { attachment });
+        // Proposals that came while resynchronising, for this attachment
+        // (a new one's were routed elsewhere when the old one ended).
+        for (id, epoch, proposal) in std::mem::take(&mut self.deferred) {
+            if same {
+                self.routed(id, epoch, proposal);
+            }
+        }
         self.recover_tails();
     }
 

@@ -7,7 +7,7 @@
 //! outcome.
 
 use apex_core::propose::Applied;
-use apex_core::{AttachmentId, AttachmentKind, Entry, Proposal, Seq, Shard};
+use apex_core::{AttachmentId, AttachmentKind, Entry, Epoch, Proposal, Seq, Shard};
 use serde::{Deserialize, Serialize};
 
 /// The largest frame either side accepts: a Welcome carries a whole
@@ -65,8 +65,11 @@ pub enum ServerMsg {
     Entries { shard: Shard, entries: Vec<Entry> },
     /// The leader's entries of `shard` up to `seq` are stored.
     Acked { shard: Shard, seq: Seq },
-    /// A proposal for a shard this attachment leads; answer with `Answer`.
-    Proposal { id: u64, proposal: Proposal },
+    /// A proposal for a shard this attachment leads at `epoch`; answer
+    /// with `Answer`. A copy that reaches a replica leading at another
+    /// epoch is stale (control messages may follow later entries in a
+    /// read) and is dropped: the daemon sends it again to the holder now.
+    Proposal { id: u64, epoch: Epoch, proposal: Proposal },
     /// The outcome of this client's `Propose { id }`.
     Answer { id: u64, result: Result<Applied, String> },
     /// Something the client should know that no write of its failed for

@@ -354,7 +354,13 @@ impl World {
                 .filter(|b| !b.name.ends_with("+Recovered"))
                 .map(|b| b.text.to_string().matches(m.as_str()).count())
                 .sum();
-            assert!(n <= 1, "proposal {m} landed {n} times");
+            let places: Vec<String> = state
+                .buffers
+                .iter()
+                .filter(|(_, b)| b.text.to_string().contains(m.as_str()))
+                .map(|(id, b)| format!("buffer {} {:?}: {:?}", id.0, b.name, b.text.to_string()))
+                .collect();
+            assert!(n <= 1, "proposal {m} landed {n} times: {places:?}");
         }
         for (k, rx) in self.waits.iter_mut().enumerate() {
             assert!(rx.try_recv().is_ok(), "proposal {k} was answered");
