@@ -762,7 +762,7 @@ fn chaos_seeds() {
     let seeds: Vec<u64> = match std::env::var("APEX_CHAOS_SEED") {
         Ok(s) => vec![s.parse().expect("APEX_CHAOS_SEED is a number")],
         Err(_) => {
-            let n = std::env::var("APEX_CHAOS_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+            let n = std::env::var("APEX_CHAOS_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
             (1..=n).collect()
         }
     };
