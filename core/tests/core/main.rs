@@ -2,6 +2,7 @@
 //! the suites that use it.
 
 mod apply;
+mod edits;
 mod fencing;
 mod proposals;
 mod props;
