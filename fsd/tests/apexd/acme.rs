@@ -293,6 +293,19 @@ async fn watch_clears_and_refills_and_the_go_package_reads_to_eof() {
     // Offsets are honoured and reading past the end is EOF.
     assert_eq!(text(c.read(f.fid, 12, 11).await.unwrap()).trim(), nums[1].to_string());
     assert!(c.read(f.fid, index.len() as u64 + 5, 100).await.unwrap().is_empty());
+    // Err(): New, name DIR/+Errors, addr $, dot=addr, body, addr ., dot=addr, show.
+    let ectl = open(&c, root, "new/ctl", ORDWR).await;
+    let eid = id_of(&text(c.read(ectl.fid, 0, 12).await.unwrap()));
+    put(&c, &ectl, &format!("name {dir}/+Errors\n")).await.unwrap();
+    let eaddr = open(&c, root, &format!("{eid}/addr"), ORDWR).await;
+    put(&c, &eaddr, "$").await.unwrap();
+    put(&c, &ectl, "dot=addr\n").await.unwrap();
+    write_file(&c, root, &format!("{eid}/body"), "oops\n").await.unwrap();
+    put(&c, &eaddr, ".,").await.unwrap();
+    put(&c, &ectl, "dot=addr\n").await.unwrap();
+    put(&c, &ectl, "show\n").await.unwrap();
+    put(&c, &ectl, "addr=dot\n").await.unwrap();
+    assert_eq!(addr_of(&text(c.read(eaddr.fid, 0, 40).await.unwrap())), (0, 5), "the message is selected");
     // data reads return whole runes only.
     put(&c, &addr, ",").await.unwrap();
     put(&c, &data, "é").await.unwrap();
