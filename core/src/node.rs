@@ -69,6 +69,37 @@ impl Node {
         self.journal.take().unwrap_or_default()
     }
 
+    /// Re-reads what this node leads after metalog op `op`: the one shard
+    /// a shard or lease op names (a session has thousands of shards, and
+    /// this runs per metalog entry), everything for any other op.
+    fn refresh_after(&mut self, op: &Op) {
+        let shard = match op {
+            Op::Meta(
+                MetaOp::ShardNew { shard, .. }
+                | MetaOp::ShardDel { shard }
+                | MetaOp::LeaseGrant { shard, .. }
+                | MetaOp::LeaseRequest { shard, .. }
+                | MetaOp::LeaseRelease { shard, .. }
+                | MetaOp::LeaseReclaim { shard, .. },
+            ) => *shard,
+            Op::Meta(
+                MetaOp::Identity { .. } | MetaOp::Label { .. } | MetaOp::Notify { .. } | MetaOp::NotifyDel { .. },
+            ) => return,
+            _ => return self.refresh_leases(),
+        };
+        if shard == Shard::Meta {
+            return self.refresh_leases();
+        }
+        match self.log.lease(shard) {
+            Ok(l) if l.holder == self.attachment && l.released.is_none() => {
+                self.epochs.insert(shard, l.epoch);
+            }
+            _ => {
+                self.epochs.remove(&shard);
+            }
+        }
+    }
+
     /// Re-reads which shards this node leads from the log.
     pub fn refresh_leases(&mut self) {
         self.epochs = self.log.held_by(self.attachment);
@@ -117,9 +148,10 @@ impl Node {
             Op::Meta(MetaOp::ShardNew { creator, .. }) => *creator == self.attachment,
             _ => false,
         };
+        let op = meta.then(|| entry.op.clone());
         self.log.push(shard, entry);
-        if meta {
-            self.refresh_leases();
+        if let Some(op) = op {
+            self.refresh_after(&op);
         }
         if made {
             // A shard of ours that an earlier node of this attachment made
@@ -165,7 +197,7 @@ impl Node {
             j.push((Shard::Meta, entry.seq));
         }
         self.log.push(Shard::Meta, entry.clone());
-        self.refresh_leases();
+        self.refresh_after(&entry.op);
         Ok(entry)
     }
 

@@ -273,6 +273,16 @@ impl Sim {
             if !c.paused {
                 assert_eq!(c.node.state.hash(), want, "client {} diverged", c.id());
             }
+            // What a node believes it leads, kept entry by entry, is what
+            // its log's lease table says.
+            let mut held = c.node.log.held_by(c.node.attachment);
+            held.remove(&Shard::Meta);
+            assert_eq!(*c.node.led(), held, "client {} misjudges its leases", c.id());
         }
+        assert_eq!(
+            *self.server.led(),
+            self.server.log.held_by(self.server.attachment),
+            "the server misjudges its leases"
+        );
     }
 }

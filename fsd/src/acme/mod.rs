@@ -98,9 +98,11 @@ impl Acme {
 
     /// Turns the layout entries sequenced since the last call into `log`
     /// lines: `new` (placed), `zerox` (placed on a body another window
-    /// shows), `del` (removed), `focus`. Runs after every
-    /// change, and costs nothing when the layout did not change; names are
-    /// refreshed then and by [`Acme::note_name`].
+    /// shows), `del` (removed), `focus`. Runs after every change, so it
+    /// costs nothing when the layout did not change and only the windows
+    /// concerned when it did. A window's `del` line has the name it was
+    /// announced with, or was given since through the acme tree
+    /// ([`Acme::note_name`]).
     pub fn sync(&mut self, view: &Node) {
         let layout_changed = view.log.last(Shard::Layout) != self.layout_seen;
         if !layout_changed && self.unannounced.is_empty() {
@@ -143,16 +145,18 @@ impl Acme {
                 }
                 continue;
             };
-            let copy = state.windows.iter().any(|(id, o)| *id != window && o.body == w.body);
-            announced.push((n.0, if copy { "zerox" } else { "new" }, name_of(window)));
+            let shown_elsewhere = |b: &apex_core::Buffer| {
+                b.views.keys().any(|v| matches!(v, apex_core::ViewId::WindowBody(o) if *o != window))
+            };
+            let copy = state.buffers.get(&w.body).is_some_and(shown_elsewhere);
+            let name = name_of(window);
+            self.known.insert(window, (*n, name.clone()));
+            announced.push((n.0, if copy { "zerox" } else { "new" }, name));
         }
         // Focus lines name windows already announced; new ones come first.
         lines.splice(0..0, announced);
         for (number, op, name) in &lines {
             self.log(*number, op, name.clone());
-        }
-        if layout_changed || !lines.is_empty() {
-            self.refresh_names(view);
         }
     }
 
@@ -160,25 +164,6 @@ impl Acme {
     pub fn note_name(&mut self, window: WindowId, name: &str) {
         if let Some(k) = self.known.get_mut(&window) {
             k.1 = name.to_string();
-        }
-    }
-
-    fn refresh_names(&mut self, view: &Node) {
-        let state = &view.state;
-        let name_of = |w: WindowId| {
-            state.windows.get(&w).and_then(|w| state.buffers.get(&w.body)).map(|b| b.name.clone()).unwrap_or_default()
-        };
-        // Keep the names current for a later `del`.
-        self.known.retain(|w, _| state.layout.numbers.contains_key(w));
-        for (w, n) in &state.layout.numbers {
-            let name = name_of(*w);
-            match self.known.get_mut(w) {
-                Some(k) if k.1 == name => {}
-                Some(k) => k.1 = name,
-                None => {
-                    self.known.insert(*w, (*n, name));
-                }
-            }
         }
     }
 }
