@@ -202,6 +202,31 @@ pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Propos
     Ok(Some((p, at)))
 }
 
+/// After a `data` write of `text` at `at` landed: acme moves a selection
+/// edge that was at the write's start past the new text (a view's point
+/// at an insert otherwise stays before it), so output written where the
+/// user's cursor is pushes the cursor along. The selections to propose.
+pub fn selections_past(s: &Session, b: BufferId, at: u64, text: &str) -> Result<Vec<Proposal>, String> {
+    let n = text.chars().count() as u64;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let buf = buffer(s, b)?;
+    let past = |q: u64| if q == at { at + n } else { q };
+    Ok(buf
+        .views
+        .iter()
+        .filter(|(_, v)| v.q0 == at || v.q1 == at)
+        .map(|(view, v)| Proposal::Select {
+            buffer: b,
+            view: *view,
+            version: buf.version,
+            q0: past(v.q0),
+            q1: past(v.q1),
+        })
+        .collect())
+}
+
 /// After a `data` write landed: the address follows the new text.
 pub fn data_written(s: &mut Session, b: BufferId, at: u64, text: &str) -> Result<(), String> {
     let end = at + text.chars().count() as u64;

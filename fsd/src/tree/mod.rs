@@ -567,6 +567,11 @@ impl Tree {
         let Some((p, at)) = self.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
         let request = format!("data write {} ({} bytes)", b.0, text.len());
         self.propose(n, &request, p).await?;
+        let moves = self.with_session(n, |s| buffers::selections_past(s, b, at, text))?;
+        for p in moves {
+            // Best effort: the user may have moved the selection meanwhile.
+            let _ = self.propose(n, "data write (selection)", p).await;
+        }
         self.with_session(n, |s| buffers::data_written(s, b, at, text))
     }
 }

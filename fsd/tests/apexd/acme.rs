@@ -480,6 +480,23 @@ async fn addresses_and_ctl_messages_through_the_files() {
             }
         }
     }
+    // A data write at the selection pushes it past the new text (acme's
+    // exception to the insert rule); elsewhere it stays.
+    put(&c, &addr, "#3").await.unwrap();
+    put(&c, &ctl, "dot=addr\n").await.unwrap();
+    let data = open(&c, root, &format!("{id}/data"), OWRITE).await;
+    put(&c, &addr, "#3").await.unwrap();
+    put(&c, &data, "XY").await.unwrap();
+    put(&c, &addr, "#0").await.unwrap();
+    put(&c, &data, "<").await.unwrap();
+    put(&c, &ctl, "addr=dot\n").await.unwrap();
+    assert_eq!(addr_of(&text(c.read(addr.fid, 0, 40).await.unwrap())), (6, 6));
+    put(&c, &addr, "#0,#1").await.unwrap();
+    put(&c, &data, "").await.unwrap();
+    put(&c, &addr, "#3,#5").await.unwrap();
+    put(&c, &data, "").await.unwrap();
+    c.clunk(data.fid).await.unwrap();
+    assert_eq!(read_file(&c, root, &format!("{id}/body")).await, "one\ntwo\nthree\nfour two\n");
     // limit=addr: forward searches stop at it and do not wrap.
     put(&c, &addr, "#0,#8").await.unwrap();
     put(&c, &ctl, "limit=addr\n").await.unwrap();
