@@ -206,6 +206,8 @@ impl Tree {
                         }
                         let (_, version) = selection(&self.reg(), n, &w)?;
                         opened.wrsel = Some((sel.q0, version));
+                        // Its close ends nomark, as a data fid's does.
+                        opened.data_of = Some(w.body);
                     }
                     _ => {}
                 }

@@ -66,7 +66,8 @@ struct Opened {
     wrsel: Option<(u64, u64)>,
     /// The window whose acme `event` file this is.
     event_of: Option<apex_core::WindowId>,
-    /// The body whose acme `data`/`xdata` this is (a clunk ends nomark).
+    /// The body whose acme `data`, `xdata` or `wrsel` this is (a clunk
+    /// ends nomark).
     data_of: Option<BufferId>,
     /// The window whose `rdsel` this fid holds.
     rdsel: Option<apex_core::WindowId>,
