@@ -388,7 +388,15 @@ async fn acme_lsp_follows_the_log_and_edits_through_addr_and_data() {
     )
     .await;
     put(&c, &data, "fn").await.unwrap();
+    let marks = async |want: bool| {
+        let why = || format!("the window's mark flag did not become {want}");
+        let mark = || ui.with(|l| l.node().and_then(|n| n.state.window(w).ok().map(|x| x.flags.mark)));
+        until(why, async || (mark() == Some(want)).then_some(())).await
+    };
+    marks(false).await;
+    // Closing a data fid ends nomark.
     c.clunk(data.fid).await.unwrap();
+    marks(true).await;
     let want = "// x\npackage Main\n\nfn main() {\n\tprintln()\n}\n";
     assert_eq!(read_file(&c, root, &format!("{id}/body")).await, want);
     // The edits since mark undo as one group.
