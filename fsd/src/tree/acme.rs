@@ -176,21 +176,20 @@ impl Tree {
                     WinFile::Data | WinFile::Xdata => opened.data_of = Some(w.body),
                     WinFile::Event => self.acme_event_open(n, &w, opened).await?,
                     WinFile::Rdsel => {
-                        let text = self.with_session(n, |s| {
+                        let (sel, _) = selection(&self.reg(), n, &w)?;
+                        // The snapshot and the claim under one lock: nothing
+                        // is left claimed if the open fails.
+                        opened.content = self.with_session(n, |s| {
+                            let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                            let text = b.slice(sel.q0, sel.q1).unwrap_or_default().into_bytes();
                             let st = s.acme.windows.entry(w.id).or_default();
                             if st.rdsel_open {
                                 return Err("already in use: rdsel is open".to_string());
                             }
                             st.rdsel_open = true;
-                            Ok(())
-                        });
-                        text?;
+                            Ok(text)
+                        })?;
                         opened.rdsel = Some(w.id);
-                        let (sel, _) = selection(&self.reg(), n, &w)?;
-                        let reg = self.reg();
-                        let s = reg.get(n).ok_or_else(gone)?;
-                        let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
-                        opened.content = b.slice(sel.q0, sel.q1).unwrap_or_default().into_bytes();
                     }
                     WinFile::Wrsel => {
                         let (sel, version) = selection(&self.reg(), n, &w)?;
@@ -242,7 +241,18 @@ impl Tree {
         })?;
         if first {
             let p = Proposal::EventReader { window: w.id, reader: Some(AttachmentId::SERVER) };
-            self.propose(n, "event open", p).await?;
+            if let Err(e) = self.propose(n, "event open", p).await {
+                // No fid comes of this open: give back what it took.
+                self.acme_clunk(n, opened.event_of.take(), None, None).await;
+                if let Some(s) = self.reg().get_mut(n) {
+                    for shard in std::mem::take(&mut opened.reading) {
+                        if let Some(k) = s.hub.entry_readers.get_mut(&shard) {
+                            *k = k.saturating_sub(1);
+                        }
+                    }
+                }
+                return Err(e);
+            }
             // acme turns a file window's tag menu off while a tool reads
             // its events (the tool decides what Put and Undo mean).
             if !fields::is_dir(&self.body_name(n, w)?) {
