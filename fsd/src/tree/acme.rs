@@ -358,11 +358,17 @@ impl Tree {
         let place = fid.place;
         match place {
             Place::Acme1(_, AcmeFile::Label) => Ok(()),
-            Place::Acme1(n, AcmeFile::Cons) => self.append_errors(n, "+Errors", &super::utf8(data)?).await,
+            Place::Acme1(n, AcmeFile::Cons) => self.append_errors(n, "+Errors", &fid.whole_runes(data, "cons")?).await,
             Place::Win1(n, number, file) => {
                 let w = self.acme_window(n, number)?;
                 match file {
                     WinFile::Body => self.body_write(fid, n, w.body, data).await,
+                    WinFile::Errors => {
+                        let text = fid.whole_runes(data, "errors")?;
+                        let name = self.body_name(n, &w)?;
+                        let errors = look::window_dir(&name).map_or("+Errors".to_string(), |d| host::errors_name(&d));
+                        self.append_errors(n, &errors, &text).await
+                    }
                     _ => {
                         let text = super::utf8(data)?;
                         self.window_write(fid, n, &w, file, &text).await
@@ -398,11 +404,6 @@ impl Tree {
             }
             WinFile::Ctl => self.window_ctl(n, w, text).await,
             WinFile::Event => self.event_write(n, w, text).await,
-            WinFile::Errors => {
-                let name = self.body_name(n, w)?;
-                let errors = look::window_dir(&name).map_or("+Errors".to_string(), |d| host::errors_name(&d));
-                self.append_errors(n, &errors, text).await
-            }
             WinFile::Wrsel => {
                 let Some((q, version)) = fid.lock().wrsel else { return Err("wrsel is not open".into()) };
                 if text.is_empty() {

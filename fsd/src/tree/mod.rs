@@ -88,6 +88,28 @@ impl Fid {
     fn lock(&self) -> MutexGuard<'_, Opened> {
         self.opened.lock().expect("fid lock")
     }
+
+    /// The text of a write, whole runes only: an incomplete UTF-8 sequence
+    /// at its end waits for this fid's next write (acme's body, cons and
+    /// errors files do this).
+    fn whole_runes(&self, data: Vec<u8>, file: &str) -> srv::Result<String> {
+        let mut opened = self.lock();
+        let mut bytes = match opened.tail.is_empty() {
+            true => data,
+            false => {
+                let mut joined = std::mem::take(&mut opened.tail);
+                joined.extend_from_slice(&data);
+                joined
+            }
+        };
+        let cut = match std::str::from_utf8(&bytes) {
+            Ok(_) => bytes.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => return Err(format!("{file}: write is not UTF-8 text")),
+        };
+        opened.tail = bytes.split_off(cut);
+        Ok(String::from_utf8(bytes).expect("checked"))
+    }
 }
 
 /// The daemon's tree over its sessions. Clones share everything.
@@ -530,24 +552,7 @@ impl Tree {
     /// A body write: appended at the end; a rune cut by the write boundary
     /// waits for the fid's next write.
     async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
-        let text = {
-            let mut opened = fid.lock();
-            let mut bytes = match opened.tail.is_empty() {
-                true => data,
-                false => {
-                    let mut joined = std::mem::take(&mut opened.tail);
-                    joined.extend_from_slice(&data);
-                    joined
-                }
-            };
-            let cut = match std::str::from_utf8(&bytes) {
-                Ok(_) => bytes.len(),
-                Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                Err(_) => return Err("body: write is not UTF-8 text".into()),
-            };
-            opened.tail = bytes.split_off(cut);
-            String::from_utf8(bytes).expect("checked")
-        };
+        let text = fid.whole_runes(data, "body")?;
         let p = self.with_session(n, |s| buffers::body_append(s, b, &text))?;
         if let Some(p) = p {
             self.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;

@@ -715,7 +715,12 @@ async fn label_cons_errors_rdsel_and_wrsel_do_what_acme_does() {
     write_file(&c, root, "label", "my label").await.unwrap();
     assert_eq!(read_file(&c, root, "label").await, "");
     // cons: writes land in +Errors (aname "" has no directory).
-    write_file(&c, root, "cons", "from cons\n").await.unwrap();
+    // A rune cut between two writes is joined, as acme does.
+    let cons = open(&c, root, "cons", OWRITE).await;
+    let e_acute = "é".as_bytes();
+    c.write(cons.fid, 0, &[b"from cons \xc3".as_slice()].concat()).await.unwrap();
+    c.write(cons.fid, 0, &[&e_acute[1..], b"\n".as_slice()].concat()).await.unwrap();
+    c.clunk(cons.fid).await.unwrap();
     // errors: writes land in DIR/+Errors for the window's directory.
     write_file(&c, root, &format!("{id}/errors"), "from errors\n").await.unwrap();
     let index = read_file(&c, root, "index").await;
@@ -723,7 +728,7 @@ async fn label_cons_errors_rdsel_and_wrsel_do_what_acme_does() {
         let line = index.lines().find(|l| l[60..].starts_with(&format!("{name} ")))?;
         Some(read_file(&c, root, &format!("{}/body", id_of(line))).await)
     };
-    assert_eq!(body_of("+Errors").await.as_deref(), Some("from cons\n"), "{index}");
+    assert_eq!(body_of("+Errors").await.as_deref(), Some("from cons é\n"), "{index}");
     assert_eq!(body_of(&format!("{dir}/+Errors")).await.as_deref(), Some("from errors\n"), "{index}");
     // rdsel: the selection as it was at open; one opener at a time.
     let addr = open(&c, root, &format!("{id}/addr"), ORDWR).await;
