@@ -489,6 +489,12 @@ pub fn translate(pattern: &str) -> String {
     out
 }
 
+/// The byte offset after the rune at `at`, if there is one: where a
+/// search goes on after an empty match.
+pub(crate) fn after_rune(flat: &str, at: usize) -> Option<usize> {
+    flat[at..].chars().next().map(|c| at + c.len_utf8())
+}
+
 /// Compiles an acme regexp.
 pub fn compile(pattern: &str) -> Result<Regex> {
     Regex::new(&translate(pattern)).map_err(|e| AddrError::Regexp {
@@ -516,7 +522,7 @@ fn search(t: &mut Subject, pattern: &str, from: u64, forward: bool) -> Result<Ra
             match skip(&m) {
                 false => Some(m),
                 // The next rune's boundary, then on.
-                true => flat[at..].chars().next().and_then(|c| re.find_at(flat, at + c.len_utf8())),
+                true => after_rune(flat, at).and_then(|next| re.find_at(flat, next)),
             }
         };
         match limit {

@@ -4,7 +4,7 @@
 //! order and not overlapping, for the caller to apply as one edit per
 //! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
 
-use crate::addr::{self, Context, Dialect, Range};
+use crate::addr::{self, after_rune, Context, Dialect, Range};
 use crate::edit::{self, Cmd, EditError, Kind, Loop, Pipe, Position};
 use regex::Regex;
 use ropey::Rope;
@@ -222,9 +222,9 @@ impl Runner<'_> {
                 break;
             }
             if m.is_empty() && prev_end == Some(m.start()) {
-                match flat[m.start()..].chars().next() {
-                    Some(c) => {
-                        at = m.start() + c.len_utf8();
+                match after_rune(flat, m.start()) {
+                    Some(next) => {
+                        at = next;
                         continue;
                     }
                     None => break,
@@ -233,8 +233,8 @@ impl Runner<'_> {
             out.push(Range::new(text.byte_to_char(m.start()) as u64, text.byte_to_char(m.end()) as u64));
             prev_end = Some(m.end());
             at = match m.is_empty() {
-                true => match flat[m.end()..].chars().next() {
-                    Some(c) => m.end() + c.len_utf8(),
+                true => match after_rune(flat, m.end()) {
+                    Some(next) => next,
                     None => break,
                 },
                 false => m.end(),
@@ -320,8 +320,8 @@ impl Runner<'_> {
                 }
             }
             at = match m.is_empty() {
-                true => match flat[m.end()..].chars().next() {
-                    Some(c) => m.end() + c.len_utf8(),
+                true => match after_rune(flat, m.end()) {
+                    Some(next) => next,
                     None => break,
                 },
                 false => m.end(),

@@ -38,6 +38,19 @@ pub fn body_append(s: &Session, b: BufferId, text: &str) -> Result<Option<Propos
     Ok(Some(p))
 }
 
+/// The proposal that appends `text` as it is (none for no text): a tag
+/// write, command output.
+pub fn append(s: &Session, b: BufferId, text: &str, origin: Origin) -> Result<Option<Proposal>, String> {
+    let buf = buffer(s, b)?;
+    Ok((!text.is_empty()).then(|| Proposal::Insert {
+        buffer: b,
+        version: buf.version,
+        q0: buf.len(),
+        text: text.into(),
+        origin,
+    }))
+}
+
 /// Applies the backspaces in `text`: how many runes before it they erase,
 /// and what is left to append.
 pub fn backspaced(text: &str) -> (u64, String) {
@@ -145,13 +158,9 @@ pub fn addr_now(s: &Session, b: BufferId) -> Result<(Range, u64), String> {
     Ok((current_addr(s, b)?, buffer(s, b)?.version))
 }
 
-/// Moves the addr to `range` at the buffer's version (`addr=dot`).
+/// Moves the addr to `range` at the buffer's version (`addr=dot`, and
+/// after data reads and writes).
 pub fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
-    set_addr_at(s, b, range)
-}
-
-/// Moves the addr to `q` at the buffer's version.
-fn set_addr_at(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
     let version = buffer(s, b)?.version;
     let a = s.addrs.entry(b).or_default();
     a.range = range;
@@ -181,7 +190,7 @@ pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Res
         }
     }
     let q0 = r.q0 + n;
-    set_addr_at(s, b, if upto_q1 { Range::new(q0, r.q1.max(q0)) } else { Range::at(q0) })?;
+    set_addr(s, b, if upto_q1 { Range::new(q0, r.q1.max(q0)) } else { Range::at(q0) })?;
     Ok(out.into_bytes())
 }
 
@@ -230,7 +239,7 @@ pub fn selections_past(s: &Session, b: BufferId, at: u64, text: &str) -> Result<
 /// After a `data` write landed: the address follows the new text.
 pub fn data_written(s: &mut Session, b: BufferId, at: u64, text: &str) -> Result<(), String> {
     let end = at + text.chars().count() as u64;
-    set_addr_at(s, b, Range::at(end))
+    set_addr(s, b, Range::at(end))
 }
 
 /// `ctl` read: one `key value` line per property.

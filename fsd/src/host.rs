@@ -118,6 +118,21 @@ pub fn errors_name(dir: &str) -> String {
     format!("{}/+Errors", dir.trim_end_matches('/'))
 }
 
+/// The errors window for a window named `name`: `DIR/+Errors` for its
+/// directory, `+Errors` for a window without one.
+pub fn errors_for(name: &str) -> String {
+    crate::acme::look::window_dir(name).map_or("+Errors".to_string(), |d| errors_name(&d))
+}
+
+/// The directory commands run in for a window named `name`: its own if it
+/// exists, else the daemon's.
+pub fn command_dir(name: &str) -> String {
+    crate::acme::look::window_dir(name)
+        .filter(|d| Path::new(d).is_dir())
+        .or_else(|| std::env::current_dir().ok().map(|d| d.display().to_string()))
+        .unwrap_or_else(|| "/".into())
+}
+
 /// Finds the buffer named `name` shown in a window, or makes that window.
 pub async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
     let found = tree.with_session(session, |s| {
@@ -137,16 +152,7 @@ pub async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(Win
 
 /// Appends command output to the errors buffer, keeping it clean.
 pub async fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
-    let Ok(p) = tree.with_session(session, |s| {
-        let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
-        Ok(Proposal::Insert {
-            buffer: b,
-            version: buf.version,
-            q0: buf.len(),
-            text: text.into(),
-            origin: Origin::OtherFile,
-        })
-    }) else {
+    let Ok(Some(p)) = tree.with_session(session, |s| crate::buffers::append(s, b, text, Origin::OtherFile)) else {
         return;
     };
     if tree.propose(session, "exec output", p).await.is_ok() {
@@ -281,10 +287,7 @@ pub struct ShellPipes;
 
 impl apex_core::ecmd::Pipes for ShellPipes {
     fn run(&mut self, command: &str, input: Option<&str>, file: &apex_core::ecmd::EditFile) -> Result<String, String> {
-        let dir = crate::acme::look::window_dir(&file.name)
-            .filter(|d| Path::new(d).is_dir())
-            .or_else(|| std::env::current_dir().ok().map(|d| d.display().to_string()))
-            .unwrap_or_else(|| "/".into());
+        let dir = command_dir(&file.name);
         let mut child = std::process::Command::new("sh")
             .arg("-c")
             .arg(command)

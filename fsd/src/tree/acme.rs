@@ -366,8 +366,7 @@ impl Tree {
                     WinFile::Errors => {
                         let text = fid.whole_runes(data, "errors")?;
                         let name = self.body_name(n, &w)?;
-                        let errors = look::window_dir(&name).map_or("+Errors".to_string(), |d| host::errors_name(&d));
-                        self.append_errors(n, &errors, &text).await
+                        self.append_errors(n, &host::errors_for(&name), &text).await
                     }
                     _ => {
                         let text = super::utf8(data)?;
@@ -386,22 +385,10 @@ impl Tree {
         match file {
             WinFile::Addr => self.with_session(n, |s| buffers::addr_write(s, w.body, text)),
             WinFile::Data | WinFile::Xdata => self.data_write(n, w.body, text).await,
-            WinFile::Tag => {
-                let p = self.with_session(n, |s| {
-                    let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
-                    Ok(Proposal::Insert {
-                        buffer: w.tag,
-                        version: tag.version,
-                        q0: tag.len(),
-                        text: text.to_string(),
-                        origin: Origin::FileWrite,
-                    })
-                })?;
-                if text.is_empty() {
-                    return Ok(());
-                }
-                self.propose(n, "tag write", p).await.map(|_| ())
-            }
+            WinFile::Tag => match self.with_session(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))? {
+                Some(p) => self.propose(n, "tag write", p).await.map(|_| ()),
+                None => Ok(()),
+            },
             WinFile::Ctl => self.window_ctl(n, w, text).await,
             WinFile::Event => self.event_write(n, w, text).await,
             WinFile::Wrsel => {
@@ -656,12 +643,7 @@ impl Tree {
             _ if look::is_builtin(word) => Err(format!(
                 "{word}: acme's built-in needs a display; the daemon runs Del, Delete, Get, Put, Undo, Redo, Look, New and Edit"
             )),
-            _ => {
-                let dir = look::window_dir(name)
-                    .or_else(|| std::env::current_dir().ok().map(|d| d.display().to_string()))
-                    .unwrap_or_else(|| "/".into());
-                host::exec(self, n, &dir, text.trim()).await.map(|_| ())
-            }
+            _ => host::exec(self, n, &host::command_dir(name), text.trim()).await.map(|_| ()),
         }
     }
 

@@ -8,7 +8,6 @@
 
 use super::acme::Win;
 use super::{gone, Tree};
-use crate::acme::look;
 use crate::host::{self, ShellPipes};
 use apex_core::ecmd::{self, EditFile};
 use apex_core::{BufferId, Origin, Proposal, ViewId, WindowId};
@@ -82,8 +81,7 @@ impl Tree {
             }
         }
         if !outcome.printed.is_empty() {
-            let errors = look::window_dir(&name).map_or("+Errors".to_string(), |d| host::errors_name(&d));
-            let (_, b) = host::errors_window(self, n, &errors).await?;
+            let (_, b) = host::errors_window(self, n, &host::errors_for(&name)).await?;
             host::append_output(self, n, b, &outcome.printed).await;
         }
         Ok(())

@@ -10,6 +10,7 @@
 use crate::acme::event::{follow, Version};
 use crate::entrytext::{format_entry, format_registry};
 use crate::registry::Registry;
+use crate::session::Session;
 use apex_core::{BufferId, Entry, Reject, Seq, Shard, WindowId};
 
 /// What a stream is made from.
@@ -140,13 +141,8 @@ impl Cursor {
             Source::Event(s, b) => {
                 let gone = || format!("buffer {} was deleted", b.0);
                 let session = reg.get(s).ok_or_else(gone)?;
-                let buffer = session.view.state.buffer(b).map_err(|_| gone())?;
-                let entries = session.view.log.entries_after(Shard::Buffer(b), self.next).map_err(|e| e.to_string())?;
-                let entries: Vec<&Entry> = entries.take(BATCH).collect();
-                let n = follow(buffer, &entries, &mut self.versions[0], false, &mut self.pending, FILL);
-                if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
-                    self.next = e.seq;
-                }
+                let (next, version) = (&mut self.next, &mut self.versions[0]);
+                follow_buffer(session, b, next, version, false, &mut self.pending).ok_or_else(gone)??;
             }
             Source::Window(s, w) => {
                 // A pending read of a deleted window fails, as in acme.
@@ -156,18 +152,33 @@ impl Cursor {
                 let [body_version, tag_version] = &mut self.versions;
                 let shards =
                     [(win.tag, &mut self.next_tag, tag_version, true), (win.body, &mut self.next, body_version, false)];
-                for (shard, next, version, tag) in shards {
-                    let buffer = session.view.state.buffer(shard).map_err(|_| gone())?;
-                    let entries =
-                        session.view.log.entries_after(Shard::Buffer(shard), *next).map_err(|e| e.to_string())?;
-                    let entries: Vec<&Entry> = entries.take(BATCH).collect();
-                    let n = follow(buffer, &entries, version, tag, &mut self.pending, FILL);
-                    if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
-                        *next = e.seq;
-                    }
+                for (b, next, version, tag) in shards {
+                    follow_buffer(session, b, next, version, tag, &mut self.pending).ok_or_else(gone)??;
                 }
             }
         }
         Ok(if self.pending.is_empty() { Fill::Wait } else { Fill::Data })
     }
+}
+
+/// Formats buffer `b`'s event messages after entry `next` onto `out` and
+/// moves `next` past them; `None` if the buffer is gone.
+fn follow_buffer(
+    session: &Session,
+    b: BufferId,
+    next: &mut Seq,
+    version: &mut Version,
+    tag: bool,
+    out: &mut Vec<u8>,
+) -> Option<Result<(), String>> {
+    let buffer = session.view.state.buffer(b).ok()?;
+    let entries = match session.view.log.entries_after(Shard::Buffer(b), *next) {
+        Ok(it) => it.take(BATCH).collect::<Vec<&Entry>>(),
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let n = follow(buffer, &entries, version, tag, out, FILL);
+    if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
+        *next = e.seq;
+    }
+    Some(Ok(()))
 }
