@@ -8,6 +8,10 @@
 //! buffer in MB/s, and the memory a 100 MB buffer's state takes, counted by
 //! a global allocator. Each timing is the best of several runs. Nothing
 //! here asserts a time: these machines are shared and noisy.
+//!
+//! malloc runs under apexd's policy (`apex_fsd::malloc`: freed memory is
+//! kept for reuse, not given back to the kernel and faulted in again);
+//! `--glibc-malloc` measures under glibc's defaults instead.
 
 #[path = "../tests/core/trace.rs"]
 mod trace;
@@ -114,7 +118,7 @@ fn replay(name: &str) {
     for (pos, del, text) in &patches {
         n.append(Shard::Buffer(b), splice_op(*pos, *del, text)).unwrap();
     }
-    assert!(n.state.buffer(b).unwrap().text.0 == t.end.as_str(), "{name}: wrong end content");
+    assert!(n.state.buffer(b).unwrap().text.to_string() == t.end, "{name}: wrong end content");
     let log: Vec<(Shard, Entry)> = std::iter::once(Shard::Meta)
         .chain(std::iter::once(Shard::Buffer(b)))
         .flat_map(|s| n.log.entries_after(s, 0).unwrap().cloned().map(move |e| (s, e)).collect::<Vec<_>>())
@@ -221,10 +225,33 @@ fn big_buffer() {
     );
 }
 
+/// apexd's malloc policy (`apex_fsd::malloc`, which this crate cannot
+/// depend on): keep 256 MiB of freed heap, one arena. The figures are for
+/// the state machine as the daemon runs it.
+fn daemon_malloc_policy() {
+    // SAFETY: mallopt only sets malloc's parameters, before any thread.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument picks traces.
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let glibc = args.iter().any(|a| a == "--glibc-malloc");
+    if !glibc {
+        daemon_malloc_policy();
+    }
+    let filter: Vec<String> = args.into_iter().filter(|a| !a.starts_with("--")).collect();
     println!("apex-core replay benchmark (best of {RUNS} runs; ratios are to raw ropey in this run)");
+    println!(
+        "malloc: {}",
+        match glibc {
+            true => "glibc's defaults (--glibc-malloc)",
+            false => "apexd's policy, freed memory kept (apex_fsd::malloc; --glibc-malloc for glibc's defaults)",
+        }
+    );
     for name in trace::NAMES {
         if filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())) {
             replay(name);

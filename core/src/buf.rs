@@ -328,8 +328,8 @@ impl Buffer {
                 self.redo.clear();
                 self.clean_at = (!self.dirty).then_some(0);
             }
-            BufferOp::ExecAt(a) => self.last_action = Some((ActionKind::Exec, a.clone())),
-            BufferOp::LookAt(a) => self.last_action = Some((ActionKind::Look, a.clone())),
+            BufferOp::ExecAt(a) => self.last_action = Some((ActionKind::Exec, (**a).clone())),
+            BufferOp::LookAt(a) => self.last_action = Some((ActionKind::Look, (**a).clone())),
         }
         Ok(())
     }
@@ -338,21 +338,10 @@ impl Buffer {
     /// edit for rebasing and returns the removed runes and how many runes
     /// went in.
     fn splice(&mut self, q0: u64, q1: u64, text: &str) -> (String, u64) {
-        let removed = if q1 > q0 {
-            let s = self.runes(q0 as usize, q1 as usize);
-            self.text.remove(q0 as usize..q1 as usize);
-            s
-        } else {
-            String::new()
-        };
         // Counting the runes of `text` is cheaper than asking the rope its
         // length twice (a rope sums its root's children for that).
-        let inserted = if text.is_empty() {
-            0
-        } else {
-            self.text.insert(q0 as usize, text);
-            text.chars().count() as u64
-        };
+        let inserted = text.chars().count() as u64;
+        let removed = self.text.splice_counted(q0 as usize, q1 as usize, text, inserted as usize);
         let deleted = q1 - q0;
         self.len = self.len - deleted + inserted;
         for v in self.views.values_mut() {
@@ -364,15 +353,6 @@ impl Buffer {
         self.history.push_back(Edit { q0, deleted, inserted, continues: false });
         self.version = self.version.saturating_add(1);
         (removed, inserted)
-    }
-
-    /// Runes `q0..q1` as a string. Most deletions are one rune
-    /// (backspace), which one descent finds; a slice takes two.
-    fn runes(&self, q0: usize, q1: usize) -> String {
-        match q1 - q0 {
-            1 => self.text.char(q0).to_string(),
-            _ => self.text.slice(q0..q1).to_string(),
-        }
     }
 
     fn record(&mut self, change: Change) {

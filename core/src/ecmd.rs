@@ -494,6 +494,17 @@ mod tests {
     }
 
     #[test]
+    fn lines_end_only_at_newlines() {
+        // As in acme and sam: a carriage return, a vertical tab, a form
+        // feed, NEL and the Unicode separators do not end a line.
+        let t = "a\rb\u{b}c\u{c}d\u{85}e\u{2028}f\u{2029}g\nh\n";
+        let (_, _, printed) = edit(t, "/h/=").unwrap();
+        assert!(printed.ends_with(":2\n"), "{printed:?}");
+        let (_, _, printed) = edit(t, "/g/=+").unwrap();
+        assert!(printed.ends_with(":1+#12\n"), "{printed:?}");
+    }
+
+    #[test]
     fn substitutions() {
         let t = "foo bar foo baz foo\n";
         assert_eq!(text_after(t, ",s/foo/X/"), "X bar foo baz foo\n");

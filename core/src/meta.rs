@@ -149,11 +149,8 @@ impl Meta {
             MetaOp::NotifyDel { id } => {
                 self.notifications.remove(id);
             }
-            MetaOp::ProcessStart { pid, owner, command, dir, window } => {
-                self.processes.insert(
-                    *pid,
-                    Process { owner: *owner, command: command.clone(), dir: dir.clone(), window: *window },
-                );
+            MetaOp::ProcessStart { pid, process } => {
+                self.processes.insert(*pid, (**process).clone());
             }
             MetaOp::ProcessExit { pid, .. } => {
                 self.processes.remove(pid);

@@ -114,9 +114,9 @@ pub enum BufferOp {
     /// Redo the most recently undone group.
     Redo,
     /// A B2 action on this buffer's text.
-    ExecAt(Action),
+    ExecAt(Box<Action>),
     /// A B3 action on this buffer's text.
-    LookAt(Action),
+    LookAt(Box<Action>),
 }
 
 /// Per-window switches set by `ctl` messages and the UI.
@@ -151,7 +151,7 @@ pub enum WindowOp {
     /// Show another body buffer.
     Body { body: BufferId },
     /// Replace the window's flags.
-    Flags(WindowFlags),
+    Flags(Box<WindowFlags>),
     /// A tool opened the window's event file: the UI sends B2/B3 actions on
     /// this window as `ExecAt`/`LookAt` instead of acting on them.
     EventOpen { reader: AttachmentId },
@@ -288,10 +288,8 @@ pub enum MetaOp {
     /// A process the daemon started.
     ProcessStart {
         pid: u64,
-        owner: AttachmentId,
-        command: String,
-        dir: String,
-        window: Option<WindowId>,
+        /// Boxed: entries are as large as their largest op.
+        process: Box<crate::meta::Process>,
     },
     ProcessExit {
         pid: u64,

@@ -313,7 +313,7 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             buffer_op(node, *buffer, BufferOp::Mark { group })?
         }
         Proposal::ForgetUndo { buffer } => buffer_op(node, *buffer, BufferOp::ForgetUndo)?,
-        Proposal::Flags { window, flags } => window_op(node, *window, WindowOp::Flags(flags.clone()))?,
+        Proposal::Flags { window, flags } => window_op(node, *window, WindowOp::Flags(Box::new(flags.clone())))?,
         Proposal::EventReader { window, reader } => {
             let op = match reader {
                 Some(reader) => WindowOp::EventOpen { reader: *reader },
@@ -321,8 +321,8 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             };
             window_op(node, *window, op)?
         }
-        Proposal::Exec { buffer, action } => buffer_op(node, *buffer, BufferOp::ExecAt(action.clone()))?,
-        Proposal::Look { buffer, action } => buffer_op(node, *buffer, BufferOp::LookAt(action.clone()))?,
+        Proposal::Exec { buffer, action } => buffer_op(node, *buffer, BufferOp::ExecAt(Box::new(action.clone())))?,
+        Proposal::Look { buffer, action } => buffer_op(node, *buffer, BufferOp::LookAt(Box::new(action.clone())))?,
         Proposal::CreateBuffer { name, text } => {
             let id = node.create_buffer_as(name)?;
             if !text.is_empty() {

@@ -54,9 +54,20 @@ impl Flavor for HashFlavor {
 impl State {
     /// The state as snapshot bytes.
     pub fn to_snapshot(&self) -> Vec<u8> {
-        let out = vec![SNAPSHOT_FORMAT];
+        // Sized up front: a 100 MB text would otherwise be copied again at
+        // every doubling of the Vec. Capacity past what is written is never
+        // touched, so a generous guess costs nothing.
+        let mut out = Vec::with_capacity(self.encoded_size_bound());
+        out.push(SNAPSHOT_FORMAT);
         // Writing to a Vec cannot fail, and every type here serializes.
         postcard::to_extend(self, out).expect("state always encodes")
+    }
+
+    /// At least the size of the encoding of the buffers' texts, plus room
+    /// for everything else in a state of ordinary size.
+    fn encoded_size_bound(&self) -> usize {
+        let texts: usize = self.buffers.values().map(|b| crate::text::encoded_size_bound(&b.text) + 64).sum();
+        texts + 64 * 1024
     }
 
     /// A state from snapshot bytes; a clear error for anything else.

@@ -50,7 +50,7 @@ struct Saved {
 }
 
 enum Part {
-    Buffer(Option<Buffer>),
+    Buffer(Option<Box<Buffer>>),
     Window(Option<Window>),
     Term(Option<Term>),
     Layout(Box<Layout>),
@@ -225,7 +225,7 @@ impl State {
             applied: self.applied(shard),
             id_marks: self.id_marks.clone(),
             part: match shard {
-                Shard::Buffer(b) => Part::Buffer(self.buffers.get(&b).cloned()),
+                Shard::Buffer(b) => Part::Buffer(self.buffers.get(&b).cloned().map(Box::new)),
                 Shard::Window(w) => Part::Window(self.windows.get(&w).cloned()),
                 Shard::Term(t) => Part::Term(self.terms.get(&t).cloned()),
                 Shard::Layout | Shard::Meta => Part::Layout(Box::new(self.layout.clone())),
@@ -241,7 +241,7 @@ impl State {
             };
         }
         match (shard, saved.part) {
-            (Shard::Buffer(b), Part::Buffer(v)) => put(&mut self.buffers, b, v),
+            (Shard::Buffer(b), Part::Buffer(v)) => put(&mut self.buffers, b, v.map(|b| *b)),
             (Shard::Window(w), Part::Window(v)) => put(&mut self.windows, w, v),
             (Shard::Term(t), Part::Term(v)) => put(&mut self.terms, t, v),
             (_, Part::Layout(l)) => self.layout = *l,

@@ -31,7 +31,7 @@ impl Window {
             WindowOp::Create { .. } => {}
             WindowOp::Tag { tag } => self.tag = *tag,
             WindowOp::Body { body } => self.body = *body,
-            WindowOp::Flags(flags) => self.flags = flags.clone(),
+            WindowOp::Flags(flags) => self.flags = (**flags).clone(),
             WindowOp::EventOpen { reader } => self.event_reader = Some(*reader),
             WindowOp::EventClose => self.event_reader = None,
         }

@@ -8,6 +8,7 @@
 //! proposals that record it take the lock, briefly.
 
 use crate::tree::Tree;
+use apex_core::meta::Process;
 use apex_core::{AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
 use std::io::Write;
 use std::path::Path;
@@ -85,7 +86,7 @@ pub async fn put(
                 b.0, buf.version
             ));
         }
-        Ok((buf.text.0.clone(), buf.version, buf.name.clone()))
+        Ok((buf.text.rope().clone(), buf.version, buf.name.clone()))
     })?;
     let file = file_or_name("put", file, &name)?;
     let path = file.clone();
@@ -182,13 +183,13 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
     let made = errors_window(tree, session, &errors).await;
     let body = made.and_then(|(window, body)| {
         tree.with_session(session, |s| {
-            let op = MetaOp::ProcessStart {
-                pid: pid.into(),
+            let process = Process {
                 owner: AttachmentId::SERVER,
                 command: command.to_string(),
                 dir: dir.to_string(),
                 window: Some(window),
             };
+            let op = MetaOp::ProcessStart { pid: pid.into(), process: Box::new(process) };
             s.view.push_meta(op).map_err(|e| e.to_string())?;
             Ok(body)
         })

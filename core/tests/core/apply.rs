@@ -1,6 +1,7 @@
 //! `State::apply` refuses gaps, repeats, misplaced ops and bad ops with a
 //! typed error, and the state's hash is unchanged after each refusal.
 
+use apex_core::meta::Process;
 use apex_core::*;
 
 fn entry(seq: Seq, op: Op) -> Entry {
@@ -113,10 +114,16 @@ fn meta_state_follows_its_ops() {
     n.push_meta(MetaOp::Notify { from: a, text: "hi".into() }).unwrap();
     n.push_meta(MetaOp::Notify { from: AttachmentId::SERVER, text: "kept".into() }).unwrap();
     n.push_meta(MetaOp::Setting { owner: a, key: "tabstop".into(), value: Some("4".into()) }).unwrap();
-    n.push_meta(MetaOp::ProcessStart { pid: 42, owner: a, command: "mk".into(), dir: "/".into(), window: None })
-        .unwrap();
+    n.push_meta(MetaOp::ProcessStart {
+        pid: 42,
+        process: Box::new(Process { owner: a, command: "mk".into(), dir: "/".into(), window: None }),
+    })
+    .unwrap();
     assert!(matches!(
-        n.push_meta(MetaOp::ProcessStart { pid: 42, owner: a, command: "mk".into(), dir: "/".into(), window: None }),
+        n.push_meta(MetaOp::ProcessStart {
+            pid: 42,
+            process: Box::new(Process { owner: a, command: "mk".into(), dir: "/".into(), window: None })
+        }),
         Err(Reject::ProcessExists(42))
     ));
     assert_eq!(n.state.meta.processes.len(), 1);

@@ -7,6 +7,7 @@ mod fencing;
 mod proposals;
 mod props;
 mod sim;
+mod text;
 mod trace;
 mod traces;
 mod undo;

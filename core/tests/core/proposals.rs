@@ -123,7 +123,7 @@ fn windows_get_acme_numbers_in_order_never_reused() {
     // Window ops change what the window shows and its flags.
     let w = w1.window;
     let flags = WindowFlags { scroll: false, menu: false, ..WindowFlags::default() };
-    n.append(Shard::Window(w), Op::Window(WindowOp::Flags(flags.clone()))).unwrap();
+    n.append(Shard::Window(w), Op::Window(WindowOp::Flags(Box::new(flags.clone())))).unwrap();
     n.append(Shard::Window(w), Op::Window(WindowOp::EventOpen { reader: AttachmentId(9) })).unwrap();
     n.append(Shard::Window(w), Op::Window(WindowOp::Tag { tag: w4.tag })).unwrap();
     let win = n.state.window(w).unwrap();

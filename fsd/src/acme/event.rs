@@ -219,13 +219,13 @@ mod tests {
             flags,
             origin: Origin::Mouse,
         };
-        let x = |a| event_lines(&b, &entry(BufferOp::ExecAt(a)), false);
+        let x = |a| event_lines(&b, &entry(BufferOp::ExecAt(Box::new(a))), false);
         assert_eq!(x(action(0, None, None)), "MX6 11 0 5 world\n");
         assert_eq!(x(action(2, Some((6, 11)), None)), "MX6 6 2 0 \nMX6 11 0 5 world\n");
         assert_eq!(x(action(1 | 8, None, Some("arg"))), "MX6 11 9 5 world\nMX0 0 0 3 arg\nMX0 0 0 0 \n");
         let long = "x".repeat(EVENT_TEXT_MAX + 1);
         assert_eq!(x(action(8, None, Some(&long))), "", "a long chord argument drops the event");
-        let l = event_lines(&b, &entry(BufferOp::LookAt(action(1 | 2 | 4, Some((6, 11)), None))), true);
+        let l = event_lines(&b, &entry(BufferOp::LookAt(Box::new(action(1 | 2 | 4, Some((6, 11)), None)))), true);
         assert_eq!(l, "Ml6 6 7 0 \nMl6 11 5 5 world\n");
     }
 

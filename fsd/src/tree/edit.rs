@@ -40,7 +40,7 @@ impl Tree {
                     if placed.window == w.id {
                         current = files.len();
                     }
-                    files.push(EditFile { name: b.name.clone(), text: b.text.0.clone(), dot, dirty: b.dirty });
+                    files.push(EditFile { name: b.name.clone(), text: b.text.rope().clone(), dot, dirty: b.dirty });
                     seen.push(Seen { window: placed.window, body: win.body, version: b.version });
                 }
             }

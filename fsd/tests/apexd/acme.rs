@@ -122,6 +122,7 @@ fn act(ui: &Attached, body: BufferId, exec: bool, q0: u64, q1: u64) {
         let node = l.node_mut().unwrap();
         let version = node.state.buffer(body).unwrap().version;
         let a = Action { view: None, version, q0, q1, expansion: None, arg: None, flags: 0, origin: Origin::Mouse };
+        let a = Box::new(a);
         let op = if exec { BufferOp::ExecAt(a) } else { BufferOp::LookAt(a) };
         node.append(Shard::Buffer(body), Op::Buffer(op)).unwrap();
     });

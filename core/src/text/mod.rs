@@ -1,0 +1,265 @@
+//! `Text`: a buffer's runes, a rope with an edit cache in front of it.
+//!
+//! The rope is a [`ropey::Rope`], so a 100 MB file and a one-rune insert in
+//! its middle both stay cheap. In front of it sits one *run*: the edits made
+//! since the last flush, when each touched the one before (typing,
+//! backspacing, retyping a word), folded into a single splice of the rope
+//! that has not been made yet. acme keeps the block being edited in a cache
+//! the same way (`buf.c`); here it turns a keystroke from a rope descent
+//! into a push onto a short string, and the rope sees one edit per run.
+//!
+//! The run is invisible from outside: every read goes through [`Text::rope`]
+//! (or `Deref`), which is the rope with the run made. The first read after
+//! an edit builds that rope once, from a clone that shares all but one path
+//! of nodes, and keeps it; the next edit carries on from it. Equality, the
+//! encoding (`encode.rs`) and the hash see only the runes.
+
+mod encode;
+
+pub use encode::{encoded_size_bound, PIECE};
+
+use ropey::Rope;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::OnceLock;
+
+/// Longest run, in bytes, kept out of the rope: longer texts go straight in.
+/// Edits inside a run move its bytes, so it is kept short.
+const RUN_MAX: usize = 1024;
+
+/// A rope of runes.
+#[derive(Clone, Default)]
+pub struct Text {
+    /// Everything the edits before `run` made.
+    rope: Rope,
+    /// Edits not yet made to `rope`.
+    run: Option<Run>,
+    /// `rope` with `run` made, built by the first read after an edit.
+    merged: OnceLock<Rope>,
+}
+
+/// Runes `at..at + replaced` of the rope replaced by `text` (`chars` runes).
+#[derive(Clone, Debug)]
+struct Run {
+    at: usize,
+    replaced: usize,
+    text: String,
+    chars: usize,
+}
+
+impl Run {
+    /// Makes the run's splice in `rope`.
+    fn make(&self, rope: &mut Rope) {
+        if self.replaced > 0 {
+            rope.remove(self.at..self.at + self.replaced);
+        }
+        if !self.text.is_empty() {
+            rope.insert(self.at, &self.text);
+        }
+    }
+
+    /// Whether a splice of `q0..q1` touches or overlaps the run's runes, so
+    /// that it can join the run.
+    fn touches(&self, q0: usize, q1: usize) -> bool {
+        q1 >= self.at && q0 <= self.at + self.chars
+    }
+
+    /// Byte offset of rune `i` of the run's text.
+    fn byte(&self, i: usize) -> usize {
+        if self.text.len() == self.chars {
+            return i;
+        }
+        self.text.char_indices().nth(i).map_or(self.text.len(), |(b, _)| b)
+    }
+
+    /// Joins the splice of `q0..q1` (touching the run) into it, returning
+    /// the runes it removed. `rope` is the text without the run.
+    fn join(&mut self, rope: &Rope, q0: usize, q1: usize, text: &str, chars: usize) -> String {
+        let (left, right) = (self.at, self.at + self.chars);
+        let rope_after = self.at + self.replaced;
+        let mut removed = String::new();
+        // Runes before the run come out of the rope: the run starts earlier.
+        if q0 < left {
+            removed = runes(rope, q0, left);
+            self.replaced += left - q0;
+            self.at = q0;
+        }
+        // Runes inside the run come out of its text, and the new text goes
+        // where they were.
+        let (a, b) = (q0.max(left) - left, q1.min(right) - left);
+        let (ba, bb) = (self.byte(a), self.byte(b));
+        removed.push_str(&self.text[ba..bb]);
+        if bb == self.text.len() {
+            // Typing and backspacing at the run's end, the common case.
+            self.text.truncate(ba);
+            self.text.push_str(text);
+        } else {
+            self.text.replace_range(ba..bb, text);
+        }
+        // Runes after the run come out of the rope: the run ends later.
+        if q1 > right {
+            removed.push_str(&runes(rope, rope_after, rope_after + (q1 - right)));
+            self.replaced += q1 - right;
+        }
+        self.chars = self.chars - (b - a) + chars;
+        removed
+    }
+}
+
+/// Runes `q0..q1` of `rope`. Most deletions are one rune (backspace),
+/// which one descent finds; a slice takes two.
+fn runes(rope: &Rope, q0: usize, q1: usize) -> String {
+    match q1 - q0 {
+        0 => String::new(),
+        1 => rope.char(q0).to_string(),
+        _ => rope.slice(q0..q1).to_string(),
+    }
+}
+
+impl Text {
+    pub fn new() -> Text {
+        Text::default()
+    }
+
+    pub(crate) fn from_rope(rope: Rope) -> Text {
+        Text { rope, run: None, merged: OnceLock::new() }
+    }
+
+    /// The runes as a rope.
+    pub fn rope(&self) -> &Rope {
+        match &self.run {
+            None => &self.rope,
+            Some(run) => self.merged.get_or_init(|| {
+                let mut rope = self.rope.clone();
+                run.make(&mut rope);
+                rope
+            }),
+        }
+    }
+
+    /// Length in runes, without making the run.
+    pub fn len_chars(&self) -> usize {
+        match &self.run {
+            None => self.rope.len_chars(),
+            Some(run) => self.rope.len_chars() - run.replaced + run.chars,
+        }
+    }
+
+    /// Replaces runes `q0..q1` (a range of the text) with `text` and
+    /// returns the runes removed.
+    pub fn splice(&mut self, q0: usize, q1: usize, text: &str) -> String {
+        let chars = text.chars().count();
+        self.splice_counted(q0, q1, text, chars)
+    }
+
+    /// `splice` for a caller that has counted `text`'s runes.
+    pub(crate) fn splice_counted(&mut self, q0: usize, q1: usize, text: &str, chars: usize) -> String {
+        // A read since the last edit built the merged rope: carry on from it.
+        if let Some(merged) = self.merged.take() {
+            self.rope = merged;
+            self.run = None;
+        }
+        if let Some(run) = &mut self.run {
+            if run.touches(q0, q1) && run.text.len() + text.len() <= RUN_MAX {
+                return run.join(&self.rope, q0, q1, text, chars);
+            }
+            run.make(&mut self.rope);
+            self.run = None;
+        }
+        let removed = runes(&self.rope, q0, q1);
+        if text.len() > RUN_MAX {
+            if q1 > q0 {
+                self.rope.remove(q0..q1);
+            }
+            self.rope.insert(q0, text);
+        } else {
+            self.run = Some(Run { at: q0, replaced: q1 - q0, text: text.to_string(), chars });
+        }
+        removed
+    }
+}
+
+impl Deref for Text {
+    type Target = Rope;
+    fn deref(&self) -> &Rope {
+        self.rope()
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.rope() == other.rope()
+    }
+}
+
+impl Eq for Text {}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Text({} runes)", self.rope().len_chars())
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text::from_rope(Rope::from_str(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Splices both a `Text` and a plain `String`, checking the removed
+    /// runes and the result after each, reading only sometimes (a read
+    /// builds the merged rope, which the next edit carries on from).
+    fn check(edits: &[(usize, usize, &str)], read_every: usize) {
+        let mut text = Text::from("hello, wörld");
+        let mut want: Vec<char> = "hello, wörld".chars().collect();
+        for (i, &(q0, q1, s)) in edits.iter().enumerate() {
+            let removed = text.splice(q0, q1, s);
+            let gone: String = want.splice(q0..q1, s.chars()).collect();
+            assert_eq!(removed, gone, "edit {i}: {q0}..{q1} {s:?}");
+            if read_every > 0 && i % read_every == 0 {
+                assert_eq!(text.to_string(), want.iter().collect::<String>(), "after edit {i}");
+            }
+        }
+        assert_eq!(text.to_string(), want.iter().collect::<String>());
+        assert_eq!(text.len_chars(), want.len());
+    }
+
+    #[test]
+    fn runs_fold_typing_backspace_and_deletes_at_either_end() {
+        let edits = [
+            (5, 5, "!"),  // start a run
+            (6, 6, "é"),  // typing on
+            (7, 7, "x"),  //
+            (7, 8, ""),   // backspace inside the run
+            (4, 5, ""),   // backspace past the run's start
+            (3, 4, ""),   //
+            (3, 3, "LO"), // retype
+            (5, 9, ""),   // delete from inside the run past its end
+            (0, 2, "J"),  // far away: a new run
+            (1, 1, "€"),  //
+            (0, 3, ""),   // delete the whole run and a rune after it
+        ];
+        for read_every in [0, 1, 2, 3] {
+            check(&edits, read_every);
+        }
+    }
+
+    #[test]
+    fn long_texts_go_straight_to_the_rope() {
+        let long = "ä".repeat(RUN_MAX);
+        check(&[(0, 0, "ab"), (2, 2, long.as_str()), (1, 3, "c"), (0, 0, long.as_str())], 0);
+    }
+
+    #[test]
+    fn equal_runes_are_equal_texts_whatever_is_pending() {
+        let mut a = Text::from("abc");
+        a.splice(3, 3, "d");
+        let b = Text::from("abcd");
+        assert_eq!(a, b);
+        assert_eq!(postcard::to_allocvec(&a).unwrap(), postcard::to_allocvec(&b).unwrap());
+    }
+}
