@@ -400,8 +400,16 @@ impl Runner<'_> {
                     Range::new(q0, q0 + c.text.chars().count() as u64)
                 }
                 Dot::Original(r) => {
-                    let before = |q: u64| list.iter().take_while(|c| c.q1 <= q).count();
-                    Range::new(shift(r.q0, before(r.q0)), shift(r.q1, before(r.q1)))
+                    // A point inside a replaced range goes to the start of
+                    // what replaced it; one at or past its end, past it.
+                    let point = |q: u64| {
+                        let before = list.iter().take_while(|c| c.q1 <= q).count();
+                        match list.get(before) {
+                            Some(c) if c.q0 < q => shift(c.q0, before),
+                            _ => shift(q, before),
+                        }
+                    };
+                    Range::new(point(r.q0), point(r.q1))
                 }
             };
             self.out.dots.insert(*f, r);
@@ -491,6 +499,10 @@ mod tests {
         assert_eq!(dot, Range::new(4, 8));
         let (_, dot, _) = edit(t, "1d\n3").unwrap();
         assert_eq!(dot, Range::new(4, 10), "dot maps past earlier changes");
+        let (_, dot, _) = edit(t, ",c/X/\n/thr/").unwrap();
+        assert_eq!(dot, Range::at(0), "a dot inside a replaced range goes to its start");
+        let (_, dot, _) = edit(t, "2c/TWO\\n/\n/wo\\nth/").unwrap();
+        assert_eq!(dot, Range::new(4, 10), "a dot from inside a change keeps its end past it");
     }
 
     #[test]
