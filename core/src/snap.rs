@@ -3,7 +3,7 @@
 //! A snapshot is the postcard encoding of the whole state, `applied`
 //! included, so it records exactly which prefix of each log it covers. Every
 //! map in the state is ordered and texts encode independently of their rope
-//! chunking (`text.rs`), so equal states encode to equal bytes; the hash is
+//! chunking (`text/encode.rs`), so equal states encode to equal bytes; the hash is
 //! blake3 over those bytes, streamed without building the snapshot.
 
 use crate::error::{Reject, Result};

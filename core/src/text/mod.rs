@@ -196,7 +196,7 @@ impl Eq for Text {}
 
 impl fmt::Debug for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Text({} runes)", self.rope().len_chars())
+        write!(f, "Text({} runes)", self.len_chars())
     }
 }
 
