@@ -7,8 +7,8 @@ when every check holds; raises otherwise.
 import sys
 import threading
 
-from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError
-from python9p_util import listing, read_all, walk_open
+from py9p import OREAD, ORDWR, OTRUNC, OWRITE, RemoteError
+from python9p_util import attach, listing, read_all, walk_open
 from python9p_util import write as write_mode
 
 def write(c, path, data):
@@ -26,10 +26,7 @@ def refused(c, path, data, says):
 
 
 def main():
-    c = Client.connect_unix(sys.argv[1], msize=8192)
-    c.negotiate()
-    assert c.version_string == "9P2000", c.version_string
-    c.attach(0, uname="nobody-in-particular", aname="")
+    c = attach(sys.argv[1], 8192, "nobody-in-particular")
 
     # acme.rc's newwindow: read new/ctl to EOF, the first word is the id.
     ctl = read_all(c, "new/ctl").decode()

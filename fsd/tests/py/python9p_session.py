@@ -7,8 +7,8 @@ fsd/tests/apexd (the Rust side then checks what it left behind).
 import sys
 import threading
 
-from py9p import Client, OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, Rflush, Rread, Tflush, Tread
-from python9p_util import listing, read_all, walk_open, write
+from py9p import OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, Rflush, Rread, Tflush, Tread
+from python9p_util import attach, listing, read_all, walk_open, write
 
 def ctl_field(c, b, key):
     for line in read_all(c, f"main/buffers/{b}/ctl").decode().splitlines():
@@ -19,10 +19,7 @@ def ctl_field(c, b, key):
 
 
 def main():
-    c = Client.connect_unix(sys.argv[1], msize=65536)
-    c.negotiate()
-    assert c.version_string == "9P2000", c.version_string
-    c.attach(0, uname="glenda", aname="")
+    c = attach(sys.argv[1], 65536, "glenda")
 
     assert "main" in listing(c, "")
     assert sorted(listing(c, "main")) == sorted(

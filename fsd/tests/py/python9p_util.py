@@ -5,9 +5,19 @@ scripts make with it, as plan9port's 9p(1) makes them.
 """
 import struct
 
-from py9p import OREAD, OWRITE, decode_dir
+from py9p import Client, OREAD, OWRITE, decode_dir
 
 next_fid = [10]
+
+
+def attach(socket, msize, uname):
+    """Version (plain 9P2000 is what must come back) and attach fid 0 to
+    the root, as 9p(1) does."""
+    c = Client.connect_unix(socket, msize=msize)
+    c.negotiate()
+    assert c.version_string == "9P2000", c.version_string
+    c.attach(0, uname=uname, aname="")
+    return c
 
 
 def fid():
