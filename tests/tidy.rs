@@ -1,8 +1,8 @@
 //! Tidy: repository-wide rules checked under `cargo test`, in the spirit of
 //! rust-analyzer's `tidy.rs`. Every Rust file opens with a `//!` module doc;
 //! apex-core stays pure (none of its dependencies does I/O or async, or
-//! reads the clock or randomness); no crate depends upward (core <- fsd <-
-//! {mnt, ui}); no source file grows past a size that hides its concept.
+//! reads the clock or randomness); no crate depends upward (core, ninep <-
+//! link <- {fsd, mnt, ui}); no source file grows past a size that hides its concept.
 
 use std::path::{Path, PathBuf};
 
@@ -92,27 +92,45 @@ fn core_is_pure() {
     }
 }
 
-/// The layers, bottom first: a crate may depend only on crates before it.
-const LAYERS: &[(&str, &str)] =
-    &[("core", "apex-core"), ("fsd/ninep", "apex-ninep"), ("fsd", "apex-fsd"), ("mnt", "apex-mnt"), ("ui", "apex-ui")];
+/// The crate graph: each crate and the apex crates it may depend on
+/// (normal, dev and build dependencies alike). core and ninep sit at the
+/// bottom, link above both, and the programs above link; mnt and ui never
+/// reach into the daemon. ARCHITECTURE.md draws the same graph.
+const LAYERS: &[(&str, &str, &[&str])] = &[
+    ("core", "apex-core", &[]),
+    ("fsd/ninep", "apex-ninep", &[]),
+    ("link", "apex-link", &["apex-core", "apex-ninep"]),
+    ("fsd", "apex-fsd", &["apex-core", "apex-ninep", "apex-link"]),
+    ("mnt", "apex-mnt", &["apex-core", "apex-ninep", "apex-link"]),
+    ("ui", "apex-ui", &["apex-core", "apex-ninep", "apex-link"]),
+];
 
 #[test]
 fn no_dependency_points_upward() {
-    for (i, (dir, name)) in LAYERS.iter().enumerate() {
+    let apex: Vec<&str> = LAYERS.iter().map(|(_, n, _)| *n).collect();
+    for (dir, name, may) in LAYERS {
         let Some(m) = manifest(dir) else { continue };
-        let above: Vec<&str> = LAYERS[i..].iter().map(|(_, n)| *n).collect();
-        let siblings_above = match *name {
-            // mnt and ui sit side by side above fsd: neither uses the other.
-            "apex-mnt" => vec!["apex-ui"],
-            "apex-ui" => vec!["apex-mnt"],
-            _ => vec![],
-        };
-        for d in deps(&m, "dependencies") {
-            assert!(
-                !above.contains(&d.as_str()) && !siblings_above.contains(&d.as_str()),
-                "{name} depends on {d}, which is not below it (core <- ninep <- fsd <- {{mnt, ui}})"
-            );
+        for table in ["dependencies", "dev-dependencies", "build-dependencies"] {
+            for d in deps(&m, table) {
+                assert!(
+                    !apex.contains(&d.as_str()) || may.contains(&d.as_str()),
+                    "{name} [{table}] depends on {d}; it may use only {may:?} \
+                     (core, ninep <- link <- {{fsd, mnt, ui}}; mnt and ui never on fsd)"
+                );
+            }
         }
+    }
+}
+
+#[test]
+fn every_workspace_crate_has_a_layer() {
+    let m = manifest(".").expect("Cargo.toml");
+    let members = m["workspace"]["members"].as_array().expect("workspace members");
+    for member in members.iter().filter_map(|v| v.as_str()).filter(|d| *d != "tests") {
+        assert!(
+            LAYERS.iter().any(|(dir, _, _)| dir == &member),
+            "workspace member {member} has no place in tidy's LAYERS: say what it may depend on"
+        );
     }
 }
 

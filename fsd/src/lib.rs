@@ -19,7 +19,6 @@
 //!   messages, events, looking things up.
 //! - [`tables`]: the text tables of `meta/`, leases and outcomes.
 //! - [`host`]: get, put and exec on the daemon's machine.
-//! - [`malloc`]: the daemon's malloc policy (keep freed memory).
 //!
 //! The binary `apexd` (`src/bin/apexd.rs`) posts the socket, makes the
 //! session `main`, and serves every connection with
@@ -36,7 +35,6 @@ pub mod attach;
 pub mod buffers;
 pub mod entrytext;
 pub mod host;
-pub mod malloc;
 pub mod post;
 pub mod proposals;
 pub mod registry;

@@ -1,12 +1,11 @@
 //! Posting a service the way plan9port does: a Unix socket named after the
 //! service in the namespace directory.
 //!
-//! The directory is `--namespace DIR`, else `$NAMESPACE`, else
-//! `/tmp/ns.$USER.$DISPLAY`, with `DISPLAY` canonicalised as plan9port's
-//! `getns` does (a trailing `.0` dropped, `/` made `_`) and `:0` when unset.
-//! A missing directory is made mode 0700; an existing one must be ours and
-//! 0700, since anyone who can reach the socket can edit every session. A
-//! stale socket (nobody listening) is replaced; a live one means another
+//! Where the namespace directory is, and how a client finds a posted
+//! service, is `apex_ninep::ns` (shared with every client). A missing
+//! directory is made mode 0700; an existing one must be ours and 0700,
+//! since anyone who can reach the socket can edit every session. A stale
+//! socket (nobody listening) is replaced; a live one means another
 //! daemon serves there, which is an error.
 
 use std::io::ErrorKind;
@@ -26,46 +25,6 @@ pub enum PostError {
     Live { path: PathBuf },
     #[error("cannot post {path}: {err}")]
     Bind { path: PathBuf, err: std::io::Error },
-}
-
-/// `DISPLAY` as plan9port names namespaces after it.
-pub fn canonical_display(display: Option<&str>) -> String {
-    let d = match display {
-        Some(d) if !d.is_empty() => d,
-        _ => ":0",
-    };
-    let d = d.strip_suffix(".0").unwrap_or(d);
-    d.replace('/', "_")
-}
-
-/// The user name plan9port would use: `$USER`, else the password entry.
-pub fn user_name() -> String {
-    if let Ok(u) = std::env::var("USER") {
-        if !u.is_empty() {
-            return u;
-        }
-    }
-    // SAFETY: getpwuid returns a pointer into static storage or null; we
-    // copy the name out at once and call nothing else in between.
-    unsafe {
-        let pw = libc::getpwuid(libc::getuid());
-        if !pw.is_null() && !(*pw).pw_name.is_null() {
-            return std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned();
-        }
-        format!("{}", libc::getuid())
-    }
-}
-
-/// The namespace directory for these settings.
-pub fn namespace_dir(flag: Option<&Path>) -> PathBuf {
-    if let Some(d) = flag {
-        return d.to_path_buf();
-    }
-    if let Some(ns) = std::env::var_os("NAMESPACE").filter(|v| !v.is_empty()) {
-        return PathBuf::from(ns);
-    }
-    let display = std::env::var("DISPLAY").ok();
-    PathBuf::from(format!("/tmp/ns.{}.{}", user_name(), canonical_display(display.as_deref())))
 }
 
 /// Makes or checks the namespace directory.
@@ -109,15 +68,6 @@ pub fn post(dir: &Path, service: &str) -> Result<tokio::net::UnixListener, PostE
     tokio::net::UnixListener::bind(&path).map_err(|err| PostError::Bind { path, err })
 }
 
-/// A plan9port address: `unix!PATH` and `tcp!HOST!PORT` as they are; a bare
-/// name is the service of that name posted in the namespace directory.
-pub fn service_address(addr: &str) -> String {
-    if addr.contains('!') {
-        return addr.to_string();
-    }
-    format!("unix!{}", namespace_dir(None).join(addr).display())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,20 +76,6 @@ mod tests {
         let d = std::env::temp_dir().join(format!("apex-post-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         d
-    }
-
-    #[test]
-    fn display_is_canonicalised_as_plan9port_does() {
-        assert_eq!(canonical_display(None), ":0");
-        assert_eq!(canonical_display(Some(":0.0")), ":0");
-        assert_eq!(canonical_display(Some("host:1.0")), "host:1");
-        assert_eq!(canonical_display(Some("/tmp/launch-x/org.xquartz:0")), "_tmp_launch-x_org.xquartz:0");
-        assert_eq!(canonical_display(Some(":1.1")), ":1.1");
-    }
-
-    #[test]
-    fn the_flag_wins_then_namespace() {
-        assert_eq!(namespace_dir(Some(Path::new("/x"))), PathBuf::from("/x"));
     }
 
     #[tokio::test]

@@ -49,7 +49,7 @@ fn detach(path: &Path) {
 
 fn main() -> anyhow::Result<()> {
     // Before the runtime starts its threads.
-    apex_fsd::malloc::keep_freed_memory();
+    apex_ninep::malloc::keep_freed_memory();
     tokio::runtime::Runtime::new()?.block_on(run())
 }
 
@@ -67,9 +67,9 @@ async fn run() -> anyhow::Result<()> {
         [a, m] => (a.clone(), PathBuf::from(m)),
         _ => unreachable!("clap takes one or two"),
     };
-    let address = apex_fsd::post::service_address(&addr);
+    let address = apex_ninep::ns::service_address(&addr);
     let client = apex_ninep::dial(&address, args.msize).await.with_context(|| format!("dial {address}"))?;
-    let user = apex_fsd::post::user_name();
+    let user = apex_ninep::ns::user_name();
     let root = client.attach(&user, &args.aname).await.with_context(|| format!("attach {:?}", args.aname))?;
     let mount = fs::Mount::new(client.clone(), root).await.context("stat the root")?;
     let inflight = mount.inflight();

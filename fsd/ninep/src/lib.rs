@@ -19,6 +19,10 @@
 //! - [`client`]: [`Client`] (pipelined requests, Tflush on a dropped
 //!   request, walks of any length, reads to EOF, writes by iounit) and
 //!   [`dial`] for `unix!PATH` and `tcp!HOST!PORT`.
+//! - [`ns`]: the plan9port namespace directory, the user name, and a
+//!   posted service's address (lib9's `getns`), for every client.
+//! - [`malloc`]: the malloc policy apex's long-running processes set first
+//!   (keep freed memory).
 //! - [`srv`]: [`srv::serve_conn`] (version, tags, the fid table, flush,
 //!   clean-up) over a [`srv::Serve`] (attach, walk, open, read, ...).
 //!
@@ -40,6 +44,8 @@ pub mod error;
 pub mod fcall;
 pub mod fdpass;
 mod io;
+pub mod malloc;
+pub mod ns;
 pub mod srv;
 pub mod version;
 

@@ -23,10 +23,10 @@
 //!   the view node when the server holds it; their writers wait for the
 //!   outcome, and pending proposals follow the lease when it moves.
 
-use super::wire::{ClientMsg, Frames, Resume, ServerMsg};
 use crate::session::Session;
 use apex_core::propose::Applied;
 use apex_core::{AttachmentId, AttachmentKind, Epoch, MetaOp, Proposal, Seq, Shard};
+use apex_link::wire::{ClientMsg, Frames, Resume, ServerMsg};
 use std::collections::{BTreeMap, VecDeque};
 use tokio::sync::oneshot;
 
@@ -681,7 +681,7 @@ fn fill(s: &mut Session, conn: ConnId) {
     let (first, after): (Vec<ServerMsg>, Vec<ServerMsg>) =
         c.control.drain(..).partition(|m| matches!(m, ServerMsg::Welcome { .. } | ServerMsg::Error { .. }));
     for m in &first {
-        c.out.extend_from_slice(&super::wire::frame(m));
+        c.out.extend_from_slice(&apex_link::wire::frame(m));
     }
     for (shard, log) in s.view.log.shards() {
         let from = c.sent.get(shard).copied().unwrap_or(0);
@@ -699,16 +699,16 @@ fn fill(s: &mut Session, conn: ConnId) {
             batch.push(e.clone());
             if batch.len() == ENTRIES_PER_FRAME {
                 let entries = std::mem::take(&mut batch);
-                c.out.extend_from_slice(&super::wire::frame(&ServerMsg::Entries { shard: *shard, entries }));
+                c.out.extend_from_slice(&apex_link::wire::frame(&ServerMsg::Entries { shard: *shard, entries }));
             }
         }
         if !batch.is_empty() {
-            c.out.extend_from_slice(&super::wire::frame(&ServerMsg::Entries { shard: *shard, entries: batch }));
+            c.out.extend_from_slice(&apex_link::wire::frame(&ServerMsg::Entries { shard: *shard, entries: batch }));
         }
         c.sent.insert(*shard, log.last());
     }
     for m in &after {
-        c.out.extend_from_slice(&super::wire::frame(m));
+        c.out.extend_from_slice(&apex_link::wire::frame(m));
     }
     // Deleted shards need no cursor.
     let log = &s.view.log;

@@ -1,13 +1,13 @@
-//! The attach protocol (`NAME/attach`): UIs lead over a mirror log, tools
-//! follow and propose, leadership moves safely between them.
+//! The daemon's side of the attach protocol (`NAME/attach`): UIs lead over
+//! a mirror log, tools follow and propose, leadership moves safely between
+//! them.
 //!
-//! - [`wire`]: the messages and their framing (u32 length + postcard).
 //! - [`hub`]: the daemon's side, per session, sans I/O.
-//! - [`link`]: the client's side, sans I/O: a node over a mirror log that
-//!   leads what it holds, follows the rest, and recovers a fenced tail.
-//! - [`conn`]: a link driven over a 9P connection (tokio).
+//!
+//! The client's side (frames, the link, the connection driver) is the
+//! `apex-link` crate, re-exported here as [`wire`], [`link`] and [`conn`]
+//! for the daemon's own `apex lead` and tests.
 
-pub mod conn;
 pub mod hub;
-pub mod link;
-pub mod wire;
+
+pub use apex_link::{conn, link, wire};

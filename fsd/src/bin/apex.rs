@@ -94,10 +94,10 @@ fn long_line(d: &Stat) -> String {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let c = dial(&apex_fsd::post::service_address(&args.addr), 1 << 20)
+    let c = dial(&apex_ninep::ns::service_address(&args.addr), 1 << 20)
         .await
         .map_err(|e| anyhow::anyhow!("dial {}: {e}", args.addr))?;
-    let user = apex_fsd::post::user_name();
+    let user = apex_ninep::ns::user_name();
     let root = c.attach(&user, &args.aname).await.map_err(|e| anyhow::anyhow!("attach: {e}"))?;
     let mut out = std::io::stdout().lock();
     match args.cmd {

@@ -77,7 +77,7 @@ fn parse_tcp(addr: &str) -> anyhow::Result<String> {
 
 fn main() -> anyhow::Result<()> {
     // Before the runtime starts its threads.
-    apex_fsd::malloc::keep_freed_memory();
+    apex_ninep::malloc::keep_freed_memory();
     tokio::runtime::Runtime::new()?.block_on(run())
 }
 
@@ -88,7 +88,7 @@ async fn run() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
-    let dir = apex_fsd::post::namespace_dir(args.namespace.as_deref());
+    let dir = apex_ninep::ns::namespace_dir(args.namespace.as_deref());
     let unix = apex_fsd::post::post(&dir, "apex")?;
     let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
     anyhow::ensure!(
@@ -104,7 +104,7 @@ async fn run() -> anyhow::Result<()> {
     if let Some(name) = args.acme.as_deref().filter(|n| *n != args.session) {
         registry.create(Some(name)).map_err(anyhow::Error::msg)?;
     }
-    let tree = Arc::new(Tree::new(registry, apex_fsd::post::user_name()));
+    let tree = Arc::new(Tree::new(registry, apex_ninep::ns::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };
     tracing::info!(socket = %dir.join("apex").display(), "serving");
     let mut posted = vec![dir.join("apex")];

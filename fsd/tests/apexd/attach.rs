@@ -337,3 +337,63 @@ async fn a_stopped_leader_is_fenced_and_no_entry_of_its_old_epoch_lands() {
         "after it, only the new leader"
     );
 }
+
+/// A follower's event loop sleeps on the change subscription alone: every
+/// wake-up it gets is from something that arrived (the leader's typing, a
+/// proposal's answer, a lease moving), never a timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_change_subscription_wakes_a_follower_for_entries_answers_and_leases() {
+    let d = Daemon::start("changes");
+    let (c1, c2) = (d.client().await, d.client().await);
+    let ui = Attached::open(&c1, "main", AttachmentKind::Ui, "ui").await.unwrap();
+    assert!(ui.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
+    let body = ui.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/apex/changes").unwrap().body);
+    ui.flush().await.unwrap();
+    let tool = Attached::open(&c2, "main", AttachmentKind::Tool, "tool").await.unwrap();
+    let mut changes = tool.changes();
+    let seen = |t: &Attached, want: &str| {
+        t.with(|l| {
+            l.node().and_then(|n| n.state.buffer(body).ok().map(|b| b.text.to_string())).as_deref() == Some(want)
+        })
+    };
+    // Waits on the subscription only; the outer timeout is the test's
+    // guard against a subscription that never fires.
+    async fn sleep_until(changes: &mut tokio::sync::watch::Receiver<u64>, mut done: impl FnMut() -> bool) {
+        let wait = async {
+            while !done() {
+                changes.changed().await.expect("the connection stays up");
+            }
+        };
+        tokio::time::timeout(WAIT, wait).await.expect("the subscription woke the loop");
+    }
+
+    // Entries: the leader types, the follower wakes and sees it.
+    ui.with(|l| type_at(l, body, 0, "typed"));
+    ui.flush().await.unwrap();
+    sleep_until(&mut changes, || seen(&tool, "typed")).await;
+
+    // An answer: the tool proposes, the leader applies, the answer wakes it.
+    let id = tool.with(|l| {
+        let p = Proposal::Insert { buffer: body, version: 1, q0: 5, text: "!".into(), origin: Origin::OtherFile };
+        match l.submit(p) {
+            apex_fsd::attach::link::Submitted::Sent(id) => id,
+            other => panic!("a tool proposes: {other:?}"),
+        }
+    });
+    tool.flush().await.unwrap();
+    let mut answered = false;
+    sleep_until(&mut changes, || {
+        let events = tool.with(|l| l.events());
+        answered |= events.iter().any(|e| matches!(e, Event::Answer { id: got, result: Ok(_) } if *got == id));
+        answered && seen(&tool, "typed!")
+    })
+    .await;
+
+    // A lease change: the UI goes, the daemon takes its shards back.
+    ui.close().await;
+    sleep_until(&mut changes, || {
+        tool.with(|l| l.node().is_some_and(|n| n.log.lease(Shard::Buffer(body)).is_ok_and(|l| l.holder.0 == 0)))
+    })
+    .await;
+    assert!(!tool.is_closed());
+}

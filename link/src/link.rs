@@ -16,7 +16,7 @@
 //! window holding the buffer's text with the tail applied, marked dirty,
 //! with a note in `meta/notifications`. Nothing typed is silently lost.
 
-use super::wire::{frame, ClientMsg, FrameError, Frames, Resume, ServerMsg};
+use crate::wire::{frame, ClientMsg, FrameError, Frames, Resume, ServerMsg};
 use apex_core::propose::{self, Applied, Created};
 use apex_core::{
     AttachmentId, AttachmentKind, BufferId, Entry, Epoch, Log, MetaOp, MirrorHook, Node, Op, Origin, Proposal, Seq,

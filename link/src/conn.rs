@@ -6,7 +6,7 @@
 //! is awaited (the daemon handles them in order), and a Propose's reply,
 //! which comes only once the proposal is sequenced, is awaited apart.
 
-use super::link::Link;
+use crate::link::Link;
 use apex_core::AttachmentKind;
 use apex_ninep::client::{Client, File};
 use apex_ninep::fcall::{Fcall, ORDWR};
@@ -157,7 +157,8 @@ impl Attached {
     }
 
     /// Stops applying what arrives and writing anything, as a UI that is
-    /// stuck (or suspended) would; the connection stays up.
+    /// stuck (or suspended) would; the connection stays up. For tests.
+    #[cfg(feature = "test-support")]
     pub fn pause(&self) {
         self.inner.stash.lock().expect("stash lock").holding = true;
         self.inner.paused.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -165,7 +166,8 @@ impl Attached {
 
     /// Goes on after `pause` as a stuck leader that wakes up does: first
     /// it writes what it had (a fenced tail is refused), then it applies
-    /// what arrived meanwhile.
+    /// what arrived meanwhile. For tests.
+    #[cfg(feature = "test-support")]
     pub async fn resume(&self) -> Result<(), String> {
         self.inner.paused.store(false, std::sync::atomic::Ordering::SeqCst);
         let wrote = self.flush().await;
@@ -183,9 +185,23 @@ impl Attached {
         wrote
     }
 
+    /// A subscription to changes: its value moves on after every frame
+    /// read (entries, answers, lease changes, a Welcome), every flush, and
+    /// when the connection ends, so an event loop can sleep on
+    /// `changed()` instead of polling.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// Whether the connection's reader has stopped (the daemon hung up or
+    /// sent what the link could not take).
+    pub fn is_closed(&self) -> bool {
+        self.inner.reader.lock().expect("reader lock").as_ref().is_none_or(|r| r.is_finished())
+    }
+
     /// Waits until `cond` holds of the link, or `timeout` passes; says which.
     pub async fn wait_for(&self, timeout: Duration, cond: impl Fn(&Link) -> bool) -> bool {
-        let mut rx = self.inner.changed.subscribe();
+        let mut rx = self.changes();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if self.with(|l| cond(l)) {
