@@ -65,6 +65,9 @@ pub struct Layout {
     pub focus: Option<WindowId>,
     /// Highest column-id counter each attachment has used.
     pub column_marks: BTreeMap<AttachmentId, u64>,
+    /// The snarf buffer, shared by the session: what Snarf and Cut took
+    /// and Paste puts back. A UI mirrors it to the system clipboard.
+    pub snarf: String,
 }
 
 impl Default for Layout {
@@ -76,6 +79,7 @@ impl Default for Layout {
             next_number: 1,
             focus: None,
             column_marks: BTreeMap::new(),
+            snarf: String::new(),
         }
     }
 }
@@ -137,7 +141,7 @@ impl Layout {
                 self.find(*window).map(|_| ()).ok_or(Reject::NoWindow { window: *window })
             }
             LayoutOp::Focus { window: Some(w) } => self.find(*w).map(|_| ()).ok_or(Reject::NoWindow { window: *w }),
-            LayoutOp::Focus { window: None } => Ok(()),
+            LayoutOp::Focus { window: None } | LayoutOp::Snarf { .. } => Ok(()),
         }
     }
 
@@ -179,6 +183,7 @@ impl Layout {
                 }
             }
             LayoutOp::Focus { window } => self.focus = *window,
+            LayoutOp::Snarf { text } => self.snarf.clone_from(text),
         }
         Ok(())
     }

@@ -43,14 +43,18 @@
 
 pub mod addr;
 pub mod buf;
+pub mod cols;
+pub mod dump;
 pub mod ecmd;
 pub mod edit;
 pub mod entry;
 pub mod error;
+pub mod exec;
 pub mod id;
 pub mod layout;
 pub mod lease;
 pub mod log;
+pub mod look;
 pub mod make;
 pub mod meta;
 pub mod node;

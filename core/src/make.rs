@@ -8,6 +8,7 @@
 //! before the window that shows it, the window before its place in the
 //! layout.
 
+use crate::cols;
 use crate::error::{Reject, Result};
 use crate::id::{AcmeNumber, BufferId, ColumnId, WindowId};
 use crate::layout::Frac;
@@ -83,10 +84,7 @@ pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<Column
         None => node.state.layout.columns.last().map(|c| c.id).ok_or(Reject::NoColumn { column: ColumnId(0) })?,
     };
     let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
-    let y = match col.windows.last() {
-        Some(p) => Frac(p.y.0 + (Frac::ONE.0 - p.y.0) / 2),
-        None => Frac::ZERO,
-    };
+    let y = cols::new_window_y(col);
     if let Some(b) = body {
         node.state.buffer(b)?;
         require_leader(node, Shard::Buffer(b))?;
@@ -116,7 +114,14 @@ pub fn delete_window(node: &mut Node, window: WindowId) -> Result<()> {
     for shard in [Shard::Layout, Shard::Window(window), Shard::Buffer(w.tag), Shard::Buffer(w.body)] {
         require_leader(node, shard)?;
     }
+    let room = node.state.layout.find(window).and_then(|(ci, _)| cols::close(&node.state.layout.columns[ci], window));
     node.append(Shard::Layout, Op::Layout(LayoutOp::WindowDel { window }))?;
+    if let Some((below, y)) = room {
+        let column = node.state.layout.find(below).map(|(ci, _)| node.state.layout.columns[ci].id);
+        if let Some(column) = column {
+            node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window: below, column, y }))?;
+        }
+    }
     let shown_elsewhere = node.state.windows.iter().any(|(id, o)| *id != window && o.body == w.body);
     if shown_elsewhere {
         node.append(Shard::Buffer(w.body), Op::Buffer(BufferOp::ViewDel { view: ViewId::WindowBody(window) }))?;
@@ -125,5 +130,38 @@ pub fn delete_window(node: &mut Node, window: WindowId) -> Result<()> {
     }
     node.delete_shard(Shard::Buffer(w.tag))?;
     node.delete_shard(Shard::Window(window))?;
+    Ok(())
+}
+
+/// Moves `window` so its top is at `y` in `column`; the window below its
+/// old place takes the room it leaves, as acme's `colclose` gives it.
+pub fn move_window(node: &mut Node, window: WindowId, column: ColumnId, y: Frac) -> Result<()> {
+    require_leader(node, Shard::Layout)?;
+    let (ci, _) = node.state.layout.find(window).ok_or(Reject::NoWindow { window })?;
+    let room = cols::close(&node.state.layout.columns[ci], window).filter(|(below, _)| *below != window);
+    let from = node.state.layout.columns[ci].id;
+    node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window, column, y }))?;
+    if let Some((below, top)) = room {
+        // Within one column the window may have landed in that room.
+        let still_below = node.state.layout.find(below).map(|(c, _)| node.state.layout.columns[c].id) == Some(from);
+        if still_below && !(column == from && y == top) {
+            node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window: below, column: from, y: top }))?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a column and every window in it (acme's `Delcol`).
+pub fn delete_column(node: &mut Node, column: ColumnId) -> Result<()> {
+    require_leader(node, Shard::Layout)?;
+    let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
+    let (windows, tag): (Vec<WindowId>, _) = (col.windows.iter().map(|p| p.window).collect(), col.tag);
+    for w in windows {
+        delete_window(node, w)?;
+    }
+    node.append(Shard::Layout, Op::Layout(LayoutOp::ColumnDel { column }))?;
+    if node.state.buffers.contains_key(&tag) && node.leads(Shard::Buffer(tag)) {
+        node.delete_shard(Shard::Buffer(tag))?;
+    }
     Ok(())
 }

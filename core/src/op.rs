@@ -133,11 +133,33 @@ pub struct WindowFlags {
     pub dumpdir: Option<String>,
     /// Font name, if not the default.
     pub font: Option<String>,
+    /// Tab stops every this many characters, if not the default (`Tab`).
+    pub tab: Option<u32>,
+    /// New lines take the previous line's indent (`Indent`).
+    pub autoindent: bool,
+    /// Directories searched for `<file>` names looked up in this window
+    /// (`Incl`).
+    pub incl: Vec<String>,
+    /// The body's version when `Del` or `Get` last warned that it was
+    /// modified: the same command at that version goes ahead (acme's
+    /// `w->dirty` reset by `winclean`).
+    pub warned: Option<u64>,
 }
 
 impl Default for WindowFlags {
     fn default() -> WindowFlags {
-        WindowFlags { scroll: true, menu: true, mark: true, dump: None, dumpdir: None, font: None }
+        WindowFlags {
+            scroll: true,
+            menu: true,
+            mark: true,
+            dump: None,
+            dumpdir: None,
+            font: None,
+            tab: None,
+            autoindent: false,
+            incl: Vec::new(),
+            warned: None,
+        }
     }
 }
 
@@ -179,6 +201,8 @@ pub enum LayoutOp {
     WindowDel { window: WindowId },
     /// Which window has the focus (acme's `focus` log event).
     Focus { window: Option<WindowId> },
+    /// The session's snarf buffer (Snarf, Cut; what Paste inserts).
+    Snarf { text: String },
 }
 
 /// Ops on a term shard: the grid a daemon-side emulator produced.

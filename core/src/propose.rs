@@ -116,10 +116,28 @@ pub enum Proposal {
     DeleteWindow {
         window: WindowId,
     },
+    /// Move a window to `y` in `column`; the window below its old place
+    /// takes the room it leaves.
     MoveWindow {
         window: WindowId,
         column: ColumnId,
         y: Frac,
+    },
+    /// A new column at `x` (where acme's `rowadd` puts one if `None`).
+    CreateColumn {
+        x: Option<Frac>,
+    },
+    /// Remove a column and its windows.
+    DeleteColumn {
+        column: ColumnId,
+    },
+    /// Set the session's snarf buffer.
+    Snarf {
+        text: String,
+    },
+    /// Give a window the focus (acme's `focus` log event).
+    Focus {
+        window: WindowId,
     },
     /// A B2 action on a buffer's text.
     Exec {
@@ -139,6 +157,7 @@ pub enum Created {
     Nothing,
     Buffer(BufferId),
     Window(NewWindow),
+    Column(ColumnId),
 }
 
 /// The outcome of an applied proposal.
@@ -179,6 +198,8 @@ impl Proposal {
         match self {
             Proposal::CreateBuffer { .. } | Proposal::CreateWindow { .. } => Shard::Layout,
             Proposal::DeleteWindow { .. } | Proposal::MoveWindow { .. } => Shard::Layout,
+            Proposal::CreateColumn { .. } | Proposal::DeleteColumn { .. } | Proposal::Snarf { .. } => Shard::Layout,
+            Proposal::Focus { .. } => Shard::Layout,
             Proposal::Flags { window, .. } | Proposal::EventReader { window, .. } => Shard::Window(*window),
             p => Shard::Buffer(p.buffer().expect("every other proposal names a buffer")),
         }
@@ -336,11 +357,23 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             return make::new_window(node, *body, *column, name).map(Created::Window);
         }
         Proposal::DeleteWindow { window } => make::delete_window(node, *window)?,
-        Proposal::MoveWindow { window, column, y } => {
+        Proposal::MoveWindow { window, column, y } => make::move_window(node, *window, *column, *y)?,
+        Proposal::CreateColumn { x } => {
+            let x = x.unwrap_or_else(|| crate::cols::new_column_x(&node.state.layout));
+            return make::add_column(node, x).map(Created::Column);
+        }
+        Proposal::DeleteColumn { column } => make::delete_column(node, *column)?,
+        Proposal::Snarf { text } => {
             if !node.leads(Shard::Layout) {
                 return Err(Reject::NotLeader { shard: Shard::Layout });
             }
-            node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window: *window, column: *column, y: *y }))?;
+            node.append(Shard::Layout, Op::Layout(LayoutOp::Snarf { text: text.clone() }))?;
+        }
+        Proposal::Focus { window } => {
+            if !node.leads(Shard::Layout) {
+                return Err(Reject::NotLeader { shard: Shard::Layout });
+            }
+            node.append(Shard::Layout, Op::Layout(LayoutOp::Focus { window: Some(*window) }))?;
         }
     }
     Ok(Created::Nothing)

@@ -8,6 +8,7 @@
 //! proposals that record it take the lock, briefly.
 
 use crate::tree::Tree;
+use apex_core::look;
 use apex_core::meta::Process;
 use apex_core::{AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
 use std::io::Write;
@@ -114,33 +115,23 @@ pub async fn put(
     tree.propose(session, &format!("put {} {file}", b.0), Proposal::Clean { buffer: b }).await.map(|_| ())
 }
 
-/// The name of the errors window for commands run in `dir`.
-pub fn errors_name(dir: &str) -> String {
-    format!("{}/+Errors", dir.trim_end_matches('/'))
-}
-
-/// The errors window for a window named `name`: `DIR/+Errors` for its
-/// directory, `+Errors` for a window without one.
-pub fn errors_for(name: &str) -> String {
-    crate::acme::look::window_dir(name).map_or("+Errors".to_string(), |d| errors_name(&d))
-}
-
 /// The directory commands run in for a window named `name`: its own if it
 /// exists, else the daemon's.
 pub fn command_dir(name: &str) -> String {
-    crate::acme::look::window_dir(name)
-        .filter(|d| Path::new(d).is_dir())
+    run_dir(look::window_dir(name).as_deref())
+}
+
+/// `dir` if it is a directory here, else the daemon's own.
+pub fn run_dir(dir: Option<&str>) -> String {
+    dir.filter(|d| Path::new(d).is_dir())
+        .map(str::to_string)
         .or_else(|| std::env::current_dir().ok().map(|d| d.display().to_string()))
         .unwrap_or_else(|| "/".into())
 }
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
 pub async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
-    let found = tree.with_session(session, |s| {
-        let state = &s.view.state;
-        let found = state.windows.iter().find(|(_, w)| state.buffers.get(&w.body).is_some_and(|b| b.name == name));
-        Ok(found.map(|(id, w)| (*id, w.body)))
-    })?;
+    let found = tree.with_session(session, |s| Ok(look::window_named(&s.view.state, name)))?;
     if let Some(f) = found {
         return Ok(f);
     }
@@ -179,7 +170,7 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
         .spawn()
         .map_err(|e| format!("exec: sh: {e}"))?;
     let pid = child.id().ok_or("exec: the command exited before it could be recorded")?;
-    let errors = errors_name(dir);
+    let errors = look::errors_name(dir);
     let made = errors_window(tree, session, &errors).await;
     let body = made.and_then(|(window, body)| {
         tree.with_session(session, |s| {

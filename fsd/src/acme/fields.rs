@@ -10,14 +10,12 @@ use std::fmt::Write;
 pub const DEFAULT_FONT: &str = "/lib/font/bit/lucsans/euro.8.font";
 /// Body width in pixels a headless window reports (`ctl` field 6).
 pub const BODY_WIDTH: u32 = 1024;
-/// Tab width in pixels (`ctl` field 8): four characters of 8 pixels. Must
-/// not be 0 (`Win.Font` fails on it).
-pub const TAB_WIDTH: u32 = 32;
-
-/// Whether a window name is a directory's (acme: it ends in `/`).
-pub fn is_dir(name: &str) -> bool {
-    name.ends_with('/')
-}
+/// A character's width in pixels, for the tab width a headless window
+/// reports.
+pub const CHAR_WIDTH: u32 = 8;
+/// Tab width in pixels (`ctl` field 8): core's default tab of four
+/// characters. Must not be 0 (`Win.Font` fails on it).
+pub const TAB_WIDTH: u32 = apex_core::exec::DEFAULT_TAB * CHAR_WIDTH;
 
 /// The first five fields: id, tag length, body length (runes), is
 /// directory, dirty.
@@ -30,7 +28,7 @@ fn five(state: &State, window: WindowId, number: u32) -> Option<String> {
         number,
         tag.len(),
         body.len(),
-        u8::from(is_dir(&body.name)),
+        u8::from(apex_core::look::is_dir(&body.name)),
         u8::from(body.dirty)
     ))
 }
@@ -84,7 +82,7 @@ pub fn ctl(state: &State, window: WindowId, number: u32) -> Option<String> {
         five(state, window, number)?,
         BODY_WIDTH,
         quoted(font),
-        TAB_WIDTH,
+        w.flags.tab.map_or(TAB_WIDTH, |t| t * CHAR_WIDTH),
         u8::from(body.can_undo()),
         u8::from(body.can_redo())
     ))

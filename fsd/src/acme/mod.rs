@@ -12,7 +12,8 @@
 //! - [`fields`]: `index` lines and the `ctl` read.
 //! - [`ctl`]: ctl messages, matched by prefix and applied one by one.
 //! - [`event`]: event messages and their write-back.
-//! - [`look`]: expanding a null click, built-in commands, looking text up.
+//! - acme's rules (built-ins, look, the layout policy) are core's:
+//!   `apex_core::exec`, `apex_core::look`, `apex_core::cols`.
 //! - [`Acme`] (here): what the daemon keeps per session for the tree: the
 //!   `log` lines, made from the layout's entries as they are sequenced, and
 //!   per-window counts of open event files.
@@ -22,7 +23,6 @@
 pub mod ctl;
 pub mod event;
 pub mod fields;
-pub mod look;
 
 use apex_core::{AcmeNumber, LayoutOp, Node, Op, Seq, Shard, WindowId};
 use std::collections::{BTreeMap, VecDeque};
@@ -49,9 +49,6 @@ impl LogLine {
 pub struct WinState {
     /// Open fids of the window's `event` file.
     pub event_opens: u32,
-    /// A `del` refused because the window was dirty: the next one goes on
-    /// (acme clears `dirty` when it warns).
-    pub del_warned: bool,
     /// An open `rdsel` fid (one at a time).
     pub rdsel_open: bool,
 }

@@ -9,13 +9,15 @@
 use super::{gone, Fid, Opened, Tree};
 use crate::acme::ctl::{self, WinCtl};
 use crate::acme::event::{self, Act, WriteBack};
-use crate::acme::{fields, look};
+use crate::acme::fields;
 use crate::buffers;
 use crate::host;
 use crate::registry::Registry;
 use crate::tree::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
 use crate::tree::stream::{Cursor, Source};
 use apex_core::addr::Range;
+use apex_core::exec;
+use apex_core::look;
 use apex_core::propose::Created;
 use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Shard, ViewId, WindowId};
 use apex_ninep::srv;
@@ -129,13 +131,6 @@ fn selection(reg: &Registry, n: u64, w: &Win) -> srv::Result<(Range, u64)> {
     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
     let v = b.views.get(&body_view(w)).map(|v| Range::new(v.q0, v.q1)).unwrap_or_default();
     Ok((v, b.version))
-}
-
-/// A scratch window: `del` does not warn about changes (acme's
-/// `isscratch`: names like `+Errors`, `-host`, or none).
-fn is_scratch(name: &str) -> bool {
-    let last = name.rsplit('/').next().unwrap_or(name);
-    name.is_empty() || last.starts_with('+') || last.starts_with('-')
 }
 
 impl Tree {
@@ -255,7 +250,7 @@ impl Tree {
             }
             // acme turns a file window's tag menu off while a tool reads
             // its events (the tool decides what Put and Undo mean).
-            if !fields::is_dir(&self.body_name(n, w)?) {
+            if !look::is_dir(&self.body_name(n, w)?) {
                 self.change_flags(n, w.id, |f| f.menu = false).await?;
             }
         }
@@ -366,7 +361,7 @@ impl Tree {
                     WinFile::Errors => {
                         let text = fid.whole_runes(data, "errors")?;
                         let name = self.body_name(n, &w)?;
-                        self.append_errors(n, &host::errors_for(&name), &text).await
+                        self.append_errors(n, &apex_core::look::errors_for(&name), &text).await
                     }
                     _ => {
                         let text = super::utf8(data)?;
@@ -475,14 +470,11 @@ impl Tree {
             WinCtl::Cleartag => {
                 let p = self.with_session(n, |s| {
                     let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
-                    let text = tag.text.to_string();
-                    let Some(bar) = text.find('|') else { return Ok(None) };
-                    let q0 = text[..=bar].chars().count() as u64;
-                    Ok((q0 < tag.len()).then(|| Proposal::Delete {
+                    Ok(look::cleartag_range(tag).map(|(q0, q1)| Proposal::Delete {
                         buffer: w.tag,
                         version: tag.version,
                         q0,
-                        q1: tag.len(),
+                        q1,
                         origin: Origin::OtherFile,
                     }))
                 })?;
@@ -492,17 +484,12 @@ impl Tree {
                 }
             }
             WinCtl::Del => {
-                let refuse = self.with_session(n, |s| {
-                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
-                    let careful = b.dirty && !fields::is_dir(&b.name) && !is_scratch(&b.name);
-                    let st = s.acme.windows.entry(w.id).or_default();
-                    let refuse = careful && !st.del_warned;
-                    st.del_warned = refuse;
-                    Ok(refuse.then(|| b.name.clone()))
+                // acme's winclean, conservative: a changed file is refused
+                // once, in ctl's words.
+                let id = w.id;
+                self.with_host(n, Some(id), move |h| exec::clean_to_close(h, id, true)).await.map_err(|e| {
+                    format!("file dirty: {}; del again to discard the changes, or put", e.trim_end_matches(" modified"))
                 })?;
-                if let Some(name) = refuse {
-                    return Err(format!("file dirty: {name} has unsaved changes; del again to discard them, or put"));
-                }
                 propose(Proposal::DeleteWindow { window: w.id }).await
             }
             WinCtl::Delete => propose(Proposal::DeleteWindow { window: w.id }).await,
@@ -520,8 +507,7 @@ impl Tree {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                     let v = b.views.get(&body_view(w)).copied().unwrap_or_default();
                     // Scroll so the selection's line is the first shown.
-                    let line = b.text.char_to_line(v.q0.min(b.len()) as usize);
-                    let org = b.text.line_to_char(line) as u64;
+                    let org = look::show_origin(b, v.q0);
                     Ok((org != v.org).then_some(Proposal::SetOrigin {
                         buffer: w.body,
                         view: body_view(w),
@@ -583,9 +569,10 @@ impl Tree {
         Ok(())
     }
 
-    /// Carries out one written-back action.
+    /// Carries out one written-back action, as the UI would: B2 runs a
+    /// built-in or a command, B3 opens a file or searches (core's rules).
     async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> srv::Result<()> {
-        let (text, name) = {
+        let text = {
             let reg = self.reg();
             let s = reg.get(n).ok_or_else(gone)?;
             let b = s.view.state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
@@ -593,126 +580,15 @@ impl Tree {
                 true => look::expand(b, wb.q0, wb.act == Act::Execute),
                 false => (wb.q0, wb.q1),
             };
-            let name = s.view.state.buffer(w.body).map_err(|_| deleted())?.name.clone();
-            (b.slice(q0, q1).unwrap_or_default(), name)
+            b.slice(q0, q1).unwrap_or_default()
         };
         if text.trim().is_empty() {
             return Ok(());
         }
+        let id = w.id;
         match wb.act {
-            Act::Execute => self.execute(n, w, &text, &name).await,
-            Act::Look => self.look(n, w, &text, &name).await,
+            Act::Execute => self.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
+            Act::Look => self.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await,
         }
-    }
-
-    /// Runs a command as B2 would: a built-in here, anything else through
-    /// the daemon's exec in the window's directory.
-    async fn execute(&self, n: u64, w: &Win, text: &str, name: &str) -> srv::Result<()> {
-        let (word, arg) = look::split_command(text);
-        let propose = |p: Proposal| async move { self.propose(n, &format!("acme exec {word}"), p).await.map(|_| ()) };
-        match word {
-            // With the event file open, Del does not check for changes.
-            "Del" | "Delete" => propose(Proposal::DeleteWindow { window: w.id }).await,
-            "Get" => {
-                host::get(self, n, w.body, (!arg.is_empty()).then(|| arg.to_string())).await?;
-                self.log_op(n, w, "get")
-            }
-            "Put" => {
-                host::put(self, n, w.body, None, (!arg.is_empty()).then(|| arg.to_string())).await?;
-                self.log_op(n, w, "put")
-            }
-            "Undo" => propose(Proposal::Undo { buffer: w.body }).await,
-            "Redo" => propose(Proposal::Redo { buffer: w.body }).await,
-            "Look" => {
-                let needle = match arg.is_empty() {
-                    false => arg.to_string(),
-                    true => {
-                        let (sel, _) = selection(&self.reg(), n, w)?;
-                        let reg = self.reg();
-                        let s = reg.get(n).ok_or_else(gone)?;
-                        s.view.state.buffer(w.body).map_err(|_| deleted())?.slice(sel.q0, sel.q1).unwrap_or_default()
-                    }
-                };
-                self.find_and_select(n, w, &needle).await
-            }
-            "New" => {
-                let p = Proposal::CreateWindow { body: None, column: None, name: arg.to_string() };
-                propose(p).await
-            }
-            "Edit" => self.run_edit(n, w, arg).await,
-            _ if look::is_builtin(word) => Err(format!(
-                "{word}: acme's built-in needs a display; the daemon runs Del, Delete, Get, Put, Undo, Redo, Look, New and Edit"
-            )),
-            _ => host::exec(self, n, &host::command_dir(name), text.trim()).await.map(|_| ()),
-        }
-    }
-
-    /// Looks text up as B3 would: a file that exists opens (or shows its
-    /// window), anything else is searched for in the body.
-    async fn look(&self, n: u64, w: &Win, text: &str, name: &str) -> srv::Result<()> {
-        let (file, addr) = look::file_and_addr(text.trim());
-        let path = match (file.starts_with('/'), look::window_dir(name)) {
-            (true, _) => Some(file.to_string()),
-            (false, Some(dir)) => Some(format!("{}/{file}", dir.trim_end_matches('/'))),
-            (false, None) => None,
-        };
-        if let Some(path) = path.filter(|p| std::path::Path::new(p).is_file()) {
-            return self.open_file(n, &path, addr).await;
-        }
-        self.find_and_select(n, w, text).await
-    }
-
-    /// Selects the next occurrence of `needle` after the body's selection.
-    async fn find_and_select(&self, n: u64, w: &Win, needle: &str) -> srv::Result<()> {
-        let p = {
-            let reg = self.reg();
-            let (sel, version) = selection(&reg, n, w)?;
-            let s = reg.get(n).ok_or_else(gone)?;
-            let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
-            let (q0, q1) =
-                look::find_next(b, needle, sel.q1).ok_or_else(|| format!("look: no {needle:?} in the body"))?;
-            Proposal::Select { buffer: w.body, view: body_view(w), version, q0, q1 }
-        };
-        self.propose(n, "acme look", p).await.map(|_| ())
-    }
-
-    /// Shows `path` in its window (made and loaded if there is none), at
-    /// `addr` if given.
-    async fn open_file(&self, n: u64, path: &str, addr: Option<&str>) -> srv::Result<()> {
-        let found = {
-            let reg = self.reg();
-            let s = reg.get(n).ok_or_else(gone)?;
-            let st = &s.view.state;
-            st.windows
-                .iter()
-                .find(|(_, x)| st.buffers.get(&x.body).is_some_and(|b| b.name == path))
-                .map(|(id, x)| (*id, x.body))
-        };
-        let (id, body) = match found {
-            Some(f) => f,
-            None => {
-                let p = Proposal::CreateWindow { body: None, column: None, name: path.to_string() };
-                let Created::Window(made) = self.propose(n, "acme look (open)", p).await?.created else {
-                    return Err("look: no window was made".into());
-                };
-                host::get(self, n, made.body, None).await?;
-                (made.window, made.body)
-            }
-        };
-        let Some(addr) = addr else { return Ok(()) };
-        let p = {
-            let reg = self.reg();
-            let s = reg.get(n).ok_or_else(gone)?;
-            let b = s.view.state.buffer(body).map_err(|_| deleted())?;
-            let cx = apex_core::addr::Context {
-                text: &b.text,
-                flat: None,
-                dialect: apex_core::addr::Dialect::Sam,
-                limit: None,
-            };
-            let r = apex_core::addr::eval_in(&cx, addr, Range::at(0), &mut None).map_err(|e| e.to_string())?;
-            Proposal::Select { buffer: body, view: ViewId::WindowBody(id), version: b.version, q0: r.q0, q1: r.q1 }
-        };
-        self.propose(n, "acme look (address)", p).await.map(|_| ())
     }
 }

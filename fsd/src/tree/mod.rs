@@ -15,7 +15,7 @@
 //! buffer version and 0 elsewhere.
 
 pub mod acme;
-mod edit;
+mod exec;
 pub mod place;
 pub mod stream;
 

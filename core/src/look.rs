@@ -1,16 +1,16 @@
-//! What a B2 or B3 action acts on, as acme decides it: a null click
-//! expands to the command or file name around it; the first word names a
-//! built-in or a command to run; looked-up text is a file to open or text
-//! to find.
+//! acme's look and expansion rules (`look.c`), pure: what a B2 or B3
+//! action acts on (a null click expands to the command or file name
+//! around it), the first word of a command and its argument, looked-up
+//! text as a file name with an address, the search B3 makes in a body,
+//! and the names acme derives from a window's name (its directory, its
+//! `+Errors` window, whether it is a scratch or directory window).
+//!
+//! The daemon and every UI use these, so a click means the same wherever
+//! it is made; `exec.rs` carries the actions out.
 
-use apex_core::Buffer;
-
-/// acme's built-in commands (event flag 1), matched on the first word.
-pub const BUILTINS: &[&str] = &[
-    "Abort", "Cut", "Del", "Delcol", "Delete", "Dump", "Edit", "Exit", "Font", "Get", "ID", "Incl", "Indent", "Kill",
-    "Load", "Local", "Look", "New", "Newcol", "Paste", "Put", "Putall", "Redo", "Send", "Snarf", "Sort", "Tab", "Undo",
-    "Zerox",
-];
+use crate::buf::Buffer;
+use crate::id::{BufferId, WindowId};
+use crate::state::State;
 
 /// Characters of a file name (acme's `isfilec`).
 pub fn is_file_char(c: char) -> bool {
@@ -46,9 +46,9 @@ pub fn split_command(text: &str) -> (&str, &str) {
     }
 }
 
-/// Whether `command`'s first word is a built-in.
+/// Whether `command`'s first word is a built-in (in `exec::BUILTINS`).
 pub fn is_builtin(command: &str) -> bool {
-    BUILTINS.contains(&split_command(command).0)
+    crate::exec::lookup(split_command(command).0).is_some()
 }
 
 /// The next occurrence of `needle` after rune `from`, wrapping to the
@@ -86,19 +86,74 @@ pub fn window_dir(name: &str) -> Option<String> {
     Some(if dir.is_empty() { "/".into() } else { dir.to_string() })
 }
 
+/// Whether a window name is a directory's (acme: it ends in `/`).
+pub fn is_dir(name: &str) -> bool {
+    name.ends_with('/')
+}
+
+/// A scratch window, whose changes acme never warns about: names like
+/// `+Errors` and `-host`, or none (acme's `isscratch`, and unnamed).
+pub fn is_scratch(name: &str) -> bool {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    name.is_empty() || last.starts_with('+') || last.starts_with('-')
+}
+
+/// The name of the errors window for commands run in `dir`.
+pub fn errors_name(dir: &str) -> String {
+    format!("{}/+Errors", dir.trim_end_matches('/'))
+}
+
+/// The errors window for a window named `name`: `DIR/+Errors` for its
+/// directory, `+Errors` for a window without one.
+pub fn errors_for(name: &str) -> String {
+    window_dir(name).map_or("+Errors".to_string(), |d| errors_name(&d))
+}
+
+/// The first window (in layout order) whose body is named `name`.
+pub fn window_named(state: &State, name: &str) -> Option<(WindowId, BufferId)> {
+    state.layout.columns.iter().flat_map(|c| &c.windows).find_map(|p| {
+        let w = state.windows.get(&p.window)?;
+        (state.buffers.get(&w.body)?.name == name).then_some((p.window, w.body))
+    })
+}
+
+/// The part of a tag that `cleartag` removes: everything after the first
+/// `|`, if there is any.
+pub fn cleartag_range(tag: &Buffer) -> Option<(u64, u64)> {
+    let text = tag.text.to_string();
+    let bar = text.find('|')?;
+    let q0 = text[..=bar].chars().count() as u64;
+    (q0 < tag.len()).then_some((q0, tag.len()))
+}
+
+/// The origin that shows rune `q` on a view's first line (acme's
+/// `textshow` as `show` uses it): the start of `q`'s line.
+pub fn show_origin(buffer: &Buffer, q: u64) -> u64 {
+    let line = buffer.text.char_to_line(q.min(buffer.len()) as usize);
+    buffer.text.line_to_char(line) as u64
+}
+
+#[cfg(test)]
+pub(crate) fn test_buffer(text: &str) -> Buffer {
+    let mut b = Buffer::new(String::new());
+    let op = crate::op::BufferOp::Splice { q0: 0, q1: 0, text: text.into(), origin: crate::op::Origin::Keyboard };
+    b.apply(&op).expect("an insert into an empty buffer");
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn null_clicks_expand_to_a_command_or_a_file_name() {
-        let b = crate::acme::test_buffer("run ls|wc here /etc/passwd:3 x");
+        let b = test_buffer("run ls|wc here /etc/passwd:3 x");
         assert_eq!(expand(&b, 5, true), (4, 9)); // ls|wc
         assert_eq!(expand(&b, 5, false), (4, 6)); // ls
         assert_eq!(expand(&b, 18, false), (15, 28)); // /etc/passwd:3
         assert_eq!(expand(&b, 18, true), (15, 26)); // exec stops at ':'
         assert_eq!(expand(&b, 3, true), (0, 3));
-        let blank = crate::acme::test_buffer("a  b");
+        let blank = test_buffer("a  b");
         assert_eq!(expand(&blank, 2, true), (2, 2));
     }
 
@@ -108,7 +163,7 @@ mod tests {
         assert!(is_builtin("Del"));
         assert!(is_builtin("Edit ,d"));
         assert!(!is_builtin("ls -l"));
-        let b = crate::acme::test_buffer("one two one two");
+        let b = test_buffer("one two one two");
         assert_eq!(find_next(&b, "two", 0), Some((4, 7)));
         assert_eq!(find_next(&b, "two", 7), Some((12, 15)));
         assert_eq!(find_next(&b, "one", 9), Some((0, 3)));
@@ -119,5 +174,20 @@ mod tests {
         assert_eq!(window_dir("/home/u/").as_deref(), Some("/home/u"));
         assert_eq!(window_dir("/f").as_deref(), Some("/"));
         assert_eq!(window_dir("+Errors"), None);
+        assert!(is_scratch("/a/+Errors") && is_scratch("-host") && is_scratch("") && !is_scratch("/a/f.c"));
+        assert_eq!(errors_for("/home/u/f.c"), "/home/u/+Errors");
+        assert_eq!(errors_for("scratch"), "+Errors");
+    }
+
+    #[test]
+    fn cleartag_and_show() {
+        let tag = test_buffer("/f Del Snarf | Look x y");
+        assert_eq!(cleartag_range(&tag), Some((13, 23)));
+        assert_eq!(cleartag_range(&test_buffer("/f Del |")), None);
+        assert_eq!(cleartag_range(&test_buffer("/f Del")), None);
+        let body = test_buffer("one\ntwo\nthree");
+        assert_eq!(show_origin(&body, 5), 4);
+        assert_eq!(show_origin(&body, 0), 0);
+        assert_eq!(show_origin(&body, 99), 8);
     }
 }

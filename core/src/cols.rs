@@ -1,0 +1,167 @@
+//! acme's column layout policy, for the daemon and every UI alike: where a
+//! new window goes and how much room it gets (`cols.c`'s `coladd`), where
+//! a dragged window lands within or across columns (`coldragwin`), who
+//! takes a closed window's room (`colclose`), the order `Sort` gives a
+//! column (`colsort`), and where a new column starts (`rows.c`'s
+//! `rowadd`).
+//!
+//! Positions are top edges (and left edges) in `Frac`s: window `i` of a
+//! column spans from its own `y` to the next window's, the last to the
+//! bottom. acme splits the last window in half; halving alone runs out of
+//! room after twenty windows, so a split that would leave less than
+//! [`MIN_SHARE`] splits the tallest window instead, as acme grows a
+//! window that is too small before it splits it. A window of height `h`
+//! splits into two of at least `h / 2`, so with `n` windows the tallest
+//! has at least `ONE / n` and every split gives distinct, ordered places
+//! for hundreds of thousands of windows.
+
+use crate::id::WindowId;
+use crate::layout::{Column, Frac, Layout};
+
+/// The smallest share a split gives a window before the policy turns to
+/// the tallest window instead: a sixty-fourth of the column.
+pub const MIN_SHARE: u32 = Frac::ONE.0 / 64;
+
+/// Each window's span `(window, top, bottom)` in `col`, leaving out
+/// `except` (a window being moved): the window above it takes its room.
+fn spans(col: &Column, except: Option<WindowId>) -> Vec<(WindowId, u32, u32)> {
+    let placed: Vec<_> = col.windows.iter().filter(|p| Some(p.window) != except).collect();
+    let mut out = Vec::with_capacity(placed.len());
+    for (i, p) in placed.iter().enumerate() {
+        // The first window starts at the column's top whatever its y says.
+        let top = if i == 0 { 0 } else { p.y.0 };
+        let bottom = placed.get(i + 1).map_or(Frac::ONE.0, |n| n.y.0);
+        out.push((p.window, top, bottom.max(top)));
+    }
+    out
+}
+
+/// The middle of the tallest of the spans `(_, top, bottom)` (the first of
+/// equals).
+fn split_tallest<K: Copy>(spans: &[(K, u32, u32)]) -> Frac {
+    let tallest = spans.iter().map(|(_, t, b)| (*t, *b)).max_by_key(|(t, b)| (b - t, std::cmp::Reverse(*t)));
+    let (top, bottom) = tallest.unwrap_or((0, Frac::ONE.0));
+    Frac(top + (bottom - top).div_ceil(2))
+}
+
+/// Where a new window goes in `col`: the bottom half of the last window
+/// (acme's default), or of the tallest when that half would be smaller
+/// than [`MIN_SHARE`]; the top of an empty column.
+pub fn new_window_y(col: &Column) -> Frac {
+    let spans = spans(col, None);
+    let Some((_, top, bottom)) = spans.last().copied() else { return Frac::ZERO };
+    match (bottom - top) / 2 >= MIN_SHARE {
+        true => Frac(top + (bottom - top) / 2),
+        false => split_tallest(&spans),
+    }
+}
+
+/// Where a window dropped at `y` in `col` lands (acme's `coldragwin` then
+/// `coladd` at `y`): inside the window it falls on, below that window's
+/// top and above its bottom, so both keep some room; the top of an empty
+/// column. `moving` is the window being dragged, if it is in `col`: its
+/// own room does not count.
+pub fn drop_y(col: &Column, moving: Option<WindowId>, y: Frac) -> Frac {
+    let spans = spans(col, moving);
+    if spans.is_empty() {
+        return Frac::ZERO;
+    }
+    let y = y.0.min(Frac::ONE.0);
+    let (_, top, bottom) = spans.iter().copied().rfind(|(_, t, _)| *t <= y).unwrap_or(spans[0]);
+    if bottom - top < 2 {
+        return split_tallest(&spans);
+    }
+    Frac(y.clamp(top + 1, bottom - 1))
+}
+
+/// Who takes a closing window's room (acme's `colclose`): the window below
+/// it moves up to its top; the last window's room goes to the one above
+/// (which then reaches the bottom, nothing to move). The move, if any.
+pub fn close(col: &Column, window: WindowId) -> Option<(WindowId, Frac)> {
+    let i = col.windows.iter().position(|p| p.window == window)?;
+    let next = col.windows.get(i + 1)?;
+    let top = if i == 0 { Frac::ZERO } else { col.windows[i].y };
+    Some((next.window, top))
+}
+
+/// `Sort`: the column's windows ordered by `name` (acme's `colsort`
+/// compares file names rune by rune), each keeping its height, from the
+/// top down; the new top edges, in order.
+pub fn sorted(col: &Column, mut name: impl FnMut(WindowId) -> String) -> Vec<(WindowId, Frac)> {
+    let spans = spans(col, None);
+    let mut order: Vec<(String, WindowId, u32)> = spans.iter().map(|(w, t, b)| (name(*w), *w, b - t)).collect();
+    order.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut y = 0u32;
+    let mut out = Vec::with_capacity(order.len());
+    for (_, w, height) in order {
+        out.push((w, Frac(y)));
+        y = y.saturating_add(height).min(Frac::ONE.0);
+    }
+    out
+}
+
+/// Where a new column starts (acme's `rowadd`): three fifths into the last
+/// column, or the middle of the widest when that leaves less than
+/// [`MIN_SHARE`]; the left edge when there is none.
+pub fn new_column_x(layout: &Layout) -> Frac {
+    let edges: Vec<((), u32, u32)> = layout
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let right = layout.columns.get(i + 1).map_or(Frac::ONE.0, |n| n.x.0);
+            ((), c.x.0, right.max(c.x.0))
+        })
+        .collect();
+    let Some((_, left, right)) = edges.last().copied() else { return Frac::ZERO };
+    match (right - left) * 2 / 5 >= MIN_SHARE {
+        true => Frac(left + (right - left) * 3 / 5),
+        false => split_tallest(&edges),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::id::{BufferId, ColumnId};
+    use crate::layout::Placed;
+
+    fn column(ys: &[u32]) -> Column {
+        let windows = ys.iter().enumerate().map(|(i, y)| Placed { window: WindowId(i as u64 + 1), y: Frac(*y) });
+        Column { id: ColumnId(1), tag: BufferId(1), x: Frac::ZERO, windows: windows.collect() }
+    }
+
+    #[test]
+    fn new_windows_take_half_the_last_then_the_tallest() {
+        assert_eq!(new_window_y(&column(&[])), Frac::ZERO);
+        assert_eq!(new_window_y(&column(&[0])), Frac(500_000));
+        assert_eq!(new_window_y(&column(&[0, 500_000])), Frac(750_000));
+        // The last is too small to halve: the tallest (the first) splits.
+        assert_eq!(new_window_y(&column(&[0, 990_000])), Frac(495_000));
+    }
+
+    #[test]
+    fn drops_land_inside_a_window_and_closes_give_room_below() {
+        let c = column(&[0, 500_000]);
+        assert_eq!(drop_y(&c, None, Frac(200_000)), Frac(200_000));
+        assert_eq!(drop_y(&c, None, Frac(500_000)), Frac(500_001));
+        assert_eq!(drop_y(&c, Some(WindowId(2)), Frac(600_000)), Frac(600_000));
+        assert_eq!(drop_y(&column(&[]), None, Frac(600_000)), Frac::ZERO);
+        assert_eq!(close(&c, WindowId(2)), None);
+        assert_eq!(close(&c, WindowId(1)), Some((WindowId(2), Frac::ZERO)));
+        let three = column(&[0, 300_000, 600_000]);
+        assert_eq!(close(&three, WindowId(2)), Some((WindowId(3), Frac(300_000))));
+    }
+
+    #[test]
+    fn sort_keeps_heights_and_columns_split_three_fifths() {
+        let c = column(&[0, 100_000, 400_000]);
+        let names = |w: WindowId| ["", "/z", "/a", "/m"][w.0 as usize].to_string();
+        let got = sorted(&c, names);
+        assert_eq!(got, vec![(WindowId(2), Frac(0)), (WindowId(3), Frac(300_000)), (WindowId(1), Frac(900_000))]);
+        let mut layout = Layout::default();
+        assert_eq!(new_column_x(&layout), Frac::ZERO);
+        layout.columns.push(column(&[]));
+        assert_eq!(new_column_x(&layout), Frac(600_000));
+    }
+}

@@ -1,0 +1,956 @@
+//! acme's built-in commands (`exec.c`'s `exectab`), once, for the daemon
+//! and every UI: [`BUILTINS`] names each with its flags, and [`run`]
+//! carries one out against a [`Host`], the caller's side of the world.
+//!
+//! A built-in reads the state and proposes; everything that touches the
+//! machine (files, directories, commands, processes, leaving) is a
+//! request to the host, as Edit's pipes are (`ecmd::Pipes`). The daemon's
+//! host proposes through its tree and runs work on its machine; a UI's
+//! applies to its own replica where it leads. So `Del`'s check for
+//! changes, `Paste`'s selection, `Sort`'s order and `Dump`'s format are
+//! the same wherever the command was clicked.
+//!
+//! B2 on text that is not a built-in runs it as a command (`execute`), B3
+//! opens a file or searches the body (`look`), as acme's `look3` does
+//! when no plumber takes the text.
+
+use crate::addr::{self, Range};
+use crate::cols;
+use crate::dump::{self, Dump, Kind, WindowRecord};
+use crate::ecmd::{self, EditFile, Pipes};
+use crate::id::{BufferId, ColumnId, WindowId};
+use crate::look;
+use crate::op::{Origin, WindowFlags};
+use crate::propose::{Applied, Created, Proposal};
+use crate::shard::ViewId;
+use crate::state::State;
+use std::ops::Deref;
+
+/// What a caller provides: the state as it is now, a way to propose, and
+/// the machine.
+pub trait Host: Pipes {
+    /// The session's state now (after this command's earlier proposals).
+    fn state(&self) -> Result<impl Deref<Target = State> + '_, ExecError>;
+    /// Proposes a change and waits until it is sequenced (or refused).
+    fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError>;
+    /// Replaces `buffer`'s text with `file`'s (its name if none; a
+    /// directory lists its entries) and marks it clean.
+    fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError>;
+    /// Writes `buffer` to `file` (its name if none) and marks it clean.
+    fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError>;
+    /// Starts `command` in `dir` (the host's own directory when `None` or
+    /// missing), its output going to `DIR/+Errors`; does not wait.
+    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError>;
+    /// Ends a process this session started.
+    fn kill(&mut self, pid: u64) -> Result<(), ExecError>;
+    /// Whether `path` names a file or directory on the host.
+    fn exists(&mut self, path: &str) -> bool;
+    fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError>;
+    fn write_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), ExecError>;
+    /// The user's home directory, for the default dump file.
+    fn home(&self) -> Option<String>;
+    /// The host's working directory (a dump's first line).
+    fn cwd(&self) -> String;
+    /// `Exit` (or `Abort`): a UI closes and leaves the session running;
+    /// the daemon, which has no window to close, says so.
+    fn exit(&mut self, abort: bool) -> Result<(), ExecError>;
+}
+
+/// Why a built-in did nothing (or stopped). Its text is what acme would
+/// warn, and the 9P error a tool sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    #[error("{0}: execute it in a window's tag or body")]
+    NeedsWindow(&'static str),
+    #[error("{0}: execute it in a column's tag or a window in the column")]
+    NeedsColumn(&'static str),
+    /// acme's `%s modified`: the command again goes ahead.
+    #[error("{0} modified")]
+    Modified(String),
+    #[error("can't delete column; {0} is running an application")]
+    Running(String),
+    #[error("Kill: no process {0}")]
+    NoProcess(String),
+    #[error("{0}")]
+    Load(#[from] dump::LoadError),
+    #[error("{0}")]
+    Edit(#[from] crate::edit::EditError),
+    #[error("no {0:?} in the body")]
+    NotFound(String),
+    #[error("{0}")]
+    Refused(#[from] crate::error::Reject),
+    /// What the host said.
+    #[error("{0}")]
+    Host(String),
+}
+
+type Result<T, E = ExecError> = std::result::Result<T, E>;
+
+/// Which built-in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmd {
+    Abort,
+    Cut,
+    Del,
+    Delcol,
+    Delete,
+    Dump,
+    Edit,
+    Exit,
+    Font,
+    Get,
+    Id,
+    Incl,
+    Indent,
+    Kill,
+    Load,
+    Local,
+    Look,
+    New,
+    Newcol,
+    Paste,
+    Put,
+    Putall,
+    Redo,
+    Send,
+    Snarf,
+    Sort,
+    Tab,
+    Undo,
+    Zerox,
+}
+
+/// One row of the table, as acme's `Exectab`.
+#[derive(Clone, Copy, Debug)]
+pub struct Builtin {
+    pub name: &'static str,
+    pub cmd: Cmd,
+    /// It acts on a window (its body's selection, its file).
+    pub needs_window: bool,
+    /// It changes text, so a UI starts a new undo group first (acme's
+    /// `mark` field); proposals already start one per change.
+    pub marks: bool,
+}
+
+const fn b(name: &'static str, cmd: Cmd, needs_window: bool, marks: bool) -> Builtin {
+    Builtin { name, cmd, needs_window, marks }
+}
+
+/// Every built-in acme has, by name. Nothing else lists them.
+pub const BUILTINS: &[Builtin] = &[
+    b("Abort", Cmd::Abort, false, false),
+    b("Cut", Cmd::Cut, true, true),
+    b("Del", Cmd::Del, true, false),
+    b("Delcol", Cmd::Delcol, false, false),
+    b("Delete", Cmd::Delete, true, false),
+    b("Dump", Cmd::Dump, false, false),
+    b("Edit", Cmd::Edit, false, false),
+    b("Exit", Cmd::Exit, false, false),
+    b("Font", Cmd::Font, false, false),
+    b("Get", Cmd::Get, true, false),
+    b("ID", Cmd::Id, true, false),
+    b("Incl", Cmd::Incl, true, false),
+    b("Indent", Cmd::Indent, false, false),
+    b("Kill", Cmd::Kill, false, false),
+    b("Load", Cmd::Load, false, false),
+    b("Local", Cmd::Local, false, false),
+    b("Look", Cmd::Look, true, false),
+    b("New", Cmd::New, false, false),
+    b("Newcol", Cmd::Newcol, false, false),
+    b("Paste", Cmd::Paste, true, true),
+    b("Put", Cmd::Put, true, false),
+    b("Putall", Cmd::Putall, false, false),
+    b("Redo", Cmd::Redo, true, false),
+    b("Send", Cmd::Send, true, true),
+    b("Snarf", Cmd::Snarf, true, false),
+    b("Sort", Cmd::Sort, false, false),
+    b("Tab", Cmd::Tab, false, false),
+    b("Undo", Cmd::Undo, true, false),
+    b("Zerox", Cmd::Zerox, true, false),
+];
+
+/// The built-in named `name`.
+pub fn lookup(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+/// Where a command was executed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Call {
+    /// The window whose tag or body it was in.
+    pub window: Option<WindowId>,
+    /// The column whose tag it was in (or the window's column).
+    pub column: Option<ColumnId>,
+    /// The text after the command's first word.
+    pub arg: String,
+}
+
+impl Call {
+    /// A command executed in `window`.
+    pub fn in_window(window: WindowId, arg: &str) -> Call {
+        Call { window: Some(window), column: None, arg: arg.to_string() }
+    }
+}
+
+/// A window's ids.
+#[derive(Clone, Copy, Debug)]
+struct Win {
+    id: WindowId,
+    body: BufferId,
+}
+
+fn window(state: &State, id: WindowId) -> Result<Win> {
+    let w = state.window(id)?;
+    Ok(Win { id, body: w.body })
+}
+
+fn host(e: impl std::fmt::Display) -> ExecError {
+    ExecError::Host(e.to_string())
+}
+
+/// Runs `text` as B2 does: a built-in by its first word, any other text as
+/// a command in the window's directory.
+pub fn execute<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Result<()> {
+    let (word, arg) = look::split_command(text);
+    if word.is_empty() {
+        return Ok(());
+    }
+    let call = Call { window, column: None, arg: arg.to_string() };
+    match lookup(word) {
+        Some(builtin) => run(h, builtin, &call),
+        None => {
+            let dir = dir_of(h, window)?;
+            h.start(dir.as_deref(), text.trim())
+        }
+    }
+}
+
+/// The directory commands run in for `window`: its name's.
+fn dir_of<H: Host>(h: &H, window: Option<WindowId>) -> Result<Option<String>> {
+    let st = h.state()?;
+    Ok(window
+        .and_then(|w| st.window(w).ok())
+        .and_then(|w| st.buffer(w.body).ok())
+        .and_then(|b| look::window_dir(&b.name)))
+}
+
+/// Carries out one built-in.
+pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
+    let w = match call.window {
+        Some(id) => Some(window(&*h.state()?, id)?),
+        None if builtin.needs_window => return Err(ExecError::NeedsWindow(builtin.name)),
+        None => None,
+    };
+    let need = || w.ok_or(ExecError::NeedsWindow(builtin.name));
+    let arg = call.arg.trim();
+    let arg_opt = (!arg.is_empty()).then_some(arg);
+    match builtin.cmd {
+        Cmd::Abort => h.exit(true),
+        Cmd::Exit => {
+            let st = h.state()?;
+            let ids: Vec<WindowId> =
+                st.layout.columns.iter().flat_map(|c| c.windows.iter().map(|p| p.window)).collect();
+            drop(st);
+            let mut first = None;
+            for id in ids {
+                if let Err(e) = clean_to_close(h, id, true) {
+                    first.get_or_insert(e);
+                }
+            }
+            match first {
+                Some(e) => Err(e),
+                None => h.exit(false),
+            }
+        }
+        Cmd::Cut | Cmd::Snarf => {
+            let w = need()?;
+            let (sel, version, text) = selection(h, w)?;
+            if sel.q0 == sel.q1 {
+                return Ok(());
+            }
+            h.propose(Proposal::Snarf { text })?;
+            if builtin.cmd == Cmd::Cut {
+                let p = Proposal::Delete { buffer: w.body, version, q0: sel.q0, q1: sel.q1, origin: Origin::Mouse };
+                h.propose(p)?;
+            }
+            Ok(())
+        }
+        Cmd::Paste => {
+            let w = need()?;
+            let (sel, version, _) = selection(h, w)?;
+            paste(h, w, sel, version)
+        }
+        Cmd::Send => send(h, need()?),
+        Cmd::Del | Cmd::Delete => {
+            let w = need()?;
+            if builtin.cmd == Cmd::Del {
+                let (event_reader, copies) = {
+                    let st = h.state()?;
+                    let copies = st.windows.values().filter(|o| o.body == w.body).count();
+                    (st.window(w.id)?.event_reader.is_some(), copies)
+                };
+                // acme: a tool reading the events decides; a Zerox copy
+                // closes freely; otherwise changes are warned about once.
+                if !event_reader && copies < 2 {
+                    clean_to_close(h, w.id, false)?;
+                }
+            }
+            h.propose(Proposal::DeleteWindow { window: w.id }).map(|_| ())
+        }
+        Cmd::Delcol => {
+            let column = column_of(h, call, w).ok_or(ExecError::NeedsColumn(builtin.name))?;
+            let ids: Vec<WindowId> = {
+                let st = h.state()?;
+                let col = st.layout.columns.iter().find(|c| c.id == column).ok_or(ExecError::NeedsColumn("Delcol"))?;
+                col.windows.iter().map(|p| p.window).collect()
+            };
+            for id in &ids {
+                clean_to_close(h, *id, true)?;
+            }
+            for id in &ids {
+                let st = h.state()?;
+                if st.window(*id)?.event_reader.is_some() {
+                    return Err(ExecError::Running(st.buffer(st.window(*id)?.body)?.name.clone()));
+                }
+            }
+            h.propose(Proposal::DeleteColumn { column }).map(|_| ())
+        }
+        Cmd::Dump => {
+            let file = dump_file(h, arg_opt)?;
+            let bytes = dump_state(h)?.to_bytes();
+            h.write_file(&file, &bytes)
+        }
+        Cmd::Load => {
+            let file = dump_file(h, arg_opt)?;
+            let d = Dump::parse(&h.read_file(&file)?)?;
+            load(h, &d)
+        }
+        Cmd::Edit => edit(h, w.map(|w| w.id), arg),
+        Cmd::Font => {
+            let name = arg_opt.map(str::to_string);
+            settings(h, w, |f| {
+                f.font = match &name {
+                    Some(n) => Some(n.clone()),
+                    // No argument: switch between the fixed and the
+                    // variable font.
+                    None => match f.font.as_deref() {
+                        Some(dump::FONT_FIX) => None,
+                        _ => Some(dump::FONT_FIX.to_string()),
+                    },
+                }
+            })
+        }
+        Cmd::Tab => match arg_opt {
+            Some(n) => {
+                let n: u32 = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    ExecError::Host(format!("Tab: {n:?} is not a tab width; give a number of characters, as Tab 8"))
+                })?;
+                settings(h, w, |f| f.tab = Some(n))
+            }
+            None => {
+                let w = need()?;
+                let (name, tab) = {
+                    let st = h.state()?;
+                    (st.buffer(w.body)?.name.clone(), st.window(w.id)?.flags.tab.unwrap_or(DEFAULT_TAB))
+                };
+                warn(h, Some(w.id), &format!("{name}: Tab {tab}\n"))
+            }
+        },
+        Cmd::Indent => {
+            let on = match arg_opt.map(str::to_ascii_lowercase).as_deref() {
+                Some("on") => Some(true),
+                Some("off") => Some(false),
+                None => None,
+                Some(other) => return Err(ExecError::Host(format!("Indent: {other:?}: say on, off, or nothing"))),
+            };
+            settings(h, w, |f| f.autoindent = on.unwrap_or(!f.autoindent))
+        }
+        Cmd::Incl => {
+            let w = need()?;
+            if arg.is_empty() {
+                let incl = h.state()?.window(w.id)?.flags.incl.clone();
+                let text: String = incl.iter().map(|d| format!("{d}\n")).collect();
+                return warn(h, Some(w.id), &text);
+            }
+            let words: Vec<String> = arg.split_whitespace().map(str::to_string).collect();
+            settings(h, Some(w), |f| {
+                for d in &words {
+                    if !f.incl.contains(d) {
+                        f.incl.insert(0, d.clone());
+                    }
+                }
+            })
+        }
+        Cmd::Id => {
+            let w = need()?;
+            let n = h.state()?.layout.numbers.get(&w.id).map_or(0, |n| n.0);
+            warn(h, Some(w.id), &format!("/mnt/acme/{n}/\n"))
+        }
+        Cmd::Kill => kill(h, arg),
+        Cmd::Local => {
+            if arg.is_empty() {
+                return Ok(());
+            }
+            let dir = dir_of(h, w.map(|w| w.id))?;
+            h.start(dir.as_deref(), arg)
+        }
+        Cmd::Look => {
+            let w = need()?;
+            let needle = match arg_opt {
+                Some(a) => a.to_string(),
+                None => selection(h, w)?.2,
+            };
+            find_and_show(h, w, &needle)
+        }
+        Cmd::New => {
+            let column = column_of(h, call, w);
+            if arg.is_empty() {
+                let p = Proposal::CreateWindow { body: None, column, name: String::new() };
+                return h.propose(p).map(|_| ());
+            }
+            let dir = dir_of(h, w.map(|w| w.id))?;
+            for name in arg.split_whitespace() {
+                let path = resolve(dir.as_deref(), name);
+                open(h, &path, None)?;
+            }
+            Ok(())
+        }
+        Cmd::Newcol => {
+            let Created::Column(column) = h.propose(Proposal::CreateColumn { x: None })?.created else {
+                return Err(ExecError::Host("Newcol: no column was made".into()));
+            };
+            let p = Proposal::CreateWindow { body: None, column: Some(column), name: String::new() };
+            h.propose(p).map(|_| ())
+        }
+        Cmd::Get => {
+            let w = need()?;
+            clean_to_close(h, w.id, true)?;
+            let dir = dir_of(h, Some(w.id))?;
+            let file = arg_opt.map(|a| resolve(dir.as_deref(), a));
+            h.get(w.body, file.as_deref())
+        }
+        Cmd::Put => {
+            let w = need()?;
+            let dir = dir_of(h, Some(w.id))?;
+            let file = arg_opt.map(|a| resolve(dir.as_deref(), a));
+            h.put(w.body, file.as_deref())
+        }
+        Cmd::Putall => putall(h),
+        Cmd::Undo => h.propose(Proposal::Undo { buffer: need()?.body }).map(|_| ()),
+        Cmd::Redo => h.propose(Proposal::Redo { buffer: need()?.body }).map(|_| ()),
+        Cmd::Sort => {
+            let column = column_of(h, call, w).ok_or(ExecError::NeedsColumn(builtin.name))?;
+            let moves = {
+                let st = h.state()?;
+                let col = st.layout.columns.iter().find(|c| c.id == column).ok_or(ExecError::NeedsColumn("Sort"))?;
+                let name = |id: WindowId| {
+                    st.window(id).ok().and_then(|w| st.buffer(w.body).ok()).map(|b| b.name.clone()).unwrap_or_default()
+                };
+                cols::sorted(col, name)
+            };
+            // From the bottom up, so each move lands below the windows
+            // still to move and none passes another.
+            for (id, y) in moves.into_iter().rev() {
+                let now =
+                    h.state()?.layout.columns.iter().flat_map(|c| &c.windows).find(|p| p.window == id).map(|p| p.y);
+                if now != Some(y) {
+                    h.propose(Proposal::MoveWindow { window: id, column, y })?;
+                }
+            }
+            Ok(())
+        }
+        Cmd::Zerox => {
+            let w = need()?;
+            let column = column_of(h, call, Some(w));
+            h.propose(Proposal::CreateWindow { body: Some(w.body), column, name: String::new() }).map(|_| ())
+        }
+    }
+}
+
+/// The tab width a window has when `Tab` never set one, in characters.
+pub const DEFAULT_TAB: u32 = 4;
+
+/// `path` as a name: absolute as it is, else under `dir`.
+fn resolve(dir: Option<&str>, path: &str) -> String {
+    match (path.starts_with('/'), dir) {
+        (false, Some(d)) => format!("{}/{path}", d.trim_end_matches('/')),
+        _ => path.to_string(),
+    }
+}
+
+/// The column a command acts on: the one named, or the window's.
+fn column_of<H: Host>(h: &H, call: &Call, w: Option<Win>) -> Option<ColumnId> {
+    call.column.or_else(|| {
+        let st = h.state().ok()?;
+        let (ci, _) = st.layout.find(w?.id)?;
+        Some(st.layout.columns[ci].id)
+    })
+}
+
+/// The body's selection, the version it is at, and its text.
+fn selection<H: Host>(h: &H, w: Win) -> Result<(Range, u64, String)> {
+    let st = h.state()?;
+    let b = st.buffer(w.body)?;
+    let v = b.views.get(&ViewId::WindowBody(w.id)).copied().unwrap_or_default();
+    let sel = Range::new(v.q0.min(b.len()), v.q1.min(b.len()));
+    Ok((sel, b.version, b.slice(sel.q0, sel.q1).unwrap_or_default()))
+}
+
+/// acme's `winclean`: whether `window` may lose its changes. A changed,
+/// named file warns once (`NAME modified`, remembered at the body's
+/// version, so the same command again goes ahead); scratch and directory
+/// windows never warn; unless `conservative`, a window whose events a
+/// tool reads is the tool's to decide.
+pub fn clean_to_close<H: Host>(h: &mut H, window: WindowId, conservative: bool) -> Result<()> {
+    let (flags, name, version) = {
+        let st = h.state()?;
+        let w = st.window(window)?;
+        let b = st.buffer(w.body)?;
+        let safe = !b.dirty || look::is_scratch(&b.name) || look::is_dir(&b.name);
+        if safe || (!conservative && w.event_reader.is_some()) || w.flags.warned == Some(b.version) {
+            return Ok(());
+        }
+        (w.flags.clone(), b.name.clone(), b.version)
+    };
+    let flags = WindowFlags { warned: Some(version), ..flags };
+    h.propose(Proposal::Flags { window, flags })?;
+    Err(ExecError::Modified(name))
+}
+
+/// Replaces `sel` with the snarf buffer and selects what was pasted.
+fn paste<H: Host>(h: &mut H, w: Win, sel: Range, version: u64) -> Result<()> {
+    let snarf = h.state()?.layout.snarf.clone();
+    if snarf.is_empty() && sel.q0 == sel.q1 {
+        return Ok(());
+    }
+    let p = Proposal::Replace {
+        buffer: w.body,
+        version,
+        q0: sel.q0,
+        q1: sel.q1,
+        text: snarf.clone(),
+        origin: Origin::Mouse,
+    };
+    h.propose(p)?;
+    let now = h.state()?.buffer(w.body)?.version;
+    let q1 = sel.q0 + snarf.chars().count() as u64;
+    let p = Proposal::Select { buffer: w.body, view: ViewId::WindowBody(w.id), version: now, q0: sel.q0, q1 };
+    h.propose(p).map(|_| ())
+}
+
+/// acme's `Send` (what `win` relies on): the selection, if any, becomes
+/// the snarf buffer; the snarf buffer is appended at the end of the body,
+/// with a newline if it does not end in one, and the end is selected.
+fn send<H: Host>(h: &mut H, w: Win) -> Result<()> {
+    let (sel, _, text) = selection(h, w)?;
+    if sel.q0 != sel.q1 {
+        h.propose(Proposal::Snarf { text })?;
+    }
+    let (len, version, snarf) = {
+        let st = h.state()?;
+        let b = st.buffer(w.body)?;
+        (b.len(), b.version, st.layout.snarf.clone())
+    };
+    let mut text = snarf;
+    let ends_in_newline = match text.is_empty() {
+        true => len == 0 || h.state()?.buffer(w.body)?.text.char(len as usize - 1) == '\n',
+        false => text.ends_with('\n'),
+    };
+    if !ends_in_newline {
+        text.push('\n');
+    }
+    if !text.is_empty() {
+        h.propose(Proposal::Insert { buffer: w.body, version, q0: len, text, origin: Origin::Mouse })?;
+    }
+    let (end, version) = {
+        let st = h.state()?;
+        let b = st.buffer(w.body)?;
+        (b.len(), b.version)
+    };
+    let p = Proposal::Select { buffer: w.body, view: ViewId::WindowBody(w.id), version, q0: end, q1: end };
+    h.propose(p).map(|_| ())
+}
+
+/// Changes window settings: `w`'s, or every window's when executed
+/// outside one (acme's row tag changes them all).
+fn settings<H: Host>(h: &mut H, w: Option<Win>, change: impl Fn(&mut WindowFlags)) -> Result<()> {
+    let targets: Vec<(WindowId, WindowFlags)> = {
+        let st = h.state()?;
+        match w {
+            Some(w) => vec![(w.id, st.window(w.id)?.flags.clone())],
+            None => st.windows.iter().map(|(id, w)| (*id, w.flags.clone())).collect(),
+        }
+    };
+    for (window, old) in targets {
+        let mut flags = old.clone();
+        change(&mut flags);
+        if flags != old {
+            h.propose(Proposal::Flags { window, flags })?;
+        }
+    }
+    Ok(())
+}
+
+/// acme's `warning`: appends `text` to the `+Errors` window of `window`'s
+/// directory (made if missing), keeping it clean.
+pub fn warn<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let name = {
+        let st = h.state()?;
+        let of = window.and_then(|w| st.window(w).ok()).and_then(|w| st.buffer(w.body).ok());
+        of.map_or_else(|| "+Errors".to_string(), |b| look::errors_for(&b.name))
+    };
+    let found = look::window_named(&*h.state()?, &name);
+    let body = match found {
+        Some((_, body)) => body,
+        None => match h.propose(Proposal::CreateWindow { body: None, column: None, name: name.clone() })?.created {
+            Created::Window(made) => made.body,
+            _ => return Err(ExecError::Host(format!("no window {name} was made"))),
+        },
+    };
+    let (len, version) = {
+        let st = h.state()?;
+        let b = st.buffer(body)?;
+        (b.len(), b.version)
+    };
+    let p = Proposal::Insert { buffer: body, version, q0: len, text: text.to_string(), origin: Origin::OtherFile };
+    h.propose(p)?;
+    h.propose(Proposal::Clean { buffer: body }).map(|_| ())
+}
+
+/// `Kill NAME...`: ends the session's processes whose command starts with
+/// each name; with no name, every process this session runs.
+fn kill<H: Host>(h: &mut H, arg: &str) -> Result<()> {
+    let procs: Vec<(u64, String)> =
+        h.state()?.meta.processes.iter().map(|(pid, p)| (*pid, p.command.clone())).collect();
+    let names: Vec<&str> = arg.split_whitespace().collect();
+    if names.is_empty() {
+        for (pid, _) in procs {
+            h.kill(pid)?;
+        }
+        return Ok(());
+    }
+    for name in names {
+        let hits: Vec<u64> =
+            procs.iter().filter(|(_, c)| c.split_whitespace().next() == Some(name)).map(|(p, _)| *p).collect();
+        if hits.is_empty() {
+            return Err(ExecError::NoProcess(name.to_string()));
+        }
+        for pid in hits {
+            h.kill(pid)?;
+        }
+    }
+    Ok(())
+}
+
+/// `Putall`: every changed file window that is not a tool's, once per
+/// file; a file that is gone is not made again.
+fn putall<H: Host>(h: &mut H) -> Result<()> {
+    let todo: Vec<(BufferId, String)> = {
+        let st = h.state()?;
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = Vec::new();
+        for p in st.layout.columns.iter().flat_map(|c| &c.windows) {
+            let Ok(w) = st.window(p.window) else { continue };
+            let Ok(b) = st.buffer(w.body) else { continue };
+            if look::is_scratch(&b.name) || look::is_dir(&b.name) || w.event_reader.is_some() || !b.dirty {
+                continue;
+            }
+            if seen.insert(w.body) {
+                todo.push((w.body, b.name.clone()));
+            }
+        }
+        todo
+    };
+    let mut missing = String::new();
+    for (body, name) in todo {
+        match h.exists(&name) {
+            true => h.put(body, None)?,
+            false => missing += &format!("no auto-Put of {name}: file does not exist\n"),
+        }
+    }
+    warn(h, None, &missing)
+}
+
+/// Searches the body for `needle` after its selection (wrapping), selects
+/// it and scrolls to it.
+fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str) -> Result<()> {
+    let (sel, version, _) = selection(h, w)?;
+    let found = look::find_next(h.state()?.buffer(w.body)?, needle, sel.q1);
+    let (q0, q1) = found.ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
+    select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
+}
+
+fn select_and_show<H: Host>(h: &mut H, window: WindowId, body: BufferId, version: u64, r: Range) -> Result<()> {
+    let view = ViewId::WindowBody(window);
+    h.propose(Proposal::Select { buffer: body, view, version, q0: r.q0, q1: r.q1 })?;
+    let (org, now, shown) = {
+        let st = h.state()?;
+        let b = st.buffer(body)?;
+        let v = b.views.get(&view).copied().unwrap_or_default();
+        (look::show_origin(b, v.q0), b.version, v.org)
+    };
+    match org == shown {
+        true => Ok(()),
+        false => h.propose(Proposal::SetOrigin { buffer: body, view, version: now, org }).map(|_| ()),
+    }
+}
+
+/// B3 on `text` in `window`: an existing file (with `:address`) opens or
+/// shows its window; anything else is searched for in the body.
+pub fn look<H: Host>(h: &mut H, window: WindowId, text: &str) -> Result<()> {
+    let w = window_ids(h, window)?;
+    let text = text.trim();
+    let (file, at) = look::file_and_addr(text);
+    let dir = dir_of(h, Some(window))?;
+    if file.starts_with('/') || dir.is_some() {
+        let path = resolve(dir.as_deref(), file);
+        if h.exists(&path) {
+            return open(h, &path, at);
+        }
+    }
+    find_and_show(h, w, text)
+}
+
+fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {
+    window(&*h.state()?, id)
+}
+
+/// Shows `path` in its window (made and loaded if there is none), at
+/// `address` if given (acme's `openfile`).
+pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()> {
+    let found = look::window_named(&*h.state()?, path);
+    let (window, body) = match found {
+        Some(f) => f,
+        None => {
+            let p = Proposal::CreateWindow { body: None, column: None, name: path.to_string() };
+            let Created::Window(made) = h.propose(p)?.created else {
+                return Err(ExecError::Host(format!("{path}: no window was made")));
+            };
+            h.get(made.body, None)?;
+            (made.window, made.body)
+        }
+    };
+    h.propose(Proposal::Focus { window })?;
+    let Some(address) = address else { return Ok(()) };
+    let (r, version) = {
+        let st = h.state()?;
+        let b = st.buffer(body)?;
+        let cx = addr::Context { text: &b.text, flat: None, dialect: addr::Dialect::Sam, limit: None };
+        (addr::eval_in(&cx, address, Range::at(0), &mut None).map_err(host)?, b.version)
+    };
+    select_and_show(h, window, body, version, r)
+}
+
+/// The Edit command's view of the session: every window's text, in layout
+/// order, with the one it runs in.
+struct Gathered {
+    files: Vec<EditFile>,
+    seen: Vec<(WindowId, BufferId, u64)>,
+    current: usize,
+}
+
+fn gather(st: &State, window: Option<WindowId>) -> Gathered {
+    let mut g = Gathered { files: Vec::new(), seen: Vec::new(), current: 0 };
+    for placed in st.layout.columns.iter().flat_map(|c| &c.windows) {
+        let Ok(win) = st.window(placed.window) else { continue };
+        let Ok(b) = st.buffer(win.body) else { continue };
+        let dot = b
+            .views
+            .get(&ViewId::WindowBody(placed.window))
+            .map_or_else(Default::default, |v| Range::new(v.q0.min(b.len()), v.q1.min(b.len())));
+        if Some(placed.window) == window {
+            g.current = g.files.len();
+        }
+        g.files.push(EditFile { name: b.name.clone(), text: b.text.rope().clone(), dot, dirty: b.dirty });
+        g.seen.push((placed.window, win.body, b.version));
+    }
+    g
+}
+
+/// `Edit COMMAND`: sam's language over every window's text, the changes
+/// proposed as one `Splices` per buffer at the version it saw (edits made
+/// meanwhile move them), then dots, `u`, and what it printed to `+Errors`.
+pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Result<()> {
+    let g = gather(&*h.state()?, window);
+    let outcome = ecmd::run(command, &g.files, g.current, h)?;
+    for (f, changes) in &outcome.changes {
+        let (_, body, version) = g.seen[*f];
+        let changes = changes.iter().map(|c| (c.q0, c.q1, c.text.clone())).collect();
+        h.propose(Proposal::Splices { buffer: body, version, changes, origin: Origin::OtherFile })?;
+    }
+    for (f, dot) in &outcome.dots {
+        let (w, body, _) = g.seen[*f];
+        // The dot is in the text as the Edit left it: the version now,
+        // unless someone typed meanwhile.
+        let version = h.state()?.buffer(body)?.version;
+        let p = Proposal::Select { buffer: body, view: ViewId::WindowBody(w), version, q0: dot.q0, q1: dot.q1 };
+        let _ = h.propose(p);
+    }
+    for (f, count) in &outcome.undo {
+        let body = g.seen[*f].1;
+        for _ in 0..count.unsigned_abs() {
+            let p = if *count > 0 { Proposal::Undo { buffer: body } } else { Proposal::Redo { buffer: body } };
+            h.propose(p)?;
+        }
+    }
+    warn(h, window, &outcome.printed)
+}
+
+/// The dump file: the one named, else `$HOME/apex.dump`.
+fn dump_file<H: Host>(h: &H, arg: Option<&str>) -> Result<String> {
+    match arg {
+        Some(a) => Ok(resolve(Some(&h.cwd()), a)),
+        None => h
+            .home()
+            .map(|home| format!("{}/apex.dump", home.trim_end_matches('/')))
+            .ok_or_else(|| ExecError::Host("can't find file for dump: $HOME not defined".into())),
+    }
+}
+
+/// The session as a dump (acme's `rowdump`).
+pub fn dump_state<H: Host>(h: &mut H) -> Result<Dump> {
+    let st = h.state()?;
+    let line = |b: Option<BufferId>| b.and_then(|b| st.buffer(b).ok()).map(|b| b.text.to_string()).unwrap_or_default();
+    let mut d = Dump {
+        dir: h.cwd(),
+        fonts: [dump::FONT_VAR.to_string(), dump::FONT_FIX.to_string()],
+        columns: st.layout.columns.iter().map(|c| c.x).collect(),
+        row_tag: line(st.layout.row_tag),
+        column_tags: st.layout.columns.iter().enumerate().map(|(i, c)| (i, line(Some(c.tag)))).collect(),
+        windows: Vec::new(),
+    };
+    let mut dumped: Vec<(BufferId, u64)> = Vec::new();
+    let mut records = Vec::new();
+    for (ci, col) in st.layout.columns.iter().enumerate() {
+        for placed in &col.windows {
+            let Ok(w) = st.window(placed.window) else { continue };
+            let Ok(b) = st.buffer(w.body) else { continue };
+            let number = st.layout.numbers.get(&placed.window).map_or(0, |n| n.0 as u64);
+            // Windows a tool owns come back only through their dump command.
+            if w.event_reader.is_some() && w.flags.dump.is_none() {
+                continue;
+            }
+            let v = b.views.get(&ViewId::WindowBody(placed.window)).copied().unwrap_or_default();
+            let mut r = WindowRecord {
+                kind: Kind::File,
+                column: ci,
+                id: number,
+                q0: v.q0,
+                q1: v.q1,
+                y: placed.y,
+                font: w.flags.font.clone().unwrap_or_default(),
+                tag: line(Some(w.tag)),
+                text: String::new(),
+                dir: String::new(),
+                command: String::new(),
+            };
+            if let Some((_, id)) = dumped.iter().find(|(body, _)| *body == w.body) {
+                r.kind = Kind::Zerox;
+                r.id = *id;
+            } else if let Some(command) = &w.flags.dump {
+                r.kind = Kind::Command;
+                r.dir = w.flags.dumpdir.clone().unwrap_or_default();
+                r.command = command.clone();
+            } else {
+                records.push((b.name.clone(), b.dirty, look::is_dir(&b.name), b.text.to_string()));
+                dumped.push((w.body, number));
+                r.text = records.last().map(|x| x.3.clone()).unwrap_or_default();
+            }
+            d.windows.push(r);
+        }
+    }
+    drop(st);
+    // Clean files that exist come back from disk; the rest carry their text.
+    let mut texts = records.into_iter();
+    for r in d.windows.iter_mut().filter(|r| r.kind == Kind::File) {
+        let Some((name, dirty, dir, _)) = texts.next() else { break };
+        let from_disk = dir || (!dirty && !name.is_empty() && h.exists(&name));
+        if from_disk {
+            r.text.clear();
+        } else {
+            r.kind = Kind::Text;
+        }
+    }
+    Ok(d)
+}
+
+/// Makes the windows of a dump (acme's `rowload`): columns beyond the ones
+/// there at their edges, then each window where it was, with its text,
+/// selection and tag.
+pub fn load<H: Host>(h: &mut H, d: &Dump) -> Result<()> {
+    let have = h.state()?.layout.columns.len();
+    for x in d.columns.iter().skip(have) {
+        h.propose(Proposal::CreateColumn { x: Some(*x) })?;
+    }
+    let columns: Vec<ColumnId> = h.state()?.layout.columns.iter().map(|c| c.id).collect();
+    let mut made: Vec<(u64, BufferId)> = Vec::new();
+    for r in &d.windows {
+        let column = columns.get(r.column.min(columns.len().saturating_sub(1))).copied();
+        if r.kind == Kind::Command {
+            h.start(Some(&r.dir).filter(|d| !d.is_empty()).map(|s| s.as_str()), &r.command)?;
+            continue;
+        }
+        let name = r.tag.split([' ', '\t', '\n']).next().unwrap_or_default().to_string();
+        let body = match r.kind {
+            Kind::Zerox => made.iter().find(|(id, _)| *id == r.id).map(|(_, b)| *b),
+            _ => None,
+        };
+        if r.kind == Kind::Zerox && body.is_none() {
+            continue;
+        }
+        let Created::Window(w) = h.propose(Proposal::CreateWindow { body, column, name: name.clone() })?.created else {
+            continue;
+        };
+        match r.kind {
+            Kind::Text if !r.text.is_empty() => {
+                let p = Proposal::Insert {
+                    buffer: w.body,
+                    version: 0,
+                    q0: 0,
+                    text: r.text.clone(),
+                    origin: Origin::OtherFile,
+                };
+                h.propose(p)?;
+                h.propose(Proposal::Dirty { buffer: w.body })?;
+            }
+            Kind::File if !look::is_scratch(&name) => h.get(w.body, None)?,
+            _ => {}
+        }
+        made.push((r.id, w.body));
+        if let Some(column) = column {
+            let y = {
+                let st = h.state()?;
+                let col = st.layout.columns.iter().find(|c| c.id == column).expect("the column was listed");
+                cols::drop_y(col, Some(w.window), r.y)
+            };
+            h.propose(Proposal::MoveWindow { window: w.window, column, y })?;
+        }
+        let after_bar = r.tag.split_once('|').map(|(_, rest)| rest.to_string()).unwrap_or_default();
+        if !after_bar.is_empty() {
+            let (len, version) = {
+                let st = h.state()?;
+                let t = st.buffer(w.tag)?;
+                (t.len(), t.version)
+            };
+            let q0 = look::cleartag_range(h.state()?.buffer(w.tag)?).map_or(len, |(q0, _)| q0);
+            let p =
+                Proposal::Replace { buffer: w.tag, version, q0, q1: len, text: after_bar, origin: Origin::OtherFile };
+            h.propose(p)?;
+        }
+        let (len, version) = {
+            let st = h.state()?;
+            let b = st.buffer(w.body)?;
+            (b.len(), b.version)
+        };
+        let (q0, q1) = if r.q0 <= r.q1 && r.q1 <= len { (r.q0, r.q1) } else { (0, 0) };
+        let _ = select_and_show(h, w.window, w.body, version, Range::new(q0, q1));
+        if !r.font.is_empty() {
+            let font = r.font.clone();
+            settings(h, Some(Win { id: w.window, body: w.body }), |f| f.font = Some(font.clone()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! The daemon as core's [`exec::Host`]: acme's built-ins, B2 commands and
+//! B3 looks that arrive through an acme window's event file run here,
+//! headless, by the same rules a UI runs them by (`apex_core::exec`).
+//!
+//! A built-in runs on a blocking thread (Edit's pipes and file reads
+//! block); each proposal it makes goes through `Tree::propose` and waits
+//! to be sequenced, so the next step sees its effect. The state is read
+//! under the registry lock, held only while the built-in looks.
+
+use super::{gone, Tree};
+use crate::host::{self, ShellPipes};
+use apex_core::ecmd::{EditFile, Pipes};
+use apex_core::exec::{self, ExecError, Host};
+use apex_core::propose::Applied;
+use apex_core::{BufferId, Proposal, State, WindowId};
+use std::ops::Deref;
+use std::path::Path;
+use std::sync::MutexGuard;
+
+/// The daemon's side of one built-in's run, in session `n`.
+pub struct DaemonHost {
+    tree: Tree,
+    n: u64,
+    rt: tokio::runtime::Handle,
+    /// The window the command came from, for the acme log's get/put.
+    window: Option<WindowId>,
+}
+
+/// The session's state under the registry lock.
+pub struct StateGuard<'a> {
+    reg: MutexGuard<'a, crate::registry::Registry>,
+    n: u64,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        // `state` checked the session exists, and the lock keeps it.
+        &self.reg.get(self.n).expect("the session exists while its lock is held").view.state
+    }
+}
+
+fn host_err(e: String) -> ExecError {
+    ExecError::Host(e)
+}
+
+impl DaemonHost {
+    fn block<T>(&self, f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, ExecError> {
+        self.rt.block_on(f).map_err(host_err)
+    }
+
+    fn log(&self, buffer: BufferId, op: &'static str) {
+        let Some(window) = self.window else { return };
+        let _ = self.tree.with_session(self.n, |s| {
+            let number = s.view.state.layout.numbers.get(&window).map(|a| a.0);
+            let shown = s.view.state.window(window).is_ok_and(|w| w.body == buffer);
+            let name = s.view.state.buffer(buffer).map(|b| b.name.clone()).unwrap_or_default();
+            if let (Some(number), true) = (number, shown) {
+                s.acme.log(number, op, name);
+            }
+            Ok(())
+        });
+    }
+}
+
+impl Pipes for DaemonHost {
+    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, String> {
+        ShellPipes.run(command, input, file)
+    }
+}
+
+impl Host for DaemonHost {
+    fn state(&self) -> Result<impl Deref<Target = State> + '_, ExecError> {
+        let reg = self.tree.reg();
+        match reg.get(self.n) {
+            Some(_) => Ok(StateGuard { reg, n: self.n }),
+            None => Err(host_err(gone())),
+        }
+    }
+
+    fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
+        let request = format!("acme exec {proposal:?}");
+        let request: String = request.chars().take(120).collect();
+        self.block(self.tree.propose(self.n, &request, proposal))
+    }
+
+    fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
+        self.block(host::get(&self.tree, self.n, buffer, file.map(str::to_string)))?;
+        self.log(buffer, "get");
+        Ok(())
+    }
+
+    fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
+        self.block(host::put(&self.tree, self.n, buffer, None, file.map(str::to_string)))?;
+        self.log(buffer, "put");
+        Ok(())
+    }
+
+    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
+        let dir = host::run_dir(dir);
+        self.block(host::exec(&self.tree, self.n, &dir, command)).map(|_| ())
+    }
+
+    fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
+        host::kill(&self.tree, self.n, pid).map_err(host_err)
+    }
+
+    fn exists(&mut self, path: &str) -> bool {
+        Path::new(path).exists()
+    }
+
+    fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError> {
+        std::fs::read(path).map_err(|e| host_err(format!("can't open load file {path}: {e}")))
+    }
+
+    fn write_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), ExecError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+            std::io::Write::write_all(&mut f, bytes)
+        };
+        write().map_err(|e| host_err(format!("can't open {path}: {e}")))
+    }
+
+    fn home(&self) -> Option<String> {
+        std::env::var("HOME").ok().filter(|h| !h.is_empty())
+    }
+
+    fn cwd(&self) -> String {
+        std::env::current_dir().map_or_else(|_| "/".into(), |d| d.display().to_string())
+    }
+
+    fn exit(&mut self, abort: bool) -> Result<(), ExecError> {
+        let word = if abort { "Abort" } else { "Exit" };
+        let note =
+            format!("{word}: apexd has no window to close; the session goes on (a UI's {word} closes that UI)\n");
+        exec::warn(self, self.window, &note)
+    }
+}
+
+impl Tree {
+    /// Runs `f` with the daemon as the host, off the async threads.
+    pub(super) async fn with_host(
+        &self,
+        n: u64,
+        window: Option<WindowId>,
+        f: impl FnOnce(&mut DaemonHost) -> Result<(), ExecError> + Send + 'static,
+    ) -> Result<(), String> {
+        let mut h = DaemonHost { tree: self.clone(), n, rt: tokio::runtime::Handle::current(), window };
+        tokio::task::spawn_blocking(move || f(&mut h))
+            .await
+            .map_err(|e| format!("exec: {e}"))?
+            .map_err(|e| e.to_string())
+    }
+}
