@@ -2,7 +2,9 @@
 //! the suites that use it.
 
 mod apply;
+mod cols;
 mod edits;
+mod exec;
 mod fencing;
 mod proposals;
 mod props;

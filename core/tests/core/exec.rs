@@ -1,0 +1,412 @@
+//! acme's built-ins (`exec.rs`), each from a state in to the proposals and
+//! host requests out, against a host of the test's own: a server node that
+//! leads everything, a map for files, and a record of every request.
+
+use apex_core::exec::{self, Call, ExecError, Host, BUILTINS};
+use apex_core::make::NewWindow;
+use apex_core::propose::{Applied, Created, Proposal};
+use apex_core::*;
+use std::collections::BTreeMap;
+use std::result::Result;
+
+#[derive(Default)]
+struct Machine {
+    files: BTreeMap<String, Vec<u8>>,
+    /// Requests to the host, in order: `get B FILE`, `start DIR CMD`...
+    asked: Vec<String>,
+}
+
+struct TestHost {
+    node: Node,
+    machine: Machine,
+    proposed: Vec<Proposal>,
+}
+
+impl ecmd::Pipes for TestHost {
+    fn run(&mut self, command: &str, input: Option<&str>, _: &ecmd::EditFile) -> Result<String, String> {
+        self.machine.asked.push(format!("pipe {command}"));
+        Ok(input.unwrap_or_default().to_uppercase())
+    }
+}
+
+impl Host for TestHost {
+    fn state(&self) -> Result<impl std::ops::Deref<Target = State> + '_, ExecError> {
+        Ok(&self.node.state)
+    }
+    fn propose(&mut self, p: Proposal) -> Result<Applied, ExecError> {
+        self.proposed.push(p.clone());
+        propose::apply(&mut self.node, &p).map_err(ExecError::from)
+    }
+    fn get(&mut self, b: BufferId, file: Option<&str>) -> Result<(), ExecError> {
+        let name = file.map_or_else(|| self.node.state.buffer(b).unwrap().name.clone(), str::to_string);
+        self.machine.asked.push(format!("get {name}"));
+        let text = String::from_utf8(self.machine.files.get(&name).cloned().unwrap_or_default()).unwrap();
+        let (version, len) = (self.node.state.buffer(b).unwrap().version, self.node.state.buffer(b).unwrap().len());
+        if len > 0 || !text.is_empty() {
+            let p = Proposal::Replace { buffer: b, version, q0: 0, q1: len, text, origin: Origin::OtherFile };
+            self.propose(p)?;
+        }
+        self.propose(Proposal::Name { buffer: b, name })?;
+        self.propose(Proposal::Clean { buffer: b }).map(|_| ())
+    }
+    fn put(&mut self, b: BufferId, file: Option<&str>) -> Result<(), ExecError> {
+        let buf = self.node.state.buffer(b).unwrap();
+        let name = file.map_or_else(|| buf.name.clone(), str::to_string);
+        self.machine.asked.push(format!("put {name}"));
+        self.machine.files.insert(name, buf.text.to_string().into_bytes());
+        self.propose(Proposal::Clean { buffer: b }).map(|_| ())
+    }
+    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
+        self.machine.asked.push(format!("start {} {command}", dir.unwrap_or("-")));
+        Ok(())
+    }
+    fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
+        self.machine.asked.push(format!("kill {pid}"));
+        Ok(())
+    }
+    fn exists(&mut self, path: &str) -> bool {
+        self.machine.files.contains_key(path)
+    }
+    fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError> {
+        self.machine.files.get(path).cloned().ok_or_else(|| ExecError::Host(format!("no file {path}")))
+    }
+    fn write_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), ExecError> {
+        self.machine.files.insert(path.to_string(), bytes.to_vec());
+        Ok(())
+    }
+    fn home(&self) -> Option<String> {
+        Some("/home/glenda".into())
+    }
+    fn cwd(&self) -> String {
+        "/home/glenda".into()
+    }
+    fn exit(&mut self, abort: bool) -> Result<(), ExecError> {
+        self.machine.asked.push(if abort { "abort".into() } else { "exit".into() });
+        Ok(())
+    }
+}
+
+fn host() -> TestHost {
+    let mut node = Node::server();
+    make::init_session(&mut node).unwrap();
+    TestHost { node, machine: Machine::default(), proposed: Vec::new() }
+}
+
+impl TestHost {
+    fn window(&mut self, name: &str, text: &str) -> NewWindow {
+        let Created::Window(w) =
+            self.propose(Proposal::CreateWindow { body: None, column: None, name: name.into() }).unwrap().created
+        else {
+            panic!("a window")
+        };
+        if !text.is_empty() {
+            let p = Proposal::Insert { buffer: w.body, version: 0, q0: 0, text: text.into(), origin: Origin::Keyboard };
+            self.propose(p).unwrap();
+        }
+        self.proposed.clear();
+        w
+    }
+    fn text(&self, b: BufferId) -> String {
+        self.node.state.buffer(b).unwrap().text.to_string()
+    }
+    fn select(&mut self, w: &NewWindow, q0: u64, q1: u64) {
+        let version = self.node.state.buffer(w.body).unwrap().version;
+        let p = Proposal::Select { buffer: w.body, view: ViewId::WindowBody(w.window), version, q0, q1 };
+        self.propose(p).unwrap();
+        self.proposed.clear();
+    }
+    fn sel(&self, w: &NewWindow) -> (u64, u64) {
+        let v = self.node.state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
+        (v.q0, v.q1)
+    }
+    fn run(&mut self, name: &str, w: Option<&NewWindow>, arg: &str) -> Result<(), ExecError> {
+        let b = exec::lookup(name).unwrap_or_else(|| panic!("{name} is a built-in"));
+        exec::run(self, b, &Call { window: w.map(|w| w.window), column: None, arg: arg.into() })
+    }
+    fn flags(&self, w: &NewWindow) -> WindowFlags {
+        self.node.state.window(w.window).unwrap().flags.clone()
+    }
+    fn window_named(&self, name: &str) -> Option<(WindowId, BufferId)> {
+        look::window_named(&self.node.state, name)
+    }
+}
+
+#[test]
+fn the_table_has_every_acme_builtin_once() {
+    let names: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
+    let acme = [
+        "Abort", "Cut", "Del", "Delcol", "Delete", "Dump", "Edit", "Exit", "Font", "Get", "ID", "Incl", "Indent",
+        "Kill", "Load", "Local", "Look", "New", "Newcol", "Paste", "Put", "Putall", "Redo", "Send", "Snarf", "Sort",
+        "Tab", "Undo", "Zerox",
+    ];
+    assert_eq!(names, acme);
+    assert!(look::is_builtin("Del now") && !look::is_builtin("Delx"));
+}
+
+#[test]
+fn snarf_cut_paste_and_send() {
+    let mut h = host();
+    let w = h.window("/tmp/f", "hello world\n");
+    h.select(&w, 0, 5);
+    h.run("Snarf", Some(&w), "").unwrap();
+    assert_eq!(h.node.state.layout.snarf, "hello");
+    assert_eq!(h.proposed, vec![Proposal::Snarf { text: "hello".into() }]);
+    h.select(&w, 6, 11);
+    h.run("Cut", Some(&w), "").unwrap();
+    assert_eq!((h.text(w.body).as_str(), h.node.state.layout.snarf.as_str()), ("hello \n", "world"));
+    h.select(&w, 0, 5);
+    h.run("Paste", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), "world \n");
+    assert_eq!(h.sel(&w), (0, 5), "Paste selects what it pasted");
+    // Send: the selection is snarfed and appended, with a newline.
+    h.select(&w, 0, 5);
+    h.run("Send", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), "world \nworld\n");
+    assert_eq!(h.sel(&w), (13, 13));
+    // Nothing selected: what was snarfed goes again.
+    h.run("Send", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), "world \nworld\nworld\n");
+    assert_eq!(h.run("Cut", None, ""), Err(ExecError::NeedsWindow("Cut")));
+}
+
+#[test]
+fn del_warns_once_about_changes_and_delete_does_not() {
+    let mut h = host();
+    let w = h.window("/tmp/changed", "text");
+    assert_eq!(h.run("Del", Some(&w), ""), Err(ExecError::Modified("/tmp/changed".into())));
+    assert!(h.node.state.window(w.window).is_ok(), "the first Del only warns");
+    h.run("Del", Some(&w), "").unwrap();
+    assert!(h.node.state.window(w.window).is_err());
+    // A change after the warning warns again.
+    let w = h.window("/tmp/again", "x");
+    assert!(h.run("Del", Some(&w), "").is_err());
+    let p = Proposal::Insert { buffer: w.body, version: 1, q0: 1, text: "y".into(), origin: Origin::Keyboard };
+    h.propose(p).unwrap();
+    assert!(h.run("Del", Some(&w), "").is_err());
+    h.run("Delete", Some(&w), "").unwrap();
+    // Scratch windows and Zerox copies close at once.
+    let s = h.window("/tmp/+Errors", "out");
+    h.run("Del", Some(&s), "").unwrap();
+    let w = h.window("/tmp/z", "text");
+    h.run("Zerox", Some(&w), "").unwrap();
+    assert_eq!(h.node.state.windows.values().filter(|x| x.body == w.body).count(), 2);
+    h.run("Del", Some(&w), "").unwrap();
+    assert!(h.node.state.buffer(w.body).is_ok(), "the copy still shows the text");
+}
+
+#[test]
+fn get_put_and_putall_go_to_the_host() {
+    let mut h = host();
+    h.machine.files.insert("/tmp/a".into(), b"from disk".to_vec());
+    let w = h.window("/tmp/a", "");
+    h.run("Get", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), "from disk");
+    let p = Proposal::Insert { buffer: w.body, version: 1, q0: 0, text: ">".into(), origin: Origin::Keyboard };
+    h.propose(p).unwrap();
+    assert_eq!(h.run("Get", Some(&w), ""), Err(ExecError::Modified("/tmp/a".into())), "Get warns too");
+    h.run("Put", Some(&w), "").unwrap();
+    assert_eq!(h.machine.files["/tmp/a"], b">from disk");
+    h.run("Put", Some(&w), "b").unwrap();
+    assert_eq!(h.machine.files["/tmp/b"], b">from disk", "a relative name is in the window's directory");
+    let x = h.window("/tmp/b", "changed");
+    let gone = h.window("/tmp/gone", "changed");
+    let _ = gone;
+    h.machine.asked.clear();
+    h.run("Putall", None, "").unwrap();
+    assert_eq!(h.machine.asked, vec!["put /tmp/b"]);
+    assert!(!h.node.state.buffer(x.body).unwrap().dirty);
+    let (_, errors) = h.window_named("+Errors").expect("the missing file is reported");
+    assert!(h.text(errors).contains("no auto-Put of /tmp/gone"));
+}
+
+#[test]
+fn undo_redo_look_and_id() {
+    let mut h = host();
+    let w = h.window("/tmp/u", "one two one");
+    h.run("Undo", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), "");
+    h.run("Redo", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), "one two one");
+    h.select(&w, 0, 3);
+    h.run("Look", Some(&w), "").unwrap();
+    assert_eq!(h.sel(&w), (8, 11), "Look finds the selection's next occurrence");
+    h.run("Look", Some(&w), "two").unwrap();
+    assert_eq!(h.sel(&w), (4, 7));
+    assert_eq!(h.run("Look", Some(&w), "six"), Err(ExecError::NotFound("six".into())));
+    h.run("ID", Some(&w), "").unwrap();
+    let (_, errors) = h.window_named("/tmp/+Errors").unwrap();
+    assert_eq!(h.text(errors), format!("/mnt/acme/{}/\n", w.number.0));
+}
+
+#[test]
+fn new_newcol_zerox_delcol_and_sort_change_the_layout() {
+    let mut h = host();
+    let w = h.window("/tmp/m", "");
+    let columns = h.node.state.layout.columns.len();
+    h.run("New", Some(&w), "").unwrap();
+    assert_eq!(h.node.state.windows.len(), 2);
+    h.machine.files.insert("/tmp/n".into(), b"n".to_vec());
+    h.run("New", Some(&w), "n").unwrap();
+    let (_, n) = h.window_named("/tmp/n").expect("New NAME opens the file");
+    assert_eq!(h.text(n), "n");
+    h.run("Newcol", None, "").unwrap();
+    assert_eq!(h.node.state.layout.columns.len(), columns + 1);
+    let last = h.node.state.layout.columns.last().unwrap().clone();
+    assert_eq!(last.windows.len(), 1, "Newcol makes a window in the new column");
+    // Sort orders the column by name.
+    let col = h.node.state.layout.columns[1].id;
+    let before: Vec<String> = names(&h, col);
+    h.run("Sort", Some(&w), "").unwrap();
+    let mut sorted = before.clone();
+    sorted.sort();
+    assert_eq!(names(&h, col), sorted);
+    // Delcol takes the new column and its window.
+    let in_last = last.windows[0].window;
+    exec::run(
+        &mut h,
+        exec::lookup("Delcol").unwrap(),
+        &Call { window: Some(in_last), column: None, arg: String::new() },
+    )
+    .unwrap();
+    assert_eq!(h.node.state.layout.columns.len(), columns);
+    assert!(h.node.state.window(in_last).is_err());
+}
+
+fn names(h: &TestHost, col: ColumnId) -> Vec<String> {
+    let st = &h.node.state;
+    let c = st.layout.columns.iter().find(|c| c.id == col).unwrap();
+    c.windows.iter().map(|p| st.buffer(st.window(p.window).unwrap().body).unwrap().name.clone()).collect()
+}
+
+#[test]
+fn delcol_refuses_a_changed_file() {
+    let mut h = host();
+    let w = h.window("/tmp/dirty", "x");
+    assert_eq!(h.run("Delcol", Some(&w), ""), Err(ExecError::Modified("/tmp/dirty".into())));
+    h.run("Delcol", Some(&w), "").unwrap();
+    assert!(h.node.state.window(w.window).is_err());
+}
+
+#[test]
+fn font_tab_indent_incl_are_replicated_settings() {
+    let mut h = host();
+    let w = h.window("/tmp/s", "");
+    h.run("Font", Some(&w), "").unwrap();
+    assert_eq!(h.flags(&w).font.as_deref(), Some(dump::FONT_FIX));
+    h.run("Font", Some(&w), "").unwrap();
+    assert_eq!(h.flags(&w).font, None, "Font toggles back");
+    h.run("Font", Some(&w), "/lib/font/x.font").unwrap();
+    assert_eq!(h.flags(&w).font.as_deref(), Some("/lib/font/x.font"));
+    h.run("Tab", Some(&w), "8").unwrap();
+    assert_eq!(h.flags(&w).tab, Some(8));
+    assert!(h.run("Tab", Some(&w), "x").is_err());
+    h.run("Tab", Some(&w), "").unwrap();
+    let (_, errors) = h.window_named("/tmp/+Errors").unwrap();
+    assert_eq!(h.text(errors), "/tmp/s: Tab 8\n");
+    h.run("Indent", Some(&w), "").unwrap();
+    assert!(h.flags(&w).autoindent);
+    h.run("Indent", Some(&w), "off").unwrap();
+    assert!(!h.flags(&w).autoindent);
+    h.run("Incl", Some(&w), "/usr/include /opt/inc").unwrap();
+    assert_eq!(h.flags(&w).incl, vec!["/opt/inc", "/usr/include"]);
+    // From outside a window, Tab sets every window's.
+    let other = h.window("/tmp/t", "");
+    h.run("Tab", None, "2").unwrap();
+    assert_eq!((h.flags(&w).tab, h.flags(&other).tab), (Some(2), Some(2)));
+}
+
+#[test]
+fn commands_local_kill_exit_and_abort_ask_the_host() {
+    let mut h = host();
+    let w = h.window("/home/glenda/src/f.c", "");
+    exec::execute(&mut h, Some(w.window), "ls -l").unwrap();
+    h.run("Local", Some(&w), "mk").unwrap();
+    assert_eq!(h.machine.asked, vec!["start /home/glenda/src ls -l", "start /home/glenda/src mk"]);
+    let process = |command: &str| meta::Process {
+        owner: AttachmentId::SERVER,
+        command: command.into(),
+        dir: "/".into(),
+        window: None,
+    };
+    h.node.push_meta(MetaOp::ProcessStart { pid: 7, process: Box::new(process("mk all")) }).unwrap();
+    h.node.push_meta(MetaOp::ProcessStart { pid: 9, process: Box::new(process("sleep 9")) }).unwrap();
+    h.machine.asked.clear();
+    h.run("Kill", None, "mk").unwrap();
+    assert_eq!(h.machine.asked, vec!["kill 7"]);
+    assert_eq!(h.run("Kill", None, "vi"), Err(ExecError::NoProcess("vi".into())));
+    h.machine.asked.clear();
+    h.run("Kill", None, "").unwrap();
+    assert_eq!(h.machine.asked, vec!["kill 7", "kill 9"]);
+    // Exit warns about a changed file first, then asks the host.
+    let d = h.window("/tmp/dirty", "x");
+    h.machine.asked.clear();
+    assert_eq!(h.run("Exit", None, ""), Err(ExecError::Modified("/tmp/dirty".into())));
+    h.run("Exit", None, "").unwrap();
+    h.run("Abort", None, "").unwrap();
+    assert_eq!(h.machine.asked, vec!["exit", "abort"]);
+    let _ = d;
+}
+
+#[test]
+fn edit_gathers_every_window_and_pipes_through_the_host() {
+    let mut h = host();
+    let a = h.window("/tmp/a", "alpha\n");
+    let b = h.window("/tmp/b", "beta\n");
+    h.run("Edit", Some(&a), ",s/a/A/g").unwrap();
+    assert_eq!(h.text(a.body), "AlphA\n");
+    h.run("Edit", Some(&a), "X/\\/tmp\\/b/ ,|tr").unwrap();
+    assert_eq!(h.text(b.body), "BETA\n", "the pipe ran through the host");
+    assert!(h.machine.asked.contains(&"pipe tr".to_string()));
+    h.run("Edit", Some(&a), "=").unwrap();
+    let (_, errors) = h.window_named("/tmp/+Errors").unwrap();
+    assert_eq!(h.text(errors), "/tmp/a:1\n");
+    assert!(h.run("Edit", Some(&a), "s/(/x/").is_err());
+}
+
+#[test]
+fn dump_and_load_restore_windows_in_acme_s_format() {
+    let mut h = host();
+    h.machine.files.insert("/tmp/clean".into(), b"on disk".to_vec());
+    let clean = h.window("/tmp/clean", "");
+    h.run("Get", Some(&clean), "").unwrap();
+    let changed = h.window("/tmp/changed", "typed text");
+    h.select(&changed, 2, 4);
+    h.run("Zerox", Some(&clean), "").unwrap();
+    h.run("Dump", None, "").unwrap();
+    let bytes = h.machine.files["/home/glenda/apex.dump"].clone();
+    let d = dump::Dump::parse(&bytes).unwrap();
+    let kinds: Vec<dump::Kind> = d.windows.iter().map(|w| w.kind).collect();
+    assert!(kinds.contains(&dump::Kind::File) && kinds.contains(&dump::Kind::Text), "{kinds:?}");
+    assert!(kinds.contains(&dump::Kind::Zerox), "{kinds:?}");
+    assert!(String::from_utf8_lossy(&bytes).contains("typed text"));
+
+    // Load into a fresh session: the same files, text and selection.
+    let mut fresh = host();
+    fresh.machine.files = h.machine.files.clone();
+    fresh.run("Load", None, "").unwrap();
+    let (_, body) = fresh.window_named("/tmp/changed").expect("the changed window is back");
+    assert_eq!(fresh.text(body), "typed text");
+    assert!(fresh.node.state.buffer(body).unwrap().dirty);
+    let (_, body) = fresh.window_named("/tmp/clean").expect("the clean file is back");
+    assert_eq!(fresh.text(body), "on disk");
+    assert_eq!(fresh.node.state.windows.values().filter(|w| w.body == body).count(), 2, "with its Zerox");
+    fresh.machine.files.insert("/tmp/bad.dump".into(), b"/\nf\n".to_vec());
+    assert!(matches!(fresh.run("Load", None, "/tmp/bad.dump"), Err(ExecError::Load(_))));
+}
+
+#[test]
+fn b3_opens_files_at_addresses_or_searches() {
+    let mut h = host();
+    h.machine.files.insert("/tmp/dir/f.c".into(), b"int\nmain\n".to_vec());
+    let w = h.window("/tmp/dir/notes", "see f.c:2 and main");
+    exec::look(&mut h, w.window, "f.c:2").unwrap();
+    let (fw, fb) = h.window_named("/tmp/dir/f.c").expect("opened");
+    let v = h.node.state.buffer(fb).unwrap().views[&ViewId::WindowBody(fw)];
+    assert_eq!((v.q0, v.q1), (4, 9));
+    assert_eq!(h.node.state.layout.focus, Some(fw));
+    let windows = h.node.state.windows.len();
+    exec::look(&mut h, w.window, "f.c").unwrap();
+    assert_eq!(h.node.state.windows.len(), windows, "an open file's window is shown again");
+    exec::look(&mut h, w.window, "main").unwrap();
+    assert_eq!(h.sel(&w), (14, 18));
+}
