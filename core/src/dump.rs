@@ -148,7 +148,8 @@ impl Dump {
         let mut d = Dump { dir: r.text_line()?, ..Dump::default() };
         d.fonts = [r.text_line()?, r.text_line()?];
         let xs = r.text_line()?;
-        let n = xs.len() / 12;
+        // Each percentage is 11 wide and ends in a blank or the newline.
+        let n = (xs.len() + 1) / 12;
         if n == 0 || n > 10 {
             return Err(r.err("the column line must hold 1 to 10 percentages of 12 characters each"));
         }
@@ -306,6 +307,8 @@ mod tests {
         assert!(text.contains("\n  0.0000000  50.0000000\n"), "{text}");
         assert!(text.contains(&format!("\nF{:11} {:11} {:11} {:11}  25.0000000 {:11} \n", 1, 2, 1, 2, 14)), "{text}");
         assert_eq!(Dump::parse(&bytes).unwrap(), d);
+        let one = Dump { columns: vec![Frac(0)], ..d.clone() };
+        assert_eq!(Dump::parse(&one.to_bytes()).unwrap(), one);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::time::Duration;
 const WAIT: Duration = Duration::from_secs(10);
 
 /// A daemon serving `main`'s acme tree as `NSDIR/acme`.
-fn acme_daemon(name: &str) -> Daemon {
+pub fn acme_daemon(name: &str) -> Daemon {
     let d = Daemon::start_with(name, &["--acme".into(), "main".into()]);
     let deadline = std::time::Instant::now() + WAIT;
     while !d.dir.join("acme").exists() {
@@ -27,22 +27,22 @@ fn acme_daemon(name: &str) -> Daemon {
 }
 
 /// Dials the acme service as plan9port's clients do (9pserve's 8192).
-async fn acme_client(d: &Daemon, msize: u32) -> (Client, u32) {
+pub async fn acme_client(d: &Daemon, msize: u32) -> (Client, u32) {
     let c = dial(&format!("unix!{}", d.dir.join("acme").display()), msize).await.unwrap();
     let root = c.attach("somebody-else", "").await.unwrap();
     (c, root)
 }
 
-async fn open(c: &Client, root: u32, path: &str, mode: u8) -> File {
+pub async fn open(c: &Client, root: u32, path: &str, mode: u8) -> File {
     c.open_path(root, path, mode).await.unwrap_or_else(|e| panic!("open {path}: {e}"))
 }
 
-async fn put(c: &Client, f: &File, s: &str) -> Result<u32, ClientError> {
+pub async fn put(c: &Client, f: &File, s: &str) -> Result<u32, ClientError> {
     c.write(f.fid, 0, s.as_bytes()).await
 }
 
 /// Opens, writes once, clunks (as `9p write` does, OTRUNC included).
-async fn write_file(c: &Client, root: u32, path: &str, s: &str) -> Result<(), ClientError> {
+pub async fn write_file(c: &Client, root: u32, path: &str, s: &str) -> Result<(), ClientError> {
     let f = open(c, root, path, OWRITE | OTRUNC).await;
     let r = put(c, &f, s).await;
     c.clunk(f.fid).await.unwrap();
@@ -50,7 +50,7 @@ async fn write_file(c: &Client, root: u32, path: &str, s: &str) -> Result<(), Cl
 }
 
 /// Reads a whole file as `9p read` does (chunks until a 0-byte read).
-async fn read_file(c: &Client, root: u32, path: &str) -> String {
+pub async fn read_file(c: &Client, root: u32, path: &str) -> String {
     let f = open(c, root, path, OREAD).await;
     let data = c.read_all(&f).await.unwrap();
     c.clunk(f.fid).await.unwrap();
@@ -81,7 +81,7 @@ async fn events_until(c: &Client, ev: &File, seen: &mut String, want: &str) {
 }
 
 /// The first field of a ctl or index line: the window id.
-fn id_of(line: &str) -> u32 {
+pub fn id_of(line: &str) -> u32 {
     line.split_whitespace().next().unwrap().parse().unwrap()
 }
 

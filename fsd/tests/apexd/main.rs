@@ -4,6 +4,7 @@
 
 mod acme;
 mod attach;
+mod builtins;
 mod chaos;
 mod host;
 mod protocol;
