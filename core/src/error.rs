@@ -103,3 +103,18 @@ pub enum Reject {
 
 /// Core's result type.
 pub type Result<T> = std::result::Result<T, Reject>;
+
+/// acme's error strings (plan9port's `xfid.c` and `fsys.c`), which acme's
+/// clients match on. Every refusal in the acme tree starts with one of
+/// these, then says what was wrong and how to do it right.
+pub mod acme {
+    pub const EPERM: &str = "permission denied";
+    pub const EBADCTL: &str = "ill-formed control message";
+    pub const EADDR: &str = "address out of range";
+    pub const EBADADDR: &str = "bad address syntax";
+    pub const EINUSE: &str = "already in use";
+    pub const EBADEVENT: &str = "bad event syntax";
+    pub const EDEL: &str = "deleted window";
+    pub const ESHUTDOWN: &str = "window shut down";
+    pub const EDIRTY: &str = "file dirty";
+}

@@ -9,6 +9,7 @@
 
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
+use apex_core::error::acme::EADDR;
 use apex_core::{Buffer, BufferId, Origin, Proposal};
 use std::fmt::Write;
 
@@ -175,7 +176,7 @@ pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Res
     let r = current_addr(s, b)?;
     let buf = buffer(s, b)?;
     if r.q0 > buf.len() {
-        return Err(format!("address out of range: #{} is past the end ({} runes)", r.q0, buf.len()));
+        return Err(format!("{EADDR}: #{} is past the end ({} runes)", r.q0, buf.len()));
     }
     let end = if upto_q1 { r.q1 } else { buf.len() };
     let mut out = String::new();

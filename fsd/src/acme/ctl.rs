@@ -5,6 +5,7 @@
 //! keeping the earlier ones (`win` sends `name DIR/-host\n0\n` and needs the
 //! name to stick).
 
+use apex_core::error::acme::EBADCTL;
 /// One ctl message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WinCtl {
@@ -67,7 +68,7 @@ pub fn parse_one(text: &str) -> Result<(WinCtl, usize), String> {
         let arg = &rest[..end];
         let used = prefix.len() + end;
         if arg.is_empty() {
-            return Some(Err(format!("ill-formed control message: {}needs an argument", prefix)));
+            return Some(Err(format!("{EBADCTL}: {}needs an argument", prefix)));
         }
         Some(Ok((make(arg.to_string()), used)))
     };
@@ -75,7 +76,7 @@ pub fn parse_one(text: &str) -> Result<(WinCtl, usize), String> {
         let (msg, used) = r?;
         if let WinCtl::Name(name) = &msg {
             if name.chars().any(|c| c.is_control()) {
-                return Err(format!("ill-formed control message: bad character in file name {name:?}"));
+                return Err(format!("{EBADCTL}: bad character in file name {name:?}"));
             }
         }
         (msg, used)
@@ -89,7 +90,7 @@ pub fn parse_one(text: &str) -> Result<(WinCtl, usize), String> {
         (msg.clone(), name.len())
     } else {
         let line = text.split('\n').next().unwrap_or_default();
-        return Err(format!("ill-formed control message: {line:?}; {USAGE}"));
+        return Err(format!("{EBADCTL}: {line:?}; {USAGE}"));
     };
     let (msg, mut used) = parsed;
     used += text[used..].bytes().take_while(|b| *b == b'\n').count();

@@ -4,6 +4,7 @@
 //! its expansion and chord lines; lower case for a window's tag. And the
 //! messages a client writes back to have an action carried out.
 
+use apex_core::error::acme::EBADEVENT;
 use apex_core::{AttachmentId, Buffer, BufferOp, Entry, Op};
 use std::fmt::Write;
 
@@ -147,8 +148,8 @@ pub struct WriteBack {
     pub q1: u64,
 }
 
-const SYNTAX: &str =
-    "bad event syntax: write C1C2Q0 Q1 lines, C2 one of x X l L r R, 0 <= Q0 <= Q1 <= the text's length";
+/// How to write an event, after acme's `bad event syntax`.
+const SYNTAX: &str = "write C1C2Q0 Q1 lines, C2 one of x X l L r R, 0 <= Q0 <= Q1 <= the text's length";
 
 /// Parses a write to `event`: any number of `C1C2q0 q1` lines, blanks
 /// allowed before each number and before the newline. `lengths` are the
@@ -157,26 +158,26 @@ pub fn parse_writeback(text: &str, lengths: (u64, u64)) -> Result<Vec<WriteBack>
     let mut out = Vec::new();
     for line in text.split_inclusive('\n') {
         let Some(line) = line.strip_suffix('\n') else {
-            return Err(format!("{SYNTAX}; {line:?} has no newline"));
+            return Err(format!("{EBADEVENT}: {SYNTAX}; {line:?} has no newline"));
         };
         let mut chars = line.chars();
         let (Some(origin), Some(c2)) = (chars.next(), chars.next()) else {
-            return Err(format!("{SYNTAX}; got {line:?}"));
+            return Err(format!("{EBADEVENT}: {SYNTAX}; got {line:?}"));
         };
         let (act, tag) = match c2 {
             'x' => (Act::Execute, true),
             'X' => (Act::Execute, false),
             'l' | 'r' => (Act::Look, true),
             'L' | 'R' => (Act::Look, false),
-            _ => return Err(format!("{SYNTAX}; {c2:?} is not one of them")),
+            _ => return Err(format!("{EBADEVENT}: {SYNTAX}; {c2:?} is not one of them")),
         };
         let numbers: Vec<&str> = chars.as_str().split_ascii_whitespace().collect();
-        let parse = |s: &str| s.parse::<u64>().map_err(|_| format!("{SYNTAX}; {s:?} is not a number"));
-        let [q0, q1] = numbers.as_slice() else { return Err(format!("{SYNTAX}; got {line:?}")) };
+        let parse = |s: &str| s.parse::<u64>().map_err(|_| format!("{EBADEVENT}: {SYNTAX}; {s:?} is not a number"));
+        let [q0, q1] = numbers.as_slice() else { return Err(format!("{EBADEVENT}: {SYNTAX}; got {line:?}")) };
         let (q0, q1) = (parse(q0)?, parse(q1)?);
         let len = if tag { lengths.0 } else { lengths.1 };
         if q0 > q1 || q1 > len {
-            return Err(format!("{SYNTAX}; #{q0},#{q1} is not within the {len} runes there"));
+            return Err(format!("{EBADEVENT}: {SYNTAX}; #{q0},#{q1} is not within the {len} runes there"));
         }
         out.push(WriteBack { origin, act, tag, q0, q1 });
     }

@@ -16,6 +16,7 @@ use crate::registry::Registry;
 use crate::tree::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
 use crate::tree::stream::{Cursor, Source};
 use apex_core::addr::Range;
+use apex_core::error::acme::{EDEL, EDIRTY, EINUSE, EPERM};
 use apex_core::exec;
 use apex_core::look;
 use apex_core::propose::Created;
@@ -40,7 +41,7 @@ pub fn window(reg: &Registry, n: u64, number: u32) -> srv::Result<Win> {
 }
 
 fn deleted() -> String {
-    "deleted window".into()
+    format!("{EDEL}")
 }
 
 /// Whether a walk from `place` may resolve root names and window numbers
@@ -150,13 +151,11 @@ impl Tree {
     /// Opens an acme file: what each one does at open beyond its content.
     pub(super) async fn acme_open(&self, place: Place, mode: u8, opened: &mut Opened) -> srv::Result<()> {
         if mode & 3 == apex_ninep::fcall::OEXEC || mode & apex_ninep::fcall::ORCLOSE != 0 {
-            return Err(
-                "permission denied: acme's files open for reading or writing only (no OEXEC, no ORCLOSE)".into()
-            );
+            return Err(format!("{EPERM}: acme's files open for reading or writing only (no OEXEC, no ORCLOSE)"));
         }
         match place {
             Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {
-                return Err("permission denied: editout is open only while an Edit pipe command runs".into())
+                return Err(format!("{EPERM}: editout is open only while an Edit pipe command runs"))
             }
             Place::Acme1(n, AcmeFile::Log) => {
                 opened.log_next = Some(self.reg().get(n).ok_or_else(gone)?.acme.log_end());
@@ -179,7 +178,7 @@ impl Tree {
                             let text = b.slice(sel.q0, sel.q1).unwrap_or_default().into_bytes();
                             let st = s.acme.windows.entry(w.id).or_default();
                             if st.rdsel_open {
-                                return Err("already in use: rdsel is open".to_string());
+                                return Err(format!("{EINUSE}: rdsel is open"));
                             }
                             st.rdsel_open = true;
                             Ok(text)
@@ -371,7 +370,7 @@ impl Tree {
             }
             _ => {
                 let (name, _) = place.name_perm("");
-                Err(format!("permission denied: {name} is not writable"))
+                Err(format!("{EPERM}: {name} is not writable"))
             }
         }
     }
@@ -403,7 +402,7 @@ impl Tree {
                 fid.lock().wrsel = Some(now);
                 Ok(())
             }
-            _ => Err("permission denied: this file is not writable".into()),
+            _ => Err(format!("{EPERM}: this file is not writable")),
         }
     }
 
@@ -488,7 +487,7 @@ impl Tree {
                 // once, in ctl's words.
                 let id = w.id;
                 self.with_host(n, Some(id), move |h| exec::clean_to_close(h, id, true)).await.map_err(|e| {
-                    format!("file dirty: {}; del again to discard the changes, or put", e.trim_end_matches(" modified"))
+                    format!("{EDIRTY}: {}; del again to discard the changes, or put", e.trim_end_matches(" modified"))
                 })?;
                 propose(Proposal::DeleteWindow { window: w.id }).await
             }

@@ -14,6 +14,7 @@
 //! qid.path is interned per place and never reused; qid.vers is a body's
 //! buffer version and 0 elsewhere.
 
+use apex_core::error::acme::EPERM;
 pub mod acme;
 mod exec;
 pub mod place;
@@ -645,16 +646,16 @@ impl Serve for Tree {
         let wants_write = matches!(mode & 3, 1 | 2) || truncates;
         let wants_read = matches!(mode & 3, 0 | 2);
         if place.is_dir() && wants_write {
-            return Err(format!("permission denied: {name} is a directory"));
+            return Err(format!("{EPERM}: {name} is a directory"));
         }
         if perm == 0 {
-            return Err(format!("permission denied: {name} cannot be opened"));
+            return Err(format!("{EPERM}: {name} cannot be opened"));
         }
         if wants_write && perm & 0o222 == 0 {
-            return Err(format!("permission denied: {name} is read-only"));
+            return Err(format!("{EPERM}: {name} is read-only"));
         }
         if wants_read && perm & 0o444 == 0 {
-            return Err(format!("permission denied: {name} is write-only; open it with OWRITE"));
+            return Err(format!("{EPERM}: {name} is write-only; open it with OWRITE"));
         }
         // Counted before the content is made, so a change racing the open
         // makes the first read look again.
@@ -718,7 +719,7 @@ impl Serve for Tree {
 
     async fn create(&self, fid: &Fid, name: &str, _: u32, _: u8) -> srv::Result<(Qid, Fid)> {
         if fid.place.in_acme() {
-            return Err(format!("permission denied: cannot create {name:?}; windows are made by walking to new"));
+            return Err(format!("{EPERM}: cannot create {name:?}; windows are made by walking to new"));
         }
         Err(format!(
             "cannot create {name:?}: sessions are made by writing \"new NAME\" to /ctl, buffers by opening buffers/new"
@@ -829,7 +830,7 @@ impl Serve for Tree {
             },
             place => {
                 let (name, _) = place.name_perm("");
-                return Err(format!("permission denied: {name} is not writable"));
+                return Err(format!("{EPERM}: {name} is not writable"));
             }
         }
         Ok(count)
@@ -872,7 +873,7 @@ impl Serve for Tree {
         let acme = fid.place.in_acme();
         self.clunk(fid).await;
         if acme {
-            return Err(format!("permission denied: cannot remove {name}; delete a window with ctl \"delete\""));
+            return Err(format!("{EPERM}: cannot remove {name}; delete a window with ctl \"delete\""));
         }
         Err(format!(
             "cannot remove {name}: end a session with \"del NAME\" in /ctl, a window with \"delwindow N\" in its session's ctl"
@@ -894,7 +895,7 @@ impl Serve for Tree {
             // A truncation is taken as acme takes OTRUNC: it changes nothing.
             return match only_length {
                 true => Ok(()),
-                false => Err("permission denied: acme's files take no wstat".into()),
+                false => Err(format!("{EPERM}: acme's files take no wstat")),
             };
         }
         if !only_length {

@@ -11,6 +11,7 @@ use crate::acme::event::{follow, Version};
 use crate::entrytext::{format_entry, format_registry};
 use crate::registry::Registry;
 use crate::session::Session;
+use apex_core::error::acme::{EDEL, ESHUTDOWN};
 use apex_core::{BufferId, Entry, Reject, Seq, Shard, WindowId};
 
 /// What a stream is made from.
@@ -74,7 +75,7 @@ impl Cursor {
             }
             Source::Window(s, w) => {
                 let s = reg.get(s).ok_or("session was deleted")?;
-                let win = s.view.state.window(w).map_err(|_| "deleted window".to_string())?;
+                let win = s.view.state.window(w).map_err(|_| format!("{EDEL}"))?;
                 next_tag = s.view.log.last(Shard::Buffer(win.tag));
                 versions = [version_of(s, win.body), version_of(s, win.tag)];
                 s.view.log.last(Shard::Buffer(win.body))
@@ -146,7 +147,7 @@ impl Cursor {
             }
             Source::Window(s, w) => {
                 // A pending read of a deleted window fails, as in acme.
-                let gone = || "window shut down: the window was deleted".to_string();
+                let gone = || format!("{ESHUTDOWN}: the window was deleted");
                 let session = reg.get(s).ok_or_else(gone)?;
                 let win = session.view.state.window(w).map_err(|_| gone())?;
                 let [body_version, tag_version] = &mut self.versions;
