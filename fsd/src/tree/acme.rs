@@ -41,7 +41,7 @@ pub fn window(reg: &Registry, n: u64, number: u32) -> srv::Result<Win> {
 }
 
 fn deleted() -> String {
-    format!("{EDEL}")
+    EDEL.to_string()
 }
 
 /// Whether a walk from `place` may resolve root names and window numbers

@@ -75,7 +75,7 @@ impl Cursor {
             }
             Source::Window(s, w) => {
                 let s = reg.get(s).ok_or("session was deleted")?;
-                let win = s.view.state.window(w).map_err(|_| format!("{EDEL}"))?;
+                let win = s.view.state.window(w).map_err(|_| EDEL.to_string())?;
                 next_tag = s.view.log.last(Shard::Buffer(win.tag));
                 versions = [version_of(s, win.body), version_of(s, win.tag)];
                 s.view.log.last(Shard::Buffer(win.body))
