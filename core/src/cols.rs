@@ -100,6 +100,68 @@ pub fn sorted(col: &Column, mut name: impl FnMut(WindowId) -> String) -> Vec<(Wi
     out
 }
 
+/// How a click on a window's layout box grows it (acme's `colgrow`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grow {
+    /// Button 1: some more room, taken half at a time from the nearest
+    /// windows below and above.
+    Some,
+    /// Button 2: as big as can be; every other window keeps only its tag.
+    Most,
+    /// Button 3: the whole column; the others keep a sliver.
+    Full,
+}
+
+/// The column's new tops after growing `window` (acme's `colgrow`).
+/// `line` is one line's height as a fraction of the column (the UI's
+/// font over its height): the least a window keeps (its tag), and the
+/// unit of button 1's growth. Tops stay distinct and ordered.
+pub fn grow(col: &Column, window: WindowId, how: Grow, line: u32) -> Vec<(WindowId, Frac)> {
+    let spans = spans(col, None);
+    let Some(i) = spans.iter().position(|(w, _, _)| *w == window) else { return Vec::new() };
+    let n = spans.len() as u32;
+    // Each other window's least height, so that all of them still fit.
+    let keep = match how {
+        Grow::Full => 1,
+        _ => line.clamp(1, (Frac::ONE.0 / n.max(1)).max(1)),
+    };
+    let mut heights: Vec<u32> = spans.iter().map(|(_, t, b)| b - t).collect();
+    match how {
+        Grow::Most | Grow::Full => {
+            let others = keep * (n - 1);
+            for (j, h) in heights.iter_mut().enumerate() {
+                *h = if j == i { Frac::ONE.0 - others } else { keep };
+            }
+        }
+        Grow::Some => {
+            let old = heights[i];
+            let total = Frac::ONE.0;
+            let want = old.saturating_add((5 * line).max(old / 2)).min(total);
+            let mut need = want - old;
+            for k in 1..spans.len() {
+                for j in [i.checked_add(k), i.checked_sub(k)].into_iter().flatten() {
+                    let Some(h) = heights.get(j).copied() else { continue };
+                    let spare = h.saturating_sub(keep);
+                    let take = need.min(spare.div_ceil(2).max(spare.min(1)));
+                    heights[j] -= take;
+                    heights[i] += take;
+                    need -= take;
+                }
+            }
+        }
+    }
+    let mut y = 0u32;
+    spans
+        .iter()
+        .zip(heights)
+        .map(|((w, _, _), h)| {
+            let top = Frac(y);
+            y = y.saturating_add(h);
+            (*w, top)
+        })
+        .collect()
+}
+
 /// Where a new column starts (acme's `rowadd`): three fifths into the last
 /// column, or the middle of the widest when that leaves less than
 /// [`MIN_SHARE`]; the left edge when there is none.
@@ -151,6 +213,19 @@ mod tests {
         assert_eq!(close(&c, WindowId(1)), Some((WindowId(2), Frac::ZERO)));
         let three = column(&[0, 300_000, 600_000]);
         assert_eq!(close(&three, WindowId(2)), Some((WindowId(3), Frac(300_000))));
+    }
+
+    #[test]
+    fn growing_takes_room_from_the_neighbours() {
+        let c = column(&[0, 250_000, 500_000, 750_000]);
+        let tops = |g: Vec<(WindowId, Frac)>| g.into_iter().map(|(_, y)| y.0).collect::<Vec<_>>();
+        // Button 1 on the second window: half of 250,000 more, taken from
+        // the window below (half of what it can spare), then above.
+        let got = tops(grow(&c, WindowId(2), Grow::Some, 10_000));
+        assert_eq!(got, vec![0, 245_000, 620_000, 750_000]);
+        assert_eq!(tops(grow(&c, WindowId(2), Grow::Most, 10_000)), vec![0, 10_000, 980_000, 990_000]);
+        assert_eq!(tops(grow(&c, WindowId(1), Grow::Full, 10_000)), vec![0, 999_997, 999_998, 999_999]);
+        assert_eq!(grow(&c, WindowId(9), Grow::Some, 10_000), vec![]);
     }
 
     #[test]

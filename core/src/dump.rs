@@ -256,16 +256,27 @@ impl<'a> Reader<'a> {
         s.parse().map_err(|_| self.err(&format!("field {} ({s:?}) is not a number", i + 1)))
     }
 
-    /// The next `n` runes, whatever they are.
+    /// The next `n` runes, whatever they are (later records may hold
+    /// bytes that are not UTF-8, so only these are decoded).
     fn runes(&mut self, n: usize) -> Result<String, LoadError> {
-        let rest = std::str::from_utf8(&self.bytes[self.at..]).map_err(|_| self.err("the text is not UTF-8"))?;
-        let end = rest.char_indices().nth(n).map_or(rest.len(), |(i, _)| i);
-        if rest[..end].chars().count() < n {
-            return Err(self.err("the file ends inside a window's text"));
+        let rest = &self.bytes[self.at..];
+        let mut end = 0;
+        for _ in 0..n {
+            let width = match rest.get(end) {
+                None => return Err(self.err("the file ends inside a window's text")),
+                Some(b) if *b < 0x80 => 1,
+                Some(b) if b >> 5 == 0b110 => 2,
+                Some(b) if b >> 4 == 0b1110 => 3,
+                Some(b) if b >> 3 == 0b11110 => 4,
+                Some(_) => return Err(self.err("the text is not UTF-8")),
+            };
+            end += width;
         }
-        self.line += rest[..end].matches('\n').count();
+        let text =
+            std::str::from_utf8(rest.get(..end).unwrap_or(rest)).map_err(|_| self.err("the text is not UTF-8"))?;
+        self.line += text.matches('\n').count();
         self.at += end;
-        Ok(rest[..end].to_string())
+        Ok(text.to_string())
     }
 }
 
@@ -279,8 +290,9 @@ mod tests {
             kind,
             column: 1,
             id,
-            q0: 1,
-            q1: 2,
+            // acme writes a tool's window without a selection.
+            q0: if kind == Kind::Command { 0 } else { 1 },
+            q1: if kind == Kind::Command { 0 } else { 2 },
             y: Frac(250_000),
             font: String::new(),
             tag: format!("/tmp/f{id} Del Snarf | Look\nsecond"),

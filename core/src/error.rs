@@ -43,6 +43,8 @@ pub enum Reject {
     NotCreated { shard: Shard },
     #[error("{shard} was created already")]
     Created { shard: Shard },
+    #[error("{column}: an arrangement must list each of the column's windows once, tops rising from 0")]
+    Arrangement { column: ColumnId },
     #[error("address out of range: {q0},{q1} in a text of {len} runes")]
     Range { q0: u64, q1: u64, len: u64 },
     #[error("no view {view} on this buffer")]

@@ -448,16 +448,7 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
                 };
                 cols::sorted(col, name)
             };
-            // From the bottom up, so each move lands below the windows
-            // still to move and none passes another.
-            for (id, y) in moves.into_iter().rev() {
-                let now =
-                    h.state()?.layout.columns.iter().flat_map(|c| &c.windows).find(|p| p.window == id).map(|p| p.y);
-                if now != Some(y) {
-                    h.propose(Proposal::MoveWindow { window: id, column, y })?;
-                }
-            }
-            Ok(())
+            h.propose(Proposal::Arrange { column, tops: moves }).map(|_| ())
         }
         Cmd::Zerox => {
             let w = need()?;

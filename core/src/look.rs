@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn cleartag_and_show() {
         let tag = test_buffer("/f Del Snarf | Look x y");
-        assert_eq!(cleartag_range(&tag), Some((13, 23)));
+        assert_eq!(cleartag_range(&tag), Some((14, 23)));
         assert_eq!(cleartag_range(&test_buffer("/f Del |")), None);
         assert_eq!(cleartag_range(&test_buffer("/f Del")), None);
         let body = test_buffer("one\ntwo\nthree");

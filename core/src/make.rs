@@ -165,3 +165,25 @@ pub fn delete_column(node: &mut Node, column: ColumnId) -> Result<()> {
     }
     Ok(())
 }
+
+/// Gives `column`'s windows the tops `tops` (top to bottom): each of the
+/// column's windows once, strictly rising from 0, or nothing changes.
+pub fn arrange(node: &mut Node, column: ColumnId, tops: &[(WindowId, Frac)]) -> Result<()> {
+    require_leader(node, Shard::Layout)?;
+    let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
+    let mut have: Vec<WindowId> = col.windows.iter().map(|p| p.window).collect();
+    let mut want: Vec<WindowId> = tops.iter().map(|(w, _)| *w).collect();
+    have.sort_unstable();
+    want.sort_unstable();
+    let rising = tops.first().is_none_or(|(_, y)| *y == Frac::ZERO) && tops.windows(2).all(|p| p[0].1 < p[1].1);
+    if have != want || !rising || tops.iter().any(|(_, y)| *y > Frac::ONE) {
+        return Err(Reject::Arrangement { column });
+    }
+    let now: Vec<(WindowId, Frac)> = col.windows.iter().map(|p| (p.window, p.y)).collect();
+    for (window, y) in tops {
+        if !now.contains(&(*window, *y)) {
+            node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window: *window, column, y: *y }))?;
+        }
+    }
+    Ok(())
+}

@@ -123,6 +123,13 @@ pub enum Proposal {
         column: ColumnId,
         y: Frac,
     },
+    /// Give a column's windows these tops, top to bottom (Sort, a grown
+    /// window): every window of the column once, tops strictly rising
+    /// from 0.
+    Arrange {
+        column: ColumnId,
+        tops: Vec<(WindowId, Frac)>,
+    },
     /// A new column at `x` (where acme's `rowadd` puts one if `None`).
     CreateColumn {
         x: Option<Frac>,
@@ -199,7 +206,7 @@ impl Proposal {
             Proposal::CreateBuffer { .. } | Proposal::CreateWindow { .. } => Shard::Layout,
             Proposal::DeleteWindow { .. } | Proposal::MoveWindow { .. } => Shard::Layout,
             Proposal::CreateColumn { .. } | Proposal::DeleteColumn { .. } | Proposal::Snarf { .. } => Shard::Layout,
-            Proposal::Focus { .. } => Shard::Layout,
+            Proposal::Focus { .. } | Proposal::Arrange { .. } => Shard::Layout,
             Proposal::Flags { window, .. } | Proposal::EventReader { window, .. } => Shard::Window(*window),
             p => Shard::Buffer(p.buffer().expect("every other proposal names a buffer")),
         }
@@ -369,6 +376,7 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             }
             node.append(Shard::Layout, Op::Layout(LayoutOp::Snarf { text: text.clone() }))?;
         }
+        Proposal::Arrange { column, tops } => make::arrange(node, *column, tops)?,
         Proposal::Focus { window } => {
             if !node.leads(Shard::Layout) {
                 return Err(Reject::NotLeader { shard: Shard::Layout });

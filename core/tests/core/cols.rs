@@ -45,6 +45,8 @@ enum Step {
     New(usize),
     Close(usize),
     Move(usize, usize, u32),
+    Grow(usize, u8, u32),
+    Sort(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -52,6 +54,8 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (0usize..2).prop_map(Step::New),
         1 => any::<usize>().prop_map(Step::Close),
         2 => (any::<usize>(), 0usize..2, 0u32..=Frac::ONE.0).prop_map(|(w, c, y)| Step::Move(w, c, y)),
+        1 => (any::<usize>(), 1u8..=3, 1u32..100_000).prop_map(|(w, b, line)| Step::Grow(w, b, line)),
+        1 => (0usize..2).prop_map(Step::Sort),
     ]
 }
 
@@ -74,9 +78,46 @@ proptest! {
                     let column = col.id;
                     propose::apply(&mut n, &Proposal::MoveWindow { window: w, column, y }).unwrap();
                 }
+                Step::Grow(i, button, line) if !windows.is_empty() => {
+                    let w = windows[i % windows.len()];
+                    let (ci, _) = n.state.layout.find(w).unwrap();
+                    let how = [cols::Grow::Some, cols::Grow::Most, cols::Grow::Full][button as usize - 1];
+                    let col = &n.state.layout.columns[ci];
+                    let tops = cols::grow(col, w, how, line);
+                    let column = col.id;
+                    propose::apply(&mut n, &Proposal::Arrange { column, tops }).unwrap();
+                }
+                Step::Sort(c) => {
+                    let col = &n.state.layout.columns[c];
+                    let tops = cols::sorted(col, |w| format!("{:?}", w.0 % 7));
+                    let column = col.id;
+                    propose::apply(&mut n, &Proposal::Arrange { column, tops }).unwrap();
+                }
                 _ => {}
             }
             check(&n);
         }
     }
+}
+
+#[test]
+fn an_arrangement_must_cover_the_column_with_rising_tops() {
+    let mut n = session();
+    let (a, b) = (new_window(&mut n, 0), new_window(&mut n, 0));
+    let column = n.state.layout.columns[0].id;
+    let hash = n.state.hash();
+    for tops in [
+        vec![(a, Frac(0))],
+        vec![(a, Frac(0)), (b, Frac(0))],
+        vec![(b, Frac(10)), (a, Frac(0))],
+        vec![(a, Frac(5)), (b, Frac(10))],
+        vec![(a, Frac(0)), (b, Frac(2_000_000))],
+    ] {
+        let e = propose::apply(&mut n, &Proposal::Arrange { column, tops }).unwrap_err();
+        assert!(e.to_string().contains("tops rising from 0"), "{e}");
+        assert_eq!(n.state.hash(), hash, "a refused arrangement changes nothing");
+    }
+    propose::apply(&mut n, &Proposal::Arrange { column, tops: vec![(b, Frac(0)), (a, Frac(10))] }).unwrap();
+    let order: Vec<WindowId> = n.state.layout.columns[0].windows.iter().map(|p| p.window).collect();
+    assert_eq!(order, vec![b, a]);
 }
