@@ -151,11 +151,53 @@ fn man_pages_exist_and_are_clean_under_mandoc_lint() {
         Ok(out) => out,
         // CI installs mandoc; elsewhere say plainly what was not checked.
         Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("mandoc not found ({e}): man pages not linted; apt-get install mandoc");
+            // Straight to stderr, past the test harness's capture.
+            let line =
+                format!("SKIPPED: mandoc not found ({e}): man pages not linted (scripts/test installs mandoc)\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             return;
         }
         Err(e) => panic!("mandoc is needed to lint the man pages (apt-get install mandoc): {e}"),
     };
     let said = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && said.trim().is_empty(), "mandoc -T lint:\n{said}");
+}
+
+/// Whether a Rust file is a benchmark's (which may read data kept beside
+/// the repository; tests may not).
+fn is_bench(p: &Path) -> bool {
+    p.components().any(|c| c.as_os_str() == "benches")
+}
+
+#[test]
+fn no_test_reads_outside_the_repository() {
+    // Built from pieces so this file does not match itself.
+    let beside = ["..", "/shared"].concat();
+    let traces = ["shared", "/traces"].concat();
+    for p in all_rust_files().into_iter().filter(|p| !is_bench(p)) {
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            assert!(
+                !code.contains(&beside) && !code.contains(&traces),
+                "{}:{}: reads from beside the repository; a fresh clone has nothing there (vendor the data)",
+                p.strip_prefix(root()).unwrap().display(),
+                i + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn skips_are_said_out_loud() {
+    // A test that cannot run says `SKIPPED: reason` past the harness's
+    // capture, and fails under CI; a quiet eprintln is seen by nobody.
+    let quiet = ["eprintln!(\"", "skipping"].concat();
+    for p in all_rust_files() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.contains(&quiet), "{} skips quietly: use a SKIPPED line", p.display());
+    }
 }

@@ -19,6 +19,7 @@ mod trace;
 use apex_core::*;
 use ropey::Rope;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -75,8 +76,27 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Where trace `name` is: the repository's `tests/data`, else
+/// `$APEX_TRACES`, else the traces folder beside the repository.
+fn trace_path(name: &str) -> PathBuf {
+    let here = trace::vendored(name);
+    if here.exists() {
+        return here;
+    }
+    let dir = match std::env::var_os("APEX_TRACES") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces"),
+    };
+    dir.join(format!("{name}.json.gz"))
+}
+
 fn replay(name: &str) {
-    let t = trace::load(name);
+    let path = trace_path(name);
+    if !path.exists() {
+        println!("{name}: no trace at {}; set APEX_TRACES to the folder of editing traces", path.display());
+        return;
+    }
+    let t = trace::load(&path);
     let patches: Vec<(u64, u64, String)> = t.patches().cloned().collect();
 
     let mut raw_setup = || Rope::from_str(&t.start);
@@ -93,6 +113,7 @@ fn replay(name: &str) {
         assert_eq!(rope.len_chars(), t.end.chars().count());
         rope
     };
+    assert!(raw_run(raw_setup()) == t.end.as_str(), "{name}: the patches do not give endContent");
 
     // The leader: the buffer exists and holds startContent; then every
     // patch is one `Node::append`, ops built as a UI would build them.

@@ -120,8 +120,48 @@ impl fmt::Display for AcmeNumber {
 
 /// A session's identity: a UUID minted by whoever creates the session (the
 /// daemon; core has no randomness) and recorded once in the metalog.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct SessionUuid(pub [u8; 16]);
+
+/// Readable forms (the JSON of entry lines) carry the uuid as its
+/// canonical text; compact ones (snapshots, the wire) as its 16 bytes.
+impl Serialize for SessionUuid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match s.is_human_readable() {
+            true => s.collect_str(self),
+            false => self.0.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionUuid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<SessionUuid, D::Error> {
+        if !d.is_human_readable() {
+            return <[u8; 16]>::deserialize(d).map(SessionUuid);
+        }
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::str::FromStr for SessionUuid {
+    type Err = String;
+
+    /// The canonical 8-4-4-4-12 hex form.
+    fn from_str(text: &str) -> std::result::Result<SessionUuid, String> {
+        let bad = || format!("{text:?} is not a uuid (8-4-4-4-12 hex digits)");
+        let groups: Vec<&str> = text.split('-').collect();
+        if groups.iter().map(|g| g.len()).collect::<Vec<_>>() != [8, 4, 4, 4, 12] {
+            return Err(bad());
+        }
+        let hex = groups.concat();
+        let mut out = [0u8; 16];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        }
+        Ok(SessionUuid(out))
+    }
+}
 
 impl fmt::Display for SessionUuid {
     /// The canonical 8-4-4-4-12 hex form.
@@ -156,5 +196,11 @@ mod tests {
             0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
         ]);
         assert_eq!(u.to_string(), "12345678-9abc-def0-0123-456789abcdef");
+        assert_eq!(u.to_string().parse::<SessionUuid>(), Ok(u));
+        assert!("12345678-9abc-def0-0123".parse::<SessionUuid>().is_err());
+        assert!("1234567g-9abc-def0-0123-456789abcdef".parse::<SessionUuid>().is_err());
+        // Compact encodings keep the 16 bytes.
+        assert_eq!(postcard::to_allocvec(&u).unwrap(), u.0.to_vec());
+        assert_eq!(postcard::from_bytes::<SessionUuid>(&u.0).unwrap(), u);
     }
 }

@@ -187,3 +187,26 @@ pub fn arrange(node: &mut Node, column: ColumnId, tops: &[(WindowId, Frac)]) -> 
     }
     Ok(())
 }
+
+/// Puts `buffer`'s name first in the tag of every window showing it
+/// (acme's `winsettag`: the tag starts with the file name), where this
+/// node leads the tag.
+pub fn retag(node: &mut Node, buffer: BufferId) -> Result<()> {
+    let name = node.state.buffer(buffer)?.name.clone();
+    let tags: Vec<BufferId> = node.state.windows.values().filter(|w| w.body == buffer).map(|w| w.tag).collect();
+    for tag in tags {
+        if !node.leads(Shard::Buffer(tag)) {
+            continue;
+        }
+        let Ok(t) = node.state.buffer(tag) else { continue };
+        let text = t.text.to_string();
+        let old = text.split([' ', '\t', '\n']).next().unwrap_or_default();
+        if old == name {
+            continue;
+        }
+        let q1 = old.chars().count() as u64;
+        let op = BufferOp::Splice { q0: 0, q1, text: name.clone(), origin: Origin::OtherFile };
+        node.append(Shard::Buffer(tag), Op::Buffer(op))?;
+    }
+    Ok(())
+}

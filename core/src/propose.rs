@@ -331,7 +331,10 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             let (org, _) = rebase_range(node, *buffer, *version, *org, *org)?;
             buffer_op(node, *buffer, BufferOp::SetOrigin { view: *view, org })?
         }
-        Proposal::Name { buffer, name } => buffer_op(node, *buffer, BufferOp::Name { name: name.clone() })?,
+        Proposal::Name { buffer, name } => {
+            buffer_op(node, *buffer, BufferOp::Name { name: name.clone() })?;
+            make::retag(node, *buffer)?;
+        }
         Proposal::Clean { buffer } => buffer_op(node, *buffer, BufferOp::Clean)?,
         Proposal::Dirty { buffer } => buffer_op(node, *buffer, BufferOp::Dirty)?,
         Proposal::Undo { buffer } => buffer_op(node, *buffer, BufferOp::Undo)?,

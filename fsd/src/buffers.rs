@@ -253,6 +253,17 @@ pub fn ctl_read(s: &Session, b: BufferId) -> Result<String, String> {
     let _ = writeln!(out, "dirty {}", u8::from(buf.dirty));
     let _ = writeln!(out, "views {}", buf.views.keys().map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
     let _ = writeln!(out, "name {}", buf.name);
+    // The acme windows showing it (their `acme/N/` and $winid), in order.
+    let mut numbers: Vec<u32> = s
+        .view
+        .state
+        .windows
+        .iter()
+        .filter(|(_, w)| w.body == b)
+        .filter_map(|(id, _)| s.view.state.layout.numbers.get(id).map(|n| n.0))
+        .collect();
+    numbers.sort_unstable();
+    let _ = writeln!(out, "winid {}", numbers.iter().map(u32::to_string).collect::<Vec<_>>().join(" "));
     Ok(out)
 }
 
@@ -278,12 +289,31 @@ pub enum BufferCtl {
 
 const CTL_USAGE: &str = "expected name NAME, clean, dirty, undo, redo, window, get [FILE] or put [-v VERSION] [FILE]";
 
-/// Parses one ctl message (a trailing newline is optional).
-pub fn parse_ctl(text: &str) -> Result<BufferCtl, String> {
-    let line = text.strip_suffix('\n').unwrap_or(text);
-    if line.contains('\n') {
-        return Err(format!("ctl: one message per write; {CTL_USAGE}"));
-    }
+/// Parses a ctl write, one message per line, and checks each against the
+/// buffer before any is applied: a `put -v` at the version the buffer has
+/// now, files named in full, a name to get or put by.
+pub fn parse_ctl(text: &str, s: &Session, b: BufferId) -> Result<Vec<BufferCtl>, String> {
+    let buf = buffer(s, b)?;
+    crate::ctlmsg::parse_lines(text, CTL_USAGE, |line| {
+        let msg = parse_ctl_line(line)?;
+        match &msg {
+            BufferCtl::Get(Some(f)) | BufferCtl::Put { file: Some(f), .. } if !f.starts_with('/') => {
+                Err(format!("{f:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
+            }
+            BufferCtl::Get(None) | BufferCtl::Put { file: None, .. } if buf.name.is_empty() => {
+                Err("the buffer has no name; give a file".into())
+            }
+            BufferCtl::Put { version: Some(v), .. } if *v != buf.version => Err(format!(
+                "put: buffer {} is at version {}, not {v}; read it again or put without -v",
+                b.0, buf.version
+            )),
+            _ => Ok(msg),
+        }
+    })
+}
+
+/// Parses one ctl message.
+fn parse_ctl_line(line: &str) -> Result<BufferCtl, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     Ok(match words.as_slice() {
         ["name", ..] if words.len() > 1 => BufferCtl::Name(line.trim_start()[4..].trim().to_string()),
@@ -297,17 +327,17 @@ pub fn parse_ctl(text: &str) -> Result<BufferCtl, String> {
         ["put", rest @ ..] => {
             let (version, rest) = match rest {
                 ["-v", v, rest @ ..] => {
-                    (Some(v.parse().map_err(|_| format!("ctl: put -v wants a version number, got {v:?}"))?), rest)
+                    (Some(v.parse().map_err(|_| format!("put -v wants a version number, got {v:?}"))?), rest)
                 }
                 rest => (None, rest),
             };
             match rest {
                 [] => BufferCtl::Put { version, file: None },
                 [f] => BufferCtl::Put { version, file: Some(f.to_string()) },
-                _ => return Err(format!("ctl: bad put {line:?}; {CTL_USAGE}")),
+                _ => return Err(format!("bad put; {CTL_USAGE}")),
             }
         }
-        _ => return Err(format!("ctl: unknown message {line:?}; {CTL_USAGE}")),
+        _ => return Err(format!("unknown message; {CTL_USAGE}")),
     })
 }
 
@@ -334,14 +364,27 @@ mod tests {
 
     #[test]
     fn ctl_messages_parse_or_say_what_is_expected() {
-        assert_eq!(parse_ctl("name /tmp/a b\n"), Ok(BufferCtl::Name("/tmp/a b".into())));
-        assert_eq!(parse_ctl("clean"), Ok(BufferCtl::Clean));
-        assert_eq!(parse_ctl("put -v 3 /tmp/x"), Ok(BufferCtl::Put { version: Some(3), file: Some("/tmp/x".into()) }));
-        assert_eq!(parse_ctl("put"), Ok(BufferCtl::Put { version: None, file: None }));
-        assert_eq!(parse_ctl("get /etc/motd"), Ok(BufferCtl::Get(Some("/etc/motd".into()))));
-        for bad in ["nme x", "name", "put -v x", "clean\ndirty", "put a b", ""] {
-            let e = parse_ctl(bad).unwrap_err();
+        let p = parse_ctl_line;
+        assert_eq!(p("name /tmp/a b"), Ok(BufferCtl::Name("/tmp/a b".into())));
+        assert_eq!(p("clean"), Ok(BufferCtl::Clean));
+        assert_eq!(p("put -v 3 /tmp/x"), Ok(BufferCtl::Put { version: Some(3), file: Some("/tmp/x".into()) }));
+        assert_eq!(p("put"), Ok(BufferCtl::Put { version: None, file: None }));
+        assert_eq!(p("get /etc/motd"), Ok(BufferCtl::Get(Some("/etc/motd".into()))));
+        for bad in ["nme x", "name", "put -v x", "put a b", ""] {
+            let e = p(bad).unwrap_err();
             assert!(e.contains("expected") || e.contains("version number"), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_ctl_write_is_checked_whole() {
+        let mut s = Session::new(1, "t", [0; 16]).unwrap();
+        let b = s.view.create_buffer_as("/tmp/named").unwrap();
+        let got = parse_ctl("dirty\nclean\n\nput\n", &s, b).unwrap();
+        assert_eq!(got, vec![BufferCtl::Dirty, BufferCtl::Clean, BufferCtl::Put { version: None, file: None }]);
+        let e = parse_ctl("dirty\nget rel/path\n", &s, b).unwrap_err();
+        assert!(e.starts_with("ctl line 2 (\"get rel/path\")") && e.contains("absolute"), "{e}");
+        let e = parse_ctl("clean\nput -v 9\n", &s, b).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("not 9"), "{e}");
     }
 }

@@ -68,7 +68,9 @@ mod tests {
             seq: 4,
             op: RegistryOp::SessionNew { session: 2, name: "x".into(), uuid: SessionUuid([1; 16]) },
         };
-        assert_eq!(parse_registry(&format_registry(&reg)), Ok(reg));
+        let line = format_registry(&reg);
+        assert!(line.contains("\"uuid\":\"01010101-0101-0101-0101-010101010101\""), "a uuid reads as one: {line}");
+        assert_eq!(parse_registry(&line), Ok(reg));
         for bad in ["", "1", "1 2 3", "x 2 3 {}", "1 2 3 {\"Nope\":1}"] {
             assert!(parse_entry(bad).is_err(), "{bad:?}");
         }

@@ -15,6 +15,8 @@
 //! - [`entrytext`]: entries as lossless text lines.
 //! - [`proposals`]: the `proposals` file's language.
 //! - [`buffers`]: the meaning of `buffers/N/` files.
+//! - [`ctlmsg`]: ctl writes of several lines, checked whole; a session's
+//!   ctl messages.
 //! - [`acme`]: the acme(4) tree's meaning: index and ctl fields, ctl
 //!   messages, events, looking things up.
 //! - [`tables`]: the text tables of `meta/`, leases and outcomes.
@@ -33,6 +35,7 @@
 pub mod acme;
 pub mod attach;
 pub mod buffers;
+pub mod ctlmsg;
 pub mod entrytext;
 pub mod host;
 pub mod post;

@@ -36,21 +36,16 @@ const CTL_USAGE: &str = "expected \"new [NAME]\", \"del NAME\" or \"rename OLD N
 
 /// Parses `/ctl` text: one command per line.
 pub fn parse_ctl(text: &str) -> Result<Vec<Command>, String> {
-    let mut out = Vec::new();
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+    crate::ctlmsg::parse_lines(text, CTL_USAGE, |line| {
         let words: Vec<&str> = line.split_whitespace().collect();
-        out.push(match words.as_slice() {
+        Ok(match words.as_slice() {
             ["new"] => Command::New(None),
             ["new", name] => Command::New(Some(name.to_string())),
             ["del", name] => Command::Del(name.to_string()),
             ["rename", old, new] => Command::Rename(old.to_string(), new.to_string()),
-            _ => return Err(format!("ctl: bad command {line:?}; {CTL_USAGE}")),
-        });
-    }
-    if out.is_empty() {
-        return Err(format!("ctl: empty command; {CTL_USAGE}"));
-    }
-    Ok(out)
+            _ => return Err(format!("bad command; {CTL_USAGE}")),
+        })
+    })
 }
 
 impl Registry {

@@ -15,16 +15,18 @@ pub enum MetaTable {
     Notifications,
     Processes,
     Settings,
+    Windows,
 }
 
 impl MetaTable {
-    pub const ALL: [(&'static str, MetaTable); 6] = [
+    pub const ALL: [(&'static str, MetaTable); 7] = [
         ("attachments", MetaTable::Attachments),
         ("leases", MetaTable::Leases),
         ("rules", MetaTable::Rules),
         ("notifications", MetaTable::Notifications),
         ("processes", MetaTable::Processes),
         ("settings", MetaTable::Settings),
+        ("windows", MetaTable::Windows),
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +83,17 @@ pub fn meta_table(state: &State, table: MetaTable) -> String {
         MetaTable::Settings => {
             for (key, s) in &m.settings {
                 let _ = writeln!(out, "{key} {} {}", s.owner, s.value.replace('\n', "\\n"));
+            }
+        }
+        MetaTable::Windows => {
+            // By acme number: a window's number, its body buffer (the N of
+            // buffers/N/), the window and tag ids, and the body's name.
+            let mut rows: Vec<_> = state.layout.numbers.iter().map(|(w, n)| (n.0, *w)).collect();
+            rows.sort_unstable();
+            for (number, id) in rows {
+                let Ok(w) = state.window(id) else { continue };
+                let name = state.buffer(w.body).map(|b| b.name.replace('\n', "\\n")).unwrap_or_default();
+                let _ = writeln!(out, "{number} {} {} {} {name}", w.body.0, id.0, w.tag.0);
             }
         }
     }

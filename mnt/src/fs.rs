@@ -39,14 +39,17 @@ pub struct Mount {
     blksize: u32,
 }
 
-/// Logs a failed 9P call and turns it into its errno. Lookups of names
-/// that do not exist are routine (shells probe), so only traced.
+/// Logs a failed 9P call and turns it into its errno. FUSE hands the
+/// program only the errno, so the server's words are logged at the
+/// default level; lookups of names that do not exist are routine (shells
+/// probe) and interrupted calls are the user's doing, so those are only
+/// traced.
 fn failed(op: &str, what: &str, e: ClientError) -> Errno {
     let n = errno(&e);
-    if n == libc::ENOENT && op == "lookup" {
+    if (n == libc::ENOENT && op == "lookup") || n == libc::EINTR {
         tracing::debug!(op, what, error = %e, "9P error");
     } else {
-        tracing::info!(op, what, error = %e, "9P error");
+        tracing::warn!("{op} {what}: {e}");
     }
     n.into()
 }

@@ -218,3 +218,23 @@ fn sigint_and_sigterm_unmount_cleanly() {
         let _ = reader.wait();
     }
 }
+
+#[test]
+fn refusals_are_logged_in_the_servers_words_at_the_default_level() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start_logging("refusals", None);
+    // The README's examples, as written.
+    assert!(s.ok("cat $M/index").starts_with("main "));
+    assert!(s.ok("cat $M/main/acme/index").is_empty(), "a fresh session has no windows");
+    let (good, _, err) = s.sh("echo bogus > $M/main/ctl");
+    assert!(!good, "the write is refused: {err}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !s.log().contains("unknown message") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = s.log();
+    assert!(log.contains("ctl line 1") && log.contains("unknown message"), "the server's words: {log}");
+    assert!(!log.contains('\u{1b}'), "no colour codes in a file: {log:?}");
+}

@@ -1,4 +1,5 @@
-//! Loading the editing traces in `../shared/traces/` (beside the repository).
+//! Loading editing traces: the format, and where the one the repository
+//! carries is (`tests/data/`). The benchmark finds the larger ones itself.
 
 use serde::Deserialize;
 use std::io::Read;
@@ -18,22 +19,23 @@ pub struct Trace {
     pub txns: Vec<Txn>,
 }
 
-/// The names of the traces the tests and benchmarks replay.
+/// The names of the traces the benchmark replays.
 #[allow(dead_code)] // used by the benchmark, which includes this file
 pub const NAMES: [&str; 4] = ["automerge-paper", "rustcode", "sveltecomponent", "seph-blog1"];
 
-/// Where the traces are: `$APEX_TRACES`, else `shared/traces` beside the
-/// repository.
-pub fn dir() -> PathBuf {
-    match std::env::var_os("APEX_TRACES") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces"),
-    }
+/// The trace the repository carries, which the tests replay.
+#[allow(dead_code)] // used by the tests
+pub const VENDORED: &str = "sveltecomponent";
+
+/// The trace the repository carries, `tests/data/NAME.json.gz`.
+#[allow(dead_code)] // used by the tests
+pub fn vendored(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(format!("{name}.json.gz"))
 }
 
-pub fn load(name: &str) -> Trace {
-    let path = dir().join(format!("{name}.json.gz"));
-    let file = std::fs::File::open(&path)
+/// Reads the trace at `path`.
+pub fn load(path: &std::path::Path) -> Trace {
+    let file = std::fs::File::open(path)
         .unwrap_or_else(|e| panic!("cannot open trace {}: {e} (set APEX_TRACES)", path.display()));
     let mut json = String::new();
     flate2::read::GzDecoder::new(file).read_to_string(&mut json).expect("trace is gzip'd UTF-8");

@@ -28,6 +28,7 @@ pub const QTFILE: u8 = 0x00;
 pub const DMDIR: u32 = 0x8000_0000;
 pub const DMAPPEND: u32 = 0x4000_0000;
 pub const DMEXCL: u32 = 0x2000_0000;
+pub const DMAUTH: u32 = 0x0800_0000;
 
 /// Open modes (open(5)).
 pub const OREAD: u8 = 0;

@@ -163,6 +163,17 @@ impl Acme {
             k.1 = name.to_string();
         }
     }
+
+    /// A buffer was renamed (through `buffers/N/`): every window showing
+    /// it carries the new name.
+    pub fn note_buffer_name(&mut self, state: &apex_core::State, buffer: apex_core::BufferId) {
+        let Ok(name) = state.buffer(buffer).map(|b| b.name.clone()) else { return };
+        for (id, w) in &state.windows {
+            if w.body == buffer {
+                self.note_name(*id, &name);
+            }
+        }
+    }
 }
 
 /// A buffer holding `text`, for the modules' tests.

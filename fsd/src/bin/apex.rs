@@ -1,23 +1,29 @@
 //! apex: a 9P client for scripts, in the shape of plan9port's 9p(1).
 //!
-//! `apex [-a ADDR] ls [-l] PATH`, `read PATH`, `write PATH`, `rdwr PATH`,
-//! `stat PATH`, plus `apex new [NAME]` and `apex sessions`. PATH starts at
-//! the service root. ADDR is `unix!PATH`, `tcp!HOST!PORT`, or a service
-//! name in the namespace directory; the default is the posted `apex`.
-//! Errors go to stderr as `apex: ...` with exit status 1, as 9p's do.
+//! `apex [-a ADDR] ls [-l] PATH`, `read PATH`, `write [-l] PATH`, `rdwr
+//! PATH`, `stat PATH`, plus `apex new [NAME]` and `apex sessions`.
+//! Without `-a`, a PATH whose first element names a service posted in the
+//! namespace directory is a path in that service (`acme/index`, as 9p
+//! reads it); any other PATH is in the posted `apex`. With `-a ADDR`
+//! (`unix!PATH`, `tcp!HOST!PORT`, or a service name) PATH starts at that
+//! server's root. Errors go to stderr as `apex: ...` with exit status 1,
+//! as 9p's do.
 
-use apex_ninep::fcall::{Stat, DMDIR, ORDWR, OREAD, OWRITE};
+use apex_ninep::fcall::{Stat, DMAPPEND, DMAUTH, DMDIR, DMEXCL, ORDWR, OREAD, OWRITE};
 use apex_ninep::{dial, Client, File};
 use clap::{Parser, Subcommand};
 use std::io::{BufRead, Read, Write};
+use std::os::unix::fs::FileTypeExt;
 
 #[derive(Parser, Debug)]
 #[command(name = "apex", about = "Read and write an apex daemon's files (like 9p(1))", version)]
 struct Args {
     /// Server address: unix!PATH, tcp!HOST!PORT, or a service name posted
-    /// in the namespace directory (default: apex).
-    #[arg(short = 'a', value_name = "ADDR", default_value = "apex")]
-    addr: String,
+    /// in the namespace directory. Without it, a path's first element
+    /// names a posted service if there is one of that name, else the path
+    /// is in the posted apex.
+    #[arg(short = 'a', value_name = "ADDR")]
+    addr: Option<String>,
     /// Attach name: "" for the root, NAME for a session.
     #[arg(short = 'A', value_name = "ANAME", default_value = "")]
     aname: String,
@@ -35,9 +41,16 @@ enum Cmd {
     },
     /// Copy a file to standard output, until a 0-byte read.
     Read { path: String },
-    /// Copy standard input to a file, one write per input read.
-    Write { path: String },
-    /// Alternately print what a read returns and write a line of input.
+    /// Copy standard input to a file, one write per input read (-l: one
+    /// write per line, newline included).
+    Write {
+        #[arg(short = 'l')]
+        lines: bool,
+        path: String,
+    },
+    /// Alternately print what a read returns (and a newline) and write a
+    /// line of input without its newline; refusals are reported and the
+    /// loop goes on.
     Rdwr { path: String },
     /// Print a file's directory entry.
     Stat { path: String },
@@ -79,32 +92,142 @@ fn stat_line(d: &Stat) -> String {
     )
 }
 
-/// `ls -l`'s line: mode letters, then as 9p prints them.
-fn long_line(d: &Stat) -> String {
+/// plan9's `%M`: `d` (or `a` append-only, `A` auth), `l` if exclusive,
+/// then rwx for owner, group and others.
+fn mode_letters(mode: u32) -> String {
     let mut m = String::new();
-    m.push(if d.mode & DMDIR != 0 { 'd' } else { '-' });
-    m.push('-');
+    m.push(match mode {
+        m if m & DMDIR != 0 => 'd',
+        m if m & DMAPPEND != 0 => 'a',
+        m if m & DMAUTH != 0 => 'A',
+        _ => '-',
+    });
+    m.push(if mode & DMEXCL != 0 { 'l' } else { '-' });
     for shift in [6, 3, 0] {
-        let bits = (d.mode >> shift) & 7;
+        let bits = (mode >> shift) & 7;
         m.push(if bits & 4 != 0 { 'r' } else { '-' });
         m.push(if bits & 2 != 0 { 'w' } else { '-' });
         m.push(if bits & 1 != 0 { 'x' } else { '-' });
     }
-    format!("{m} M {} {} {} {} {} {}", d.dev, d.uid, d.gid, d.length, d.mtime, d.name)
+    m
+}
+
+const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/// 9p's `%T`: `Dec  3 16:19` in local time for the last six months,
+/// `Dec  3  2025` before.
+fn time_of(mtime: u32, now: i64) -> String {
+    let t = mtime as libc::time_t;
+    // SAFETY: an all-zero tm is a valid value to be overwritten.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to memory we own for the call.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("{mtime}");
+    }
+    let month = MONTHS[tm.tm_mon.clamp(0, 11) as usize];
+    match now - i64::from(mtime) < 6 * 30 * 86400 {
+        true => format!("{month} {:2} {:02}:{:02}", tm.tm_mday, tm.tm_hour, tm.tm_min),
+        false => format!("{month} {:2} {:5}", tm.tm_mday, tm.tm_year + 1900),
+    }
+}
+
+/// A name as plan9's `%q` prints it: quoted when it has blanks or quotes.
+fn quoted(name: &str) -> String {
+    match name.is_empty() || name.chars().any(|c| c.is_whitespace() || c == '\'' || c == '`') {
+        true => format!("'{}'", name.replace('\'', "''")),
+        false => name.to_string(),
+    }
+}
+
+/// `9p ls -l`'s lines: mode, type `M`, dev, owner, group, length and name,
+/// the middle columns padded to their widest, as 9p prints them.
+fn long_lines(entries: &[Stat], now: i64) -> Vec<String> {
+    let width = |f: &dyn Fn(&Stat) -> String| entries.iter().map(|d| f(d).len()).max().unwrap_or(0);
+    let (wu, wg, wl) = (width(&|d| d.uid.clone()), width(&|d| d.gid.clone()), width(&|d| d.length.to_string()));
+    entries
+        .iter()
+        .map(|d| {
+            format!(
+                "{} M 0 {:<wu$} {:<wg$} {:>wl$} {} {}",
+                mode_letters(d.mode),
+                d.uid,
+                d.gid,
+                d.length,
+                time_of(d.mtime, now),
+                quoted(&d.name)
+            )
+        })
+        .collect()
+}
+
+/// Where a dial went wrong, said so a new user knows what to do.
+fn dial_error(addr: &str, e: impl std::fmt::Display) -> anyhow::Error {
+    let Some(path) = addr.strip_prefix("unix!") else { return anyhow::anyhow!("dial {addr}: {e}") };
+    match std::path::Path::new(path).exists() {
+        false => anyhow::anyhow!("dial {addr}: no socket at {path}: start the daemon with apexd (or give -a)"),
+        true => anyhow::anyhow!(
+            "dial {addr}: {e}: nobody serves {path}; it is stale if apexd died (start apexd again: it replaces it)"
+        ),
+    }
+}
+
+/// One attached connection.
+struct Mount {
+    c: Client,
+    root: u32,
+}
+
+/// The connections a run uses, one per server, made on first use.
+struct Mounts {
+    addr: Option<String>,
+    aname: String,
+    made: Vec<(String, Mount)>,
+}
+
+impl Mounts {
+    /// The server a PATH is on, and the path there (see the module doc).
+    fn resolve<'p>(&self, path: &'p str) -> (String, &'p str) {
+        if let Some(a) = &self.addr {
+            return (apex_ninep::ns::service_address(a), path);
+        }
+        let trimmed = path.trim_start_matches('/');
+        let (first, rest) = trimmed.split_once('/').unwrap_or((trimmed, ""));
+        let posted = apex_ninep::ns::namespace_dir(None).join(first);
+        if !first.is_empty() && std::fs::symlink_metadata(&posted).is_ok_and(|m| m.file_type().is_socket()) {
+            return (format!("unix!{}", posted.display()), rest);
+        }
+        (apex_ninep::ns::service_address("apex"), path)
+    }
+
+    async fn at(&mut self, addr: &str) -> anyhow::Result<&Mount> {
+        if let Some(i) = self.made.iter().position(|(a, _)| a == addr) {
+            return Ok(&self.made[i].1);
+        }
+        let c = dial(addr, 1 << 20).await.map_err(|e| dial_error(addr, e))?;
+        let user = apex_ninep::ns::user_name();
+        let root = c.attach(&user, &self.aname).await.map_err(|e| anyhow::anyhow!("attach {addr}: {e}"))?;
+        self.made.push((addr.to_string(), Mount { c, root }));
+        Ok(&self.made.last().expect("just pushed").1)
+    }
+
+    /// The connection and the path there for a user's PATH.
+    async fn path<'p>(&mut self, path: &'p str) -> anyhow::Result<(Client, u32, &'p str)> {
+        let (addr, rest) = self.resolve(path);
+        let m = self.at(&addr).await?;
+        Ok((m.c.clone(), m.root, rest))
+    }
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let c = dial(&apex_ninep::ns::service_address(&args.addr), 1 << 20)
-        .await
-        .map_err(|e| anyhow::anyhow!("dial {}: {e}", args.addr))?;
-    let user = apex_ninep::ns::user_name();
-    let root = c.attach(&user, &args.aname).await.map_err(|e| anyhow::anyhow!("attach: {e}"))?;
+    let mut mounts = Mounts { addr: args.addr, aname: args.aname, made: Vec::new() };
     let mut out = std::io::stdout().lock();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     match args.cmd {
         Cmd::Ls { long, path } => {
             let paths = if path.is_empty() { vec![String::new()] } else { path };
             for p in paths {
-                let (fid, _) = c.walk(root, &names(&p)).await.map_err(|e| anyhow::anyhow!("ls {p}: {e}"))?;
+                let (c, root, at) = mounts.path(&p).await?;
+                let (fid, _) = c.walk(root, &names(at)).await.map_err(|e| anyhow::anyhow!("ls {p}: {e}"))?;
                 let st = c.stat(fid).await?;
                 let entries = if st.mode & DMDIR != 0 {
                     let f = c.open(fid, OREAD).await?;
@@ -115,13 +238,18 @@ async fn run(args: Args) -> anyhow::Result<()> {
                     vec![st]
                 };
                 c.clunk(fid).await?;
-                for d in entries {
-                    writeln!(out, "{}", if long { long_line(&d) } else { d.name })?;
+                let lines = match long {
+                    true => long_lines(&entries, now),
+                    false => entries.into_iter().map(|d| d.name).collect(),
+                };
+                for line in lines {
+                    writeln!(out, "{line}")?;
                 }
             }
         }
         Cmd::Read { path } => {
-            let f = open(&c, root, &path, OREAD).await?;
+            let (c, root, at) = mounts.path(&path).await?;
+            let f = open(&c, root, at, OREAD).await?;
             let mut offset = 0u64;
             loop {
                 let chunk = c.read(f.fid, offset, f.iounit).await.map_err(|e| anyhow::anyhow!("read {path}: {e}"))?;
@@ -133,59 +261,93 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 out.flush()?;
             }
         }
-        Cmd::Write { path } => {
-            let f = open(&c, root, &path, OWRITE).await?;
+        Cmd::Write { lines, path } => {
+            let (c, root, at) = mounts.path(&path).await?;
+            let f = open(&c, root, at, OWRITE).await?;
             let mut stdin = std::io::stdin().lock();
-            let mut buf = vec![0u8; f.iounit as usize];
             let mut offset = 0u64;
-            loop {
-                let n = stdin.read(&mut buf)?;
-                if n == 0 {
-                    break;
+            let mut write = async |data: &[u8]| -> anyhow::Result<()> {
+                c.write(f.fid, offset, data).await.map_err(|e| anyhow::anyhow!("write {path}: {e}"))?;
+                offset += data.len() as u64;
+                Ok(())
+            };
+            if lines {
+                // One write per line, its newline included, as 9p write -l;
+                // a refused line is reported and the rest go on.
+                let mut line = Vec::new();
+                while stdin.read_until(b'\n', &mut line)? > 0 {
+                    if let Err(e) = write(&line).await {
+                        eprintln!("apex: {e}");
+                    }
+                    line.clear();
                 }
-                c.write(f.fid, offset, &buf[..n]).await.map_err(|e| anyhow::anyhow!("write {path}: {e}"))?;
-                offset += n as u64;
+            } else {
+                let mut buf = vec![0u8; f.iounit as usize];
+                loop {
+                    let n = stdin.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    write(&buf[..n]).await?;
+                }
             }
         }
         Cmd::Rdwr { path } => {
-            let f = open(&c, root, &path, ORDWR).await?;
+            let (c, root, at) = mounts.path(&path).await?;
+            let f = open(&c, root, at, ORDWR).await?;
             let mut lines = std::io::stdin().lock();
             loop {
-                let chunk = c.read(f.fid, 0, f.iounit).await.map_err(|e| anyhow::anyhow!("read {path}: {e}"))?;
-                out.write_all(&chunk)?;
+                match c.read(f.fid, 0, f.iounit).await {
+                    Ok(chunk) => {
+                        out.write_all(&chunk)?;
+                        out.write_all(b"\n")?;
+                    }
+                    Err(e) => eprintln!("apex: read {path}: {e}"),
+                }
                 out.flush()?;
-                let mut line = String::new();
-                if lines.read_line(&mut line)? == 0 {
+                let mut line = Vec::new();
+                if lines.read_until(b'\n', &mut line)? == 0 {
                     break;
                 }
-                c.write(f.fid, 0, line.as_bytes()).await.map_err(|e| anyhow::anyhow!("write {path}: {e}"))?;
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if let Err(e) = c.write(f.fid, 0, &line).await {
+                    eprintln!("apex: write {path}: {e}");
+                }
             }
         }
         Cmd::Stat { path } => {
-            let (fid, _) = c.walk(root, &names(&path)).await.map_err(|e| anyhow::anyhow!("stat {path}: {e}"))?;
+            let (c, root, at) = mounts.path(&path).await?;
+            let (fid, _) = c.walk(root, &names(at)).await.map_err(|e| anyhow::anyhow!("stat {path}: {e}"))?;
             let st = c.stat(fid).await?;
             c.clunk(fid).await?;
             writeln!(out, "{}", stat_line(&st))?;
         }
-        Cmd::New { name } => match name {
-            Some(n) => {
-                let f = open(&c, root, "ctl", OWRITE).await?;
-                c.write(f.fid, 0, format!("new {n}\n").as_bytes())
-                    .await
-                    .map_err(|e| anyhow::anyhow!("new {n}: {e}"))?;
-                writeln!(out, "{n}")?;
+        Cmd::New { name } => {
+            let (c, root, _) = mounts.path("").await?;
+            match name {
+                Some(n) => {
+                    let f = open(&c, root, "ctl", OWRITE).await?;
+                    c.write(f.fid, 0, format!("new {n}\n").as_bytes())
+                        .await
+                        .map_err(|e| anyhow::anyhow!("new {n}: {e}"))?;
+                    writeln!(out, "{n}")?;
+                }
+                None => {
+                    let f = open(&c, root, "new", OREAD).await?;
+                    out.write_all(&c.read_all(&f).await?)?;
+                }
             }
-            None => {
-                let f = open(&c, root, "new", OREAD).await?;
-                out.write_all(&c.read_all(&f).await?)?;
-            }
-        },
+        }
         Cmd::Sessions => {
+            let (c, root, _) = mounts.path("").await?;
             let f = open(&c, root, "index", OREAD).await?;
             out.write_all(&c.read_all(&f).await?)?;
         }
         Cmd::Lead { interval, flush, session, name } => {
             drop(out);
+            let (c, _, _) = mounts.path("").await?;
             lead(&c, &session, &name, interval, flush).await?;
         }
     }

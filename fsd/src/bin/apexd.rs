@@ -42,6 +42,9 @@ struct Args {
     /// 9p read acme/index) find it. The session is made if missing.
     #[arg(long, value_name = "NAME")]
     acme: Option<String>,
+    /// Say nothing at start (where it posted, what to try).
+    #[arg(short = 'q', long)]
+    quiet: bool,
 }
 
 /// The largest msize the `acme` service offers: as large as any client
@@ -75,6 +78,35 @@ fn parse_tcp(addr: &str) -> anyhow::Result<String> {
     }
 }
 
+/// What apexd says when it starts: where it is, and what to try.
+fn greeting(session: &str, acme: Option<&str>, posted: &[std::path::PathBuf]) -> String {
+    let mut g = String::new();
+    for p in posted {
+        g += &format!("apexd: posted unix!{}\n", p.display());
+    }
+    g += &format!("apexd: serving session {session}; try, in another terminal:\n");
+    // The tools are built beside apexd; say where if the shell would not
+    // find them.
+    let beside = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.to_path_buf()));
+    let on_path = |name: &str| {
+        std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+    };
+    if let Some(dir) = beside.filter(|d| d.join("apex").is_file() && !on_path("apex")) {
+        g += &format!("    {:<32} # apex and apex-mnt are there\n", format!("export PATH={}:$PATH", dir.display()));
+    }
+    let tries = [
+        (format!("apex ls {session}"), "its files".to_string()),
+        (format!("apex read {session}/acme/index"), "its windows, as acme lists them".to_string()),
+        ("apex read acme/index".to_string(), "the same from the posted acme service, as 9p reads it".to_string()),
+        ("apex-mnt /tmp/apex &".to_string(), "mount it (mkdir /tmp/apex first), then ls /tmp/apex".to_string()),
+    ];
+    for (cmd, what) in tries.iter().filter(|(c, _)| acme.is_some() || !c.contains(" acme/")) {
+        g += &format!("    {cmd:<32} # {what}\n");
+    }
+    g += "apexd: Ctrl-C stops it; -q says nothing; RUST_LOG=info logs every connection\n";
+    g
+}
+
 fn main() -> anyhow::Result<()> {
     // Before the runtime starts its threads.
     apex_ninep::malloc::keep_freed_memory();
@@ -85,6 +117,7 @@ async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
     anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
@@ -128,6 +161,9 @@ async fn run() -> anyhow::Result<()> {
                 tokio::spawn(serve_conn(tree.clone(), conn, config.clone()));
             }
         });
+    }
+    if !args.quiet {
+        eprint!("{}", greeting(&args.session, args.acme.as_deref(), &posted));
     }
     let stop = async {
         let mut term =

@@ -530,28 +530,14 @@ impl Tree {
         })
     }
 
-    /// Renames the window: the body's name and the tag's first word.
+    /// Renames the window: the body's name, and with it the tag's first
+    /// word (core's `make::retag`).
     async fn rename(&self, n: u64, w: &Win, name: &str) -> srv::Result<()> {
         self.propose(n, "acme ctl name", Proposal::Name { buffer: w.body, name: name.to_string() }).await?;
-        let p = self.with_session(n, |s| {
+        self.with_session(n, |s| {
             s.acme.note_name(w.id, name);
-            let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
-            let text = tag.text.to_string();
-            let old = text.split([' ', '\t', '\n']).next().unwrap_or_default();
-            let q1 = old.chars().count() as u64;
-            Ok((old != name).then(|| Proposal::Replace {
-                buffer: w.tag,
-                version: tag.version,
-                q0: 0,
-                q1,
-                text: name.to_string(),
-                origin: Origin::OtherFile,
-            }))
-        })?;
-        match p {
-            Some(p) => self.propose(n, "acme ctl name (tag)", p).await.map(|_| ()),
-            None => Ok(()),
-        }
+            Ok(())
+        })
     }
 
     /// A write to `event`: each message asks apex to act as the UI would.

@@ -22,6 +22,7 @@ pub mod stream;
 
 use crate::attach::hub::{self, ConnId, Written};
 use crate::buffers::{self, BufferCtl};
+use crate::ctlmsg::SessionCtl;
 use crate::host;
 use crate::registry::{parse_ctl, Registry};
 use crate::session::Session;
@@ -420,56 +421,58 @@ impl Tree {
 
     /// A write to the session's `ctl`.
     async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<()> {
-        let line = text.strip_suffix('\n').unwrap_or(text);
-        const USAGE: &str = "expected window [NAME], buffer [NAME], delwindow N, exec DIR COMMAND or kill PID";
-        if line.contains('\n') {
-            return Err(format!("ctl: one message per write; {USAGE}"));
+        let msgs = self.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state))?;
+        for msg in msgs {
+            let request = format!("ctl {msg:?}");
+            let propose = |p: Proposal| async { self.propose(n, &request, p).await.map(|_| ()) };
+            match msg {
+                SessionCtl::Window(name) => {
+                    propose(Proposal::CreateWindow { body: None, column: None, name: name.unwrap_or_default() }).await?
+                }
+                SessionCtl::Buffer(name) => {
+                    propose(Proposal::CreateBuffer { name: name.unwrap_or_default(), text: String::new() }).await?
+                }
+                SessionCtl::DelWindow(num) => {
+                    let window = self
+                        .reg()
+                        .get(n)
+                        .ok_or_else(gone)?
+                        .view
+                        .state
+                        .layout
+                        .window_numbered(apex_core::AcmeNumber(num))
+                        .ok_or_else(|| format!("ctl: no window {num}"))?;
+                    propose(Proposal::DeleteWindow { window }).await?
+                }
+                SessionCtl::Exec { dir, command } => host::exec(self, n, &dir, &command).await.map(|_| ())?,
+                SessionCtl::Kill(pid) => host::kill(self, n, pid)?,
+            }
         }
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let propose = |p: Proposal| async move { self.propose(n, line, p).await.map(|_| ()) };
-        match words.as_slice() {
-            ["window"] => propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }).await,
-            ["window", name] => {
-                propose(Proposal::CreateWindow { body: None, column: None, name: name.to_string() }).await
-            }
-            ["buffer"] => propose(Proposal::CreateBuffer { name: String::new(), text: String::new() }).await,
-            ["buffer", name] => propose(Proposal::CreateBuffer { name: name.to_string(), text: String::new() }).await,
-            ["delwindow", num] => {
-                let num: u32 = num.parse().map_err(|_| format!("ctl: delwindow wants a window number, got {num:?}"))?;
-                let window = self
-                    .reg()
-                    .get(n)
-                    .ok_or_else(gone)?
-                    .view
-                    .state
-                    .layout
-                    .window_numbered(apex_core::AcmeNumber(num))
-                    .ok_or_else(|| format!("ctl: no window {num}"))?;
-                propose(Proposal::DeleteWindow { window }).await
-            }
-            ["exec", dir, _, ..] => {
-                let command = line.trim_start()[4..].trim_start()[dir.len()..].trim_start();
-                host::exec(self, n, dir, command).await.map(|_| ())
-            }
-            ["kill", pid] => {
-                let pid: u64 = pid.parse().map_err(|_| format!("ctl: kill wants a pid, got {pid:?}"))?;
-                host::kill(self, n, pid)
-            }
-            _ => Err(format!("ctl: unknown message {line:?}; {USAGE}")),
-        }
+        Ok(())
+    }
+
+    /// The acme tree's record of window names after a buffer was renamed.
+    fn note_buffer_name(&self, n: u64, b: BufferId) -> srv::Result<()> {
+        self.with_session(n, |s| {
+            s.acme.note_buffer_name(&s.view.state, b);
+            Ok(())
+        })
     }
 
     /// A write to `buffers/N/ctl`.
     async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
-        let msg = buffers::parse_ctl(text)?;
-        match msg {
-            BufferCtl::Get(file) => host::get(self, n, b, file).await,
-            BufferCtl::Put { version, file } => host::put(self, n, b, version, file).await,
-            msg => {
-                let p = self.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
-                self.propose(n, &format!("ctl {} {msg:?}", b.0), p).await.map(|_| ())
+        let msgs = self.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
+        for msg in msgs {
+            match msg {
+                BufferCtl::Get(file) => host::get(self, n, b, file).await?,
+                BufferCtl::Put { version, file } => host::put(self, n, b, version, file).await?,
+                msg => {
+                    let p = self.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
+                    self.propose(n, &format!("ctl {} {msg:?}", b.0), p).await?;
+                }
             }
         }
+        Ok(())
     }
 
     /// A write to `shards/SHARD/lease`.
@@ -819,8 +822,12 @@ impl Serve for Tree {
                 BufferFile::Name => {
                     let p = Proposal::Name { buffer: b, name: text.trim_end_matches('\n').to_string() };
                     self.propose(n, "name write", p).await?;
+                    self.note_buffer_name(n, b)?;
                 }
-                BufferFile::Ctl => self.buffer_ctl(n, b, &text).await?,
+                BufferFile::Ctl => {
+                    self.buffer_ctl(n, b, &text).await?;
+                    self.note_buffer_name(n, b)?;
+                }
                 BufferFile::Addr => self.with_session(n, |s| buffers::addr_write(s, b, &text))?,
                 BufferFile::Data => self.data_write(n, b, &text).await?,
                 BufferFile::Event => {

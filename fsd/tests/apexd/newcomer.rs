@@ -1,0 +1,176 @@
+//! A new user's first hour: what `apexd` says when it starts, the `apex`
+//! command as plan9port's 9p behaves (posted services first, rdwr, ls -l,
+//! write -l, a failed dial explained), an address kept between opens,
+//! names that reach the acme tree, the window map, and ctl writes of
+//! several lines checked whole.
+
+use crate::Daemon;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `apex ARGS` against the daemon's namespace with `input` on its
+/// standard input; returns (status ok, stdout, stderr).
+fn apex(d: &Daemon, args: &[&str], input: &str) -> (bool, String, String) {
+    apex_in(&d.dir, args, input)
+}
+
+fn apex_in(ns: &std::path::Path, args: &[&str], input: &str) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apex"))
+        .args(args)
+        .env("NAMESPACE", ns)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run apex");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).to_string();
+    (out.status.success(), text(out.stdout), text(out.stderr))
+}
+
+fn ok(d: &Daemon, args: &[&str], input: &str) -> String {
+    let (good, out, err) = apex(d, args, input);
+    assert!(good, "apex {args:?} failed: {err}");
+    out
+}
+
+#[test]
+fn apexd_says_where_it_is_and_what_to_try_without_colour() {
+    let dir = std::env::temp_dir().join(format!("apex-e2e-greeting-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .args(["--namespace".as_ref(), dir.as_os_str(), "--acme".as_ref(), "main".as_ref()])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut lines = BufReader::new(child.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !said.contains("Ctrl-C") && Instant::now() < deadline {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        said += &line;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(said.contains(&format!("posted unix!{}", dir.join("apex").display())), "{said}");
+    assert!(said.contains(&format!("posted unix!{}", dir.join("acme").display())), "{said}");
+    assert!(said.contains("apex read main/acme/index") && said.contains("apex read acme/index"), "{said}");
+    assert!(said.contains("serving"), "RUST_LOG=info logs: {said}");
+    assert!(!said.contains('\u{1b}'), "no colour codes off a terminal: {said:?}");
+}
+
+#[test]
+fn apex_reads_posted_services_first_then_the_apex_service() {
+    let d = crate::acme::acme_daemon("newcomer-paths");
+    let via_service = ok(&d, &["read", "acme/index"], "");
+    let via_session = ok(&d, &["read", "main/acme/index"], "");
+    assert_eq!(via_service, via_session);
+    assert_eq!(ok(&d, &["read", "main/hash"], "").trim().len(), 64);
+    // -a names the server; paths start at its root.
+    assert_eq!(ok(&d, &["-a", "acme", "read", "index"], ""), via_service);
+    // A dial that fails says what to do.
+    let nowhere = d.dir.join("nowhere");
+    let (good, _, err) = apex_in(&nowhere, &["read", "main/hash"], "");
+    assert!(!good && err.contains("no socket at") && err.contains("apexd"), "{err}");
+    std::fs::create_dir_all(&nowhere).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(nowhere.join("apex")).unwrap());
+    let (good, _, err) = apex_in(&nowhere, &["read", "main/hash"], "");
+    assert!(!good && err.contains("stale"), "{err}");
+}
+
+#[test]
+fn ls_l_rdwr_and_write_l_behave_as_9p_does() {
+    let d = Daemon::start("newcomer-cli");
+    let long = ok(&d, &["ls", "-l", "main"], "");
+    let line = long.lines().find(|l| l.ends_with(" hash")).expect("hash is listed");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(fields[0].len(), 11, "{line}");
+    assert_eq!((fields[1], fields[2]), ("M", "0"), "{line}");
+    // The time as 9p prints a recent one: `Dec  3 16:19`.
+    let (month, day, clock) = (fields[fields.len() - 4], fields[fields.len() - 3], fields[fields.len() - 2]);
+    assert!(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].contains(&month));
+    assert!(day.parse::<u32>().is_ok_and(|d| (1..=31).contains(&d)), "{line}");
+    assert!(clock.len() == 5 && clock.as_bytes()[2] == b':', "{line}");
+    // Month, the day right-aligned in two, the time: `Dec  3 16:19`.
+    let at = line.find(month).unwrap();
+    assert_eq!(&line[at..at + 12], format!("{month} {day:>2} {clock}"), "{line}");
+
+    // write -l: one write per line, each a ctl message of its own.
+    ok(&d, &["write", "-l", "main/ctl"], "buffer /tmp/one\nbuffer /tmp/two\n");
+    let map = ok(&d, &["ls", "main/buffers"], "");
+    assert!(map.lines().count() >= 2, "{map}");
+
+    // rdwr: each read printed with a newline, each line written without
+    // its own, a refusal reported and the loop going on.
+    let b = ok(&d, &["read", "main/buffers/new"], "").trim().to_string();
+    let (good, out, err) = apex(&d, &["rdwr", &format!("main/buffers/{b}/ctl")], "dirty\nbogus\nclean\n");
+    assert!(good, "{err}");
+    assert_eq!(out.matches("buffer ").count(), 4, "a read before each line and one at the end: {out}");
+    assert!(out.contains("dirty 1\n"), "{out}");
+    assert!(out.ends_with("\n\n"), "each read ends with the newline rdwr adds: {out:?}");
+    assert!(err.contains("unknown message"), "{err}");
+}
+
+#[test]
+fn the_address_stays_between_opens_and_names_reach_the_acme_tree() {
+    let d = Daemon::start("newcomer-addr");
+    let b = ok(&d, &["read", "main/buffers/new"], "").trim().to_string();
+    ok(&d, &["write", &format!("main/buffers/{b}/body")], "one two three");
+    ok(&d, &["write", &format!("main/buffers/{b}/addr")], "/two/");
+    ok(&d, &["write", &format!("main/buffers/{b}/data")], "2");
+    assert_eq!(ok(&d, &["read", &format!("main/buffers/{b}/body")], ""), "one 2 three");
+
+    // A buffer shown in a window, renamed through buffers/N/: the acme
+    // tree's index and the tag carry the name.
+    ok(&d, &["write", "main/ctl"], "window\n");
+    let windows = ok(&d, &["read", "main/meta/windows"], "");
+    let row: Vec<&str> = windows.lines().last().unwrap().split_whitespace().collect();
+    let (number, body) = (row[0], row[1]);
+    ok(&d, &["write", &format!("main/buffers/{body}/name")], "/tmp/renamed.txt");
+    let index = ok(&d, &["read", "main/acme/index"], "");
+    assert!(index.lines().any(|l| l.contains(" /tmp/renamed.txt ")), "{index}");
+    let tag = ok(&d, &["read", &format!("main/acme/{number}/tag")], "");
+    assert!(tag.starts_with("/tmp/renamed.txt "), "{tag}");
+    ok(&d, &["write", &format!("main/buffers/{body}/ctl")], "name /tmp/again.txt\n");
+    assert!(ok(&d, &["read", &format!("main/acme/{number}/tag")], "").starts_with("/tmp/again.txt "));
+    // One map both ways: meta/windows and the winid line.
+    let ctl = ok(&d, &["read", &format!("main/buffers/{body}/ctl")], "");
+    assert!(ctl.lines().any(|l| l == format!("winid {number}")), "{ctl}");
+    let windows = ok(&d, &["read", "main/meta/windows"], "");
+    assert!(windows.lines().any(|l| l.starts_with(&format!("{number} {body} ")) && l.ends_with(" /tmp/again.txt")));
+}
+
+#[test]
+fn ctl_writes_of_several_lines_are_checked_whole() {
+    let d = Daemon::start("newcomer-ctl");
+    let sessions = ok(&d, &["read", "index"], "");
+    let (good, _, err) = apex(&d, &["write", "ctl"], "new s1\nbogus\n");
+    assert!(!good && err.contains("ctl line 2"), "{err}");
+    assert_eq!(ok(&d, &["read", "index"], ""), sessions, "nothing applied");
+    ok(&d, &["write", "ctl"], "new s1\nnew s2\n");
+    assert!(ok(&d, &["read", "index"], "").contains("s2 "));
+
+    let windows = ok(&d, &["read", "main/meta/windows"], "");
+    let (good, _, err) = apex(&d, &["write", "main/ctl"], "window /tmp/w1\ndelwindow 999\n");
+    assert!(!good && err.contains("ctl line 2") && err.contains("no window 999"), "{err}");
+    assert_eq!(ok(&d, &["read", "main/meta/windows"], ""), windows, "nothing applied");
+    ok(&d, &["write", "main/ctl"], "window /tmp/w1\nwindow /tmp/w2\n");
+    assert_eq!(ok(&d, &["read", "main/meta/windows"], "").lines().count(), windows.lines().count() + 2);
+
+    let b = ok(&d, &["read", "main/buffers/new"], "").trim().to_string();
+    let ctl = format!("main/buffers/{b}/ctl");
+    let (good, _, err) = apex(&d, &["write", &ctl], "dirty\nget relative/path\n");
+    assert!(!good && err.contains("ctl line 2") && err.contains("absolute"), "{err}");
+    assert!(ok(&d, &["read", &ctl], "").contains("dirty 0\n"), "the first line was not applied");
+    ok(&d, &["write", &ctl], "name /tmp/n\ndirty\n");
+    let now = ok(&d, &["read", &ctl], "");
+    assert!(now.contains("dirty 1\n") && now.contains("name /tmp/n\n"), "{now}");
+}
