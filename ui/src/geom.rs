@@ -1,0 +1,158 @@
+//! The screen model's geometry: where the row tag, each column (its tag
+//! and layout box) and each window (its tag, layout box, scroll bar and
+//! body) are, in pixels, for a window of a given size. Everything comes
+//! from the layout shard (columns' left edges and windows' top edges as
+//! fractions) and the font's line height, so every UI of a session shows
+//! the same arrangement at its own size.
+
+use apex_core::{ColumnId, Frac, State, WindowId};
+
+/// A half-open rectangle of pixels: `x0 <= x < x1`, `y0 <= y < y1`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rect {
+    pub x0: i32,
+    pub y0: i32,
+    pub x1: i32,
+    pub y1: i32,
+}
+
+impl Rect {
+    pub const fn new(x0: i32, y0: i32, x1: i32, y1: i32) -> Rect {
+        Rect { x0, y0, x1, y1 }
+    }
+
+    pub fn contains(&self, x: i32, y: i32) -> bool {
+        (self.x0..self.x1).contains(&x) && (self.y0..self.y1).contains(&y)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.x1 <= self.x0 || self.y1 <= self.y0
+    }
+
+    pub fn width(&self) -> i32 {
+        (self.x1 - self.x0).max(0)
+    }
+
+    pub fn height(&self) -> i32 {
+        (self.y1 - self.y0).max(0)
+    }
+
+    /// The part of `self` inside `other`.
+    pub fn clip(&self, other: &Rect) -> Rect {
+        Rect::new(self.x0.max(other.x0), self.y0.max(other.y0), self.x1.min(other.x1), self.y1.min(other.y1))
+    }
+}
+
+/// Sizes that follow the font and the scale factor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metrics {
+    /// One line of text.
+    pub line: i32,
+    /// The rules between columns, windows and tags.
+    pub border: i32,
+    /// The scroll bar's (and layout box's) width.
+    pub scroll_bar: i32,
+    /// The gap between the scroll bar and the text.
+    pub gap: i32,
+}
+
+impl Metrics {
+    /// acme's sizes (Scrollwid 12, Scrollgap 4, Border 2) at `scale`.
+    pub fn new(line: u32, scale: f64) -> Metrics {
+        let px = |n: f64| ((n * scale).round() as i32).max(1);
+        Metrics { line: line as i32, border: px(1.0), scroll_bar: px(12.0), gap: px(4.0) }
+    }
+
+    /// Where text starts right of a scroll bar.
+    pub fn indent(&self) -> i32 {
+        self.scroll_bar + self.gap
+    }
+}
+
+/// One window on the screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowGeom {
+    pub id: WindowId,
+    /// The whole window.
+    pub rect: Rect,
+    /// The tag's line (layout box included) and its text.
+    pub tag_line: Rect,
+    pub tag: Rect,
+    pub layout_box: Rect,
+    /// The body's scroll bar and its text.
+    pub scroll: Rect,
+    pub body: Rect,
+}
+
+/// One column on the screen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnGeom {
+    pub id: ColumnId,
+    pub rect: Rect,
+    pub tag_line: Rect,
+    pub tag: Rect,
+    pub layout_box: Rect,
+    /// Where the column's windows go.
+    pub area: Rect,
+    pub windows: Vec<WindowGeom>,
+}
+
+/// The whole screen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Screen {
+    pub width: i32,
+    pub height: i32,
+    pub row_tag: Rect,
+    pub columns: Vec<ColumnGeom>,
+}
+
+fn at(f: Frac, from: i32, to: i32) -> i32 {
+    from + ((i64::from(f.0) * i64::from((to - from).max(0))) / i64::from(Frac::ONE.0)) as i32
+}
+
+impl Screen {
+    /// The screen of `state`'s layout in a `width`×`height` window.
+    pub fn new(state: &State, width: i32, height: i32, m: &Metrics) -> Screen {
+        let row_tag = Rect::new(0, 0, width, m.line.min(height));
+        let top = (row_tag.y1 + m.border).min(height);
+        let cols = &state.layout.columns;
+        let mut columns = Vec::with_capacity(cols.len());
+        for (i, c) in cols.iter().enumerate() {
+            let x0 = if i == 0 { 0 } else { at(c.x, 0, width) };
+            let x1 = cols.get(i + 1).map_or(width, |n| at(n.x, 0, width) - m.border).max(x0);
+            let rect = Rect::new(x0, top, x1, height);
+            let tag_line = Rect::new(x0, top, x1, (top + m.line).min(height));
+            let layout_box = Rect::new(x0, top, (x0 + m.scroll_bar).min(x1), tag_line.y1);
+            let tag = Rect::new((x0 + m.indent()).min(x1), top, x1, tag_line.y1);
+            let area = Rect::new(x0, (tag_line.y1 + m.border).min(height), x1, height);
+            let mut windows = Vec::with_capacity(c.windows.len());
+            for (j, p) in c.windows.iter().enumerate() {
+                let wy0 = if j == 0 { area.y0 } else { at(p.y, area.y0, area.y1) };
+                let wy1 = c.windows.get(j + 1).map_or(area.y1, |n| at(n.y, area.y0, area.y1) - m.border).max(wy0);
+                let rect = Rect::new(x0, wy0, x1, wy1);
+                let tag_line = Rect::new(x0, wy0, x1, (wy0 + m.line).min(wy1));
+                let body_top = tag_line.y1;
+                windows.push(WindowGeom {
+                    id: p.window,
+                    rect,
+                    tag_line,
+                    tag: Rect::new((x0 + m.indent()).min(x1), wy0, x1, tag_line.y1),
+                    layout_box: Rect::new(x0, wy0, (x0 + m.scroll_bar).min(x1), tag_line.y1),
+                    scroll: Rect::new(x0, body_top, (x0 + m.scroll_bar).min(x1), wy1),
+                    body: Rect::new((x0 + m.indent()).min(x1), body_top, x1, wy1),
+                });
+            }
+            columns.push(ColumnGeom { id: c.id, rect, tag_line, tag, layout_box, area, windows });
+        }
+        Screen { width, height, row_tag, columns }
+    }
+
+    /// Every window, column by column.
+    pub fn windows(&self) -> impl Iterator<Item = &WindowGeom> {
+        self.columns.iter().flat_map(|c| c.windows.iter())
+    }
+
+    pub fn window(&self, id: WindowId) -> Option<&WindowGeom> {
+        self.windows().find(|w| w.id == id)
+    }
+}

@@ -1,0 +1,22 @@
+//! apex-ui: the acme-like window onto an apex session.
+//!
+//! Built the way the issue lays it out, model apart from the window:
+//!
+//! - [`geom`]: the screen model's geometry, from the layout shard and the
+//!   font: the row tag, columns and windows with their tags, layout boxes,
+//!   scroll bars and bodies.
+//! - [`frame`]: laying a text out in a rectangle (wrapping, tabs), runes to
+//!   points and back, as acme's libframe.
+//! - [`font`]: the two embedded faces and their glyph caches.
+//! - [`palette`]: acme's colours.
+//! - [`render`]: the headless renderer, drawing the model into a pixel
+//!   buffer.
+//!
+//! It attaches with apex-link and takes acme's rules from apex-core; it
+//! never depends on the daemon (`tests/tidy.rs` checks).
+
+pub mod font;
+pub mod frame;
+pub mod geom;
+pub mod palette;
+pub mod render;

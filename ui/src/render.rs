@@ -1,0 +1,188 @@
+//! The headless renderer: draws the screen model into a pixel buffer of
+//! 0RGB words (what softbuffer shows), acme's colours and all. Every
+//! drawing call is clipped to the rectangle it belongs to, so nothing
+//! leaks out of a window.
+
+use crate::font::{Face, Fonts, Glyph};
+use crate::frame::Frame;
+use crate::geom::{Metrics, Rect, Screen};
+use crate::palette::{self, Pixel};
+use apex_core::exec::DEFAULT_TAB;
+use apex_core::{Buffer, State, ViewId};
+
+/// A pixel buffer.
+pub struct Canvas {
+    pub width: i32,
+    pub height: i32,
+    pub pixels: Vec<Pixel>,
+}
+
+impl Canvas {
+    pub fn new(width: i32, height: i32) -> Canvas {
+        let (width, height) = (width.max(0), height.max(0));
+        Canvas { width, height, pixels: vec![palette::RULE; (width * height) as usize] }
+    }
+
+    pub fn bounds(&self) -> Rect {
+        Rect::new(0, 0, self.width, self.height)
+    }
+
+    /// The pixel at (`x`, `y`).
+    pub fn at(&self, x: i32, y: i32) -> Pixel {
+        assert!(self.bounds().contains(x, y), "({x}, {y}) is outside {}x{}", self.width, self.height);
+        self.pixels[(y * self.width + x) as usize]
+    }
+
+    pub fn fill(&mut self, r: Rect, color: Pixel) {
+        let r = r.clip(&self.bounds());
+        if r.is_empty() {
+            return;
+        }
+        for y in r.y0..r.y1 {
+            let row = (y * self.width) as usize;
+            self.pixels[row + r.x0 as usize..row + r.x1 as usize].fill(color);
+        }
+    }
+
+    /// A rectangle's outline, `width` pixels wide, inside it.
+    pub fn border(&mut self, r: Rect, width: i32, color: Pixel) {
+        self.fill(Rect::new(r.x0, r.y0, r.x1, r.y0 + width), color);
+        self.fill(Rect::new(r.x0, r.y1 - width, r.x1, r.y1), color);
+        self.fill(Rect::new(r.x0, r.y0, r.x0 + width, r.y1), color);
+        self.fill(Rect::new(r.x1 - width, r.y0, r.x1, r.y1), color);
+    }
+
+    /// A glyph with its pen at (`x`, `y` = the line's top), blended over
+    /// what is there, inside `clip` only.
+    pub fn glyph(&mut self, g: &Glyph, x: i32, y: i32, color: Pixel, clip: Rect) {
+        let clip = clip.clip(&self.bounds());
+        for gy in 0..g.height as i32 {
+            let py = y + g.top + gy;
+            if py < clip.y0 || py >= clip.y1 {
+                continue;
+            }
+            for gx in 0..g.width as i32 {
+                let px = x + g.left + gx;
+                if px < clip.x0 || px >= clip.x1 {
+                    continue;
+                }
+                let a = u32::from(g.coverage[(gy as usize) * g.width + gx as usize]);
+                if a == 0 {
+                    continue;
+                }
+                let i = (py * self.width + px) as usize;
+                self.pixels[i] = blend(self.pixels[i], color, a);
+            }
+        }
+    }
+}
+
+fn blend(under: Pixel, over: Pixel, a: u32) -> Pixel {
+    let mix = |shift: u32| {
+        let (u, o) = ((under >> shift) & 0xff, (over >> shift) & 0xff);
+        ((o * a + u * (255 - a)) / 255) << shift
+    };
+    mix(16) | mix(8) | mix(0)
+}
+
+/// How a text is drawn: its face, tab width and colours.
+#[derive(Clone, Copy)]
+struct Style {
+    face: Face,
+    tab: u32,
+    back: Pixel,
+    selection: Pixel,
+}
+
+const TAG_STYLE: Style =
+    Style { face: Face::Proportional, tab: DEFAULT_TAB, back: palette::TAG, selection: palette::TAG_SELECTION };
+const BODY_STYLE: Style =
+    Style { face: Face::Proportional, tab: DEFAULT_TAB, back: palette::BODY, selection: palette::BODY_SELECTION };
+
+/// Draws `buffer` as seen by `view` in `rect`; returns its frame.
+fn text(canvas: &mut Canvas, fonts: &mut Fonts, style: Style, buffer: &Buffer, view: ViewId, rect: Rect) -> Frame {
+    let (face, tab) = (style.face, style.tab);
+    canvas.fill(rect, style.back);
+    let v = buffer.views.get(&view).copied().unwrap_or_default();
+    let line_height = fonts.line_height() as i32;
+    let sized = fonts.face(face);
+    let frame = Frame::new(buffer.text.rope(), v.org, rect, sized, line_height, tab);
+    for line in &frame.lines {
+        for cell in &line.cells {
+            if (v.q0..v.q1).contains(&cell.q) {
+                let r = Rect::new(cell.x, line.y, (cell.x + cell.width).min(rect.x1), line.y + line_height);
+                canvas.fill(r.clip(&rect), style.selection);
+            }
+        }
+        for cell in line.cells.iter().filter(|c| !c.c.is_whitespace()) {
+            let g = sized.glyph(cell.c).clone();
+            canvas.glyph(&g, cell.x, line.y, palette::TEXT, rect);
+        }
+    }
+    // An empty selection is a tick at its place, as acme draws it.
+    if v.q0 == v.q1 {
+        if let Some((x, y)) = frame.point_of(v.q0) {
+            let w = (fonts.scale.round() as i32).max(1);
+            canvas.fill(Rect::new(x, y, x + w, y + line_height).clip(&rect), palette::TEXT);
+        }
+    }
+    frame
+}
+
+/// Draws the whole screen of `state`.
+pub fn draw(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fonts, m: &Metrics) {
+    canvas.fill(canvas.bounds(), palette::RULE);
+    if let Some(b) = state.layout.row_tag.and_then(|t| state.buffer(t).ok()) {
+        text(canvas, fonts, TAG_STYLE, b, ViewId::TopRow, screen.row_tag);
+    }
+    for col in &screen.columns {
+        // An empty column is white, as acme leaves it; between windows
+        // the rules stay black.
+        if col.windows.is_empty() {
+            canvas.fill(col.area, palette::EMPTY);
+        }
+        canvas.fill(col.layout_box, palette::COLUMN_BOX);
+        let tag_text = Rect::new(col.layout_box.x1, col.tag_line.y0, col.tag.x0, col.tag_line.y1);
+        canvas.fill(tag_text, palette::TAG);
+        let tag = state.layout.columns.iter().find(|c| c.id == col.id).and_then(|c| state.buffer(c.tag).ok());
+        if let Some(b) = tag {
+            text(canvas, fonts, TAG_STYLE, b, ViewId::ColumnTag(col.id), col.tag);
+        }
+        for wg in &col.windows {
+            let Ok(w) = state.window(wg.id) else { continue };
+            let (Ok(tag), Ok(body)) = (state.buffer(w.tag), state.buffer(w.body)) else { continue };
+            let body_style = Style {
+                face: Face::for_setting(w.flags.font.as_deref()),
+                tab: w.flags.tab.unwrap_or(DEFAULT_TAB),
+                ..BODY_STYLE
+            };
+            // The tag line: layout box, the gap, the tag's text.
+            canvas.fill(wg.tag_line, palette::TAG);
+            match body.dirty {
+                true => canvas.fill(wg.layout_box, palette::DIRTY_BOX),
+                false => canvas.fill(wg.layout_box, palette::TAG),
+            }
+            canvas.border(wg.layout_box, (m.border).max(1), palette::TAG_BORDER);
+            text(canvas, fonts, TAG_STYLE, tag, ViewId::WindowTag(wg.id), wg.tag);
+            // The body: its scroll bar shows what part is visible.
+            let gap = Rect::new(wg.scroll.x1, wg.body.y0, wg.body.x0, wg.body.y1);
+            canvas.fill(gap, palette::BODY);
+            let frame = text(canvas, fonts, body_style, body, ViewId::WindowBody(wg.id), wg.body);
+            canvas.fill(wg.scroll, palette::BODY_BORDER);
+            canvas.fill(thumb(wg.scroll, frame.org, frame.end, body.len()), palette::BODY);
+        }
+    }
+}
+
+/// The part of a scroll bar that stands for the visible runes
+/// `org..end` of `len` (acme's `scrpos`), at least a pixel or two.
+pub fn thumb(bar: Rect, org: u64, end: u64, len: u64) -> Rect {
+    if len == 0 || bar.is_empty() {
+        return bar;
+    }
+    let h = i64::from(bar.height());
+    let y0 = bar.y0 + (i64::try_from(org).unwrap_or(i64::MAX) * h / len as i64) as i32;
+    let y1 = bar.y0 + (i64::try_from(end).unwrap_or(i64::MAX) * h / len as i64) as i32;
+    let y1 = y1.max(y0 + 2).min(bar.y1);
+    Rect::new(bar.x0, y0.min(bar.y1 - 2).max(bar.y0), bar.x1, y1)
+}

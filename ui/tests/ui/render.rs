@@ -1,0 +1,184 @@
+//! The renderer over a real state: acme's colours where the layout says,
+//! glyph pixels inside the selection, wrapped lines, and nothing drawn
+//! outside a window's rectangle.
+
+use apex_core::propose::{self, Created, Proposal};
+use apex_core::*;
+use apex_ui::font::Fonts;
+use apex_ui::frame::Frame;
+use apex_ui::geom::{Metrics, Rect, Screen};
+use apex_ui::palette;
+use apex_ui::render::{draw, Canvas};
+
+struct Scene {
+    node: Node,
+    left: make::NewWindow,
+    right: make::NewWindow,
+    zerox: WindowId,
+    long: make::NewWindow,
+}
+
+fn window(node: &mut Node, column: usize, name: &str, text: &str) -> make::NewWindow {
+    let column = Some(node.state.layout.columns[column].id);
+    let Created::Window(w) =
+        propose::apply(node, &Proposal::CreateWindow { body: None, column, name: name.into() }).unwrap().created
+    else {
+        panic!("a window")
+    };
+    if !text.is_empty() {
+        let p = Proposal::Insert { buffer: w.body, version: 0, q0: 0, text: text.into(), origin: Origin::Keyboard };
+        propose::apply(node, &p).unwrap();
+    }
+    w
+}
+
+fn scene() -> Scene {
+    let mut node = Node::server();
+    make::init_session(&mut node).unwrap();
+    let left = window(&mut node, 0, "/tmp/left.txt", "hello world\nsecond line\n");
+    propose::apply(&mut node, &Proposal::Clean { buffer: left.body }).unwrap();
+    let v = node.state.buffer(left.body).unwrap().version;
+    let sel = Proposal::Select { buffer: left.body, view: ViewId::WindowBody(left.window), version: v, q0: 0, q1: 5 };
+    propose::apply(&mut node, &sel).unwrap();
+    let right = window(&mut node, 1, "/tmp/right.txt", "changed text\n");
+    let Created::Window(z) = propose::apply(
+        &mut node,
+        &Proposal::CreateWindow { body: Some(right.body), column: None, name: String::new() },
+    )
+    .unwrap()
+    .created
+    else {
+        panic!("a zerox")
+    };
+    let long = window(&mut node, 0, "/tmp/long.txt", &"wrapping ".repeat(80));
+    Scene { node, left, right, zerox: z.window, long }
+}
+
+fn render(s: &Scene, width: i32, height: i32) -> (Canvas, Screen, Fonts, Metrics) {
+    let mut fonts = Fonts::new(1.0);
+    let m = Metrics::new(fonts.line_height(), 1.0);
+    let screen = Screen::new(&s.node.state, width, height, &m);
+    let mut canvas = Canvas::new(width, height);
+    draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m);
+    (canvas, screen, fonts, m)
+}
+
+/// The pixels of `r` in `canvas`.
+fn pixels(canvas: &Canvas, r: Rect) -> Vec<u32> {
+    (r.y0..r.y1).flat_map(|y| (r.x0..r.x1).map(move |x| (x, y))).map(|(x, y)| canvas.at(x, y)).collect()
+}
+
+fn dark(p: u32) -> bool {
+    (p >> 16 & 0xff) < 0x80 && (p >> 8 & 0xff) < 0x80 && (p & 0xff) < 0x80
+}
+
+#[test]
+fn colours_go_where_the_layout_says() {
+    let s = scene();
+    let (canvas, screen, _, m) = render(&s, 900, 600);
+    assert_eq!(screen.columns.len(), 2);
+    let left = screen.window(s.left.window).unwrap();
+    let right = screen.window(s.right.window).unwrap();
+    // Tag and body backgrounds, away from any text.
+    assert_eq!(canvas.at(left.tag.x1 - 2, left.tag.y0 + 1), palette::TAG);
+    assert_eq!(canvas.at(left.body.x1 - 2, left.body.y1 - 2), palette::BODY);
+    // The layout box: clean (tag background inside a purple-blue border)
+    // and dirty (medium blue).
+    let mid = |r: Rect| ((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2);
+    let (x, y) = mid(left.layout_box);
+    assert_eq!(canvas.at(x, y), palette::TAG);
+    assert_eq!(canvas.at(left.layout_box.x0, y), palette::TAG_BORDER);
+    let (x, y) = mid(right.layout_box);
+    assert_eq!(canvas.at(x, y), palette::DIRTY_BOX, "the right window's body is modified");
+    // The row tag and a column tag's box.
+    assert_eq!(canvas.at(screen.row_tag.x1 - 2, screen.row_tag.y0 + 1), palette::TAG);
+    let (x, y) = mid(screen.columns[0].layout_box);
+    assert_eq!(canvas.at(x, y), palette::COLUMN_BOX);
+    // The rules between windows and columns stay black: nothing drawn
+    // outside a window's rectangle.
+    let long = screen.window(s.long.window).unwrap();
+    assert_eq!(long.rect.y0, left.rect.y1 + m.border, "one border between the two windows");
+    for x in left.rect.x0..left.rect.x1 {
+        assert_eq!(canvas.at(x, left.rect.y1), palette::RULE, "the rule under the left window at x={x}");
+    }
+    let gap = screen.columns[0].rect.x1;
+    for y in screen.columns[0].rect.y0..screen.height {
+        assert_eq!(canvas.at(gap, y), palette::RULE, "the rule between the columns at y={y}");
+    }
+}
+
+#[test]
+fn the_selection_holds_glyph_pixels_and_a_long_line_wraps() {
+    let s = scene();
+    let (canvas, screen, mut fonts, _) = render(&s, 900, 600);
+    let left = screen.window(s.left.window).unwrap();
+    let line = fonts.line_height() as i32;
+    let body = s.node.state.buffer(s.left.body).unwrap();
+    let frame = Frame::new(body.text.rope(), 0, left.body, &mut fonts.proportional, line, 4);
+    let (x1, _) = frame.point_of(5).unwrap();
+    let selected = Rect::new(left.body.x0, left.body.y0, x1, left.body.y0 + line);
+    let inside = pixels(&canvas, selected);
+    assert!(inside.contains(&palette::BODY_SELECTION), "the selection's colour behind `hello`");
+    assert!(inside.iter().any(|p| dark(*p)), "the glyphs of `hello` inside the selection");
+    // `world`, after the selection, has ink on the body's colour.
+    let after = pixels(&canvas, Rect::new(x1 + 4, left.body.y0, left.body.x1, left.body.y0 + line));
+    assert!(!after.contains(&palette::BODY_SELECTION) && after.iter().any(|p| dark(*p)));
+    // The long line wraps: several lines, none wider than the body.
+    let long = screen.window(s.long.window).unwrap();
+    let body = s.node.state.buffer(s.long.body).unwrap();
+    let frame = Frame::new(body.text.rope(), 0, long.body, &mut fonts.proportional, line, 4);
+    assert!(frame.lines.len() > 2, "{} lines", frame.lines.len());
+    assert!(frame.lines.iter().flat_map(|l| &l.cells).all(|c| c.x + c.width <= long.body.x1));
+    let second = &frame.lines[1];
+    assert!(pixels(&canvas, Rect::new(long.body.x0, second.y, long.body.x1, second.y + line)).iter().any(|p| dark(*p)));
+}
+
+#[test]
+fn a_zerox_copy_shows_the_same_text_with_its_own_view() {
+    let s = scene();
+    let (canvas, screen, _, _) = render(&s, 900, 600);
+    let a = screen.window(s.right.window).unwrap();
+    let b = screen.window(s.zerox).unwrap();
+    assert_eq!(a.rect.x0, b.rect.x0, "the copy is in the same column");
+    let ink = |w: &apex_ui::geom::WindowGeom| {
+        let r = Rect::new(w.body.x0, w.body.y0, w.body.x1, w.body.y0 + 10);
+        pixels(&canvas, r).iter().map(|p| dark(*p)).collect::<Vec<_>>()
+    };
+    assert!(ink(a).iter().any(|d| *d));
+    assert_eq!(ink(a), ink(b), "the same first line of text in both");
+}
+
+#[test]
+fn the_scroll_bar_shows_the_visible_part() {
+    let mut s = scene();
+    let text: String = (0..400).map(|i| format!("line {i}\n")).collect();
+    let big = window(&mut s.node, 1, "/tmp/big.txt", &text);
+    let (canvas, screen, _, _) = render(&s, 900, 600);
+    let w = screen.window(big.window).unwrap();
+    assert_eq!(canvas.at(w.scroll.x0 + 2, w.scroll.y1 - 2), palette::BODY_BORDER, "below the thumb");
+    assert_eq!(canvas.at(w.scroll.x0 + 2, w.scroll.y0), palette::BODY, "the thumb at the top");
+    let thumb = apex_ui::render::thumb(w.scroll, 0, 40, 100);
+    assert_eq!((thumb.y0, thumb.y1 - thumb.y0), (w.scroll.y0, w.scroll.height() * 40 / 100));
+}
+
+#[test]
+fn tiny_and_empty_screens_draw_without_panicking() {
+    let s = scene();
+    for (w, h) in [(0, 0), (1, 1), (10, 5), (40, 30), (3000, 20)] {
+        let (canvas, _, _, _) = render(&s, w, h);
+        assert_eq!(canvas.pixels.len(), (w * h) as usize);
+    }
+}
+
+/// `APEX_UI_SHOT=FILE.ppm` writes the scene's frame for a person to look at.
+#[test]
+fn a_picture_for_people() {
+    let Some(path) = std::env::var_os("APEX_UI_SHOT") else { return };
+    let s = scene();
+    let (canvas, _, _, _) = render(&s, 900, 600);
+    let mut out = format!("P6\n{} {}\n255\n", canvas.width, canvas.height).into_bytes();
+    for p in &canvas.pixels {
+        out.extend_from_slice(&[(p >> 16) as u8, (p >> 8) as u8, *p as u8]);
+    }
+    std::fs::write(path, out).unwrap();
+}
