@@ -21,9 +21,44 @@ pub const ROW_TAG: &str = "Newcol Kill Putall Dump Exit ";
 /// A column's tag, as acme starts it.
 pub const COLUMN_TAG: &str = "New Cut Paste Snarf Sort Zerox Delcol ";
 
-/// A new window's tag for a file named `name`.
+/// A new window's tag for a file named `name` (acme's first
+/// `winsettag`: nothing to undo yet, nothing to put).
 pub fn window_tag(name: &str) -> String {
-    format!("{name} Del Snarf Undo | Look ")
+    format!("{}| Look ", tag_menu(name, &TagState::default()))
+}
+
+/// What a window's tag menu depends on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TagState {
+    /// The window offers the file menu (Undo, Redo, Put): not while a tool
+    /// reads the events of a file window (acme's `filemenu`).
+    pub menu: bool,
+    pub can_undo: bool,
+    pub can_redo: bool,
+    pub dirty: bool,
+}
+
+/// The part of a tag before its `|` (acme's `winsettag`): the name, `Del
+/// Snarf`, then `Undo` and `Redo` when there is something to undo or redo
+/// and `Put` when a named file is modified (with the menu on), and `Get`
+/// for a directory. It ends with a blank.
+pub fn tag_menu(name: &str, s: &TagState) -> String {
+    let mut t = format!("{name} Del Snarf ");
+    if s.menu {
+        if s.can_undo {
+            t += "Undo ";
+        }
+        if s.can_redo {
+            t += "Redo ";
+        }
+        if !name.is_empty() && s.dirty && !crate::look::is_dir(name) {
+            t += "Put ";
+        }
+    }
+    if crate::look::is_dir(name) {
+        t += "Get ";
+    }
+    t
 }
 
 /// Makes a clean buffer holding `text`, shown in `view`.
@@ -188,24 +223,40 @@ pub fn arrange(node: &mut Node, column: ColumnId, tops: &[(WindowId, Frac)]) -> 
     Ok(())
 }
 
-/// Puts `buffer`'s name first in the tag of every window showing it
-/// (acme's `winsettag`: the tag starts with the file name), where this
-/// node leads the tag.
-pub fn retag(node: &mut Node, buffer: BufferId) -> Result<()> {
-    let name = node.state.buffer(buffer)?.name.clone();
-    let tags: Vec<BufferId> = node.state.windows.values().filter(|w| w.body == buffer).map(|w| w.tag).collect();
-    for tag in tags {
+/// Brings the tags of the windows showing `buffer` up to date (acme's
+/// `winsettag`): everything before the first `|` is made again from the
+/// buffer's name and state ([`tag_menu`]); what the user wrote after it
+/// stays. Only tags this node leads are touched.
+pub fn settag(node: &mut Node, buffer: BufferId) -> Result<()> {
+    let Ok(b) = node.state.buffer(buffer) else { return Ok(()) };
+    let (name, can_undo, can_redo, dirty) = (b.name.clone(), b.can_undo(), b.can_redo(), b.dirty);
+    let windows: Vec<(BufferId, bool)> =
+        node.state.windows.values().filter(|w| w.body == buffer).map(|w| (w.tag, w.flags.menu)).collect();
+    for (tag, menu) in windows {
         if !node.leads(Shard::Buffer(tag)) {
             continue;
         }
         let Ok(t) = node.state.buffer(tag) else { continue };
         let text = t.text.to_string();
-        let old = text.split([' ', '\t', '\n']).next().unwrap_or_default();
-        if old == name {
+        let want = tag_menu(&name, &TagState { menu, can_undo, can_redo, dirty });
+        // The menu part ends at the bar; a tag without one is all menu.
+        let (end, want) = match text.find('|') {
+            Some(bar) => (bar, want),
+            None => (text.len(), format!("{want}|")),
+        };
+        let have: Vec<char> = text[..end].chars().collect();
+        let want: Vec<char> = want.chars().collect();
+        // Change only what differs, as acme does, so a tool reading the
+        // events sees the words that came or went.
+        let prefix = have.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        let room = have.len().min(want.len()) - prefix;
+        let suffix = have.iter().rev().zip(want.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
+        if prefix == have.len() && have.len() == want.len() {
             continue;
         }
-        let q1 = old.chars().count() as u64;
-        let op = BufferOp::Splice { q0: 0, q1, text: name.clone(), origin: Origin::OtherFile };
+        let (q0, q1) = (prefix as u64, (have.len() - suffix) as u64);
+        let text: String = want[prefix..want.len() - suffix].iter().collect();
+        let op = BufferOp::Splice { q0, q1, text, origin: Origin::OtherFile };
         node.append(Shard::Buffer(tag), Op::Buffer(op))?;
     }
     Ok(())

@@ -220,6 +220,23 @@ pub fn apply(node: &mut Node, proposal: &Proposal) -> Result<Applied> {
     // authority) and every shard it leads, in order.
     node.start_journal();
     let created = apply_inner(node, proposal);
+    if created.is_ok() {
+        // A change of text, name, dirtiness or undo history shows in the
+        // tags of the windows on the buffer; a window's flags (the menu)
+        // in its own tag.
+        let buffer = match (proposal, &created) {
+            (_, Ok(Created::Window(w))) => Some(w.body),
+            (Proposal::Flags { window, .. } | Proposal::EventReader { window, .. }, _) => {
+                node.state.window(*window).ok().map(|w| w.body)
+            }
+            (p, _) => p.buffer(),
+        };
+        if let Some(b) = buffer {
+            // The change stands whatever happens to the tag, which only
+            // shows it (a tag led elsewhere is its leader's to update).
+            let _ = make::settag(node, b);
+        }
+    }
     let entries = node.take_journal();
     Ok(Applied { entries, created: created? })
 }
@@ -331,10 +348,7 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             let (org, _) = rebase_range(node, *buffer, *version, *org, *org)?;
             buffer_op(node, *buffer, BufferOp::SetOrigin { view: *view, org })?
         }
-        Proposal::Name { buffer, name } => {
-            buffer_op(node, *buffer, BufferOp::Name { name: name.clone() })?;
-            make::retag(node, *buffer)?;
-        }
+        Proposal::Name { buffer, name } => buffer_op(node, *buffer, BufferOp::Name { name: name.clone() })?,
         Proposal::Clean { buffer } => buffer_op(node, *buffer, BufferOp::Clean)?,
         Proposal::Dirty { buffer } => buffer_op(node, *buffer, BufferOp::Dirty)?,
         Proposal::Undo { buffer } => buffer_op(node, *buffer, BufferOp::Undo)?,

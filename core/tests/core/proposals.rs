@@ -108,8 +108,8 @@ fn windows_get_acme_numbers_in_order_never_reused() {
     let w3 = mk(&mut n, Some(b)); // a Zerox of w2
     assert_eq!([w1.number.0, w2.number.0, w3.number.0], [1, 2, 3]);
     assert_eq!(w2.body, w3.body);
-    assert_eq!(n.state.buffer(w1.tag).unwrap().text.to_string(), "/tmp/a Del Snarf Undo | Look ");
-    assert_eq!(n.state.buffer(w2.tag).unwrap().text.to_string(), "f Del Snarf Undo | Look ");
+    assert_eq!(n.state.buffer(w1.tag).unwrap().text.to_string(), "/tmp/a Del Snarf | Look ");
+    assert_eq!(n.state.buffer(w2.tag).unwrap().text.to_string(), "f Del Snarf Undo Put | Look ");
     let views = &n.state.buffer(b).unwrap().views;
     assert!(views.contains_key(&ViewId::WindowBody(w2.window)) && views.contains_key(&ViewId::WindowBody(w3.window)));
     propose::apply(&mut n, &Proposal::DeleteWindow { window: w2.window }).unwrap();
@@ -189,4 +189,35 @@ fn splices_apply_as_one_undo_group_rebased_or_not_at_all() {
         assert!(propose::apply(&mut n, &p).is_err());
         assert_eq!(n.state.hash(), h);
     }
+}
+
+#[test]
+fn tags_follow_the_buffer_as_acme_s_winsettag() {
+    let mut n = Node::server();
+    make::init_session(&mut n).unwrap();
+    let p = Proposal::CreateWindow { body: None, column: None, name: "/tmp/t.c".into() };
+    let Created::Window(w) = propose::apply(&mut n, &p).unwrap().created else { panic!("a window") };
+    let tag = |n: &Node| n.state.buffer(w.tag).unwrap().text.to_string();
+    assert_eq!(tag(&n), "/tmp/t.c Del Snarf | Look ");
+    // The user's words after the bar stay whatever the menu does.
+    let len = n.state.buffer(w.tag).unwrap().len();
+    let p = Proposal::Insert { buffer: w.tag, version: 1, q0: len, text: "mk ".into(), origin: Origin::Keyboard };
+    propose::apply(&mut n, &p).unwrap();
+    let p = Proposal::Insert { buffer: w.body, version: 0, q0: 0, text: "x".into(), origin: Origin::Keyboard };
+    propose::apply(&mut n, &p).unwrap();
+    assert_eq!(tag(&n), "/tmp/t.c Del Snarf Undo Put | Look mk ");
+    propose::apply(&mut n, &Proposal::Undo { buffer: w.body }).unwrap();
+    assert_eq!(tag(&n), "/tmp/t.c Del Snarf Redo | Look mk ", "undone to the clean state: no Put");
+    propose::apply(&mut n, &Proposal::Redo { buffer: w.body }).unwrap();
+    propose::apply(&mut n, &Proposal::Clean { buffer: w.body }).unwrap();
+    assert_eq!(tag(&n), "/tmp/t.c Del Snarf Undo | Look mk ");
+    // A tool reading a file window's events turns the menu off.
+    let mut flags = n.state.window(w.window).unwrap().flags.clone();
+    flags.menu = false;
+    propose::apply(&mut n, &Proposal::Flags { window: w.window, flags }).unwrap();
+    assert_eq!(tag(&n), "/tmp/t.c Del Snarf | Look mk ");
+    // Renaming changes the first word; a directory offers Get.
+    propose::apply(&mut n, &Proposal::Name { buffer: w.body, name: "/tmp/".into() }).unwrap();
+    assert_eq!(tag(&n), "/tmp/ Del Snarf Get | Look mk ");
+    assert_eq!(make::tag_menu("", &make::TagState { menu: true, dirty: true, ..Default::default() }), " Del Snarf ");
 }

@@ -531,7 +531,7 @@ impl Tree {
     }
 
     /// Renames the window: the body's name, and with it the tag's first
-    /// word (core's `make::retag`).
+    /// word (core's `make::settag`, run with every proposal).
     async fn rename(&self, n: u64, w: &Win, name: &str) -> srv::Result<()> {
         self.propose(n, "acme ctl name", Proposal::Name { buffer: w.body, name: name.to_string() }).await?;
         self.with_session(n, |s| {

@@ -26,7 +26,7 @@ def main():
         ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers", "acme"]
     )
     assert sorted(listing(c, "main/meta")) == sorted(
-        ["attachments", "leases", "rules", "notifications", "processes", "settings"]
+        ["attachments", "leases", "rules", "notifications", "processes", "settings", "windows"]
     )
 
     b = read_all(c, "main/buffers/new").decode().strip()
