@@ -133,6 +133,82 @@ pub fn show_origin(buffer: &Buffer, q: u64) -> u64 {
     buffer.text.line_to_char(line) as u64
 }
 
+/// Brackets a double-click matches, left and right (acme's `left` and
+/// `right`): a newline matches a newline, so a click at a line's edge
+/// selects the line.
+const LEFT: [&str; 3] = ["{[(<«", "\n", "'\"`"];
+const RIGHT: [&str; 3] = ["}])>»", "\n", "'\"`"];
+
+/// What a double-click at `q` selects (acme's `textdoubleclick`): after an
+/// opening bracket or quote (or at a line's start) the text up to its
+/// match (or the line); before a closing one, back to its match; else the
+/// word of letters and digits around `q`.
+pub fn double_click(buffer: &Buffer, q: u64) -> (u64, u64) {
+    let len = buffer.len();
+    let q = q.min(len);
+    let at = |i: u64| buffer.text.char(i as usize);
+    for (l, r) in LEFT.iter().zip(RIGHT) {
+        let c = if q == 0 { '\n' } else { at(q - 1) };
+        if let Some(i) = l.chars().position(|x| x == c) {
+            let close = r.chars().nth(i).expect("paired");
+            if let Some(end) = click_match(buffer, c, close, q, true) {
+                // A line: up to and not including its newline.
+                return (q, end - u64::from(c != '\n'));
+            }
+            return (q, q);
+        }
+        let c = if q == len { '\n' } else { at(q) };
+        if let Some(i) = r.chars().position(|x| x == c) {
+            let open = l.chars().nth(i).expect("paired");
+            if let Some(start) = click_match(buffer, c, open, q, false) {
+                let q1 = q + u64::from(q < len && c == '\n');
+                let q0 = if c != '\n' || start != 0 || (len > 0 && at(0) == '\n') { start + 1 } else { start };
+                return (q0, q1);
+            }
+            return (q, q);
+        }
+    }
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let (mut q0, mut q1) = (q, q);
+    while q1 < len && word(at(q1)) {
+        q1 += 1;
+    }
+    while q0 > 0 && word(at(q0 - 1)) {
+        q0 -= 1;
+    }
+    (q0, q1)
+}
+
+/// Finds the bracket `close` matching `open` from `q`, forward (the
+/// position after the match) or backward (the position of the match),
+/// counting nesting (acme's `textclickmatch`).
+fn click_match(buffer: &Buffer, open: char, close: char, q: u64, forward: bool) -> Option<u64> {
+    let len = buffer.len();
+    let mut nest = 1;
+    let mut q = q;
+    loop {
+        let c = match forward {
+            true if q < len => buffer.text.char(q as usize),
+            true => return (close == '\n').then_some(q + 1),
+            false if q > 0 => buffer.text.char(q as usize - 1),
+            false => return (open == '\n').then_some(0),
+        };
+        if forward {
+            q += 1;
+        } else {
+            q -= 1;
+        }
+        if c == close {
+            nest -= 1;
+            if nest == 0 {
+                return Some(q);
+            }
+        } else if c == open {
+            nest += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn test_buffer(text: &str) -> Buffer {
     let mut b = Buffer::new(String::new());
@@ -177,6 +253,20 @@ mod tests {
         assert!(is_scratch("/a/+Errors") && is_scratch("-host") && is_scratch("") && !is_scratch("/a/f.c"));
         assert_eq!(errors_for("/home/u/f.c"), "/home/u/+Errors");
         assert_eq!(errors_for("scratch"), "+Errors");
+    }
+
+    #[test]
+    fn double_clicks_select_words_lines_and_bracketed_text() {
+        let b = test_buffer("one two_3 (a (b) c) \"q\"\nline two\n");
+        assert_eq!(double_click(&b, 5), (4, 9), "a word");
+        assert_eq!(double_click(&b, 11), (11, 18), "after ( up to its match, nested");
+        assert_eq!(double_click(&b, 18), (11, 18), "before ) back to its match");
+        assert_eq!(double_click(&b, 21), (21, 22), "inside quotes");
+        assert_eq!(double_click(&b, 0), (0, 24), "at a line's start: the line, its newline too");
+        assert_eq!(double_click(&b, 24), (24, 33), "after a newline: the next line");
+        assert_eq!(double_click(&b, 23), (0, 24), "before a newline: the line and its newline");
+        let open = test_buffer("f(x");
+        assert_eq!(double_click(&open, 2), (2, 2), "no match, no selection");
     }
 
     #[test]

@@ -11,6 +11,9 @@
 //! - [`palette`]: acme's colours.
 //! - [`render`]: the headless renderer, drawing the model into a pixel
 //!   buffer.
+//! - [`input`]: mouse and keyboard events made edits of the led replica
+//!   (typing, selecting, double-clicks, scrolling, acme's control keys)
+//!   and B2/B3 actions for the caller.
 //!
 //! It attaches with apex-link and takes acme's rules from apex-core; it
 //! never depends on the daemon (`tests/tidy.rs` checks).
@@ -18,5 +21,6 @@
 pub mod font;
 pub mod frame;
 pub mod geom;
+pub mod input;
 pub mod palette;
 pub mod render;

@@ -2,4 +2,5 @@
 //! pixel over a real session state (two columns, a Zerox copy, a
 //! selection, a long wrapped line, a dirty window).
 
+mod input;
 mod render;

@@ -1,0 +1,531 @@
+//! The input layer: mouse and keyboard events, as the shell translates
+//! them from the window system, become edits of the replica this UI
+//! leads, and B2/B3 actions for the caller to carry out.
+//!
+//! Typing goes straight into the leader's node as the buffer's own entries
+//! (one undo group per run of typing, as acme groups it), so a keystroke
+//! never waits for the daemon; the shell flushes once a frame. Rules that
+//! every UI shares come from core: what a double-click selects, what a
+//! null B2/B3 click expands to, the tags' menus.
+
+use crate::font::{Face, Fonts};
+use crate::frame::Frame;
+use crate::geom::{Metrics, Rect, Screen};
+use apex_core::{look, make, BufferId, BufferOp, ColumnId, Node, Op, Origin, Proposal, Shard, ViewId, WindowId};
+
+/// A text on the screen that takes clicks and typing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    RowTag,
+    ColumnTag(ColumnId),
+    Tag(WindowId),
+    Body(WindowId),
+}
+
+/// The keys that are not text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Backspace,
+    Delete,
+    Left,
+    Right,
+    Up,
+    Down,
+    Home,
+    End,
+    PageUp,
+    PageDown,
+    Escape,
+    /// A control character: `h`, `w`, `u`, `a`, `e`, `z` (undo), `y` (redo).
+    Ctrl(char),
+}
+
+/// An event from the shell, in pixels of the window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Press {
+        button: u8,
+        x: i32,
+        y: i32,
+    },
+    Release {
+        button: u8,
+        x: i32,
+        y: i32,
+    },
+    Motion {
+        x: i32,
+        y: i32,
+    },
+    /// Lines to scroll (positive: forward).
+    Wheel {
+        lines: i32,
+        x: i32,
+        y: i32,
+    },
+    /// Text typed, composed characters included.
+    Text(String),
+    Key(Key),
+}
+
+/// What the caller carries out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// B2 on `text` in a window (or a column or the row tag).
+    Execute { window: Option<WindowId>, column: Option<ColumnId>, text: String },
+    /// B3 on `text` in a window.
+    Look { window: WindowId, text: String },
+    /// The text was refused by the replica (not leading it, say).
+    Refused(String),
+}
+
+/// Everything the input layer needs besides its own state.
+pub struct Ctx<'a> {
+    pub node: &'a mut Node,
+    pub screen: &'a Screen,
+    pub fonts: &'a mut Fonts,
+    pub metrics: Metrics,
+}
+
+/// A sweep of a mouse button in a text.
+#[derive(Clone, Copy, Debug)]
+struct Sweep {
+    button: u8,
+    target: Target,
+    anchor: u64,
+}
+
+/// The input layer's own state: the focus, a sweep under way, the last
+/// click (for double-clicks) and the start of the current run of typing
+/// (for Esc).
+#[derive(Debug, Default)]
+pub struct Input {
+    pub focus: Option<Target>,
+    sweep: Option<Sweep>,
+    last_click: Option<(Target, u64, u64)>,
+    typed_from: Option<(Target, u64)>,
+    /// The column Up and Down keep, in pixels.
+    column_x: Option<i32>,
+}
+
+/// Two clicks this close in time (ms) at one place are a double-click.
+pub const DOUBLE_CLICK_MS: u64 = 500;
+
+impl Ctx<'_> {
+    /// The buffer and view of a target.
+    fn text_of(&self, t: Target) -> Option<(BufferId, ViewId)> {
+        let st = &self.node.state;
+        match t {
+            Target::RowTag => st.layout.row_tag.map(|b| (b, ViewId::TopRow)),
+            Target::ColumnTag(c) => st.layout.columns.iter().find(|x| x.id == c).map(|x| (x.tag, ViewId::ColumnTag(c))),
+            Target::Tag(w) => st.window(w).ok().map(|x| (x.tag, ViewId::WindowTag(w))),
+            Target::Body(w) => st.window(w).ok().map(|x| (x.body, ViewId::WindowBody(w))),
+        }
+    }
+
+    /// The rectangle a target's text is laid out in.
+    fn rect_of(&self, t: Target) -> Option<Rect> {
+        match t {
+            Target::RowTag => Some(self.screen.row_tag),
+            Target::ColumnTag(c) => self.screen.columns.iter().find(|x| x.id == c).map(|x| x.tag),
+            Target::Tag(w) => self.screen.window(w).map(|x| x.tag),
+            Target::Body(w) => self.screen.window(w).map(|x| x.body),
+        }
+    }
+
+    /// The target's text laid out as it is drawn.
+    fn frame(&mut self, t: Target) -> Option<Frame> {
+        let (b, view) = self.text_of(t)?;
+        let rect = self.rect_of(t)?;
+        let (face, tab) = match t {
+            Target::Body(w) => {
+                let f = &self.node.state.window(w).ok()?.flags;
+                (Face::for_setting(f.font.as_deref()), f.tab.unwrap_or(apex_core::exec::DEFAULT_TAB))
+            }
+            _ => (Face::Proportional, apex_core::exec::DEFAULT_TAB),
+        };
+        let line = self.fonts.line_height() as i32;
+        let buf = self.node.state.buffer(b).ok()?;
+        let org = buf.views.get(&view).map_or(0, |v| v.org);
+        Some(Frame::new(buf.text.rope(), org, rect, self.fonts.face(face), line, tab))
+    }
+
+    /// The text target under a point, and whether it is a window's scroll
+    /// bar instead.
+    fn hit(&self, x: i32, y: i32) -> Option<(Target, bool)> {
+        if self.screen.row_tag.contains(x, y) {
+            return Some((Target::RowTag, false));
+        }
+        for c in &self.screen.columns {
+            if c.tag_line.contains(x, y) {
+                return Some((Target::ColumnTag(c.id), false));
+            }
+            for w in &c.windows {
+                if w.tag_line.contains(x, y) {
+                    return Some((Target::Tag(w.id), false));
+                }
+                if w.scroll.contains(x, y) {
+                    return Some((Target::Body(w.id), true));
+                }
+                if w.rect.contains(x, y) && y >= w.body.y0 {
+                    return Some((Target::Body(w.id), false));
+                }
+            }
+        }
+        None
+    }
+
+    fn selection(&self, t: Target) -> Option<(BufferId, ViewId, u64, u64)> {
+        let (b, view) = self.text_of(t)?;
+        let buf = self.node.state.buffer(b).ok()?;
+        let v = buf.views.get(&view).copied().unwrap_or_default();
+        Some((b, view, v.q0.min(buf.len()), v.q1.min(buf.len())))
+    }
+
+    fn append(&mut self, b: BufferId, op: BufferOp) -> Result<(), String> {
+        self.node.append(Shard::Buffer(b), Op::Buffer(op)).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    fn select(&mut self, t: Target, q0: u64, q1: u64) -> Result<(), String> {
+        let Some((b, view)) = self.text_of(t) else { return Ok(()) };
+        self.append(b, BufferOp::Select { view, q0: q0.min(q1), q1: q0.max(q1) })
+    }
+
+    fn set_origin(&mut self, t: Target, org: u64) -> Result<(), String> {
+        let Some((b, view)) = self.text_of(t) else { return Ok(()) };
+        self.append(b, BufferOp::SetOrigin { view, org })
+    }
+
+    /// Replaces `q0..q1` of the target's text with `text` as typing does.
+    fn splice(&mut self, b: BufferId, q0: u64, q1: u64, text: &str) -> Result<(), String> {
+        if q0 == q1 && text.is_empty() {
+            return Ok(());
+        }
+        let op = BufferOp::Splice { q0, q1, text: text.to_string(), origin: Origin::Keyboard };
+        self.append(b, op)?;
+        make::settag(self.node, b).map_err(|e| e.to_string())
+    }
+
+    /// The text of `q0..q1` of the target.
+    fn slice(&self, t: Target, q0: u64, q1: u64) -> String {
+        self.text_of(t)
+            .and_then(|(b, _)| self.node.state.buffer(b).ok())
+            .and_then(|b| b.slice(q0, q1).ok())
+            .unwrap_or_default()
+    }
+
+    fn window_of(t: Target) -> Option<WindowId> {
+        match t {
+            Target::Tag(w) | Target::Body(w) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+impl Input {
+    /// Handles one event at `now_ms`; returns what the caller must do.
+    pub fn handle(&mut self, ev: Event, now_ms: u64, cx: &mut Ctx) -> Vec<Effect> {
+        let r = match ev {
+            Event::Press { button, x, y } => self.press(button, x, y, now_ms, cx),
+            Event::Motion { x, y } => self.motion(x, y, cx).map(|_| Vec::new()),
+            Event::Release { button, x, y } => self.release(button, x, y, now_ms, cx),
+            Event::Wheel { lines, x, y } => match cx.hit(x, y) {
+                Some((t @ Target::Body(_), _)) => self.scroll_lines(t, lines, cx).map(|_| Vec::new()),
+                _ => Ok(Vec::new()),
+            },
+            Event::Text(s) => self.typed(&s, cx).map(|_| Vec::new()),
+            Event::Key(k) => self.key(k, cx).map(|_| Vec::new()),
+        };
+        r.unwrap_or_else(|e| vec![Effect::Refused(e)])
+    }
+
+    fn press(&mut self, button: u8, x: i32, y: i32, now: u64, cx: &mut Ctx) -> Result<Vec<Effect>, String> {
+        let Some((t, in_scroll)) = cx.hit(x, y) else { return Ok(Vec::new()) };
+        if in_scroll {
+            self.scroll_click(t, button, y, cx)?;
+            return Ok(Vec::new());
+        }
+        let Some(frame) = cx.frame(t) else { return Ok(Vec::new()) };
+        let q = frame.rune_at(x, y);
+        self.column_x = None;
+        if button == 1 {
+            self.focus = Some(t);
+            self.typed_from = None;
+            let double = self.last_click.is_some_and(|(lt, lq, at)| lt == t && lq == q && now - at <= DOUBLE_CLICK_MS);
+            if double {
+                let (b, _) = cx.text_of(t).ok_or("gone")?;
+                let (q0, q1) = look::double_click(cx.node.state.buffer(b).map_err(|e| e.to_string())?, q);
+                self.last_click = None;
+                self.sweep = None;
+                return cx.select(t, q0, q1).map(|_| Vec::new());
+            }
+            self.last_click = Some((t, q, now));
+            cx.select(t, q, q)?;
+        }
+        self.sweep = Some(Sweep { button, target: t, anchor: q });
+        Ok(Vec::new())
+    }
+
+    fn motion(&mut self, x: i32, y: i32, cx: &mut Ctx) -> Result<(), String> {
+        let Some(s) = self.sweep.filter(|s| s.button == 1) else { return Ok(()) };
+        let Some(frame) = cx.frame(s.target) else { return Ok(()) };
+        let q = frame.rune_at(x, y);
+        cx.select(s.target, s.anchor.min(q), s.anchor.max(q))
+    }
+
+    fn release(&mut self, button: u8, x: i32, y: i32, _now: u64, cx: &mut Ctx) -> Result<Vec<Effect>, String> {
+        let Some(s) = self.sweep.take().filter(|s| s.button == button) else { return Ok(Vec::new()) };
+        if button == 1 {
+            self.motion_to(s, x, y, cx)?;
+            return Ok(Vec::new());
+        }
+        // B2 and B3: the swept text, or what a null click expands to.
+        let Some(frame) = cx.frame(s.target) else { return Ok(Vec::new()) };
+        let q = frame.rune_at(x, y);
+        let (mut q0, mut q1) = (s.anchor.min(q), s.anchor.max(q));
+        if q0 == q1 {
+            let (b, _) = cx.text_of(s.target).ok_or("gone")?;
+            let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
+            // A click inside the selection acts on the selection, as acme.
+            let sel = cx.selection(s.target).map(|(_, _, a, z)| (a, z)).unwrap_or_default();
+            (q0, q1) = match sel.0 < sel.1 && (sel.0..=sel.1).contains(&q0) {
+                true => sel,
+                false => look::expand(buf, q0, button == 2),
+            };
+        }
+        let text = cx.slice(s.target, q0, q1);
+        if text.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let window = Ctx::window_of(s.target);
+        let column = match s.target {
+            Target::ColumnTag(c) => Some(c),
+            _ => None,
+        };
+        Ok(match (button, window) {
+            (2, _) => vec![Effect::Execute { window, column, text }],
+            (3, Some(window)) => vec![Effect::Look { window, text }],
+            _ => Vec::new(),
+        })
+    }
+
+    fn motion_to(&mut self, s: Sweep, x: i32, y: i32, cx: &mut Ctx) -> Result<(), String> {
+        self.sweep = Some(s);
+        let r = self.motion(x, y, cx);
+        self.sweep = None;
+        r
+    }
+
+    /// acme's scroll bar: B1 back and B3 forward by as many lines as the
+    /// click is below the bar's top, B2 to the proportional place.
+    fn scroll_click(&mut self, t: Target, button: u8, y: i32, cx: &mut Ctx) -> Result<(), String> {
+        let Some(rect) = cx.rect_of(t) else { return Ok(()) };
+        let lines = ((y - rect.y0) / cx.metrics.line.max(1)).max(1);
+        match button {
+            1 => self.scroll_lines(t, -lines, cx),
+            3 => self.scroll_lines(t, lines, cx),
+            2 => {
+                let (b, _) = cx.text_of(t).ok_or("gone")?;
+                let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
+                let frac = f64::from((y - rect.y0).max(0)) / f64::from(rect.height().max(1));
+                let q = (buf.len() as f64 * frac) as u64;
+                // To the start of that line, as acme's B2 jump does.
+                let org = look::show_origin(buf, q);
+                cx.set_origin(t, org)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Scrolls by `lines` display lines (negative: back).
+    pub fn scroll_lines(&mut self, t: Target, lines: i32, cx: &mut Ctx) -> Result<(), String> {
+        let Some(frame) = cx.frame(t) else { return Ok(()) };
+        let (b, _) = cx.text_of(t).ok_or("gone")?;
+        let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
+        let org = if lines >= 0 {
+            let n = lines as usize;
+            match frame.lines.get(n) {
+                Some(l) => l.q0,
+                None => frame.end.min(look::show_origin(buf, buf.len())),
+            }
+        } else {
+            // Back by whole text lines: cheap and close to acme's.
+            let line = buf.text.char_to_line(frame.org as usize) as i64;
+            let to = (line + i64::from(lines)).max(0) as usize;
+            buf.text.line_to_char(to) as u64
+        };
+        if org == frame.org {
+            return Ok(());
+        }
+        cx.set_origin(t, org)
+    }
+
+    /// The target typing goes to, and where its selection is.
+    fn typing_target(&self, cx: &Ctx) -> Option<(Target, BufferId, u64, u64)> {
+        let t = self.focus?;
+        let (b, _, q0, q1) = cx.selection(t)?;
+        Some((t, b, q0, q1))
+    }
+
+    /// Typed text replaces the selection; a run of typing is one undo
+    /// group.
+    fn typed(&mut self, s: &str, cx: &mut Ctx) -> Result<(), String> {
+        let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
+        let s: String = s
+            .chars()
+            .map(|c| if c == '\r' { '\n' } else { c })
+            .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+            .collect();
+        if s.is_empty() {
+            return Ok(());
+        }
+        if self.typed_from.is_none_or(|(tt, _)| tt != t) {
+            let group = cx.node.new_group().map_err(|e| e.to_string())?;
+            cx.append(b, BufferOp::Mark { group })?;
+            self.typed_from = Some((t, q0));
+        }
+        cx.splice(b, q0, q1, &s)?;
+        let q = q0 + s.chars().count() as u64;
+        self.column_x = None;
+        cx.select(t, q, q)
+    }
+
+    fn key(&mut self, k: Key, cx: &mut Ctx) -> Result<(), String> {
+        let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
+        let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
+        let len = buf.len();
+        let at = |q: u64| buf.text.char(q as usize);
+        let line_start = |q: u64| look::show_origin(buf, q);
+        let line_end = |q: u64| {
+            let mut e = q;
+            while e < len && at(e) != '\n' {
+                e += 1;
+            }
+            e
+        };
+        // Erasing keys take the selection if there is one.
+        let erase = |from: u64| -> (u64, u64) {
+            if q0 < q1 {
+                (q0, q1)
+            } else {
+                (from, q0)
+            }
+        };
+        let vertical = matches!(k, Key::Up | Key::Down);
+        if !vertical {
+            self.column_x = None;
+        }
+        match k {
+            Key::Backspace | Key::Ctrl('h') => {
+                let (a, z) = erase(q0.saturating_sub(1));
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Delete => {
+                let (a, z) = if q0 < q1 { (q0, q1) } else { (q0, (q1 + 1).min(len)) };
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Ctrl('w') => {
+                // Back over blanks, then over a word (or one other rune).
+                let mut a = q0;
+                while a > 0 && matches!(at(a - 1), ' ' | '\t') {
+                    a -= 1;
+                }
+                let word = |c: char| c.is_alphanumeric() || c == '_';
+                if a > 0 && word(at(a - 1)) {
+                    while a > 0 && word(at(a - 1)) {
+                        a -= 1;
+                    }
+                } else if a > 0 && at(a - 1) != '\n' {
+                    a -= 1;
+                }
+                let (a, z) = erase(a);
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Ctrl('u') => {
+                let s = line_start(q0);
+                let (a, z) = erase(if s == q0 { q0.saturating_sub(1) } else { s });
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Ctrl('a') => cx.select(t, line_start(q0), line_start(q0)),
+            Key::Ctrl('e') => cx.select(t, line_end(q1), line_end(q1)),
+            Key::Left => {
+                let q = if q0 < q1 { q0 } else { q0.saturating_sub(1) };
+                cx.select(t, q, q)
+            }
+            Key::Right => {
+                let q = if q0 < q1 { q1 } else { (q1 + 1).min(len) };
+                cx.select(t, q, q)
+            }
+            Key::Up | Key::Down => {
+                let Some(frame) = cx.frame(t) else { return Ok(()) };
+                let Some((x, y)) = frame.point_of(q0) else { return Ok(()) };
+                let x = *self.column_x.get_or_insert(x);
+                let dy = if k == Key::Up { -frame.line_height } else { frame.line_height };
+                let y = y + dy;
+                if y < frame.rect.y0 || y >= frame.rect.y0 + frame.lines.len() as i32 * frame.line_height {
+                    // Off the frame: scroll a line, then move.
+                    self.scroll_lines(t, if k == Key::Up { -1 } else { 1 }, cx)?;
+                    let Some(frame) = cx.frame(t) else { return Ok(()) };
+                    let y = y.clamp(frame.rect.y0, frame.rect.y1 - 1);
+                    let q = frame.rune_at(x, y);
+                    return cx.select(t, q, q);
+                }
+                let q = frame.rune_at(x, y);
+                cx.select(t, q, q)
+            }
+            Key::Home => cx.set_origin(t, 0),
+            Key::End => {
+                let org = line_start(len);
+                cx.set_origin(t, org)
+            }
+            Key::PageUp | Key::PageDown => {
+                let Some(frame) = cx.frame(t) else { return Ok(()) };
+                let n = frame.capacity().max(2) as i32 - 1;
+                self.scroll_lines(t, if k == Key::PageUp { -n } else { n }, cx)
+            }
+            Key::Escape => {
+                // Esc selects what was typed since the last click; with
+                // text selected it cuts it, as acme does.
+                if q0 < q1 {
+                    let text = cx.slice(t, q0, q1);
+                    let snarf = Proposal::Snarf { text };
+                    apex_core::propose::apply(cx.node, &snarf).map_err(|e| e.to_string())?;
+                    self.typed_from = None;
+                    return self.erase(t, b, q0, q1, cx);
+                }
+                match self.typed_from {
+                    Some((tt, from)) if tt == t && from < q0 => {
+                        self.typed_from = None;
+                        cx.select(t, from, q0)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            Key::Ctrl('z') | Key::Ctrl('y') => {
+                let p = match k {
+                    Key::Ctrl('z') => Proposal::Undo { buffer: b },
+                    _ => Proposal::Redo { buffer: b },
+                };
+                self.typed_from = None;
+                apex_core::propose::apply(cx.node, &p).map(|_| ()).map_err(|e| e.to_string())
+            }
+            Key::Ctrl(_) => Ok(()),
+        }
+    }
+
+    fn erase(&mut self, t: Target, b: BufferId, q0: u64, q1: u64, cx: &mut Ctx) -> Result<(), String> {
+        if q0 >= q1 {
+            return Ok(());
+        }
+        if self.typed_from.is_none_or(|(tt, _)| tt != t) {
+            let group = cx.node.new_group().map_err(|e| e.to_string())?;
+            cx.append(b, BufferOp::Mark { group })?;
+            self.typed_from = Some((t, q0));
+        }
+        if let Some((_, from)) = self.typed_from.as_mut() {
+            *from = (*from).min(q0);
+        }
+        cx.splice(b, q0, q1, "")?;
+        cx.select(t, q0, q0)
+    }
+}

@@ -1,0 +1,187 @@
+//! The input layer over a replica that leads everything (a server node
+//! laid out as a session is): scripted mouse and keyboard sequences, and
+//! the text, selections and tags they leave.
+
+use apex_core::propose::{self, Created, Proposal};
+use apex_core::*;
+use apex_ui::font::Fonts;
+use apex_ui::frame::Frame;
+use apex_ui::geom::{Metrics, Screen};
+use apex_ui::input::{Ctx, Effect, Event, Input, Key, Target};
+
+struct Rig {
+    node: Node,
+    fonts: Fonts,
+    w: make::NewWindow,
+    input: Input,
+    now: u64,
+    /// Milliseconds between events.
+    step: u64,
+}
+
+impl Rig {
+    fn new(text: &str) -> Rig {
+        let mut node = Node::server();
+        make::init_session(&mut node).unwrap();
+        let column = Some(node.state.layout.columns[0].id);
+        let p = Proposal::CreateWindow { body: None, column, name: "/tmp/input.txt".into() };
+        let Created::Window(w) = propose::apply(&mut node, &p).unwrap().created else { panic!("a window") };
+        if !text.is_empty() {
+            let p = Proposal::Insert { buffer: w.body, version: 0, q0: 0, text: text.into(), origin: Origin::Keyboard };
+            propose::apply(&mut node, &p).unwrap();
+            propose::apply(&mut node, &Proposal::Clean { buffer: w.body }).unwrap();
+        }
+        Rig { node, fonts: Fonts::new(1.0), w, input: Input::default(), now: 1000, step: 1000 }
+    }
+
+    fn screen(&self) -> (Screen, Metrics) {
+        let m = Metrics::new(self.fonts.line_height(), 1.0);
+        (Screen::new(&self.node.state, 800, 600, &m), m)
+    }
+
+    fn send(&mut self, ev: Event) -> Vec<Effect> {
+        let (screen, metrics) = self.screen();
+        self.now += self.step;
+        let mut cx = Ctx { node: &mut self.node, screen: &screen, fonts: &mut self.fonts, metrics };
+        self.input.handle(ev, self.now, &mut cx)
+    }
+
+    /// Where rune `q` of the body is drawn (its middle, a third down).
+    fn point(&mut self, q: u64) -> (i32, i32) {
+        let (screen, _) = self.screen();
+        let rect = screen.window(self.w.window).unwrap().body;
+        let line = self.fonts.line_height() as i32;
+        let b = self.node.state.buffer(self.w.body).unwrap();
+        let org = b.views[&ViewId::WindowBody(self.w.window)].org;
+        let frame = Frame::new(b.text.rope(), org, rect, &mut self.fonts.proportional, line, 4);
+        let (x, y) = frame.point_of(q).unwrap();
+        (x, y + line / 3)
+    }
+
+    fn click(&mut self, q: u64) {
+        let (x, y) = self.point(q);
+        self.send(Event::Press { button: 1, x, y });
+        self.send(Event::Release { button: 1, x, y });
+    }
+
+    fn text(&self) -> String {
+        self.node.state.buffer(self.w.body).unwrap().text.to_string()
+    }
+
+    fn sel(&self) -> (u64, u64) {
+        let v = self.node.state.buffer(self.w.body).unwrap().views[&ViewId::WindowBody(self.w.window)];
+        (v.q0, v.q1)
+    }
+
+    fn tag(&self) -> String {
+        self.node.state.buffer(self.w.tag).unwrap().text.to_string()
+    }
+
+    fn key(&mut self, k: Key) {
+        assert_eq!(self.send(Event::Key(k)), vec![]);
+    }
+
+    fn typed(&mut self, s: &str) {
+        assert_eq!(self.send(Event::Text(s.into())), vec![]);
+    }
+}
+
+#[test]
+fn click_type_backspace_and_control_keys() {
+    let mut r = Rig::new("hello world\n");
+    r.click(5);
+    assert_eq!(r.input.focus, Some(Target::Body(r.w.window)));
+    assert_eq!(r.sel(), (5, 5));
+    r.typed(", big");
+    assert_eq!(r.text(), "hello, big world\n");
+    assert_eq!(r.sel(), (10, 10));
+    assert!(r.tag().contains(" Undo Put "), "the tag shows the change: {}", r.tag());
+    r.key(Key::Backspace);
+    assert_eq!(r.text(), "hello, bi world\n");
+    r.key(Key::Ctrl('w'));
+    assert_eq!(r.text(), "hello,  world\n", "^W erases the word before");
+    r.key(Key::Ctrl('u'));
+    assert_eq!(r.text(), " world\n", "^U erases to the line's start");
+    r.key(Key::Ctrl('e'));
+    assert_eq!(r.sel(), (6, 6));
+    r.key(Key::Ctrl('a'));
+    assert_eq!(r.sel(), (0, 0));
+    r.key(Key::Right);
+    r.key(Key::Right);
+    assert_eq!(r.sel(), (2, 2));
+    r.key(Key::Left);
+    assert_eq!(r.sel(), (1, 1));
+    // The whole run of typing and erasing is one undo step.
+    r.key(Key::Ctrl('z'));
+    assert_eq!(r.text(), "hello world\n");
+    r.key(Key::Ctrl('y'));
+    assert_eq!(r.text(), " world\n");
+}
+
+#[test]
+fn sweeps_double_clicks_and_esc() {
+    let mut r = Rig::new("one two three\nfour (five six)\n");
+    // A sweep selects; typing replaces the selection.
+    let (x0, y0) = r.point(4);
+    let (x1, y1) = r.point(7);
+    r.send(Event::Press { button: 1, x: x0, y: y0 });
+    r.send(Event::Motion { x: x1, y: y1 });
+    r.send(Event::Release { button: 1, x: x1, y: y1 });
+    assert_eq!(r.sel(), (4, 7));
+    r.typed("2");
+    assert_eq!(r.text(), "one 2 three\nfour (five six)\n");
+    // Esc selects what was typed since the click; Esc again cuts it.
+    r.key(Key::Escape);
+    assert_eq!(r.sel(), (4, 5));
+    r.key(Key::Escape);
+    assert_eq!(r.text(), "one  three\nfour (five six)\n");
+    assert_eq!(r.node.state.layout.snarf, "2", "Esc cut it to the snarf buffer");
+    // A double-click selects a word, or the text inside brackets; two
+    // clicks far apart in time are two clicks.
+    r.click(1);
+    r.click(1);
+    assert_eq!(r.sel(), (1, 1), "slow clicks");
+    r.step = 100;
+    r.click(1);
+    r.click(1);
+    assert_eq!(r.sel(), (0, 3), "the word `one`");
+    let open = r.text().find('(').unwrap() as u64 + 1;
+    r.click(open);
+    r.click(open);
+    assert_eq!(r.sel(), (open, open + 8), "inside the brackets: `five six`");
+}
+
+#[test]
+fn button_two_and_three_give_actions_and_the_wheel_scrolls() {
+    let text: String = (0..200).map(|i| format!("line {i}\n")).collect();
+    let mut r = Rig::new(&text);
+    // B2 on a word of the tag: execute it for the window.
+    let (screen, _) = r.screen();
+    let tag = screen.window(r.w.window).unwrap().tag;
+    let tag_text = r.tag();
+    let put_at = tag_text.find("Del").unwrap() as u64;
+    let b = r.node.state.buffer(r.w.tag).unwrap();
+    let line = r.fonts.line_height() as i32;
+    let frame = Frame::new(b.text.rope(), 0, tag, &mut r.fonts.proportional, line, 4);
+    let (x, y) = frame.point_of(put_at + 1).unwrap();
+    r.send(Event::Press { button: 2, x, y: y + 2 });
+    let fx = r.send(Event::Release { button: 2, x, y: y + 2 });
+    assert_eq!(fx, vec![Effect::Execute { window: Some(r.w.window), column: None, text: "Del".into() }]);
+    // B3 on a word of the body: look it up.
+    let (x, y) = r.point(2);
+    r.send(Event::Press { button: 3, x, y });
+    let fx = r.send(Event::Release { button: 3, x, y });
+    assert_eq!(fx, vec![Effect::Look { window: r.w.window, text: "line".into() }]);
+    // The wheel moves the origin by lines; Page Down by a screen.
+    let (x, y) = r.point(0);
+    r.send(Event::Wheel { lines: 3, x, y });
+    let org = |r: &Rig| r.node.state.buffer(r.w.body).unwrap().views[&ViewId::WindowBody(r.w.window)].org;
+    assert_eq!(org(&r), "line 0\nline 1\nline 2\n".len() as u64);
+    r.click(org(&r));
+    r.key(Key::PageDown);
+    assert!(org(&r) > 100, "a page further: {}", org(&r));
+    r.key(Key::Home);
+    assert_eq!(org(&r), 0);
+    r.send(Event::Wheel { lines: -2, x, y });
+    assert_eq!(org(&r), 0, "not before the start");
+}
