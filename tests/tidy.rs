@@ -135,7 +135,7 @@ fn every_workspace_crate_has_a_layer() {
 }
 
 /// The manual pages every issue promises, each clean under `mandoc -T lint`.
-const MAN_PAGES: &[&str] = &["apexd.1", "apex.1", "apex.4", "apex-mnt.1"];
+const MAN_PAGES: &[&str] = &["apexd.1", "apex.1", "apex.4", "apex-mnt.1", "apex-ui.1"];
 
 #[test]
 fn man_pages_exist_and_are_clean_under_mandoc_lint() {

@@ -280,32 +280,6 @@ pub struct ShellPipes;
 impl apex_core::ecmd::Pipes for ShellPipes {
     fn run(&mut self, command: &str, input: Option<&str>, file: &apex_core::ecmd::EditFile) -> Result<String, String> {
         let dir = command_dir(&file.name);
-        let mut child = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .current_dir(&dir)
-            .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("{command}: sh: {e}"))?;
-        // Feed the input from a thread, so a command that writes before it
-        // has read everything cannot deadlock against us.
-        let feeder = match (input, child.stdin.take()) {
-            (Some(text), Some(mut stdin)) => {
-                let text = text.to_string();
-                Some(std::thread::spawn(move || stdin.write_all(text.as_bytes())))
-            }
-            _ => None,
-        };
-        let out = child.wait_with_output().map_err(|e| format!("{command}: {e}"))?;
-        if let Some(f) = feeder {
-            let _ = f.join();
-        }
-        if !out.status.success() {
-            let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            return Err(format!("{command}: {} {why}", out.status));
-        }
-        String::from_utf8(out.stdout).map_err(|_| format!("{command}: its output is not UTF-8 text"))
+        apex_ninep::shell::pipe(command, input, Some(Path::new(&dir)))
     }
 }

@@ -103,6 +103,11 @@ impl Attached {
         self.inner.changed.send_modify(|n| *n += 1);
     }
 
+    /// The link, locked: hold it only briefly (the reader task waits).
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Link> {
+        self.inner.link.lock().expect("link lock")
+    }
+
     /// Runs `f` on the link.
     pub fn with<R>(&self, f: impl FnOnce(&mut Link) -> R) -> R {
         f(&mut self.inner.link.lock().expect("link lock"))

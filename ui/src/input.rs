@@ -282,7 +282,8 @@ impl Input {
         // B2 and B3: the swept text, or what a null click expands to.
         let Some(frame) = cx.frame(s.target) else { return Ok(Vec::new()) };
         let q = frame.rune_at(x, y);
-        let (mut q0, mut q1) = (s.anchor.min(q), s.anchor.max(q));
+        let swept = (s.anchor.min(q), s.anchor.max(q));
+        let (mut q0, mut q1) = swept;
         if q0 == q1 {
             let (b, _) = cx.text_of(s.target).ok_or("gone")?;
             let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
@@ -302,6 +303,28 @@ impl Input {
             Target::ColumnTag(c) => Some(c),
             _ => None,
         };
+        // A tool reading the window's events decides: the action is
+        // reported to it (acme's event file), not carried out here.
+        let reader = window.and_then(|w| cx.node.state.window(w).ok()).and_then(|w| w.event_reader);
+        if let (Some(_), Some((b, view))) = (reader, cx.text_of(s.target)) {
+            let version = cx.node.state.buffer(b).map_err(|e| e.to_string())?.version;
+            let expanded = swept != (q0, q1);
+            let builtin = button == 2 && look::is_builtin(&text);
+            let flags = u32::from(builtin) | if expanded { 2 } else { 0 };
+            let action = Box::new(apex_core::Action {
+                view: Some(view),
+                version,
+                q0: swept.0,
+                q1: swept.1,
+                expansion: expanded.then_some((q0, q1)),
+                arg: None,
+                flags,
+                origin: Origin::Mouse,
+            });
+            let op = if button == 2 { BufferOp::ExecAt(action) } else { BufferOp::LookAt(action) };
+            cx.append(b, op)?;
+            return Ok(Vec::new());
+        }
         Ok(match (button, window) {
             (2, _) => vec![Effect::Execute { window, column, text }],
             (3, Some(window)) => vec![Effect::Look { window, text }],

@@ -15,12 +15,19 @@
 //!   (typing, selecting, double-clicks, scrolling, acme's control keys)
 //!   and B2/B3 actions for the caller.
 //!
+//! - [`host`]: the UI as core's built-ins' host (its replica, the daemon's
+//!   files for get, put and commands).
+//! - [`shell`]: the winit window, drawn with softbuffer, woken by the
+//!   link's change subscription.
+//!
 //! It attaches with apex-link and takes acme's rules from apex-core; it
 //! never depends on the daemon (`tests/tidy.rs` checks).
 
 pub mod font;
 pub mod frame;
 pub mod geom;
+pub mod host;
 pub mod input;
 pub mod palette;
 pub mod render;
+pub mod shell;

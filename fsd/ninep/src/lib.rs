@@ -21,6 +21,7 @@
 //!   [`dial`] for `unix!PATH` and `tcp!HOST!PORT`.
 //! - [`ns`]: the plan9port namespace directory, the user name, and a
 //!   posted service's address (lib9's `getns`), for every client.
+//! - [`shell`]: a shell command with text in and out, for Edit's pipes.
 //! - [`malloc`]: the malloc policy apex's long-running processes set first
 //!   (keep freed memory).
 //! - [`srv`]: [`srv::serve_conn`] (version, tags, the fid table, flush,
@@ -46,6 +47,7 @@ pub mod fdpass;
 mod io;
 pub mod malloc;
 pub mod ns;
+pub mod shell;
 pub mod srv;
 pub mod version;
 

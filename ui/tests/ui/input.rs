@@ -185,3 +185,17 @@ fn button_two_and_three_give_actions_and_the_wheel_scrolls() {
     r.send(Event::Wheel { lines: -2, x, y });
     assert_eq!(org(&r), 0, "not before the start");
 }
+
+#[test]
+fn with_a_tool_reading_the_events_actions_are_reported_not_done() {
+    let mut r = Rig::new("make test\n");
+    let p = Proposal::EventReader { window: r.w.window, reader: Some(AttachmentId(7)) };
+    propose::apply(&mut r.node, &p).unwrap();
+    let (x, y) = r.point(1);
+    r.send(Event::Press { button: 2, x, y });
+    assert_eq!(r.send(Event::Release { button: 2, x, y }), vec![], "nothing for the UI to do");
+    let b = r.node.state.buffer(r.w.body).unwrap();
+    let (kind, a) = b.last_action.clone().expect("the action is in the buffer for the event reader");
+    assert_eq!(format!("{kind:?}"), "Exec");
+    assert_eq!((a.q0, a.q1, a.expansion, a.flags & 2), (1, 1, Some((0, 4)), 2), "a null click, expanded");
+}

@@ -1,6 +1,8 @@
 //! apex-ui's tests, in one binary: the headless renderer queried pixel by
 //! pixel over a real session state (two columns, a Zerox copy, a
-//! selection, a long wrapped line, a dirty window).
+//! selection, a long wrapped line, a dirty window); the input layer's
+//! scripted sequences; and the real program under Xvfb.
 
 mod input;
 mod render;
+mod xvfb;

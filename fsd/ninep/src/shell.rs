@@ -1,0 +1,51 @@
+//! Running a shell command with text in and text out, for Edit's `<`, `>`
+//! and `|` wherever Edit runs (the daemon, a UI): `sh -c` in a directory,
+//! the text on standard input, its standard output back; a command that
+//! fails is an error, so the Edit changes nothing.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Runs `command` in `dir` (the caller's own directory if `None`) with
+/// `input` on its standard input.
+pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<String, String> {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() });
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("{command}: sh: {e}"))?;
+    // Fed from a thread, so a command that writes before it has read all
+    // of its input cannot deadlock against us.
+    let feeder = match (input, child.stdin.take()) {
+        (Some(text), Some(mut stdin)) => {
+            let text = text.to_string();
+            Some(std::thread::spawn(move || stdin.write_all(text.as_bytes())))
+        }
+        _ => None,
+    };
+    let out = child.wait_with_output().map_err(|e| format!("{command}: {e}"))?;
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(format!("{command}: {} {why}", out.status));
+    }
+    String::from_utf8(out.stdout).map_err(|_| format!("{command}: its output is not UTF-8 text"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_goes_through_and_failures_say_why() {
+        assert_eq!(pipe("tr a-z A-Z", Some("abc\n"), None).unwrap(), "ABC\n");
+        assert_eq!(pipe("pwd", None, Some(Path::new("/"))).unwrap(), "/\n");
+        let e = pipe("echo oops >&2; exit 3", None, None).unwrap_err();
+        assert!(e.contains("oops") && e.contains('3'), "{e}");
+    }
+}

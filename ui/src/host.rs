@@ -1,0 +1,171 @@
+//! The UI as core's [`exec::Host`]: built-ins clicked in this UI run
+//! against its own replica (it leads what the user edits, so proposals
+//! apply at once and go out with the next flush), and what needs the
+//! machine goes to the daemon through its files: `get` and `put` through
+//! `buffers/N/ctl` (a put writes exactly the version this UI flushed and
+//! the daemon acknowledged), commands through the session's `ctl`.
+
+use apex_core::ecmd::{EditFile, Pipes};
+use apex_core::exec::{ExecError, Host};
+use apex_core::propose::Applied;
+use apex_core::{BufferId, Proposal, State};
+use apex_link::{Attached, Submitted};
+use apex_ninep::fcall::OWRITE;
+use apex_ninep::Client;
+use std::ops::Deref;
+use std::time::Duration;
+
+/// How long a host request waits for the daemon before it says so.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// The UI's side of a built-in's run.
+pub struct UiHost {
+    pub att: Attached,
+    pub client: Client,
+    pub session: String,
+    pub rt: tokio::runtime::Handle,
+    /// Set by Exit and Abort: the window closes, the session goes on.
+    pub exit: bool,
+}
+
+/// The replica's state under the link's lock.
+pub struct StateGuard<'a>(std::sync::MutexGuard<'a, apex_link::Link>);
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.0.node().expect("attached: the state checked it").state
+    }
+}
+
+fn host(e: impl std::fmt::Display) -> ExecError {
+    ExecError::Host(e.to_string())
+}
+
+impl UiHost {
+    /// Writes `text` to the session's file `path` (one message).
+    fn write(&self, path: &str, text: &str) -> Result<(), ExecError> {
+        let (c, session) = (self.client.clone(), self.session.clone());
+        let path = format!("{session}/{path}");
+        let (text, at) = (text.to_string(), path.clone());
+        self.rt
+            .block_on(async move {
+                let root = c.attach(&apex_ninep::ns::user_name(), "").await?;
+                let f = c.open_path(root, &at, OWRITE).await;
+                let _ = c.clunk(root).await;
+                let f = f?;
+                let r = c.write(f.fid, 0, text.as_bytes()).await;
+                let _ = c.clunk(f.fid).await;
+                r.map(|_| ())
+            })
+            .map_err(|e| host(format!("{path}: {e}")))
+    }
+
+    /// Flushes and waits until the daemon has acknowledged everything.
+    fn settle(&self) -> Result<(), ExecError> {
+        let att = self.att.clone();
+        self.rt.block_on(async move {
+            att.flush().await.map_err(host)?;
+            match att.wait_for(WAIT, |l| l.quiet()).await {
+                true => Ok(()),
+                false => Err(host("the daemon did not acknowledge this UI's changes in time")),
+            }
+        })
+    }
+}
+
+impl Pipes for UiHost {
+    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, String> {
+        let dir = apex_core::look::window_dir(&file.name).filter(|d| std::path::Path::new(d).is_dir());
+        apex_ninep::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new))
+    }
+}
+
+impl Host for UiHost {
+    fn state(&self) -> Result<impl Deref<Target = State> + '_, ExecError> {
+        let guard = self.att.lock();
+        match guard.node() {
+            Some(_) => Ok(StateGuard(guard)),
+            None => Err(host("not attached yet")),
+        }
+    }
+
+    fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
+        let submitted = self.att.with(|l| l.submit(proposal));
+        match submitted {
+            Submitted::Applied(r) => r.map_err(host),
+            Submitted::Sent(id) => {
+                // Not leading it: the holder answers; wait for that.
+                let att = self.att.clone();
+                self.rt.block_on(async move {
+                    att.flush().await.map_err(host)?;
+                    let mut answer = None;
+                    att.wait_for(WAIT, |_| false).await;
+                    att.with(|l| {
+                        for e in l.events() {
+                            if let apex_link::Event::Answer { id: got, result } = e {
+                                if got == id {
+                                    answer = Some(result);
+                                }
+                            }
+                        }
+                    });
+                    answer.unwrap_or_else(|| Err("no answer from the holder in time".into())).map_err(host)
+                })
+            }
+        }
+    }
+
+    fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
+        self.settle()?;
+        let msg = match file {
+            Some(f) => format!("get {f}\n"),
+            None => "get\n".into(),
+        };
+        self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
+    }
+
+    fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
+        self.settle()?;
+        let version = self.state()?.buffer(buffer)?.version;
+        let msg = match file {
+            Some(f) => format!("put -v {version} {f}\n"),
+            None => format!("put -v {version}\n"),
+        };
+        self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
+    }
+
+    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
+        let dir = dir.filter(|d| std::path::Path::new(d).is_dir()).map(str::to_string).unwrap_or_else(|| self.cwd());
+        self.write("ctl", &format!("exec {dir} {command}\n"))
+    }
+
+    fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
+        self.write("ctl", &format!("kill {pid}\n"))
+    }
+
+    fn exists(&mut self, path: &str) -> bool {
+        std::path::Path::new(path).exists()
+    }
+
+    fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError> {
+        std::fs::read(path).map_err(|e| host(format!("can't open load file {path}: {e}")))
+    }
+
+    fn write_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), ExecError> {
+        std::fs::write(path, bytes).map_err(|e| host(format!("can't open {path}: {e}")))
+    }
+
+    fn home(&self) -> Option<String> {
+        std::env::var("HOME").ok().filter(|h| !h.is_empty())
+    }
+
+    fn cwd(&self) -> String {
+        std::env::current_dir().map_or_else(|_| "/".into(), |d| d.display().to_string())
+    }
+
+    fn exit(&mut self, _abort: bool) -> Result<(), ExecError> {
+        self.exit = true;
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! `apex-ui [-a ADDR] [-s SESSION] [FILE ...]`: the acme-like window onto
+//! an apex session. Without `-a` it uses the posted `apex` service and,
+//! when none answers, starts `apexd` detached first (as tmux starts its
+//! server), so one command gives a working editor. Files named on the
+//! command line open in windows, as `acme FILE` does.
+
+use apex_core::{exec, AttachmentKind, Shard};
+use apex_link::Attached;
+use apex_ui::host::{UiHost, WAIT};
+use clap::Parser;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(name = "apex-ui", about = "The acme-like window onto an apex session", version)]
+struct Args {
+    /// Server address: unix!PATH, tcp!HOST!PORT, or a posted service name.
+    #[arg(short = 'a', value_name = "ADDR")]
+    addr: Option<String>,
+    /// The session to open.
+    #[arg(short = 's', value_name = "SESSION", default_value = "main")]
+    session: String,
+    /// Files and directories to open in windows.
+    files: Vec<PathBuf>,
+}
+
+/// `apexd` beside this program, else on the PATH.
+fn apexd_program() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("apexd")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("apexd"))
+}
+
+/// Starts `apexd` in a session of its own, detached from this terminal,
+/// and waits for its socket to answer.
+fn start_daemon(socket: &Path) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let program = apexd_program();
+    let mut cmd = std::process::Command::new(&program);
+    cmd.arg("-q")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    let deadline = Instant::now() + WAIT;
+    while std::os::unix::net::UnixStream::connect(socket).is_err() {
+        if Instant::now() > deadline {
+            return Err(format!("started {} but {} did not answer", program.display(), socket.display()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let address = match &args.addr {
+        Some(a) => apex_ninep::ns::service_address(a),
+        None => {
+            let socket = apex_ninep::ns::namespace_dir(None).join("apex");
+            if std::os::unix::net::UnixStream::connect(&socket).is_err() {
+                start_daemon(&socket)?;
+            }
+            format!("unix!{}", socket.display())
+        }
+    };
+    // Where there is no display, the daemon alone: it runs on, and we say
+    // how to reach it.
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
+    if !display {
+        eprintln!("apex-ui: no display (DISPLAY and WAYLAND_DISPLAY are unset): the daemon alone serves {address}");
+        eprintln!("    apex ls {}                # its files; the session goes on until apexd stops", args.session);
+        return Ok(());
+    }
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let session = args.session.clone();
+    let (client, att) = rt.block_on(async {
+        let client = apex_ninep::dial(&address, 1 << 20).await.map_err(|e| format!("dial {address}: {e}"))?;
+        let att = Attached::open(&client, &session, AttachmentKind::Ui, "apex-ui").await?;
+        // The leases come by cooperative transfer from whoever has them.
+        if !att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await {
+            return Err(format!("{session}: the layout's lease did not come"));
+        }
+        Ok::<_, String>((client, att))
+    })?;
+    let mut host = UiHost { att, client, session: args.session.clone(), rt: rt.handle().clone(), exit: false };
+    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    for f in &args.files {
+        let mut path = cwd.join(f).display().to_string();
+        if Path::new(&path).is_dir() && !path.ends_with('/') {
+            path.push('/');
+        }
+        if let Err(e) = exec::open(&mut host, &path, None) {
+            let _ = exec::warn(&mut host, None, &format!("{}: {e}\n", f.display()));
+        }
+    }
+    let title = format!("apex {}", args.session);
+    let att = host.att.clone();
+    let shown = apex_ui::shell::run(host, title);
+    // Leaving detaches; the session goes on in apexd.
+    rt.block_on(async {
+        let _ = att.flush().await;
+        att.close().await;
+    });
+    shown
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(args) {
+        eprintln!("apex-ui: {e}");
+        std::process::exit(1);
+    }
+}
