@@ -36,14 +36,35 @@ fn file_or_name(what: &str, file: Option<String>, name: &str) -> Result<String, 
     Ok(file)
 }
 
-/// Replaces buffer `b`'s text with `file`'s (the buffer's name if none),
-/// names it so if a file was given, and marks it clean.
+/// A file's text, or a directory's listing as acme shows one: the names
+/// in order, one a line, a directory's with a `/` after it.
+fn read_text(path: &str) -> std::io::Result<Vec<u8>> {
+    if !Path::new(path).is_dir() {
+        return std::fs::read(path);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(path)?
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            match e.path().is_dir() {
+                true => format!("{name}/"),
+                false => name,
+            }
+        })
+        .collect();
+    names.sort();
+    Ok(names.iter().map(|n| format!("{n}\n")).collect::<String>().into_bytes())
+}
+
+/// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
+/// a directory lists its entries), names it so if a file was given, and
+/// marks it clean.
 pub async fn get(tree: &Tree, session: u64, b: BufferId, file: Option<String>) -> Result<(), String> {
     let name = tree.with_session(session, |s| Ok(s.view.state.buffer(b).map_err(|e| e.to_string())?.name.clone()))?;
     let named = file.is_some();
     let file = file_or_name("get", file, &name)?;
     let path = file.clone();
-    let bytes = tokio::task::spawn_blocking(move || std::fs::read(&path))
+    let bytes = tokio::task::spawn_blocking(move || read_text(&path))
         .await
         .map_err(|e| format!("get: {e}"))?
         .map_err(|e| format!("get: {file}: {e}"))?;

@@ -284,6 +284,12 @@ impl Link {
         let Some(node) = &mut self.node else { return };
         let hooks: Vec<ClientMsg> = self.hooks.lock().expect("hook lock").drain(..).collect();
         let mut out: Vec<ClientMsg> = hooks;
+        // The layout's entries, and any that carry a proposal's answer, go
+        // last: a recipe (make.rs) writes a buffer before the window that
+        // shows it and the window before its place in the layout, and the
+        // daemon answers a proposal (a walk to `new`, say) as soon as its
+        // answer arrives, so everything it made must be there by then.
+        let mut late_msgs: Vec<ClientMsg> = Vec::new();
         let me = node.attachment;
         for (shard, _) in node.led().clone() {
             if shard == Shard::Meta {
@@ -307,10 +313,16 @@ impl Link {
                 let (mine, rest): (Vec<_>, Vec<_>) =
                     self.answers.drain(..).partition(|(_, s, r)| *s == shard && r.is_ok());
                 self.answers = rest;
-                let answers = mine.into_iter().map(|(id, _, r)| (id, r)).collect();
-                out.push(ClientMsg::Append { shard, entries, generation: self.generation, answers });
+                let answers: Vec<_> = mine.into_iter().map(|(id, _, r)| (id, r)).collect();
+                let late = shard == Shard::Layout || !answers.is_empty();
+                let msg = ClientMsg::Append { shard, entries, generation: self.generation, answers };
+                match late {
+                    true => late_msgs.push(msg),
+                    false => out.push(msg),
+                }
             }
         }
+        out.append(&mut late_msgs);
         for (id, _, result) in self.answers.drain(..) {
             out.push(ClientMsg::Answer { id, result });
         }

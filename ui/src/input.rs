@@ -251,6 +251,11 @@ impl Input {
         if button == 1 {
             self.focus = Some(t);
             self.typed_from = None;
+            // The layout records the focus, so acme's log reports it.
+            if let Some(w) = Ctx::window_of(t).filter(|w| cx.node.state.layout.focus != Some(*w)) {
+                let op = apex_core::LayoutOp::Focus { window: Some(w) };
+                cx.node.append(Shard::Layout, Op::Layout(op)).map_err(|e| e.to_string())?;
+            }
             let double = self.last_click.is_some_and(|(lt, lq, at)| lt == t && lq == q && now - at <= DOUBLE_CLICK_MS);
             if double {
                 let (b, _) = cx.text_of(t).ok_or("gone")?;

@@ -41,6 +41,8 @@ pub struct App {
     started: Instant,
     /// Something to flush to the daemon since the last frame.
     dirty: bool,
+    /// The connection's end was reported.
+    lost: bool,
     pub error: Option<String>,
 }
 
@@ -56,6 +58,7 @@ impl App {
             cursor: (0, 0),
             started: Instant::now(),
             dirty: false,
+            lost: false,
             error: None,
         }
     }
@@ -196,6 +199,15 @@ impl ApplicationHandler<Wake> for App {
     }
 
     fn user_event(&mut self, _el: &ActiveEventLoop, _wake: Wake) {
+        if self.host.att.is_closed() && !self.lost {
+            // Say so where acme says things; the replica stays readable.
+            self.lost = true;
+            let _ = exec::warn(
+                &mut self.host,
+                None,
+                "apex-ui: the connection to apexd is gone; nothing typed now is saved\n",
+            );
+        }
         if let Some(s) = &self.surface {
             s.window.request_redraw();
         }

@@ -46,6 +46,12 @@ async fn get_put_exec_and_kill() {
     assert_eq!(text(read(&c, root, &b("name")).await.unwrap()).trim_end(), file.display().to_string());
     let ctl = text(read(&c, root, &b("ctl")).await.unwrap());
     assert!(ctl.contains("dirty 0\n"), "{ctl}");
+    // A directory lists its entries as acme does, directories with a `/`.
+    std::fs::create_dir_all(work.join("sub")).unwrap();
+    let dirbuf = new_buffer(&c, root).await;
+    let dctl = format!("main/buffers/{dirbuf}/ctl");
+    write(&c, root, &dctl, &format!("get {}/", work.display())).await.unwrap();
+    assert_eq!(text(read(&c, root, &format!("main/buffers/{dirbuf}/body")).await.unwrap()), "notes.txt\nsub/\n");
     // put: the buffer's text, then clean.
     write(&c, root, &b("body"), "and from apex\n").await.unwrap();
     assert!(text(read(&c, root, &b("ctl")).await.unwrap()).contains("dirty 1\n"));

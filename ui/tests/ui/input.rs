@@ -91,6 +91,7 @@ fn click_type_backspace_and_control_keys() {
     let mut r = Rig::new("hello world\n");
     r.click(5);
     assert_eq!(r.input.focus, Some(Target::Body(r.w.window)));
+    assert_eq!(r.node.state.layout.focus, Some(r.w.window), "the layout has the focus");
     assert_eq!(r.sel(), (5, 5));
     r.typed(", big");
     assert_eq!(r.text(), "hello, big world\n");
