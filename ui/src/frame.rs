@@ -57,6 +57,14 @@ impl Frame {
         if !fits(line.y) {
             return frame;
         }
+        // Ends the line before rune `q` and starts the next; whether the
+        // next still fits.
+        let next_line = |frame: &mut Frame, line: &mut Line, q: u64| {
+            let y = line.y + line_height;
+            line.q1 = q;
+            frame.lines.push(std::mem::replace(line, Line { y, q0: q, q1: q, cells: Vec::new() }));
+            fits(y)
+        };
         for c in text.chars_at(org as usize) {
             let width = match c {
                 '\n' => (rect.x1 - x).max(0),
@@ -69,11 +77,8 @@ impl Frame {
             // A rune that does not fit goes to the next line, unless the
             // line is empty (then it is cut at the edge).
             if c != '\n' && x + width > rect.x1 && !line.cells.is_empty() {
-                let y = line.y + line_height;
-                line.q1 = q;
-                frame.lines.push(std::mem::replace(&mut line, Line { y, q0: q, q1: q, cells: Vec::new() }));
                 x = rect.x0;
-                if !fits(y) {
+                if !next_line(&mut frame, &mut line, q) {
                     frame.end = q;
                     return frame;
                 }
@@ -82,11 +87,8 @@ impl Frame {
             q += 1;
             x += width;
             if c == '\n' {
-                let y = line.y + line_height;
-                line.q1 = q;
-                frame.lines.push(std::mem::replace(&mut line, Line { y, q0: q, q1: q, cells: Vec::new() }));
                 x = rect.x0;
-                if !fits(y) {
+                if !next_line(&mut frame, &mut line, q) {
                     frame.end = q;
                     return frame;
                 }
