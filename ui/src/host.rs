@@ -98,19 +98,24 @@ impl Host for UiHost {
                 // Not leading it: the holder answers; wait for that.
                 let att = self.att.clone();
                 self.rt.block_on(async move {
+                    let mut changes = att.changes();
                     att.flush().await.map_err(host)?;
-                    let mut answer = None;
-                    att.wait_for(WAIT, |_| false).await;
-                    att.with(|l| {
-                        for e in l.events() {
-                            if let apex_link::Event::Answer { id: got, result } = e {
-                                if got == id {
-                                    answer = Some(result);
-                                }
-                            }
+                    let deadline = tokio::time::Instant::now() + WAIT;
+                    loop {
+                        let answer = att.with(|l| {
+                            l.events().into_iter().find_map(|e| match e {
+                                apex_link::Event::Answer { id: got, result } if got == id => Some(result),
+                                _ => None,
+                            })
+                        });
+                        if let Some(result) = answer {
+                            return result.map_err(host);
                         }
-                    });
-                    answer.unwrap_or_else(|| Err("no answer from the holder in time".into())).map_err(host)
+                        match tokio::time::timeout_at(deadline, changes.changed()).await {
+                            Ok(Ok(())) => {}
+                            _ => return Err(host("no answer from the shard's holder in time")),
+                        }
+                    }
                 })
             }
         }
