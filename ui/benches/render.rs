@@ -76,7 +76,7 @@ fn main() {
     let c = window(&mut node, 1, "/tmp/c.rs", None);
     insert(&mut node, c.body, 0, &text_of_lines(10_000));
     window(&mut node, 1, "/tmp/d.rs", Some(c.body));
-    let screen = Screen::new(&node.state, W, H, &m);
+    let screen = Screen::new(&node.state, W, H, &m, &mut fonts, &Default::default());
     draw(&mut canvas, &node.state, &screen, &mut fonts, &m); // warm the glyph cache
     let frame = best_of(20, || {
         let t = Instant::now();
@@ -109,7 +109,7 @@ fn main() {
     let w = window(&mut node, 0, "/tmp/big.txt", None);
     insert(&mut node, w.body, 0, &big);
     drop(big);
-    let screen = Screen::new(&node.state, W, H, &m);
+    let screen = Screen::new(&node.state, W, H, &m, &mut fonts, &Default::default());
     draw(&mut canvas, &node.state, &screen, &mut fonts, &m);
     let open = t.elapsed();
     let grew = resident_bytes().saturating_sub(before);

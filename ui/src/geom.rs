@@ -4,8 +4,17 @@
 //! from the layout shard (columns' left edges and windows' top edges as
 //! fractions) and the font's line height, so every UI of a session shows
 //! the same arrangement at its own size.
+//!
+//! A window's tag shows all its lines, as plan9port acme's expanded tags
+//! do (a long tag wraps, a newline starts a line), up to the window's
+//! height; a tag this UI collapsed (Up in the tag, as acme's Tagup) keeps
+//! one line. That choice is local: it is pixel geometry, not session state.
 
+use crate::font::{Face, Fonts};
+use crate::frame::Frame;
+use apex_core::exec::DEFAULT_TAB;
 use apex_core::{ColumnId, Frac, State, WindowId};
+use std::collections::BTreeSet;
 
 /// A half-open rectangle of pixels: `x0 <= x < x1`, `y0 <= y < y1`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,6 +106,15 @@ pub struct ColumnGeom {
     pub windows: Vec<WindowGeom>,
 }
 
+/// How many lines window `w`'s tag takes laid out in `rect` (acme's
+/// `wintaglines`): every line of its text, an empty one after a final
+/// newline for typing, at least one, at most what the window holds.
+fn tag_lines(state: &State, w: WindowId, rect: Rect, m: &Metrics, fonts: &mut Fonts) -> i32 {
+    let Some(tag) = state.window(w).ok().and_then(|w| state.buffer(w.tag).ok()) else { return 1 };
+    let frame = Frame::new(tag.text.rope(), 0, rect, fonts.face(Face::Proportional), m.line, DEFAULT_TAB);
+    (frame.lines.len() as i32).max(1)
+}
+
 /// The whole screen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Screen {
@@ -111,8 +129,16 @@ fn at(f: Frac, from: i32, to: i32) -> i32 {
 }
 
 impl Screen {
-    /// The screen of `state`'s layout in a `width`×`height` window.
-    pub fn new(state: &State, width: i32, height: i32, m: &Metrics) -> Screen {
+    /// The screen of `state`'s layout in a `width`×`height` window, the
+    /// tags of `collapsed` windows one line high.
+    pub fn new(
+        state: &State,
+        width: i32,
+        height: i32,
+        m: &Metrics,
+        fonts: &mut Fonts,
+        collapsed: &BTreeSet<WindowId>,
+    ) -> Screen {
         let row_tag = Rect::new(0, 0, width, m.line.min(height));
         let top = (row_tag.y1 + m.border).min(height);
         let cols = &state.layout.columns;
@@ -130,14 +156,19 @@ impl Screen {
                 let wy0 = if j == 0 { area.y0 } else { at(p.y, area.y0, area.y1) };
                 let wy1 = c.windows.get(j + 1).map_or(area.y1, |n| at(n.y, area.y0, area.y1) - m.border).max(wy0);
                 let rect = Rect::new(x0, wy0, x1, wy1);
-                let tag_line = Rect::new(x0, wy0, x1, (wy0 + m.line).min(wy1));
+                let tag_text = Rect::new((x0 + m.indent()).min(x1), wy0, x1, wy1);
+                let lines = match collapsed.contains(&p.window) {
+                    true => 1,
+                    false => tag_lines(state, p.window, tag_text, m, fonts),
+                };
+                let tag_line = Rect::new(x0, wy0, x1, (wy0 + lines * m.line).min(wy1));
                 let body_top = tag_line.y1;
                 windows.push(WindowGeom {
                     id: p.window,
                     rect,
                     tag_line,
-                    tag: Rect::new((x0 + m.indent()).min(x1), wy0, x1, tag_line.y1),
-                    layout_box: Rect::new(x0, wy0, (x0 + m.scroll_bar).min(x1), tag_line.y1),
+                    tag: Rect::new(tag_text.x0, wy0, x1, tag_line.y1),
+                    layout_box: Rect::new(x0, wy0, (x0 + m.scroll_bar).min(x1), (wy0 + m.line).min(wy1)),
                     scroll: Rect::new(x0, body_top, (x0 + m.scroll_bar).min(x1), wy1),
                     body: Rect::new((x0 + m.indent()).min(x1), body_top, x1, wy1),
                 });

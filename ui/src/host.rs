@@ -62,7 +62,7 @@ impl UiHost {
     }
 
     /// Flushes and waits until the daemon has acknowledged everything.
-    fn settle(&self) -> Result<(), ExecError> {
+    pub fn settle(&self) -> Result<(), ExecError> {
         let att = self.att.clone();
         self.rt.block_on(async move {
             att.flush().await.map_err(host)?;

@@ -12,6 +12,7 @@ use crate::font::{Face, Fonts};
 use crate::frame::Frame;
 use crate::geom::{Metrics, Rect, Screen};
 use apex_core::{look, make, BufferId, BufferOp, ColumnId, Node, Op, Origin, Proposal, Shard, ViewId, WindowId};
+use std::collections::BTreeSet;
 
 /// A text on the screen that takes clicks and typing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +107,9 @@ pub struct Input {
     typed_from: Option<(Target, u64)>,
     /// The column Up and Down keep, in pixels.
     column_x: Option<i32>,
+    /// Windows whose tag this UI shows on one line (Up in a tag; Down,
+    /// End or a typed newline there expands it again, as in acme).
+    pub collapsed: BTreeSet<WindowId>,
 }
 
 /// Two clicks this close in time (ms) at one place are a double-click.
@@ -412,6 +416,9 @@ impl Input {
             cx.append(b, BufferOp::Mark { group })?;
             self.typed_from = Some((t, q0));
         }
+        if let (Target::Tag(w), true) = (t, s.contains('\n')) {
+            self.collapsed.remove(&w);
+        }
         cx.splice(b, q0, q1, &s)?;
         let q = q0 + s.chars().count() as u64;
         self.column_x = None;
@@ -442,6 +449,24 @@ impl Input {
         let vertical = matches!(k, Key::Up | Key::Down);
         if !vertical {
             self.column_x = None;
+        }
+        // In a tag, Up and Down fold and unfold it (acme's Tagup and
+        // Tagdown); End unfolds it too.
+        if let Target::Tag(w) = t {
+            match k {
+                Key::Up => {
+                    self.collapsed.insert(w);
+                    return Ok(());
+                }
+                Key::Down => {
+                    self.collapsed.remove(&w);
+                    return Ok(());
+                }
+                Key::End => {
+                    self.collapsed.remove(&w);
+                }
+                _ => {}
+            }
         }
         match k {
             Key::Backspace | Key::Ctrl('h') => {

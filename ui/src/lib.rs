@@ -10,19 +10,25 @@
 //! - [`font`]: the two embedded faces and their glyph caches.
 //! - [`palette`]: acme's colours.
 //! - [`render`]: the headless renderer, drawing the model into a pixel
-//!   buffer.
+//!   buffer, part by part.
+//! - [`damage`]: what changed since the last frame, so only that is drawn
+//!   and presented.
 //! - [`input`]: mouse and keyboard events made edits of the led replica
 //!   (typing, selecting, double-clicks, scrolling, acme's control keys)
 //!   and B2/B3 actions for the caller.
 //!
 //! - [`host`]: the UI as core's built-ins' host (its replica, the daemon's
 //!   files for get, put and commands).
+//! - [`app`]: the UI without its window: events in, B2/B3 carried out,
+//!   frames painted, one flush a frame; what tests drive headless.
 //! - [`shell`]: the winit window, drawn with softbuffer, woken by the
 //!   link's change subscription.
 //!
 //! It attaches with apex-link and takes acme's rules from apex-core; it
 //! never depends on the daemon (`tests/tidy.rs` checks).
 
+pub mod app;
+pub mod damage;
 pub mod font;
 pub mod frame;
 pub mod geom;

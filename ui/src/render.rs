@@ -5,7 +5,7 @@
 
 use crate::font::{Face, Fonts, Glyph};
 use crate::frame::Frame;
-use crate::geom::{Metrics, Rect, Screen};
+use crate::geom::{ColumnGeom, Metrics, Rect, Screen, WindowGeom};
 use crate::palette::{self, Pixel};
 use apex_core::exec::DEFAULT_TAB;
 use apex_core::{Buffer, State, ViewId};
@@ -132,46 +132,77 @@ fn text(canvas: &mut Canvas, fonts: &mut Fonts, style: Style, buffer: &Buffer, v
 /// Draws the whole screen of `state`.
 pub fn draw(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fonts, m: &Metrics) {
     canvas.fill(canvas.bounds(), palette::RULE);
-    if let Some(b) = state.layout.row_tag.and_then(|t| state.buffer(t).ok()) {
-        text(canvas, fonts, TAG_STYLE, b, ViewId::TopRow, screen.row_tag);
-    }
+    row_tag(canvas, state, screen, fonts);
     for col in &screen.columns {
-        // An empty column is white, as acme leaves it; between windows
-        // the rules stay black.
-        if col.windows.is_empty() {
-            canvas.fill(col.area, palette::EMPTY);
+        column(canvas, state, col, fonts);
+        for wg in &col.windows {
+            window_tag(canvas, state, wg, fonts, m);
+            window_body(canvas, state, wg, fonts);
         }
-        canvas.fill(col.layout_box, palette::COLUMN_BOX);
-        let tag_text = Rect::new(col.layout_box.x1, col.tag_line.y0, col.tag.x0, col.tag_line.y1);
-        canvas.fill(tag_text, palette::TAG);
-        let tag = state.layout.columns.iter().find(|c| c.id == col.id).and_then(|c| state.buffer(c.tag).ok());
-        if let Some(b) = tag {
+    }
+}
+
+/// The row tag.
+pub fn row_tag(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fonts) {
+    match state.layout.row_tag.and_then(|t| state.buffer(t).ok()) {
+        Some(b) => {
+            text(canvas, fonts, TAG_STYLE, b, ViewId::TopRow, screen.row_tag);
+        }
+        None => canvas.fill(screen.row_tag, palette::TAG),
+    }
+}
+
+/// A column's tag line, and its area when it has no windows (white, as
+/// acme leaves it; between windows the rules stay black).
+pub fn column(canvas: &mut Canvas, state: &State, col: &ColumnGeom, fonts: &mut Fonts) {
+    if col.windows.is_empty() {
+        canvas.fill(col.area, palette::EMPTY);
+    }
+    canvas.fill(col.layout_box, palette::COLUMN_BOX);
+    let tag_text = Rect::new(col.layout_box.x1, col.tag_line.y0, col.tag.x0, col.tag_line.y1);
+    canvas.fill(tag_text, palette::TAG);
+    let tag = state.layout.columns.iter().find(|c| c.id == col.id).and_then(|c| state.buffer(c.tag).ok());
+    match tag {
+        Some(b) => {
             text(canvas, fonts, TAG_STYLE, b, ViewId::ColumnTag(col.id), col.tag);
         }
-        for wg in &col.windows {
-            let Ok(w) = state.window(wg.id) else { continue };
-            let (Ok(tag), Ok(body)) = (state.buffer(w.tag), state.buffer(w.body)) else { continue };
-            let body_style = Style {
-                face: Face::for_setting(w.flags.font.as_deref()),
-                tab: w.flags.tab.unwrap_or(DEFAULT_TAB),
-                ..BODY_STYLE
-            };
-            // The tag line: layout box, the gap, the tag's text.
-            canvas.fill(wg.tag_line, palette::TAG);
-            match body.dirty {
-                true => canvas.fill(wg.layout_box, palette::DIRTY_BOX),
-                false => canvas.fill(wg.layout_box, palette::TAG),
-            }
-            canvas.border(wg.layout_box, (m.border).max(1), palette::TAG_BORDER);
-            text(canvas, fonts, TAG_STYLE, tag, ViewId::WindowTag(wg.id), wg.tag);
-            // The body: its scroll bar shows what part is visible.
-            let gap = Rect::new(wg.scroll.x1, wg.body.y0, wg.body.x0, wg.body.y1);
-            canvas.fill(gap, palette::BODY);
-            let frame = text(canvas, fonts, body_style, body, ViewId::WindowBody(wg.id), wg.body);
-            canvas.fill(wg.scroll, palette::BODY_BORDER);
-            canvas.fill(thumb(wg.scroll, frame.org, frame.end, body.len()), palette::BODY);
-        }
+        None => canvas.fill(col.tag, palette::TAG),
     }
+}
+
+/// A window's tag: its layout box (dark blue when the body is dirty) and
+/// its text, on as many lines as the screen gave it.
+pub fn window_tag(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &mut Fonts, m: &Metrics) {
+    canvas.fill(wg.tag_line, palette::TAG);
+    let Ok(w) = state.window(wg.id) else { return };
+    let (Ok(tag), Ok(body)) = (state.buffer(w.tag), state.buffer(w.body)) else { return };
+    if body.dirty {
+        canvas.fill(wg.layout_box, palette::DIRTY_BOX);
+    }
+    canvas.border(wg.layout_box, m.border.max(1), palette::TAG_BORDER);
+    text(canvas, fonts, TAG_STYLE, tag, ViewId::WindowTag(wg.id), wg.tag);
+}
+
+/// A window's body and scroll bar; the bar shows what part is visible.
+pub fn window_body(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &mut Fonts) {
+    let Some((w, body)) = state.window(wg.id).ok().and_then(|w| Some((w, state.buffer(w.body).ok()?))) else {
+        canvas.fill(body_area(wg), palette::BODY);
+        return;
+    };
+    canvas.fill(Rect::new(wg.scroll.x1, wg.body.y0, wg.body.x0, wg.body.y1), palette::BODY);
+    let style = Style {
+        face: Face::for_setting(w.flags.font.as_deref()),
+        tab: w.flags.tab.unwrap_or(DEFAULT_TAB),
+        ..BODY_STYLE
+    };
+    let frame = text(canvas, fonts, style, body, ViewId::WindowBody(wg.id), wg.body);
+    canvas.fill(wg.scroll, palette::BODY_BORDER);
+    canvas.fill(thumb(wg.scroll, frame.org, frame.end, body.len()), palette::BODY);
+}
+
+/// What [`window_body`] draws on: the scroll bar, the gap and the text.
+pub fn body_area(wg: &WindowGeom) -> Rect {
+    Rect::new(wg.scroll.x0, wg.body.y0, wg.body.x1, wg.body.y1)
 }
 
 /// The part of a scroll bar that stands for the visible runes

@@ -5,15 +5,12 @@
 //! goes through the input layer, and B2/B3 through core's built-ins with
 //! this UI as the host.
 
-use crate::font::Fonts;
-use crate::geom::{Metrics, Screen};
+use crate::app::Ui;
+use crate::geom::Rect;
 use crate::host::UiHost;
-use crate::input::{Ctx, Effect, Event, Input, Key};
-use crate::render::{draw, Canvas};
-use apex_core::exec;
+use crate::input::{Event, Key};
 use std::num::NonZeroU32;
 use std::rc::Rc;
-use std::time::Instant;
 use winit::application::ApplicationHandler;
 use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, EventLoop, EventLoopProxy};
@@ -29,115 +26,80 @@ struct Surface {
     surface: softbuffer::Surface<Rc<Window>, Rc<Window>>,
 }
 
-/// The application: the window, the model and the input state.
+/// The application in its window.
 pub struct App {
-    host: UiHost,
+    ui: Ui,
     title: String,
     surface: Option<Surface>,
-    fonts: Fonts,
-    input: Input,
     mods: ModifiersState,
     cursor: (i32, i32),
-    started: Instant,
-    /// Something to flush to the daemon since the last frame.
-    dirty: bool,
-    /// The connection's end was reported.
-    lost: bool,
     pub error: Option<String>,
 }
 
 impl App {
     pub fn new(host: UiHost, title: String) -> App {
         App {
-            host,
+            ui: Ui::new(host, 0, 0, 1.0),
             title,
             surface: None,
-            fonts: Fonts::new(1.0),
-            input: Input::default(),
             mods: ModifiersState::empty(),
             cursor: (0, 0),
-            started: Instant::now(),
-            dirty: false,
-            lost: false,
             error: None,
         }
     }
 
-    fn metrics(&self) -> Metrics {
-        Metrics::new(self.fonts.line_height(), self.fonts.scale)
-    }
-
-    fn size(&self) -> (i32, i32) {
-        self.surface.as_ref().map_or((0, 0), |s| {
-            let sz = s.window.inner_size();
-            (sz.width as i32, sz.height as i32)
-        })
-    }
-
-    /// Hands one event to the input layer and carries out its effects.
-    fn input(&mut self, ev: Event) {
-        let (w, h) = self.size();
-        let m = self.metrics();
-        let now = self.started.elapsed().as_millis() as u64;
-        let effects = {
-            let mut link = self.host.att.lock();
-            let Some(node) = link.node_mut() else { return };
-            let screen = Screen::new(&node.state, w, h, &m);
-            let mut cx = Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m };
-            self.input.handle(ev, now, &mut cx)
-        };
-        self.dirty = true;
-        for e in effects {
-            let result = match e {
-                Effect::Execute { window, column, text } => {
-                    let (word, arg) = apex_core::look::split_command(&text);
-                    match exec::lookup(word) {
-                        Some(b) => {
-                            let call = exec::Call { window, column, arg: arg.to_string() };
-                            exec::run(&mut self.host, b, &call)
-                        }
-                        None => exec::execute(&mut self.host, window, &text),
-                    }
-                }
-                Effect::Look { window, text } => exec::look(&mut self.host, window, &text),
-                Effect::Refused(why) => Err(exec::ExecError::Host(why)),
-            };
-            if let Err(e) = result {
-                // acme shows a refusal in +Errors.
-                let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
-            }
-        }
+    fn request_redraw(&self) {
         if let Some(s) = &self.surface {
             s.window.request_redraw();
         }
     }
 
+    fn input(&mut self, ev: Event) {
+        self.ui.handle(ev);
+        self.request_redraw();
+    }
+
+    /// Paints what changed and shows it: only the damaged rectangles are
+    /// copied and presented, unless the surface's buffer is new.
     fn redraw(&mut self) {
-        let (w, h) = self.size();
-        let m = self.metrics();
         let Some(s) = self.surface.as_mut() else { return };
-        let (Some(nw), Some(nh)) = (NonZeroU32::new(w as u32), NonZeroU32::new(h as u32)) else { return };
+        let size = s.window.inner_size();
+        let (Some(nw), Some(nh)) = (NonZeroU32::new(size.width), NonZeroU32::new(size.height)) else { return };
         if s.surface.resize(nw, nh).is_err() {
             return;
         }
-        let mut canvas = Canvas::new(w, h);
-        {
-            let link = self.host.att.lock();
-            let Some(node) = link.node() else { return };
-            let screen = Screen::new(&node.state, w, h, &m);
-            draw(&mut canvas, &node.state, &screen, &mut self.fonts, &m);
-        }
+        self.ui.resize(size.width as i32, size.height as i32);
+        let damage = self.ui.paint();
         let Ok(mut buffer) = s.surface.buffer_mut() else { return };
-        let n = buffer.len().min(canvas.pixels.len());
-        buffer[..n].copy_from_slice(&canvas.pixels[..n]);
-        let _ = buffer.present();
-        // One flush a frame: whatever was typed since goes out together.
-        if std::mem::take(&mut self.dirty) {
-            let att = self.host.att.clone();
-            self.host.rt.spawn(async move {
-                let _ = att.flush().await;
-            });
+        let canvas = &self.ui.canvas;
+        if buffer.len() != canvas.pixels.len() {
+            return;
         }
+        // A buffer of age 0 holds nothing we drew: copy the whole frame.
+        let whole = [canvas.bounds()];
+        let rects: &[Rect] = if buffer.age() == 0 { &whole } else { &damage };
+        for r in rects {
+            for y in r.y0..r.y1 {
+                let row = (y * canvas.width) as usize;
+                let span = row + r.x0 as usize..row + r.x1 as usize;
+                buffer[span.clone()].copy_from_slice(&canvas.pixels[span]);
+            }
+        }
+        let shown: Vec<softbuffer::Rect> = rects
+            .iter()
+            .filter_map(|r| {
+                Some(softbuffer::Rect {
+                    x: r.x0 as u32,
+                    y: r.y0 as u32,
+                    width: NonZeroU32::new(r.width() as u32)?,
+                    height: NonZeroU32::new(r.height() as u32)?,
+                })
+            })
+            .collect();
+        let _ = match shown.is_empty() {
+            true => Ok(()),
+            false => buffer.present_with_damage(&shown),
+        };
     }
 
     fn key(&mut self, key: &WKey, text: Option<&str>) {
@@ -187,7 +149,7 @@ impl ApplicationHandler<Wake> for App {
         });
         match made {
             Ok(s) => {
-                self.fonts = Fonts::new(s.window.scale_factor());
+                self.ui.set_scale(s.window.scale_factor());
                 s.window.request_redraw();
                 self.surface = Some(s);
             }
@@ -199,31 +161,18 @@ impl ApplicationHandler<Wake> for App {
     }
 
     fn user_event(&mut self, _el: &ActiveEventLoop, _wake: Wake) {
-        if self.host.att.is_closed() && !self.lost {
-            // Say so where acme says things; the replica stays readable.
-            self.lost = true;
-            let _ = exec::warn(
-                &mut self.host,
-                None,
-                "apex-ui: the connection to apexd is gone; nothing typed now is saved\n",
-            );
-        }
-        if let Some(s) = &self.surface {
-            s.window.request_redraw();
-        }
+        self.ui.woke();
+        self.request_redraw();
     }
 
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested => el.exit(),
             WindowEvent::RedrawRequested => self.redraw(),
-            WindowEvent::Resized(_) => {
-                if let Some(s) = &self.surface {
-                    s.window.request_redraw();
-                }
-            }
+            WindowEvent::Resized(_) => self.request_redraw(),
             WindowEvent::ScaleFactorChanged { scale_factor, .. } => {
-                self.fonts = Fonts::new(scale_factor);
+                self.ui.set_scale(scale_factor);
+                self.request_redraw();
             }
             WindowEvent::ModifiersChanged(m) => self.mods = m.state(),
             WindowEvent::CursorMoved { position, .. } => {
@@ -247,7 +196,7 @@ impl ApplicationHandler<Wake> for App {
             WindowEvent::MouseWheel { delta, .. } => {
                 let lines = match delta {
                     MouseScrollDelta::LineDelta(_, y) => -(y.round() as i32) * 3,
-                    MouseScrollDelta::PixelDelta(p) => -(p.y / f64::from(self.fonts.line_height())) as i32,
+                    MouseScrollDelta::PixelDelta(p) => -(p.y / f64::from(self.ui.fonts.line_height())) as i32,
                 };
                 let (x, y) = self.cursor;
                 if lines != 0 {
@@ -259,7 +208,7 @@ impl ApplicationHandler<Wake> for App {
             }
             _ => {}
         }
-        if self.host.exit {
+        if self.ui.exiting() {
             el.exit();
         }
     }

@@ -34,9 +34,9 @@ impl Rig {
         Rig { node, fonts: Fonts::new(1.0), w, input: Input::default(), now: 1000, step: 1000 }
     }
 
-    fn screen(&self) -> (Screen, Metrics) {
+    fn screen(&mut self) -> (Screen, Metrics) {
         let m = Metrics::new(self.fonts.line_height(), 1.0);
-        (Screen::new(&self.node.state, 800, 600, &m), m)
+        (Screen::new(&self.node.state, 800, 600, &m, &mut self.fonts, &Default::default()), m)
     }
 
     fn send(&mut self, ev: Event) -> Vec<Effect> {

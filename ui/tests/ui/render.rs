@@ -57,7 +57,7 @@ fn scene() -> Scene {
 fn render(s: &Scene, width: i32, height: i32) -> (Canvas, Screen, Fonts, Metrics) {
     let mut fonts = Fonts::new(1.0);
     let m = Metrics::new(fonts.line_height(), 1.0);
-    let screen = Screen::new(&s.node.state, width, height, &m);
+    let screen = Screen::new(&s.node.state, width, height, &m, &mut fonts, &Default::default());
     let mut canvas = Canvas::new(width, height);
     draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m);
     (canvas, screen, fonts, m)

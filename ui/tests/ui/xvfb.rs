@@ -187,9 +187,9 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     let snapshot =
         Command::new(sibling("apex")).args(["read", "main/snapshot"]).env("NAMESPACE", &d.ns).output().unwrap();
     let state = State::from_snapshot(&snapshot.stdout).expect("a snapshot");
-    let fonts = Fonts::new(1.0);
+    let mut fonts = Fonts::new(1.0);
     let m = Metrics::new(fonts.line_height(), 1.0);
-    let screen = Screen::new(&state, 1024, 768, &m);
+    let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());
     let id = state.layout.window_numbered(apex_core::AcmeNumber(number)).unwrap();
     let geom = *screen.window(id).unwrap();
 

@@ -1,0 +1,158 @@
+//! The application without its window: the led replica (through the
+//! host), the input layer, the fonts and the painted canvas. The shell
+//! feeds it the window system's events and shows its canvas; tests feed
+//! it scripted events against a real session and read the result back
+//! through the daemon's files. Nothing here knows about winit.
+
+use crate::damage::Painter;
+use crate::font::Fonts;
+use crate::geom::{Metrics, Rect, Screen};
+use crate::host::UiHost;
+use crate::input::{Ctx, Effect, Event, Input};
+use crate::render::Canvas;
+use apex_core::exec;
+use std::time::Instant;
+
+/// One UI on a session.
+pub struct Ui {
+    pub host: UiHost,
+    pub fonts: Fonts,
+    pub input: Input,
+    /// The last frame painted.
+    pub canvas: Canvas,
+    painter: Painter,
+    width: i32,
+    height: i32,
+    started: Instant,
+    /// Edits made since the last flush to the daemon.
+    unflushed: bool,
+    /// The connection's end was reported.
+    lost: bool,
+}
+
+impl Ui {
+    /// A UI of `width`×`height` pixels at `scale`.
+    pub fn new(host: UiHost, width: i32, height: i32, scale: f64) -> Ui {
+        Ui {
+            host,
+            fonts: Fonts::new(scale),
+            input: Input::default(),
+            canvas: Canvas::new(0, 0),
+            painter: Painter::default(),
+            width,
+            height,
+            started: Instant::now(),
+            unflushed: false,
+            lost: false,
+        }
+    }
+
+    pub fn metrics(&self) -> Metrics {
+        Metrics::new(self.fonts.line_height(), self.fonts.scale)
+    }
+
+    pub fn resize(&mut self, width: i32, height: i32) {
+        (self.width, self.height) = (width.max(0), height.max(0));
+    }
+
+    /// The window moved to a screen of another scale: new glyphs, a
+    /// whole new frame.
+    pub fn set_scale(&mut self, scale: f64) {
+        self.fonts = Fonts::new(scale);
+        self.painter.invalidate();
+    }
+
+    /// The screen as it is now (none before the replica is attached).
+    pub fn screen(&mut self) -> Option<Screen> {
+        let m = self.metrics();
+        let link = self.host.att.lock();
+        let node = link.node()?;
+        Some(Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed))
+    }
+
+    /// Handles one event now.
+    pub fn handle(&mut self, ev: Event) {
+        let now = self.started.elapsed().as_millis() as u64;
+        self.handle_at(ev, now);
+    }
+
+    /// Handles one event at `now_ms` (milliseconds on the UI's clock,
+    /// which double-clicks are timed by) and carries out its B2 and B3
+    /// actions: core's built-ins with this UI as their host, anything else
+    /// run by the daemon, looks by core's rules. A refusal is shown in
+    /// `+Errors`, as acme shows it.
+    pub fn handle_at(&mut self, ev: Event, now_ms: u64) {
+        let m = self.metrics();
+        let effects = {
+            let mut link = self.host.att.lock();
+            let Some(node) = link.node_mut() else { return };
+            let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
+            let mut cx = Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m };
+            self.input.handle(ev, now_ms, &mut cx)
+        };
+        self.unflushed = true;
+        for e in effects {
+            let result = match e {
+                Effect::Execute { window, column, text } => {
+                    let (word, arg) = apex_core::look::split_command(&text);
+                    match exec::lookup(word) {
+                        Some(b) => {
+                            let call = exec::Call { window, column, arg: arg.to_string() };
+                            exec::run(&mut self.host, b, &call)
+                        }
+                        None => exec::execute(&mut self.host, window, &text),
+                    }
+                }
+                Effect::Look { window, text } => exec::look(&mut self.host, window, &text),
+                Effect::Refused(why) => Err(exec::ExecError::Host(why)),
+            };
+            if let Err(e) = result {
+                let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
+            }
+        }
+    }
+
+    /// The link has news. Returns whether the connection was found gone
+    /// just now (said once, in `+Errors`; the replica stays readable).
+    pub fn woke(&mut self) -> bool {
+        if !self.host.att.is_closed() || self.lost {
+            return false;
+        }
+        self.lost = true;
+        let _ =
+            exec::warn(&mut self.host, None, "apex-ui: the connection to apexd is gone; nothing typed now is saved\n");
+        true
+    }
+
+    /// Paints what changed since the last frame into the canvas and
+    /// returns where; then sends what was typed since the last frame to
+    /// the daemon, in one flush.
+    pub fn paint(&mut self) -> Vec<Rect> {
+        let m = self.metrics();
+        let damage = {
+            let link = self.host.att.lock();
+            let Some(node) = link.node() else { return Vec::new() };
+            let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
+            self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m)
+        };
+        if std::mem::take(&mut self.unflushed) {
+            let att = self.host.att.clone();
+            self.host.rt.spawn(async move {
+                let _ = att.flush().await;
+            });
+        }
+        damage
+    }
+
+    /// Flushes and waits until the daemon has acknowledged everything
+    /// this UI did (for Put, and for tests that read the daemon's files).
+    pub fn settle(&mut self) -> Result<(), String> {
+        self.unflushed = false;
+        self.host.settle().map_err(|e| e.to_string())
+    }
+
+    /// Exit or Abort was executed.
+    pub fn exiting(&self) -> bool {
+        self.host.exit
+    }
+}
