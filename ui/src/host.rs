@@ -43,22 +43,21 @@ fn host(e: impl std::fmt::Display) -> ExecError {
 }
 
 impl UiHost {
-    /// Writes `text` to the session's file `path` (one message).
-    fn write(&self, path: &str, text: &str) -> Result<(), ExecError> {
+    /// Writes `text` to the session's file `path` (one message); the
+    /// daemon's refusal as it worded it.
+    fn write(&self, path: &str, text: &str) -> Result<(), String> {
         let (c, session) = (self.client.clone(), self.session.clone());
         let path = format!("{session}/{path}");
-        let (text, at) = (text.to_string(), path.clone());
-        self.rt
-            .block_on(async move {
-                let root = c.attach(&apex_ninep::ns::user_name(), "").await?;
-                let f = c.open_path(root, &at, OWRITE).await;
-                let _ = c.clunk(root).await;
-                let f = f?;
-                let r = c.write(f.fid, 0, text.as_bytes()).await;
-                let _ = c.clunk(f.fid).await;
-                r.map(|_| ())
-            })
-            .map_err(|e| host(format!("{path}: {e}")))
+        let text = text.to_string();
+        self.rt.block_on(async move {
+            let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(|e| e.to_string())?;
+            let f = c.open_path(root, &path, OWRITE).await;
+            let _ = c.clunk(root).await;
+            let f = f.map_err(|e| format!("{path}: {e}"))?;
+            let r = c.write(f.fid, 0, text.as_bytes()).await;
+            let _ = c.clunk(f.fid).await;
+            r.map(|_| ()).map_err(|e| e.to_string())
+        })
     }
 
     /// Flushes and waits until the daemon has acknowledged everything.
@@ -127,7 +126,7 @@ impl Host for UiHost {
             Some(f) => format!("get {f}\n"),
             None => "get\n".into(),
         };
-        self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
+        self.write(&format!("buffers/{}/ctl", buffer.0), &msg).map_err(host)
     }
 
     fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
@@ -137,16 +136,16 @@ impl Host for UiHost {
             Some(f) => format!("put -v {version} {f}\n"),
             None => format!("put -v {version}\n"),
         };
-        self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
+        self.write(&format!("buffers/{}/ctl", buffer.0), &msg).map_err(host)
     }
 
     fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
         let dir = dir.filter(|d| std::path::Path::new(d).is_dir()).map(str::to_string).unwrap_or_else(|| self.cwd());
-        self.write("ctl", &format!("exec {dir} {command}\n"))
+        self.write("ctl", &format!("exec {dir} {command}\n")).map_err(|e| host(format!("{command}: {e}")))
     }
 
     fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
-        self.write("ctl", &format!("kill {pid}\n"))
+        self.write("ctl", &format!("kill {pid}\n")).map_err(|e| host(format!("kill {pid}: {e}")))
     }
 
     fn exists(&mut self, path: &str) -> bool {

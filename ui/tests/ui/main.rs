@@ -5,4 +5,6 @@
 
 mod input;
 mod render;
+mod session;
+mod support;
 mod xvfb;

@@ -4,11 +4,13 @@
 
 use apex_core::propose::{self, Created, Proposal};
 use apex_core::*;
+use apex_ui::damage::Painter;
 use apex_ui::font::Fonts;
 use apex_ui::frame::Frame;
 use apex_ui::geom::{Metrics, Rect, Screen};
 use apex_ui::palette;
 use apex_ui::render::{draw, Canvas};
+use std::collections::BTreeSet;
 
 struct Scene {
     node: Node,
@@ -181,4 +183,101 @@ fn a_picture_for_people() {
         out.extend_from_slice(&[(p >> 16) as u8, (p >> 8) as u8, *p as u8]);
     }
     std::fs::write(path, out).unwrap();
+}
+
+/// Paints `s` with `painter` into `canvas`; returns the damage.
+fn paint(s: &Scene, painter: &mut Painter, canvas: &mut Canvas, collapsed: &BTreeSet<WindowId>) -> Vec<Rect> {
+    let mut fonts = Fonts::new(1.0);
+    let m = Metrics::new(fonts.line_height(), 1.0);
+    let screen = Screen::new(&s.node.state, 900, 600, &m, &mut fonts, collapsed);
+    painter.paint(canvas, &s.node.state, &screen, &mut fonts, &m)
+}
+
+#[test]
+fn only_what_changed_is_drawn_again_and_the_frame_is_the_same_as_a_whole_one() {
+    let mut s = scene();
+    let mut painter = Painter::default();
+    let mut canvas = Canvas::new(0, 0);
+    let none = BTreeSet::new();
+    assert_eq!(
+        paint(&s, &mut painter, &mut canvas, &none),
+        vec![Rect::new(0, 0, 900, 600)],
+        "the first frame is whole"
+    );
+    assert_eq!(paint(&s, &mut painter, &mut canvas, &none), vec![], "nothing changed, nothing drawn");
+    let (_, screen, _, _) = render(&s, 900, 600);
+
+    // A selection in the left body: that body alone.
+    let v = s.node.state.buffer(s.left.body).unwrap().version;
+    let sel =
+        Proposal::Select { buffer: s.left.body, view: ViewId::WindowBody(s.left.window), version: v, q0: 6, q1: 11 };
+    propose::apply(&mut s.node, &sel).unwrap();
+    let left = screen.window(s.left.window).unwrap();
+    let damage = paint(&s, &mut painter, &mut canvas, &none);
+    assert_eq!(damage, vec![apex_ui::render::body_area(left)]);
+    assert_eq!(canvas.pixels, render(&s, 900, 600).0.pixels, "the same pixels as a whole frame");
+
+    // Typing into a buffer two windows show (the right one and its
+    // Zerox copy): both bodies, and the tags whose menus changed.
+    let v = s.node.state.buffer(s.right.body).unwrap().version;
+    let p = Proposal::Insert { buffer: s.right.body, version: v, q0: 0, text: "x".into(), origin: Origin::Keyboard };
+    propose::apply(&mut s.node, &p).unwrap();
+    let damage = paint(&s, &mut painter, &mut canvas, &none);
+    for w in [s.right.window, s.zerox] {
+        let body = apex_ui::render::body_area(screen.window(w).unwrap());
+        assert!(damage.contains(&body), "{w:?}'s body in {damage:?}");
+    }
+    assert!(!damage.contains(&apex_ui::render::body_area(left)), "the left body is left alone");
+    assert!(damage.iter().all(|r| r.x0 >= screen.columns[1].rect.x0), "nothing in the left column: {damage:?}");
+    assert_eq!(canvas.pixels, render(&s, 900, 600).0.pixels);
+
+    // A change of arrangement (a tag grown a line, then folded to one)
+    // draws it all.
+    let tag = s.node.state.window(s.long.window).unwrap().tag;
+    let (v, len) = s.node.state.buffer(tag).map(|b| (b.version, b.len())).unwrap();
+    let p = Proposal::Insert { buffer: tag, version: v, q0: len, text: "\nmk".into(), origin: Origin::Keyboard };
+    propose::apply(&mut s.node, &p).unwrap();
+    assert_eq!(paint(&s, &mut painter, &mut canvas, &none), vec![Rect::new(0, 0, 900, 600)]);
+    let folded: BTreeSet<WindowId> = [s.long.window].into();
+    assert_eq!(paint(&s, &mut painter, &mut canvas, &folded), vec![Rect::new(0, 0, 900, 600)]);
+}
+
+#[test]
+fn a_tag_shows_all_its_lines_unless_folded() {
+    let mut s = scene();
+    let tag = s.node.state.window(s.left.window).unwrap().tag;
+    let len = s.node.state.buffer(tag).unwrap().len();
+    let v = s.node.state.buffer(tag).unwrap().version;
+    let p = Proposal::Insert { buffer: tag, version: v, q0: len, text: "\nmk test\n".into(), origin: Origin::Keyboard };
+    propose::apply(&mut s.node, &p).unwrap();
+    let mut fonts = Fonts::new(1.0);
+    let m = Metrics::new(fonts.line_height(), 1.0);
+    let screen = Screen::new(&s.node.state, 900, 600, &m, &mut fonts, &BTreeSet::new());
+    let w = screen.window(s.left.window).unwrap();
+    // The menu line, `mk test`, and an empty line after the final newline.
+    assert_eq!(w.tag_line.height(), 3 * m.line);
+    assert_eq!(w.body.y0, w.tag_line.y1);
+    assert_eq!(w.layout_box.height(), m.line, "the box stays on the first line");
+    let mut canvas = Canvas::new(900, 600);
+    draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m);
+    let second = Rect::new(w.tag.x0, w.tag.y0 + m.line, w.tag.x1, w.tag.y0 + 2 * m.line);
+    assert!(pixels(&canvas, second).iter().any(|p| dark(*p)), "`mk test` drawn on the tag's second line");
+    assert_eq!(canvas.at(w.body.x1 - 2, w.tag.y0 + 2 * m.line + 2), palette::TAG, "the third line is tag");
+    // A long tag wraps onto a second line.
+    let long = screen.window(s.long.window).unwrap();
+    assert_eq!(long.tag_line.height(), m.line, "a short tag keeps one line");
+    // Folded, one line, and the body takes the rest.
+    let folded: BTreeSet<WindowId> = [s.left.window].into();
+    let screen = Screen::new(&s.node.state, 900, 600, &m, &mut fonts, &folded);
+    let w = screen.window(s.left.window).unwrap();
+    assert_eq!((w.tag_line.height(), w.body.y0), (m.line, w.rect.y0 + m.line));
+    // A tag never takes more than the window.
+    let many = "\nx".repeat(200);
+    let v = s.node.state.buffer(tag).unwrap().version;
+    let len = s.node.state.buffer(tag).unwrap().len();
+    let p = Proposal::Insert { buffer: tag, version: v, q0: len, text: many, origin: Origin::Keyboard };
+    propose::apply(&mut s.node, &p).unwrap();
+    let screen = Screen::new(&s.node.state, 900, 600, &m, &mut fonts, &BTreeSet::new());
+    let w = screen.window(s.left.window).unwrap();
+    assert!(w.tag_line.y1 <= w.rect.y1 && w.body.height() < m.line, "{w:?}");
 }

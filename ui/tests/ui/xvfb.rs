@@ -4,6 +4,7 @@
 //! layout says. Each test picks a free display and namespace, and kills
 //! everything it started, pass or fail.
 
+use crate::support::{apex, namespace, sibling, wait_for};
 use apex_core::State;
 use apex_ui::font::Fonts;
 use apex_ui::geom::{Metrics, Screen};
@@ -11,24 +12,6 @@ use apex_ui::palette;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// `apexd` beside `apex-ui`, built if this test run has not built it.
-fn sibling(name: &str) -> PathBuf {
-    let ui = Path::new(env!("CARGO_BIN_EXE_apex-ui"));
-    let path = ui.with_file_name(name);
-    if !path.exists() {
-        let release = ui.parent().is_some_and(|d| d.ends_with("release"));
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "apex-fsd", "--bins"]);
-        if release {
-            build.arg("--release");
-        }
-        assert!(build.status().expect("run cargo").success(), "cargo build -p apex-fsd failed");
-    }
-    path
-}
 
 /// Says a test cannot run (past the harness's capture); fails under CI.
 fn skipped(reason: &str) {
@@ -73,17 +56,6 @@ impl Drop for Desk {
     }
 }
 
-fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(t) = probe() {
-            return t;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A display no one uses: its socket and lock are free.
 fn free_display() -> u32 {
     let start = 100 + std::process::id() % 400;
@@ -109,8 +81,7 @@ fn desk(name: &str) -> Option<Desk> {
         .stderr(Stdio::null())
         .spawn()
         .expect("start Xvfb");
-    let ns = std::env::temp_dir().join(format!("apex-ui-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&ns);
+    let ns = namespace(name);
     let d = Desk { display, ns, xvfb, ui: None };
     wait_for("Xvfb", || Path::new(&format!("/tmp/.X11-unix/X{n}")).exists().then_some(()));
     Some(d)
@@ -124,9 +95,7 @@ impl Desk {
 
     /// Runs `apex` against this desk's namespace.
     fn apex(&self, args: &[&str]) -> String {
-        let out = Command::new(sibling("apex")).args(args).env("NAMESPACE", &self.ns).output().expect("run apex");
-        assert!(out.status.success(), "apex {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).to_string()
+        apex(&self.ns, args)
     }
 
     /// The root window as 8-bit RGB, and a PNG of it for people.
@@ -154,9 +123,6 @@ fn pixel(rgb: &[u8], x: i32, y: i32) -> u32 {
 fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     let Some(mut d) = desk("type") else { return };
     sibling("apexd");
-    std::fs::create_dir_all(&d.ns).unwrap();
-    // A namespace directory is ours and 0700, or apexd refuses it.
-    std::fs::set_permissions(&d.ns, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let file = d.ns.join("notes.txt");
     std::fs::write(&file, "first line\nsecond line\n").unwrap();
     assert!(!d.ns.join("apex").exists(), "no daemon before the UI");

@@ -1,0 +1,53 @@
+//! What the tests that start real processes share: the daemon's programs
+//! beside `apex-ui`, and waiting for a condition with a deadline.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// `apexd` or `apex` beside `apex-ui`, built if this test run has not
+/// built them.
+pub fn sibling(name: &str) -> PathBuf {
+    let ui = Path::new(env!("CARGO_BIN_EXE_apex-ui"));
+    let path = ui.with_file_name(name);
+    if !path.exists() {
+        let release = ui.parent().is_some_and(|d| d.ends_with("release"));
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-p", "apex-fsd", "--bins"]);
+        if release {
+            build.arg("--release");
+        }
+        assert!(build.status().expect("run cargo").success(), "cargo build -p apex-fsd failed");
+    }
+    path
+}
+
+/// Polls `probe` until it gives a value; fails the test after 20 s.
+pub fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(t) = probe() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A namespace directory of the test's own: ours and 0700, as apexd
+/// wants it.
+pub fn namespace(name: &str) -> PathBuf {
+    let ns = std::env::temp_dir().join(format!("apex-ui-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ns);
+    std::fs::create_dir_all(&ns).unwrap();
+    std::fs::set_permissions(&ns, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    ns
+}
+
+/// Runs `apex` against the namespace `ns`; its output.
+pub fn apex(ns: &Path, args: &[&str]) -> String {
+    let out = Command::new(sibling("apex")).args(args).env("NAMESPACE", ns).output().expect("run apex");
+    assert!(out.status.success(), "apex {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
