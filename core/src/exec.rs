@@ -15,6 +15,7 @@
 //! when no plumber takes the text.
 
 use crate::addr::{self, Range};
+use crate::buf::Buffer;
 use crate::cols;
 use crate::dump::{self, Dump, Kind, WindowRecord};
 use crate::ecmd::{self, EditFile, Pipes};
@@ -485,6 +486,54 @@ fn selection<H: Host>(h: &H, w: Win) -> Result<(Range, u64, String)> {
     let v = b.views.get(&ViewId::WindowBody(w.id)).copied().unwrap_or_default();
     let sel = Range::new(v.q0.min(b.len()), v.q1.min(b.len()));
     Ok((sel, b.version, b.slice(sel.q0, sel.q1).unwrap_or_default()))
+}
+
+/// Refuses a relative `file` for `what` (`get`, `put`, `exec`): whoever
+/// reads or writes it may run in another directory than the one asking.
+pub fn absolute(what: &str, file: &str) -> std::result::Result<(), String> {
+    match std::path::Path::new(file).is_absolute() {
+        true => Ok(()),
+        false => {
+            Err(format!("{what}: {file:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
+        }
+    }
+}
+
+/// The file a `get` or `put` uses: `file` if given, else the buffer's
+/// `name`; absolute either way.
+pub fn file_or_name(what: &str, file: Option<String>, name: &str) -> std::result::Result<String, String> {
+    let file = match file {
+        Some(f) => f,
+        None if name.is_empty() => return Err(format!("{what}: the buffer has no name; give a file")),
+        None => name.to_string(),
+    };
+    absolute(what, &file)?;
+    Ok(file)
+}
+
+/// What a Get that read `text` from `file` into buffer `b` proposes, in
+/// order (acme's `get`): the text replaced unless it is already the same,
+/// the buffer named `file` if the Get named one, and marked clean. Whoever
+/// read the file (the daemon, or a UI on its machine) proposes these.
+pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: String) -> Vec<Proposal> {
+    // Compared piece by piece: no second copy of a big file.
+    let rope = buf.text.rope();
+    let same = rope.len_bytes() == text.len() && *rope == text.as_str();
+    let (version, len) = (buf.version, buf.len());
+    let origin = Origin::OtherFile;
+    let mut out = Vec::with_capacity(3);
+    if !same {
+        out.push(match (len, text.is_empty()) {
+            (0, _) => Proposal::Insert { buffer: b, version, q0: 0, text, origin },
+            (_, true) => Proposal::Delete { buffer: b, version, q0: 0, q1: len, origin },
+            _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text, origin },
+        });
+    }
+    if named && buf.name != file {
+        out.push(Proposal::Name { buffer: b, name: file.to_string() });
+    }
+    out.push(Proposal::Clean { buffer: b });
+    out
 }
 
 /// acme's `winclean`: whether `window` may lose its changes. A changed,

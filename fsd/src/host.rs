@@ -8,53 +8,13 @@
 //! proposals that record it take the lock, briefly.
 
 use crate::tree::Tree;
-use apex_core::look;
 use apex_core::meta::Process;
+use apex_core::{exec, look};
 use apex_core::{AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 use tokio::io::AsyncReadExt;
-
-fn absolute(what: &str, file: &str) -> Result<(), String> {
-    match Path::new(file).is_absolute() {
-        true => Ok(()),
-        false => {
-            Err(format!("{what}: {file:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
-        }
-    }
-}
-
-/// The file a `get` or `put` without an argument uses: the buffer's name.
-fn file_or_name(what: &str, file: Option<String>, name: &str) -> Result<String, String> {
-    let file = match file {
-        Some(f) => f,
-        None if name.is_empty() => return Err(format!("{what}: the buffer has no name; give a file")),
-        None => name.to_string(),
-    };
-    absolute(what, &file)?;
-    Ok(file)
-}
-
-/// A file's text, or a directory's listing as acme shows one: the names
-/// in order, one a line, a directory's with a `/` after it.
-fn read_text(path: &str) -> std::io::Result<Vec<u8>> {
-    if !Path::new(path).is_dir() {
-        return std::fs::read(path);
-    }
-    let mut names: Vec<String> = std::fs::read_dir(path)?
-        .flatten()
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            match e.path().is_dir() {
-                true => format!("{name}/"),
-                false => name,
-            }
-        })
-        .collect();
-    names.sort();
-    Ok(names.iter().map(|n| format!("{n}\n")).collect::<String>().into_bytes())
-}
 
 /// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
 /// a directory lists its entries), names it so if a file was given, and
@@ -62,31 +22,19 @@ fn read_text(path: &str) -> std::io::Result<Vec<u8>> {
 pub async fn get(tree: &Tree, session: u64, b: BufferId, file: Option<String>) -> Result<(), String> {
     let name = tree.with_session(session, |s| Ok(s.view.state.buffer(b).map_err(|e| e.to_string())?.name.clone()))?;
     let named = file.is_some();
-    let file = file_or_name("get", file, &name)?;
+    let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
-    let bytes = tokio::task::spawn_blocking(move || read_text(&path))
+    let text = tokio::task::spawn_blocking(move || apex_ninep::files::read_utf8("get", &path))
         .await
-        .map_err(|e| format!("get: {e}"))?
-        .map_err(|e| format!("get: {file}: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|_| format!("get: {file} is not UTF-8 text"))?;
-    let (version, len, same) = tree.with_session(session, |s| {
+        .map_err(|e| format!("get: {e}"))??;
+    let proposals = tree.with_session(session, |s| {
         let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
-        Ok((buf.version, buf.len(), buf.text == apex_core::text::Text::from(text.as_str())))
+        Ok(exec::get_proposals(buf, b, &file, named, text))
     })?;
     let request = format!("get {} {file}", b.0);
-    if !same {
-        let origin = Origin::OtherFile;
-        let p = match (len, text.is_empty()) {
-            (0, _) => Proposal::Insert { buffer: b, version, q0: 0, text: text.clone(), origin },
-            (_, true) => Proposal::Delete { buffer: b, version, q0: 0, q1: len, origin },
-            _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text: text.clone(), origin },
-        };
+    for p in proposals {
         tree.propose(session, &request, p).await?;
     }
-    if named && name != file {
-        tree.propose(session, &request, Proposal::Name { buffer: b, name: file.clone() }).await?;
-    }
-    tree.propose(session, &request, Proposal::Clean { buffer: b }).await?;
     Ok(())
 }
 
@@ -110,7 +58,7 @@ pub async fn put(
         }
         Ok((buf.text.rope().clone(), buf.version, buf.name.clone()))
     })?;
-    let file = file_or_name("put", file, &name)?;
+    let file = exec::file_or_name("put", file, &name)?;
     let path = file.clone();
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
@@ -176,7 +124,7 @@ pub async fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
 /// Runs `command` with `sh -c` in `dir`; returns its pid. Output goes to
 /// `DIR/+Errors` as it comes; the exit is recorded in the metalog.
 pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result<u32, String> {
-    absolute("exec", dir)?;
+    exec::absolute("exec", dir)?;
     if !Path::new(dir).is_dir() {
         return Err(format!("exec: {dir}: not a directory"));
     }

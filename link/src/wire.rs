@@ -95,6 +95,9 @@ pub enum FrameError {
     Decode(String),
 }
 
+/// Room a frame buffer keeps between messages: a few 9P writes' worth.
+const KEEP_ROOM: usize = 4 << 20;
+
 /// Reassembles frames from bytes that arrive in arbitrary pieces.
 #[derive(Debug, Default)]
 pub struct Frames {
@@ -139,6 +142,11 @@ impl Frames {
         let Some(n) = self.whole()? else { return Ok(None) };
         let msg = postcard::from_bytes(&self.buf[4..n]).map_err(|e| FrameError::Decode(e.to_string()));
         self.buf.drain(..n);
+        // A big frame's room is given back once it is read, so that one
+        // 100 MB message does not stay resident for the connection's life.
+        if self.buf.capacity() > KEEP_ROOM && self.buf.len() < self.buf.capacity() / 4 {
+            self.buf.shrink_to(self.buf.len().max(KEEP_ROOM));
+        }
         msg.map(Some)
     }
 }
@@ -177,5 +185,25 @@ mod tests {
         assert_eq!(f.pending(), 0, "the bad frame is consumed");
         f.push(&u32::MAX.to_le_bytes());
         assert_eq!(f.next_msg::<ClientMsg>().unwrap_err(), FrameError::TooLarge(u32::MAX as usize));
+    }
+
+    #[test]
+    fn a_big_frame_s_room_is_given_back_once_read() {
+        let big = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "x".repeat(40 << 20), resume: None };
+        let bytes = frame(&big);
+        let mut f = Frames::default();
+        for piece in bytes.chunks(1 << 20) {
+            f.push(piece);
+        }
+        assert!(f.buf.capacity() >= 40 << 20);
+        assert_eq!(f.next_msg::<ClientMsg>().unwrap(), Some(big));
+        assert!(f.buf.capacity() <= KEEP_ROOM, "{} bytes kept", f.buf.capacity());
+        // Small frames keep their room: no shrinking on every message.
+        let small = frame(&ClientMsg::Resync);
+        f.push(&small);
+        f.push(&small);
+        let room = f.buf.capacity();
+        assert_eq!(f.next_msg::<ClientMsg>().unwrap(), Some(ClientMsg::Resync));
+        assert_eq!(f.buf.capacity(), room);
     }
 }

@@ -6,7 +6,7 @@
 //! the daemon acknowledged), commands through the session's `ctl`.
 
 use apex_core::ecmd::{EditFile, Pipes};
-use apex_core::exec::{ExecError, Host};
+use apex_core::exec::{self, ExecError, Host};
 use apex_core::propose::Applied;
 use apex_core::{BufferId, Proposal, State};
 use apex_link::{Attached, Submitted};
@@ -26,6 +26,11 @@ pub struct UiHost {
     pub rt: tokio::runtime::Handle,
     /// Set by Exit and Abort: the window closes, the session goes on.
     pub exit: bool,
+    /// The daemon is on this machine (its socket is local): Get reads
+    /// the file here and the text goes to the daemon as this UI's own
+    /// entries, once, instead of the daemon reading it and routing it
+    /// here to be sequenced and sent back.
+    pub local: bool,
 }
 
 /// The replica's state under the link's lock.
@@ -121,6 +126,17 @@ impl Host for UiHost {
     }
 
     fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
+        if self.local {
+            let name = self.state()?.buffer(buffer)?.name.clone();
+            let named = file.is_some();
+            let file = exec::file_or_name("get", file.map(str::to_string), &name).map_err(host)?;
+            let text = apex_ninep::files::read_utf8("get", &file).map_err(host)?;
+            let proposals = exec::get_proposals(self.state()?.buffer(buffer)?, buffer, &file, named, text);
+            for p in proposals {
+                self.propose(p)?;
+            }
+            return Ok(());
+        }
         self.settle()?;
         let msg = match file {
             Some(f) => format!("get {f}\n"),

@@ -91,7 +91,8 @@ fn run(args: Args) -> Result<(), String> {
         }
         Ok::<_, String>((client, att))
     })?;
-    let mut host = UiHost { att, client, session: args.session.clone(), rt: rt.handle().clone(), exit: false };
+    let local = address.starts_with("unix!");
+    let mut host = UiHost { att, client, session: args.session.clone(), rt: rt.handle().clone(), exit: false, local };
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     for f in &args.files {
         let mut path = cwd.join(f).display().to_string();

@@ -75,9 +75,10 @@ impl App {
         if buffer.len() != canvas.pixels.len() {
             return;
         }
-        // A buffer of age 0 holds nothing we drew: copy the whole frame.
+        // Only a buffer that holds the last frame (age 1) can take just
+        // the damage; a new one, or one from frames ago, gets it all.
         let whole = [canvas.bounds()];
-        let rects: &[Rect] = if buffer.age() == 0 { &whole } else { &damage };
+        let rects: &[Rect] = if buffer.age() == 1 { &damage } else { &whole };
         for r in rects {
             for y in r.y0..r.y1 {
                 let row = (y * canvas.width) as usize;

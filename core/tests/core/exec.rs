@@ -41,13 +41,10 @@ impl Host for TestHost {
         let name = file.map_or_else(|| self.node.state.buffer(b).unwrap().name.clone(), str::to_string);
         self.machine.asked.push(format!("get {name}"));
         let text = String::from_utf8(self.machine.files.get(&name).cloned().unwrap_or_default()).unwrap();
-        let (version, len) = (self.node.state.buffer(b).unwrap().version, self.node.state.buffer(b).unwrap().len());
-        if len > 0 || !text.is_empty() {
-            let p = Proposal::Replace { buffer: b, version, q0: 0, q1: len, text, origin: Origin::OtherFile };
+        for p in exec::get_proposals(self.node.state.buffer(b).unwrap(), b, &name, file.is_some(), text) {
             self.propose(p)?;
         }
-        self.propose(Proposal::Name { buffer: b, name })?;
-        self.propose(Proposal::Clean { buffer: b }).map(|_| ())
+        Ok(())
     }
     fn put(&mut self, b: BufferId, file: Option<&str>) -> Result<(), ExecError> {
         let buf = self.node.state.buffer(b).unwrap();
@@ -409,4 +406,37 @@ fn b3_opens_files_at_addresses_or_searches() {
     assert_eq!(h.node.state.windows.len(), windows, "an open file's window is shown again");
     exec::look(&mut h, w.window, "main").unwrap();
     assert_eq!(h.sel(&w), (14, 18));
+}
+
+#[test]
+fn get_replaces_the_text_unless_it_is_the_same_names_and_cleans() {
+    let mut h = host();
+    let w = h.window("/tmp/g.txt", "");
+    let buf = |h: &TestHost| h.node.state.buffer(w.body).unwrap().clone();
+    let kinds = |ps: &[Proposal]| {
+        ps.iter().map(|p| format!("{p:?}").split([' ', '{']).next().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    // Into an empty buffer: an insert, then clean.
+    let ps = exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "one\n".into());
+    assert_eq!(kinds(&ps), ["Insert", "Clean"]);
+    for p in ps {
+        h.propose(p).unwrap();
+    }
+    // The same text again: nothing but clean (no edit, no undo step).
+    assert_eq!(kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "one\n".into())), ["Clean"]);
+    // Other text: replaced; an empty file: deleted; a named other file:
+    // renamed too.
+    assert_eq!(
+        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "two\n".into())),
+        ["Replace", "Clean"]
+    );
+    assert_eq!(kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, String::new())), ["Delete", "Clean"]);
+    assert_eq!(
+        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/h.txt", true, "one\n".into())),
+        ["Name", "Clean"],
+        "the same text under another name"
+    );
+    assert_eq!(exec::file_or_name("get", None, "").unwrap_err(), "get: the buffer has no name; give a file");
+    assert!(exec::file_or_name("put", Some("rel.txt".into()), "/x").unwrap_err().contains("not an absolute path"));
+    assert_eq!(exec::file_or_name("get", None, "/x/y").unwrap(), "/x/y");
 }

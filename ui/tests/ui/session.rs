@@ -47,7 +47,9 @@ struct Win {
 }
 
 impl Rig {
-    fn start(name: &str) -> Rig {
+    /// `local`: Get reads files in the UI (as `apex-ui` does on the
+    /// daemon's machine), else through the daemon (as over TCP).
+    fn start(name: &str, local: bool) -> Rig {
         let ns = namespace(name);
         let daemon = Command::new(sibling("apexd"))
             .arg("--namespace")
@@ -68,7 +70,7 @@ impl Rig {
             assert!(att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "the layout's lease");
             (client, att)
         });
-        let host = UiHost { att, client, session: "main".into(), rt: rig.rt.handle().clone(), exit: false };
+        let host = UiHost { att, client, session: "main".into(), rt: rig.rt.handle().clone(), exit: false, local };
         rig.ui = Some(Ui::new(host, 900, 700, 1.0));
         rig
     }
@@ -143,7 +145,7 @@ impl Rig {
 
 #[test]
 fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
-    let mut r = Rig::start("session-type");
+    let mut r = Rig::start("session-type", true);
     let file = r.ns.join("notes.txt");
     std::fs::write(&file, "hello world\nsecond line\n").unwrap();
     let w = r.open(&file.display().to_string());
@@ -206,7 +208,7 @@ fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
 
 #[test]
 fn edits_from_elsewhere_appear_and_move_the_selection() {
-    let mut r = Rig::start("session-live");
+    let mut r = Rig::start("session-live", false);
     let file = r.ns.join("live.txt");
     std::fs::write(&file, "abc\n").unwrap();
     let w = r.open(&file.display().to_string());
@@ -257,7 +259,7 @@ fn errors(r: &mut Rig) -> Option<String> {
 
 #[test]
 fn a_refused_put_and_a_lost_connection_are_shown_in_errors() {
-    let mut r = Rig::start("session-errors");
+    let mut r = Rig::start("session-errors", false);
     let dir = r.ns.join("gone");
     std::fs::create_dir(&dir).unwrap();
     let file = dir.join("f.txt");

@@ -1,0 +1,31 @@
+//! Reading a file as acme's Get does, for every process that loads files
+//! into buffers (the daemon, and a UI on the daemon's machine).
+
+use std::path::Path;
+
+/// A file's text, or a directory's listing as acme shows one: the names
+/// in order, one a line, a directory's with a `/` after it.
+pub fn read_text(path: &str) -> std::io::Result<Vec<u8>> {
+    if !Path::new(path).is_dir() {
+        return std::fs::read(path);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(path)?
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            match e.path().is_dir() {
+                true => format!("{name}/"),
+                false => name,
+            }
+        })
+        .collect();
+    names.sort();
+    Ok(names.iter().map(|n| format!("{n}\n")).collect::<String>().into_bytes())
+}
+
+/// [`read_text`] as UTF-8, with errors that say what was read (`what` is
+/// the command: `get`).
+pub fn read_utf8(what: &str, path: &str) -> Result<String, String> {
+    let bytes = read_text(path).map_err(|e| format!("{what}: {path}: {e}"))?;
+    String::from_utf8(bytes).map_err(|_| format!("{what}: {path} is not UTF-8 text"))
+}
