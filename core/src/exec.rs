@@ -770,6 +770,9 @@ pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()>
                 return Err(ExecError::Host(format!("{path}: no window was made")));
             };
             h.get(made.body, None)?;
+            // A file opened in a new window has nothing to undo, as acme's
+            // openfile loads it (a later Get can be undone).
+            h.propose(Proposal::ForgetUndo { buffer: made.body })?;
             (made.window, made.body)
         }
     };

@@ -12,7 +12,7 @@ use crate::input::{Event, Key};
 use std::num::NonZeroU32;
 use std::rc::Rc;
 use winit::application::ApplicationHandler;
-use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event::{ElementState, Ime, MouseButton, MouseScrollDelta, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, EventLoop, EventLoopProxy};
 use winit::keyboard::{Key as WKey, ModifiersState, NamedKey};
 use winit::window::{Window, WindowId};
@@ -150,6 +150,8 @@ impl ApplicationHandler<Wake> for App {
         });
         match made {
             Ok(s) => {
+                // Text composed by an input method arrives as Ime::Commit.
+                s.window.set_ime_allowed(true);
                 self.ui.set_scale(s.window.scale_factor());
                 s.window.request_redraw();
                 self.surface = Some(s);
@@ -204,6 +206,7 @@ impl ApplicationHandler<Wake> for App {
                     self.input(Event::Wheel { lines, x, y });
                 }
             }
+            WindowEvent::Ime(Ime::Commit(text)) if !text.is_empty() => self.input(Event::Text(text)),
             WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
                 self.key(&event.logical_key, event.text.as_deref());
             }

@@ -150,6 +150,8 @@ fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
     std::fs::write(&file, "hello world\nsecond line\n").unwrap();
     let w = r.open(&file.display().to_string());
     assert_eq!(r.served(w, "body"), "hello world\nsecond line\n");
+    let tag = r.served(w, "tag");
+    assert!(!tag.contains(" Undo ") && !tag.contains(" Put "), "a file just opened: nothing to undo or put: {tag}");
 
     // Click after `hello`, type: the daemon has it, the tag offers Put.
     let at = r.point(w.window, w.body, 5, false);
@@ -189,8 +191,8 @@ fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
     let snapshot = Command::new(sibling("apex")).args(["read", "main/snapshot"]).env("NAMESPACE", &r.ns).output();
     let state = apex_core::State::from_snapshot(&snapshot.unwrap().stdout).expect("the daemon's snapshot");
     assert_eq!(state.layout.snarf, "2nd", "the session's snarf buffer has it");
-    r.typed("last");
-    assert_eq!(r.served(w, "body"), "hello world\nlast line\n");
+    r.typed("last ✓ ünïcödé");
+    assert_eq!(r.served(w, "body"), "hello world\nlast ✓ ünïcödé line\n");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello world\nsecond line\n", "nothing written yet");
 
     // B2 on Put in the tag: the daemon writes exactly what was typed, and
@@ -199,7 +201,7 @@ fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
     let put = tag.find(" Put ").expect("Put in the tag") as u64 + 2;
     let at = r.point(w.window, w.tag, put, true);
     r.click(2, at);
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello world\nlast line\n");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello world\nlast ✓ ünïcödé line\n");
     wait_for("the tag to drop Put", || (!r.served(w, "tag").contains(" Put ")).then_some(()));
     let ctl = r.served(w, "ctl");
     let dirty: Vec<&str> = ctl.split_whitespace().collect();
