@@ -15,7 +15,7 @@
 //! has at least `ONE / n` and every split gives distinct, ordered places
 //! for hundreds of thousands of windows.
 
-use crate::id::WindowId;
+use crate::id::{ColumnId, WindowId};
 use crate::layout::{Column, Frac, Layout};
 
 /// The smallest share a split gives a window before the policy turns to
@@ -160,6 +160,72 @@ pub fn grow(col: &Column, window: WindowId, how: Grow, line: u32) -> Vec<(Window
             (*w, top)
         })
         .collect()
+}
+
+/// What letting go of a window's layout box does (acme's `coldragwin`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Drag {
+    /// Nothing (the only window of its column, or the first dragged within
+    /// its own room).
+    Nothing,
+    /// The window goes to `y` of `column` (`Proposal::MoveWindow`).
+    Move { column: ColumnId, y: Frac },
+    /// The column's windows get these tops (`Proposal::Arrange`): the
+    /// window's top moved, resizing it and the one above.
+    Arrange { column: ColumnId, tops: Vec<(WindowId, Frac)> },
+}
+
+/// `window`, dragged by its layout box and let go at `y` of column `to`
+/// (acme's `coldragwin`): into another column where it falls
+/// ([`drop_y`]); within its own, shuffled there when let go above the
+/// window before it or below its own bottom; otherwise its top moves to
+/// `y`, leaving the window above and itself at least `line` (a tag).
+pub fn drag(layout: &Layout, window: WindowId, to: ColumnId, y: Frac, line: u32) -> Drag {
+    let Some((ci, i)) = layout.find(window) else { return Drag::Nothing };
+    let col = &layout.columns[ci];
+    let Some(target) = layout.columns.iter().find(|c| c.id == to) else { return Drag::Nothing };
+    if target.id != col.id {
+        return Drag::Move { column: to, y: drop_y(target, None, y) };
+    }
+    let spans = spans(col, None);
+    let n = spans.len();
+    if n == 1 {
+        return Drag::Nothing;
+    }
+    let (_, top, bottom) = spans[i];
+    let above = (i > 0).then(|| spans[i - 1].1);
+    if above.is_some_and(|t| y.0 < t) || y.0 > bottom {
+        return Drag::Move { column: to, y: drop_y(col, Some(window), y) };
+    }
+    let Some(above_top) = above else { return Drag::Nothing };
+    let line = line.max(1);
+    let lo = above_top.saturating_add(line);
+    let hi = bottom.saturating_sub(line).max(lo);
+    let new_top = y.0.clamp(lo, hi);
+    if new_top == top {
+        return Drag::Nothing;
+    }
+    let tops = spans.iter().map(|(w, t, _)| (*w, Frac(if *w == window { new_top } else { *t }))).collect();
+    Drag::Arrange { column: to, tops }
+}
+
+/// Where column `column`'s left edge goes when its box is let go at `x`
+/// (acme's `rowdragcol`): past a neighbour, there (the columns reorder);
+/// otherwise between its neighbours, each left at least `min` wide. None
+/// when nothing moves (the first column within its own room).
+pub fn drag_column(layout: &Layout, column: ColumnId, x: Frac, min: u32) -> Option<Frac> {
+    let i = layout.columns.iter().position(|c| c.id == column)?;
+    let cols = &layout.columns;
+    let left = cols[i].x.0;
+    let right = cols.get(i + 1).map_or(Frac::ONE.0, |c| c.x.0);
+    let x = x.0.min(Frac::ONE.0 - 1);
+    let before = (i > 0).then(|| cols[i - 1].x.0);
+    if before.is_some_and(|b| x < b) || (i + 1 < cols.len() && x > right) {
+        return Some(Frac(x));
+    }
+    let b = before?;
+    let x = x.clamp(b.saturating_add(min), right.saturating_sub(min).max(b.saturating_add(min)));
+    (x != left).then_some(Frac(x))
 }
 
 /// Where a new column starts (acme's `rowadd`): three fifths into the last

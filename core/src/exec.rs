@@ -401,7 +401,7 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
                 Some(a) => a.to_string(),
                 None => selection(h, w)?.2,
             };
-            find_and_show(h, w, &needle)
+            find_and_show(h, w, &needle, None)
         }
         Cmd::New => {
             let column = column_of(h, call, w);
@@ -716,9 +716,9 @@ fn putall<H: Host>(h: &mut H) -> Result<()> {
 
 /// Searches the body for `needle` after its selection (wrapping), selects
 /// it and scrolls to it.
-fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str) -> Result<()> {
+fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Option<u64>) -> Result<()> {
     let (sel, version, _) = selection(h, w)?;
-    let found = look::find_next(h.state()?.buffer(w.body)?, needle, sel.q1);
+    let found = look::find_next(h.state()?.buffer(w.body)?, needle, from.unwrap_or(sel.q1));
     let (q0, q1) = found.ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
     select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
 }
@@ -741,6 +741,13 @@ fn select_and_show<H: Host>(h: &mut H, window: WindowId, body: BufferId, version
 /// B3 on `text` in `window`: an existing file (with `:address`) opens or
 /// shows its window; anything else is searched for in the body.
 pub fn look<H: Host>(h: &mut H, window: WindowId, text: &str) -> Result<()> {
+    look_from(h, window, text, None)
+}
+
+/// [`look`], the search starting at `from` when the text was clicked in
+/// the body itself (acme's `look3` searches on from the end of the word
+/// clicked), else at the end of the body's selection.
+pub fn look_from<H: Host>(h: &mut H, window: WindowId, text: &str, from: Option<u64>) -> Result<()> {
     let w = window_ids(h, window)?;
     let text = text.trim();
     let (file, at) = look::file_and_addr(text);
@@ -751,7 +758,7 @@ pub fn look<H: Host>(h: &mut H, window: WindowId, text: &str) -> Result<()> {
             return open(h, &path, at);
         }
     }
-    find_and_show(h, w, text)
+    find_and_show(h, w, text, from)
 }
 
 fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {

@@ -156,6 +156,12 @@ pub enum Proposal {
         buffer: BufferId,
         action: Action,
     },
+    /// Move a column's left edge to `x` (a dragged column box); the
+    /// columns stay ordered by their edges.
+    MoveColumn {
+        column: ColumnId,
+        x: Frac,
+    },
 }
 
 /// What a proposal made, beyond its entries.
@@ -206,7 +212,7 @@ impl Proposal {
             Proposal::CreateBuffer { .. } | Proposal::CreateWindow { .. } => Shard::Layout,
             Proposal::DeleteWindow { .. } | Proposal::MoveWindow { .. } => Shard::Layout,
             Proposal::CreateColumn { .. } | Proposal::DeleteColumn { .. } | Proposal::Snarf { .. } => Shard::Layout,
-            Proposal::Focus { .. } | Proposal::Arrange { .. } => Shard::Layout,
+            Proposal::Focus { .. } | Proposal::Arrange { .. } | Proposal::MoveColumn { .. } => Shard::Layout,
             Proposal::Flags { window, .. } | Proposal::EventReader { window, .. } => Shard::Window(*window),
             p => Shard::Buffer(p.buffer().expect("every other proposal names a buffer")),
         }
@@ -394,6 +400,12 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
             node.append(Shard::Layout, Op::Layout(LayoutOp::Snarf { text: text.clone() }))?;
         }
         Proposal::Arrange { column, tops } => make::arrange(node, *column, tops)?,
+        Proposal::MoveColumn { column, x } => {
+            if !node.leads(Shard::Layout) {
+                return Err(Reject::NotLeader { shard: Shard::Layout });
+            }
+            node.append(Shard::Layout, Op::Layout(LayoutOp::ColumnMove { column: *column, x: *x }))?;
+        }
         Proposal::Focus { window } => {
             if !node.leads(Shard::Layout) {
                 return Err(Reject::NotLeader { shard: Shard::Layout });

@@ -229,8 +229,15 @@ impl Daemon {
             assert!(att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
             (client, att)
         });
-        let host =
-            UiHost { att, client, session: "main".into(), rt: self.rt.handle().clone(), exit: false, local: true };
+        let host = UiHost {
+            att,
+            client,
+            session: "main".into(),
+            rt: self.rt.handle().clone(),
+            exit: false,
+            local: true,
+            namespace: self.ns.clone(),
+        };
         Ui::new(host, W, H, 1.0)
     }
 }

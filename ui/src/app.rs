@@ -93,17 +93,27 @@ impl Ui {
         self.unflushed = true;
         for e in effects {
             let result = match e {
-                Effect::Execute { window, column, text } => {
+                Effect::Execute { window, column, text, arg: chorded } => {
                     let (word, arg) = apex_core::look::split_command(&text);
-                    match exec::lookup(word) {
-                        Some(b) => {
-                            let call = exec::Call { window, column, arg: arg.to_string() };
-                            exec::run(&mut self.host, b, &call)
+                    // A 2-1 chord's text is the built-in's argument when it
+                    // has none of its own, and follows a command's words.
+                    match (exec::lookup(word), chorded) {
+                        (Some(b), chorded) => {
+                            let arg = match (arg.trim().is_empty(), chorded) {
+                                (true, Some(c)) => c,
+                                _ => arg.to_string(),
+                            };
+                            exec::run(&mut self.host, b, &exec::Call { window, column, arg })
                         }
-                        None => exec::execute(&mut self.host, window, &text),
+                        (None, Some(c)) => exec::execute(&mut self.host, window, &format!("{} {c}", text.trim_end())),
+                        (None, None) => exec::execute(&mut self.host, window, &text),
                     }
                 }
-                Effect::Look { window, text } => exec::look(&mut self.host, window, &text),
+                Effect::Look { window, text, plumb, from } => match self.host.plumb(window, &plumb) {
+                    Ok(true) => Ok(()),
+                    // No plumber, or it did not take the text: look here.
+                    _ => exec::look_from(&mut self.host, window, &text, from),
+                },
                 Effect::Refused(why) => Err(exec::ExecError::Host(why)),
             };
             if let Err(e) = result {

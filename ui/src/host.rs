@@ -8,7 +8,7 @@
 use apex_core::ecmd::{EditFile, Pipes};
 use apex_core::exec::{self, ExecError, Host};
 use apex_core::propose::Applied;
-use apex_core::{BufferId, Proposal, State};
+use apex_core::{look, BufferId, Proposal, State, WindowId};
 use apex_link::{Attached, Submitted};
 use apex_ninep::fcall::OWRITE;
 use apex_ninep::Client;
@@ -26,6 +26,8 @@ pub struct UiHost {
     pub rt: tokio::runtime::Handle,
     /// Set by Exit and Abort: the window closes, the session goes on.
     pub exit: bool,
+    /// The namespace directory a plumber is posted in.
+    pub namespace: std::path::PathBuf,
     /// The daemon is on this machine (its socket is local): Get reads
     /// the file here and the text goes to the daemon as this UI's own
     /// entries, once, instead of the daemon reading it and routing it
@@ -62,6 +64,34 @@ impl UiHost {
             let r = c.write(f.fid, 0, text.as_bytes()).await;
             let _ = c.clunk(f.fid).await;
             r.map(|_| ()).map_err(|e| e.to_string())
+        })
+    }
+
+    /// Sends a B3 click's text to the plumber posted as `plumb` in the
+    /// namespace (plan9port's), as acme's `look3` does: true if it took
+    /// it; false if there is no plumber or no rule matched (its write was
+    /// refused), so the caller looks the text up itself.
+    pub fn plumb(&self, window: WindowId, plumb: &look::Plumb) -> Result<bool, ExecError> {
+        let socket = self.namespace.join("plumb");
+        if !socket.exists() {
+            return Ok(false);
+        }
+        let wdir = {
+            let st = self.state()?;
+            let name = st.window(window).ok().and_then(|w| st.buffer(w.body).ok()).map(|b| b.name.clone());
+            name.and_then(|n| look::window_dir(&n)).unwrap_or_else(|| self.cwd())
+        };
+        let message = plumb.message(&wdir);
+        let address = format!("unix!{}", socket.display());
+        self.rt.block_on(async move {
+            let sent = tokio::time::timeout(WAIT, async {
+                let c = apex_ninep::dial(&address, 8192 + 24).await.map_err(|e| e.to_string())?;
+                let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(|e| e.to_string())?;
+                let f = c.open_path(root, "send", OWRITE).await.map_err(|e| e.to_string())?;
+                c.write(f.fid, 0, &message).await.map_err(|e| e.to_string())
+            })
+            .await;
+            Ok(matches!(sent, Ok(Ok(_))))
         })
     }
 

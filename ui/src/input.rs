@@ -11,7 +11,9 @@
 use crate::font::{Face, Fonts};
 use crate::frame::Frame;
 use crate::geom::{Metrics, Rect, Screen};
-use apex_core::{look, make, BufferId, BufferOp, ColumnId, Node, Op, Origin, Proposal, Shard, ViewId, WindowId};
+use apex_core::{
+    cols, look, make, BufferId, BufferOp, ColumnId, Frac, Node, Op, Origin, Proposal, Shard, ViewId, WindowId,
+};
 use std::collections::BTreeSet;
 
 /// A text on the screen that takes clicks and typing.
@@ -37,7 +39,8 @@ pub enum Key {
     PageUp,
     PageDown,
     Escape,
-    /// A control character: `h`, `w`, `u`, `a`, `e`, `z` (undo), `y` (redo).
+    /// A control character: `h`, `w`, `u`, `a`, `e`, `z` (undo), `y` (redo),
+    /// `c`, `x`, `v` (snarf, cut, paste), `s` (Put).
     Ctrl(char),
 }
 
@@ -72,10 +75,15 @@ pub enum Event {
 /// What the caller carries out.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
-    /// B2 on `text` in a window (or a column or the row tag).
-    Execute { window: Option<WindowId>, column: Option<ColumnId>, text: String },
-    /// B3 on `text` in a window.
-    Look { window: WindowId, text: String },
+    /// B2 on `text` in a window (or a column or the row tag); `arg` is the
+    /// last button-1 selection when button 1 was clicked during the sweep
+    /// (acme's 2-1 chord).
+    Execute { window: Option<WindowId>, column: Option<ColumnId>, text: String, arg: Option<String> },
+    /// B3 on `text` in a window; `plumb` is what goes to a plumber, if
+    /// one is posted (acme's `look3`), before core's look rules; `from`
+    /// is where a search starts when the text is in the body itself (the
+    /// end of the word clicked).
+    Look { window: WindowId, text: String, plumb: look::Plumb, from: Option<u64> },
     /// The text was refused by the replica (not leading it, say).
     Refused(String),
 }
@@ -94,6 +102,41 @@ struct Sweep {
     button: u8,
     target: Target,
     anchor: u64,
+    /// What chords did meanwhile.
+    chord: Chord,
+}
+
+/// A layout box held down: a window's or a column's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    Window(WindowId),
+    Column(ColumnId),
+}
+
+/// A layout box pressed with `button` at (`x`, `y`).
+#[derive(Clone, Copy, Debug)]
+struct BoxDrag {
+    button: u8,
+    held: Held,
+    x: i32,
+    y: i32,
+    /// Another button went down meanwhile: nothing happens (acme).
+    cancelled: bool,
+}
+
+/// Where acme's chords have got to during a sweep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Chord {
+    #[default]
+    None,
+    /// 1-2: the selection was cut (from `q0..q1`).
+    Cut { q0: u64, q1: u64 },
+    /// 1-3: the snarf buffer was pasted over `q0..q1`.
+    Paste { q0: u64, q1: u64 },
+    /// 2-1: the last button-1 selection is the command's argument.
+    Argument,
+    /// 2-3 or 3-1: the action is cancelled.
+    Cancelled,
 }
 
 /// The input layer's own state: the focus, a sweep under way, the last
@@ -110,6 +153,17 @@ pub struct Input {
     /// Windows whose tag this UI shows on one line (Up in a tag; Down,
     /// End or a typed newline there expands it again, as in acme).
     pub collapsed: BTreeSet<WindowId>,
+    /// The text last selected with button 1 (acme's `argtext`, for 2-1).
+    last_selected: Option<Target>,
+    /// A layout box held down.
+    held: Option<BoxDrag>,
+}
+
+/// `part` of `whole` pixels as a layout fraction, within `0..=ONE`.
+fn frac_of(part: i32, whole: i32) -> u32 {
+    let whole = i64::from(whole.max(1));
+    let part = i64::from(part).clamp(0, whole);
+    (part * i64::from(Frac::ONE.0) / whole) as u32
 }
 
 /// Two clicks this close in time (ms) at one place are a double-click.
@@ -179,6 +233,27 @@ impl Ctx<'_> {
         None
     }
 
+    /// The layout box under a point, if any.
+    fn layout_box(&self, x: i32, y: i32) -> Option<Held> {
+        for c in &self.screen.columns {
+            if c.layout_box.contains(x, y) {
+                return Some(Held::Column(c.id));
+            }
+            if let Some(w) = c.windows.iter().find(|w| w.layout_box.contains(x, y)) {
+                return Some(Held::Window(w.id));
+            }
+        }
+        None
+    }
+
+    /// The column whose span of the screen holds `x` (the nearest at the
+    /// edges).
+    fn column_at(&self, x: i32) -> Option<ColumnId> {
+        let cols = &self.screen.columns;
+        let found = cols.iter().find(|c| x >= c.rect.x0 && x < c.rect.x1 + self.metrics.border);
+        found.or(if x < 0 { cols.first() } else { cols.last() }).map(|c| c.id)
+    }
+
     fn selection(&self, t: Target) -> Option<(BufferId, ViewId, u64, u64)> {
         let (b, view) = self.text_of(t)?;
         let buf = self.node.state.buffer(b).ok()?;
@@ -238,12 +313,28 @@ impl Input {
                 _ => Ok(Vec::new()),
             },
             Event::Text(s) => self.typed(&s, cx).map(|_| Vec::new()),
+            // Ctrl-S is Put, for the window typing goes to.
+            Event::Key(Key::Ctrl('s')) => Ok(match self.focus.and_then(Ctx::window_of) {
+                Some(w) => vec![Effect::Execute { window: Some(w), column: None, text: "Put".into(), arg: None }],
+                None => Vec::new(),
+            }),
             Event::Key(k) => self.key(k, cx).map(|_| Vec::new()),
         };
         r.unwrap_or_else(|e| vec![Effect::Refused(e)])
     }
 
     fn press(&mut self, button: u8, x: i32, y: i32, now: u64, cx: &mut Ctx) -> Result<Vec<Effect>, String> {
+        if let Some(d) = self.held.as_mut() {
+            d.cancelled |= d.button != button;
+            return Ok(Vec::new());
+        }
+        if let Some(s) = self.sweep.filter(|s| s.button != button) {
+            return self.chord(s, button, cx).map(|_| Vec::new());
+        }
+        if let Some(held) = cx.layout_box(x, y) {
+            self.held = Some(BoxDrag { button, held, x, y, cancelled: false });
+            return Ok(Vec::new());
+        }
         let Some((t, in_scroll)) = cx.hit(x, y) else { return Ok(Vec::new()) };
         if in_scroll {
             self.scroll_click(t, button, y, cx)?;
@@ -271,21 +362,146 @@ impl Input {
             self.last_click = Some((t, q, now));
             cx.select(t, q, q)?;
         }
-        self.sweep = Some(Sweep { button, target: t, anchor: q });
+        self.sweep = Some(Sweep { button, target: t, anchor: q, chord: Chord::None });
         Ok(Vec::new())
     }
 
+    /// Another button pressed during a sweep: acme's chords. With button 1
+    /// down, 2 cuts and 3 pastes, and each undoes the other's last step
+    /// in a body (1-2-3 leaves the text as it was, snarfed); with 2 down,
+    /// 1 adds the last selection as an argument and 3 cancels; with 3
+    /// down, 1 cancels.
+    fn chord(&mut self, mut s: Sweep, button: u8, cx: &mut Ctx) -> Result<(), String> {
+        let t = s.target;
+        let body = matches!(t, Target::Body(_));
+        s.chord = match (s.button, button, s.chord) {
+            (1, 2, Chord::Paste { q0, q1 }) if body => {
+                self.undo_step(t, q0, q1, cx)?;
+                Chord::None
+            }
+            (1, 2, Chord::Cut { q0, q1 }) => Chord::Cut { q0, q1 },
+            (1, 2, _) => {
+                let (b, _, q0, q1) = cx.selection(t).ok_or("gone")?;
+                self.new_step(b, cx)?;
+                let text = cx.slice(t, q0, q1);
+                if q0 < q1 {
+                    apex_core::propose::apply(cx.node, &Proposal::Snarf { text }).map_err(|e| e.to_string())?;
+                    cx.splice(b, q0, q1, "")?;
+                    cx.select(t, q0, q0)?;
+                }
+                Chord::Cut { q0, q1 }
+            }
+            (1, 3, Chord::Cut { q0, q1 }) if body => {
+                self.undo_step(t, q0, q1, cx)?;
+                Chord::None
+            }
+            (1, 3, Chord::Paste { q0, q1 }) => Chord::Paste { q0, q1 },
+            (1, 3, _) => {
+                let (b, _, q0, q1) = cx.selection(t).ok_or("gone")?;
+                self.new_step(b, cx)?;
+                let snarf = cx.node.state.layout.snarf.clone();
+                cx.splice(b, q0, q1, &snarf)?;
+                cx.select(t, q0, q0 + snarf.chars().count() as u64)?;
+                Chord::Paste { q0, q1 }
+            }
+            (2, 1, Chord::None) => Chord::Argument,
+            (2, 3, _) | (3, 1, _) => Chord::Cancelled,
+            (_, _, c) => c,
+        };
+        self.sweep = Some(s);
+        Ok(())
+    }
+
+    /// A layout box let go (acme's `coldragwin` and `rowdragcol`): a click
+    /// on a window's grows it (button 1 some, 2 most, 3 the whole column),
+    /// a drag moves it within or across columns, or resizes it against
+    /// the one above; a column's box dragged moves the column's edge.
+    fn let_go(&mut self, d: BoxDrag, x: i32, y: i32, cx: &mut Ctx) -> Result<(), String> {
+        if d.cancelled {
+            return Ok(());
+        }
+        let slop = cx.metrics.gap + 1;
+        let still = (x - d.x).abs() < slop && (y - d.y).abs() < slop;
+        let layout = &cx.node.state.layout;
+        let proposal = match d.held {
+            Held::Window(w) => {
+                let (ci, _) = layout.find(w).ok_or("the window is gone")?;
+                let col = &layout.columns[ci];
+                let geom = cx.screen.columns.iter().find(|g| g.id == col.id).ok_or("the column is gone")?;
+                let area = geom.area;
+                let line = frac_of(cx.metrics.line, area.height());
+                if still {
+                    let how = match d.button {
+                        1 => cols::Grow::Some,
+                        2 => cols::Grow::Most,
+                        _ => cols::Grow::Full,
+                    };
+                    Some(Proposal::Arrange { column: col.id, tops: cols::grow(col, w, how, line) })
+                } else {
+                    // A flick to the right tosses it to the next column.
+                    let width = geom.rect.width();
+                    let flick = (y - d.y).abs() < 10 && x > d.x + 30 && geom.rect.contains(x, geom.rect.y0);
+                    let x = if flick { d.x + width } else { x };
+                    let to = cx.column_at(x).unwrap_or(col.id);
+                    let to_area = cx.screen.columns.iter().find(|g| g.id == to).map_or(area, |g| g.area);
+                    let at = Frac(frac_of(y - to_area.y0, to_area.height()));
+                    match cols::drag(layout, w, to, at, line) {
+                        cols::Drag::Nothing => None,
+                        cols::Drag::Move { column, y } => Some(Proposal::MoveWindow { window: w, column, y }),
+                        cols::Drag::Arrange { column, tops } => Some(Proposal::Arrange { column, tops }),
+                    }
+                }
+            }
+            Held::Column(c) if !still => {
+                let min = frac_of(cx.metrics.indent() + 80, cx.screen.width);
+                let at = Frac(frac_of(x, cx.screen.width));
+                cols::drag_column(layout, c, at, min).map(|x| Proposal::MoveColumn { column: c, x })
+            }
+            Held::Column(_) => None,
+        };
+        match proposal {
+            Some(p) => apex_core::propose::apply(cx.node, &p).map(|_| ()).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts an undo step of its own in `b` (a chord's cut or paste).
+    fn new_step(&mut self, b: BufferId, cx: &mut Ctx) -> Result<(), String> {
+        self.typed_from = None;
+        let group = cx.node.new_group().map_err(|e| e.to_string())?;
+        cx.append(b, BufferOp::Mark { group })
+    }
+
+    /// Undoes a chord's last step and selects what was selected before it.
+    fn undo_step(&mut self, t: Target, q0: u64, q1: u64, cx: &mut Ctx) -> Result<(), String> {
+        let (b, _) = cx.text_of(t).ok_or("gone")?;
+        apex_core::propose::apply(cx.node, &Proposal::Undo { buffer: b }).map_err(|e| e.to_string())?;
+        cx.select(t, q0, q1)
+    }
+
     fn motion(&mut self, x: i32, y: i32, cx: &mut Ctx) -> Result<(), String> {
-        let Some(s) = self.sweep.filter(|s| s.button == 1) else { return Ok(()) };
+        let Some(s) = self.sweep.filter(|s| s.button == 1 && s.chord == Chord::None) else { return Ok(()) };
         let Some(frame) = cx.frame(s.target) else { return Ok(()) };
         let q = frame.rune_at(x, y);
         cx.select(s.target, s.anchor.min(q), s.anchor.max(q))
     }
 
     fn release(&mut self, button: u8, x: i32, y: i32, _now: u64, cx: &mut Ctx) -> Result<Vec<Effect>, String> {
-        let Some(s) = self.sweep.take().filter(|s| s.button == button) else { return Ok(Vec::new()) };
+        if let Some(d) = self.held.filter(|d| d.button == button) {
+            self.held = None;
+            return self.let_go(d, x, y, cx).map(|_| Vec::new());
+        }
+        // A chord's button coming up ends nothing.
+        let Some(s) = self.sweep.filter(|s| s.button == button) else { return Ok(Vec::new()) };
+        self.sweep = None;
         if button == 1 {
-            self.motion_to(s, x, y, cx)?;
+            if s.chord == Chord::None {
+                self.motion_to(s, x, y, cx)?;
+            }
+            self.last_selected = Some(s.target);
+            return Ok(Vec::new());
+        }
+        if s.chord == Chord::Cancelled {
             return Ok(Vec::new());
         }
         // B2 and B3: the swept text, or what a null click expands to.
@@ -293,6 +509,7 @@ impl Input {
         let q = frame.rune_at(x, y);
         let swept = (s.anchor.min(q), s.anchor.max(q));
         let (mut q0, mut q1) = swept;
+        let mut plumb = None;
         if q0 == q1 {
             let (b, _) = cx.text_of(s.target).ok_or("gone")?;
             let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
@@ -300,16 +517,27 @@ impl Input {
             let sel = cx.selection(s.target).map(|(_, _, a, z)| (a, z)).unwrap_or_default();
             (q0, q1) = match sel.0 < sel.1 && (sel.0..=sel.1).contains(&q0) {
                 true => sel,
-                false => look::expand(buf, q0, button == 2),
+                false => {
+                    plumb = look::Plumb::around(buf, q0);
+                    look::expand(buf, q0, button == 2)
+                }
             };
         }
         let text = cx.slice(s.target, q0, q1);
+        let plumb = plumb.unwrap_or_else(|| look::Plumb { data: text.clone(), click: None });
         if text.trim().is_empty() {
             return Ok(Vec::new());
         }
         let window = Ctx::window_of(s.target);
         let column = match s.target {
             Target::ColumnTag(c) => Some(c),
+            _ => None,
+        };
+        let arg = match s.chord {
+            Chord::Argument => self.last_selected.and_then(|t| {
+                let (_, _, q0, q1) = cx.selection(t)?;
+                Some(cx.slice(t, q0, q1)).filter(|a| !a.is_empty())
+            }),
             _ => None,
         };
         // A tool reading the window's events decides: the action is
@@ -319,14 +547,14 @@ impl Input {
             let version = cx.node.state.buffer(b).map_err(|e| e.to_string())?.version;
             let expanded = swept != (q0, q1);
             let builtin = button == 2 && look::is_builtin(&text);
-            let flags = u32::from(builtin) | if expanded { 2 } else { 0 };
+            let flags = u32::from(builtin) | if expanded { 2 } else { 0 } | if arg.is_some() { 8 } else { 0 };
             let action = Box::new(apex_core::Action {
                 view: Some(view),
                 version,
                 q0: swept.0,
                 q1: swept.1,
                 expansion: expanded.then_some((q0, q1)),
-                arg: None,
+                arg: arg.clone(),
                 flags,
                 origin: Origin::Mouse,
             });
@@ -335,8 +563,11 @@ impl Input {
             return Ok(Vec::new());
         }
         Ok(match (button, window) {
-            (2, _) => vec![Effect::Execute { window, column, text }],
-            (3, Some(window)) => vec![Effect::Look { window, text }],
+            (2, _) => vec![Effect::Execute { window, column, text, arg }],
+            (3, Some(window)) => {
+                let from = matches!(s.target, Target::Body(_)).then_some(q1);
+                vec![Effect::Look { window, text, plumb, from }]
+            }
             _ => Vec::new(),
         })
     }
@@ -553,6 +784,33 @@ impl Input {
                     }
                     _ => Ok(()),
                 }
+            }
+            // Ctrl-C, X and V: Snarf, Cut and Paste on the focused text,
+            // through the session's snarf buffer.
+            Key::Ctrl('c') => {
+                let text = cx.slice(t, q0, q1);
+                match text.is_empty() {
+                    true => Ok(()),
+                    false => apex_core::propose::apply(cx.node, &Proposal::Snarf { text })
+                        .map(|_| ())
+                        .map_err(|e| e.to_string()),
+                }
+            }
+            Key::Ctrl('x') => {
+                if q0 == q1 {
+                    return Ok(());
+                }
+                let text = cx.slice(t, q0, q1);
+                self.new_step(b, cx)?;
+                apex_core::propose::apply(cx.node, &Proposal::Snarf { text }).map_err(|e| e.to_string())?;
+                cx.splice(b, q0, q1, "")?;
+                cx.select(t, q0, q0)
+            }
+            Key::Ctrl('v') => {
+                let snarf = cx.node.state.layout.snarf.clone();
+                self.new_step(b, cx)?;
+                cx.splice(b, q0, q1, &snarf)?;
+                cx.select(t, q0, q0 + snarf.chars().count() as u64)
             }
             Key::Ctrl('z') | Key::Ctrl('y') => {
                 let p = match k {

@@ -92,7 +92,15 @@ fn run(args: Args) -> Result<(), String> {
         Ok::<_, String>((client, att))
     })?;
     let local = address.starts_with("unix!");
-    let mut host = UiHost { att, client, session: args.session.clone(), rt: rt.handle().clone(), exit: false, local };
+    let mut host = UiHost {
+        att,
+        client,
+        session: args.session.clone(),
+        rt: rt.handle().clone(),
+        exit: false,
+        local,
+        namespace: apex_ninep::ns::namespace_dir(None),
+    };
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     for f in &args.files {
         let mut path = cwd.join(f).display().to_string();

@@ -121,3 +121,63 @@ fn an_arrangement_must_cover_the_column_with_rising_tops() {
     let order: Vec<WindowId> = n.state.layout.columns[0].windows.iter().map(|p| p.window).collect();
     assert_eq!(order, vec![b, a]);
 }
+
+fn apply_drag(n: &mut Node, window: WindowId, d: cols::Drag) {
+    let p = match d {
+        cols::Drag::Nothing => return,
+        cols::Drag::Move { column, y } => Proposal::MoveWindow { window, column, y },
+        cols::Drag::Arrange { column, tops } => Proposal::Arrange { column, tops },
+    };
+    propose::apply(n, &p).unwrap();
+}
+
+#[test]
+fn a_dragged_layout_box_moves_shuffles_or_resizes_as_acme_s() {
+    let mut n = session();
+    let (a, b, c) = (new_window(&mut n, 0), new_window(&mut n, 0), new_window(&mut n, 0));
+    let (left, right) = (n.state.layout.columns[0].id, n.state.layout.columns[1].id);
+    let line = Frac::ONE.0 / 50;
+    let tops = |n: &Node, col: usize| {
+        n.state.layout.columns[col].windows.iter().map(|p| (p.window, p.y.0)).collect::<Vec<_>>()
+    };
+    let before = tops(&n, 0);
+    assert_eq!(before.iter().map(|(w, _)| *w).collect::<Vec<_>>(), [a, b, c]);
+    // Let go within its own room, just below the one above: its top moves
+    // there (the one above shrinks), nothing else.
+    let b_top = before[1].1;
+    let d = cols::drag(&n.state.layout, b, left, Frac(b_top - 1000), line);
+    assert!(matches!(d, cols::Drag::Arrange { .. }), "{d:?}");
+    apply_drag(&mut n, b, d);
+    assert_eq!(tops(&n, 0), [(a, 0), (b, b_top - 1000), (c, before[2].1)]);
+    // Never above the tag of the one above.
+    let d = cols::drag(&n.state.layout, b, left, Frac(1), line);
+    apply_drag(&mut n, b, d);
+    assert_eq!(tops(&n, 0)[1], (b, line));
+    // Let go below its own bottom: shuffled down, into c's room.
+    let d = cols::drag(&n.state.layout, a, left, Frac(Frac::ONE.0 - 10), line);
+    apply_drag(&mut n, a, d);
+    let order: Vec<WindowId> = tops(&n, 0).iter().map(|(w, _)| *w).collect();
+    assert_eq!(order, [b, c, a], "a went to the bottom");
+    check(&n);
+    // Into the other column, where it falls.
+    let d = cols::drag(&n.state.layout, c, right, Frac(Frac::ONE.0 / 2), line);
+    assert_eq!(d, cols::Drag::Move { column: right, y: Frac::ZERO }, "an empty column takes it at the top");
+    apply_drag(&mut n, c, d);
+    assert_eq!(tops(&n, 1), [(c, 0)]);
+    // The only window of a column stays where it is.
+    assert_eq!(cols::drag(&n.state.layout, c, right, Frac(Frac::ONE.0 / 2), line), cols::Drag::Nothing);
+    check(&n);
+
+    // Columns: the first does not move within its room; the second's edge
+    // moves, leaving each at least `min`; past the first, it goes before.
+    let min = Frac::ONE.0 / 10;
+    assert_eq!(cols::drag_column(&n.state.layout, left, Frac(Frac::ONE.0 / 4), min), None);
+    let x = cols::drag_column(&n.state.layout, right, Frac(Frac::ONE.0 * 3 / 4), min).unwrap();
+    assert_eq!(x, Frac(Frac::ONE.0 * 3 / 4));
+    let x = cols::drag_column(&n.state.layout, right, Frac(5), min);
+    assert_eq!(x, Some(Frac(min)), "not narrower than min");
+    propose::apply(&mut n, &Proposal::MoveColumn { column: right, x: Frac(Frac::ONE.0 * 3 / 4) }).unwrap();
+    assert_eq!(n.state.layout.columns[1].x, Frac(Frac::ONE.0 * 3 / 4));
+    propose::apply(&mut n, &Proposal::MoveColumn { column: left, x: Frac(Frac::ONE.0 * 7 / 8) }).unwrap();
+    assert_eq!(n.state.layout.columns[0].id, right, "the columns reordered");
+}

@@ -167,12 +167,13 @@ fn button_two_and_three_give_actions_and_the_wheel_scrolls() {
     let (x, y) = frame.point_of(put_at + 1).unwrap();
     r.send(Event::Press { button: 2, x, y: y + 2 });
     let fx = r.send(Event::Release { button: 2, x, y: y + 2 });
-    assert_eq!(fx, vec![Effect::Execute { window: Some(r.w.window), column: None, text: "Del".into() }]);
+    assert_eq!(fx, vec![Effect::Execute { window: Some(r.w.window), column: None, text: "Del".into(), arg: None }]);
     // B3 on a word of the body: look it up.
     let (x, y) = r.point(2);
     r.send(Event::Press { button: 3, x, y });
     let fx = r.send(Event::Release { button: 3, x, y });
-    assert_eq!(fx, vec![Effect::Look { window: r.w.window, text: "line".into() }]);
+    let plumb = apex_core::look::Plumb { data: "line".into(), click: Some(2) };
+    assert_eq!(fx, vec![Effect::Look { window: r.w.window, text: "line".into(), plumb, from: Some(4) }]);
     // The wheel moves the origin by lines; Page Down by a screen.
     let (x, y) = r.point(0);
     r.send(Event::Wheel { lines: 3, x, y });

@@ -4,6 +4,7 @@
 //! scripted sequences; and the real program under Xvfb.
 
 mod input;
+mod plumber;
 mod render;
 mod session;
 mod support;

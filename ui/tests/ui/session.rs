@@ -70,7 +70,15 @@ impl Rig {
             assert!(att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "the layout's lease");
             (client, att)
         });
-        let host = UiHost { att, client, session: "main".into(), rt: rig.rt.handle().clone(), exit: false, local };
+        let host = UiHost {
+            att,
+            client,
+            session: "main".into(),
+            rt: rig.rt.handle().clone(),
+            exit: false,
+            local,
+            namespace: rig.ns.clone(),
+        };
         rig.ui = Some(Ui::new(host, 900, 700, 1.0));
         rig
     }
@@ -288,4 +296,225 @@ fn a_refused_put_and_a_lost_connection_are_shown_in_errors() {
     r.ui().paint();
     let shown = errors(&mut r).unwrap();
     assert!(shown.contains("connection to apexd is gone"), "{shown:?}");
+}
+
+impl Rig {
+    /// The session's state as the daemon has it (its snapshot file).
+    fn daemon_state(&mut self) -> apex_core::State {
+        self.ui().settle().expect("the daemon acknowledges");
+        let out = Command::new(sibling("apex")).args(["read", "main/snapshot"]).env("NAMESPACE", &self.ns).output();
+        apex_core::State::from_snapshot(&out.unwrap().stdout).expect("the daemon's snapshot")
+    }
+
+    /// A sweep with `button` from rune `from` to `to` of `w`'s body, with
+    /// `chords` pressed and let go while it is held.
+    fn sweep(&mut self, w: Win, button: u8, from: u64, to: u64, chords: &[u8]) {
+        let a = self.point(w.window, w.body, from, false);
+        let z = self.point(w.window, w.body, to, false);
+        self.send(Event::Press { button, x: a.0, y: a.1 });
+        self.send(Event::Motion { x: z.0, y: z.1 });
+        for c in chords {
+            self.send(Event::Press { button: *c, x: z.0, y: z.1 });
+            self.send(Event::Release { button: *c, x: z.0, y: z.1 });
+        }
+        self.send(Event::Release { button, x: z.0, y: z.1 });
+    }
+
+    fn snarf(&mut self) -> String {
+        self.daemon_state().layout.snarf
+    }
+
+    fn body_text(&mut self, w: Win) -> String {
+        self.served(w, "body")
+    }
+}
+
+#[test]
+fn chords_cut_paste_and_pass_an_argument_and_control_keys_snarf_cut_paste_put() {
+    let mut r = Rig::start("session-chords", true);
+    let file = r.ns.join("chords.txt");
+    std::fs::write(&file, "one two three\n").unwrap();
+    let w = r.open(&file.display().to_string());
+    // 1-2: cut the swept text into the session's snarf buffer.
+    r.sweep(w, 1, 4, 7, &[2]);
+    assert_eq!(r.body_text(w), "one  three\n");
+    assert_eq!(r.snarf(), "two");
+    // 1-3: paste it over a click; the pasted text is selected.
+    r.sweep(w, 1, 10, 10, &[3]);
+    assert_eq!(r.body_text(w), "one  threetwo\n");
+    assert_eq!(r.served(w, "rdsel"), "two");
+    // 1-2-3: cut, then paste it back: the text as it was, and snarfed.
+    r.sweep(w, 1, 0, 3, &[2, 3]);
+    assert_eq!(r.body_text(w), "one  threetwo\n");
+    assert_eq!(r.snarf(), "one");
+    // 1-3-2: paste, then undo it.
+    r.sweep(w, 1, 4, 4, &[3, 2]);
+    assert_eq!(r.body_text(w), "one  threetwo\n");
+    // Each chord step is an undo step of its own.
+    r.sweep(w, 1, 5, 10, &[2]);
+    assert_eq!(r.body_text(w), "one  two\n");
+    r.key(Key::Ctrl('z'));
+    assert_eq!(r.body_text(w), "one  threetwo\n");
+
+    // Ctrl-C, Ctrl-X and Ctrl-V on the selection; Ctrl-S puts.
+    r.sweep(w, 1, 0, 3, &[]);
+    r.key(Key::Ctrl('c'));
+    assert_eq!(r.snarf(), "one");
+    r.sweep(w, 1, 5, 10, &[]);
+    r.key(Key::Ctrl('x'));
+    assert_eq!((r.body_text(w), r.snarf()), ("one  two\n".to_string(), "three".to_string()));
+    r.key(Key::Ctrl('v'));
+    r.key(Key::Ctrl('v'));
+    assert_eq!(r.body_text(w), "one  threetwo\n", "a paste selects what it put; the next replaces it");
+    r.key(Key::Ctrl('s'));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), r.body_text(w), "Ctrl-S is Put");
+
+    // 2-1: B2 on a command with B1 clicked during the sweep runs it with
+    // the last B1 selection as its argument; its output goes to +Errors.
+    let end = r.body_text(w).chars().count() as u64 - 1;
+    r.sweep(w, 1, end, end, &[]);
+    r.typed("\necho");
+    let len = r.body_text(w).chars().count() as u64 - 1;
+    assert_eq!(r.body_text(w), "one  threetwo\necho\n");
+    r.sweep(w, 1, 0, 3, &[]);
+    r.sweep(w, 2, len - 4, len, &[1]);
+    let shown = wait_for("the command's output in +Errors", || errors(&mut r).filter(|e| e.contains("one")));
+    assert_eq!(shown, "one\n", "echo ran with `one` as its argument");
+    // 2-3 cancels.
+    r.sweep(w, 2, len - 4, len, &[3]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(errors(&mut r).unwrap(), "one\n", "nothing ran");
+}
+
+#[test]
+fn layout_boxes_grow_move_and_resize_windows_and_move_columns() {
+    let mut r = Rig::start("session-boxes", true);
+    let files: Vec<Win> = (0..3)
+        .map(|i| {
+            let f = r.ns.join(format!("f{i}.txt"));
+            std::fs::write(&f, format!("file {i}\n")).unwrap();
+            r.open(&f.display().to_string())
+        })
+        .collect();
+    let place = |st: &apex_core::State, w: WindowId| {
+        let (c, i) = st.layout.find(w).unwrap();
+        (c, st.layout.columns[c].windows[i].y.0)
+    };
+    let screen = r.ui().screen().unwrap();
+    let geom = |s: &apex_ui::geom::Screen, w: WindowId| *s.window(w).unwrap();
+    let (c0, _) = place(&r.daemon_state(), files[0].window);
+    assert!(files.iter().all(|w| place(&r.daemon_state(), w.window).0 == c0), "all in one column");
+    let box_middle = |g: &apex_ui::geom::WindowGeom| {
+        ((g.layout_box.x0 + g.layout_box.x1) / 2, (g.layout_box.y0 + g.layout_box.y1) / 2)
+    };
+    let line = r.ui().metrics().line;
+    // Button 2 on the middle window's box: as much as can be; the others
+    // keep their tags.
+    let mid = geom(&screen, files[1].window);
+    r.click(2, box_middle(&mid));
+    let screen = r.ui().screen().unwrap();
+    let col = screen.columns.iter().find(|c| c.windows.iter().any(|w| w.id == files[1].window)).unwrap().clone();
+    let grown = geom(&screen, files[1].window);
+    assert!(grown.rect.height() > col.area.height() - 3 * line, "{grown:?} in {:?}", col.area);
+    let first = geom(&screen, files[0].window);
+    assert!(first.rect.height() <= line && first.tag_line.height() > 0, "the first keeps its tag: {first:?}");
+    assert_eq!(r.daemon_state().layout, r.ui().host.att.lock().node().unwrap().state.layout, "the daemon has it");
+    // Button 1 on the first window's box: some more room for it.
+    r.click(1, box_middle(&first));
+    let screen = r.ui().screen().unwrap();
+    assert!(geom(&screen, files[0].window).rect.height() > first.rect.height() + line);
+    // Button 3 on the middle one: the whole column.
+    let mid = geom(&screen, files[1].window);
+    r.click(3, box_middle(&mid));
+    let screen = r.ui().screen().unwrap();
+    assert!(geom(&screen, files[1].window).rect.height() >= col.area.height() - 4, "the whole column");
+    // Button 2 again: the others' tags come back.
+    let mid = geom(&screen, files[1].window);
+    r.click(2, box_middle(&mid));
+    let screen = r.ui().screen().unwrap();
+
+    // Drag the last window's box into the other column.
+    let last = geom(&screen, files[2].window);
+    let other = screen.columns.iter().find(|c| c.windows.is_empty()).expect("an empty column").clone();
+    let (x0, y0) = (last.layout_box.x0 + 2, last.layout_box.y0 + 2);
+    let (x1, y1) = ((other.rect.x0 + other.rect.x1) / 2, (other.area.y0 + other.area.y1) / 2);
+    r.send(Event::Press { button: 1, x: x0, y: y0 });
+    r.send(Event::Motion { x: x1, y: y1 });
+    r.send(Event::Release { button: 1, x: x1, y: y1 });
+    let st = r.daemon_state();
+    let (c, _) = place(&st, files[2].window);
+    assert_eq!(st.layout.columns[c].id, other.id, "moved to the other column");
+    let index = r.apex(&["read", "main/acme/index"]);
+    assert!(index.lines().any(|l| l.contains("f2.txt")), "{index}");
+
+    // Drag the second column's box left: its edge moves there.
+    let screen = r.ui().screen().unwrap();
+    let col = screen.columns[1].clone();
+    let (x0, y0) = (col.layout_box.x0 + 2, col.layout_box.y0 + 2);
+    let x1 = col.rect.x0 - 100;
+    r.send(Event::Press { button: 1, x: x0, y: y0 });
+    r.send(Event::Release { button: 1, x: x1, y: y0 });
+    let screen = r.ui().screen().unwrap();
+    let moved = screen.columns.iter().find(|c| c.id == col.id).unwrap();
+    assert!((moved.rect.x0 - x1).abs() <= 2, "the column's edge is where it was let go: {} vs {x1}", moved.rect.x0);
+    let st = r.daemon_state();
+    assert_eq!(st.layout, r.ui().host.att.lock().node().unwrap().state.layout);
+    // Another button during a drag cancels it.
+    let (x0, y0) = (col.layout_box.x0 + 2, col.layout_box.y0 + 2);
+    let before = r.daemon_state().layout;
+    r.send(Event::Press { button: 1, x: moved.layout_box.x0 + 2, y: y0 });
+    r.send(Event::Press { button: 2, x: x0 + 200, y: y0 });
+    r.send(Event::Release { button: 1, x: x0 + 200, y: y0 });
+    r.send(Event::Release { button: 2, x: x0 + 200, y: y0 });
+    assert_eq!(r.daemon_state().layout, before, "cancelled");
+}
+
+#[test]
+fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
+    let mut r = Rig::start("session-plumb", true);
+    let go = r.ns.join("file.go");
+    std::fs::write(&go, (1..=20).map(|i| format!("line {i}\n")).collect::<String>()).unwrap();
+    let notes = r.ns.join("notes.txt");
+    let text = "see file.go:12 and hello\nhello again\n";
+    std::fs::write(&notes, text).unwrap();
+    let w = r.open(&notes.display().to_string());
+    let at = text.find("file.go:12").unwrap() as u64;
+    let go_name = go.display().to_string();
+    let go_window = |r: &mut Rig| {
+        let link = r.ui().host.att.lock();
+        apex_core::look::window_named(&link.node().unwrap().state, &go_name)
+    };
+
+    // With a plumber: the click's word goes to it, with where the click
+    // was in it, and nothing is opened here.
+    let sent = crate::plumber::post(&r.rt, &r.ns);
+    let p = r.point(w.window, w.body, at + 3, false);
+    r.click(3, p);
+    let ns = r.ns.display().to_string();
+    assert_eq!(sent.all(), [format!("acme\n\n{ns}\ntext\nclick=3\n10\nfile.go:12")]);
+    assert_eq!(go_window(&mut r), None, "the plumber took it");
+    // A text the plumber refuses is looked up here: the next `hello`.
+    let hello = text.find("hello").unwrap() as u64;
+    let p = r.point(w.window, w.body, hello + 1, false);
+    r.click(3, p);
+    assert_eq!(sent.all().len(), 2, "{:?}", sent.all());
+    assert!(sent.all()[1].ends_with("\nclick=1\n5\nhello"), "{:?}", sent.all()[1]);
+    let second = text.rfind("hello").unwrap();
+    let v = r.ui().host.att.lock().node().unwrap().state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
+    assert_eq!((v.q0, v.q1), (second as u64, second as u64 + 5), "the search found the next hello");
+
+    // Without a plumber: core's look opens file.go at line 12. (The
+    // search scrolled the body; the wheel brings the top back.)
+    std::fs::remove_file(r.ns.join("plumb")).unwrap();
+    let screen = r.ui().screen().unwrap();
+    let body = screen.window(w.window).unwrap().body;
+    r.send(Event::Wheel { lines: -10, x: body.x0 + 5, y: body.y0 + 5 });
+    let p = r.point(w.window, w.body, at + 3, false);
+    r.click(3, p);
+    let (gw, _) = go_window(&mut r).expect("file.go opened");
+    let number = r.ui().host.att.lock().node().unwrap().state.layout.numbers[&gw].0;
+    r.ui().settle().unwrap();
+    let sel = r.apex(&["read", &format!("main/acme/{number}/rdsel")]);
+    assert_eq!(sel, "line 12\n");
+    assert_eq!(sent.all().len(), 2, "nothing more was plumbed");
 }

@@ -56,16 +56,6 @@ impl Drop for Desk {
     }
 }
 
-/// A display no one uses: its socket and lock are free.
-fn free_display() -> u32 {
-    let start = 100 + std::process::id() % 400;
-    (start..start + 200)
-        .find(|n| {
-            !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() && !Path::new(&format!("/tmp/.X{n}-lock")).exists()
-        })
-        .expect("a free X display")
-}
-
 fn desk(name: &str) -> Option<Desk> {
     for tool in ["Xvfb", "xdotool", "import"] {
         if !have(tool) {
@@ -73,18 +63,32 @@ fn desk(name: &str) -> Option<Desk> {
             return None;
         }
     }
-    let n = free_display();
-    let display = format!(":{n}");
-    let xvfb = Command::new("Xvfb")
-        .args([display.as_str(), "-screen", "0", "1280x900x24", "-nolisten", "tcp"])
-        .stdout(Stdio::null())
+    // Xvfb picks a free display itself and writes its number once it
+    // is ready (-displayfd): no two tests can race for one.
+    let mut xvfb = Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", "1280x900x24", "-nolisten", "tcp"])
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("start Xvfb");
+    let out = xvfb.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap_or_default();
+    let n: u32 = match line.trim().parse() {
+        Ok(n) => n,
+        Err(_) => {
+            let _ = xvfb.kill();
+            let _ = xvfb.wait();
+            panic!("Xvfb did not say which display it took ({line:?})");
+        }
+    };
     let ns = namespace(name);
-    let d = Desk { display, ns, xvfb, ui: None };
-    wait_for("Xvfb", || Path::new(&format!("/tmp/.X11-unix/X{n}")).exists().then_some(()));
-    Some(d)
+    Some(Desk { display: format!(":{n}"), ns, xvfb, ui: None })
 }
 
 impl Desk {
