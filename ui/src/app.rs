@@ -4,11 +4,12 @@
 //! it scripted events against a real session and read the result back
 //! through the daemon's files. Nothing here knows about winit.
 
+use crate::clip::Clip;
 use crate::damage::Painter;
 use crate::font::Fonts;
 use crate::geom::{Metrics, Rect, Screen};
 use crate::host::UiHost;
-use crate::input::{Ctx, Effect, Event, Input};
+use crate::input::{Ctx, Effect, Event, Input, Key};
 use crate::render::Canvas;
 use apex_core::exec;
 use std::time::Instant;
@@ -28,6 +29,8 @@ pub struct Ui {
     unflushed: bool,
     /// The connection's end was reported.
     lost: bool,
+    /// The system clipboard, once the shell has a display.
+    clip: Option<Clip>,
 }
 
 impl Ui {
@@ -44,6 +47,34 @@ impl Ui {
             started: Instant::now(),
             unflushed: false,
             lost: false,
+            clip: None,
+        }
+    }
+
+    /// Mirrors the session's snarf buffer to the display's clipboard.
+    pub fn use_system_clipboard(&mut self) {
+        let snarf = self.host.att.lock().node().map(|n| n.state.layout.snarf.clone()).unwrap_or_default();
+        self.clip = Clip::open(&snarf);
+    }
+
+    /// A paste may follow (^V, or a button that may chord or execute
+    /// Paste): the clipboard's text, if something outside apex changed
+    /// it, becomes the session's snarf buffer first.
+    fn take_clipboard(&mut self, ev: &Event) {
+        let may_paste = matches!(ev, Event::Key(Key::Ctrl('v')) | Event::Press { button: 2 | 3, .. });
+        let Some(clip) = self.clip.as_mut().filter(|_| may_paste) else { return };
+        if let Some(text) = clip.take() {
+            let _ = exec::Host::propose(&mut self.host, apex_core::Proposal::Snarf { text });
+        }
+    }
+
+    /// The session's snarf buffer changed (here or elsewhere): the
+    /// clipboard gets it.
+    fn publish_snarf(&mut self) {
+        let Some(clip) = self.clip.as_mut() else { return };
+        let link = self.host.att.lock();
+        if let Some(node) = link.node() {
+            clip.publish(&node.state.layout.snarf);
         }
     }
 
@@ -82,6 +113,7 @@ impl Ui {
     /// run by the daemon, looks by core's rules. A refusal is shown in
     /// `+Errors`, as acme shows it.
     pub fn handle_at(&mut self, ev: Event, now_ms: u64) {
+        self.take_clipboard(&ev);
         let m = self.metrics();
         let effects = {
             let mut link = self.host.att.lock();
@@ -120,6 +152,7 @@ impl Ui {
                 let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
             }
         }
+        self.publish_snarf();
     }
 
     /// The link has news. Returns whether the connection was found gone
@@ -145,6 +178,7 @@ impl Ui {
             let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
             self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m)
         };
+        self.publish_snarf();
         if std::mem::take(&mut self.unflushed) {
             let att = self.host.att.clone();
             self.host.rt.spawn(async move {

@@ -19,6 +19,7 @@
 //!
 //! - [`host`]: the UI as core's built-ins' host (its replica, the daemon's
 //!   files for get, put and commands).
+//! - [`clip`]: the system clipboard beside the session's snarf buffer.
 //! - [`app`]: the UI without its window: events in, B2/B3 carried out,
 //!   frames painted, one flush a frame; what tests drive headless.
 //! - [`shell`]: the winit window, drawn with softbuffer, woken by the
@@ -28,6 +29,7 @@
 //! never depends on the daemon (`tests/tidy.rs` checks).
 
 pub mod app;
+pub mod clip;
 pub mod damage;
 pub mod font;
 pub mod frame;

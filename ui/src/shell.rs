@@ -153,6 +153,7 @@ impl ApplicationHandler<Wake> for App {
                 // Text composed by an input method arrives as Ime::Commit.
                 s.window.set_ime_allowed(true);
                 self.ui.set_scale(s.window.scale_factor());
+                self.ui.use_system_clipboard();
                 s.window.request_redraw();
                 self.surface = Some(s);
             }

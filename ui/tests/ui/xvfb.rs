@@ -12,6 +12,7 @@ use apex_ui::palette;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 /// Says a test cannot run (past the harness's capture); fails under CI.
 fn skipped(reason: &str) {
@@ -57,9 +58,9 @@ impl Drop for Desk {
 }
 
 fn desk(name: &str) -> Option<Desk> {
-    for tool in ["Xvfb", "xdotool", "import"] {
+    for tool in ["Xvfb", "xdotool", "import", "xclip"] {
         if !have(tool) {
-            skipped(&format!("no {tool} (scripts/test installs xvfb, xdotool and imagemagick)"));
+            skipped(&format!("no {tool} (scripts/test installs xvfb, xdotool, imagemagick and xclip)"));
             return None;
         }
     }
@@ -202,4 +203,34 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     wait_for("the tag to drop Put", || {
         (!d.apex(&["read", &format!("main/acme/{number}/tag")]).contains(" Put ")).then_some(())
     });
+
+    // The clipboard: Esc selects what was typed, ^C snarfs it to the
+    // session and the display's clipboard; text another program puts on
+    // the clipboard is what ^V pastes.
+    d.xdotool(&["key", "Escape", "ctrl+c"]);
+    let clip = wait_for("the clipboard to hold the snarf", || {
+        let out =
+            Command::new("xclip").args(["-o", "-selection", "clipboard"]).env("DISPLAY", &d.display).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (text == " typed").then_some(text)
+    });
+    assert_eq!(clip, " typed");
+    let mut outside = Command::new("xclip")
+        .args(["-quiet", "-i", "-selection", "clipboard"])
+        .env("DISPLAY", &d.display)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run xclip");
+    outside.stdin.take().unwrap().write_all(b"outside").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    d.xdotool(&["key", "ctrl+v"]);
+    let body = wait_for("the paste to reach the daemon", || {
+        let b = d.apex(&["read", &format!("main/acme/{number}/body")]);
+        b.contains("outside").then_some(b)
+    });
+    let _ = outside.kill();
+    let _ = outside.wait();
+    assert_eq!(body, "first lineoutside\nsecond line\n", "the clipboard's text replaced the selection");
 }
