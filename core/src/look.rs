@@ -319,3 +319,76 @@ impl Plumb {
         out
     }
 }
+
+/// What ^F's file-name completion found (plan9port's `complete(3)` as
+/// acme's `textcomplete` uses it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// Runes to type after the prefix: the rest of the one name that
+    /// matched (then `/` for a directory, a space for a file), or what
+    /// all the matches share beyond the prefix. None if that is nothing.
+    pub advance: Option<String>,
+    /// How many names matched.
+    pub matched: usize,
+    /// The names to list when there is nothing to type: the matches, or
+    /// every name when none matched.
+    pub names: Vec<String>,
+}
+
+/// Completes `prefix` against a directory's `entries` (name, is a
+/// directory), in order of name.
+pub fn complete(prefix: &str, entries: &[(String, bool)]) -> Completion {
+    let mut matches: Vec<&(String, bool)> = entries.iter().filter(|(n, _)| n.starts_with(prefix)).collect();
+    matches.sort_by(|a, b| a.0.cmp(&b.0));
+    let all = || {
+        let mut names: Vec<String> = entries.iter().map(|(n, _)| n.clone()).collect();
+        names.sort();
+        names
+    };
+    match matches.as_slice() {
+        [] => Completion { advance: None, matched: 0, names: all() },
+        [(name, dir)] => {
+            let rest = format!("{}{}", &name[prefix.len()..], if *dir { "/" } else { " " });
+            Completion { advance: Some(rest), matched: 1, names: vec![name.clone()] }
+        }
+        many => {
+            let shared = |a: &str, b: &str| -> usize {
+                a.chars().zip(b.chars()).take_while(|(x, y)| x == y).map(|(x, _)| x.len_utf8()).sum()
+            };
+            let first = &many[0].0;
+            let common = many[1..].iter().map(|(n, _)| shared(first, n)).min().unwrap_or(first.len());
+            let rest = &first[prefix.len()..common.max(prefix.len())];
+            Completion {
+                advance: (!rest.is_empty()).then(|| rest.to_string()),
+                matched: many.len(),
+                names: many.iter().map(|(n, _)| n.clone()).collect(),
+            }
+        }
+    }
+}
+
+/// The file name ^F completes, ending at rune `q` of `buf` (acme's
+/// `textfilewidth`): the directory part (back to a blank) and the last
+/// element (back to a `/`). None when `q` is inside a word.
+pub fn completion_at(buf: &Buffer, q: u64) -> Option<(String, String)> {
+    let len = buf.len();
+    let q = q.min(len);
+    if q < len && buf.text.char(q as usize) > ' ' {
+        return None;
+    }
+    let back = |from: u64, one_element: bool| {
+        let mut p = from;
+        while p > 0 {
+            let c = buf.text.char(p as usize - 1);
+            if c <= ' ' || (one_element && c == '/') {
+                break;
+            }
+            p -= 1;
+        }
+        p
+    };
+    let name_start = back(q, true);
+    let path_start = back(name_start, false);
+    let slice = |a: u64, b: u64| buf.slice(a, b).unwrap_or_default();
+    Some((slice(path_start, name_start), slice(name_start, q)))
+}

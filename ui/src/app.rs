@@ -146,6 +146,10 @@ impl Ui {
                     // No plumber, or it did not take the text: look here.
                     _ => exec::look_from(&mut self.host, window, &text, from),
                 },
+                Effect::Complete { window, path, prefix } => {
+                    self.complete(window, &path, &prefix, now_ms);
+                    Ok(())
+                }
                 Effect::Refused(why) => Err(exec::ExecError::Host(why)),
             };
             if let Err(e) = result {
@@ -153,6 +157,45 @@ impl Ui {
             }
         }
         self.publish_snarf();
+    }
+
+    /// ^F: completes `path` + `prefix` against the directory's names (the
+    /// window's directory for a relative path): what all matches share is
+    /// typed; otherwise they are listed in `+Errors`, as acme lists them.
+    fn complete(&mut self, window: Option<apex_core::WindowId>, path: &str, prefix: &str, now_ms: u64) {
+        let dir = match path.starts_with('/') {
+            true => path.to_string(),
+            false => {
+                let name = window.and_then(|w| {
+                    let st = exec::Host::state(&self.host).ok()?;
+                    let body = st.window(w).ok()?.body;
+                    Some(st.buffer(body).ok()?.name.clone())
+                });
+                let base =
+                    name.and_then(|n| apex_core::look::window_dir(&n)).unwrap_or_else(|| exec::Host::cwd(&self.host));
+                format!("{}/{path}", base.trim_end_matches('/'))
+            }
+        };
+        let entries: Vec<(String, bool)> = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd.flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), e.path().is_dir())).collect(),
+            Err(e) => {
+                let _ = exec::warn(&mut self.host, None, &format!("error attempting completion: {dir}: {e}\n"));
+                return;
+            }
+        };
+        let c = apex_core::look::complete(prefix, &entries);
+        match c.advance {
+            Some(rest) => self.handle_at(Event::Text(rest), now_ms),
+            None => {
+                let sep = if dir.ends_with('/') { "" } else { "/" };
+                let none = if c.matched == 0 { ": no matches in:" } else { "" };
+                let mut text = format!("{dir}{sep}{prefix}*{none}\n");
+                for n in &c.names {
+                    text.push_str(&format!(" {n}\n"));
+                }
+                let _ = exec::warn(&mut self.host, None, &text);
+            }
+        }
     }
 
     /// The link has news. Returns whether the connection was found gone

@@ -40,7 +40,8 @@ pub enum Key {
     PageDown,
     Escape,
     /// A control character: `h`, `w`, `u`, `a`, `e`, `z` (undo), `y` (redo),
-    /// `c`, `x`, `v` (snarf, cut, paste), `s` (Put).
+    /// `c`, `x`, `v` (snarf, cut, paste), `s` (Put), `f` (complete a file
+    /// name).
     Ctrl(char),
 }
 
@@ -84,6 +85,9 @@ pub enum Effect {
     /// is where a search starts when the text is in the body itself (the
     /// end of the word clicked).
     Look { window: WindowId, text: String, plumb: look::Plumb, from: Option<u64> },
+    /// ^F: complete the file name `path` + `prefix` before the cursor,
+    /// `path` relative to the window's directory unless rooted.
+    Complete { window: Option<WindowId>, path: String, prefix: String },
     /// The text was refused by the replica (not leading it, say).
     Refused(String),
 }
@@ -318,6 +322,7 @@ impl Input {
                 Some(w) => vec![Effect::Execute { window: Some(w), column: None, text: "Put".into(), arg: None }],
                 None => Vec::new(),
             }),
+            Event::Key(Key::Ctrl('f')) => self.complete(cx),
             Event::Key(k) => self.key(k, cx).map(|_| Vec::new()),
         };
         r.unwrap_or_else(|e| vec![Effect::Refused(e)])
@@ -654,6 +659,21 @@ impl Input {
         let q = q0 + s.chars().count() as u64;
         self.column_x = None;
         cx.select(t, q, q)
+    }
+
+    /// ^F (acme's `textcomplete`): the selection goes as typing would take
+    /// it, then the file name before the cursor is for the caller to
+    /// complete (it lists the directory).
+    fn complete(&mut self, cx: &mut Ctx) -> Result<Vec<Effect>, String> {
+        let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(Vec::new()) };
+        if q0 < q1 {
+            self.erase(t, b, q0, q1, cx)?;
+        }
+        let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
+        Ok(match look::completion_at(buf, q0) {
+            Some((path, prefix)) => vec![Effect::Complete { window: Ctx::window_of(t), path, prefix }],
+            None => Vec::new(),
+        })
     }
 
     fn key(&mut self, k: Key, cx: &mut Ctx) -> Result<(), String> {

@@ -440,3 +440,26 @@ fn get_replaces_the_text_unless_it_is_the_same_names_and_cleans() {
     assert!(exec::file_or_name("put", Some("rel.txt".into()), "/x").unwrap_err().contains("not an absolute path"));
     assert_eq!(exec::file_or_name("get", None, "/x/y").unwrap(), "/x/y");
 }
+
+#[test]
+fn completion_finds_the_name_before_the_cursor_and_what_to_type() {
+    let entries: Vec<(String, bool)> = [("alpha.txt", false), ("alpine", true), ("beta.txt", false), ("ünï", false)]
+        .map(|(n, d)| (n.to_string(), d))
+        .to_vec();
+    let c = look::complete("al", &entries);
+    assert_eq!((c.advance.as_deref(), c.matched), (Some("p"), 2));
+    let c = look::complete("alp", &entries);
+    assert_eq!((c.advance, c.names), (None, vec!["alpha.txt".to_string(), "alpine".to_string()]));
+    assert_eq!(look::complete("alpi", &entries).advance.as_deref(), Some("ne/"));
+    assert_eq!(look::complete("b", &entries).advance.as_deref(), Some("eta.txt "));
+    assert_eq!(look::complete("ü", &entries).advance.as_deref(), Some("nï "));
+    let none = look::complete("z", &entries);
+    assert_eq!((none.advance, none.matched, none.names.len()), (None, 0, 4));
+
+    let mut h = host();
+    let w = h.window("/tmp/c.txt", "see  /usr/lo and x\n");
+    let b = h.node.state.buffer(w.body).unwrap().clone();
+    assert_eq!(look::completion_at(&b, 12), Some(("/usr/".to_string(), "lo".to_string())));
+    assert_eq!(look::completion_at(&b, 10), None, "inside a word");
+    assert_eq!(look::completion_at(&b, 4), Some((String::new(), String::new())), "after a blank");
+}

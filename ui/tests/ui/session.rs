@@ -518,3 +518,46 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     assert_eq!(sel, "line 12\n");
     assert_eq!(sent.all().len(), 2, "nothing more was plumbed");
 }
+
+#[test]
+fn control_f_completes_a_file_name_as_acme_does() {
+    let mut r = Rig::start("session-complete", true);
+    let dir = r.ns.join("src");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::create_dir(dir.join("alpine")).unwrap();
+    std::fs::write(dir.join("alpha.txt"), "").unwrap();
+    std::fs::write(dir.join("beta.txt"), "").unwrap();
+    let file = dir.join("notes.txt");
+    std::fs::write(&file, "").unwrap();
+    let w = r.open(&file.display().to_string());
+    let at = r.point(w.window, w.body, 0, false);
+    r.click(1, at);
+    // One match: the rest of its name and a space.
+    r.typed("be");
+    r.key(Key::Ctrl('f'));
+    assert_eq!(r.body_text(w), "beta.txt ");
+    // Several: what they share is typed; then they are listed.
+    r.typed("al");
+    r.key(Key::Ctrl('f'));
+    assert_eq!(r.body_text(w), "beta.txt alp");
+    r.key(Key::Ctrl('f'));
+    assert_eq!(r.body_text(w), "beta.txt alp", "nothing more to type");
+    let d = dir.display();
+    assert_eq!(errors(&mut r).unwrap(), format!("{d}/alp*\n alpha.txt\n alpine\n"));
+    // A directory gets a slash, and completion goes on inside it.
+    r.typed("i");
+    r.key(Key::Ctrl('f'));
+    assert_eq!(r.body_text(w), "beta.txt alpine/");
+    // Nothing matches: every name is listed.
+    r.typed(" zz");
+    r.key(Key::Ctrl('f'));
+    let shown = errors(&mut r).unwrap();
+    assert!(
+        shown.ends_with(&format!("{d}/zz*: no matches in:\n alpha.txt\n alpine\n beta.txt\n notes.txt\n")),
+        "{shown}"
+    );
+    // A rooted path completes from its own directory.
+    r.typed(&format!(" {d}/bet"));
+    r.key(Key::Ctrl('f'));
+    assert!(r.body_text(w).ends_with(&format!(" {d}/beta.txt ")), "{}", r.body_text(w));
+}
