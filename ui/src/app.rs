@@ -101,6 +101,16 @@ impl Ui {
         Some(Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed))
     }
 
+    /// A text on the screen laid out as it is drawn (its face, its tab
+    /// stops): where its runes are, for tests and tools.
+    pub fn frame(&mut self, t: crate::input::Target) -> Option<crate::frame::Frame> {
+        let m = self.metrics();
+        let mut link = self.host.att.lock();
+        let node = link.node_mut()?;
+        let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
+        Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m }.frame(t)
+    }
+
     /// Handles one event now.
     pub fn handle(&mut self, ev: Event) {
         let now = self.started.elapsed().as_millis() as u64;

@@ -102,7 +102,10 @@ impl Frame {
 
     /// Where rune `q` starts, if it is shown (the end of the text counts).
     pub fn point_of(&self, q: u64) -> Option<(i32, i32)> {
-        let line = self.lines.iter().find(|l| (l.q0..l.q1).contains(&q) || (q == l.q1 && q == self.end))?;
+        // The end of the text is on the last line (the empty one after a
+        // final newline, if that is shown).
+        let last = self.lines.last().filter(|l| q == self.end && q >= l.q0);
+        let line = self.lines.iter().find(|l| (l.q0..l.q1).contains(&q)).or(last)?;
         let x = line.cells.iter().find(|c| c.q == q).map_or_else(
             || line.cells.last().map_or(self.rect.x0, |c| c.x + if c.c == '\n' { 0 } else { c.width }),
             |c| c.x,

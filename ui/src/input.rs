@@ -196,7 +196,7 @@ impl Ctx<'_> {
     }
 
     /// The target's text laid out as it is drawn.
-    fn frame(&mut self, t: Target) -> Option<Frame> {
+    pub fn frame(&mut self, t: Target) -> Option<Frame> {
         let (b, view) = self.text_of(t)?;
         let rect = self.rect_of(t)?;
         let (face, tab) = match t {
@@ -647,6 +647,22 @@ impl Input {
         if s.is_empty() {
             return Ok(());
         }
+        // Indent on: a newline takes the blanks the line starts with (up to
+        // the cursor), as acme's autoindent does.
+        let indenting = match t {
+            Target::Body(w) => cx.node.state.window(w).is_ok_and(|w| w.flags.autoindent),
+            _ => false,
+        };
+        let s = match (indenting, s.as_str()) {
+            (true, "\n") => {
+                let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
+                let start = look::show_origin(buf, q0);
+                let blanks: String =
+                    buf.slice(start, q0).unwrap_or_default().chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+                format!("\n{blanks}")
+            }
+            _ => s,
+        };
         if self.typed_from.is_none_or(|(tt, _)| tt != t) {
             let group = cx.node.new_group().map_err(|e| e.to_string())?;
             cx.append(b, BufferOp::Mark { group })?;

@@ -10,7 +10,7 @@ use apex_link::Attached;
 use apex_ui::app::Ui;
 use apex_ui::frame::Frame;
 use apex_ui::host::{UiHost, WAIT};
-use apex_ui::input::{Event, Key};
+use apex_ui::input::{Event, Key, Target};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -94,6 +94,30 @@ impl Rig {
     /// Opens `path` as `apex-ui FILE` does; the window it is in.
     fn open(&mut self, path: &str) -> Win {
         exec::open(&mut self.ui().host, path, None).expect("open");
+        self.win(path)
+    }
+
+    /// The tallest window showing `path` on the screen.
+    fn tallest(&mut self, path: &str) -> Win {
+        let screen = self.ui().screen().unwrap();
+        let found = {
+            let link = self.ui().host.att.lock();
+            let st = &link.node().unwrap().state;
+            let named = |w: &apex_core::win::Window| st.buffer(w.body).is_ok_and(|b| b.name == path);
+            let w = screen
+                .windows()
+                .filter(|g| st.window(g.id).is_ok_and(named))
+                .max_by_key(|g| g.rect.height())
+                .expect("on the screen")
+                .id;
+            let win = st.window(w).unwrap();
+            Win { window: w, body: win.body, tag: win.tag, number: st.layout.numbers[&w].0 }
+        };
+        found
+    }
+
+    /// The window named `path`.
+    fn win(&mut self, path: &str) -> Win {
         let link = self.ui().host.att.lock();
         let st = &link.node().unwrap().state;
         let (window, body) = apex_core::look::window_named(st, path).expect("its window");
@@ -109,18 +133,12 @@ impl Rig {
         self.ui().paint();
     }
 
-    /// Where rune `q` of `buffer` is drawn in `w`'s body or tag.
-    fn point(&mut self, w: WindowId, buffer: BufferId, q: u64, tag: bool) -> (i32, i32) {
-        let screen = self.ui().screen().unwrap();
-        let g = screen.window(w).unwrap();
-        let rect = if tag { g.tag } else { g.body };
-        let ui = self.ui();
-        let line = ui.fonts.line_height() as i32;
-        let view = if tag { ViewId::WindowTag(w) } else { ViewId::WindowBody(w) };
-        let link = ui.host.att.lock();
-        let b = link.node().unwrap().state.buffer(buffer).unwrap();
-        let org = b.views.get(&view).map_or(0, |v| v.org);
-        let frame = Frame::new(b.text.rope(), org, rect, &mut ui.fonts.proportional, line, 4);
+    /// Where rune `q` of `buffer` is drawn in `w`'s body or tag (as the UI
+    /// lays it out: its face and tab stops).
+    fn point(&mut self, w: WindowId, _buffer: BufferId, q: u64, tag: bool) -> (i32, i32) {
+        let target = if tag { Target::Tag(w) } else { Target::Body(w) };
+        let line = self.ui().fonts.line_height() as i32;
+        let frame = self.ui().frame(target).expect("the text is on the screen");
         let (x, y) = frame.point_of(q).expect("rune on screen");
         (x, y + line / 3)
     }
@@ -255,16 +273,23 @@ fn edits_from_elsewhere_appear_and_move_the_selection() {
     assert_eq!(r.served(w, "body"), "from a tool\nabc!\n");
 }
 
-/// The text of the `+Errors` window the UI's replica has, if any.
+/// The text of the `+Errors` windows the UI's replica has (each buffer
+/// once), if any.
 fn errors(r: &mut Rig) -> Option<String> {
     let link = r.ui().host.att.lock();
     let st = &link.node()?.state;
-    st.layout.numbers.keys().find_map(|w| {
-        let win = st.window(*w).ok()?;
-        let tag = st.buffer(win.tag).ok()?.text.to_string();
-        let name = tag.split([' ', '\t']).next()?;
-        name.ends_with("+Errors").then(|| st.buffer(win.body).ok().map(|b| b.text.to_string()))?
-    })
+    let mut seen = std::collections::BTreeSet::new();
+    let texts: Vec<String> = st
+        .layout
+        .numbers
+        .keys()
+        .filter_map(|w| {
+            let win = st.window(*w).ok()?;
+            let body = st.buffer(win.body).ok()?;
+            (body.name.ends_with("+Errors") && seen.insert(win.body)).then(|| body.text.to_string())
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.concat())
 }
 
 #[test]
@@ -560,4 +585,218 @@ fn control_f_completes_a_file_name_as_acme_does() {
     r.typed(&format!(" {d}/bet"));
     r.key(Key::Ctrl('f'));
     assert!(r.body_text(w).ends_with(&format!(" {d}/beta.txt ")), "{}", r.body_text(w));
+}
+
+impl Rig {
+    /// Types `cmd` at the end of `w`'s tag and executes it with a B2 sweep
+    /// over it, as a user adds a command to a tag and runs it.
+    fn run(&mut self, w: Win, cmd: &str) {
+        let end = self.tag_text(w).chars().count() as u64;
+        // A window too small to show its tag's end is grown first, as a
+        // user would (button 2 on its box).
+        if self.ui().frame(Target::Tag(w.window)).and_then(|f| f.point_of(end)).is_none() {
+            let g = *self.ui().screen().unwrap().window(w.window).unwrap();
+            self.click(2, (g.layout_box.x0 + 2, g.layout_box.y0 + 2));
+        }
+        let at = self.point(w.window, w.tag, end, true);
+        self.click(1, at);
+        self.typed(&format!(" {cmd}"));
+        let tag = self.tag_text(w);
+        let start = tag[..tag.rfind(cmd).unwrap()].chars().count() as u64;
+        let a = self.point(w.window, w.tag, start, true);
+        let z = self.point(w.window, w.tag, start + cmd.chars().count() as u64, true);
+        self.send(Event::Press { button: 2, x: a.0, y: a.1 });
+        self.send(Event::Motion { x: z.0, y: z.1 });
+        self.send(Event::Release { button: 2, x: z.0, y: z.1 });
+    }
+
+    /// B2 on `word` in the row tag, or in the tag of column `column`.
+    fn click_word(&mut self, column: Option<usize>, word: &str) {
+        let screen = self.ui().screen().unwrap();
+        let (rect, buffer, view) = {
+            let link = self.ui().host.att.lock();
+            let st = &link.node().unwrap().state;
+            match column {
+                None => (screen.row_tag, st.layout.row_tag.unwrap(), ViewId::TopRow),
+                Some(i) => {
+                    let c = &st.layout.columns[i];
+                    (screen.columns.iter().find(|g| g.id == c.id).unwrap().tag, c.tag, ViewId::ColumnTag(c.id))
+                }
+            }
+        };
+        let ui = self.ui();
+        let line = ui.fonts.line_height() as i32;
+        let link = ui.host.att.lock();
+        let b = link.node().unwrap().state.buffer(buffer).unwrap();
+        let text = b.text.to_string();
+        let q = text[..text.find(word).unwrap_or_else(|| panic!("{word} in {text:?}"))].chars().count() as u64 + 1;
+        let org = b.views.get(&view).map_or(0, |v| v.org);
+        let frame = Frame::new(b.text.rope(), org, rect, &mut ui.fonts.proportional, line, 4);
+        let (x, y) = frame.point_of(q).unwrap();
+        drop(link);
+        self.click(2, (x, y + line / 3));
+    }
+
+    fn windows(&mut self) -> String {
+        self.ui().settle().unwrap();
+        self.apex(&["read", "main/meta/windows"])
+    }
+}
+
+#[test]
+fn every_built_in_runs_from_a_tag_against_the_session() {
+    let mut r = Rig::start("session-builtins", true);
+    // Wide enough for a new column's tag to show Delcol.
+    r.ui().resize(1800, 1000);
+    let dir = r.ns.join("b");
+    std::fs::create_dir(&dir).unwrap();
+    let (fa, fb) = (dir.join("a.txt"), dir.join("b.txt"));
+    std::fs::write(&fa, "alpha\n").unwrap();
+    std::fs::write(&fb, "beta\n").unwrap();
+    let a = r.open(&fa.display().to_string());
+    let b = r.open(&fb.display().to_string());
+    let end = |r: &mut Rig, w: Win| {
+        let n = r.body_text(w).chars().count() as u64;
+        let at = r.point(w.window, w.body, n, false);
+        r.click(1, at);
+    };
+
+    // Undo, Redo, Put, Get.
+    end(&mut r, a);
+    r.typed("x\n");
+    r.run(a, "Undo");
+    assert_eq!(r.body_text(a), "alpha\n");
+    r.run(a, "Redo");
+    assert_eq!(r.body_text(a), "alpha\nx\n");
+    r.run(a, "Put");
+    assert_eq!(std::fs::read_to_string(&fa).unwrap(), "alpha\nx\n");
+    std::fs::write(&fa, "changed\n").unwrap();
+    r.run(a, "Get");
+    assert_eq!(r.body_text(a), "changed\n");
+
+    // Snarf, Cut, Paste on the body's selection.
+    r.sweep(a, 1, 0, 7, &[]);
+    r.run(a, "Snarf");
+    assert_eq!(r.snarf(), "changed");
+    r.sweep(a, 1, 0, 7, &[]);
+    r.run(a, "Cut");
+    assert_eq!(r.body_text(a), "\n");
+    r.run(a, "Paste");
+    assert_eq!(r.body_text(a), "changed\n");
+    // Send: the snarf buffer at the end of the body.
+    r.run(b, "Send");
+    assert!(r.body_text(b).starts_with("beta\nchanged"), "{:?}", r.body_text(b));
+
+    // Look, Edit.
+    r.run(b, "Look beta");
+    assert_eq!(r.served(b, "rdsel"), "beta");
+    r.run(b, "Edit ,s/beta/gamma/");
+    assert!(r.body_text(b).starts_with("gamma\n"), "{:?}", r.body_text(b));
+
+    // Font, Tab, Indent (and typing with it), Incl: the window's settings.
+    r.run(b, "Font");
+    r.run(b, "Tab 8");
+    r.run(b, "Indent on");
+    r.run(b, "Incl /usr/include");
+    let flags = r.daemon_state().window(b.window).unwrap().flags.clone();
+    assert_eq!((flags.font.is_some(), flags.tab, flags.autoindent), (true, Some(8), true), "{flags:?}");
+    assert!(flags.incl.iter().any(|d| d == "/usr/include"), "{flags:?}");
+    let n = r.body_text(b).chars().count() as u64;
+    let at = r.point(b.window, b.body, n, false);
+    r.click(1, at);
+    r.typed("\t  indented");
+    r.typed("\n");
+    r.typed("next");
+    assert!(r.body_text(b).ends_with("\t  indented\n\t  next"), "{:?}", r.body_text(b));
+
+    // ID says where the window is in the acme tree.
+    r.run(a, "ID");
+    let number = a.number;
+    wait_for("ID's answer", || errors(&mut r).filter(|e| e.contains(&format!("/mnt/acme/{number}/"))));
+
+    // Zerox, New, Newcol, Sort, Delcol.
+    let before = r.windows().lines().count();
+    r.run(a, "Zerox");
+    let windows = r.windows();
+    assert_eq!(windows.lines().count(), before + 1);
+    assert_eq!(windows.lines().filter(|l| l.ends_with("/a.txt")).count(), 2, "{windows}");
+    r.run(a, "New");
+    assert_eq!(r.windows().lines().count(), before + 2);
+    let columns = r.daemon_state().layout.columns.len();
+    r.click_word(None, "Newcol");
+    assert_eq!(r.daemon_state().layout.columns.len(), columns + 1);
+    let last = r.daemon_state().layout.columns.len() - 1;
+    r.click_word(Some(last), "Delcol");
+    assert_eq!(r.daemon_state().layout.columns.len(), columns);
+    let st = r.daemon_state();
+    let (ci, _) = st.layout.find(a.window).unwrap();
+    r.click_word(Some(ci), "Sort");
+    let st = r.daemon_state();
+    let names: Vec<String> = st.layout.columns[ci]
+        .windows
+        .iter()
+        .map(|p| st.buffer(st.window(p.window).unwrap().body).unwrap().name.clone())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "Sort orders the column by name");
+
+    // Putall writes every dirty window.
+    end(&mut r, a);
+    r.typed("A");
+    end(&mut r, b);
+    r.typed("B");
+    r.click_word(None, "Putall");
+    assert!(std::fs::read_to_string(&fa).unwrap().ends_with('A'));
+    assert!(
+        std::fs::read_to_string(&fb).unwrap().ends_with('B'),
+        "{:?} {:?}",
+        std::fs::read_to_string(&fb),
+        errors(&mut r)
+    );
+
+    // Dump and Load.
+    let dump = r.ns.join("apex.dump");
+    r.run(a, &format!("Dump {}", dump.display()));
+    let text = std::fs::read_to_string(&dump).expect("Dump wrote the file");
+    assert!(text.contains(&fa.display().to_string()) && text.contains(&fb.display().to_string()), "{text}");
+    r.run(a, &format!("Load {}", dump.display()));
+    assert!(r.windows().lines().any(|l| l.ends_with("/b.txt")));
+    // Load made the windows again.
+    // Load made the windows of the dump; go on in the tallest one showing
+    // b.txt (the ones it squeezed are out of sight).
+    let b = r.tallest(&fb.display().to_string());
+    let name = "b.txt";
+
+    // A command, Local, and Kill.
+    r.run(b, "sleep 30");
+    let ns = r.ns.clone();
+    let running = || r_processes(&ns);
+    wait_for("sleep to run", || running().contains("sleep 30").then_some(()));
+    r.click_word(None, "Kill");
+    wait_for("Kill to end it", || {
+        (!running().lines().any(|l| l.contains("sleep 30") && !l.contains("exit"))).then_some(())
+    });
+    r.run(b, "Local touch local-ran");
+    wait_for("Local's command", || dir.join("local-ran").exists().then_some(()));
+
+    // Del warns once about a dirty window; Delete does not ask.
+    end(&mut r, b);
+    r.typed("dirty");
+    let listed = |r: &mut Rig| r.windows().lines().any(|l| l.starts_with(&format!("{} ", b.number)));
+    r.run(b, "Del");
+    assert!(listed(&mut r), "a dirty window is not deleted at once");
+    wait_for("the warning", || errors(&mut r).filter(|e| e.contains(&format!("{name} modified"))));
+    r.run(b, "Delete");
+    assert!(!listed(&mut r), "Delete does not ask");
+
+    // Exit (and Abort) close this UI; the session goes on.
+    assert!(!r.ui().exiting());
+    r.click_word(None, "Exit");
+    assert!(r.ui().exiting(), "Exit closes the UI");
+    assert!(r.apex(&["ls", "main"]).contains("acme"), "the session goes on");
+}
+
+fn r_processes(ns: &std::path::Path) -> String {
+    apex(ns, &["read", "main/meta/processes"])
 }
