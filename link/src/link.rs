@@ -166,6 +166,11 @@ impl Link {
         self.outbox.push_back((frame(&msg), waits));
     }
 
+    /// Asks for every shard a UI leads (a watching UI's `Lead`).
+    pub fn lead(&mut self) {
+        self.send(ClientMsg::Lead);
+    }
+
     /// The replica, once welcomed.
     pub fn node(&self) -> Option<&Node> {
         self.node.as_ref()

@@ -52,6 +52,9 @@ pub enum ClientMsg {
     /// Asks for a fresh Welcome: the client's replica has diverged (its
     /// tail was fenced) and it starts again from a snapshot.
     Resync,
+    /// A UI asks for every shard a UI leads, as it did when it attached
+    /// (`Lead` in a watching UI's tag); holders hand them over.
+    Lead,
 }
 
 /// Daemon to client.

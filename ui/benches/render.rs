@@ -12,7 +12,9 @@
 //!   it changed drawn again, the flush handed to the link; p50 and p99;
 //! - opening a 100 MB file as `apex-ui FILE` does, to its first frame, and
 //!   this process's resident memory against the file's size;
-//! - paging through it with Page Down, each page drawn.
+//! - paging through it with Page Down, each page drawn;
+//! - a keystroke in a leading UI to pixels in a second, watching UI,
+//!   beside the daemon's flush-to-acknowledgement in the same run.
 
 use apex_core::propose::{self, Created, Proposal};
 use apex_core::*;
@@ -129,7 +131,50 @@ fn main() {
         p(&mut times, 0.99),
         p(&mut acks, 0.5)
     );
-    let _ = body;
+    // Keystroke in the leading UI to pixels in a watching one: a second
+    // UI attaches and takes the leases; the first follows it.
+    let mut leader = d.ui();
+    let led = leader.host.att.clone();
+    let leads = d.rt.block_on(led.wait_for(WAIT, |l| l.leads(Shard::Buffer(body))));
+    assert!(leads, "the second UI leads the buffer");
+    click_in(&mut leader, w);
+    leader.paint();
+    ui.paint();
+    let mut follow = Vec::new();
+    for _ in 0..300 {
+        let t = Instant::now();
+        leader.handle(Event::Text("y".into()));
+        leader.paint();
+        let version = leader.host.att.lock().node().unwrap().state.buffer(body).unwrap().version;
+        let seen = d.rt.block_on(ui.host.att.wait_for(WAIT, |l| {
+            l.node().and_then(|n| n.state.buffer(body).ok()).is_some_and(|b| b.version >= version)
+        }));
+        assert!(seen, "the watching UI follows");
+        let damage = ui.paint();
+        follow.push(t.elapsed());
+        assert!(!damage.is_empty(), "the watching UI drew the keystroke");
+    }
+    let mut acks = Vec::new();
+    for _ in 0..100 {
+        leader.handle(Event::Text("z".into()));
+        leader.paint();
+        let t = Instant::now();
+        leader.settle().unwrap();
+        acks.push(t.elapsed());
+    }
+    println!(
+        "keystroke in the leading UI to pixels in a watching one: p50 {:.3} ms, p99 {:.3} ms; the daemon's flush to ack {:.3} ms (p50), {:.3} ms (p99)",
+        p(&mut follow, 0.5),
+        p(&mut follow, 0.99),
+        p(&mut acks, 0.5),
+        p(&mut acks, 0.99)
+    );
+    // The first UI takes the leases back for what follows.
+    ui.lead();
+    ui.paint();
+    let lead_back = ui.host.att.clone();
+    assert!(d.rt.block_on(lead_back.wait_for(WAIT, |l| l.leads(Shard::Layout))));
+    drop(leader);
 
     // A 100 MB file: opened as `apex-ui FILE` opens it (the daemon reads
     // it, the text comes to the UI's replica over the link), its first

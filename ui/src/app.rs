@@ -31,7 +31,13 @@ pub struct Ui {
     lost: bool,
     /// The system clipboard, once the shell has a display.
     clip: Option<Clip>,
+    /// Whether the last frame showed `watching`.
+    shown_watching: bool,
 }
+
+/// What a UI that another UI took the leases from shows at the right of
+/// its row tag; B2 on `Lead` takes them back.
+pub const WATCHING: &str = " watching Lead ";
 
 impl Ui {
     /// A UI of `width`×`height` pixels at `scale`.
@@ -48,7 +54,30 @@ impl Ui {
             unflushed: false,
             lost: false,
             clip: None,
+            shown_watching: false,
         }
+    }
+
+    /// Another UI leads this session's shards (it took the leases): this
+    /// one follows it live, and what is typed here goes to it as
+    /// proposals.
+    pub fn watching(&self) -> bool {
+        self.host.att.with(|l| l.fenced())
+    }
+
+    /// Asks for the leases back (`Lead`).
+    pub fn lead(&mut self) {
+        self.host.att.with(|l| l.lead());
+        self.unflushed = true;
+    }
+
+    /// Where `watching Lead` is drawn, and where its `Lead` is.
+    fn watching_rect(&mut self, screen: &Screen) -> (Rect, Rect) {
+        let width = crate::render::label_width(&mut self.fonts, WATCHING);
+        let row = screen.row_tag;
+        let all = Rect::new((row.x1 - width).max(row.x0), row.y0, row.x1, row.y1);
+        let lead = crate::render::label_width(&mut self.fonts, " Lead ");
+        (all, Rect::new((all.x1 - lead).max(all.x0), all.y0, all.x1, all.y1))
     }
 
     /// Mirrors the session's snarf buffer to the display's clipboard.
@@ -108,7 +137,7 @@ impl Ui {
         let mut link = self.host.att.lock();
         let node = link.node_mut()?;
         let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
-        Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m }.frame(t)
+        Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m, outbox: Vec::new() }.frame(t)
     }
 
     /// Handles one event now.
@@ -123,18 +152,43 @@ impl Ui {
     /// run by the daemon, looks by core's rules. A refusal is shown in
     /// `+Errors`, as acme shows it.
     pub fn handle_at(&mut self, ev: Event, now_ms: u64) {
+        // B2 on the row tag's `Lead`, while watching.
+        if let Event::Press { button: 2, x, y } | Event::Release { button: 2, x, y } = ev {
+            if self.watching() {
+                if let Some(screen) = self.screen() {
+                    let (_, lead) = self.watching_rect(&screen);
+                    if lead.contains(x, y) {
+                        if matches!(ev, Event::Release { .. }) {
+                            self.lead();
+                        }
+                        return;
+                    }
+                }
+            }
+        }
         self.take_clipboard(&ev);
         let m = self.metrics();
         let effects = {
             let mut link = self.host.att.lock();
             let Some(node) = link.node_mut() else { return };
             let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
-            let mut cx = Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m };
-            self.input.handle(ev, now_ms, &mut cx)
+            let mut cx = Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m, outbox: Vec::new() };
+            let effects = self.input.handle(ev, now_ms, &mut cx);
+            // What this UI does not lead goes to the leader as proposals;
+            // their answers come back on the link.
+            let outbox = std::mem::take(&mut cx.outbox);
+            for p in outbox {
+                let _ = link.submit(p);
+            }
+            effects
         };
         self.unflushed = true;
         for e in effects {
             let result = match e {
+                Effect::Execute { text, .. } if text.trim() == "Lead" => {
+                    self.lead();
+                    Ok(())
+                }
                 Effect::Execute { window, column, text, arg: chorded } => {
                     let (word, arg) = apex_core::look::split_command(&text);
                     // A 2-1 chord's text is the built-in's argument when it
@@ -225,12 +279,23 @@ impl Ui {
     /// the daemon, in one flush.
     pub fn paint(&mut self) -> Vec<Rect> {
         let m = self.metrics();
-        let damage = {
+        let watching = self.watching();
+        if watching != self.shown_watching {
+            // The row tag under `watching` is drawn again.
+            self.painter.invalidate();
+            self.shown_watching = watching;
+        }
+        let (mut damage, screen) = {
             let link = self.host.att.lock();
             let Some(node) = link.node() else { return Vec::new() };
             let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
-            self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m)
+            (self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m), screen)
         };
+        if watching {
+            let (rect, _) = self.watching_rect(&screen);
+            crate::render::label(&mut self.canvas, &mut self.fonts, WATCHING, rect);
+            damage.push(rect);
+        }
         self.publish_snarf();
         if std::mem::take(&mut self.unflushed) {
             let att = self.host.att.clone();

@@ -98,6 +98,19 @@ pub struct Ctx<'a> {
     pub screen: &'a Screen,
     pub fonts: &'a mut Fonts,
     pub metrics: Metrics,
+    /// Changes to shards this UI does not lead (it is watching another
+    /// UI): proposals for the leader, for the caller to send.
+    pub outbox: Vec<Proposal>,
+}
+
+/// Where typing in a buffer this UI does not lead has got to: the
+/// proposals sent are not applied yet, so the next keystroke goes after
+/// them, at the version they will have made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Predicted {
+    buffer: BufferId,
+    version: u64,
+    q: u64,
 }
 
 /// A sweep of a mouse button in a text.
@@ -161,6 +174,17 @@ pub struct Input {
     last_selected: Option<Target>,
     /// A layout box held down.
     held: Option<BoxDrag>,
+    /// Typing not yet applied by the leader, when watching.
+    predicted: Option<Predicted>,
+}
+
+/// The proposal that replaces `q0..q1` of `b` at `version` with `text`.
+fn splice_proposal(b: BufferId, version: u64, q0: u64, q1: u64, text: String, origin: Origin) -> Proposal {
+    match (q0 == q1, text.is_empty()) {
+        (true, _) => Proposal::Insert { buffer: b, version, q0, text, origin },
+        (false, true) => Proposal::Delete { buffer: b, version, q0, q1, origin },
+        (false, false) => Proposal::Replace { buffer: b, version, q0, q1, text, origin },
+    }
 }
 
 /// `part` of `whole` pixels as a layout fraction, within `0..=ONE`.
@@ -266,6 +290,21 @@ impl Ctx<'_> {
     }
 
     fn append(&mut self, b: BufferId, op: BufferOp) -> Result<(), String> {
+        if !self.node.leads(Shard::Buffer(b)) {
+            // Watching: the leader applies it, as it would a tool's.
+            let version = self.node.state.buffer(b).map_err(|e| e.to_string())?.version;
+            let p = match op {
+                BufferOp::Splice { q0, q1, text, origin } => splice_proposal(b, version, q0, q1, text, origin),
+                BufferOp::Select { view, q0, q1 } => Proposal::Select { buffer: b, view, version, q0, q1 },
+                BufferOp::SetOrigin { view, org } => Proposal::SetOrigin { buffer: b, view, version, org },
+                BufferOp::ExecAt(action) => Proposal::Exec { buffer: b, action: *action },
+                BufferOp::LookAt(action) => Proposal::Look { buffer: b, action: *action },
+                // Undo groups are the leader's to mark.
+                _ => return Ok(()),
+            };
+            self.outbox.push(p);
+            return Ok(());
+        }
         self.node.append(Shard::Buffer(b), Op::Buffer(op)).map(|_| ()).map_err(|e| e.to_string())
     }
 
@@ -351,6 +390,7 @@ impl Input {
         if button == 1 {
             self.focus = Some(t);
             self.typed_from = None;
+            self.predicted = None;
             // The layout records the focus, so acme's log reports it.
             if let Some(w) = Ctx::window_of(t).filter(|w| cx.node.state.layout.focus != Some(*w)) {
                 let op = apex_core::LayoutOp::Focus { window: Some(w) };
@@ -628,11 +668,46 @@ impl Input {
         cx.set_origin(t, org)
     }
 
-    /// The target typing goes to, and where its selection is.
+    /// The target typing goes to, and where its selection is (where the
+    /// typing this UI sent the leader will have left it, when watching).
     fn typing_target(&self, cx: &Ctx) -> Option<(Target, BufferId, u64, u64)> {
         let t = self.focus?;
         let (b, _, q0, q1) = cx.selection(t)?;
-        Some((t, b, q0, q1))
+        match self.pending(cx, b) {
+            Some(p) => Some((t, b, p.q, p.q)),
+            None => Some((t, b, q0, q1)),
+        }
+    }
+
+    /// The prediction for `b`, while the leader has not applied it yet.
+    fn pending(&self, cx: &Ctx, b: BufferId) -> Option<Predicted> {
+        let p = self.predicted.filter(|p| p.buffer == b)?;
+        let now = cx.node.state.buffer(b).ok()?.version;
+        (now < p.version).then_some(p)
+    }
+
+    /// Watching: replaces `q0..q1` of the target's text with `text` and
+    /// moves its cursor after it, as proposals for the leader, at the
+    /// version the typing sent before will have made.
+    fn propose_typing(
+        &mut self,
+        t: Target,
+        b: BufferId,
+        q0: u64,
+        q1: u64,
+        text: &str,
+        cx: &mut Ctx,
+    ) -> Result<(), String> {
+        let (_, view) = cx.text_of(t).ok_or("gone")?;
+        let version = match self.pending(cx, b) {
+            Some(p) => p.version,
+            None => cx.node.state.buffer(b).map_err(|e| e.to_string())?.version,
+        };
+        let q = q0 + text.chars().count() as u64;
+        cx.outbox.push(splice_proposal(b, version, q0, q1, text.to_string(), Origin::Keyboard));
+        cx.outbox.push(Proposal::Select { buffer: b, view, version: version + 1, q0: q, q1: q });
+        self.predicted = Some(Predicted { buffer: b, version: version + 1, q });
+        Ok(())
     }
 
     /// Typed text replaces the selection; a run of typing is one undo
@@ -670,6 +745,9 @@ impl Input {
         }
         if let (Target::Tag(w), true) = (t, s.contains('\n')) {
             self.collapsed.remove(&w);
+        }
+        if !cx.node.leads(Shard::Buffer(b)) {
+            return self.propose_typing(t, b, q0, q1, &s, cx);
         }
         cx.splice(b, q0, q1, &s)?;
         let q = q0 + s.chars().count() as u64;
@@ -863,6 +941,9 @@ impl Input {
     fn erase(&mut self, t: Target, b: BufferId, q0: u64, q1: u64, cx: &mut Ctx) -> Result<(), String> {
         if q0 >= q1 {
             return Ok(());
+        }
+        if !cx.node.leads(Shard::Buffer(b)) {
+            return self.propose_typing(t, b, q0, q1, "", cx);
         }
         if self.typed_from.is_none_or(|(tt, _)| tt != t) {
             let group = cx.node.new_group().map_err(|e| e.to_string())?;

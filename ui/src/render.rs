@@ -200,6 +200,25 @@ pub fn window_body(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &
     canvas.fill(thumb(wg.scroll, frame.org, frame.end, body.len()), palette::BODY);
 }
 
+/// A line of text of this UI's own (not a buffer's) on the tag colour,
+/// in `rect`: the row tag's `watching Lead`.
+pub fn label(canvas: &mut Canvas, fonts: &mut Fonts, text: &str, rect: Rect) {
+    canvas.fill(rect, palette::TAG);
+    let face = fonts.face(Face::Proportional);
+    let mut x = rect.x0;
+    for c in text.chars() {
+        let g = face.glyph(c).clone();
+        canvas.glyph(&g, x, rect.y0, palette::TEXT, rect);
+        x += face.advance(c) as i32;
+    }
+}
+
+/// The width `text` takes in the proportional face.
+pub fn label_width(fonts: &mut Fonts, text: &str) -> i32 {
+    let face = fonts.face(Face::Proportional);
+    text.chars().map(|c| face.advance(c) as i32).sum()
+}
+
 /// What [`window_body`] draws on: the scroll bar, the gap and the text.
 pub fn body_area(wg: &WindowGeom) -> Rect {
     Rect::new(wg.scroll.x0, wg.body.y0, wg.body.x1, wg.body.y1)

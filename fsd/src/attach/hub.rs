@@ -419,6 +419,12 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             welcome(s, conn, a);
             Ok(Written::Done)
         }
+        ClientMsg::Lead => {
+            if kind != AttachmentKind::Ui {
+                return Err("attach: Lead is for UIs; a tool asks for one buffer's lease with Lease".into());
+            }
+            ask_for_all(s, a, now).map(|_| Written::Done)
+        }
     }
 }
 
@@ -495,14 +501,20 @@ fn hello(
     c.token = token;
     tracing::info!(session = %s.label(), attachment = %a, kind = ui_or_tool(kind), name, "attached");
     if kind == AttachmentKind::Ui {
-        // The newcomer asks for every shard a UI leads.
-        let shards: Vec<Shard> =
-            s.view.log.shards().map(|(sh, _)| *sh).filter(|sh| !sh.is_pinned() && *sh != Shard::Meta).collect();
-        for shard in shards {
-            ask(s, shard, a, None, now)?;
-        }
+        ask_for_all(s, a, now)?;
     }
     welcome(s, conn, a);
+    Ok(())
+}
+
+/// A UI asks for every shard a UI leads (the layout, windows, buffers):
+/// at attach, and again with `Lead`.
+fn ask_for_all(s: &mut Session, a: AttachmentId, now: u64) -> Result<(), String> {
+    let shards: Vec<Shard> =
+        s.view.log.shards().map(|(sh, _)| *sh).filter(|sh| !sh.is_pinned() && *sh != Shard::Meta).collect();
+    for shard in shards {
+        ask(s, shard, a, None, now)?;
+    }
     Ok(())
 }
 

@@ -42,7 +42,7 @@ impl Rig {
     fn send(&mut self, ev: Event) -> Vec<Effect> {
         let (screen, metrics) = self.screen();
         self.now += self.step;
-        let mut cx = Ctx { node: &mut self.node, screen: &screen, fonts: &mut self.fonts, metrics };
+        let mut cx = Ctx { node: &mut self.node, screen: &screen, fonts: &mut self.fonts, metrics, outbox: Vec::new() };
         self.input.handle(ev, self.now, &mut cx)
     }
 

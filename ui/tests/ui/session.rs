@@ -37,6 +37,28 @@ impl Drop for Rig {
     }
 }
 
+/// A UI attached to `main` on the daemon posted in `ns`, leading it
+/// (the leases come from whoever had them).
+fn attach(rt: &tokio::runtime::Runtime, ns: &std::path::Path, local: bool) -> Ui {
+    let address = format!("unix!{}", ns.join("apex").display());
+    let (client, att) = rt.block_on(async {
+        let client = apex_ninep::dial(&address, 1 << 20).await.expect("dial apexd");
+        let att = Attached::open(&client, "main", AttachmentKind::Ui, "apex-ui-test").await.expect("attach");
+        assert!(att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "the layout's lease");
+        (client, att)
+    });
+    let host = UiHost {
+        att,
+        client,
+        session: "main".into(),
+        rt: rt.handle().clone(),
+        exit: false,
+        local,
+        namespace: ns.to_path_buf(),
+    };
+    Ui::new(host, 900, 700, 1.0)
+}
+
 /// One window of the session, as the UI and the 9P tree name it.
 #[derive(Clone, Copy)]
 struct Win {
@@ -63,23 +85,8 @@ impl Rig {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let mut rig = Rig { ns, daemon, ui: None, rt, now: 10_000 };
         wait_for("apexd's socket", || std::os::unix::net::UnixStream::connect(&socket).ok());
-        let address = format!("unix!{}", socket.display());
-        let (client, att) = rig.rt.block_on(async {
-            let client = apex_ninep::dial(&address, 1 << 20).await.expect("dial apexd");
-            let att = Attached::open(&client, "main", AttachmentKind::Ui, "apex-ui-test").await.expect("attach");
-            assert!(att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "the layout's lease");
-            (client, att)
-        });
-        let host = UiHost {
-            att,
-            client,
-            session: "main".into(),
-            rt: rig.rt.handle().clone(),
-            exit: false,
-            local,
-            namespace: rig.ns.clone(),
-        };
-        rig.ui = Some(Ui::new(host, 900, 700, 1.0));
+        let ui = attach(&rig.rt, &rig.ns, local);
+        rig.ui = Some(ui);
         rig
     }
 
@@ -799,4 +806,89 @@ fn every_built_in_runs_from_a_tag_against_the_session() {
 
 fn r_processes(ns: &std::path::Path) -> String {
     apex(ns, &["read", "main/meta/processes"])
+}
+
+#[test]
+fn a_second_ui_leads_the_first_watches_types_through_proposals_and_leads_again() {
+    let mut r = Rig::start("session-two", true);
+    let file = r.ns.join("two.txt");
+    std::fs::write(&file, "shared\n").unwrap();
+    let w = r.open(&file.display().to_string());
+    // Everything the first made is the daemon's before the second comes.
+    r.ui().settle().unwrap();
+    assert!(!r.ui().watching());
+
+    // A second UI attaches: the leases go to it, the first watches.
+    let second = attach(&r.rt, &r.ns, true);
+    let first = r.ui.replace(second).unwrap();
+    let mut first = Some(first);
+    let swap = |r: &mut Rig, other: &mut Option<Ui>| {
+        let ui = r.ui.take();
+        r.ui = other.take();
+        *other = ui;
+    };
+    swap(&mut r, &mut first);
+    wait_for("the first UI to watch", || r.ui().watching().then_some(()));
+    let damage = r.ui().paint();
+    let screen = r.ui().screen().unwrap();
+    let label = *damage.last().expect("the row tag's label drawn");
+    assert_eq!((label.y0, label.x1), (screen.row_tag.y0, screen.row_tag.x1), "at the right of the row tag");
+    let inked =
+        (label.y0..label.y1).any(|y| (label.x0..label.x1).any(|x| r.ui().canvas.at(x, y) != apex_ui::palette::TAG));
+    assert!(inked, "`watching Lead` is drawn");
+
+    // The second types; the first follows live.
+    swap(&mut r, &mut first);
+    let leads_all = |r: &mut Rig| {
+        r.ui().host.att.with(|l| {
+            [Shard::Buffer(w.body), Shard::Buffer(w.tag), Shard::Window(w.window)].iter().all(|s| l.leads(*s))
+        })
+    };
+    wait_for("the second to lead the window", || leads_all(&mut r).then_some(()));
+    let end = r.body_text(w).chars().count() as u64 - 1;
+    let at = r.point(w.window, w.body, end, false);
+    r.click(1, at);
+    r.typed(" by two");
+    assert_eq!(r.body_text(w), "shared by two\n");
+    swap(&mut r, &mut first);
+    wait_for("the first to show the second's typing", || {
+        let t = r.ui().host.att.lock().node().unwrap().state.buffer(w.body).unwrap().text.to_string();
+        (t == "shared by two\n").then_some(())
+    });
+
+    // The watching one types, key by key without waiting: its proposals
+    // land in order at its own cursor.
+    let at = r.point(w.window, w.body, 6, false);
+    r.click(1, at);
+    r.ui().settle().unwrap();
+    wait_for("the click's selection to come back", || {
+        let v =
+            r.ui().host.att.lock().node().unwrap().state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
+        (v.q0 == 6).then_some(())
+    });
+    for c in [",", " ", "o", "n", "e"] {
+        r.typed(c);
+    }
+    r.key(Key::Backspace);
+    r.typed("e!");
+    wait_for("the daemon to have the watching UI's typing", || {
+        let b = r.apex(&["read", &format!("main/acme/{}/body", w.number)]);
+        (b == "shared, one! by two\n").then_some(())
+    });
+    assert!(r.ui().watching(), "still watching: typing did not take the leases");
+
+    // B2 on `Lead`: the leases come back; the second watches.
+    let screen = r.ui().screen().unwrap();
+    let (x, y) = (screen.row_tag.x1 - 8, screen.row_tag.y0 + 4);
+    r.click(2, (x, y));
+    wait_for("the first to lead again", || leads_all(&mut r).then_some(()));
+    assert!(!r.ui().watching());
+    swap(&mut r, &mut first);
+    wait_for("the second to watch", || r.ui().watching().then_some(()));
+    swap(&mut r, &mut first);
+    r.typed("?");
+    assert_eq!(r.body_text(w), "shared, one!? by two\n", "typing applies at once again");
+    if let Some(ui) = first.take() {
+        r.rt.block_on(ui.host.att.close());
+    }
 }
