@@ -17,12 +17,13 @@
 use crate::addr::{self, Range};
 use crate::buf::Buffer;
 use crate::cols;
-use crate::dump::{self, Dump, Kind, WindowRecord};
+use crate::dump::{self, Dump};
 use crate::ecmd::{self, EditFile, Pipes};
 use crate::id::{BufferId, ColumnId, WindowId};
 use crate::look;
 use crate::op::{Origin, WindowFlags};
 use crate::propose::{Applied, Created, Proposal};
+use crate::row;
 use crate::shard::ViewId;
 use crate::state::State;
 use std::ops::Deref;
@@ -85,7 +86,7 @@ pub enum ExecError {
     Host(String),
 }
 
-type Result<T, E = ExecError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = ExecError> = std::result::Result<T, E>;
 
 /// Which built-in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,9 +196,9 @@ impl Call {
 
 /// A window's ids.
 #[derive(Clone, Copy, Debug)]
-struct Win {
-    id: WindowId,
-    body: BufferId,
+pub(crate) struct Win {
+    pub(crate) id: WindowId,
+    pub(crate) body: BufferId,
 }
 
 fn window(state: &State, id: WindowId) -> Result<Win> {
@@ -317,14 +318,14 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
             h.propose(Proposal::DeleteColumn { column }).map(|_| ())
         }
         Cmd::Dump => {
-            let file = dump_file(h, arg_opt)?;
-            let bytes = dump_state(h)?.to_bytes();
+            let file = row::dump_file(h, arg_opt)?;
+            let bytes = row::dump_state(h)?.to_bytes();
             h.write_file(&file, &bytes)
         }
         Cmd::Load => {
-            let file = dump_file(h, arg_opt)?;
+            let file = row::dump_file(h, arg_opt)?;
             let d = Dump::parse(&h.read_file(&file)?)?;
-            load(h, &d)
+            row::load(h, &d)
         }
         Cmd::Edit => edit(h, w.map(|w| w.id), arg),
         Cmd::Font => {
@@ -463,7 +464,7 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
 pub const DEFAULT_TAB: u32 = 4;
 
 /// `path` as a name: absolute as it is, else under `dir`.
-fn resolve(dir: Option<&str>, path: &str) -> String {
+pub(crate) fn resolve(dir: Option<&str>, path: &str) -> String {
     match (path.starts_with('/'), dir) {
         (false, Some(d)) => format!("{}/{path}", d.trim_end_matches('/')),
         _ => path.to_string(),
@@ -613,7 +614,7 @@ fn send<H: Host>(h: &mut H, w: Win) -> Result<()> {
 
 /// Changes window settings: `w`'s, or every window's when executed
 /// outside one (acme's row tag changes them all).
-fn settings<H: Host>(h: &mut H, w: Option<Win>, change: impl Fn(&mut WindowFlags)) -> Result<()> {
+pub(crate) fn settings<H: Host>(h: &mut H, w: Option<Win>, change: impl Fn(&mut WindowFlags)) -> Result<()> {
     let targets: Vec<(WindowId, WindowFlags)> = {
         let st = h.state()?;
         match w {
@@ -723,7 +724,13 @@ fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Option<u64>) ->
     select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
 }
 
-fn select_and_show<H: Host>(h: &mut H, window: WindowId, body: BufferId, version: u64, r: Range) -> Result<()> {
+pub(crate) fn select_and_show<H: Host>(
+    h: &mut H,
+    window: WindowId,
+    body: BufferId,
+    version: u64,
+    r: Range,
+) -> Result<()> {
     let view = ViewId::WindowBody(window);
     h.propose(Proposal::Select { buffer: body, view, version, q0: r.q0, q1: r.q1 })?;
     let (org, now, shown) = {
@@ -847,160 +854,4 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
         }
     }
     warn(h, window, &outcome.printed)
-}
-
-/// The dump file: the one named, else `$HOME/apex.dump`.
-fn dump_file<H: Host>(h: &H, arg: Option<&str>) -> Result<String> {
-    match arg {
-        Some(a) => Ok(resolve(Some(&h.cwd()), a)),
-        None => h
-            .home()
-            .map(|home| format!("{}/apex.dump", home.trim_end_matches('/')))
-            .ok_or_else(|| ExecError::Host("can't find file for dump: $HOME not defined".into())),
-    }
-}
-
-/// The session as a dump (acme's `rowdump`).
-pub fn dump_state<H: Host>(h: &mut H) -> Result<Dump> {
-    let st = h.state()?;
-    let line = |b: Option<BufferId>| b.and_then(|b| st.buffer(b).ok()).map(|b| b.text.to_string()).unwrap_or_default();
-    let mut d = Dump {
-        dir: h.cwd(),
-        fonts: [dump::FONT_VAR.to_string(), dump::FONT_FIX.to_string()],
-        columns: st.layout.columns.iter().map(|c| c.x).collect(),
-        row_tag: line(st.layout.row_tag),
-        column_tags: st.layout.columns.iter().enumerate().map(|(i, c)| (i, line(Some(c.tag)))).collect(),
-        windows: Vec::new(),
-    };
-    let mut dumped: Vec<(BufferId, u64)> = Vec::new();
-    let mut records = Vec::new();
-    for (ci, col) in st.layout.columns.iter().enumerate() {
-        for placed in &col.windows {
-            let Ok(w) = st.window(placed.window) else { continue };
-            let Ok(b) = st.buffer(w.body) else { continue };
-            let number = st.layout.numbers.get(&placed.window).map_or(0, |n| n.0 as u64);
-            // Windows a tool owns come back only through their dump command.
-            if w.event_reader.is_some() && w.flags.dump.is_none() {
-                continue;
-            }
-            let v = b.views.get(&ViewId::WindowBody(placed.window)).copied().unwrap_or_default();
-            let mut r = WindowRecord {
-                kind: Kind::File,
-                column: ci,
-                id: number,
-                q0: v.q0,
-                q1: v.q1,
-                y: placed.y,
-                font: w.flags.font.clone().unwrap_or_default(),
-                tag: line(Some(w.tag)),
-                text: String::new(),
-                dir: String::new(),
-                command: String::new(),
-            };
-            if let Some((_, id)) = dumped.iter().find(|(body, _)| *body == w.body) {
-                r.kind = Kind::Zerox;
-                r.id = *id;
-            } else if let Some(command) = &w.flags.dump {
-                r.kind = Kind::Command;
-                r.dir = w.flags.dumpdir.clone().unwrap_or_default();
-                r.command = command.clone();
-            } else {
-                records.push((b.name.clone(), b.dirty, look::is_dir(&b.name), b.text.to_string()));
-                dumped.push((w.body, number));
-                r.text = records.last().map(|x| x.3.clone()).unwrap_or_default();
-            }
-            d.windows.push(r);
-        }
-    }
-    drop(st);
-    // Clean files that exist come back from disk; the rest carry their text.
-    let mut texts = records.into_iter();
-    for r in d.windows.iter_mut().filter(|r| r.kind == Kind::File) {
-        let Some((name, dirty, dir, _)) = texts.next() else { break };
-        let from_disk = dir || (!dirty && !name.is_empty() && h.exists(&name));
-        if from_disk {
-            r.text.clear();
-        } else {
-            r.kind = Kind::Text;
-        }
-    }
-    Ok(d)
-}
-
-/// Makes the windows of a dump (acme's `rowload`): columns beyond the ones
-/// there at their edges, then each window where it was, with its text,
-/// selection and tag.
-pub fn load<H: Host>(h: &mut H, d: &Dump) -> Result<()> {
-    let have = h.state()?.layout.columns.len();
-    for x in d.columns.iter().skip(have) {
-        h.propose(Proposal::CreateColumn { x: Some(*x) })?;
-    }
-    let columns: Vec<ColumnId> = h.state()?.layout.columns.iter().map(|c| c.id).collect();
-    let mut made: Vec<(u64, BufferId)> = Vec::new();
-    for r in &d.windows {
-        let column = columns.get(r.column.min(columns.len().saturating_sub(1))).copied();
-        if r.kind == Kind::Command {
-            h.start(Some(&r.dir).filter(|d| !d.is_empty()).map(|s| s.as_str()), &r.command)?;
-            continue;
-        }
-        let name = r.tag.split([' ', '\t', '\n']).next().unwrap_or_default().to_string();
-        let body = match r.kind {
-            Kind::Zerox => made.iter().find(|(id, _)| *id == r.id).map(|(_, b)| *b),
-            _ => None,
-        };
-        if r.kind == Kind::Zerox && body.is_none() {
-            continue;
-        }
-        let Created::Window(w) = h.propose(Proposal::CreateWindow { body, column, name: name.clone() })?.created else {
-            continue;
-        };
-        match r.kind {
-            Kind::Text if !r.text.is_empty() => {
-                let p = Proposal::Insert {
-                    buffer: w.body,
-                    version: 0,
-                    q0: 0,
-                    text: r.text.clone(),
-                    origin: Origin::OtherFile,
-                };
-                h.propose(p)?;
-                h.propose(Proposal::Dirty { buffer: w.body })?;
-            }
-            Kind::File if !look::is_scratch(&name) => h.get(w.body, None)?,
-            _ => {}
-        }
-        made.push((r.id, w.body));
-        if let Some(column) = column {
-            let y = {
-                let st = h.state()?;
-                let col = st.layout.columns.iter().find(|c| c.id == column).expect("the column was listed");
-                cols::drop_y(col, Some(w.window), r.y)
-            };
-            h.propose(Proposal::MoveWindow { window: w.window, column, y })?;
-        }
-        let after_bar = r.tag.split_once('|').map(|(_, rest)| rest.to_string()).unwrap_or_default();
-        if !after_bar.is_empty() {
-            let (len, version) = {
-                let st = h.state()?;
-                let t = st.buffer(w.tag)?;
-                (t.len(), t.version)
-            };
-            let q0 = look::cleartag_range(h.state()?.buffer(w.tag)?).map_or(len, |(q0, _)| q0);
-            let p =
-                Proposal::Replace { buffer: w.tag, version, q0, q1: len, text: after_bar, origin: Origin::OtherFile };
-            h.propose(p)?;
-        }
-        let (len, version) = {
-            let st = h.state()?;
-            let b = st.buffer(w.body)?;
-            (b.len(), b.version)
-        };
-        let (q0, q1) = if r.q0 <= r.q1 && r.q1 <= len { (r.q0, r.q1) } else { (0, 0) };
-        let _ = select_and_show(h, w.window, w.body, version, Range::new(q0, q1));
-        if !r.font.is_empty() {
-            let font = r.font.clone();
-            settings(h, Some(Win { id: w.window, body: w.body }), |f| f.font = Some(font.clone()))?;
-        }
-    }
-    Ok(())
 }

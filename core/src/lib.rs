@@ -61,6 +61,7 @@ pub mod node;
 pub mod op;
 pub mod propose;
 pub mod registry;
+pub mod row;
 pub mod shard;
 pub mod snap;
 pub mod state;

@@ -120,9 +120,14 @@ impl Attached {
             return Ok(());
         }
         let _turn = self.inner.writing.lock().await;
-        let frames = self.with(|l| {
-            l.flush();
-            l.take_frames()
+        // Checked again under the link's lock, which `pause` takes too: a
+        // flush that raced a pause writes nothing made after it.
+        let frames = self.with(|l| match self.is_paused() {
+            true => Vec::new(),
+            false => {
+                l.flush();
+                l.take_frames()
+            }
         });
         let (c, fid, iounit) = (&self.inner.client, self.inner.file.fid, self.inner.file.iounit as usize);
         let mut waits = Vec::new();
@@ -166,7 +171,7 @@ impl Attached {
     #[cfg(feature = "test-support")]
     pub fn pause(&self) {
         self.inner.stash.lock().expect("stash lock").holding = true;
-        self.inner.paused.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.with(|_| self.inner.paused.store(true, std::sync::atomic::Ordering::SeqCst));
     }
 
     /// Goes on after `pause` as a stuck leader that wakes up does: first

@@ -282,6 +282,7 @@ impl Daemon {
             exit: false,
             local: true,
             namespace: self.ns.clone(),
+            events: Vec::new(),
         };
         Ui::new(host, W, H, 1.0)
     }

@@ -265,6 +265,7 @@ impl Ui {
     /// The link has news. Returns whether the connection was found gone
     /// just now (said once, in `+Errors`; the replica stays readable).
     pub fn woke(&mut self) -> bool {
+        self.report_events();
         if !self.host.att.is_closed() || self.lost {
             return false;
         }
@@ -272,6 +273,34 @@ impl Ui {
         let _ =
             exec::warn(&mut self.host, None, "apex-ui: the connection to apexd is gone; nothing typed now is saved\n");
         true
+    }
+
+    /// Says in `+Errors` what the link reported: typing this UI made but
+    /// never got to the daemon (its lease was taken while it was stopped)
+    /// is in `+Recovered`; a proposal the leader refused; the daemon's own
+    /// messages.
+    fn report_events(&mut self) {
+        let mut events = std::mem::take(&mut self.host.events);
+        events.extend(self.host.att.with(|l| l.events()));
+        for e in events {
+            let text = match e {
+                apex_link::Event::Recovered { into, entries, .. } => {
+                    let name = exec::Host::state(&self.host)
+                        .ok()
+                        .and_then(|st| st.buffer(into).ok().map(|b| b.name.clone()))
+                        .unwrap_or_else(|| "+Recovered".into());
+                    format!(
+                        "apex-ui: this UI lost its lease while stopped; {entries} edits it had not sent are in {name}\n"
+                    )
+                }
+                apex_link::Event::Answer { result: Err(e), .. } => {
+                    format!("apex-ui: the leader refused an edit: {e}\n")
+                }
+                apex_link::Event::Error(text) => format!("apex-ui: {text}\n"),
+                _ => continue,
+            };
+            let _ = exec::warn(&mut self.host, None, &text);
+        }
     }
 
     /// Paints what changed since the last frame into the canvas and

@@ -28,6 +28,9 @@ pub struct UiHost {
     pub exit: bool,
     /// The namespace directory a plumber is posted in.
     pub namespace: std::path::PathBuf,
+    /// The link's events a wait for an answer took but did not want: the
+    /// UI reports them (see `Ui::woke`).
+    pub events: Vec<apex_link::Event>,
     /// The daemon is on this machine (its socket is local): Get reads
     /// the file here and the text goes to the daemon as this UI's own
     /// entries, once, instead of the daemon reading it and routing it
@@ -131,26 +134,36 @@ impl Host for UiHost {
             Submitted::Sent(id) => {
                 // Not leading it: the holder answers; wait for that.
                 let att = self.att.clone();
-                self.rt.block_on(async move {
+                let waited = self.rt.block_on(async move {
                     let mut changes = att.changes();
-                    att.flush().await.map_err(host)?;
+                    if let Err(e) = att.flush().await {
+                        return Err((host(e), Vec::new()));
+                    }
                     let deadline = tokio::time::Instant::now() + WAIT;
+                    let mut others = Vec::new();
                     loop {
-                        let answer = att.with(|l| {
-                            l.events().into_iter().find_map(|e| match e {
-                                apex_link::Event::Answer { id: got, result } if got == id => Some(result),
-                                _ => None,
-                            })
-                        });
+                        let mut answer = None;
+                        for e in att.with(|l| l.events()) {
+                            match e {
+                                apex_link::Event::Answer { id: got, result } if got == id => answer = Some(result),
+                                e => others.push(e),
+                            }
+                        }
                         if let Some(result) = answer {
-                            return result.map_err(host);
+                            return Ok((result, others));
                         }
                         match tokio::time::timeout_at(deadline, changes.changed()).await {
                             Ok(Ok(())) => {}
-                            _ => return Err(host("no answer from the shard's holder in time")),
+                            _ => return Err((host("no answer from the shard's holder in time"), others)),
                         }
                     }
-                })
+                });
+                let (result, others) = match waited {
+                    Ok((result, others)) => (result.map_err(host), others),
+                    Err((e, others)) => (Err(e), others),
+                };
+                self.events.extend(others);
+                result
             }
         }
     }

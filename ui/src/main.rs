@@ -100,6 +100,7 @@ fn run(args: Args) -> Result<(), String> {
         exit: false,
         local,
         namespace: apex_ninep::ns::namespace_dir(None),
+        events: Vec::new(),
     };
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     for f in &args.files {

@@ -55,6 +55,7 @@ fn attach(rt: &tokio::runtime::Runtime, ns: &std::path::Path, local: bool) -> Ui
         exit: false,
         local,
         namespace: ns.to_path_buf(),
+        events: Vec::new(),
     };
     Ui::new(host, 900, 700, 1.0)
 }
@@ -72,11 +73,17 @@ impl Rig {
     /// `local`: Get reads files in the UI (as `apex-ui` does on the
     /// daemon's machine), else through the daemon (as over TCP).
     fn start(name: &str, local: bool) -> Rig {
+        Rig::start_with(name, local, &[])
+    }
+
+    /// [`Rig::start`] with more `apexd` arguments.
+    fn start_with(name: &str, local: bool, args: &[&str]) -> Rig {
         let ns = namespace(name);
         let daemon = Command::new(sibling("apexd"))
             .arg("--namespace")
             .arg(&ns)
             .arg("-q")
+            .args(args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(ns.join("apexd.log")).unwrap())
             .spawn()
@@ -891,4 +898,39 @@ fn a_second_ui_leads_the_first_watches_types_through_proposals_and_leads_again()
     if let Some(ui) = first.take() {
         r.rt.block_on(ui.host.att.close());
     }
+}
+
+#[test]
+fn a_stopped_ui_that_lost_its_lease_finds_its_typing_in_recovered_and_is_told() {
+    let mut r = Rig::start_with("session-fenced", true, &["--lease-deadline", "300"]);
+    let file = r.ns.join("stuck.txt");
+    std::fs::write(&file, "text\n").unwrap();
+    let w = r.open(&file.display().to_string());
+    r.ui().settle().unwrap();
+    let at = r.point(w.window, w.body, 4, false);
+    r.click(1, at);
+    r.ui().settle().unwrap();
+    // The UI stops (as a suspended process would) with typing not sent.
+    r.ui().host.att.pause();
+    r.typed(" unsent");
+    // Another UI comes; the stopped one does not hand over, so the daemon
+    // takes the leases at the deadline and gives them to the newcomer.
+    let second = attach(&r.rt, &r.ns, true);
+    let text = r.apex(&["read", &format!("main/acme/{}/body", w.number)]);
+    assert_eq!(text, "text\n", "the unsent typing is not the daemon's");
+    // The stopped UI wakes: its typing is in +Recovered, and it says so.
+    let att = r.ui().host.att.clone();
+    let wrote = r.rt.block_on(att.resume());
+    assert!(wrote.as_ref().is_err_and(|e| e.starts_with("fenced")), "its old tail is refused: {wrote:?}");
+    let shown = wait_for("the UI to say where its typing went", || {
+        r.ui().woke();
+        errors(&mut r).filter(|e| e.contains("+Recovered"))
+    });
+    assert!(shown.contains("lost its lease while stopped"), "{shown}");
+    let windows = r.windows();
+    let recovered = windows.lines().find(|l| l.contains("+Recovered")).expect("a +Recovered window");
+    let n = recovered.split(' ').next().unwrap();
+    let body = r.apex(&["read", &format!("main/acme/{n}/body")]);
+    assert!(body.contains(" unsent"), "{body}");
+    r.rt.block_on(second.host.att.close());
 }
