@@ -221,7 +221,13 @@ pub fn drag_column(layout: &Layout, column: ColumnId, x: Frac, min: u32) -> Opti
     let x = x.0.min(Frac::ONE.0 - 1);
     let before = (i > 0).then(|| cols[i - 1].x.0);
     if before.is_some_and(|b| x < b) || (i + 1 < cols.len() && x > right) {
-        return Some(Frac(x));
+        // Into the column it falls on, leaving that one and itself `min`
+        // (acme's rowadd), or nowhere if there is no such room.
+        let others: Vec<u32> = cols.iter().filter(|c| c.id != column).map(|c| c.x.0).collect();
+        let k = others.iter().rposition(|l| *l <= x)?;
+        let (l, r) = (others[k], others.get(k + 1).copied().unwrap_or(Frac::ONE.0));
+        let (lo, hi) = (l.saturating_add(min), r.saturating_sub(min));
+        return (lo <= hi).then(|| Frac(x.clamp(lo, hi)));
     }
     let b = before?;
     let x = x.clamp(b.saturating_add(min), right.saturating_sub(min).max(b.saturating_add(min)));

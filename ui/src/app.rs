@@ -33,6 +33,8 @@ pub struct Ui {
     clip: Option<Clip>,
     /// Whether the last frame showed `watching`.
     shown_watching: bool,
+    /// Button 2 went down on `Lead`: its release is ours too.
+    lead_pressed: bool,
 }
 
 /// What a UI that another UI took the leases from shows at the right of
@@ -55,6 +57,7 @@ impl Ui {
             lost: false,
             clip: None,
             shown_watching: false,
+            lead_pressed: false,
         }
     }
 
@@ -153,18 +156,24 @@ impl Ui {
     /// `+Errors`, as acme shows it.
     pub fn handle_at(&mut self, ev: Event, now_ms: u64) {
         // B2 on the row tag's `Lead`, while watching.
-        if let Event::Press { button: 2, x, y } | Event::Release { button: 2, x, y } = ev {
-            if self.watching() {
+        // (A release there ends a press elsewhere as usual.)
+        match ev {
+            Event::Press { button: 2, x, y } if self.watching() => {
                 if let Some(screen) = self.screen() {
-                    let (_, lead) = self.watching_rect(&screen);
-                    if lead.contains(x, y) {
-                        if matches!(ev, Event::Release { .. }) {
-                            self.lead();
-                        }
+                    if self.watching_rect(&screen).1.contains(x, y) {
+                        self.lead_pressed = true;
                         return;
                     }
                 }
             }
+            Event::Release { button: 2, x, y } if std::mem::take(&mut self.lead_pressed) => {
+                let on_lead = self.screen().is_some_and(|screen| self.watching_rect(&screen).1.contains(x, y));
+                if on_lead {
+                    self.lead();
+                }
+                return;
+            }
+            _ => {}
         }
         self.take_clipboard(&ev);
         let m = self.metrics();
@@ -297,6 +306,12 @@ impl Ui {
                     format!("apex-ui: the leader refused an edit: {e}\n")
                 }
                 apex_link::Event::Error(text) => format!("apex-ui: {text}\n"),
+                // A new replica (a Resync): its text may differ at the same
+                // versions, so the next frame is drawn whole.
+                apex_link::Event::Welcome { .. } => {
+                    self.painter.invalidate();
+                    continue;
+                }
                 _ => continue,
             };
             let _ = exec::warn(&mut self.host, None, &text);

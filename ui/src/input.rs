@@ -308,6 +308,17 @@ impl Ctx<'_> {
         self.node.append(Shard::Buffer(b), Op::Buffer(op)).map(|_| ()).map_err(|e| e.to_string())
     }
 
+    /// Sets the session's snarf buffer: here when this UI leads the
+    /// layout, else by a proposal to the leader.
+    fn snarf(&mut self, text: String) -> Result<(), String> {
+        let p = Proposal::Snarf { text };
+        if !self.node.leads(Shard::Layout) {
+            self.outbox.push(p);
+            return Ok(());
+        }
+        apex_core::propose::apply(self.node, &p).map(|_| ()).map_err(|e| e.to_string())
+    }
+
     fn select(&mut self, t: Target, q0: u64, q1: u64) -> Result<(), String> {
         let Some((b, view)) = self.text_of(t) else { return Ok(()) };
         self.append(b, BufferOp::Select { view, q0: q0.min(q1), q1: q0.max(q1) })
@@ -427,13 +438,16 @@ impl Input {
             (1, 2, Chord::Cut { q0, q1 }) => Chord::Cut { q0, q1 },
             (1, 2, _) => {
                 let (b, _, q0, q1) = cx.selection(t).ok_or("gone")?;
+                // Nothing to cut is no step: a later 1-3 must not undo
+                // an edit made before the chord.
+                if q0 == q1 {
+                    return Ok(());
+                }
                 self.new_step(b, cx)?;
                 let text = cx.slice(t, q0, q1);
-                if q0 < q1 {
-                    apex_core::propose::apply(cx.node, &Proposal::Snarf { text }).map_err(|e| e.to_string())?;
-                    cx.splice(b, q0, q1, "")?;
-                    cx.select(t, q0, q0)?;
-                }
+                cx.snarf(text)?;
+                cx.splice(b, q0, q1, "")?;
+                cx.select(t, q0, q0)?;
                 Chord::Cut { q0, q1 }
             }
             (1, 3, Chord::Cut { q0, q1 }) if body => {
@@ -443,14 +457,17 @@ impl Input {
             (1, 3, Chord::Paste { q0, q1 }) => Chord::Paste { q0, q1 },
             (1, 3, _) => {
                 let (b, _, q0, q1) = cx.selection(t).ok_or("gone")?;
-                self.new_step(b, cx)?;
                 let snarf = cx.node.state.layout.snarf.clone();
+                if q0 == q1 && snarf.is_empty() {
+                    return Ok(());
+                }
+                self.new_step(b, cx)?;
                 cx.splice(b, q0, q1, &snarf)?;
                 cx.select(t, q0, q0 + snarf.chars().count() as u64)?;
                 Chord::Paste { q0, q1 }
             }
             (2, 1, Chord::None) => Chord::Argument,
-            (2, 3, _) | (3, 1, _) => Chord::Cancelled,
+            (2, 3, _) | (3, 1, _) | (3, 2, _) => Chord::Cancelled,
             (_, _, c) => c,
         };
         self.sweep = Some(s);
@@ -760,11 +777,18 @@ impl Input {
     /// complete (it lists the directory).
     fn complete(&mut self, cx: &mut Ctx) -> Result<Vec<Effect>, String> {
         let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(Vec::new()) };
+        // Nothing to complete (the cursor is inside a word): the selection
+        // stays, as acme's textcomplete leaves it.
+        let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
+        let at = q1.min(buf.len());
+        if at < buf.len() && buf.text.char(at as usize) > ' ' {
+            return Ok(Vec::new());
+        }
         if q0 < q1 {
             self.erase(t, b, q0, q1, cx)?;
         }
         let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
-        Ok(match look::completion_at(buf, q0) {
+        Ok(match look::completion_at(buf, q0.min(buf.len())) {
             Some((path, prefix)) => vec![Effect::Complete { window: Ctx::window_of(t), path, prefix }],
             None => Vec::new(),
         })
@@ -774,6 +798,8 @@ impl Input {
         let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
         let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
         let len = buf.len();
+        // A watching UI's predicted cursor may be past the text it has.
+        let (q0, q1) = (q0.min(len), q1.min(len));
         let at = |q: u64| buf.text.char(q as usize);
         let line_start = |q: u64| look::show_origin(buf, q);
         let line_end = |q: u64| {
@@ -886,8 +912,7 @@ impl Input {
                 // text selected it cuts it, as acme does.
                 if q0 < q1 {
                     let text = cx.slice(t, q0, q1);
-                    let snarf = Proposal::Snarf { text };
-                    apex_core::propose::apply(cx.node, &snarf).map_err(|e| e.to_string())?;
+                    cx.snarf(text)?;
                     self.typed_from = None;
                     return self.erase(t, b, q0, q1, cx);
                 }
@@ -905,9 +930,7 @@ impl Input {
                 let text = cx.slice(t, q0, q1);
                 match text.is_empty() {
                     true => Ok(()),
-                    false => apex_core::propose::apply(cx.node, &Proposal::Snarf { text })
-                        .map(|_| ())
-                        .map_err(|e| e.to_string()),
+                    false => cx.snarf(text),
                 }
             }
             Key::Ctrl('x') => {
@@ -916,7 +939,7 @@ impl Input {
                 }
                 let text = cx.slice(t, q0, q1);
                 self.new_step(b, cx)?;
-                apex_core::propose::apply(cx.node, &Proposal::Snarf { text }).map_err(|e| e.to_string())?;
+                cx.snarf(text)?;
                 cx.splice(b, q0, q1, "")?;
                 cx.select(t, q0, q0)
             }

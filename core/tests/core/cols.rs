@@ -181,3 +181,16 @@ fn a_dragged_layout_box_moves_shuffles_or_resizes_as_acme_s() {
     propose::apply(&mut n, &Proposal::MoveColumn { column: left, x: Frac(Frac::ONE.0 * 7 / 8) }).unwrap();
     assert_eq!(n.state.layout.columns[0].id, right, "the columns reordered");
 }
+
+#[test]
+fn a_column_dragged_past_the_first_keeps_every_column_some_room() {
+    let mut n = session();
+    propose::apply(&mut n, &Proposal::CreateColumn { x: None }).unwrap();
+    let min = Frac::ONE.0 / 20;
+    let third = n.state.layout.columns[2].id;
+    let x = cols::drag_column(&n.state.layout, third, Frac(1), min).expect("it moves");
+    assert_eq!(x, Frac(min), "past the first column's left edge only by min");
+    propose::apply(&mut n, &Proposal::MoveColumn { column: third, x }).unwrap();
+    let xs: Vec<u32> = n.state.layout.columns.iter().map(|c| c.x.0).collect();
+    assert!(xs.windows(2).all(|p| p[1] >= p[0] + min), "{xs:?}");
+}

@@ -201,3 +201,35 @@ fn with_a_tool_reading_the_events_actions_are_reported_not_done() {
     assert_eq!(format!("{kind:?}"), "Exec");
     assert_eq!((a.q0, a.q1, a.expansion, a.flags & 2), (1, 1, Some((0, 4)), 2), "a null click, expanded");
 }
+
+#[test]
+fn a_chord_with_nothing_to_cut_or_paste_undoes_nothing_and_control_f_in_a_word_keeps_the_selection() {
+    let mut r = Rig::new("");
+    r.click(0);
+    r.typed("hello");
+    // 1-2 with an empty selection and an empty snarf buffer, then 3:
+    // no step was made, so nothing is undone.
+    let (x, y) = r.point(5);
+    r.send(Event::Press { button: 1, x, y });
+    r.send(Event::Press { button: 2, x, y });
+    r.send(Event::Press { button: 3, x, y });
+    r.send(Event::Release { button: 3, x, y });
+    r.send(Event::Release { button: 2, x, y });
+    r.send(Event::Release { button: 1, x, y });
+    assert_eq!(r.text(), "hello");
+    // ^F with the cursor inside a word: nothing happens, the selection
+    // stays.
+    r.step = 100;
+    r.click(2);
+    r.click(2);
+    assert_eq!(r.sel(), (0, 5));
+    r.step = 1000;
+    let (x, y) = r.point(1);
+    r.send(Event::Press { button: 1, x, y });
+    let x3 = r.point(3).0;
+    r.send(Event::Motion { x: x3, y });
+    r.send(Event::Release { button: 1, x: x3, y });
+    assert_eq!(r.sel(), (1, 3));
+    assert_eq!(r.send(Event::Key(Key::Ctrl('f'))), vec![]);
+    assert_eq!((r.text().as_str(), r.sel()), ("hello", (1, 3)));
+}
