@@ -15,6 +15,9 @@ use apex_ninep::Client;
 use std::ops::Deref;
 use std::time::Duration;
 
+/// The plumber's largest message (plan9port's `messagesize`).
+const PLUMB_MESSAGE: usize = 8192;
+
 /// How long a host request waits for the daemon before it says so.
 pub const WAIT: Duration = Duration::from_secs(10);
 
@@ -76,7 +79,8 @@ impl UiHost {
     /// refused), so the caller looks the text up itself.
     pub fn plumb(&self, window: WindowId, plumb: &look::Plumb) -> Result<bool, ExecError> {
         let socket = self.namespace.join("plumb");
-        if !socket.exists() {
+        // acme does not plumb what would not fit a plumber's message.
+        if !socket.exists() || plumb.data.len() >= PLUMB_MESSAGE - 1024 {
             return Ok(false);
         }
         let wdir = {
@@ -88,7 +92,7 @@ impl UiHost {
         let address = format!("unix!{}", socket.display());
         self.rt.block_on(async move {
             let sent = tokio::time::timeout(WAIT, async {
-                let c = apex_ninep::dial(&address, 8192 + 24).await.map_err(|e| e.to_string())?;
+                let c = apex_ninep::dial(&address, (PLUMB_MESSAGE + 24) as u32).await.map_err(|e| e.to_string())?;
                 let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(|e| e.to_string())?;
                 let f = c.open_path(root, "send", OWRITE).await.map_err(|e| e.to_string())?;
                 c.write(f.fid, 0, &message).await.map_err(|e| e.to_string())

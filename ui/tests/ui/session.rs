@@ -542,6 +542,15 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     let v = r.ui().host.att.lock().node().unwrap().state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
     assert_eq!((v.q0, v.q1), (second as u64, second as u64 + 5), "the search found the next hello");
 
+    // A text too big for a plumber's message is not sent, as acme.
+    let long = r.ns.join("long.txt");
+    std::fs::write(&long, format!("{}\n", "x".repeat(8000))).unwrap();
+    let l = r.open(&long.display().to_string());
+    let p = r.point(l.window, l.body, 3, false);
+    r.click(3, p);
+    assert_eq!(sent.all().len(), 2, "nothing plumbed");
+    let w = r.win(&notes.display().to_string());
+
     // Without a plumber: core's look opens file.go at line 12. (The
     // search scrolled the body; the wheel brings the top back.)
     std::fs::remove_file(r.ns.join("plumb")).unwrap();
