@@ -249,8 +249,8 @@ impl Ui {
                 format!("{}/{path}", base.trim_end_matches('/'))
             }
         };
-        let entries: Vec<(String, bool)> = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd.flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), e.path().is_dir())).collect(),
+        let entries = match apex_ninep::files::entries(&dir) {
+            Ok(entries) => entries,
             Err(e) => {
                 let _ = exec::warn(&mut self.host, None, &format!("error attempting completion: {dir}: {e}\n"));
                 return;

@@ -9,18 +9,24 @@ pub fn read_text(path: &str) -> std::io::Result<Vec<u8>> {
     if !Path::new(path).is_dir() {
         return std::fs::read(path);
     }
-    let mut names: Vec<String> = std::fs::read_dir(path)?
-        .flatten()
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            match e.path().is_dir() {
-                true => format!("{name}/"),
-                false => name,
-            }
+    let mut names: Vec<String> = entries(path)?
+        .into_iter()
+        .map(|(name, dir)| match dir {
+            true => format!("{name}/"),
+            false => name,
         })
         .collect();
     names.sort();
     Ok(names.iter().map(|n| format!("{n}\n")).collect::<String>().into_bytes())
+}
+
+/// A directory's names, each with whether it is a directory (Get's
+/// listing, ^F's completion).
+pub fn entries(path: &str) -> std::io::Result<Vec<(String, bool)>> {
+    Ok(std::fs::read_dir(path)?
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path().is_dir()))
+        .collect())
 }
 
 /// [`read_text`] as UTF-8, with errors that say what was read (`what` is

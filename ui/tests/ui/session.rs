@@ -147,9 +147,9 @@ impl Rig {
         self.ui().paint();
     }
 
-    /// Where rune `q` of `buffer` is drawn in `w`'s body or tag (as the UI
+    /// Where rune `q` is drawn in `w`'s body or tag (as the UI
     /// lays it out: its face and tab stops).
-    fn point(&mut self, w: WindowId, _buffer: BufferId, q: u64, tag: bool) -> (i32, i32) {
+    fn point(&mut self, w: WindowId, q: u64, tag: bool) -> (i32, i32) {
         let target = if tag { Target::Tag(w) } else { Target::Body(w) };
         let line = self.ui().fonts.line_height() as i32;
         let frame = self.ui().frame(target).expect("the text is on the screen");
@@ -194,7 +194,7 @@ fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
     assert!(!tag.contains(" Undo ") && !tag.contains(" Put "), "a file just opened: nothing to undo or put: {tag}");
 
     // Click after `hello`, type: the daemon has it, the tag offers Put.
-    let at = r.point(w.window, w.body, 5, false);
+    let at = r.point(w.window, 5, false);
     r.click(1, at);
     r.typed(", big");
     assert_eq!(r.served(w, "body"), "hello, big world\nsecond line\n");
@@ -217,8 +217,8 @@ fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
 
     // A sweep over `second`, typed over; Esc selects what was typed, Esc
     // again cuts it to the session's snarf buffer.
-    let from = r.point(w.window, w.body, 12, false);
-    let to = r.point(w.window, w.body, 18, false);
+    let from = r.point(w.window, 12, false);
+    let to = r.point(w.window, 18, false);
     r.send(Event::Press { button: 1, x: from.0, y: from.1 });
     r.send(Event::Motion { x: to.0, y: to.1 });
     r.send(Event::Release { button: 1, x: to.0, y: to.1 });
@@ -239,7 +239,7 @@ fn typing_erasing_undo_and_put_reach_the_daemon_and_the_disk() {
     // the window is clean again.
     let tag = r.tag_text(w);
     let put = tag.find(" Put ").expect("Put in the tag") as u64 + 2;
-    let at = r.point(w.window, w.tag, put, true);
+    let at = r.point(w.window, put, true);
     r.click(2, at);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello world\nlast ✓ ünïcödé line\n");
     wait_for("the tag to drop Put", || (!r.served(w, "tag").contains(" Put ")).then_some(()));
@@ -254,7 +254,7 @@ fn edits_from_elsewhere_appear_and_move_the_selection() {
     let file = r.ns.join("live.txt");
     std::fs::write(&file, "abc\n").unwrap();
     let w = r.open(&file.display().to_string());
-    let at = r.point(w.window, w.body, 3, false);
+    let at = r.point(w.window, 3, false);
     r.click(1, at);
     r.ui().settle().unwrap();
     r.ui().paint();
@@ -314,13 +314,13 @@ fn a_refused_put_and_a_lost_connection_are_shown_in_errors() {
     let file = dir.join("f.txt");
     std::fs::write(&file, "text\n").unwrap();
     let w = r.open(&file.display().to_string());
-    let at = r.point(w.window, w.body, 4, false);
+    let at = r.point(w.window, 4, false);
     r.click(1, at);
     r.typed(" more");
     std::fs::remove_dir_all(&dir).unwrap();
     let tag = r.tag_text(w);
     let put = tag.find(" Put ").expect("Put in the tag") as u64 + 2;
-    let at = r.point(w.window, w.tag, put, true);
+    let at = r.point(w.window, put, true);
     r.click(2, at);
     let shown = errors(&mut r).expect("a +Errors window");
     assert!(shown.starts_with("put: ") && shown.contains("f.txt: No such file"), "the daemon says why: {shown:?}");
@@ -348,8 +348,8 @@ impl Rig {
     /// A sweep with `button` from rune `from` to `to` of `w`'s body, with
     /// `chords` pressed and let go while it is held.
     fn sweep(&mut self, w: Win, button: u8, from: u64, to: u64, chords: &[u8]) {
-        let a = self.point(w.window, w.body, from, false);
-        let z = self.point(w.window, w.body, to, false);
+        let a = self.point(w.window, from, false);
+        let z = self.point(w.window, to, false);
         self.send(Event::Press { button, x: a.0, y: a.1 });
         self.send(Event::Motion { x: z.0, y: z.1 });
         for c in chords {
@@ -527,14 +527,14 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     // With a plumber: the click's word goes to it, with where the click
     // was in it, and nothing is opened here.
     let sent = crate::plumber::post(&r.rt, &r.ns);
-    let p = r.point(w.window, w.body, at + 3, false);
+    let p = r.point(w.window, at + 3, false);
     r.click(3, p);
     let ns = r.ns.display().to_string();
     assert_eq!(sent.all(), [format!("acme\n\n{ns}\ntext\nclick=3\n10\nfile.go:12")]);
     assert_eq!(go_window(&mut r), None, "the plumber took it");
     // A text the plumber refuses is looked up here: the next `hello`.
     let hello = text.find("hello").unwrap() as u64;
-    let p = r.point(w.window, w.body, hello + 1, false);
+    let p = r.point(w.window, hello + 1, false);
     r.click(3, p);
     assert_eq!(sent.all().len(), 2, "{:?}", sent.all());
     assert!(sent.all()[1].ends_with("\nclick=1\n5\nhello"), "{:?}", sent.all()[1]);
@@ -546,7 +546,7 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     let long = r.ns.join("long.txt");
     std::fs::write(&long, format!("{}\n", "x".repeat(8000))).unwrap();
     let l = r.open(&long.display().to_string());
-    let p = r.point(l.window, l.body, 3, false);
+    let p = r.point(l.window, 3, false);
     r.click(3, p);
     assert_eq!(sent.all().len(), 2, "nothing plumbed");
     let w = r.win(&notes.display().to_string());
@@ -557,7 +557,7 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     let screen = r.ui().screen().unwrap();
     let body = screen.window(w.window).unwrap().body;
     r.send(Event::Wheel { lines: -10, x: body.x0 + 5, y: body.y0 + 5 });
-    let p = r.point(w.window, w.body, at + 3, false);
+    let p = r.point(w.window, at + 3, false);
     r.click(3, p);
     let (gw, _) = go_window(&mut r).expect("file.go opened");
     let number = r.ui().host.att.lock().node().unwrap().state.layout.numbers[&gw].0;
@@ -578,7 +578,7 @@ fn control_f_completes_a_file_name_as_acme_does() {
     let file = dir.join("notes.txt");
     std::fs::write(&file, "").unwrap();
     let w = r.open(&file.display().to_string());
-    let at = r.point(w.window, w.body, 0, false);
+    let at = r.point(w.window, 0, false);
     r.click(1, at);
     // One match: the rest of its name and a space.
     r.typed("be");
@@ -621,13 +621,13 @@ impl Rig {
             let g = *self.ui().screen().unwrap().window(w.window).unwrap();
             self.click(2, (g.layout_box.x0 + 2, g.layout_box.y0 + 2));
         }
-        let at = self.point(w.window, w.tag, end, true);
+        let at = self.point(w.window, end, true);
         self.click(1, at);
         self.typed(&format!(" {cmd}"));
         let tag = self.tag_text(w);
         let start = tag[..tag.rfind(cmd).unwrap()].chars().count() as u64;
-        let a = self.point(w.window, w.tag, start, true);
-        let z = self.point(w.window, w.tag, start + cmd.chars().count() as u64, true);
+        let a = self.point(w.window, start, true);
+        let z = self.point(w.window, start + cmd.chars().count() as u64, true);
         self.send(Event::Press { button: 2, x: a.0, y: a.1 });
         self.send(Event::Motion { x: z.0, y: z.1 });
         self.send(Event::Release { button: 2, x: z.0, y: z.1 });
@@ -680,7 +680,7 @@ fn every_built_in_runs_from_a_tag_against_the_session() {
     let b = r.open(&fb.display().to_string());
     let end = |r: &mut Rig, w: Win| {
         let n = r.body_text(w).chars().count() as u64;
-        let at = r.point(w.window, w.body, n, false);
+        let at = r.point(w.window, n, false);
         r.click(1, at);
     };
 
@@ -725,7 +725,7 @@ fn every_built_in_runs_from_a_tag_against_the_session() {
     assert_eq!((flags.font.is_some(), flags.tab, flags.autoindent), (true, Some(8), true), "{flags:?}");
     assert!(flags.incl.iter().any(|d| d == "/usr/include"), "{flags:?}");
     let n = r.body_text(b).chars().count() as u64;
-    let at = r.point(b.window, b.body, n, false);
+    let at = r.point(b.window, n, false);
     r.click(1, at);
     r.typed("\t  indented");
     r.typed("\n");
@@ -862,7 +862,7 @@ fn a_second_ui_leads_the_first_watches_types_through_proposals_and_leads_again()
     };
     wait_for("the second to lead the window", || leads_all(&mut r).then_some(()));
     let end = r.body_text(w).chars().count() as u64 - 1;
-    let at = r.point(w.window, w.body, end, false);
+    let at = r.point(w.window, end, false);
     r.click(1, at);
     r.typed(" by two");
     assert_eq!(r.body_text(w), "shared by two\n");
@@ -874,7 +874,7 @@ fn a_second_ui_leads_the_first_watches_types_through_proposals_and_leads_again()
 
     // The watching one types, key by key without waiting: its proposals
     // land in order at its own cursor.
-    let at = r.point(w.window, w.body, 6, false);
+    let at = r.point(w.window, 6, false);
     r.click(1, at);
     r.ui().settle().unwrap();
     wait_for("the click's selection to come back", || {
@@ -916,7 +916,7 @@ fn a_stopped_ui_that_lost_its_lease_finds_its_typing_in_recovered_and_is_told() 
     std::fs::write(&file, "text\n").unwrap();
     let w = r.open(&file.display().to_string());
     r.ui().settle().unwrap();
-    let at = r.point(w.window, w.body, 4, false);
+    let at = r.point(w.window, 4, false);
     r.click(1, at);
     r.ui().settle().unwrap();
     // The UI stops (as a suspended process would) with typing not sent.
