@@ -14,9 +14,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-struct Inner {
+/// The connection the link is written to and read from: swapped by
+/// [`Attached::reconnect`].
+#[derive(Clone)]
+struct Conn {
     client: Client,
     file: File,
+}
+
+struct Inner {
+    conn: Mutex<Conn>,
     link: Mutex<Link>,
     /// Bumped after every frame read and every flush.
     changed: watch::Sender<u64>,
@@ -36,6 +43,17 @@ struct Stash {
     bytes: Vec<u8>,
 }
 
+impl Conn {
+    /// Opens `session/attach` on `client`.
+    async fn open(client: &Client, session: &str) -> Result<Conn, String> {
+        let user = std::env::var("USER").unwrap_or_else(|_| "none".into());
+        let root = client.attach(&user, session).await.map_err(|e| format!("attach {session:?}: {e}"))?;
+        let file = client.open_path(root, "attach", ORDWR).await.map_err(|e| format!("open {session}/attach: {e}"));
+        let _ = client.clunk(root).await;
+        Ok(Conn { client: client.clone(), file: file? })
+    }
+}
+
 /// An attachment over 9P. Clones share it.
 #[derive(Clone)]
 pub struct Attached {
@@ -50,13 +68,9 @@ impl Attached {
 
     /// Attaches with an existing link (after `Link::reconnect`, to resume).
     pub async fn with_link(client: &Client, session: &str, link: Link) -> Result<Attached, String> {
-        let user = std::env::var("USER").unwrap_or_else(|_| "none".into());
-        let root = client.attach(&user, session).await.map_err(|e| format!("attach {session:?}: {e}"))?;
-        let file = client.open_path(root, "attach", ORDWR).await.map_err(|e| format!("open {session}/attach: {e}"));
-        let _ = client.clunk(root).await;
+        let conn = Conn::open(client, session).await?;
         let inner = Arc::new(Inner {
-            client: client.clone(),
-            file: file?,
+            conn: Mutex::new(conn),
             link: Mutex::new(link),
             changed: watch::Sender::new(0),
             writing: tokio::sync::Mutex::new(()),
@@ -72,10 +86,37 @@ impl Attached {
         Ok(me)
     }
 
+    /// Starts over on `client` (a new connection to the daemon, after the
+    /// old one went): the link asks to resume its attachment, and the
+    /// daemon either continues it (within its grace) or attaches it anew,
+    /// with what the daemon never acknowledged recovered.
+    pub async fn reconnect(&self, client: &Client, session: &str) -> Result<(), String> {
+        let conn = Conn::open(client, session).await?;
+        if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
+            r.abort();
+        }
+        let _turn = self.inner.writing.lock().await;
+        self.with(|l| l.reconnect());
+        *self.inner.conn.lock().expect("conn lock") = conn;
+        let reader = tokio::spawn(self.clone().read_loop());
+        *self.inner.reader.lock().expect("reader lock") = Some(reader);
+        drop(_turn);
+        self.flush().await
+    }
+
+    /// The 9P connection the attachment is on now.
+    pub fn client(&self) -> Client {
+        self.conn().client
+    }
+
+    fn conn(&self) -> Conn {
+        self.inner.conn.lock().expect("conn lock").clone()
+    }
+
     async fn read_loop(self) {
-        let count = self.inner.file.iounit;
+        let Conn { client, file } = self.conn();
         loop {
-            let got = self.inner.client.read(self.inner.file.fid, 0, count).await;
+            let got = client.read(file.fid, 0, file.iounit).await;
             let bytes = match got {
                 Ok(b) if !b.is_empty() => b,
                 _ => break,
@@ -129,7 +170,8 @@ impl Attached {
                 l.take_frames()
             }
         });
-        let (c, fid, iounit) = (&self.inner.client, self.inner.file.fid, self.inner.file.iounit as usize);
+        let Conn { client: c, file } = self.conn();
+        let (fid, iounit) = (file.fid, file.iounit as usize);
         let mut waits = Vec::new();
         let mut first = Ok(());
         for (bytes, proposal) in frames {
@@ -234,7 +276,8 @@ impl Attached {
         if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
             r.abort();
         }
-        let _ = self.inner.client.clunk(self.inner.file.fid).await;
+        let Conn { client, file } = self.conn();
+        let _ = client.clunk(file.fid).await;
     }
 
     /// Takes the link out (to reconnect it elsewhere); the fid stays open

@@ -268,22 +268,13 @@ impl Daemon {
     /// A UI attached to `main`, leading it, 1920x1080.
     fn ui(&self) -> Ui {
         let address = format!("unix!{}", self.ns.join("apex").display());
-        let (client, att) = self.rt.block_on(async {
+        let att = self.rt.block_on(async {
             let client = apex_ninep::dial(&address, 1 << 20).await.expect("dial");
             let att = Attached::open(&client, "main", AttachmentKind::Ui, "apex-ui-bench").await.expect("attach");
             assert!(att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
-            (client, att)
+            att
         });
-        let host = UiHost {
-            att,
-            client,
-            session: "main".into(),
-            rt: self.rt.handle().clone(),
-            exit: false,
-            local: true,
-            namespace: self.ns.clone(),
-            events: Vec::new(),
-        };
+        let host = UiHost::new(att, &address, "main", self.rt.handle().clone(), self.ns.clone());
         Ui::new(host, W, H, 1.0)
     }
 }

@@ -31,8 +31,8 @@ pub struct Ui {
     lost: bool,
     /// The system clipboard, once the shell has a display.
     clip: Option<Clip>,
-    /// Whether the last frame showed `watching`.
-    shown_watching: bool,
+    /// What the last frame showed at the right of the row tag.
+    shown_status: Option<&'static str>,
     /// Button 2 went down on `Lead`: its release is ours too.
     lead_pressed: bool,
 }
@@ -40,6 +40,10 @@ pub struct Ui {
 /// What a UI that another UI took the leases from shows at the right of
 /// its row tag; B2 on `Lead` takes them back.
 pub const WATCHING: &str = " watching Lead ";
+
+/// What a UI whose connection to the daemon went shows there while it
+/// dials again.
+pub const DISCONNECTED: &str = " apexd gone: reconnecting ";
 
 impl Ui {
     /// A UI of `width`×`height` pixels at `scale`.
@@ -53,10 +57,12 @@ impl Ui {
             width,
             height,
             started: Instant::now(),
-            unflushed: false,
+            // What was done before the first frame (files opened from the
+            // command line) goes out with it.
+            unflushed: true,
             lost: false,
             clip: None,
-            shown_watching: false,
+            shown_status: None,
             lead_pressed: false,
         }
     }
@@ -74,9 +80,24 @@ impl Ui {
         self.unflushed = true;
     }
 
+    /// What the row tag says at its right: the connection is gone, or
+    /// another UI leads.
+    pub fn status(&self) -> Option<&'static str> {
+        match () {
+            _ if self.lost => Some(DISCONNECTED),
+            _ if self.watching() => Some(WATCHING),
+            _ => None,
+        }
+    }
+
     /// Where `watching Lead` is drawn, and where its `Lead` is.
     fn watching_rect(&mut self, screen: &Screen) -> (Rect, Rect) {
-        let width = crate::render::label_width(&mut self.fonts, WATCHING);
+        self.status_rect(screen, WATCHING)
+    }
+
+    /// Where the status `label` is drawn, and where its last word is.
+    fn status_rect(&mut self, screen: &Screen, label: &str) -> (Rect, Rect) {
+        let width = crate::render::label_width(&mut self.fonts, label);
         let row = screen.row_tag;
         let all = Rect::new((row.x1 - width).max(row.x0), row.y0, row.x1, row.y1);
         let lead = crate::render::label_width(&mut self.fonts, " Lead ");
@@ -272,15 +293,25 @@ impl Ui {
     }
 
     /// The link has news. Returns whether the connection was found gone
-    /// just now (said once, in `+Errors`; the replica stays readable).
+    /// just now: that is said in `+Errors` and the row tag, and the UI
+    /// dials the daemon again until it answers. Typing goes on meanwhile
+    /// (this UI leads what it edits); the daemon takes it when the
+    /// attachment resumes, or it is recovered into `+Recovered` if the
+    /// daemon attaches this UI anew (it was restarted, or the resume
+    /// grace ran out).
     pub fn woke(&mut self) -> bool {
         self.report_events();
         if !self.host.att.is_closed() || self.lost {
             return false;
         }
         self.lost = true;
-        let _ =
-            exec::warn(&mut self.host, None, "apex-ui: the connection to apexd is gone; nothing typed now is saved\n");
+        let text = format!(
+            "apex-ui: the connection to apexd ({}) is gone; dialling it again. Typing goes on here and is sent \
+             when it answers\n",
+            self.host.address
+        );
+        let _ = exec::warn(&mut self.host, None, &text);
+        self.host.reconnect();
         true
     }
 
@@ -310,7 +341,12 @@ impl Ui {
                 // versions, so the next frame is drawn whole.
                 apex_link::Event::Welcome { .. } => {
                     self.painter.invalidate();
-                    continue;
+                    // Welcomed on a new connection: attached again.
+                    if !std::mem::replace(&mut self.lost, false) {
+                        continue;
+                    }
+                    self.unflushed = true;
+                    "apex-ui: connected to apexd again\n".to_string()
                 }
                 _ => continue,
             };
@@ -323,11 +359,11 @@ impl Ui {
     /// the daemon, in one flush.
     pub fn paint(&mut self) -> Vec<Rect> {
         let m = self.metrics();
-        let watching = self.watching();
-        if watching != self.shown_watching {
-            // The row tag under `watching` is drawn again.
+        let status = self.status();
+        if status != self.shown_status {
+            // The row tag under the old status is drawn again.
             self.painter.invalidate();
-            self.shown_watching = watching;
+            self.shown_status = status;
         }
         let (mut damage, screen) = {
             let link = self.host.att.lock();
@@ -335,9 +371,9 @@ impl Ui {
             let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
             (self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m), screen)
         };
-        if watching {
-            let (rect, _) = self.watching_rect(&screen);
-            crate::render::label(&mut self.canvas, &mut self.fonts, WATCHING, rect);
+        if let Some(text) = status {
+            let (rect, _) = self.status_rect(&screen, text);
+            crate::render::label(&mut self.canvas, &mut self.fonts, text, rect);
             damage.push(rect);
         }
         self.publish_snarf();

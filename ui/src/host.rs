@@ -11,8 +11,8 @@ use apex_core::propose::Applied;
 use apex_core::{look, BufferId, Proposal, State, WindowId};
 use apex_link::{Attached, Submitted};
 use apex_ninep::fcall::OWRITE;
-use apex_ninep::Client;
 use std::ops::Deref;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The plumber's largest message (plan9port's `messagesize`).
@@ -24,13 +24,15 @@ pub const WAIT: Duration = Duration::from_secs(10);
 /// The UI's side of a built-in's run.
 pub struct UiHost {
     pub att: Attached,
-    pub client: Client,
+    /// The daemon's address (`unix!PATH` or `tcp!HOST!PORT`), dialled
+    /// again when the connection goes.
+    pub address: String,
     pub session: String,
     pub rt: tokio::runtime::Handle,
     /// Set by Exit and Abort: the window closes, the session goes on.
     pub exit: bool,
     /// The namespace directory a plumber is posted in.
-    pub namespace: std::path::PathBuf,
+    pub namespace: PathBuf,
     /// The link's events a wait for an answer took but did not want: the
     /// UI reports them (see `Ui::woke`).
     pub events: Vec<apex_link::Event>,
@@ -56,10 +58,50 @@ fn host(e: impl std::fmt::Display) -> ExecError {
 }
 
 impl UiHost {
+    /// The host of a UI attached as `att` to `session` at `address`.
+    pub fn new(att: Attached, address: &str, session: &str, rt: tokio::runtime::Handle, namespace: PathBuf) -> UiHost {
+        UiHost {
+            att,
+            address: address.to_string(),
+            session: session.to_string(),
+            rt,
+            exit: false,
+            namespace,
+            events: Vec::new(),
+            local: address.starts_with("unix!"),
+        }
+    }
+
+    /// Dials the daemon again until it answers, then resumes the
+    /// attachment on the new connection (or is attached anew, with what
+    /// the daemon never acknowledged recovered). Runs until it has.
+    pub fn reconnect(&self) {
+        let (att, address, session) = (self.att.clone(), self.address.clone(), self.session.clone());
+        self.rt.spawn(async move {
+            let mut pause = Duration::from_millis(50);
+            loop {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+                let Ok(client) = apex_ninep::dial(&address, 1 << 20).await else { continue };
+                if att.reconnect(&client, &session).await.is_ok() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// A request that needs the daemon, refused at once while the
+    /// connection is gone (rather than waiting for it).
+    fn connected(&self) -> Result<(), ExecError> {
+        match self.att.is_closed() {
+            true => Err(host("apexd is not connected (apex-ui is dialling it again)")),
+            false => Ok(()),
+        }
+    }
     /// Writes `text` to the session's file `path` (one message); the
     /// daemon's refusal as it worded it.
     fn write(&self, path: &str, text: &str) -> Result<(), String> {
-        let (c, session) = (self.client.clone(), self.session.clone());
+        let (c, session) = (self.att.client(), self.session.clone());
         let path = format!("{session}/{path}");
         let text = text.to_string();
         self.rt.block_on(async move {
@@ -104,6 +146,7 @@ impl UiHost {
 
     /// Flushes and waits until the daemon has acknowledged everything.
     pub fn settle(&self) -> Result<(), ExecError> {
+        self.connected()?;
         let att = self.att.clone();
         self.rt.block_on(async move {
             att.flush().await.map_err(host)?;
@@ -137,6 +180,7 @@ impl Host for UiHost {
             Submitted::Applied(r) => r.map_err(host),
             Submitted::Sent(id) => {
                 // Not leading it: the holder answers; wait for that.
+                self.connected()?;
                 let att = self.att.clone();
                 let waited = self.rt.block_on(async move {
                     let mut changes = att.changes();

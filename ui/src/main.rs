@@ -82,26 +82,16 @@ fn run(args: Args) -> Result<(), String> {
     }
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let session = args.session.clone();
-    let (client, att) = rt.block_on(async {
+    let att = rt.block_on(async {
         let client = apex_ninep::dial(&address, 1 << 20).await.map_err(|e| format!("dial {address}: {e}"))?;
         let att = Attached::open(&client, &session, AttachmentKind::Ui, "apex-ui").await?;
         // The leases come by cooperative transfer from whoever has them.
         if !att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await {
             return Err(format!("{session}: the layout's lease did not come"));
         }
-        Ok::<_, String>((client, att))
+        Ok::<_, String>(att)
     })?;
-    let local = address.starts_with("unix!");
-    let mut host = UiHost {
-        att,
-        client,
-        session: args.session.clone(),
-        rt: rt.handle().clone(),
-        exit: false,
-        local,
-        namespace: apex_ninep::ns::namespace_dir(None),
-        events: Vec::new(),
-    };
+    let mut host = UiHost::new(att, &address, &session, rt.handle().clone(), apex_ninep::ns::namespace_dir(None));
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
     for f in &args.files {
         let mut path = cwd.join(f).display().to_string();

@@ -99,6 +99,9 @@ struct Ask {
     deadline: u64,
     /// For a tool's bounded lease: how long it may keep it.
     ttl_ms: Option<u64>,
+    /// For a bounded lease: who has the shard when it ends, if not the
+    /// one leading it when it is granted (a UI asked meanwhile).
+    return_to: Option<AttachmentId>,
 }
 
 /// A tool's bounded lease.
@@ -120,6 +123,11 @@ pub struct Hub {
     next_pending: u64,
     asks: BTreeMap<Shard, Ask>,
     bounded: BTreeMap<Shard, Bounded>,
+    /// The UI that asked for every shard last (at its Hello or with
+    /// `Lead`): shards other UIs make from then on are asked for on its
+    /// behalf, so a UI that attaches while another is making windows
+    /// ends up leading those too.
+    leading_ui: Option<AttachmentId>,
     /// Open `entries` readers per shard: such a shard is not compacted.
     pub entry_readers: BTreeMap<Shard, usize>,
     /// Times the daemon should call `tick` at.
@@ -369,7 +377,10 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             }
             s.view.create_shard_for(shard, a).map_err(|e| e.to_string())?;
             s.hub.conns.get_mut(&conn).expect("live").sent.insert(shard, 0);
-            Ok(Written::Done)
+            match s.hub.leading_ui.filter(|l| *l != a && kind == AttachmentKind::Ui) {
+                Some(leader) => ask(s, shard, leader, None, now).map(|_| Written::Done),
+                None => Ok(Written::Done),
+            }
         }
         ClientMsg::DeleteShard { shard } => {
             let lease = s.view.log.lease(shard).map_err(|e| e.to_string())?;
@@ -509,10 +520,21 @@ fn hello(
 
 /// A UI asks for every shard a UI leads (the layout, windows, buffers):
 /// at attach, and again with `Lead`.
+/// A tool's bounded lease, held or asked for, is left to it: the shard
+/// comes to this UI when it ends.
 fn ask_for_all(s: &mut Session, a: AttachmentId, now: u64) -> Result<(), String> {
+    s.hub.leading_ui = Some(a);
     let shards: Vec<Shard> =
         s.view.log.shards().map(|(sh, _)| *sh).filter(|sh| !sh.is_pinned() && *sh != Shard::Meta).collect();
     for shard in shards {
+        if let Some(b) = s.hub.bounded.get_mut(&shard) {
+            b.return_to = a;
+            continue;
+        }
+        if let Some(k) = s.hub.asks.get_mut(&shard).filter(|k| k.ttl_ms.is_some() && k.by != a) {
+            k.return_to = Some(a);
+            continue;
+        }
         ask(s, shard, a, None, now)?;
     }
     Ok(())
@@ -554,7 +576,7 @@ fn ask(s: &mut Session, shard: Shard, by: AttachmentId, ttl_ms: Option<u64>, now
         return Ok(());
     }
     let deadline = now + s.hub.config.deadline_ms;
-    s.hub.asks.insert(shard, Ask { by, deadline, ttl_ms });
+    s.hub.asks.insert(shard, Ask { by, deadline, ttl_ms, return_to: None });
     if lease.is_free() {
         grant_asked(s, shard, now);
         return Ok(());
@@ -582,7 +604,8 @@ fn grant_asked(s: &mut Session, shard: Shard, now: u64) {
         return;
     }
     if let Some(ttl) = ask.ttl_ms {
-        let return_to = if lease.holder == ask.by { AttachmentId::SERVER } else { lease.holder };
+        let before = if lease.holder == ask.by { AttachmentId::SERVER } else { lease.holder };
+        let return_to = ask.return_to.unwrap_or(before);
         s.hub.bounded.insert(shard, Bounded { holder: ask.by, expires: now + ttl, return_to });
         s.hub.wakeups.push(now + ttl);
     }
@@ -632,6 +655,9 @@ fn end(s: &mut Session, a: AttachmentId) {
         }
     }
     s.hub.asks.retain(|_, k| k.by != a);
+    if s.hub.leading_ui == Some(a) {
+        s.hub.leading_ui = None;
+    }
     for p in s.hub.pending.values_mut() {
         if p.sent_to == Some(a) {
             p.sent_to = None;

@@ -163,6 +163,44 @@ async fn two_uis_and_a_tool_take_over_fence_recover_and_agree() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ui_attaching_gets_windows_made_meanwhile_and_leaves_a_tool_its_bounded_lease() {
+    let d = Daemon::start("attach-race");
+    let c1 = d.client().await;
+    let ui1 = Attached::open(&c1, "main", AttachmentKind::Ui, "ui1").await.unwrap();
+    assert!(ui1.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
+    let first = ui1.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/apex/one").unwrap().body);
+    ui1.flush().await.unwrap();
+
+    // While the first UI is slow to answer, a tool asks for a bounded
+    // lease of its buffer, the first UI makes a window the daemon has
+    // not heard of yet, and a second UI attaches and asks for everything.
+    ui1.pause();
+    let c3 = d.client().await;
+    let tool = Attached::open(&c3, "main", AttachmentKind::Tool, "fmt").await.unwrap();
+    assert!(tool.wait_for(WAIT, |l| l.node().is_some()).await);
+    tool.with(|l| l.ask_lease(first, 60_000));
+    tool.flush().await.unwrap();
+    let second = ui1.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/apex/two").unwrap());
+    let c2 = d.client().await;
+    let ui2 = Attached::open(&c2, "main", AttachmentKind::Ui, "ui2").await.unwrap();
+    ui1.resume().await.expect("the first UI still led what it wrote");
+
+    // The window made meanwhile goes to the second UI too.
+    let leads_new = |l: &Link| {
+        [Shard::Layout, Shard::Window(second.window), Shard::Buffer(second.body), Shard::Buffer(second.tag)]
+            .iter()
+            .all(|s| l.leads(*s))
+    };
+    assert!(ui2.wait_for(WAIT, leads_new).await, "the second UI leads the window made while it attached");
+    // The tool's ask stood: it has its bounded lease, and when it lets
+    // go, the buffer goes to the UI that leads now.
+    assert!(tool.wait_for(WAIT, |l| l.leads(Shard::Buffer(first))).await, "the tool's ask was not overwritten");
+    tool.with(|l| l.release(Shard::Buffer(first)));
+    tool.flush().await.unwrap();
+    assert!(ui2.wait_for(WAIT, |l| l.leads(Shard::Buffer(first))).await, "back to the leading UI");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_refuses_bad_opens_and_frames_clearly() {
     let d = Daemon::start("attach-bad");
     let c = d.client().await;

@@ -5,6 +5,7 @@
 
 mod input;
 mod plumber;
+mod reconnect;
 mod render;
 mod session;
 mod support;

@@ -6,9 +6,11 @@
 
 use crate::support::{apex, namespace, sibling, wait_for};
 use apex_core::State;
+use apex_ui::app::WATCHING;
 use apex_ui::font::Fonts;
-use apex_ui::geom::{Metrics, Screen};
+use apex_ui::geom::{Metrics, Rect, Screen};
 use apex_ui::palette;
+use apex_ui::render::label_width;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,14 +31,18 @@ struct Desk {
     display: String,
     ns: PathBuf,
     xvfb: Child,
-    ui: Option<Child>,
+    uis: Vec<Child>,
 }
 
 impl Drop for Desk {
     fn drop(&mut self) {
-        if let Some(mut ui) = self.ui.take() {
+        for (n, ui) in self.uis.iter_mut().enumerate() {
             let _ = ui.kill();
             let _ = ui.wait();
+            if std::thread::panicking() {
+                let log = std::fs::read_to_string(self.ns.join(format!("ui{n}.log"))).unwrap_or_default();
+                let _ = writeln!(std::io::stderr(), "apex-ui {n} said:\n{log}");
+            }
         }
         // The daemon apex-ui started runs in a session of its own: find
         // it by the namespace in its environment.
@@ -51,7 +57,10 @@ impl Drop for Desk {
                 unsafe { libc::kill(pid, libc::SIGTERM) };
             }
         }
-        let _ = self.xvfb.kill();
+        // SIGTERM, not SIGKILL: Xvfb removes its lock file and socket, so
+        // the next server that picks this display finds none left over.
+        // SAFETY: kill(2) with plain integers.
+        unsafe { libc::kill(self.xvfb.id() as i32, libc::SIGTERM) };
         let _ = self.xvfb.wait();
         let _ = std::fs::remove_dir_all(&self.ns);
     }
@@ -65,9 +74,11 @@ fn desk(name: &str) -> Option<Desk> {
         }
     }
     // Xvfb picks a free display itself and writes its number once it
-    // is ready (-displayfd): no two tests can race for one.
+    // is ready (-displayfd): no two tests can race for one. -noreset:
+    // an X server resets when its last client leaves, and refuses
+    // connections meanwhile (xdotool's come and go between the UI's).
     let mut xvfb = Command::new("Xvfb")
-        .args(["-displayfd", "1", "-screen", "0", "1280x900x24", "-nolisten", "tcp"])
+        .args(["-displayfd", "1", "-screen", "0", &format!("{SCREEN_W}x900x24"), "-nolisten", "tcp", "-noreset"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -89,13 +100,49 @@ fn desk(name: &str) -> Option<Desk> {
         }
     };
     let ns = namespace(name);
-    Some(Desk { display: format!(":{n}"), ns, xvfb, ui: None })
+    let d = Desk { display: format!(":{n}"), ns, xvfb, uis: Vec::new() };
+    // The server answers before anything is started on it.
+    wait_for(&format!("Xvfb to answer on {}", d.display), || {
+        let ok = Command::new("xdotool").arg("getdisplaygeometry").env("DISPLAY", &d.display).output();
+        ok.is_ok_and(|o| o.status.success()).then_some(())
+    });
+    Some(d)
 }
 
 impl Desk {
     fn xdotool(&self, args: &[&str]) -> String {
         let out = Command::new("xdotool").args(args).env("DISPLAY", &self.display).output().expect("run xdotool");
         String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Starts `apex-ui` with `args` on this desk (the first starts the
+    /// daemon); its window's X id, once it is mapped.
+    fn start_ui(&mut self, args: &[&Path]) -> String {
+        let n = self.uis.len();
+        let before = self.xdotool(&["search", "--name", "^apex main$"]);
+        let log = self.ns.join(format!("ui{n}.log"));
+        let ui = Command::new(env!("CARGO_BIN_EXE_apex-ui"))
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .env("NAMESPACE", &self.ns)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start apex-ui");
+        self.uis.push(ui);
+        // winit sets no _NET_WM_PID here: the new window is the one that
+        // was not there before.
+        wait_for(&format!("the apex-ui window ({})", log.display()), || {
+            let found = self.xdotool(&["search", "--name", "^apex main$"]);
+            found.lines().find(|w| !before.lines().any(|b| b == *w)).map(str::to_string)
+        })
+    }
+
+    /// The session's state as the daemon has it (its snapshot).
+    fn state(&self) -> State {
+        let snapshot =
+            Command::new(sibling("apex")).args(["read", "main/snapshot"]).env("NAMESPACE", &self.ns).output().unwrap();
+        State::from_snapshot(&snapshot.stdout).expect("a snapshot")
     }
 
     /// Runs `apex` against this desk's namespace.
@@ -119,8 +166,11 @@ impl Desk {
     }
 }
 
+/// The display's width: room for two 1024-pixel UIs side by side.
+const SCREEN_W: i32 = 2080;
+
 fn pixel(rgb: &[u8], x: i32, y: i32) -> u32 {
-    let i = ((y * 1280 + x) * 3) as usize;
+    let i = ((y * SCREEN_W + x) * 3) as usize;
     (u32::from(rgb[i]) << 16) | (u32::from(rgb[i + 1]) << 8) | u32::from(rgb[i + 2])
 }
 
@@ -131,20 +181,7 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     let file = d.ns.join("notes.txt");
     std::fs::write(&file, "first line\nsecond line\n").unwrap();
     assert!(!d.ns.join("apex").exists(), "no daemon before the UI");
-    let ui = Command::new(env!("CARGO_BIN_EXE_apex-ui"))
-        .arg(&file)
-        .env("DISPLAY", &d.display)
-        .env("NAMESPACE", &d.ns)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(d.ns.join("ui.log")).unwrap())
-        .spawn()
-        .expect("start apex-ui");
-    d.ui = Some(ui);
-    let log = d.ns.join("ui.log");
-    let window = wait_for(&format!("the apex-ui window ({})", log.display()), || {
-        let found = d.xdotool(&["search", "--name", "^apex main$"]);
-        found.lines().next().map(str::to_string)
-    });
+    let window = d.start_ui(&[&file]);
     assert!(d.ns.join("apex").exists(), "apex-ui started apexd");
     // The file is in a window, named so.
     let name = file.display().to_string();
@@ -155,9 +192,7 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     let number: u32 = windows.lines().find(|l| l.ends_with(&name)).unwrap().split(' ').next().unwrap().parse().unwrap();
 
     // Where the body is, from the session's own state and the UI's font.
-    let snapshot =
-        Command::new(sibling("apex")).args(["read", "main/snapshot"]).env("NAMESPACE", &d.ns).output().unwrap();
-    let state = State::from_snapshot(&snapshot.stdout).expect("a snapshot");
+    let state = d.state();
     let mut fonts = Fonts::new(1.0);
     let m = Metrics::new(fonts.line_height(), 1.0);
     let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());
@@ -233,4 +268,120 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     let _ = outside.kill();
     let _ = outside.wait();
     assert_eq!(body, "first lineoutside\nsecond line\n", "the clipboard's text replaced the selection");
+}
+
+/// The `layout` shard's holder, from `meta/leases`.
+fn layout_holder(d: &Desk) -> String {
+    let leases = d.apex(&["read", "main/meta/leases"]);
+    let line = leases.lines().find(|l| l.starts_with("layout ")).unwrap_or_else(|| panic!("{leases}"));
+    line.split(' ').nth(1).unwrap().to_string()
+}
+
+/// The pixels of `r` in a screenshot, `dx` to the right of where the
+/// layout puts it (the second UI's window sits there).
+fn crop(rgb: &[u8], r: Rect, dx: i32) -> Vec<u32> {
+    (r.y0..r.y1).flat_map(|y| (r.x0..r.x1).map(move |x| (x, y))).map(|(x, y)| pixel(rgb, x + dx, y)).collect()
+}
+
+/// Where the second UI's window is moved to.
+const SECOND_X: i32 = 1050;
+
+#[test]
+fn two_apex_uis_share_a_session_the_watching_one_follows_and_lead_and_a_box_drag_work() {
+    let Some(mut d) = desk("two") else { return };
+    sibling("apexd");
+    let file = d.ns.join("notes.txt");
+    std::fs::write(&file, "alpha\nbeta\n").unwrap();
+    let first = d.start_ui(&[&file]);
+    let name = file.display().to_string();
+    wait_for("the file's window", || d.apex(&["read", "main/meta/windows"]).contains(&name).then_some(()));
+    let leader = layout_holder(&d);
+
+    // A second apex-ui asks for the leases and gets them; the first
+    // watches and says so at the right of its row tag.
+    let second = d.start_ui(&[]);
+    wait_for("the leases to move to the second UI", || (layout_holder(&d) != leader).then_some(()));
+    d.xdotool(&["windowmove", "--sync", &second, &SECOND_X.to_string(), "0"]);
+    let state = d.state();
+    let mut fonts = Fonts::new(1.0);
+    let m = Metrics::new(fonts.line_height(), 1.0);
+    let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());
+    let (id, _) = apex_core::look::window_named(&state, &name).expect("the file's window");
+    let geom = *screen.window(id).unwrap();
+    let row = screen.row_tag;
+    // Inside the row tag's line, clear of its border.
+    let label = Rect::new(row.x1 - label_width(&mut fonts, WATCHING), row.y0 + 2, row.x1 - 2, row.y0 + m.line - 2);
+    let has_text = |rgb: &[u8], r: Rect, dx: i32| crop(rgb, r, dx).iter().filter(|p| **p != palette::TAG).count() > 20;
+    let png = std::env::temp_dir().join(format!("apex-ui-two-{}.png", std::process::id()));
+    wait_for("the first UI to show `watching`", || {
+        let rgb = d.screenshot(&png);
+        (has_text(&rgb, label, 0) && !has_text(&rgb, label, SECOND_X)).then_some(())
+    });
+
+    // Typing in the second appears in the first, drawn as the second
+    // draws it.
+    let line = Rect::new(geom.body.x0, geom.body.y0, geom.body.x1, geom.body.y0 + m.line);
+    let typed = Rect::new(line.x0, line.y0, line.x0 + label_width(&mut fonts, "alpha tw"), line.y1);
+    let before = crop(&d.screenshot(&png), typed, 0);
+    d.xdotool(&["windowfocus", "--sync", &second]);
+    let (x, y) = (geom.body.x1 - 4, geom.body.y0 + m.line / 2);
+    d.xdotool(&["mousemove", "--window", &second, &x.to_string(), &y.to_string(), "click", "1"]);
+    d.xdotool(&["type", "--delay", "20", " two"]);
+    let body = format!("main/acme/{}/body", state.layout.numbers[&id].0);
+    wait_for("the second UI's typing to reach the daemon", || {
+        (d.apex(&["read", &body]) == "alpha two\nbeta\n").then_some(())
+    });
+    wait_for("the first UI to draw it as the second does", || {
+        let rgb = d.screenshot(&png);
+        let shown = crop(&rgb, typed, 0);
+        (shown != before && shown == crop(&rgb, typed, SECOND_X)).then_some(())
+    });
+
+    // Typing in the watching UI goes to the leader as proposals.
+    d.xdotool(&["windowfocus", "--sync", &first]);
+    let y = geom.body.y0 + m.line + m.line / 2;
+    d.xdotool(&["mousemove", "--window", &first, &x.to_string(), &y.to_string(), "click", "1"]);
+    d.xdotool(&["type", "--delay", "20", " one"]);
+    wait_for("the watching UI's typing to land", || {
+        (d.apex(&["read", &body]) == "alpha two\nbeta one\n").then_some(())
+    });
+    assert_ne!(layout_holder(&d), leader, "typing in a watching UI does not take the leases");
+
+    // B2 on `Lead` takes them back; now the second watches.
+    let lead = label_width(&mut fonts, " Lead ");
+    let (x, y) = (row.x1 - lead / 2, row.y0 + m.line / 2);
+    d.xdotool(&["mousemove", "--window", &first, &x.to_string(), &y.to_string(), "click", "2"]);
+    wait_for("the leases to come back to the first UI", || (layout_holder(&d) == leader).then_some(()));
+    wait_for("the second UI to show `watching`", || {
+        let rgb = d.screenshot(&png);
+        (!has_text(&rgb, label, 0) && has_text(&rgb, label, SECOND_X)).then_some(())
+    });
+
+    // Dragging the window's layout box to the other column moves it
+    // there, in the session's layout and its acme/index.
+    let from = state.layout.columns.iter().position(|c| c.windows.iter().any(|p| p.window == id)).unwrap();
+    let to = screen.columns.iter().position(|c| c.id != state.layout.columns[from].id).expect("a second column");
+    let target = screen.columns[to].rect;
+    let b = geom.layout_box;
+    let (bx, by) = ((b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2);
+    let (tx, ty) = ((target.x0 + target.x1) / 2, (target.y0 + target.y1) / 2);
+    d.xdotool(&["mousemove", "--window", &first, &bx.to_string(), &by.to_string(), "mousedown", "1"]);
+    d.xdotool(&["mousemove", "--window", &first, &((bx + tx) / 2).to_string(), &((by + ty) / 2).to_string()]);
+    d.xdotool(&["mousemove", "--window", &first, &tx.to_string(), &ty.to_string(), "mouseup", "1"]);
+    let moved = wait_for("the window to move to the other column", || {
+        let st = d.state();
+        let column = st.layout.columns.iter().find(|c| c.windows.iter().any(|p| p.window == id))?;
+        (column.id == screen.columns[to].id).then_some(st)
+    });
+    let number = moved.layout.numbers[&id].0;
+    let index = d.apex(&["read", "main/acme/index"]);
+    assert!(index.lines().any(|l| l.split_whitespace().next() == Some(&number.to_string())), "{index}");
+    assert_eq!(d.apex(&["read", &body]), "alpha two\nbeta one\n", "the drag kept the text");
+    wait_for("the second UI to draw the move too", || {
+        let rgb = d.screenshot(&png);
+        let b = screen.columns[to].rect;
+        let inside = Rect::new(b.x0 + 2, b.y0 + 2 * m.line + 2, b.x1 - 2, b.y0 + 3 * m.line);
+        (crop(&rgb, inside, SECOND_X) == crop(&rgb, inside, 0)).then_some(())
+    });
+    let _ = writeln!(std::io::stderr(), "two apex-uis: {}", png.display());
 }
