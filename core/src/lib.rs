@@ -59,6 +59,7 @@ pub mod make;
 pub mod meta;
 pub mod node;
 pub mod op;
+pub mod plumb;
 pub mod propose;
 pub mod registry;
 pub mod row;

@@ -282,44 +282,6 @@ mod tests {
     }
 }
 
-/// What a B3 click sends the plumber (acme's `look3`): the text, or for a
-/// click with nothing swept, the run of non-blank runes around `q` with a
-/// `click` attribute saying where in it the click was, so the plumber's
-/// rules do the expanding.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Plumb {
-    pub data: String,
-    pub click: Option<u64>,
-}
-
-impl Plumb {
-    /// The non-blank run around rune `q` of `buf`, clicked at `q`; none
-    /// when the click is on a blank.
-    pub fn around(buf: &Buffer, q: u64) -> Option<Plumb> {
-        let len = buf.len();
-        let blank = |c: char| matches!(c, ' ' | '\t' | '\n');
-        let q = q.min(len);
-        let mut q0 = q;
-        while q0 > 0 && !blank(buf.text.char(q0 as usize - 1)) {
-            q0 -= 1;
-        }
-        let mut q1 = q;
-        while q1 < len && !blank(buf.text.char(q1 as usize)) {
-            q1 += 1;
-        }
-        (q0 < q1).then(|| Plumb { data: buf.slice(q0, q1).unwrap_or_default(), click: Some(q - q0) })
-    }
-
-    /// The message in plumb(7)'s format: source `acme`, no destination,
-    /// the window's directory, type `text`, the attributes, the data.
-    pub fn message(&self, wdir: &str) -> Vec<u8> {
-        let attr = self.click.map(|c| format!("click={c}")).unwrap_or_default();
-        let mut out = format!("acme\n\n{wdir}\ntext\n{attr}\n{}\n", self.data.len()).into_bytes();
-        out.extend_from_slice(self.data.as_bytes());
-        out
-    }
-}
-
 /// What ^F's file-name completion found (plan9port's `complete(3)` as
 /// acme's `textcomplete` uses it).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -301,6 +301,7 @@ impl Ui {
     /// grace ran out).
     pub fn woke(&mut self) -> bool {
         self.report_events();
+        self.take_plumbed();
         if !self.host.att.is_closed() || self.lost {
             return false;
         }
@@ -313,6 +314,23 @@ impl Ui {
         let _ = exec::warn(&mut self.host, None, &text);
         self.host.reconnect();
         true
+    }
+
+    /// Acts on what the plumber delivered to its `edit` port (a file to
+    /// show, data to show), as acme does. Only the leading UI does: every
+    /// UI reading the port gets each message, and one window is wanted.
+    fn take_plumbed(&mut self) {
+        let messages = std::mem::take(&mut *self.host.plumbed.lock().expect("plumbed lock"));
+        if self.watching() {
+            return;
+        }
+        for m in messages {
+            if let Err(e) = apex_core::plumb::deliver(&mut self.host, &m) {
+                let name = String::from_utf8_lossy(&m.data).to_string();
+                let _ = exec::warn(&mut self.host, None, &format!("plumb: {name}: {e}\n"));
+            }
+            self.unflushed = true;
+        }
     }
 
     /// Says in `+Errors` what the link reported: typing this UI made but

@@ -8,11 +8,12 @@
 use apex_core::ecmd::{EditFile, Pipes};
 use apex_core::exec::{self, ExecError, Host};
 use apex_core::propose::Applied;
-use apex_core::{look, BufferId, Proposal, State, WindowId};
+use apex_core::{look, plumb, BufferId, Proposal, State, WindowId};
 use apex_link::{Attached, Submitted};
 use apex_ninep::fcall::OWRITE;
 use std::ops::Deref;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The plumber's largest message (plan9port's `messagesize`).
@@ -41,6 +42,10 @@ pub struct UiHost {
     /// entries, once, instead of the daemon reading it and routing it
     /// here to be sequenced and sent back.
     pub local: bool,
+    /// Messages the plumber delivered to its `edit` port, for the UI to
+    /// act on (`Ui::woke`); `wake` says one came.
+    pub plumbed: Arc<Mutex<Vec<plumb::Message>>>,
+    pub wake: Arc<tokio::sync::Notify>,
 }
 
 /// The replica's state under the link's lock.
@@ -69,7 +74,49 @@ impl UiHost {
             namespace,
             events: Vec::new(),
             local: address.starts_with("unix!"),
+            plumbed: Arc::default(),
+            wake: Arc::default(),
         }
+    }
+
+    /// Reads the plumber's `edit` port, as acme does from its start, if a
+    /// plumber is posted as `plumb` in the namespace: each message is
+    /// queued in `plumbed` and the UI woken. Without a plumber, nothing
+    /// (acme does not wait for one either).
+    pub fn listen_to_plumber(&self) {
+        let socket = self.namespace.join("plumb");
+        if !socket.exists() {
+            return;
+        }
+        let address = format!("unix!{}", socket.display());
+        let (queue, wake) = (self.plumbed.clone(), self.wake.clone());
+        self.rt.spawn(async move {
+            let Ok(c) = apex_ninep::dial(&address, (PLUMB_MESSAGE + 24) as u32).await else { return };
+            let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
+            let Ok(port) = c.open_path(root, "edit", apex_ninep::fcall::OREAD).await else { return };
+            let mut bytes = Vec::new();
+            while let Ok(got) = c.read(port.fid, 0, port.iounit.max(PLUMB_MESSAGE as u32)).await {
+                if got.is_empty() {
+                    return;
+                }
+                bytes.extend_from_slice(&got);
+                loop {
+                    match plumb::Message::parse(&bytes) {
+                        Ok(Some((m, used))) => {
+                            bytes.drain(..used);
+                            queue.lock().expect("plumbed lock").push(m);
+                            wake.notify_one();
+                        }
+                        Ok(None) => break,
+                        // Not a message: what is left cannot be framed.
+                        Err(_) => {
+                            bytes.clear();
+                            break;
+                        }
+                    }
+                }
+            }
+        });
     }
 
     /// Dials the daemon again until it answers, then resumes the
@@ -119,7 +166,7 @@ impl UiHost {
     /// namespace (plan9port's), as acme's `look3` does: true if it took
     /// it; false if there is no plumber or no rule matched (its write was
     /// refused), so the caller looks the text up itself.
-    pub fn plumb(&self, window: WindowId, plumb: &look::Plumb) -> Result<bool, ExecError> {
+    pub fn plumb(&self, window: WindowId, plumb: &plumb::Plumb) -> Result<bool, ExecError> {
         let socket = self.namespace.join("plumb");
         // acme does not plumb what would not fit a plumber's message.
         if !socket.exists() || plumb.data.len() >= PLUMB_MESSAGE - 1024 {

@@ -11,6 +11,7 @@
 use crate::font::{Face, Fonts};
 use crate::frame::Frame;
 use crate::geom::{Metrics, Rect, Screen};
+use apex_core::plumb::Plumb;
 use apex_core::{
     cols, look, make, BufferId, BufferOp, ColumnId, Frac, Node, Op, Origin, Proposal, Shard, ViewId, WindowId,
 };
@@ -84,7 +85,7 @@ pub enum Effect {
     /// one is posted (acme's `look3`), before core's look rules; `from`
     /// is where a search starts when the text is in the body itself (the
     /// end of the word clicked).
-    Look { window: WindowId, text: String, plumb: look::Plumb, from: Option<u64> },
+    Look { window: WindowId, text: String, plumb: Plumb, from: Option<u64> },
     /// ^F: complete the file name `path` + `prefix` before the cursor,
     /// `path` relative to the window's directory unless rooted.
     Complete { window: Option<WindowId>, path: String, prefix: String },
@@ -580,13 +581,13 @@ impl Input {
             (q0, q1) = match sel.0 < sel.1 && (sel.0..=sel.1).contains(&q0) {
                 true => sel,
                 false => {
-                    plumb = look::Plumb::around(buf, q0);
+                    plumb = Plumb::around(buf, q0);
                     look::expand(buf, q0, button == 2)
                 }
             };
         }
         let text = cx.slice(s.target, q0, q1);
-        let plumb = plumb.unwrap_or_else(|| look::Plumb { data: text.clone(), click: None });
+        let plumb = plumb.unwrap_or_else(|| Plumb { data: text.clone(), click: None });
         if text.trim().is_empty() {
             return Ok(Vec::new());
         }

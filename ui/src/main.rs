@@ -102,6 +102,7 @@ fn run(args: Args) -> Result<(), String> {
             let _ = exec::warn(&mut host, None, &format!("{}: {e}\n", f.display()));
         }
     }
+    host.listen_to_plumber();
     let title = format!("apex {}", args.session);
     let att = host.att.clone();
     let shown = apex_ui::shell::run(host, title);

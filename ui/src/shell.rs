@@ -232,6 +232,16 @@ pub fn run(host: UiHost, title: String) -> Result<(), String> {
             }
         }
     });
+    // So does a message from the plumber.
+    let (wake, proxy) = (host.wake.clone(), event_loop.create_proxy());
+    host.rt.spawn(async move {
+        loop {
+            wake.notified().await;
+            if proxy.send_event(Wake).is_err() {
+                break;
+            }
+        }
+    });
     let mut app = App::new(host, title);
     event_loop.run_app(&mut app).map_err(|e| e.to_string())?;
     match app.error {

@@ -172,7 +172,7 @@ fn button_two_and_three_give_actions_and_the_wheel_scrolls() {
     let (x, y) = r.point(2);
     r.send(Event::Press { button: 3, x, y });
     let fx = r.send(Event::Release { button: 3, x, y });
-    let plumb = apex_core::look::Plumb { data: "line".into(), click: Some(2) };
+    let plumb = apex_core::plumb::Plumb { data: "line".into(), click: Some(2) };
     assert_eq!(fx, vec![Effect::Look { window: r.w.window, text: "line".into(), plumb, from: Some(4) }]);
     // The wheel moves the origin by lines; Page Down by a screen.
     let (x, y) = r.point(0);

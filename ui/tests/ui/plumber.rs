@@ -1,8 +1,10 @@
 //! A plumber of the test's own: a 9P server posted as `plumb` in a
-//! namespace directory, with plan9port's plumber's `send` file. It records
-//! every message written to it and takes those whose data matches its one
-//! rule (a `file:line` address); any other is refused, as a plumber with
-//! no matching rule refuses it.
+//! namespace directory, with plan9port's plumber's `send` file and its
+//! `edit` port. It records every message written to `send` and takes
+//! those whose data matches its one rule (a `file:line` address); any
+//! other is refused, as a plumber with no matching rule refuses it. What
+//! the test puts in `Posted::edit` is read from `edit`, a message a read,
+//! as a program that plumbs to the editor would have it delivered.
 
 use apex_ninep::fcall::{Qid, Stat, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Result, Serve};
@@ -21,18 +23,27 @@ impl Sent {
 
 struct Plumber {
     sent: Sent,
+    edit: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
+}
+
+/// A posted plumber: what it was sent, and its `edit` port's feed.
+pub struct Posted {
+    pub sent: Sent,
+    pub edit: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum File {
     Root,
     Send,
+    Edit,
 }
 
 fn qid(f: File) -> Qid {
     match f {
         File::Root => Qid { ty: QTDIR, vers: 0, path: 0 },
         File::Send => Qid { ty: QTFILE, vers: 0, path: 1 },
+        File::Edit => Qid { ty: QTFILE, vers: 0, path: 2 },
     }
 }
 
@@ -47,6 +58,7 @@ impl Serve for Plumber {
         match (fid, names) {
             (f, []) => Ok((vec![], Some(*f))),
             (File::Root, [n]) if n == "send" => Ok((vec![qid(File::Send)], Some(File::Send))),
+            (File::Root, [n]) if n == "edit" => Ok((vec![qid(File::Edit)], Some(File::Edit))),
             _ => Err(format!("{names:?}: no such file")),
         }
     }
@@ -59,11 +71,18 @@ impl Serve for Plumber {
         Err("permission denied".into())
     }
 
-    async fn read(&self, _: &File, _: u64, _: u32) -> Result<Vec<u8>> {
-        Ok(Vec::new())
+    async fn read(&self, fid: &File, _: u64, _: u32) -> Result<Vec<u8>> {
+        match fid {
+            // A port's read waits for the next message.
+            File::Edit => Ok(self.edit.lock().await.recv().await.unwrap_or_default()),
+            _ => Ok(Vec::new()),
+        }
     }
 
-    async fn write(&self, _: &File, _: u64, data: Vec<u8>) -> Result<u32> {
+    async fn write(&self, fid: &File, _: u64, data: Vec<u8>) -> Result<u32> {
+        if *fid != File::Send {
+            return Err("permission denied".into());
+        }
         let text = String::from_utf8_lossy(&data).to_string();
         self.sent.0.lock().unwrap().push(text.clone());
         // plumb(7): src, dst, wdir, type, attr, ndata, then the data.
@@ -82,7 +101,11 @@ impl Serve for Plumber {
     }
 
     async fn stat(&self, fid: &File) -> Result<Stat> {
-        let name = if *fid == File::Root { "/" } else { "send" };
+        let name = match fid {
+            File::Root => "/",
+            File::Send => "send",
+            File::Edit => "edit",
+        };
         Ok(Stat {
             qid: qid(*fid),
             name: name.into(),
@@ -104,10 +127,11 @@ fn file_and_line(data: &str) -> bool {
     file.contains('.') && !line.is_empty() && line.chars().all(|c| c.is_ascii_digit())
 }
 
-/// Posts a plumber as `plumb` in `ns` on `rt`; what it is sent.
-pub fn post(rt: &tokio::runtime::Runtime, ns: &Path) -> Sent {
+/// Posts a plumber as `plumb` in `ns` on `rt`.
+pub fn post(rt: &tokio::runtime::Runtime, ns: &Path) -> Posted {
     let sent = Sent::default();
-    let serve = Arc::new(Plumber { sent: sent.clone() });
+    let (edit, port) = tokio::sync::mpsc::unbounded_channel();
+    let serve = Arc::new(Plumber { sent: sent.clone(), edit: tokio::sync::Mutex::new(port) });
     let listener = {
         let _guard = rt.enter();
         tokio::net::UnixListener::bind(ns.join("plumb")).expect("post plumb")
@@ -120,5 +144,60 @@ pub fn post(rt: &tokio::runtime::Runtime, ns: &Path) -> Sent {
             });
         }
     });
-    sent
+    Posted { sent, edit }
+}
+
+/// A message on the `edit` port as plan9port's plumber delivers it.
+fn delivered(wdir: &str, attr: &str, data: &str) -> Vec<u8> {
+    format!("plumb\nedit\n{wdir}\ntext\n{attr}\n{}\n{data}", data.len()).into_bytes()
+}
+
+#[test]
+fn the_plumber_s_edit_port_opens_files_at_their_address_and_shows_data() {
+    use crate::session::Rig;
+    use crate::support::wait_for;
+    let mut r = Rig::start("plumb-edit", true);
+    let go = r.ns.join("file.go");
+    std::fs::write(&go, (1..=20).map(|i| format!("line {i}\n")).collect::<String>()).unwrap();
+    let plumber = post(&r.rt, &r.ns);
+    r.ui().host.listen_to_plumber();
+    let ns = r.ns.display().to_string();
+    let window = |r: &mut Rig, name: &str| {
+        r.ui().woke();
+        let link = r.ui().host.att.lock();
+        let st = &link.node().unwrap().state;
+        apex_core::look::window_named(st, name).map(|(w, _)| st.layout.numbers[&w].0)
+    };
+
+    // `plumb file.go:5` from a shell in ns: the rule sends the file with
+    // an addr attribute; the UI opens it there (a relative name is the
+    // message's wdir's).
+    plumber.edit.send(delivered(&ns, "addr=5", "file.go")).unwrap();
+    let name = go.display().to_string();
+    let number = wait_for("file.go to open", || window(&mut r, &name));
+    r.ui().settle().unwrap();
+    assert_eq!(r.apex(&["read", &format!("main/acme/{number}/rdsel")]), "line 5\n");
+    // Again, at another address: the same window, the new selection.
+    plumber.edit.send(delivered("/elsewhere", "addr='/line 17/'", &name)).unwrap();
+    wait_for("the selection to move", || {
+        window(&mut r, &name);
+        r.ui().settle().unwrap();
+        (r.apex(&["read", &format!("main/acme/{number}/rdsel")]) == "line 17").then_some(())
+    });
+
+    // action=showdata: the data in a new, clean window named by the
+    // filename attribute.
+    plumber.edit.send(delivered(&ns, "action=showdata filename=+out", "some output\n")).unwrap();
+    let out = format!("{ns}/+out");
+    let number = wait_for("the data's window", || window(&mut r, &out));
+    r.ui().settle().unwrap();
+    assert_eq!(r.apex(&["read", &format!("main/acme/{number}/body")]), "some output\n");
+    let ctl = r.apex(&["read", &format!("main/acme/{number}/ctl")]);
+    assert_eq!(ctl.split_whitespace().nth(4), Some("0"), "clean: {ctl}");
+    // A file that is not there is said in +Errors.
+    plumber.edit.send(delivered(&ns, "", "/no/such/file.c")).unwrap();
+    wait_for("the refusal in +Errors", || {
+        r.ui().woke();
+        crate::session::errors(&mut r).filter(|e| e.contains("plumb: /no/such/file.c")).map(|_| ())
+    });
 }

@@ -520,7 +520,7 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
 
     // With a plumber: the click's word goes to it, with where the click
     // was in it, and nothing is opened here.
-    let sent = crate::plumber::post(&r.rt, &r.ns);
+    let sent = crate::plumber::post(&r.rt, &r.ns).sent;
     let p = r.point(w.window, at + 3, false);
     r.click(3, p);
     let ns = r.ns.display().to_string();
