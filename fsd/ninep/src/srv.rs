@@ -12,7 +12,10 @@
 //! - Tflush (flush(5)): a flushed Tread is cancelled and, as far as the
 //!   client can tell, never happened; any other request is let finish, so
 //!   its reply (say the Rwrite of a write already sequenced) precedes the
-//!   Rflush. `Serve::read` must therefore be cancel-safe.
+//!   Rflush, which waits for it apart from the connection: the other
+//!   requests are answered meanwhile. `Serve::read` must therefore be
+//!   cancel-safe, and a request that is let finish must finish (the
+//!   daemon bounds a routed proposal's wait by the lease deadline).
 //! - The fid table: attach and walk create fids, clunk and remove end them,
 //!   "fid in use" / "unknown fid" are answered here, and so are reads and
 //!   writes on a fid not opened for them, and walks or opens of an open
@@ -79,6 +82,31 @@ pub trait Serve: Send + Sync + 'static {
     fn wstat(&self, fid: &Self::Fid, stat: Stat) -> impl Future<Output = Result<()>> + Send;
 }
 
+/// A request being answered in a task of its own.
+struct InFlight {
+    task: JoinHandle<()>,
+    cancelable: bool,
+    flushed: tokio::sync::watch::Sender<bool>,
+}
+
+tokio::task_local! {
+    /// The request running here was flushed: set by its Tflush.
+    static FLUSHED: tokio::sync::watch::Receiver<bool>;
+}
+
+/// Resolves once a Tflush names the request this runs in: a request that
+/// is let finish (not a read) may use it to give up what it waits for, if
+/// it can still do so as if it never happened, and end early. Outside a
+/// request, or with no Tflush, it never resolves.
+pub async fn flushed() {
+    if let Ok(mut rx) = FLUSHED.try_with(|r| r.clone()) {
+        if rx.wait_for(|f| *f).await.is_ok() {
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
 /// Per-connection settings.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -100,8 +128,9 @@ type Slot<F> = (F, Option<u8>);
 struct Conn<S: Serve> {
     serve: Arc<S>,
     fids: Mutex<HashMap<u32, Slot<S::Fid>>>,
-    /// Requests in flight: their task and whether a Tflush may cancel it.
-    tasks: Mutex<HashMap<u16, (JoinHandle<()>, bool)>>,
+    /// Requests in flight: their task, whether a Tflush may cancel it,
+    /// and how one that is let finish hears it was flushed.
+    tasks: Mutex<HashMap<u16, InFlight>>,
     out: mpsc::UnboundedSender<Msg>,
     msize: std::sync::atomic::AtomicU32,
     /// The Unix socket, when the connection is one: `Topenfd` passes
@@ -168,8 +197,8 @@ impl<S: Serve> Conn<S> {
     /// connection went, tells the server each fid was left behind).
     async fn reset(&self, hangup: bool) {
         let tasks: Vec<_> = self.tasks.lock().expect("task lock").drain().collect();
-        for (_, (task, _)) in tasks {
-            task.abort();
+        for (_, f) in tasks {
+            f.task.abort();
         }
         let fids: Vec<S::Fid> = self.fids.lock().expect("fid lock").drain().map(|(_, (f, _))| f).collect();
         for f in fids {
@@ -506,14 +535,25 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
         }
         Fcall::Tflush { oldtag } => {
             let task = conn.tasks.lock().expect("task lock").remove(&oldtag);
-            if let Some((task, cancelable)) = task {
-                if cancelable {
-                    task.abort();
+            let Some(InFlight { task, cancelable, flushed }) = task else {
+                conn.reply(tag, Fcall::Rflush);
+                return;
+            };
+            match cancelable {
+                true => task.abort(),
+                false => {
+                    let _ = flushed.send(true);
                 }
-                // Either way it is finished (or gone) before the Rflush.
-                let _ = task.await;
             }
-            conn.reply(tag, Fcall::Rflush);
+            // Either way it is finished (or gone) before the Rflush. A
+            // request that is let finish (a write waiting to be
+            // sequenced) is waited for apart: the connection's other
+            // requests are answered meanwhile.
+            let conn = conn.clone();
+            tokio::spawn(async move {
+                let _ = task.await;
+                conn.reply(tag, Fcall::Rflush);
+            });
         }
         body if body.is_request() && tag != NOTAG => {
             if conn.tasks.lock().expect("task lock").contains_key(&tag) {
@@ -522,7 +562,8 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
             }
             let cancelable = matches!(body, Fcall::Tread { .. });
             let c = conn.clone();
-            let mut request = Box::pin(async move { c.handle(body).await });
+            let (flushed, hears) = tokio::sync::watch::channel(false);
+            let mut request = Box::pin(FLUSHED.scope(hears, async move { c.handle(body).await }));
             // Most requests finish without waiting: answer those here.
             // One that waits keeps its place (the next poll, in its own
             // task, registers the real waker).
@@ -543,7 +584,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
                 tasks.remove(&tag);
                 c.reply(tag, reply);
             });
-            tasks.insert(tag, (task, cancelable));
+            tasks.insert(tag, InFlight { task, cancelable, flushed });
         }
         body => {
             conn.reply(tag, Fcall::Rerror { ename: format!("unexpected 9P message type {} with tag {tag}", body.ty()) })

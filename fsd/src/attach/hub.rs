@@ -55,7 +55,8 @@ pub type Reply = oneshot::Sender<Result<Applied, String>>;
 #[derive(Debug)]
 pub enum Written {
     Done,
-    Wait(oneshot::Receiver<Result<Applied, String>>),
+    /// Proposal `id`'s outcome will come on the receiver.
+    Wait(u64, oneshot::Receiver<Result<Applied, String>>),
 }
 
 #[derive(Debug)]
@@ -90,6 +91,13 @@ struct Pending {
     reply: Option<Reply>,
     /// The proposing attachment and its id, for `Answer`.
     from: Option<(AttachmentId, u64)>,
+    /// When the holder of its shard must have answered it by; past it,
+    /// the holder is taken to be stuck: its lease is reclaimed and the
+    /// view node applies the proposal.
+    deadline: u64,
+    /// Its writer flushed it: it is applied only by the client it was
+    /// sent to already, if that one answers.
+    flushed: bool,
 }
 
 /// A lease asked for and not yet granted.
@@ -134,6 +142,9 @@ pub struct Hub {
     pub wakeups: Vec<u64>,
     /// Resume tokens come from here (the daemon seeds it randomly).
     pub token_seed: u64,
+    /// The daemon's clock at the last call in (every entry point takes
+    /// it): when a proposal sent to a holder is due.
+    now: u64,
 }
 
 fn ui_or_tool(kind: AttachmentKind) -> &'static str {
@@ -198,6 +209,7 @@ pub fn open(s: &mut Session) -> ConnId {
 /// One Twrite's bytes. It may complete at most one frame; that frame's
 /// outcome is the write's. A refused write leaves nothing behind.
 pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Written, String> {
+    s.hub.now = now;
     let c = s.hub.conns.get_mut(&conn).ok_or("attach: connection is gone")?;
     let before = c.frames.pending();
     c.frames.push(bytes);
@@ -256,7 +268,8 @@ pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>
 }
 
 /// The fid was clunked: the attachment ends now.
-pub fn clunk(s: &mut Session, conn: ConnId) {
+pub fn clunk(s: &mut Session, conn: ConnId, now: u64) {
+    s.hub.now = now;
     if let Some(c) = s.hub.conns.remove(&conn) {
         if let Some(a) = c.attachment {
             end(s, a);
@@ -268,6 +281,7 @@ pub fn clunk(s: &mut Session, conn: ConnId) {
 /// The connection went without a clunk: the attachment waits out its
 /// grace for a resume.
 pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
+    s.hub.now = now;
     let grace = s.hub.config.grace_ms;
     let Some(c) = s.hub.conns.get_mut(&conn) else { return };
     if c.attachment.is_none() {
@@ -283,6 +297,7 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
 /// deadline are reclaimed and granted, graces that ran out end their
 /// attachments, bounded leases that expired go back.
 pub fn tick(s: &mut Session, now: u64) {
+    s.hub.now = now;
     let late: Vec<(Shard, Ask)> = s.hub.asks.iter().filter(|(_, a)| a.deadline <= now).map(|(k, v)| (*k, *v)).collect();
     for (shard, ask) in late {
         let Ok(lease) = s.view.log.lease(shard) else {
@@ -322,21 +337,87 @@ pub fn tick(s: &mut Session, now: u64) {
             }
         }
     }
+    reclaim_stuck(s, now);
     redispatch(s);
 }
 
 /// A proposal from a file of the tree (or a Propose frame): applied now
 /// when the server leads its shard, otherwise routed to the holder.
-pub fn submit(s: &mut Session, request: &str, proposal: Proposal, from: Option<(AttachmentId, u64)>) -> Written {
+/// A holder that does not answer by the lease deadline loses the lease.
+pub fn submit(
+    s: &mut Session,
+    request: &str,
+    proposal: Proposal,
+    from: Option<(AttachmentId, u64)>,
+    now: u64,
+) -> Written {
+    s.hub.now = now;
     let (tx, rx) = oneshot::channel();
     let id = s.hub.next_pending;
     s.hub.next_pending += 1;
-    s.hub.pending.insert(
-        id,
-        Pending { request: request.to_string(), proposal, sent_to: None, sent_epoch: 0, reply: Some(tx), from },
-    );
+    let deadline = now + s.hub.config.deadline_ms;
+    let request = request.to_string();
+    let pending =
+        Pending { request, proposal, sent_to: None, sent_epoch: 0, reply: Some(tx), from, deadline, flushed: false };
+    s.hub.pending.insert(id, pending);
     route(s, id);
-    Written::Wait(rx)
+    if s.hub.pending.get(&id).is_some_and(|p| p.sent_to.is_none()) {
+        // Waiting for a holder in its grace, or for a grant: due then too.
+        s.hub.wakeups.push(deadline);
+    }
+    Written::Wait(id, rx)
+}
+
+/// The writer of proposal `id` gave up on it (a Tflush): if no client
+/// may be applying it, it is dropped now and answered so; if one was sent
+/// it, its outcome is awaited (it may have applied it already), and it is
+/// dropped if that one loses the lease first.
+pub fn withdraw(s: &mut Session, id: u64, now: u64) {
+    s.hub.now = now;
+    let Some(p) = s.hub.pending.get_mut(&id) else { return };
+    p.flushed = true;
+    if p.sent_to.is_none() {
+        route(s, id);
+    }
+}
+
+/// Proposals past their deadline whose shard a client still holds: the
+/// holder is stuck (stopped, or not reading), so the server takes the
+/// lease back (the holder is fenced, its unsent typing recovered when it
+/// wakes) and the view node applies them on the next `redispatch`.
+fn reclaim_stuck(s: &mut Session, now: u64) {
+    let late: Vec<(Shard, Option<(AttachmentId, Epoch)>)> = s
+        .hub
+        .pending
+        .values()
+        .filter(|p| p.deadline <= now)
+        .map(|p| (p.proposal.target(), p.sent_to.map(|a| (a, p.sent_epoch))))
+        .collect();
+    for (shard, sent) in late {
+        let Ok(lease) = s.view.log.lease(shard).copied() else { continue };
+        if lease.holder == AttachmentId::SERVER || lease.released.is_some() {
+            continue;
+        }
+        // Sent to a holder that still has the lease it was sent at and
+        // did not answer; or waiting for a holder that is not connected.
+        let stuck = match sent {
+            Some(at) => at == (lease.holder, lease.epoch),
+            None => s.hub.live_conn_of(lease.holder).is_none(),
+        };
+        if !stuck {
+            continue;
+        }
+        tracing::info!(
+            session = %s.label(), %shard, holder = %lease.holder,
+            "a proposal was not answered by the lease deadline; lease reclaimed"
+        );
+        reclaim(s, shard);
+        if let Some(b) = s.hub.bounded.remove(&shard) {
+            give_back(s, shard, b.return_to);
+        } else if s.hub.asks.contains_key(&shard) {
+            grant_asked(s, shard, now);
+        }
+    }
 }
 
 fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Written, String> {
@@ -407,7 +488,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             Ok(Written::Done)
         }
         ClientMsg::Propose { id, proposal } => {
-            Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id))))
+            Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id)), now))
         }
         ClientMsg::Answer { id, result } => answer(s, a, id, result).map(|_| Written::Done),
         ClientMsg::Lease { shard, ttl_ms } => {
@@ -779,6 +860,14 @@ fn compact(s: &mut Session) {
 /// Sends a pending proposal where it belongs now.
 fn route(s: &mut Session, id: u64) {
     let Some(p) = s.hub.pending.get(&id) else { return };
+    if p.flushed {
+        let mut p = s.hub.pending.remove(&id).expect("found");
+        // Not with anyone who may apply it: as if it never was.
+        p.sent_to = None;
+        let why = "write flushed before it was applied: nothing changed";
+        finish(s, p, Err(why.to_string()));
+        return;
+    }
     let target = p.proposal.target();
     let (holder, epoch) = match s.view.log.lease(target) {
         Ok(l) if l.released.is_some() => (None, 0), // between holders: wait for the grant
@@ -794,9 +883,13 @@ fn route(s: &mut Session, id: u64) {
         Some(holder) => {
             let Some(cid) = s.hub.live_conn_of(holder) else { return }; // in its grace: wait
             let proposal = p.proposal.clone();
+            let due = s.hub.now + s.hub.config.deadline_ms;
             let p = s.hub.pending.get_mut(&id).expect("found");
             p.sent_to = Some(holder);
             p.sent_epoch = epoch;
+            // Each holder it is sent to has the whole deadline to answer.
+            p.deadline = due;
+            s.hub.wakeups.push(due);
             s.hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, epoch, proposal });
         }
         None => {}

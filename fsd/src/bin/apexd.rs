@@ -68,14 +68,25 @@ fn spawn_unix(conn: tokio::net::UnixStream, tree: Arc<Tree>, config: Config) {
     });
 }
 
-fn parse_tcp(addr: &str) -> anyhow::Result<String> {
-    match addr.split('!').collect::<Vec<_>>().as_slice() {
-        ["tcp", host, port] => {
-            let port: u16 = port.parse().with_context(|| format!("bad port in {addr:?}"))?;
-            Ok(format!("{host}:{port}"))
-        }
-        _ => anyhow::bail!("bad --listen {addr:?}: want tcp!HOST!PORT"),
+/// `tcp!HOST!PORT` as a socket address, HOST a loopback one: the TCP
+/// listener has no authentication yet, so it is for this machine only
+/// (and any local user can reach it).
+fn parse_tcp(addr: &str) -> anyhow::Result<std::net::SocketAddr> {
+    let ["tcp", host, port] = addr.split('!').collect::<Vec<_>>()[..] else {
+        anyhow::bail!("bad --listen {addr:?}: want tcp!HOST!PORT");
+    };
+    let port: u16 = port.parse().with_context(|| format!("bad port in --listen {addr:?}"))?;
+    let ip: std::net::IpAddr = match host {
+        "localhost" => std::net::Ipv4Addr::LOCALHOST.into(),
+        h => h.parse().with_context(|| format!("bad host in --listen {addr:?}: want an IP address or localhost"))?,
+    };
+    if !ip.is_loopback() {
+        anyhow::bail!(
+            "--listen {addr:?}: only loopback addresses (127.0.0.1, ::1, localhost) are served until \
+             authenticated remote access exists; reach this machine from elsewhere through ssh"
+        );
     }
+    Ok(std::net::SocketAddr::new(ip, port))
 }
 
 /// What apexd says when it starts: where it is, and what to try.
@@ -121,6 +132,7 @@ async fn run() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
+    let listen: Vec<std::net::SocketAddr> = args.listen.iter().map(|l| parse_tcp(l)).collect::<Result<_, _>>()?;
     let dir = apex_ninep::ns::namespace_dir(args.namespace.as_deref());
     let unix = apex_fsd::post::post(&dir, "apex")?;
     let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
@@ -149,8 +161,7 @@ async fn run() -> anyhow::Result<()> {
         tracing::info!(socket = %dir.join("acme").display(), session = %name, "serving acme");
         tokio::spawn(serve_listener(listener, acme, config));
     }
-    for l in &args.listen {
-        let addr = parse_tcp(l)?;
+    for addr in listen {
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("listen on {addr}"))?;
         tracing::info!(%addr, "serving on tcp");
         let (tree, config) = (tree.clone(), config.clone());

@@ -191,10 +191,31 @@ impl Tree {
     /// server leads the shard it touches, otherwise sent to the holder;
     /// returns once it is sequenced or refused.
     pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, String> {
-        match self.with_hub(n, |s, _| hub::submit(s, request, p, None))? {
-            Written::Wait(rx) => rx.await.unwrap_or_else(|_| Err("proposal lost: its session was deleted".into())),
+        match self.with_hub(n, |s, now| hub::submit(s, request, p, None, now))? {
+            Written::Wait(id, rx) => self.outcome(n, id, rx).await,
             Written::Done => unreachable!("submit always answers through its channel"),
         }
+    }
+
+    /// Waits for proposal `id`'s outcome. If the request waiting is
+    /// flushed meanwhile, the proposal is withdrawn where it can still be
+    /// (flush(5): the write then fails, having changed nothing), and its
+    /// outcome is awaited where it cannot; the wait is bounded either way
+    /// by the lease deadline, past which a holder that has not answered
+    /// loses the lease.
+    async fn outcome(
+        &self,
+        n: u64,
+        id: u64,
+        mut rx: tokio::sync::oneshot::Receiver<Result<Applied, String>>,
+    ) -> Result<Applied, String> {
+        let lost = || Err("proposal lost: its session was deleted".to_string());
+        tokio::select! {
+            got = &mut rx => return got.unwrap_or_else(|_| lost()),
+            () = srv::flushed() => {}
+        }
+        self.with_hub(n, |s, now| hub::withdraw(s, id, now))?;
+        rx.await.unwrap_or_else(|_| lost())
     }
 
     pub fn reg(&self) -> MutexGuard<'_, Registry> {
@@ -513,7 +534,7 @@ impl Tree {
         if let Some(conn) = attach {
             let _ = self.with_hub(n, |s, now| match hangup {
                 true => hub::hangup(s, conn, now),
-                false => hub::clunk(s, conn),
+                false => hub::clunk(s, conn, now),
             });
         }
         for shard in reading {
@@ -791,8 +812,8 @@ impl Serve for Tree {
             let conn = fid.lock().attach.ok_or("attach: not open")?;
             match self.with_hub(n, |s, now| hub::write(s, conn, &data, now))?? {
                 Written::Done => {}
-                Written::Wait(rx) => {
-                    rx.await.unwrap_or_else(|_| Err("proposal lost: its session was deleted".into()))?;
+                Written::Wait(id, rx) => {
+                    self.outcome(n, id, rx).await?;
                 }
             }
             return Ok(count);

@@ -157,7 +157,7 @@ impl World {
                             self.acked.extend(entries.iter().map(|e| (*shard, e.clone())));
                         }
                     }
-                    Ok(Written::Wait(rx)) => self.waits.push(rx),
+                    Ok(Written::Wait(_, rx)) => self.waits.push(rx),
                     Err(e) => self.refusals.push(e),
                 }
             }
@@ -229,7 +229,7 @@ impl World {
 
     pub fn leave(&mut self, i: usize) {
         if let Some(conn) = self.clients[i].conn.take() {
-            hub::clunk(&mut self.s, conn);
+            hub::clunk(&mut self.s, conn, self.now);
             self.archive();
         }
         self.clients[i].gone = true;
@@ -572,6 +572,34 @@ fn tool_proposals_go_to_the_leading_ui_and_follow_a_takeover() {
     w.settle();
     assert!(w.link(newcomer).leads(Shard::Buffer(b)));
     assert!(text_of(&w, b).starts_with("again tool "), "{}", text_of(&w, b));
+    w.quiesce();
+}
+
+#[test]
+fn a_proposal_a_stuck_holder_never_answers_is_applied_by_the_server_at_the_deadline() {
+    let mut w = World::new(8);
+    let ui = w.join(AttachmentKind::Ui);
+    let tool = w.join(AttachmentKind::Tool);
+    w.settle();
+    let b = window(&mut w, ui, "/tmp/stuck");
+    w.settle();
+    w.pause(ui, true);
+    let version = w.s.view.state.buffer(b).unwrap().version;
+    let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
+    let id = w.link(tool).propose(p);
+    w.send(tool);
+    w.advance(DEADLINE - 1);
+    assert!(!text_of(&w, b).starts_with("tool "), "not before the deadline");
+    w.advance(1);
+    w.settle();
+    assert!(text_of(&w, b).starts_with("tool "), "applied by the view node: {}", text_of(&w, b));
+    assert_eq!(w.s.view.log.lease(Shard::Buffer(b)).unwrap().holder, AttachmentId::SERVER, "reclaimed");
+    let answered = w.link(tool).events();
+    assert!(answered.iter().any(|e| matches!(e, Event::Answer { id: i, result: Ok(_) } if *i == id)), "{answered:?}");
+    // The holder wakes: the copy it was sent is stale and dropped.
+    w.pause(ui, false);
+    w.settle();
+    assert_eq!(text_of(&w, b).matches("tool ").count(), 1, "applied once");
     w.quiesce();
 }
 

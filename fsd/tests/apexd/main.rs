@@ -10,6 +10,7 @@ mod host;
 mod newcomer;
 mod protocol;
 mod session;
+mod stuck;
 
 use apex_ninep::fcall::*;
 use apex_ninep::{dial, Client, ClientError, File};

@@ -68,6 +68,22 @@ fn apexd_says_where_it_is_and_what_to_try_without_colour() {
 }
 
 #[test]
+fn apexd_listens_on_loopback_only_and_says_why() {
+    let dir = std::env::temp_dir().join(format!("apex-e2e-listen-{}", std::process::id()));
+    for addr in ["tcp!0.0.0.0!5640", "tcp!192.168.1.1!5640", "tcp!example.com!5640"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
+            .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), addr.as_ref()])
+            .stdout(Stdio::null())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{addr}: {said}");
+        assert!(said.contains(addr) && (said.contains("loopback") || said.contains("localhost")), "{said}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn apex_reads_posted_services_first_then_the_apex_service() {
     let d = crate::acme::acme_daemon("newcomer-paths");
     let via_service = ok(&d, &["read", "acme/index"], "");
