@@ -1,18 +1,29 @@
-//! The attach protocol's messages and framing: a little-endian u32 length,
-//! then the postcard encoding of one message, in both directions.
+//! The attach protocol's messages and framing, in both directions: the
+//! postcard encoding of one message in frames of at most [`FRAME_MAX`]
+//! bytes, each a little-endian u32 header and its bytes. The header's top
+//! bit ([`MORE`]) says the message goes on in the next frame, so a large
+//! message (a Welcome with a 100 MB buffer, a long paste) goes in pieces
+//! and no frame is large.
 //!
 //! 9P reads and writes may cut the byte stream anywhere; [`Frames`]
 //! reassembles it. The daemon additionally requires that one Twrite
-//! complete at most one frame, so each write's Rwrite is one frame's
+//! complete at most one message, so each write's Rwrite is one message's
 //! outcome.
 
 use apex_core::propose::Applied;
 use apex_core::{AttachmentId, AttachmentKind, Entry, Epoch, Proposal, Seq, Shard};
 use serde::{Deserialize, Serialize};
 
-/// The largest frame either side accepts: a Welcome carries a whole
+/// The largest frame either side sends or accepts; larger messages go in
+/// pieces.
+pub const FRAME_MAX: usize = 4 << 20;
+
+/// The header bit saying the message goes on in the next frame.
+pub const MORE: u32 = 1 << 31;
+
+/// The largest message reassembled from pieces: a Welcome carries a whole
 /// snapshot.
-pub const FRAME_MAX: usize = 1 << 30;
+pub const MESSAGE_MAX: usize = 1 << 30;
 
 /// What a client sends to come back after its connection dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,20 +91,34 @@ pub enum ServerMsg {
     Error { text: String },
 }
 
-/// One message as a frame.
+/// One message as frames: one, or for a message over [`FRAME_MAX`]
+/// bytes, pieces of that size whose headers but the last have [`MORE`].
 pub fn frame<M: Serialize>(msg: &M) -> Vec<u8> {
     // The length is patched in once the body is encoded in place.
     let mut out = postcard::to_extend(msg, vec![0u8; 4]).expect("postcard encodes to a Vec without failing");
-    let n = (out.len() - 4) as u32;
-    out[..4].copy_from_slice(&n.to_le_bytes());
-    out
+    let n = out.len() - 4;
+    if n <= FRAME_MAX {
+        out[..4].copy_from_slice(&(n as u32).to_le_bytes());
+        return out;
+    }
+    let body = &out[4..];
+    let mut pieces = Vec::with_capacity(n + 4 * n.div_ceil(FRAME_MAX));
+    let count = n.div_ceil(FRAME_MAX);
+    for (i, piece) in body.chunks(FRAME_MAX).enumerate() {
+        let more = if i + 1 < count { MORE } else { 0 };
+        pieces.extend_from_slice(&(piece.len() as u32 | more).to_le_bytes());
+        pieces.extend_from_slice(piece);
+    }
+    pieces
 }
 
 /// Why a byte stream is not a frame stream.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
-    #[error("attach: frame of {0} bytes is over the limit of {FRAME_MAX}")]
+    #[error("attach: frame of {0} bytes is over the limit of {FRAME_MAX}: send a larger message in pieces (u32 header with bit 31 set on every piece but the last)")]
     TooLarge(usize),
+    #[error("attach: message of over {0} bytes is over the limit of {MESSAGE_MAX}")]
+    MessageTooLarge(usize),
     #[error("attach: bad frame: {0}")]
     Decode(String),
 }
@@ -127,23 +152,50 @@ impl Frames {
         self.buf.clear();
     }
 
-    /// The length of the first frame (header included) once it is whole.
+    /// The bytes of the first message's frames (headers included) once
+    /// all of them are here.
     pub fn whole(&self) -> Result<Option<usize>, FrameError> {
-        if self.buf.len() < 4 {
-            return Ok(None);
+        let (mut at, mut total) = (0, 0);
+        loop {
+            let Some(header) = self.buf.get(at..at + 4) else { return Ok(None) };
+            let header = u32::from_le_bytes(header.try_into().expect("4 bytes"));
+            let n = (header & !MORE) as usize;
+            if n > FRAME_MAX {
+                return Err(FrameError::TooLarge(n));
+            }
+            total += n;
+            if total > MESSAGE_MAX {
+                return Err(FrameError::MessageTooLarge(MESSAGE_MAX));
+            }
+            if self.buf.len() < at + 4 + n {
+                return Ok(None);
+            }
+            at += 4 + n;
+            if header & MORE == 0 {
+                return Ok(Some(at));
+            }
         }
-        let n = u32::from_le_bytes(self.buf[..4].try_into().expect("4 bytes")) as usize;
-        if n > FRAME_MAX {
-            return Err(FrameError::TooLarge(n));
-        }
-        Ok((self.buf.len() >= 4 + n).then_some(4 + n))
     }
 
-    /// The next whole message, if there is one. A frame that does not
+    /// The next whole message, if there is one. A message that does not
     /// decode is consumed and reported.
     pub fn next_msg<M: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<M>, FrameError> {
         let Some(n) = self.whole()? else { return Ok(None) };
-        let msg = postcard::from_bytes(&self.buf[4..n]).map_err(|e| FrameError::Decode(e.to_string()));
+        let decode = |bytes: &[u8]| postcard::from_bytes(bytes).map_err(|e| FrameError::Decode(e.to_string()));
+        let first = u32::from_le_bytes(self.buf[..4].try_into().expect("4 bytes"));
+        let msg = match first & MORE {
+            0 => decode(&self.buf[4..n]),
+            _ => {
+                let mut body = Vec::with_capacity(n);
+                let mut at = 0;
+                while at < n {
+                    let len = (u32::from_le_bytes(self.buf[at..at + 4].try_into().expect("4 bytes")) & !MORE) as usize;
+                    body.extend_from_slice(&self.buf[at + 4..at + 4 + len]);
+                    at += 4 + len;
+                }
+                decode(&body)
+            }
+        };
         self.buf.drain(..n);
         // A big frame's room is given back once it is read, so that one
         // 100 MB message does not stay resident for the connection's life.
@@ -181,13 +233,50 @@ mod tests {
     }
 
     #[test]
+    fn a_large_message_goes_in_pieces_none_over_the_limit() {
+        let big = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "y".repeat(FRAME_MAX * 2 + 17), resume: None };
+        let bytes = frame(&big);
+        let mut at = 0;
+        let mut sizes = Vec::new();
+        while at < bytes.len() {
+            let header = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+            let n = (header & !MORE) as usize;
+            assert!(n <= FRAME_MAX);
+            sizes.push((n, header & MORE != 0));
+            at += 4 + n;
+        }
+        assert_eq!(sizes.len(), 3, "{sizes:?}");
+        assert!(sizes[..2].iter().all(|(_, more)| *more) && !sizes[2].1);
+        // Any cut of the pieces reassembles to the message, and nothing
+        // is whole before the last piece is.
+        for cut in [1, 3, 4096, FRAME_MAX - 1, FRAME_MAX + 4, 3 << 20] {
+            let mut f = Frames::default();
+            let mut got = Vec::new();
+            for piece in bytes.chunks(cut) {
+                f.push(piece);
+                while let Some(m) = f.next_msg::<ClientMsg>().unwrap() {
+                    got.push(m);
+                }
+            }
+            assert_eq!(got, [big.clone()], "cut every {cut} bytes");
+            assert_eq!(f.pending(), 0);
+        }
+        let mut f = Frames::default();
+        f.push(&bytes[..bytes.len() - 1]);
+        assert_eq!(f.whole(), Ok(None));
+    }
+
+    #[test]
     fn bad_frames_are_errors_not_panics() {
         let mut f = Frames::default();
         f.push(&[3, 0, 0, 0, 0xff, 0xff, 0xff]);
         assert!(matches!(f.next_msg::<ClientMsg>(), Err(FrameError::Decode(_))));
         assert_eq!(f.pending(), 0, "the bad frame is consumed");
         f.push(&u32::MAX.to_le_bytes());
-        assert_eq!(f.next_msg::<ClientMsg>().unwrap_err(), FrameError::TooLarge(u32::MAX as usize));
+        assert_eq!(f.next_msg::<ClientMsg>().unwrap_err(), FrameError::TooLarge((u32::MAX & !MORE) as usize));
+        let mut f = Frames::default();
+        f.push(&((FRAME_MAX + 1) as u32).to_le_bytes());
+        assert_eq!(f.whole(), Err(FrameError::TooLarge(FRAME_MAX + 1)), "one frame over 4 MiB");
     }
 
     #[test]

@@ -201,6 +201,68 @@ async fn a_ui_attaching_gets_windows_made_meanwhile_and_leaves_a_tool_its_bounde
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_with_a_big_buffer_attaches_in_frames_of_at_most_4_mib() {
+    use apex_fsd::attach::wire::{frame, ClientMsg, Frames, ServerMsg, FRAME_MAX, MORE};
+    let d = Daemon::start("attach-big");
+    let c = d.client().await;
+    let root = c.attach("glenda", "main").await.unwrap();
+    // 12 MB of text in a buffer: its Welcome is three times a frame.
+    let made = text(read(&c, root, "buffers/new").await.unwrap());
+    let id: u64 = made.trim().parse().unwrap_or_else(|_| panic!("{made:?}"));
+    let line = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n";
+    let big: String = line.repeat((12 << 20) / line.len());
+    let body = c.open_path(root, &format!("buffers/{id}/body"), apex_ninep::fcall::OWRITE).await.unwrap();
+    for piece in big.as_bytes().chunks(1 << 19) {
+        c.write(body.fid, 0, piece).await.unwrap();
+    }
+    c.clunk(body.fid).await.unwrap();
+
+    let f = c.open_path(root, "attach", apex_ninep::fcall::ORDWR).await.unwrap();
+    let hello = ClientMsg::Hello { kind: AttachmentKind::Tool, name: "big".into(), resume: None };
+    c.write(f.fid, 0, &frame(&hello)).await.unwrap();
+    let (mut frames, mut raw) = (Frames::default(), Vec::new());
+    let welcome = loop {
+        let got = c.read(f.fid, 0, 1 << 20).await.unwrap();
+        raw.extend_from_slice(&got);
+        frames.push(&got);
+        if let Some(m) = frames.next_msg::<ServerMsg>().unwrap() {
+            break m;
+        }
+    };
+    let ServerMsg::Welcome { snapshot, .. } = welcome else { panic!("{welcome:?}") };
+    let state = apex_core::State::from_snapshot(&snapshot).unwrap();
+    assert_eq!(state.buffer(BufferId(id)).unwrap().text.len_bytes(), big.len(), "the whole buffer came");
+    let mut at = 0;
+    let mut pieces = 0;
+    while at + 4 <= raw.len() && pieces < 100 {
+        let header = u32::from_le_bytes(raw[at..at + 4].try_into().unwrap());
+        let n = (header & !MORE) as usize;
+        assert!(n <= FRAME_MAX, "a frame of {n} bytes");
+        pieces += 1;
+        at += 4 + n;
+        if header & MORE == 0 {
+            break;
+        }
+    }
+    assert!(pieces >= 3, "the Welcome came in {pieces} frames");
+    // A client frame over the limit is refused, and says how to send it.
+    let mut over = ((FRAME_MAX + 1) as u32).to_le_bytes().to_vec();
+    over.extend_from_slice(&[0; 16]);
+    let err = c.write(f.fid, 0, &over).await.unwrap_err().to_string();
+    assert!(err.contains("over the limit") && err.contains("pieces"), "{err}");
+    // And a big message in pieces from the client is taken.
+    let note = ClientMsg::Notify { text: "n".repeat(FRAME_MAX + 100) };
+    let bytes = frame(&note);
+    assert!(bytes.len() > FRAME_MAX + 8);
+    for piece in bytes.chunks(1 << 19) {
+        c.write(f.fid, 0, piece).await.unwrap();
+    }
+    let notes = text(read(&c, root, "meta/notifications").await.unwrap());
+    assert!(notes.contains(&"n".repeat(1000)), "the long notification landed");
+    c.clunk(f.fid).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_refuses_bad_opens_and_frames_clearly() {
     let d = Daemon::start("attach-bad");
     let c = d.client().await;
