@@ -22,14 +22,17 @@ struct Conn {
     file: File,
 }
 
+/// How many refusals an attachment remembers.
+pub const REFUSALS_KEPT: usize = 64;
+
 struct Inner {
     conn: Mutex<Conn>,
     link: Mutex<Link>,
     /// Bumped after every frame read and every flush.
     changed: watch::Sender<u64>,
     writing: tokio::sync::Mutex<()>,
-    /// Writes the daemon refused, oldest first.
-    refused: Mutex<Vec<String>>,
+    /// Writes the daemon refused, oldest first: the last [`REFUSALS_KEPT`].
+    refused: Mutex<std::collections::VecDeque<String>>,
     reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// While paused nothing is written, and bytes read wait in the stash
     /// (whose lock orders them before anything read after the pause).
@@ -74,7 +77,7 @@ impl Attached {
             link: Mutex::new(link),
             changed: watch::Sender::new(0),
             writing: tokio::sync::Mutex::new(()),
-            refused: Mutex::new(Vec::new()),
+            refused: Mutex::default(),
             reader: Mutex::new(None),
             paused: std::sync::atomic::AtomicBool::new(false),
             stash: Mutex::new(Stash::default()),
@@ -130,7 +133,7 @@ impl Attached {
             }
             let bad = self.with(|l| l.receive(&bytes).err());
             if let Some(e) = bad {
-                self.inner.refused.lock().expect("refused lock").push(e.to_string());
+                self.refuse(e.to_string());
                 break;
             }
             self.inner.changed.send_modify(|n| *n += 1);
@@ -187,14 +190,14 @@ impl Attached {
                 let me = self.clone();
                 tokio::spawn(async move {
                     if let Err(e) = sent.reply().await {
-                        me.inner.refused.lock().expect("refused lock").push(e.to_string());
+                        me.refuse(e.to_string());
                     }
                 });
                 continue;
             }
             if let Err(e) = sent.reply().await {
                 let e = e.to_string();
-                self.inner.refused.lock().expect("refused lock").push(e.clone());
+                self.refuse(e.clone());
                 if first.is_ok() {
                     first = Err(e);
                 }
@@ -266,9 +269,17 @@ impl Attached {
         }
     }
 
-    /// Writes the daemon refused so far.
+    /// Writes the daemon refused lately, oldest first.
     pub fn refused(&self) -> Vec<String> {
-        self.inner.refused.lock().expect("refused lock").clone()
+        self.inner.refused.lock().expect("refused lock").iter().cloned().collect()
+    }
+
+    fn refuse(&self, why: String) {
+        let mut refused = self.inner.refused.lock().expect("refused lock");
+        if refused.len() == REFUSALS_KEPT {
+            refused.pop_front();
+        }
+        refused.push_back(why);
     }
 
     /// Ends the attachment (clunks the fid: Detach, leases back).

@@ -95,8 +95,10 @@ pub struct Link {
     answers: Vec<(u64, Shard, Result<Applied, String>)>,
     /// Routed proposals this replica has acted on: a copy that arrives
     /// again (sent before the lease went away and came back) is not
-    /// applied twice.
-    acted: BTreeMap<u64, (Shard, Result<Applied, String>)>,
+    /// applied twice. Each is forgotten once the daemon acknowledges the
+    /// entries it made (its answer went with them), so this stays as
+    /// small as what is in flight.
+    acted: BTreeMap<u64, Acted>,
     /// Routed proposals that came while resynchronising.
     deferred: Vec<(u64, Epoch, Proposal)>,
     /// Fenced tails found at a Welcome, to recover once it is applied.
@@ -110,6 +112,15 @@ pub struct Link {
     /// Welcomes applied: the replica's generation, sent with appends so
     /// the daemon knows whether this replica already has them.
     generation: u64,
+}
+
+/// A routed proposal this replica applied: its shard, the shard's last
+/// seq after it, and the answer given.
+#[derive(Debug)]
+struct Acted {
+    shard: Shard,
+    made: Seq,
+    result: Result<Applied, String>,
 }
 
 impl Link {
@@ -169,6 +180,12 @@ impl Link {
     /// Asks for every shard a UI leads (a watching UI's `Lead`).
     pub fn lead(&mut self) {
         self.send(ClientMsg::Lead);
+    }
+
+    /// Routed proposals remembered as acted on (bounded by what is in
+    /// flight; for tests).
+    pub fn acted_len(&self) -> usize {
+        self.acted.len()
     }
 
     /// The replica, once welcomed.
@@ -364,6 +381,7 @@ impl Link {
             ServerMsg::Acked { shard, seq } => {
                 let a = self.acked.entry(shard).or_insert(0);
                 *a = (*a).max(seq);
+                self.acted.retain(|_, a| a.shard != shard || a.made > seq);
             }
             ServerMsg::Proposal { id, epoch, proposal } => self.routed(id, epoch, proposal),
             ServerMsg::Answer { id, result } => match self.recovering.remove(&id) {
@@ -377,7 +395,7 @@ impl Link {
     /// A proposal routed here as the leader of its shard at `epoch`.
     fn routed(&mut self, id: u64, epoch: Epoch, proposal: Proposal) {
         let shard = proposal.target();
-        if let Some((_, done)) = self.acted.get(&id) {
+        if let Some(Acted { result: done, .. }) = self.acted.get(&id) {
             // Sent again (after a resume, say): answered again, not
             // applied again.
             let done = done.clone();
@@ -399,7 +417,8 @@ impl Link {
         let Some(node) = &mut self.node else { return };
         let result = propose::apply(node, &proposal).map_err(|e| e.to_string());
         if result.is_ok() {
-            self.acted.insert(id, (shard, result.clone()));
+            let made = node.log.last(shard);
+            self.acted.insert(id, Acted { shard, made, result: result.clone() });
         }
         self.answers.push((id, shard, result));
     }
@@ -436,7 +455,7 @@ impl Link {
                 .filter(|(s, e)| node.attachment == old.attachment && node.led().get(s) == Some(e))
                 .map(|(s, _)| *s)
                 .collect();
-            self.acted.retain(|_, (s, _)| kept.contains(s));
+            self.acted.retain(|_, a| kept.contains(&a.shard));
             self.answers.retain(|(_, s, _)| kept.contains(s));
         } else {
             self.acted.clear();

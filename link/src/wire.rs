@@ -258,7 +258,7 @@ mod tests {
                     got.push(m);
                 }
             }
-            assert_eq!(got, [big.clone()], "cut every {cut} bytes");
+            assert_eq!(got, std::slice::from_ref(&big), "cut every {cut} bytes");
             assert_eq!(f.pending(), 0);
         }
         let mut f = Frames::default();
@@ -273,7 +273,7 @@ mod tests {
         assert!(matches!(f.next_msg::<ClientMsg>(), Err(FrameError::Decode(_))));
         assert_eq!(f.pending(), 0, "the bad frame is consumed");
         f.push(&u32::MAX.to_le_bytes());
-        assert_eq!(f.next_msg::<ClientMsg>().unwrap_err(), FrameError::TooLarge((u32::MAX & !MORE) as usize));
+        assert_eq!(f.next_msg::<ClientMsg>().unwrap_err(), FrameError::TooLarge(!MORE as usize));
         let mut f = Frames::default();
         f.push(&((FRAME_MAX + 1) as u32).to_le_bytes());
         assert_eq!(f.whole(), Err(FrameError::TooLarge(FRAME_MAX + 1)), "one frame over 4 MiB");

@@ -137,7 +137,7 @@ pub struct Hub {
     /// ends up leading those too.
     leading_ui: Option<AttachmentId>,
     /// Open `entries` readers per shard: such a shard is not compacted.
-    pub entry_readers: BTreeMap<Shard, usize>,
+    entry_readers: BTreeMap<Shard, usize>,
     /// Times the daemon should call `tick` at.
     pub wakeups: Vec<u64>,
     /// Resume tokens come from here (the daemon seeds it randomly).
@@ -157,6 +157,29 @@ fn ui_or_tool(kind: AttachmentKind) -> &'static str {
 impl Hub {
     pub fn new(config: HubConfig, token_seed: u64) -> Hub {
         Hub { config, token_seed, next_conn: 1, next_pending: 1, ..Hub::default() }
+    }
+
+    /// A reader of `shard`'s entries or events opened: the shard is not
+    /// compacted while one is open.
+    pub fn start_reading(&mut self, shard: Shard) {
+        *self.entry_readers.entry(shard).or_insert(0) += 1;
+    }
+
+    /// A reader of `shard` went; a shard with none is forgotten here.
+    pub fn stop_reading(&mut self, shard: Shard) {
+        if let Some(k) = self.entry_readers.get_mut(&shard) {
+            *k = k.saturating_sub(1);
+            if *k == 0 {
+                self.entry_readers.remove(&shard);
+            }
+        }
+    }
+
+    /// How many connections, pending proposals, asks, bounded leases and
+    /// read shards the hub holds: bounded by what is live, whatever went before (for
+    /// tests).
+    pub fn sizes(&self) -> [usize; 5] {
+        [self.conns.len(), self.pending.len(), self.asks.len(), self.bounded.len(), self.entry_readers.len()]
     }
 
     fn mint(&mut self) -> u64 {

@@ -221,7 +221,7 @@ impl Tree {
             let cursor = Cursor::open(Source::Window(n, w.id), &reg)?;
             let s = reg.get_mut(n).ok_or_else(gone)?;
             for b in [w.tag, w.body] {
-                *s.hub.entry_readers.entry(Shard::Buffer(b)).or_insert(0) += 1;
+                s.hub.start_reading(Shard::Buffer(b));
             }
             cursor
         };
@@ -240,9 +240,7 @@ impl Tree {
                 self.acme_clunk(n, opened.event_of.take(), None, None).await;
                 if let Some(s) = self.reg().get_mut(n) {
                     for shard in std::mem::take(&mut opened.reading) {
-                        if let Some(k) = s.hub.entry_readers.get_mut(&shard) {
-                            *k = k.saturating_sub(1);
-                        }
+                        s.hub.stop_reading(shard);
                     }
                 }
                 return Err(e);

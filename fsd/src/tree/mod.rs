@@ -36,7 +36,6 @@ use place::{
     lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, SessionFile, ShardFile, WinFile, BUFFER, ROOT, SESSION,
     SESSION_DIRS, SHARD,
 };
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use stream::{Cursor, Fill, Source};
 use tokio::sync::watch;
@@ -120,7 +119,6 @@ pub struct Tree {
     pub registry: Arc<Mutex<Registry>>,
     pub user: String,
     changes: Arc<watch::Sender<u64>>,
-    paths: Arc<Mutex<HashMap<Place, u64>>>,
     /// The daemon's clock for the attach protocol's deadlines.
     epoch: std::time::Instant,
     /// On the `acme` service (`apexd --acme NAME`): the session whose acme
@@ -147,7 +145,6 @@ impl Tree {
             registry: Arc::new(Mutex::new(registry)),
             user,
             changes: Arc::new(watch::Sender::new(0)),
-            paths: Arc::new(Mutex::new(HashMap::new())),
             epoch: std::time::Instant::now(),
             acme_service: None,
         }
@@ -218,6 +215,13 @@ impl Tree {
         rx.await.unwrap_or_else(|_| lost())
     }
 
+    /// Every session's attach tables' sizes ([`hub::Hub::sizes`]): what
+    /// a test checks does not grow with the fids and proposals that came
+    /// and went.
+    pub fn table_sizes(&self) -> Vec<[usize; 5]> {
+        self.reg().sessions().map(|s| s.hub.sizes()).collect()
+    }
+
     pub fn reg(&self) -> MutexGuard<'_, Registry> {
         self.registry.lock().expect("registry lock")
     }
@@ -241,14 +245,7 @@ impl Tree {
     }
 
     fn qid(&self, reg: &Registry, place: Place) -> Qid {
-        let path = match place {
-            Place::Root => 0,
-            _ => {
-                let mut paths = self.paths.lock().expect("paths lock");
-                let next = paths.len() as u64 + 1;
-                *paths.entry(place).or_insert(next)
-            }
-        };
+        let path = place.qid_path();
         let vers = match place {
             Place::Buffer1(s, b, BufferFile::Body) => {
                 reg.get(s).and_then(|s| s.view.state.buffer(b).ok()).map_or(0, |b| b.version as u32)
@@ -518,7 +515,7 @@ impl Tree {
         let mut reg = self.reg();
         let cursor = Cursor::open(source, &reg)?;
         if let Some(s) = reg.get_mut(n) {
-            *s.hub.entry_readers.entry(shard).or_insert(0) += 1;
+            s.hub.start_reading(shard);
         }
         Ok(cursor)
     }
@@ -539,9 +536,7 @@ impl Tree {
         }
         for shard in reading {
             if let Some(s) = self.reg().get_mut(n) {
-                if let Some(k) = s.hub.entry_readers.get_mut(&shard) {
-                    *k = k.saturating_sub(1);
-                }
+                s.hub.stop_reading(shard);
             }
         }
     }

@@ -186,6 +186,21 @@ pub enum Place {
 }
 
 impl Place {
+    /// The qid path of the file here: a hash of the place, so it never
+    /// changes while the file lives (apex-mnt makes it the inode number)
+    /// and no table grows with the files ever walked to. The root is 0.
+    pub fn qid_path(self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        if self == Place::Root {
+            return 0;
+        }
+        // SipHash with fixed keys: the same path for the same place in
+        // every run of this build.
+        let mut h = std::hash::DefaultHasher::new();
+        self.hash(&mut h);
+        h.finish().max(1)
+    }
+
     pub fn is_dir(self) -> bool {
         match self {
             Place::Acme1(_, f) => f.is_dir(),

@@ -604,6 +604,31 @@ fn a_proposal_a_stuck_holder_never_answers_is_applied_by_the_server_at_the_deadl
 }
 
 #[test]
+fn tables_do_not_grow_with_the_proposals_that_went_through() {
+    let mut w = World::new(9);
+    let ui = w.join(AttachmentKind::Ui);
+    let tool = w.join(AttachmentKind::Tool);
+    w.settle();
+    let mut sizes = Vec::new();
+    for round in [10_000, 100_000] {
+        for i in 0..round {
+            w.link(tool).propose(Proposal::Snarf { text: format!("{round}.{i}") });
+            if i % 1000 == 999 {
+                w.send(tool);
+                w.settle();
+            }
+        }
+        w.settle();
+        assert_eq!(w.s.view.state.layout.snarf, format!("{round}.{}", round - 1), "every proposal went through");
+        sizes.push((w.s.hub.sizes(), w.link(ui).acted_len(), w.link(tool).events().len()));
+    }
+    assert_eq!(sizes[0].0, sizes[1].0, "the hub's tables: {sizes:?}");
+    assert!(sizes.iter().all(|(_, acted, _)| *acted <= 1000), "the leader remembers only what is in flight: {sizes:?}");
+    assert_eq!(sizes[0].0[1], 0, "nothing pending");
+    w.quiesce();
+}
+
+#[test]
 fn a_tool_holds_a_bounded_lease_and_it_returns_to_the_ui() {
     let mut w = World::new(7);
     let ui = w.join(AttachmentKind::Ui);

@@ -4,6 +4,7 @@
 
 mod acme;
 mod attach;
+mod bounded;
 mod builtins;
 mod chaos;
 mod host;

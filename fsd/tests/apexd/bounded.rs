@@ -1,0 +1,57 @@
+//! What the daemon keeps does not grow with what came and went: fids
+//! opened and clunked by the ten thousand leave its tables as they were,
+//! and a file keeps its qid path (apex-mnt's inode number) throughout.
+
+use apex_fsd::registry::Registry;
+use apex_fsd::tree::Tree;
+use apex_ninep::fcall::{ORDWR, OREAD};
+use apex_ninep::srv::Serve;
+
+/// Walks from `root` to `path`, opens it with `mode` and clunks it; the
+/// file's qid path.
+async fn open_and_clunk(tree: &Tree, root: &<Tree as Serve>::Fid, path: &[String], mode: u8) -> u64 {
+    let (qids, fid) = tree.walk(root, path).await.unwrap();
+    let fid = fid.unwrap_or_else(|| panic!("walk {path:?}"));
+    let (qid, open) = tree.open(&fid, mode).await.unwrap_or_else(|e| panic!("open {path:?}: {e}"));
+    tree.clunk(open).await;
+    assert_eq!(qids.last().map(|q| q.path), Some(qid.path));
+    qid.path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() {
+    let mut registry = Registry::new(Box::new(|| [7; 16]));
+    registry.create(Some("main")).unwrap();
+    let tree = Tree::new(registry, "glenda".into());
+    let (_, root) = tree.attach("glenda", "").await.unwrap();
+    let new: Vec<String> = ["main", "buffers", "new"].map(String::from).to_vec();
+    let (_, made) = tree.walk(&root, &new).await.unwrap();
+    let (_, made) = tree.open(&made.unwrap(), OREAD).await.unwrap();
+    let id = String::from_utf8(tree.read(&made, 0, 64).await.unwrap()).unwrap().trim().to_string();
+    tree.clunk(made).await;
+    let shard = format!("buffer.{id}");
+    let at = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let files: Vec<(Vec<String>, u8)> = vec![
+        (at(&["main", "buffers", &id, "body"]), OREAD),
+        (at(&["main", "buffers", &id, "ctl"]), ORDWR),
+        (at(&["main", "buffers", &id, "event"]), OREAD),
+        (at(&["main", "shards", &shard, "entries"]), OREAD),
+        (at(&["main", "shards", &shard, "lease"]), OREAD),
+        (at(&["main", "attach"]), ORDWR),
+    ];
+    let mut paths = Vec::new();
+    for (path, mode) in &files {
+        paths.push(open_and_clunk(&tree, &root, path, *mode).await);
+    }
+    let before = tree.table_sizes();
+    for count in [10_000, 100_000] {
+        for i in 0..count {
+            let (path, mode) = &files[i % files.len()];
+            let qid = open_and_clunk(&tree, &root, path, *mode).await;
+            assert_eq!(qid, paths[i % files.len()], "{path:?} keeps its qid path");
+        }
+        assert_eq!(tree.table_sizes(), before, "after {count} fids");
+    }
+    let distinct: std::collections::BTreeSet<u64> = paths.iter().copied().collect();
+    assert_eq!(distinct.len(), paths.len(), "distinct files, distinct paths: {paths:?}");
+}
