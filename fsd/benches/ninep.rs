@@ -227,8 +227,9 @@ fn raw_stat_rate(socket: &Path) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-/// Writes a `BULK` body at `msize`, then reads it back; MB/s each way.
-async fn bulk_9p(addr: &str, msize: u32) -> (f64, f64) {
+/// Writes a `BULK` body at `msize`, then reads it back; MB/s each way,
+/// and the body's path.
+async fn bulk_9p(addr: &str, msize: u32) -> (f64, f64, String) {
     let cs = clients(addr, 1, msize).await;
     let (c, root) = &cs[0];
     let id =
@@ -250,7 +251,71 @@ async fn bulk_9p(addr: &str, msize: u32) -> (f64, f64) {
     let read = mbps(got.len(), t.elapsed());
     assert_eq!(got.len(), BULK, "the body reads back whole");
     c.clunk(f.fid).await.unwrap();
-    (write, read)
+    (write, read, body)
+}
+
+/// Tstat round-trip times (µs, sorted) on another session's file for
+/// `WINDOW`, while `busy` clients read `main`'s snapshot and `body` (a
+/// 100 MB buffer) over and over, or with none.
+async fn stat_latencies(addr: &str, body: &str, busy: usize) -> Vec<f64> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for (c, root) in clients(addr, busy, 1 << 20).await {
+        let (stop, body) = (stop.clone(), body.to_string());
+        readers.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for path in ["main/snapshot", body.as_str()] {
+                    let f = c.open_path(root, path, OREAD).await.expect("open");
+                    let _ = c.read_all(&f).await.expect("read");
+                    c.clunk(f.fid).await.expect("clunk");
+                }
+            }
+        }));
+    }
+    let (c, root) = clients(addr, 1, 1 << 20).await.remove(0);
+    let fid = c.walk(root, &["other", "label"]).await.expect("walk").0;
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < WINDOW {
+        let t = Instant::now();
+        c.stat(fid).await.expect("stat");
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        let _ = r.await;
+    }
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p) as usize]
+}
+
+/// Another session's Tstat while `main`'s 100 MB buffer is read whole
+/// (snapshot and body) by a client, beside an idle daemon's.
+async fn contention(addr: &str, body: &str) {
+    let cs = clients(addr, 1, 1 << 20).await;
+    let (c, root) = &cs[0];
+    let ctl = c.open_path(*root, "ctl", OWRITE).await.expect("open ctl");
+    c.write(ctl.fid, 0, b"new other\n").await.expect("new session");
+    c.clunk(ctl.fid).await.unwrap();
+    let idle = stat_latencies(addr, body, 0).await;
+    let busy = stat_latencies(addr, body, 1).await;
+    println!();
+    println!("another session's Tstat while a client reads a 100 MB buffer's snapshot and body (µs)");
+    println!("{:<28} {:>12} {:>12} {:>12} {:>12}", "", "p50", "p99", "max", "round trips");
+    for (what, t) in [("idle daemon", &idle), ("while reading 100 MB", &busy)] {
+        let (p50, p99, max) = (percentile(t, 0.5), percentile(t, 0.99), percentile(t, 1.0));
+        println!("{what:<28} {p50:>12.0} {p99:>12.0} {max:>12.0} {:>12}", t.len());
+    }
+    println!(
+        "{:<28} {:>11.2}x {:>11.2}x",
+        "busy/idle",
+        percentile(&busy, 0.5) / percentile(&idle, 0.5),
+        percentile(&busy, 0.99) / percentile(&idle, 0.99)
+    );
 }
 
 /// The reference servers run in a process of their own, as apexd does, so
@@ -340,7 +405,7 @@ async fn main() {
         // A fresh daemon per size, so each starts from an empty session.
         let d = start_apexd(&base.join(format!("ns{msize}")));
         let addr = format!("unix!{}", d.dir.join("apex").display());
-        let (w, r) = bulk_9p(&addr, msize).await;
+        let (w, r, body) = bulk_9p(&addr, msize).await;
         let sock = base.join(format!("bulk{msize}"));
         let (rw, rr) = bulk_reference(&sock, (msize - 24) as usize).await;
         println!(
@@ -351,6 +416,9 @@ async fn main() {
             r,
             rr
         );
+        if msize == MSIZES[MSIZES.len() - 1] {
+            contention(&addr, &body).await;
+        }
         drop(d);
     }
     drop(refs);

@@ -6,6 +6,7 @@
 //! registry lock; a ctl write applies its messages one by one and stops at
 //! the first refusal with the earlier ones kept, as acme does.
 
+use super::made::Made;
 use super::{gone, Fid, Opened, Tree};
 use crate::acme::ctl::{self, WinCtl};
 use crate::acme::event::{self, Act, WriteBack};
@@ -100,24 +101,25 @@ pub fn check(reg: &Registry, place: Place) -> srv::Result<()> {
 }
 
 /// A plain acme file's content now.
-pub fn content(reg: &Registry, place: Place) -> srv::Result<String> {
-    let Some(n) = place.session() else { return Ok(String::new()) };
+pub fn content(reg: &Registry, place: Place) -> srv::Result<Made> {
+    let Some(n) = place.session() else { return Ok(Made::Bytes(Vec::new())) };
     let s = reg.get(n).ok_or_else(gone)?;
     let state = &s.view.state;
-    let text_of = |b: BufferId| state.buffer(b).map(|b| b.text.to_string()).map_err(|_| deleted());
+    // A body is copied (its rope shared) and made into bytes after the lock.
+    let text_of = |b: BufferId| state.buffer(b).map(|b| Made::Text(b.text.clone())).map_err(|_| deleted());
     Ok(match place {
-        Place::Acme1(_, AcmeFile::Index) => fields::index(state),
+        Place::Acme1(_, AcmeFile::Index) => fields::index(state).into(),
         Place::Win1(_, number, file) => {
             let w = window(reg, n, number)?;
             match file {
-                WinFile::Ctl => fields::ctl(state, w.id, number).ok_or_else(deleted)?,
-                WinFile::Addr => buffers::addr_read(s, w.body)?,
+                WinFile::Ctl => fields::ctl(state, w.id, number).ok_or_else(deleted)?.into(),
+                WinFile::Addr => buffers::addr_read(s, w.body)?.into(),
                 WinFile::Body => text_of(w.body)?,
                 WinFile::Tag => text_of(w.tag)?,
-                _ => String::new(),
+                _ => Made::Bytes(Vec::new()),
             }
         }
-        _ => String::new(),
+        _ => Made::Bytes(Vec::new()),
     })
 }
 
@@ -205,10 +207,15 @@ impl Tree {
                     _ => {}
                 }
                 if !matches!(file, WinFile::Data | WinFile::Xdata | WinFile::Event | WinFile::Rdsel) {
-                    opened.content = content(&self.reg(), place)?.into_bytes();
+                    // Taken under the lock; made into bytes after it.
+                    let made = content(&self.reg(), place)?;
+                    opened.content = made.made().await;
                 }
             }
-            _ => opened.content = content(&self.reg(), place)?.into_bytes(),
+            _ => {
+                let made = content(&self.reg(), place)?;
+                opened.content = made.made().await;
+            }
         }
         Ok(())
     }

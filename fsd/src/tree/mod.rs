@@ -17,6 +17,7 @@
 use apex_core::error::acme::EPERM;
 pub mod acme;
 mod exec;
+pub mod made;
 pub mod place;
 pub mod stream;
 
@@ -32,6 +33,7 @@ use apex_core::{BufferId, Proposal, Shard};
 use apex_ninep::codec::put_stat;
 use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Serve};
+use made::Made;
 use place::{
     lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, SessionFile, ShardFile, WinFile, BUFFER, ROOT, SESSION,
     SESSION_DIRS, SHARD,
@@ -377,23 +379,29 @@ impl Tree {
         Tree::check(reg, next).ok().map(|_| next)
     }
 
-    /// A plain file's content now.
-    fn content(&self, place: Place) -> srv::Result<Vec<u8>> {
+    /// A plain file's content now: taken under the lock, made into bytes
+    /// after it (`Made`).
+    async fn content(&self, place: Place) -> srv::Result<Vec<u8>> {
+        let made = self.content_made(place)?;
+        Ok(made.made().await)
+    }
+
+    fn content_made(&self, place: Place) -> srv::Result<Made> {
         let reg = self.reg();
         Tree::check(&reg, place)?;
         if place.in_acme() {
-            return acme::content(&reg, place).map(String::into_bytes);
+            return acme::content(&reg, place);
         }
         if let Place::Root1(RootFile::Index) = place {
-            return Ok(reg.sessions().map(|s| s.index_line()).collect::<String>().into_bytes());
+            return Ok(reg.sessions().map(|s| s.index_line()).collect::<String>().into());
         }
-        let Some(n) = place.session() else { return Ok(Vec::new()) };
+        let Some(n) = place.session() else { return Ok(Made::Bytes(Vec::new())) };
         let s = reg.get(n).ok_or_else(gone)?;
         let text = match place {
             Place::Session1(_, SessionFile::Id) => format!("{}\n", s.uuid()),
             Place::Session1(_, SessionFile::Label) => format!("{}\n", s.label()),
-            Place::Session1(_, SessionFile::Hash) => format!("{}\n", s.view.state.hash().to_hex()),
-            Place::Session1(_, SessionFile::Snapshot) => return Ok(s.view.state.to_snapshot()),
+            Place::Session1(_, SessionFile::Hash) => return Ok(Made::Hash(Box::new(s.view.state.clone()))),
+            Place::Session1(_, SessionFile::Snapshot) => return Ok(Made::Snapshot(Box::new(s.view.state.clone()))),
             Place::Session1(_, SessionFile::Proposals) => tables::outcomes(s),
             Place::Meta1(_, t) => tables::meta_table(&s.view.state, t),
             Place::Shard1(_, shard, ShardFile::Lease) => {
@@ -401,7 +409,7 @@ impl Tree {
             }
             Place::Shard1(_, shard, ShardFile::Info) => tables::shard_info(s, shard)?,
             Place::Buffer1(_, b, BufferFile::Body) => {
-                s.view.state.buffer(b).map_err(|e| e.to_string())?.text.to_string()
+                return Ok(Made::Text(s.view.state.buffer(b).map_err(|e| e.to_string())?.text.clone()));
             }
             Place::Buffer1(_, b, BufferFile::Name) => {
                 format!("{}\n", s.view.state.buffer(b).map_err(|e| e.to_string())?.name)
@@ -410,7 +418,7 @@ impl Tree {
             Place::Buffer1(_, b, BufferFile::Addr) => buffers::addr_read(s, b)?,
             _ => String::new(),
         };
-        Ok(text.into_bytes())
+        Ok(text.into())
     }
 
     /// Reads a stream, waiting at its end for more.
@@ -726,10 +734,10 @@ impl Serve for Tree {
                     opened.addr_open = true;
                 }
                 if file != BufferFile::Data {
-                    opened.content = self.content(place)?;
+                    opened.content = self.content(place).await?;
                 }
             }
-            _ => opened.content = self.content(place)?,
+            _ => opened.content = self.content(place).await?,
         }
         opened.fresh = Some(generation);
         let qid = self.qid(&self.reg(), place);
@@ -772,7 +780,7 @@ impl Serve for Tree {
         let made_at = fid.lock().fresh.take();
         let fresh = made_at.is_some_and(|n| n == *self.changes.borrow());
         if offset == 0 && !fixed && !fresh {
-            let now = if place.is_dir() { self.listing(place)? } else { self.content(place)? };
+            let now = if place.is_dir() { self.listing(place)? } else { self.content(place).await? };
             fid.lock().content = now;
         }
         let mut opened = fid.lock();
