@@ -25,8 +25,11 @@
 
 use crate::session::Session;
 use apex_core::propose::Applied;
-use apex_core::{AttachmentId, AttachmentKind, Epoch, MetaOp, Proposal, Seq, Shard};
+use apex_core::{AttachmentId, AttachmentKind, Epoch, MetaOp, Proposal, Seq, Shard, State};
 use apex_link::wire::{ClientMsg, Frames, Resume, ServerMsg};
+
+use super::feed::Hole;
+pub use super::feed::{read, read_deferred, welcomed, Readable, WelcomeJob};
 use std::collections::{BTreeMap, VecDeque};
 use tokio::sync::oneshot;
 
@@ -60,24 +63,30 @@ pub enum Written {
 }
 
 #[derive(Debug)]
-struct Conn {
-    attachment: Option<AttachmentId>,
-    kind: AttachmentKind,
-    token: u64,
-    frames: Frames,
+pub(super) struct Conn {
+    pub(super) attachment: Option<AttachmentId>,
+    pub(super) kind: AttachmentKind,
+    pub(super) token: u64,
+    pub(super) frames: Frames,
     /// Bytes framed for reading, and how much of them was read.
-    out: Vec<u8>,
-    out_read: usize,
-    control: VecDeque<ServerMsg>,
+    pub(super) out: Vec<u8>,
+    pub(super) out_read: usize,
+    pub(super) control: VecDeque<ServerMsg>,
     /// Per shard, the last seq sent (or known to the client).
-    sent: BTreeMap<Shard, Seq>,
+    pub(super) sent: BTreeMap<Shard, Seq>,
     /// Welcomes sent: an append made at this generation comes from a
     /// replica that has everything sent so far.
-    generation: u64,
+    pub(super) generation: u64,
     /// Set when the fid went with its connection: the end of the grace.
-    grace_until: Option<u64>,
+    pub(super) grace_until: Option<u64>,
     /// A lease of this attachment was reclaimed during the grace.
-    lost_lease: bool,
+    pub(super) lost_lease: bool,
+    /// The states of the Welcomes queued in `control`, in order.
+    pub(super) welcomes: VecDeque<Box<State>>,
+    /// A Welcome framed at `out[at]` whose snapshot is encoded off the
+    /// lock when it is read (`read_deferred`, `welcomed`); what was framed
+    /// after it waits in `out` past that point.
+    pub(super) hole: Option<Hole>,
 }
 
 #[derive(Debug)]
@@ -125,7 +134,7 @@ struct Bounded {
 #[derive(Debug, Default)]
 pub struct Hub {
     pub config: HubConfig,
-    conns: BTreeMap<ConnId, Conn>,
+    pub(super) conns: BTreeMap<ConnId, Conn>,
     next_conn: ConnId,
     pending: BTreeMap<u64, Pending>,
     next_pending: u64,
@@ -137,7 +146,7 @@ pub struct Hub {
     /// ends up leading those too.
     leading_ui: Option<AttachmentId>,
     /// Open `entries` readers per shard: such a shard is not compacted.
-    entry_readers: BTreeMap<Shard, usize>,
+    pub(super) entry_readers: BTreeMap<Shard, usize>,
     /// Times the daemon should call `tick` at.
     pub wakeups: Vec<u64>,
     /// Resume tokens come from here (the daemon seeds it randomly).
@@ -224,6 +233,8 @@ pub fn open(s: &mut Session) -> ConnId {
             generation: 0,
             grace_until: None,
             lost_lease: false,
+            welcomes: VecDeque::new(),
+            hole: None,
         },
     );
     id
@@ -267,27 +278,6 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
     }
     redispatch(s);
     out
-}
-
-/// Bytes for a read of up to `count`, or `None` when there is nothing yet
-/// (the read waits). Entries are framed when the connection has read
-/// everything framed before, so a slow reader holds back only itself.
-pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>, String> {
-    let c = s.hub.conns.get_mut(&conn).ok_or("attach: connection is gone")?;
-    if c.out_read == c.out.len() {
-        c.out.clear();
-        c.out_read = 0;
-        fill(s, conn);
-        compact(s);
-    }
-    let c = s.hub.conns.get_mut(&conn).expect("still there");
-    if c.out_read == c.out.len() {
-        return Ok(None);
-    }
-    let end = (c.out_read + count as usize).min(c.out.len());
-    let got = c.out[c.out_read..end].to_vec();
-    c.out_read = end;
-    Ok(Some(got))
 }
 
 /// The fid was clunked: the attachment ends now.
@@ -663,13 +653,15 @@ fn resumable(s: &Session, r: Resume) -> Result<ConnId, &'static str> {
 /// Queues Welcome with a snapshot; the connection's cursors start at its
 /// marks.
 fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
-    let snapshot = s.view.state.to_snapshot();
+    // A copy (ropes share their nodes), encoded when read, off the lock.
+    let state = Box::new(s.view.state.clone());
     let sent: BTreeMap<Shard, Seq> = s.view.log.shards().map(|(sh, l)| (*sh, l.last())).collect();
     let c = s.hub.conns.get_mut(&conn).expect("live");
     c.sent = sent;
     c.generation += 1;
     c.grace_until = None;
-    c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot });
+    c.welcomes.push_back(state);
+    c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot: Vec::new() });
 }
 
 /// Asks for `shard` on behalf of `by`: granted at once when free,
@@ -802,82 +794,6 @@ fn append(
     }
     c.control.push_back(ServerMsg::Acked { shard, seq: last });
     Ok(())
-}
-
-/// Entries per frame at most, so one frame stays a reasonable size.
-const ENTRIES_PER_FRAME: usize = 4096;
-
-/// Frames what the connection has not had: control messages first, then
-/// entries, the metalog first.
-fn fill(s: &mut Session, conn: ConnId) {
-    let c = s.hub.conns.get_mut(&conn).expect("live");
-    if c.attachment.is_none() {
-        return;
-    }
-    if c.grace_until.is_some() {
-        return;
-    }
-    // Welcome (and errors) before entries, which follow its snapshot;
-    // acks, answers and routed proposals after them, so a proposal arrives
-    // after the grant that makes its receiver the leader.
-    let (first, after): (Vec<ServerMsg>, Vec<ServerMsg>) =
-        c.control.drain(..).partition(|m| matches!(m, ServerMsg::Welcome { .. } | ServerMsg::Error { .. }));
-    for m in &first {
-        c.out.extend_from_slice(&apex_link::wire::frame(m));
-    }
-    for (shard, log) in s.view.log.shards() {
-        let from = c.sent.get(shard).copied().unwrap_or(0);
-        if log.last() <= from {
-            continue;
-        }
-        let Ok(after) = s.view.log.entries_after(*shard, from) else {
-            // Compacted past this connection: cannot happen, the compaction
-            // point is the lowest cursor; start it again from a snapshot.
-            c.control.push_back(ServerMsg::Error { text: format!("{shard}: entries after {from} were compacted") });
-            continue;
-        };
-        let mut batch = Vec::new();
-        for e in after {
-            batch.push(e.clone());
-            if batch.len() == ENTRIES_PER_FRAME {
-                let entries = std::mem::take(&mut batch);
-                c.out.extend_from_slice(&apex_link::wire::frame(&ServerMsg::Entries { shard: *shard, entries }));
-            }
-        }
-        if !batch.is_empty() {
-            c.out.extend_from_slice(&apex_link::wire::frame(&ServerMsg::Entries { shard: *shard, entries: batch }));
-        }
-        c.sent.insert(*shard, log.last());
-    }
-    for m in &after {
-        c.out.extend_from_slice(&apex_link::wire::frame(m));
-    }
-    // Deleted shards need no cursor.
-    let log = &s.view.log;
-    c.sent.retain(|sh, _| log.shard(*sh).is_ok());
-}
-
-/// Drops entries every connection has been sent.
-fn compact(s: &mut Session) {
-    // A connection in its grace resumes from a snapshot: it holds nothing back.
-    let conns: Vec<&Conn> =
-        s.hub.conns.values().filter(|c| c.attachment.is_some() && c.grace_until.is_none()).collect();
-    if conns.is_empty() {
-        return;
-    }
-    let mut points = Vec::new();
-    for (shard, log) in s.view.log.shards() {
-        if s.hub.entry_readers.get(shard).is_some_and(|n| *n > 0) {
-            continue;
-        }
-        let low = conns.iter().map(|c| c.sent.get(shard).copied().unwrap_or(0)).min().unwrap_or(0);
-        if low > log.base {
-            points.push((*shard, low));
-        }
-    }
-    for (shard, upto) in points {
-        let _ = s.view.log.compact(shard, upto);
-    }
 }
 
 /// Sends a pending proposal where it belongs now.

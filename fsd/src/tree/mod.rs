@@ -21,7 +21,7 @@ pub mod made;
 pub mod place;
 pub mod stream;
 
-use crate::attach::hub::{self, ConnId, Written};
+use crate::attach::hub::{self, ConnId, Readable, Written};
 use crate::buffers::{self, BufferCtl};
 use crate::ctlmsg::SessionCtl;
 use crate::host;
@@ -554,8 +554,23 @@ impl Tree {
         let conn = fid.lock().attach.ok_or("attach: not open")?;
         loop {
             let mut wake = self.changes.subscribe();
-            if let Some(bytes) = self.with_hub_quiet(n, |s| hub::read(s, conn, count))?? {
-                return Ok(bytes);
+            match self.with_hub_quiet(n, |s| hub::read_deferred(s, conn, count))?? {
+                Readable::Bytes(bytes) => return Ok(bytes),
+                Readable::Nothing => {}
+                Readable::Welcome(job) => {
+                    // Encoded with no lock held, in a task of its own so a
+                    // flushed read does not lose it; the read then goes on.
+                    let tree = self.clone();
+                    let encoded = tokio::spawn(async move {
+                        let frames = match job.is_big() {
+                            true => tokio::task::spawn_blocking(move || job.frame()).await.unwrap_or_default(),
+                            false => job.frame(),
+                        };
+                        let _ = tree.with_hub_quiet(n, |s| hub::welcomed(s, conn, frames));
+                    });
+                    let _ = encoded.await;
+                    continue;
+                }
             }
             if wake.changed().await.is_err() {
                 return Ok(Vec::new());

@@ -1,0 +1,189 @@
+//! What a connection of `NAME/attach` reads: control messages and every
+//! shard's new entries framed when the connection has read what was framed
+//! before (so a slow reader holds back only itself), a Welcome's snapshot
+//! encoded off the daemon's lock where it was framed (a snapshot grows with
+//! the session's buffers), and the compaction of entries every connection
+//! has had.
+
+use super::hub::{Conn, ConnId};
+use crate::session::Session;
+use apex_core::{AttachmentId, State};
+use apex_link::wire::ServerMsg;
+
+/// A Welcome framed at `out[at]` whose snapshot is encoded when read.
+#[derive(Debug)]
+pub(super) struct Hole {
+    pub(super) at: usize,
+    pub(super) job: Option<WelcomeJob>,
+}
+
+/// What a read of `attach` gets.
+#[derive(Debug)]
+pub enum Readable {
+    Bytes(Vec<u8>),
+    /// Nothing yet: the read waits.
+    Nothing,
+    /// A Welcome to encode with no lock held, then hand back with
+    /// [`welcomed`]: its frames are the connection's next bytes.
+    Welcome(WelcomeJob),
+}
+
+/// A Welcome whose snapshot is yet to be encoded.
+#[derive(Debug)]
+pub struct WelcomeJob {
+    pub(super) attachment: AttachmentId,
+    pub(super) token: u64,
+    pub(super) state: Box<State>,
+}
+
+impl WelcomeJob {
+    /// The Welcome's frames: the snapshot encoded once, in pieces.
+    pub fn frame(self) -> Vec<u8> {
+        let snapshot = self.state.to_snapshot();
+        apex_link::wire::frame(&ServerMsg::Welcome { attachment: self.attachment, token: self.token, snapshot })
+    }
+
+    /// Whether encoding it is worth a thread of its own.
+    pub fn is_big(&self) -> bool {
+        self.state.buffers.values().map(|b| b.text.len_bytes()).sum::<usize>() > 1 << 20
+    }
+}
+
+/// Bytes for a read of up to `count`, or `None` when there is nothing yet
+/// (the read waits). Entries are framed when the connection has read
+/// everything framed before, so a slow reader holds back only itself.
+pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>, String> {
+    loop {
+        match read_deferred(s, conn, count)? {
+            Readable::Bytes(b) => return Ok(Some(b)),
+            Readable::Nothing => return Ok(None),
+            Readable::Welcome(job) => welcomed(s, conn, job.frame()),
+        }
+    }
+}
+
+/// [`read`], but a Welcome comes out to be encoded by the caller with no
+/// lock held (a snapshot grows with the session's buffers); the bytes
+/// framed after it wait until [`welcomed`] puts its frames in place.
+pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, String> {
+    let c = s.hub.conns.get_mut(&conn).ok_or("attach: connection is gone")?;
+    if c.out_read == c.out.len() && c.hole.is_none() {
+        c.out.clear();
+        c.out_read = 0;
+        fill(s, conn);
+        compact(s);
+    }
+    let c = s.hub.conns.get_mut(&conn).expect("still there");
+    let end = match &mut c.hole {
+        Some(h) if c.out_read == h.at => {
+            return Ok(match h.job.take() {
+                Some(job) => Readable::Welcome(job),
+                None => Readable::Nothing, // being encoded
+            });
+        }
+        Some(h) => h.at,
+        None => c.out.len(),
+    };
+    if c.out_read == end {
+        return Ok(Readable::Nothing);
+    }
+    let end = (c.out_read + count as usize).min(end);
+    let got = c.out[c.out_read..end].to_vec();
+    c.out_read = end;
+    Ok(Readable::Bytes(got))
+}
+
+/// The frames of the Welcome [`read_deferred`] gave out, put where it was
+/// framed.
+pub fn welcomed(s: &mut Session, conn: ConnId, frames: Vec<u8>) {
+    let Some(c) = s.hub.conns.get_mut(&conn) else { return };
+    if let Some(h) = c.hole.take() {
+        c.out.splice(h.at..h.at, frames);
+    }
+}
+
+/// Entries per frame at most, so one frame stays a reasonable size.
+const ENTRIES_PER_FRAME: usize = 4096;
+
+/// Frames what the connection has not had: control messages first, then
+/// entries, the metalog first.
+fn fill(s: &mut Session, conn: ConnId) {
+    let c = s.hub.conns.get_mut(&conn).expect("live");
+    if c.attachment.is_none() {
+        return;
+    }
+    if c.grace_until.is_some() {
+        return;
+    }
+    // Welcome (and errors) before entries, which follow its snapshot;
+    // acks, answers and routed proposals after them, so a proposal arrives
+    // after the grant that makes its receiver the leader.
+    let (first, after): (Vec<ServerMsg>, Vec<ServerMsg>) =
+        c.control.drain(..).partition(|m| matches!(m, ServerMsg::Welcome { .. } | ServerMsg::Error { .. }));
+    for m in first {
+        let ServerMsg::Welcome { attachment, token, .. } = m else {
+            c.out.extend_from_slice(&apex_link::wire::frame(&m));
+            continue;
+        };
+        let job = WelcomeJob { attachment, token, state: c.welcomes.pop_front().expect("a state per Welcome") };
+        // The first is left to encode off the lock; a second in one fill
+        // (rare: a Resync right after a Hello) is encoded here.
+        match c.hole {
+            None => c.hole = Some(Hole { at: c.out.len(), job: Some(job) }),
+            Some(_) => c.out.extend_from_slice(&job.frame()),
+        }
+    }
+    for (shard, log) in s.view.log.shards() {
+        let from = c.sent.get(shard).copied().unwrap_or(0);
+        if log.last() <= from {
+            continue;
+        }
+        let Ok(after) = s.view.log.entries_after(*shard, from) else {
+            // Compacted past this connection: cannot happen, the compaction
+            // point is the lowest cursor; start it again from a snapshot.
+            c.control.push_back(ServerMsg::Error { text: format!("{shard}: entries after {from} were compacted") });
+            continue;
+        };
+        let mut batch = Vec::new();
+        for e in after {
+            batch.push(e.clone());
+            if batch.len() == ENTRIES_PER_FRAME {
+                let entries = std::mem::take(&mut batch);
+                c.out.extend_from_slice(&apex_link::wire::frame(&ServerMsg::Entries { shard: *shard, entries }));
+            }
+        }
+        if !batch.is_empty() {
+            c.out.extend_from_slice(&apex_link::wire::frame(&ServerMsg::Entries { shard: *shard, entries: batch }));
+        }
+        c.sent.insert(*shard, log.last());
+    }
+    for m in &after {
+        c.out.extend_from_slice(&apex_link::wire::frame(m));
+    }
+    // Deleted shards need no cursor.
+    let log = &s.view.log;
+    c.sent.retain(|sh, _| log.shard(*sh).is_ok());
+}
+
+/// Drops entries every connection has been sent.
+fn compact(s: &mut Session) {
+    // A connection in its grace resumes from a snapshot: it holds nothing back.
+    let conns: Vec<&Conn> =
+        s.hub.conns.values().filter(|c| c.attachment.is_some() && c.grace_until.is_none()).collect();
+    if conns.is_empty() {
+        return;
+    }
+    let mut points = Vec::new();
+    for (shard, log) in s.view.log.shards() {
+        if s.hub.entry_readers.get(shard).is_some_and(|n| *n > 0) {
+            continue;
+        }
+        let low = conns.iter().map(|c| c.sent.get(shard).copied().unwrap_or(0)).min().unwrap_or(0);
+        if low > log.base {
+            points.push((*shard, low));
+        }
+    }
+    for (shard, upto) in points {
+        let _ = s.view.log.compact(shard, upto);
+    }
+}
