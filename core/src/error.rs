@@ -9,7 +9,9 @@ use crate::id::{AttachmentId, ColumnId, Epoch, RuleId, Seq, TermId, WindowId};
 use crate::shard::{Shard, ShardKind, ViewId};
 
 /// Why core refused an entry, an append, a lease change or a proposal.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// It crosses the attach protocol as it is, so a client tells a fenced
+/// refusal by its variant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum Reject {
     #[error("a {op} op does not belong on shard {shard}")]
     WrongShard { op: ShardKind, shard: Shard },
@@ -96,7 +98,7 @@ pub enum Reject {
     #[error("id space of attachment {0} is used up")]
     IdsExhausted(AttachmentId),
     #[error("this is a mirror: only the authoritative log can {0}")]
-    MirrorCannot(&'static str),
+    MirrorCannot(String),
     #[error("empty proposal: nothing to do")]
     Empty,
     #[error("bad snapshot: {0}")]

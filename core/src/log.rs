@@ -130,7 +130,7 @@ impl Log {
     fn authority_only(&self, what: &'static str) -> Result<()> {
         match self.role {
             Role::Authority => Ok(()),
-            Role::Mirror(_) => Err(Reject::MirrorCannot(what)),
+            Role::Mirror(_) => Err(Reject::MirrorCannot(what.to_string())),
         }
     }
 

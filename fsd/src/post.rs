@@ -65,7 +65,17 @@ pub fn post(dir: &Path, service: &str) -> Result<tokio::net::UnixListener, PostE
         }
         std::fs::remove_file(&path).map_err(|err| PostError::Bind { path: path.clone(), err })?;
     }
-    tokio::net::UnixListener::bind(&path).map_err(|err| PostError::Bind { path, err })
+    // Bound and listening under a name of its own first, then renamed
+    // into place: a client that finds the name can connect at once (a
+    // socket is connectable only after listen(2), which follows bind(2)).
+    let fresh = dir.join(format!(".{service}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&fresh);
+    let listener = tokio::net::UnixListener::bind(&fresh).map_err(|err| PostError::Bind { path: path.clone(), err })?;
+    if let Err(err) = std::fs::rename(&fresh, &path) {
+        let _ = std::fs::remove_file(&fresh);
+        return Err(PostError::Bind { path, err });
+    }
+    Ok(listener)
 }
 
 #[cfg(test)]

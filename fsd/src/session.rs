@@ -8,6 +8,7 @@
 
 use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
+use crate::attach::wire::{self, Refusal};
 use apex_core::addr::Range;
 use apex_core::propose::{self, Applied};
 use apex_core::{make, BufferId, MetaOp, Node, Proposal, Reject, SessionUuid};
@@ -109,17 +110,17 @@ impl Session {
     /// Applies a proposal on the view node (for a shard the server leads)
     /// and records its outcome under `request`. Tools' proposals come
     /// through `attach::hub::submit`, which routes them to the holder.
-    pub fn propose(&mut self, request: &str, p: &Proposal) -> Result<Applied, String> {
-        let result = propose::apply(&mut self.view, p).map_err(|e| e.to_string());
+    pub fn propose(&mut self, request: &str, p: &Proposal) -> wire::Outcome {
+        let result = propose::apply(&mut self.view, p).map_err(Refusal::from);
         self.note_outcome(request, &result);
         result
     }
 
     /// Records the outcome of a proposal under `request`.
-    pub fn note_outcome(&mut self, request: &str, result: &Result<Applied, String>) {
+    pub fn note_outcome(&mut self, request: &str, result: &wire::Outcome) {
         let summary = match result {
             Ok(a) => Ok(a.entries.iter().map(|(s, seq)| format!("{s}:{seq}")).collect::<Vec<_>>().join(" ")),
-            Err(e) => Err(e.clone()),
+            Err(e) => Err(e.to_string()),
         };
         self.record(request, summary);
     }

@@ -16,7 +16,7 @@
 //! window holding the buffer's text with the tail applied, marked dirty,
 //! with a note in `meta/notifications`. Nothing typed is silently lost.
 
-use crate::wire::{frame, ClientMsg, FrameError, Frames, Resume, ServerMsg};
+use crate::wire::{frame, ClientMsg, FrameError, Frames, Outcome, Refusal, Resume, ServerMsg};
 use apex_core::propose::{self, Applied, Created};
 use apex_core::{
     AttachmentId, AttachmentKind, BufferId, Entry, Epoch, Log, MetaOp, MirrorHook, Node, Op, Origin, Proposal, Seq,
@@ -35,7 +35,7 @@ pub enum Event {
     /// A fenced buffer tail went into a `+Recovered` window.
     Recovered { buffer: BufferId, into: BufferId, entries: usize },
     /// The outcome of one of this link's proposals.
-    Answer { id: u64, result: Result<Applied, String> },
+    Answer { id: u64, result: Outcome },
     /// The daemon said something (a refused resume, an expired lease).
     Error(String),
 }
@@ -44,7 +44,7 @@ pub enum Event {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Submitted {
     /// This link leads the shard: applied here, to go out at the next flush.
-    Applied(Result<Applied, String>),
+    Applied(Outcome),
     /// Sent to the holder as the proposal with this id.
     Sent(u64),
 }
@@ -92,7 +92,7 @@ pub struct Link {
     /// Led shards to release at the next flush.
     releasing: BTreeSet<Shard>,
     /// Outcomes of routed proposals, sent after the entries they made.
-    answers: Vec<(u64, Shard, Result<Applied, String>)>,
+    answers: Vec<(u64, Shard, Outcome)>,
     /// Routed proposals this replica has acted on: a copy that arrives
     /// again (sent before the lease went away and came back) is not
     /// applied twice. Each is forgotten once the daemon acknowledges the
@@ -120,7 +120,7 @@ pub struct Link {
 struct Acted {
     shard: Shard,
     made: Seq,
-    result: Result<Applied, String>,
+    result: Outcome,
 }
 
 impl Link {
@@ -272,7 +272,7 @@ impl Link {
     pub fn submit(&mut self, proposal: Proposal) -> Submitted {
         if self.leads(proposal.target()) {
             let node = self.node.as_mut().expect("a leader is welcomed");
-            return Submitted::Applied(propose::apply(node, &proposal).map_err(|e| e.to_string()));
+            return Submitted::Applied(propose::apply(node, &proposal).map_err(Refusal::from));
         }
         Submitted::Sent(self.propose(proposal))
     }
@@ -415,7 +415,7 @@ impl Link {
             return;
         }
         let Some(node) = &mut self.node else { return };
-        let result = propose::apply(node, &proposal).map_err(|e| e.to_string());
+        let result = propose::apply(node, &proposal).map_err(Refusal::from);
         if result.is_ok() {
             let made = node.log.last(shard);
             self.acted.insert(id, Acted { shard, made, result: result.clone() });
@@ -549,7 +549,7 @@ impl Link {
     }
 
     /// The `+Recovered` window exists: fill it, mark it dirty, say so.
-    fn recovered(&mut self, tail: Tail, result: Result<Applied, String>) {
+    fn recovered(&mut self, tail: Tail, result: Outcome) {
         let body = match result {
             Ok(Applied { created: Created::Window(w), .. }) => w.body,
             Ok(_) => return,

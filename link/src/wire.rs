@@ -10,6 +10,7 @@
 //! complete at most one message, so each write's Rwrite is one message's
 //! outcome.
 
+use apex_core::error::Reject;
 use apex_core::propose::Applied;
 use apex_core::{AttachmentId, AttachmentKind, Entry, Epoch, Proposal, Seq, Shard};
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,32 @@ pub const MORE: u32 = 1 << 31;
 /// The largest message reassembled from pieces: a Welcome carries a whole
 /// snapshot.
 pub const MESSAGE_MAX: usize = 1 << 30;
+
+/// Why a proposal was not applied, as it crosses the wire: core's
+/// refusal, by variant, or what a holder or the daemon said. Its text is
+/// the same either way (it becomes a Rerror's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum Refusal {
+    #[error("{0}")]
+    Rejected(Reject),
+    #[error("{0}")]
+    Said(String),
+}
+
+impl From<Reject> for Refusal {
+    fn from(r: Reject) -> Refusal {
+        Refusal::Rejected(r)
+    }
+}
+
+impl From<String> for Refusal {
+    fn from(s: String) -> Refusal {
+        Refusal::Said(s)
+    }
+}
+
+/// A proposal's outcome.
+pub type Outcome = Result<Applied, Refusal>;
 
 /// What a client sends to come back after its connection dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +69,7 @@ pub enum ClientMsg {
     /// `generation` counts the Welcomes its replica was built from.
     /// `answers` are the outcomes of routed proposals for this shard whose
     /// entries these are: they stand or fall with them.
-    Append { shard: Shard, entries: Vec<Entry>, generation: u64, answers: Vec<(u64, Result<Applied, String>)> },
+    Append { shard: Shard, entries: Vec<Entry>, generation: u64, answers: Vec<(u64, Outcome)> },
     /// A shard the client's node made (it leads it at epoch 1).
     CreateShard { shard: Shard },
     /// A shard the client's node deleted.
@@ -55,7 +82,7 @@ pub enum ClientMsg {
     Propose { id: u64, proposal: Proposal },
     /// The leader's outcome of a routed proposal, sent after the entries
     /// it made.
-    Answer { id: u64, result: Result<Applied, String> },
+    Answer { id: u64, result: Outcome },
     /// Asks for one buffer's lease for `ttl_ms` milliseconds (tools).
     Lease { shard: Shard, ttl_ms: u64 },
     /// A message for the user, appended to the metalog as `Notify`.
@@ -85,7 +112,7 @@ pub enum ServerMsg {
     /// read) and is dropped: the daemon sends it again to the holder now.
     Proposal { id: u64, epoch: Epoch, proposal: Proposal },
     /// The outcome of this client's `Propose { id }`.
-    Answer { id: u64, result: Result<Applied, String> },
+    Answer { id: u64, result: Outcome },
     /// Something the client should know that no write of its failed for
     /// (a refused resume, a lease that expired).
     Error { text: String },

@@ -110,6 +110,7 @@ pub struct Ctx<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Predicted {
     buffer: BufferId,
+    view: ViewId,
     version: u64,
     q: u64,
 }
@@ -697,11 +698,14 @@ impl Input {
         }
     }
 
-    /// The prediction for `b`, while the leader has not applied it yet.
+    /// The prediction for `b`, while the leader has not applied it yet:
+    /// the edit (the version is behind), or the cursor move after it (an
+    /// entry of its own, which may come in a later frame).
     fn pending(&self, cx: &Ctx, b: BufferId) -> Option<Predicted> {
         let p = self.predicted.filter(|p| p.buffer == b)?;
-        let now = cx.node.state.buffer(b).ok()?.version;
-        (now < p.version).then_some(p)
+        let buf = cx.node.state.buffer(b).ok()?;
+        let moved = buf.views.get(&p.view).is_some_and(|v| (v.q0, v.q1) == (p.q, p.q));
+        (buf.version < p.version || (buf.version == p.version && !moved)).then_some(p)
     }
 
     /// Watching: replaces `q0..q1` of the target's text with `text` and
@@ -724,7 +728,7 @@ impl Input {
         let q = q0 + text.chars().count() as u64;
         cx.outbox.push(splice_proposal(b, version, q0, q1, text.to_string(), Origin::Keyboard));
         cx.outbox.push(Proposal::Select { buffer: b, view, version: version + 1, q0: q, q1: q });
-        self.predicted = Some(Predicted { buffer: b, version: version + 1, q });
+        self.predicted = Some(Predicted { buffer: b, view, version: version + 1, q });
         Ok(())
     }
 

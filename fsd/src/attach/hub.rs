@@ -26,7 +26,7 @@
 use crate::session::Session;
 use apex_core::propose::Applied;
 use apex_core::{AttachmentId, AttachmentKind, Epoch, MetaOp, Proposal, Seq, Shard, State};
-use apex_link::wire::{ClientMsg, Frames, Resume, ServerMsg};
+use apex_link::wire::{ClientMsg, Frames, Outcome, Refusal, Resume, ServerMsg};
 
 use super::feed::Hole;
 pub use super::feed::{read, read_deferred, welcomed, Readable, WelcomeJob};
@@ -52,14 +52,14 @@ impl Default for HubConfig {
 }
 
 /// Where the outcome of a proposal goes.
-pub type Reply = oneshot::Sender<Result<Applied, String>>;
+pub type Reply = oneshot::Sender<Outcome>;
 
 /// What a write did: finished, or waits for a routed proposal's outcome.
 #[derive(Debug)]
 pub enum Written {
     Done,
     /// Proposal `id`'s outcome will come on the receiver.
-    Wait(u64, oneshot::Receiver<Result<Applied, String>>),
+    Wait(u64, oneshot::Receiver<Outcome>),
 }
 
 #[derive(Debug)]
@@ -534,7 +534,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
 }
 
 /// The holder's outcome of routed proposal `id`.
-fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Result<Applied, String>) -> Result<(), String> {
+fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome) -> Result<(), String> {
     let ours = s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
     if !ours {
         return Err(format!("attach: no proposal {id} is waiting for {a}"));
@@ -804,10 +804,18 @@ fn route(s: &mut Session, id: u64) {
         // Not with anyone who may apply it: as if it never was.
         p.sent_to = None;
         let why = "write flushed before it was applied: nothing changed";
-        finish(s, p, Err(why.to_string()));
+        finish(s, p, Err(Refusal::Said(why.to_string())));
         return;
     }
     let target = p.proposal.target();
+    // Proposals to one shard reach its holder in the order they came (a
+    // watching UI's keystrokes are a run of them): one waits while an
+    // earlier one to the same shard is still waiting to be sent.
+    let earlier_waits =
+        s.hub.pending.range(..id).any(|(_, q)| q.sent_to.is_none() && !q.flushed && q.proposal.target() == target);
+    if earlier_waits {
+        return;
+    }
     let (holder, epoch) = match s.view.log.lease(target) {
         Ok(l) if l.released.is_some() => (None, 0), // between holders: wait for the grant
         Ok(l) => (Some(l.holder), l.epoch),
@@ -861,7 +869,7 @@ fn redispatch(s: &mut Session) {
     }
 }
 
-fn finish(s: &mut Session, mut p: Pending, result: Result<Applied, String>) {
+fn finish(s: &mut Session, mut p: Pending, result: Outcome) {
     if p.sent_to.is_some() {
         s.note_outcome(&p.request, &result);
     }

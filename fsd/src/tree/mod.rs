@@ -22,6 +22,7 @@ pub mod place;
 pub mod stream;
 
 use crate::attach::hub::{self, ConnId, Readable, Written};
+use crate::attach::wire::Outcome;
 use crate::buffers::{self, BufferCtl};
 use crate::ctlmsg::SessionCtl;
 use crate::host;
@@ -206,15 +207,19 @@ impl Tree {
         &self,
         n: u64,
         id: u64,
-        mut rx: tokio::sync::oneshot::Receiver<Result<Applied, String>>,
+        mut rx: tokio::sync::oneshot::Receiver<Outcome>,
     ) -> Result<Applied, String> {
-        let lost = || Err("proposal lost: its session was deleted".to_string());
+        // The Rerror's text is the refusal's, whichever kind it is.
+        let said = |got: Result<Outcome, _>| match got {
+            Ok(outcome) => outcome.map_err(|e| e.to_string()),
+            Err(_) => Err("proposal lost: its session was deleted".to_string()),
+        };
         tokio::select! {
-            got = &mut rx => return got.unwrap_or_else(|_| lost()),
+            got = &mut rx => return said(got),
             () = srv::flushed() => {}
         }
         self.with_hub(n, |s, now| hub::withdraw(s, id, now))?;
-        rx.await.unwrap_or_else(|_| lost())
+        said(rx.await)
     }
 
     /// Every session's attach tables' sizes ([`hub::Hub::sizes`]): what

@@ -54,7 +54,7 @@ struct Client {
     gone: bool,
 }
 
-type Answer = oneshot::Receiver<Result<apex_core::propose::Applied, String>>;
+type Answer = oneshot::Receiver<apex_fsd::attach::wire::Outcome>;
 
 pub struct World {
     pub s: Session,
@@ -625,6 +625,32 @@ fn tables_do_not_grow_with_the_proposals_that_went_through() {
     assert_eq!(sizes[0].0, sizes[1].0, "the hub's tables: {sizes:?}");
     assert!(sizes.iter().all(|(_, acted, _)| *acted <= 1000), "the leader remembers only what is in flight: {sizes:?}");
     assert_eq!(sizes[0].0[1], 0, "nothing pending");
+    w.quiesce();
+}
+
+#[test]
+fn refusals_cross_the_wire_typed() {
+    use apex_core::Reject;
+    use apex_fsd::attach::wire::Refusal;
+    let mut w = World::new(10);
+    let ui = w.join(AttachmentKind::Ui);
+    let tool = w.join(AttachmentKind::Tool);
+    w.settle();
+    let b = window(&mut w, ui, "/tmp/typed");
+    w.settle();
+    let version = w.s.view.state.buffer(b).unwrap().version;
+    // Routed to the leading UI, refused by its core: the tool sees why by
+    // variant, and the text is core's.
+    let p = Proposal::Insert { buffer: b, version, q0: 99, text: "x".into(), origin: Origin::OtherFile };
+    let id = w.link(tool).propose(p);
+    w.settle();
+    let events = w.link(tool).events();
+    let refused = events.iter().find_map(|e| match e {
+        Event::Answer { id: i, result: Err(r) } if *i == id => Some(r.clone()),
+        _ => None,
+    });
+    let Some(Refusal::Rejected(Reject::Range { q0: 99, .. })) = &refused else { panic!("{events:?}") };
+    assert!(refused.unwrap().to_string().contains("99"), "the words are core's");
     w.quiesce();
 }
 
