@@ -10,7 +10,7 @@ use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
 use crate::attach::wire::{self, Refusal};
 use apex_core::addr::Range;
-use apex_core::propose::{self, Applied};
+use apex_core::propose;
 use apex_core::{make, BufferId, MetaOp, Node, Proposal, Reject, SessionUuid};
 use std::collections::{BTreeMap, VecDeque};
 

@@ -24,7 +24,6 @@
 //!   outcome, and pending proposals follow the lease when it moves.
 
 use crate::session::Session;
-use apex_core::propose::Applied;
 use apex_core::{AttachmentId, AttachmentKind, Epoch, MetaOp, Proposal, Seq, Shard, State};
 use apex_link::wire::{ClientMsg, Frames, Outcome, Refusal, Resume, ServerMsg};
 
