@@ -246,17 +246,23 @@ mod tests {
         ];
         let bytes: Vec<u8> = msgs.iter().flat_map(frame).collect();
         for cut in 1..bytes.len() {
-            let mut f = Frames::default();
-            let mut got = Vec::new();
-            for piece in bytes.chunks(cut) {
-                f.push(piece);
-                while let Some(m) = f.next_msg::<ClientMsg>().unwrap() {
-                    got.push(m);
-                }
-            }
-            assert_eq!(got, msgs, "cut every {cut} bytes");
-            assert_eq!(f.pending(), 0);
+            assert_eq!(reassembled(&bytes, cut), msgs, "cut every {cut} bytes");
         }
+    }
+
+    /// The messages `bytes` make when they come `cut` bytes at a time;
+    /// nothing may be left over.
+    fn reassembled(bytes: &[u8], cut: usize) -> Vec<ClientMsg> {
+        let mut f = Frames::default();
+        let mut got = Vec::new();
+        for piece in bytes.chunks(cut) {
+            f.push(piece);
+            while let Some(m) = f.next_msg::<ClientMsg>().unwrap() {
+                got.push(m);
+            }
+        }
+        assert_eq!(f.pending(), 0);
+        got
     }
 
     #[test]
@@ -277,16 +283,7 @@ mod tests {
         // Any cut of the pieces reassembles to the message, and nothing
         // is whole before the last piece is.
         for cut in [1, 3, 4096, FRAME_MAX - 1, FRAME_MAX + 4, 3 << 20] {
-            let mut f = Frames::default();
-            let mut got = Vec::new();
-            for piece in bytes.chunks(cut) {
-                f.push(piece);
-                while let Some(m) = f.next_msg::<ClientMsg>().unwrap() {
-                    got.push(m);
-                }
-            }
-            assert_eq!(got, std::slice::from_ref(&big), "cut every {cut} bytes");
-            assert_eq!(f.pending(), 0);
+            assert_eq!(reassembled(&bytes, cut), std::slice::from_ref(&big), "cut every {cut} bytes");
         }
         let mut f = Frames::default();
         f.push(&bytes[..bytes.len() - 1]);
