@@ -184,6 +184,16 @@ pub struct Applied {
 }
 
 impl Proposal {
+    /// The proposal that replaces `q0..q1` of `buffer` at `version` with
+    /// `text`: an insert, a delete or a replace.
+    pub fn splice(buffer: BufferId, version: u64, q0: u64, q1: u64, text: String, origin: Origin) -> Proposal {
+        match (q0 == q1, text.is_empty()) {
+            (true, _) => Proposal::Insert { buffer, version, q0, text, origin },
+            (false, true) => Proposal::Delete { buffer, version, q0, q1, origin },
+            (false, false) => Proposal::Replace { buffer, version, q0, q1, text, origin },
+        }
+    }
+
     /// The buffer a buffer proposal changes.
     pub fn buffer(&self) -> Option<BufferId> {
         match self {

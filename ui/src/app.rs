@@ -302,13 +302,18 @@ impl Ui {
     pub fn woke(&mut self) -> bool {
         self.report_events();
         self.take_plumbed();
-        if !self.host.att.is_closed() || self.lost {
+        let closed = self.host.att.is_closed();
+        if closed && self.lost {
+            // Gone again before it was welcomed: dial on.
+            self.host.reconnect();
+        }
+        if !closed || self.lost {
             return false;
         }
         self.lost = true;
         let text = format!(
-            "apex-ui: the connection to apexd ({}) is gone; dialling it again. Typing goes on here and is sent \
-             when it answers\n",
+            "apex-ui: the connection to apexd ({}) is gone; dialling it again. Typing in what this UI leads goes \
+             on and is sent when it answers\n",
             self.host.address
         );
         let _ = exec::warn(&mut self.host, None, &text);

@@ -46,6 +46,8 @@ pub struct UiHost {
     /// act on (`Ui::woke`); `wake` says one came.
     pub plumbed: Arc<Mutex<Vec<plumb::Message>>>,
     pub wake: Arc<tokio::sync::Notify>,
+    /// A task is dialling the daemon again.
+    dialling: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The replica's state under the link's lock.
@@ -76,6 +78,7 @@ impl UiHost {
             local: address.starts_with("unix!"),
             plumbed: Arc::default(),
             wake: Arc::default(),
+            dialling: Arc::default(),
         }
     }
 
@@ -122,8 +125,14 @@ impl UiHost {
     /// Dials the daemon again until it answers, then resumes the
     /// attachment on the new connection (or is attached anew, with what
     /// the daemon never acknowledged recovered). Runs until it has.
+    /// One such task at a time.
     pub fn reconnect(&self) {
+        use std::sync::atomic::Ordering;
+        if self.dialling.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let (att, address, session) = (self.att.clone(), self.address.clone(), self.session.clone());
+        let dialling = self.dialling.clone();
         self.rt.spawn(async move {
             let mut pause = Duration::from_millis(50);
             loop {
@@ -131,6 +140,7 @@ impl UiHost {
                 pause = (pause * 2).min(Duration::from_secs(1));
                 let Ok(client) = apex_ninep::dial(&address, 1 << 20).await else { continue };
                 if att.reconnect(&client, &session).await.is_ok() {
+                    dialling.store(false, Ordering::SeqCst);
                     return;
                 }
             }

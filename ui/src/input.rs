@@ -180,15 +180,6 @@ pub struct Input {
     predicted: Option<Predicted>,
 }
 
-/// The proposal that replaces `q0..q1` of `b` at `version` with `text`.
-fn splice_proposal(b: BufferId, version: u64, q0: u64, q1: u64, text: String, origin: Origin) -> Proposal {
-    match (q0 == q1, text.is_empty()) {
-        (true, _) => Proposal::Insert { buffer: b, version, q0, text, origin },
-        (false, true) => Proposal::Delete { buffer: b, version, q0, q1, origin },
-        (false, false) => Proposal::Replace { buffer: b, version, q0, q1, text, origin },
-    }
-}
-
 /// `part` of `whole` pixels as a layout fraction, within `0..=ONE`.
 fn frac_of(part: i32, whole: i32) -> u32 {
     let whole = i64::from(whole.max(1));
@@ -296,7 +287,7 @@ impl Ctx<'_> {
             // Watching: the leader applies it, as it would a tool's.
             let version = self.node.state.buffer(b).map_err(|e| e.to_string())?.version;
             let p = match op {
-                BufferOp::Splice { q0, q1, text, origin } => splice_proposal(b, version, q0, q1, text, origin),
+                BufferOp::Splice { q0, q1, text, origin } => Proposal::splice(b, version, q0, q1, text, origin),
                 BufferOp::Select { view, q0, q1 } => Proposal::Select { buffer: b, view, version, q0, q1 },
                 BufferOp::SetOrigin { view, org } => Proposal::SetOrigin { buffer: b, view, version, org },
                 BufferOp::ExecAt(action) => Proposal::Exec { buffer: b, action: *action },
@@ -726,7 +717,7 @@ impl Input {
             None => cx.node.state.buffer(b).map_err(|e| e.to_string())?.version,
         };
         let q = q0 + text.chars().count() as u64;
-        cx.outbox.push(splice_proposal(b, version, q0, q1, text.to_string(), Origin::Keyboard));
+        cx.outbox.push(Proposal::splice(b, version, q0, q1, text.to_string(), Origin::Keyboard));
         cx.outbox.push(Proposal::Select { buffer: b, view, version: version + 1, q0: q, q1: q });
         self.predicted = Some(Predicted { buffer: b, view, version: version + 1, q });
         Ok(())
@@ -800,6 +791,26 @@ impl Input {
     }
 
     fn key(&mut self, k: Key, cx: &mut Ctx) -> Result<(), String> {
+        let Some((_, b, _, _)) = self.typing_target(cx) else { return Ok(()) };
+        let pending = self.pending(cx, b);
+        let done = self.key_in(k, cx);
+        // Watching: a cursor key's move is a proposal too; the cursor is
+        // predicted where it goes until the leader's move is in.
+        let moved = cx.outbox.last().and_then(|p| match p {
+            Proposal::Select { buffer, view, q0, q1, .. } if *buffer == b && q0 == q1 => Some((*view, *q0)),
+            _ => None,
+        });
+        if let (false, Some((view, q))) = (cx.node.leads(Shard::Buffer(b)), moved) {
+            let now = cx.node.state.buffer(b).map_or(0, |x| x.version);
+            let version = pending.map_or(now, |p| p.version.max(now));
+            if !matches!(k, Key::Backspace | Key::Delete | Key::Ctrl('h' | 'w' | 'u')) {
+                self.predicted = Some(Predicted { buffer: b, view, version, q });
+            }
+        }
+        done
+    }
+
+    fn key_in(&mut self, k: Key, cx: &mut Ctx) -> Result<(), String> {
         let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
         let buf = cx.node.state.buffer(b).map_err(|e| e.to_string())?;
         let len = buf.len();

@@ -87,6 +87,8 @@ struct InFlight {
     task: JoinHandle<()>,
     cancelable: bool,
     flushed: tokio::sync::watch::Sender<bool>,
+    /// Set once the request's reply is sent (its tag is free after).
+    done: tokio::sync::watch::Receiver<bool>,
 }
 
 tokio::task_local! {
@@ -534,24 +536,36 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
             tokio::spawn(conn.clone().openfd(tag, fid, mode));
         }
         Fcall::Tflush { oldtag } => {
-            let task = conn.tasks.lock().expect("task lock").remove(&oldtag);
-            let Some(InFlight { task, cancelable, flushed }) = task else {
+            let mut tasks = conn.tasks.lock().expect("task lock");
+            let Some(f) = tasks.get(&oldtag) else {
+                drop(tasks);
                 conn.reply(tag, Fcall::Rflush);
                 return;
             };
-            match cancelable {
-                true => task.abort(),
-                false => {
-                    let _ = flushed.send(true);
-                }
+            if f.cancelable {
+                // A read never happened, as far as the client can tell.
+                let f = tasks.remove(&oldtag).expect("found");
+                drop(tasks);
+                f.task.abort();
+                // It may have been replying: that reply goes first.
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    let _ = f.task.await;
+                    conn.reply(tag, Fcall::Rflush);
+                });
+                return;
             }
-            // Either way it is finished (or gone) before the Rflush. A
-            // request that is let finish (a write waiting to be
-            // sequenced) is waited for apart: the connection's other
-            // requests are answered meanwhile.
+            // A request that is let finish (a write waiting to be
+            // sequenced) keeps its tag until its reply is sent, so a second
+            // Tflush of it waits too; the Rflush follows that reply, waited
+            // for apart: the connection's other requests are answered
+            // meanwhile.
+            let _ = f.flushed.send(true);
+            let mut done = f.done.clone();
+            drop(tasks);
             let conn = conn.clone();
             tokio::spawn(async move {
-                let _ = task.await;
+                let _ = done.wait_for(|d| *d).await;
                 conn.reply(tag, Fcall::Rflush);
             });
         }
@@ -576,6 +590,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
             // The task registers itself under the lock, so it cannot finish
             // and unregister before it is registered.
             let mut tasks = conn.tasks.lock().expect("task lock");
+            let (replied, done) = tokio::sync::watch::channel(false);
             let task = tokio::spawn(async move {
                 let reply = request.await;
                 // Reply and unregister without an await between, so a Tflush
@@ -583,8 +598,9 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
                 let mut tasks = c.tasks.lock().expect("task lock");
                 tasks.remove(&tag);
                 c.reply(tag, reply);
+                let _ = replied.send(true);
             });
-            tasks.insert(tag, InFlight { task, cancelable, flushed });
+            tasks.insert(tag, InFlight { task, cancelable, flushed, done });
         }
         body => {
             conn.reply(tag, Fcall::Rerror { ename: format!("unexpected 9P message type {} with tag {tag}", body.ty()) })

@@ -410,12 +410,11 @@ fn reclaim_stuck(s: &mut Session, now: u64) {
         if lease.holder == AttachmentId::SERVER || lease.released.is_some() {
             continue;
         }
-        // Sent to a holder that still has the lease it was sent at and
-        // did not answer; or waiting for a holder that is not connected.
-        let stuck = match sent {
-            Some(at) => at == (lease.holder, lease.epoch),
-            None => s.hub.live_conn_of(lease.holder).is_none(),
-        };
+        // Sent to a holder that is connected, still has the lease it was
+        // sent at, and did not answer. A holder whose connection went is
+        // waited for until its resume grace ends (which reclaims then).
+        let live = s.hub.live_conn_of(lease.holder).is_some();
+        let stuck = live && sent == Some((lease.holder, lease.epoch));
         if !stuck {
             continue;
         }

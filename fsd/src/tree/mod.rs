@@ -572,6 +572,8 @@ impl Tree {
                             false => job.frame(),
                         };
                         let _ = tree.with_hub_quiet(n, |s| hub::welcomed(s, conn, frames));
+                        // Another read of this fid may be waiting for it.
+                        tree.changed();
                     });
                     let _ = encoded.await;
                     continue;

@@ -889,6 +889,13 @@ fn a_second_ui_leads_the_first_watches_types_through_proposals_and_leads_again()
         })
     }));
     assert!(typed.is_ok(), "the daemon has {seen:?}; +Errors: {:?}", errors(&mut r));
+    // A cursor key moves the cursor there too: typing follows it.
+    r.key(Key::Left);
+    r.key(Key::Left);
+    r.typed("~");
+    wait_for("typing after two Lefts", || {
+        (r.apex(&["read", &format!("main/acme/{}/body", w.number)]) == "shared, on~e! by two\n").then_some(())
+    });
     assert!(r.ui().watching(), "still watching: typing did not take the leases");
 
     // B2 on `Lead`: the leases come back; the second watches.
@@ -901,7 +908,7 @@ fn a_second_ui_leads_the_first_watches_types_through_proposals_and_leads_again()
     wait_for("the second to watch", || r.ui().watching().then_some(()));
     swap(&mut r, &mut first);
     r.typed("?");
-    assert_eq!(r.body_text(w), "shared, one!? by two\n", "typing applies at once again");
+    assert_eq!(r.body_text(w), "shared, on~?e! by two\n", "typing applies at once again");
     if let Some(ui) = first.take() {
         r.rt.block_on(ui.host.att.close());
     }
