@@ -125,6 +125,8 @@ async fn a_flushed_write_holds_up_nothing_and_lands_before_the_rflush_or_never()
     let mut r = raw_body(&d, body).await;
     r.send(10, Fcall::Twrite { fid: 1, offset: 0, data: b" never".to_vec() }).await;
     r.send(11, Fcall::Tflush { oldtag: 10 }).await;
+    // Flushed again (a second interrupt): that Rflush waits too.
+    r.send(13, Fcall::Tflush { oldtag: 10 }).await;
     r.send(12, Fcall::Tstat { fid: 0 }).await;
     let first = r.next(WATCHDOG).await.expect("the Tstat answered while the flush waits");
     assert_eq!(first.tag, 12, "{first:?}");
@@ -134,8 +136,13 @@ async fn a_flushed_write_holds_up_nothing_and_lands_before_the_rflush_or_never()
     let write = r.next(WATCHDOG).await.expect("the write's reply");
     assert_eq!(write.tag, 10, "{write:?}");
     assert!(matches!(&write.body, Fcall::Rerror { ename } if ename.contains("flushed")), "{write:?}");
-    let flush = r.next(WATCHDOG).await.expect("the Rflush");
-    assert_eq!((flush.tag, &flush.body), (11, &Fcall::Rflush));
+    let mut flushes: Vec<(u16, Fcall)> = Vec::new();
+    for _ in 0..2 {
+        let m = r.next(WATCHDOG).await.expect("an Rflush");
+        flushes.push((m.tag, m.body));
+    }
+    flushes.sort_by_key(|(tag, _)| *tag);
+    assert_eq!(flushes, [(11, Fcall::Rflush), (13, Fcall::Rflush)], "both after the write's reply");
     assert_eq!(holder(&c, root, &format!("buffer.{}", body.0)).await, "0", "reclaimed");
     assert_eq!(text(read(&c, root, &path).await.unwrap()), "typed", "the flushed write never appears");
     let _ = tokio::time::timeout(WATCHDOG, ui.resume()).await.expect("resume");
