@@ -212,7 +212,9 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     assert!(d.apex(&["read", &format!("main/acme/{number}/tag")]).contains(" Put "), "dirty: the tag offers Put");
 
     // acme's colours where the layout says, in a real screenshot.
-    let png = std::env::temp_dir().join(format!("apex-ui-screenshot-{}.png", std::process::id()));
+    // Under target/, not /tmp: kept to be looked at, gone with `cargo clean`.
+    let png = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("apex-ui-screenshot-{}.png", std::process::id()));
     let rgb = wait_for("the dirty box to be drawn", || {
         let rgb = d.screenshot(&png);
         let (bx, by) = ((geom.layout_box.x0 + geom.layout_box.x1) / 2, (geom.layout_box.y0 + geom.layout_box.y1) / 2);
@@ -312,7 +314,7 @@ fn two_apex_uis_share_a_session_the_watching_one_follows_and_lead_and_a_box_drag
     // Inside the row tag's line, clear of its border.
     let label = Rect::new(row.x1 - label_width(&mut fonts, WATCHING), row.y0 + 2, row.x1 - 2, row.y0 + m.line - 2);
     let has_text = |rgb: &[u8], r: Rect, dx: i32| crop(rgb, r, dx).iter().filter(|p| **p != palette::TAG).count() > 20;
-    let png = std::env::temp_dir().join(format!("apex-ui-two-{}.png", std::process::id()));
+    let png = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("apex-ui-two-{}.png", std::process::id()));
     wait_for("the first UI to show `watching`", || {
         let rgb = d.screenshot(&png);
         (has_text(&rgb, label, 0) && !has_text(&rgb, label, SECOND_X)).then_some(())
