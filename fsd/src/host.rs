@@ -7,7 +7,7 @@
 //! File and process work happens outside the registry lock; only the
 //! proposals that record it take the lock, briefly.
 
-use crate::tree::Tree;
+use crate::daemon::Daemon;
 use apex_core::meta::Process;
 use apex_core::{exec, look};
 use apex_core::{AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
@@ -19,21 +19,21 @@ use tokio::io::AsyncReadExt;
 /// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
 /// a directory lists its entries), names it so if a file was given, and
 /// marks it clean.
-pub async fn get(tree: &Tree, session: u64, b: BufferId, file: Option<String>) -> Result<(), String> {
-    let name = tree.with_session(session, |s| Ok(s.view.state.buffer(b).map_err(|e| e.to_string())?.name.clone()))?;
+pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), String> {
+    let name = daemon.with_session(session, |s| Ok(s.view.state.buffer(b).map_err(|e| e.to_string())?.name.clone()))?;
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
     let text = tokio::task::spawn_blocking(move || apex_ninep::files::read_utf8("get", &path))
         .await
         .map_err(|e| format!("get: {e}"))??;
-    let proposals = tree.with_session(session, |s| {
+    let proposals = daemon.with_session(session, |s| {
         let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
         Ok(exec::get_proposals(buf, b, &file, named, text))
     })?;
     let request = format!("get {} {file}", b.0);
     for p in proposals {
-        tree.propose(session, &request, p).await?;
+        daemon.propose(session, &request, p).await?;
     }
     Ok(())
 }
@@ -42,13 +42,13 @@ pub async fn get(tree: &Tree, session: u64, b: BufferId, file: Option<String>) -
 /// `file` (the buffer's name if none), then marks the buffer clean at that
 /// version; if it changed meanwhile it stays dirty and the error says so.
 pub async fn put(
-    tree: &Tree,
+    daemon: &Daemon,
     session: u64,
     b: BufferId,
     version: Option<u64>,
     file: Option<String>,
 ) -> Result<(), String> {
-    let (text, at, name) = tree.with_session(session, |s| {
+    let (text, at, name) = daemon.with_session(session, |s| {
         let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
         if let Some(v) = version.filter(|v| *v != buf.version) {
             return Err(format!(
@@ -70,7 +70,7 @@ pub async fn put(
     .await
     .map_err(|e| format!("put: {e}"))?
     .map_err(|e| format!("put: {file}: {e}"))?;
-    tree.with_session(session, |s| {
+    daemon.with_session(session, |s| {
         let now = s.view.state.buffer(b).map_err(|e| e.to_string())?.version;
         match now == at {
             true => Ok(()),
@@ -81,7 +81,7 @@ pub async fn put(
     })?;
     // The leader marks it clean; a change that raced this stays dirty
     // (Clean applies to the version the leader has, as acme's put does).
-    tree.propose(session, &format!("put {} {file}", b.0), Proposal::Clean { buffer: b }).await.map(|_| ())
+    daemon.propose(session, &format!("put {} {file}", b.0), Proposal::Clean { buffer: b }).await.map(|_| ())
 }
 
 /// The directory commands run in for a window named `name`: its own if it
@@ -99,31 +99,31 @@ pub fn run_dir(dir: Option<&str>) -> String {
 }
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
-pub async fn errors_window(tree: &Tree, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
-    let found = tree.with_session(session, |s| Ok(look::window_named(&s.view.state, name)))?;
+pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
+    let found = daemon.with_session(session, |s| Ok(look::window_named(&s.view.state, name)))?;
     if let Some(f) = found {
         return Ok(f);
     }
     let p = Proposal::CreateWindow { body: None, column: None, name: name.to_string() };
-    match tree.propose(session, &format!("window {name}"), p).await?.created {
+    match daemon.propose(session, &format!("window {name}"), p).await?.created {
         apex_core::propose::Created::Window(w) => Ok((w.window, w.body)),
         _ => Err("exec: could not make the errors window".into()),
     }
 }
 
 /// Appends command output to the errors buffer, keeping it clean.
-pub async fn append_output(tree: &Tree, session: u64, b: BufferId, text: &str) {
-    let Ok(Some(p)) = tree.with_session(session, |s| crate::buffers::append(s, b, text, Origin::OtherFile)) else {
+pub async fn append_output(daemon: &Daemon, session: u64, b: BufferId, text: &str) {
+    let Ok(Some(p)) = daemon.with_session(session, |s| crate::buffers::append(s, b, text, Origin::OtherFile)) else {
         return;
     };
-    if tree.propose(session, "exec output", p).await.is_ok() {
-        let _ = tree.propose(session, "exec output", Proposal::Clean { buffer: b }).await;
+    if daemon.propose(session, "exec output", p).await.is_ok() {
+        let _ = daemon.propose(session, "exec output", Proposal::Clean { buffer: b }).await;
     }
 }
 
 /// Runs `command` with `sh -c` in `dir`; returns its pid. Output goes to
 /// `DIR/+Errors` as it comes; the exit is recorded in the metalog.
-pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result<u32, String> {
+pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str) -> Result<u32, String> {
     exec::absolute("exec", dir)?;
     if !Path::new(dir).is_dir() {
         return Err(format!("exec: {dir}: not a directory"));
@@ -140,9 +140,9 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
         .map_err(|e| format!("exec: sh: {e}"))?;
     let pid = child.id().ok_or("exec: the command exited before it could be recorded")?;
     let errors = look::errors_name(dir);
-    let made = errors_window(tree, session, &errors).await;
+    let made = errors_window(daemon, session, &errors).await;
     let body = made.and_then(|(window, body)| {
-        tree.with_session(session, |s| {
+        daemon.with_session(session, |s| {
             let process = Process {
                 owner: AttachmentId::SERVER,
                 command: command.to_string(),
@@ -179,7 +179,7 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
         });
     }
     drop(tx);
-    let tree = tree.clone();
+    let daemon = daemon.clone();
     tokio::spawn(async move {
         let mut tail = Vec::new();
         while let Some(bytes) = rx.recv().await {
@@ -192,10 +192,10 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
             };
             let text = String::from_utf8_lossy(&tail[..cut]).into_owned();
             tail.drain(..cut);
-            append_output(&tree, session, body, &text).await;
+            append_output(&daemon, session, body, &text).await;
         }
         if !tail.is_empty() {
-            append_output(&tree, session, body, &String::from_utf8_lossy(&tail)).await;
+            append_output(&daemon, session, body, &String::from_utf8_lossy(&tail)).await;
         }
         let status = match child.wait().await {
             Ok(st) => {
@@ -204,7 +204,7 @@ pub async fn exec(tree: &Tree, session: u64, dir: &str, command: &str) -> Result
             Err(_) => -1,
         };
         tracing::info!(session, pid, status, "exit");
-        let _ = tree.with_session(session, |s| {
+        let _ = daemon.with_session(session, |s| {
             s.view.push_meta(MetaOp::ProcessExit { pid: pid.into(), status }).map(|_| ()).map_err(|e| e.to_string())
         });
     });
@@ -227,8 +227,8 @@ impl Either {
 }
 
 /// Ends process `pid` of the session (SIGTERM to its process group).
-pub fn kill(tree: &Tree, session: u64, pid: u64) -> Result<(), String> {
-    tree.with_session(session, |s| match s.view.state.meta.processes.contains_key(&pid) {
+pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), String> {
+    daemon.with_session(session, |s| match s.view.state.meta.processes.contains_key(&pid) {
         true => Ok(()),
         false => Err(format!("kill: no process {pid} in this session (see meta/processes)")),
     })?;

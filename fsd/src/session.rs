@@ -109,7 +109,7 @@ impl Session {
 
     /// Applies a proposal on the view node (for a shard the server leads)
     /// and records its outcome under `request`. Tools' proposals come
-    /// through `attach::hub::submit`, which routes them to the holder.
+    /// through `route::submit`, which routes them to the holder.
     pub fn propose(&mut self, request: &str, p: &Proposal) -> wire::Outcome {
         let result = propose::apply(&mut self.view, p).map_err(Refusal::from);
         self.note_outcome(request, &result);

@@ -5,17 +5,9 @@
 //! the session's buffers), and the compaction of entries every connection
 //! has had.
 
-use super::hub::{Conn, ConnId};
+use super::hub::{Conn, ConnId, Hole, WelcomeJob};
 use crate::session::Session;
-use apex_core::{AttachmentId, State};
 use apex_link::wire::ServerMsg;
-
-/// A Welcome framed at `out[at]` whose snapshot is encoded when read.
-#[derive(Debug)]
-pub(super) struct Hole {
-    pub(super) at: usize,
-    pub(super) job: Option<WelcomeJob>,
-}
 
 /// What a read of `attach` gets.
 #[derive(Debug)]
@@ -26,27 +18,6 @@ pub enum Readable {
     /// A Welcome to encode with no lock held, then hand back with
     /// [`welcomed`]: its frames are the connection's next bytes.
     Welcome(WelcomeJob),
-}
-
-/// A Welcome whose snapshot is yet to be encoded.
-#[derive(Debug)]
-pub struct WelcomeJob {
-    pub(super) attachment: AttachmentId,
-    pub(super) token: u64,
-    pub(super) state: Box<State>,
-}
-
-impl WelcomeJob {
-    /// The Welcome's frames: the snapshot encoded once, in pieces.
-    pub fn frame(self) -> Vec<u8> {
-        let snapshot = self.state.to_snapshot();
-        apex_link::wire::frame(&ServerMsg::Welcome { attachment: self.attachment, token: self.token, snapshot })
-    }
-
-    /// Whether encoding it is worth a thread of its own.
-    pub fn is_big(&self) -> bool {
-        self.state.buffers.values().map(|b| b.text.len_bytes()).sum::<usize>() > 1 << 20
-    }
 }
 
 /// Bytes for a read of up to `count`, or `None` when there is nothing yet

@@ -2,8 +2,13 @@
 //! a mirror log, tools follow and propose, leadership moves safely between
 //! them.
 //!
-//! - [`hub`]: the daemon's side, per session, sans I/O.
+//! - [`hub`]: one session's attach state, as data.
+//! - [`protocol`]: the frames a connection writes, hang-ups and time.
+//! - [`lease`]: leadership moves (ask, grant, reclaim, give back).
 //! - [`feed`]: what each connection reads.
+//!
+//! Proposal routing is [`crate::route`]: it serves every writer, not only
+//! attached clients.
 //!
 //! The client's side (frames, the link, the connection driver) is the
 //! `apex-link` crate, re-exported here as [`wire`], [`link`] and [`conn`]
@@ -11,5 +16,7 @@
 
 pub mod feed;
 pub mod hub;
+pub mod lease;
+pub mod protocol;
 
 pub use apex_link::{conn, link, wire};

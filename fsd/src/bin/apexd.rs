@@ -6,8 +6,8 @@
 //! (`RUST_LOG=info` to see sessions and refused requests).
 
 use anyhow::Context;
+use apex_fsd::fsys::Fsys;
 use apex_fsd::registry::Registry;
-use apex_fsd::tree::Tree;
 use apex_ninep::srv::{serve_conn, serve_unix, Config};
 use clap::Parser;
 use std::path::PathBuf;
@@ -53,14 +53,14 @@ struct Args {
 const ACME_MSIZE: u32 = 64 << 20;
 
 /// Serves every connection to `listener` until the listener fails.
-async fn serve_listener(listener: tokio::net::UnixListener, tree: Arc<Tree>, config: Config) {
+async fn serve_listener(listener: tokio::net::UnixListener, tree: Arc<Fsys>, config: Config) {
     while let Ok((conn, _)) = listener.accept().await {
         spawn_unix(conn, tree.clone(), config.clone());
     }
 }
 
 /// Serves one Unix connection (Topenfd included) in a task of its own.
-fn spawn_unix(conn: tokio::net::UnixStream, tree: Arc<Tree>, config: Config) {
+fn spawn_unix(conn: tokio::net::UnixStream, tree: Arc<Fsys>, config: Config) {
     tokio::spawn(async move {
         if let Err(e) = serve_unix(tree, conn, config).await {
             tracing::info!(error = %e, "connection closed");
@@ -149,7 +149,7 @@ async fn run() -> anyhow::Result<()> {
     if let Some(name) = args.acme.as_deref().filter(|n| *n != args.session) {
         registry.create(Some(name)).map_err(anyhow::Error::msg)?;
     }
-    let tree = Arc::new(Tree::new(registry, apex_ninep::ns::user_name()));
+    let tree = Arc::new(Fsys::new(registry, apex_ninep::ns::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };
     tracing::info!(socket = %dir.join("apex").display(), "serving");
     let mut posted = vec![dir.join("apex")];

@@ -2,14 +2,14 @@
 //! opened and clunked by the ten thousand leave its tables as they were,
 //! and a file keeps its qid path (apex-mnt's inode number) throughout.
 
+use apex_fsd::fsys::Fsys;
 use apex_fsd::registry::Registry;
-use apex_fsd::tree::Tree;
 use apex_ninep::fcall::{ORDWR, OREAD};
 use apex_ninep::srv::Serve;
 
 /// Walks from `root` to `path`, opens it with `mode` and clunks it; the
 /// file's qid path.
-async fn open_and_clunk(tree: &Tree, root: &<Tree as Serve>::Fid, path: &[String], mode: u8) -> u64 {
+async fn open_and_clunk(tree: &Fsys, root: &<Fsys as Serve>::Fid, path: &[String], mode: u8) -> u64 {
     let (qids, fid) = tree.walk(root, path).await.unwrap();
     let fid = fid.unwrap_or_else(|| panic!("walk {path:?}"));
     let (qid, open) = tree.open(&fid, mode).await.unwrap_or_else(|e| panic!("open {path:?}: {e}"));
@@ -22,7 +22,7 @@ async fn open_and_clunk(tree: &Tree, root: &<Tree as Serve>::Fid, path: &[String
 async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() {
     let mut registry = Registry::new(Box::new(|| [7; 16]));
     registry.create(Some("main")).unwrap();
-    let tree = Tree::new(registry, "glenda".into());
+    let tree = Fsys::new(registry, "glenda".into());
     let (_, root) = tree.attach("glenda", "").await.unwrap();
     let new: Vec<String> = ["main", "buffers", "new"].map(String::from).to_vec();
     let (_, made) = tree.walk(&root, &new).await.unwrap();
@@ -43,14 +43,14 @@ async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() 
     for (path, mode) in &files {
         paths.push(open_and_clunk(&tree, &root, path, *mode).await);
     }
-    let before = tree.table_sizes();
+    let before = tree.daemon.table_sizes();
     for count in [10_000, 100_000] {
         for i in 0..count {
             let (path, mode) = &files[i % files.len()];
             let qid = open_and_clunk(&tree, &root, path, *mode).await;
             assert_eq!(qid, paths[i % files.len()], "{path:?} keeps its qid path");
         }
-        assert_eq!(tree.table_sizes(), before, "after {count} fids");
+        assert_eq!(tree.daemon.table_sizes(), before, "after {count} fids");
     }
     let distinct: std::collections::BTreeSet<u64> = paths.iter().copied().collect();
     assert_eq!(distinct.len(), paths.len(), "distinct files, distinct paths: {paths:?}");

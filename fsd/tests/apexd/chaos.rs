@@ -19,6 +19,7 @@ use apex_core::{
 use apex_fsd::attach::hub::{self, ConnId, Written};
 use apex_fsd::attach::link::{Event, Link, Submitted};
 use apex_fsd::attach::wire::{ClientMsg, Frames};
+use apex_fsd::attach::{feed, protocol};
 use apex_fsd::session::Session;
 use std::collections::{BTreeMap, VecDeque};
 use tokio::sync::oneshot;
@@ -98,7 +99,7 @@ impl World {
 
     pub fn join(&mut self, kind: AttachmentKind) -> usize {
         let name = format!("c{}", self.clients.len());
-        let conn = hub::open(&mut self.s);
+        let conn = self.s.hub.open();
         self.clients.push(Client {
             link: Link::new(kind, &name),
             conn: Some(conn),
@@ -133,7 +134,7 @@ impl World {
                 let n = 1 + self.rng.below(bytes.len() as u64 - at as u64) as usize;
                 let piece = &bytes[at..at + n];
                 at += n;
-                let r = hub::write(&mut self.s, conn, piece, self.now);
+                let r = protocol::write(&mut self.s, conn, piece, self.now);
                 self.archive();
                 if at < bytes.len() {
                     assert!(matches!(r, Ok(Written::Done)), "a partial frame is taken: {r:?}");
@@ -180,7 +181,7 @@ impl World {
         let mut moved = false;
         for _ in 0..reads {
             let count = 1 + self.rng.below(70_000) as u32;
-            match hub::read(&mut self.s, conn, count) {
+            match feed::read(&mut self.s, conn, count) {
                 Ok(Some(bytes)) => {
                     self.clients[i].link.receive(&bytes).expect("the daemon sends whole frames");
                     moved = true;
@@ -193,7 +194,7 @@ impl World {
 
     pub fn advance(&mut self, ms: u64) {
         self.now += ms;
-        hub::tick(&mut self.s, self.now);
+        protocol::tick(&mut self.s, self.now);
         self.s.hub.wakeups.clear();
         self.archive();
     }
@@ -215,7 +216,7 @@ impl World {
 
     pub fn hangup(&mut self, i: usize) {
         if let Some(conn) = self.clients[i].conn.take() {
-            hub::hangup(&mut self.s, conn, self.now);
+            protocol::hangup(&mut self.s, conn, self.now);
             self.clients[i].wire.clear();
         }
     }
@@ -223,13 +224,13 @@ impl World {
     pub fn reconnect(&mut self, i: usize) {
         if self.clients[i].conn.is_none() && !self.clients[i].gone {
             self.clients[i].link.reconnect();
-            self.clients[i].conn = Some(hub::open(&mut self.s));
+            self.clients[i].conn = Some(self.s.hub.open());
         }
     }
 
     pub fn leave(&mut self, i: usize) {
         if let Some(conn) = self.clients[i].conn.take() {
-            hub::clunk(&mut self.s, conn, self.now);
+            protocol::clunk(&mut self.s, conn, self.now);
             self.archive();
         }
         self.clients[i].gone = true;
@@ -689,7 +690,7 @@ fn a_tool_holds_a_bounded_lease_and_it_returns_to_the_ui() {
         generation: 1,
         answers: vec![],
     });
-    let err = hub::write(&mut w.s, tool_conn, &frame, w.now).unwrap_err();
+    let err = protocol::write(&mut w.s, tool_conn, &frame, w.now).unwrap_err();
     assert!(err.starts_with("fenced:") && err.contains(&format!("{}", Shard::Buffer(b))), "{err}");
     assert!(!text_of(&w, b).contains("late"));
     w.quiesce();
@@ -704,22 +705,22 @@ fn bad_frames_are_refused_and_change_nothing() {
     let h = w.s.view.state.hash();
     let two =
         [apex_fsd::attach::wire::frame(&ClientMsg::Resync), apex_fsd::attach::wire::frame(&ClientMsg::Resync)].concat();
-    let e = hub::write(&mut w.s, conn, &two, w.now).unwrap_err();
+    let e = protocol::write(&mut w.s, conn, &two, w.now).unwrap_err();
     assert!(e.contains("at most one frame"), "{e}");
-    let e = hub::write(&mut w.s, conn, &[2, 0, 0, 0, 0xff, 0xff], w.now).unwrap_err();
+    let e = protocol::write(&mut w.s, conn, &[2, 0, 0, 0, 0xff, 0xff], w.now).unwrap_err();
     assert!(e.starts_with("attach: bad frame"), "{e}");
     let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "again".into(), resume: None };
-    let e = hub::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap_err();
+    let e = protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap_err();
     assert!(e.contains("Hello comes once"), "{e}");
     let meta = ClientMsg::Append { shard: Shard::Meta, entries: vec![], generation: 1, answers: vec![] };
-    let e = hub::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&meta), w.now).unwrap_err();
+    let e = protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&meta), w.now).unwrap_err();
     assert!(e.contains("metalog"), "{e}");
     let other = ClientMsg::CreateShard { shard: Shard::Buffer(BufferId(5 << 40 | 1)) };
-    let e = hub::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&other), w.now).unwrap_err();
+    let e = protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&other), w.now).unwrap_err();
     assert!(e.contains("own range"), "{e}");
     assert_eq!(w.s.view.state.hash(), h, "nothing changed");
-    let fresh = hub::open(&mut w.s);
-    let e = hub::write(&mut w.s, fresh, &apex_fsd::attach::wire::frame(&ClientMsg::Resync), w.now).unwrap_err();
+    let fresh = w.s.hub.open();
+    let e = protocol::write(&mut w.s, fresh, &apex_fsd::attach::wire::frame(&ClientMsg::Resync), w.now).unwrap_err();
     assert!(e.contains("first frame must be Hello"), "{e}");
     // The good client goes on undisturbed.
     w.type_in(ui, "fine").unwrap();

@@ -2,20 +2,20 @@
 //! walks (numbers from anywhere, `new` making a window), opens, reads and
 //! writes of `acme/` and `acme/N/`, and what a clunk ends.
 //!
-//! Every change is a proposal through `Tree::propose`, awaited outside the
+//! Every change is a proposal through `Fsys::propose`, awaited outside the
 //! registry lock; a ctl write applies its messages one by one and stops at
 //! the first refusal with the earlier ones kept, as acme does.
 
 use super::made::Made;
-use super::{gone, Fid, Opened, Tree};
+use super::{gone, Fid, Fsys, Opened};
 use crate::acme::ctl::{self, WinCtl};
 use crate::acme::event::{self, Act, WriteBack};
 use crate::acme::fields;
 use crate::buffers;
+use crate::fsys::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
+use crate::fsys::stream::{Cursor, Source};
 use crate::host;
 use crate::registry::Registry;
-use crate::tree::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
-use crate::tree::stream::{Cursor, Source};
 use apex_core::addr::Range;
 use apex_core::error::acme::{EDEL, EDIRTY, EINUSE, EPERM};
 use apex_core::exec;
@@ -136,18 +136,18 @@ fn selection(reg: &Registry, n: u64, w: &Win) -> srv::Result<(Range, u64)> {
     Ok((v, b.version))
 }
 
-impl Tree {
+impl Fsys {
     /// Makes a window through `new` and returns its directory.
     pub(super) async fn acme_new(&self, n: u64) -> srv::Result<Place> {
         let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
-        match self.propose(n, "acme/new", p).await?.created {
+        match self.daemon.propose(n, "acme/new", p).await?.created {
             Created::Window(w) => Ok(Place::Win(n, w.number.0)),
             _ => Err("acme/new: no window was made".into()),
         }
     }
 
     fn acme_window(&self, n: u64, number: u32) -> srv::Result<Win> {
-        window(&self.reg(), n, number)
+        window(&self.daemon.reg(), n, number)
     }
 
     /// Opens an acme file: what each one does at open beyond its content.
@@ -160,22 +160,22 @@ impl Tree {
                 return Err(format!("{EPERM}: editout is open only while an Edit pipe command runs"))
             }
             Place::Acme1(n, AcmeFile::Log) => {
-                opened.log_next = Some(self.reg().get(n).ok_or_else(gone)?.acme.log_end());
+                opened.log_next = Some(self.daemon.reg().get(n).ok_or_else(gone)?.acme.log_end());
             }
             Place::Win1(n, number, file) => {
                 let w = self.acme_window(n, number)?;
                 match file {
                     WinFile::Addr => {
-                        self.with_session(n, |s| buffers::addr_open(s, w.body))?;
+                        self.daemon.with_session(n, |s| buffers::addr_open(s, w.body))?;
                         opened.addr_open = true;
                     }
                     WinFile::Data | WinFile::Xdata => opened.data_of = Some(w.body),
                     WinFile::Event => self.acme_event_open(n, &w, opened).await?,
                     WinFile::Rdsel => {
-                        let (sel, _) = selection(&self.reg(), n, &w)?;
+                        let (sel, _) = selection(&self.daemon.reg(), n, &w)?;
                         // The snapshot and the claim under one lock: nothing
                         // is left claimed if the open fails.
-                        opened.content = self.with_session(n, |s| {
+                        opened.content = self.daemon.with_session(n, |s| {
                             let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                             let text = b.slice(sel.q0, sel.q1).unwrap_or_default().into_bytes();
                             let st = s.acme.windows.entry(w.id).or_default();
@@ -188,7 +188,7 @@ impl Tree {
                         opened.rdsel = Some(w.id);
                     }
                     WinFile::Wrsel => {
-                        let (sel, version) = selection(&self.reg(), n, &w)?;
+                        let (sel, version) = selection(&self.daemon.reg(), n, &w)?;
                         if sel.q1 > sel.q0 {
                             let p = Proposal::Delete {
                                 buffer: w.body,
@@ -197,9 +197,9 @@ impl Tree {
                                 q1: sel.q1,
                                 origin: Origin::OtherFile,
                             };
-                            self.propose(n, "wrsel open", p).await?;
+                            self.daemon.propose(n, "wrsel open", p).await?;
                         }
-                        let (_, version) = selection(&self.reg(), n, &w)?;
+                        let (_, version) = selection(&self.daemon.reg(), n, &w)?;
                         opened.wrsel = Some((sel.q0, version));
                         // Its close ends nomark, as a data fid's does.
                         opened.data_of = Some(w.body);
@@ -208,12 +208,12 @@ impl Tree {
                 }
                 if !matches!(file, WinFile::Data | WinFile::Xdata | WinFile::Event | WinFile::Rdsel) {
                     // Taken under the lock; made into bytes after it.
-                    let made = content(&self.reg(), place)?;
+                    let made = content(&self.daemon.reg(), place)?;
                     opened.content = made.made().await;
                 }
             }
             _ => {
-                let made = content(&self.reg(), place)?;
+                let made = content(&self.daemon.reg(), place)?;
                 opened.content = made.made().await;
             }
         }
@@ -224,7 +224,7 @@ impl Tree {
     /// (the UI then reports B2/B3 actions instead of acting).
     async fn acme_event_open(&self, n: u64, w: &Win, opened: &mut Opened) -> srv::Result<()> {
         let cursor = {
-            let mut reg = self.reg();
+            let mut reg = self.daemon.reg();
             let cursor = Cursor::open(Source::Window(n, w.id), &reg)?;
             let s = reg.get_mut(n).ok_or_else(gone)?;
             for b in [w.tag, w.body] {
@@ -235,17 +235,17 @@ impl Tree {
         opened.stream = Some(cursor);
         opened.reading = vec![Shard::Buffer(w.tag), Shard::Buffer(w.body)];
         opened.event_of = Some(w.id);
-        let first = self.with_session(n, |s| {
+        let first = self.daemon.with_session(n, |s| {
             let st = s.acme.windows.entry(w.id).or_default();
             st.event_opens += 1;
             Ok(st.event_opens == 1)
         })?;
         if first {
             let p = Proposal::EventReader { window: w.id, reader: Some(AttachmentId::SERVER) };
-            if let Err(e) = self.propose(n, "event open", p).await {
+            if let Err(e) = self.daemon.propose(n, "event open", p).await {
                 // No fid comes of this open: give back what it took.
                 self.acme_clunk(n, opened.event_of.take(), None, None).await;
-                if let Some(s) = self.reg().get_mut(n) {
+                if let Some(s) = self.daemon.reg().get_mut(n) {
                     for shard in std::mem::take(&mut opened.reading) {
                         s.hub.stop_reading(shard);
                     }
@@ -271,19 +271,19 @@ impl Tree {
         rdsel: Option<WindowId>,
     ) {
         if let Some(w) = rdsel {
-            let _ = self.with_session(n, |s| {
+            let _ = self.daemon.with_session(n, |s| {
                 s.acme.windows.entry(w).or_default().rdsel_open = false;
                 Ok(())
             });
         }
         if let Some(w) = event_of {
-            let last = self.with_session(n, |s| {
+            let last = self.daemon.with_session(n, |s| {
                 let st = s.acme.windows.entry(w).or_default();
                 st.event_opens = st.event_opens.saturating_sub(1);
                 Ok(st.event_opens == 0)
             });
             if last == Ok(true) {
-                let _ = self.propose(n, "event close", Proposal::EventReader { window: w, reader: None }).await;
+                let _ = self.daemon.propose(n, "event close", Proposal::EventReader { window: w, reader: None }).await;
                 // acme drops the dump settings with the last event reader,
                 // and the tag menu comes back.
                 let _ = self
@@ -297,6 +297,7 @@ impl Tree {
         }
         if let Some(b) = data_of {
             let windows: Vec<WindowId> = self
+                .daemon
                 .reg()
                 .get(n)
                 .map(|s| {
@@ -318,7 +319,7 @@ impl Tree {
     /// Proposes the window's flags changed by `f`, if that changes them.
     async fn change_flags(&self, n: u64, w: WindowId, f: impl FnOnce(&mut apex_core::WindowFlags)) -> srv::Result<()> {
         let flags = {
-            let reg = self.reg();
+            let reg = self.daemon.reg();
             let s = reg.get(n).ok_or_else(gone)?;
             s.view.state.window(w).map_err(|_| deleted())?.flags.clone()
         };
@@ -327,15 +328,15 @@ impl Tree {
         if new == flags {
             return Ok(());
         }
-        self.propose(n, "window flags", Proposal::Flags { window: w, flags: new }).await.map(|_| ())
+        self.daemon.propose(n, "window flags", Proposal::Flags { window: w, flags: new }).await.map(|_| ())
     }
 
     /// Reads `log`: blocks until a line exists, returns exactly one.
     pub(super) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         loop {
-            let mut wake = self.changes.subscribe();
+            let mut wake = self.daemon.subscribe();
             {
-                let reg = self.reg();
+                let reg = self.daemon.reg();
                 let s = reg.get(n).ok_or_else(gone)?;
                 let mut opened = fid.lock();
                 let next = opened.log_next.ok_or("log is not open")?;
@@ -382,12 +383,14 @@ impl Tree {
 
     async fn window_write(&self, fid: &Fid, n: u64, w: &Win, file: WinFile, text: &str) -> srv::Result<()> {
         match file {
-            WinFile::Addr => self.with_session(n, |s| buffers::addr_write(s, w.body, text)),
+            WinFile::Addr => self.daemon.with_session(n, |s| buffers::addr_write(s, w.body, text)),
             WinFile::Data | WinFile::Xdata => self.data_write(n, w.body, text).await,
-            WinFile::Tag => match self.with_session(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))? {
-                Some(p) => self.propose(n, "tag write", p).await.map(|_| ()),
-                None => Ok(()),
-            },
+            WinFile::Tag => {
+                match self.daemon.with_session(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))? {
+                    Some(p) => self.daemon.propose(n, "tag write", p).await.map(|_| ()),
+                    None => Ok(()),
+                }
+            }
             WinFile::Ctl => self.window_ctl(n, w, text).await,
             WinFile::Event => self.event_write(n, w, text).await,
             WinFile::Wrsel => {
@@ -397,9 +400,9 @@ impl Tree {
                 }
                 let p =
                     Proposal::Insert { buffer: w.body, version, q0: q, text: text.into(), origin: Origin::OtherFile };
-                self.propose(n, "wrsel write", p).await?;
+                self.daemon.propose(n, "wrsel write", p).await?;
                 // The next write goes after this one, at the version now.
-                let now = self.with_session(n, |s| {
+                let now = self.daemon.with_session(n, |s| {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                     let at = b.rebase(version, q).unwrap_or(q);
                     Ok((at + text.chars().count() as u64, b.version))
@@ -412,7 +415,7 @@ impl Tree {
     }
 
     fn body_name(&self, n: u64, w: &Win) -> srv::Result<String> {
-        let reg = self.reg();
+        let reg = self.daemon.reg();
         let s = reg.get(n).ok_or_else(gone)?;
         Ok(s.view.state.buffer(w.body).map_err(|_| deleted())?.name.clone())
     }
@@ -422,8 +425,8 @@ impl Tree {
         if text.is_empty() {
             return Ok(());
         }
-        let (_, b) = host::errors_window(self, n, name).await?;
-        host::append_output(self, n, b, text).await;
+        let (_, b) = host::errors_window(&self.daemon, n, name).await?;
+        host::append_output(&self.daemon, n, b, text).await;
         Ok(())
     }
 
@@ -438,21 +441,21 @@ impl Tree {
 
     async fn apply_ctl(&self, n: u64, w: &Win, msg: &WinCtl) -> srv::Result<()> {
         let request = format!("acme ctl {msg:?}");
-        let propose = |p: Proposal| async move { self.propose(n, &request, p).await.map(|_| ()) };
+        let propose = |p: Proposal| async move { self.daemon.propose(n, &request, p).await.map(|_| ()) };
         match msg {
             WinCtl::AddrDot => {
-                let (sel, _) = selection(&self.reg(), n, w)?;
-                self.with_session(n, |s| buffers::set_addr(s, w.body, sel))
+                let (sel, _) = selection(&self.daemon.reg(), n, w)?;
+                self.daemon.with_session(n, |s| buffers::set_addr(s, w.body, sel))
             }
             WinCtl::DotAddr => {
-                let (r, version) = self.with_session(n, |s| buffers::addr_now(s, w.body))?;
+                let (r, version) = self.daemon.with_session(n, |s| buffers::addr_now(s, w.body))?;
                 propose(Proposal::Select { buffer: w.body, view: body_view(w), version, q0: r.q0, q1: r.q1 }).await
             }
-            WinCtl::LimitAddr => self.with_session(n, |s| buffers::limit_to_addr(s, w.body)),
+            WinCtl::LimitAddr => self.daemon.with_session(n, |s| buffers::limit_to_addr(s, w.body)),
             WinCtl::Clean => {
                 // acme's clean also forgets the undo history.
-                self.propose(n, "acme ctl clean", Proposal::Clean { buffer: w.body }).await?;
-                let can = self.with_session(n, |s| {
+                self.daemon.propose(n, "acme ctl clean", Proposal::Clean { buffer: w.body }).await?;
+                let can = self.daemon.with_session(n, |s| {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                     Ok(b.can_undo() || b.can_redo())
                 })?;
@@ -472,7 +475,7 @@ impl Tree {
             WinCtl::Dumpdir(d) => self.change_flags(n, w.id, |f| f.dumpdir = Some(d.clone())).await,
             WinCtl::Font(p) => self.change_flags(n, w.id, |f| f.font = Some(p.clone())).await,
             WinCtl::Cleartag => {
-                let p = self.with_session(n, |s| {
+                let p = self.daemon.with_session(n, |s| {
                     let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
                     Ok(look::cleartag_range(tag).map(|(q0, q1)| Proposal::Delete {
                         buffer: w.tag,
@@ -491,23 +494,23 @@ impl Tree {
                 // acme's winclean, conservative: a changed file is refused
                 // once, in ctl's words.
                 let id = w.id;
-                self.with_host(n, Some(id), move |h| exec::clean_to_close(h, id, true)).await.map_err(|e| {
+                self.daemon.with_host(n, Some(id), move |h| exec::clean_to_close(h, id, true)).await.map_err(|e| {
                     format!("{EDIRTY}: {}; del again to discard the changes, or put", e.trim_end_matches(" modified"))
                 })?;
                 propose(Proposal::DeleteWindow { window: w.id }).await
             }
             WinCtl::Delete => propose(Proposal::DeleteWindow { window: w.id }).await,
             WinCtl::Get => {
-                host::get(self, n, w.body, None).await?;
+                host::get(&self.daemon, n, w.body, None).await?;
                 self.log_op(n, w, "get")
             }
             WinCtl::Put => {
-                host::put(self, n, w.body, None, None).await?;
+                host::put(&self.daemon, n, w.body, None, None).await?;
                 self.log_op(n, w, "put")
             }
             WinCtl::Name(name) => self.rename(n, w, name).await,
             WinCtl::Show => {
-                let p = self.with_session(n, |s| {
+                let p = self.daemon.with_session(n, |s| {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                     let v = b.views.get(&body_view(w)).copied().unwrap_or_default();
                     // Scroll so the selection's line is the first shown.
@@ -529,7 +532,7 @@ impl Tree {
 
     fn log_op(&self, n: u64, w: &Win, op: &'static str) -> srv::Result<()> {
         let name = self.body_name(n, w)?;
-        self.with_session(n, |s| {
+        self.daemon.with_session(n, |s| {
             s.acme.log(w.number, op, name);
             Ok(())
         })
@@ -538,8 +541,8 @@ impl Tree {
     /// Renames the window: the body's name, and with it the tag's first
     /// word (core's `make::settag`, run with every proposal).
     async fn rename(&self, n: u64, w: &Win, name: &str) -> srv::Result<()> {
-        self.propose(n, "acme ctl name", Proposal::Name { buffer: w.body, name: name.to_string() }).await?;
-        self.with_session(n, |s| {
+        self.daemon.propose(n, "acme ctl name", Proposal::Name { buffer: w.body, name: name.to_string() }).await?;
+        self.daemon.with_session(n, |s| {
             s.acme.note_name(w.id, name);
             Ok(())
         })
@@ -548,7 +551,7 @@ impl Tree {
     /// A write to `event`: each message asks apex to act as the UI would.
     async fn event_write(&self, n: u64, w: &Win, text: &str) -> srv::Result<()> {
         let lengths = {
-            let reg = self.reg();
+            let reg = self.daemon.reg();
             let s = reg.get(n).ok_or_else(gone)?;
             let len = |b| s.view.state.buffer(b).map(|b| b.len()).map_err(|_| deleted());
             (len(w.tag)?, len(w.body)?)
@@ -563,7 +566,7 @@ impl Tree {
     /// built-in or a command, B3 opens a file or searches (core's rules).
     async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> srv::Result<()> {
         let text = {
-            let reg = self.reg();
+            let reg = self.daemon.reg();
             let s = reg.get(n).ok_or_else(gone)?;
             let b = s.view.state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
             let (q0, q1) = match wb.q0 == wb.q1 {
@@ -577,8 +580,8 @@ impl Tree {
         }
         let id = w.id;
         match wb.act {
-            Act::Execute => self.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
-            Act::Look => self.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await,
+            Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
+            Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await,
         }
     }
 }

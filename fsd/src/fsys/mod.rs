@@ -16,20 +16,19 @@
 
 use apex_core::error::acme::EPERM;
 pub mod acme;
-mod exec;
 pub mod made;
 pub mod place;
 pub mod stream;
 
-use crate::attach::hub::{self, ConnId, Readable, Written};
-use crate::attach::wire::Outcome;
+use crate::attach::feed::{self, Readable};
+use crate::attach::hub::{ConnId, Written};
+use crate::attach::protocol;
 use crate::buffers::{self, BufferCtl};
 use crate::ctlmsg::SessionCtl;
+use crate::daemon::{gone, Daemon};
 use crate::host;
 use crate::registry::{parse_ctl, Registry};
-use crate::session::Session;
 use crate::tables::{self, MetaTable};
-use apex_core::propose::Applied;
 use apex_core::{BufferId, Proposal, Shard};
 use apex_ninep::codec::put_stat;
 use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
@@ -41,7 +40,6 @@ use place::{
 };
 use std::sync::{Arc, Mutex, MutexGuard};
 use stream::{Cursor, Fill, Source};
-use tokio::sync::watch;
 
 /// What an open fid holds.
 #[derive(Debug, Default)]
@@ -116,14 +114,12 @@ impl Fid {
     }
 }
 
-/// The daemon's tree over its sessions. Clones share everything.
+/// The file tree over the daemon's sessions: what each file means, for
+/// `ninep::srv`. Clones share everything.
 #[derive(Clone)]
-pub struct Tree {
-    pub registry: Arc<Mutex<Registry>>,
+pub struct Fsys {
+    pub daemon: Daemon,
     pub user: String,
-    changes: Arc<watch::Sender<u64>>,
-    /// The daemon's clock for the attach protocol's deadlines.
-    epoch: std::time::Instant,
     /// On the `acme` service (`apexd --acme NAME`): the session whose acme
     /// tree an attach with aname "" reaches.
     pub acme_service: Option<String>,
@@ -134,121 +130,19 @@ fn now() -> u32 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32)
 }
 
-fn gone() -> String {
-    "session was deleted".into()
-}
-
 fn utf8(data: Vec<u8>) -> srv::Result<String> {
     String::from_utf8(data).map_err(|_| "write is not UTF-8 text".to_string())
 }
 
-impl Tree {
-    pub fn new(registry: Registry, user: String) -> Tree {
-        Tree {
-            registry: Arc::new(Mutex::new(registry)),
-            user,
-            changes: Arc::new(watch::Sender::new(0)),
-            epoch: std::time::Instant::now(),
-            acme_service: None,
-        }
+impl Fsys {
+    pub fn new(registry: Registry, user: String) -> Fsys {
+        Fsys { daemon: Daemon::new(registry), user, acme_service: None }
     }
 
     /// This tree as the `acme` service of session `name`: attaches with
     /// aname "" reach its acme tree.
-    pub fn acme_service(&self, name: &str) -> Tree {
-        Tree { acme_service: Some(name.to_string()), ..self.clone() }
-    }
-
-    /// Milliseconds on the daemon's clock.
-    pub fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
-    }
-
-    /// Runs `f` on session `number`'s attach state, then wakes readers and
-    /// arms a timer for every deadline it set.
-    pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, String> {
-        let now = self.now_ms();
-        let (r, wakeups) = {
-            let mut reg = self.reg();
-            let s = reg.get_mut(number).ok_or_else(gone)?;
-            let r = f(s, now);
-            s.acme.sync(&s.view);
-            (r, std::mem::take(&mut s.hub.wakeups))
-        };
-        self.changed();
-        for at in wakeups {
-            let tree = self.clone();
-            let delay = std::time::Duration::from_millis(at.saturating_sub(now));
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                let _ = tree.with_hub(number, hub::tick);
-            });
-        }
-        Ok(r)
-    }
-
-    /// Proposes `p` in session `n`: applied by the view node when the
-    /// server leads the shard it touches, otherwise sent to the holder;
-    /// returns once it is sequenced or refused.
-    pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, String> {
-        match self.with_hub(n, |s, now| hub::submit(s, request, p, None, now))? {
-            Written::Wait(id, rx) => self.outcome(n, id, rx).await,
-            Written::Done => unreachable!("submit always answers through its channel"),
-        }
-    }
-
-    /// Waits for proposal `id`'s outcome. If the request waiting is
-    /// flushed meanwhile, the proposal is withdrawn where it can still be
-    /// (flush(5): the write then fails, having changed nothing), and its
-    /// outcome is awaited where it cannot; the wait is bounded either way
-    /// by the lease deadline, past which a holder that has not answered
-    /// loses the lease.
-    async fn outcome(
-        &self,
-        n: u64,
-        id: u64,
-        mut rx: tokio::sync::oneshot::Receiver<Outcome>,
-    ) -> Result<Applied, String> {
-        // The Rerror's text is the refusal's, whichever kind it is.
-        let said = |got: Result<Outcome, _>| match got {
-            Ok(outcome) => outcome.map_err(|e| e.to_string()),
-            Err(_) => Err("proposal lost: its session was deleted".to_string()),
-        };
-        tokio::select! {
-            got = &mut rx => return said(got),
-            () = srv::flushed() => {}
-        }
-        self.with_hub(n, |s, now| hub::withdraw(s, id, now))?;
-        said(rx.await)
-    }
-
-    /// Every session's attach tables' sizes ([`hub::Hub::sizes`]): what
-    /// a test checks does not grow with the fids and proposals that came
-    /// and went.
-    pub fn table_sizes(&self) -> Vec<[usize; 5]> {
-        self.reg().sessions().map(|s| s.hub.sizes()).collect()
-    }
-
-    pub fn reg(&self) -> MutexGuard<'_, Registry> {
-        self.registry.lock().expect("registry lock")
-    }
-
-    /// Wakes every blocked stream read to look again.
-    pub fn changed(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// Runs `f` on session `number` under the lock, then wakes readers.
-    pub fn with_session<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> Result<R, String>) -> Result<R, String> {
-        let r = {
-            let mut reg = self.reg();
-            let s = reg.get_mut(number).ok_or_else(gone)?;
-            let r = f(s);
-            s.acme.sync(&s.view);
-            r
-        };
-        self.changed();
-        r
+    pub fn acme_service(&self, name: &str) -> Fsys {
+        Fsys { acme_service: Some(name.to_string()), ..self.clone() }
     }
 
     fn qid(&self, reg: &Registry, place: Place) -> Qid {
@@ -284,7 +178,7 @@ impl Tree {
     }
 
     fn stat_in(&self, reg: &Registry, place: Place) -> srv::Result<Stat> {
-        Tree::check(reg, place)?;
+        Fsys::check(reg, place)?;
         let label = match place {
             Place::Session(n) => reg.get(n).map(|s| s.label().to_string()).unwrap_or_default(),
             _ => String::new(),
@@ -312,7 +206,7 @@ impl Tree {
     }
 
     fn children(reg: &Registry, place: Place) -> srv::Result<Vec<Place>> {
-        Tree::check(reg, place)?;
+        Fsys::check(reg, place)?;
         if place.in_acme() {
             return acme::children(reg, place);
         }
@@ -345,9 +239,9 @@ impl Tree {
     }
 
     fn listing(&self, place: Place) -> srv::Result<Vec<u8>> {
-        let reg = self.reg();
+        let reg = self.daemon.reg();
         let mut out = Vec::new();
-        for p in Tree::children(&reg, place)? {
+        for p in Fsys::children(&reg, place)? {
             put_stat(&mut out, &self.stat_in(&reg, p)?);
         }
         Ok(out)
@@ -381,7 +275,7 @@ impl Tree {
             Place::Buffer(n, b) => lookup(BUFFER, name).map(|f| Place::Buffer1(n, b, f)),
             _ => None,
         }?;
-        Tree::check(reg, next).ok().map(|_| next)
+        Fsys::check(reg, next).ok().map(|_| next)
     }
 
     /// A plain file's content now: taken under the lock, made into bytes
@@ -392,8 +286,8 @@ impl Tree {
     }
 
     fn content_made(&self, place: Place) -> srv::Result<Made> {
-        let reg = self.reg();
-        Tree::check(&reg, place)?;
+        let reg = self.daemon.reg();
+        Fsys::check(&reg, place)?;
         if place.in_acme() {
             return acme::content(&reg, place);
         }
@@ -430,9 +324,9 @@ impl Tree {
     async fn read_stream(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
         loop {
             // Subscribe before looking, so a change in between still wakes us.
-            let mut wake = self.changes.subscribe();
+            let mut wake = self.daemon.subscribe();
             {
-                let reg = self.reg();
+                let reg = self.daemon.reg();
                 let mut opened = fid.lock();
                 let cursor = opened.stream.as_mut().ok_or("stream is not open")?;
                 if let Some(bytes) = cursor.take(offset, count)? {
@@ -452,10 +346,10 @@ impl Tree {
 
     /// A write to the session's `ctl`.
     async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<()> {
-        let msgs = self.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state))?;
+        let msgs = self.daemon.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state))?;
         for msg in msgs {
             let request = format!("ctl {msg:?}");
-            let propose = |p: Proposal| async { self.propose(n, &request, p).await.map(|_| ()) };
+            let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };
             match msg {
                 SessionCtl::Window(name) => {
                     propose(Proposal::CreateWindow { body: None, column: None, name: name.unwrap_or_default() }).await?
@@ -465,6 +359,7 @@ impl Tree {
                 }
                 SessionCtl::DelWindow(num) => {
                     let window = self
+                        .daemon
                         .reg()
                         .get(n)
                         .ok_or_else(gone)?
@@ -475,8 +370,8 @@ impl Tree {
                         .ok_or_else(|| format!("ctl: no window {num}"))?;
                     propose(Proposal::DeleteWindow { window }).await?
                 }
-                SessionCtl::Exec { dir, command } => host::exec(self, n, &dir, &command).await.map(|_| ())?,
-                SessionCtl::Kill(pid) => host::kill(self, n, pid)?,
+                SessionCtl::Exec { dir, command } => host::exec(&self.daemon, n, &dir, &command).await.map(|_| ())?,
+                SessionCtl::Kill(pid) => host::kill(&self.daemon, n, pid)?,
             }
         }
         Ok(())
@@ -484,7 +379,7 @@ impl Tree {
 
     /// The acme tree's record of window names after a buffer was renamed.
     fn note_buffer_name(&self, n: u64, b: BufferId) -> srv::Result<()> {
-        self.with_session(n, |s| {
+        self.daemon.with_session(n, |s| {
             s.acme.note_buffer_name(&s.view.state, b);
             Ok(())
         })
@@ -492,14 +387,14 @@ impl Tree {
 
     /// A write to `buffers/N/ctl`.
     async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
-        let msgs = self.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
+        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
         for msg in msgs {
             match msg {
-                BufferCtl::Get(file) => host::get(self, n, b, file).await?,
-                BufferCtl::Put { version, file } => host::put(self, n, b, version, file).await?,
+                BufferCtl::Get(file) => host::get(&self.daemon, n, b, file).await?,
+                BufferCtl::Put { version, file } => host::put(&self.daemon, n, b, version, file).await?,
                 msg => {
-                    let p = self.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
-                    self.propose(n, &format!("ctl {} {msg:?}", b.0), p).await?;
+                    let p = self.daemon.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
+                    self.daemon.propose(n, &format!("ctl {} {msg:?}", b.0), p).await?;
                 }
             }
         }
@@ -509,7 +404,7 @@ impl Tree {
     /// A write to `shards/SHARD/lease`.
     fn lease_write(&self, n: u64, shard: Shard, text: &str) -> srv::Result<()> {
         match text.trim() {
-            "reclaim" => self.with_session(n, |s| {
+            "reclaim" => self.daemon.with_session(n, |s| {
                 let op = s.view.log.reclaim_op(shard).map_err(|e| e.to_string())?;
                 s.view.push_meta(op).map(|_| ()).map_err(|e| e.to_string())
             }),
@@ -521,11 +416,11 @@ impl Tree {
     }
 }
 
-impl Tree {
+impl Fsys {
     /// A cursor on a shard's entries or events; the shard is not compacted
     /// while it is open.
     fn open_reader(&self, n: u64, shard: Shard, source: Source) -> srv::Result<Cursor> {
-        let mut reg = self.reg();
+        let mut reg = self.daemon.reg();
         let cursor = Cursor::open(source, &reg)?;
         if let Some(s) = reg.get_mut(n) {
             s.hub.start_reading(shard);
@@ -542,13 +437,13 @@ impl Tree {
             (o.attach.take(), std::mem::take(&mut o.reading))
         };
         if let Some(conn) = attach {
-            let _ = self.with_hub(n, |s, now| match hangup {
-                true => hub::hangup(s, conn, now),
-                false => hub::clunk(s, conn, now),
+            let _ = self.daemon.with_hub(n, |s, now| match hangup {
+                true => protocol::hangup(s, conn, now),
+                false => protocol::clunk(s, conn, now),
             });
         }
         for shard in reading {
-            if let Some(s) = self.reg().get_mut(n) {
+            if let Some(s) = self.daemon.reg().get_mut(n) {
                 s.hub.stop_reading(shard);
             }
         }
@@ -558,8 +453,8 @@ impl Tree {
     async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         let conn = fid.lock().attach.ok_or("attach: not open")?;
         loop {
-            let mut wake = self.changes.subscribe();
-            match self.with_hub_quiet(n, |s| hub::read_deferred(s, conn, count))?? {
+            let mut wake = self.daemon.subscribe();
+            match self.daemon.with_hub_quiet(n, |s| feed::read_deferred(s, conn, count))?? {
                 Readable::Bytes(bytes) => return Ok(bytes),
                 Readable::Nothing => {}
                 Readable::Welcome(job) => {
@@ -571,9 +466,9 @@ impl Tree {
                             true => tokio::task::spawn_blocking(move || job.frame()).await.unwrap_or_default(),
                             false => job.frame(),
                         };
-                        let _ = tree.with_hub_quiet(n, |s| hub::welcomed(s, conn, frames));
+                        let _ = tree.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames));
                         // Another read of this fid may be waiting for it.
-                        tree.changed();
+                        tree.daemon.changed();
                     });
                     let _ = encoded.await;
                     continue;
@@ -585,16 +480,10 @@ impl Tree {
         }
     }
 
-    /// `with_hub` without waking readers: a read changes nothing others see.
-    fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, String> {
-        let mut reg = self.reg();
-        Ok(f(reg.get_mut(n).ok_or_else(gone)?))
-    }
-
     /// Empties a body (open with OTRUNC, wstat length 0).
     async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
-        match self.with_session(n, |s| buffers::truncate(s, b))? {
-            Some(p) => self.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
+        match self.daemon.with_session(n, |s| buffers::truncate(s, b))? {
+            Some(p) => self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
             None => Ok(()),
         }
     }
@@ -603,9 +492,9 @@ impl Tree {
     /// waits for the fid's next write.
     async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
         let text = fid.whole_runes(data, "body")?;
-        let p = self.with_session(n, |s| buffers::body_append(s, b, &text))?;
+        let p = self.daemon.with_session(n, |s| buffers::body_append(s, b, &text))?;
         if let Some(p) = p {
-            self.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
+            self.daemon.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
         }
         Ok(())
     }
@@ -614,29 +503,29 @@ impl Tree {
     fn is_service_root(&self, place: Place) -> bool {
         let Place::Dir(n, SessionDir::Acme) = place else { return false };
         let Some(name) = self.acme_service.as_deref() else { return false };
-        self.reg().by_name(name) == Some(n)
+        self.daemon.reg().by_name(name) == Some(n)
     }
 
     /// A `data` write: the proposal at the address's version, then the
     /// address follows the new text.
     async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
-        let Some((p, at)) = self.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
+        let Some((p, at)) = self.daemon.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
         let request = format!("data write {} ({} bytes)", b.0, text.len());
-        self.propose(n, &request, p).await?;
-        let moves = self.with_session(n, |s| buffers::selections_past(s, b, at, text))?;
+        self.daemon.propose(n, &request, p).await?;
+        let moves = self.daemon.with_session(n, |s| buffers::selections_past(s, b, at, text))?;
         for p in moves {
             // Best effort: the user may have moved the selection meanwhile.
-            let _ = self.propose(n, "data write (selection)", p).await;
+            let _ = self.daemon.propose(n, "data write (selection)", p).await;
         }
-        self.with_session(n, |s| buffers::data_written(s, b, at, text))
+        self.daemon.with_session(n, |s| buffers::data_written(s, b, at, text))
     }
 }
 
-impl Serve for Tree {
+impl Serve for Fsys {
     type Fid = Fid;
 
     async fn attach(&self, _uname: &str, aname: &str) -> srv::Result<(Qid, Fid)> {
-        let reg = self.reg();
+        let reg = self.daemon.reg();
         let session = |name: &str| reg.by_name(name).ok_or_else(|| format!("no session {name:?} (see /index)"));
         let place = match aname.trim_matches('/') {
             // acme's own children attach with a numeric directory context,
@@ -656,7 +545,7 @@ impl Serve for Tree {
     }
 
     async fn walk(&self, fid: &Fid, names: &[String]) -> srv::Result<(Vec<Qid>, Option<Fid>)> {
-        Tree::check(&self.reg(), fid.place)?;
+        Fsys::check(&self.daemon.reg(), fid.place)?;
         let mut place = fid.place;
         let mut qids = Vec::new();
         for (i, name) in names.iter().enumerate() {
@@ -666,14 +555,14 @@ impl Serve for Tree {
             } else if name == ".." && self.is_service_root(place) {
                 Some(place)
             } else if place.is_dir() {
-                Tree::step(&self.reg(), place, name)
+                Fsys::step(&self.daemon.reg(), place, name)
             } else {
                 None
             };
             match next {
                 Some(p) => {
                     place = p;
-                    qids.push(self.qid(&self.reg(), p));
+                    qids.push(self.qid(&self.daemon.reg(), p));
                 }
                 None if i == 0 && !place.is_dir() => return Err(format!("walk in non-directory {name:?}")),
                 None if i == 0 => return Err(format!("{name}: file does not exist")),
@@ -686,8 +575,8 @@ impl Serve for Tree {
     async fn open(&self, fid: &Fid, mode: u8) -> srv::Result<(Qid, Fid)> {
         let place = fid.place;
         let (name, perm) = {
-            let reg = self.reg();
-            Tree::check(&reg, place)?;
+            let reg = self.daemon.reg();
+            Fsys::check(&reg, place)?;
             place.name_perm("")
         };
         // acme ignores OTRUNC (`9p write` and shells send it).
@@ -708,31 +597,33 @@ impl Serve for Tree {
         }
         // Counted before the content is made, so a change racing the open
         // makes the first read look again.
-        let generation = *self.changes.borrow();
+        let generation = self.daemon.generation();
         let mut opened = Opened::default();
         match place {
             _ if place.is_dir() => opened.content = self.listing(place)?,
             _ if place.in_acme() => self.acme_open(place, mode, &mut opened).await?,
             Place::Root1(RootFile::New) => {
                 let name = {
-                    let mut reg = self.reg();
+                    let mut reg = self.daemon.reg();
                     let number = reg.create(None)?;
                     reg.get(number).map(|s| s.label().to_string()).unwrap_or_default()
                 };
-                self.changed();
+                self.daemon.changed();
                 tracing::info!(session = %name, "session created through /new");
                 opened.content = format!("{name}\n").into_bytes();
             }
             Place::BuffersNew(n) => {
                 let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
-                let made = self.propose(n, "buffers/new", p).await?;
+                let made = self.daemon.propose(n, "buffers/new", p).await?;
                 let body = match made.created {
                     apex_core::propose::Created::Window(w) => w.body,
                     _ => return Err("buffers/new: no window was made".into()),
                 };
                 opened.content = format!("{}\n", body.0).into_bytes();
             }
-            Place::Root1(RootFile::Registry) => opened.stream = Some(Cursor::open(Source::Registry, &self.reg())?),
+            Place::Root1(RootFile::Registry) => {
+                opened.stream = Some(Cursor::open(Source::Registry, &self.daemon.reg())?)
+            }
             Place::Shard1(n, shard, ShardFile::Entries) => {
                 opened.stream = Some(self.open_reader(n, shard, Source::Entries(n, shard))?);
                 opened.reading = vec![shard];
@@ -745,14 +636,14 @@ impl Serve for Tree {
                 if mode & 3 != 2 {
                     return Err("attach: open it read-write (ORDWR): the protocol goes both ways".into());
                 }
-                opened.attach = Some(self.with_hub(n, |s, _| hub::open(s))?);
+                opened.attach = Some(self.daemon.with_hub(n, |s, _| s.hub.open())?);
             }
             Place::Buffer1(n, b, file) => {
                 if mode & OTRUNC != 0 && file == BufferFile::Body {
                     self.truncate(n, b).await?;
                 }
                 if file == BufferFile::Addr {
-                    self.with_session(n, |s| buffers::addr_open(s, b))?;
+                    self.daemon.with_session(n, |s| buffers::addr_open(s, b))?;
                     opened.addr_open = true;
                 }
                 if file != BufferFile::Data {
@@ -762,7 +653,7 @@ impl Serve for Tree {
             _ => opened.content = self.content(place).await?,
         }
         opened.fresh = Some(generation);
-        let qid = self.qid(&self.reg(), place);
+        let qid = self.qid(&self.daemon.reg(), place);
         Ok((qid, Fid { place, opened: Arc::new(Mutex::new(opened)) }))
     }
 
@@ -784,11 +675,11 @@ impl Serve for Tree {
             return self.read_stream(fid, offset, count).await;
         }
         if let Place::Buffer1(n, b, BufferFile::Data) = place {
-            return self.with_session(n, |s| buffers::data_read(s, b, count, false));
+            return self.daemon.with_session(n, |s| buffers::data_read(s, b, count, false));
         }
         if let Place::Win1(n, number, file @ (WinFile::Data | WinFile::Xdata)) = place {
-            let w = acme::window(&self.reg(), n, number)?;
-            return self.with_session(n, |s| buffers::data_read(s, w.body, count, file == WinFile::Xdata));
+            let w = acme::window(&self.daemon.reg(), n, number)?;
+            return self.daemon.with_session(n, |s| buffers::data_read(s, w.body, count, file == WinFile::Xdata));
         }
         if let Place::Acme1(n, AcmeFile::Log) = place {
             return self.read_log(n, fid, count).await;
@@ -800,7 +691,7 @@ impl Serve for Tree {
         let fixed =
             matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_) | Place::Win1(_, _, WinFile::Rdsel));
         let made_at = fid.lock().fresh.take();
-        let fresh = made_at.is_some_and(|n| n == *self.changes.borrow());
+        let fresh = made_at.is_some_and(|n| n == self.daemon.generation());
         if offset == 0 && !fixed && !fresh {
             let now = if place.is_dir() { self.listing(place)? } else { self.content(place).await? };
             fid.lock().content = now;
@@ -835,10 +726,10 @@ impl Serve for Tree {
         }
         if let Place::Session1(n, SessionFile::Attach) = place {
             let conn = fid.lock().attach.ok_or("attach: not open")?;
-            match self.with_hub(n, |s, now| hub::write(s, conn, &data, now))?? {
+            match self.daemon.with_hub(n, |s, now| protocol::write(s, conn, &data, now))?? {
                 Written::Done => {}
                 Written::Wait(id, rx) => {
-                    self.outcome(n, id, rx).await?;
+                    self.daemon.outcome(n, id, rx).await?;
                 }
             }
             return Ok(count);
@@ -847,34 +738,34 @@ impl Serve for Tree {
         match place {
             Place::Root1(RootFile::Ctl) => {
                 let cmds = parse_ctl(&text)?;
-                self.reg().run(&cmds)?;
-                self.changed();
+                self.daemon.reg().run(&cmds)?;
+                self.daemon.changed();
             }
             Place::Session1(n, SessionFile::Label) => {
-                let old = self.reg().get(n).ok_or_else(gone)?.label().to_string();
-                self.reg().rename(&old, text.trim_end_matches('\n'))?;
-                self.changed();
+                let old = self.daemon.reg().get(n).ok_or_else(gone)?.label().to_string();
+                self.daemon.reg().rename(&old, text.trim_end_matches('\n'))?;
+                self.daemon.changed();
             }
             Place::Session1(n, SessionFile::Ctl) => self.session_ctl(n, &text).await?,
             Place::Session1(n, SessionFile::Proposals) => {
                 let request = text.lines().next().unwrap_or("").to_string();
-                let p = self.with_session(n, |s| {
+                let p = self.daemon.with_session(n, |s| {
                     crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
                 })?;
-                self.propose(n, &request, p).await?;
+                self.daemon.propose(n, &request, p).await?;
             }
             Place::Shard1(n, shard, ShardFile::Lease) => self.lease_write(n, shard, &text)?,
             Place::Buffer1(n, b, file) => match file {
                 BufferFile::Name => {
                     let p = Proposal::Name { buffer: b, name: text.trim_end_matches('\n').to_string() };
-                    self.propose(n, "name write", p).await?;
+                    self.daemon.propose(n, "name write", p).await?;
                     self.note_buffer_name(n, b)?;
                 }
                 BufferFile::Ctl => {
                     self.buffer_ctl(n, b, &text).await?;
                     self.note_buffer_name(n, b)?;
                 }
-                BufferFile::Addr => self.with_session(n, |s| buffers::addr_write(s, b, &text))?,
+                BufferFile::Addr => self.daemon.with_session(n, |s| buffers::addr_write(s, b, &text))?,
                 BufferFile::Data => self.data_write(n, b, &text).await?,
                 BufferFile::Event => {
                     return Err("event: writing events back is done through the acme tree (NAME/acme/N/event)".into())
@@ -900,15 +791,15 @@ impl Serve for Tree {
         }
         if let Place::Win1(n, number, WinFile::Addr) = fid.place {
             if fid.lock().addr_open {
-                let w = acme::window(&self.reg(), n, number);
-                if let (Some(s), Ok(w)) = (self.reg().get_mut(n), w) {
+                let w = acme::window(&self.daemon.reg(), n, number);
+                if let (Some(s), Ok(w)) = (self.daemon.reg().get_mut(n), w) {
                     buffers::addr_close(s, w.body);
                 }
             }
         }
         if let Place::Buffer1(n, b, BufferFile::Addr) = fid.place {
             if fid.lock().addr_open {
-                if let Some(s) = self.reg().get_mut(n) {
+                if let Some(s) = self.daemon.reg().get_mut(n) {
                     buffers::addr_close(s, b);
                 }
             }
@@ -934,7 +825,7 @@ impl Serve for Tree {
     }
 
     async fn stat(&self, fid: &Fid) -> srv::Result<Stat> {
-        let reg = self.reg();
+        let reg = self.daemon.reg();
         self.stat_in(&reg, fid.place)
     }
 

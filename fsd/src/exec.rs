@@ -3,11 +3,11 @@
 //! headless, by the same rules a UI runs them by (`apex_core::exec`).
 //!
 //! A built-in runs on a blocking thread (Edit's pipes and file reads
-//! block); each proposal it makes goes through `Tree::propose` and waits
+//! block); each proposal it makes goes through `Daemon::propose` and waits
 //! to be sequenced, so the next step sees its effect. The state is read
 //! under the registry lock, held only while the built-in looks.
 
-use super::{gone, Tree};
+use crate::daemon::{gone, Daemon};
 use crate::host::{self, ShellPipes};
 use apex_core::ecmd::{EditFile, Pipes};
 use apex_core::exec::{self, ExecError, Host};
@@ -19,7 +19,7 @@ use std::sync::MutexGuard;
 
 /// The daemon's side of one built-in's run, in session `n`.
 pub struct DaemonHost {
-    tree: Tree,
+    daemon: Daemon,
     n: u64,
     rt: tokio::runtime::Handle,
     /// The window the command came from, for the acme log's get/put.
@@ -51,7 +51,7 @@ impl DaemonHost {
 
     fn log(&self, buffer: BufferId, op: &'static str) {
         let Some(window) = self.window else { return };
-        let _ = self.tree.with_session(self.n, |s| {
+        let _ = self.daemon.with_session(self.n, |s| {
             let number = s.view.state.layout.numbers.get(&window).map(|a| a.0);
             let shown = s.view.state.window(window).is_ok_and(|w| w.body == buffer);
             let name = s.view.state.buffer(buffer).map(|b| b.name.clone()).unwrap_or_default();
@@ -71,7 +71,7 @@ impl Pipes for DaemonHost {
 
 impl Host for DaemonHost {
     fn state(&self) -> Result<impl Deref<Target = State> + '_, ExecError> {
-        let reg = self.tree.reg();
+        let reg = self.daemon.reg();
         match reg.get(self.n) {
             Some(_) => Ok(StateGuard { reg, n: self.n }),
             None => Err(host_err(gone())),
@@ -81,28 +81,28 @@ impl Host for DaemonHost {
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
         let request = format!("acme exec {proposal:?}");
         let request: String = request.chars().take(120).collect();
-        self.block(self.tree.propose(self.n, &request, proposal))
+        self.block(self.daemon.propose(self.n, &request, proposal))
     }
 
     fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
-        self.block(host::get(&self.tree, self.n, buffer, file.map(str::to_string)))?;
+        self.block(host::get(&self.daemon, self.n, buffer, file.map(str::to_string)))?;
         self.log(buffer, "get");
         Ok(())
     }
 
     fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
-        self.block(host::put(&self.tree, self.n, buffer, None, file.map(str::to_string)))?;
+        self.block(host::put(&self.daemon, self.n, buffer, None, file.map(str::to_string)))?;
         self.log(buffer, "put");
         Ok(())
     }
 
     fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
         let dir = host::run_dir(dir);
-        self.block(host::exec(&self.tree, self.n, &dir, command)).map(|_| ())
+        self.block(host::exec(&self.daemon, self.n, &dir, command)).map(|_| ())
     }
 
     fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
-        host::kill(&self.tree, self.n, pid).map_err(host_err)
+        host::kill(&self.daemon, self.n, pid).map_err(host_err)
     }
 
     fn exists(&mut self, path: &str) -> bool {
@@ -138,15 +138,15 @@ impl Host for DaemonHost {
     }
 }
 
-impl Tree {
+impl Daemon {
     /// Runs `f` with the daemon as the host, off the async threads.
-    pub(super) async fn with_host(
+    pub async fn with_host(
         &self,
         n: u64,
         window: Option<WindowId>,
         f: impl FnOnce(&mut DaemonHost) -> Result<(), ExecError> + Send + 'static,
     ) -> Result<(), String> {
-        let mut h = DaemonHost { tree: self.clone(), n, rt: tokio::runtime::Handle::current(), window };
+        let mut h = DaemonHost { daemon: self.clone(), n, rt: tokio::runtime::Handle::current(), window };
         tokio::task::spawn_blocking(move || f(&mut h))
             .await
             .map_err(|e| format!("exec: {e}"))?

@@ -3,7 +3,7 @@
 //! Like acme's `dirtab[]`, each directory is a static table of
 //! `(name, file, perm)`; a [`Place`] is where a fid points, and it carries
 //! the numbers (session, shard, buffer) that pick its instance. Whether a
-//! place still exists is the state's business (`Tree::check`); this file
+//! place still exists is the state's business (`Fsys::check`); this file
 //! is only names, kinds and permissions.
 
 use crate::tables::MetaTable;

@@ -1,0 +1,135 @@
+//! Leadership moves in one session: a lease asked for is granted at once
+//! when free and requested from its holder otherwise (granted when the
+//! holder releases it, or reclaimed at the deadline); the server takes a
+//! lease back (epoch + 1) when its holder ends or is stuck; a tool's
+//! bounded lease goes back to the UI that led the shard before.
+
+use super::hub::{Ask, Bounded};
+use crate::session::Session;
+use apex_core::{AttachmentId, MetaOp, Shard};
+
+/// A UI asks for every shard a UI leads (the layout, windows, buffers):
+/// at attach, and again with `Lead`.
+/// A tool's bounded lease, held or asked for, is left to it: the shard
+/// comes to this UI when it ends.
+pub(crate) fn ask_for_all(s: &mut Session, a: AttachmentId, now: u64) -> Result<(), String> {
+    s.hub.leading_ui = Some(a);
+    let shards: Vec<Shard> =
+        s.view.log.shards().map(|(sh, _)| *sh).filter(|sh| !sh.is_pinned() && *sh != Shard::Meta).collect();
+    for shard in shards {
+        if let Some(b) = s.hub.bounded.get_mut(&shard) {
+            b.return_to = a;
+            continue;
+        }
+        if let Some(k) = s.hub.asks.get_mut(&shard).filter(|k| k.ttl_ms.is_some() && k.by != a) {
+            k.return_to = Some(a);
+            continue;
+        }
+        ask(s, shard, a, None, now)?;
+    }
+    Ok(())
+}
+
+/// Asks for `shard` on behalf of `by`: granted at once when free,
+/// requested from the holder otherwise.
+pub(crate) fn ask(
+    s: &mut Session,
+    shard: Shard,
+    by: AttachmentId,
+    ttl_ms: Option<u64>,
+    now: u64,
+) -> Result<(), String> {
+    let lease = *s.view.log.lease(shard).map_err(|e| e.to_string())?;
+    if lease.holder == by && lease.released.is_none() {
+        return Ok(());
+    }
+    let deadline = now + s.hub.config.deadline_ms;
+    s.hub.asks.insert(shard, Ask { by, deadline, ttl_ms, return_to: None });
+    if lease.is_free() {
+        grant_asked(s, shard, now);
+        return Ok(());
+    }
+    s.view.push_meta(MetaOp::LeaseRequest { shard, by }).map_err(|e| e.to_string())?;
+    s.hub.wakeups.push(deadline);
+    Ok(())
+}
+
+/// Grants `shard` to whoever asked for it, if that one is still here; the
+/// lease must be free (released or the server's).
+pub(crate) fn grant_asked(s: &mut Session, shard: Shard, now: u64) {
+    let Some(ask) = s.hub.asks.remove(&shard) else { return };
+    if !s.view.state.meta.attachments.contains_key(&ask.by) {
+        // It went meanwhile: the server leads rather than nobody.
+        reclaim(s, shard);
+        return;
+    }
+    let Ok(lease) = s.view.log.lease(shard).copied() else { return };
+    if !lease.is_free() {
+        reclaim(s, shard);
+    }
+    let Ok(op) = s.view.log.grant_op(shard, ask.by) else { return };
+    if s.view.push_meta(op).is_err() {
+        return;
+    }
+    if let Some(ttl) = ask.ttl_ms {
+        let before = if lease.holder == ask.by { AttachmentId::SERVER } else { lease.holder };
+        let return_to = ask.return_to.unwrap_or(before);
+        s.hub.bounded.insert(shard, Bounded { holder: ask.by, expires: now + ttl, return_to });
+        s.hub.wakeups.push(now + ttl);
+    }
+}
+
+/// The server takes `shard` back (epoch + 1): the view node leads it.
+pub(crate) fn reclaim(s: &mut Session, shard: Shard) {
+    let Ok(lease) = s.view.log.lease(shard).copied() else { return };
+    if lease.holder == AttachmentId::SERVER && lease.released.is_none() {
+        return;
+    }
+    let holder = lease.holder;
+    if let Ok(op) = s.view.log.reclaim_op(shard) {
+        if s.view.push_meta(op).is_ok() {
+            if let Some(id) = s.hub.conn_of(holder) {
+                let c = s.hub.conns.get_mut(&id).expect("found");
+                if c.grace_until.is_some() {
+                    c.lost_lease = true;
+                }
+            }
+        }
+    }
+}
+
+/// After a bounded lease: back to the UI that had it, if it is still
+/// attached; otherwise the server keeps it.
+pub(crate) fn give_back(s: &mut Session, shard: Shard, to: AttachmentId) {
+    if to == AttachmentId::SERVER || !s.view.state.meta.attachments.contains_key(&to) {
+        return;
+    }
+    if let Ok(op) = s.view.log.grant_op(shard, to) {
+        let _ = s.view.push_meta(op);
+    }
+}
+
+/// Ends attachment `a`: Detach, then its leases go back to the server.
+pub(crate) fn end(s: &mut Session, a: AttachmentId) {
+    if s.view.push_meta(MetaOp::Detach { attachment: a }).is_err() {
+        return;
+    }
+    let held: Vec<Shard> = s.view.log.held_by(a).into_keys().filter(|sh| *sh != Shard::Meta).collect();
+    for shard in held {
+        reclaim(s, shard);
+        let b = s.hub.bounded.remove(&shard);
+        if let Some(b) = b.filter(|b| b.holder == a) {
+            give_back(s, shard, b.return_to);
+        }
+    }
+    s.hub.asks.retain(|_, k| k.by != a);
+    if s.hub.leading_ui == Some(a) {
+        s.hub.leading_ui = None;
+    }
+    for p in s.hub.pending.values_mut() {
+        if p.sent_to == Some(a) {
+            p.sent_to = None;
+        }
+    }
+    tracing::info!(session = %s.label(), attachment = %a, "detached");
+}

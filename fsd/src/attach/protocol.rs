@@ -1,0 +1,368 @@
+//! The frames a connection of `NAME/attach` writes, and time passing:
+//! Hello (attach or resume), appends fenced by the authority log, shards
+//! made and deleted, releases, proposals and their answers, bounded
+//! leases, `Lead`; a clunk ends the attachment, a hang-up starts its grace,
+//! `tick` acts on deadlines. Sans I/O, on one session under its lock.
+//!
+//! - A connection's first frame is Hello; the daemon answers Welcome with
+//!   a snapshot and from then on sends every shard's new entries (the
+//!   metalog first), except the connection's own appends, which its
+//!   replica has (known by the Welcome generation each append carries).
+//! - Appends are fenced by the authority log and applied whole or not at
+//!   all; the leader hears `Acked`.
+//! - A clunk ends the attachment (Detach, its leases reclaimed); a hang-up
+//!   starts a grace period in which `Hello { resume }` continues it.
+
+use super::hub::{Ask, Bounded, ConnId, Written};
+use super::lease::{ask, ask_for_all, end, give_back, grant_asked, reclaim};
+use crate::route::{self, answer, redispatch, submit};
+use crate::session::Session;
+use apex_core::{AttachmentId, AttachmentKind, MetaOp, Seq, Shard};
+use apex_link::wire::{ClientMsg, Resume, ServerMsg};
+use std::collections::BTreeMap;
+
+fn ui_or_tool(kind: AttachmentKind) -> &'static str {
+    match kind {
+        AttachmentKind::Ui => "ui",
+        AttachmentKind::Tool => "tool",
+    }
+}
+
+/// One Twrite's bytes. It may complete at most one frame; that frame's
+/// outcome is the write's. A refused write leaves nothing behind.
+pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Written, String> {
+    s.hub.now = now;
+    let c = s.hub.conns.get_mut(&conn).ok_or("attach: connection is gone")?;
+    let before = c.frames.pending();
+    c.frames.push(bytes);
+    let whole = match c.frames.whole() {
+        Ok(w) => w,
+        Err(e) => {
+            // Only this write's bytes go: the header it finished is bad.
+            c.frames.truncate(before);
+            return Err(e.to_string());
+        }
+    };
+    let Some(n) = whole else { return Ok(Written::Done) };
+    if c.frames.pending() > n {
+        let extra = c.frames.pending() - n;
+        c.frames.truncate(before);
+        return Err(format!(
+            "attach: a write may complete at most one frame; {extra} bytes follow the end of this one. \
+             Write each frame (u32 length + postcard message) in writes of its own"
+        ));
+    }
+    let msg = c.frames.next_msg::<ClientMsg>().map_err(|e| e.to_string())?.expect("whole frame");
+    // A client applies its own appends, creations and deletions before
+    // the daemon sees them: one refused means its replica has diverged, so
+    // it is sent a fresh Welcome (its link recovers what was lost).
+    let diverges =
+        matches!(msg, ClientMsg::Append { .. } | ClientMsg::CreateShard { .. } | ClientMsg::DeleteShard { .. });
+    let out = handle(s, conn, msg, now);
+    if out.is_err() && diverges {
+        if let Some(a) = s.hub.conns.get(&conn).and_then(|c| c.attachment) {
+            welcome(s, conn, a);
+        }
+    }
+    redispatch(s);
+    out
+}
+
+/// The fid was clunked: the attachment ends now.
+pub fn clunk(s: &mut Session, conn: ConnId, now: u64) {
+    s.hub.now = now;
+    if let Some(c) = s.hub.conns.remove(&conn) {
+        if let Some(a) = c.attachment {
+            end(s, a);
+        }
+    }
+    redispatch(s);
+}
+
+/// The connection went without a clunk: the attachment waits out its
+/// grace for a resume.
+pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
+    s.hub.now = now;
+    let grace = s.hub.config.grace_ms;
+    let Some(c) = s.hub.conns.get_mut(&conn) else { return };
+    if c.attachment.is_none() {
+        s.hub.conns.remove(&conn);
+        return;
+    }
+    c.grace_until = Some(now + grace);
+    c.frames.clear();
+    s.hub.wakeups.push(now + grace);
+}
+
+/// Acts on whatever is due at `now`: requested leases past their
+/// deadline are reclaimed and granted, graces that ran out end their
+/// attachments, bounded leases that expired go back.
+pub fn tick(s: &mut Session, now: u64) {
+    s.hub.now = now;
+    let late: Vec<(Shard, Ask)> = s.hub.asks.iter().filter(|(_, a)| a.deadline <= now).map(|(k, v)| (*k, *v)).collect();
+    for (shard, ask) in late {
+        let Ok(lease) = s.view.log.lease(shard) else {
+            s.hub.asks.remove(&shard);
+            continue;
+        };
+        if lease.holder == ask.by && lease.released.is_none() {
+            s.hub.asks.remove(&shard);
+            continue;
+        }
+        tracing::info!(session = %s.label(), %shard, holder = %lease.holder, "lease not released by the deadline; reclaimed");
+        reclaim(s, shard);
+        grant_asked(s, shard, now);
+    }
+    let ended: Vec<(ConnId, AttachmentId)> = s
+        .hub
+        .conns
+        .iter()
+        .filter(|(_, c)| c.grace_until.is_some_and(|t| t <= now))
+        .filter_map(|(id, c)| c.attachment.map(|a| (*id, a)))
+        .collect();
+    for (id, a) in ended {
+        tracing::info!(session = %s.label(), attachment = %a, "resume grace ran out; detached");
+        s.hub.conns.remove(&id);
+        end(s, a);
+    }
+    let expired: Vec<(Shard, Bounded)> =
+        s.hub.bounded.iter().filter(|(_, b)| b.expires <= now).map(|(k, v)| (*k, *v)).collect();
+    for (shard, b) in expired {
+        s.hub.bounded.remove(&shard);
+        if s.view.log.lease(shard).is_ok_and(|l| l.holder == b.holder) {
+            reclaim(s, shard);
+            give_back(s, shard, b.return_to);
+            if let Some(id) = s.hub.live_conn_of(b.holder) {
+                let text = format!("lease of {shard} expired; later appends are fenced");
+                s.hub.conns.get_mut(&id).expect("found").control.push_back(ServerMsg::Error { text });
+            }
+        }
+    }
+    route::reclaim_stuck(s, now);
+    redispatch(s);
+}
+
+fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Written, String> {
+    let c = &s.hub.conns[&conn];
+    let Some(a) = c.attachment else {
+        return match msg {
+            ClientMsg::Hello { kind, name, resume } => hello(s, conn, kind, &name, resume, now).map(|_| Written::Done),
+            _ => Err("attach: the first frame must be Hello { kind, name, resume }".into()),
+        };
+    };
+    let kind = c.kind;
+    match msg {
+        ClientMsg::Hello { .. } => Err(format!("attach: already attached as {a}; Hello comes once")),
+        ClientMsg::Append { shard, entries, generation, answers } => {
+            let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
+            if let Err(e) = append(s, conn, a, shard, entries, generation) {
+                // Its proposals' entries were not taken: whoever holds the
+                // shard now acts on them again.
+                for id in ids {
+                    if let Some(p) = s.hub.pending.get_mut(&id).filter(|p| p.sent_to == Some(a)) {
+                        p.sent_to = None;
+                    }
+                }
+                return Err(e);
+            }
+            for (id, result) in answers {
+                // Stale answers (the proposal was answered or moved on)
+                // change nothing; the entries stand on their own.
+                let _ = answer(s, a, id, result);
+            }
+            Ok(Written::Done)
+        }
+        ClientMsg::CreateShard { shard } => {
+            if shard.is_pinned() || shard == Shard::Layout || shard_issuer(shard) != Some(a) {
+                return Err(format!(
+                    "attach: cannot create {shard}: a client creates buffer and window shards with ids of its own range"
+                ));
+            }
+            s.view.create_shard_for(shard, a).map_err(|e| e.to_string())?;
+            s.hub.conns.get_mut(&conn).expect("live").sent.insert(shard, 0);
+            match s.hub.leading_ui.filter(|l| *l != a && kind == AttachmentKind::Ui) {
+                Some(leader) => ask(s, shard, leader, None, now).map(|_| Written::Done),
+                None => Ok(Written::Done),
+            }
+        }
+        ClientMsg::DeleteShard { shard } => {
+            let lease = s.view.log.lease(shard).map_err(|e| e.to_string())?;
+            if lease.holder != a || lease.released.is_some() {
+                return Err(format!("attach: cannot delete {shard}: only its leader may (lease: {})", lease.holder));
+            }
+            s.view.delete_shard(shard).map_err(|e| e.to_string())?;
+            s.hub.asks.remove(&shard);
+            s.hub.bounded.remove(&shard);
+            Ok(Written::Done)
+        }
+        ClientMsg::Release { shard, seq } => {
+            let op = s.view.log.release_op(shard, a, seq).map_err(|e| e.to_string())?;
+            s.view.push_meta(op).map_err(|e| e.to_string())?;
+            let bounded = s.hub.bounded.remove(&shard).filter(|b| b.holder == a);
+            if s.hub.asks.contains_key(&shard) {
+                grant_asked(s, shard, now);
+            } else {
+                reclaim(s, shard);
+                if let Some(b) = bounded {
+                    give_back(s, shard, b.return_to);
+                }
+            }
+            Ok(Written::Done)
+        }
+        ClientMsg::Propose { id, proposal } => {
+            Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id)), now))
+        }
+        ClientMsg::Answer { id, result } => answer(s, a, id, result).map(|_| Written::Done),
+        ClientMsg::Lease { shard, ttl_ms } => {
+            if kind != AttachmentKind::Tool || !matches!(shard, Shard::Buffer(_)) {
+                return Err(format!("attach: bounded leases are for tools, on one buffer; not {shard}"));
+            }
+            if s.hub.bounded.values().any(|b| b.holder == a) || s.hub.asks.values().any(|k| k.by == a) {
+                return Err("attach: a tool holds or asks for one bounded lease at a time; release it first".into());
+            }
+            if ttl_ms == 0 {
+                return Err("attach: a bounded lease needs a ttl above 0 ms".into());
+            }
+            ask(s, shard, a, Some(ttl_ms), now).map(|_| Written::Done)
+        }
+        ClientMsg::Notify { text } => {
+            s.view.push_meta(MetaOp::Notify { from: a, text }).map_err(|e| e.to_string())?;
+            Ok(Written::Done)
+        }
+        ClientMsg::Resync => {
+            welcome(s, conn, a);
+            Ok(Written::Done)
+        }
+        ClientMsg::Lead => {
+            if kind != AttachmentKind::Ui {
+                return Err("attach: Lead is for UIs; a tool asks for one buffer's lease with Lease".into());
+            }
+            ask_for_all(s, a, now).map(|_| Written::Done)
+        }
+    }
+}
+
+/// The attachment whose id range a created shard's id is in.
+fn shard_issuer(shard: Shard) -> Option<AttachmentId> {
+    match shard {
+        Shard::Buffer(b) => Some(b.issuer()),
+        Shard::Window(w) => Some(apex_core::BufferId(w.0).issuer()),
+        Shard::Term(t) => Some(apex_core::BufferId(t.0).issuer()),
+        Shard::Layout | Shard::Meta => None,
+    }
+}
+
+fn hello(
+    s: &mut Session,
+    conn: ConnId,
+    kind: AttachmentKind,
+    name: &str,
+    resume: Option<Resume>,
+    now: u64,
+) -> Result<(), String> {
+    if let Some(r) = resume {
+        match resumable(s, r) {
+            Ok(old) => {
+                let token = s.hub.mint();
+                let was = s.hub.conns.remove(&old).expect("found");
+                let c = s.hub.conns.get_mut(&conn).expect("live");
+                c.attachment = Some(r.attachment);
+                c.kind = was.kind;
+                c.token = token;
+                // Answers to its proposals that came meanwhile.
+                let answers = was.control.into_iter().filter(|m| matches!(m, ServerMsg::Answer { .. }));
+                c.control.extend(answers);
+                welcome(s, conn, r.attachment);
+                // Proposals it had not answered go to it again.
+                for p in s.hub.pending.values_mut() {
+                    if p.sent_to == Some(r.attachment) {
+                        p.sent_to = None;
+                    }
+                }
+                tracing::info!(session = %s.label(), attachment = %r.attachment, "resumed");
+                return Ok(());
+            }
+            Err(why) => {
+                let text = format!("resume of {} refused: {why}; attached anew", r.attachment);
+                s.hub.conns.get_mut(&conn).expect("live").control.push_back(ServerMsg::Error { text });
+            }
+        }
+    }
+    let a = s.view.log.next_attachment().map_err(|e| e.to_string())?;
+    s.view.push_meta(MetaOp::Attach { attachment: a, kind, name: name.to_string() }).map_err(|e| e.to_string())?;
+    let token = s.hub.mint();
+    let c = s.hub.conns.get_mut(&conn).expect("live");
+    c.attachment = Some(a);
+    c.kind = kind;
+    c.token = token;
+    tracing::info!(session = %s.label(), attachment = %a, kind = ui_or_tool(kind), name, "attached");
+    if kind == AttachmentKind::Ui {
+        ask_for_all(s, a, now)?;
+    }
+    welcome(s, conn, a);
+    Ok(())
+}
+
+/// The connection in its grace that `r` names, if it may resume.
+fn resumable(s: &Session, r: Resume) -> Result<ConnId, &'static str> {
+    let id = s.hub.conn_of(r.attachment).ok_or("no such attachment is waiting (its grace ran out, or it never was)")?;
+    let c = &s.hub.conns[&id];
+    if c.token != r.token {
+        return Err("the resume token is wrong");
+    }
+    if c.grace_until.is_none() {
+        return Err("that attachment is still connected");
+    }
+    if c.lost_lease {
+        return Err("a lease it held was reclaimed meanwhile");
+    }
+    Ok(id)
+}
+
+/// Queues Welcome with a snapshot; the connection's cursors start at its
+/// marks.
+pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
+    // A copy (ropes share their nodes), encoded when read, off the lock.
+    let state = Box::new(s.view.state.clone());
+    let sent: BTreeMap<Shard, Seq> = s.view.log.shards().map(|(sh, l)| (*sh, l.last())).collect();
+    let c = s.hub.conns.get_mut(&conn).expect("live");
+    c.sent = sent;
+    c.generation += 1;
+    c.grace_until = None;
+    c.welcomes.push_back(state);
+    c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot: Vec::new() });
+}
+
+fn append(
+    s: &mut Session,
+    conn: ConnId,
+    a: AttachmentId,
+    shard: Shard,
+    entries: Vec<apex_core::Entry>,
+    generation: u64,
+) -> Result<(), String> {
+    if shard == Shard::Meta {
+        return Err("attach: the metalog is the daemon's to write".into());
+    }
+    if let Some(e) = entries.iter().find(|e| e.attachment != a) {
+        return Err(format!("attach: entry {} of {shard} claims attachment {}; this is {a}", e.seq, e.attachment));
+    }
+    let n = entries.len();
+    if n == 0 {
+        return Ok(());
+    }
+    s.view.accept_all(shard, entries).map_err(|(i, e)| match n {
+        1 => e.to_string(),
+        _ => format!("{e} (entry {} of {n}; none of them applied)", i + 1),
+    })?;
+    let last = s.view.log.last(shard);
+    let c = s.hub.conns.get_mut(&conn).expect("live");
+    // The replica has these if it made them after our last Welcome and
+    // has had everything before them; otherwise they are sent to it.
+    let first = last + 1 - n as Seq;
+    if generation == c.generation && c.sent.get(&shard).copied().unwrap_or(0) + 1 == first {
+        c.sent.insert(shard, last);
+    }
+    c.control.push_back(ServerMsg::Acked { shard, seq: last });
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The daemon apart from its files: the registry of sessions, the clock
+//! the attach protocol's deadlines run on, the wake-ups it asks for,
+//! change notification for blocked readers, and waiting for a routed
+//! proposal's outcome. The file tree ([`crate::fsys`]), the host
+//! ([`crate::host`], [`crate::exec`]) and the binary act through it.
+//!
+//! Invariant: every change to a session goes through `with_session` or
+//! `with_hub`, which wake blocked readers after it; a deadline the hub
+//! sets (`Hub::wakeups`) is armed as a timer that ticks the hub then.
+
+use crate::attach::hub::Written;
+use crate::attach::protocol;
+use crate::attach::wire::Outcome;
+use crate::registry::Registry;
+use crate::route;
+use crate::session::Session;
+use apex_core::propose::Applied;
+use apex_core::Proposal;
+use apex_ninep::srv;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+
+/// A handle on the daemon. Clones share everything.
+#[derive(Clone)]
+pub struct Daemon {
+    pub registry: Arc<Mutex<Registry>>,
+    changes: Arc<watch::Sender<u64>>,
+    /// The daemon's clock for the attach protocol's deadlines.
+    epoch: std::time::Instant,
+}
+
+/// The error for a session deleted under a request.
+pub fn gone() -> String {
+    "session was deleted".into()
+}
+
+impl Daemon {
+    pub fn new(registry: Registry) -> Daemon {
+        Daemon {
+            registry: Arc::new(Mutex::new(registry)),
+            changes: Arc::new(watch::Sender::new(0)),
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    /// A receiver that wakes at the next change (subscribe before looking,
+    /// so a change in between still wakes).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The count of changes so far.
+    pub fn generation(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
+    /// Milliseconds on the daemon's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Runs `f` on session `number`'s attach state, then wakes readers and
+    /// arms a timer for every deadline it set.
+    pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, String> {
+        let now = self.now_ms();
+        let (r, wakeups) = {
+            let mut reg = self.reg();
+            let s = reg.get_mut(number).ok_or_else(gone)?;
+            let r = f(s, now);
+            s.acme.sync(&s.view);
+            (r, std::mem::take(&mut s.hub.wakeups))
+        };
+        self.changed();
+        for at in wakeups {
+            let daemon = self.clone();
+            let delay = std::time::Duration::from_millis(at.saturating_sub(now));
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = daemon.with_hub(number, protocol::tick);
+            });
+        }
+        Ok(r)
+    }
+
+    /// Proposes `p` in session `n`: applied by the view node when the
+    /// server leads the shard it touches, otherwise sent to the holder;
+    /// returns once it is sequenced or refused.
+    pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, String> {
+        match self.with_hub(n, |s, now| route::submit(s, request, p, None, now))? {
+            Written::Wait(id, rx) => self.outcome(n, id, rx).await,
+            Written::Done => unreachable!("submit always answers through its channel"),
+        }
+    }
+
+    /// Waits for proposal `id`'s outcome. If the request waiting is
+    /// flushed meanwhile, the proposal is withdrawn where it can still be
+    /// (flush(5): the write then fails, having changed nothing), and its
+    /// outcome is awaited where it cannot; the wait is bounded either way
+    /// by the lease deadline, past which a holder that has not answered
+    /// loses the lease.
+    pub async fn outcome(
+        &self,
+        n: u64,
+        id: u64,
+        mut rx: tokio::sync::oneshot::Receiver<Outcome>,
+    ) -> Result<Applied, String> {
+        // The Rerror's text is the refusal's, whichever kind it is.
+        let said = |got: Result<Outcome, _>| match got {
+            Ok(outcome) => outcome.map_err(|e| e.to_string()),
+            Err(_) => Err("proposal lost: its session was deleted".to_string()),
+        };
+        tokio::select! {
+            got = &mut rx => return said(got),
+            () = srv::flushed() => {}
+        }
+        self.with_hub(n, |s, now| route::withdraw(s, id, now))?;
+        said(rx.await)
+    }
+
+    /// Every session's attach tables' sizes ([`crate::attach::hub::Hub::sizes`]): what
+    /// a test checks does not grow with the fids and proposals that came
+    /// and went.
+    pub fn table_sizes(&self) -> Vec<[usize; 5]> {
+        self.reg().sessions().map(|s| s.hub.sizes()).collect()
+    }
+
+    pub fn reg(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().expect("registry lock")
+    }
+
+    /// Wakes every blocked stream read to look again.
+    pub fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Runs `f` on session `number` under the lock, then wakes readers.
+    pub fn with_session<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> Result<R, String>) -> Result<R, String> {
+        let r = {
+            let mut reg = self.reg();
+            let s = reg.get_mut(number).ok_or_else(gone)?;
+            let r = f(s);
+            s.acme.sync(&s.view);
+            r
+        };
+        self.changed();
+        r
+    }
+
+    /// `with_hub` without waking readers: a read changes nothing others see.
+    pub fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, String> {
+        let mut reg = self.reg();
+        Ok(f(reg.get_mut(n).ok_or_else(gone)?))
+    }
+}

@@ -1,0 +1,203 @@
+//! Where a proposal goes, for every writer: a tool's write to a file of
+//! the tree, or a `Propose` frame of an attached client. The view node
+//! applies it when the server leads the shard it touches; otherwise it is
+//! sent to the shard's holder, whose `Answer` (or loss of the lease)
+//! settles it. Proposals to one shard reach its holder in the order they
+//! came; a holder that does not answer by the lease deadline is stuck and
+//! loses the lease; a writer that gives up (Tflush) withdraws its
+//! proposal where no client may be applying it. Sans I/O, on one session
+//! under its lock; [`crate::daemon::Daemon::propose`] waits for the
+//! outcome.
+
+use crate::attach::hub::{Pending, Written};
+use crate::attach::lease::{give_back, grant_asked, reclaim};
+use crate::session::Session;
+use apex_core::{AttachmentId, Epoch, Proposal, Shard};
+use apex_link::wire::{Outcome, Refusal, ServerMsg};
+use tokio::sync::oneshot;
+
+/// A proposal from a file of the tree (or a Propose frame): applied now
+/// when the server leads its shard, otherwise routed to the holder.
+/// A holder that does not answer by the lease deadline loses the lease.
+pub fn submit(
+    s: &mut Session,
+    request: &str,
+    proposal: Proposal,
+    from: Option<(AttachmentId, u64)>,
+    now: u64,
+) -> Written {
+    s.hub.now = now;
+    let (tx, rx) = oneshot::channel();
+    let id = s.hub.next_pending;
+    s.hub.next_pending += 1;
+    let deadline = now + s.hub.config.deadline_ms;
+    let request = request.to_string();
+    let pending =
+        Pending { request, proposal, sent_to: None, sent_epoch: 0, reply: Some(tx), from, deadline, flushed: false };
+    s.hub.pending.insert(id, pending);
+    route(s, id);
+    if s.hub.pending.get(&id).is_some_and(|p| p.sent_to.is_none()) {
+        // Waiting for a holder in its grace, or for a grant: due then too.
+        s.hub.wakeups.push(deadline);
+    }
+    Written::Wait(id, rx)
+}
+
+/// The writer of proposal `id` gave up on it (a Tflush): if no client
+/// may be applying it, it is dropped now and answered so; if one was sent
+/// it, its outcome is awaited (it may have applied it already), and it is
+/// dropped if that one loses the lease first.
+pub fn withdraw(s: &mut Session, id: u64, now: u64) {
+    s.hub.now = now;
+    let Some(p) = s.hub.pending.get_mut(&id) else { return };
+    p.flushed = true;
+    if p.sent_to.is_none() {
+        route(s, id);
+    }
+}
+
+/// Proposals past their deadline whose shard a client still holds: the
+/// holder is stuck (stopped, or not reading), so the server takes the
+/// lease back (the holder is fenced, its unsent typing recovered when it
+/// wakes) and the view node applies them on the next `redispatch`.
+pub(crate) fn reclaim_stuck(s: &mut Session, now: u64) {
+    let late: Vec<(Shard, Option<(AttachmentId, Epoch)>)> = s
+        .hub
+        .pending
+        .values()
+        .filter(|p| p.deadline <= now)
+        .map(|p| (p.proposal.target(), p.sent_to.map(|a| (a, p.sent_epoch))))
+        .collect();
+    for (shard, sent) in late {
+        let Ok(lease) = s.view.log.lease(shard).copied() else { continue };
+        if lease.holder == AttachmentId::SERVER || lease.released.is_some() {
+            continue;
+        }
+        // Sent to a holder that is connected, still has the lease it was
+        // sent at, and did not answer. A holder whose connection went is
+        // waited for until its resume grace ends (which reclaims then).
+        let live = s.hub.live_conn_of(lease.holder).is_some();
+        let stuck = live && sent == Some((lease.holder, lease.epoch));
+        if !stuck {
+            continue;
+        }
+        tracing::info!(
+            session = %s.label(), %shard, holder = %lease.holder,
+            "a proposal was not answered by the lease deadline; lease reclaimed"
+        );
+        reclaim(s, shard);
+        if let Some(b) = s.hub.bounded.remove(&shard) {
+            give_back(s, shard, b.return_to);
+        } else if s.hub.asks.contains_key(&shard) {
+            grant_asked(s, shard, now);
+        }
+    }
+}
+
+/// The holder's outcome of routed proposal `id`.
+pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome) -> Result<(), String> {
+    let ours = s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
+    if !ours {
+        return Err(format!("attach: no proposal {id} is waiting for {a}"));
+    }
+    let target = s.hub.pending[&id].proposal.target();
+    let still_leads = s.view.log.lease(target).is_ok_and(|l| l.holder == a && l.released.is_none());
+    if result.is_err() && !still_leads {
+        // It lost the lease before it could act: the next holder will.
+        s.hub.pending.get_mut(&id).expect("found").sent_to = None;
+        return Ok(());
+    }
+    let p = s.hub.pending.remove(&id).expect("found");
+    finish(s, p, result);
+    Ok(())
+}
+
+/// Sends a pending proposal where it belongs now.
+fn route(s: &mut Session, id: u64) {
+    let Some(p) = s.hub.pending.get(&id) else { return };
+    if p.flushed {
+        let mut p = s.hub.pending.remove(&id).expect("found");
+        // Not with anyone who may apply it: as if it never was.
+        p.sent_to = None;
+        let why = "write flushed before it was applied: nothing changed";
+        finish(s, p, Err(Refusal::Said(why.to_string())));
+        return;
+    }
+    let target = p.proposal.target();
+    // Proposals to one shard reach its holder in the order they came (a
+    // watching UI's keystrokes are a run of them): one waits while an
+    // earlier one to the same shard is still waiting to be sent.
+    let earlier_waits =
+        s.hub.pending.range(..id).any(|(_, q)| q.sent_to.is_none() && !q.flushed && q.proposal.target() == target);
+    if earlier_waits {
+        return;
+    }
+    let (holder, epoch) = match s.view.log.lease(target) {
+        Ok(l) if l.released.is_some() => (None, 0), // between holders: wait for the grant
+        Ok(l) => (Some(l.holder), l.epoch),
+        Err(_) => (Some(AttachmentId::SERVER), 0), // the view node says what is wrong
+    };
+    match holder {
+        Some(AttachmentId::SERVER) => {
+            let p = s.hub.pending.remove(&id).expect("found");
+            let result = s.propose(&p.request, &p.proposal);
+            finish(s, p, result);
+        }
+        Some(holder) => {
+            let Some(cid) = s.hub.live_conn_of(holder) else { return }; // in its grace: wait
+            let proposal = p.proposal.clone();
+            let due = s.hub.now + s.hub.config.deadline_ms;
+            let p = s.hub.pending.get_mut(&id).expect("found");
+            p.sent_to = Some(holder);
+            p.sent_epoch = epoch;
+            // Each holder it is sent to has the whole deadline to answer.
+            p.deadline = due;
+            s.hub.wakeups.push(due);
+            s.hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, epoch, proposal });
+        }
+        None => {}
+    }
+}
+
+/// Routes again every pending proposal not with the current holder at
+/// its current epoch (a holder that lost the lease and got it back drops
+/// the copy sent at the old epoch).
+pub(crate) fn redispatch(s: &mut Session) {
+    let ids: Vec<u64> = s
+        .hub
+        .pending
+        .iter()
+        .filter(|(_, p)| match p.sent_to {
+            None => true,
+            Some(a) => !s
+                .view
+                .log
+                .lease(p.proposal.target())
+                .is_ok_and(|l| l.holder == a && l.released.is_none() && l.epoch == p.sent_epoch),
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    for id in ids {
+        if let Some(p) = s.hub.pending.get_mut(&id) {
+            p.sent_to = None;
+        }
+        route(s, id);
+    }
+}
+
+fn finish(s: &mut Session, mut p: Pending, result: Outcome) {
+    if p.sent_to.is_some() {
+        s.note_outcome(&p.request, &result);
+    }
+    if let Some((a, id)) = p.from {
+        // To its connection, or the one waiting out its grace (a resume
+        // takes the answer over).
+        if let Some(conn) = s.hub.conn_of(a) {
+            let c = s.hub.conns.get_mut(&conn).expect("found");
+            c.control.push_back(ServerMsg::Answer { id, result: result.clone() });
+        }
+    }
+    if let Some(reply) = p.reply.take() {
+        let _ = reply.send(result);
+    }
+}
