@@ -6,14 +6,16 @@
 //! registry lock; a ctl write applies its messages one by one and stops at
 //! the first refusal with the earlier ones kept, as acme does.
 
+use super::fid::{utf8, Content, Fid, Opened};
 use super::made::Made;
-use super::{gone, Fid, Fsys, Opened};
+use super::Fsys;
 use crate::acme::ctl::{self, WinCtl};
 use crate::acme::event::{self, Act, WriteBack};
 use crate::acme::fields;
 use crate::buffers;
+use crate::daemon::gone;
 use crate::fsys::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
-use crate::fsys::stream::{Cursor, Source};
+use crate::fsys::stream::Source;
 use crate::host;
 use crate::registry::Registry;
 use apex_core::addr::Range;
@@ -151,31 +153,37 @@ impl Fsys {
     }
 
     /// Opens an acme file: what each one does at open beyond its content.
-    pub(super) async fn acme_open(&self, place: Place, mode: u8, opened: &mut Opened) -> srv::Result<()> {
+    pub(super) async fn acme_open(&self, place: Place, mode: u8) -> srv::Result<Opened> {
         if mode & 3 == apex_ninep::fcall::OEXEC || mode & apex_ninep::fcall::ORCLOSE != 0 {
             return Err(format!("{EPERM}: acme's files open for reading or writing only (no OEXEC, no ORCLOSE)"));
         }
+        // Taken under the lock; made into bytes after it.
+        let made = || async {
+            let made = content(&self.daemon.reg(), place)?;
+            Ok::<_, String>(Content::made(made.made().await))
+        };
         match place {
             Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {
-                return Err(format!("{EPERM}: editout is open only while an Edit pipe command runs"))
+                Err(format!("{EPERM}: editout is open only while an Edit pipe command runs"))
             }
             Place::Acme1(n, AcmeFile::Log) => {
-                opened.log_next = Some(self.daemon.reg().get(n).ok_or_else(gone)?.acme.log_end());
+                Ok(Opened::Log { next: self.daemon.reg().get(n).ok_or_else(gone)?.acme.log_end() })
             }
+            Place::Acme1(_, AcmeFile::Cons) => Ok(Opened::Text { content: made().await?, tail: Vec::new() }),
             Place::Win1(n, number, file) => {
                 let w = self.acme_window(n, number)?;
                 match file {
                     WinFile::Addr => {
                         self.daemon.with_session(n, |s| buffers::addr_open(s, w.body))?;
-                        opened.addr_open = true;
+                        Ok(Opened::Addr { content: made().await?, body: w.body })
                     }
-                    WinFile::Data | WinFile::Xdata => opened.data_of = Some(w.body),
-                    WinFile::Event => self.acme_event_open(n, &w, opened).await?,
+                    WinFile::Data | WinFile::Xdata => Ok(Opened::Data { body: w.body, ends_nomark: true }),
+                    WinFile::Event => self.acme_event_open(n, &w).await,
                     WinFile::Rdsel => {
                         let (sel, _) = selection(&self.daemon.reg(), n, &w)?;
                         // The snapshot and the claim under one lock: nothing
                         // is left claimed if the open fails.
-                        opened.content = self.daemon.with_session(n, |s| {
+                        let bytes = self.daemon.with_session(n, |s| {
                             let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                             let text = b.slice(sel.q0, sel.q1).unwrap_or_default().into_bytes();
                             let st = s.acme.windows.entry(w.id).or_default();
@@ -185,7 +193,7 @@ impl Fsys {
                             st.rdsel_open = true;
                             Ok(text)
                         })?;
-                        opened.rdsel = Some(w.id);
+                        Ok(Opened::Rdsel { content: Content::made(bytes), window: w.id })
                     }
                     WinFile::Wrsel => {
                         let (sel, version) = selection(&self.daemon.reg(), n, &w)?;
@@ -200,56 +208,39 @@ impl Fsys {
                             self.daemon.propose(n, "wrsel open", p).await?;
                         }
                         let (_, version) = selection(&self.daemon.reg(), n, &w)?;
-                        opened.wrsel = Some((sel.q0, version));
                         // Its close ends nomark, as a data fid's does.
-                        opened.data_of = Some(w.body);
+                        Ok(Opened::Wrsel { body: w.body, at: (sel.q0, version) })
                     }
-                    _ => {}
-                }
-                if !matches!(file, WinFile::Data | WinFile::Xdata | WinFile::Event | WinFile::Rdsel) {
-                    // Taken under the lock; made into bytes after it.
-                    let made = content(&self.daemon.reg(), place)?;
-                    opened.content = made.made().await;
+                    WinFile::Body | WinFile::Errors => Ok(Opened::Text { content: made().await?, tail: Vec::new() }),
+                    _ => Ok(Opened::Content(made().await?)),
                 }
             }
-            _ => {
-                let made = content(&self.daemon.reg(), place)?;
-                opened.content = made.made().await;
-            }
+            _ => Ok(Opened::Content(made().await?)),
         }
-        Ok(())
     }
 
     /// The first open of a window's event file tells the window's leader
     /// (the UI then reports B2/B3 actions instead of acting).
-    async fn acme_event_open(&self, n: u64, w: &Win, opened: &mut Opened) -> srv::Result<()> {
-        let cursor = {
-            let mut reg = self.daemon.reg();
-            let cursor = Cursor::open(Source::Window(n, w.id), &reg)?;
-            let s = reg.get_mut(n).ok_or_else(gone)?;
-            for b in [w.tag, w.body] {
-                s.hub.start_reading(Shard::Buffer(b));
-            }
-            cursor
-        };
-        opened.stream = Some(cursor);
-        opened.reading = vec![Shard::Buffer(w.tag), Shard::Buffer(w.body)];
-        opened.event_of = Some(w.id);
+    async fn acme_event_open(&self, n: u64, w: &Win) -> srv::Result<Opened> {
+        let shards = [Shard::Buffer(w.tag), Shard::Buffer(w.body)];
+        let opened = self.open_reader(n, &shards, Source::Window(n, w.id), Some(w.id))?;
         let first = self.daemon.with_session(n, |s| {
             let st = s.acme.windows.entry(w.id).or_default();
             st.event_opens += 1;
             Ok(st.event_opens == 1)
-        })?;
+        });
+        let first = match first {
+            Ok(first) => first,
+            Err(e) => {
+                self.let_go(Place::Win1(n, w.number, WinFile::Event), opened, false).await;
+                return Err(e);
+            }
+        };
         if first {
             let p = Proposal::EventReader { window: w.id, reader: Some(AttachmentId::SERVER) };
             if let Err(e) = self.daemon.propose(n, "event open", p).await {
                 // No fid comes of this open: give back what it took.
-                self.acme_clunk(n, opened.event_of.take(), None, None).await;
-                if let Some(s) = self.daemon.reg().get_mut(n) {
-                    for shard in std::mem::take(&mut opened.reading) {
-                        s.hub.stop_reading(shard);
-                    }
-                }
+                self.let_go(Place::Win1(n, w.number, WinFile::Event), opened, false).await;
                 return Err(e);
             }
             // acme turns a file window's tag menu off while a tool reads
@@ -258,7 +249,7 @@ impl Fsys {
                 self.change_flags(n, w.id, |f| f.menu = false).await?;
             }
         }
-        Ok(())
+        Ok(opened)
     }
 
     /// What closing an acme fid ends: the event reader, nomark (any data
@@ -339,9 +330,9 @@ impl Fsys {
                 let reg = self.daemon.reg();
                 let s = reg.get(n).ok_or_else(gone)?;
                 let mut opened = fid.lock();
-                let next = opened.log_next.ok_or("log is not open")?;
-                if let Some((at, line)) = s.acme.log_line(next) {
-                    opened.log_next = Some(at + 1);
+                let Opened::Log { next } = &mut *opened else { return Err("log is not open".into()) };
+                if let Some((at, line)) = s.acme.log_line(*next) {
+                    *next = at + 1;
                     let mut bytes = line.text().into_bytes();
                     bytes.truncate(count as usize);
                     return Ok(bytes);
@@ -369,7 +360,7 @@ impl Fsys {
                         self.append_errors(n, &apex_core::look::errors_for(&name), &text).await
                     }
                     _ => {
-                        let text = super::utf8(data)?;
+                        let text = utf8(data)?;
                         self.window_write(fid, n, &w, file, &text).await
                     }
                 }
@@ -394,7 +385,9 @@ impl Fsys {
             WinFile::Ctl => self.window_ctl(n, w, text).await,
             WinFile::Event => self.event_write(n, w, text).await,
             WinFile::Wrsel => {
-                let Some((q, version)) = fid.lock().wrsel else { return Err("wrsel is not open".into()) };
+                let Opened::Wrsel { at: (q, version), .. } = *fid.lock() else {
+                    return Err("wrsel is not open".into());
+                };
                 if text.is_empty() {
                     return Ok(());
                 }
@@ -407,7 +400,9 @@ impl Fsys {
                     let at = b.rebase(version, q).unwrap_or(q);
                     Ok((at + text.chars().count() as u64, b.version))
                 })?;
-                fid.lock().wrsel = Some(now);
+                if let Opened::Wrsel { at, .. } = &mut *fid.lock() {
+                    *at = now;
+                }
                 Ok(())
             }
             _ => Err(format!("{EPERM}: this file is not writable")),

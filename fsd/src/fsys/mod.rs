@@ -1,118 +1,44 @@
-//! The file tree: what each file of `/` and `/NAME/` means, served through
-//! `ninep::srv`.
+//! The file system: fids, walks, stats, opens, and the dispatch of reads,
+//! writes and clunks to the module of each family of files, which says
+//! what its files mean (acme's `fsys.c` beside its `xfid.c`):
 //!
-//! [`place`] names every file; this file resolves walks, makes stats and
-//! listings, and dispatches opens, reads and writes to the modules that
-//! give files their meaning (`buffers`, `proposals`, `tables`, `host`,
-//! [`stream`]). A plain file's content is computed at open and again by
-//! every read at offset 0; later offsets read that version, so a reader
-//! sees one consistent version however many reads it takes. Directory
-//! reads return whole stat entries from the listing made at open or by
-//! the last read at offset 0, and continue only where the last one ended. Every
-//! change wakes the blocked stream readers (`changed`).
+//! - [`place`] names every file and its permissions; [`fid`] is what a
+//!   fid holds, one variant per kind of open file.
+//! - [`root`]: `/`; [`session`]: `/NAME/` and `meta/`; [`shard`]:
+//!   `shards/SHARD/`; [`buffer`]: `buffers/`; [`acme`]: the acme(4) tree
+//!   at `NAME/acme/`.
+//! - [`stream`] serves the blocking streams; [`made`] makes a file's
+//!   bytes after the lock, off the async workers when they are many.
 //!
-//! qid.path is interned per place and never reused; qid.vers is a body's
-//! buffer version and 0 elsewhere.
+//! Every change wakes the blocked stream readers ([`Daemon::changed`]).
+//! qid.path is a hash of the place, so a live file's never changes;
+//! qid.vers is a body's buffer version and 0 elsewhere.
 
-use apex_core::error::acme::EPERM;
 pub mod acme;
+pub mod buffer;
+pub mod fid;
 pub mod made;
 pub mod place;
+pub mod root;
+pub mod session;
+pub mod shard;
 pub mod stream;
 
-use crate::attach::feed::{self, Readable};
-use crate::attach::hub::{ConnId, Written};
 use crate::attach::protocol;
-use crate::buffers::{self, BufferCtl};
-use crate::ctlmsg::SessionCtl;
 use crate::daemon::{gone, Daemon};
-use crate::host;
-use crate::registry::{parse_ctl, Registry};
-use crate::tables::{self, MetaTable};
-use apex_core::{BufferId, Proposal, Shard};
+use crate::registry::Registry;
+use crate::tables::MetaTable;
+use apex_core::error::acme::EPERM;
+use apex_core::{BufferId, Shard, WindowId};
 use apex_ninep::codec::put_stat;
 use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Serve};
+use fid::{Content, Fid, Opened};
 use made::Made;
 use place::{
-    lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, SessionFile, ShardFile, WinFile, BUFFER, ROOT, SESSION,
-    SESSION_DIRS, SHARD,
+    lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, WinFile, BUFFER, ROOT, SESSION, SESSION_DIRS, SHARD,
 };
-use std::sync::{Arc, Mutex, MutexGuard};
 use stream::{Cursor, Fill, Source};
-
-/// What an open fid holds.
-#[derive(Debug, Default)]
-struct Opened {
-    /// The content a plain file or directory read at open (or offset 0).
-    content: Vec<u8>,
-    stream: Option<Cursor>,
-    /// An incomplete UTF-8 sequence from the last body write.
-    tail: Vec<u8>,
-    /// The change count when the open made `content`, until a read uses
-    /// it: a first read at offset 0 with nothing changed since need not
-    /// make it again.
-    fresh: Option<u64>,
-    /// Where the last directory read ended: the only offset but 0 the next
-    /// may have.
-    dir_end: u64,
-    /// Whether this fid counts as an open of its buffer's addr.
-    addr_open: bool,
-    /// The attach connection this fid is.
-    attach: Option<ConnId>,
-    /// The shards this fid reads entries or events of (kept uncompacted).
-    reading: Vec<Shard>,
-    /// acme's `log`: the index of the next line this fid reads.
-    log_next: Option<u64>,
-    /// acme's `wrsel`: where the next write inserts, at that version.
-    wrsel: Option<(u64, u64)>,
-    /// The window whose acme `event` file this is.
-    event_of: Option<apex_core::WindowId>,
-    /// The body whose acme `data`, `xdata` or `wrsel` this is (a clunk
-    /// ends nomark).
-    data_of: Option<BufferId>,
-    /// The window whose `rdsel` this fid holds.
-    rdsel: Option<apex_core::WindowId>,
-}
-
-/// A fid: its place and, once open, what it holds.
-#[derive(Clone, Debug)]
-pub struct Fid {
-    pub place: Place,
-    opened: Arc<Mutex<Opened>>,
-}
-
-impl Fid {
-    fn at(place: Place) -> Fid {
-        Fid { place, opened: Arc::new(Mutex::new(Opened::default())) }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Opened> {
-        self.opened.lock().expect("fid lock")
-    }
-
-    /// The text of a write, whole runes only: an incomplete UTF-8 sequence
-    /// at its end waits for this fid's next write (acme's body, cons and
-    /// errors files do this).
-    fn whole_runes(&self, data: Vec<u8>, file: &str) -> srv::Result<String> {
-        let mut opened = self.lock();
-        let mut bytes = match opened.tail.is_empty() {
-            true => data,
-            false => {
-                let mut joined = std::mem::take(&mut opened.tail);
-                joined.extend_from_slice(&data);
-                joined
-            }
-        };
-        let cut = match std::str::from_utf8(&bytes) {
-            Ok(_) => bytes.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => return Err(format!("{file}: write is not UTF-8 text")),
-        };
-        opened.tail = bytes.split_off(cut);
-        Ok(String::from_utf8(bytes).expect("checked"))
-    }
-}
 
 /// The file tree over the daemon's sessions: what each file means, for
 /// `ninep::srv`. Clones share everything.
@@ -130,8 +56,10 @@ fn now() -> u32 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32)
 }
 
-fn utf8(data: Vec<u8>) -> srv::Result<String> {
-    String::from_utf8(data).map_err(|_| "write is not UTF-8 text".to_string())
+/// The error for a write to a file that takes none.
+fn not_writable(place: Place) -> String {
+    let (name, _) = place.name_perm("");
+    format!("{EPERM}: {name} is not writable")
 }
 
 impl Fsys {
@@ -291,33 +219,15 @@ impl Fsys {
         if place.in_acme() {
             return acme::content(&reg, place);
         }
-        if let Place::Root1(RootFile::Index) = place {
-            return Ok(reg.sessions().map(|s| s.index_line()).collect::<String>().into());
+        let session = |n: u64| reg.get(n).ok_or_else(gone);
+        match place {
+            Place::Root1(file) => Ok(root::content(&reg, file)),
+            Place::Session1(n, file) => Ok(session::content(session(n)?, file)),
+            Place::Meta1(n, table) => Ok(session::meta_content(session(n)?, table)),
+            Place::Shard1(n, shard, file) => shard::content(session(n)?, shard, file),
+            Place::Buffer1(n, b, file) => buffer::content(session(n)?, b, file),
+            _ => Ok(Made::Bytes(Vec::new())),
         }
-        let Some(n) = place.session() else { return Ok(Made::Bytes(Vec::new())) };
-        let s = reg.get(n).ok_or_else(gone)?;
-        let text = match place {
-            Place::Session1(_, SessionFile::Id) => format!("{}\n", s.uuid()),
-            Place::Session1(_, SessionFile::Label) => format!("{}\n", s.label()),
-            Place::Session1(_, SessionFile::Hash) => return Ok(Made::Hash(Box::new(s.view.state.clone()))),
-            Place::Session1(_, SessionFile::Snapshot) => return Ok(Made::Snapshot(Box::new(s.view.state.clone()))),
-            Place::Session1(_, SessionFile::Proposals) => tables::outcomes(s),
-            Place::Meta1(_, t) => tables::meta_table(&s.view.state, t),
-            Place::Shard1(_, shard, ShardFile::Lease) => {
-                format!("{}\n", tables::lease_fields(s.view.log.lease(shard).map_err(|e| e.to_string())?))
-            }
-            Place::Shard1(_, shard, ShardFile::Info) => tables::shard_info(s, shard)?,
-            Place::Buffer1(_, b, BufferFile::Body) => {
-                return Ok(Made::Text(s.view.state.buffer(b).map_err(|e| e.to_string())?.text.clone()));
-            }
-            Place::Buffer1(_, b, BufferFile::Name) => {
-                format!("{}\n", s.view.state.buffer(b).map_err(|e| e.to_string())?.name)
-            }
-            Place::Buffer1(_, b, BufferFile::Ctl) => buffers::ctl_read(s, b)?,
-            Place::Buffer1(_, b, BufferFile::Addr) => buffers::addr_read(s, b)?,
-            _ => String::new(),
-        };
-        Ok(text.into())
     }
 
     /// Reads a stream, waiting at its end for more.
@@ -328,7 +238,7 @@ impl Fsys {
             {
                 let reg = self.daemon.reg();
                 let mut opened = fid.lock();
-                let cursor = opened.stream.as_mut().ok_or("stream is not open")?;
+                let Opened::Stream { cursor, .. } = &mut *opened else { return Err("stream is not open".into()) };
                 if let Some(bytes) = cursor.take(offset, count)? {
                     return Ok(bytes);
                 }
@@ -344,159 +254,73 @@ impl Fsys {
         }
     }
 
-    /// A write to the session's `ctl`.
-    async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<()> {
-        let msgs = self.daemon.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state))?;
-        for msg in msgs {
-            let request = format!("ctl {msg:?}");
-            let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };
-            match msg {
-                SessionCtl::Window(name) => {
-                    propose(Proposal::CreateWindow { body: None, column: None, name: name.unwrap_or_default() }).await?
-                }
-                SessionCtl::Buffer(name) => {
-                    propose(Proposal::CreateBuffer { name: name.unwrap_or_default(), text: String::new() }).await?
-                }
-                SessionCtl::DelWindow(num) => {
-                    let window = self
-                        .daemon
-                        .reg()
-                        .get(n)
-                        .ok_or_else(gone)?
-                        .view
-                        .state
-                        .layout
-                        .window_numbered(apex_core::AcmeNumber(num))
-                        .ok_or_else(|| format!("ctl: no window {num}"))?;
-                    propose(Proposal::DeleteWindow { window }).await?
-                }
-                SessionCtl::Exec { dir, command } => host::exec(&self.daemon, n, &dir, &command).await.map(|_| ())?,
-                SessionCtl::Kill(pid) => host::kill(&self.daemon, n, pid)?,
+    /// A read of a plain file or a directory. At offset 0 it sees the
+    /// file as it is now (so rdwr and re-reads work, as on acme's
+    /// synthetic files); later offsets go on reading the version that read
+    /// made. The two `new` files and `rdsel` keep what their open made.
+    async fn read_content(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
+        let place = fid.place;
+        let fixed =
+            matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_) | Place::Win1(_, _, WinFile::Rdsel));
+        let made_at = fid.lock().content().and_then(|c| c.fresh.take());
+        let fresh = made_at == Some(self.daemon.generation());
+        if offset == 0 && !fixed && !fresh {
+            let now = if place.is_dir() { self.listing(place)? } else { self.content(place).await? };
+            if let Some(c) = fid.lock().content() {
+                c.bytes = now;
             }
         }
-        Ok(())
+        let mut opened = fid.lock();
+        let content = opened.content().ok_or("read of a fid that is not open; open it first")?;
+        content.read(offset, count, place.is_dir())
     }
 
-    /// The acme tree's record of window names after a buffer was renamed.
-    fn note_buffer_name(&self, n: u64, b: BufferId) -> srv::Result<()> {
-        self.daemon.with_session(n, |s| {
-            s.acme.note_buffer_name(&s.view.state, b);
-            Ok(())
-        })
-    }
-
-    /// A write to `buffers/N/ctl`.
-    async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
-        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
-        for msg in msgs {
-            match msg {
-                BufferCtl::Get(file) => host::get(&self.daemon, n, b, file).await?,
-                BufferCtl::Put { version, file } => host::put(&self.daemon, n, b, version, file).await?,
-                msg => {
-                    let p = self.daemon.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
-                    self.daemon.propose(n, &format!("ctl {} {msg:?}", b.0), p).await?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// A write to `shards/SHARD/lease`.
-    fn lease_write(&self, n: u64, shard: Shard, text: &str) -> srv::Result<()> {
-        match text.trim() {
-            "reclaim" => self.daemon.with_session(n, |s| {
-                let op = s.view.log.reclaim_op(shard).map_err(|e| e.to_string())?;
-                s.view.push_meta(op).map(|_| ()).map_err(|e| e.to_string())
-            }),
-            other => Err(format!(
-                "lease: unknown request {other:?}; expected \"reclaim\" (the server takes the lease back). \
-                 Leases are asked for and given up through the attach protocol (NAME/attach)"
-            )),
-        }
-    }
-}
-
-impl Fsys {
-    /// A cursor on a shard's entries or events; the shard is not compacted
+    /// A stream of entries or events that keeps `shards` from compaction
     /// while it is open.
-    fn open_reader(&self, n: u64, shard: Shard, source: Source) -> srv::Result<Cursor> {
+    fn open_reader(&self, n: u64, shards: &[Shard], source: Source, event_of: Option<WindowId>) -> srv::Result<Opened> {
         let mut reg = self.daemon.reg();
         let cursor = Cursor::open(source, &reg)?;
-        if let Some(s) = reg.get_mut(n) {
-            s.hub.start_reading(shard);
+        let s = reg.get_mut(n).ok_or_else(gone)?;
+        for shard in shards {
+            s.hub.start_reading(*shard);
         }
-        Ok(cursor)
+        Ok(Opened::Stream { cursor, reading: shards.to_vec(), event_of })
     }
 
     /// What a fid going away ends: its attach connection (a clunk ends the
-    /// attachment, a hang-up starts its grace) and its hold on a shard.
-    fn let_go(&self, fid: &Fid, hangup: bool) {
-        let Some(n) = fid.place.session() else { return };
-        let (attach, reading) = {
-            let mut o = fid.lock();
-            (o.attach.take(), std::mem::take(&mut o.reading))
-        };
-        if let Some(conn) = attach {
-            let _ = self.daemon.with_hub(n, |s, now| match hangup {
-                true => protocol::hangup(s, conn, now),
-                false => protocol::clunk(s, conn, now),
-            });
-        }
-        for shard in reading {
-            if let Some(s) = self.daemon.reg().get_mut(n) {
-                s.hub.stop_reading(shard);
+    /// attachment, a hang-up starts its grace), its hold on shards, and
+    /// what its family holds (an addr open, acme's event reader, nomark,
+    /// rdsel's claim).
+    async fn let_go(&self, place: Place, opened: Opened, hangup: bool) {
+        let Some(n) = place.session() else { return };
+        match opened {
+            Opened::Attach(conn) => {
+                let _ = self.daemon.with_hub(n, |s, now| match hangup {
+                    true => protocol::hangup(s, conn, now),
+                    false => protocol::clunk(s, conn, now),
+                });
             }
-        }
-    }
-
-    /// Reads the attach stream, waiting until there is something.
-    async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
-        let conn = fid.lock().attach.ok_or("attach: not open")?;
-        loop {
-            let mut wake = self.daemon.subscribe();
-            match self.daemon.with_hub_quiet(n, |s| feed::read_deferred(s, conn, count))?? {
-                Readable::Bytes(bytes) => return Ok(bytes),
-                Readable::Nothing => {}
-                Readable::Welcome(job) => {
-                    // Encoded with no lock held, in a task of its own so a
-                    // flushed read does not lose it; the read then goes on.
-                    let tree = self.clone();
-                    let encoded = tokio::spawn(async move {
-                        let frames = match job.is_big() {
-                            true => tokio::task::spawn_blocking(move || job.frame()).await.unwrap_or_default(),
-                            false => job.frame(),
-                        };
-                        let _ = tree.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames));
-                        // Another read of this fid may be waiting for it.
-                        tree.daemon.changed();
-                    });
-                    let _ = encoded.await;
-                    continue;
+            Opened::Stream { reading, event_of, .. } => {
+                if let Some(s) = self.daemon.reg().get_mut(n) {
+                    for shard in reading {
+                        s.hub.stop_reading(shard);
+                    }
+                }
+                if event_of.is_some() {
+                    self.acme_clunk(n, event_of, None, None).await;
                 }
             }
-            if wake.changed().await.is_err() {
-                return Ok(Vec::new());
+            Opened::Addr { body, .. } => {
+                if let Some(s) = self.daemon.reg().get_mut(n) {
+                    crate::buffers::addr_close(s, body);
+                }
             }
+            Opened::Data { body, ends_nomark: true } | Opened::Wrsel { body, .. } => {
+                self.acme_clunk(n, None, Some(body), None).await
+            }
+            Opened::Rdsel { window, .. } => self.acme_clunk(n, None, None, Some(window)).await,
+            _ => {}
         }
-    }
-
-    /// Empties a body (open with OTRUNC, wstat length 0).
-    async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
-        match self.daemon.with_session(n, |s| buffers::truncate(s, b))? {
-            Some(p) => self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
-            None => Ok(()),
-        }
-    }
-
-    /// A body write: appended at the end; a rune cut by the write boundary
-    /// waits for the fid's next write.
-    async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
-        let text = fid.whole_runes(data, "body")?;
-        let p = self.daemon.with_session(n, |s| buffers::body_append(s, b, &text))?;
-        if let Some(p) = p {
-            self.daemon.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
-        }
-        Ok(())
     }
 
     /// Whether `place` is the root of the `acme` service, where `..` stays.
@@ -504,20 +328,6 @@ impl Fsys {
         let Place::Dir(n, SessionDir::Acme) = place else { return false };
         let Some(name) = self.acme_service.as_deref() else { return false };
         self.daemon.reg().by_name(name) == Some(n)
-    }
-
-    /// A `data` write: the proposal at the address's version, then the
-    /// address follows the new text.
-    async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
-        let Some((p, at)) = self.daemon.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
-        let request = format!("data write {} ({} bytes)", b.0, text.len());
-        self.daemon.propose(n, &request, p).await?;
-        let moves = self.daemon.with_session(n, |s| buffers::selections_past(s, b, at, text))?;
-        for p in moves {
-            // Best effort: the user may have moved the selection meanwhile.
-            let _ = self.daemon.propose(n, "data write (selection)", p).await;
-        }
-        self.daemon.with_session(n, |s| buffers::data_written(s, b, at, text))
     }
 }
 
@@ -598,63 +408,21 @@ impl Serve for Fsys {
         // Counted before the content is made, so a change racing the open
         // makes the first read look again.
         let generation = self.daemon.generation();
-        let mut opened = Opened::default();
-        match place {
-            _ if place.is_dir() => opened.content = self.listing(place)?,
-            _ if place.in_acme() => self.acme_open(place, mode, &mut opened).await?,
-            Place::Root1(RootFile::New) => {
-                let name = {
-                    let mut reg = self.daemon.reg();
-                    let number = reg.create(None)?;
-                    reg.get(number).map(|s| s.label().to_string()).unwrap_or_default()
-                };
-                self.daemon.changed();
-                tracing::info!(session = %name, "session created through /new");
-                opened.content = format!("{name}\n").into_bytes();
-            }
-            Place::BuffersNew(n) => {
-                let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
-                let made = self.daemon.propose(n, "buffers/new", p).await?;
-                let body = match made.created {
-                    apex_core::propose::Created::Window(w) => w.body,
-                    _ => return Err("buffers/new: no window was made".into()),
-                };
-                opened.content = format!("{}\n", body.0).into_bytes();
-            }
-            Place::Root1(RootFile::Registry) => {
-                opened.stream = Some(Cursor::open(Source::Registry, &self.daemon.reg())?)
-            }
-            Place::Shard1(n, shard, ShardFile::Entries) => {
-                opened.stream = Some(self.open_reader(n, shard, Source::Entries(n, shard))?);
-                opened.reading = vec![shard];
-            }
-            Place::Buffer1(n, b, BufferFile::Event) => {
-                opened.stream = Some(self.open_reader(n, Shard::Buffer(b), Source::Event(n, b))?);
-                opened.reading = vec![Shard::Buffer(b)];
-            }
-            Place::Session1(n, SessionFile::Attach) => {
-                if mode & 3 != 2 {
-                    return Err("attach: open it read-write (ORDWR): the protocol goes both ways".into());
-                }
-                opened.attach = Some(self.daemon.with_hub(n, |s, _| s.hub.open())?);
-            }
-            Place::Buffer1(n, b, file) => {
-                if mode & OTRUNC != 0 && file == BufferFile::Body {
-                    self.truncate(n, b).await?;
-                }
-                if file == BufferFile::Addr {
-                    self.daemon.with_session(n, |s| buffers::addr_open(s, b))?;
-                    opened.addr_open = true;
-                }
-                if file != BufferFile::Data {
-                    opened.content = self.content(place).await?;
-                }
-            }
-            _ => opened.content = self.content(place).await?,
+        let mut opened = match place {
+            _ if place.is_dir() => Opened::Content(Content::made(self.listing(place)?)),
+            _ if place.in_acme() => self.acme_open(place, mode).await?,
+            Place::Root1(file) => self.root_open(file).await?,
+            Place::Session1(n, file) => self.session_open(n, file, mode).await?,
+            Place::Shard1(n, shard, file) => self.shard_open(n, shard, file).await?,
+            Place::BuffersNew(n) => self.buffers_new(n).await?,
+            Place::Buffer1(n, b, file) => self.buffer_open(n, b, file, mode).await?,
+            _ => Opened::Content(Content::made(self.content(place).await?)),
+        };
+        if let Some(content) = opened.content() {
+            content.fresh = Some(generation);
         }
-        opened.fresh = Some(generation);
         let qid = self.qid(&self.daemon.reg(), place);
-        Ok((qid, Fid { place, opened: Arc::new(Mutex::new(opened)) }))
+        Ok((qid, Fid::opened(place, opened)))
     }
 
     async fn create(&self, fid: &Fid, name: &str, _: u32, _: u8) -> srv::Result<(Qid, Fid)> {
@@ -668,148 +436,44 @@ impl Serve for Fsys {
 
     async fn read(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
         let place = fid.place;
-        if let Place::Session1(n, SessionFile::Attach) = place {
-            return self.read_attach(n, fid, count).await;
+        let n = place.session().unwrap_or(0);
+        // What the fid holds says how it reads.
+        let data_of = match &*fid.lock() {
+            Opened::Walked => return Err("read of a fid that is not open; open it first".into()),
+            Opened::Data { body, .. } => Some(*body),
+            _ => None,
+        };
+        match place {
+            Place::Session1(n, place::SessionFile::Attach) => self.read_attach(n, fid, count).await,
+            _ if place.is_stream() => self.read_stream(fid, offset, count).await,
+            Place::Acme1(n, AcmeFile::Log) => self.read_log(n, fid, count).await,
+            _ => match data_of {
+                Some(b) => self.data_read(n, b, count, matches!(place, Place::Win1(_, _, WinFile::Xdata))),
+                None => self.read_content(fid, offset, count).await,
+            },
         }
-        if place.is_stream() {
-            return self.read_stream(fid, offset, count).await;
-        }
-        if let Place::Buffer1(n, b, BufferFile::Data) = place {
-            return self.daemon.with_session(n, |s| buffers::data_read(s, b, count, false));
-        }
-        if let Place::Win1(n, number, file @ (WinFile::Data | WinFile::Xdata)) = place {
-            let w = acme::window(&self.daemon.reg(), n, number)?;
-            return self.daemon.with_session(n, |s| buffers::data_read(s, w.body, count, file == WinFile::Xdata));
-        }
-        if let Place::Acme1(n, AcmeFile::Log) = place {
-            return self.read_log(n, fid, count).await;
-        }
-        // A read at offset 0 of a file sees it as it is now (so rdwr and
-        // re-reads work, as on acme's synthetic files); later offsets go on
-        // reading the version that read made. A directory keeps the listing
-        // made at open; the two `new` files keep what they made.
-        let fixed =
-            matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_) | Place::Win1(_, _, WinFile::Rdsel));
-        let made_at = fid.lock().fresh.take();
-        let fresh = made_at.is_some_and(|n| n == self.daemon.generation());
-        if offset == 0 && !fixed && !fresh {
-            let now = if place.is_dir() { self.listing(place)? } else { self.content(place).await? };
-            fid.lock().content = now;
-        }
-        let mut opened = fid.lock();
-        if place.is_dir() {
-            // read(5): a directory is read from 0 or from where the last
-            // read ended, never from an arbitrary offset.
-            if offset != 0 && offset != opened.dir_end {
-                return Err(format!(
-                    "directory read at offset {offset}; continue at {} or start again at 0",
-                    opened.dir_end
-                ));
-            }
-            let got = slice(&opened.content, offset, count, true)?;
-            opened.dir_end = offset + got.len() as u64;
-            return Ok(got);
-        }
-        slice(&opened.content, offset, count, false)
     }
 
     async fn write(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> srv::Result<u32> {
         let count = data.len() as u32;
-        let place = fid.place;
-        if let Place::Buffer1(n, b, BufferFile::Body) = place {
-            self.body_write(fid, n, b, data).await?;
-            return Ok(count);
-        }
-        if place.in_acme() {
-            self.acme_write(fid, data).await?;
-            return Ok(count);
-        }
-        if let Place::Session1(n, SessionFile::Attach) = place {
-            let conn = fid.lock().attach.ok_or("attach: not open")?;
-            match self.daemon.with_hub(n, |s, now| protocol::write(s, conn, &data, now))?? {
-                Written::Done => {}
-                Written::Wait(id, rx) => {
-                    self.daemon.outcome(n, id, rx).await?;
-                }
-            }
-            return Ok(count);
-        }
-        let text = utf8(data)?;
-        match place {
-            Place::Root1(RootFile::Ctl) => {
-                let cmds = parse_ctl(&text)?;
-                self.daemon.reg().run(&cmds)?;
-                self.daemon.changed();
-            }
-            Place::Session1(n, SessionFile::Label) => {
-                let old = self.daemon.reg().get(n).ok_or_else(gone)?.label().to_string();
-                self.daemon.reg().rename(&old, text.trim_end_matches('\n'))?;
-                self.daemon.changed();
-            }
-            Place::Session1(n, SessionFile::Ctl) => self.session_ctl(n, &text).await?,
-            Place::Session1(n, SessionFile::Proposals) => {
-                let request = text.lines().next().unwrap_or("").to_string();
-                let p = self.daemon.with_session(n, |s| {
-                    crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
-                })?;
-                self.daemon.propose(n, &request, p).await?;
-            }
-            Place::Shard1(n, shard, ShardFile::Lease) => self.lease_write(n, shard, &text)?,
-            Place::Buffer1(n, b, file) => match file {
-                BufferFile::Name => {
-                    let p = Proposal::Name { buffer: b, name: text.trim_end_matches('\n').to_string() };
-                    self.daemon.propose(n, "name write", p).await?;
-                    self.note_buffer_name(n, b)?;
-                }
-                BufferFile::Ctl => {
-                    self.buffer_ctl(n, b, &text).await?;
-                    self.note_buffer_name(n, b)?;
-                }
-                BufferFile::Addr => self.daemon.with_session(n, |s| buffers::addr_write(s, b, &text))?,
-                BufferFile::Data => self.data_write(n, b, &text).await?,
-                BufferFile::Event => {
-                    return Err("event: writing events back is done through the acme tree (NAME/acme/N/event)".into())
-                }
-                BufferFile::Body => unreachable!("handled above"),
-            },
-            place => {
-                let (name, _) = place.name_perm("");
-                return Err(format!("{EPERM}: {name} is not writable"));
-            }
+        match fid.place {
+            place if place.in_acme() => self.acme_write(fid, data).await?,
+            Place::Root1(file) => self.root_write(file, data)?,
+            Place::Session1(n, file) => self.session_write(fid, n, file, data).await?,
+            Place::Shard1(n, shard, file) => self.shard_write(n, shard, file, data)?,
+            Place::Buffer1(n, b, file) => self.buffer_write(fid, n, b, file, data).await?,
+            place => return Err(not_writable(place)),
         }
         Ok(count)
     }
 
     async fn clunk(&self, fid: Fid) {
-        self.let_go(&fid, false);
-        if let (true, Some(n)) = (fid.place.in_acme(), fid.place.session()) {
-            let (event_of, data_of, rdsel) = {
-                let mut o = fid.lock();
-                (o.event_of.take(), o.data_of.take(), o.rdsel.take())
-            };
-            self.acme_clunk(n, event_of, data_of, rdsel).await;
-        }
-        if let Place::Win1(n, number, WinFile::Addr) = fid.place {
-            if fid.lock().addr_open {
-                let w = acme::window(&self.daemon.reg(), n, number);
-                if let (Some(s), Ok(w)) = (self.daemon.reg().get_mut(n), w) {
-                    buffers::addr_close(s, w.body);
-                }
-            }
-        }
-        if let Place::Buffer1(n, b, BufferFile::Addr) = fid.place {
-            if fid.lock().addr_open {
-                if let Some(s) = self.daemon.reg().get_mut(n) {
-                    buffers::addr_close(s, b);
-                }
-            }
-        }
+        self.let_go(fid.place, fid.take(), false).await;
     }
 
     async fn hangup(&self, fid: Fid) {
         // An attachment outlives its connection for a grace period.
-        self.let_go(&fid, true);
-        self.clunk(fid).await;
+        self.let_go(fid.place, fid.take(), true).await;
     }
 
     async fn remove(&self, fid: Fid) -> srv::Result<()> {
@@ -851,26 +515,4 @@ impl Serve for Fsys {
         }
         Ok(())
     }
-}
-
-/// Reads `count` bytes of `content` at `offset`; for directories, whole
-/// stat entries only.
-fn slice(content: &[u8], offset: u64, count: u32, dir: bool) -> srv::Result<Vec<u8>> {
-    let from = (offset as usize).min(content.len());
-    let want = (count as usize).min(content.len() - from);
-    if !dir {
-        return Ok(content[from..from + want].to_vec());
-    }
-    let mut end = from;
-    while end + 2 <= content.len() {
-        let n = u16::from_le_bytes([content[end], content[end + 1]]) as usize + 2;
-        if end + n - from > want {
-            break;
-        }
-        end += n;
-    }
-    if end == from && from < content.len() {
-        return Err(format!("read of {count} bytes is too small for a directory entry"));
-    }
-    Ok(content[from..end].to_vec())
 }

@@ -1,0 +1,153 @@
+//! The files of `buffers/`: `new` (opening it makes a window and reads its
+//! body's number), and each buffer's `body` (appends; OTRUNC or a wstat
+//! of length 0 empties it), `name`, `ctl`, `addr`, `data` (read and write
+//! at the addr, as acme's) and `event` (a stream of its changes).
+
+use super::fid::{utf8, Content, Fid, Opened};
+use super::made::Made;
+use super::place::{BufferFile, Place};
+use super::stream::Source;
+use super::Fsys;
+use crate::buffers::{self, BufferCtl};
+use crate::host;
+use crate::session::Session;
+use apex_core::{BufferId, Proposal, Shard};
+use apex_ninep::fcall::OTRUNC;
+use apex_ninep::srv;
+
+/// A buffer file's content now.
+pub fn content(s: &Session, b: BufferId, file: BufferFile) -> srv::Result<Made> {
+    let buffer = || s.view.state.buffer(b).map_err(|e| e.to_string());
+    Ok(match file {
+        BufferFile::Body => Made::Text(buffer()?.text.clone()),
+        BufferFile::Name => format!("{}\n", buffer()?.name).into(),
+        BufferFile::Ctl => buffers::ctl_read(s, b)?.into(),
+        BufferFile::Addr => buffers::addr_read(s, b)?.into(),
+        BufferFile::Data | BufferFile::Event => Made::Bytes(Vec::new()),
+    })
+}
+
+impl Fsys {
+    /// Opening `buffers/new` makes a window; the fid reads its body's number.
+    pub(super) async fn buffers_new(&self, n: u64) -> srv::Result<Opened> {
+        let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
+        let made = self.daemon.propose(n, "buffers/new", p).await?;
+        let body = match made.created {
+            apex_core::propose::Created::Window(w) => w.body,
+            _ => return Err("buffers/new: no window was made".into()),
+        };
+        Ok(Opened::Content(Content::made(format!("{}\n", body.0).into_bytes())))
+    }
+
+    pub(super) async fn buffer_open(&self, n: u64, b: BufferId, file: BufferFile, mode: u8) -> srv::Result<Opened> {
+        let place = Place::Buffer1(n, b, file);
+        Ok(match file {
+            BufferFile::Event => self.open_reader(n, &[Shard::Buffer(b)], Source::Event(n, b), None)?,
+            BufferFile::Data => Opened::Data { body: b, ends_nomark: false },
+            BufferFile::Body => {
+                if mode & OTRUNC != 0 {
+                    self.truncate(n, b).await?;
+                }
+                Opened::Text { content: Content::made(self.content(place).await?), tail: Vec::new() }
+            }
+            BufferFile::Addr => {
+                self.daemon.with_session(n, |s| buffers::addr_open(s, b))?;
+                Opened::Addr { content: Content::made(self.content(place).await?), body: b }
+            }
+            BufferFile::Name | BufferFile::Ctl => Opened::Content(Content::made(self.content(place).await?)),
+        })
+    }
+
+    pub(super) async fn buffer_write(
+        &self,
+        fid: &Fid,
+        n: u64,
+        b: BufferId,
+        file: BufferFile,
+        data: Vec<u8>,
+    ) -> srv::Result<()> {
+        if file == BufferFile::Body {
+            return self.body_write(fid, n, b, data).await;
+        }
+        let text = utf8(data)?;
+        match file {
+            BufferFile::Name => {
+                let p = Proposal::Name { buffer: b, name: text.trim_end_matches('\n').to_string() };
+                self.daemon.propose(n, "name write", p).await?;
+                self.note_buffer_name(n, b)
+            }
+            BufferFile::Ctl => {
+                self.buffer_ctl(n, b, &text).await?;
+                self.note_buffer_name(n, b)
+            }
+            BufferFile::Addr => self.daemon.with_session(n, |s| buffers::addr_write(s, b, &text)),
+            BufferFile::Data => self.data_write(n, b, &text).await,
+            BufferFile::Event => {
+                Err("event: writing events back is done through the acme tree (NAME/acme/N/event)".into())
+            }
+            BufferFile::Body => unreachable!("handled above"),
+        }
+    }
+
+    /// The acme tree's record of window names after a buffer was renamed.
+    fn note_buffer_name(&self, n: u64, b: BufferId) -> srv::Result<()> {
+        self.daemon.with_session(n, |s| {
+            s.acme.note_buffer_name(&s.view.state, b);
+            Ok(())
+        })
+    }
+
+    /// A write to `buffers/N/ctl`.
+    async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
+        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
+        for msg in msgs {
+            match msg {
+                BufferCtl::Get(file) => host::get(&self.daemon, n, b, file).await?,
+                BufferCtl::Put { version, file } => host::put(&self.daemon, n, b, version, file).await?,
+                msg => {
+                    let p = self.daemon.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
+                    self.daemon.propose(n, &format!("ctl {} {msg:?}", b.0), p).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Empties a body (open with OTRUNC, wstat length 0).
+    pub(super) async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
+        match self.daemon.with_session(n, |s| buffers::truncate(s, b))? {
+            Some(p) => self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// A body write: appended at the end; a rune cut by the write boundary
+    /// waits for the fid's next write.
+    pub(super) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
+        let text = fid.whole_runes(data, "body")?;
+        let p = self.daemon.with_session(n, |s| buffers::body_append(s, b, &text))?;
+        if let Some(p) = p {
+            self.daemon.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
+        }
+        Ok(())
+    }
+
+    /// A `data` read (of `buffers/N/data`, acme's `data` or `xdata`).
+    pub(super) fn data_read(&self, n: u64, b: BufferId, count: u32, x: bool) -> srv::Result<Vec<u8>> {
+        self.daemon.with_session(n, |s| buffers::data_read(s, b, count, x))
+    }
+
+    /// A `data` write: the proposal at the address's version, then the
+    /// address follows the new text.
+    pub(super) async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
+        let Some((p, at)) = self.daemon.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
+        let request = format!("data write {} ({} bytes)", b.0, text.len());
+        self.daemon.propose(n, &request, p).await?;
+        let moves = self.daemon.with_session(n, |s| buffers::selections_past(s, b, at, text))?;
+        for p in moves {
+            // Best effort: the user may have moved the selection meanwhile.
+            let _ = self.daemon.propose(n, "data write (selection)", p).await;
+        }
+        self.daemon.with_session(n, |s| buffers::data_written(s, b, at, text))
+    }
+}

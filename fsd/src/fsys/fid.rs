@@ -1,0 +1,164 @@
+//! What a fid is: its place, and once open what it holds, one variant
+//! per kind of open file (acme's `Xfid` and the `Fid`'s open state).
+//!
+//! A plain file's or a directory's bytes are made at open and again by
+//! every read at offset 0; later offsets read that version, so a reader
+//! sees one consistent version however many reads it takes. Directory
+//! reads return whole stat entries and continue only where the last one
+//! ended (read(5)).
+
+use super::place::Place;
+use super::stream::Cursor;
+use crate::attach::hub::ConnId;
+use apex_core::{BufferId, Shard, WindowId};
+use apex_ninep::srv;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A file's bytes as one read sees them.
+#[derive(Debug, Default)]
+pub struct Content {
+    pub bytes: Vec<u8>,
+    /// The change count when `bytes` were made, until a read uses it: a
+    /// first read at offset 0 with nothing changed since need not make
+    /// them again.
+    pub fresh: Option<u64>,
+    /// Where the last directory read ended: the only offset but 0 the next
+    /// may have.
+    pub dir_end: u64,
+}
+
+impl Content {
+    pub fn made(bytes: Vec<u8>) -> Content {
+        Content { bytes, ..Content::default() }
+    }
+
+    /// Reads `count` bytes at `offset`; for a directory, whole stat
+    /// entries only, from 0 or where the last read ended.
+    pub fn read(&mut self, offset: u64, count: u32, dir: bool) -> srv::Result<Vec<u8>> {
+        if !dir {
+            let from = (offset as usize).min(self.bytes.len());
+            let want = (count as usize).min(self.bytes.len() - from);
+            return Ok(self.bytes[from..from + want].to_vec());
+        }
+        if offset != 0 && offset != self.dir_end {
+            return Err(format!("directory read at offset {offset}; continue at {} or start again at 0", self.dir_end));
+        }
+        let from = (offset as usize).min(self.bytes.len());
+        let want = (count as usize).min(self.bytes.len() - from);
+        let mut end = from;
+        while end + 2 <= self.bytes.len() {
+            let n = u16::from_le_bytes([self.bytes[end], self.bytes[end + 1]]) as usize + 2;
+            if end + n - from > want {
+                break;
+            }
+            end += n;
+        }
+        if end == from && from < self.bytes.len() {
+            return Err(format!("read of {count} bytes is too small for a directory entry"));
+        }
+        self.dir_end = end as u64;
+        Ok(self.bytes[from..end].to_vec())
+    }
+}
+
+/// What an open fid holds.
+#[derive(Debug, Default)]
+pub enum Opened {
+    /// Walked to, not open.
+    #[default]
+    Walked,
+    /// A plain file or a directory: its bytes (`Content`).
+    Content(Content),
+    /// A text file written in pieces (a body, acme's `cons` and
+    /// `errors`): its bytes, and an incomplete UTF-8 sequence at the end
+    /// of the last write, which waits for the next.
+    Text { content: Content, tail: Vec<u8> },
+    /// An addr file: counts as an open of its buffer's addr until clunked.
+    Addr { content: Content, body: BufferId },
+    /// A blocking stream of entries, events or registry lines; the shards
+    /// it keeps from compaction; for acme's `event`, its window.
+    Stream { cursor: Cursor, reading: Vec<Shard>, event_of: Option<WindowId> },
+    /// `NAME/attach`: the connection this fid is.
+    Attach(ConnId),
+    /// A `data` file (`buffers/N/data`, acme's `data` and `xdata`); acme's
+    /// end nomark when clunked.
+    Data { body: BufferId, ends_nomark: bool },
+    /// acme's `wrsel`: where the next write inserts, at that version.
+    Wrsel { body: BufferId, at: (u64, u64) },
+    /// acme's `rdsel`: the selection at open, and the claim on it.
+    Rdsel { content: Content, window: WindowId },
+    /// acme's `log`: the index of the next line to read.
+    Log { next: u64 },
+}
+
+impl Opened {
+    /// The bytes a read at an offset gives, for the files that have them.
+    pub fn content(&mut self) -> Option<&mut Content> {
+        match self {
+            Opened::Content(c) | Opened::Text { content: c, .. } | Opened::Addr { content: c, .. } => Some(c),
+            Opened::Rdsel { content: c, .. } => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// A fid: its place and, once open, what it holds.
+#[derive(Clone, Debug)]
+pub struct Fid {
+    pub place: Place,
+    opened: Arc<Mutex<Opened>>,
+}
+
+impl Fid {
+    pub fn at(place: Place) -> Fid {
+        Fid { place, opened: Arc::new(Mutex::new(Opened::Walked)) }
+    }
+
+    pub fn opened(place: Place, opened: Opened) -> Fid {
+        Fid { place, opened: Arc::new(Mutex::new(opened)) }
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Opened> {
+        self.opened.lock().expect("fid lock")
+    }
+
+    /// The fid's state, leaving it walked (what a clunk lets go of).
+    pub fn take(&self) -> Opened {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// The text of a write, whole runes only: an incomplete UTF-8 sequence
+    /// at its end waits for this fid's next write (acme's body, cons and
+    /// errors files do this).
+    pub fn whole_runes(&self, data: Vec<u8>, file: &str) -> srv::Result<String> {
+        let mut opened = self.lock();
+        let Opened::Text { tail, .. } = &mut *opened else {
+            return utf8(data).map_err(|_| format!("{file}: write is not UTF-8 text"));
+        };
+        let bytes = match tail.is_empty() {
+            true => data,
+            false => {
+                let mut joined = std::mem::take(tail);
+                joined.extend_from_slice(&data);
+                joined
+            }
+        };
+        // One validation: a rune cut by the write's end is split off the
+        // bytes the failed check hands back.
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(text),
+            Err(e) if e.utf8_error().error_len().is_none() => {
+                let cut = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                *tail = bytes.split_off(cut);
+                String::from_utf8(bytes).map_err(|_| format!("{file}: write is not UTF-8 text"))
+            }
+            Err(_) => Err(format!("{file}: write is not UTF-8 text")),
+        }
+    }
+}
+
+/// A write's bytes as text.
+pub fn utf8(data: Vec<u8>) -> srv::Result<String> {
+    String::from_utf8(data).map_err(|_| "write is not UTF-8 text".to_string())
+}

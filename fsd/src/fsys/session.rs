@@ -1,0 +1,143 @@
+//! The files of a session's directory `/NAME/`: `id`, `label` (renames
+//! it), `ctl` (windows, buffers, commands, kills), `hash` and `snapshot`
+//! (made off the lock), `proposals` (write one, read the recent
+//! outcomes), `attach` (the attach protocol), and the tables of `meta/`.
+
+use super::fid::{utf8, Fid, Opened};
+use super::made::Made;
+use super::place::{Place, SessionFile};
+use super::Fsys;
+use crate::attach::feed::{self, Readable};
+use crate::attach::hub::Written;
+use crate::attach::protocol;
+use crate::ctlmsg::SessionCtl;
+use crate::daemon::gone;
+use crate::host;
+use crate::session::Session;
+use crate::tables::{self, MetaTable};
+use apex_core::Proposal;
+use apex_ninep::srv;
+
+/// A session file's content now.
+pub fn content(s: &Session, file: SessionFile) -> Made {
+    match file {
+        SessionFile::Id => format!("{}\n", s.uuid()).into(),
+        SessionFile::Label => format!("{}\n", s.label()).into(),
+        SessionFile::Hash => Made::Hash(Box::new(s.view.state.clone())),
+        SessionFile::Snapshot => Made::Snapshot(Box::new(s.view.state.clone())),
+        SessionFile::Proposals => tables::outcomes(s).into(),
+        SessionFile::Ctl | SessionFile::Attach => Made::Bytes(Vec::new()),
+    }
+}
+
+/// A table of `meta/` now.
+pub fn meta_content(s: &Session, table: MetaTable) -> Made {
+    tables::meta_table(&s.view.state, table).into()
+}
+
+impl Fsys {
+    pub(super) async fn session_open(&self, n: u64, file: SessionFile, mode: u8) -> srv::Result<Opened> {
+        if file == SessionFile::Attach {
+            if mode & 3 != 2 {
+                return Err("attach: open it read-write (ORDWR): the protocol goes both ways".into());
+            }
+            return Ok(Opened::Attach(self.daemon.with_hub(n, |s, _| s.hub.open())?));
+        }
+        Ok(Opened::Content(super::fid::Content::made(self.content(Place::Session1(n, file)).await?)))
+    }
+
+    pub(super) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> srv::Result<()> {
+        if file == SessionFile::Attach {
+            let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
+            match self.daemon.with_hub(n, |s, now| protocol::write(s, conn, &data, now))?? {
+                Written::Done => {}
+                Written::Wait(id, rx) => {
+                    self.daemon.outcome(n, id, rx).await?;
+                }
+            }
+            return Ok(());
+        }
+        let text = utf8(data)?;
+        match file {
+            SessionFile::Label => {
+                let old = self.daemon.reg().get(n).ok_or_else(gone)?.label().to_string();
+                self.daemon.reg().rename(&old, text.trim_end_matches('\n'))?;
+                self.daemon.changed();
+                Ok(())
+            }
+            SessionFile::Ctl => self.session_ctl(n, &text).await,
+            SessionFile::Proposals => {
+                let request = text.lines().next().unwrap_or("").to_string();
+                let p = self.daemon.with_session(n, |s| {
+                    crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
+                })?;
+                self.daemon.propose(n, &request, p).await.map(|_| ())
+            }
+            _ => Err(super::not_writable(Place::Session1(n, file))),
+        }
+    }
+
+    /// A write to the session's `ctl`.
+    async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<()> {
+        let msgs = self.daemon.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state))?;
+        for msg in msgs {
+            let request = format!("ctl {msg:?}");
+            let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };
+            match msg {
+                SessionCtl::Window(name) => {
+                    propose(Proposal::CreateWindow { body: None, column: None, name: name.unwrap_or_default() }).await?
+                }
+                SessionCtl::Buffer(name) => {
+                    propose(Proposal::CreateBuffer { name: name.unwrap_or_default(), text: String::new() }).await?
+                }
+                SessionCtl::DelWindow(num) => {
+                    let window = self
+                        .daemon
+                        .reg()
+                        .get(n)
+                        .ok_or_else(gone)?
+                        .view
+                        .state
+                        .layout
+                        .window_numbered(apex_core::AcmeNumber(num))
+                        .ok_or_else(|| format!("ctl: no window {num}"))?;
+                    propose(Proposal::DeleteWindow { window }).await?
+                }
+                SessionCtl::Exec { dir, command } => host::exec(&self.daemon, n, &dir, &command).await.map(|_| ())?,
+                SessionCtl::Kill(pid) => host::kill(&self.daemon, n, pid)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the attach stream, waiting until there is something.
+    pub(super) async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+        let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
+        loop {
+            let mut wake = self.daemon.subscribe();
+            match self.daemon.with_hub_quiet(n, |s| feed::read_deferred(s, conn, count))?? {
+                Readable::Bytes(bytes) => return Ok(bytes),
+                Readable::Nothing => {}
+                Readable::Welcome(job) => {
+                    // Encoded with no lock held, in a task of its own so a
+                    // flushed read does not lose it; the read then goes on.
+                    let daemon = self.daemon.clone();
+                    let encoded = tokio::spawn(async move {
+                        let frames = match job.is_big() {
+                            true => tokio::task::spawn_blocking(move || job.frame()).await.unwrap_or_default(),
+                            false => job.frame(),
+                        };
+                        let _ = daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames));
+                        // Another read of this fid may be waiting for it.
+                        daemon.changed();
+                    });
+                    let _ = encoded.await;
+                    continue;
+                }
+            }
+            if wake.changed().await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+}

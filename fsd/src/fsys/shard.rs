@@ -1,0 +1,49 @@
+//! The files of `shards/SHARD/`: `entries` (the shard's log as text, a
+//! stream that keeps the shard from compaction while open), `lease` (read
+//! the lease; write "reclaim" to take it back) and `info`.
+
+use super::fid::{utf8, Opened};
+use super::made::Made;
+use super::place::{Place, ShardFile};
+use super::stream::Source;
+use super::Fsys;
+use crate::session::Session;
+use crate::tables;
+use apex_core::Shard;
+use apex_ninep::srv;
+
+/// A shard file's content now.
+pub fn content(s: &Session, shard: Shard, file: ShardFile) -> srv::Result<Made> {
+    Ok(match file {
+        ShardFile::Lease => format!("{}\n", tables::lease_fields(s.view.log.lease(shard).map_err(|e| e.to_string())?)),
+        ShardFile::Info => tables::shard_info(s, shard)?,
+        ShardFile::Entries => String::new(),
+    }
+    .into())
+}
+
+impl Fsys {
+    pub(super) async fn shard_open(&self, n: u64, shard: Shard, file: ShardFile) -> srv::Result<Opened> {
+        match file {
+            ShardFile::Entries => self.open_reader(n, &[shard], Source::Entries(n, shard), None),
+            file => Ok(Opened::Content(super::fid::Content::made(self.content(Place::Shard1(n, shard, file)).await?))),
+        }
+    }
+
+    /// A write to `shards/SHARD/lease`.
+    pub(super) fn shard_write(&self, n: u64, shard: Shard, file: ShardFile, data: Vec<u8>) -> srv::Result<()> {
+        if file != ShardFile::Lease {
+            return Err(super::not_writable(Place::Shard1(n, shard, file)));
+        }
+        match utf8(data)?.trim() {
+            "reclaim" => self.daemon.with_session(n, |s| {
+                let op = s.view.log.reclaim_op(shard).map_err(|e| e.to_string())?;
+                s.view.push_meta(op).map(|_| ()).map_err(|e| e.to_string())
+            }),
+            other => Err(format!(
+                "lease: unknown request {other:?}; expected \"reclaim\" (the server takes the lease back). \
+                 Leases are asked for and given up through the attach protocol (NAME/attach)"
+            )),
+        }
+    }
+}
