@@ -201,3 +201,127 @@ fn skips_are_said_out_loud() {
         assert!(!text.contains(&quiet), "{} skips quietly: use a SKIPPED line", p.display());
     }
 }
+
+/// A library crate's module graph, one node per source file: an edge for
+/// every `crate::` or `super::` path a file names (comments and tests
+/// aside), to the file of the longest module prefix, and from a module to
+/// each submodule it declares. A file's use of its parent module
+/// (`super::Fsys` in `fsys/root.rs`) is not counted: a module's files
+/// together implement it (acme's `fsys.c` beside its `xfid.c`).
+fn module_graph(src: &Path) -> Vec<(PathBuf, Vec<PathBuf>)> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.retain(|f| !f.starts_with(src.join("bin")));
+    let module_of = |f: &Path| -> Vec<String> {
+        let rel = f.strip_prefix(src).unwrap().with_extension("");
+        let mut segs: Vec<String> = rel.iter().map(|s| s.to_string_lossy().to_string()).collect();
+        if matches!(segs.last().map(String::as_str), Some("mod" | "lib")) {
+            segs.pop();
+        }
+        segs
+    };
+    let by_module: std::collections::BTreeMap<Vec<String>, PathBuf> =
+        files.iter().map(|f| (module_of(f), f.clone())).collect();
+    let resolve = |segs: &[String]| (0..=segs.len()).rev().find_map(|k| by_module.get(&segs[..k]).cloned());
+    let parent_of = |m: &Path, c: &Path| m.ends_with("mod.rs") && c.parent() == m.parent() && m != c;
+    let mut graph = Vec::new();
+    for f in &files {
+        let me = module_of(f);
+        let text = std::fs::read_to_string(f).unwrap();
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap()
+            .lines()
+            .map(|l| l.split("//").next().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut to = Vec::new();
+        for (anchor, base) in [("crate::", Vec::new()), ("super::", me[..me.len().saturating_sub(1)].to_vec())] {
+            for (at, _) in code.match_indices(anchor) {
+                let before = code[..at].chars().last().unwrap_or(' ');
+                if before.is_alphanumeric() || before == '_' {
+                    continue;
+                }
+                let rest = &code[at + anchor.len()..];
+                // `crate::{a, b::c}` names several paths; `crate::a::b` one.
+                let paths: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group.split('}').next().unwrap().split(',').collect(),
+                    None => vec![rest],
+                };
+                for p in paths {
+                    let segs: Vec<String> = p
+                        .trim()
+                        .split("::")
+                        .map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
+                        .take_while(|s| !s.is_empty())
+                        .collect();
+                    let mut full = base.clone();
+                    full.extend(segs);
+                    if let Some(t) = resolve(&full).filter(|t| t != f && !parent_of(t, f)) {
+                        if !to.contains(&t) {
+                            to.push(t);
+                        }
+                    }
+                }
+            }
+        }
+        for line in code.lines() {
+            let decl = line.trim().trim_start_matches("pub ").trim_start_matches("pub(crate) ");
+            if let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';')) {
+                let mut child = me.clone();
+                child.push(name.trim().to_string());
+                to.extend(by_module.get(&child).cloned());
+            }
+        }
+        graph.push((f.clone(), to));
+    }
+    graph
+}
+
+/// The first cycle in `graph`, as the files along it.
+fn a_cycle(graph: &[(PathBuf, Vec<PathBuf>)]) -> Option<Vec<PathBuf>> {
+    fn visit(
+        at: &Path,
+        graph: &[(PathBuf, Vec<PathBuf>)],
+        path: &mut Vec<PathBuf>,
+        done: &mut Vec<PathBuf>,
+    ) -> Option<Vec<PathBuf>> {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(at.to_path_buf());
+            return Some(cycle);
+        }
+        if done.iter().any(|d| d == at) {
+            return None;
+        }
+        path.push(at.to_path_buf());
+        let next = graph.iter().find(|(f, _)| f == at).map(|(_, t)| t.clone()).unwrap_or_default();
+        for t in next {
+            if let Some(c) = visit(&t, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(at.to_path_buf());
+        None
+    }
+    let mut done = Vec::new();
+    graph.iter().find_map(|(f, _)| visit(f, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_daemon_and_the_clients_modules_import_no_cycle() {
+    // The daemon first: its layers (daemon, route, attach, fsys, host)
+    // only point down.
+    for krate in ["fsd", "fsd/ninep", "link", "mnt"] {
+        let src = root().join(krate).join("src");
+        let graph = module_graph(&src);
+        assert!(graph.iter().map(|(_, t)| t.len()).sum::<usize>() > 0 || krate == "mnt", "{krate}: no edges found");
+        if let Some(cycle) = a_cycle(&graph) {
+            let names: Vec<String> =
+                cycle.iter().map(|p| p.strip_prefix(&src).unwrap().display().to_string()).collect();
+            panic!("{krate}: modules import each other in a cycle: {}", names.join(" -> "));
+        }
+    }
+}

@@ -10,12 +10,12 @@
 
 use crate::attach::hub::Written;
 use crate::attach::protocol;
-use crate::attach::wire::Outcome;
 use crate::registry::Registry;
 use crate::route;
 use crate::session::Session;
 use apex_core::propose::Applied;
 use apex_core::Proposal;
+use apex_link::wire::Outcome;
 use apex_ninep::srv;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;

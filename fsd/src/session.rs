@@ -8,10 +8,10 @@
 
 use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
-use crate::attach::wire::{self, Refusal};
 use apex_core::addr::Range;
 use apex_core::propose;
 use apex_core::{make, BufferId, MetaOp, Node, Proposal, Reject, SessionUuid};
+use apex_link::wire::{self, Refusal};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Proposal outcomes `proposals` keeps for reading.
