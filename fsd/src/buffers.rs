@@ -7,6 +7,7 @@
 //! which remembers the version it was set at, so an edit made meanwhile by
 //! the leader moves the write instead of being overwritten.
 
+use crate::ctl::{self, Arg, Verb};
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
 use apex_core::error::acme::EADDR;
@@ -287,57 +288,38 @@ pub enum BufferCtl {
     },
 }
 
-const CTL_USAGE: &str = "expected name NAME, clean, dirty, undo, redo, window, get [FILE] or put [-v VERSION] [FILE]";
+/// `buffers/N/ctl`'s verbs.
+const VERBS: &[Verb<BufferCtl>] = &[
+    Verb { name: "name", args: &[Arg::Rest("NAME")], make: |v| BufferCtl::Name(v[0].word()) },
+    Verb { name: "clean", args: &[], make: |_| BufferCtl::Clean },
+    Verb { name: "dirty", args: &[], make: |_| BufferCtl::Dirty },
+    Verb { name: "undo", args: &[], make: |_| BufferCtl::Undo },
+    Verb { name: "redo", args: &[], make: |_| BufferCtl::Redo },
+    Verb { name: "window", args: &[], make: |_| BufferCtl::Window },
+    Verb { name: "get", args: &[Arg::Optional("FILE")], make: |v| BufferCtl::Get(v[0].optional()) },
+    Verb {
+        name: "put",
+        args: &[Arg::Flag("-v", "VERSION"), Arg::Optional("FILE")],
+        make: |v| BufferCtl::Put { version: v[0].number(), file: v[1].optional() },
+    },
+];
 
 /// Parses a ctl write, one message per line, and checks each against the
 /// buffer before any is applied: a `put -v` at the version the buffer has
 /// now, files named in full, a name to get or put by.
 pub fn parse_ctl(text: &str, s: &Session, b: BufferId) -> Result<Vec<BufferCtl>, String> {
     let buf = buffer(s, b)?;
-    crate::ctlmsg::parse_lines(text, CTL_USAGE, |line| {
-        let msg = parse_ctl_line(line)?;
-        match &msg {
-            BufferCtl::Get(Some(f)) | BufferCtl::Put { file: Some(f), .. } if !f.starts_with('/') => {
-                Err(format!("{f:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
-            }
-            BufferCtl::Get(None) | BufferCtl::Put { file: None, .. } if buf.name.is_empty() => {
-                Err("the buffer has no name; give a file".into())
-            }
-            BufferCtl::Put { version: Some(v), .. } if *v != buf.version => Err(format!(
-                "put: buffer {} is at version {}, not {v}; read it again or put without -v",
-                b.0, buf.version
-            )),
-            _ => Ok(msg),
+    ctl::parse_lines(text, VERBS, |msg| match &msg {
+        BufferCtl::Get(Some(f)) | BufferCtl::Put { file: Some(f), .. } if !f.starts_with('/') => {
+            Err(format!("{f:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
         }
-    })
-}
-
-/// Parses one ctl message.
-fn parse_ctl_line(line: &str) -> Result<BufferCtl, String> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    Ok(match words.as_slice() {
-        ["name", ..] if words.len() > 1 => BufferCtl::Name(line.trim_start()[4..].trim().to_string()),
-        ["clean"] => BufferCtl::Clean,
-        ["dirty"] => BufferCtl::Dirty,
-        ["undo"] => BufferCtl::Undo,
-        ["redo"] => BufferCtl::Redo,
-        ["window"] => BufferCtl::Window,
-        ["get"] => BufferCtl::Get(None),
-        ["get", f] => BufferCtl::Get(Some(f.to_string())),
-        ["put", rest @ ..] => {
-            let (version, rest) = match rest {
-                ["-v", v, rest @ ..] => {
-                    (Some(v.parse().map_err(|_| format!("put -v wants a version number, got {v:?}"))?), rest)
-                }
-                rest => (None, rest),
-            };
-            match rest {
-                [] => BufferCtl::Put { version, file: None },
-                [f] => BufferCtl::Put { version, file: Some(f.to_string()) },
-                _ => return Err(format!("bad put; {CTL_USAGE}")),
-            }
+        BufferCtl::Get(None) | BufferCtl::Put { file: None, .. } if buf.name.is_empty() => {
+            Err("the buffer has no name; give a file".into())
         }
-        _ => return Err(format!("unknown message; {CTL_USAGE}")),
+        BufferCtl::Put { version: Some(v), .. } if *v != buf.version => {
+            Err(format!("put: buffer {} is at version {}, not {v}; read it again or put without -v", b.0, buf.version))
+        }
+        _ => Ok(msg),
     })
 }
 
@@ -364,7 +346,7 @@ mod tests {
 
     #[test]
     fn ctl_messages_parse_or_say_what_is_expected() {
-        let p = parse_ctl_line;
+        let p = |line| ctl::parse_line(VERBS, line);
         assert_eq!(p("name /tmp/a b"), Ok(BufferCtl::Name("/tmp/a b".into())));
         assert_eq!(p("clean"), Ok(BufferCtl::Clean));
         assert_eq!(p("put -v 3 /tmp/x"), Ok(BufferCtl::Put { version: Some(3), file: Some("/tmp/x".into()) }));

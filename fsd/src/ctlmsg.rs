@@ -1,35 +1,11 @@
-//! The ctl files of apex(4) (the root's, a session's, `buffers/N/ctl`)
-//! take several messages in one write, one per line. The write is checked
-//! whole before anything is applied, and a refusal names the line; the
-//! acme tree's ctl files keep acme's rule instead (one by one).
-//!
-//! This module is the session ctl's language (`SessionCtl`) and the line
-//! walk the three files share.
+//! A session's `ctl` language (`SessionCtl`): windows, buffers, commands
+//! and kills, several in one write, one per line (the shape is
+//! [`crate::ctl`]'s); each is checked against the session before any is
+//! applied.
 
+use crate::ctl::{self, Arg, Verb};
 use apex_core::{AcmeNumber, State};
 use std::path::Path;
-
-/// The non-blank lines of a ctl write, numbered from 1, each trimmed.
-pub fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty())
-}
-
-/// Parses every line with `parse`, or says which line is wrong; an empty
-/// write is refused with `usage`.
-pub fn parse_lines<T>(
-    text: &str,
-    usage: &str,
-    mut parse: impl FnMut(&str) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
-    let mut out = Vec::new();
-    for (n, line) in lines(text) {
-        out.push(parse(line).map_err(|e| format!("ctl line {n} ({line:?}): {e}"))?);
-    }
-    if out.is_empty() {
-        return Err(format!("ctl: empty write; {usage}"));
-    }
-    Ok(out)
-}
 
 /// A message of a session's `ctl`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,43 +15,39 @@ pub enum SessionCtl {
     /// A new buffer with no window.
     Buffer(Option<String>),
     /// Delete the window with this acme number.
-    DelWindow(u32),
+    DelWindow(u64),
     /// Run a command in a directory.
     Exec { dir: String, command: String },
     /// End a process of the session.
     Kill(u64),
 }
 
-pub const SESSION_USAGE: &str = "expected window [NAME], buffer [NAME], delwindow N, exec DIR COMMAND or kill PID";
-
-fn parse_session_line(line: &str) -> Result<SessionCtl, String> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    Ok(match words.as_slice() {
-        ["window"] => SessionCtl::Window(None),
-        ["window", name] => SessionCtl::Window(Some(name.to_string())),
-        ["buffer"] => SessionCtl::Buffer(None),
-        ["buffer", name] => SessionCtl::Buffer(Some(name.to_string())),
-        ["delwindow", num] => {
-            SessionCtl::DelWindow(num.parse().map_err(|_| format!("delwindow wants a window number, got {num:?}"))?)
-        }
-        ["exec", dir, _, ..] => {
-            let command = line[4..].trim_start()[dir.len()..].trim_start();
-            SessionCtl::Exec { dir: dir.to_string(), command: command.to_string() }
-        }
-        ["kill", pid] => SessionCtl::Kill(pid.parse().map_err(|_| format!("kill wants a pid, got {pid:?}"))?),
-        _ => return Err(format!("unknown message; {SESSION_USAGE}")),
-    })
-}
+/// A session ctl's verbs.
+const VERBS: &[Verb<SessionCtl>] = &[
+    Verb { name: "window", args: &[Arg::Optional("NAME")], make: |v| SessionCtl::Window(v[0].optional()) },
+    Verb { name: "buffer", args: &[Arg::Optional("NAME")], make: |v| SessionCtl::Buffer(v[0].optional()) },
+    Verb {
+        name: "delwindow",
+        args: &[Arg::Number("N")],
+        make: |v| SessionCtl::DelWindow(v[0].number().unwrap_or_default()),
+    },
+    Verb {
+        name: "exec",
+        args: &[Arg::Word("DIR"), Arg::Rest("COMMAND")],
+        make: |v| SessionCtl::Exec { dir: v[0].word(), command: v[1].word() },
+    },
+    Verb { name: "kill", args: &[Arg::Number("PID")], make: |v| SessionCtl::Kill(v[0].number().unwrap_or_default()) },
+];
 
 /// Parses a session ctl write and checks every message against `state`
 /// (and the machine, for exec's directory) before any is applied.
 pub fn parse_session(text: &str, state: &State) -> Result<Vec<SessionCtl>, String> {
     let mut deleted = Vec::new();
-    parse_lines(text, SESSION_USAGE, |line| {
-        let msg = parse_session_line(line)?;
+    ctl::parse_lines(text, VERBS, |msg| {
         match &msg {
             SessionCtl::DelWindow(num) => {
-                if state.layout.window_numbered(AcmeNumber(*num)).is_none() || deleted.contains(num) {
+                let numbered = u32::try_from(*num).ok().and_then(|n| state.layout.window_numbered(AcmeNumber(n)));
+                if numbered.is_none() || deleted.contains(num) {
                     return Err(format!("no window {num}"));
                 }
                 deleted.push(*num);

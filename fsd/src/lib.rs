@@ -35,6 +35,7 @@
 pub mod acme;
 pub mod attach;
 pub mod buffers;
+pub mod ctl;
 pub mod ctlmsg;
 pub mod daemon;
 pub mod entrytext;

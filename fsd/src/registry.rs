@@ -7,6 +7,7 @@
 //! so a bad line changes nothing.
 
 use crate::attach::hub::HubConfig;
+use crate::ctl::{self, Arg, Verb};
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
 use apex_core::SessionUuid;
@@ -32,20 +33,20 @@ pub enum Command {
     Rename(String, String),
 }
 
-const CTL_USAGE: &str = "expected \"new [NAME]\", \"del NAME\" or \"rename OLD NEW\"";
+/// `/ctl`'s verbs.
+const VERBS: &[Verb<Command>] = &[
+    Verb { name: "new", args: &[Arg::Optional("NAME")], make: |v| Command::New(v[0].optional()) },
+    Verb { name: "del", args: &[Arg::Word("NAME")], make: |v| Command::Del(v[0].word()) },
+    Verb {
+        name: "rename",
+        args: &[Arg::Word("OLD"), Arg::Word("NEW")],
+        make: |v| Command::Rename(v[0].word(), v[1].word()),
+    },
+];
 
 /// Parses `/ctl` text: one command per line.
 pub fn parse_ctl(text: &str) -> Result<Vec<Command>, String> {
-    crate::ctlmsg::parse_lines(text, CTL_USAGE, |line| {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        Ok(match words.as_slice() {
-            ["new"] => Command::New(None),
-            ["new", name] => Command::New(Some(name.to_string())),
-            ["del", name] => Command::Del(name.to_string()),
-            ["rename", old, new] => Command::Rename(old.to_string(), new.to_string()),
-            _ => return Err(format!("bad command; {CTL_USAGE}")),
-        })
-    })
+    ctl::parse_lines(text, VERBS, Ok)
 }
 
 impl Registry {

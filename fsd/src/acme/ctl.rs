@@ -1,11 +1,13 @@
-//! A window's `ctl` messages (acme-fs.md §2), parsed as acme parses them:
-//! each matched by prefix, the argument-less ones with the newline
+//! A window's `ctl` messages (acme-fs.md §2), parsed as acme parses them
+//! ([`crate::ctl::parse_prefix`]): each matched by prefix, the argument-less ones with the newline
 //! optional, the others running to the next newline, runs of newlines
 //! skipped. The tree applies them in order and stops at the first bad one,
 //! keeping the earlier ones (`win` sends `name DIR/-host\n0\n` and needs the
 //! name to stick).
 
+use crate::ctl::{self, Arg, Verb};
 use apex_core::error::acme::EBADCTL;
+
 /// One ctl message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WinCtl {
@@ -33,67 +35,41 @@ pub enum WinCtl {
     Noscroll,
 }
 
-/// Messages without an argument, longest-first where one is a prefix of
-/// another (`delete` before `del`).
-const PLAIN: &[(&str, WinCtl)] = &[
-    ("addr=dot", WinCtl::AddrDot),
-    ("dot=addr", WinCtl::DotAddr),
-    ("limit=addr", WinCtl::LimitAddr),
-    ("clean", WinCtl::Clean),
-    ("dirty", WinCtl::Dirty),
-    ("cleartag", WinCtl::Cleartag),
-    ("delete", WinCtl::Delete),
-    ("del", WinCtl::Del),
-    ("get", WinCtl::Get),
-    ("put", WinCtl::Put),
-    ("nomark", WinCtl::Nomark),
-    ("mark", WinCtl::Mark),
-    ("nomenu", WinCtl::Nomenu),
-    ("menu", WinCtl::Menu),
-    ("show", WinCtl::Show),
-    ("noscroll", WinCtl::Noscroll),
-    ("scroll", WinCtl::Scroll),
+/// The verbs, in the order acme's usage gives them; matched by the
+/// longest prefix (`delete` over `del`).
+const VERBS: &[Verb<WinCtl>] = &[
+    Verb { name: "addr=dot", args: &[], make: |_| WinCtl::AddrDot },
+    Verb { name: "dot=addr", args: &[], make: |_| WinCtl::DotAddr },
+    Verb { name: "limit=addr", args: &[], make: |_| WinCtl::LimitAddr },
+    Verb { name: "clean", args: &[], make: |_| WinCtl::Clean },
+    Verb { name: "dirty", args: &[], make: |_| WinCtl::Dirty },
+    Verb { name: "cleartag", args: &[], make: |_| WinCtl::Cleartag },
+    Verb { name: "del", args: &[], make: |_| WinCtl::Del },
+    Verb { name: "delete", args: &[], make: |_| WinCtl::Delete },
+    Verb { name: "dump", args: &[Arg::Rest("CMD")], make: |v| WinCtl::Dump(v[0].word()) },
+    Verb { name: "dumpdir", args: &[Arg::Rest("DIR")], make: |v| WinCtl::Dumpdir(v[0].word()) },
+    Verb { name: "font", args: &[Arg::Rest("PATH")], make: |v| WinCtl::Font(v[0].word()) },
+    Verb { name: "get", args: &[], make: |_| WinCtl::Get },
+    Verb { name: "put", args: &[], make: |_| WinCtl::Put },
+    Verb { name: "mark", args: &[], make: |_| WinCtl::Mark },
+    Verb { name: "nomark", args: &[], make: |_| WinCtl::Nomark },
+    Verb { name: "menu", args: &[], make: |_| WinCtl::Menu },
+    Verb { name: "nomenu", args: &[], make: |_| WinCtl::Nomenu },
+    Verb { name: "name", args: &[Arg::Rest("NAME")], make: |v| WinCtl::Name(v[0].word()) },
+    Verb { name: "show", args: &[], make: |_| WinCtl::Show },
+    Verb { name: "scroll", args: &[], make: |_| WinCtl::Scroll },
+    Verb { name: "noscroll", args: &[], make: |_| WinCtl::Noscroll },
 ];
-
-/// What the error says is expected.
-pub const USAGE: &str = "expected addr=dot, dot=addr, limit=addr, clean, dirty, cleartag, del, delete, \
-     dump CMD, dumpdir DIR, font PATH, get, put, mark, nomark, menu, nomenu, name NAME, show, scroll or noscroll";
 
 /// Parses the message at the start of `text` (which does not start with a
 /// newline); returns it and the bytes it used, trailing newlines included.
 pub fn parse_one(text: &str) -> Result<(WinCtl, usize), String> {
-    let with_arg = |prefix: &str, make: fn(String) -> WinCtl| -> Option<Result<(WinCtl, usize), String>> {
-        let rest = text.strip_prefix(prefix)?;
-        let end = rest.find('\n').unwrap_or(rest.len());
-        let arg = &rest[..end];
-        let used = prefix.len() + end;
-        if arg.is_empty() {
-            return Some(Err(format!("{EBADCTL}: {}needs an argument", prefix)));
+    let (msg, used) = ctl::parse_prefix(VERBS, text, EBADCTL)?;
+    if let WinCtl::Name(name) = &msg {
+        if name.chars().any(|c| c.is_control()) {
+            return Err(format!("{EBADCTL}: bad character in file name {name:?}"));
         }
-        Some(Ok((make(arg.to_string()), used)))
-    };
-    let parsed = if let Some(r) = with_arg("name ", WinCtl::Name) {
-        let (msg, used) = r?;
-        if let WinCtl::Name(name) = &msg {
-            if name.chars().any(|c| c.is_control()) {
-                return Err(format!("{EBADCTL}: bad character in file name {name:?}"));
-            }
-        }
-        (msg, used)
-    } else if let Some(r) = with_arg("dumpdir ", WinCtl::Dumpdir) {
-        r?
-    } else if let Some(r) = with_arg("dump ", WinCtl::Dump) {
-        r?
-    } else if let Some(r) = with_arg("font ", WinCtl::Font) {
-        r?
-    } else if let Some((name, msg)) = PLAIN.iter().find(|(name, _)| text.starts_with(name)) {
-        (msg.clone(), name.len())
-    } else {
-        let line = text.split('\n').next().unwrap_or_default();
-        return Err(format!("{EBADCTL}: {line:?}; {USAGE}"));
-    };
-    let (msg, mut used) = parsed;
-    used += text[used..].bytes().take_while(|b| *b == b'\n').count();
+    }
     Ok((msg, used))
 }
 

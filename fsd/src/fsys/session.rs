@@ -91,16 +91,12 @@ impl Fsys {
                     propose(Proposal::CreateBuffer { name: name.unwrap_or_default(), text: String::new() }).await?
                 }
                 SessionCtl::DelWindow(num) => {
-                    let window = self
-                        .daemon
-                        .reg()
-                        .get(n)
-                        .ok_or_else(gone)?
-                        .view
-                        .state
-                        .layout
-                        .window_numbered(apex_core::AcmeNumber(num))
-                        .ok_or_else(|| format!("ctl: no window {num}"))?;
+                    let window = {
+                        let reg = self.daemon.reg();
+                        let layout = &reg.get(n).ok_or_else(gone)?.view.state.layout;
+                        u32::try_from(num).ok().and_then(|k| layout.window_numbered(apex_core::AcmeNumber(k)))
+                    }
+                    .ok_or_else(|| format!("ctl: no window {num}"))?;
                     propose(Proposal::DeleteWindow { window }).await?
                 }
                 SessionCtl::Exec { dir, command } => host::exec(&self.daemon, n, &dir, &command).await.map(|_| ())?,

@@ -109,7 +109,7 @@ async fn sessions_through_the_root_tree() {
     let err = write(&c, root, "ctl", "new other\ndel nosuch\n").await.unwrap_err();
     assert_eq!(err.to_string(), "no session \"nosuch\" (see /index)");
     let err = write(&c, root, "ctl", "nwe x").await.unwrap_err();
-    assert!(err.to_string().contains("expected \"new [NAME]\""), "{err}");
+    assert!(err.to_string().contains("unknown message; expected new [NAME], del NAME or rename OLD NEW"), "{err}");
     let names: Vec<String> = text(read(&c, root, "index").await.unwrap())
         .lines()
         .map(|l| l.split(' ').next().unwrap().to_string())
@@ -311,7 +311,7 @@ fn the_apex_command_speaks_like_9p() {
     assert_eq!(err, "apex: open nosuch/label: nosuch: file does not exist\n");
     let (ok, _, err) = apex(&d, &["write", "ctl"], "bogus\n");
     assert!(!ok);
-    assert!(err.starts_with("apex: write ctl: ctl line 1 (\"bogus\"): bad command"), "{err}");
+    assert!(err.starts_with("apex: write ctl: ctl line 1 (\"bogus\"): unknown message; expected new [NAME]"), "{err}");
     let (ok, out, _) = apex(&d, &["-A", "games", "read", "id"], "");
     assert!(ok && out.trim().len() == 36, "{out}");
 }

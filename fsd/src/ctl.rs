@@ -1,0 +1,279 @@
+//! The one shape of every ctl file's language: a table of verbs, each
+//! with the forms of its arguments and what it makes. The table is the
+//! grammar, the usage line in every refusal, and the parser:
+//!
+//! - [`parse_lines`]: apex(4)'s ctl files (the root's, a session's,
+//!   `buffers/N/ctl`): a message per line, words after the verb; the write
+//!   is parsed whole before anything is applied, and a refusal names the
+//!   line.
+//! - [`parse_prefix`]: acme's window `ctl`: a message matched by prefix,
+//!   its argument running to the newline, a plain one's newline optional
+//!   (acme-fs.md §2); the caller applies messages one by one.
+
+/// One argument's form, with the name the usage gives it.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    /// A word.
+    Word(&'static str),
+    /// A word, or nothing.
+    Optional(&'static str),
+    /// A decimal number.
+    Number(&'static str),
+    /// A flag and its number (`-v VERSION`), or nothing.
+    Flag(&'static str, &'static str),
+    /// The rest of the line, spaces and all; not empty.
+    Rest(&'static str),
+}
+
+/// What an argument was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Word(String),
+    Number(u64),
+    Absent,
+}
+
+impl Value {
+    /// The word (a `Word`, `Rest`, or a present `Optional`).
+    pub fn word(&self) -> String {
+        self.optional().unwrap_or_default()
+    }
+
+    /// The word, if it was given.
+    pub fn optional(&self) -> Option<String> {
+        match self {
+            Value::Word(w) => Some(w.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Absent => None,
+        }
+    }
+
+    /// The number (a `Number`), or a present `Flag`'s.
+    pub fn number(&self) -> Option<u64> {
+        match self {
+            Value::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+/// A verb of a ctl language: its name, its arguments' forms, and the
+/// message it makes of their values (in the order of `args`).
+pub struct Verb<T> {
+    pub name: &'static str,
+    pub args: &'static [Arg],
+    pub make: fn(&[Value]) -> T,
+}
+
+/// One verb's usage: `put [-v VERSION] [FILE]`.
+fn verb_usage<T>(v: &Verb<T>) -> String {
+    let mut out = v.name.to_string();
+    for a in v.args {
+        out.push(' ');
+        out.push_str(&match a {
+            Arg::Word(n) | Arg::Number(n) => n.to_string(),
+            Arg::Rest(n) => n.to_string(),
+            Arg::Optional(n) => format!("[{n}]"),
+            Arg::Flag(f, n) => format!("[{f} {n}]"),
+        });
+    }
+    out
+}
+
+/// The usage line of a whole table: `expected new [NAME], del NAME or
+/// rename OLD NEW`.
+pub fn usage<T>(table: &[Verb<T>]) -> String {
+    let all: Vec<String> = table.iter().map(verb_usage).collect();
+    match all.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("expected {} or {last}", rest.join(", ")),
+        Some((last, _)) => format!("expected {last}"),
+        None => "expected nothing".into(),
+    }
+}
+
+/// Parses one line: the verb, then its arguments by their forms.
+pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, String> {
+    let line = line.trim();
+    let (name, mut rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let Some(verb) = table.iter().find(|v| v.name == name) else {
+        return Err(format!("unknown message; {}", usage(table)));
+    };
+    let wrong = |what: String| format!("{what}; expected {}", verb_usage(verb));
+    let next_word = |rest: &mut &str| -> Option<String> {
+        let r = rest.trim_start();
+        if r.is_empty() {
+            return None;
+        }
+        let (w, after) = r.split_once(char::is_whitespace).unwrap_or((r, ""));
+        *rest = after;
+        Some(w.to_string())
+    };
+    let number = |w: String, what: &str| -> Result<u64, String> {
+        w.parse().map_err(|_| wrong(format!("{name} wants a number for {what}, got {w:?}")))
+    };
+    let mut values = Vec::new();
+    for arg in verb.args {
+        values.push(match *arg {
+            Arg::Word(what) => Value::Word(next_word(&mut rest).ok_or_else(|| wrong(format!("{name} wants {what}")))?),
+            Arg::Optional(_) => next_word(&mut rest).map_or(Value::Absent, Value::Word),
+            Arg::Number(what) => {
+                let w = next_word(&mut rest).ok_or_else(|| wrong(format!("{name} wants {what}")))?;
+                Value::Number(number(w, what)?)
+            }
+            Arg::Flag(flag, what) => {
+                let mut peek = rest;
+                match next_word(&mut peek) {
+                    Some(w) if w == flag => {
+                        rest = peek;
+                        let w = next_word(&mut rest).ok_or_else(|| wrong(format!("{name} {flag} wants {what}")))?;
+                        Value::Number(number(w, what)?)
+                    }
+                    _ => Value::Absent,
+                }
+            }
+            Arg::Rest(what) => {
+                let r = std::mem::take(&mut rest).trim();
+                if r.is_empty() {
+                    return Err(wrong(format!("{name} wants {what}")));
+                }
+                Value::Word(r.to_string())
+            }
+        });
+    }
+    if let Some(extra) = next_word(&mut rest) {
+        return Err(wrong(format!("{name}: {extra:?} is one argument too many")));
+    }
+    Ok((verb.make)(&values))
+}
+
+/// Parses every non-blank line of a write with `table` and checks each
+/// message with `check`, or says which line is wrong; an empty write is
+/// refused with the table's usage.
+pub fn parse_lines<T>(
+    text: &str,
+    table: &[Verb<T>],
+    mut check: impl FnMut(T) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    let lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty());
+    for (n, line) in lines {
+        let msg = parse_line(table, line).and_then(&mut check);
+        out.push(msg.map_err(|e| format!("ctl line {n} ({line:?}): {e}"))?);
+    }
+    if out.is_empty() {
+        return Err(format!("ctl: empty write; {}", usage(table)));
+    }
+    Ok(out)
+}
+
+/// Parses the message at the start of `text` the way acme does: the
+/// longest verb that `text` starts with (a verb with an argument
+/// wants a space after it, and the argument runs to the newline); returns
+/// it and the bytes it used, trailing newlines included. `bad` prefixes
+/// every refusal (acme's "ill-formed control message").
+pub fn parse_prefix<T>(table: &[Verb<T>], text: &str, bad: &str) -> Result<(T, usize), String> {
+    // The longest verb that matches (`delete` over `del`), as acme's order
+    // of comparisons makes it.
+    let matches = |v: &&Verb<T>| match v.args {
+        [] => text.starts_with(v.name),
+        [Arg::Rest(_)] => text.strip_prefix(v.name).is_some_and(|r| r.starts_with(' ')),
+        _ => false,
+    };
+    let Some(verb) = table.iter().filter(matches).max_by_key(|v| v.name.len()) else {
+        let line = text.split('\n').next().unwrap_or_default();
+        return Err(format!("{bad}: {line:?}; {}", usage(table)));
+    };
+    let (used, values) = match verb.args {
+        [] => (verb.name.len(), Vec::new()),
+        _ => {
+            let arg = text[verb.name.len() + 1..].split('\n').next().unwrap_or_default();
+            if arg.is_empty() {
+                return Err(format!("{bad}: {} needs an argument", verb.name));
+            }
+            (verb.name.len() + 1 + arg.len(), vec![Value::Word(arg.to_string())])
+        }
+    };
+    let newlines = text[used..].bytes().take_while(|b| *b == b'\n').count();
+    Ok(((verb.make)(&values), used + newlines))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    enum Msg {
+        Put(Option<u64>, Option<String>),
+        Exec(String, String),
+        Kill(u64),
+        Name(String),
+        Clean,
+    }
+
+    const TABLE: &[Verb<Msg>] = &[
+        Verb {
+            name: "put",
+            args: &[Arg::Flag("-v", "VERSION"), Arg::Optional("FILE")],
+            make: |v| Msg::Put(v[0].number(), v[1].optional()),
+        },
+        Verb {
+            name: "exec",
+            args: &[Arg::Word("DIR"), Arg::Rest("COMMAND")],
+            make: |v| Msg::Exec(v[0].word(), v[1].word()),
+        },
+        Verb { name: "kill", args: &[Arg::Number("PID")], make: |v| Msg::Kill(v[0].number().unwrap_or(0)) },
+        Verb { name: "name", args: &[Arg::Rest("NAME")], make: |v| Msg::Name(v[0].word()) },
+        Verb { name: "clean", args: &[], make: |_| Msg::Clean },
+    ];
+
+    #[test]
+    fn a_line_parses_by_its_verbs_forms() {
+        let p = |l| parse_line(TABLE, l);
+        assert_eq!(p("put"), Ok(Msg::Put(None, None)));
+        assert_eq!(p("put -v 3 /tmp/x"), Ok(Msg::Put(Some(3), Some("/tmp/x".into()))));
+        assert_eq!(p("put /tmp/x"), Ok(Msg::Put(None, Some("/tmp/x".into()))));
+        assert_eq!(p("exec /  ls -l  "), Ok(Msg::Exec("/".into(), "ls -l".into())));
+        assert_eq!(p("name a b"), Ok(Msg::Name("a b".into())));
+        assert_eq!(p("kill 7"), Ok(Msg::Kill(7)));
+        let bad: &[(&str, &str)] = &[
+            ("put -v x", "put wants a number for VERSION, got \"x\"; expected put [-v VERSION] [FILE]"),
+            ("put -v", "put -v wants VERSION; expected put [-v VERSION] [FILE]"),
+            ("put a b", "put: \"b\" is one argument too many; expected put [-v VERSION] [FILE]"),
+            ("exec /", "exec wants COMMAND; expected exec DIR COMMAND"),
+            ("kill", "kill wants PID; expected kill PID"),
+            ("clean now", "clean: \"now\" is one argument too many; expected clean"),
+            (
+                "frob",
+                "unknown message; expected put [-v VERSION] [FILE], exec DIR COMMAND, kill PID, name NAME or clean",
+            ),
+        ];
+        for (line, want) in bad {
+            assert_eq!(p(line).unwrap_err(), *want, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_write_is_checked_whole_and_names_the_bad_line() {
+        let got = parse_lines("clean\n\n kill 3 \n", TABLE, Ok).unwrap();
+        assert_eq!(got, vec![Msg::Clean, Msg::Kill(3)]);
+        let e = parse_lines("clean\nkill 4\n", TABLE, |m| match m {
+            Msg::Kill(4) => Err("no process 4".into()),
+            m => Ok(m),
+        })
+        .unwrap_err();
+        assert_eq!(e, "ctl line 2 (\"kill 4\"): no process 4");
+        assert!(parse_lines(" \n", TABLE, Ok).unwrap_err().starts_with("ctl: empty write; expected put"));
+    }
+
+    #[test]
+    fn a_prefix_match_as_acme_makes_it() {
+        let p = |t| parse_prefix(TABLE, t, "bad");
+        assert_eq!(p("cleanname x\n\nclean"), Ok((Msg::Clean, 5)));
+        assert_eq!(p("name x y\n\nclean"), Ok((Msg::Name("x y".into()), 10)));
+        assert_eq!(p("name \n").unwrap_err(), "bad: name needs an argument");
+        assert!(p("nam\n").unwrap_err().starts_with("bad: \"nam\"; expected put"));
+        // Only plain verbs and verbs with a rest-of-line argument are
+        // matched by prefix; others are for whole lines.
+        assert!(p("kill 3\n").is_err());
+    }
+}
