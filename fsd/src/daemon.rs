@@ -10,6 +10,7 @@
 
 use crate::attach::hub::Written;
 use crate::attach::protocol;
+use crate::error::Error;
 use crate::registry::Registry;
 use crate::route;
 use crate::session::Session;
@@ -30,8 +31,8 @@ pub struct Daemon {
 }
 
 /// The error for a session deleted under a request.
-pub fn gone() -> String {
-    "session was deleted".into()
+pub fn gone() -> Error {
+    Error::SessionGone
 }
 
 impl Daemon {
@@ -61,7 +62,7 @@ impl Daemon {
 
     /// Runs `f` on session `number`'s attach state, then wakes readers and
     /// arms a timer for every deadline it set.
-    pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, String> {
+    pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
         let now = self.now_ms();
         let (r, wakeups) = {
             let mut reg = self.reg();
@@ -85,7 +86,7 @@ impl Daemon {
     /// Proposes `p` in session `n`: applied by the view node when the
     /// server leads the shard it touches, otherwise sent to the holder;
     /// returns once it is sequenced or refused.
-    pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, String> {
+    pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, Error> {
         match self.with_hub(n, |s, now| route::submit(s, request, p, None, now))? {
             Written::Wait(id, rx) => self.outcome(n, id, rx).await,
             Written::Done => unreachable!("submit always answers through its channel"),
@@ -103,11 +104,10 @@ impl Daemon {
         n: u64,
         id: u64,
         mut rx: tokio::sync::oneshot::Receiver<Outcome>,
-    ) -> Result<Applied, String> {
-        // The Rerror's text is the refusal's, whichever kind it is.
+    ) -> Result<Applied, Error> {
         let said = |got: Result<Outcome, _>| match got {
-            Ok(outcome) => outcome.map_err(|e| e.to_string()),
-            Err(_) => Err("proposal lost: its session was deleted".to_string()),
+            Ok(outcome) => outcome.map_err(Error::Refused),
+            Err(_) => Err(Error::ProposalLost),
         };
         tokio::select! {
             got = &mut rx => return said(got),
@@ -134,7 +134,11 @@ impl Daemon {
     }
 
     /// Runs `f` on session `number` under the lock, then wakes readers.
-    pub fn with_session<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> Result<R, String>) -> Result<R, String> {
+    pub fn with_session<R, E: From<Error>>(
+        &self,
+        number: u64,
+        f: impl FnOnce(&mut Session) -> Result<R, E>,
+    ) -> Result<R, E> {
         let r = {
             let mut reg = self.reg();
             let s = reg.get_mut(number).ok_or_else(gone)?;
@@ -147,7 +151,7 @@ impl Daemon {
     }
 
     /// `with_hub` without waking readers: a read changes nothing others see.
-    pub fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, String> {
+    pub fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, Error> {
         let mut reg = self.reg();
         Ok(f(reg.get_mut(n).ok_or_else(gone)?))
     }

@@ -8,6 +8,7 @@
 //! under the registry lock, held only while the built-in looks.
 
 use crate::daemon::{gone, Daemon};
+use crate::error::Error;
 use crate::host::{self, ShellPipes};
 use apex_core::ecmd::{EditFile, Pipes};
 use apex_core::exec::{self, ExecError, Host};
@@ -40,18 +41,18 @@ impl Deref for StateGuard<'_> {
     }
 }
 
-fn host_err(e: String) -> ExecError {
-    ExecError::Host(e)
+fn host_err(e: impl Into<String>) -> ExecError {
+    ExecError::Host(e.into())
 }
 
 impl DaemonHost {
-    fn block<T>(&self, f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, ExecError> {
+    fn block<T, E: Into<String>>(&self, f: impl std::future::Future<Output = Result<T, E>>) -> Result<T, ExecError> {
         self.rt.block_on(f).map_err(host_err)
     }
 
     fn log(&self, buffer: BufferId, op: &'static str) {
         let Some(window) = self.window else { return };
-        let _ = self.daemon.with_session(self.n, |s| {
+        let _ = self.daemon.with_session(self.n, |s| -> Result<(), Error> {
             let number = s.view.state.layout.numbers.get(&window).map(|a| a.0);
             let shown = s.view.state.window(window).is_ok_and(|w| w.body == buffer);
             let name = s.view.state.buffer(buffer).map(|b| b.name.clone()).unwrap_or_default();

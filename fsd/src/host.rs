@@ -8,6 +8,7 @@
 //! proposals that record it take the lock, briefly.
 
 use crate::daemon::Daemon;
+use crate::error::Error;
 use apex_core::meta::Process;
 use apex_core::{exec, look};
 use apex_core::{AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
@@ -20,7 +21,7 @@ use tokio::io::AsyncReadExt;
 /// a directory lists its entries), names it so if a file was given, and
 /// marks it clean.
 pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), String> {
-    let name = daemon.with_session(session, |s| Ok(s.view.state.buffer(b).map_err(|e| e.to_string())?.name.clone()))?;
+    let name = daemon.with_session(session, |s| Ok::<_, Error>(s.view.state.buffer(b)?.name.clone()))?;
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
@@ -29,7 +30,7 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
         .map_err(|e| format!("get: {e}"))??;
     let proposals = daemon.with_session(session, |s| {
         let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
-        Ok(exec::get_proposals(buf, b, &file, named, text))
+        Ok::<_, String>(exec::get_proposals(buf, b, &file, named, text))
     })?;
     let request = format!("get {} {file}", b.0);
     for p in proposals {
@@ -81,7 +82,8 @@ pub async fn put(
     })?;
     // The leader marks it clean; a change that raced this stays dirty
     // (Clean applies to the version the leader has, as acme's put does).
-    daemon.propose(session, &format!("put {} {file}", b.0), Proposal::Clean { buffer: b }).await.map(|_| ())
+    daemon.propose(session, &format!("put {} {file}", b.0), Proposal::Clean { buffer: b }).await?;
+    Ok(())
 }
 
 /// The directory commands run in for a window named `name`: its own if it
@@ -100,7 +102,7 @@ pub fn run_dir(dir: Option<&str>) -> String {
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
 pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
-    let found = daemon.with_session(session, |s| Ok(look::window_named(&s.view.state, name)))?;
+    let found = daemon.with_session(session, |s| Ok::<_, Error>(look::window_named(&s.view.state, name)))?;
     if let Some(f) = found {
         return Ok(f);
     }

@@ -39,6 +39,7 @@ pub mod ctl;
 pub mod ctlmsg;
 pub mod daemon;
 pub mod entrytext;
+pub mod error;
 pub mod exec;
 pub mod fsys;
 pub mod host;

@@ -9,6 +9,7 @@
 //! under its lock; [`crate::daemon::Daemon::propose`] waits for the
 //! outcome.
 
+use crate::attach::error::AttachError;
 use crate::attach::hub::{Pending, Written};
 use crate::attach::lease::{give_back, grant_asked, reclaim};
 use crate::session::Session;
@@ -95,10 +96,10 @@ pub(crate) fn reclaim_stuck(s: &mut Session, now: u64) {
 }
 
 /// The holder's outcome of routed proposal `id`.
-pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome) -> Result<(), String> {
+pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome) -> Result<(), AttachError> {
     let ours = s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
     if !ours {
-        return Err(format!("attach: no proposal {id} is waiting for {a}"));
+        return Err(AttachError::NoSuchProposal { id, attachment: a });
     }
     let target = s.hub.pending[&id].proposal.target();
     let still_leads = s.view.log.lease(target).is_ok_and(|l| l.holder == a && l.released.is_none());

@@ -5,6 +5,7 @@
 //! the session's buffers), and the compaction of entries every connection
 //! has had.
 
+use super::error::AttachError;
 use super::hub::{Conn, ConnId, Hole, WelcomeJob};
 use crate::session::Session;
 use apex_link::wire::ServerMsg;
@@ -23,7 +24,7 @@ pub enum Readable {
 /// Bytes for a read of up to `count`, or `None` when there is nothing yet
 /// (the read waits). Entries are framed when the connection has read
 /// everything framed before, so a slow reader holds back only itself.
-pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>, String> {
+pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>, AttachError> {
     loop {
         match read_deferred(s, conn, count)? {
             Readable::Bytes(b) => return Ok(Some(b)),
@@ -36,8 +37,8 @@ pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>
 /// [`read`], but a Welcome comes out to be encoded by the caller with no
 /// lock held (a snapshot grows with the session's buffers); the bytes
 /// framed after it wait until [`welcomed`] puts its frames in place.
-pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, String> {
-    let c = s.hub.conns.get_mut(&conn).ok_or("attach: connection is gone")?;
+pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, AttachError> {
+    let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
     if c.out_read == c.out.len() && c.hole.is_none() {
         c.out.clear();
         c.out_read = 0;

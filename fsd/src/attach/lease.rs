@@ -4,6 +4,7 @@
 //! lease back (epoch + 1) when its holder ends or is stuck; a tool's
 //! bounded lease goes back to the UI that led the shard before.
 
+use super::error::AttachError;
 use super::hub::{Ask, Bounded};
 use crate::session::Session;
 use apex_core::{AttachmentId, MetaOp, Shard};
@@ -12,7 +13,7 @@ use apex_core::{AttachmentId, MetaOp, Shard};
 /// at attach, and again with `Lead`.
 /// A tool's bounded lease, held or asked for, is left to it: the shard
 /// comes to this UI when it ends.
-pub(crate) fn ask_for_all(s: &mut Session, a: AttachmentId, now: u64) -> Result<(), String> {
+pub(crate) fn ask_for_all(s: &mut Session, a: AttachmentId, now: u64) -> Result<(), AttachError> {
     s.hub.leading_ui = Some(a);
     let shards: Vec<Shard> =
         s.view.log.shards().map(|(sh, _)| *sh).filter(|sh| !sh.is_pinned() && *sh != Shard::Meta).collect();
@@ -38,8 +39,8 @@ pub(crate) fn ask(
     by: AttachmentId,
     ttl_ms: Option<u64>,
     now: u64,
-) -> Result<(), String> {
-    let lease = *s.view.log.lease(shard).map_err(|e| e.to_string())?;
+) -> Result<(), AttachError> {
+    let lease = *s.view.log.lease(shard)?;
     if lease.holder == by && lease.released.is_none() {
         return Ok(());
     }
@@ -49,7 +50,7 @@ pub(crate) fn ask(
         grant_asked(s, shard, now);
         return Ok(());
     }
-    s.view.push_meta(MetaOp::LeaseRequest { shard, by }).map_err(|e| e.to_string())?;
+    s.view.push_meta(MetaOp::LeaseRequest { shard, by })?;
     s.hub.wakeups.push(deadline);
     Ok(())
 }

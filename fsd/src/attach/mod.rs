@@ -6,6 +6,7 @@
 //! - [`protocol`]: the frames a connection writes, hang-ups and time.
 //! - [`lease`]: leadership moves (ask, grant, reclaim, give back).
 //! - [`feed`]: what each connection reads.
+//! - [`error`]: why a frame was refused.
 //!
 //! Proposal routing is [`crate::route`]: it serves every writer, not only
 //! attached clients.
@@ -14,6 +15,7 @@
 //! `apex-link` crate, re-exported here as [`wire`], [`link`] and [`conn`]
 //! for the daemon's own `apex lead` and tests.
 
+pub mod error;
 pub mod feed;
 pub mod hub;
 pub mod lease;

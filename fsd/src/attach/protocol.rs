@@ -13,6 +13,7 @@
 //! - A clunk ends the attachment (Detach, its leases reclaimed); a hang-up
 //!   starts a grace period in which `Hello { resume }` continues it.
 
+use super::error::AttachError;
 use super::hub::{Ask, Bounded, ConnId, Written};
 use super::lease::{ask, ask_for_all, end, give_back, grant_asked, reclaim};
 use crate::route::{self, answer, redispatch, submit};
@@ -30,9 +31,9 @@ fn ui_or_tool(kind: AttachmentKind) -> &'static str {
 
 /// One Twrite's bytes. It may complete at most one frame; that frame's
 /// outcome is the write's. A refused write leaves nothing behind.
-pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Written, String> {
+pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Written, AttachError> {
     s.hub.now = now;
-    let c = s.hub.conns.get_mut(&conn).ok_or("attach: connection is gone")?;
+    let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
     let before = c.frames.pending();
     c.frames.push(bytes);
     let whole = match c.frames.whole() {
@@ -40,19 +41,16 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
         Err(e) => {
             // Only this write's bytes go: the header it finished is bad.
             c.frames.truncate(before);
-            return Err(e.to_string());
+            return Err(e.into());
         }
     };
     let Some(n) = whole else { return Ok(Written::Done) };
     if c.frames.pending() > n {
         let extra = c.frames.pending() - n;
         c.frames.truncate(before);
-        return Err(format!(
-            "attach: a write may complete at most one frame; {extra} bytes follow the end of this one. \
-             Write each frame (u32 length + postcard message) in writes of its own"
-        ));
+        return Err(AttachError::TrailingBytes(extra));
     }
-    let msg = c.frames.next_msg::<ClientMsg>().map_err(|e| e.to_string())?.expect("whole frame");
+    let msg = c.frames.next_msg::<ClientMsg>()?.expect("whole frame");
     // A client applies its own appends, creations and deletions before
     // the daemon sees them: one refused means its replica has diverged, so
     // it is sent a fresh Welcome (its link recovers what was lost).
@@ -142,17 +140,17 @@ pub fn tick(s: &mut Session, now: u64) {
     redispatch(s);
 }
 
-fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Written, String> {
+fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Written, AttachError> {
     let c = &s.hub.conns[&conn];
     let Some(a) = c.attachment else {
         return match msg {
             ClientMsg::Hello { kind, name, resume } => hello(s, conn, kind, &name, resume, now).map(|_| Written::Done),
-            _ => Err("attach: the first frame must be Hello { kind, name, resume }".into()),
+            _ => Err(AttachError::NotHello),
         };
     };
     let kind = c.kind;
     match msg {
-        ClientMsg::Hello { .. } => Err(format!("attach: already attached as {a}; Hello comes once")),
+        ClientMsg::Hello { .. } => Err(AttachError::AlreadyAttached(a)),
         ClientMsg::Append { shard, entries, generation, answers } => {
             let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
             if let Err(e) = append(s, conn, a, shard, entries, generation) {
@@ -174,11 +172,9 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         }
         ClientMsg::CreateShard { shard } => {
             if shard.is_pinned() || shard == Shard::Layout || shard_issuer(shard) != Some(a) {
-                return Err(format!(
-                    "attach: cannot create {shard}: a client creates buffer and window shards with ids of its own range"
-                ));
+                return Err(AttachError::NotItsShard(shard));
             }
-            s.view.create_shard_for(shard, a).map_err(|e| e.to_string())?;
+            s.view.create_shard_for(shard, a)?;
             s.hub.conns.get_mut(&conn).expect("live").sent.insert(shard, 0);
             match s.hub.leading_ui.filter(|l| *l != a && kind == AttachmentKind::Ui) {
                 Some(leader) => ask(s, shard, leader, None, now).map(|_| Written::Done),
@@ -186,18 +182,18 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             }
         }
         ClientMsg::DeleteShard { shard } => {
-            let lease = s.view.log.lease(shard).map_err(|e| e.to_string())?;
+            let lease = s.view.log.lease(shard)?;
             if lease.holder != a || lease.released.is_some() {
-                return Err(format!("attach: cannot delete {shard}: only its leader may (lease: {})", lease.holder));
+                return Err(AttachError::NotTheLeader { shard, holder: lease.holder });
             }
-            s.view.delete_shard(shard).map_err(|e| e.to_string())?;
+            s.view.delete_shard(shard)?;
             s.hub.asks.remove(&shard);
             s.hub.bounded.remove(&shard);
             Ok(Written::Done)
         }
         ClientMsg::Release { shard, seq } => {
-            let op = s.view.log.release_op(shard, a, seq).map_err(|e| e.to_string())?;
-            s.view.push_meta(op).map_err(|e| e.to_string())?;
+            let op = s.view.log.release_op(shard, a, seq)?;
+            s.view.push_meta(op)?;
             let bounded = s.hub.bounded.remove(&shard).filter(|b| b.holder == a);
             if s.hub.asks.contains_key(&shard) {
                 grant_asked(s, shard, now);
@@ -215,18 +211,18 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         ClientMsg::Answer { id, result } => answer(s, a, id, result).map(|_| Written::Done),
         ClientMsg::Lease { shard, ttl_ms } => {
             if kind != AttachmentKind::Tool || !matches!(shard, Shard::Buffer(_)) {
-                return Err(format!("attach: bounded leases are for tools, on one buffer; not {shard}"));
+                return Err(AttachError::BoundedLeaseNotHere(shard));
             }
             if s.hub.bounded.values().any(|b| b.holder == a) || s.hub.asks.values().any(|k| k.by == a) {
-                return Err("attach: a tool holds or asks for one bounded lease at a time; release it first".into());
+                return Err(AttachError::OneBoundedLease);
             }
             if ttl_ms == 0 {
-                return Err("attach: a bounded lease needs a ttl above 0 ms".into());
+                return Err(AttachError::ZeroTtl);
             }
             ask(s, shard, a, Some(ttl_ms), now).map(|_| Written::Done)
         }
         ClientMsg::Notify { text } => {
-            s.view.push_meta(MetaOp::Notify { from: a, text }).map_err(|e| e.to_string())?;
+            s.view.push_meta(MetaOp::Notify { from: a, text })?;
             Ok(Written::Done)
         }
         ClientMsg::Resync => {
@@ -235,7 +231,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         }
         ClientMsg::Lead => {
             if kind != AttachmentKind::Ui {
-                return Err("attach: Lead is for UIs; a tool asks for one buffer's lease with Lease".into());
+                return Err(AttachError::LeadIsForUis);
             }
             ask_for_all(s, a, now).map(|_| Written::Done)
         }
@@ -259,7 +255,7 @@ fn hello(
     name: &str,
     resume: Option<Resume>,
     now: u64,
-) -> Result<(), String> {
+) -> Result<(), AttachError> {
     if let Some(r) = resume {
         match resumable(s, r) {
             Ok(old) => {
@@ -288,8 +284,8 @@ fn hello(
             }
         }
     }
-    let a = s.view.log.next_attachment().map_err(|e| e.to_string())?;
-    s.view.push_meta(MetaOp::Attach { attachment: a, kind, name: name.to_string() }).map_err(|e| e.to_string())?;
+    let a = s.view.log.next_attachment()?;
+    s.view.push_meta(MetaOp::Attach { attachment: a, kind, name: name.to_string() })?;
     let token = s.hub.mint();
     let c = s.hub.conns.get_mut(&conn).expect("live");
     c.attachment = Some(a);
@@ -340,20 +336,20 @@ fn append(
     shard: Shard,
     entries: Vec<apex_core::Entry>,
     generation: u64,
-) -> Result<(), String> {
+) -> Result<(), AttachError> {
     if shard == Shard::Meta {
-        return Err("attach: the metalog is the daemon's to write".into());
+        return Err(AttachError::MetalogIsTheDaemons);
     }
     if let Some(e) = entries.iter().find(|e| e.attachment != a) {
-        return Err(format!("attach: entry {} of {shard} claims attachment {}; this is {a}", e.seq, e.attachment));
+        return Err(AttachError::ForeignEntry { seq: e.seq, shard, claims: e.attachment, attachment: a });
     }
     let n = entries.len();
     if n == 0 {
         return Ok(());
     }
-    s.view.accept_all(shard, entries).map_err(|(i, e)| match n {
-        1 => e.to_string(),
-        _ => format!("{e} (entry {} of {n}; none of them applied)", i + 1),
+    s.view.accept_all(shard, entries).map_err(|(i, reject)| match n {
+        1 => AttachError::Rejected(reject),
+        _ => AttachError::EntryRefused { reject, at: i + 1, of: n },
     })?;
     let last = s.view.log.last(shard);
     let c = s.hub.conns.get_mut(&conn).expect("live");

@@ -14,6 +14,7 @@ use crate::acme::event::{self, Act, WriteBack};
 use crate::acme::fields;
 use crate::buffers;
 use crate::daemon::gone;
+use crate::error::Error;
 use crate::fsys::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
 use crate::fsys::stream::Source;
 use crate::host;
@@ -241,7 +242,7 @@ impl Fsys {
             if let Err(e) = self.daemon.propose(n, "event open", p).await {
                 // No fid comes of this open: give back what it took.
                 self.let_go(Place::Win1(n, w.number, WinFile::Event), opened, false).await;
-                return Err(e);
+                return Err(e.into());
             }
             // acme turns a file window's tag menu off while a tool reads
             // its events (the tool decides what Put and Undo mean).
@@ -262,13 +263,13 @@ impl Fsys {
         rdsel: Option<WindowId>,
     ) {
         if let Some(w) = rdsel {
-            let _ = self.daemon.with_session(n, |s| {
+            let _ = self.daemon.with_session(n, |s| -> Result<(), Error> {
                 s.acme.windows.entry(w).or_default().rdsel_open = false;
                 Ok(())
             });
         }
         if let Some(w) = event_of {
-            let last = self.daemon.with_session(n, |s| {
+            let last = self.daemon.with_session(n, |s| -> Result<bool, Error> {
                 let st = s.acme.windows.entry(w).or_default();
                 st.event_opens = st.event_opens.saturating_sub(1);
                 Ok(st.event_opens == 0)
@@ -319,7 +320,8 @@ impl Fsys {
         if new == flags {
             return Ok(());
         }
-        self.daemon.propose(n, "window flags", Proposal::Flags { window: w, flags: new }).await.map(|_| ())
+        self.daemon.propose(n, "window flags", Proposal::Flags { window: w, flags: new }).await?;
+        Ok(())
     }
 
     /// Reads `log`: blocks until a line exists, returns exactly one.
@@ -378,7 +380,7 @@ impl Fsys {
             WinFile::Data | WinFile::Xdata => self.data_write(n, w.body, text).await,
             WinFile::Tag => {
                 match self.daemon.with_session(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))? {
-                    Some(p) => self.daemon.propose(n, "tag write", p).await.map(|_| ()),
+                    Some(p) => self.daemon.propose(n, "tag write", p).await.map(|_| ()).map_err(String::from),
                     None => Ok(()),
                 }
             }
@@ -398,7 +400,7 @@ impl Fsys {
                 let now = self.daemon.with_session(n, |s| {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                     let at = b.rebase(version, q).unwrap_or(q);
-                    Ok((at + text.chars().count() as u64, b.version))
+                    Ok::<_, String>((at + text.chars().count() as u64, b.version))
                 })?;
                 if let Opened::Wrsel { at, .. } = &mut *fid.lock() {
                     *at = now;
@@ -436,7 +438,8 @@ impl Fsys {
 
     async fn apply_ctl(&self, n: u64, w: &Win, msg: &WinCtl) -> srv::Result<()> {
         let request = format!("acme ctl {msg:?}");
-        let propose = |p: Proposal| async move { self.daemon.propose(n, &request, p).await.map(|_| ()) };
+        let propose =
+            |p: Proposal| async move { self.daemon.propose(n, &request, p).await.map(|_| ()).map_err(String::from) };
         match msg {
             WinCtl::AddrDot => {
                 let (sel, _) = selection(&self.daemon.reg(), n, w)?;
@@ -452,7 +455,7 @@ impl Fsys {
                 self.daemon.propose(n, "acme ctl clean", Proposal::Clean { buffer: w.body }).await?;
                 let can = self.daemon.with_session(n, |s| {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
-                    Ok(b.can_undo() || b.can_redo())
+                    Ok::<_, String>(b.can_undo() || b.can_redo())
                 })?;
                 match can {
                     true => propose(Proposal::ForgetUndo { buffer: w.body }).await,
@@ -472,7 +475,7 @@ impl Fsys {
             WinCtl::Cleartag => {
                 let p = self.daemon.with_session(n, |s| {
                     let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
-                    Ok(look::cleartag_range(tag).map(|(q0, q1)| Proposal::Delete {
+                    Ok::<_, String>(look::cleartag_range(tag).map(|(q0, q1)| Proposal::Delete {
                         buffer: w.tag,
                         version: tag.version,
                         q0,
@@ -510,7 +513,7 @@ impl Fsys {
                     let v = b.views.get(&body_view(w)).copied().unwrap_or_default();
                     // Scroll so the selection's line is the first shown.
                     let org = look::show_origin(b, v.q0);
-                    Ok((org != v.org).then_some(Proposal::SetOrigin {
+                    Ok::<_, String>((org != v.org).then_some(Proposal::SetOrigin {
                         buffer: w.body,
                         view: body_view(w),
                         version: b.version,

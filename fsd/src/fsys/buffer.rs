@@ -116,7 +116,9 @@ impl Fsys {
     /// Empties a body (open with OTRUNC, wstat length 0).
     pub(super) async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
         match self.daemon.with_session(n, |s| buffers::truncate(s, b))? {
-            Some(p) => self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
+            Some(p) => {
+                self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()).map_err(String::from)
+            }
             None => Ok(()),
         }
     }

@@ -71,7 +71,8 @@ impl Fsys {
                 let p = self.daemon.with_session(n, |s| {
                     crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
                 })?;
-                self.daemon.propose(n, &request, p).await.map(|_| ())
+                self.daemon.propose(n, &request, p).await?;
+                Ok(())
             }
             _ => Err(super::not_writable(Place::Session1(n, file))),
         }

@@ -16,6 +16,7 @@ use apex_core::{
     make, AttachmentId, AttachmentKind, BufferId, BufferOp, Entry, Log, Node, Op, Origin, Proposal, RecordingHook,
     Shard, State,
 };
+use apex_fsd::attach::error::AttachError;
 use apex_fsd::attach::hub::{self, ConnId, Written};
 use apex_fsd::attach::link::{Event, Link, Submitted};
 use apex_fsd::attach::wire::{ClientMsg, Frames};
@@ -159,7 +160,7 @@ impl World {
                         }
                     }
                     Ok(Written::Wait(_, rx)) => self.waits.push(rx),
-                    Err(e) => self.refusals.push(e),
+                    Err(e) => self.refusals.push(e.to_string()),
                 }
             }
         }
@@ -690,8 +691,13 @@ fn a_tool_holds_a_bounded_lease_and_it_returns_to_the_ui() {
         generation: 1,
         answers: vec![],
     });
+    // Matched by variant: the authority log fenced it, on that shard.
     let err = protocol::write(&mut w.s, tool_conn, &frame, w.now).unwrap_err();
-    assert!(err.starts_with("fenced:") && err.contains(&format!("{}", Shard::Buffer(b))), "{err}");
+    assert!(
+        matches!(err, AttachError::Rejected(apex_core::Reject::Fenced { shard, .. }) if shard == Shard::Buffer(b)),
+        "{err:?}"
+    );
+    assert!(err.to_string().starts_with("fenced:"), "the Rerror's text is as it was: {err}");
     assert!(!text_of(&w, b).contains("late"));
     w.quiesce();
 }
@@ -706,22 +712,24 @@ fn bad_frames_are_refused_and_change_nothing() {
     let two =
         [apex_fsd::attach::wire::frame(&ClientMsg::Resync), apex_fsd::attach::wire::frame(&ClientMsg::Resync)].concat();
     let e = protocol::write(&mut w.s, conn, &two, w.now).unwrap_err();
-    assert!(e.contains("at most one frame"), "{e}");
+    assert_eq!(e, AttachError::TrailingBytes(two.len() / 2));
+    assert!(e.to_string().contains("at most one frame"), "{e}");
     let e = protocol::write(&mut w.s, conn, &[2, 0, 0, 0, 0xff, 0xff], w.now).unwrap_err();
-    assert!(e.starts_with("attach: bad frame"), "{e}");
+    assert!(matches!(e, AttachError::Frame(_)) && e.to_string().starts_with("attach: bad frame"), "{e}");
     let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "again".into(), resume: None };
     let e = protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap_err();
-    assert!(e.contains("Hello comes once"), "{e}");
+    assert!(matches!(e, AttachError::AlreadyAttached(_)) && e.to_string().contains("Hello comes once"), "{e}");
     let meta = ClientMsg::Append { shard: Shard::Meta, entries: vec![], generation: 1, answers: vec![] };
     let e = protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&meta), w.now).unwrap_err();
-    assert!(e.contains("metalog"), "{e}");
+    assert_eq!(e, AttachError::MetalogIsTheDaemons);
     let other = ClientMsg::CreateShard { shard: Shard::Buffer(BufferId(5 << 40 | 1)) };
     let e = protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&other), w.now).unwrap_err();
-    assert!(e.contains("own range"), "{e}");
+    assert_eq!(e, AttachError::NotItsShard(Shard::Buffer(BufferId(5 << 40 | 1))));
+    assert!(e.to_string().contains("own range"), "{e}");
     assert_eq!(w.s.view.state.hash(), h, "nothing changed");
     let fresh = w.s.hub.open();
     let e = protocol::write(&mut w.s, fresh, &apex_fsd::attach::wire::frame(&ClientMsg::Resync), w.now).unwrap_err();
-    assert!(e.contains("first frame must be Hello"), "{e}");
+    assert_eq!(e, AttachError::NotHello);
     // The good client goes on undisturbed.
     w.type_in(ui, "fine").unwrap();
     w.quiesce();

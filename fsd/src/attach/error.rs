@@ -1,0 +1,53 @@
+//! Why the daemon refused a frame of the attach protocol: each refusal a
+//! variant, so callers and tests match on what happened; the text (a
+//! 9P Rerror's) says what was wrong and what to do instead.
+
+use apex_core::{AttachmentId, Reject, Seq, Shard};
+use apex_link::wire::FrameError;
+
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum AttachError {
+    #[error("attach: connection is gone")]
+    ConnectionGone,
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    #[error(
+        "attach: a write may complete at most one frame; {0} bytes follow the end of this one. \
+         Write each frame (u32 length + postcard message) in writes of its own"
+    )]
+    TrailingBytes(usize),
+    #[error("attach: the first frame must be Hello {{ kind, name, resume }}")]
+    NotHello,
+    #[error("attach: already attached as {0}; Hello comes once")]
+    AlreadyAttached(AttachmentId),
+    #[error("attach: cannot create {0}: a client creates buffer and window shards with ids of its own range")]
+    NotItsShard(Shard),
+    #[error("attach: cannot delete {shard}: only its leader may (lease: {holder})")]
+    NotTheLeader { shard: Shard, holder: AttachmentId },
+    #[error("attach: bounded leases are for tools, on one buffer; not {0}")]
+    BoundedLeaseNotHere(Shard),
+    #[error("attach: a tool holds or asks for one bounded lease at a time; release it first")]
+    OneBoundedLease,
+    #[error("attach: a bounded lease needs a ttl above 0 ms")]
+    ZeroTtl,
+    #[error("attach: Lead is for UIs; a tool asks for one buffer's lease with Lease")]
+    LeadIsForUis,
+    #[error("attach: no proposal {id} is waiting for {attachment}")]
+    NoSuchProposal { id: u64, attachment: AttachmentId },
+    #[error("attach: the metalog is the daemon's to write")]
+    MetalogIsTheDaemons,
+    #[error("attach: entry {seq} of {shard} claims attachment {claims}; this is {attachment}")]
+    ForeignEntry { seq: Seq, shard: Shard, claims: AttachmentId, attachment: AttachmentId },
+    /// One of several entries of an append was refused; none applied.
+    #[error("{reject} (entry {at} of {of}; none of them applied)")]
+    EntryRefused { reject: Reject, at: usize, of: usize },
+    /// The authority log refused (a fenced append says `fenced: ...`).
+    #[error(transparent)]
+    Rejected(#[from] Reject),
+}
+
+impl From<AttachError> for String {
+    fn from(e: AttachError) -> String {
+        e.to_string()
+    }
+}

@@ -1,0 +1,42 @@
+//! The daemon's errors, typed: what went wrong as a variant, so code
+//! below the 9P edge matches on it; at the edge (`fsys`, the binaries)
+//! an error becomes its text, a Rerror that says what was wrong and how
+//! to do it right.
+
+use crate::attach::error::AttachError;
+use apex_core::Reject;
+use apex_link::wire::Refusal;
+
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// Core refused: a proposal applied by the view node, a log operation.
+    #[error(transparent)]
+    Rejected(#[from] Reject),
+    /// A routed proposal's refusal, as its leader gave it (core's, or a
+    /// withdrawal's words).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The attach protocol refused a frame.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
+    #[error("session was deleted")]
+    SessionGone,
+    #[error("proposal lost: its session was deleted")]
+    ProposalLost,
+    /// A request that was wrong in the terms of the file it was made to:
+    /// the text says what, and what to do instead.
+    #[error("{0}")]
+    Request(String),
+}
+
+impl From<String> for Error {
+    fn from(why: String) -> Error {
+        Error::Request(why)
+    }
+}
+
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
