@@ -232,10 +232,26 @@ impl Proposal {
 /// Turns `proposal` into `node`'s own entries. The node must lead what it
 /// touches; nothing is appended if a check fails.
 pub fn apply(node: &mut Node, proposal: &Proposal) -> Result<Applied> {
+    apply_with(node, proposal, None)
+}
+
+/// [`apply`], taking the proposal: its text goes into the entry as it is,
+/// not copied (a tool's bulk write is one such text).
+pub fn apply_owned(node: &mut Node, mut proposal: Proposal) -> Result<Applied> {
+    let text = match &mut proposal {
+        Proposal::Insert { text, .. } | Proposal::Replace { text, .. } => Some(std::mem::take(text)),
+        _ => None,
+    };
+    apply_with(node, &proposal, text)
+}
+
+/// Applies `proposal`; `text`, if given, is its Insert's or Replace's
+/// text, taken out of it.
+fn apply_with(node: &mut Node, proposal: &Proposal, text: Option<String>) -> Result<Applied> {
     // The node records what it sequences meanwhile: the metalog (on the
     // authority) and every shard it leads, in order.
     node.start_journal();
-    let created = apply_inner(node, proposal);
+    let created = apply_inner(node, proposal, text);
     if created.is_ok() {
         // A change of text, name, dirtiness or undo history shows in the
         // tags of the windows on the buffer; a window's flags (the menu)
@@ -289,7 +305,7 @@ fn marks_edits(node: &Node, buffer: BufferId) -> bool {
 }
 
 /// An edit proposal: its own undo group (unless `nomark`), then the splice.
-fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text: &str, origin: Origin) -> Result<()> {
+fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text: String, origin: Origin) -> Result<()> {
     if q0 == q1 && text.is_empty() {
         return Err(Reject::Empty);
     }
@@ -301,7 +317,7 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
     }
-    buffer_op(node, buffer, BufferOp::Splice { q0, q1, text: text.to_string(), origin })
+    buffer_op(node, buffer, BufferOp::Splice { q0, q1, text, origin })
 }
 
 /// Several edits as one undo group: every range rebased and checked
@@ -340,7 +356,7 @@ fn splices(
     Ok(())
 }
 
-fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
+fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<Created> {
     if let Some(b) = p.buffer() {
         node.state.buffer(b)?;
         if !node.leads(Shard::Buffer(b)) {
@@ -349,10 +365,14 @@ fn apply_inner(node: &mut Node, p: &Proposal) -> Result<Created> {
     }
     match p {
         Proposal::Insert { buffer, version, q0, text, origin } => {
+            let text = owned.unwrap_or_else(|| text.clone());
             edit(node, *buffer, *version, *q0, *q0, text, *origin)?
         }
-        Proposal::Delete { buffer, version, q0, q1, origin } => edit(node, *buffer, *version, *q0, *q1, "", *origin)?,
+        Proposal::Delete { buffer, version, q0, q1, origin } => {
+            edit(node, *buffer, *version, *q0, *q1, String::new(), *origin)?
+        }
         Proposal::Replace { buffer, version, q0, q1, text, origin } => {
+            let text = owned.unwrap_or_else(|| text.clone());
             edit(node, *buffer, *version, *q0, *q1, text, *origin)?
         }
         Proposal::Splices { buffer, version, changes, origin } => splices(node, *buffer, *version, changes, *origin)?,

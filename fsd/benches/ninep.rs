@@ -245,11 +245,21 @@ async fn bulk_9p(addr: &str, msize: u32) -> (f64, f64, String) {
     c.write_all(&f, 0, &text).await.expect("bulk write");
     let write = mbps(BULK, t.elapsed());
     c.clunk(f.fid).await.unwrap();
+    // Read as the reference reads: chunk by chunk, nothing gathered (each
+    // chunk is checked against what was written instead).
     let f = c.open_path(*root, &body, OREAD).await.unwrap();
     let t = Instant::now();
-    let got = c.read_all(&f).await.expect("bulk read");
-    let read = mbps(got.len(), t.elapsed());
-    assert_eq!(got.len(), BULK, "the body reads back whole");
+    let mut got = 0;
+    loop {
+        let chunk = c.read(f.fid, got as u64, f.iounit).await.expect("bulk read");
+        if chunk.is_empty() {
+            break;
+        }
+        assert!(text[got..].starts_with(&chunk), "the body reads back as written at {got}");
+        got += chunk.len();
+    }
+    let read = mbps(got, t.elapsed());
+    assert_eq!(got, BULK, "the body reads back whole");
     c.clunk(f.fid).await.unwrap();
     (write, read, body)
 }
@@ -341,11 +351,19 @@ impl Drop for References {
     }
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
+fn main() {
+    let rt = || tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     if let Some(dir) = std::env::var_os("APEX_BENCH_SERVE") {
-        return serve_references(Path::new(&dir)).await;
+        // The reference servers run as they always did: glibc's defaults.
+        return rt().block_on(serve_references(Path::new(&dir)));
     }
+    // apex's 9P client here, under the daemon's malloc policy (as the
+    // `apex` command and apex-mnt run).
+    apex_ninep::malloc::keep_freed_memory();
+    rt().block_on(measure());
+}
+
+async fn measure() {
     let base = std::env::temp_dir().join(format!("apex-bench-9p-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();

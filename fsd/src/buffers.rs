@@ -21,7 +21,7 @@ fn buffer(s: &Session, b: BufferId) -> Result<&Buffer, String> {
 /// The proposal that appends `text` to the body, as a write to acme's
 /// `body` does (none for no change): a backspace (`\b`) erases the rune
 /// before it, even one already in the buffer.
-pub fn body_append(s: &Session, b: BufferId, text: &str) -> Result<Option<Proposal>, String> {
+pub fn body_append(s: &Session, b: BufferId, text: String) -> Result<Option<Proposal>, String> {
     let buf = buffer(s, b)?;
     let (erase, text) = backspaced(text);
     let erase = erase.min(buf.len());
@@ -55,9 +55,9 @@ pub fn append(s: &Session, b: BufferId, text: &str, origin: Origin) -> Result<Op
 
 /// Applies the backspaces in `text`: how many runes before it they erase,
 /// and what is left to append.
-pub fn backspaced(text: &str) -> (u64, String) {
+pub fn backspaced(text: String) -> (u64, String) {
     if !text.contains('\u{8}') {
-        return (0, text.to_string());
+        return (0, text);
     }
     let (mut erase, mut out) = (0u64, String::with_capacity(text.len()));
     for c in text.chars() {

@@ -10,7 +10,7 @@
 //! outcome.
 
 use crate::attach::error::AttachError;
-use crate::attach::hub::{Pending, Written};
+use crate::attach::hub::{Pending, Reply, Written};
 use crate::attach::lease::{give_back, grant_asked, reclaim};
 use crate::session::Session;
 use apex_core::{AttachmentId, Epoch, Proposal, Shard};
@@ -141,8 +141,11 @@ fn route(s: &mut Session, id: u64) {
     match holder {
         Some(AttachmentId::SERVER) => {
             let p = s.hub.pending.remove(&id).expect("found");
-            let result = s.propose(&p.request, &p.proposal);
-            finish(s, p, result);
+            // Applied here: its text goes into the entry as it is (no copy
+            // of a bulk write).
+            let Pending { request, proposal, sent_to, reply, from, .. } = p;
+            let result = s.propose_owned(&request, proposal);
+            finish(s, Waiter { request, sent_to, reply, from }, result);
         }
         Some(holder) => {
             let Some(cid) = s.hub.live_conn_of(holder) else { return }; // in its grace: wait
@@ -186,7 +189,22 @@ pub(crate) fn redispatch(s: &mut Session) {
     }
 }
 
-fn finish(s: &mut Session, mut p: Pending, result: Outcome) {
+/// Who waits for a proposal's outcome, and where it went.
+struct Waiter {
+    request: String,
+    sent_to: Option<AttachmentId>,
+    reply: Option<Reply>,
+    from: Option<(AttachmentId, u64)>,
+}
+
+impl From<Pending> for Waiter {
+    fn from(p: Pending) -> Waiter {
+        Waiter { request: p.request, sent_to: p.sent_to, reply: p.reply, from: p.from }
+    }
+}
+
+fn finish(s: &mut Session, p: impl Into<Waiter>, result: Outcome) {
+    let mut p: Waiter = p.into();
     if p.sent_to.is_some() {
         s.note_outcome(&p.request, &result);
     }

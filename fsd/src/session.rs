@@ -116,6 +116,13 @@ impl Session {
         result
     }
 
+    /// [`Session::propose`], taking the proposal (its text is not copied).
+    pub fn propose_owned(&mut self, request: &str, p: Proposal) -> wire::Outcome {
+        let result = propose::apply_owned(&mut self.view, p).map_err(Refusal::from);
+        self.note_outcome(request, &result);
+        result
+    }
+
     /// Records the outcome of a proposal under `request`.
     pub fn note_outcome(&mut self, request: &str, result: &wire::Outcome) {
         let summary = match result {

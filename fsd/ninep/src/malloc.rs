@@ -9,6 +9,13 @@
 //! unless given `--glibc-malloc`). A daemon that snapshots, restores and
 //! replays big buffers again and again does better to keep what it freed.
 //!
+//! Setting the trim threshold also freezes glibc's mmap threshold at its
+//! 128 KiB start (glibc stops adjusting it once either is set), and then
+//! every 9P message buffer and reply of a bulk transfer at a large msize
+//! was mapped, faulted in, zeroed and unmapped anew: most of a 100 MB
+//! body write's time (`cargo bench -p apex-fsd --bench ninep`). So blocks
+//! up to [`MAP_FROM`] come from the heap and are reused.
+//!
 //! The cost is resident memory: up to [`KEEP_FREE`] more than the live
 //! state after a big buffer goes. `MALLOC_TRIM_THRESHOLD_` or
 //! `MALLOC_ARENA_MAX` in the environment take precedence, as glibc's own
@@ -16,6 +23,14 @@
 
 /// Free heap kept before any is given back to the kernel.
 pub const KEEP_FREE: usize = 256 << 20;
+
+/// Blocks of this size and more are mapped on their own: whole snapshots
+/// and bodies, not message buffers (a 9P message at the largest msize, an
+/// attach frame). Not higher: growing a block in the heap copies it under
+/// the arena's lock, which every other thread's malloc then waits on (a
+/// 32 MiB threshold let one reader's snapshot hold up another session's
+/// Tstat for a third of a second).
+pub const MAP_FROM: usize = 8 << 20;
 
 /// Arenas shared by all threads: one, so that memory one thread frees is
 /// there for the next (glibc's tcache still keeps small sizes per thread).
@@ -35,5 +50,6 @@ pub fn keep_freed_memory() {
         };
         set("MALLOC_TRIM_THRESHOLD_", libc::M_TRIM_THRESHOLD, KEEP_FREE);
         set("MALLOC_ARENA_MAX", libc::M_ARENA_MAX, ARENAS);
+        set("MALLOC_MMAP_THRESHOLD_", libc::M_MMAP_THRESHOLD, MAP_FROM);
     }
 }

@@ -430,10 +430,12 @@ async fn lead(c: &Client, session: &str, name: &str, interval: u64, flush_every:
     Ok(())
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
+fn main() {
+    // Large reads and writes reuse their buffers (see the daemon's policy).
+    apex_ninep::malloc::keep_freed_memory();
     let args = Args::parse();
-    if let Err(e) = run(args).await {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    if let Err(e) = rt.block_on(run(args)) {
         eprintln!("apex: {e}");
         std::process::exit(1);
     }

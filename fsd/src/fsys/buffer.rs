@@ -127,9 +127,10 @@ impl Fsys {
     /// waits for the fid's next write.
     pub(super) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
         let text = fid.whole_runes(data, "body")?;
-        let p = self.daemon.with_session(n, |s| buffers::body_append(s, b, &text))?;
+        let request = format!("body write {} ({} bytes)", b.0, text.len());
+        let p = self.daemon.with_session(n, |s| buffers::body_append(s, b, text))?;
         if let Some(p) = p {
-            self.daemon.propose(n, &format!("body write {} ({} bytes)", b.0, text.len()), p).await?;
+            self.daemon.propose(n, &request, p).await?;
         }
         Ok(())
     }
