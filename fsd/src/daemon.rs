@@ -11,7 +11,7 @@
 use crate::attach::hub::Written;
 use crate::attach::protocol;
 use crate::error::Error;
-use crate::registry::Registry;
+use crate::registry::{Registry, Shared};
 use crate::route;
 use crate::session::Session;
 use apex_core::propose::Applied;
@@ -64,9 +64,10 @@ impl Daemon {
     /// arms a timer for every deadline it set.
     pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
         let now = self.now_ms();
+        let shared = self.session(number)?;
         let (r, wakeups) = {
-            let mut reg = self.reg();
-            let s = reg.get_mut(number).ok_or_else(gone)?;
+            let mut s = shared.lock().expect("session lock");
+            let s = &mut *s;
             let r = f(s, now);
             s.acme.sync(&s.view);
             (r, std::mem::take(&mut s.hub.wakeups))
@@ -121,11 +122,30 @@ impl Daemon {
     /// a test checks does not grow with the fids and proposals that came
     /// and went.
     pub fn table_sizes(&self) -> Vec<[usize; 5]> {
-        self.reg().sessions().map(|s| s.hub.sizes()).collect()
+        self.all().iter().map(|s| s.lock().expect("session lock").hub.sizes()).collect()
     }
 
+    /// The registry, locked: for the set of sessions and their names.
+    /// Never lock it while holding a session's lock.
     pub fn reg(&self) -> MutexGuard<'_, Registry> {
         self.registry.lock().expect("registry lock")
+    }
+
+    /// Session `number`, to lock on its own (the registry is let go first).
+    pub fn session(&self, number: u64) -> Result<Shared, Error> {
+        self.reg().get(number).ok_or(Error::SessionGone)
+    }
+
+    /// Every session, to lock one by one.
+    pub fn all(&self) -> Vec<Shared> {
+        self.reg().sessions().cloned().collect()
+    }
+
+    /// Runs `f` on session `number` under its lock, changing nothing.
+    pub fn look<R>(&self, number: u64, f: impl FnOnce(&Session) -> R) -> Result<R, Error> {
+        let shared = self.session(number)?;
+        let s = shared.lock().expect("session lock");
+        Ok(f(&s))
     }
 
     /// Wakes every blocked stream read to look again.
@@ -139,9 +159,10 @@ impl Daemon {
         number: u64,
         f: impl FnOnce(&mut Session) -> Result<R, E>,
     ) -> Result<R, E> {
+        let shared = self.session(number)?;
         let r = {
-            let mut reg = self.reg();
-            let s = reg.get_mut(number).ok_or_else(gone)?;
+            let mut s = shared.lock().expect("session lock");
+            let s = &mut *s;
             let r = f(s);
             s.acme.sync(&s.view);
             r
@@ -152,7 +173,8 @@ impl Daemon {
 
     /// `with_hub` without waking readers: a read changes nothing others see.
     pub fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, Error> {
-        let mut reg = self.reg();
-        Ok(f(reg.get_mut(n).ok_or_else(gone)?))
+        let shared = self.session(n)?;
+        let mut s = shared.lock().expect("session lock");
+        Ok(f(&mut s))
     }
 }

@@ -7,9 +7,11 @@
 //! to be sequenced, so the next step sees its effect. The state is read
 //! under the registry lock, held only while the built-in looks.
 
-use crate::daemon::{gone, Daemon};
+use crate::daemon::Daemon;
 use crate::error::Error;
 use crate::host::{self, ShellPipes};
+use crate::registry::Shared;
+use crate::session::Session;
 use apex_core::ecmd::{EditFile, Pipes};
 use apex_core::exec::{self, ExecError, Host};
 use apex_core::propose::Applied;
@@ -22,22 +24,20 @@ use std::sync::MutexGuard;
 pub struct DaemonHost {
     daemon: Daemon,
     n: u64,
+    /// Session `n`, whose lock `state` takes.
+    session: Shared,
     rt: tokio::runtime::Handle,
     /// The window the command came from, for the acme log's get/put.
     window: Option<WindowId>,
 }
 
-/// The session's state under the registry lock.
-pub struct StateGuard<'a> {
-    reg: MutexGuard<'a, crate::registry::Registry>,
-    n: u64,
-}
+/// The session's state under the session's lock (other sessions go on).
+pub struct StateGuard<'a>(MutexGuard<'a, Session>);
 
 impl Deref for StateGuard<'_> {
     type Target = State;
     fn deref(&self) -> &State {
-        // `state` checked the session exists, and the lock keeps it.
-        &self.reg.get(self.n).expect("the session exists while its lock is held").view.state
+        &self.0.view.state
     }
 }
 
@@ -72,11 +72,9 @@ impl Pipes for DaemonHost {
 
 impl Host for DaemonHost {
     fn state(&self) -> Result<impl Deref<Target = State> + '_, ExecError> {
-        let reg = self.daemon.reg();
-        match reg.get(self.n) {
-            Some(_) => Ok(StateGuard { reg, n: self.n }),
-            None => Err(host_err(gone())),
-        }
+        // Still in the registry: a deleted session's state is not shown.
+        self.daemon.session(self.n).map_err(host_err)?;
+        Ok(StateGuard(self.session.lock().expect("session lock")))
     }
 
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
@@ -147,7 +145,8 @@ impl Daemon {
         window: Option<WindowId>,
         f: impl FnOnce(&mut DaemonHost) -> Result<(), ExecError> + Send + 'static,
     ) -> Result<(), String> {
-        let mut h = DaemonHost { daemon: self.clone(), n, rt: tokio::runtime::Handle::current(), window };
+        let session = self.session(n)?;
+        let mut h = DaemonHost { daemon: self.clone(), n, session, rt: tokio::runtime::Handle::current(), window };
         tokio::task::spawn_blocking(move || f(&mut h))
             .await
             .map_err(|e| format!("exec: {e}"))?

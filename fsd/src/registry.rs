@@ -12,13 +12,19 @@ use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
 use apex_core::SessionUuid;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// A session as the registry holds it: shared, behind its own lock.
+pub type Shared = Arc<Mutex<Session>>;
 
 /// Every session of the daemon, and the log that made them.
 pub struct Registry {
     /// The registry's replicated state.
     pub state: registry::Registry,
     log: Vec<RegistryEntry>,
-    sessions: BTreeMap<u64, Session>,
+    /// Each session behind a lock of its own: a request on one waits for
+    /// no other session's.
+    sessions: BTreeMap<u64, Shared>,
     /// Mints session identities (the daemon's randomness lives here).
     mint: Box<dyn FnMut() -> [u8; 16] + Send>,
     /// The attach protocol's deadlines for every session made from now.
@@ -55,16 +61,16 @@ impl Registry {
         Registry { state: registry::Registry::new(), log: Vec::new(), sessions: BTreeMap::new(), mint, attach }
     }
 
-    pub fn sessions(&self) -> impl Iterator<Item = &Session> {
+    /// The sessions, in number order. The registry is never locked while
+    /// a session is (so the two cannot deadlock), and a session is locked
+    /// after letting go of the registry (`Daemon::session`), so a busy
+    /// session holds up no other; only a rename locks one under it.
+    pub fn sessions(&self) -> impl Iterator<Item = &Shared> {
         self.sessions.values()
     }
 
-    pub fn get(&self, number: u64) -> Option<&Session> {
-        self.sessions.get(&number)
-    }
-
-    pub fn get_mut(&mut self, number: u64) -> Option<&mut Session> {
-        self.sessions.get_mut(&number)
+    pub fn get(&self, number: u64) -> Option<Shared> {
+        self.sessions.get(&number).cloned()
     }
 
     pub fn by_name(&self, name: &str) -> Option<u64> {
@@ -110,14 +116,14 @@ impl Registry {
             RegistryOp::SessionNew { session, name, uuid } => {
                 let mut s = Session::new(*session, name, uuid.0).map_err(|e| e.to_string())?;
                 s.hub.config = self.attach;
-                self.sessions.insert(*session, s);
+                self.sessions.insert(*session, Arc::new(Mutex::new(s)));
             }
             RegistryOp::SessionDel { session } => {
                 self.sessions.remove(session);
             }
             RegistryOp::SessionRename { session, name } => {
-                if let Some(s) = self.sessions.get_mut(session) {
-                    s.relabel(name).map_err(|e| e.to_string())?;
+                if let Some(s) = self.sessions.get(session) {
+                    s.lock().expect("session lock").relabel(name).map_err(|e| e.to_string())?;
                 }
             }
         }
@@ -165,7 +171,8 @@ mod tests {
     fn ctl_is_all_or_nothing_and_logged() {
         let mut r = registry();
         r.run(&parse_ctl("new main\nnew\n").unwrap()).unwrap();
-        assert_eq!(r.sessions().map(|s| s.label().to_string()).collect::<Vec<_>>(), ["main", "1"]);
+        let labels: Vec<String> = r.sessions().map(|s| s.lock().unwrap().label().to_string()).collect();
+        assert_eq!(labels, ["main", "1"]);
         let before = r.entries_after(0).len();
         let bad = parse_ctl("rename main work\ndel nosuch\n").unwrap();
         assert!(r.run(&bad).unwrap_err().contains("nosuch"));
@@ -174,7 +181,7 @@ mod tests {
         r.run(&parse_ctl("rename main work\ndel 1\nnew 1").unwrap()).unwrap();
         assert_eq!(r.by_name("work"), Some(1));
         assert_eq!(r.by_name("1"), Some(3), "numbers are never reused");
-        assert_eq!(r.get(1).unwrap().view.state.meta.label, "work");
+        assert_eq!(r.get(1).unwrap().lock().unwrap().view.state.meta.label, "work");
         // Replaying the log gives the same state.
         let mut replay = registry::Registry::new();
         for e in r.entries_after(0) {

@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::fsys::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
 use crate::fsys::stream::Source;
 use crate::host;
-use crate::registry::Registry;
+use crate::session::Session;
 use apex_core::addr::Range;
 use apex_core::error::acme::{EDEL, EDIRTY, EINUSE, EPERM};
 use apex_core::exec;
@@ -36,9 +36,8 @@ pub struct Win {
     pub number: u32,
 }
 
-/// The live window numbered `number` in session `n`.
-pub fn window(reg: &Registry, n: u64, number: u32) -> srv::Result<Win> {
-    let s = reg.get(n).ok_or_else(gone)?;
+/// The live window numbered `number` in session `s`.
+pub fn window(s: &Session, number: u32) -> srv::Result<Win> {
     let id = s.view.state.layout.window_numbered(AcmeNumber(number)).ok_or_else(deleted)?;
     let w = s.view.state.window(id).map_err(|_| deleted())?;
     Ok(Win { id, tag: w.tag, body: w.body, number })
@@ -58,13 +57,13 @@ fn is_root_like(place: Place) -> Option<u64> {
 }
 
 /// One walk step inside the acme tree (`new` is the walk's to handle).
-pub fn step(reg: &Registry, place: Place, name: &str) -> Option<Place> {
+pub fn step(s: &Session, place: Place, name: &str) -> Option<Place> {
     if let Some(n) = is_root_like(place) {
         if let Some(f) = lookup(ACME, name) {
             return Some(Place::Acme1(n, f));
         }
         let number: u32 = name.bytes().all(|c| c.is_ascii_digit()).then(|| name.parse().ok()).flatten()?;
-        return window(reg, n, number).ok().map(|_| Place::Win(n, number));
+        return window(s, number).ok().map(|_| Place::Win(n, number));
     }
     match place {
         Place::Win(n, number) => lookup(WINDOW, name).map(|f| Place::Win1(n, number, f)),
@@ -79,10 +78,9 @@ pub fn walks_into_new(place: Place, name: &str) -> Option<u64> {
 
 /// What the acme tree's directories list: acme's files, then the windows
 /// by number.
-pub fn children(reg: &Registry, place: Place) -> srv::Result<Vec<Place>> {
+pub fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
     Ok(match place {
         Place::Dir(n, SessionDir::Acme) => {
-            let s = reg.get(n).ok_or_else(gone)?;
             let mut v: Vec<Place> = ACME.iter().map(|(_, f, _)| Place::Acme1(n, *f)).collect();
             let mut numbers: Vec<u32> = s.view.state.layout.numbers.values().map(|a| a.0).collect();
             numbers.sort_unstable();
@@ -96,24 +94,22 @@ pub fn children(reg: &Registry, place: Place) -> srv::Result<Vec<Place>> {
 }
 
 /// Whether an acme place still exists.
-pub fn check(reg: &Registry, place: Place) -> srv::Result<()> {
+pub fn check(s: &Session, place: Place) -> srv::Result<()> {
     match place {
-        Place::Win(n, number) | Place::Win1(n, number, _) => window(reg, n, number).map(|_| ()),
+        Place::Win(_, number) | Place::Win1(_, number, _) => window(s, number).map(|_| ()),
         _ => Ok(()),
     }
 }
 
 /// A plain acme file's content now.
-pub fn content(reg: &Registry, place: Place) -> srv::Result<Made> {
-    let Some(n) = place.session() else { return Ok(Made::Bytes(Vec::new())) };
-    let s = reg.get(n).ok_or_else(gone)?;
+pub fn content(s: &Session, place: Place) -> srv::Result<Made> {
     let state = &s.view.state;
     // A body is copied (its rope shared) and made into bytes after the lock.
     let text_of = |b: BufferId| state.buffer(b).map(|b| Made::Text(b.text.clone())).map_err(|_| deleted());
     Ok(match place {
         Place::Acme1(_, AcmeFile::Index) => fields::index(state).into(),
         Place::Win1(_, number, file) => {
-            let w = window(reg, n, number)?;
+            let w = window(s, number)?;
             match file {
                 WinFile::Ctl => fields::ctl(state, w.id, number).ok_or_else(deleted)?.into(),
                 WinFile::Addr => buffers::addr_read(s, w.body)?.into(),
@@ -132,8 +128,7 @@ fn body_view(w: &Win) -> ViewId {
 }
 
 /// The body's selection as of its version.
-fn selection(reg: &Registry, n: u64, w: &Win) -> srv::Result<(Range, u64)> {
-    let s = reg.get(n).ok_or_else(gone)?;
+fn selection(s: &Session, w: &Win) -> srv::Result<(Range, u64)> {
     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
     let v = b.views.get(&body_view(w)).map(|v| Range::new(v.q0, v.q1)).unwrap_or_default();
     Ok((v, b.version))
@@ -150,7 +145,7 @@ impl Fsys {
     }
 
     fn acme_window(&self, n: u64, number: u32) -> srv::Result<Win> {
-        window(&self.daemon.reg(), n, number)
+        self.daemon.look(n, |s| window(s, number))?
     }
 
     /// Opens an acme file: what each one does at open beyond its content.
@@ -160,16 +155,14 @@ impl Fsys {
         }
         // Taken under the lock; made into bytes after it.
         let made = || async {
-            let made = content(&self.daemon.reg(), place)?;
+            let made = self.daemon.look(place.session().ok_or_else(gone)?, |s| content(s, place))??;
             Ok::<_, String>(Content::made(made.made().await))
         };
         match place {
             Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {
                 Err(format!("{EPERM}: editout is open only while an Edit pipe command runs"))
             }
-            Place::Acme1(n, AcmeFile::Log) => {
-                Ok(Opened::Log { next: self.daemon.reg().get(n).ok_or_else(gone)?.acme.log_end() })
-            }
+            Place::Acme1(n, AcmeFile::Log) => Ok(Opened::Log { next: self.daemon.look(n, |s| s.acme.log_end())? }),
             Place::Acme1(_, AcmeFile::Cons) => Ok(Opened::Text { content: made().await?, tail: Vec::new() }),
             Place::Win1(n, number, file) => {
                 let w = self.acme_window(n, number)?;
@@ -181,7 +174,7 @@ impl Fsys {
                     WinFile::Data | WinFile::Xdata => Ok(Opened::Data { body: w.body, ends_nomark: true }),
                     WinFile::Event => self.acme_event_open(n, &w).await,
                     WinFile::Rdsel => {
-                        let (sel, _) = selection(&self.daemon.reg(), n, &w)?;
+                        let (sel, _) = self.daemon.look(n, |s| selection(s, &w))??;
                         // The snapshot and the claim under one lock: nothing
                         // is left claimed if the open fails.
                         let bytes = self.daemon.with_session(n, |s| {
@@ -197,7 +190,7 @@ impl Fsys {
                         Ok(Opened::Rdsel { content: Content::made(bytes), window: w.id })
                     }
                     WinFile::Wrsel => {
-                        let (sel, version) = selection(&self.daemon.reg(), n, &w)?;
+                        let (sel, version) = self.daemon.look(n, |s| selection(s, &w))??;
                         if sel.q1 > sel.q0 {
                             let p = Proposal::Delete {
                                 buffer: w.body,
@@ -208,7 +201,7 @@ impl Fsys {
                             };
                             self.daemon.propose(n, "wrsel open", p).await?;
                         }
-                        let (_, version) = selection(&self.daemon.reg(), n, &w)?;
+                        let (_, version) = self.daemon.look(n, |s| selection(s, &w))??;
                         // Its close ends nomark, as a data fid's does.
                         Ok(Opened::Wrsel { body: w.body, at: (sel.q0, version) })
                     }
@@ -290,9 +283,7 @@ impl Fsys {
         if let Some(b) = data_of {
             let windows: Vec<WindowId> = self
                 .daemon
-                .reg()
-                .get(n)
-                .map(|s| {
+                .look(n, |s| {
                     s.view
                         .state
                         .windows
@@ -311,8 +302,8 @@ impl Fsys {
     /// Proposes the window's flags changed by `f`, if that changes them.
     async fn change_flags(&self, n: u64, w: WindowId, f: impl FnOnce(&mut apex_core::WindowFlags)) -> srv::Result<()> {
         let flags = {
-            let reg = self.daemon.reg();
-            let s = reg.get(n).ok_or_else(gone)?;
+            let shared = self.daemon.session(n)?;
+            let s = shared.lock().expect("session lock");
             s.view.state.window(w).map_err(|_| deleted())?.flags.clone()
         };
         let mut new = flags.clone();
@@ -329,8 +320,8 @@ impl Fsys {
         loop {
             let mut wake = self.daemon.subscribe();
             {
-                let reg = self.daemon.reg();
-                let s = reg.get(n).ok_or_else(gone)?;
+                let shared = self.daemon.session(n)?;
+                let s = shared.lock().expect("session lock");
                 let mut opened = fid.lock();
                 let Opened::Log { next } = &mut *opened else { return Err("log is not open".into()) };
                 if let Some((at, line)) = s.acme.log_line(*next) {
@@ -412,8 +403,8 @@ impl Fsys {
     }
 
     fn body_name(&self, n: u64, w: &Win) -> srv::Result<String> {
-        let reg = self.daemon.reg();
-        let s = reg.get(n).ok_or_else(gone)?;
+        let shared = self.daemon.session(n)?;
+        let s = shared.lock().expect("session lock");
         Ok(s.view.state.buffer(w.body).map_err(|_| deleted())?.name.clone())
     }
 
@@ -442,7 +433,7 @@ impl Fsys {
             |p: Proposal| async move { self.daemon.propose(n, &request, p).await.map(|_| ()).map_err(String::from) };
         match msg {
             WinCtl::AddrDot => {
-                let (sel, _) = selection(&self.daemon.reg(), n, w)?;
+                let (sel, _) = self.daemon.look(n, |s| selection(s, w))??;
                 self.daemon.with_session(n, |s| buffers::set_addr(s, w.body, sel))
             }
             WinCtl::DotAddr => {
@@ -549,8 +540,8 @@ impl Fsys {
     /// A write to `event`: each message asks apex to act as the UI would.
     async fn event_write(&self, n: u64, w: &Win, text: &str) -> srv::Result<()> {
         let lengths = {
-            let reg = self.daemon.reg();
-            let s = reg.get(n).ok_or_else(gone)?;
+            let shared = self.daemon.session(n)?;
+            let s = shared.lock().expect("session lock");
             let len = |b| s.view.state.buffer(b).map(|b| b.len()).map_err(|_| deleted());
             (len(w.tag)?, len(w.body)?)
         };
@@ -564,8 +555,8 @@ impl Fsys {
     /// built-in or a command, B3 opens a file or searches (core's rules).
     async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> srv::Result<()> {
         let text = {
-            let reg = self.daemon.reg();
-            let s = reg.get(n).ok_or_else(gone)?;
+            let shared = self.daemon.session(n)?;
+            let s = shared.lock().expect("session lock");
             let b = s.view.state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
             let (q0, q1) = match wb.q0 == wb.q1 {
                 true => look::expand(b, wb.q0, wb.act == Act::Execute),

@@ -27,6 +27,7 @@ pub mod stream;
 use crate::attach::protocol;
 use crate::daemon::{gone, Daemon};
 use crate::registry::Registry;
+use crate::session::Session;
 use crate::tables::MetaTable;
 use apex_core::error::acme::EPERM;
 use apex_core::{BufferId, Shard, WindowId};
@@ -73,12 +74,32 @@ impl Fsys {
         Fsys { acme_service: Some(name.to_string()), ..self.clone() }
     }
 
-    fn qid(&self, reg: &Registry, place: Place) -> Qid {
-        let path = place.qid_path();
-        let vers = match place {
-            Place::Buffer1(s, b, BufferFile::Body) => {
-                reg.get(s).and_then(|s| s.view.state.buffer(b).ok()).map_or(0, |b| b.version as u32)
+    /// Runs `f` with the session `place` is in locked: a request on one
+    /// session waits for no other. The root's files and a session's own
+    /// directory need none (the registry has the sessions and their
+    /// names), so `f` gets none for them; it never locks the registry
+    /// while it holds a session.
+    fn at<R>(&self, place: Place, f: impl FnOnce(Option<&Session>) -> srv::Result<R>) -> srv::Result<R> {
+        match place {
+            Place::Session(n) => {
+                // The registry is let go before `f` runs.
+                let exists = self.daemon.reg().get(n).is_some();
+                match exists {
+                    true => f(None),
+                    false => Err(gone().into()),
+                }
             }
+            _ => match place.session() {
+                None => f(None),
+                Some(n) => self.daemon.look(n, |s| f(Some(s)))?,
+            },
+        }
+    }
+
+    fn qid(s: Option<&Session>, place: Place) -> Qid {
+        let path = place.qid_path();
+        let vers = match (place, s) {
+            (Place::Buffer1(_, b, BufferFile::Body), Some(s)) => s.view.state.buffer(b).map_or(0, |b| b.version as u32),
             _ => 0,
         };
         let ty = match place {
@@ -89,10 +110,22 @@ impl Fsys {
         Qid { ty, vers, path }
     }
 
-    /// Whether `place` still exists, with an error saying what is gone.
-    fn check(reg: &Registry, place: Place) -> srv::Result<()> {
-        let Some(number) = place.session() else { return Ok(()) };
-        let s = reg.get(number).ok_or_else(gone)?;
+    /// Whether `place` (in session `s`) still exists, with an error saying
+    /// what is gone.
+    fn check(s: Option<&Session>, place: Place) -> srv::Result<()> {
+        let lives_in_state = matches!(
+            place,
+            Place::Shard(..)
+                | Place::Shard1(..)
+                | Place::Buffer(..)
+                | Place::Buffer1(..)
+                | Place::Win(..)
+                | Place::Win1(..)
+        );
+        if !lives_in_state {
+            return Ok(());
+        }
+        let s = s.ok_or_else(gone)?;
         match place {
             Place::Shard(_, shard) | Place::Shard1(_, shard, _) => {
                 s.view.log.shard(shard).map(|_| ()).map_err(|_| format!("shard {shard} was deleted"))
@@ -100,15 +133,19 @@ impl Fsys {
             Place::Buffer(_, b) | Place::Buffer1(_, b, _) => {
                 s.view.state.buffer(b).map(|_| ()).map_err(|_| format!("buffer {} was deleted", b.0))
             }
-            _ if place.in_acme() => acme::check(reg, place),
+            _ if place.in_acme() => acme::check(s, place),
             _ => Ok(()),
         }
     }
 
-    fn stat_in(&self, reg: &Registry, place: Place) -> srv::Result<Stat> {
-        Fsys::check(reg, place)?;
+    /// A session directory's stat needs its label, which a stat of the
+    /// root's listing takes from each session in turn.
+    fn stat_in(&self, s: Option<&Session>, place: Place) -> srv::Result<Stat> {
+        Fsys::check(s, place)?;
+        // A session directory is named as the registry names it (its
+        // session is not locked here: see `at`).
         let label = match place {
-            Place::Session(n) => reg.get(n).map(|s| s.label().to_string()).unwrap_or_default(),
+            Place::Session(n) => self.daemon.reg().state.sessions.get(&n).map(|i| i.name.clone()).unwrap_or_default(),
             _ => String::new(),
         };
         let (name, perm) = place.name_perm(&label);
@@ -118,7 +155,7 @@ impl Fsys {
             _ => perm,
         };
         Ok(Stat {
-            qid: self.qid(reg, place),
+            qid: Fsys::qid(s, place),
             mode,
             name,
             uid: self.user.clone(),
@@ -133,17 +170,17 @@ impl Fsys {
         })
     }
 
-    fn children(reg: &Registry, place: Place) -> srv::Result<Vec<Place>> {
-        Fsys::check(reg, place)?;
+    /// A stat of `place` now.
+    fn stat_of(&self, place: Place) -> srv::Result<Stat> {
+        self.at(place, |s| self.stat_in(s, place))
+    }
+
+    fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
+        Fsys::check(Some(s), place)?;
         if place.in_acme() {
-            return acme::children(reg, place);
+            return acme::children(s, place);
         }
         Ok(match place {
-            Place::Root => {
-                let mut v: Vec<Place> = ROOT.iter().map(|(_, f, _)| Place::Root1(*f)).collect();
-                v.extend(reg.sessions().map(|s| Place::Session(s.number)));
-                v
-            }
             Place::Session(n) => {
                 let mut v: Vec<Place> = SESSION.iter().map(|(_, f, _)| Place::Session1(n, *f)).collect();
                 v.extend(SESSION_DIRS.iter().map(|(_, d, _)| Place::Dir(n, *d)));
@@ -151,11 +188,9 @@ impl Fsys {
             }
             Place::Dir(n, SessionDir::Meta) => MetaTable::ALL.iter().map(|(_, t)| Place::Meta1(n, *t)).collect(),
             Place::Dir(n, SessionDir::Shards) => {
-                let s = reg.get(n).ok_or_else(gone)?;
                 s.view.log.shards().map(|(shard, _)| Place::Shard(n, *shard)).collect()
             }
             Place::Dir(n, SessionDir::Buffers) => {
-                let s = reg.get(n).ok_or_else(gone)?;
                 let mut v = vec![Place::BuffersNew(n)];
                 v.extend(s.view.state.buffers.keys().map(|b| Place::Buffer(n, *b)));
                 v
@@ -167,24 +202,41 @@ impl Fsys {
     }
 
     fn listing(&self, place: Place) -> srv::Result<Vec<u8>> {
-        let reg = self.daemon.reg();
         let mut out = Vec::new();
-        for p in Fsys::children(&reg, place)? {
-            put_stat(&mut out, &self.stat_in(&reg, p)?);
+        if place == Place::Root {
+            // The root's files, then each session, its lock taken in turn.
+            for (_, f, _) in ROOT {
+                put_stat(&mut out, &self.stat_in(None, Place::Root1(*f))?);
+            }
+            let numbers: Vec<u64> = self.daemon.reg().state.sessions.keys().copied().collect();
+            for n in numbers {
+                put_stat(&mut out, &self.stat_in(None, Place::Session(n))?);
+            }
+            return Ok(out);
         }
-        Ok(out)
+        let n = place.session().ok_or("not a directory")?;
+        self.daemon.look(n, |s| {
+            for p in Fsys::children(s, place)? {
+                put_stat(&mut out, &self.stat_in(Some(s), p)?);
+            }
+            Ok(out)
+        })?
     }
 
-    /// One walk step from directory `place`.
-    fn step(reg: &Registry, place: Place, name: &str) -> Option<Place> {
+    /// One walk step from directory `place` (in session `s`).
+    fn step(&self, s: Option<&Session>, place: Place, name: &str) -> Option<Place> {
         if name == ".." {
             return Some(place.parent());
         }
         if place.in_acme() {
-            return acme::step(reg, place, name);
+            return acme::step(s?, place, name);
         }
         let next = match place {
-            Place::Root => lookup(ROOT, name).map(Place::Root1).or_else(|| reg.by_name(name).map(Place::Session)),
+            Place::Root => {
+                // Into a session: its lock is taken by the next step.
+                let by_name = || self.daemon.reg().by_name(name).map(Place::Session);
+                return lookup(ROOT, name).map(Place::Root1).or_else(by_name);
+            }
             Place::Session(n) => lookup(SESSION, name)
                 .map(|f| Place::Session1(n, f))
                 .or_else(|| lookup(SESSION_DIRS, name).map(|d| Place::Dir(n, d))),
@@ -203,7 +255,7 @@ impl Fsys {
             Place::Buffer(n, b) => lookup(BUFFER, name).map(|f| Place::Buffer1(n, b, f)),
             _ => None,
         }?;
-        Fsys::check(reg, next).ok().map(|_| next)
+        Fsys::check(s, next).ok().map(|_| next)
     }
 
     /// A plain file's content now: taken under the lock, made into bytes
@@ -214,20 +266,21 @@ impl Fsys {
     }
 
     fn content_made(&self, place: Place) -> srv::Result<Made> {
-        let reg = self.daemon.reg();
-        Fsys::check(&reg, place)?;
-        if place.in_acme() {
-            return acme::content(&reg, place);
+        if let Place::Root1(file) = place {
+            return Ok(root::content(&self.daemon, file));
         }
-        let session = |n: u64| reg.get(n).ok_or_else(gone);
-        match place {
-            Place::Root1(file) => Ok(root::content(&reg, file)),
-            Place::Session1(n, file) => Ok(session::content(session(n)?, file)),
-            Place::Meta1(n, table) => Ok(session::meta_content(session(n)?, table)),
-            Place::Shard1(n, shard, file) => shard::content(session(n)?, shard, file),
-            Place::Buffer1(n, b, file) => buffer::content(session(n)?, b, file),
-            _ => Ok(Made::Bytes(Vec::new())),
-        }
+        self.at(place, |s| {
+            Fsys::check(s, place)?;
+            let s = s.ok_or_else(gone)?;
+            match place {
+                _ if place.in_acme() => acme::content(s, place),
+                Place::Session1(_, file) => Ok(session::content(s, file)),
+                Place::Meta1(_, table) => Ok(session::meta_content(s, table)),
+                Place::Shard1(_, shard, file) => shard::content(s, shard, file),
+                Place::Buffer1(_, b, file) => buffer::content(s, b, file),
+                _ => Ok(Made::Bytes(Vec::new())),
+            }
+        })
     }
 
     /// Reads a stream, waiting at its end for more.
@@ -236,13 +289,12 @@ impl Fsys {
             // Subscribe before looking, so a change in between still wakes us.
             let mut wake = self.daemon.subscribe();
             {
-                let reg = self.daemon.reg();
                 let mut opened = fid.lock();
                 let Opened::Stream { cursor, .. } = &mut *opened else { return Err("stream is not open".into()) };
                 if let Some(bytes) = cursor.take(offset, count)? {
                     return Ok(bytes);
                 }
-                match cursor.fill(&reg)? {
+                match cursor.fill(&self.daemon)? {
                     Fill::Data => continue,
                     Fill::End => return Ok(Vec::new()),
                     Fill::Wait => {}
@@ -278,12 +330,14 @@ impl Fsys {
     /// A stream of entries or events that keeps `shards` from compaction
     /// while it is open.
     fn open_reader(&self, n: u64, shards: &[Shard], source: Source, event_of: Option<WindowId>) -> srv::Result<Opened> {
-        let mut reg = self.daemon.reg();
-        let cursor = Cursor::open(source, &reg)?;
-        let s = reg.get_mut(n).ok_or_else(gone)?;
-        for shard in shards {
-            s.hub.start_reading(*shard);
-        }
+        // Opened and counted under one lock: no entry comes in between.
+        let cursor = self.daemon.with_hub_quiet(n, |s| {
+            let cursor = Cursor::open_in(source, s)?;
+            for shard in shards {
+                s.hub.start_reading(*shard);
+            }
+            Ok::<_, String>(cursor)
+        })??;
         Ok(Opened::Stream { cursor, reading: shards.to_vec(), event_of })
     }
 
@@ -301,19 +355,17 @@ impl Fsys {
                 });
             }
             Opened::Stream { reading, event_of, .. } => {
-                if let Some(s) = self.daemon.reg().get_mut(n) {
+                let _ = self.daemon.with_hub_quiet(n, |s| {
                     for shard in reading {
                         s.hub.stop_reading(shard);
                     }
-                }
+                });
                 if event_of.is_some() {
                     self.acme_clunk(n, event_of, None, None).await;
                 }
             }
             Opened::Addr { body, .. } => {
-                if let Some(s) = self.daemon.reg().get_mut(n) {
-                    crate::buffers::addr_close(s, body);
-                }
+                let _ = self.daemon.with_hub_quiet(n, |s| crate::buffers::addr_close(s, body));
             }
             Opened::Data { body, ends_nomark: true } | Opened::Wrsel { body, .. } => {
                 self.acme_clunk(n, None, Some(body), None).await
@@ -351,11 +403,13 @@ impl Serve for Fsys {
             }
             name => Place::Session(reg.by_name(name).ok_or_else(|| format!("no session {name:?} (see /index)"))?),
         };
-        Ok((self.qid(&reg, place), Fid::at(place)))
+        drop(reg);
+        let qid = self.at(place, |s| Ok(Fsys::qid(s, place)))?;
+        Ok((qid, Fid::at(place)))
     }
 
     async fn walk(&self, fid: &Fid, names: &[String]) -> srv::Result<(Vec<Qid>, Option<Fid>)> {
-        Fsys::check(&self.daemon.reg(), fid.place)?;
+        self.at(fid.place, |s| Fsys::check(s, fid.place))?;
         let mut place = fid.place;
         let mut qids = Vec::new();
         for (i, name) in names.iter().enumerate() {
@@ -365,14 +419,14 @@ impl Serve for Fsys {
             } else if name == ".." && self.is_service_root(place) {
                 Some(place)
             } else if place.is_dir() {
-                Fsys::step(&self.daemon.reg(), place, name)
+                self.at(place, |s| Ok(self.step(s, place, name))).ok().flatten()
             } else {
                 None
             };
             match next {
                 Some(p) => {
                     place = p;
-                    qids.push(self.qid(&self.daemon.reg(), p));
+                    qids.push(self.at(p, |s| Ok(Fsys::qid(s, p)))?);
                 }
                 None if i == 0 && !place.is_dir() => return Err(format!("walk in non-directory {name:?}")),
                 None if i == 0 => return Err(format!("{name}: file does not exist")),
@@ -384,11 +438,8 @@ impl Serve for Fsys {
 
     async fn open(&self, fid: &Fid, mode: u8) -> srv::Result<(Qid, Fid)> {
         let place = fid.place;
-        let (name, perm) = {
-            let reg = self.daemon.reg();
-            Fsys::check(&reg, place)?;
-            place.name_perm("")
-        };
+        self.at(place, |s| Fsys::check(s, place))?;
+        let (name, perm) = place.name_perm("");
         // acme ignores OTRUNC (`9p write` and shells send it).
         let truncates = mode & OTRUNC != 0 && !place.in_acme();
         let wants_write = matches!(mode & 3, 1 | 2) || truncates;
@@ -421,7 +472,7 @@ impl Serve for Fsys {
         if let Some(content) = opened.content() {
             content.fresh = Some(generation);
         }
-        let qid = self.qid(&self.daemon.reg(), place);
+        let qid = self.at(place, |s| Ok(Fsys::qid(s, place)))?;
         Ok((qid, Fid::opened(place, opened)))
     }
 
@@ -489,8 +540,7 @@ impl Serve for Fsys {
     }
 
     async fn stat(&self, fid: &Fid) -> srv::Result<Stat> {
-        let reg = self.daemon.reg();
-        self.stat_in(&reg, fid.place)
+        self.stat_of(fid.place)
     }
 
     async fn wstat(&self, fid: &Fid, stat: Stat) -> srv::Result<()> {

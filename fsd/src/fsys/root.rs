@@ -5,15 +5,18 @@
 use super::fid::{utf8, Content, Opened};
 use super::made::Made;
 use super::place::RootFile;
-use super::stream::{Cursor, Source};
+use super::stream::Cursor;
 use super::Fsys;
-use crate::registry::{parse_ctl, Registry};
+use crate::daemon::Daemon;
+use crate::registry::parse_ctl;
 use apex_ninep::srv;
 
-/// A root file's content now.
-pub fn content(reg: &Registry, file: RootFile) -> Made {
+/// A root file's content now: `index` takes each session's lock in turn.
+pub fn content(daemon: &Daemon, file: RootFile) -> Made {
     match file {
-        RootFile::Index => reg.sessions().map(|s| s.index_line()).collect::<String>().into(),
+        RootFile::Index => {
+            daemon.all().iter().map(|s| s.lock().expect("session lock").index_line()).collect::<String>().into()
+        }
         _ => Made::Bytes(Vec::new()),
     }
 }
@@ -22,21 +25,18 @@ impl Fsys {
     pub(super) async fn root_open(&self, file: RootFile) -> srv::Result<Opened> {
         Ok(match file {
             RootFile::New => {
-                let name = {
-                    let mut reg = self.daemon.reg();
-                    let number = reg.create(None)?;
-                    reg.get(number).map(|s| s.label().to_string()).unwrap_or_default()
-                };
+                let number = self.daemon.reg().create(None)?;
+                let name = self.daemon.look(number, |s| s.label().to_string())?;
                 self.daemon.changed();
                 tracing::info!(session = %name, "session created through /new");
                 Opened::Content(Content::made(format!("{name}\n").into_bytes()))
             }
             RootFile::Registry => {
-                let cursor = Cursor::open(Source::Registry, &self.daemon.reg())?;
+                let cursor = Cursor::registry();
                 Opened::Stream { cursor, reading: Vec::new(), event_of: None }
             }
             file => {
-                let made = content(&self.daemon.reg(), file);
+                let made = content(&self.daemon, file);
                 Opened::Content(Content::made(made.made().await))
             }
         })

@@ -11,7 +11,6 @@ use crate::attach::feed::{self, Readable};
 use crate::attach::hub::Written;
 use crate::attach::protocol;
 use crate::ctlmsg::SessionCtl;
-use crate::daemon::gone;
 use crate::host;
 use crate::session::Session;
 use crate::tables::{self, MetaTable};
@@ -60,7 +59,7 @@ impl Fsys {
         let text = utf8(data)?;
         match file {
             SessionFile::Label => {
-                let old = self.daemon.reg().get(n).ok_or_else(gone)?.label().to_string();
+                let old = self.daemon.look(n, |s| s.label().to_string())?;
                 self.daemon.reg().rename(&old, text.trim_end_matches('\n'))?;
                 self.daemon.changed();
                 Ok(())
@@ -92,12 +91,11 @@ impl Fsys {
                     propose(Proposal::CreateBuffer { name: name.unwrap_or_default(), text: String::new() }).await?
                 }
                 SessionCtl::DelWindow(num) => {
-                    let window = {
-                        let reg = self.daemon.reg();
-                        let layout = &reg.get(n).ok_or_else(gone)?.view.state.layout;
-                        u32::try_from(num).ok().and_then(|k| layout.window_numbered(apex_core::AcmeNumber(k)))
-                    }
-                    .ok_or_else(|| format!("ctl: no window {num}"))?;
+                    let numbered = |s: &Session| {
+                        let k = u32::try_from(num).ok()?;
+                        s.view.state.layout.window_numbered(apex_core::AcmeNumber(k))
+                    };
+                    let window = self.daemon.look(n, numbered)?.ok_or_else(|| format!("ctl: no window {num}"))?;
                     propose(Proposal::DeleteWindow { window }).await?
                 }
                 SessionCtl::Exec { dir, command } => host::exec(&self.daemon, n, &dir, &command).await.map(|_| ())?,

@@ -8,6 +8,7 @@
 //! starts `registry` and `entries` over from the first retained entry.
 
 use crate::acme::event::{follow, Version};
+use crate::daemon::Daemon;
 use crate::entrytext::{format_entry, format_registry};
 use crate::registry::Registry;
 use crate::session::Session;
@@ -49,6 +50,14 @@ pub struct Cursor {
 }
 
 /// What a fill found.
+/// What a cursor reads from while filling.
+enum Scope<'a> {
+    Registry(&'a Registry),
+    Session(&'a Session),
+    /// The session was deleted.
+    Gone,
+}
+
 pub enum Fill {
     Data,
     /// Nothing new yet: wait for a change.
@@ -60,28 +69,35 @@ pub enum Fill {
 impl Cursor {
     /// A cursor at the start (`registry`, `entries`) or, for events, at the
     /// end of what exists now.
-    pub fn open(source: Source, reg: &Registry) -> Result<Cursor, String> {
+    /// A cursor on the registry log, from its start.
+    pub fn registry() -> Cursor {
+        Cursor::starting(Source::Registry, 0, 0, [None, None])
+    }
+
+    /// A cursor on one of session `s`'s streams.
+    pub fn open_in(source: Source, s: &Session) -> Result<Cursor, String> {
         let mut next_tag = 0;
         let mut versions = [None, None];
-        let version_of = |s: &crate::session::Session, b| s.view.state.buffer(b).ok().map(|b| b.version);
+        let version_of = |s: &Session, b| s.view.state.buffer(b).ok().map(|b| b.version);
         let start = match source {
             Source::Registry => 0,
-            // A compacted log starts at its base (see `shards/N/info`).
-            Source::Entries(s, shard) => reg.get(s).and_then(|s| s.view.log.shard(shard).ok()).map_or(0, |l| l.base),
-            Source::Event(s, b) => {
-                let s = reg.get(s).ok_or("session was deleted")?;
+            Source::Entries(_, shard) => s.view.log.shard(shard).map_or(0, |l| l.base),
+            Source::Event(_, b) => {
                 versions[0] = version_of(s, b);
                 s.view.log.last(Shard::Buffer(b))
             }
-            Source::Window(s, w) => {
-                let s = reg.get(s).ok_or("session was deleted")?;
+            Source::Window(_, w) => {
                 let win = s.view.state.window(w).map_err(|_| EDEL.to_string())?;
                 next_tag = s.view.log.last(Shard::Buffer(win.tag));
                 versions = [version_of(s, win.body), version_of(s, win.tag)];
                 s.view.log.last(Shard::Buffer(win.body))
             }
         };
-        Ok(Cursor { source, next: start, next_tag, versions, start, offset: 0, pending: Vec::new(), pos: 0 })
+        Ok(Cursor::starting(source, start, next_tag, versions))
+    }
+
+    fn starting(source: Source, start: Seq, next_tag: Seq, versions: [Version; 2]) -> Cursor {
+        Cursor { source, next: start, next_tag, versions, start, offset: 0, pending: Vec::new(), pos: 0 }
     }
 
     /// Takes up to `count` bytes already formatted, if any; checks the
@@ -113,9 +129,26 @@ impl Cursor {
     }
 
     /// Formats what is new since the last fill.
-    pub fn fill(&mut self, reg: &Registry) -> Result<Fill, String> {
-        match self.source {
-            Source::Registry => {
+    pub fn fill(&mut self, daemon: &Daemon) -> Result<Fill, String> {
+        let session = match self.source {
+            Source::Registry => None,
+            Source::Entries(n, _) | Source::Event(n, _) | Source::Window(n, _) => Some(n),
+        };
+        match session {
+            // The registry's lines under its lock; a session's entries and
+            // events under the session's alone.
+            None => self.fill_in(Scope::Registry(&daemon.reg())),
+            Some(n) => match daemon.look(n, |s| self.fill_in(Scope::Session(s))) {
+                Ok(filled) => filled,
+                Err(_) if matches!(self.source, Source::Entries(..)) => Ok(Fill::End),
+                Err(_) => self.fill_in(Scope::Gone),
+            },
+        }
+    }
+
+    fn fill_in(&mut self, scope: Scope) -> Result<Fill, String> {
+        match (self.source, scope) {
+            (Source::Registry, Scope::Registry(reg)) => {
                 for e in reg.entries_after(self.next) {
                     self.pending.extend_from_slice(format_registry(e).as_bytes());
                     self.next = e.seq;
@@ -124,8 +157,7 @@ impl Cursor {
                     }
                 }
             }
-            Source::Entries(s, shard) => {
-                let Some(session) = reg.get(s) else { return Ok(Fill::End) };
+            (Source::Entries(_, shard), Scope::Session(session)) => {
                 let entries = match session.view.log.entries_after(shard, self.next) {
                     Ok(it) => it,
                     Err(Reject::UnknownShard { .. }) => return Ok(Fill::End),
@@ -139,16 +171,16 @@ impl Cursor {
                     }
                 }
             }
-            Source::Event(s, b) => {
+            (Source::Event(_, b), scope) => {
                 let gone = || format!("buffer {} was deleted", b.0);
-                let session = reg.get(s).ok_or_else(gone)?;
+                let Scope::Session(session) = scope else { return Err(gone()) };
                 let (next, version) = (&mut self.next, &mut self.versions[0]);
                 follow_buffer(session, b, next, version, false, &mut self.pending).ok_or_else(gone)??;
             }
-            Source::Window(s, w) => {
+            (Source::Window(_, w), scope) => {
                 // A pending read of a deleted window fails, as in acme.
                 let gone = || format!("{ESHUTDOWN}: the window was deleted");
-                let session = reg.get(s).ok_or_else(gone)?;
+                let Scope::Session(session) = scope else { return Err(gone()) };
                 let win = session.view.state.window(w).map_err(|_| gone())?;
                 let [body_version, tag_version] = &mut self.versions;
                 let shards =
@@ -157,6 +189,8 @@ impl Cursor {
                     follow_buffer(session, b, next, version, tag, &mut self.pending).ok_or_else(gone)??;
                 }
             }
+            // An entries cursor whose session went ends.
+            (_, _) => return Ok(Fill::End),
         }
         Ok(if self.pending.is_empty() { Fill::Wait } else { Fill::Data })
     }

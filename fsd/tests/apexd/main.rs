@@ -8,6 +8,7 @@ mod bounded;
 mod builtins;
 mod chaos;
 mod host;
+mod locks;
 mod newcomer;
 mod protocol;
 mod session;
