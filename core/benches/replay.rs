@@ -247,13 +247,15 @@ fn big_buffer() {
 }
 
 /// apexd's malloc policy (`apex_ninep::malloc`, which this crate cannot
-/// depend on): keep 256 MiB of freed heap, one arena. The figures are for
+/// depend on): keep 256 MiB of freed heap, one arena, blocks under 8 MiB
+/// from the heap. The figures are for
 /// the state machine as the daemon runs it.
 fn daemon_malloc_policy() {
     // SAFETY: mallopt only sets malloc's parameters, before any thread.
     unsafe {
         libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
         libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 8 << 20);
     }
 }
 
