@@ -363,10 +363,29 @@ impl Link {
     /// Bytes read from `attach`. Frames are applied as they complete.
     pub fn receive(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
         self.frames.push(bytes);
-        while let Some(msg) = self.frames.next_msg::<ServerMsg>()? {
-            self.on(msg);
-        }
+        let mut frames = std::mem::take(&mut self.frames);
+        let got = loop {
+            match frames.next_with(|bytes| self.on_bytes(bytes)) {
+                Ok(Some(Ok(()))) => {}
+                Ok(None) => break Ok(()),
+                Ok(Some(Err(e))) | Err(e) => break Err(e),
+            }
+        };
+        self.frames = frames;
         self.compact();
+        got
+    }
+
+    /// One message's bytes: a Welcome's snapshot is read where it lies in
+    /// the frame buffer (it may be a whole session's text); any other
+    /// message is decoded whole.
+    fn on_bytes(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
+        if let Ok(WelcomeIn::Welcome { attachment, token, snapshot }) = postcard::from_bytes::<WelcomeIn>(bytes) {
+            self.welcome(attachment, token, snapshot);
+            return Ok(());
+        }
+        let msg = postcard::from_bytes::<ServerMsg>(bytes).map_err(|e| FrameError::Decode(e.to_string()))?;
+        self.on(msg);
         Ok(())
     }
 
@@ -681,5 +700,29 @@ pub fn recovered_name(name: &str) -> String {
     match name.rfind('/') {
         Some(i) => format!("{}/+Recovered", &name[..i]),
         None => "+Recovered".to_string(),
+    }
+}
+
+/// `ServerMsg::Welcome` (its first variant), borrowing its snapshot; any
+/// other message does not decode as this.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+enum WelcomeIn<'a> {
+    Welcome { attachment: AttachmentId, token: u64, snapshot: &'a [u8] },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_welcome_is_read_in_place_and_nothing_else_is_taken_for_one() {
+        let snapshot: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+        let welcome = ServerMsg::Welcome { attachment: AttachmentId(4), token: 77, snapshot: snapshot.clone() };
+        let bytes = postcard::to_allocvec(&welcome).unwrap();
+        let got = postcard::from_bytes::<WelcomeIn>(&bytes).unwrap();
+        assert_eq!(got, WelcomeIn::Welcome { attachment: AttachmentId(4), token: 77, snapshot: &snapshot });
+        for other in [ServerMsg::Acked { shard: Shard::Layout, seq: 3 }, ServerMsg::Error { text: "no".into() }] {
+            assert!(postcard::from_bytes::<WelcomeIn>(&postcard::to_allocvec(&other).unwrap()).is_err(), "{other:?}");
+        }
     }
 }

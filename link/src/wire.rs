@@ -163,22 +163,74 @@ mod bytes {
 /// One message as frames: one, or for a message over [`FRAME_MAX`]
 /// bytes, pieces of that size whose headers but the last have [`MORE`].
 pub fn frame<M: Serialize>(msg: &M) -> Vec<u8> {
-    // The length is patched in once the body is encoded in place.
-    let mut out = postcard::to_extend(msg, vec![0u8; 4]).expect("postcard encodes to a Vec without failing");
-    let n = out.len() - 4;
-    if n <= FRAME_MAX {
-        out[..4].copy_from_slice(&(n as u32).to_le_bytes());
-        return out;
+    // Sized first, then encoded once into place, the headers' room left
+    // as it goes: a 100 MB snapshot is copied once, into a buffer that
+    // never grows.
+    let n = postcard::serialize_with_flavor(msg, postcard::ser_flavors::Size::default())
+        .expect("postcard sizes any message");
+    let pieces = n.div_ceil(FRAME_MAX).max(1);
+    let out = Vec::with_capacity(n + 4 * pieces);
+    postcard::serialize_with_flavor(msg, Pieces { out, piece: 0 }).expect("postcard encodes to a Vec without failing")
+}
+
+/// A postcard flavor that writes frames: a 4-byte header's room before
+/// every [`FRAME_MAX`] bytes of the message, the headers filled in at the
+/// end.
+struct Pieces {
+    out: Vec<u8>,
+    /// Where the header of the piece being written is.
+    piece: usize,
+}
+
+impl Pieces {
+    /// Room in the piece being written, starting the next when it is full.
+    fn room(&mut self) -> usize {
+        if self.out.is_empty() {
+            self.out.extend_from_slice(&[0; 4]);
+        }
+        let used = self.out.len() - self.piece - 4;
+        if used == FRAME_MAX {
+            self.piece = self.out.len();
+            self.out.extend_from_slice(&[0; 4]);
+            return FRAME_MAX;
+        }
+        FRAME_MAX - used
     }
-    let body = &out[4..];
-    let mut pieces = Vec::with_capacity(n + 4 * n.div_ceil(FRAME_MAX));
-    let count = n.div_ceil(FRAME_MAX);
-    for (i, piece) in body.chunks(FRAME_MAX).enumerate() {
-        let more = if i + 1 < count { MORE } else { 0 };
-        pieces.extend_from_slice(&(piece.len() as u32 | more).to_le_bytes());
-        pieces.extend_from_slice(piece);
+}
+
+impl postcard::ser_flavors::Flavor for Pieces {
+    type Output = Vec<u8>;
+
+    fn try_push(&mut self, b: u8) -> postcard::Result<()> {
+        self.room();
+        self.out.push(b);
+        Ok(())
     }
-    pieces
+
+    fn try_extend(&mut self, mut b: &[u8]) -> postcard::Result<()> {
+        while !b.is_empty() {
+            let k = self.room().min(b.len());
+            self.out.extend_from_slice(&b[..k]);
+            b = &b[k..];
+        }
+        Ok(())
+    }
+
+    fn finalize(mut self) -> postcard::Result<Vec<u8>> {
+        // No piece is begun for nothing: a message of exactly the limit is
+        // one frame.
+        if self.out.is_empty() {
+            self.out.extend_from_slice(&[0; 4]);
+        }
+        let mut at = 0;
+        while at < self.out.len() {
+            let len = (self.out.len() - at - 4).min(FRAME_MAX);
+            let more = if at + 4 + len < self.out.len() { MORE } else { 0 };
+            self.out[at..at + 4].copy_from_slice(&(len as u32 | more).to_le_bytes());
+            at += 4 + len;
+        }
+        Ok(self.out)
+    }
 }
 
 /// Why a byte stream is not a frame stream.
@@ -249,29 +301,29 @@ impl Frames {
     /// The next whole message, if there is one. A message that does not
     /// decode is consumed and reported.
     pub fn next_msg<M: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<M>, FrameError> {
+        self.next_with(|bytes| postcard::from_bytes(bytes).map_err(|e| FrameError::Decode(e.to_string())))?.transpose()
+    }
+
+    /// Runs `f` on the next whole message's bytes, if there is one, and
+    /// consumes them. A message in pieces is joined where it lies (no copy
+    /// of a large snapshot is made), so `f` may decode borrowing from it.
+    pub fn next_with<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, FrameError> {
         let Some(n) = self.whole()? else { return Ok(None) };
-        let decode = |bytes: &[u8]| postcard::from_bytes(bytes).map_err(|e| FrameError::Decode(e.to_string()));
-        let first = u32::from_le_bytes(self.buf[..4].try_into().expect("4 bytes"));
-        let msg = match first & MORE {
-            0 => decode(&self.buf[4..n]),
-            _ => {
-                let mut body = Vec::with_capacity(n);
-                let mut at = 0;
-                while at < n {
-                    let len = (u32::from_le_bytes(self.buf[at..at + 4].try_into().expect("4 bytes")) & !MORE) as usize;
-                    body.extend_from_slice(&self.buf[at + 4..at + 4 + len]);
-                    at += 4 + len;
-                }
-                decode(&body)
-            }
-        };
+        let (mut at, mut end) = (0, 0);
+        while at < n {
+            let len = (u32::from_le_bytes(self.buf[at..at + 4].try_into().expect("4 bytes")) & !MORE) as usize;
+            self.buf.copy_within(at + 4..at + 4 + len, end);
+            end += len;
+            at += 4 + len;
+        }
+        let got = f(&self.buf[..end]);
         self.buf.drain(..n);
         // A big frame's room is given back once it is read, so that one
         // 100 MB message does not stay resident for the connection's life.
         if self.buf.capacity() > KEEP_ROOM && self.buf.len() < self.buf.capacity() / 4 {
             self.buf.shrink_to(self.buf.len().max(KEEP_ROOM));
         }
-        msg.map(Some)
+        Ok(Some(got))
     }
 }
 
@@ -346,6 +398,28 @@ mod tests {
         let mut f = Frames::default();
         f.push(&bytes[..bytes.len() - 1]);
         assert_eq!(f.whole(), Ok(None));
+    }
+
+    #[test]
+    fn a_message_of_exactly_the_limit_is_one_frame_and_one_more_byte_is_two() {
+        let hello = |len: usize| ClientMsg::Hello { kind: AttachmentKind::Tool, name: "z".repeat(len), resume: None };
+        let size = |m: &ClientMsg| postcard::to_allocvec(m).unwrap().len();
+        for (target, pieces) in [(FRAME_MAX, 1), (FRAME_MAX + 1, 2), (2 * FRAME_MAX, 2), (2 * FRAME_MAX + 1, 3)] {
+            // The name's length prefix is 4 bytes long at these sizes.
+            let msg = hello(target - (size(&hello(FRAME_MAX)) - FRAME_MAX));
+            assert_eq!(size(&msg), target);
+            let bytes = frame(&msg);
+            assert_eq!(bytes.len(), target + 4 * pieces, "{target}: {pieces} headers");
+            assert_eq!(bytes.capacity(), bytes.len(), "{target}: encoded into place, never grown");
+            let mut at = 0;
+            for i in 0..pieces {
+                let header = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+                assert_eq!(header & MORE != 0, i + 1 < pieces, "{target}: piece {i}");
+                at += 4 + (header & !MORE) as usize;
+            }
+            assert_eq!(at, bytes.len());
+            assert_eq!(reassembled(&bytes, 1 << 20), [msg]);
+        }
     }
 
     #[test]

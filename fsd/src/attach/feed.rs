@@ -66,11 +66,17 @@ pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readab
 }
 
 /// The frames of the Welcome [`read_deferred`] gave out, put where it was
-/// framed.
+/// framed. When they are all that is left to read, they become what is
+/// read, as they are (a snapshot's frames are not copied again).
 pub fn welcomed(s: &mut Session, conn: ConnId, frames: Vec<u8>) {
     let Some(c) = s.hub.conns.get_mut(&conn) else { return };
     if let Some(h) = c.hole.take() {
-        c.out.splice(h.at..h.at, frames);
+        if h.at == c.out_read && h.at == c.out.len() {
+            c.out = frames;
+            c.out_read = 0;
+        } else {
+            c.out.splice(h.at..h.at, frames);
+        }
     }
 }
 
