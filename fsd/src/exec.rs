@@ -5,7 +5,7 @@
 //! A built-in runs on a blocking thread (Edit's pipes and file reads
 //! block); each proposal it makes goes through `Daemon::propose` and waits
 //! to be sequenced, so the next step sees its effect. The state is read
-//! under the registry lock, held only while the built-in looks.
+//! under its session's lock, held only while the built-in looks.
 
 use crate::daemon::Daemon;
 use crate::error::Error;

@@ -4,8 +4,8 @@
 //! metalog, with its output proposed into the window `DIR/+Errors` as
 //! acme does, and `kill` ends it.
 //!
-//! File and process work happens outside the registry lock; only the
-//! proposals that record it take the lock, briefly.
+//! File and process work happens outside any lock; only the
+//! proposals that record it take their session's lock, briefly.
 
 use crate::daemon::Daemon;
 use crate::error::Error;

@@ -3,28 +3,36 @@
 //!
 //! # Brief overview
 //!
-//! - [`post`]: the namespace directory and the posted Unix socket, as
-//!   plan9port services do it.
+//! - [`fsys`]: [`fsys::Fsys`], the file tree, a `ninep::srv::Serve`:
+//!   fids, walks, stats, opens, and a module per family of files;
+//!   `fsys::place` names every file, `fsys::fid` is what a fid holds.
+//! - [`daemon`]: [`daemon::Daemon`], the daemon apart from its files: the
+//!   registry of sessions (each behind its own lock), the clock, wake-ups,
+//!   waiting for a proposal's outcome.
+//! - [`route`]: where a proposal goes, for every writer.
+//! - [`attach`]: the attach protocol's daemon side (hub data, protocol,
+//!   leases, what each connection reads).
+//! - [`exec`], [`host`]: the daemon as core's `exec::Host`; get, put and
+//!   exec on the daemon's machine.
 //! - [`registry`]: the daemon's sessions and the registry log that makes
 //!   them; `/ctl`'s commands.
 //! - [`session`]: one session: its view node over the authoritative log,
-//!   proposal outcomes, each buffer's addr.
-//! - [`tree`]: [`tree::Tree`], the file tree, a `ninep::srv::Serve`;
-//!   `tree::place` names every file, `tree::stream` serves the blocking
-//!   streams.
+//!   its hub, proposal outcomes, each buffer's addr.
+//! - [`error`]: the daemon's typed errors.
+//! - [`ctl`]: the one shape of every ctl file's language, a verb table;
+//!   [`ctlmsg`]: a session's ctl messages.
+//! - [`post`]: the namespace directory and the posted Unix socket, as
+//!   plan9port services do it.
 //! - [`entrytext`]: entries as lossless text lines.
 //! - [`proposals`]: the `proposals` file's language.
 //! - [`buffers`]: the meaning of `buffers/N/` files.
-//! - [`ctlmsg`]: ctl writes of several lines, checked whole; a session's
-//!   ctl messages.
 //! - [`acme`]: the acme(4) tree's meaning: index and ctl fields, ctl
 //!   messages, events, looking things up.
 //! - [`tables`]: the text tables of `meta/`, leases and outcomes.
-//! - [`host`]: get, put and exec on the daemon's machine.
 //!
 //! The binary `apexd` (`src/bin/apexd.rs`) posts the socket, makes the
 //! session `main`, and serves every connection with
-//! `apex_ninep::srv::serve_conn` over a shared `Tree`.
+//! `apex_ninep::srv::serve_conn` over a shared `Fsys`.
 //!
 //! ```
 //! use apex_fsd::registry::{parse_ctl, Command};

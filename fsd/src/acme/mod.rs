@@ -18,7 +18,7 @@
 //!   `log` lines, made from the layout's entries as they are sequenced, and
 //!   per-window counts of open event files.
 //!
-//! The tree's side (walks, opens, reads, writes) is `tree::acme`.
+//! The tree's side (walks, opens, reads, writes) is `fsys::acme`.
 
 pub mod ctl;
 pub mod event;

@@ -2,8 +2,8 @@
 //! walks (numbers from anywhere, `new` making a window), opens, reads and
 //! writes of `acme/` and `acme/N/`, and what a clunk ends.
 //!
-//! Every change is a proposal through `Fsys::propose`, awaited outside the
-//! registry lock; a ctl write applies its messages one by one and stops at
+//! Every change is a proposal through `Daemon::propose`, awaited outside
+//! any lock; a ctl write applies its messages one by one and stops at
 //! the first refusal with the earlier ones kept, as acme does.
 
 use super::fid::{utf8, Content, Fid, Opened};
