@@ -1,4 +1,4 @@
-//! A file's content as taken under the daemon's lock: small contents
+//! A file's content as taken under its session's lock: small contents
 //! whole, and what grows with a buffer's size (a body, a snapshot, a
 //! hash) as a cheap copy of the state it comes from (ropes share their
 //! nodes), made into bytes after the lock is let go, so one big buffer
