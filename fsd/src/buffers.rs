@@ -126,25 +126,94 @@ fn rebased(buf: &Buffer, (r, version): (Range, u64)) -> Range {
 
 /// `addr` write: evaluates the address from the current one (a failed
 /// one changes nothing). Forward searches stop at the limit, if set.
+/// Under the session's lock throughout; the daemon searches with no lock
+/// held (`addr_search`, `AddrSearch::eval`, `addr_found`).
 pub fn addr_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
+    let found = addr_search(s, b)?.eval(text)?;
+    addr_found(s, found).map(|_| ())
+}
+
+/// What an address is evaluated against, copied from the session: the
+/// rope (sharing its nodes), the text as one string if one is kept for
+/// this version (shared), the address, limit and last expression.
+pub struct AddrSearch {
+    b: BufferId,
+    version: u64,
+    dot: Range,
+    limit: Option<Range>,
+    last: Option<String>,
+    /// The last expression when the search began.
+    last_before: Option<String>,
+    text: apex_core::text::Text,
+    flat: Option<std::sync::Arc<String>>,
+}
+
+/// An address found, to keep if nothing changed since its search began.
+pub struct AddrFound {
+    search: AddrSearch,
+    range: Range,
+    flat: std::sync::Arc<String>,
+}
+
+/// Takes what evaluating an address in buffer `b` needs, under the lock.
+pub fn addr_search(s: &Session, b: BufferId) -> Result<AddrSearch, String> {
     let dot = current_addr(s, b)?;
-    let limit = s.addrs.get(&b).and_then(|a| a.limit);
-    let mut last = s.addrs.get(&b).and_then(|a| a.last_regex.clone());
+    let a = s.addrs.get(&b);
     let buf = s.view.state.buffer(b).map_err(|_| format!("buffer {} was deleted", b.0))?;
     let version = buf.version;
-    let limit = limit.map(|l| rebased(buf, l));
-    // Searches need the text as one string: keep it while the version holds.
-    if s.flat.buffer != Some((b, version)) {
-        s.flat.text = buf.text.to_string();
-        s.flat.buffer = Some((b, version));
+    let flat = (s.flat.buffer == Some((b, version))).then(|| s.flat.text.clone());
+    Ok(AddrSearch {
+        b,
+        version,
+        dot,
+        limit: a.and_then(|a| a.limit).map(|l| rebased(buf, l)),
+        last: a.and_then(|a| a.last_regex.clone()),
+        last_before: a.and_then(|a| a.last_regex.clone()),
+        text: buf.text.clone(),
+        flat,
+    })
+}
+
+impl AddrSearch {
+    /// Evaluates `addr` (a regular expression may read the whole text:
+    /// call it with no lock held).
+    pub fn eval(mut self, addr: &str) -> Result<AddrFound, String> {
+        // Searches need the text as one string: made once per version.
+        let flat = self.flat.take().unwrap_or_else(|| std::sync::Arc::new(self.text.to_string()));
+        let cx = addr::Context { text: &self.text, flat: Some(&flat), dialect: Dialect::AddrFile, limit: self.limit };
+        let mut last = self.last.clone();
+        let range = addr::eval_in(&cx, addr, self.dot, &mut last).map_err(|e| e.to_string())?;
+        self.last = last;
+        Ok(AddrFound { search: self, range, flat })
     }
-    let cx = addr::Context { text: &buf.text, flat: Some(&s.flat.text), dialect: Dialect::AddrFile, limit };
-    let range = addr::eval_in(&cx, text, dot, &mut last).map_err(|e| e.to_string())?;
+
+    /// Whether the text is big enough for a thread of its own.
+    pub fn is_big(&self) -> bool {
+        self.text.len_bytes() > 1 << 20
+    }
+}
+
+/// Keeps an address found if the buffer and its address are as they were
+/// when the search began; `false` if they changed (search again).
+pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, String> {
+    let AddrFound { search, range, flat } = found;
+    let b = search.b;
+    let buf = buffer(s, b)?;
+    let limit = s.addrs.get(&b).and_then(|a| a.limit).map(|l| rebased(buf, l));
+    let last = s.addrs.get(&b).and_then(|a| a.last_regex.clone());
+    let unchanged = buf.version == search.version
+        && current_addr(s, b)? == search.dot
+        && limit == search.limit
+        && last == search.last_before;
+    if !unchanged {
+        return Ok(false);
+    }
+    s.flat = crate::session::FlatText { buffer: Some((b, search.version)), text: flat };
     let a = s.addrs.entry(b).or_default();
     a.range = range;
-    a.version = version;
-    a.last_regex = last;
-    Ok(())
+    a.version = search.version;
+    a.last_regex = search.last;
+    Ok(true)
 }
 
 /// Sets the limit (`limit=addr`) to the current address.
@@ -368,5 +437,37 @@ mod tests {
         assert!(e.starts_with("ctl line 2 (\"get rel/path\")") && e.contains("absolute"), "{e}");
         let e = parse_ctl("clean\nput -v 9\n", &s, b).unwrap_err();
         assert!(e.contains("line 2") && e.contains("not 9"), "{e}");
+    }
+
+    #[test]
+    fn an_address_searched_off_the_lock_is_kept_only_if_nothing_changed_meanwhile() {
+        let mut s = Session::new(1, "t", [0; 16]).unwrap();
+        let b = s.view.create_buffer_as("/tmp/searched").unwrap();
+        let insert = |s: &mut Session, q0: u64, text: &str| {
+            let version = s.view.state.buffer(b).unwrap().version;
+            let p = Proposal::Insert { buffer: b, version, q0, text: text.into(), origin: Origin::FileWrite };
+            s.propose("test", &p).unwrap();
+        };
+        insert(&mut s, 0, "alpha beta gamma\n");
+        // Nothing changed: the address found is kept.
+        let found = addr_search(&s, b).unwrap().eval("/beta/").unwrap();
+        assert!(addr_found(&mut s, found).unwrap());
+        assert_eq!(addr_now(&s, b).unwrap().0, Range::new(6, 10));
+        // The text changed while searching: nothing is kept, search again.
+        let search = addr_search(&s, b).unwrap();
+        insert(&mut s, 0, "new ");
+        let found = search.eval("/gamma/").unwrap();
+        assert!(!addr_found(&mut s, found).unwrap());
+        assert_eq!(addr_now(&s, b).unwrap().0, Range::new(10, 14), "still beta, moved by the insert");
+        // Another write moved the address meanwhile: not kept either.
+        let search = addr_search(&s, b).unwrap();
+        addr_write(&mut s, b, "#0").unwrap();
+        assert!(!addr_found(&mut s, search.eval("/gamma/").unwrap()).unwrap());
+        assert_eq!(addr_now(&s, b).unwrap().0, Range::new(0, 0));
+        // Searched again, it lands; a failed search changes nothing.
+        addr_write(&mut s, b, "/gamma/").unwrap();
+        assert_eq!(addr_now(&s, b).unwrap().0, Range::new(15, 20));
+        assert!(addr_search(&s, b).unwrap().eval("/delta/").is_err());
+        assert_eq!(addr_now(&s, b).unwrap().0, Range::new(15, 20));
     }
 }

@@ -48,7 +48,8 @@ pub struct Addr {
 #[derive(Debug, Default)]
 pub struct FlatText {
     pub buffer: Option<(BufferId, u64)>,
-    pub text: String,
+    /// Shared with a search running off the lock.
+    pub text: std::sync::Arc<String>,
 }
 
 /// A session: its view node (SERVER over the authority log).

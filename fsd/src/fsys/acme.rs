@@ -367,7 +367,7 @@ impl Fsys {
 
     async fn window_write(&self, fid: &Fid, n: u64, w: &Win, file: WinFile, text: &str) -> srv::Result<()> {
         match file {
-            WinFile::Addr => self.daemon.with_session(n, |s| buffers::addr_write(s, w.body, text)),
+            WinFile::Addr => self.addr_write(n, w.body, text).await,
             WinFile::Data | WinFile::Xdata => self.data_write(n, w.body, text).await,
             WinFile::Tag => {
                 match self.daemon.with_session(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))? {

@@ -80,7 +80,7 @@ impl Fsys {
                 self.buffer_ctl(n, b, &text).await?;
                 self.note_buffer_name(n, b)
             }
-            BufferFile::Addr => self.daemon.with_session(n, |s| buffers::addr_write(s, b, &text)),
+            BufferFile::Addr => self.addr_write(n, b, &text).await,
             BufferFile::Data => self.data_write(n, b, &text).await,
             BufferFile::Event => {
                 Err("event: writing events back is done through the acme tree (NAME/acme/N/event)".into())
@@ -133,6 +133,27 @@ impl Fsys {
             self.daemon.propose(n, &request, p).await?;
         }
         Ok(())
+    }
+
+    /// An `addr` write (of `buffers/N/addr` or acme's): the search runs
+    /// with no lock held, so a regular expression over a big body holds up
+    /// no other request; it is made again if the buffer or its address
+    /// changed meanwhile, and the third time under the lock.
+    pub(super) async fn addr_write(&self, n: u64, b: BufferId, addr: &str) -> srv::Result<()> {
+        for _ in 0..2 {
+            let search = self.daemon.with_hub_quiet(n, |s| buffers::addr_search(s, b))??;
+            let found = match search.is_big() {
+                true => {
+                    let addr = addr.to_string();
+                    tokio::task::spawn_blocking(move || search.eval(&addr)).await.map_err(|e| format!("addr: {e}"))?
+                }
+                false => search.eval(addr),
+            }?;
+            if self.daemon.with_session(n, |s| buffers::addr_found(s, found))? {
+                return Ok(());
+            }
+        }
+        self.daemon.with_session(n, |s| buffers::addr_write(s, b, addr))
     }
 
     /// A `data` read (of `buffers/N/data`, acme's `data` or `xdata`).
