@@ -7,7 +7,7 @@
 //! which remembers the version it was set at, so an edit made meanwhile by
 //! the leader moves the write instead of being overwritten.
 
-use crate::ctl::{self, Arg, Verb};
+use crate::ctl::{self, Arg, CtlError, Verb};
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
 use apex_core::error::acme::EADDR;
@@ -376,7 +376,7 @@ const VERBS: &[Verb<BufferCtl>] = &[
 /// Parses a ctl write, one message per line, and checks each against the
 /// buffer before any is applied: a `put -v` at the version the buffer has
 /// now, files named in full, a name to get or put by.
-pub fn parse_ctl(text: &str, s: &Session, b: BufferId) -> Result<Vec<BufferCtl>, String> {
+pub fn parse_ctl(text: &str, s: &Session, b: BufferId) -> Result<Vec<BufferCtl>, CtlError> {
     let buf = buffer(s, b)?;
     ctl::parse_lines(text, VERBS, |msg| match &msg {
         BufferCtl::Get(Some(f)) | BufferCtl::Put { file: Some(f), .. } if !f.starts_with('/') => {
@@ -422,7 +422,7 @@ mod tests {
         assert_eq!(p("put"), Ok(BufferCtl::Put { version: None, file: None }));
         assert_eq!(p("get /etc/motd"), Ok(BufferCtl::Get(Some("/etc/motd".into()))));
         for bad in ["nme x", "name", "put -v x", "put a b", ""] {
-            let e = p(bad).unwrap_err();
+            let e = p(bad).unwrap_err().to_string();
             assert!(e.contains("expected") || e.contains("version number"), "{bad:?}: {e}");
         }
     }
@@ -433,9 +433,9 @@ mod tests {
         let b = s.view.create_buffer_as("/tmp/named").unwrap();
         let got = parse_ctl("dirty\nclean\n\nput\n", &s, b).unwrap();
         assert_eq!(got, vec![BufferCtl::Dirty, BufferCtl::Clean, BufferCtl::Put { version: None, file: None }]);
-        let e = parse_ctl("dirty\nget rel/path\n", &s, b).unwrap_err();
+        let e = parse_ctl("dirty\nget rel/path\n", &s, b).unwrap_err().to_string();
         assert!(e.starts_with("ctl line 2 (\"get rel/path\")") && e.contains("absolute"), "{e}");
-        let e = parse_ctl("clean\nput -v 9\n", &s, b).unwrap_err();
+        let e = parse_ctl("clean\nput -v 9\n", &s, b).unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("not 9"), "{e}");
     }
 

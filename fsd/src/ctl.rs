@@ -10,6 +10,45 @@
 //!   its argument running to the newline, a plain one's newline optional
 //!   (acme-fs.md §2); the caller applies messages one by one.
 
+/// Why a ctl message was refused; each says what is expected instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CtlError {
+    #[error("unknown message; {usage}")]
+    Unknown { usage: String },
+    /// An argument is missing (`verb` may name a flag too: `put -v`).
+    #[error("{verb} wants {what}; expected {usage}")]
+    Missing { verb: String, what: &'static str, usage: String },
+    #[error("{verb} wants a number for {what}, got {got:?}; expected {usage}")]
+    NotANumber { verb: &'static str, what: &'static str, got: String, usage: String },
+    #[error("{verb}: {extra:?} is one argument too many; expected {usage}")]
+    TooMany { verb: &'static str, extra: String, usage: String },
+    /// The message parsed, but the file's state refuses it.
+    #[error("{0}")]
+    Refused(String),
+    #[error("ctl line {n} ({line:?}): {why}")]
+    Line { n: usize, line: String, why: Box<CtlError> },
+    #[error("ctl: empty write; {usage}")]
+    Empty { usage: String },
+    /// acme's: a verb that takes an argument was given none.
+    #[error("{bad}: {verb} needs an argument")]
+    NeedsArgument { bad: &'static str, verb: &'static str },
+    /// acme's: no verb matches.
+    #[error("{bad}: {line:?}; {usage}")]
+    Unmatched { bad: &'static str, line: String, usage: String },
+}
+
+impl From<String> for CtlError {
+    fn from(why: String) -> CtlError {
+        CtlError::Refused(why)
+    }
+}
+
+impl From<CtlError> for String {
+    fn from(e: CtlError) -> String {
+        e.to_string()
+    }
+}
+
 /// One argument's form, with the name the usage gives it.
 #[derive(Clone, Copy, Debug)]
 pub enum Arg {
@@ -92,13 +131,14 @@ pub fn usage<T>(table: &[Verb<T>]) -> String {
 }
 
 /// Parses one line: the verb, then its arguments by their forms.
-pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, String> {
+pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, CtlError> {
     let line = line.trim();
     let (name, mut rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let Some(verb) = table.iter().find(|v| v.name == name) else {
-        return Err(format!("unknown message; {}", usage(table)));
+        return Err(CtlError::Unknown { usage: usage(table) });
     };
-    let wrong = |what: String| format!("{what}; expected {}", verb_usage(verb));
+    let name = verb.name;
+    let missing = |what: &'static str| CtlError::Missing { verb: name.to_string(), what, usage: verb_usage(verb) };
     let next_word = |rest: &mut &str| -> Option<String> {
         let r = rest.trim_start();
         if r.is_empty() {
@@ -108,16 +148,16 @@ pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, String> {
         *rest = after;
         Some(w.to_string())
     };
-    let number = |w: String, what: &str| -> Result<u64, String> {
-        w.parse().map_err(|_| wrong(format!("{name} wants a number for {what}, got {w:?}")))
+    let number = |got: String, what: &'static str| -> Result<u64, CtlError> {
+        got.parse().map_err(|_| CtlError::NotANumber { verb: name, what, got, usage: verb_usage(verb) })
     };
     let mut values = Vec::new();
     for arg in verb.args {
         values.push(match *arg {
-            Arg::Word(what) => Value::Word(next_word(&mut rest).ok_or_else(|| wrong(format!("{name} wants {what}")))?),
+            Arg::Word(what) => Value::Word(next_word(&mut rest).ok_or_else(|| missing(what))?),
             Arg::Optional(_) => next_word(&mut rest).map_or(Value::Absent, Value::Word),
             Arg::Number(what) => {
-                let w = next_word(&mut rest).ok_or_else(|| wrong(format!("{name} wants {what}")))?;
+                let w = next_word(&mut rest).ok_or_else(|| missing(what))?;
                 Value::Number(number(w, what)?)
             }
             Arg::Flag(flag, what) => {
@@ -125,7 +165,11 @@ pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, String> {
                 match next_word(&mut peek) {
                     Some(w) if w == flag => {
                         rest = peek;
-                        let w = next_word(&mut rest).ok_or_else(|| wrong(format!("{name} {flag} wants {what}")))?;
+                        let w = next_word(&mut rest).ok_or_else(|| CtlError::Missing {
+                            verb: format!("{name} {flag}"),
+                            what,
+                            usage: verb_usage(verb),
+                        })?;
                         Value::Number(number(w, what)?)
                     }
                     _ => Value::Absent,
@@ -134,14 +178,14 @@ pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, String> {
             Arg::Rest(what) => {
                 let r = std::mem::take(&mut rest).trim();
                 if r.is_empty() {
-                    return Err(wrong(format!("{name} wants {what}")));
+                    return Err(missing(what));
                 }
                 Value::Word(r.to_string())
             }
         });
     }
     if let Some(extra) = next_word(&mut rest) {
-        return Err(wrong(format!("{name}: {extra:?} is one argument too many")));
+        return Err(CtlError::TooMany { verb: name, extra, usage: verb_usage(verb) });
     }
     Ok((verb.make)(&values))
 }
@@ -153,15 +197,15 @@ pub fn parse_lines<T>(
     text: &str,
     table: &[Verb<T>],
     mut check: impl FnMut(T) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
+) -> Result<Vec<T>, CtlError> {
     let mut out = Vec::new();
     let lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty());
     for (n, line) in lines {
-        let msg = parse_line(table, line).and_then(&mut check);
-        out.push(msg.map_err(|e| format!("ctl line {n} ({line:?}): {e}"))?);
+        let msg = parse_line(table, line).and_then(|m| check(m).map_err(CtlError::Refused));
+        out.push(msg.map_err(|why| CtlError::Line { n, line: line.to_string(), why: Box::new(why) })?);
     }
     if out.is_empty() {
-        return Err(format!("ctl: empty write; {}", usage(table)));
+        return Err(CtlError::Empty { usage: usage(table) });
     }
     Ok(out)
 }
@@ -171,7 +215,7 @@ pub fn parse_lines<T>(
 /// wants a space after it, and the argument runs to the newline); returns
 /// it and the bytes it used, trailing newlines included. `bad` prefixes
 /// every refusal (acme's "ill-formed control message").
-pub fn parse_prefix<T>(table: &[Verb<T>], text: &str, bad: &str) -> Result<(T, usize), String> {
+pub fn parse_prefix<T>(table: &[Verb<T>], text: &str, bad: &'static str) -> Result<(T, usize), CtlError> {
     // The longest verb that matches (`delete` over `del`), as acme's order
     // of comparisons makes it.
     let matches = |v: &&Verb<T>| match v.args {
@@ -180,15 +224,15 @@ pub fn parse_prefix<T>(table: &[Verb<T>], text: &str, bad: &str) -> Result<(T, u
         _ => false,
     };
     let Some(verb) = table.iter().filter(matches).max_by_key(|v| v.name.len()) else {
-        let line = text.split('\n').next().unwrap_or_default();
-        return Err(format!("{bad}: {line:?}; {}", usage(table)));
+        let line = text.split('\n').next().unwrap_or_default().to_string();
+        return Err(CtlError::Unmatched { bad, line, usage: usage(table) });
     };
     let (used, values) = match verb.args {
         [] => (verb.name.len(), Vec::new()),
         _ => {
             let arg = text[verb.name.len() + 1..].split('\n').next().unwrap_or_default();
             if arg.is_empty() {
-                return Err(format!("{bad}: {} needs an argument", verb.name));
+                return Err(CtlError::NeedsArgument { bad, verb: verb.name });
             }
             (verb.name.len() + 1 + arg.len(), vec![Value::Word(arg.to_string())])
         }
@@ -248,7 +292,7 @@ mod tests {
             ),
         ];
         for (line, want) in bad {
-            assert_eq!(p(line).unwrap_err(), *want, "{line:?}");
+            assert_eq!(p(line).unwrap_err().to_string(), *want, "{line:?}");
         }
     }
 
@@ -261,8 +305,9 @@ mod tests {
             m => Ok(m),
         })
         .unwrap_err();
-        assert_eq!(e, "ctl line 2 (\"kill 4\"): no process 4");
-        assert!(parse_lines(" \n", TABLE, Ok).unwrap_err().starts_with("ctl: empty write; expected put"));
+        assert_eq!(e.to_string(), "ctl line 2 (\"kill 4\"): no process 4");
+        assert!(matches!(&e, CtlError::Line { n: 2, why, .. } if **why == CtlError::Refused("no process 4".into())));
+        assert!(parse_lines(" \n", TABLE, Ok).unwrap_err().to_string().starts_with("ctl: empty write; expected put"));
     }
 
     #[test]
@@ -270,8 +315,8 @@ mod tests {
         let p = |t| parse_prefix(TABLE, t, "bad");
         assert_eq!(p("cleanname x\n\nclean"), Ok((Msg::Clean, 5)));
         assert_eq!(p("name x y\n\nclean"), Ok((Msg::Name("x y".into()), 10)));
-        assert_eq!(p("name \n").unwrap_err(), "bad: name needs an argument");
-        assert!(p("nam\n").unwrap_err().starts_with("bad: \"nam\"; expected put"));
+        assert_eq!(p("name \n").unwrap_err(), CtlError::NeedsArgument { bad: "bad", verb: "name" });
+        assert!(p("nam\n").unwrap_err().to_string().starts_with("bad: \"nam\"; expected put"));
         // Only plain verbs and verbs with a rest-of-line argument are
         // matched by prefix; others are for whole lines.
         assert!(p("kill 3\n").is_err());

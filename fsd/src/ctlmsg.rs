@@ -3,7 +3,7 @@
 //! [`crate::ctl`]'s); each is checked against the session before any is
 //! applied.
 
-use crate::ctl::{self, Arg, Verb};
+use crate::ctl::{self, Arg, CtlError, Verb};
 use apex_core::{AcmeNumber, State};
 use std::path::Path;
 
@@ -41,7 +41,7 @@ const VERBS: &[Verb<SessionCtl>] = &[
 
 /// Parses a session ctl write and checks every message against `state`
 /// (and the machine, for exec's directory) before any is applied.
-pub fn parse_session(text: &str, state: &State) -> Result<Vec<SessionCtl>, String> {
+pub fn parse_session(text: &str, state: &State) -> Result<Vec<SessionCtl>, CtlError> {
     let mut deleted = Vec::new();
     ctl::parse_lines(text, VERBS, |msg| {
         match &msg {
@@ -78,11 +78,11 @@ mod tests {
         let got = parse_session("window /tmp/a\n\nbuffer\nexec / ls -l\n", &node.state).unwrap();
         assert_eq!(got[0], SessionCtl::Window(Some("/tmp/a".into())));
         assert_eq!(got[2], SessionCtl::Exec { dir: "/".into(), command: "ls -l".into() });
-        let e = parse_session("window\nkill 99\n", &node.state).unwrap_err();
+        let e = parse_session("window\nkill 99\n", &node.state).unwrap_err().to_string();
         assert!(e.starts_with("ctl line 2 (\"kill 99\"): kill: no process 99"), "{e}");
-        let e = parse_session("window\nfrob\n", &node.state).unwrap_err();
+        let e = parse_session("window\nfrob\n", &node.state).unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("expected window"), "{e}");
-        assert!(parse_session("\n", &node.state).unwrap_err().contains("empty"));
-        assert!(parse_session("delwindow 1", &node.state).unwrap_err().contains("no window 1"));
+        assert!(parse_session("\n", &node.state).unwrap_err().to_string().contains("empty"));
+        assert!(parse_session("delwindow 1", &node.state).unwrap_err().to_string().contains("no window 1"));
     }
 }

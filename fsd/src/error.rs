@@ -4,6 +4,7 @@
 //! to do it right.
 
 use crate::attach::error::AttachError;
+use crate::ctl::CtlError;
 use apex_core::Reject;
 use apex_link::wire::Refusal;
 
@@ -19,6 +20,9 @@ pub enum Error {
     /// The attach protocol refused a frame.
     #[error(transparent)]
     Attach(#[from] AttachError),
+    /// A ctl file refused a message.
+    #[error(transparent)]
+    Ctl(#[from] CtlError),
     #[error("session was deleted")]
     SessionGone,
     #[error("proposal lost: its session was deleted")]

@@ -37,7 +37,7 @@
 //! ```
 //! use apex_fsd::registry::{parse_ctl, Command};
 //! assert_eq!(parse_ctl("new work\n").unwrap(), vec![Command::New(Some("work".into()))]);
-//! assert!(parse_ctl("nwe work").unwrap_err().contains("expected"));
+//! assert!(parse_ctl("nwe work").unwrap_err().to_string().contains("expected"));
 //! ```
 
 pub mod acme;

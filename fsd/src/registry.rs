@@ -7,7 +7,7 @@
 //! so a bad line changes nothing.
 
 use crate::attach::hub::HubConfig;
-use crate::ctl::{self, Arg, Verb};
+use crate::ctl::{self, Arg, CtlError, Verb};
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
 use apex_core::SessionUuid;
@@ -51,7 +51,7 @@ const VERBS: &[Verb<Command>] = &[
 ];
 
 /// Parses `/ctl` text: one command per line.
-pub fn parse_ctl(text: &str) -> Result<Vec<Command>, String> {
+pub fn parse_ctl(text: &str) -> Result<Vec<Command>, CtlError> {
     ctl::parse_lines(text, VERBS, Ok)
 }
 

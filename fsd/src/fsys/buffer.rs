@@ -9,6 +9,7 @@ use super::place::{BufferFile, Place};
 use super::stream::Source;
 use super::Fsys;
 use crate::buffers::{self, BufferCtl};
+use crate::error::Error;
 use crate::host;
 use crate::session::Session;
 use apex_core::{BufferId, Proposal, Shard};
@@ -99,7 +100,7 @@ impl Fsys {
 
     /// A write to `buffers/N/ctl`.
     async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
-        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
+        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b).map_err(Error::from))?;
         for msg in msgs {
             match msg {
                 BufferCtl::Get(file) => host::get(&self.daemon, n, b, file).await?,

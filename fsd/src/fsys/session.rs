@@ -11,6 +11,7 @@ use crate::attach::feed::{self, Readable};
 use crate::attach::hub::Written;
 use crate::attach::protocol;
 use crate::ctlmsg::SessionCtl;
+use crate::error::Error;
 use crate::host;
 use crate::session::Session;
 use crate::tables::{self, MetaTable};
@@ -79,7 +80,8 @@ impl Fsys {
 
     /// A write to the session's `ctl`.
     async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<()> {
-        let msgs = self.daemon.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state))?;
+        let msgs =
+            self.daemon.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state).map_err(Error::from))?;
         for msg in msgs {
             let request = format!("ctl {msg:?}");
             let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };
