@@ -20,6 +20,9 @@ pub enum Error {
     /// The attach protocol refused a frame.
     #[error(transparent)]
     Attach(#[from] AttachError),
+    /// The registry refused (a name taken, no such session).
+    #[error(transparent)]
+    Registry(#[from] apex_core::registry::RegistryError),
     /// A ctl file refused a message.
     #[error(transparent)]
     Ctl(#[from] CtlError),

@@ -8,6 +8,7 @@
 
 use crate::attach::hub::HubConfig;
 use crate::ctl::{self, Arg, CtlError, Verb};
+use crate::error::Error;
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
 use apex_core::SessionUuid;
@@ -84,12 +85,12 @@ impl Registry {
 
     /// Turns commands into registry ops, checking each against the state
     /// the earlier ones leave; nothing is applied.
-    fn plan(&mut self, cmds: &[Command]) -> Result<Vec<RegistryOp>, String> {
+    fn plan(&mut self, cmds: &[Command]) -> Result<Vec<RegistryOp>, Error> {
         let mut sim = self.state.clone();
         let mut ops = Vec::new();
         for c in cmds {
             let number = |name: &str, sim: &registry::Registry| {
-                sim.by_name(name).ok_or_else(|| registry::RegistryError::NoSuchName(name.to_string()).to_string())
+                sim.by_name(name).ok_or_else(|| registry::RegistryError::NoSuchName(name.to_string()))
             };
             let op = match c {
                 Command::New(name) => RegistryOp::SessionNew {
@@ -103,18 +104,18 @@ impl Registry {
                 }
             };
             let entry = RegistryEntry { seq: sim.applied + 1, op };
-            sim.apply(&entry).map_err(|e| e.to_string())?;
+            sim.apply(&entry)?;
             ops.push(entry.op);
         }
         Ok(ops)
     }
 
     /// Sequences a checked op, and makes, relabels or drops its session.
-    fn append(&mut self, op: RegistryOp) -> Result<(), String> {
-        self.state.check(&op).map_err(|e| e.to_string())?;
+    fn append(&mut self, op: RegistryOp) -> Result<(), Error> {
+        self.state.check(&op)?;
         match &op {
             RegistryOp::SessionNew { session, name, uuid } => {
-                let mut s = Session::new(*session, name, uuid.0).map_err(|e| e.to_string())?;
+                let mut s = Session::new(*session, name, uuid.0)?;
                 s.hub.config = self.attach;
                 self.sessions.insert(*session, Arc::new(Mutex::new(s)));
             }
@@ -123,7 +124,7 @@ impl Registry {
             }
             RegistryOp::SessionRename { session, name } => {
                 if let Some(s) = self.sessions.get(session) {
-                    s.lock().expect("session lock").relabel(name).map_err(|e| e.to_string())?;
+                    s.lock().expect("session lock").relabel(name)?;
                 }
             }
         }
@@ -135,7 +136,7 @@ impl Registry {
     }
 
     /// Runs `/ctl` commands: all are checked before any is applied.
-    pub fn run(&mut self, cmds: &[Command]) -> Result<(), String> {
+    pub fn run(&mut self, cmds: &[Command]) -> Result<(), Error> {
         for op in self.plan(cmds)? {
             self.append(op)?;
         }
@@ -143,14 +144,14 @@ impl Registry {
     }
 
     /// Creates a session; `None` picks a fresh name. Returns its number.
-    pub fn create(&mut self, name: Option<&str>) -> Result<u64, String> {
+    pub fn create(&mut self, name: Option<&str>) -> Result<u64, Error> {
         let number = self.state.next_session;
         self.run(&[Command::New(name.map(str::to_string))])?;
         Ok(number)
     }
 
     /// Renames a session.
-    pub fn rename(&mut self, old: &str, new: &str) -> Result<(), String> {
+    pub fn rename(&mut self, old: &str, new: &str) -> Result<(), Error> {
         self.run(&[Command::Rename(old.to_string(), new.to_string())])
     }
 }
@@ -175,7 +176,9 @@ mod tests {
         assert_eq!(labels, ["main", "1"]);
         let before = r.entries_after(0).len();
         let bad = parse_ctl("rename main work\ndel nosuch\n").unwrap();
-        assert!(r.run(&bad).unwrap_err().contains("nosuch"));
+        let e = r.run(&bad).unwrap_err();
+        assert_eq!(e, Error::Registry(registry::RegistryError::NoSuchName("nosuch".into())));
+        assert!(e.to_string().contains("nosuch"), "{e}");
         assert_eq!(r.entries_after(0).len(), before);
         assert_eq!(r.by_name("main"), Some(1));
         r.run(&parse_ctl("rename main work\ndel 1\nnew 1").unwrap()).unwrap();

@@ -93,12 +93,17 @@ fn fill(s: &mut Session, conn: ConnId) {
     if c.grace_until.is_some() {
         return;
     }
-    // Welcome (and errors) before entries, which follow its snapshot;
+    // Welcome, then errors, before entries, which follow its snapshot;
     // acks, answers and routed proposals after them, so a proposal arrives
-    // after the grant that makes its receiver the leader.
-    let (first, after): (Vec<ServerMsg>, Vec<ServerMsg>) =
-        c.control.drain(..).partition(|m| matches!(m, ServerMsg::Welcome { .. } | ServerMsg::Error { .. }));
-    for m in first {
+    // after the grant that makes its receiver the leader. An error after
+    // the Welcome it came with ("resume refused; attached anew") reaches
+    // the replica that Welcome makes, which shows it, not the one it
+    // replaces.
+    let (welcomes, rest): (Vec<ServerMsg>, Vec<ServerMsg>) =
+        c.control.drain(..).partition(|m| matches!(m, ServerMsg::Welcome { .. }));
+    let (errors, after): (Vec<ServerMsg>, Vec<ServerMsg>) =
+        rest.into_iter().partition(|m| matches!(m, ServerMsg::Error { .. }));
+    for m in welcomes.into_iter().chain(errors) {
         let ServerMsg::Welcome { attachment, token, .. } = m else {
             c.out.extend_from_slice(&apex_link::wire::frame(&m));
             continue;

@@ -130,14 +130,15 @@ fn a_daemon_started_anew_gets_the_ui_s_typing_in_recovered() {
     // The new daemon's session never had that window: the UI's text
     // comes back as a dirty +Recovered window beside the file's name.
     let recovered = Path::new(&file).with_file_name("+Recovered").display().to_string();
-    let index = windows(&r);
-    let line = index
-        .lines()
-        .find(|l| l.split_whitespace().nth(5) == Some(recovered.as_str()))
-        .unwrap_or_else(|| panic!("no {recovered} in {index}"));
+    let line = wait_for(&format!("{recovered} in the index"), || {
+        windows(&r).lines().find(|l| l.split_whitespace().nth(5) == Some(recovered.as_str())).map(str::to_string)
+    });
     let number = line.split_whitespace().next().unwrap();
     let body = r.apex(&["read", &format!("main/acme/{number}/body")]);
     assert!(body.contains("text kept offline\n"), "{body:?}");
-    let shown = errors(&mut r).expect("a +Errors window");
-    assert!(shown.contains("refused") && shown.contains("attached anew"), "the daemon said why: {shown:?}");
+    // The daemon said why, in +Errors (it arrives as the UI catches up).
+    wait_for("the refused resume in +Errors", || {
+        r.ui().woke();
+        errors(&mut r).filter(|shown| shown.contains("refused") && shown.contains("attached anew"))
+    });
 }
