@@ -12,7 +12,7 @@
 
 use apex_core::error::Reject;
 use apex_core::propose::Applied;
-use apex_core::{AttachmentId, AttachmentKind, Entry, Epoch, Proposal, Seq, Shard};
+use apex_core::{AttachmentId, AttachmentKind, Entry, Epoch, Proposal, Seq, Shard, State};
 use serde::{Deserialize, Serialize};
 
 /// The largest frame either side sends or accepts; larger messages go in
@@ -166,11 +166,53 @@ pub fn frame<M: Serialize>(msg: &M) -> Vec<u8> {
     // Sized first, then encoded once into place, the headers' room left
     // as it goes: a 100 MB snapshot is copied once, into a buffer that
     // never grows.
-    let n = postcard::serialize_with_flavor(msg, postcard::ser_flavors::Size::default())
-        .expect("postcard sizes any message");
+    frame_sized(msg, size_of(msg))
+}
+
+/// The size of `msg`'s postcard encoding.
+fn size_of<M: Serialize + ?Sized>(msg: &M) -> usize {
+    postcard::serialize_with_flavor(msg, postcard::ser_flavors::Size::default()).expect("postcard sizes any message")
+}
+
+/// [`frame`] of a message whose encoding is `n` bytes.
+fn frame_sized<M: Serialize>(msg: &M, n: usize) -> Vec<u8> {
     let pieces = n.div_ceil(FRAME_MAX).max(1);
     let out = Vec::with_capacity(n + 4 * pieces);
     postcard::serialize_with_flavor(msg, Pieces { out, piece: 0 }).expect("postcard encodes to a Vec without failing")
+}
+
+/// The frames of `ServerMsg::Welcome { attachment, token, snapshot }` with
+/// `state`'s snapshot, byte for byte, the snapshot encoded straight into
+/// them: no snapshot is made apart and copied (it is a whole session's
+/// text).
+pub fn frame_welcome(attachment: AttachmentId, token: u64, state: &State) -> Vec<u8> {
+    let len = 1 + size_of(state);
+    let empty = size_of(&ServerMsg::Welcome { attachment, token, snapshot: Vec::new() });
+    // The empty snapshot's length took one byte; this one's takes more.
+    let n = empty - 1 + size_of(&len) + len;
+    frame_sized(&WelcomeOut { attachment, token, len, state }, n)
+}
+
+/// Serializes as `ServerMsg::Welcome` does: postcard writes a byte string
+/// as its length and then its bytes, and a tuple as its fields one after
+/// another, so (length, format, state) is the snapshot as a byte string.
+struct WelcomeOut<'a> {
+    attachment: AttachmentId,
+    token: u64,
+    /// The snapshot's length: its format byte and the state's encoding.
+    len: usize,
+    state: &'a State,
+}
+
+impl Serialize for WelcomeOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStructVariant;
+        let mut v = s.serialize_struct_variant("ServerMsg", 0, "Welcome", 3)?;
+        v.serialize_field("attachment", &self.attachment)?;
+        v.serialize_field("token", &self.token)?;
+        v.serialize_field("snapshot", &(self.len, apex_core::snap::SNAPSHOT_FORMAT, self.state))?;
+        v.end()
+    }
 }
 
 /// A postcard flavor that writes frames: a 4-byte header's room before
@@ -398,6 +440,23 @@ mod tests {
         let mut f = Frames::default();
         f.push(&bytes[..bytes.len() - 1]);
         assert_eq!(f.whole(), Ok(None));
+    }
+
+    #[test]
+    fn a_welcome_framed_from_its_state_is_the_welcome_of_its_snapshot() {
+        let mut node = apex_core::Node::server();
+        apex_core::make::init_session(&mut node).unwrap();
+        let b = node.create_buffer_as("/tmp/big").unwrap();
+        // Past one frame, so the snapshot's bytes cross a piece's edge.
+        let text = "the snapshot crosses frames\n".repeat((FRAME_MAX + 1000) / 28);
+        let op = apex_core::BufferOp::Splice { q0: 0, q1: 0, text, origin: apex_core::Origin::FileWrite };
+        node.append(Shard::Buffer(b), apex_core::Op::Buffer(op)).unwrap();
+        for state in [apex_core::State::new(), node.state.clone()] {
+            let msg = ServerMsg::Welcome { attachment: AttachmentId(5), token: 1 << 40, snapshot: state.to_snapshot() };
+            let streamed = frame_welcome(AttachmentId(5), 1 << 40, &state);
+            assert_eq!(streamed, frame(&msg));
+            assert_eq!(streamed.capacity(), streamed.len(), "sized exactly");
+        }
     }
 
     #[test]

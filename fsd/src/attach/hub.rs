@@ -228,10 +228,10 @@ pub struct WelcomeJob {
 }
 
 impl WelcomeJob {
-    /// The Welcome's frames: the snapshot encoded once, in pieces.
+    /// The Welcome's frames: the snapshot encoded once, straight into
+    /// them.
     pub fn frame(self) -> Vec<u8> {
-        let snapshot = self.state.to_snapshot();
-        apex_link::wire::frame(&ServerMsg::Welcome { attachment: self.attachment, token: self.token, snapshot })
+        apex_link::wire::frame_welcome(self.attachment, self.token, &self.state)
     }
 
     /// Whether encoding it is worth a thread of its own.
