@@ -120,7 +120,12 @@ impl Registry {
                 self.sessions.insert(*session, Arc::new(Mutex::new(s)));
             }
             RegistryOp::SessionDel { session } => {
-                self.sessions.remove(session);
+                if let Some(gone) = self.sessions.remove(session) {
+                    // Whoever still holds it (a built-in running on it)
+                    // waits for no proposal of it: their writers hear it
+                    // was lost, now.
+                    gone.lock().expect("session lock").hub.pending.clear();
+                }
             }
             RegistryOp::SessionRename { session, name } => {
                 if let Some(s) = self.sessions.get(session) {

@@ -210,7 +210,11 @@ impl Fsys {
             }
             let numbers: Vec<u64> = self.daemon.reg().state.sessions.keys().copied().collect();
             for n in numbers {
-                put_stat(&mut out, &self.stat_in(None, Place::Session(n))?);
+                let st = self.stat_in(None, Place::Session(n))?;
+                // Deleted meanwhile: not listed.
+                if !st.name.is_empty() {
+                    put_stat(&mut out, &st);
+                }
             }
             return Ok(out);
         }
@@ -498,9 +502,15 @@ impl Serve for Fsys {
             Place::Session1(n, place::SessionFile::Attach) => self.read_attach(n, fid, count).await,
             _ if place.is_stream() => self.read_stream(fid, offset, count).await,
             Place::Acme1(n, AcmeFile::Log) => self.read_log(n, fid, count).await,
-            _ => match data_of {
-                Some(b) => self.data_read(n, b, count, matches!(place, Place::Win1(_, _, WinFile::Xdata))),
-                None => self.read_content(fid, offset, count).await,
+            _ => match (data_of, place) {
+                // acme's data and xdata read the window's body while the
+                // window lives, as acme does.
+                (Some(_), Place::Win1(n, number, file)) => {
+                    let w = self.daemon.look(n, |s| acme::window(s, number))??;
+                    self.data_read(n, w.body, count, file == WinFile::Xdata)
+                }
+                (Some(b), _) => self.data_read(n, b, count, false),
+                (None, _) => self.read_content(fid, offset, count).await,
             },
         }
     }

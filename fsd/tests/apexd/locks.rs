@@ -72,6 +72,51 @@ async fn a_busy_session_holds_up_no_other() {
     };
     release.send(()).unwrap();
     holder.join().unwrap();
-    let label = tokio::time::timeout(Duration::from_secs(60), waiting).await.expect("main answers again").unwrap();
+    let label = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("main answers again").unwrap();
     assert_eq!(label, "main\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_answers_the_proposals_waiting_in_it() {
+    use apex_fsd::attach::hub::HubConfig;
+    use apex_fsd::attach::wire::{frame, ClientMsg};
+    use apex_ninep::fcall::ORDWR;
+    let mut registry = Registry::new(Box::new(|| [3; 16]));
+    // No deadline comes to the rescue here.
+    registry.attach = HubConfig { deadline_ms: 600_000, grace_ms: 600_000 };
+    registry.create(Some("main")).unwrap();
+    let tree = Fsys::new(registry, "glenda".into());
+    let (_, root) = tree.attach("glenda", "").await.unwrap();
+    let main = tree.daemon.reg().by_name("main").unwrap();
+
+    // A UI that takes the leases and then never answers.
+    let ui = open(&tree, &root, "main/attach", ORDWR).await;
+    let hello = ClientMsg::Hello { kind: apex_core::AttachmentKind::Ui, name: "mute".into(), resume: None };
+    tree.write(&ui, 0, frame(&hello)).await.unwrap();
+
+    // A tool's proposal for the layout goes to it, and waits.
+    let waiting = {
+        let tree = tree.clone();
+        tokio::spawn(async move {
+            let p = apex_core::Proposal::CreateWindow { body: None, column: None, name: "/tmp/never".into() };
+            tree.daemon.propose(main, "a window", p).await
+        })
+    };
+    let pending = async {
+        while tree.daemon.table_sizes().first().is_none_or(|t| t[1] == 0) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), pending).await.expect("the proposal was routed to the UI");
+
+    // A built-in running on the session holds it (exec's DaemonHost) past
+    // its deletion.
+    let _running = tree.daemon.session(main).unwrap();
+    let ctl = open(&tree, &root, "ctl", apex_ninep::fcall::OWRITE).await;
+    tree.write(&ctl, 0, b"del main\n".to_vec()).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the writer hears of its proposal when the session goes")
+        .unwrap();
+    assert_eq!(got.unwrap_err().to_string(), "proposal lost: its session was deleted");
 }
