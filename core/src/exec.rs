@@ -719,7 +719,10 @@ fn putall<H: Host>(h: &mut H) -> Result<()> {
 /// it and scrolls to it.
 fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Option<u64>) -> Result<()> {
     let (sel, version, _) = selection(h, w)?;
-    let found = look::find_next(h.state()?.buffer(w.body)?, needle, from.unwrap_or(sel.q1));
+    // The text is taken (its rope shared) and searched with the state let
+    // go: on the daemon, a search of a big body holds up no other request.
+    let text = h.state()?.buffer(w.body)?.text.clone();
+    let found = look::find_next(&text, needle, from.unwrap_or(sel.q1));
     let (q0, q1) = found.ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
     select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
 }

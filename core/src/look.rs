@@ -11,6 +11,7 @@
 use crate::buf::Buffer;
 use crate::id::{BufferId, WindowId};
 use crate::state::State;
+use crate::text::Text;
 
 /// Characters of a file name (acme's `isfilec`).
 pub fn is_file_char(c: char) -> bool {
@@ -53,14 +54,14 @@ pub fn is_builtin(command: &str) -> bool {
 
 /// The next occurrence of `needle` after rune `from`, wrapping to the
 /// start (acme's B3 search of plain text).
-pub fn find_next(buffer: &Buffer, needle: &str, from: u64) -> Option<(u64, u64)> {
+pub fn find_next(text: &Text, needle: &str, from: u64) -> Option<(u64, u64)> {
     if needle.is_empty() {
         return None;
     }
-    let text = buffer.text.to_string();
-    let start = buffer.text.char_to_byte(from.min(buffer.len()) as usize);
-    let at = text[start..].find(needle).map(|i| i + start).or_else(|| text.find(needle))?;
-    let q0 = buffer.text.byte_to_char(at) as u64;
+    let flat = text.to_string();
+    let start = text.char_to_byte(from.min(text.len_chars() as u64) as usize);
+    let at = flat[start..].find(needle).map(|i| i + start).or_else(|| flat.find(needle))?;
+    let q0 = text.byte_to_char(at) as u64;
     Some((q0, q0 + needle.chars().count() as u64))
 }
 
@@ -240,10 +241,11 @@ mod tests {
         assert!(is_builtin("Edit ,d"));
         assert!(!is_builtin("ls -l"));
         let b = test_buffer("one two one two");
-        assert_eq!(find_next(&b, "two", 0), Some((4, 7)));
-        assert_eq!(find_next(&b, "two", 7), Some((12, 15)));
-        assert_eq!(find_next(&b, "one", 9), Some((0, 3)));
-        assert_eq!(find_next(&b, "six", 0), None);
+        let b = &b.text;
+        assert_eq!(find_next(b, "two", 0), Some((4, 7)));
+        assert_eq!(find_next(b, "two", 7), Some((12, 15)));
+        assert_eq!(find_next(b, "one", 9), Some((0, 3)));
+        assert_eq!(find_next(b, "six", 0), None);
         assert_eq!(file_and_addr("/etc/passwd:3"), ("/etc/passwd", Some("3")));
         assert_eq!(file_and_addr("/etc/passwd"), ("/etc/passwd", None));
         assert_eq!(window_dir("/home/u/f.c").as_deref(), Some("/home/u"));
