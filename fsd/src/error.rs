@@ -30,16 +30,6 @@ pub enum Error {
     SessionGone,
     #[error("proposal lost: its session was deleted")]
     ProposalLost,
-    /// A request that was wrong in the terms of the file it was made to:
-    /// the text says what, and what to do instead.
-    #[error("{0}")]
-    Request(String),
-}
-
-impl From<String> for Error {
-    fn from(why: String) -> Error {
-        Error::Request(why)
-    }
 }
 
 impl From<Error> for String {

@@ -1,7 +1,7 @@
 //! What a connection of `NAME/attach` reads: control messages and every
 //! shard's new entries framed when the connection has read what was framed
 //! before (so a slow reader holds back only itself), a Welcome's snapshot
-//! encoded off the daemon's lock where it was framed (a snapshot grows with
+//! encoded off its session's lock where it was framed (a snapshot grows with
 //! the session's buffers), and the compaction of entries every connection
 //! has had.
 

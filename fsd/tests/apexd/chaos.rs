@@ -703,6 +703,31 @@ fn a_tool_holds_a_bounded_lease_and_it_returns_to_the_ui() {
 }
 
 #[test]
+fn a_refused_resume_is_said_after_the_welcome_it_came_with() {
+    // The client shows the error in the replica the Welcome makes; said
+    // before it, it went into the replica being replaced.
+    let mut w = World::new(8);
+    let conn = w.s.hub.open();
+    let resume = apex_fsd::attach::wire::Resume { attachment: AttachmentId(1 << 20), token: 7 };
+    let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "late".into(), resume: Some(resume) };
+    protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap();
+    let mut frames = Frames::default();
+    while let Some(bytes) = feed::read(&mut w.s, conn, 1 << 20).unwrap() {
+        frames.push(&bytes);
+    }
+    let mut msgs = Vec::new();
+    while let Some(m) = frames.next_msg::<apex_fsd::attach::wire::ServerMsg>().unwrap() {
+        msgs.push(m);
+    }
+    use apex_fsd::attach::wire::ServerMsg;
+    assert!(matches!(msgs.first(), Some(ServerMsg::Welcome { .. })), "{msgs:?}");
+    assert!(
+        matches!(msgs.get(1), Some(ServerMsg::Error { text }) if text.contains("refused") && text.contains("attached anew")),
+        "{msgs:?}"
+    );
+}
+
+#[test]
 fn bad_frames_are_refused_and_change_nothing() {
     let mut w = World::new(8);
     let ui = w.join(AttachmentKind::Ui);
