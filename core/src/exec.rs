@@ -73,6 +73,11 @@ pub enum ExecError {
     Running(String),
     #[error("Kill: no process {0}")]
     NoProcess(String),
+    /// A file named for the daemon's machine must be named in full.
+    #[error("{what}: {file:?} is not an absolute path; name the file in full (the daemon runs elsewhere)")]
+    NotAbsolute { what: &'static str, file: String },
+    #[error("{0}: the buffer has no name; give a file")]
+    Unnamed(&'static str),
     #[error("{0}")]
     Load(#[from] dump::LoadError),
     #[error("{0}")]
@@ -491,21 +496,19 @@ fn selection<H: Host>(h: &H, w: Win) -> Result<(Range, u64, String)> {
 
 /// Refuses a relative `file` for `what` (`get`, `put`, `exec`): whoever
 /// reads or writes it may run in another directory than the one asking.
-pub fn absolute(what: &str, file: &str) -> std::result::Result<(), String> {
+pub fn absolute(what: &'static str, file: &str) -> Result<(), ExecError> {
     match std::path::Path::new(file).is_absolute() {
         true => Ok(()),
-        false => {
-            Err(format!("{what}: {file:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
-        }
+        false => Err(ExecError::NotAbsolute { what, file: file.to_string() }),
     }
 }
 
 /// The file a `get` or `put` uses: `file` if given, else the buffer's
 /// `name`; absolute either way.
-pub fn file_or_name(what: &str, file: Option<String>, name: &str) -> std::result::Result<String, String> {
+pub fn file_or_name(what: &'static str, file: Option<String>, name: &str) -> Result<String, ExecError> {
     let file = match file {
         Some(f) => f,
-        None if name.is_empty() => return Err(format!("{what}: the buffer has no name; give a file")),
+        None if name.is_empty() => return Err(ExecError::Unnamed(what)),
         None => name.to_string(),
     };
     absolute(what, &file)?;

@@ -380,7 +380,17 @@ async fn measure() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let echo = base.join("echo");
+    // `APEX_BENCH_ONLY=bulk` measures the bulk transfers alone (to profile them).
+    if std::env::var("APEX_BENCH_ONLY").as_deref() != Ok("bulk") {
+        round_trips(&base, &echo).await;
+    }
+    bulk(&base).await;
+    drop(refs);
+    let _ = std::fs::remove_dir_all(&base);
+}
 
+/// Small-message rates, apexd beside the echo reference.
+async fn round_trips(base: &Path, echo: &Path) {
     println!("9P round trips (apexd vs a plain Unix-socket echo of the same size)");
     println!("{:<28} {:>14} {:>14} {:>11}", "", "apexd rt/s", "echo rt/s", "apexd/echo");
     let d = start_apexd(&base.join("ns"));
@@ -391,12 +401,12 @@ async fn measure() {
     })
     .await
     .expect("raw client");
-    let ref_raw = echo_rate(&echo, 1, 40).await;
+    let ref_raw = echo_rate(echo, 1, 40).await;
     println!("{:<28} {:>14.0} {:>14.0} {:>10.2}x", "Tstat, bare blocking client", raw, ref_raw, raw / ref_raw);
     for clients in [1, 8] {
         // Tstat is 11 bytes out, ~70 back; a small Tread 23 out, ~27 back.
         let stat = stat_rate(&addr, clients).await;
-        let ref_stat = echo_rate(&echo, clients, 40).await;
+        let ref_stat = echo_rate(echo, clients, 40).await;
         println!(
             "{:<28} {:>14.0} {:>14.0} {:>10.2}x",
             format!("Tstat, {clients} client(s)"),
@@ -405,7 +415,7 @@ async fn measure() {
             stat / ref_stat
         );
         let read = read_rate(&addr, clients).await;
-        let ref_read = echo_rate(&echo, clients, 25).await;
+        let ref_read = echo_rate(echo, clients, 25).await;
         println!(
             "{:<28} {:>14.0} {:>14.0} {:>10.2}x",
             format!("Tread 16 B, {clients} client(s)"),
@@ -415,7 +425,10 @@ async fn measure() {
         );
     }
     drop(d);
+}
 
+/// 100 MB written and read through a body, beside the bulk reference.
+async fn bulk(base: &Path) {
     println!();
     println!("bulk body transfer, 100 MB (apexd vs plain socket, same chunk size)");
     println!("{:<28} {:>12} {:>12} {:>12} {:>12}", "", "9P write", "ref write", "9P read", "ref read");
@@ -439,6 +452,4 @@ async fn measure() {
         }
         drop(d);
     }
-    drop(refs);
-    let _ = std::fs::remove_dir_all(&base);
 }

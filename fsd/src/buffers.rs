@@ -7,21 +7,21 @@
 //! which remembers the version it was set at, so an edit made meanwhile by
 //! the leader moves the write instead of being overwritten.
 
-use crate::ctl::{self, Arg, CtlError, Verb};
+use crate::ctl::{self, Arg, Unfit, Verb};
+use crate::error::Error;
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
-use apex_core::error::acme::EADDR;
 use apex_core::{Buffer, BufferId, Origin, Proposal};
 use std::fmt::Write;
 
-fn buffer(s: &Session, b: BufferId) -> Result<&Buffer, String> {
-    s.view.state.buffer(b).map_err(|_| format!("buffer {} was deleted", b.0))
+fn buffer(s: &Session, b: BufferId) -> Result<&Buffer, Error> {
+    s.view.state.buffer(b).map_err(|_| Error::BufferGone(b.0))
 }
 
 /// The proposal that appends `text` to the body, as a write to acme's
 /// `body` does (none for no change): a backspace (`\b`) erases the rune
 /// before it, even one already in the buffer.
-pub fn body_append(s: &Session, b: BufferId, text: String) -> Result<Option<Proposal>, String> {
+pub fn body_append(s: &Session, b: BufferId, text: String) -> Result<Option<Proposal>, Error> {
     let buf = buffer(s, b)?;
     let (erase, text) = backspaced(text);
     let erase = erase.min(buf.len());
@@ -42,7 +42,7 @@ pub fn body_append(s: &Session, b: BufferId, text: String) -> Result<Option<Prop
 
 /// The proposal that appends `text` as it is (none for no text): a tag
 /// write, command output.
-pub fn append(s: &Session, b: BufferId, text: &str, origin: Origin) -> Result<Option<Proposal>, String> {
+pub fn append(s: &Session, b: BufferId, text: &str, origin: Origin) -> Result<Option<Proposal>, Error> {
     let buf = buffer(s, b)?;
     Ok((!text.is_empty()).then(|| Proposal::Insert {
         buffer: b,
@@ -75,7 +75,7 @@ pub fn backspaced(text: String) -> (u64, String) {
 
 /// The proposal that empties the body (an open with OTRUNC), if it has
 /// text.
-pub fn truncate(s: &Session, b: BufferId) -> Result<Option<Proposal>, String> {
+pub fn truncate(s: &Session, b: BufferId) -> Result<Option<Proposal>, Error> {
     let buf = buffer(s, b)?;
     if buf.is_empty() {
         return Ok(None);
@@ -85,7 +85,7 @@ pub fn truncate(s: &Session, b: BufferId) -> Result<Option<Proposal>, String> {
 
 /// The addr as of the buffer's current version: rebased through the edits
 /// since it was set, clamped if those are no longer kept.
-fn current_addr(s: &Session, b: BufferId) -> Result<Range, String> {
+fn current_addr(s: &Session, b: BufferId) -> Result<Range, Error> {
     let buf = buffer(s, b)?;
     let a = s.addrs.get(&b).cloned().unwrap_or_default();
     let len = buf.len();
@@ -95,7 +95,7 @@ fn current_addr(s: &Session, b: BufferId) -> Result<Range, String> {
 
 /// An open of `addr`: the first open fid resets the address to `#0,#0`
 /// and clears the limit.
-pub fn addr_open(s: &mut Session, b: BufferId) -> Result<(), String> {
+pub fn addr_open(s: &mut Session, b: BufferId) -> Result<(), Error> {
     let version = buffer(s, b)?.version;
     let a = s.addrs.entry(b).or_default();
     if a.opened == 0 {
@@ -113,7 +113,7 @@ pub fn addr_close(s: &mut Session, b: BufferId) {
 }
 
 /// `addr` read: two 11-wide numbers, each followed by a blank.
-pub fn addr_read(s: &Session, b: BufferId) -> Result<String, String> {
+pub fn addr_read(s: &Session, b: BufferId) -> Result<String, Error> {
     let r = current_addr(s, b)?;
     Ok(format!("{:11} {:11} ", r.q0, r.q1))
 }
@@ -128,7 +128,7 @@ fn rebased(buf: &Buffer, (r, version): (Range, u64)) -> Range {
 /// one changes nothing). Forward searches stop at the limit, if set.
 /// Under the session's lock throughout; the daemon searches with no lock
 /// held (`addr_search`, `AddrSearch::eval`, `addr_found`).
-pub fn addr_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), String> {
+pub fn addr_write(s: &mut Session, b: BufferId, text: &str) -> Result<(), Error> {
     let found = addr_search(s, b)?.eval(text)?;
     addr_found(s, found).map(|_| ())
 }
@@ -156,10 +156,10 @@ pub struct AddrFound {
 }
 
 /// Takes what evaluating an address in buffer `b` needs, under the lock.
-pub fn addr_search(s: &Session, b: BufferId) -> Result<AddrSearch, String> {
+pub fn addr_search(s: &Session, b: BufferId) -> Result<AddrSearch, Error> {
     let dot = current_addr(s, b)?;
     let a = s.addrs.get(&b);
-    let buf = s.view.state.buffer(b).map_err(|_| format!("buffer {} was deleted", b.0))?;
+    let buf = buffer(s, b)?;
     let version = buf.version;
     let flat = (s.flat.buffer == Some((b, version))).then(|| s.flat.text.clone());
     Ok(AddrSearch {
@@ -177,12 +177,12 @@ pub fn addr_search(s: &Session, b: BufferId) -> Result<AddrSearch, String> {
 impl AddrSearch {
     /// Evaluates `addr` (a regular expression may read the whole text:
     /// call it with no lock held).
-    pub fn eval(mut self, addr: &str) -> Result<AddrFound, String> {
+    pub fn eval(mut self, addr: &str) -> Result<AddrFound, Error> {
         // Searches need the text as one string: made once per version.
         let flat = self.flat.take().unwrap_or_else(|| std::sync::Arc::new(self.text.to_string()));
         let cx = addr::Context { text: &self.text, flat: Some(&flat), dialect: Dialect::AddrFile, limit: self.limit };
         let mut last = self.last.clone();
-        let range = addr::eval_in(&cx, addr, self.dot, &mut last).map_err(|e| e.to_string())?;
+        let range = addr::eval_in(&cx, addr, self.dot, &mut last)?;
         self.last = last;
         Ok(AddrFound { search: self, range, flat })
     }
@@ -195,7 +195,7 @@ impl AddrSearch {
 
 /// Keeps an address found if the buffer and its address are as they were
 /// when the search began; `false` if they changed (search again).
-pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, String> {
+pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, Error> {
     let AddrFound { search, range, flat } = found;
     let b = search.b;
     let buf = buffer(s, b)?;
@@ -217,7 +217,7 @@ pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, String> {
 }
 
 /// Sets the limit (`limit=addr`) to the current address.
-pub fn limit_to_addr(s: &mut Session, b: BufferId) -> Result<(), String> {
+pub fn limit_to_addr(s: &mut Session, b: BufferId) -> Result<(), Error> {
     let r = current_addr(s, b)?;
     let version = buffer(s, b)?.version;
     s.addrs.entry(b).or_default().limit = Some((r, version));
@@ -225,13 +225,13 @@ pub fn limit_to_addr(s: &mut Session, b: BufferId) -> Result<(), String> {
 }
 
 /// The current address (for `dot=addr`), as of the buffer's version.
-pub fn addr_now(s: &Session, b: BufferId) -> Result<(Range, u64), String> {
+pub fn addr_now(s: &Session, b: BufferId) -> Result<(Range, u64), Error> {
     Ok((current_addr(s, b)?, buffer(s, b)?.version))
 }
 
 /// Moves the addr to `range` at the buffer's version (`addr=dot`, and
 /// after data reads and writes).
-pub fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), String> {
+pub fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), Error> {
     let version = buffer(s, b)?.version;
     let a = s.addrs.entry(b).or_default();
     a.range = range;
@@ -242,11 +242,11 @@ pub fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), String
 /// `data` read: whole runes from addr.q0 that fit in `count` bytes; the
 /// address moves past them. At the end it returns nothing (EOF). `xdata`
 /// (`upto_q1`) stops at addr.q1 and moves only q0.
-pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Result<Vec<u8>, String> {
+pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Result<Vec<u8>, Error> {
     let r = current_addr(s, b)?;
     let buf = buffer(s, b)?;
     if r.q0 > buf.len() {
-        return Err(format!("{EADDR}: #{} is past the end ({} runes)", r.q0, buf.len()));
+        return Err(Error::PastEnd { q0: r.q0, len: buf.len() });
     }
     let end = if upto_q1 { r.q1 } else { buf.len() };
     let mut out = String::new();
@@ -269,7 +269,7 @@ pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Res
 /// address was set at (see `data_written` for the address after). A write
 /// of nothing deletes the addressed text. Returns the proposal and where
 /// the address's start lands now, or nothing to do.
-pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Proposal, u64)>, String> {
+pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Proposal, u64)>, Error> {
     let buf = buffer(s, b)?;
     let a = s.addrs.get(&b).cloned().unwrap_or(Addr { version: buf.version, ..Addr::default() });
     let Range { q0, q1 } = a.range;
@@ -277,7 +277,7 @@ pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Propos
         return Ok(None);
     }
     // Where q0 lands now, for the address after the write.
-    let at = buf.rebase(a.version, q0).map_err(|e| e.to_string())?;
+    let at = buf.rebase(a.version, q0)?;
     let p = Proposal::Replace { buffer: b, version: a.version, q0, q1, text: text.into(), origin: Origin::OtherFile };
     Ok(Some((p, at)))
 }
@@ -286,7 +286,7 @@ pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Propos
 /// edge that was at the write's start past the new text (a view's point
 /// at an insert otherwise stays before it), so output written where the
 /// user's cursor is pushes the cursor along. The selections to propose.
-pub fn selections_past(s: &Session, b: BufferId, at: u64, text: &str) -> Result<Vec<Proposal>, String> {
+pub fn selections_past(s: &Session, b: BufferId, at: u64, text: &str) -> Result<Vec<Proposal>, Error> {
     let n = text.chars().count() as u64;
     if n == 0 {
         return Ok(Vec::new());
@@ -308,13 +308,13 @@ pub fn selections_past(s: &Session, b: BufferId, at: u64, text: &str) -> Result<
 }
 
 /// After a `data` write landed: the address follows the new text.
-pub fn data_written(s: &mut Session, b: BufferId, at: u64, text: &str) -> Result<(), String> {
+pub fn data_written(s: &mut Session, b: BufferId, at: u64, text: &str) -> Result<(), Error> {
     let end = at + text.chars().count() as u64;
     set_addr(s, b, Range::at(end))
 }
 
 /// `ctl` read: one `key value` line per property.
-pub fn ctl_read(s: &Session, b: BufferId) -> Result<String, String> {
+pub fn ctl_read(s: &Session, b: BufferId) -> Result<String, Error> {
     let buf = buffer(s, b)?;
     let mut out = String::new();
     let _ = writeln!(out, "buffer {}", b.0);
@@ -376,24 +376,23 @@ const VERBS: &[Verb<BufferCtl>] = &[
 /// Parses a ctl write, one message per line, and checks each against the
 /// buffer before any is applied: a `put -v` at the version the buffer has
 /// now, files named in full, a name to get or put by.
-pub fn parse_ctl(text: &str, s: &Session, b: BufferId) -> Result<Vec<BufferCtl>, CtlError> {
+pub fn parse_ctl(text: &str, s: &Session, b: BufferId) -> Result<Vec<BufferCtl>, Error> {
     let buf = buffer(s, b)?;
-    ctl::parse_lines(text, VERBS, |msg| match &msg {
+    let msgs = ctl::parse_lines(text, VERBS, |msg| match &msg {
         BufferCtl::Get(Some(f)) | BufferCtl::Put { file: Some(f), .. } if !f.starts_with('/') => {
-            Err(format!("{f:?} is not an absolute path; name the file in full (the daemon runs elsewhere)"))
+            Err(Unfit::RelativeFile(f.clone()))
         }
-        BufferCtl::Get(None) | BufferCtl::Put { file: None, .. } if buf.name.is_empty() => {
-            Err("the buffer has no name; give a file".into())
-        }
+        BufferCtl::Get(None) | BufferCtl::Put { file: None, .. } if buf.name.is_empty() => Err(Unfit::Unnamed),
         BufferCtl::Put { version: Some(v), .. } if *v != buf.version => {
-            Err(format!("put: buffer {} is at version {}, not {v}; read it again or put without -v", b.0, buf.version))
+            Err(Unfit::StaleVersion { buffer: b.0, at: buf.version, asked: *v })
         }
         _ => Ok(msg),
-    })
+    })?;
+    Ok(msgs)
 }
 
 /// The proposal of a ctl message that needs no host service.
-pub fn ctl_proposal(s: &Session, b: BufferId, msg: &BufferCtl) -> Result<Proposal, String> {
+pub fn ctl_proposal(s: &Session, b: BufferId, msg: &BufferCtl) -> Result<Proposal, Error> {
     buffer(s, b)?;
     let p = match msg {
         BufferCtl::Name(name) => Proposal::Name { buffer: b, name: name.clone() },
@@ -402,9 +401,7 @@ pub fn ctl_proposal(s: &Session, b: BufferId, msg: &BufferCtl) -> Result<Proposa
         BufferCtl::Undo => Proposal::Undo { buffer: b },
         BufferCtl::Redo => Proposal::Redo { buffer: b },
         BufferCtl::Window => Proposal::CreateWindow { body: Some(b), column: None, name: String::new() },
-        BufferCtl::Get(_) | BufferCtl::Put { .. } => {
-            return Err("ctl: get and put are host services, not proposals".into())
-        }
+        BufferCtl::Get(_) | BufferCtl::Put { .. } => return Err(Error::HostService),
     };
     Ok(p)
 }

@@ -23,8 +23,8 @@ pub enum CtlError {
     #[error("{verb}: {extra:?} is one argument too many; expected {usage}")]
     TooMany { verb: &'static str, extra: String, usage: String },
     /// The message parsed, but the file's state refuses it.
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Refused(Unfit),
     #[error("ctl line {n} ({line:?}): {why}")]
     Line { n: usize, line: String, why: Box<CtlError> },
     #[error("ctl: empty write; {usage}")]
@@ -32,15 +32,32 @@ pub enum CtlError {
     /// acme's: a verb that takes an argument was given none.
     #[error("{bad}: {verb} needs an argument")]
     NeedsArgument { bad: &'static str, verb: &'static str },
+    /// acme's: a file name with a control character.
+    #[error("{bad}: bad character in file name {name:?}")]
+    BadName { bad: &'static str, name: String },
     /// acme's: no verb matches.
     #[error("{bad}: {line:?}; {usage}")]
     Unmatched { bad: &'static str, line: String, usage: String },
 }
 
-impl From<String> for CtlError {
-    fn from(why: String) -> CtlError {
-        CtlError::Refused(why)
-    }
+/// Why a well-formed ctl message does not fit the state it would act on;
+/// each says what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unfit {
+    #[error("{0:?} is not an absolute path; name the file in full (the daemon runs elsewhere)")]
+    RelativeFile(String),
+    #[error("the buffer has no name; give a file")]
+    Unnamed,
+    #[error("put: buffer {buffer} is at version {at}, not {asked}; read it again or put without -v")]
+    StaleVersion { buffer: u64, at: u64, asked: u64 },
+    #[error("no window {0}")]
+    NoWindow(u64),
+    #[error("exec: {0:?} is not an absolute path; name the directory in full")]
+    RelativeDir(String),
+    #[error("exec: {0}: not a directory")]
+    NotADirectory(String),
+    #[error("kill: no process {0} in this session (see meta/processes)")]
+    NoProcess(u64),
 }
 
 impl From<CtlError> for String {
@@ -196,7 +213,7 @@ pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, CtlError> {
 pub fn parse_lines<T>(
     text: &str,
     table: &[Verb<T>],
-    mut check: impl FnMut(T) -> Result<T, String>,
+    mut check: impl FnMut(T) -> Result<T, Unfit>,
 ) -> Result<Vec<T>, CtlError> {
     let mut out = Vec::new();
     let lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty());
@@ -301,12 +318,12 @@ mod tests {
         let got = parse_lines("clean\n\n kill 3 \n", TABLE, Ok).unwrap();
         assert_eq!(got, vec![Msg::Clean, Msg::Kill(3)]);
         let e = parse_lines("clean\nkill 4\n", TABLE, |m| match m {
-            Msg::Kill(4) => Err("no process 4".into()),
+            Msg::Kill(4) => Err(Unfit::NoProcess(4)),
             m => Ok(m),
         })
         .unwrap_err();
-        assert_eq!(e.to_string(), "ctl line 2 (\"kill 4\"): no process 4");
-        assert!(matches!(&e, CtlError::Line { n: 2, why, .. } if **why == CtlError::Refused("no process 4".into())));
+        assert_eq!(e.to_string(), "ctl line 2 (\"kill 4\"): kill: no process 4 in this session (see meta/processes)");
+        assert!(matches!(&e, CtlError::Line { n: 2, why, .. } if **why == CtlError::Refused(Unfit::NoProcess(4))));
         assert!(parse_lines(" \n", TABLE, Ok).unwrap_err().to_string().starts_with("ctl: empty write; expected put"));
     }
 

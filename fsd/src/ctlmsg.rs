@@ -3,7 +3,7 @@
 //! [`crate::ctl`]'s); each is checked against the session before any is
 //! applied.
 
-use crate::ctl::{self, Arg, CtlError, Verb};
+use crate::ctl::{self, Arg, CtlError, Unfit, Verb};
 use apex_core::{AcmeNumber, State};
 use std::path::Path;
 
@@ -48,18 +48,18 @@ pub fn parse_session(text: &str, state: &State) -> Result<Vec<SessionCtl>, CtlEr
             SessionCtl::DelWindow(num) => {
                 let numbered = u32::try_from(*num).ok().and_then(|n| state.layout.window_numbered(AcmeNumber(n)));
                 if numbered.is_none() || deleted.contains(num) {
-                    return Err(format!("no window {num}"));
+                    return Err(Unfit::NoWindow(*num));
                 }
                 deleted.push(*num);
             }
             SessionCtl::Exec { dir, .. } if !Path::new(dir).is_absolute() => {
-                return Err(format!("exec: {dir:?} is not an absolute path; name the directory in full"));
+                return Err(Unfit::RelativeDir(dir.clone()));
             }
             SessionCtl::Exec { dir, .. } if !Path::new(dir).is_dir() => {
-                return Err(format!("exec: {dir}: not a directory"));
+                return Err(Unfit::NotADirectory(dir.clone()));
             }
             SessionCtl::Kill(pid) if !state.meta.processes.contains_key(pid) => {
-                return Err(format!("kill: no process {pid} in this session (see meta/processes)"));
+                return Err(Unfit::NoProcess(*pid));
             }
             _ => {}
         }

@@ -15,19 +15,33 @@ pub fn format_entry(entry: &Entry) -> String {
     format!("{} {} {} {op}\n", entry.seq, entry.attachment, entry.epoch)
 }
 
+/// Why a line is not an entry (or a registry entry); `kind` says which.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("{kind} line ends before its {what}")]
+    Ends { kind: &'static str, what: &'static str },
+    #[error("{kind} {what} {word:?} is not a number")]
+    NotANumber { kind: &'static str, what: &'static str, word: String },
+    #[error("{kind} line has no op")]
+    NoOp { kind: &'static str },
+    #[error("{kind} op: {why}")]
+    Op { kind: &'static str, why: String },
+}
+
 /// Parses a line of `entries` (with or without its newline).
-pub fn parse_entry(line: &str) -> Result<Entry, String> {
+pub fn parse_entry(line: &str) -> Result<Entry, LineError> {
+    const KIND: &str = "entry";
     let line = line.strip_suffix('\n').unwrap_or(line);
     let mut parts = line.splitn(4, ' ');
-    let mut number = |what: &str| -> Result<u64, String> {
-        let word = parts.next().ok_or_else(|| format!("entry line ends before its {what}"))?;
-        word.parse().map_err(|_| format!("entry {what} {word:?} is not a number"))
+    let mut number = |what: &'static str| -> Result<u64, LineError> {
+        let word = parts.next().ok_or(LineError::Ends { kind: KIND, what })?;
+        word.parse().map_err(|_| LineError::NotANumber { kind: KIND, what, word: word.to_string() })
     };
     let seq = number("seq")?;
     let attachment = AttachmentId(number("attachment")?);
     let epoch = number("epoch")?;
-    let json = parts.next().ok_or("entry line has no op")?;
-    let op = serde_json::from_str(json).map_err(|e| format!("entry op: {e}"))?;
+    let json = parts.next().ok_or(LineError::NoOp { kind: KIND })?;
+    let op = serde_json::from_str(json).map_err(|e| LineError::Op { kind: KIND, why: e.to_string() })?;
     Ok(Entry { seq, attachment, epoch, op })
 }
 
@@ -38,11 +52,12 @@ pub fn format_registry(entry: &RegistryEntry) -> String {
 }
 
 /// Parses a line of `/registry`.
-pub fn parse_registry(line: &str) -> Result<RegistryEntry, String> {
+pub fn parse_registry(line: &str) -> Result<RegistryEntry, LineError> {
+    const KIND: &str = "registry";
     let line = line.strip_suffix('\n').unwrap_or(line);
-    let (seq, json) = line.split_once(' ').ok_or("registry line has no op")?;
-    let seq = seq.parse().map_err(|_| format!("registry seq {seq:?} is not a number"))?;
-    let op = serde_json::from_str(json).map_err(|e| format!("registry op: {e}"))?;
+    let (seq, json) = line.split_once(' ').ok_or(LineError::NoOp { kind: KIND })?;
+    let seq = seq.parse().map_err(|_| LineError::NotANumber { kind: KIND, what: "seq", word: seq.to_string() })?;
+    let op = serde_json::from_str(json).map_err(|e| LineError::Op { kind: KIND, why: e.to_string() })?;
     Ok(RegistryEntry { seq, op })
 }
 

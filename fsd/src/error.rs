@@ -5,10 +5,13 @@
 
 use crate::attach::error::AttachError;
 use crate::ctl::CtlError;
+use apex_core::addr::AddrError;
+use apex_core::error::acme::{EADDR, EDEL, ESHUTDOWN};
+use apex_core::exec::ExecError;
 use apex_core::Reject;
 use apex_link::wire::Refusal;
 
-#[derive(Debug, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Core refused: a proposal applied by the view node, a log operation.
     #[error(transparent)]
@@ -26,8 +29,57 @@ pub enum Error {
     /// A ctl file refused a message.
     #[error(transparent)]
     Ctl(#[from] CtlError),
+    /// A message that parsed does not fit the state (a host service checks
+    /// again when it runs).
+    #[error(transparent)]
+    Unfit(#[from] crate::ctl::Unfit),
+    /// A built-in or host service refused (acme's words).
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// An address (an `addr` write) did not evaluate.
+    #[error(transparent)]
+    Addr(#[from] AddrError),
+    /// A `proposals` write that is not a proposal.
+    #[error(transparent)]
+    Proposal(#[from] crate::proposals::ProposalError),
+    /// A write to acme's `event` that is not an event.
+    #[error(transparent)]
+    Event(#[from] crate::acme::event::EventError),
     #[error("session was deleted")]
     SessionGone,
+    #[error("buffer {0} was deleted")]
+    BufferGone(u64),
+    /// acme's: the window a file belongs to was deleted.
+    #[error("{EDEL}")]
+    WindowDeleted,
+    /// acme's: a pending event read of a window deleted meanwhile.
+    #[error("{ESHUTDOWN}: the window was deleted")]
+    WindowShutDown,
+    /// A stream read at an offset other than where the last one ended.
+    #[error("read at offset {offset}, but this stream is at {at}: streams read in order")]
+    OutOfOrder { offset: u64, at: u64 },
+    /// A `data` read from an address past the end.
+    #[error("{EADDR}: #{q0} is past the end ({len} runes)")]
+    PastEnd { q0: u64, len: u64 },
+    #[error("ctl: get and put are host services, not proposals")]
+    HostService,
+    /// A file a host service reads.
+    #[error(transparent)]
+    File(#[from] apex_ninep::files::FileError),
+    /// A file or process a host service uses.
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+    /// A host service's blocking work stopped before it answered.
+    #[error("{what}: {source}")]
+    Task { what: &'static str, source: tokio::task::JoinError },
+    #[error("kill: bad pid {0}")]
+    BadPid(u64),
+    #[error("put: wrote version {at} to {file}, but the buffer has changed since (version {now}); it stays dirty")]
+    PutRaced { at: u64, file: String, now: u64 },
+    #[error("exec: could not make the errors window")]
+    NoErrorsWindow,
+    #[error("exec: the command exited before it could be recorded")]
+    ExitedAtOnce,
     #[error("proposal lost: its session was deleted")]
     ProposalLost,
 }

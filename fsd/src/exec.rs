@@ -144,12 +144,10 @@ impl Daemon {
         n: u64,
         window: Option<WindowId>,
         f: impl FnOnce(&mut DaemonHost) -> Result<(), ExecError> + Send + 'static,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let session = self.session(n)?;
         let mut h = DaemonHost { daemon: self.clone(), n, session, rt: tokio::runtime::Handle::current(), window };
-        tokio::task::spawn_blocking(move || f(&mut h))
-            .await
-            .map_err(|e| format!("exec: {e}"))?
-            .map_err(|e| e.to_string())
+        let done = tokio::task::spawn_blocking(move || f(&mut h)).await;
+        Ok(done.map_err(|source| Error::Task { what: "exec", source })??)
     }
 }

@@ -7,6 +7,7 @@
 //! File and process work happens outside any lock; only the
 //! proposals that record it take their session's lock, briefly.
 
+use crate::ctl::Unfit;
 use crate::daemon::Daemon;
 use crate::error::Error;
 use apex_core::meta::Process;
@@ -20,17 +21,17 @@ use tokio::io::AsyncReadExt;
 /// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
 /// a directory lists its entries), names it so if a file was given, and
 /// marks it clean.
-pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), String> {
+pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
     let name = daemon.with_session(session, |s| Ok::<_, Error>(s.view.state.buffer(b)?.name.clone()))?;
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
     let text = tokio::task::spawn_blocking(move || apex_ninep::files::read_utf8("get", &path))
         .await
-        .map_err(|e| format!("get: {e}"))??;
+        .map_err(|source| Error::Task { what: "get", source })??;
     let proposals = daemon.with_session(session, |s| {
-        let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
-        Ok::<_, String>(exec::get_proposals(buf, b, &file, named, text))
+        let buf = s.view.state.buffer(b)?;
+        Ok::<_, Error>(exec::get_proposals(buf, b, &file, named, text))
     })?;
     let request = format!("get {} {file}", b.0);
     for p in proposals {
@@ -48,14 +49,11 @@ pub async fn put(
     b: BufferId,
     version: Option<u64>,
     file: Option<String>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let (text, at, name) = daemon.with_session(session, |s| {
-        let buf = s.view.state.buffer(b).map_err(|e| e.to_string())?;
-        if let Some(v) = version.filter(|v| *v != buf.version) {
-            return Err(format!(
-                "put: buffer {} is at version {}, not {v}; read it again or put without -v",
-                b.0, buf.version
-            ));
+        let buf = s.view.state.buffer(b)?;
+        if let Some(asked) = version.filter(|v| *v != buf.version) {
+            return Err(Error::from(Unfit::StaleVersion { buffer: b.0, at: buf.version, asked }));
         }
         Ok((buf.text.rope().clone(), buf.version, buf.name.clone()))
     })?;
@@ -69,15 +67,13 @@ pub async fn put(
         f.into_inner().map_err(|e| e.into_error())?.sync_all()
     })
     .await
-    .map_err(|e| format!("put: {e}"))?
-    .map_err(|e| format!("put: {file}: {e}"))?;
+    .map_err(|source| Error::Task { what: "put", source })?
+    .map_err(|source| Error::Io { what: format!("put: {file}"), source })?;
     daemon.with_session(session, |s| {
-        let now = s.view.state.buffer(b).map_err(|e| e.to_string())?.version;
+        let now = s.view.state.buffer(b)?.version;
         match now == at {
             true => Ok(()),
-            false => Err(format!(
-                "put: wrote version {at} to {file}, but the buffer has changed since (version {now}); it stays dirty"
-            )),
+            false => Err(Error::PutRaced { at, file: file.clone(), now }),
         }
     })?;
     // The leader marks it clean; a change that raced this stays dirty
@@ -101,7 +97,7 @@ pub fn run_dir(dir: Option<&str>) -> String {
 }
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
-pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<(WindowId, BufferId), String> {
+pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<(WindowId, BufferId), Error> {
     let found = daemon.with_session(session, |s| Ok::<_, Error>(look::window_named(&s.view.state, name)))?;
     if let Some(f) = found {
         return Ok(f);
@@ -109,7 +105,7 @@ pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<
     let p = Proposal::CreateWindow { body: None, column: None, name: name.to_string() };
     match daemon.propose(session, &format!("window {name}"), p).await?.created {
         apex_core::propose::Created::Window(w) => Ok((w.window, w.body)),
-        _ => Err("exec: could not make the errors window".into()),
+        _ => Err(Error::NoErrorsWindow),
     }
 }
 
@@ -125,10 +121,10 @@ pub async fn append_output(daemon: &Daemon, session: u64, b: BufferId, text: &st
 
 /// Runs `command` with `sh -c` in `dir`; returns its pid. Output goes to
 /// `DIR/+Errors` as it comes; the exit is recorded in the metalog.
-pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str) -> Result<u32, String> {
+pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str) -> Result<u32, Error> {
     exec::absolute("exec", dir)?;
     if !Path::new(dir).is_dir() {
-        return Err(format!("exec: {dir}: not a directory"));
+        return Err(Unfit::NotADirectory(dir.to_string()).into());
     }
     let mut child = tokio::process::Command::new("sh")
         .arg("-c")
@@ -139,8 +135,8 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str) -> Re
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("exec: sh: {e}"))?;
-    let pid = child.id().ok_or("exec: the command exited before it could be recorded")?;
+        .map_err(|source| Error::Io { what: "exec: sh".into(), source })?;
+    let pid = child.id().ok_or(Error::ExitedAtOnce)?;
     let errors = look::errors_name(dir);
     let made = errors_window(daemon, session, &errors).await;
     let body = made.and_then(|(window, body)| {
@@ -152,7 +148,7 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str) -> Re
                 window: Some(window),
             };
             let op = MetaOp::ProcessStart { pid: pid.into(), process: Box::new(process) };
-            s.view.push_meta(op).map_err(|e| e.to_string())?;
+            s.view.push_meta(op)?;
             Ok(body)
         })
     });
@@ -207,7 +203,7 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str) -> Re
         };
         tracing::info!(session, pid, status, "exit");
         let _ = daemon.with_session(session, |s| {
-            s.view.push_meta(MetaOp::ProcessExit { pid: pid.into(), status }).map(|_| ()).map_err(|e| e.to_string())
+            s.view.push_meta(MetaOp::ProcessExit { pid: pid.into(), status }).map(|_| ()).map_err(Error::from)
         });
     });
     Ok(pid)
@@ -229,15 +225,15 @@ impl Either {
 }
 
 /// Ends process `pid` of the session (SIGTERM to its process group).
-pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), String> {
+pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), Error> {
     daemon.with_session(session, |s| match s.view.state.meta.processes.contains_key(&pid) {
         true => Ok(()),
-        false => Err(format!("kill: no process {pid} in this session (see meta/processes)")),
+        false => Err(Error::from(Unfit::NoProcess(pid))),
     })?;
-    let pgid = i32::try_from(pid).map_err(|_| format!("kill: bad pid {pid}"))?;
+    let pgid = i32::try_from(pid).map_err(|_| Error::BadPid(pid))?;
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     if unsafe { libc::kill(-pgid, libc::SIGTERM) } != 0 {
-        return Err(format!("kill: {pid}: {}", std::io::Error::last_os_error()));
+        return Err(Error::Io { what: format!("kill: {pid}"), source: std::io::Error::last_os_error() });
     }
     Ok(())
 }

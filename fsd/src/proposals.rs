@@ -24,47 +24,72 @@
 //! every edit since. VIEW names a selection (`body.W`, `tag.W`, `coltag.C`,
 //! `row`); without one, the buffer must have exactly one view.
 
+use apex_core::shard::BadViewName;
 use apex_core::{AcmeNumber, Action, BufferId, Origin, Proposal, State, ViewId};
 
 /// The verbs, for error messages.
 pub const VERBS: &str =
     "insert|delete|replace|select|origin|exec|look|name|clean|dirty|undo|redo|buffer|window|delwindow";
 
+/// Why a write to `proposals` is not a proposal; each says the form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProposalError {
+    #[error("proposals: empty proposal; expected one of {VERBS}, then its arguments")]
+    Empty,
+    #[error("proposals: unknown verb {0:?}; expected {VERBS}")]
+    UnknownVerb(String),
+    /// The arguments do not match the verb's form.
+    #[error("proposals: {verb} wants \"{form}\", got {line:?}")]
+    Form { verb: String, form: String, line: String },
+    #[error("proposals: no buffer {0} (see buffers/)")]
+    NoBuffer(u64),
+    #[error("proposals: {0}")]
+    View(#[from] BadViewName),
+    /// A selection without a view, in a buffer that has other than one.
+    #[error("proposals: buffer {buffer} has {views} views; name one: {usage}")]
+    WhichView { buffer: u64, views: usize, usage: Box<ProposalError> },
+    #[error("proposals: delete takes no text; use replace to put {0} bytes in")]
+    DeleteText(usize),
+    #[error("proposals: no window {0}")]
+    NoWindow(u32),
+}
+
 /// Parses one proposal written to `proposals`.
-pub fn parse(text: &str, state: &State) -> Result<Proposal, String> {
+pub fn parse(text: &str, state: &State) -> Result<Proposal, ProposalError> {
     let (line, body) = match text.split_once('\n') {
         Some((l, b)) => (l, b),
         None => (text, ""),
     };
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((&verb, args)) = words.split_first() else {
-        return Err(format!("proposals: empty proposal; expected one of {VERBS}, then its arguments"));
+        return Err(ProposalError::Empty);
     };
-    let usage = |form: &str| format!("proposals: {verb} wants \"{form}\", got {line:?}");
-    let num = |i: usize, form: &str| -> Result<u64, String> {
+    let usage =
+        |form: &str| ProposalError::Form { verb: verb.to_string(), form: form.to_string(), line: line.to_string() };
+    let num = |i: usize, form: &str| -> Result<u64, ProposalError> {
         args.get(i).and_then(|w| w.parse().ok()).ok_or_else(|| usage(form))
     };
     let count = |n: usize, form: &str| match args.len() == n {
         true => Ok(()),
         false => Err(usage(form)),
     };
-    let buffer = |form: &str| -> Result<BufferId, String> {
+    let buffer = |form: &str| -> Result<BufferId, ProposalError> {
         let b = BufferId(num(0, form)?);
-        state.buffer(b).map_err(|_| format!("proposals: no buffer {} (see buffers/)", b.0))?;
+        state.buffer(b).map_err(|_| ProposalError::NoBuffer(b.0))?;
         Ok(b)
     };
-    let view = |b: BufferId, i: usize, form: &str| -> Result<ViewId, String> {
+    let view = |b: BufferId, i: usize, form: &str| -> Result<ViewId, ProposalError> {
         if let Some(w) = args.get(i) {
-            return w.parse::<ViewId>().map_err(|e| format!("proposals: {e}"));
+            return Ok(w.parse::<ViewId>()?);
         }
-        let views = &state.buffer(b).map_err(|e| e.to_string())?.views;
+        let views = &state.buffer(b).map_err(|_| ProposalError::NoBuffer(b.0))?.views;
         match views.keys().collect::<Vec<_>>().as_slice() {
             [v] => Ok(**v),
-            _ => Err(format!("proposals: buffer {} has {} views; name one: {}", b.0, views.len(), usage(form))),
+            _ => Err(ProposalError::WhichView { buffer: b.0, views: views.len(), usage: Box::new(usage(form)) }),
         }
     };
     let origin = Origin::OtherFile;
-    let action = |form: &str| -> Result<(BufferId, Action), String> {
+    let action = |form: &str| -> Result<(BufferId, Action), ProposalError> {
         count(4, form)?;
         let b = buffer(form)?;
         let (q0, q1) = (num(2, form)?, num(3, form)?);
@@ -87,7 +112,7 @@ pub fn parse(text: &str, state: &State) -> Result<Proposal, String> {
             let form = "delete BUFFER VERSION Q0 Q1";
             count(4, form)?;
             if !body.is_empty() {
-                return Err(format!("proposals: delete takes no text; use replace to put {} bytes in", body.len()));
+                return Err(ProposalError::DeleteText(body.len()));
             }
             Proposal::Delete {
                 buffer: buffer(form)?,
@@ -168,11 +193,10 @@ pub fn parse(text: &str, state: &State) -> Result<Proposal, String> {
             let form = "delwindow N";
             count(1, form)?;
             let n = u32::try_from(num(0, form)?).map_err(|_| usage(form))?;
-            let window =
-                state.layout.window_numbered(AcmeNumber(n)).ok_or_else(|| format!("proposals: no window {n}"))?;
+            let window = state.layout.window_numbered(AcmeNumber(n)).ok_or(ProposalError::NoWindow(n))?;
             Proposal::DeleteWindow { window }
         }
-        _ => return Err(format!("proposals: unknown verb {verb:?}; expected {VERBS}")),
+        _ => return Err(ProposalError::UnknownVerb(verb.to_string())),
     })
 }
 
@@ -213,7 +237,7 @@ mod tests {
             (&format!("select {n} 0 0 0 pane"), "bad view name"),
             ("delwindow 77", "no window 77"),
         ] {
-            let e = parse(bad, s).unwrap_err();
+            let e = parse(bad, s).unwrap_err().to_string();
             assert!(e.contains(says), "{bad:?}: {e}");
         }
     }

@@ -8,6 +8,7 @@
 
 use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
+use crate::error::Error;
 use apex_core::addr::Range;
 use apex_core::propose;
 use apex_core::{make, BufferId, MetaOp, Node, Proposal, Reject, SessionUuid};
@@ -23,8 +24,16 @@ pub struct Outcome {
     pub id: u64,
     /// The proposal's first line, as written.
     pub request: String,
-    /// The entries it made (`shard:seq` each), or why it was refused.
-    pub result: Result<String, String>,
+    pub verdict: Verdict,
+}
+
+/// How a proposal ended, as `proposals` shows it.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// The entries it made, `shard:seq` each.
+    Made(String),
+    /// Why it was refused.
+    Refused(String),
 }
 
 /// A buffer's address for tools (`buffers/N/addr`, `data`), as acme keeps
@@ -126,27 +135,28 @@ impl Session {
 
     /// Records the outcome of a proposal under `request`.
     pub fn note_outcome(&mut self, request: &str, result: &wire::Outcome) {
-        let summary = match result {
-            Ok(a) => Ok(a.entries.iter().map(|(s, seq)| format!("{s}:{seq}")).collect::<Vec<_>>().join(" ")),
-            Err(e) => Err(e.to_string()),
+        let verdict = match result {
+            Ok(a) => Verdict::Made(a.entries.iter().map(|(s, seq)| format!("{s}:{seq}")).collect::<Vec<_>>().join(" ")),
+            Err(e) => Verdict::Refused(e.to_string()),
         };
-        self.record(request, summary);
+        self.record(request, verdict);
     }
 
     /// Records a proposal refused before it reached the leader (it did
     /// not parse); returns the reason for the caller's Rerror.
-    pub fn refuse(&mut self, request: &str, why: String) -> String {
-        self.record(request, Err(why.clone()));
+    pub fn refuse(&mut self, request: &str, why: impl Into<Error>) -> Error {
+        let why = why.into();
+        self.record(request, Verdict::Refused(why.to_string()));
         why
     }
 
-    fn record(&mut self, request: &str, result: Result<String, String>) {
-        if let Err(why) = &result {
+    fn record(&mut self, request: &str, verdict: Verdict) {
+        if let Verdict::Refused(why) = &verdict {
             tracing::info!(session = %self.label(), request, why, "proposal refused");
         }
         let id = self.next_proposal;
         self.next_proposal += 1;
-        self.outcomes.push_back(Outcome { id, request: request.to_string(), result });
+        self.outcomes.push_back(Outcome { id, request: request.to_string(), verdict });
         while self.outcomes.len() > OUTCOMES_KEPT {
             self.outcomes.pop_front();
         }

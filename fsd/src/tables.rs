@@ -2,8 +2,8 @@
 //! as files, one line per item, fields separated by blanks, free text last
 //! so `awk` and `cut` work on every line.
 
-use crate::session::Session;
-use apex_core::{AttachmentKind, Lease, Shard, State};
+use crate::session::{Session, Verdict};
+use apex_core::{AttachmentKind, Lease, Reject, Shard, State};
 use std::fmt::Write;
 
 /// The files of `meta/`.
@@ -101,8 +101,8 @@ pub fn meta_table(state: &State, table: MetaTable) -> String {
 }
 
 /// `shards/SHARD/info`: what the log retains of the shard.
-pub fn shard_info(session: &Session, shard: Shard) -> Result<String, String> {
-    let log = session.view.log.shard(shard).map_err(|e| e.to_string())?;
+pub fn shard_info(session: &Session, shard: Shard) -> Result<String, Reject> {
+    let log = session.view.log.shard(shard)?;
     Ok(format!("base {}\nlast {}\n", log.base, log.last()))
 }
 
@@ -112,11 +112,11 @@ pub fn shard_info(session: &Session, shard: Shard) -> Result<String, String> {
 pub fn outcomes(session: &Session) -> String {
     let mut out = String::new();
     for o in session.outcomes() {
-        match &o.result {
-            Ok(made) => {
+        match &o.verdict {
+            Verdict::Made(made) => {
                 let _ = writeln!(out, "{} ok {} -> {made}", o.id, o.request);
             }
-            Err(why) => {
+            Verdict::Refused(why) => {
                 let _ = writeln!(out, "{} refused {} -> {why}", o.id, o.request);
             }
         }

@@ -436,8 +436,14 @@ fn get_replaces_the_text_unless_it_is_the_same_names_and_cleans() {
         ["Name", "Clean"],
         "the same text under another name"
     );
-    assert_eq!(exec::file_or_name("get", None, "").unwrap_err(), "get: the buffer has no name; give a file");
-    assert!(exec::file_or_name("put", Some("rel.txt".into()), "/x").unwrap_err().contains("not an absolute path"));
+    assert_eq!(
+        exec::file_or_name("get", None, "").unwrap_err().to_string(),
+        "get: the buffer has no name; give a file"
+    );
+    assert!(exec::file_or_name("put", Some("rel.txt".into()), "/x")
+        .unwrap_err()
+        .to_string()
+        .contains("not an absolute path"));
     assert_eq!(exec::file_or_name("get", None, "/x/y").unwrap(), "/x/y");
 }
 

@@ -31,7 +31,16 @@ pub fn entries(path: &str) -> std::io::Result<Vec<(String, bool)>> {
 
 /// [`read_text`] as UTF-8, with errors that say what was read (`what` is
 /// the command: `get`).
-pub fn read_utf8(what: &str, path: &str) -> Result<String, String> {
-    let bytes = read_text(path).map_err(|e| format!("{what}: {path}: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| format!("{what}: {path} is not UTF-8 text"))
+pub fn read_utf8(what: &'static str, path: &str) -> Result<String, FileError> {
+    let bytes = read_text(path).map_err(|source| FileError::Read { what, path: path.to_string(), source })?;
+    String::from_utf8(bytes).map_err(|_| FileError::NotUtf8 { what, path: path.to_string() })
+}
+
+/// Why a file could not be loaded; `what` is the command (`get`).
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{what}: {path}: {source}")]
+    Read { what: &'static str, path: String, source: std::io::Error },
+    #[error("{what}: {path} is not UTF-8 text")]
+    NotUtf8 { what: &'static str, path: String },
 }

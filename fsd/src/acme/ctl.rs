@@ -5,7 +5,7 @@
 //! keeping the earlier ones (`win` sends `name DIR/-host\n0\n` and needs the
 //! name to stick).
 
-use crate::ctl::{self, Arg, Verb};
+use crate::ctl::{self, Arg, CtlError, Verb};
 use apex_core::error::acme::EBADCTL;
 
 /// One ctl message.
@@ -63,11 +63,11 @@ const VERBS: &[Verb<WinCtl>] = &[
 
 /// Parses the message at the start of `text` (which does not start with a
 /// newline); returns it and the bytes it used, trailing newlines included.
-pub fn parse_one(text: &str) -> Result<(WinCtl, usize), String> {
+pub fn parse_one(text: &str) -> Result<(WinCtl, usize), CtlError> {
     let (msg, used) = ctl::parse_prefix(VERBS, text, EBADCTL)?;
     if let WinCtl::Name(name) = &msg {
         if name.chars().any(|c| c.is_control()) {
-            return Err(format!("{EBADCTL}: bad character in file name {name:?}"));
+            return Err(CtlError::BadName { bad: EBADCTL, name: name.clone() });
         }
     }
     Ok((msg, used))
@@ -75,7 +75,7 @@ pub fn parse_one(text: &str) -> Result<(WinCtl, usize), String> {
 
 /// Splits a write into its messages, in order, ending with the first
 /// refusal if there is one: the tree applies each until then.
-pub fn parse_all(text: &str) -> Vec<Result<WinCtl, String>> {
+pub fn parse_all(text: &str) -> Vec<Result<WinCtl, CtlError>> {
     let mut out = Vec::new();
     let mut at = text.bytes().take_while(|b| *b == b'\n').count();
     while at < text.len() {
@@ -133,7 +133,7 @@ mod tests {
         // win's name message: the name is kept, the "0" line refused.
         let got = parse_all("name /home/u/-host\n0\n");
         assert_eq!(got[0], Ok(WinCtl::Name("/home/u/-host".into())));
-        assert!(got[1].as_ref().unwrap_err().starts_with("ill-formed control message"));
+        assert!(got[1].as_ref().unwrap_err().to_string().starts_with("ill-formed control message"));
         assert_eq!(got.len(), 2);
         let errors: &[(&str, &str)] = &[
             ("name \n", "needs an argument"),
@@ -145,7 +145,7 @@ mod tests {
         ];
         for (text, want) in errors {
             let got = parse_all(text);
-            let e = got.last().unwrap().as_ref().unwrap_err();
+            let e = got.last().unwrap().as_ref().unwrap_err().to_string();
             assert!(e.contains(want) && e.starts_with("ill-formed control message"), "{text:?}: {e}");
         }
     }

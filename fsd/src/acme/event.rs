@@ -154,34 +154,50 @@ const SYNTAX: &str = "write C1C2Q0 Q1 lines, C2 one of x X l L r R, 0 <= Q0 <= Q
 /// Parses a write to `event`: any number of `C1C2q0 q1` lines, blanks
 /// allowed before each number and before the newline. `lengths` are the
 /// tag's and the body's, in runes. All or nothing.
-pub fn parse_writeback(text: &str, lengths: (u64, u64)) -> Result<Vec<WriteBack>, String> {
+pub fn parse_writeback(text: &str, lengths: (u64, u64)) -> Result<Vec<WriteBack>, EventError> {
     let mut out = Vec::new();
     for line in text.split_inclusive('\n') {
         let Some(line) = line.strip_suffix('\n') else {
-            return Err(format!("{EBADEVENT}: {SYNTAX}; {line:?} has no newline"));
+            return Err(EventError::NoNewline(line.to_string()));
         };
         let mut chars = line.chars();
         let (Some(origin), Some(c2)) = (chars.next(), chars.next()) else {
-            return Err(format!("{EBADEVENT}: {SYNTAX}; got {line:?}"));
+            return Err(EventError::Syntax(line.to_string()));
         };
         let (act, tag) = match c2 {
             'x' => (Act::Execute, true),
             'X' => (Act::Execute, false),
             'l' | 'r' => (Act::Look, true),
             'L' | 'R' => (Act::Look, false),
-            _ => return Err(format!("{EBADEVENT}: {SYNTAX}; {c2:?} is not one of them")),
+            _ => return Err(EventError::Kind(c2)),
         };
         let numbers: Vec<&str> = chars.as_str().split_ascii_whitespace().collect();
-        let parse = |s: &str| s.parse::<u64>().map_err(|_| format!("{EBADEVENT}: {SYNTAX}; {s:?} is not a number"));
-        let [q0, q1] = numbers.as_slice() else { return Err(format!("{EBADEVENT}: {SYNTAX}; got {line:?}")) };
+        let parse = |s: &str| s.parse::<u64>().map_err(|_| EventError::NotANumber(s.to_string()));
+        let [q0, q1] = numbers.as_slice() else { return Err(EventError::Syntax(line.to_string())) };
         let (q0, q1) = (parse(q0)?, parse(q1)?);
         let len = if tag { lengths.0 } else { lengths.1 };
         if q0 > q1 || q1 > len {
-            return Err(format!("{EBADEVENT}: {SYNTAX}; #{q0},#{q1} is not within the {len} runes there"));
+            return Err(EventError::Outside { q0, q1, len });
         }
         out.push(WriteBack { origin, act, tag, q0, q1 });
     }
     Ok(out)
+}
+
+/// Why a write to `event` is not one (acme's `bad event syntax`, with what
+/// was wrong).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventError {
+    #[error("{EBADEVENT}: {SYNTAX}; {0:?} has no newline")]
+    NoNewline(String),
+    #[error("{EBADEVENT}: {SYNTAX}; got {0:?}")]
+    Syntax(String),
+    #[error("{EBADEVENT}: {SYNTAX}; {0:?} is not one of them")]
+    Kind(char),
+    #[error("{EBADEVENT}: {SYNTAX}; {0:?} is not a number")]
+    NotANumber(String),
+    #[error("{EBADEVENT}: {SYNTAX}; #{q0},#{q1} is not within the {len} runes there")]
+    Outside { q0: u64, q1: u64, len: u64 },
 }
 
 #[cfg(test)]
@@ -270,7 +286,7 @@ mod tests {
         assert_eq!(got[1], WriteBack { origin: 'M', act: Act::Execute, tag: true, q0: 1, q1: 2 });
         assert_eq!(got[3].act, Act::Look);
         for bad in ["MX1 2", "MI1 2\n", "MX2 1\n", "Mx1 21\n", "MX1\n", "MXa b\n", "M\n", "MX1 2 3\n"] {
-            let e = w(bad).unwrap_err();
+            let e = w(bad).unwrap_err().to_string();
             assert!(e.starts_with("bad event syntax"), "{bad:?}: {e}");
         }
     }

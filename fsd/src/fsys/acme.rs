@@ -21,7 +21,7 @@ use crate::host;
 use crate::session::Session;
 use apex_core::addr::Range;
 use apex_core::error::acme::{EDEL, EDIRTY, EINUSE, EPERM};
-use apex_core::exec;
+use apex_core::exec::{self, ExecError};
 use apex_core::look;
 use apex_core::propose::Created;
 use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Shard, ViewId, WindowId};
@@ -267,7 +267,7 @@ impl Fsys {
                 st.event_opens = st.event_opens.saturating_sub(1);
                 Ok(st.event_opens == 0)
             });
-            if last == Ok(true) {
+            if matches!(last, Ok(true)) {
                 let _ = self.daemon.propose(n, "event close", Proposal::EventReader { window: w, reader: None }).await;
                 // acme drops the dump settings with the last event reader,
                 // and the tag menu comes back.
@@ -434,13 +434,13 @@ impl Fsys {
         match msg {
             WinCtl::AddrDot => {
                 let (sel, _) = self.daemon.look(n, |s| selection(s, w))??;
-                self.daemon.with_session(n, |s| buffers::set_addr(s, w.body, sel))
+                Ok(self.daemon.with_session(n, |s| buffers::set_addr(s, w.body, sel))?)
             }
             WinCtl::DotAddr => {
                 let (r, version) = self.daemon.with_session(n, |s| buffers::addr_now(s, w.body))?;
                 propose(Proposal::Select { buffer: w.body, view: body_view(w), version, q0: r.q0, q1: r.q1 }).await
             }
-            WinCtl::LimitAddr => self.daemon.with_session(n, |s| buffers::limit_to_addr(s, w.body)),
+            WinCtl::LimitAddr => Ok(self.daemon.with_session(n, |s| buffers::limit_to_addr(s, w.body))?),
             WinCtl::Clean => {
                 // acme's clean also forgets the undo history.
                 self.daemon.propose(n, "acme ctl clean", Proposal::Clean { buffer: w.body }).await?;
@@ -484,7 +484,12 @@ impl Fsys {
                 // once, in ctl's words.
                 let id = w.id;
                 self.daemon.with_host(n, Some(id), move |h| exec::clean_to_close(h, id, true)).await.map_err(|e| {
-                    format!("{EDIRTY}: {}; del again to discard the changes, or put", e.trim_end_matches(" modified"))
+                    match e {
+                        Error::Exec(ExecError::Modified(name)) => {
+                            format!("{EDIRTY}: {name}; del again to discard the changes, or put")
+                        }
+                        e => e.to_string(),
+                    }
                 })?;
                 propose(Proposal::DeleteWindow { window: w.id }).await
             }
@@ -545,7 +550,7 @@ impl Fsys {
             let len = |b| s.view.state.buffer(b).map(|b| b.len()).map_err(|_| deleted());
             (len(w.tag)?, len(w.body)?)
         };
-        for wb in event::parse_writeback(text, lengths)? {
+        for wb in event::parse_writeback(text, lengths).map_err(Error::from)? {
             self.act(n, w, wb).await?;
         }
         Ok(())
@@ -569,8 +574,8 @@ impl Fsys {
         }
         let id = w.id;
         match wb.act {
-            Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
-            Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await,
+            Act::Execute => Ok(self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await?),
+            Act::Look => Ok(self.daemon.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await?),
         }
     }
 }

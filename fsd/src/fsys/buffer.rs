@@ -9,7 +9,6 @@ use super::place::{BufferFile, Place};
 use super::stream::Source;
 use super::Fsys;
 use crate::buffers::{self, BufferCtl};
-use crate::error::Error;
 use crate::host;
 use crate::session::Session;
 use apex_core::{BufferId, Proposal, Shard};
@@ -100,7 +99,7 @@ impl Fsys {
 
     /// A write to `buffers/N/ctl`.
     async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
-        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b).map_err(Error::from))?;
+        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
         for msg in msgs {
             match msg {
                 BufferCtl::Get(file) => host::get(&self.daemon, n, b, file).await?,
@@ -154,12 +153,12 @@ impl Fsys {
                 return Ok(());
             }
         }
-        self.daemon.with_session(n, |s| buffers::addr_write(s, b, addr))
+        Ok(self.daemon.with_session(n, |s| buffers::addr_write(s, b, addr))?)
     }
 
     /// A `data` read (of `buffers/N/data`, acme's `data` or `xdata`).
     pub(super) fn data_read(&self, n: u64, b: BufferId, count: u32, x: bool) -> srv::Result<Vec<u8>> {
-        self.daemon.with_session(n, |s| buffers::data_read(s, b, count, x))
+        Ok(self.daemon.with_session(n, |s| buffers::data_read(s, b, count, x))?)
     }
 
     /// A `data` write: the proposal at the address's version, then the
@@ -173,6 +172,6 @@ impl Fsys {
             // Best effort: the user may have moved the selection meanwhile.
             let _ = self.daemon.propose(n, "data write (selection)", p).await;
         }
-        self.daemon.with_session(n, |s| buffers::data_written(s, b, at, text))
+        Ok(self.daemon.with_session(n, |s| buffers::data_written(s, b, at, text))?)
     }
 }

@@ -7,6 +7,7 @@ use super::made::Made;
 use super::place::{Place, ShardFile};
 use super::stream::Source;
 use super::Fsys;
+use crate::error::Error;
 use crate::session::Session;
 use crate::tables;
 use apex_core::Shard;
@@ -16,7 +17,7 @@ use apex_ninep::srv;
 pub fn content(s: &Session, shard: Shard, file: ShardFile) -> srv::Result<Made> {
     Ok(match file {
         ShardFile::Lease => format!("{}\n", tables::lease_fields(s.view.log.lease(shard).map_err(|e| e.to_string())?)),
-        ShardFile::Info => tables::shard_info(s, shard)?,
+        ShardFile::Info => tables::shard_info(s, shard).map_err(Error::from)?,
         ShardFile::Entries => String::new(),
     }
     .into())

@@ -10,9 +10,9 @@
 use crate::acme::event::{follow, Version};
 use crate::daemon::Daemon;
 use crate::entrytext::{format_entry, format_registry};
+use crate::error::Error;
 use crate::registry::Registry;
 use crate::session::Session;
-use apex_core::error::acme::{EDEL, ESHUTDOWN};
 use apex_core::{BufferId, Entry, Reject, Seq, Shard, WindowId};
 
 /// What a stream is made from.
@@ -75,7 +75,7 @@ impl Cursor {
     }
 
     /// A cursor on one of session `s`'s streams.
-    pub fn open_in(source: Source, s: &Session) -> Result<Cursor, String> {
+    pub fn open_in(source: Source, s: &Session) -> Result<Cursor, Error> {
         let mut next_tag = 0;
         let mut versions = [None, None];
         let version_of = |s: &Session, b| s.view.state.buffer(b).ok().map(|b| b.version);
@@ -87,7 +87,7 @@ impl Cursor {
                 s.view.log.last(Shard::Buffer(b))
             }
             Source::Window(_, w) => {
-                let win = s.view.state.window(w).map_err(|_| EDEL.to_string())?;
+                let win = s.view.state.window(w).map_err(|_| Error::WindowDeleted)?;
                 next_tag = s.view.log.last(Shard::Buffer(win.tag));
                 versions = [version_of(s, win.body), version_of(s, win.tag)];
                 s.view.log.last(Shard::Buffer(win.body))
@@ -102,14 +102,11 @@ impl Cursor {
 
     /// Takes up to `count` bytes already formatted, if any; checks the
     /// offset first.
-    pub fn take(&mut self, offset: u64, count: u32) -> Result<Option<Vec<u8>>, String> {
+    pub fn take(&mut self, offset: u64, count: u32) -> Result<Option<Vec<u8>>, Error> {
         // acme ignores the offset of event reads; clients send any.
         if offset != self.offset && !matches!(self.source, Source::Window(..)) {
             if offset != 0 || matches!(self.source, Source::Event(..)) {
-                return Err(format!(
-                    "read at offset {offset}, but this stream is at {}: streams read in order",
-                    self.offset
-                ));
+                return Err(Error::OutOfOrder { offset, at: self.offset });
             }
             *self =
                 Cursor { next: self.start, next_tag: self.next_tag, offset: 0, pending: Vec::new(), pos: 0, ..*self };
@@ -129,7 +126,7 @@ impl Cursor {
     }
 
     /// Formats what is new since the last fill.
-    pub fn fill(&mut self, daemon: &Daemon) -> Result<Fill, String> {
+    pub fn fill(&mut self, daemon: &Daemon) -> Result<Fill, Error> {
         let session = match self.source {
             Source::Registry => None,
             Source::Entries(n, _) | Source::Event(n, _) | Source::Window(n, _) => Some(n),
@@ -146,7 +143,7 @@ impl Cursor {
         }
     }
 
-    fn fill_in(&mut self, scope: Scope) -> Result<Fill, String> {
+    fn fill_in(&mut self, scope: Scope) -> Result<Fill, Error> {
         match (self.source, scope) {
             (Source::Registry, Scope::Registry(reg)) => {
                 for e in reg.entries_after(self.next) {
@@ -161,7 +158,7 @@ impl Cursor {
                 let entries = match session.view.log.entries_after(shard, self.next) {
                     Ok(it) => it,
                     Err(Reject::UnknownShard { .. }) => return Ok(Fill::End),
-                    Err(e) => return Err(e.to_string()),
+                    Err(e) => return Err(e.into()),
                 };
                 for e in entries {
                     self.pending.extend_from_slice(format_entry(e).as_bytes());
@@ -172,14 +169,14 @@ impl Cursor {
                 }
             }
             (Source::Event(_, b), scope) => {
-                let gone = || format!("buffer {} was deleted", b.0);
+                let gone = || Error::BufferGone(b.0);
                 let Scope::Session(session) = scope else { return Err(gone()) };
                 let (next, version) = (&mut self.next, &mut self.versions[0]);
                 follow_buffer(session, b, next, version, false, &mut self.pending).ok_or_else(gone)??;
             }
             (Source::Window(_, w), scope) => {
                 // A pending read of a deleted window fails, as in acme.
-                let gone = || format!("{ESHUTDOWN}: the window was deleted");
+                let gone = || Error::WindowShutDown;
                 let Scope::Session(session) = scope else { return Err(gone()) };
                 let win = session.view.state.window(w).map_err(|_| gone())?;
                 let [body_version, tag_version] = &mut self.versions;
@@ -205,11 +202,11 @@ fn follow_buffer(
     version: &mut Version,
     tag: bool,
     out: &mut Vec<u8>,
-) -> Option<Result<(), String>> {
+) -> Option<Result<(), Error>> {
     let buffer = session.view.state.buffer(b).ok()?;
     let entries = match session.view.log.entries_after(Shard::Buffer(b), *next) {
         Ok(it) => it.take(BATCH).collect::<Vec<&Entry>>(),
-        Err(e) => return Some(Err(e.to_string())),
+        Err(e) => return Some(Err(e.into())),
     };
     let n = follow(buffer, &entries, version, tag, out, FILL);
     if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
