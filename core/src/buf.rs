@@ -22,6 +22,7 @@ use crate::text::Text;
 use crate::view::{point_after_splice, View};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// Edits each buffer keeps for rebasing proposals made at older versions.
 pub const HISTORY_LIMIT: usize = 10_000;
@@ -111,8 +112,11 @@ pub struct Buffer {
     pub dirty: bool,
     /// The last `HISTORY_LIMIT` edits, oldest first.
     history: VecDeque<Edit>,
-    undo: Vec<Group>,
-    redo: Vec<Group>,
+    /// Groups are shared, not copied, by a copy of the state (a snapshot,
+    /// a Welcome, a built-in's view): copying one costs a pointer per
+    /// group whatever text the groups hold. Encoded as the groups.
+    undo: Vec<Arc<Group>>,
+    redo: Vec<Arc<Group>>,
     next_serial: u64,
     /// Serial of the top undo group when the buffer was last clean (0: no
     /// group); `None` once marked dirty by hand.
@@ -313,14 +317,14 @@ impl Buffer {
             }
             BufferOp::Undo => {
                 let g = pop_nonempty(&mut self.undo).expect("checked");
-                let g = self.reverse(g);
-                self.redo.push(g);
+                let g = self.reverse(Arc::unwrap_or_clone(g));
+                self.redo.push(Arc::new(g));
                 self.dirty = self.clean_at != Some(self.top_serial());
             }
             BufferOp::Redo => {
                 let g = self.redo.pop().expect("checked");
-                let g = self.reverse(g);
-                self.undo.push(g);
+                let g = self.reverse(Arc::unwrap_or_clone(g));
+                self.undo.push(Arc::new(g));
                 self.dirty = self.clean_at != Some(self.top_serial());
             }
             BufferOp::ForgetUndo => {
@@ -358,9 +362,10 @@ impl Buffer {
     fn record(&mut self, change: Change) {
         if self.undo.is_empty() {
             let serial = self.take_serial();
-            self.undo.push(Group { id: None, serial, changes: Vec::new() });
+            self.undo.push(Arc::new(Group { id: None, serial, changes: Vec::new() }));
         }
-        let changes = &mut self.undo.last_mut().expect("just ensured").changes;
+        // Copied first only if a copy of the state shares it.
+        let changes = &mut Arc::make_mut(self.undo.last_mut().expect("just ensured")).changes;
         // Typing and backspacing make runs of adjacent changes; one change
         // per run undoes the same and keeps the list small.
         if let Some(prev) = changes.last_mut() {
@@ -374,10 +379,10 @@ impl Buffer {
     fn mark(&mut self, id: GroupId) {
         match self.undo.last_mut() {
             // An empty group takes the new mark rather than stacking up.
-            Some(g) if g.changes.is_empty() => g.id = Some(id),
+            Some(g) if g.changes.is_empty() => Arc::make_mut(g).id = Some(id),
             _ => {
                 let serial = self.take_serial();
-                self.undo.push(Group { id: Some(id), serial, changes: Vec::new() });
+                self.undo.push(Arc::new(Group { id: Some(id), serial, changes: Vec::new() }));
             }
         }
     }
@@ -415,11 +420,47 @@ impl Buffer {
     }
 }
 
-fn pop_nonempty(stack: &mut Vec<Group>) -> Option<Group> {
+fn pop_nonempty(stack: &mut Vec<Arc<Group>>) -> Option<Arc<Group>> {
     while let Some(g) = stack.pop() {
         if !g.changes.is_empty() {
             return Some(g);
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::Origin;
+
+    fn splice(b: &mut Buffer, q0: u64, q1: u64, text: &str) {
+        b.apply(&BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }).unwrap();
+    }
+
+    #[test]
+    fn a_copy_shares_undo_groups_and_an_edit_after_copies_only_the_group_it_changes() {
+        let mut b = Buffer::new("/tmp/x".into());
+        let big = "x".repeat(1 << 20);
+        splice(&mut b, 0, 0, &big);
+        splice(&mut b, 0, 1 << 20, "");
+        let copy = b.clone();
+        assert_eq!(copy.undo.len(), b.undo.len());
+        assert!(b.undo.iter().zip(&copy.undo).all(|(a, c)| Arc::ptr_eq(a, c)), "a copy shares every group");
+        // An edit of the original changes its own top group only.
+        splice(&mut b, 0, 0, "y");
+        assert!(!Arc::ptr_eq(b.undo.last().unwrap(), copy.undo.last().unwrap()));
+        assert_eq!(copy.undo.last().unwrap().changes.len(), 2, "the copy's group is as it was");
+        assert_eq!(b.undo.last().unwrap().changes.len(), 3);
+        // Each undoes to its own text.
+        let (mut b, mut copy) = (b, copy);
+        b.apply(&BufferOp::Undo).unwrap();
+        copy.apply(&BufferOp::Undo).unwrap();
+        assert_eq!((b.len(), copy.len()), (0, 0));
+        b.apply(&BufferOp::Redo).unwrap();
+        copy.apply(&BufferOp::Redo).unwrap();
+        assert_eq!(b.text.to_string(), "y");
+        assert_eq!(copy.len(), 0);
+        assert_eq!(copy.redo.len(), 0);
+    }
 }

@@ -487,11 +487,14 @@ fn column_of<H: Host>(h: &H, call: &Call, w: Option<Win>) -> Option<ColumnId> {
 
 /// The body's selection, the version it is at, and its text.
 fn selection<H: Host>(h: &H, w: Win) -> Result<(Range, u64, String)> {
-    let st = h.state()?;
-    let b = st.buffer(w.body)?;
-    let v = b.views.get(&ViewId::WindowBody(w.id)).copied().unwrap_or_default();
-    let sel = Range::new(v.q0.min(b.len()), v.q1.min(b.len()));
-    Ok((sel, b.version, b.slice(sel.q0, sel.q1).unwrap_or_default()))
+    let (sel, version, text) = {
+        let st = h.state()?;
+        let b = st.buffer(w.body)?;
+        let v = b.views.get(&ViewId::WindowBody(w.id)).copied().unwrap_or_default();
+        (Range::new(v.q0.min(b.len()), v.q1.min(b.len())), b.version, b.text.clone())
+    };
+    // Copied with the state let go: a big selection holds up no one.
+    Ok((sel, version, text.slice(sel.q0 as usize..sel.q1 as usize).to_string()))
 }
 
 /// Refuses a relative `file` for `what` (`get`, `put`, `exec`): whoever
@@ -798,12 +801,14 @@ pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()>
     };
     h.propose(Proposal::Focus { window })?;
     let Some(address) = address else { return Ok(()) };
-    let (r, version) = {
+    let (text, version) = {
         let st = h.state()?;
         let b = st.buffer(body)?;
-        let cx = addr::Context { text: &b.text, flat: None, dialect: addr::Dialect::Sam, limit: None };
-        (addr::eval_in(&cx, address, Range::at(0), &mut None).map_err(host)?, b.version)
+        (b.text.clone(), b.version)
     };
+    // Evaluated with the state let go: a search holds up no one.
+    let cx = addr::Context { text: &text, flat: None, dialect: addr::Dialect::Sam, limit: None };
+    let r = addr::eval_in(&cx, address, Range::at(0), &mut None).map_err(host)?;
     select_and_show(h, window, body, version, r)
 }
 

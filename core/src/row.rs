@@ -69,9 +69,10 @@ pub fn dump_state<H: Host>(h: &mut H) -> Result<Dump> {
                 r.dir = w.flags.dumpdir.clone().unwrap_or_default();
                 r.command = command.clone();
             } else {
-                records.push((b.name.clone(), b.dirty, look::is_dir(&b.name), b.text.to_string()));
+                // The text is taken (its rope shared) and made a string
+                // after the state is let go.
+                records.push((b.name.clone(), b.dirty, look::is_dir(&b.name), b.text.clone()));
                 dumped.push((w.body, number));
-                r.text = records.last().map(|x| x.3.clone()).unwrap_or_default();
             }
             d.windows.push(r);
         }
@@ -80,12 +81,11 @@ pub fn dump_state<H: Host>(h: &mut H) -> Result<Dump> {
     // Clean files that exist come back from disk; the rest carry their text.
     let mut texts = records.into_iter();
     for r in d.windows.iter_mut().filter(|r| r.kind == Kind::File) {
-        let Some((name, dirty, dir, _)) = texts.next() else { break };
+        let Some((name, dirty, dir, text)) = texts.next() else { break };
         let from_disk = dir || (!dirty && !name.is_empty() && h.exists(&name));
-        if from_disk {
-            r.text.clear();
-        } else {
+        if !from_disk {
             r.kind = Kind::Text;
+            r.text = text.to_string();
         }
     }
     Ok(d)

@@ -22,10 +22,13 @@ use tokio::net::{UnixListener, UnixStream};
 
 /// How long each round-trip figure is measured for.
 const WINDOW: Duration = Duration::from_millis(1500);
+/// Rounds of each round-trip rate, and the time each round takes.
+const ROUNDS: usize = 5;
+const ROUND: Duration = Duration::from_millis(400);
 /// Size of the bulk body.
 const BULK: usize = 100 << 20;
 
-/// Round trips per second of `clients` loops of `once` for `WINDOW`.
+/// Round trips per second of `clients` loops of `once` for `ROUND`.
 async fn rate<F, Fut>(clients: usize, once: F) -> f64
 where
     F: Fn(usize) -> Fut + Clone + Send + 'static,
@@ -37,7 +40,7 @@ where
         let once = once.clone();
         tasks.push(tokio::spawn(async move {
             let mut n = 0u64;
-            while start.elapsed() < WINDOW {
+            while start.elapsed() < ROUND {
                 once(i).await;
                 n += 1;
             }
@@ -89,6 +92,24 @@ async fn bulk_server(path: &Path, chunk: usize) {
                         }
                         left -= n;
                     }
+                } else if mode[0] == b't' {
+                    // The floor of keeping text: each chunk checked as UTF-8
+                    // and inserted at the end of a rope, as a body write's
+                    // text must be at least (the chunks are whole runes).
+                    let mut text = ropey::Rope::new();
+                    let mut got = 0;
+                    while got < BULK {
+                        match s.read_exact(&mut buf[..chunk.min(BULK - got)]).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => {
+                                let Ok(t) = std::str::from_utf8(&buf[..n]) else { return };
+                                text.insert(text.len_chars(), t);
+                                got += n;
+                            }
+                        }
+                    }
+                    let _ = s.write_all(b"k").await;
+                    drop(text);
                 } else {
                     let mut got = 0;
                     while got < BULK {
@@ -122,20 +143,35 @@ async fn echo_rate(path: &Path, clients: usize, size: usize) -> f64 {
     .await
 }
 
-async fn bulk_reference(path: &Path, chunk: usize) -> (f64, f64) {
-    let data = vec![b'x'; chunk];
-    let mut s = UnixStream::connect(path).await.expect("bulk");
-    let t = Instant::now();
-    s.write_all(b"w").await.expect("bulk mode");
-    let mut left = BULK;
-    while left > 0 {
-        let n = left.min(chunk);
-        s.write_all(&data[..n]).await.expect("bulk write");
-        left -= n;
-    }
-    let mut k = [0u8; 1];
-    s.read_exact(&mut k).await.expect("bulk ack");
-    let write = mbps(BULK, t.elapsed());
+/// The reference figures: bytes written to a plain server that drops
+/// them, bytes it sends back, and bytes written to one that keeps them in a
+/// rope (MB/s each).
+async fn bulk_reference(path: &Path, chunk: usize) -> (f64, f64, f64) {
+    let data: Vec<u8> = b"the quick brown fox jumps over the lazy dog, again and again and again\n"
+        .iter()
+        .copied()
+        .cycle()
+        .take(chunk)
+        .collect();
+    let write_to = |mode: &'static [u8]| {
+        let data = data.clone();
+        async move {
+            let mut s = UnixStream::connect(path).await.expect("bulk");
+            let t = Instant::now();
+            s.write_all(mode).await.expect("bulk mode");
+            let mut left = BULK;
+            while left > 0 {
+                let n = left.min(chunk);
+                s.write_all(&data[..n]).await.expect("bulk write");
+                left -= n;
+            }
+            let mut k = [0u8; 1];
+            s.read_exact(&mut k).await.expect("bulk ack");
+            mbps(BULK, t.elapsed())
+        }
+    };
+    let write = write_to(b"w").await;
+    let kept = write_to(b"t").await;
     let mut s = UnixStream::connect(path).await.expect("bulk");
     let t = Instant::now();
     s.write_all(b"r").await.expect("bulk mode");
@@ -144,7 +180,7 @@ async fn bulk_reference(path: &Path, chunk: usize) -> (f64, f64) {
     while got < BULK {
         got += s.read(&mut buf).await.expect("bulk read");
     }
-    (write, mbps(BULK, t.elapsed()))
+    (write, mbps(BULK, t.elapsed()), kept)
 }
 
 fn mbps(bytes: usize, took: Duration) -> f64 {
@@ -220,7 +256,7 @@ fn raw_stat_rate(socket: &Path) -> f64 {
     let stat = Msg { tag: 1, body: Fcall::Tstat { fid: 0 } };
     let start = Instant::now();
     let mut n = 0u64;
-    while start.elapsed() < WINDOW {
+    while start.elapsed() < ROUND {
         rpc(&mut s, &stat);
         n += 1;
     }
@@ -380,72 +416,168 @@ async fn measure() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let echo = base.join("echo");
-    // `APEX_BENCH_ONLY=bulk` measures the bulk transfers alone (to profile them).
-    if std::env::var("APEX_BENCH_ONLY").as_deref() != Ok("bulk") {
+    // `APEX_BENCH_ONLY=rt` or `=bulk` measures that part alone (to profile it).
+    let only = std::env::var("APEX_BENCH_ONLY").ok();
+    if only.as_deref() != Some("bulk") {
         round_trips(&base, &echo).await;
     }
-    bulk(&base).await;
+    if only.as_deref() != Some("rt") {
+        bulk(&base).await;
+    }
     drop(refs);
     let _ = std::fs::remove_dir_all(&base);
 }
 
 /// Small-message rates, apexd beside the echo reference.
 async fn round_trips(base: &Path, echo: &Path) {
-    println!("9P round trips (apexd vs a plain Unix-socket echo of the same size)");
+    println!("9P round trips (apexd vs a plain Unix-socket echo of the same size;");
+    println!("{ROUNDS} alternating rounds of each, medians: the machine's noise hits both)");
     println!("{:<28} {:>14} {:>14} {:>11}", "", "apexd rt/s", "echo rt/s", "apexd/echo");
     let d = start_apexd(&base.join("ns"));
     let addr = format!("unix!{}", d.dir.join("apex").display());
-    let raw = tokio::task::spawn_blocking({
-        let socket = d.dir.join("apex");
-        move || raw_stat_rate(&socket)
-    })
-    .await
-    .expect("raw client");
-    let ref_raw = echo_rate(echo, 1, 40).await;
-    println!("{:<28} {:>14.0} {:>14.0} {:>10.2}x", "Tstat, bare blocking client", raw, ref_raw, raw / ref_raw);
+    let socket = d.dir.join("apex");
+    let mut rounds = Rounds::default();
+    for _ in 0..ROUNDS {
+        let socket = socket.clone();
+        let raw = tokio::task::spawn_blocking(move || raw_stat_rate(&socket)).await.expect("raw client");
+        rounds.push(raw, echo_rate(echo, 1, 40).await);
+    }
+    rounds.print("Tstat, bare blocking client");
     for clients in [1, 8] {
         // Tstat is 11 bytes out, ~70 back; a small Tread 23 out, ~27 back.
-        let stat = stat_rate(&addr, clients).await;
-        let ref_stat = echo_rate(echo, clients, 40).await;
-        println!(
-            "{:<28} {:>14.0} {:>14.0} {:>10.2}x",
-            format!("Tstat, {clients} client(s)"),
-            stat,
-            ref_stat,
-            stat / ref_stat
-        );
-        let read = read_rate(&addr, clients).await;
-        let ref_read = echo_rate(echo, clients, 25).await;
-        println!(
-            "{:<28} {:>14.0} {:>14.0} {:>10.2}x",
-            format!("Tread 16 B, {clients} client(s)"),
-            read,
-            ref_read,
-            read / ref_read
-        );
+        let mut stat = Rounds::default();
+        let mut read = Rounds::default();
+        for _ in 0..ROUNDS {
+            stat.push(stat_rate(&addr, clients).await, echo_rate(echo, clients, 40).await);
+            read.push(read_rate(&addr, clients).await, echo_rate(echo, clients, 25).await);
+        }
+        stat.print(&format!("Tstat, {clients} client(s)"));
+        read.print(&format!("Tread 16 B, {clients} client(s)"));
+    }
+    // The same with clients as thin as the echo's (a socket each, a frame
+    // written, the reply read): what is left is the servers' difference.
+    for (what, size, file) in [("Tstat", 40, None), ("Tread 16 B", 25, Some("id"))] {
+        let mut r = Rounds::default();
+        for _ in 0..ROUNDS {
+            r.push(bare_rate(&socket, 8, file).await, echo_rate(echo, 8, size).await);
+        }
+        r.print(&format!("{what}, 8 bare clients"));
     }
     drop(d);
+}
+
+/// Round trips per second of `clients` bare async clients, each on its own
+/// socket: a Tstat of `main/label`, or a 16-byte Tread of `main/FILE`.
+async fn bare_rate(socket: &Path, clients: usize, file: Option<&'static str>) -> f64 {
+    use apex_ninep::fcall::{Fcall, Msg, NOFID, NOTAG};
+    let mut conns = Vec::new();
+    for _ in 0..clients {
+        let mut s = UnixStream::connect(socket).await.expect("connect");
+        bare_rpc(&mut s, &Msg { tag: NOTAG, body: Fcall::Tversion { msize: 1 << 20, version: "9P2000".into() } }).await;
+        let attach = Fcall::Tattach { fid: 0, afid: NOFID, uname: "bench".into(), aname: "".into() };
+        bare_rpc(&mut s, &Msg { tag: 1, body: attach }).await;
+        let wnames = vec!["main".to_string(), file.unwrap_or("label").to_string()];
+        bare_rpc(&mut s, &Msg { tag: 1, body: Fcall::Twalk { fid: 0, newfid: 1, wnames } }).await;
+        let request = match file {
+            Some(_) => {
+                bare_rpc(&mut s, &Msg { tag: 1, body: Fcall::Topen { fid: 1, mode: OREAD } }).await;
+                Fcall::Tread { fid: 1, offset: 8, count: 16 }
+            }
+            None => Fcall::Tstat { fid: 1 },
+        };
+        conns.push(std::sync::Arc::new(tokio::sync::Mutex::new((
+            s,
+            apex_ninep::to_bytes(&Msg { tag: 1, body: request }),
+        ))));
+    }
+    rate(clients, move |i| {
+        let c = conns[i].clone();
+        async move {
+            let mut c = c.lock().await;
+            let (s, frame) = &mut *c;
+            s.write_all(frame).await.expect("bare write");
+            bare_reply(s).await;
+        }
+    })
+    .await
+}
+
+/// Sends `msg` and reads its reply, which must not be an Rerror.
+async fn bare_rpc(s: &mut UnixStream, msg: &apex_ninep::fcall::Msg) {
+    s.write_all(&apex_ninep::to_bytes(msg)).await.expect("bare write");
+    let reply = bare_reply(s).await;
+    let m = apex_ninep::parse(&reply).expect("a 9P reply");
+    assert!(!matches!(m.body, apex_ninep::fcall::Fcall::Rerror { .. }), "bare client refused: {m:?}");
+}
+
+/// Reads one reply frame whole.
+async fn bare_reply(s: &mut UnixStream) -> Vec<u8> {
+    let mut size = [0u8; 4];
+    s.read_exact(&mut size).await.expect("bare read");
+    let mut frame = vec![0u8; u32::from_le_bytes(size) as usize];
+    frame[..4].copy_from_slice(&size);
+    s.read_exact(&mut frame[4..]).await.expect("bare read");
+    frame
+}
+
+/// Rounds of a measurement beside its reference, taken in turn.
+#[derive(Default)]
+struct Rounds {
+    ours: Vec<f64>,
+    reference: Vec<f64>,
+    ratios: Vec<f64>,
+}
+
+impl Rounds {
+    fn push(&mut self, ours: f64, reference: f64) {
+        self.ours.push(ours);
+        self.reference.push(reference);
+        self.ratios.push(ours / reference);
+    }
+
+    fn print(&mut self, what: &str) {
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (lo, hi) =
+            (self.ratios.iter().copied().fold(f64::MAX, f64::min), self.ratios.iter().copied().fold(0.0, f64::max));
+        println!(
+            "{what:<28} {:>14.0} {:>14.0} {:>10.2}x  (rounds {lo:.2}-{hi:.2}x)",
+            median(&mut self.ours),
+            median(&mut self.reference),
+            median(&mut self.ratios)
+        );
+    }
 }
 
 /// 100 MB written and read through a body, beside the bulk reference.
 async fn bulk(base: &Path) {
     println!();
-    println!("bulk body transfer, 100 MB (apexd vs plain socket, same chunk size)");
-    println!("{:<28} {:>12} {:>12} {:>12} {:>12}", "", "9P write", "ref write", "9P read", "ref read");
+    println!("bulk body transfer, 100 MB (apexd vs plain socket, same chunk size; \"ref+rope\" keeps");
+    println!("the bytes as a body must: checked as UTF-8 and inserted into a rope, nothing else)");
+    println!(
+        "{:<16} {:>11} {:>11} {:>11} {:>7} {:>7} {:>11} {:>11} {:>7}",
+        "", "9P write", "ref write", "ref+rope", "/ref", "/rope", "9P read", "ref read", "/ref"
+    );
     for msize in MSIZES {
         // A fresh daemon per size, so each starts from an empty session.
         let d = start_apexd(&base.join(format!("ns{msize}")));
         let addr = format!("unix!{}", d.dir.join("apex").display());
         let (w, r, body) = bulk_9p(&addr, msize).await;
         let sock = base.join(format!("bulk{msize}"));
-        let (rw, rr) = bulk_reference(&sock, (msize - 24) as usize).await;
+        let (rw, rr, kept) = bulk_reference(&sock, (msize - 24) as usize).await;
         println!(
-            "{:<28} {:>9.0} MB/s {:>7.0} MB/s {:>7.0} MB/s {:>7.0} MB/s",
+            "{:<16} {:>6.0} MB/s {:>6.0} MB/s {:>6.0} MB/s {:>6.2}x {:>6.2}x {:>6.0} MB/s {:>6.0} MB/s {:>6.2}x",
             format!("msize {} KiB", msize >> 10),
             w,
             rw,
+            kept,
+            w / rw,
+            w / kept,
             r,
-            rr
+            rr,
+            r / rr
         );
         if msize == MSIZES[MSIZES.len() - 1] {
             contention(&addr, &body).await;

@@ -74,6 +74,11 @@ impl Registry {
         self.sessions.get(&number).cloned()
     }
 
+    /// Whether session `number` exists (no handle taken).
+    pub fn has(&self, number: u64) -> bool {
+        self.sessions.contains_key(&number)
+    }
+
     pub fn by_name(&self, name: &str) -> Option<u64> {
         self.state.by_name(name)
     }

@@ -81,19 +81,42 @@ impl Fsys {
     /// while it holds a session.
     fn at<R>(&self, place: Place, f: impl FnOnce(Option<&Session>) -> srv::Result<R>) -> srv::Result<R> {
         match place {
-            Place::Session(n) => {
-                // The registry is let go before `f` runs.
-                let exists = self.daemon.reg().get(n).is_some();
-                match exists {
-                    true => f(None),
-                    false => Err(gone().into()),
-                }
-            }
+            Place::Session(n) => self.unlocked(n, f),
             _ => match place.session() {
                 None => f(None),
                 Some(n) => self.daemon.look(n, |s| f(Some(s)))?,
             },
         }
+    }
+
+    /// Runs `f` with no session if session `n` exists (the registry is let
+    /// go before `f` runs).
+    fn unlocked<R>(&self, n: u64, f: impl FnOnce(Option<&Session>) -> srv::Result<R>) -> srv::Result<R> {
+        let exists = self.daemon.reg().has(n);
+        match exists {
+            true => f(None),
+            false => Err(gone().into()),
+        }
+    }
+
+    /// Whether a stat of `place` reads its session's state: whether it
+    /// exists, or its qid's version.
+    fn stat_reads_state(place: Place) -> bool {
+        Fsys::lives_in_state(place) || matches!(place, Place::Buffer1(_, _, BufferFile::Body))
+    }
+
+    /// Whether `place` is a shard, buffer or window of the state, which
+    /// may be deleted while its session lives.
+    fn lives_in_state(place: Place) -> bool {
+        matches!(
+            place,
+            Place::Shard(..)
+                | Place::Shard1(..)
+                | Place::Buffer(..)
+                | Place::Buffer1(..)
+                | Place::Win(..)
+                | Place::Win1(..)
+        )
     }
 
     fn qid(s: Option<&Session>, place: Place) -> Qid {
@@ -113,16 +136,7 @@ impl Fsys {
     /// Whether `place` (in session `s`) still exists, with an error saying
     /// what is gone.
     fn check(s: Option<&Session>, place: Place) -> srv::Result<()> {
-        let lives_in_state = matches!(
-            place,
-            Place::Shard(..)
-                | Place::Shard1(..)
-                | Place::Buffer(..)
-                | Place::Buffer1(..)
-                | Place::Win(..)
-                | Place::Win1(..)
-        );
-        if !lives_in_state {
+        if !Fsys::lives_in_state(place) {
             return Ok(());
         }
         let s = s.ok_or_else(gone)?;
@@ -149,6 +163,7 @@ impl Fsys {
             _ => String::new(),
         };
         let (name, perm) = place.name_perm(&label);
+        let now = now();
         let mode = match place {
             _ if place.is_dir() => DMDIR | perm,
             Place::Win1(_, _, WinFile::Body | WinFile::Tag) => DMAPPEND | perm,
@@ -164,15 +179,21 @@ impl Fsys {
             // Synthetic files have no length, and are as new as the
             // moment they are looked at, as in acme.
             length: 0,
-            atime: now(),
-            mtime: now(),
+            atime: now,
+            mtime: now,
             ..Stat::default()
         })
     }
 
     /// A stat of `place` now.
+    /// A stat that needs nothing of the state (most files' names and
+    /// modes are fixed) takes no session lock: many clients' stats of one
+    /// session do not queue on it.
     fn stat_of(&self, place: Place) -> srv::Result<Stat> {
-        self.at(place, |s| self.stat_in(s, place))
+        match place.session() {
+            Some(n) if !Fsys::stat_reads_state(place) => self.unlocked(n, |s| self.stat_in(s, place)),
+            _ => self.at(place, |s| self.stat_in(s, place)),
+        }
     }
 
     fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
