@@ -79,7 +79,7 @@ pub use id::{
 };
 pub use layout::{Frac, Layout};
 pub use lease::Lease;
-pub use log::{Log, MirrorHook, RecordingHook, ShardLog};
+pub use log::{Log, MirrorHook, RecordingHook, ShardLog, Sink};
 pub use node::Node;
 pub use op::{Action, AttachmentKind, BufferOp, LayoutOp, MetaOp, Op, Origin, TermOp, WindowFlags, WindowOp};
 pub use propose::Proposal;

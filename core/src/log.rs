@@ -72,6 +72,13 @@ impl MirrorHook for RecordingHook {
     }
 }
 
+/// Where an authority's entries go as it stores them (the daemon's
+/// write-ahead log): every entry, in the order stored, before anyone can
+/// read it from the log.
+pub trait Sink: Send {
+    fn stored(&mut self, shard: Shard, entry: &Entry);
+}
+
 enum Role {
     Authority,
     Mirror(Box<dyn MirrorHook>),
@@ -80,6 +87,8 @@ enum Role {
 /// One session's logs and lease table.
 pub struct Log {
     role: Role,
+    /// Told of every entry stored, if set.
+    sink: Option<Box<dyn Sink>>,
     shards: BTreeMap<Shard, ShardLog>,
     leases: Leases,
     next_attachment: u64,
@@ -116,11 +125,17 @@ impl Log {
     fn from_state(role: Role, state: &State) -> Log {
         Log {
             role,
+            sink: None,
             shards: state.meta.shards().map(|s| (s, ShardLog::from_base(state.applied(s)))).collect(),
             leases: state.meta.leases.clone(),
             next_attachment: state.meta.next_attachment,
             next_rule: state.meta.next_rule,
         }
+    }
+
+    /// Tells `sink` of every entry stored from now on.
+    pub fn set_sink(&mut self, sink: Box<dyn Sink>) {
+        self.sink = Some(sink);
     }
 
     pub fn is_authority(&self) -> bool {
@@ -225,6 +240,9 @@ impl Log {
     /// Returns the stored entry. A `ShardDel` in the metalog removes its
     /// shard's log, never the metalog's own, so the entry always lands.
     pub fn push(&mut self, shard: Shard, entry: Entry) -> &Entry {
+        if let Some(sink) = &mut self.sink {
+            sink.stored(shard, &entry);
+        }
         if let Op::Meta(op) = &entry.op {
             self.note_meta(op);
         }

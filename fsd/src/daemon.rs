@@ -11,6 +11,8 @@
 use crate::attach::hub::Written;
 use crate::attach::protocol;
 use crate::error::Error;
+use crate::persist::durable::Durable;
+use crate::persist::SnapshotJob;
 use crate::registry::{Registry, Shared};
 use crate::route;
 use crate::session::Session;
@@ -28,6 +30,18 @@ pub struct Daemon {
     changes: Arc<watch::Sender<u64>>,
     /// The daemon's clock for the attach protocol's deadlines.
     epoch: std::time::Instant,
+}
+
+/// A snapshot the session's log is due, its state copied under the lock.
+fn snapshot_due(s: &Session) -> Option<SnapshotJob> {
+    s.persisted.as_ref().and_then(|p| p.snapshot_due(&s.view.state))
+}
+
+/// Writes a due snapshot on a blocking thread, no lock held.
+fn write_snapshot(job: Option<SnapshotJob>) {
+    if let Some(job) = job {
+        tokio::task::spawn_blocking(move || job.run());
+    }
 }
 
 /// The error for a session deleted under a request.
@@ -65,14 +79,15 @@ impl Daemon {
     pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
         let now = self.now_ms();
         let shared = self.session(number)?;
-        let (r, wakeups) = {
+        let (r, wakeups, snapshot) = {
             let mut s = shared.lock().expect("session lock");
             let s = &mut *s;
             let r = f(s, now);
             s.acme.sync(&s.view);
-            (r, std::mem::take(&mut s.hub.wakeups))
+            (r, std::mem::take(&mut s.hub.wakeups), snapshot_due(s))
         };
         self.changed();
+        write_snapshot(snapshot);
         for at in wakeups {
             let daemon = self.clone();
             let delay = std::time::Duration::from_millis(at.saturating_sub(now));
@@ -118,6 +133,34 @@ impl Daemon {
         said(rx.await)
     }
 
+    /// Makes room in session `n`'s log for a write of `bytes` before it is
+    /// handled: a full disk refuses it, changing nothing. Returns the
+    /// log's sync state, to settle the write's acknowledgement with.
+    pub fn reserve(&self, n: u64, bytes: u64) -> Result<Option<Arc<Durable>>, Error> {
+        let shared = self.session(n)?;
+        let s = shared.lock().expect("session lock");
+        let Some(p) = &s.persisted else { return Ok(None) };
+        p.reserve(bytes).map_err(Error::Log)?;
+        Ok(Some(p.durable()))
+    }
+
+    /// Before an acknowledgement: refuses if the log failed to take what
+    /// was written, and waits (by the sync policy) until it is on disk.
+    pub async fn settle(&self, durable: Option<Arc<Durable>>) -> Result<(), Error> {
+        let Some(d) = durable else { return Ok(()) };
+        if let Some(why) = d.failed() {
+            return Err(Error::Log(why));
+        }
+        d.settled(d.written()).await.map_err(Error::Log)
+    }
+
+    /// Session `n`'s log's sync state, if it is kept.
+    pub fn durable(&self, n: u64) -> Option<Arc<Durable>> {
+        let shared = self.session(n).ok()?;
+        let s = shared.lock().expect("session lock");
+        s.persisted.as_ref().map(|p| p.durable())
+    }
+
     /// Every session's attach tables' sizes ([`crate::attach::hub::Hub::sizes`]): what
     /// a test checks does not grow with the fids and proposals that came
     /// and went.
@@ -160,14 +203,15 @@ impl Daemon {
         f: impl FnOnce(&mut Session) -> Result<R, E>,
     ) -> Result<R, E> {
         let shared = self.session(number)?;
-        let r = {
+        let (r, snapshot) = {
             let mut s = shared.lock().expect("session lock");
             let s = &mut *s;
             let r = f(s);
             s.acme.sync(&s.view);
-            r
+            (r, snapshot_due(s))
         };
         self.changed();
+        write_snapshot(snapshot);
         r
     }
 

@@ -45,6 +45,14 @@ pub enum Error {
     /// A write to acme's `event` that is not an event.
     #[error(transparent)]
     Event(#[from] crate::acme::event::EventError),
+    /// The state directory refused (a registry or log file).
+    #[error(transparent)]
+    Store(#[from] crate::persist::StoreError),
+    /// A session's log refused to go on: nothing more is acknowledged.
+    #[error("{0}")]
+    Log(String),
+    #[error("session {0:?} is kept on disk but could not be brought back (see apexd's log); choose another name")]
+    HeldBack(String),
     #[error("session was deleted")]
     SessionGone,
     #[error("buffer {0} was deleted")]

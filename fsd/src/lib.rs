@@ -51,6 +51,7 @@ pub mod error;
 pub mod exec;
 pub mod fsys;
 pub mod host;
+pub mod persist;
 pub mod post;
 pub mod proposals;
 pub mod registry;

@@ -9,9 +9,10 @@
 use crate::attach::hub::HubConfig;
 use crate::ctl::{self, Arg, CtlError, Verb};
 use crate::error::Error;
+use crate::persist::{Store, StoreError};
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
-use apex_core::SessionUuid;
+use apex_core::{AttachmentId, SessionUuid};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -30,6 +31,21 @@ pub struct Registry {
     mint: Box<dyn FnMut() -> [u8; 16] + Send>,
     /// The attach protocol's deadlines for every session made from now.
     pub attach: HubConfig,
+    /// Where sessions are kept, unless the daemon keeps nothing.
+    store: Option<Store>,
+    /// Sessions the store has but could not bring back: kept on disk and
+    /// in the saved registry, their names taken, not served.
+    held_back: BTreeMap<u64, registry::SessionInfo>,
+    /// The seq the log in memory starts after (a restart's registry).
+    base: u64,
+}
+
+/// What a restart brought back.
+#[derive(Debug, Default)]
+pub struct Restored {
+    pub sessions: usize,
+    pub entries: u64,
+    pub held_back: usize,
 }
 
 /// A `/ctl` command.
@@ -59,7 +75,71 @@ pub fn parse_ctl(text: &str) -> Result<Vec<Command>, CtlError> {
 impl Registry {
     pub fn new(mint: Box<dyn FnMut() -> [u8; 16] + Send>) -> Registry {
         let attach = HubConfig::default();
-        Registry { state: registry::Registry::new(), log: Vec::new(), sessions: BTreeMap::new(), mint, attach }
+        Registry {
+            state: registry::Registry::new(),
+            log: Vec::new(),
+            sessions: BTreeMap::new(),
+            mint,
+            attach,
+            store: None,
+            held_back: BTreeMap::new(),
+            base: 0,
+        }
+    }
+
+    /// Keeps sessions in `store` from now on, first bringing back every
+    /// session it has: its snapshot and log replayed, its attachments
+    /// ended (clients attach anew) and every lease back at the server. A
+    /// session that cannot be brought back is said in the log and held
+    /// back; the others start.
+    pub fn restore(&mut self, store: Store) -> Result<Restored, StoreError> {
+        let mut restored = Restored::default();
+        if let Some(mut state) = store.load_registry()? {
+            for (number, info) in state.sessions.clone() {
+                match store.load_session(info.uuid.0) {
+                    Ok((st, persisted, r)) => {
+                        for said in &r.repairs {
+                            tracing::warn!(session = %info.name, "{said}");
+                        }
+                        let mut s = Session::restore(number, st, persisted);
+                        s.hub.config = self.attach;
+                        let attached: Vec<AttachmentId> = s
+                            .view
+                            .state
+                            .meta
+                            .attachments
+                            .keys()
+                            .copied()
+                            .filter(|a| *a != AttachmentId::SERVER)
+                            .collect();
+                        for a in attached {
+                            crate::attach::lease::end(&mut s, a);
+                        }
+                        restored.sessions += 1;
+                        restored.entries += r.entries;
+                        self.sessions.insert(number, Arc::new(Mutex::new(s)));
+                    }
+                    Err(e) => {
+                        tracing::error!(session = %info.name, "not restored: {e}");
+                        eprintln!("apexd: session {:?} not restored: {e}", info.name);
+                        restored.held_back += 1;
+                        state.sessions.remove(&number);
+                        self.held_back.insert(number, info);
+                    }
+                }
+            }
+            self.base = state.applied;
+            self.state = state;
+        }
+        self.store = Some(store);
+        Ok(restored)
+    }
+
+    /// The registry as saved: the served sessions and the held back.
+    fn saved(&self, state: &registry::Registry) -> registry::Registry {
+        let mut all = state.clone();
+        all.sessions.extend(self.held_back.iter().map(|(n, i)| (*n, i.clone())));
+        all
     }
 
     /// The sessions, in number order. The registry is never locked while
@@ -85,7 +165,7 @@ impl Registry {
 
     /// The registry entries after `seq`.
     pub fn entries_after(&self, seq: u64) -> &[RegistryEntry] {
-        &self.log[(seq as usize).min(self.log.len())..]
+        &self.log[(seq.saturating_sub(self.base) as usize).min(self.log.len())..]
     }
 
     /// Turns commands into registry ops, checking each against the state
@@ -97,6 +177,12 @@ impl Registry {
             let number = |name: &str, sim: &registry::Registry| {
                 sim.by_name(name).ok_or_else(|| registry::RegistryError::NoSuchName(name.to_string()))
             };
+            let held = |name: &str| self.held_back.values().any(|i| i.name == name);
+            if let Command::New(Some(name)) | Command::Rename(_, name) = c {
+                if held(name) {
+                    return Err(Error::HeldBack(name.clone()));
+                }
+            }
             let op = match c {
                 Command::New(name) => RegistryOp::SessionNew {
                     session: sim.next_session,
@@ -115,34 +201,69 @@ impl Registry {
         Ok(ops)
     }
 
-    /// Sequences a checked op, and makes, relabels or drops its session.
+    /// Sequences a checked op, and makes, relabels or drops its session;
+    /// with a store, the registry is saved (and a new session's log
+    /// started) before anything changes here, so a failure changes
+    /// nothing.
     fn append(&mut self, op: RegistryOp) -> Result<(), Error> {
         self.state.check(&op)?;
-        match &op {
+        let entry = RegistryEntry { seq: self.state.applied + 1, op };
+        let mut next = self.state.clone();
+        next.apply(&entry)?;
+        match &entry.op {
             RegistryOp::SessionNew { session, name, uuid } => {
-                let mut s = Session::new(*session, name, uuid.0)?;
+                let persisted = self.store.as_ref().map(|st| st.create_session(uuid.0)).transpose()?;
+                let mut s = Session::start(*session, name, uuid.0, persisted)?;
                 s.hub.config = self.attach;
+                if let Some(p) = &s.persisted {
+                    if let Some(why) = p.failed() {
+                        self.forget_dir(uuid.0);
+                        return Err(Error::Log(why));
+                    }
+                }
+                if let Err(e) = self.save(&next) {
+                    self.forget_dir(uuid.0);
+                    return Err(e);
+                }
                 self.sessions.insert(*session, Arc::new(Mutex::new(s)));
             }
             RegistryOp::SessionDel { session } => {
+                self.save(&next)?;
                 if let Some(gone) = self.sessions.remove(session) {
                     // Whoever still holds it (a built-in running on it)
                     // waits for no proposal of it: their writers hear it
                     // was lost, now.
                     gone.lock().expect("session lock").hub.pending.clear();
                 }
+                if let Some(info) = self.state.sessions.get(session) {
+                    self.forget_dir(info.uuid.0);
+                }
             }
             RegistryOp::SessionRename { session, name } => {
+                self.save(&next)?;
                 if let Some(s) = self.sessions.get(session) {
                     s.lock().expect("session lock").relabel(name)?;
                 }
             }
         }
-        let entry = RegistryEntry { seq: self.state.applied + 1, op };
-        self.state.apply(&entry).expect("checked above");
+        self.state = next;
         tracing::info!(seq = entry.seq, op = ?entry.op, "registry");
         self.log.push(entry);
         Ok(())
+    }
+
+    /// Saves `state` as the registry, with a store.
+    fn save(&self, state: &registry::Registry) -> Result<(), Error> {
+        match &self.store {
+            Some(store) => Ok(store.save_registry(&self.saved(state))?),
+            None => Ok(()),
+        }
+    }
+
+    fn forget_dir(&self, uuid: [u8; 16]) {
+        if let Some(store) = &self.store {
+            store.remove_session(uuid);
+        }
     }
 
     /// Runs `/ctl` commands: all are checked before any is applied.

@@ -9,9 +9,10 @@
 use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
 use crate::error::Error;
+use crate::persist::Persisted;
 use apex_core::addr::Range;
 use apex_core::propose;
-use apex_core::{make, BufferId, MetaOp, Node, Proposal, Reject, SessionUuid};
+use apex_core::{make, AttachmentId, BufferId, Log, MetaOp, Node, Proposal, Reject, SessionUuid, State};
 use apex_link::wire::{self, Refusal};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -74,28 +75,54 @@ pub struct Session {
     /// The acme tree's state: its log and per-window counts.
     pub acme: Acme,
     pub flat: FlatText,
+    /// Its write-ahead log, unless the daemon keeps nothing.
+    pub persisted: Option<Persisted>,
 }
 
 impl Session {
     /// A fresh session labelled `label` with identity `uuid`.
     pub fn new(number: u64, label: &str, uuid: [u8; 16]) -> Result<Session, Reject> {
+        Session::start(number, label, uuid, None)
+    }
+
+    /// A fresh session whose entries go to `persisted`'s log, if given,
+    /// from the first.
+    pub fn start(number: u64, label: &str, uuid: [u8; 16], persisted: Option<Persisted>) -> Result<Session, Reject> {
         let mut view = Node::server();
+        if let Some(p) = &persisted {
+            view.log.set_sink(p.sink());
+        }
         view.push_meta(MetaOp::Identity { uuid: SessionUuid(uuid) })?;
         view.push_meta(MetaOp::Label { label: label.to_string() })?;
         make::init_session(&mut view)?;
+        Ok(Session::around(number, view, uuid, persisted))
+    }
+
+    /// A session brought back from `state` (its log's snapshot and
+    /// replay), writing on to `persisted`. Its attachments are still in
+    /// the state: the caller ends them.
+    pub fn restore(number: u64, state: State, persisted: Persisted) -> Session {
+        let log = Log::authority_from(&state);
+        let mut view = Node::new(AttachmentId::SERVER, state, log);
+        view.log.set_sink(persisted.sink());
+        let uuid = view.state.meta.uuid.map_or(persisted.uuid, |u| u.0);
+        Session::around(number, view, uuid, Some(persisted))
+    }
+
+    fn around(number: u64, view: Node, uuid: [u8; 16], persisted: Option<Persisted>) -> Session {
         // The uuid is random: its bits seed the resume tokens.
         let seed = u64::from_le_bytes(uuid[..8].try_into().expect("8 bytes"));
-        let hub = Hub::new(HubConfig::default(), seed);
-        Ok(Session {
+        Session {
             number,
             view,
             outcomes: VecDeque::new(),
             next_proposal: 1,
             addrs: BTreeMap::new(),
-            hub,
+            hub: Hub::new(HubConfig::default(), seed),
             acme: Acme::default(),
             flat: FlatText::default(),
-        })
+            persisted,
+        }
     }
 
     pub fn label(&self) -> &str {

@@ -75,6 +75,7 @@ impl Setup {
         let apexd = Command::new(sibling("apexd"))
             .arg("--namespace")
             .arg(dir.join("ns"))
+            .arg("--ephemeral")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

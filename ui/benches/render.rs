@@ -254,8 +254,12 @@ impl Daemon {
         let _ = std::fs::remove_dir_all(&ns);
         std::fs::create_dir_all(&ns).unwrap();
         std::fs::set_permissions(&ns, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-        let child =
-            std::process::Command::new(apexd()).arg("--namespace").arg(&ns).arg("-q").spawn().expect("start apexd");
+        let child = std::process::Command::new(apexd())
+            .arg("--namespace")
+            .arg(&ns)
+            .args(["-q", "--ephemeral"])
+            .spawn()
+            .expect("start apexd");
         let socket = ns.join("apex");
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::os::unix::net::UnixStream::connect(&socket).is_err() {

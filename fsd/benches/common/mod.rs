@@ -24,6 +24,7 @@ pub fn start_apexd_with(dir: &Path, args: &[&str]) -> Daemon {
     let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
         .arg("--namespace")
         .arg(dir)
+        .arg("--ephemeral")
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

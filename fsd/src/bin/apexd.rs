@@ -45,6 +45,40 @@ struct Args {
     /// Say nothing at start (where it posted, what to try).
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Keep sessions in DIR, and bring back the ones there at start
+    /// (default: $XDG_STATE_HOME/apex, else ~/.local/state/apex).
+    #[arg(long, value_name = "DIR", conflicts_with = "ephemeral")]
+    state: Option<PathBuf>,
+    /// Keep nothing: sessions end with the daemon.
+    #[arg(long)]
+    ephemeral: bool,
+    /// When the log reaches the disk: `interval` (a sync every second,
+    /// behind the acknowledgements) or `always` (each acknowledgement waits
+    /// for it; writers waiting at once share one).
+    #[arg(long, default_value = "interval", value_name = "POLICY")]
+    sync: String,
+    /// Verify the state directory (checksums; each snapshot decodes to its
+    /// hash; each log replays) and report per session, changing nothing.
+    #[arg(long)]
+    check: bool,
+    /// Start a session whose log is damaged from the entries before the
+    /// damage, moving the rest aside.
+    #[arg(long)]
+    salvage: bool,
+    /// Write a session's snapshot once its log has grown by this much.
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", hide = true)]
+    snapshot_bytes: u64,
+}
+
+/// The state directory the flags name, or none for `--ephemeral`.
+fn state_dir(args: &Args) -> anyhow::Result<Option<PathBuf>> {
+    if args.ephemeral {
+        return Ok(None);
+    }
+    match args.state.clone().or_else(apex_fsd::persist::default_dir) {
+        Some(d) => Ok(Some(d)),
+        None => anyhow::bail!("no state directory: set $XDG_STATE_HOME or $HOME, give --state DIR, or run --ephemeral"),
+    }
 }
 
 /// The largest msize the `acme` service offers: as large as any client
@@ -131,6 +165,15 @@ async fn run() -> anyhow::Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let args = Args::parse();
+    if args.check {
+        let Some(dir) = state_dir(&args)? else {
+            anyhow::bail!("--check reads a state directory; --ephemeral has none")
+        };
+        let (report, ok) = apex_fsd::persist::check::check(&dir);
+        print!("{report}");
+        std::process::exit(if ok { 0 } else { 1 });
+    }
+    let sync = apex_fsd::persist::durable::SyncPolicy::parse(&args.sync).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
     let listen: Vec<std::net::SocketAddr> = args.listen.iter().map(|l| parse_tcp(l)).collect::<Result<_, _>>()?;
     let dir = apex_ninep::ns::namespace_dir(args.namespace.as_deref());
@@ -145,9 +188,33 @@ async fn run() -> anyhow::Result<()> {
         deadline_ms: args.lease_deadline,
         grace_ms: (args.resume_grace * 1000.0) as u64,
     };
-    registry.create(Some(&args.session)).map_err(anyhow::Error::msg)?;
-    if let Some(name) = args.acme.as_deref().filter(|n| *n != args.session) {
-        registry.create(Some(name)).map_err(anyhow::Error::msg)?;
+    if let Some(dir) = state_dir(&args)? {
+        let started = std::time::Instant::now();
+        let options = apex_fsd::persist::Options { sync, snapshot_bytes: args.snapshot_bytes, salvage: args.salvage };
+        let store = apex_fsd::persist::Store::open(&dir, options)?;
+        let r = registry.restore(store)?;
+        tracing::info!(
+            state = %dir.display(),
+            sessions = r.sessions,
+            entries = r.entries,
+            held_back = r.held_back,
+            took_ms = started.elapsed().as_millis() as u64,
+            "restored"
+        );
+        if r.sessions > 0 && !args.quiet {
+            eprintln!(
+                "apexd: restored {} session(s), {} log entries, from {} in {} ms",
+                r.sessions,
+                r.entries,
+                dir.display(),
+                started.elapsed().as_millis()
+            );
+        }
+    }
+    for name in std::iter::once(args.session.as_str()).chain(args.acme.as_deref()) {
+        if registry.by_name(name).is_none() {
+            registry.create(Some(name)).map_err(anyhow::Error::msg)?;
+        }
     }
     let tree = Arc::new(Fsys::new(registry, apex_ninep::ns::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };
@@ -196,6 +263,13 @@ async fn run() -> anyhow::Result<()> {
     }
     for socket in posted {
         let _ = std::fs::remove_file(&socket);
+    }
+    // A clean stop: every session's log on disk before exiting.
+    for session in tree.daemon.all() {
+        let durable = session.lock().expect("session lock").persisted.as_ref().map(|p| p.durable());
+        if let Some(d) = durable {
+            d.sync();
+        }
     }
     Ok(())
 }

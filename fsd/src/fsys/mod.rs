@@ -538,6 +538,12 @@ impl Serve for Fsys {
 
     async fn write(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> srv::Result<u32> {
         let count = data.len() as u32;
+        // The session's log makes room first: a full disk refuses the
+        // write before it changes anything.
+        let durable = match fid.place.session() {
+            Some(n) => self.daemon.reserve(n, count as u64)?,
+            None => None,
+        };
         match fid.place {
             place if place.in_acme() => self.acme_write(fid, data).await?,
             Place::Root1(file) => self.root_write(file, data)?,
@@ -546,6 +552,8 @@ impl Serve for Fsys {
             Place::Buffer1(n, b, file) => self.buffer_write(fid, n, b, file, data).await?,
             place => return Err(not_writable(place)),
         }
+        // Acknowledged once written, and synced where the policy says.
+        self.daemon.settle(durable).await?;
         Ok(count)
     }
 

@@ -113,7 +113,12 @@ impl Fsys {
         loop {
             let mut wake = self.daemon.subscribe();
             match self.daemon.with_hub_quiet(n, |s| feed::read_deferred(s, conn, count))?? {
-                Readable::Bytes(bytes) => return Ok(bytes),
+                Readable::Bytes(bytes) => {
+                    // Acks and entries go out once the log has them as the
+                    // sync policy says.
+                    self.daemon.settle(self.daemon.durable(n)).await?;
+                    return Ok(bytes);
+                }
                 Readable::Nothing => {}
                 Readable::Welcome(job) => {
                     // Encoded with no lock held, in a task of its own so a

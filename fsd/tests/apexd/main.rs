@@ -35,9 +35,12 @@ impl Daemon {
     pub fn start_with(name: &str, extra: &[String]) -> Daemon {
         let dir = std::env::temp_dir().join(format!("apex-e2e-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        // Nothing is kept unless a test names a state directory.
+        let keep = extra.iter().any(|a| a == "--state");
         let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
             .arg("--namespace")
             .arg(&dir)
+            .args((!keep).then_some("--ephemeral"))
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -155,7 +158,8 @@ async fn sessions_through_the_root_tree() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_daemon_on_the_same_namespace_is_refused() {
     let d = Daemon::start("twice");
-    let out = Command::new(env!("CARGO_BIN_EXE_apexd")).arg("--namespace").arg(&d.dir).output().unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_apexd")).arg("--namespace").arg(&d.dir).arg("--ephemeral").output().unwrap();
     assert!(!out.status.success());
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(msg.contains("served by a running daemon"), "{msg}");

@@ -41,7 +41,7 @@ fn apexd_says_where_it_is_and_what_to_try_without_colour() {
     let dir = std::env::temp_dir().join(format!("apex-e2e-greeting-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut child = Command::new(env!("CARGO_BIN_EXE_apexd"))
-        .args(["--namespace".as_ref(), dir.as_os_str(), "--acme".as_ref(), "main".as_ref()])
+        .args(["--namespace".as_ref(), dir.as_os_str(), "--acme".as_ref(), "main".as_ref(), "--ephemeral".as_ref()])
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

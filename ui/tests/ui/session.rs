@@ -64,6 +64,7 @@ pub(crate) fn daemon(ns: &std::path::Path, args: &[&str]) -> Child {
         .arg("--namespace")
         .arg(ns)
         .arg("-q")
+        .arg("--ephemeral")
         .args(args)
         .stdout(Stdio::null())
         .stderr(log)

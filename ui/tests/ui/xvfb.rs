@@ -125,6 +125,9 @@ impl Desk {
             .args(args)
             .env("DISPLAY", &self.display)
             .env("NAMESPACE", &self.ns)
+            // The daemon the first UI starts keeps its sessions here,
+            // not in the user's state directory.
+            .env("XDG_STATE_HOME", self.ns.join("state"))
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()

@@ -1,0 +1,433 @@
+//! A session's write-ahead log: numbered segment files of frames.
+//!
+//! A segment is a header, then frames, every integer little-endian:
+//!
+//! ```text
+//! header  "APEXWAL\0" | version u32 | session uuid [16] | segment u64 | salt u64 | crc32c u32
+//! frame   length u32 | crc32c(salt ‖ length ‖ payload) u32 | payload: postcard (Shard, Entry)
+//! ```
+//!
+//! The salt is random per segment, so a frame only checks in the segment
+//! it was written to: a stale or renamed file never passes for a fresh
+//! one, and the header names the session, so another session's file is
+//! refused by name.
+//!
+//! A frame is written with one write(2) when its entry is stored (under
+//! the session's lock), so no reader of the log, follower or tool sees an
+//! entry before it is in the file; a process crash keeps everything
+//! written. A crash mid-write leaves at most a torn frame at the end of
+//! the last segment, which a restart cuts off.
+
+use super::durable::Durable;
+use super::fault;
+use super::StoreError;
+use apex_core::{Entry, Shard, Sink};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub const MAGIC: &[u8; 8] = b"APEXWAL\0";
+pub const VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 8 + 4 + 16 + 8 + 8 + 4;
+const FRAME_HEAD: usize = 8;
+/// Room kept past a request's own for the entries the daemon adds.
+const HEADROOM: u64 = 1 << 20;
+
+/// A segment's header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub uuid: [u8; 16],
+    pub segment: u64,
+    pub salt: u64,
+}
+
+impl Header {
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[12..28].copy_from_slice(&self.uuid);
+        h[28..36].copy_from_slice(&self.segment.to_le_bytes());
+        h[36..44].copy_from_slice(&self.salt.to_le_bytes());
+        let crc = crc32c::crc32c(&h[..44]);
+        h[44..48].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+
+    /// The header of `bytes` (a segment's start), or why it is not one.
+    pub fn decode(bytes: &[u8]) -> Result<Header, String> {
+        if bytes.len() < HEADER_LEN {
+            return Err(format!("{} bytes, shorter than a segment header ({HEADER_LEN})", bytes.len()));
+        }
+        if &bytes[..8] != MAGIC {
+            return Err("not an apex write-ahead log segment (bad magic)".into());
+        }
+        let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+        if version != VERSION {
+            return Err(format!("format version {version}, but this apexd reads version {VERSION}"));
+        }
+        let crc = u32::from_le_bytes(bytes[44..48].try_into().expect("4 bytes"));
+        if crc32c::crc32c(&bytes[..44]) != crc {
+            return Err("the header's checksum does not match".into());
+        }
+        Ok(Header {
+            uuid: bytes[12..28].try_into().expect("16 bytes"),
+            segment: u64::from_le_bytes(bytes[28..36].try_into().expect("8 bytes")),
+            salt: u64::from_le_bytes(bytes[36..44].try_into().expect("8 bytes")),
+        })
+    }
+}
+
+/// Appends the frame of `(shard, entry)` to `out`.
+pub fn frame(salt: u64, shard: Shard, entry: &Entry, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; FRAME_HEAD]);
+    // Writing to a Vec cannot fail, and entries always encode.
+    let taken = std::mem::take(out);
+    *out = postcard::to_extend(&(shard, entry), taken).expect("entries always encode");
+    let len = (out.len() - start - FRAME_HEAD) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    let crc = frame_crc(salt, len, &out[start + FRAME_HEAD..]);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn frame_crc(salt: u64, len: u32, payload: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(&salt.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc, &len.to_le_bytes());
+    crc32c::crc32c_append(crc, payload)
+}
+
+/// The file name of segment `n`.
+pub fn segment_name(n: u64) -> String {
+    format!("wal.{n:016}")
+}
+
+/// The segment number a file name stands for, if it is a segment's.
+pub fn segment_number(name: &str) -> Option<u64> {
+    name.strip_prefix("wal.").filter(|n| n.len() == 16).and_then(|n| n.parse().ok())
+}
+
+/// The segments in `dir`, by number.
+pub fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, StoreError> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
+        let e = e.map_err(|e| StoreError::io(dir, e))?;
+        if let Some(n) = e.file_name().to_str().and_then(segment_number) {
+            out.push((n, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// How a segment's frames ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Every byte is a whole frame.
+    Clean,
+    /// A frame at `offset` is cut short or does not check, and nothing
+    /// follows it: a write the crash interrupted.
+    Torn { offset: u64, why: String },
+    /// A frame at `offset` does not check, and more follows: damage.
+    Bad { offset: u64, why: String },
+}
+
+/// Reads segment `bytes` (the whole file), giving each frame's entry to
+/// `each` in order; a frame that does not decode is damage. Stops at the
+/// first frame that does not check and says how the segment ended and
+/// how many bytes were whole frames.
+pub fn scan(
+    bytes: &[u8],
+    header: &Header,
+    mut each: impl FnMut(Shard, Entry, u64) -> Result<(), String>,
+) -> (Ending, u64) {
+    let mut at = HEADER_LEN;
+    while at < bytes.len() {
+        let offset = at as u64;
+        let rest = &bytes[at..];
+        if rest.len() < FRAME_HEAD {
+            return (Ending::Torn { offset, why: format!("{} bytes of a frame's head", rest.len()) }, offset);
+        }
+        let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+        let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
+        let end = FRAME_HEAD + len as usize;
+        if rest.len() < end {
+            let why = format!("a frame of {len} bytes with {} there", rest.len() - FRAME_HEAD);
+            return (Ending::Torn { offset, why }, offset);
+        }
+        let payload = &rest[FRAME_HEAD..end];
+        let last = rest.len() == end;
+        if frame_crc(header.salt, len, payload) != crc {
+            let why = "checksum mismatch".to_string();
+            return match last {
+                true => (Ending::Torn { offset, why }, offset),
+                false => (Ending::Bad { offset, why }, offset),
+            };
+        }
+        let decoded = postcard::from_bytes::<(Shard, Entry)>(payload).map_err(|e| format!("does not decode: {e}"));
+        if let Err(why) = decoded.and_then(|(shard, entry)| each(shard, entry, offset)) {
+            return (Ending::Bad { offset, why }, offset);
+        }
+        at += end;
+    }
+    (Ending::Clean, at as u64)
+}
+
+/// The log a session writes: its current segment, appended to as entries
+/// are stored.
+pub struct Wal {
+    dir: PathBuf,
+    uuid: [u8; 16],
+    file: File,
+    header: Header,
+    /// Bytes of whole frames in the current segment, header included.
+    len: u64,
+    /// The segment's space allocated up to here (past its end), so a
+    /// write there cannot find the disk full.
+    reserved: u64,
+    /// Frame bytes written since the last snapshot began.
+    pub since_snapshot: u64,
+    buf: Vec<u8>,
+    /// The first write that failed: nothing is acknowledged after it.
+    pub failed: Option<String>,
+    pub durable: Arc<Durable>,
+    /// Fresh salts (the daemon's randomness).
+    salts: Box<dyn FnMut() -> u64 + Send>,
+}
+
+impl Wal {
+    /// Starts segment `segment` in `dir` (which must exist).
+    pub fn create(
+        dir: &Path,
+        uuid: [u8; 16],
+        segment: u64,
+        durable: Arc<Durable>,
+        mut salts: Box<dyn FnMut() -> u64 + Send>,
+    ) -> Result<Wal, StoreError> {
+        let header = Header { uuid, segment, salt: salts() };
+        let file = start_segment(dir, &header)?;
+        durable.switch(file.try_clone().map_err(|e| StoreError::io(dir, e))?);
+        Ok(Wal {
+            dir: dir.to_path_buf(),
+            uuid,
+            file,
+            header,
+            len: HEADER_LEN as u64,
+            reserved: HEADER_LEN as u64,
+            since_snapshot: 0,
+            buf: Vec::new(),
+            failed: None,
+            durable,
+            salts,
+        })
+    }
+
+    pub fn segment(&self) -> u64 {
+        self.header.segment
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes the frame of one stored entry.
+    pub fn append(&mut self, shard: Shard, entry: &Entry) {
+        if self.failed.is_some() {
+            return;
+        }
+        self.buf.clear();
+        frame(self.header.salt, shard, entry, &mut self.buf);
+        let n = self.buf.len() as u64;
+        let written = match fault::write_fails() {
+            true => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
+            false if fault::crash_at(fault::MID_FRAME) => {
+                let _ = self.file.write_all(&self.buf[..self.buf.len() / 2]);
+                fault::crash();
+            }
+            false => self.file.write_all(&self.buf),
+        };
+        match written {
+            Ok(()) => {
+                self.len += n;
+                self.since_snapshot += n;
+                self.durable.wrote(n);
+            }
+            Err(e) => {
+                let path = self.dir.join(segment_name(self.header.segment));
+                tracing::error!(path = %path.display(), error = %e, "write-ahead log write failed");
+                // Whatever part was written is cut off, so a restart finds
+                // whole frames; if even that fails, the torn frame is the
+                // last thing in the file and a restart cuts it.
+                let _ = self.file.set_len(self.len);
+                let why = describe_write_error(&path, &e);
+                self.durable.fail(why.clone());
+                self.failed = Some(why);
+            }
+        }
+        // A big entry's buffer is not kept.
+        if self.buf.capacity() > 1 << 20 {
+            self.buf = Vec::new();
+        }
+    }
+
+    /// Ends the current segment (synced) and starts the next; returns the
+    /// new segment's number: every segment before it is covered by a
+    /// snapshot of the state now.
+    pub fn rotate(&mut self) -> Result<u64, StoreError> {
+        let path = self.dir.join(segment_name(self.header.segment));
+        self.file.sync_data().map_err(|e| StoreError::io(&path, e))?;
+        let header = Header { uuid: self.uuid, segment: self.header.segment + 1, salt: (self.salts)() };
+        let file = start_segment(&self.dir, &header)?;
+        self.durable.switch(file.try_clone().map_err(|e| StoreError::io(&self.dir, e))?);
+        self.file = file;
+        self.header = header;
+        self.len = HEADER_LEN as u64;
+        self.reserved = HEADER_LEN as u64;
+        self.since_snapshot = 0;
+        Ok(header.segment)
+    }
+
+    /// Allocates room for the entries a request of `bytes` may make
+    /// (twice its size, and some for the entries the daemon adds), so
+    /// their writes find space; refuses, changing nothing, when the disk
+    /// has none.
+    pub fn reserve(&mut self, bytes: u64) -> Result<(), String> {
+        if let Some(why) = &self.failed {
+            return Err(why.clone());
+        }
+        let need = self.len + 2 * bytes + HEADROOM;
+        if need <= self.reserved {
+            return Ok(());
+        }
+        let upto = need + HEADROOM;
+        let path = self.dir.join(segment_name(self.header.segment));
+        if fault::write_fails() {
+            let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
+            return Err(describe_write_error(&path, &e));
+        }
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.file);
+        // SAFETY: fallocate(2) on a descriptor we own; it touches no memory
+        // of ours. KEEP_SIZE: the file's length stays that of its frames.
+        let r = unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_KEEP_SIZE,
+                self.reserved as libc::off_t,
+                (upto - self.reserved) as libc::off_t,
+            )
+        };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            // A file system without fallocate: writes find out themselves.
+            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                self.reserved = upto;
+                return Ok(());
+            }
+            return Err(describe_write_error(&path, &e));
+        }
+        self.reserved = upto;
+        Ok(())
+    }
+}
+
+/// What a refused write says: disk full first, in words a user acts on.
+fn describe_write_error(path: &Path, e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => format!(
+            "no space: the write-ahead log {} could not be written ({e}); free some space, then restart apexd",
+            path.display()
+        ),
+        _ => format!(
+            "the write-ahead log {} could not be written ({e}); nothing more is accepted until apexd restarts",
+            path.display()
+        ),
+    }
+}
+
+/// Creates segment `header.segment` in `dir`, its header written and the
+/// directory synced, so the file is there after a crash.
+fn start_segment(dir: &Path, header: &Header) -> Result<File, StoreError> {
+    let path = dir.join(segment_name(header.segment));
+    let mut file = std::fs::OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| StoreError::io(&path, e))?;
+    file.write_all(&header.encode()).map_err(|e| StoreError::io(&path, e))?;
+    file.sync_data().map_err(|e| StoreError::io(&path, e))?;
+    super::sync_dir(dir)?;
+    Ok(file)
+}
+
+/// The log's side of core's [`Sink`]: the session's lock is held when an
+/// entry is stored, so this lock is never waited for.
+pub struct WalSink(pub Arc<Mutex<Wal>>);
+
+impl Sink for WalSink {
+    fn stored(&mut self, shard: Shard, entry: &Entry) {
+        self.0.lock().expect("wal lock").append(shard, entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apex_core::{AttachmentId, BufferOp, Op, Origin};
+
+    fn entry(seq: u64, text: &str) -> Entry {
+        let op = Op::Buffer(BufferOp::Splice { q0: 0, q1: 0, text: text.into(), origin: Origin::Keyboard });
+        Entry { seq, attachment: AttachmentId::SERVER, epoch: 0, op }
+    }
+
+    #[test]
+    fn frames_read_back_and_a_cut_or_changed_frame_is_found() {
+        let header = Header { uuid: [7; 16], segment: 3, salt: 0x1234_5678_9abc_def0 };
+        assert_eq!(Header::decode(&header.encode()), Ok(header));
+        let shard = Shard::Buffer(apex_core::BufferId(9));
+        let mut bytes = header.encode().to_vec();
+        for i in 1..=3 {
+            frame(header.salt, shard, &entry(i, &format!("text {i}")), &mut bytes);
+        }
+        let read = |bytes: &[u8]| {
+            let mut got = Vec::new();
+            let end = scan(bytes, &header, |s, e, _| {
+                got.push((s, e.seq));
+                Ok(())
+            });
+            (got, end)
+        };
+        let (got, (ending, len)) = read(&bytes);
+        assert_eq!(got, vec![(shard, 1), (shard, 2), (shard, 3)]);
+        assert_eq!((ending, len), (Ending::Clean, bytes.len() as u64));
+        // Cut in the last frame: torn, the first two kept.
+        let (got, (ending, _)) = read(&bytes[..bytes.len() - 3]);
+        assert_eq!(got.len(), 2);
+        assert!(matches!(ending, Ending::Torn { .. }), "{ending:?}");
+        // A byte changed in the middle frame: damage, with its offset.
+        let mut bad = bytes.clone();
+        let second = HEADER_LEN + (bytes.len() - HEADER_LEN) / 3 + 10;
+        bad[second] ^= 1;
+        let (got, (ending, _)) = read(&bad);
+        assert_eq!(got.len(), 1);
+        assert!(matches!(ending, Ending::Bad { .. }), "{ending:?}");
+        // Another salt (a stale segment's frames under a new header): the
+        // first frame does not check.
+        let other = Header { salt: 99, ..header };
+        let mut stale = other.encode().to_vec();
+        stale.extend_from_slice(&bytes[HEADER_LEN..]);
+        let mut n = 0;
+        let (ending, _) = scan(&stale, &other, |_, _, _| {
+            n += 1;
+            Ok(())
+        });
+        assert_eq!(n, 0);
+        assert!(matches!(ending, Ending::Bad { offset, .. } if offset == HEADER_LEN as u64), "{ending:?}");
+        assert!(Header::decode(b"APEXWAL\0short").is_err());
+        let mut magic = header.encode();
+        magic[0] = b'X';
+        assert!(Header::decode(&magic).unwrap_err().contains("magic"));
+    }
+}
