@@ -159,6 +159,12 @@ impl Registry {
         self.sessions.contains_key(&number)
     }
 
+    /// Whether session `name` is kept on disk but could not be brought
+    /// back.
+    pub fn is_held_back(&self, name: &str) -> bool {
+        self.held_back.values().any(|i| i.name == name)
+    }
+
     pub fn by_name(&self, name: &str) -> Option<u64> {
         self.state.by_name(name)
     }
@@ -177,9 +183,8 @@ impl Registry {
             let number = |name: &str, sim: &registry::Registry| {
                 sim.by_name(name).ok_or_else(|| registry::RegistryError::NoSuchName(name.to_string()))
             };
-            let held = |name: &str| self.held_back.values().any(|i| i.name == name);
             if let Command::New(Some(name)) | Command::Rename(_, name) = c {
-                if held(name) {
+                if self.is_held_back(name) {
                     return Err(Error::HeldBack(name.clone()));
                 }
             }

@@ -212,7 +212,8 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     for name in std::iter::once(args.session.as_str()).chain(args.acme.as_deref()) {
-        if registry.by_name(name).is_none() {
+        // A session kept but not brought back keeps its name (said above).
+        if registry.by_name(name).is_none() && !registry.is_held_back(name) {
             registry.create(Some(name)).map_err(anyhow::Error::msg)?;
         }
     }

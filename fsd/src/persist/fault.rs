@@ -1,8 +1,9 @@
 //! Named crash points and an injected full disk, compiled into test
 //! (debug) builds only, so a test hits each on purpose rather than by
-//! luck. `APEXD_CRASH_AT=POINT` aborts the daemon at POINT;
-//! `APEXD_FULL_AFTER=BYTES` makes log writes fail with ENOSPC once that
-//! many frame bytes were written. A release build has neither.
+//! luck. `APEXD_CRASH_AT=POINT` aborts the daemon the first time it
+//! reaches POINT, `POINT:N` the Nth time; `APEXD_FULL_AFTER=BYTES` gives
+//! the log's reservations that much disk in all, then ENOSPC. A release
+//! build has neither.
 
 /// Half of a frame written, then the crash.
 pub const MID_FRAME: &str = "mid-frame";
@@ -15,8 +16,20 @@ pub const MID_COMPACTION: &str = "mid-compaction";
 pub fn crash_at(point: &str) -> bool {
     #[cfg(debug_assertions)]
     {
-        static AT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
-        AT.get_or_init(|| std::env::var("APEXD_CRASH_AT").ok()).as_deref() == Some(point)
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static AT: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
+        static REACHED: AtomicU64 = AtomicU64::new(0);
+        let at = AT.get_or_init(|| {
+            let v = std::env::var("APEXD_CRASH_AT").ok()?;
+            match v.split_once(':') {
+                Some((p, n)) => Some((p.to_string(), n.parse().unwrap_or(1))),
+                None => Some((v, 1)),
+            }
+        });
+        match at {
+            Some((p, n)) if p == point => REACHED.fetch_add(1, Ordering::Relaxed) + 1 == *n,
+            _ => false,
+        }
     }
     #[cfg(not(debug_assertions))]
     {
@@ -32,19 +45,29 @@ pub fn crash() -> ! {
     std::process::abort()
 }
 
-/// Whether the next log write fails as if the disk were full.
-pub fn write_fails() -> bool {
+/// Whether the disk has room for `bytes` more of the log's space (a
+/// reservation); with `APEXD_FULL_AFTER=BYTES`, it holds that many in
+/// all.
+pub fn room_for(bytes: u64) -> bool {
     #[cfg(debug_assertions)]
     {
         use std::sync::atomic::{AtomicU64, Ordering};
         static LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-        static WRITES: AtomicU64 = AtomicU64::new(0);
+        static TAKEN: AtomicU64 = AtomicU64::new(0);
         let Some(limit) = *LIMIT.get_or_init(|| std::env::var("APEXD_FULL_AFTER").ok().and_then(|v| v.parse().ok()))
         else {
-            return false;
+            return true;
         };
-        WRITES.fetch_add(1, Ordering::Relaxed) >= limit
+        let taken = TAKEN.load(Ordering::Relaxed);
+        if taken + bytes > limit {
+            return false;
+        }
+        TAKEN.store(taken + bytes, Ordering::Relaxed);
+        true
     }
     #[cfg(not(debug_assertions))]
-    false
+    {
+        let _ = bytes;
+        true
+    }
 }

@@ -172,9 +172,6 @@ impl Store {
         let temp = self.root.join("registry.tmp");
         let write = || -> std::io::Result<()> {
             let mut f = create_private(&temp)?;
-            if fault::write_fails() {
-                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
-            }
             f.write_all(&bytes)?;
             f.sync_all()
         };
@@ -251,6 +248,10 @@ pub enum Repair {
 /// segment from there, in order.
 pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Restored), StoreError> {
     let mut restored = Restored::default();
+    if repair != Repair::Nothing {
+        // A snapshot a crash left unfinished: the old one stands.
+        let _ = std::fs::remove_file(dir.join(snapshot::TEMP));
+    }
     let snap = dir.join(snapshot::FILE);
     let (mut state, from) = match snap.exists() {
         true => {

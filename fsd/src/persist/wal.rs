@@ -240,14 +240,11 @@ impl Wal {
         self.buf.clear();
         frame(self.header.salt, shard, entry, &mut self.buf);
         let n = self.buf.len() as u64;
-        let written = match fault::write_fails() {
-            true => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
-            false if fault::crash_at(fault::MID_FRAME) => {
-                let _ = self.file.write_all(&self.buf[..self.buf.len() / 2]);
-                fault::crash();
-            }
-            false => self.file.write_all(&self.buf),
-        };
+        if fault::crash_at(fault::MID_FRAME) {
+            let _ = self.file.write_all(&self.buf[..self.buf.len() / 2]);
+            fault::crash();
+        }
+        let written = self.file.write_all(&self.buf);
         match written {
             Ok(()) => {
                 self.len += n;
@@ -303,7 +300,7 @@ impl Wal {
         }
         let upto = need + HEADROOM;
         let path = self.dir.join(segment_name(self.header.segment));
-        if fault::write_fails() {
+        if !fault::room_for(upto - self.reserved) {
             let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
             return Err(describe_write_error(&path, &e));
         }

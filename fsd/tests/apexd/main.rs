@@ -10,6 +10,7 @@ mod chaos;
 mod host;
 mod locks;
 mod newcomer;
+mod persist;
 mod protocol;
 mod session;
 mod stuck;
