@@ -14,6 +14,9 @@ use std::collections::VecDeque;
 pub const SCROLLBACK_LIMIT: usize = 10_000;
 /// Largest grid side accepted.
 pub const MAX_SIDE: u16 = 4096;
+/// The exit status of a terminal whose process ended with the daemon (a
+/// restarted daemon brings back its screen and scrollback, not its pty).
+pub const ENDED_WITH_DAEMON: i32 = -1;
 
 /// A terminal's screen and what scrolled off it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -84,6 +84,7 @@ impl Daemon {
             let s = &mut *s;
             let r = f(s, now);
             s.acme.sync(&s.view);
+            s.flush_log();
             (r, std::mem::take(&mut s.hub.wakeups), snapshot_due(s))
         };
         self.changed();
@@ -208,6 +209,7 @@ impl Daemon {
             let s = &mut *s;
             let r = f(s);
             s.acme.sync(&s.view);
+            s.flush_log();
             (r, snapshot_due(s))
         };
         self.changed();
@@ -219,6 +221,8 @@ impl Daemon {
     pub fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, Error> {
         let shared = self.session(n)?;
         let mut s = shared.lock().expect("session lock");
-        Ok(f(&mut s))
+        let r = f(&mut s);
+        s.flush_log();
+        Ok(r)
     }
 }

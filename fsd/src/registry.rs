@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::persist::{Store, StoreError};
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
-use apex_core::{AttachmentId, SessionUuid};
+use apex_core::{AttachmentId, Op, SessionUuid, TermOp};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -67,6 +67,26 @@ const VERBS: &[Verb<Command>] = &[
     },
 ];
 
+/// Terminals cannot outlive their pty: a restored one keeps its screen
+/// and scrollback, and says it ended with the daemon.
+fn end_terms(s: &mut Session) {
+    let running: Vec<(apex_core::TermId, String)> =
+        s.view.state.terms.iter().filter(|(_, t)| t.exit.is_none()).map(|(id, t)| (*id, t.title.clone())).collect();
+    for (id, title) in running {
+        let shard = apex_core::Shard::Term(id);
+        let title = match title.is_empty() {
+            true => "[ended with apexd]".to_string(),
+            false => format!("{title} [ended with apexd]"),
+        };
+        let ops = [TermOp::Title { title }, TermOp::Exit { status: apex_core::term::ENDED_WITH_DAEMON }];
+        for op in ops {
+            if let Err(e) = s.view.append(shard, Op::Term(op)) {
+                tracing::warn!(term = %shard, error = %e, "could not mark a terminal ended");
+            }
+        }
+    }
+}
+
 /// Parses `/ctl` text: one command per line.
 pub fn parse_ctl(text: &str) -> Result<Vec<Command>, CtlError> {
     ctl::parse_lines(text, VERBS, Ok)
@@ -115,6 +135,8 @@ impl Registry {
                         for a in attached {
                             crate::attach::lease::end(&mut s, a);
                         }
+                        end_terms(&mut s);
+                        s.flush_log();
                         restored.sessions += 1;
                         restored.entries += r.entries;
                         self.sessions.insert(number, Arc::new(Mutex::new(s)));
@@ -219,6 +241,7 @@ impl Registry {
             RegistryOp::SessionNew { session, name, uuid } => {
                 let persisted = self.store.as_ref().map(|st| st.create_session(uuid.0)).transpose()?;
                 let mut s = Session::start(*session, name, uuid.0, persisted)?;
+                s.flush_log();
                 s.hub.config = self.attach;
                 if let Some(p) = &s.persisted {
                     if let Some(why) = p.failed() {
@@ -247,7 +270,9 @@ impl Registry {
             RegistryOp::SessionRename { session, name } => {
                 self.save(&next)?;
                 if let Some(s) = self.sessions.get(session) {
-                    s.lock().expect("session lock").relabel(name)?;
+                    let mut s = s.lock().expect("session lock");
+                    s.relabel(name)?;
+                    s.flush_log();
                 }
             }
         }
@@ -302,6 +327,44 @@ mod tests {
             n += 1;
             [n; 16]
         }))
+    }
+
+    #[test]
+    fn a_restored_terminal_keeps_its_screen_and_says_it_ended_with_the_daemon() {
+        use apex_core::{Shard, TermId};
+        let dir = std::env::temp_dir().join(format!("apex-registry-terms-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let open = || crate::persist::Store::open(&dir, crate::persist::Options::default()).unwrap();
+        let mut r = registry();
+        r.restore(open()).unwrap();
+        let n = r.create(Some("main")).unwrap();
+        let id = {
+            let s = r.get(n).unwrap();
+            let mut s = s.lock().unwrap();
+            let id = TermId(s.view.alloc().unwrap());
+            let shard = Shard::Term(id);
+            s.view.create_shard(shard).unwrap();
+            let create = TermOp::Create { cols: 20, rows: 2, command: "rc".into(), dir: "/".into() };
+            s.view.append(shard, Op::Term(create)).unwrap();
+            s.view.append(shard, Op::Term(TermOp::Lines { top: 0, lines: vec!["% echo hi".into()] })).unwrap();
+            s.view.append(shard, Op::Term(TermOp::Scroll { scrolled: vec!["% date".into()] })).unwrap();
+            s.flush_log();
+            id
+        };
+        // The daemon ends (its store let go) and starts again.
+        drop(r);
+        let mut r = registry();
+        let restored = r.restore(open()).unwrap();
+        assert_eq!(restored.sessions, 1);
+        let s = r.get(n).unwrap();
+        let s = s.lock().unwrap();
+        let t = &s.view.state.terms[&id];
+        assert_eq!(t.scrollback.iter().collect::<Vec<_>>(), ["% date"]);
+        assert_eq!(t.exit, Some(apex_core::term::ENDED_WITH_DAEMON));
+        assert!(t.title.contains("ended with apexd"), "{:?}", t.title);
+        drop(s);
+        drop(r);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -125,6 +125,15 @@ impl Session {
         }
     }
 
+    /// Writes the log frames of the entries stored since the last time:
+    /// before the session's lock is let go, so no one sees an entry that
+    /// is not in the file.
+    pub fn flush_log(&self) {
+        if let Some(p) = &self.persisted {
+            p.flush();
+        }
+    }
+
     pub fn label(&self) -> &str {
         &self.view.state.meta.label
     }

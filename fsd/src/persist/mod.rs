@@ -375,6 +375,11 @@ impl Persisted {
         Box::new(wal::WalSink(self.wal.clone()))
     }
 
+    /// Writes what the entries stored since the last flush made.
+    pub fn flush(&self) {
+        self.wal.lock().expect("wal lock").flush();
+    }
+
     /// Why the log refuses to go on, if it does.
     pub fn failed(&self) -> Option<String> {
         self.wal.lock().expect("wal lock").failed.clone()

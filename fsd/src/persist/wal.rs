@@ -12,11 +12,12 @@
 //! one, and the header names the session, so another session's file is
 //! refused by name.
 //!
-//! A frame is written with one write(2) when its entry is stored (under
-//! the session's lock), so no reader of the log, follower or tool sees an
-//! entry before it is in the file; a process crash keeps everything
-//! written. A crash mid-write leaves at most a torn frame at the end of
-//! the last segment, which a restart cuts off.
+//! The frames of the entries one locked change stores are written with
+//! one write(2) before the session's lock is let go, so no reader of the
+//! log, follower or tool sees an entry before it is in the file, and a
+//! process crash keeps everything acknowledged. A crash mid-write leaves
+//! at most a torn frame at the end of the last segment, which a restart
+//! cuts off.
 
 use super::durable::Durable;
 use super::fault;
@@ -32,6 +33,8 @@ pub const MAGIC: &[u8; 8] = b"APEXWAL\0";
 pub const VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 8 + 4 + 16 + 8 + 8 + 4;
 const FRAME_HEAD: usize = 8;
+/// Frames held before they are written at once.
+const FLUSH_AT: usize = 1 << 20;
 /// Room kept past a request's own for the entries the daemon adds.
 const HEADROOM: u64 = 1 << 20;
 
@@ -232,20 +235,33 @@ impl Wal {
         &self.dir
     }
 
-    /// Writes the frame of one stored entry.
+    /// Frames one stored entry, to be written with the others the same
+    /// locked change stored (`flush`); a megabyte of them is written at
+    /// once.
     pub fn append(&mut self, shard: Shard, entry: &Entry) {
         if self.failed.is_some() {
             return;
         }
-        self.buf.clear();
         frame(self.header.salt, shard, entry, &mut self.buf);
+        if self.buf.len() >= FLUSH_AT {
+            self.flush();
+        }
+    }
+
+    /// Writes the frames appended since the last flush with one write(2).
+    /// Called before the session's lock is let go: no one sees an entry,
+    /// and nothing is acknowledged, before it is in the file.
+    pub fn flush(&mut self) {
+        if self.buf.is_empty() || self.failed.is_some() {
+            self.buf.clear();
+            return;
+        }
         let n = self.buf.len() as u64;
         if fault::crash_at(fault::MID_FRAME) {
-            let _ = self.file.write_all(&self.buf[..self.buf.len() / 2]);
+            let _ = self.file.write_all(&self.buf[..self.buf.len() / 2 + 1]);
             fault::crash();
         }
-        let written = self.file.write_all(&self.buf);
-        match written {
+        match self.file.write_all(&self.buf) {
             Ok(()) => {
                 self.len += n;
                 self.since_snapshot += n;
@@ -263,8 +279,9 @@ impl Wal {
                 self.failed = Some(why);
             }
         }
+        self.buf.clear();
         // A big entry's buffer is not kept.
-        if self.buf.capacity() > 1 << 20 {
+        if self.buf.capacity() > 2 * FLUSH_AT {
             self.buf = Vec::new();
         }
     }
@@ -273,6 +290,7 @@ impl Wal {
     /// new segment's number: every segment before it is covered by a
     /// snapshot of the state now.
     pub fn rotate(&mut self) -> Result<u64, StoreError> {
+        self.flush();
         let path = self.dir.join(segment_name(self.header.segment));
         self.file.sync_data().map_err(|e| StoreError::io(&path, e))?;
         let header = Header { uuid: self.uuid, segment: self.header.segment + 1, salt: (self.salts)() };
@@ -326,6 +344,13 @@ impl Wal {
         }
         self.reserved = upto;
         Ok(())
+    }
+}
+
+impl Drop for Wal {
+    /// Frames stored but not yet written (a change cut short) go too.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
