@@ -192,6 +192,32 @@ fn no_test_reads_outside_the_repository() {
 }
 
 #[test]
+fn every_test_s_daemon_keeps_nothing_or_a_temporary_state() {
+    // A test or benchmark that starts apexd (or a UI that starts one)
+    // says where its sessions go: nowhere (--ephemeral), a temporary
+    // --state, or a temporary XDG_STATE_HOME; never the user's directory.
+    let programs = [
+        ["CARGO_BIN_EXE_", "apexd"].concat(),
+        ["sibling(\"", "apexd\")"].concat(),
+        ["CARGO_BIN_EXE_", "apex-ui"].concat(),
+        ["apexd", "()"].concat(),
+    ];
+    let says = ["--ephemeral", "--state", "XDG_STATE_HOME"];
+    let tests = |p: &Path| p.components().any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "benches")));
+    for p in all_rust_files().into_iter().filter(|p| tests(p) && !p.ends_with("tidy.rs")) {
+        let text = std::fs::read_to_string(&p).unwrap();
+        let starts = |l: &str| l.contains("Command::new(") && programs.iter().any(|s| l.contains(s.as_str()));
+        if text.lines().any(starts) {
+            assert!(
+                says.iter().any(|s| text.contains(s)),
+                "{} starts apexd without --ephemeral, --state DIR or XDG_STATE_HOME: it would keep sessions in the user's state directory",
+                p.strip_prefix(root()).unwrap().display()
+            );
+        }
+    }
+}
+
+#[test]
 fn skips_are_said_out_loud() {
     // A test that cannot run says `SKIPPED: reason` past the harness's
     // capture, and fails under CI; a quiet eprintln is seen by nobody.

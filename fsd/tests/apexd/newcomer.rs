@@ -72,7 +72,7 @@ fn apexd_listens_on_loopback_only_and_says_why() {
     let dir = std::env::temp_dir().join(format!("apex-e2e-listen-{}", std::process::id()));
     for addr in ["tcp!0.0.0.0!5640", "tcp!192.168.1.1!5640", "tcp!example.com!5640"] {
         let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
-            .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), addr.as_ref()])
+            .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), addr.as_ref(), "--ephemeral".as_ref()])
             .stdout(Stdio::null())
             .output()
             .unwrap();

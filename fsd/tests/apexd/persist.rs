@@ -551,3 +551,36 @@ impl Drop for Unmount {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_sync_always_concurrent_writers_are_acknowledged_and_kept() {
+    let mut k = Kept::new("always");
+    k.start(&[], &["--sync", "always"]);
+    let (c, root) = k.client().await;
+    let b = new_buffer(&c, root).await;
+    let mut writers = Vec::new();
+    for w in 0..8 {
+        let (c, root) = k.client().await;
+        let path = format!("main/buffers/{b}/body");
+        writers.push(tokio::spawn(async move {
+            let mut acked = Vec::new();
+            for i in 0..25 {
+                if write(&c, root, &path, &format!("writer {w} line {i}\n")).await.is_ok() {
+                    acked.push(format!("writer {w} line {i}\n"));
+                }
+            }
+            acked
+        }));
+    }
+    let mut acked = Vec::new();
+    for w in writers {
+        acked.extend(tokio::time::timeout(Duration::from_secs(60), w).await.expect("no write hangs").unwrap());
+    }
+    assert_eq!(acked.len(), 200, "every write acknowledged");
+    drop(c);
+    k.kill9();
+    let kept = body(&k.replayed("main"), b);
+    for line in &acked {
+        assert!(kept.contains(line.as_str()), "{line:?} acknowledged, then lost");
+    }
+}

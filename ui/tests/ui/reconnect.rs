@@ -142,3 +142,36 @@ fn a_daemon_started_anew_gets_the_ui_s_typing_in_recovered() {
         errors(&mut r).filter(|shown| shown.contains("refused") && shown.contains("attached anew"))
     });
 }
+
+#[test]
+fn a_daemon_restarted_on_its_state_keeps_the_window_and_recovers_the_typing_it_never_had() {
+    let state = std::env::temp_dir().join(format!("apex-ui-kept-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let kept = ["--state", state.to_str().unwrap()];
+    let mut r = Rig::start_with("reconnect-kept", true, &kept);
+    let file = r.ns.join("notes.txt");
+    std::fs::write(&file, "text\n").unwrap();
+    let w = r.open(&file.display().to_string());
+    let at = r.point(w.window, 4, false);
+    r.click(1, at);
+    r.typed(" kept");
+    assert_eq!(r.served(w, "body"), "text kept\n", "acknowledged, so in the daemon's log");
+
+    let _ = r.daemon.kill();
+    let _ = r.daemon.wait();
+    r.lose_connection();
+    r.typed(" offline");
+    r.daemon = daemon(&r.ns, &kept);
+    r.reconnected();
+    // The restarted daemon brought the window back as it had it; what the
+    // UI typed while it was gone comes back in +Recovered.
+    assert_eq!(r.served(w, "body"), "text kept\n");
+    let recovered = Path::new(&file).with_file_name("+Recovered").display().to_string();
+    let line = wait_for(&format!("{recovered} in the index"), || {
+        windows(&r).lines().find(|l| l.split_whitespace().nth(5) == Some(recovered.as_str())).map(str::to_string)
+    });
+    let number = line.split_whitespace().next().unwrap();
+    let body = r.apex(&["read", &format!("main/acme/{number}/body")]);
+    assert!(body.contains("offline"), "{body:?}");
+    let _ = std::fs::remove_dir_all(&state);
+}

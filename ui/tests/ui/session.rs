@@ -64,7 +64,8 @@ pub(crate) fn daemon(ns: &std::path::Path, args: &[&str]) -> Child {
         .arg("--namespace")
         .arg(ns)
         .arg("-q")
-        .arg("--ephemeral")
+        // Nothing is kept unless a test names a state directory.
+        .args((!args.contains(&"--state")).then_some("--ephemeral"))
         .args(args)
         .stdout(Stdio::null())
         .stderr(log)
@@ -92,7 +93,7 @@ impl Rig {
     }
 
     /// [`Rig::start`] with more `apexd` arguments.
-    fn start_with(name: &str, local: bool, args: &[&str]) -> Rig {
+    pub(crate) fn start_with(name: &str, local: bool, args: &[&str]) -> Rig {
         let ns = namespace(name);
         let daemon = daemon(&ns, args);
         let rt = tokio::runtime::Runtime::new().unwrap();
