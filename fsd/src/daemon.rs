@@ -32,9 +32,12 @@ pub struct Daemon {
     epoch: std::time::Instant,
 }
 
-/// A snapshot the session's log is due, its state copied under the lock.
-fn snapshot_due(s: &Session) -> Option<SnapshotJob> {
-    s.persisted.as_ref().and_then(|p| p.snapshot_due(&s.view.state))
+/// A snapshot the session's log is due, its state copied under the lock;
+/// the entries it covers then leave memory (they are on disk).
+fn snapshot_due(s: &mut Session) -> Option<SnapshotJob> {
+    let job = s.persisted.as_ref().and_then(|p| p.snapshot_due(&s.view.state))?;
+    crate::attach::feed::compact_covered(s);
+    Some(job)
 }
 
 /// Writes a due snapshot on a blocking thread, no lock held.

@@ -148,6 +148,27 @@ fn fill(s: &mut Session, conn: ConnId) {
     c.sent.retain(|sh, _| log.shard(*sh).is_ok());
 }
 
+/// After a snapshot of the session's state went to its log's directory:
+/// drops the entries every connection has been sent, or, with none
+/// attached, every entry (the snapshot and the log on disk have them; a
+/// client attaching is welcomed with a snapshot). A shard someone reads
+/// the `entries` of keeps its own.
+pub fn compact_covered(s: &mut Session) {
+    if s.hub.conns.values().any(|c| c.attachment.is_some() && c.grace_until.is_none()) {
+        return compact(s);
+    }
+    let points: Vec<_> = s
+        .view
+        .log
+        .shards()
+        .filter(|(shard, log)| s.hub.entry_readers.get(shard).is_none_or(|n| *n == 0) && log.last() > log.base)
+        .map(|(shard, log)| (*shard, log.last()))
+        .collect();
+    for (shard, upto) in points {
+        let _ = s.view.log.compact(shard, upto);
+    }
+}
+
 /// Drops entries every connection has been sent.
 fn compact(s: &mut Session) {
     // A connection in its grace resumes from a snapshot: it holds nothing back.

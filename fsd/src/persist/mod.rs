@@ -39,7 +39,10 @@ pub enum StoreError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path} is in use by another apexd; stop it, or give this one --state DIR or --ephemeral")]
     Locked { path: PathBuf },
-    #[error("{path}: {why}")]
+    #[error(
+        "{path}: {why}; the session is not started (the log before it is gone): restore the file from a backup, \
+         or delete the session's directory to start without it"
+    )]
     Snapshot { path: PathBuf, why: String },
     #[error("{path}: {why}")]
     Registry { path: PathBuf, why: String },
