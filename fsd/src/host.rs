@@ -29,6 +29,9 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     let text = tokio::task::spawn_blocking(move || apex_ninep::files::read_utf8("get", &path))
         .await
         .map_err(|source| Error::Task { what: "get", source })??;
+    // The log makes room for the file's text first: a full disk refuses
+    // the Get unchanged.
+    daemon.reserve(session, text.len() as u64)?;
     let proposals = daemon.with_session(session, |s| {
         let buf = s.view.state.buffer(b)?;
         Ok::<_, Error>(exec::get_proposals(buf, b, &file, named, text))

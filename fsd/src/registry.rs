@@ -115,7 +115,16 @@ impl Registry {
     pub fn restore(&mut self, store: Store) -> Result<Restored, StoreError> {
         let mut restored = Restored::default();
         if let Some(mut state) = store.load_registry()? {
+            let mut forgotten = false;
             for (number, info) in state.sessions.clone() {
+                // A session whose directory was deleted by hand is gone.
+                if !store.session_dir(info.uuid.0).is_dir() {
+                    tracing::warn!(session = %info.name, "its directory is gone: the session is dropped");
+                    eprintln!("apexd: session {:?} dropped: its directory is gone", info.name);
+                    state.sessions.remove(&number);
+                    forgotten = true;
+                    continue;
+                }
                 match store.load_session(info.uuid.0) {
                     Ok((st, persisted, r)) => {
                         for said in &r.repairs {
@@ -152,6 +161,17 @@ impl Registry {
             }
             self.base = state.applied;
             self.state = state;
+            if forgotten {
+                store.save_registry(&self.saved(&self.state))?;
+            }
+            // Directories of sessions the registry does not name: a crash
+            // between making or deleting a session and saving the registry.
+            let known: Vec<[u8; 16]> =
+                self.state.sessions.values().chain(self.held_back.values()).map(|i| i.uuid.0).collect();
+            for dir in store.orphans(&known) {
+                tracing::warn!(dir = %dir.display(), "removing the directory of a session the registry does not name");
+                let _ = std::fs::remove_dir_all(&dir);
+            }
         }
         self.store = Some(store);
         Ok(restored)
@@ -210,10 +230,14 @@ impl Registry {
                     return Err(Error::HeldBack(name.clone()));
                 }
             }
+            // A fresh name is none a served or held-back session has.
+            let fresh =
+                || (1..).map(|n: u64| n.to_string()).find(|n| sim.by_name(n).is_none() && !self.is_held_back(n));
+            let fresh = fresh().expect("names are endless");
             let op = match c {
                 Command::New(name) => RegistryOp::SessionNew {
                     session: sim.next_session,
-                    name: name.clone().unwrap_or_else(|| sim.fresh_name()),
+                    name: name.clone().unwrap_or(fresh),
                     uuid: SessionUuid((self.mint)()),
                 },
                 Command::Del(name) => RegistryOp::SessionDel { session: number(name, &sim)? },

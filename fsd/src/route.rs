@@ -217,6 +217,9 @@ fn finish(s: &mut Session, p: impl Into<Waiter>, result: Outcome) {
         }
     }
     if let Some(reply) = p.reply.take() {
+        // The waiting request acknowledges as soon as it hears: the
+        // entries are in the log first.
+        s.flush_log();
         let _ = reply.send(result);
     }
 }

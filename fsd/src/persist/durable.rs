@@ -144,6 +144,11 @@ impl Durable {
 async fn syncer(durable: Weak<Durable>) {
     loop {
         let Some(d) = durable.upgrade() else { return };
+        // A sync that failed is not tried again: nothing more is
+        // acknowledged (`settled` says why) until the daemon restarts.
+        if d.failed().is_some() {
+            return;
+        }
         let d = match d.policy {
             SyncPolicy::Always => {
                 if *d.synced.borrow() >= d.written() {

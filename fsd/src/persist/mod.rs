@@ -41,7 +41,7 @@ pub enum StoreError {
     Locked { path: PathBuf },
     #[error(
         "{path}: {why}; the session is not started (the log before it is gone): restore the file from a backup, \
-         or delete the session's directory to start without it"
+         or delete the session's directory, and the session with it, at the next start"
     )]
     Snapshot { path: PathBuf, why: String },
     #[error("{path}: {why}")]
@@ -154,6 +154,18 @@ impl Store {
         Persisted::start(&dir, uuid, 0, self.options)
     }
 
+    /// Session directories whose uuid is not in `known`.
+    pub fn orphans(&self, known: &[[u8; 16]]) -> Vec<PathBuf> {
+        let named: Vec<PathBuf> = known.iter().map(|u| self.session_dir(*u)).collect();
+        std::fs::read_dir(self.root.join("sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && !named.contains(p))
+            .collect()
+    }
+
     /// Removes a deleted session's directory.
     pub fn remove_session(&self, uuid: [u8; 16]) {
         let dir = self.session_dir(uuid);
@@ -195,7 +207,8 @@ impl Store {
     pub fn load_session(&self, uuid: [u8; 16]) -> Result<(State, Persisted, Restored), StoreError> {
         let dir = self.session_dir(uuid);
         let (state, restored) = replay(&dir, uuid, Repair::Fix { salvage: self.options.salvage })?;
-        let next = restored.last_segment.map_or(0, |n| n + 1);
+        // Past every segment read and every one the snapshot covers.
+        let next = restored.last_segment.map_or(0, |n| n + 1).max(restored.from_segment);
         let persisted = Persisted::start(&dir, uuid, next, self.options)?;
         Ok((state, persisted, restored))
     }
@@ -235,6 +248,8 @@ pub struct Restored {
     pub snapshot: bool,
     /// The highest segment read.
     pub last_segment: Option<u64>,
+    /// The first segment the snapshot does not cover (0 without one).
+    pub from_segment: u64,
     /// What was cut off or moved aside, said for the log.
     pub repairs: Vec<String>,
 }
@@ -264,6 +279,7 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
         }
         false => (State::new(), 0),
     };
+    restored.from_segment = from;
     let segments = wal::segments(dir)?;
     let last = segments.last().map(|(n, _)| *n);
     for (i, (n, path)) in segments.iter().enumerate() {
@@ -275,6 +291,17 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
             continue;
         }
         let bytes = std::fs::read(path).map_err(|e| StoreError::io(path, e))?;
+        let is_last = Some(*n) == last;
+        // A crash while a segment was being started leaves less than its
+        // header: nothing was ever written to it.
+        if is_last && bytes.len() < wal::HEADER_LEN {
+            let said = format!("{}: removed a segment cut short in its header ({} bytes)", path.display(), bytes.len());
+            if let Repair::Fix { .. } = repair {
+                let _ = std::fs::remove_file(path);
+            }
+            restored.repairs.push(said);
+            break;
+        }
         let header = Header::decode(&bytes).map_err(|why| StoreError::Segment { path: path.clone(), why })?;
         if header.uuid != uuid {
             let why = "it belongs to another session (its header's uuid differs)".to_string();
@@ -295,7 +322,6 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
         });
         restored.segments += 1;
         restored.last_segment = Some(*n);
-        let is_last = Some(*n) == last;
         match ending {
             Ending::Clean => {}
             Ending::Torn { offset, why } if is_last => {
@@ -460,5 +486,29 @@ impl SnapshotJob {
             Err(e) => tracing::error!(error = %e, "snapshot not written; the log is kept whole"),
         }
         self.snapshotting.store(false, std::sync::atomic::Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restart_writes_past_every_segment_its_snapshot_covers() {
+        let root = std::env::temp_dir().join(format!("apex-persist-numbering-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let store = Store::open(&root, Options::default()).unwrap();
+        let uuid = [5; 16];
+        let dir = store.session_dir(uuid);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A snapshot covering segments 0..5, and no segment after it (the
+        // crash came as segment 5 was started).
+        snapshot::write(&dir, uuid, 5, &State::new()).unwrap();
+        let (_, persisted, restored) = store.load_session(uuid).unwrap();
+        assert_eq!(restored.from_segment, 5);
+        let segment = persisted.wal.lock().unwrap().segment();
+        assert!(segment >= 5, "segment {segment} would be taken for covered, and deleted, at the next restart");
+        drop(persisted);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

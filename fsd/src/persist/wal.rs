@@ -301,6 +301,9 @@ impl Wal {
         self.len = HEADER_LEN as u64;
         self.reserved = HEADER_LEN as u64;
         self.since_snapshot = 0;
+        // The room the writes already accepted may still need; a full disk
+        // is found by the next request's reservation.
+        let _ = self.reserve(0);
         Ok(header.segment)
     }
 
@@ -309,8 +312,8 @@ impl Wal {
     /// their writes find space; refuses, changing nothing, when the disk
     /// has none.
     pub fn reserve(&mut self, bytes: u64) -> Result<(), String> {
-        if let Some(why) = &self.failed {
-            return Err(why.clone());
+        if let Some(why) = self.failed.clone().or_else(|| self.durable.failed()) {
+            return Err(why);
         }
         let need = self.len + 2 * bytes + HEADROOM;
         if need <= self.reserved {
@@ -378,8 +381,12 @@ fn start_segment(dir: &Path, header: &Header) -> Result<File, StoreError> {
         .mode(0o600)
         .open(&path)
         .map_err(|e| StoreError::io(&path, e))?;
-    file.write_all(&header.encode()).map_err(|e| StoreError::io(&path, e))?;
-    file.sync_data().map_err(|e| StoreError::io(&path, e))?;
+    let started = file.write_all(&header.encode()).and_then(|_| file.sync_data());
+    if let Err(e) = started {
+        // No half-made segment is left to stop a restart.
+        let _ = std::fs::remove_file(&path);
+        return Err(StoreError::io(&path, e));
+    }
     super::sync_dir(dir)?;
     Ok(file)
 }

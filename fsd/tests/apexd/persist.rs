@@ -155,9 +155,13 @@ async fn sessions_come_back_after_a_clean_stop_and_after_kill_9_and_a_deleted_on
     let mode = std::fs::metadata(&k.state).unwrap().permissions();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700, "the state directory is private");
 
-    // A clean stop, then a start: everything as it was.
+    // A clean stop, then a start: everything as it was (and a directory a
+    // crash left for a session never registered is removed).
     k.stop();
+    let orphan = k.state.join("sessions").join("00000000-0000-4000-8000-000000000000");
+    std::fs::create_dir_all(&orphan).unwrap();
     k.start(&[], &[]);
+    assert!(!orphan.exists(), "an unregistered session's directory is removed");
     let (c, root) = k.client().await;
     assert_eq!(text(read(&c, root, "main/id").await.unwrap()), id, "the same uuid");
     assert_eq!(text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap()), "kept across restarts\n");
@@ -494,6 +498,42 @@ async fn a_truncated_snapshot_stops_its_session_with_the_file_named() {
     assert!(said.contains(&snap.display().to_string()) && said.contains("truncated"), "{said}");
     let (c, root) = k.client().await;
     assert!(read(&c, root, "main/id").await.is_err());
+    drop(c);
+    k.stop();
+    // As the message says: its directory deleted, the session goes, and
+    // the next start makes a fresh main.
+    std::fs::remove_dir_all(snap.parent().unwrap()).unwrap();
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    assert!(read(&c, root, &format!("main/buffers/{b}/body")).await.is_err(), "a fresh main");
+    assert!(!text(read(&c, root, "main/id").await.unwrap()).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_segment_cut_short_in_its_header_is_removed_and_the_session_starts() {
+    let mut k = Kept::new("header");
+    k.start(&[], &["--snapshot-bytes", "2000"]);
+    let (c, root) = k.client().await;
+    let b = lines(&c, root, 60).await;
+    drop(c);
+    k.stop();
+    let dir = k.session_dir("main");
+    assert!(dir.join("snapshot").exists());
+    // A crash while the next segment was started: a few bytes of header.
+    let last = segments(&dir).pop().unwrap();
+    let bytes = std::fs::read(&last).unwrap();
+    let n = apex_fsd::persist::wal::Header::decode(&bytes).unwrap().segment;
+    std::fs::write(dir.join(apex_fsd::persist::wal::segment_name(n + 1)), &bytes[..10]).unwrap();
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    write(&c, root, &format!("main/buffers/{b}/body"), "after\n").await.unwrap();
+    drop(c);
+    k.kill9();
+    assert!(k.said().contains("cut short in its header"), "{}", k.said());
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    let kept = text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap());
+    assert!(kept.ends_with("line 59\nafter\n"), "{kept:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
