@@ -74,6 +74,33 @@ fn windows(r: &Rig) -> String {
     r.apex(&["read", "main/acme/index"])
 }
 
+/// Types " kept" into a file's window (the daemon has it), kills the
+/// daemon, and types " offline" while it is gone; the file and window.
+fn typed_then_daemon_gone(r: &mut Rig) -> (PathBuf, crate::session::Win) {
+    let file = r.ns.join("notes.txt");
+    std::fs::write(&file, "text\n").unwrap();
+    let w = r.open(&file.display().to_string());
+    let at = r.point(w.window, 4, false);
+    r.click(1, at);
+    r.typed(" kept");
+    assert_eq!(r.served(w, "body"), "text kept\n", "acknowledged, so in the daemon's log");
+    let _ = r.daemon.kill();
+    let _ = r.daemon.wait();
+    r.lose_connection();
+    r.typed(" offline");
+    (file, w)
+}
+
+/// The body of the `+Recovered` window beside `file`, once it is there.
+fn recovered(r: &Rig, file: &Path) -> String {
+    let name = file.with_file_name("+Recovered").display().to_string();
+    let line = wait_for(&format!("{name} in the index"), || {
+        windows(r).lines().find(|l| l.split_whitespace().nth(5) == Some(name.as_str())).map(str::to_string)
+    });
+    let number = line.split_whitespace().next().unwrap();
+    r.apex(&["read", &format!("main/acme/{number}/body")])
+}
+
 #[test]
 fn a_dropped_connection_resumes_the_attachment_and_loses_nothing() {
     let mut r = Rig::start("reconnect-resume", true);
@@ -109,18 +136,7 @@ fn a_dropped_connection_resumes_the_attachment_and_loses_nothing() {
 #[test]
 fn a_daemon_started_anew_gets_the_ui_s_typing_in_recovered() {
     let mut r = Rig::start("reconnect-restart", true);
-    let file = r.ns.join("notes.txt");
-    std::fs::write(&file, "text\n").unwrap();
-    let w = r.open(&file.display().to_string());
-    let at = r.point(w.window, 4, false);
-    r.click(1, at);
-    r.typed(" kept");
-    assert_eq!(r.served(w, "body"), "text kept\n");
-
-    let _ = r.daemon.kill();
-    let _ = r.daemon.wait();
-    r.lose_connection();
-    r.typed(" offline");
+    let (file, w) = typed_then_daemon_gone(&mut r);
     // Bad requests while it is gone are refused at once, not hung.
     let put = apex_core::exec::Host::put(&mut r.ui().host, w.body, None);
     assert!(put.is_err_and(|e| e.to_string().contains("not connected")), "Put needs the daemon");
@@ -129,12 +145,7 @@ fn a_daemon_started_anew_gets_the_ui_s_typing_in_recovered() {
     r.reconnected();
     // The new daemon's session never had that window: the UI's text
     // comes back as a dirty +Recovered window beside the file's name.
-    let recovered = Path::new(&file).with_file_name("+Recovered").display().to_string();
-    let line = wait_for(&format!("{recovered} in the index"), || {
-        windows(&r).lines().find(|l| l.split_whitespace().nth(5) == Some(recovered.as_str())).map(str::to_string)
-    });
-    let number = line.split_whitespace().next().unwrap();
-    let body = r.apex(&["read", &format!("main/acme/{number}/body")]);
+    let body = recovered(&r, &file);
     assert!(body.contains("text kept offline\n"), "{body:?}");
     // The daemon said why, in +Errors (it arrives as the UI catches up).
     wait_for("the refused resume in +Errors", || {
@@ -149,29 +160,13 @@ fn a_daemon_restarted_on_its_state_keeps_the_window_and_recovers_the_typing_it_n
     let _ = std::fs::remove_dir_all(&state);
     let kept = ["--state", state.to_str().unwrap()];
     let mut r = Rig::start_with("reconnect-kept", true, &kept);
-    let file = r.ns.join("notes.txt");
-    std::fs::write(&file, "text\n").unwrap();
-    let w = r.open(&file.display().to_string());
-    let at = r.point(w.window, 4, false);
-    r.click(1, at);
-    r.typed(" kept");
-    assert_eq!(r.served(w, "body"), "text kept\n", "acknowledged, so in the daemon's log");
-
-    let _ = r.daemon.kill();
-    let _ = r.daemon.wait();
-    r.lose_connection();
-    r.typed(" offline");
+    let (file, w) = typed_then_daemon_gone(&mut r);
     r.daemon = daemon(&r.ns, &kept);
     r.reconnected();
     // The restarted daemon brought the window back as it had it; what the
     // UI typed while it was gone comes back in +Recovered.
     assert_eq!(r.served(w, "body"), "text kept\n");
-    let recovered = Path::new(&file).with_file_name("+Recovered").display().to_string();
-    let line = wait_for(&format!("{recovered} in the index"), || {
-        windows(&r).lines().find(|l| l.split_whitespace().nth(5) == Some(recovered.as_str())).map(str::to_string)
-    });
-    let number = line.split_whitespace().next().unwrap();
-    let body = r.apex(&["read", &format!("main/acme/{number}/body")]);
+    let body = recovered(&r, &file);
     assert!(body.contains("offline"), "{body:?}");
     let _ = std::fs::remove_dir_all(&state);
 }
