@@ -177,7 +177,6 @@ async fn run() -> anyhow::Result<()> {
     anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
     let listen: Vec<std::net::SocketAddr> = args.listen.iter().map(|l| parse_tcp(l)).collect::<Result<_, _>>()?;
     let dir = apex_ninep::ns::namespace_dir(args.namespace.as_deref());
-    let unix = apex_fsd::post::post(&dir, "apex")?;
     let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
     anyhow::ensure!(
         args.resume_grace.is_finite() && args.resume_grace >= 0.0,
@@ -211,6 +210,9 @@ async fn run() -> anyhow::Result<()> {
             );
         }
     }
+    // Posted once the state directory is ours and read: a second daemon
+    // on it, refused, leaves no socket behind.
+    let unix = apex_fsd::post::post(&dir, "apex")?;
     for name in std::iter::once(args.session.as_str()).chain(args.acme.as_deref()) {
         // A session kept but not brought back keeps its name (said above).
         if registry.by_name(name).is_none() && !registry.is_held_back(name) {

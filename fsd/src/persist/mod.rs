@@ -35,8 +35,9 @@ use wal::{Ending, Header, Wal};
 /// Why the state directory could not be used; each names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    /// (The error is said in the text, not chained: a user reads it once.)
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path} is in use by another apexd; stop it, or give this one --state DIR or --ephemeral")]
     Locked { path: PathBuf },
     #[error(
@@ -57,8 +58,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub fn io(path: &Path, source: std::io::Error) -> StoreError {
-        StoreError::Io { path: path.to_path_buf(), source }
+    pub fn io(path: &Path, error: std::io::Error) -> StoreError {
+        StoreError::Io { path: path.to_path_buf(), error }
     }
 }
 

@@ -152,6 +152,19 @@ async fn sessions_come_back_after_a_clean_stop_and_after_kill_9_and_a_deleted_on
     drop(c);
     let scratch = k.session_dir("scratch");
     assert!(scratch.is_dir());
+    // A second daemon on the same state directory is refused, and leaves
+    // no socket behind.
+    let other = k.ns.with_file_name("ns2");
+    let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .arg("--namespace")
+        .arg(&other)
+        .arg("--state")
+        .arg(&k.state)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("in use by another apexd"), "{said}");
+    assert!(!other.join("apex").exists(), "no socket left by the refused daemon");
     let mode = std::fs::metadata(&k.state).unwrap().permissions();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700, "the state directory is private");
 
