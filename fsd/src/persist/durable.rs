@@ -62,10 +62,6 @@ impl Durable {
         d
     }
 
-    pub fn policy(&self) -> SyncPolicy {
-        self.policy
-    }
-
     /// Why the log refuses to go on, if it does.
     pub fn failed(&self) -> Option<String> {
         self.failed.lock().expect("durable lock").clone()

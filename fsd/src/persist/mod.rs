@@ -138,10 +138,6 @@ impl Store {
         Ok(Store { root: root.to_path_buf(), options, _lock: lock })
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Session `uuid`'s directory.
     pub fn session_dir(&self, uuid: [u8; 16]) -> PathBuf {
         session_dir(&self.root, uuid)
@@ -246,7 +242,8 @@ pub fn load_registry(root: &Path) -> Result<Option<registry::Registry>, StoreErr
 pub struct Restored {
     pub entries: u64,
     pub segments: u64,
-    pub snapshot: bool,
+    /// The snapshot's stored hash, if there was one (a check verified it).
+    pub snapshot: Option<[u8; 32]>,
     /// The highest segment read.
     pub last_segment: Option<u64>,
     /// The first segment the snapshot does not cover (0 without one).
@@ -275,7 +272,7 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
     let (mut state, from) = match snap.exists() {
         true => {
             let s = snapshot::read(&snap, uuid, repair == Repair::Nothing)?;
-            restored.snapshot = true;
+            restored.snapshot = Some(s.hash);
             (s.state, s.from_segment)
         }
         false => (State::new(), 0),
