@@ -75,6 +75,10 @@ pub enum Reject {
     TermRows { top: u32, end: u32, rows: u16 },
     #[error("term size {cols}x{rows} is not allowed (1..=4096 each)")]
     TermSize { cols: u16, rows: u16 },
+    #[error("a scrollback of {limit} rows is over the limit of {max}")]
+    TermScrollback { limit: u32, max: u32 },
+    #[error("term rows do not unpack: {why}")]
+    TermPacked { why: String },
     #[error("the session's identity is set already")]
     IdentitySet,
     #[error("attachment {0} exists already")]

@@ -43,6 +43,7 @@
 
 pub mod addr;
 pub mod buf;
+pub mod bytes;
 pub mod cols;
 pub mod dump;
 pub mod ecmd;
@@ -50,6 +51,7 @@ pub mod edit;
 pub mod entry;
 pub mod error;
 pub mod exec;
+pub mod grid;
 pub mod id;
 pub mod layout;
 pub mod lease;
@@ -59,6 +61,7 @@ pub mod make;
 pub mod meta;
 pub mod node;
 pub mod op;
+pub mod packed;
 pub mod plumb;
 pub mod propose;
 pub mod registry;

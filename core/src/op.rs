@@ -208,23 +208,11 @@ pub enum LayoutOp {
 /// Ops on a term shard: the grid a daemon-side emulator produced.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TermOp {
-    /// First entry: a grid of `rows` by `cols` running `command` in `dir`.
-    Create { cols: u16, rows: u16, command: String, dir: String },
-    /// The grid changed size; lines are cut or padded.
-    Resize { cols: u16, rows: u16 },
-    /// Lines from `top` down were redrawn with this text.
-    Lines { top: u16, lines: Vec<String> },
-    /// The grid scrolled up by `scrolled.len()` rows; those rows (their
-    /// final text) go to the scrollback and blank rows appear at the bottom.
-    Scroll { scrolled: Vec<String> },
-    /// The cursor moved.
-    Cursor { row: u16, col: u16, visible: bool },
-    /// Terminal modes changed (application cursor keys, bracketed paste...).
-    Modes { bits: u32 },
-    /// The window title changed.
-    Title { title: String },
-    /// The process on the pty exited.
-    Exit { status: i32 },
+    /// First entry: a grid of `rows` by `cols` running `command` in `dir`,
+    /// keeping `scrollback` rows that scroll off.
+    Create { cols: u16, rows: u16, scrollback: u32, command: String, dir: String },
+    /// What changed since the last update (boxed: entries stay small).
+    Update(Box<crate::term::TermUpdate>),
 }
 
 /// What kind of party an attachment is.

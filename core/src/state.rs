@@ -141,11 +141,11 @@ impl State {
 
     fn apply_term(&mut self, id: TermId, op: &TermOp) -> Result<()> {
         let shard = Shard::Term(id);
-        if let TermOp::Create { cols, rows, command, dir } = op {
+        if let TermOp::Create { cols, rows, scrollback, command, dir } = op {
             if self.terms.contains_key(&id) {
                 return Err(Reject::Created { shard });
             }
-            self.terms.insert(id, Term::new(*cols, *rows, command.clone(), dir.clone())?);
+            self.terms.insert(id, Term::new(*cols, *rows, *scrollback, command.clone(), dir.clone())?);
             return Ok(());
         }
         self.terms.get_mut(&id).ok_or(Reject::NotCreated { shard })?.apply(op)

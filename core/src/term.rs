@@ -1,22 +1,47 @@
 //! `Term`: the state of one term shard, the grid a daemon-side terminal
 //! emulator produced.
 //!
-//! The pty and the VT parser run only where the daemon runs; what reaches
-//! the shard is already a grid diff (changed lines, scrolled-off rows, the
-//! cursor, modes), so every replica's apply stays small and pure.
+//! The pty and the VT emulator run only where the daemon runs; what
+//! reaches the shard is already a grid diff ([`TermUpdate`]: rows that
+//! scrolled off, rows redrawn, the cursor, modes, title, bells, size,
+//! exit), so every replica's apply stays small, pure and independent of
+//! the emulator.
 
 use crate::error::{Reject, Result};
+use crate::grid::{Cursor, Row};
 use crate::op::TermOp;
+use crate::packed::{Packed, RowChanges};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// Rows of scrollback each terminal keeps.
-pub const SCROLLBACK_LIMIT: usize = 10_000;
+/// Rows of scrollback a terminal keeps unless it was made with another
+/// limit.
+pub const SCROLLBACK_LIMIT: u32 = 10_000;
+/// The most scrollback a terminal may be made with.
+pub const SCROLLBACK_MAX: u32 = 1_000_000;
 /// Largest grid side accepted.
 pub const MAX_SIDE: u16 = 4096;
 /// The exit status of a terminal whose process ended with the daemon (a
 /// restarted daemon brings back its screen and scrollback, not its pty).
 pub const ENDED_WITH_DAEMON: i32 = -1;
+
+/// One update of a terminal: what changed since the last, applied in
+/// this order (size, rows, cursor, modes, title, bells, exit).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TermUpdate {
+    /// The new size, `(cols, rows)`: rows are cut or padded at the bottom.
+    pub size: Option<(u16, u16)>,
+    /// Rows scrolled off and rows redrawn.
+    pub rows: Packed,
+    pub cursor: Option<Cursor>,
+    /// [`crate::grid::mode`] bits.
+    pub modes: Option<u32>,
+    pub title: Option<String>,
+    /// Bells rung since the last update.
+    pub bells: u32,
+    /// The process exited with this status (a signal's is 128 + its number).
+    pub exit: Option<i32>,
+}
 
 /// A terminal's screen and what scrolled off it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,14 +50,17 @@ pub struct Term {
     pub dir: String,
     pub cols: u16,
     pub rows: u16,
-    /// Exactly `rows` lines, top first.
-    pub grid: Vec<String>,
-    /// Rows that scrolled off the top, oldest first.
-    pub scrollback: VecDeque<String>,
-    pub cursor: (u16, u16),
-    pub cursor_visible: bool,
+    /// Exactly `rows` rows, top first.
+    pub grid: Vec<Row>,
+    /// Rows that scrolled off the top, oldest first, at most `limit`.
+    pub scrollback: VecDeque<Row>,
+    pub limit: u32,
+    /// Rows that ever scrolled off, evicted ones included.
+    pub scrolled: u64,
+    pub cursor: Cursor,
     pub modes: u32,
     pub title: String,
+    pub bells: u64,
     /// The exit status, once the process has exited.
     pub exit: Option<i32>,
 }
@@ -44,21 +72,40 @@ fn check_size(cols: u16, rows: u16) -> Result<()> {
     }
 }
 
+/// A grid of `rows` rows made `new_rows` high: cut or padded at the
+/// bottom (the emulator has already scrolled what it keeps).
+pub fn resize_grid(grid: &mut Vec<Row>, new_rows: u16) {
+    grid.resize(new_rows as usize, Row::default());
+}
+
+/// A grid moved up by `n` rows (at most its height), blank rows coming in
+/// at the bottom.
+pub fn scroll_grid(grid: &mut Vec<Row>, n: usize) {
+    let rows = grid.len();
+    grid.drain(..n.min(rows));
+    grid.resize(rows, Row::default());
+}
+
 impl Term {
     /// A blank grid; `Create`'s work.
-    pub fn new(cols: u16, rows: u16, command: String, dir: String) -> Result<Term> {
+    pub fn new(cols: u16, rows: u16, limit: u32, command: String, dir: String) -> Result<Term> {
         check_size(cols, rows)?;
+        if limit > SCROLLBACK_MAX {
+            return Err(Reject::TermScrollback { limit, max: SCROLLBACK_MAX });
+        }
         Ok(Term {
             command,
             dir,
             cols,
             rows,
-            grid: vec![String::new(); rows as usize],
+            grid: vec![Row::default(); rows as usize],
             scrollback: VecDeque::new(),
-            cursor: (0, 0),
-            cursor_visible: true,
-            modes: 0,
+            limit,
+            scrolled: 0,
+            cursor: Cursor::default(),
+            modes: crate::grid::mode::LINE_WRAP,
             title: String::new(),
+            bells: 0,
             exit: None,
         })
     }
@@ -66,56 +113,75 @@ impl Term {
     /// Applies an op other than `Create`; on error the term is unchanged.
     pub fn apply(&mut self, op: &TermOp) -> Result<()> {
         match op {
-            TermOp::Create { .. } => {}
-            TermOp::Resize { cols, rows } => {
-                check_size(*cols, *rows)?;
-                self.cols = *cols;
-                self.rows = *rows;
-                self.grid.resize(*rows as usize, String::new());
-                self.cursor.0 = self.cursor.0.min(rows - 1);
-                self.cursor.1 = self.cursor.1.min(cols - 1);
-            }
-            TermOp::Lines { top, lines } => {
-                let end = *top as u32 + lines.len() as u32;
-                if end > self.rows as u32 {
-                    return Err(Reject::TermRows { top: *top as u32, end, rows: self.rows });
-                }
-                for (row, line) in self.grid[*top as usize..end as usize].iter_mut().zip(lines) {
-                    row.clone_from(line);
-                }
-            }
-            TermOp::Scroll { scrolled } => {
-                let n = scrolled.len().min(self.rows as usize);
-                self.grid.drain(..n);
-                self.grid.resize(self.rows as usize, String::new());
-                for line in scrolled {
-                    if self.scrollback.len() == SCROLLBACK_LIMIT {
-                        self.scrollback.pop_front();
-                    }
-                    self.scrollback.push_back(line.clone());
-                }
-            }
-            TermOp::Cursor { row, col, visible } => {
-                if *row >= self.rows || *col >= self.cols {
-                    return Err(Reject::TermRows { top: *row as u32, end: *row as u32 + 1, rows: self.rows });
-                }
-                self.cursor = (*row, *col);
-                self.cursor_visible = *visible;
-            }
-            TermOp::Modes { bits } => self.modes = *bits,
-            TermOp::Title { title } => self.title.clone_from(title),
-            TermOp::Exit { status } => self.exit = Some(*status),
+            TermOp::Create { .. } => Ok(()),
+            TermOp::Update(u) => self.update(u),
+        }
+    }
+
+    fn update(&mut self, u: &TermUpdate) -> Result<()> {
+        // Checked whole first: a refused update changes nothing.
+        let (cols, rows) = u.size.unwrap_or((self.cols, self.rows));
+        check_size(cols, rows)?;
+        let RowChanges { scrolled, lines } = u.rows.unpack()?;
+        if let Some((top, _)) = lines.iter().find(|(top, _)| *top >= rows) {
+            return Err(Reject::TermRows { top: *top as u32, end: *top as u32 + 1, rows });
+        }
+        if !scrolled.iter().chain(lines.iter().map(|(_, r)| r)).all(Row::is_well_formed) {
+            return Err(Reject::TermPacked { why: "a row styles more chars than it has".into() });
+        }
+        if let Some(c) = u.cursor.filter(|c| c.row >= rows || c.col >= cols) {
+            return Err(Reject::TermRows { top: c.row as u32, end: c.row as u32 + 1, rows });
+        }
+        self.cols = cols;
+        self.rows = rows;
+        resize_grid(&mut self.grid, rows);
+        self.cursor.row = self.cursor.row.min(rows - 1);
+        self.cursor.col = self.cursor.col.min(cols - 1);
+        scroll_grid(&mut self.grid, scrolled.len());
+        self.scrolled += scrolled.len() as u64;
+        self.scrollback.extend(scrolled);
+        let over = self.scrollback.len().saturating_sub(self.limit as usize);
+        self.scrollback.drain(..over);
+        for (top, row) in lines {
+            self.grid[top as usize] = row;
+        }
+        if let Some(c) = u.cursor {
+            self.cursor = c;
+        }
+        if let Some(m) = u.modes {
+            self.modes = m;
+        }
+        if let Some(t) = &u.title {
+            self.title.clone_from(t);
+        }
+        self.bells += u.bells as u64;
+        if let Some(status) = u.exit {
+            self.exit = Some(status);
         }
         Ok(())
     }
 
     /// The grid as text, one line per row (the `screen` file).
     pub fn screen(&self) -> String {
-        let mut s = String::new();
-        for line in &self.grid {
-            s.push_str(line);
-            s.push('\n');
-        }
-        s
+        lines(self.grid.iter())
     }
+
+    /// The scrollback as text, oldest row first (the `scrollback` file).
+    pub fn scrollback_text(&self) -> String {
+        lines(self.scrollback.iter())
+    }
+
+    /// Scrollback then screen (the `text` file, what grep and Look see).
+    pub fn text(&self) -> String {
+        lines(self.scrollback.iter().chain(self.grid.iter()))
+    }
+}
+
+fn lines<'a>(rows: impl Iterator<Item = &'a Row>) -> String {
+    let mut s = String::new();
+    for row in rows {
+        s.push_str(&row.text);
+        s.push('\n');
+    }
+    s
 }

@@ -58,6 +58,12 @@ pub enum Unfit {
     NotADirectory(String),
     #[error("kill: no process {0} in this session (see meta/processes)")]
     NoProcess(u64),
+    #[error("a terminal's size is 1 to 4096 columns and rows (term -s 80x24, resize 80 24)")]
+    TermSize,
+    #[error("no signal {0:?}; name one of HUP INT QUIT KILL USR1 USR2 PIPE ALRM TERM CONT STOP TSTP TTIN TTOU WINCH")]
+    NoSignal(String),
+    #[error("term: a scrollback of {0} rows is over the limit of 1000000")]
+    TermScrollback(u64),
 }
 
 impl From<CtlError> for String {
@@ -77,8 +83,13 @@ pub enum Arg {
     Number(&'static str),
     /// A flag and its number (`-v VERSION`), or nothing.
     Flag(&'static str, &'static str),
+    /// A flag and its word (`-d DIR`), or nothing. Flags next to each
+    /// other in a table may come in any order.
+    FlagWord(&'static str, &'static str),
     /// The rest of the line, spaces and all; not empty.
     Rest(&'static str),
+    /// The rest of the line, or nothing.
+    RestOptional(&'static str),
 }
 
 /// What an argument was.
@@ -129,8 +140,8 @@ fn verb_usage<T>(v: &Verb<T>) -> String {
         out.push_str(&match a {
             Arg::Word(n) | Arg::Number(n) => n.to_string(),
             Arg::Rest(n) => n.to_string(),
-            Arg::Optional(n) => format!("[{n}]"),
-            Arg::Flag(f, n) => format!("[{f} {n}]"),
+            Arg::Optional(n) | Arg::RestOptional(n) => format!("[{n}]"),
+            Arg::Flag(f, n) | Arg::FlagWord(f, n) => format!("[{f} {n}]"),
         });
     }
     out
@@ -168,29 +179,47 @@ pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, CtlError> {
     let number = |got: String, what: &'static str| -> Result<u64, CtlError> {
         got.parse().map_err(|_| CtlError::NotANumber { verb: name, what, got, usage: verb_usage(verb) })
     };
-    let mut values = Vec::new();
-    for arg in verb.args {
-        values.push(match *arg {
+    let mut values = vec![Value::Absent; verb.args.len()];
+    let mut i = 0;
+    while i < verb.args.len() {
+        let arg = verb.args[i];
+        let flag_of = |a: &Arg| match *a {
+            Arg::Flag(f, w) | Arg::FlagWord(f, w) => Some((f, w, matches!(a, Arg::Flag(..)))),
+            _ => None,
+        };
+        if flag_of(&arg).is_some() {
+            // A run of flags, taken in any order, each once.
+            let run = verb.args[i..].iter().take_while(|a| flag_of(a).is_some()).count();
+            loop {
+                let mut peek = rest;
+                let Some(w) = next_word(&mut peek) else { break };
+                let Some(k) = (i..i + run).find(|k| flag_of(&verb.args[*k]).is_some_and(|(f, _, _)| f == w)) else {
+                    break;
+                };
+                if values[k] != Value::Absent {
+                    break;
+                }
+                let (flag, what, numeric) = flag_of(&verb.args[k]).expect("a flag");
+                rest = peek;
+                let w = next_word(&mut rest).ok_or_else(|| CtlError::Missing {
+                    verb: format!("{name} {flag}"),
+                    what,
+                    usage: verb_usage(verb),
+                })?;
+                values[k] = match numeric {
+                    true => Value::Number(number(w, what)?),
+                    false => Value::Word(w),
+                };
+            }
+            i += run;
+            continue;
+        }
+        values[i] = match arg {
             Arg::Word(what) => Value::Word(next_word(&mut rest).ok_or_else(|| missing(what))?),
             Arg::Optional(_) => next_word(&mut rest).map_or(Value::Absent, Value::Word),
             Arg::Number(what) => {
                 let w = next_word(&mut rest).ok_or_else(|| missing(what))?;
                 Value::Number(number(w, what)?)
-            }
-            Arg::Flag(flag, what) => {
-                let mut peek = rest;
-                match next_word(&mut peek) {
-                    Some(w) if w == flag => {
-                        rest = peek;
-                        let w = next_word(&mut rest).ok_or_else(|| CtlError::Missing {
-                            verb: format!("{name} {flag}"),
-                            what,
-                            usage: verb_usage(verb),
-                        })?;
-                        Value::Number(number(w, what)?)
-                    }
-                    _ => Value::Absent,
-                }
             }
             Arg::Rest(what) => {
                 let r = std::mem::take(&mut rest).trim();
@@ -199,7 +228,13 @@ pub fn parse_line<T>(table: &[Verb<T>], line: &str) -> Result<T, CtlError> {
                 }
                 Value::Word(r.to_string())
             }
-        });
+            Arg::RestOptional(_) => match std::mem::take(&mut rest).trim() {
+                "" => Value::Absent,
+                r => Value::Word(r.to_string()),
+            },
+            Arg::Flag(..) | Arg::FlagWord(..) => unreachable!("flags are taken above"),
+        };
+        i += 1;
     }
     if let Some(extra) = next_word(&mut rest) {
         return Err(CtlError::TooMany { verb: name, extra, usage: verb_usage(verb) });
@@ -262,8 +297,15 @@ pub fn parse_prefix<T>(table: &[Verb<T>], text: &str, bad: &'static str) -> Resu
 mod tests {
     use super::*;
 
+    const TERM: &[Verb<Msg>] = &[Verb {
+        name: "term",
+        args: &[Arg::FlagWord("-d", "DIR"), Arg::FlagWord("-s", "SIZE"), Arg::RestOptional("COMMAND")],
+        make: |v| Msg::Term(v[0].optional(), v[1].optional(), v[2].optional()),
+    }];
+
     #[derive(Debug, PartialEq)]
     enum Msg {
+        Term(Option<String>, Option<String>, Option<String>),
         Put(Option<u64>, Option<String>),
         Exec(String, String),
         Kill(u64),
@@ -296,6 +338,18 @@ mod tests {
         assert_eq!(p("exec /  ls -l  "), Ok(Msg::Exec("/".into(), "ls -l".into())));
         assert_eq!(p("name a b"), Ok(Msg::Name("a b".into())));
         assert_eq!(p("kill 7"), Ok(Msg::Kill(7)));
+        let t = |l| parse_line(TERM, l);
+        assert_eq!(t("term"), Ok(Msg::Term(None, None, None)));
+        assert_eq!(
+            t("term -s 80x24 -d /tmp vi x"),
+            Ok(Msg::Term(Some("/tmp".into()), Some("80x24".into()), Some("vi x".into())))
+        );
+        assert_eq!(t("term -d /a ls -d /b"), Ok(Msg::Term(Some("/a".into()), None, Some("ls -d /b".into()))));
+        assert_eq!(t("term -d /a -d /b"), Ok(Msg::Term(Some("/a".into()), None, Some("-d /b".into()))));
+        assert_eq!(
+            t("term -s").unwrap_err().to_string(),
+            "term -s wants SIZE; expected term [-d DIR] [-s SIZE] [COMMAND]"
+        );
         let bad: &[(&str, &str)] = &[
             ("put -v x", "put wants a number for VERSION, got \"x\"; expected put [-v VERSION] [FILE]"),
             ("put -v", "put -v wants VERSION; expected put [-v VERSION] [FILE]"),

@@ -4,6 +4,8 @@
 //! applied.
 
 use crate::ctl::{self, Arg, CtlError, Unfit, Verb};
+use crate::term::proc::Spec;
+use apex_core::term::{MAX_SIDE, SCROLLBACK_LIMIT, SCROLLBACK_MAX};
 use apex_core::{AcmeNumber, State};
 use std::path::Path;
 
@@ -20,6 +22,8 @@ pub enum SessionCtl {
     Exec { dir: String, command: String },
     /// End a process of the session.
     Kill(u64),
+    /// A new terminal.
+    Term(crate::term::proc::Spec),
 }
 
 /// A session ctl's verbs.
@@ -37,7 +41,36 @@ const VERBS: &[Verb<SessionCtl>] = &[
         make: |v| SessionCtl::Exec { dir: v[0].word(), command: v[1].word() },
     },
     Verb { name: "kill", args: &[Arg::Number("PID")], make: |v| SessionCtl::Kill(v[0].number().unwrap_or_default()) },
+    Verb {
+        name: "term",
+        args: &[
+            Arg::FlagWord("-d", "DIR"),
+            Arg::FlagWord("-s", "COLSxROWS"),
+            Arg::Flag("-l", "SCROLLBACK"),
+            Arg::RestOptional("COMMAND"),
+        ],
+        make: |v| {
+            // The size and scrollback are checked by `parse_session`.
+            let (cols, rows) = v[1].optional().map_or(Some((80, 24)), |s| size(&s)).unwrap_or((0, 0));
+            let scrollback = v[2].number().map_or(SCROLLBACK_LIMIT, |n| n.min(u32::MAX as u64) as u32);
+            let dir = v[0].optional().unwrap_or_else(home);
+            SessionCtl::Term(Spec { dir, cols, rows, scrollback, command: v[3].optional() })
+        },
+    },
 ];
+
+/// Where a terminal starts unless told: the daemon's home, else `/`.
+fn home() -> String {
+    std::env::var("HOME").ok().filter(|h| Path::new(h).is_absolute()).unwrap_or_else(|| "/".into())
+}
+
+/// `COLSxROWS` with each side in 1..=4096.
+pub fn size(s: &str) -> Option<(u16, u16)> {
+    let (c, r) = s.split_once('x')?;
+    let (c, r): (u16, u16) = (c.parse().ok()?, r.parse().ok()?);
+    let ok = |v: u16| (1..=MAX_SIDE).contains(&v);
+    (ok(c) && ok(r)).then_some((c, r))
+}
 
 /// Parses a session ctl write and checks every message against `state`
 /// (and the machine, for exec's directory) before any is applied.
@@ -60,6 +93,16 @@ pub fn parse_session(text: &str, state: &State) -> Result<Vec<SessionCtl>, CtlEr
             }
             SessionCtl::Kill(pid) if !state.meta.processes.contains_key(pid) => {
                 return Err(Unfit::NoProcess(*pid));
+            }
+            SessionCtl::Term(spec) if spec.cols == 0 => return Err(Unfit::TermSize),
+            SessionCtl::Term(spec) if spec.scrollback > SCROLLBACK_MAX => {
+                return Err(Unfit::TermScrollback(spec.scrollback as u64))
+            }
+            SessionCtl::Term(Spec { dir, .. }) if !Path::new(dir).is_absolute() => {
+                return Err(Unfit::RelativeDir(dir.clone()));
+            }
+            SessionCtl::Term(Spec { dir, .. }) if !Path::new(dir).is_dir() => {
+                return Err(Unfit::NotADirectory(dir.clone()));
             }
             _ => {}
         }
@@ -84,5 +127,19 @@ mod tests {
         assert!(e.contains("line 2") && e.contains("expected window"), "{e}");
         assert!(parse_session("\n", &node.state).unwrap_err().to_string().contains("empty"));
         assert!(parse_session("delwindow 1", &node.state).unwrap_err().to_string().contains("no window 1"));
+        let t = parse_session("term -s 100x30 -l 50 -d /tmp top -d 1", &node.state).unwrap();
+        let want = Spec { dir: "/tmp".into(), cols: 100, rows: 30, scrollback: 50, command: Some("top -d 1".into()) };
+        assert_eq!(t, [SessionCtl::Term(want)]);
+        for (bad, says) in [
+            ("term -s 0x24", "1 to 4096"),
+            ("term -s 80x4097", "1 to 4096"),
+            ("term -s 80", "1 to 4096"),
+            ("term -l 2000000", "over the limit"),
+            ("term -d tmp", "not an absolute path"),
+            ("term -d /no/such/dir", "not a directory"),
+        ] {
+            let e = parse_session(bad, &node.state).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

@@ -90,6 +90,11 @@ pub enum Error {
     ExitedAtOnce,
     #[error("proposal lost: its session was deleted")]
     ProposalLost,
+    /// A terminal's pty or program refused.
+    #[error(transparent)]
+    Term(#[from] crate::term::proc::ProcError),
+    #[error("no terminal {0} in this session (see terms/index)")]
+    NoTerm(u64),
 }
 
 impl From<Error> for String {

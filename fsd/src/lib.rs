@@ -29,6 +29,8 @@
 //! - [`acme`]: the acme(4) tree's meaning: index and ctl fields, ctl
 //!   messages, events, looking things up.
 //! - [`tables`]: the text tables of `meta/`, leases and outcomes.
+//! - [`term`]: terminals: ptys, the VT emulator, the driver appending
+//!   their term shards, `terms/N/ctl`.
 //!
 //! The binary `apexd` (`src/bin/apexd.rs`) posts the socket, makes the
 //! session `main`, and serves every connection with
@@ -58,3 +60,4 @@ pub mod registry;
 pub mod route;
 pub mod session;
 pub mod tables;
+pub mod term;

@@ -78,11 +78,13 @@ fn end_terms(s: &mut Session) {
             true => "[ended with apexd]".to_string(),
             false => format!("{title} [ended with apexd]"),
         };
-        let ops = [TermOp::Title { title }, TermOp::Exit { status: apex_core::term::ENDED_WITH_DAEMON }];
-        for op in ops {
-            if let Err(e) = s.view.append(shard, Op::Term(op)) {
-                tracing::warn!(term = %shard, error = %e, "could not mark a terminal ended");
-            }
+        let update = apex_core::term::TermUpdate {
+            title: Some(title),
+            exit: Some(apex_core::term::ENDED_WITH_DAEMON),
+            ..Default::default()
+        };
+        if let Err(e) = s.view.append(shard, Op::Term(TermOp::Update(Box::new(update)))) {
+            tracing::warn!(term = %shard, error = %e, "could not mark a terminal ended");
         }
     }
 }
@@ -368,10 +370,15 @@ mod tests {
             let id = TermId(s.view.alloc().unwrap());
             let shard = Shard::Term(id);
             s.view.create_shard(shard).unwrap();
-            let create = TermOp::Create { cols: 20, rows: 2, command: "rc".into(), dir: "/".into() };
+            let create = TermOp::Create { cols: 20, rows: 2, scrollback: 10, command: "rc".into(), dir: "/".into() };
             s.view.append(shard, Op::Term(create)).unwrap();
-            s.view.append(shard, Op::Term(TermOp::Lines { top: 0, lines: vec!["% echo hi".into()] })).unwrap();
-            s.view.append(shard, Op::Term(TermOp::Scroll { scrolled: vec!["% date".into()] })).unwrap();
+            let rows = apex_core::packed::RowChanges {
+                scrolled: vec![apex_core::grid::Row::plain("% date")],
+                lines: vec![(0, apex_core::grid::Row::plain("% echo hi"))],
+            };
+            let update =
+                apex_core::term::TermUpdate { rows: apex_core::packed::Packed::pack(&rows), ..Default::default() };
+            s.view.append(shard, Op::Term(TermOp::Update(Box::new(update)))).unwrap();
             s.flush_log();
             id
         };
@@ -383,7 +390,7 @@ mod tests {
         let s = r.get(n).unwrap();
         let s = s.lock().unwrap();
         let t = &s.view.state.terms[&id];
-        assert_eq!(t.scrollback.iter().collect::<Vec<_>>(), ["% date"]);
+        assert_eq!(t.scrollback_text(), "% date\n");
         assert_eq!(t.exit, Some(apex_core::term::ENDED_WITH_DAEMON));
         assert!(t.title.contains("ended with apexd"), "{:?}", t.title);
         drop(s);

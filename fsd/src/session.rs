@@ -77,6 +77,9 @@ pub struct Session {
     pub flat: FlatText,
     /// Its write-ahead log, unless the daemon keeps nothing.
     pub persisted: Option<Persisted>,
+    /// Its running terminals (a restored or exited one has none): dropping
+    /// one ends its program.
+    pub terms: BTreeMap<apex_core::TermId, std::sync::Arc<crate::term::proc::Running>>,
 }
 
 impl Session {
@@ -122,6 +125,7 @@ impl Session {
             acme: Acme::default(),
             flat: FlatText::default(),
             persisted,
+            terms: BTreeMap::new(),
         }
     }
 

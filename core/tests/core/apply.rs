@@ -144,23 +144,64 @@ fn meta_state_follows_its_ops() {
 }
 
 #[test]
-fn terms_keep_a_grid_and_scrollback() {
+fn terms_keep_a_grid_and_a_bounded_scrollback() {
+    use apex_core::grid::{Color, Cursor, Row, Run, Style};
+    use apex_core::packed::{Packed, RowChanges};
+    use apex_core::term::TermUpdate;
     let mut n = Node::server();
     let t = TermId(n.alloc().unwrap());
     let shard = Shard::Term(t);
     n.create_shard(shard).unwrap();
-    let term = |op| Op::Term(op);
-    n.append(shard, term(TermOp::Create { cols: 10, rows: 3, command: "rc".into(), dir: "/".into() })).unwrap();
-    n.append(shard, term(TermOp::Lines { top: 0, lines: vec!["% ls".into(), "a b".into()] })).unwrap();
-    n.append(shard, term(TermOp::Scroll { scrolled: vec!["% ls".into()] })).unwrap();
-    n.append(shard, term(TermOp::Cursor { row: 2, col: 1, visible: true })).unwrap();
-    assert!(n.append(shard, term(TermOp::Lines { top: 2, lines: vec!["x".into(), "y".into()] })).is_err());
-    assert!(n.append(shard, term(TermOp::Resize { cols: 0, rows: 3 })).is_err());
-    n.append(shard, term(TermOp::Exit { status: 1 })).unwrap();
+    let update = |u: TermUpdate| Op::Term(TermOp::Update(Box::new(u)));
+    let rows = |scrolled: &[&str], lines: &[(u16, &str)]| {
+        Packed::pack(&RowChanges {
+            scrolled: scrolled.iter().map(|t| Row::plain(t)).collect(),
+            lines: lines.iter().map(|(i, t)| (*i, Row::plain(t))).collect(),
+        })
+    };
+    let create = TermOp::Create { cols: 10, rows: 3, scrollback: 2, command: "rc".into(), dir: "/".into() };
+    n.append(shard, Op::Term(create)).unwrap();
+    n.append(shard, update(TermUpdate { rows: rows(&[], &[(0, "% ls"), (1, "a b")]), ..Default::default() })).unwrap();
+    // Scrolled rows move the grid up and go to the scrollback, which keeps
+    // its last 2.
+    let scrolled = TermUpdate {
+        rows: rows(&["% ls", "a b", "c"], &[(2, "% ")]),
+        cursor: Some(Cursor { row: 2, col: 2, ..Cursor::default() }),
+        ..Default::default()
+    };
+    n.append(shard, update(scrolled)).unwrap();
     let s = &n.state.terms[&t];
-    assert_eq!(s.screen(), "a b\n\n\n");
-    assert_eq!(s.scrollback, ["% ls"]);
-    assert_eq!((s.cursor, s.exit), ((2, 1), Some(1)));
+    assert_eq!(s.screen(), "\n\n% \n");
+    assert_eq!(s.scrollback_text(), "a b\nc\n");
+    assert_eq!((s.scrolled, s.cursor.col), (3, 2));
+    // Refused whole: a row past the grid, a cursor off it, a size of 0,
+    // rows that do not unpack.
+    let before = n.state.hash();
+    for bad in [
+        TermUpdate { rows: rows(&[], &[(0, "x"), (3, "y")]), ..Default::default() },
+        TermUpdate { cursor: Some(Cursor { row: 0, col: 10, ..Cursor::default() }), ..Default::default() },
+        TermUpdate { size: Some((0, 3)), ..Default::default() },
+        TermUpdate { rows: Packed::from_bytes(vec![9, 0, 0, 0, 1]), bells: 1, ..Default::default() },
+    ] {
+        assert!(n.append(shard, update(bad)).is_err());
+    }
+    assert_eq!(n.state.hash(), before);
+    // Styled rows keep their runs; a resize cuts at the bottom; exit.
+    let red = Style { fg: Color::Indexed(1), ..Style::default() };
+    let styled = Row { text: "ok".into(), runs: vec![Run { len: 1, style: red }], wrapped: false };
+    let u = TermUpdate {
+        size: Some((20, 2)),
+        rows: Packed::pack(&RowChanges { scrolled: vec![], lines: vec![(1, styled.clone())] }),
+        title: Some("sh".into()),
+        bells: 2,
+        exit: Some(1),
+        ..Default::default()
+    };
+    n.append(shard, update(u)).unwrap();
+    let s = &n.state.terms[&t];
+    assert_eq!(s.grid, vec![Row::default(), styled]);
+    assert_eq!((s.cols, s.rows, s.title.as_str(), s.bells, s.exit), (20, 2, "sh", 2, Some(1)));
+    assert_eq!(s.grid[1].styles().map(|(_, st)| st.fg).collect::<Vec<_>>(), [Color::Indexed(1), Color::Default]);
 }
 
 proptest::proptest! {

@@ -8,6 +8,7 @@
 use super::error::AttachError;
 use super::hub::{Conn, ConnId, Hole, WelcomeJob};
 use crate::session::Session;
+use apex_core::Shard;
 use apex_link::wire::ServerMsg;
 
 /// What a read of `attach` gets.
@@ -166,6 +167,20 @@ pub fn compact_covered(s: &mut Session) {
         .collect();
     for (shard, upto) in points {
         let _ = s.view.log.compact(shard, upto);
+    }
+}
+
+/// Drops `shard`'s entries that every attached connection has been sent
+/// (all of them with none attached), unless someone reads its `entries`.
+pub fn compact_shard(s: &mut Session, shard: Shard) {
+    if s.hub.entry_readers.get(&shard).is_some_and(|n| *n > 0) {
+        return;
+    }
+    let Ok(log) = s.view.log.shard(shard) else { return };
+    let conns = s.hub.conns.values().filter(|c| c.attachment.is_some() && c.grace_until.is_none());
+    let low = conns.map(|c| c.sent.get(&shard).copied().unwrap_or(0)).min().unwrap_or(log.last());
+    if low > log.base {
+        let _ = s.view.log.compact(shard, low);
     }
 }
 

@@ -89,6 +89,8 @@ pub enum Opened {
     Rdsel { content: Content, window: WindowId },
     /// acme's `log`: the index of the next line to read.
     Log { next: u64 },
+    /// A terminal's `cons`: the output offset the next read starts at.
+    Cons { at: u64 },
 }
 
 impl Opened {

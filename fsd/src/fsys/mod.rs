@@ -6,7 +6,7 @@
 //!   fid holds, one variant per kind of open file.
 //! - [`root`]: `/`; [`session`]: `/NAME/` and `meta/`; [`shard`]:
 //!   `shards/SHARD/`; [`buffer`]: `buffers/`; [`acme`]: the acme(4) tree
-//!   at `NAME/acme/`.
+//!   at `NAME/acme/`; [`term`]: `terms/`.
 //! - [`stream`] serves the blocking streams; [`made`] makes a file's
 //!   bytes after the lock, off the async workers when they are many.
 //!
@@ -23,6 +23,7 @@ pub mod root;
 pub mod session;
 pub mod shard;
 pub mod stream;
+pub mod term;
 
 use crate::attach::protocol;
 use crate::daemon::{gone, Daemon};
@@ -30,14 +31,15 @@ use crate::registry::Registry;
 use crate::session::Session;
 use crate::tables::MetaTable;
 use apex_core::error::acme::EPERM;
-use apex_core::{BufferId, Shard, WindowId};
+use apex_core::{BufferId, Shard, TermId, WindowId};
 use apex_ninep::codec::put_stat;
 use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Serve};
 use fid::{Content, Fid, Opened};
 use made::Made;
 use place::{
-    lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, WinFile, BUFFER, ROOT, SESSION, SESSION_DIRS, SHARD,
+    lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, TermFile, WinFile, BUFFER, ROOT, SESSION, SESSION_DIRS,
+    SHARD, TERM,
 };
 use stream::{Cursor, Fill, Source};
 
@@ -116,6 +118,8 @@ impl Fsys {
                 | Place::Buffer1(..)
                 | Place::Win(..)
                 | Place::Win1(..)
+                | Place::Term(..)
+                | Place::Term1(..)
         )
     }
 
@@ -147,6 +151,10 @@ impl Fsys {
             Place::Buffer(_, b) | Place::Buffer1(_, b, _) => {
                 s.view.state.buffer(b).map(|_| ()).map_err(|_| format!("buffer {} was deleted", b.0))
             }
+            Place::Term(_, t) | Place::Term1(_, t, _) => match s.view.state.terms.contains_key(&t) {
+                true => Ok(()),
+                false => Err(format!("terminal {} was closed", t.0)),
+            },
             _ if place.in_acme() => acme::check(s, place),
             _ => Ok(()),
         }
@@ -218,6 +226,12 @@ impl Fsys {
             }
             Place::Shard(n, shard) => SHARD.iter().map(|(_, f, _)| Place::Shard1(n, shard, *f)).collect(),
             Place::Buffer(n, b) => BUFFER.iter().map(|(_, f, _)| Place::Buffer1(n, b, *f)).collect(),
+            Place::Dir(n, SessionDir::Terms) => {
+                let mut v = vec![Place::TermsIndex(n)];
+                v.extend(s.view.state.terms.keys().map(|t| Place::Term(n, *t)));
+                v
+            }
+            Place::Term(n, t) => TERM.iter().map(|(_, f, _)| Place::Term1(n, t, *f)).collect(),
             _ => return Err("not a directory".into()),
         })
     }
@@ -278,6 +292,14 @@ impl Fsys {
                 .map(|b| Place::Buffer(n, BufferId(b))),
             Place::Shard(n, shard) => lookup(SHARD, name).map(|f| Place::Shard1(n, shard, f)),
             Place::Buffer(n, b) => lookup(BUFFER, name).map(|f| Place::Buffer1(n, b, f)),
+            Place::Dir(n, SessionDir::Terms) if name == "index" => Some(Place::TermsIndex(n)),
+            Place::Dir(n, SessionDir::Terms) => name
+                .bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| name.parse().ok())
+                .flatten()
+                .map(|t| Place::Term(n, TermId(t))),
+            Place::Term(n, t) => lookup(TERM, name).map(|f| Place::Term1(n, t, f)),
             _ => None,
         }?;
         Fsys::check(s, next).ok().map(|_| next)
@@ -303,6 +325,8 @@ impl Fsys {
                 Place::Meta1(_, table) => Ok(session::meta_content(s, table)),
                 Place::Shard1(_, shard, file) => shard::content(s, shard, file),
                 Place::Buffer1(_, b, file) => buffer::content(s, b, file),
+                Place::TermsIndex(_) => Ok(term::index(s).into()),
+                Place::Term1(_, t, file) => term::content(s, t, file),
                 _ => Ok(Made::Bytes(Vec::new())),
             }
         })
@@ -337,8 +361,14 @@ impl Fsys {
     /// made. The two `new` files and `rdsel` keep what their open made.
     async fn read_content(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
         let place = fid.place;
-        let fixed =
-            matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_) | Place::Win1(_, _, WinFile::Rdsel));
+        // A session's ctl reads what the fid's last write made.
+        let fixed = matches!(
+            place,
+            Place::Root1(RootFile::New)
+                | Place::BuffersNew(_)
+                | Place::Win1(_, _, WinFile::Rdsel)
+                | Place::Session1(_, place::SessionFile::Ctl)
+        );
         let made_at = fid.lock().content().and_then(|c| c.fresh.take());
         let fresh = made_at == Some(self.daemon.generation());
         if offset == 0 && !fixed && !fresh {
@@ -492,6 +522,7 @@ impl Serve for Fsys {
             Place::Shard1(n, shard, file) => self.shard_open(n, shard, file).await?,
             Place::BuffersNew(n) => self.buffers_new(n).await?,
             Place::Buffer1(n, b, file) => self.buffer_open(n, b, file, mode).await?,
+            Place::Term1(n, t, file) => self.term_open(n, t, file).await?,
             _ => Opened::Content(Content::made(self.content(place).await?)),
         };
         if let Some(content) = opened.content() {
@@ -521,6 +552,7 @@ impl Serve for Fsys {
         };
         match place {
             Place::Session1(n, place::SessionFile::Attach) => self.read_attach(n, fid, count).await,
+            Place::Term1(n, t, TermFile::Cons) => self.term_read_cons(n, t, fid, count).await,
             _ if place.is_stream() => self.read_stream(fid, offset, count).await,
             Place::Acme1(n, AcmeFile::Log) => self.read_log(n, fid, count).await,
             _ => match (data_of, place) {
@@ -550,6 +582,7 @@ impl Serve for Fsys {
             Place::Session1(n, file) => self.session_write(fid, n, file, data).await?,
             Place::Shard1(n, shard, file) => self.shard_write(n, shard, file, data)?,
             Place::Buffer1(n, b, file) => self.buffer_write(fid, n, b, file, data).await?,
+            Place::Term1(n, t, file) => self.term_write(n, t, file, data).await?,
             place => return Err(not_writable(place)),
         }
         // Acknowledged once written, and synced where the policy says.

@@ -7,7 +7,7 @@
 //! is only names, kinds and permissions.
 
 use crate::tables::MetaTable;
-use apex_core::{BufferId, Shard};
+use apex_core::{BufferId, Shard, TermId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RootFile {
@@ -35,6 +35,7 @@ pub enum SessionDir {
     Buffers,
     /// The acme(4) tree's root.
     Acme,
+    Terms,
 }
 
 /// A file at the top of the acme tree (acme's `dirtab`).
@@ -75,6 +76,16 @@ pub enum ShardFile {
     Info,
 }
 
+/// A file of a terminal's directory, `terms/N/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TermFile {
+    Cons,
+    Screen,
+    Scrollback,
+    Text,
+    Ctl,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BufferFile {
     Body,
@@ -97,7 +108,7 @@ pub const ROOT: Table<RootFile> = &[
 pub const SESSION: Table<SessionFile> = &[
     ("id", SessionFile::Id, 0o444),
     ("label", SessionFile::Label, 0o666),
-    ("ctl", SessionFile::Ctl, 0o222),
+    ("ctl", SessionFile::Ctl, 0o666),
     ("hash", SessionFile::Hash, 0o444),
     ("snapshot", SessionFile::Snapshot, 0o444),
     ("proposals", SessionFile::Proposals, 0o666),
@@ -108,6 +119,7 @@ pub const SESSION_DIRS: Table<SessionDir> = &[
     ("shards", SessionDir::Shards, 0o555),
     ("buffers", SessionDir::Buffers, 0o555),
     ("acme", SessionDir::Acme, 0o500),
+    ("terms", SessionDir::Terms, 0o555),
 ];
 /// acme's root: directories (`acme`, `draw`, `new`) are marked by
 /// `AcmeFile::is_dir`. Permissions are acme's own.
@@ -152,6 +164,14 @@ pub const BUFFER: Table<BufferFile> = &[
     ("event", BufferFile::Event, 0o666),
 ];
 
+pub const TERM: Table<TermFile> = &[
+    ("cons", TermFile::Cons, 0o666),
+    ("screen", TermFile::Screen, 0o444),
+    ("scrollback", TermFile::Scrollback, 0o444),
+    ("text", TermFile::Text, 0o444),
+    ("ctl", TermFile::Ctl, 0o666),
+];
+
 /// The file named `name` in `table`.
 pub fn lookup<T: Copy>(table: Table<T>, name: &str) -> Option<T> {
     table.iter().find(|(n, _, _)| *n == name).map(|(_, f, _)| *f)
@@ -183,6 +203,10 @@ pub enum Place {
     /// An acme window's directory, by acme number.
     Win(u64, u32),
     Win1(u64, u32, WinFile),
+    /// `terms/index`.
+    TermsIndex(u64),
+    Term(u64, TermId),
+    Term1(u64, TermId, TermFile),
 }
 
 impl Place {
@@ -212,6 +236,7 @@ impl Place {
                     | Place::Shard(..)
                     | Place::Buffer(..)
                     | Place::Win(..)
+                    | Place::Term(..)
             ),
         }
     }
@@ -236,7 +261,10 @@ impl Place {
             | Place::Buffer1(s, _, _)
             | Place::Acme1(s, _)
             | Place::Win(s, _)
-            | Place::Win1(s, _, _) => Some(s),
+            | Place::Win1(s, _, _)
+            | Place::TermsIndex(s)
+            | Place::Term(s, _)
+            | Place::Term1(s, _, _) => Some(s),
         }
     }
 
@@ -250,6 +278,8 @@ impl Place {
             Place::Shard1(s, shard, _) => Place::Shard(s, shard),
             Place::BuffersNew(s) | Place::Buffer(s, _) => Place::Dir(s, SessionDir::Buffers),
             Place::Buffer1(s, b, _) => Place::Buffer(s, b),
+            Place::TermsIndex(s) | Place::Term(s, _) => Place::Dir(s, SessionDir::Terms),
+            Place::Term1(s, t, _) => Place::Term(s, t),
             // In acme's tree `..` goes to its root from anywhere.
             Place::Acme1(s, _) | Place::Win(s, _) | Place::Win1(s, _, _) => Place::Dir(s, SessionDir::Acme),
         }
@@ -284,6 +314,9 @@ impl Place {
             Place::Acme1(_, f) => entry(ACME, f),
             Place::Win(_, n) => return (n.to_string(), 0o700),
             Place::Win1(_, _, f) => entry(WINDOW, f),
+            Place::TermsIndex(_) => ("index", 0o444),
+            Place::Term(_, t) => return (t.0.to_string(), 0o555),
+            Place::Term1(_, _, f) => entry(TERM, f),
         };
         (name.to_string(), perm)
     }
@@ -315,6 +348,7 @@ mod tests {
             .chain(BUFFER.iter().map(|(n, _, _)| *n))
             .chain(ACME.iter().map(|(n, _, _)| *n))
             .chain(WINDOW.iter().map(|(n, _, _)| *n))
+            .chain(TERM.iter().map(|(n, _, _)| *n))
             .chain(MetaTable::ALL.iter().map(|(n, _)| *n))
             .chain(VERBS.split('|'));
         let missing: Vec<&str> = names.filter(|n| !documented(n)).collect();

@@ -65,7 +65,13 @@ impl Fsys {
                 self.daemon.changed();
                 Ok(())
             }
-            SessionFile::Ctl => self.session_ctl(n, &text).await,
+            SessionFile::Ctl => {
+                let reply = self.session_ctl(n, &text).await?;
+                if let Some(c) = fid.lock().content() {
+                    c.bytes = reply.into_bytes();
+                }
+                Ok(())
+            }
             SessionFile::Proposals => {
                 let request = text.lines().next().unwrap_or("").to_string();
                 let p = self.daemon.with_session(n, |s| {
@@ -78,8 +84,10 @@ impl Fsys {
         }
     }
 
-    /// A write to the session's `ctl`.
-    async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<()> {
+    /// A write to the session's `ctl`; returns what a read of the fid
+    /// then gives: a line naming each terminal it made.
+    async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<String> {
+        let mut reply = String::new();
         let msgs =
             self.daemon.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state).map_err(Error::from))?;
         for msg in msgs {
@@ -102,9 +110,13 @@ impl Fsys {
                 }
                 SessionCtl::Exec { dir, command } => host::exec(&self.daemon, n, &dir, &command).await.map(|_| ())?,
                 SessionCtl::Kill(pid) => host::kill(&self.daemon, n, pid)?,
+                SessionCtl::Term(spec) => {
+                    let id = crate::term::drive::start(&self.daemon, n, spec)?;
+                    reply += &format!("{}\n", id.0);
+                }
             }
         }
-        Ok(())
+        Ok(reply)
     }
 
     /// Reads the attach stream, waiting until there is something.

@@ -10,7 +10,7 @@ use apex_fsd::attach::link::{Event, Link};
 use apex_ninep::Client;
 use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(10);
+pub const WAIT: Duration = Duration::from_secs(10);
 
 pub fn type_at(link: &mut Link, b: BufferId, q: u64, s: &str) {
     let op = BufferOp::Splice { q0: q, q1: q, text: s.into(), origin: Origin::Keyboard };

@@ -14,6 +14,7 @@ mod persist;
 mod protocol;
 mod session;
 mod stuck;
+mod terms;
 
 use apex_ninep::fcall::*;
 use apex_ninep::{dial, Client, ClientError, File};

@@ -6,6 +6,7 @@ fsd/tests/apexd (the Rust side then checks what it left behind).
 """
 import sys
 import threading
+import time
 
 from py9p import OREAD, ORDWR, OTRUNC, OWRITE, RemoteError, Rflush, Rread, Tflush, Tread
 from python9p_util import attach, listing, read_all, walk_open, write
@@ -23,7 +24,7 @@ def main():
 
     assert "main" in listing(c, "")
     assert sorted(listing(c, "main")) == sorted(
-        ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers", "acme"]
+        ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers", "acme", "terms"]
     )
     assert sorted(listing(c, "main/meta")) == sorted(
         ["attachments", "leases", "rules", "notifications", "processes", "settings", "windows"]
@@ -93,6 +94,28 @@ def main():
         except RemoteError as e:
             assert says in str(e), (path, str(e))
     assert read_all(c, "main/hash") == hash_before
+
+    # A terminal: the ctl write's reply names it; its screen shows what
+    # its program printed, and cons streams what it prints next.
+    ctl = walk_open(c, "main/ctl", ORDWR)
+    c.write(ctl, b"term -d / -s 40x5 /bin/sh\n")
+    t = c.read(ctl, 64, 0).decode().strip()
+    c.clunk(ctl)
+    assert t.isdigit(), t
+    assert read_all(c, "main/terms/index").decode().startswith(f"{t} ")
+    cons = walk_open(c, f"main/terms/{t}/cons", OREAD)
+    write(c, f"main/terms/{t}/cons", b"echo from-py9p-$((2+3))\n")
+    out = b""
+    while b"from-py9p-5" not in out:
+        out += c.read(cons, 4096, 0)
+    c.clunk(cons)
+    for _ in range(500):
+        if "from-py9p-5" in read_all(c, f"main/terms/{t}/screen").decode():
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError("the screen never showed the output")
+    write(c, f"main/terms/{t}/ctl", b"close\n")
 
     assert f"buffer.{b} 0 " in read_all(c, "main/meta/leases").decode()
     assert read_all(c, f"main/shards/buffer.{b}/lease").decode().startswith("0 ")

@@ -1,0 +1,161 @@
+//! The files of `terms/`: `index` (a line per terminal), and each
+//! terminal's `cons` (writes type into the pty; reads stream its raw
+//! output from the open on, blocking), `screen`, `scrollback` and `text`
+//! (the grid as text), and `ctl` (resize, signal, kill, close; reading it
+//! describes the terminal).
+
+use super::fid::{Fid, Opened};
+use super::made::Made;
+use super::place::{Place, TermFile};
+use super::Fsys;
+use crate::error::Error;
+use crate::session::Session;
+use crate::term::ctl::TermCtl;
+use crate::term::output::Got;
+use crate::term::proc::Running;
+use apex_core::term::Term;
+use apex_core::{Shard, TermId};
+use apex_ninep::srv;
+use std::sync::Arc;
+
+/// How long a resize may wait for the terminal's driver to log the new
+/// screen before the write is answered anyway.
+const RESIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn term(s: &Session, id: TermId) -> Result<&Term, Error> {
+    s.view.state.terms.get(&id).ok_or(Error::NoTerm(id.0))
+}
+
+/// A terminal's state as a word: `running`, or `exit:STATUS`.
+fn status(t: &Term) -> String {
+    match t.exit {
+        None => "running".into(),
+        Some(status) => format!("exit:{status}"),
+    }
+}
+
+/// `terms/index`: number, pid (`-` without a process), size, status,
+/// directory and command, one terminal per line.
+pub fn index(s: &Session) -> String {
+    let mut out = String::new();
+    for (id, t) in &s.view.state.terms {
+        let pid = s.terms.get(id).map_or("-".to_string(), |r| r.pid.to_string());
+        out += &format!("{} {pid} {}x{} {} {} {}\n", id.0, t.cols, t.rows, status(t), t.dir, t.command);
+    }
+    out
+}
+
+/// A terminal file's content now.
+pub fn content(s: &Session, id: TermId, file: TermFile) -> srv::Result<Made> {
+    let t = term(s, id)?;
+    Ok(match file {
+        TermFile::Screen => t.screen().into(),
+        TermFile::Scrollback => t.scrollback_text().into(),
+        TermFile::Text => t.text().into(),
+        TermFile::Ctl => {
+            let mut out = format!("command {}\ndir {}\nsize {}x{}\n", t.command, t.dir, t.cols, t.rows);
+            if let (Some(r), None) = (s.terms.get(&id), t.exit) {
+                out += &format!("pid {}\n", r.pid);
+            }
+            out += &format!("scrollback {} of {}\n", t.scrollback.len(), t.limit);
+            if !t.title.is_empty() {
+                out += &format!("title {}\n", t.title);
+            }
+            if let Some(status) = t.exit {
+                out += &format!("exit {status}\n");
+            }
+            out.into()
+        }
+        TermFile::Cons => Made::Bytes(Vec::new()),
+    })
+}
+
+impl Fsys {
+    /// A terminal's process, if it is running (`ended` refuses otherwise).
+    fn running(&self, n: u64, id: TermId) -> Result<Arc<Running>, Error> {
+        self.daemon.look(n, |s| {
+            let t = term(s, id)?;
+            match (s.terms.get(&id), t.exit) {
+                (Some(r), None) => Ok(r.clone()),
+                _ => Err(Error::Term(crate::term::proc::ProcError::Exited(id.0))),
+            }
+        })?
+    }
+
+    pub(super) async fn term_open(&self, n: u64, id: TermId, file: TermFile) -> srv::Result<Opened> {
+        if file == TermFile::Cons {
+            // A reader reads what comes from now on.
+            let at = self.daemon.look(n, |s| s.terms.get(&id).map_or(0, |r| r.output.now()))?;
+            return Ok(Opened::Cons { at });
+        }
+        let made = self.content(Place::Term1(n, id, file)).await?;
+        Ok(Opened::Content(super::fid::Content::made(made)))
+    }
+
+    /// Reads a terminal's output, waiting until there is some; end of file
+    /// once its pty closed (or it has none).
+    pub(super) async fn term_read_cons(&self, n: u64, id: TermId, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+        let Some(output) = self.daemon.look(n, |s| s.terms.get(&id).map(|r| r.output.clone()))? else {
+            return Ok(Vec::new());
+        };
+        loop {
+            let at = match &*fid.lock() {
+                Opened::Cons { at } => *at,
+                _ => return Err("cons: not open".into()),
+            };
+            match output.read(at, count as usize) {
+                Got::Bytes(bytes, next) => {
+                    if let Opened::Cons { at } = &mut *fid.lock() {
+                        *at = next;
+                    }
+                    return Ok(bytes);
+                }
+                Got::End => return Ok(Vec::new()),
+                Got::Wait(mut rx) => {
+                    if rx.changed().await.is_err() {
+                        return Ok(Vec::new());
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) async fn term_write(&self, n: u64, id: TermId, file: TermFile, data: Vec<u8>) -> srv::Result<()> {
+        match file {
+            TermFile::Cons => Ok(self.running(n, id)?.input(id.0, data).map_err(Error::from)?),
+            TermFile::Ctl => {
+                let text = super::fid::utf8(data)?;
+                let msgs = crate::term::ctl::parse(&text).map_err(Error::from)?;
+                for msg in msgs {
+                    self.term_ctl(n, id, msg).await?;
+                }
+                Ok(())
+            }
+            _ => Err(super::not_writable(Place::Term1(n, id, file))),
+        }
+    }
+
+    async fn term_ctl(&self, n: u64, id: TermId, msg: TermCtl) -> Result<(), Error> {
+        match msg {
+            TermCtl::Resize { cols, rows } => {
+                let logged = self.running(n, id)?.resize(id.0, cols, rows)?;
+                match tokio::time::timeout(RESIZE_WAIT, logged).await {
+                    Ok(Ok(())) | Err(_) => Ok(()),
+                    Ok(Err(_)) => Err(Error::Term(crate::term::proc::ProcError::Exited(id.0))),
+                }
+            }
+            TermCtl::Signal(signal) => Ok(self.running(n, id)?.signal(id.0, signal)?),
+            TermCtl::Kill => Ok(self.running(n, id)?.kill(id.0)?),
+            TermCtl::Close => {
+                let running = self.daemon.with_hub(n, |s, _| {
+                    term(s, id)?;
+                    s.view.delete_shard(Shard::Term(id))?;
+                    Ok::<_, Error>(s.terms.remove(&id))
+                })??;
+                // Its program ends as it goes (off the session's lock).
+                drop(running);
+                Ok(())
+            }
+        }
+    }
+}

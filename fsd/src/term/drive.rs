@@ -1,0 +1,163 @@
+//! A terminal's driver: the thread that feeds its output to the emulator
+//! and appends the updates to its term shard, as the daemon (term shards
+//! are pinned to it), and [`start`], the `term` ctl verb's work.
+//!
+//! An update is appended at most once per batch of pty reads (what the
+//! reader has queued when the driver looks) and at most about once per
+//! [`FRAME`] under a flood, so a flood logs each scrolled row once and
+//! the screen once a frame. A resize is appended at once, and its ctl
+//! write answered after. The exit status goes in once the pty closed,
+//! or [`EXIT_GRACE`] after the program exited if something else holds
+//! the pty open.
+
+use super::emulator::Emulator;
+use super::proc::{self, Event, Pipes, Running, Spec};
+use crate::daemon::Daemon;
+use crate::error::Error;
+use crate::session::Session;
+use apex_core::term::TermUpdate;
+use apex_core::{Op, Shard, TermId, TermOp};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+/// The shortest time between two updates of a terminal under a flood.
+pub const FRAME: Duration = Duration::from_millis(16);
+/// How long an exited program's last output may take to arrive.
+pub const EXIT_GRACE: Duration = Duration::from_millis(200);
+
+/// Runs a new terminal in session `n`: its pty and program, its term
+/// shard (created and led by the daemon), and its driver thread.
+pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
+    let (running, pipes) = proc::spawn(spec.clone())?;
+    let running = Arc::new(running);
+    let create = TermOp::Create {
+        cols: spec.cols,
+        rows: spec.rows,
+        scrollback: spec.scrollback,
+        command: spec.shown(),
+        dir: spec.dir.clone(),
+    };
+    let held = running.clone();
+    let id = daemon.with_hub(n, move |s, _| -> Result<TermId, apex_core::Reject> {
+        let id = TermId(s.view.alloc()?);
+        let shard = Shard::Term(id);
+        s.view.create_shard(shard)?;
+        s.view.append(shard, Op::Term(create))?;
+        s.terms.insert(id, held);
+        Ok(id)
+    })??;
+    let (daemon, weak) = (daemon.clone(), Arc::downgrade(&running));
+    let runtime = tokio::runtime::Handle::current();
+    let spawned = std::thread::Builder::new().name(format!("term-{}", id.0)).spawn(move || {
+        let _inside = runtime.enter();
+        drive(&daemon, n, id, (spec.cols, spec.rows), pipes, weak);
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(session = n, term = id.0, error = %e, "no thread for a terminal's driver");
+    }
+    Ok(id)
+}
+
+/// What became of an update.
+enum Appended {
+    Done,
+    /// The terminal was closed or its session deleted: stop.
+    Gone,
+}
+
+fn append(daemon: &Daemon, n: u64, id: TermId, u: TermUpdate) -> Appended {
+    let shard = Shard::Term(id);
+    let done = daemon.with_hub(n, |s, _| {
+        if !s.view.state.terms.contains_key(&id) {
+            return Appended::Gone;
+        }
+        if let Err(e) = s.view.append(shard, Op::Term(TermOp::Update(Box::new(u)))) {
+            tracing::warn!(term = %shard, error = %e, "a terminal update was refused");
+        }
+        compact(s, shard);
+        Appended::Done
+    });
+    done.unwrap_or(Appended::Gone)
+}
+
+/// Drops the term shard's entries nobody needs any more: a terminal
+/// running for a week keeps its log in memory no longer than its readers
+/// need it (the state, snapshots and the log on disk have it).
+fn compact(s: &mut Session, shard: Shard) {
+    crate::attach::feed::compact_shard(s, shard);
+}
+
+fn drive(daemon: &Daemon, n: u64, id: TermId, (cols, rows): (u16, u16), pipes: Pipes, running: Weak<Running>) {
+    let mut emu = Emulator::new(cols, rows);
+    let mut last = Instant::now() - FRAME;
+    let mut dirty = false;
+    let mut eof = false;
+    let mut exited: Option<(i32, Instant)> = None;
+    let mut exit_sent = false;
+    let mut resized = Vec::new();
+    loop {
+        let wait = match (dirty, exited) {
+            (true, _) => Some((last + FRAME).saturating_duration_since(Instant::now())),
+            (false, Some((_, at))) if !exit_sent => Some((at + EXIT_GRACE).saturating_duration_since(Instant::now())),
+            _ => None,
+        };
+        let first = match wait {
+            Some(d) => pipes.events.recv_timeout(d),
+            None => pipes.events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        let mut event = match first {
+            Ok(e) => Some(e),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        // The batch: whatever is queued now, until a frame is due.
+        while let Some(e) = event {
+            match e {
+                Event::Output(bytes) => {
+                    pipes.answers.send(emu.feed(&bytes));
+                    dirty = true;
+                }
+                Event::Eof => {
+                    eof = true;
+                    dirty = true;
+                }
+                Event::Exited(status) => exited = Some((status, Instant::now())),
+                Event::Resize(cols, rows, done) => {
+                    emu.resize(cols, rows);
+                    resized.push(done);
+                    dirty = true;
+                }
+            }
+            if last.elapsed() >= FRAME && dirty || !resized.is_empty() {
+                break;
+            }
+            event = pipes.events.try_recv().ok();
+        }
+        let exit_due = exited.filter(|(_, at)| !exit_sent && (eof || at.elapsed() >= EXIT_GRACE));
+        let frame_due = dirty && (last.elapsed() >= FRAME || !resized.is_empty());
+        if frame_due || exit_due.is_some() {
+            let mut u = emu.update();
+            if let Some((status, _)) = exit_due {
+                u.get_or_insert_with(TermUpdate::default).exit = Some(status);
+                exit_sent = true;
+            }
+            dirty = false;
+            last = Instant::now();
+            if let Some(u) = u {
+                if let Appended::Gone = append(daemon, n, id, u) {
+                    break;
+                }
+            }
+            for done in resized.drain(..) {
+                let _ = done.send(());
+            }
+        }
+        if eof && exit_sent {
+            break;
+        }
+    }
+    if let Some(r) = running.upgrade() {
+        r.driver_ended();
+    }
+}

@@ -1,0 +1,267 @@
+//! A terminal's process: its pty (`portable-pty`), the program on it, and
+//! the threads that move bytes. Input is not state: `cons` writes and the
+//! emulator's answers go to the pty through one queue, in order, and are
+//! never logged. Output goes to the `cons` readers ([`Output`]) and to the
+//! terminal's driver as [`Event`]s.
+//!
+//! Threads, each blocking on one thing so no request waits on them: the
+//! reader (the pty's output), the writer (the input queue), the waiter
+//! (the program's exit).
+
+use super::output::Output;
+use portable_pty::{CommandBuilder, MasterPty, PtySize};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+/// Input waiting for a program that does not read it, beyond which a
+/// `cons` write is refused.
+pub const INPUT_MAX: usize = 1 << 20;
+
+/// How a terminal is made (`term [-d DIR] [-s COLSxROWS] [-l ROWS] [COMMAND]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub dir: String,
+    pub cols: u16,
+    pub rows: u16,
+    pub scrollback: u32,
+    /// Run with `sh -c`; none runs `$SHELL` (else `/bin/sh`).
+    pub command: Option<String>,
+}
+
+impl Spec {
+    /// The command line shown in `ctl` and `terms/index`.
+    pub fn shown(&self) -> String {
+        self.command.clone().unwrap_or_else(default_shell)
+    }
+}
+
+fn default_shell() -> String {
+    std::env::var("SHELL").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into())
+}
+
+/// What the driver hears from a terminal's threads.
+pub enum Event {
+    Output(Vec<u8>),
+    /// The pty closed: no more output.
+    Eof,
+    /// The program exited with this status (a signal's: 128 + its number).
+    Exited(i32),
+    /// A resize: done once the new screen is in the shard.
+    Resize(u16, u16, tokio::sync::oneshot::Sender<()>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    #[error("term: cannot open a pty: {0}")]
+    Pty(String),
+    #[error("term: cannot run {command:?}: {why}")]
+    Spawn { command: String, why: String },
+    #[error("terminal {0} has exited; its screen stays until ctl close")]
+    Exited(u64),
+    #[error("terminal {term}'s program is not reading its input ({waiting} bytes wait); try again later")]
+    InputFull { term: u64, waiting: usize },
+    #[error("resize: {0}")]
+    Resize(String),
+    #[error("signal: {0}")]
+    Signal(std::io::Error),
+}
+
+/// A running terminal, as its session holds it. Dropping it ends the
+/// program (SIGHUP, then SIGKILL to its process group).
+pub struct Running {
+    pub pid: u32,
+    pub spec: Spec,
+    master: Mutex<Box<dyn MasterPty + Send>>,
+    input: mpsc::Sender<Vec<u8>>,
+    waiting: Arc<AtomicUsize>,
+    pub output: Arc<Output>,
+    /// The program has been waited for: its pid may be another's now.
+    reaped: Arc<AtomicBool>,
+    /// To the driver; none once it has ended.
+    events: Mutex<Option<mpsc::SyncSender<Event>>>,
+}
+
+/// The driver's ends of a new terminal's threads.
+pub struct Pipes {
+    pub events: mpsc::Receiver<Event>,
+    /// For the emulator's answers, queued behind typed input.
+    pub answers: Answers,
+}
+
+/// Queues bytes for the pty, counting what waits.
+#[derive(Clone)]
+pub struct Answers {
+    input: mpsc::Sender<Vec<u8>>,
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Answers {
+    pub fn send(&self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.waiting.fetch_add(bytes.len(), Ordering::SeqCst);
+        let _ = self.input.send(bytes);
+    }
+}
+
+/// Opens a pty and runs the spec's program on it.
+pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
+    let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
+    let pair = portable_pty::native_pty_system().openpty(size).map_err(|e| ProcError::Pty(e.to_string()))?;
+    let mut cmd = match &spec.command {
+        Some(c) => {
+            let mut cmd = CommandBuilder::new("/bin/sh");
+            cmd.args(["-c", c]);
+            cmd
+        }
+        None => CommandBuilder::new(default_shell()),
+    };
+    cmd.cwd(&spec.dir);
+    cmd.env("TERM", "xterm-256color");
+    cmd.env("COLORTERM", "truecolor");
+    let child =
+        pair.slave.spawn_command(cmd).map_err(|e| ProcError::Spawn { command: spec.shown(), why: e.to_string() })?;
+    // Only the program holds the pty's other end: its exit closes it.
+    drop(pair.slave);
+    let pid = child.process_id().unwrap_or(0);
+    // Waited for with waitpid, which keeps the signal's number.
+    drop(child);
+    let pty_error = |e: anyhow::Error| ProcError::Pty(e.to_string());
+    let mut reader = pair.master.try_clone_reader().map_err(pty_error)?;
+    let mut writer = pair.master.take_writer().map_err(pty_error)?;
+    let (events_tx, events) = mpsc::sync_channel(64);
+    let (input, input_rx) = mpsc::channel::<Vec<u8>>();
+    let waiting = Arc::new(AtomicUsize::new(0));
+    let output = Arc::new(Output::default());
+
+    let (tx, out) = (events_tx.clone(), output.clone());
+    std::thread::Builder::new()
+        .name(format!("term-read-{pid}"))
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 << 10];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        out.push(&buf[..n]);
+                        if tx.send(Event::Output(buf[..n].to_vec())).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            out.end();
+            let _ = tx.send(Event::Eof);
+        })
+        .map_err(|e| ProcError::Pty(e.to_string()))?;
+    let w = waiting.clone();
+    std::thread::Builder::new()
+        .name(format!("term-write-{pid}"))
+        .spawn(move || {
+            for bytes in input_rx {
+                let ok = writer.write_all(&bytes).and_then(|_| writer.flush()).is_ok();
+                w.fetch_sub(bytes.len(), Ordering::SeqCst);
+                if !ok {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| ProcError::Pty(e.to_string()))?;
+    let (tx, reaped) = (events_tx.clone(), Arc::new(AtomicBool::new(false)));
+    let r = reaped.clone();
+    std::thread::Builder::new()
+        .name(format!("term-wait-{pid}"))
+        .spawn(move || {
+            let status = wait(pid);
+            r.store(true, Ordering::SeqCst);
+            let _ = tx.send(Event::Exited(status));
+        })
+        .map_err(|e| ProcError::Pty(e.to_string()))?;
+    let answers = Answers { input: input.clone(), waiting: waiting.clone() };
+    let running = Running {
+        pid,
+        spec,
+        master: Mutex::new(pair.master),
+        input,
+        waiting,
+        output,
+        reaped,
+        events: Mutex::new(Some(events_tx)),
+    };
+    Ok((running, Pipes { events, answers }))
+}
+
+/// Waits for process `pid` and says how it ended.
+fn wait(pid: u32) -> i32 {
+    let mut status = 0;
+    loop {
+        let r = unsafe { libc::waitpid(pid as i32, &mut status, 0) };
+        if r == pid as i32 {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 255;
+        }
+    }
+    match libc::WIFSIGNALED(status) {
+        true => 128 + libc::WTERMSIG(status),
+        false => libc::WEXITSTATUS(status),
+    }
+}
+
+impl Running {
+    /// Types `bytes` into the terminal. `term` names it in errors.
+    pub fn input(&self, term: u64, bytes: Vec<u8>) -> Result<(), ProcError> {
+        let waiting = self.waiting.load(Ordering::SeqCst);
+        if waiting + bytes.len() > INPUT_MAX && waiting > 0 {
+            return Err(ProcError::InputFull { term, waiting });
+        }
+        self.waiting.fetch_add(bytes.len(), Ordering::SeqCst);
+        self.input.send(bytes).map_err(|_| ProcError::Exited(term))
+    }
+
+    /// Resizes the pty (the program gets SIGWINCH); the returned receiver
+    /// answers once the driver has put the new screen in the shard.
+    pub fn resize(&self, term: u64, cols: u16, rows: u16) -> Result<tokio::sync::oneshot::Receiver<()>, ProcError> {
+        let events = self.events.lock().expect("term events").clone().ok_or(ProcError::Exited(term))?;
+        let size = PtySize { rows, cols, pixel_width: 0, pixel_height: 0 };
+        self.master.lock().expect("term master").resize(size).map_err(|e| ProcError::Resize(e.to_string()))?;
+        let (done, rx) = tokio::sync::oneshot::channel();
+        events.send(Event::Resize(cols, rows, done)).map_err(|_| ProcError::Exited(term))?;
+        Ok(rx)
+    }
+
+    /// The driver has ended: resizes are refused from now on.
+    pub fn driver_ended(&self) {
+        self.events.lock().expect("term events").take();
+    }
+
+    /// Sends `signal` to the foreground process group of the terminal
+    /// (the program's own group if the pty names none).
+    pub fn signal(&self, term: u64, signal: i32) -> Result<(), ProcError> {
+        if self.reaped.load(Ordering::SeqCst) {
+            return Err(ProcError::Exited(term));
+        }
+        let group = self.master.lock().expect("term master").process_group_leader().unwrap_or(self.pid as i32);
+        match unsafe { libc::kill(-group, signal) } {
+            0 => Ok(()),
+            _ => Err(ProcError::Signal(std::io::Error::last_os_error())),
+        }
+    }
+
+    /// Ends the program and whatever runs in the foreground (SIGKILL).
+    pub fn kill(&self, term: u64) -> Result<(), ProcError> {
+        self.signal(term, libc::SIGKILL)?;
+        unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        Ok(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.kill(0);
+    }
+}
