@@ -1,4 +1,5 @@
-//! The rows one terminal update changes, packed: lz4 of their postcard.
+//! The rows one terminal update changes, packed: zstd (level 1) of their
+//! postcard.
 //!
 //! A terminal's output is mostly rows scrolling off; the log keeps each
 //! once, packed, so a flood of text logs well under its own size. Packing
@@ -9,6 +10,9 @@
 use crate::error::{Reject, Result};
 use crate::grid::Row;
 use serde::{Deserialize, Serialize};
+
+/// zstd's fastest level: a flood is packed as it arrives.
+const LEVEL: i32 = 1;
 
 /// The most bytes one update's rows may unpack to.
 pub const UNPACKED_MAX: usize = 64 << 20;
@@ -30,7 +34,7 @@ impl RowChanges {
 }
 
 /// [`RowChanges`] packed: empty, or the unpacked length (u32, little
-/// endian) then an lz4 block.
+/// endian) then a zstd frame.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Packed(#[serde(with = "crate::bytes")] Vec<u8>);
 
@@ -40,9 +44,9 @@ impl Packed {
             return Packed::default();
         }
         let raw = postcard::to_allocvec(changes).expect("rows encode");
-        let mut out = vec![0u8; 4 + lz4_flex::block::get_maximum_output_size(raw.len())];
+        let mut out = vec![0u8; 4 + zstd::zstd_safe::compress_bound(raw.len())];
         out[..4].copy_from_slice(&(raw.len() as u32).to_le_bytes());
-        let n = lz4_flex::block::compress_into(&raw, &mut out[4..]).expect("room for the worst case");
+        let n = zstd::bulk::compress_to_buffer(&raw, &mut out[4..], LEVEL).expect("room for the worst case");
         out.truncate(4 + n);
         Packed(out)
     }
@@ -60,7 +64,7 @@ impl Packed {
             return Err(bad(format!("claims {len} bytes, over the limit of {UNPACKED_MAX}")));
         }
         let mut raw = vec![0u8; len];
-        let got = lz4_flex::block::decompress_into(block, &mut raw).map_err(|e| bad(e.to_string()))?;
+        let got = zstd::bulk::decompress_to_buffer(block, &mut raw[..]).map_err(|e| bad(e.to_string()))?;
         if got != len {
             return Err(bad(format!("unpacked to {got} bytes, not {len}")));
         }

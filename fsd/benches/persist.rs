@@ -14,11 +14,13 @@
 use apex_core::{make, AttachmentKind, BufferId, BufferOp, Op, Origin, Shard};
 use apex_fsd::attach::conn::Attached;
 use apex_ninep::fcall::{OREAD, OWRITE};
-use apex_ninep::{dial, Client};
+use apex_ninep::Client;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{log_bytes, Apexd};
 
 const WAIT: Duration = Duration::from_secs(300);
 /// Entries the leading UI types for the default-policy figure.
@@ -28,75 +30,6 @@ const WINDOW: Duration = Duration::from_secs(2);
 /// The restart figure's session: entries and text.
 const RESTART_ENTRIES: u64 = 1_000_000;
 const RESTART_TEXT: usize = 100 << 20;
-
-/// apexd on `base/ns`, keeping its sessions in `base/state`, its log in
-/// `base/apexd.log`; killed on drop.
-struct Apexd {
-    child: Child,
-    base: PathBuf,
-}
-
-impl Apexd {
-    fn start(base: &Path, args: &[&str]) -> Apexd {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(base.join("apexd.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
-            .arg("--namespace")
-            .arg(base.join("ns"))
-            .arg("--state")
-            .arg(base.join("state"))
-            .arg("-q")
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start apexd");
-        let d = Apexd { child, base: base.to_path_buf() };
-        let deadline = Instant::now() + WAIT;
-        while std::os::unix::net::UnixStream::connect(d.socket()).is_err() {
-            assert!(Instant::now() < deadline, "apexd did not answer");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        d
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.base.join("ns").join("apex")
-    }
-
-    async fn client(&self) -> (Client, u32) {
-        let c = dial(&format!("unix!{}", self.socket().display()), 1 << 20).await.expect("dial apexd");
-        let root = c.attach("bench", "").await.expect("attach");
-        (c, root)
-    }
-
-    /// SIGTERM: the log synced, then the exit.
-    fn stop(mut self) {
-        // SAFETY: kill(2) with plain integers.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Apexd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Bytes of every log segment under `state`.
-fn log_bytes(state: &Path) -> u64 {
-    let mut n = 0;
-    for s in std::fs::read_dir(state.join("sessions")).into_iter().flatten().flatten() {
-        for f in std::fs::read_dir(s.path()).into_iter().flatten().flatten() {
-            if f.file_name().to_string_lossy().starts_with("wal.") {
-                n += f.metadata().map_or(0, |m| m.len());
-            }
-        }
-    }
-    n
-}
 
 /// Entries per second of a plain loop writing `count` records of `size`
 /// bytes to a file in `dir`, one write(2) each, `fdatasync` after each if
