@@ -2,7 +2,8 @@
 //! window) and a window's `ctl` read (acme-fs.md §1). Every number is
 //! right-aligned in 11 columns and followed by a blank.
 
-use apex_core::{State, WindowId};
+use super::termwin;
+use apex_core::{State, TermId, WindowId};
 use std::fmt::Write;
 
 /// The font a window reports when none was set (`ctl` field 7). Clients
@@ -41,7 +42,8 @@ pub fn tag_line(state: &State, window: WindowId) -> String {
 }
 
 /// `index`: one line per window, in column order; of Zerox copies (windows
-/// on one body) only one, the focused one if it is among them.
+/// on one body) only one, the focused one if it is among them; then the
+/// terminals' windows.
 pub fn index(state: &State) -> String {
     let mut out = String::new();
     let mut listed = std::collections::BTreeSet::new();
@@ -59,7 +61,15 @@ pub fn index(state: &State) -> String {
             }
         }
     }
+    for (id, t) in &state.terms {
+        let _ = writeln!(out, "{}{}", termwin::five(*id, t), termwin::tag(*id, t));
+    }
     out
+}
+
+/// A terminal window's `ctl` read, in the fields of any window's.
+pub fn term_ctl(id: TermId, t: &apex_core::term::Term) -> String {
+    format!("{}{BODY_WIDTH:11} {DEFAULT_FONT} {TAB_WIDTH:11} {:11} {:11} ", termwin::five(id, t), 0, 0)
 }
 
 /// A font name as one token, quoted Plan 9 style if it needs it.

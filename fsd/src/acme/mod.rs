@@ -12,6 +12,7 @@
 //! - [`fields`]: `index` lines and the `ctl` read.
 //! - [`ctl`]: ctl messages, matched by prefix and applied one by one.
 //! - [`event`]: event messages and their write-back.
+//! - [`termwin`]: terminals as read-only windows `DIR/-term.N`.
 //! - acme's rules (built-ins, look, the layout policy) are core's:
 //!   `apex_core::exec`, `apex_core::look`, `apex_core::cols`.
 //! - [`Acme`] (here): what the daemon keeps per session for the tree: the
@@ -23,6 +24,7 @@
 pub mod ctl;
 pub mod event;
 pub mod fields;
+pub mod termwin;
 
 use apex_core::{AcmeNumber, LayoutOp, Node, Op, Seq, Shard, WindowId};
 use std::collections::{BTreeMap, VecDeque};

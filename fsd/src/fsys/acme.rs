@@ -11,7 +11,7 @@ use super::made::Made;
 use super::Fsys;
 use crate::acme::ctl::{self, WinCtl};
 use crate::acme::event::{self, Act, WriteBack};
-use crate::acme::fields;
+use crate::acme::{fields, termwin};
 use crate::buffers;
 use crate::daemon::gone;
 use crate::error::Error;
@@ -47,6 +47,14 @@ fn deleted() -> String {
     EDEL.to_string()
 }
 
+/// The files a terminal's window has.
+const TERM_FILES: &[WinFile] = &[WinFile::Body, WinFile::Ctl, WinFile::Tag];
+
+/// Whether `number` names a terminal's window (which has no core window).
+fn is_term(s: &Session, number: u32) -> bool {
+    termwin::term_of(&s.view.state, number).is_some()
+}
+
 /// Whether a walk from `place` may resolve root names and window numbers
 /// (the acme root, `acme/` and `draw/`).
 fn is_root_like(place: Place) -> Option<u64> {
@@ -63,9 +71,12 @@ pub fn step(s: &Session, place: Place, name: &str) -> Option<Place> {
             return Some(Place::Acme1(n, f));
         }
         let number: u32 = name.bytes().all(|c| c.is_ascii_digit()).then(|| name.parse().ok()).flatten()?;
-        return window(s, number).ok().map(|_| Place::Win(n, number));
+        return (window(s, number).is_ok() || is_term(s, number)).then_some(Place::Win(n, number));
     }
     match place {
+        Place::Win(n, number) if is_term(s, number) => {
+            lookup(WINDOW, name).filter(|f| TERM_FILES.contains(f)).map(|f| Place::Win1(n, number, f))
+        }
         Place::Win(n, number) => lookup(WINDOW, name).map(|f| Place::Win1(n, number, f)),
         _ => None,
     }
@@ -83,11 +94,13 @@ pub fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
         Place::Dir(n, SessionDir::Acme) => {
             let mut v: Vec<Place> = ACME.iter().map(|(_, f, _)| Place::Acme1(n, *f)).collect();
             let mut numbers: Vec<u32> = s.view.state.layout.numbers.values().map(|a| a.0).collect();
+            numbers.extend(s.view.state.terms.keys().map(|t| termwin::number(*t)));
             numbers.sort_unstable();
             v.extend(numbers.into_iter().map(|m| Place::Win(n, m)));
             v
         }
         Place::Acme1(_, AcmeFile::Acme | AcmeFile::Draw | AcmeFile::New) => Vec::new(),
+        Place::Win(n, number) if is_term(s, number) => TERM_FILES.iter().map(|f| Place::Win1(n, number, *f)).collect(),
         Place::Win(n, number) => WINDOW.iter().map(|(_, f, _)| Place::Win1(n, number, *f)).collect(),
         _ => return Err("not a directory".into()),
     })
@@ -96,6 +109,11 @@ pub fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
 /// Whether an acme place still exists.
 pub fn check(s: &Session, place: Place) -> srv::Result<()> {
     match place {
+        Place::Win(_, number) if is_term(s, number) => Ok(()),
+        Place::Win1(_, number, file) if is_term(s, number) => match TERM_FILES.contains(&file) {
+            true => Ok(()),
+            false => Err(deleted()),
+        },
         Place::Win(_, number) | Place::Win1(_, number, _) => window(s, number).map(|_| ()),
         _ => Ok(()),
     }
@@ -108,6 +126,15 @@ pub fn content(s: &Session, place: Place) -> srv::Result<Made> {
     let text_of = |b: BufferId| state.buffer(b).map(|b| Made::Text(b.text.clone())).map_err(|_| deleted());
     Ok(match place {
         Place::Acme1(_, AcmeFile::Index) => fields::index(state).into(),
+        Place::Win1(_, number, file) if is_term(s, number) => {
+            let (id, t) = termwin::term_of(state, number).ok_or_else(deleted)?;
+            match file {
+                WinFile::Body => t.text().into(),
+                WinFile::Tag => termwin::tag(id, t).into(),
+                WinFile::Ctl => fields::term_ctl(id, t).into(),
+                _ => Made::Bytes(Vec::new()),
+            }
+        }
         Place::Win1(_, number, file) => {
             let w = window(s, number)?;
             match file {
@@ -158,7 +185,16 @@ impl Fsys {
             let made = self.daemon.look(place.session().ok_or_else(gone)?, |s| content(s, place))??;
             Ok::<_, String>(Content::made(made.made().await))
         };
+        let term_window = match place {
+            Place::Win1(n, number, _) => self.daemon.look(n, |s| is_term(s, number))?,
+            _ => false,
+        };
         match place {
+            Place::Win1(_, number, _) if term_window && mode & 3 != apex_ninep::fcall::OREAD => Err(format!(
+                "{EPERM}: a terminal's window is read-only; type into terms/{}/cons",
+                number - termwin::TERMS_FROM
+            )),
+            Place::Win1(..) if term_window => Ok(Opened::Content(made().await?)),
             Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {
                 Err(format!("{EPERM}: editout is open only while an Edit pipe command runs"))
             }

@@ -96,6 +96,22 @@ async fn a_shell_runs_what_is_typed_and_the_files_say_so() {
     let text_file = text(read(&c, root, &format!("main/terms/{n}/text")).await.unwrap());
     assert!(text_file.ends_with(&screen), "text ends with the screen");
 
+    // In the acme tree it is a read-only window DIR/-term.N whose body is
+    // its text.
+    let index = text(read(&c, root, "main/acme/index").await.unwrap());
+    let name = format!("{dir}/-term.{n}");
+    let line = index.lines().find(|l| l.contains(&name)).unwrap_or_else(|| panic!("{name} in {index}"));
+    let number: u32 = line.split_whitespace().next().unwrap().parse().unwrap();
+    let body = text(read(&c, root, &format!("main/acme/{number}/body")).await.unwrap());
+    assert!(body.contains("made-42") && body.ends_with(&screen), "{body}");
+    let tag = text(read(&c, root, &format!("main/acme/{number}/tag")).await.unwrap());
+    assert_eq!(tag, format!("{name} Del Snarf | Look "));
+    let ctl = text(read(&c, root, &format!("main/acme/{number}/ctl")).await.unwrap());
+    assert!(ctl.starts_with(&format!("{number:11} ")), "{ctl}");
+    let e = write(&c, root, &format!("main/acme/{number}/body"), "x").await.unwrap_err().to_string();
+    assert!(e.contains(&format!("read-only; type into terms/{n}/cons")), "{e}");
+    assert!(c.walk(root, &["main", "acme", &number.to_string(), "event"]).await.is_err(), "no event file");
+
     // A program's exit status is reported; the screen stays.
     type_in(&c, root, n, "exit 7\n").await;
     let ctl = exited(&c, root, n).await;
