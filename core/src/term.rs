@@ -13,6 +13,7 @@ use crate::op::TermOp;
 use crate::packed::{Packed, RowChanges};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// Rows of scrollback a terminal keeps unless it was made with another
 /// limit.
@@ -52,8 +53,13 @@ pub struct Term {
     pub rows: u16,
     /// Exactly `rows` rows, top first.
     pub grid: Vec<Row>,
-    /// Rows that scrolled off the top, oldest first, at most `limit`.
-    pub scrollback: VecDeque<Row>,
+    /// Rows that scrolled off the top, oldest first, at most `limit`;
+    /// shared, so a copy of the state (a snapshot, a file's text made
+    /// after the lock) costs a pointer per row.
+    pub scrollback: VecDeque<Arc<Row>>,
+    /// The scrollback's runes, a newline after each row (`text`'s length
+    /// without the screen, which acme's index reports).
+    pub scrollback_runes: u64,
     pub limit: u32,
     /// Rows that ever scrolled off, evicted ones included.
     pub scrolled: u64,
@@ -100,6 +106,7 @@ impl Term {
             rows,
             grid: vec![Row::default(); rows as usize],
             scrollback: VecDeque::new(),
+            scrollback_runes: 0,
             limit,
             scrolled: 0,
             cursor: Cursor::default(),
@@ -139,9 +146,14 @@ impl Term {
         self.cursor.col = self.cursor.col.min(cols - 1);
         scroll_grid(&mut self.grid, scrolled.len());
         self.scrolled += scrolled.len() as u64;
-        self.scrollback.extend(scrolled);
-        let over = self.scrollback.len().saturating_sub(self.limit as usize);
-        self.scrollback.drain(..over);
+        for row in scrolled {
+            self.scrollback_runes += runes(&row);
+            self.scrollback.push_back(Arc::new(row));
+        }
+        while self.scrollback.len() > self.limit as usize {
+            let evicted = self.scrollback.pop_front().expect("over the limit");
+            self.scrollback_runes -= runes(&evicted);
+        }
         for (top, row) in lines {
             self.grid[top as usize] = row;
         }
@@ -168,13 +180,23 @@ impl Term {
 
     /// The scrollback as text, oldest row first (the `scrollback` file).
     pub fn scrollback_text(&self) -> String {
-        lines(self.scrollback.iter())
+        lines(self.scrollback.iter().map(|r| &**r))
     }
 
     /// Scrollback then screen (the `text` file, what grep and Look see).
     pub fn text(&self) -> String {
-        lines(self.scrollback.iter().chain(self.grid.iter()))
+        lines(self.scrollback.iter().map(|r| &**r).chain(self.grid.iter()))
     }
+
+    /// The runes of `text`, without making it.
+    pub fn text_runes(&self) -> u64 {
+        self.scrollback_runes + self.grid.iter().map(runes).sum::<u64>()
+    }
+}
+
+/// A row's runes and its newline.
+fn runes(row: &Row) -> u64 {
+    row.text.chars().count() as u64 + 1
 }
 
 fn lines<'a>(rows: impl Iterator<Item = &'a Row>) -> String {

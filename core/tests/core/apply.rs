@@ -174,6 +174,7 @@ fn terms_keep_a_grid_and_a_bounded_scrollback() {
     assert_eq!(s.screen(), "\n\n% \n");
     assert_eq!(s.scrollback_text(), "a b\nc\n");
     assert_eq!((s.scrolled, s.cursor.col), (3, 2));
+    assert_eq!(s.text_runes(), s.text().chars().count() as u64, "kept as rows come and go");
     // Refused whole: a row past the grid, a cursor off it, a size of 0,
     // rows that do not unpack.
     let before = n.state.hash();

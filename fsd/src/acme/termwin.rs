@@ -39,5 +39,5 @@ pub fn tag(id: TermId, t: &Term) -> String {
 /// The first five `index` and `ctl` fields of terminal `id`'s window.
 pub fn five(id: TermId, t: &Term) -> String {
     let tag = tag(id, t).chars().count();
-    format!("{:11} {:11} {:11} {:11} {:11} ", number(id), tag, t.text().chars().count(), 0, 0)
+    format!("{:11} {:11} {:11} {:11} {:11} ", number(id), tag, t.text_runes(), 0, 0)
 }

@@ -129,7 +129,7 @@ pub fn content(s: &Session, place: Place) -> srv::Result<Made> {
         Place::Win1(_, number, file) if is_term(s, number) => {
             let (id, t) = termwin::term_of(state, number).ok_or_else(deleted)?;
             match file {
-                WinFile::Body => t.text().into(),
+                WinFile::Body => Made::Term(Box::new(t.clone()), super::made::TermText::All),
                 WinFile::Tag => termwin::tag(id, t).into(),
                 WinFile::Ctl => fields::term_ctl(id, t).into(),
                 _ => Made::Bytes(Vec::new()),

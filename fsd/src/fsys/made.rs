@@ -5,6 +5,7 @@
 //! does not hold up every other request.
 
 use apex_core::text::Text;
+use apex_core::term::Term;
 use apex_core::State;
 
 pub enum Made {
@@ -15,6 +16,17 @@ pub enum Made {
     Snapshot(Box<State>),
     /// A session's state hash, in hex, on a line.
     Hash(Box<State>),
+    /// A terminal's text (its scrollback rows shared, not copied).
+    Term(Box<Term>, TermText),
+}
+
+/// Which text of a terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TermText {
+    Screen,
+    Scrollback,
+    /// Both: the `text` file and its acme window's body.
+    All,
 }
 
 /// Past this many bytes of text, making the bytes is moved off the
@@ -41,6 +53,7 @@ impl Made {
             Made::Bytes(_) => false,
             Made::Text(t) => t.len_bytes() > BIG,
             Made::Snapshot(st) | Made::Hash(st) => text(st) > BIG,
+            Made::Term(t, _) => t.scrollback.len() > BIG / 100,
         }
     }
 
@@ -51,6 +64,9 @@ impl Made {
             Made::Text(t) => t.to_string().into_bytes(),
             Made::Snapshot(st) => st.to_snapshot(),
             Made::Hash(st) => format!("{}\n", st.hash().to_hex()).into_bytes(),
+            Made::Term(t, TermText::Screen) => t.screen().into_bytes(),
+            Made::Term(t, TermText::Scrollback) => t.scrollback_text().into_bytes(),
+            Made::Term(t, TermText::All) => t.text().into_bytes(),
         }
     }
 }

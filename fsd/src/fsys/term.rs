@@ -5,7 +5,7 @@
 //! describes the terminal).
 
 use super::fid::{Fid, Opened};
-use super::made::Made;
+use super::made::{Made, TermText};
 use super::place::{Place, TermFile};
 use super::Fsys;
 use crate::error::Error;
@@ -49,9 +49,9 @@ pub fn index(s: &Session) -> String {
 pub fn content(s: &Session, id: TermId, file: TermFile) -> srv::Result<Made> {
     let t = term(s, id)?;
     Ok(match file {
-        TermFile::Screen => t.screen().into(),
-        TermFile::Scrollback => t.scrollback_text().into(),
-        TermFile::Text => t.text().into(),
+        TermFile::Screen => Made::Term(Box::new(t.clone()), TermText::Screen),
+        TermFile::Scrollback => Made::Term(Box::new(t.clone()), TermText::Scrollback),
+        TermFile::Text => Made::Term(Box::new(t.clone()), TermText::All),
         TermFile::Ctl => {
             let mut out = format!("command {}\ndir {}\nsize {}x{}\n", t.command, t.dir, t.cols, t.rows);
             if let (Some(r), None) = (s.terms.get(&id), t.exit) {
