@@ -641,3 +641,44 @@ async fn with_sync_always_concurrent_writers_are_acknowledged_and_kept() {
         assert!(kept.contains(line.as_str()), "{line:?} acknowledged, then lost");
     }
 }
+
+/// A terminal outlives its daemon's clients but not the daemon: after a
+/// restart its screen and scrollback come back from the log, its status
+/// says it ended with apexd, and it can be closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_comes_back_ended_with_its_screen_and_scrollback() {
+    let mut k = Kept::new("term");
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    let f = c.open_path(root, "main/ctl", apex_ninep::fcall::ORDWR).await.unwrap();
+    c.write(f.fid, 0, b"term -d / -s 30x5 /bin/sh\n").await.unwrap();
+    let n = text(c.read(f.fid, 0, 64).await.unwrap()).trim().to_string();
+    c.clunk(f.fid).await.unwrap();
+    write(&c, root, &format!("main/terms/{n}/cons"), "seq 1 20; echo kept-$((1+1))\n").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let screen = loop {
+        let s = text(read(&c, root, &format!("main/terms/{n}/screen")).await.unwrap());
+        if s.contains("\nkept-2\n") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the shell never printed: {s}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let scrollback = text(read(&c, root, &format!("main/terms/{n}/scrollback")).await.unwrap());
+    assert!(scrollback.contains("1\n2\n3\n"), "{scrollback}");
+    drop(c);
+    k.stop();
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    assert_eq!(text(read(&c, root, &format!("main/terms/{n}/screen")).await.unwrap()), screen);
+    assert_eq!(text(read(&c, root, &format!("main/terms/{n}/scrollback")).await.unwrap()), scrollback);
+    let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
+    assert!(ctl.contains("title [ended with apexd]\n") && ctl.ends_with("exit -1\n"), "{ctl}");
+    assert!(!ctl.contains("pid "), "no process: {ctl}");
+    let index = text(read(&c, root, "main/terms/index").await.unwrap());
+    assert!(index.starts_with(&format!("{n} - 30x5 exit:-1 / ")), "{index}");
+    let e = write(&c, root, &format!("main/terms/{n}/cons"), "ls\n").await.unwrap_err().to_string();
+    assert!(e.contains("has exited"), "{e}");
+    write(&c, root, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();
+    assert_eq!(text(read(&c, root, "main/terms/index").await.unwrap()), "");
+}
