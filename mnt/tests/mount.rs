@@ -56,6 +56,18 @@ fn shell_tools_read_and_write_through_the_mount() {
     assert!(!ok && err.contains("No such file"), "{err}");
     let (ok, _, err) = s.sh("echo x > $M/work/hash");
     assert!(!ok && err.contains("Permission denied"), "{err}");
+
+    // A terminal from the shell: the ctl write's reply read back on the
+    // same descriptor, typing into cons, its screen, its output streamed.
+    let t = s.ok("exec 3<>$M/work/ctl; echo 'term -d / /bin/sh' >&3; read t <&3; echo $t").trim().to_string();
+    assert!(t.parse::<u64>().is_ok(), "a terminal's number: {t:?}");
+    let out = s.ok(&format!(
+        "timeout 2 cat $M/work/terms/{t}/cons > $T/cons.out & sleep 0.3; \
+         echo 'echo mounted-$((40+2))' > $M/work/terms/{t}/cons; \
+         for i in $(seq 100); do grep -q '^mounted-42$' $M/work/terms/{t}/screen && break; sleep 0.05; done; \
+         cat $M/work/terms/{t}/screen; wait; cat $T/cons.out"
+    ));
+    assert!(out.lines().filter(|l| l.trim_end() == "mounted-42").count() >= 2, "screen and cons: {out}");
 }
 
 #[test]

@@ -361,14 +361,8 @@ impl Fsys {
     /// made. The two `new` files and `rdsel` keep what their open made.
     async fn read_content(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
         let place = fid.place;
-        // A session's ctl reads what the fid's last write made.
-        let fixed = matches!(
-            place,
-            Place::Root1(RootFile::New)
-                | Place::BuffersNew(_)
-                | Place::Win1(_, _, WinFile::Rdsel)
-                | Place::Session1(_, place::SessionFile::Ctl)
-        );
+        let fixed =
+            matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_) | Place::Win1(_, _, WinFile::Rdsel));
         let made_at = fid.lock().content().and_then(|c| c.fresh.take());
         let fresh = made_at == Some(self.daemon.generation());
         if offset == 0 && !fixed && !fresh {
@@ -553,6 +547,15 @@ impl Serve for Fsys {
         match place {
             Place::Session1(n, place::SessionFile::Attach) => self.read_attach(n, fid, count).await,
             Place::Term1(n, t, TermFile::Cons) => self.term_read_cons(n, t, fid, count).await,
+            // The reply to this fid's last write, read once from wherever
+            // the reader is: a shell's `read <&3` after `echo >&3` on a
+            // mount reads past what it wrote.
+            Place::Session1(_, place::SessionFile::Ctl) => {
+                let mut opened = fid.lock();
+                let c = opened.content().ok_or("read of a fid that is not open; open it first")?;
+                let n = (count as usize).min(c.bytes.len());
+                Ok(c.bytes.drain(..n).collect())
+            }
             _ if place.is_stream() => self.read_stream(fid, offset, count).await,
             Place::Acme1(n, AcmeFile::Log) => self.read_log(n, fid, count).await,
             _ => match (data_of, place) {
