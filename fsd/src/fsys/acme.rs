@@ -70,7 +70,7 @@ pub fn step(s: &Session, place: Place, name: &str) -> Option<Place> {
         if let Some(f) = lookup(ACME, name) {
             return Some(Place::Acme1(n, f));
         }
-        let number: u32 = name.bytes().all(|c| c.is_ascii_digit()).then(|| name.parse().ok()).flatten()?;
+        let number = u32::try_from(crate::fsys::place::number(name)?).ok()?;
         return (window(s, number).is_ok() || is_term(s, number)).then_some(Place::Win(n, number));
     }
     match place {

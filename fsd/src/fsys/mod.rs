@@ -284,21 +284,11 @@ impl Fsys {
             }
             Place::Dir(n, SessionDir::Shards) => name.parse::<Shard>().ok().map(|s| Place::Shard(n, s)),
             Place::Dir(n, SessionDir::Buffers) if name == "new" => Some(Place::BuffersNew(n)),
-            Place::Dir(n, SessionDir::Buffers) => name
-                .bytes()
-                .all(|c| c.is_ascii_digit())
-                .then(|| name.parse().ok())
-                .flatten()
-                .map(|b| Place::Buffer(n, BufferId(b))),
+            Place::Dir(n, SessionDir::Buffers) => place::number(name).map(|b| Place::Buffer(n, BufferId(b))),
             Place::Shard(n, shard) => lookup(SHARD, name).map(|f| Place::Shard1(n, shard, f)),
             Place::Buffer(n, b) => lookup(BUFFER, name).map(|f| Place::Buffer1(n, b, f)),
             Place::Dir(n, SessionDir::Terms) if name == "index" => Some(Place::TermsIndex(n)),
-            Place::Dir(n, SessionDir::Terms) => name
-                .bytes()
-                .all(|c| c.is_ascii_digit())
-                .then(|| name.parse().ok())
-                .flatten()
-                .map(|t| Place::Term(n, TermId(t))),
+            Place::Dir(n, SessionDir::Terms) => place::number(name).map(|t| Place::Term(n, TermId(t))),
             Place::Term(n, t) => lookup(TERM, name).map(|f| Place::Term1(n, t, f)),
             _ => None,
         }?;

@@ -172,6 +172,12 @@ pub const TERM: Table<TermFile> = &[
     ("ctl", TermFile::Ctl, 0o666),
 ];
 
+/// A directory named by a number (`buffers/N`, `terms/N`, an acme
+/// window): digits only, so `+1` or ` 1` name nothing.
+pub fn number(name: &str) -> Option<u64> {
+    name.bytes().all(|c| c.is_ascii_digit()).then(|| name.parse().ok()).flatten()
+}
+
 /// The file named `name` in `table`.
 pub fn lookup<T: Copy>(table: Table<T>, name: &str) -> Option<T> {
     table.iter().find(|(n, _, _)| *n == name).map(|(_, f, _)| *f)
