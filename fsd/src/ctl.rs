@@ -58,10 +58,12 @@ pub enum Unfit {
     NotADirectory(String),
     #[error("kill: no process {0} in this session (see meta/processes)")]
     NoProcess(u64),
-    #[error("a terminal's size is 1 to 4096 columns and rows (term -s 80x24, resize 80 24)")]
+    #[error("a terminal is 2 to 4096 columns by 1 to 4096 rows, at most 1048576 cells (term -s 80x24, resize 80 24)")]
     TermSize,
     #[error("no signal {0:?}; name one of HUP INT QUIT KILL USR1 USR2 PIPE ALRM TERM CONT STOP TSTP TTIN TTOU WINCH")]
     NoSignal(String),
+    #[error("nothing may follow close in the same write")]
+    AfterClose,
     #[error("term: a scrollback of {0} rows is over the limit of 1000000")]
     TermScrollback(u64),
 }

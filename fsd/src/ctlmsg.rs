@@ -5,7 +5,7 @@
 
 use crate::ctl::{self, Arg, CtlError, Unfit, Verb};
 use crate::term::proc::Spec;
-use apex_core::term::{MAX_SIDE, SCROLLBACK_LIMIT, SCROLLBACK_MAX};
+use apex_core::term::{SCROLLBACK_LIMIT, SCROLLBACK_MAX};
 use apex_core::{AcmeNumber, State};
 use std::path::Path;
 
@@ -64,12 +64,11 @@ fn home() -> String {
     std::env::var("HOME").ok().filter(|h| Path::new(h).is_absolute()).unwrap_or_else(|| "/".into())
 }
 
-/// `COLSxROWS` with each side in 1..=4096.
+/// `COLSxROWS` of a size a terminal may have.
 pub fn size(s: &str) -> Option<(u16, u16)> {
     let (c, r) = s.split_once('x')?;
     let (c, r): (u16, u16) = (c.parse().ok()?, r.parse().ok()?);
-    let ok = |v: u16| (1..=MAX_SIDE).contains(&v);
-    (ok(c) && ok(r)).then_some((c, r))
+    crate::term::ctl::size_fits(c, r).then_some((c, r))
 }
 
 /// Parses a session ctl write and checks every message against `state`
@@ -131,9 +130,10 @@ mod tests {
         let want = Spec { dir: "/tmp".into(), cols: 100, rows: 30, scrollback: 50, command: Some("top -d 1".into()) };
         assert_eq!(t, [SessionCtl::Term(want)]);
         for (bad, says) in [
-            ("term -s 0x24", "1 to 4096"),
-            ("term -s 80x4097", "1 to 4096"),
-            ("term -s 80", "1 to 4096"),
+            ("term -s 0x24", "2 to 4096 columns"),
+            ("term -s 1x24", "2 to 4096 columns"),
+            ("term -s 80x4097", "2 to 4096 columns"),
+            ("term -s 80", "2 to 4096 columns"),
             ("term -l 2000000", "over the limit"),
             ("term -d tmp", "not an absolute path"),
             ("term -d /no/such/dir", "not a directory"),

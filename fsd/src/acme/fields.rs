@@ -62,7 +62,9 @@ pub fn index(state: &State) -> String {
         }
     }
     for (id, t) in &state.terms {
-        let _ = writeln!(out, "{}{}", termwin::five(*id, t), termwin::tag(*id, t));
+        if state.layout.window_numbered(apex_core::AcmeNumber(termwin::number(*id))).is_none() {
+            let _ = writeln!(out, "{}{}", termwin::five(*id, t), termwin::tag(*id, t));
+        }
     }
     out
 }

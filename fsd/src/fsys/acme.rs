@@ -50,9 +50,11 @@ fn deleted() -> String {
 /// The files a terminal's window has.
 const TERM_FILES: &[WinFile] = &[WinFile::Body, WinFile::Ctl, WinFile::Tag];
 
-/// Whether `number` names a terminal's window (which has no core window).
+/// Whether `number` names a terminal's window (which has no core
+/// window); a layout's window of that number, should there ever be one,
+/// comes first.
 fn is_term(s: &Session, number: u32) -> bool {
-    termwin::term_of(&s.view.state, number).is_some()
+    termwin::term_of(&s.view.state, number).is_some() && window(s, number).is_err()
 }
 
 /// Whether a walk from `place` may resolve root names and window numbers

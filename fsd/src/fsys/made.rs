@@ -4,8 +4,8 @@
 //! nodes), made into bytes after the lock is let go, so one big buffer
 //! does not hold up every other request.
 
-use apex_core::text::Text;
 use apex_core::term::Term;
+use apex_core::text::Text;
 use apex_core::State;
 
 pub enum Made {
@@ -48,7 +48,9 @@ impl Made {
     }
 
     fn is_big(&self) -> bool {
-        let text = |st: &State| st.buffers.values().map(|b| b.text.len_bytes()).sum::<usize>();
+        // Terminals' rows count too (a snapshot writes every one).
+        let rows = |st: &State| st.terms.values().map(|t| t.scrollback.len() * 100).sum::<usize>();
+        let text = |st: &State| st.buffers.values().map(|b| b.text.len_bytes()).sum::<usize>() + rows(st);
         match self {
             Made::Bytes(_) => false,
             Made::Text(t) => t.len_bytes() > BIG,

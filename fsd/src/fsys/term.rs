@@ -39,7 +39,11 @@ fn status(t: &Term) -> String {
 pub fn index(s: &Session) -> String {
     let mut out = String::new();
     for (id, t) in &s.view.state.terms {
-        let pid = s.terms.get(id).map_or("-".to_string(), |r| r.pid.to_string());
+        // No pid once exited: it may be another process's by now.
+        let pid = match (s.terms.get(id), t.exit) {
+            (Some(r), None) => r.pid.to_string(),
+            _ => "-".to_string(),
+        };
         out += &format!("{} {pid} {}x{} {} {} {}\n", id.0, t.cols, t.rows, status(t), t.dir, t.command);
     }
     out
@@ -49,7 +53,8 @@ pub fn index(s: &Session) -> String {
 pub fn content(s: &Session, id: TermId, file: TermFile) -> srv::Result<Made> {
     let t = term(s, id)?;
     Ok(match file {
-        TermFile::Screen => Made::Term(Box::new(t.clone()), TermText::Screen),
+        // The screen is small; the scrollback's rows are shared, not copied.
+        TermFile::Screen => t.screen().into(),
         TermFile::Scrollback => Made::Term(Box::new(t.clone()), TermText::Scrollback),
         TermFile::Text => Made::Term(Box::new(t.clone()), TermText::All),
         TermFile::Ctl => {
@@ -126,6 +131,11 @@ impl Fsys {
             TermFile::Ctl => {
                 let text = super::fid::utf8(data)?;
                 let msgs = crate::term::ctl::parse(&text).map_err(Error::from)?;
+                // Checked whole before any is done: a message that needs
+                // the program refuses the write if it has exited.
+                if msgs.iter().any(|m| *m != TermCtl::Close) {
+                    self.running(n, id)?;
+                }
                 for msg in msgs {
                     self.term_ctl(n, id, msg).await?;
                 }
@@ -138,8 +148,20 @@ impl Fsys {
     async fn term_ctl(&self, n: u64, id: TermId, msg: TermCtl) -> Result<(), Error> {
         match msg {
             TermCtl::Resize { cols, rows } => {
-                let logged = self.running(n, id)?.resize(id.0, cols, rows)?;
-                match tokio::time::timeout(RESIZE_WAIT, logged).await {
+                let deadline = tokio::time::Instant::now() + RESIZE_WAIT;
+                let running = self.running(n, id)?;
+                // The driver's queue is full under a flood: wait for room
+                // without holding a worker.
+                let logged = loop {
+                    match running.resize(id.0, cols, rows)? {
+                        Some(rx) => break rx,
+                        None if tokio::time::Instant::now() < deadline => {
+                            tokio::time::sleep(std::time::Duration::from_millis(5)).await
+                        }
+                        None => return Err(Error::Term(crate::term::proc::ProcError::Busy(id.0))),
+                    }
+                };
+                match tokio::time::timeout_at(deadline, logged).await {
                     Ok(Ok(())) | Err(_) => Ok(()),
                     Ok(Err(_)) => Err(Error::Term(crate::term::proc::ProcError::Exited(id.0))),
                 }

@@ -39,6 +39,17 @@ pub const SIGNALS: &[(&str, i32)] = &[
     ("WINCH", libc::SIGWINCH),
 ];
 
+/// The most cells a terminal's screen may have: the emulator keeps two
+/// grids of them (the alternate screen's too).
+pub const MAX_CELLS: u32 = 1 << 20;
+
+/// Whether a terminal may be `cols` by `rows`: 2 to 4096 columns (the
+/// emulator needs two for a wide character), 1 to 4096 rows, at most
+/// [`MAX_CELLS`] cells.
+pub fn size_fits(cols: u16, rows: u16) -> bool {
+    (2..=MAX_SIDE).contains(&cols) && (1..=MAX_SIDE).contains(&rows) && cols as u32 * rows as u32 <= MAX_CELLS
+}
+
 /// A signal's number from its name (`INT`, `SIGINT`, `int`).
 pub fn signal_named(name: &str) -> Option<i32> {
     let upper = name.to_ascii_uppercase();
@@ -70,17 +81,17 @@ pub fn parse(text: &str) -> Result<Vec<TermCtl>, CtlError> {
     let mut out = Vec::new();
     for (n, (msg, line)) in msgs.into_iter().zip(text.lines().map(str::trim).filter(|l| !l.is_empty())).enumerate() {
         let checked = match msg {
-            Parsed::Resize(c, r) => {
-                let side = |v: u64| u16::try_from(v).ok().filter(|v| (1..=MAX_SIDE).contains(v));
-                match (side(c), side(r)) {
-                    (Some(cols), Some(rows)) => Ok(TermCtl::Resize { cols, rows }),
-                    _ => Err(Unfit::TermSize),
-                }
-            }
+            Parsed::Resize(c, r) => match (u16::try_from(c), u16::try_from(r)) {
+                (Ok(cols), Ok(rows)) if size_fits(cols, rows) => Ok(TermCtl::Resize { cols, rows }),
+                _ => Err(Unfit::TermSize),
+            },
             Parsed::Signal(name) => signal_named(&name).map(TermCtl::Signal).ok_or(Unfit::NoSignal(name)),
             Parsed::Ready(m) => Ok(m),
         };
         let why = |e: Unfit| CtlError::Line { n: n + 1, line: line.to_string(), why: Box::new(CtlError::Refused(e)) };
+        if out.last() == Some(&TermCtl::Close) {
+            return Err(why(Unfit::AfterClose));
+        }
         out.push(checked.map_err(why)?);
     }
     Ok(out)
@@ -103,12 +114,15 @@ mod tests {
             ]
         );
         for (bad, says) in [
-            ("resize 0 40", "1 to 4096"),
-            ("resize 80 5000", "1 to 4096"),
+            ("resize 0 40", "2 to 4096 columns"),
+            ("resize 1 40", "2 to 4096 columns"),
+            ("resize 80 5000", "2 to 4096 columns"),
+            ("resize 4096 4096", "at most 1048576 cells"),
             ("resize 80", "resize wants ROWS"),
             ("kill\nsignal FOO", "line 2"),
             ("signal FOO", "no signal \"FOO\""),
             ("frob", "expected resize COLS ROWS, signal NAME, kill or close"),
+            ("close\nresize 80 24", "nothing may follow close"),
         ] {
             let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");

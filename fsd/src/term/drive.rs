@@ -26,9 +26,16 @@ pub const FRAME: Duration = Duration::from_millis(16);
 /// How long an exited program's last output may take to arrive.
 pub const EXIT_GRACE: Duration = Duration::from_millis(200);
 
+/// Terminals running at once in one session.
+pub const MAX_RUNNING: usize = 256;
+
 /// Runs a new terminal in session `n`: its pty and program, its term
 /// shard (created and led by the daemon), and its driver thread.
 pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
+    let running_now = daemon.look(n, |s| s.terms.values().filter(|r| !r.exited()).count())?;
+    if running_now >= MAX_RUNNING {
+        return Err(Error::Term(proc::ProcError::TooMany(MAX_RUNNING)));
+    }
     let (running, pipes) = proc::spawn(spec.clone())?;
     let running = Arc::new(running);
     let create = TermOp::Create {
@@ -47,14 +54,21 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
         s.terms.insert(id, held);
         Ok(id)
     })??;
-    let (daemon, weak) = (daemon.clone(), Arc::downgrade(&running));
+    let (driver, weak) = (daemon.clone(), Arc::downgrade(&running));
     let runtime = tokio::runtime::Handle::current();
     let spawned = std::thread::Builder::new().name(format!("term-{}", id.0)).spawn(move || {
         let _inside = runtime.enter();
-        drive(&daemon, n, id, (spec.cols, spec.rows), pipes, weak);
+        drive_guarded(&driver, n, id, (spec.cols, spec.rows), pipes, weak);
     });
     if let Err(e) = spawned {
+        // Nothing would read its pty: the terminal goes (its program with it).
         tracing::warn!(session = n, term = id.0, error = %e, "no thread for a terminal's driver");
+        let closed = daemon.with_hub(n, |s, _| {
+            let _ = s.view.delete_shard(Shard::Term(id));
+            s.terms.remove(&id)
+        });
+        drop(closed);
+        return Err(Error::Io { what: "term: a thread for its driver".into(), source: e });
     }
     Ok(id)
 }
@@ -62,6 +76,9 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
 /// What became of an update.
 enum Appended {
     Done,
+    /// The log refused it (a bug, or a damaged update): replicas were not
+    /// sent it.
+    Refused,
     /// The terminal was closed or its session deleted: stop.
     Gone,
 }
@@ -72,11 +89,15 @@ fn append(daemon: &Daemon, n: u64, id: TermId, u: TermUpdate) -> Appended {
         if !s.view.state.terms.contains_key(&id) {
             return Appended::Gone;
         }
-        if let Err(e) = s.view.append(shard, Op::Term(TermOp::Update(Box::new(u)))) {
-            tracing::warn!(term = %shard, error = %e, "a terminal update was refused");
-        }
+        let appended = match s.view.append(shard, Op::Term(TermOp::Update(Box::new(u)))) {
+            Ok(_) => Appended::Done,
+            Err(e) => {
+                tracing::warn!(term = %shard, error = %e, "a terminal update was refused; sending the screen again");
+                Appended::Refused
+            }
+        };
         compact(s, shard);
-        Appended::Done
+        appended
     });
     done.unwrap_or(Appended::Gone)
 }
@@ -88,13 +109,43 @@ fn compact(s: &mut Session, shard: Shard) {
     crate::attach::feed::compact_shard(s, shard);
 }
 
-fn drive(daemon: &Daemon, n: u64, id: TermId, (cols, rows): (u16, u16), pipes: Pipes, running: Weak<Running>) {
+/// The driver, and what ends it: a panic in the emulator ends the
+/// program and says so in the terminal's title, instead of leaving a
+/// terminal that says it runs with nobody reading its pty.
+fn drive_guarded(daemon: &Daemon, n: u64, id: TermId, size: (u16, u16), pipes: Pipes, running: Weak<Running>) {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drive(daemon, n, id, size, &pipes)));
+    if let Err(panic) = ran {
+        let why =
+            panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+        tracing::error!(session = n, term = id.0, why = ?why, "a terminal's emulator failed; ending its program");
+        if let Some(r) = running.upgrade() {
+            let _ = r.kill(id.0);
+        }
+        // Its status, once reaped.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            match pipes.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Event::Exited(status)) => break status,
+                Ok(_) => continue,
+                Err(_) => break apex_core::term::ENDED_WITH_DAEMON,
+            }
+        };
+        let title = Some("[the terminal failed; see apexd's log]".to_string());
+        append(daemon, n, id, TermUpdate { title, exit: Some(status), ..TermUpdate::default() });
+    }
+    if let Some(r) = running.upgrade() {
+        r.driver_ended();
+    }
+}
+
+fn drive(daemon: &Daemon, n: u64, id: TermId, (cols, rows): (u16, u16), pipes: &Pipes) {
     let mut emu = Emulator::new(cols, rows);
     let mut last = Instant::now() - FRAME;
     let mut dirty = false;
     let mut eof = false;
     let mut exited: Option<(i32, Instant)> = None;
     let mut exit_sent = false;
+    let mut refused = 0;
     let mut resized = Vec::new();
     loop {
         let wait = match (dirty, exited) {
@@ -137,17 +188,39 @@ fn drive(daemon: &Daemon, n: u64, id: TermId, (cols, rows): (u16, u16), pipes: P
         let exit_due = exited.filter(|(_, at)| !exit_sent && (eof || at.elapsed() >= EXIT_GRACE));
         let frame_due = dirty && (last.elapsed() >= FRAME || !resized.is_empty());
         if frame_due || exit_due.is_some() {
-            let mut u = emu.update();
+            let mut updates = emu.updates();
             if let Some((status, _)) = exit_due {
-                u.get_or_insert_with(TermUpdate::default).exit = Some(status);
-                exit_sent = true;
+                if updates.is_empty() {
+                    updates.push(TermUpdate::default());
+                }
+                updates.last_mut().expect("one at least").exit = Some(status);
             }
             dirty = false;
             last = Instant::now();
-            if let Some(u) = u {
-                if let Appended::Gone = append(daemon, n, id, u) {
-                    break;
+            let mut all_done = true;
+            for u in updates {
+                match append(daemon, n, id, u) {
+                    Appended::Done => {}
+                    Appended::Gone => return,
+                    Appended::Refused => {
+                        all_done = false;
+                        break;
+                    }
                 }
+            }
+            match all_done {
+                true => {
+                    refused = 0;
+                    exit_sent |= exit_due.is_some();
+                }
+                // Sent whole again next time (the exit with it), once:
+                // a refusal that repeats is given up on.
+                false if refused == 0 => {
+                    refused += 1;
+                    emu.resync();
+                    dirty = true;
+                }
+                false => exit_sent |= exit_due.is_some(),
             }
             for done in resized.drain(..) {
                 let _ = done.send(());
@@ -156,8 +229,5 @@ fn drive(daemon: &Daemon, n: u64, id: TermId, (cols, rows): (u16, u16), pipes: P
         if eof && exit_sent {
             break;
         }
-    }
-    if let Some(r) = running.upgrade() {
-        r.driver_ended();
     }
 }

@@ -2,16 +2,21 @@
 //! of it: `alacritty_terminal` runs here, in the daemon only, and what
 //! leaves is a [`TermUpdate`] of core's rows, so replicas never run it.
 //!
-//! Output is fed in chunks of at most [`CHUNK`] bytes. After each, the rows
-//! that scrolled off the top are taken out of the emulator's history
-//! (which then keeps none), so every scrolled row reaches the shard however
-//! many chunks an update coalesces. An update carries those rows, the
-//! screen rows that differ from what replicas have (`shown`, kept by the
-//! same core functions their apply uses), and whatever else changed.
+//! Output is fed in chunks small enough that the rows one chunk can
+//! scroll (a row per byte, at most) fit the emulator's history, whose
+//! rows are allocated at full width: [`HISTORY_CELLS`] bounds both. After
+//! each chunk, the rows that scrolled off the top are taken out of the
+//! history (which then keeps none), so every scrolled row reaches the
+//! shard however many chunks an update coalesces. (Only escape sequences
+//! scrolling the whole screen many times over in one chunk can scroll
+//! more; the blank rows past the history are then dropped.) An update
+//! carries those rows, the screen rows that differ from what replicas
+//! have (`shown`, kept by the same core functions their apply uses), and
+//! whatever else changed; rows over [`UPDATE_BYTES`] go in several.
 
 use alacritty_terminal::event::{Event, EventListener, WindowSize};
 use alacritty_terminal::grid::{Dimensions, Scroll};
-use alacritty_terminal::index::Line;
+use alacritty_terminal::index::{Column, Line};
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::{Config, TermMode};
 use alacritty_terminal::vte::ansi::{Color as VtColor, CursorShape as VtShape, NamedColor, Processor, Rgb};
@@ -20,11 +25,23 @@ use apex_core::packed::{Packed, RowChanges};
 use apex_core::term::{resize_grid, scroll_grid, TermUpdate};
 use std::sync::{Arc, Mutex};
 
-/// The most output fed between two looks at the emulator's history. A
-/// chunk scrolls at most a few thousand rows, well inside [`HISTORY`].
+/// The most output fed between two looks at the emulator's history.
 pub const CHUNK: usize = 4096;
-/// The emulator's history: room for what one chunk scrolls.
-const HISTORY: usize = 100_000;
+/// Cells of history the emulator may hold between two looks (24 bytes
+/// each): room for what one chunk scrolls.
+pub const HISTORY_CELLS: usize = 1 << 20;
+/// Combining marks kept on one cell; more are dropped (a program writing
+/// them forever would grow one cell forever).
+pub const MAX_MARKS: usize = 16;
+/// Roughly the most row bytes one update carries, well inside what apply
+/// unpacks (`packed::UNPACKED_MAX`).
+pub const UPDATE_BYTES: usize = 8 << 20;
+
+/// Rows of history, and bytes per chunk, for a terminal `cols` wide.
+fn budget(cols: usize) -> (usize, usize) {
+    let rows = (HISTORY_CELLS / cols.max(1)).max(64);
+    (rows, CHUNK.min(rows))
+}
 
 /// The size the emulator is given, cells only (no pixels here).
 struct Size {
@@ -98,7 +115,7 @@ pub struct Emulator {
 impl Emulator {
     pub fn new(cols: u16, rows: u16) -> Emulator {
         let heard = Listener::default();
-        let config = Config { scrolling_history: HISTORY, ..Config::default() };
+        let config = Config { scrolling_history: budget(cols as usize).0, ..Config::default() };
         let size = Size { cols: cols as usize, rows: rows as usize };
         let mut term = alacritty_terminal::Term::new(config, &size, heard.clone());
         term.is_focused = true;
@@ -119,19 +136,57 @@ impl Emulator {
     /// Feeds the program's output; returns the answers it asked for, to be
     /// written to the pty.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
-        for chunk in bytes.chunks(CHUNK) {
-            self.parser.advance(&mut self.term, chunk);
+        let (_, chunk) = budget(self.term.columns());
+        for piece in bytes.chunks(chunk) {
+            self.parser.advance(&mut self.term, piece);
+            self.trim_marks();
             self.take_history();
         }
         self.answers()
+    }
+
+    /// Caps the combining marks on the cells by the cursor, the only ones
+    /// a program can add to.
+    fn trim_marks(&mut self) {
+        let grid = self.term.grid_mut();
+        let point = grid.cursor.point;
+        let last = grid.columns() - 1;
+        let row = &mut grid[point.line];
+        for col in point.column.0.saturating_sub(2)..=point.column.0.min(last) {
+            let cell = &mut row[Column(col)];
+            let Some(marks) = cell.zerowidth().filter(|m| m.len() > MAX_MARKS).map(|m| m[..MAX_MARKS].to_vec()) else {
+                continue;
+            };
+            let (underline, link) = (cell.underline_color(), cell.hyperlink());
+            let mut fresh = Cell { c: cell.c, fg: cell.fg, bg: cell.bg, flags: cell.flags, extra: None };
+            fresh.set_underline_color(underline);
+            fresh.set_hyperlink(link);
+            for m in marks {
+                fresh.push_zerowidth(m);
+            }
+            *cell = fresh;
+        }
     }
 
     /// Resizes the emulator; the next update carries the size and the
     /// new screen (rows the resize pushed off go to the scrollback).
     pub fn resize(&mut self, cols: u16, rows: u16) {
         self.term.resize(Size { cols: cols as usize, rows: rows as usize });
+        self.term.grid_mut().update_history(budget(cols as usize).0);
         self.take_history();
         self.size_changed = true;
+    }
+
+    /// Forgets what replicas were sent: the next updates send the whole
+    /// screen, size, cursor, modes and title (after an update was refused).
+    pub fn resync(&mut self) {
+        let nothing = Row { text: "\0".into(), runs: Vec::new(), wrapped: false };
+        self.shown.iter_mut().for_each(|r| *r = nothing.clone());
+        self.shown_size = (0, 0);
+        self.size_changed = true;
+        self.cursor.row = u16::MAX;
+        self.modes = u32::MAX;
+        self.title = "\0".into();
     }
 
     fn answers(&mut self) -> Vec<u8> {
@@ -164,8 +219,35 @@ impl Emulator {
         grid.clear_history();
     }
 
-    /// Whatever changed since the last update, if anything did.
-    pub fn update(&mut self) -> Option<TermUpdate> {
+    /// Whatever changed since the last update, in as many updates as
+    /// its rows need (none if nothing changed): the rows that scrolled
+    /// off first, the rest in the last.
+    pub fn updates(&mut self) -> Vec<TermUpdate> {
+        let Some((mut last, changes)) = self.update() else { return Vec::new() };
+        let weight = |r: &Row| r.text.len() + r.runs.len() * 16 + 8;
+        if changes.scrolled.iter().map(weight).sum::<usize>() <= UPDATE_BYTES {
+            last.rows = Packed::pack(&changes);
+            return vec![last];
+        }
+        let mut out = Vec::new();
+        let (mut piece, mut bytes) = (Vec::new(), 0);
+        for row in changes.scrolled {
+            bytes += weight(&row);
+            piece.push(row);
+            if bytes > UPDATE_BYTES {
+                let rows = Packed::pack(&RowChanges { scrolled: std::mem::take(&mut piece), lines: Vec::new() });
+                out.push(TermUpdate { rows, ..TermUpdate::default() });
+                bytes = 0;
+            }
+        }
+        last.rows = Packed::pack(&RowChanges { scrolled: piece, lines: changes.lines });
+        out.push(last);
+        out
+    }
+
+    /// Whatever changed since the last update, if anything did: the
+    /// update without its rows, and the rows.
+    fn update(&mut self) -> Option<(TermUpdate, RowChanges)> {
         let (cols, rows) = (self.term.columns() as u16, self.term.screen_lines() as u16);
         let mut u = TermUpdate::default();
         if self.size_changed && (cols, rows) != self.shown_size {
@@ -187,7 +269,6 @@ impl Emulator {
         }
         let changes = RowChanges { scrolled, lines };
         let changed_rows = !changes.is_empty();
-        u.rows = Packed::pack(&changes);
         let cursor = self.cursor_now();
         if cursor != self.cursor || u.size.is_some() {
             self.cursor = cursor;
@@ -212,7 +293,7 @@ impl Emulator {
         let nothing = !changed_rows && u.size.is_none() && u.cursor.is_none() && u.modes.is_none() && u.title.is_none();
         match nothing && u.bells == 0 {
             true => None,
-            false => Some(u),
+            false => Some((u, changes)),
         }
     }
 
@@ -251,6 +332,7 @@ fn row_of(cells: &[Cell]) -> Row {
         let mut chars = 1;
         text.push(cell.c);
         if let Some(marks) = cell.zerowidth() {
+            let marks = &marks[..marks.len().min(MAX_MARKS)];
             text.extend(marks);
             chars += marks.len() as u32;
         }
@@ -377,7 +459,7 @@ mod tests {
 
     fn apply_all(e: &mut Emulator, term: &mut apex_core::term::Term, bytes: &[u8]) {
         e.feed(bytes);
-        if let Some(u) = e.update() {
+        for u in e.updates() {
             term.apply(&apex_core::TermOp::Update(Box::new(u))).unwrap();
         }
     }
@@ -398,7 +480,7 @@ mod tests {
         assert_eq!(t.screen(), "9997\n9998\n9999\n10000\n\n");
         assert_eq!((t.cursor.row, t.cursor.col), (4, 0));
         // Nothing new, no update.
-        assert!(e.update().is_none());
+        assert!(e.updates().is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 use super::output::Output;
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -64,6 +65,10 @@ pub enum ProcError {
     InputFull { term: u64, waiting: usize },
     #[error("resize: {0}")]
     Resize(String),
+    #[error("terminal {0} is too busy to resize (its output floods); try again")]
+    Busy(u64),
+    #[error("term: {0} terminals run in this session already; close one first")]
+    TooMany(usize),
     #[error("signal: {0}")]
     Signal(std::io::Error),
 }
@@ -79,6 +84,8 @@ pub struct Running {
     pub output: Arc<Output>,
     /// The program has been waited for: its pid may be another's now.
     reaped: Arc<AtomicBool>,
+    /// The terminal is closing: its pty threads let go of the pty.
+    closing: Arc<AtomicBool>,
     /// To the driver; none once it has ended.
     events: Mutex<Option<mpsc::SyncSender<Event>>>,
 }
@@ -98,12 +105,46 @@ pub struct Answers {
 }
 
 impl Answers {
+    /// Queues the emulator's answers; dropped if the program has left
+    /// [`INPUT_MAX`] unread (it is not reading what it asked for).
     pub fn send(&self, bytes: Vec<u8>) {
-        if bytes.is_empty() {
+        if bytes.is_empty() || self.waiting.load(Ordering::SeqCst) > INPUT_MAX {
             return;
         }
         self.waiting.fetch_add(bytes.len(), Ordering::SeqCst);
         let _ = self.input.send(bytes);
+    }
+}
+
+/// How long a pty thread waits before looking whether its terminal closed.
+const LOOK_AGAIN: i32 = 200;
+
+/// Waits until `fd` is ready for `events` or [`LOOK_AGAIN`] ms pass;
+/// whether it is (ready, hung up or in error).
+fn ready(fd: &impl AsRawFd, events: i16) -> bool {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events, revents: 0 };
+    // SAFETY: one pollfd, valid for the call.
+    let n = unsafe { libc::poll(&mut p, 1, LOOK_AGAIN) };
+    n > 0 && p.revents != 0
+}
+
+/// The program ends (SIGKILL, then reaped) unless `disarm`ed: a spawn
+/// that fails halfway leaves nothing running.
+struct Started(Option<u32>);
+
+impl Started {
+    fn disarm(&mut self) -> u32 {
+        self.0.take().unwrap_or(0)
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: kill(2) with plain integers.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            std::thread::spawn(move || wait(pid));
+        }
     }
 }
 
@@ -126,24 +167,34 @@ pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
         pair.slave.spawn_command(cmd).map_err(|e| ProcError::Spawn { command: spec.shown(), why: e.to_string() })?;
     // Only the program holds the pty's other end: its exit closes it.
     drop(pair.slave);
-    let pid = child.process_id().unwrap_or(0);
+    let mut started = Started(child.process_id());
     // Waited for with waitpid, which keeps the signal's number.
     drop(child);
-    let pty_error = |e: anyhow::Error| ProcError::Pty(e.to_string());
-    let mut reader = pair.master.try_clone_reader().map_err(pty_error)?;
-    let mut writer = pair.master.take_writer().map_err(pty_error)?;
+    let pty_error = |e: std::io::Error| ProcError::Pty(e.to_string());
+    let master_fd = pair.master.as_raw_fd().ok_or_else(|| ProcError::Pty("the pty has no descriptor".into()))?;
+    // SAFETY: the master's descriptor is open for as long as `pair.master`.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(master_fd) };
+    let (read_fd, write_fd) =
+        (borrowed.try_clone_to_owned().map_err(pty_error)?, borrowed.try_clone_to_owned().map_err(pty_error)?);
     let (events_tx, events) = mpsc::sync_channel(64);
     let (input, input_rx) = mpsc::channel::<Vec<u8>>();
     let waiting = Arc::new(AtomicUsize::new(0));
     let output = Arc::new(Output::default());
+    let closing = Arc::new(AtomicBool::new(false));
+    let pid = started.0.unwrap_or(0);
+    let spawn_error = |e: std::io::Error| ProcError::Pty(e.to_string());
 
-    let (tx, out) = (events_tx.clone(), output.clone());
+    let (tx, out, shut) = (events_tx.clone(), output.clone(), closing.clone());
     std::thread::Builder::new()
         .name(format!("term-read-{pid}"))
         .spawn(move || {
             let mut buf = vec![0u8; 64 << 10];
-            loop {
-                match reader.read(&mut buf) {
+            let mut pty = std::fs::File::from(read_fd);
+            while !shut.load(Ordering::SeqCst) {
+                if !ready(&pty, libc::POLLIN) {
+                    continue;
+                }
+                match pty.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         out.push(&buf[..n]);
@@ -156,20 +207,35 @@ pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
             out.end();
             let _ = tx.send(Event::Eof);
         })
-        .map_err(|e| ProcError::Pty(e.to_string()))?;
-    let w = waiting.clone();
+        .map_err(spawn_error)?;
+    let (w, shut) = (waiting.clone(), closing.clone());
     std::thread::Builder::new()
         .name(format!("term-write-{pid}"))
         .spawn(move || {
-            for bytes in input_rx {
-                let ok = writer.write_all(&bytes).and_then(|_| writer.flush()).is_ok();
-                w.fetch_sub(bytes.len(), Ordering::SeqCst);
-                if !ok {
-                    break;
+            let mut pty = std::fs::File::from(write_fd);
+            'input: while !shut.load(Ordering::SeqCst) {
+                let bytes = match input_rx.recv_timeout(std::time::Duration::from_millis(LOOK_AGAIN as u64)) {
+                    Ok(b) => b,
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                };
+                // A piece at a time, each when the pty has room, so a
+                // program that stops reading never holds this thread past
+                // its terminal's close.
+                for piece in bytes.chunks(512) {
+                    while !ready(&pty, libc::POLLOUT) {
+                        if shut.load(Ordering::SeqCst) {
+                            break 'input;
+                        }
+                    }
+                    if pty.write_all(piece).is_err() {
+                        break 'input;
+                    }
                 }
+                w.fetch_sub(bytes.len(), Ordering::SeqCst);
             }
         })
-        .map_err(|e| ProcError::Pty(e.to_string()))?;
+        .map_err(spawn_error)?;
     let (tx, reaped) = (events_tx.clone(), Arc::new(AtomicBool::new(false)));
     let r = reaped.clone();
     std::thread::Builder::new()
@@ -179,7 +245,9 @@ pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
             r.store(true, Ordering::SeqCst);
             let _ = tx.send(Event::Exited(status));
         })
-        .map_err(|e| ProcError::Pty(e.to_string()))?;
+        .map_err(spawn_error)?;
+    // From here the waiter reaps it.
+    let pid = started.disarm();
     let answers = Answers { input: input.clone(), waiting: waiting.clone() };
     let running = Running {
         pid,
@@ -189,6 +257,7 @@ pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
         waiting,
         output,
         reaped,
+        closing,
         events: Mutex::new(Some(events_tx)),
     };
     Ok((running, Pipes { events, answers }))
@@ -223,15 +292,25 @@ impl Running {
         self.input.send(bytes).map_err(|_| ProcError::Exited(term))
     }
 
-    /// Resizes the pty (the program gets SIGWINCH); the returned receiver
-    /// answers once the driver has put the new screen in the shard.
-    pub fn resize(&self, term: u64, cols: u16, rows: u16) -> Result<tokio::sync::oneshot::Receiver<()>, ProcError> {
+    /// Resizes the pty (the program gets SIGWINCH) and tells the driver;
+    /// the returned receiver answers once the driver has put the new
+    /// screen in the shard. `Ok(None)`: the driver's queue is full (a
+    /// flood); try again shortly (never blocks the caller).
+    pub fn resize(
+        &self,
+        term: u64,
+        cols: u16,
+        rows: u16,
+    ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, ProcError> {
         let events = self.events.lock().expect("term events").clone().ok_or(ProcError::Exited(term))?;
         let size = PtySize { rows, cols, pixel_width: 0, pixel_height: 0 };
         self.master.lock().expect("term master").resize(size).map_err(|e| ProcError::Resize(e.to_string()))?;
         let (done, rx) = tokio::sync::oneshot::channel();
-        events.send(Event::Resize(cols, rows, done)).map_err(|_| ProcError::Exited(term))?;
-        Ok(rx)
+        match events.try_send(Event::Resize(cols, rows, done)) {
+            Ok(()) => Ok(Some(rx)),
+            Err(mpsc::TrySendError::Full(_)) => Ok(None),
+            Err(mpsc::TrySendError::Disconnected(_)) => Err(ProcError::Exited(term)),
+        }
     }
 
     /// The driver has ended: resizes are refused from now on.
@@ -255,13 +334,27 @@ impl Running {
     /// Ends the program and whatever runs in the foreground (SIGKILL).
     pub fn kill(&self, term: u64) -> Result<(), ProcError> {
         self.signal(term, libc::SIGKILL)?;
-        unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        if !self.reaped.load(Ordering::SeqCst) {
+            // SAFETY: kill(2) with plain integers.
+            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+        }
         Ok(())
+    }
+
+    /// Whether the program has exited (and been reaped).
+    pub fn exited(&self) -> bool {
+        self.reaped.load(Ordering::SeqCst)
     }
 }
 
+/// Closing a terminal: its program and foreground group get SIGKILL (as
+/// tmux's kill-pane ends a pane), its pty threads let go of the pty, and
+/// `cons` readers get end of file. A background job the program left
+/// keeps running, as it would after any terminal closed.
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.kill(0);
+        self.closing.store(true, Ordering::SeqCst);
+        self.output.end();
     }
 }

@@ -61,6 +61,10 @@ impl Daemon {
         self.dir.join("apex")
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub async fn client(&self) -> Client {
         dial(&format!("unix!{}", self.socket().display()), 1 << 20).await.unwrap()
     }

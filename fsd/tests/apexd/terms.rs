@@ -91,6 +91,13 @@ async fn a_shell_runs_what_is_typed_and_the_files_say_so() {
         .await;
         c.clunk(f.fid).await.unwrap();
     }
+    // A read waiting for output ends with a flush (our client sends one
+    // when it gives up), and the connection goes on.
+    let f = c.open_path(root, &format!("main/terms/{n}/cons"), OREAD).await.unwrap();
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(300), c.read(f.fid, 0, 100)).await;
+    assert!(waited.is_err(), "nothing to read yet: {waited:?}");
+    assert!(text(read(&c, root, "main/terms/index").await.unwrap()).starts_with(&format!("{n} ")));
+    c.clunk(f.fid).await.unwrap();
     let screen = text(read(&c, root, &format!("main/terms/{n}/screen")).await.unwrap());
     assert!(screen.lines().any(|l| l == dir), "pwd ran in {dir}: {screen}");
     let text_file = text(read(&c, root, &format!("main/terms/{n}/text")).await.unwrap());
@@ -141,13 +148,17 @@ async fn bad_messages_are_refused_and_change_nothing() {
     let n = start(&c, root, "term -s 40x10 -d / sleep 30\n").await;
     let hash = text(read(&c, root, "main/hash").await.unwrap());
     let refused: &[(&str, &str, &str)] = &[
-        ("ctl", "term -s 0x24", "1 to 4096"),
-        ("ctl", "term -s 80x4097", "1 to 4096"),
+        ("ctl", "term -s 0x24", "2 to 4096 columns"),
+        ("ctl", "term -s 1x5", "2 to 4096 columns"),
+        ("ctl", "term -s 80x4097", "2 to 4096 columns"),
+        ("ctl", "term -s 4096x4096", "at most 1048576 cells"),
         ("ctl", "term -d relative", "not an absolute path"),
         ("ctl", "term -l 5000000", "over the limit"),
         ("terms/N/ctl", "frob", "unknown message; expected resize COLS ROWS, signal NAME, kill or close"),
-        ("terms/N/ctl", "resize 0 10", "1 to 4096"),
-        ("terms/N/ctl", "resize 80 5000", "1 to 4096"),
+        ("terms/N/ctl", "resize 0 10", "2 to 4096 columns"),
+        ("terms/N/ctl", "resize 1 10", "2 to 4096 columns"),
+        ("terms/N/ctl", "resize 80 5000", "2 to 4096 columns"),
+        ("terms/N/ctl", "close\nresize 80 24", "nothing may follow close"),
         ("terms/N/ctl", "signal FOO", "no signal \"FOO\""),
         ("terms/N/ctl", "signal INT\nsignal BAR", "line 2"),
         ("terms/N/screen", "x", "read-only"),
@@ -295,4 +306,52 @@ async fn a_resize_reaches_the_program_and_signals_its_foreground() {
     write(&c, root, &format!("main/terms/{n}/ctl"), "kill\n").await.unwrap();
     let ctl = exited(&c, root, n).await;
     assert!(ctl.ends_with("exit 137\n"), "{ctl}");
+}
+
+/// The descriptors apexd has open.
+fn fds(d: &Daemon) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", d.pid())).map_or(0, |r| r.count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_lets_go_of_the_pty_though_a_background_job_holds_it_and_readers_end() {
+    let d = Daemon::start("term-close");
+    let c = d.client().await;
+    let root = c.attach("u", "").await.unwrap();
+    let before = fds(&d);
+    let pidfile = d.dir.join("job.pid");
+    let n = start(&c, root, "term -d / /bin/sh\n").await;
+    // The shell leaves a job that keeps the pty's other end open.
+    type_in(&c, root, n, &format!("sleep 1000 & echo $! > {}; exit\n", pidfile.display())).await;
+    exited(&c, root, n).await;
+    let reader = c.open_path(root, &format!("main/terms/{n}/cons"), OREAD).await.unwrap();
+    let c2 = c.clone();
+    let waiting = tokio::spawn(async move { c2.read(reader.fid, 0, 100).await });
+    write(&c, root, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();
+    // The reader gets end of file; the pty and its threads are let go.
+    let got = tokio::time::timeout(crate::attach::WAIT, waiting).await.expect("the cons reader ended");
+    assert_eq!(got.unwrap().unwrap(), Vec::<u8>::new());
+    until(
+        || format!("apexd's descriptors back to {before}, at {}", fds(&d)),
+        async || (fds(&d) <= before).then_some(()),
+    )
+    .await;
+    if let Ok(pid) = std::fs::read_to_string(&pidfile) {
+        // SAFETY: kill(2) with plain integers.
+        unsafe { libc::kill(pid.trim().parse().unwrap_or(0), libc::SIGKILL) };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn combining_marks_written_forever_stay_a_few_per_cell() {
+    let d = Daemon::start("term-marks");
+    let c = d.client().await;
+    let root = c.attach("u", "").await.unwrap();
+    let marks = r"printf a; i=0; while [ $i -lt 3000 ]; do printf '\314\201\314\201\314\201\314\201'; i=$((i+1)); done; echo; echo end";
+    let n = start(&c, root, &format!("term -d / -s 20x5 {marks}\n")).await;
+    exited(&c, root, n).await;
+    let screen = text(read(&c, root, &format!("main/terms/{n}/screen")).await.unwrap());
+    let first = screen.lines().next().unwrap();
+    assert_eq!(first, format!("a{}", "\u{301}".repeat(16)), "at most 16 marks on a cell");
+    assert!(screen.contains("\nend\n"), "{screen}");
 }
