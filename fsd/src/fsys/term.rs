@@ -59,7 +59,9 @@ pub fn content(s: &Session, id: TermId, file: TermFile) -> srv::Result<Made> {
         TermFile::Text => Made::Term(Box::new(t.clone()), TermText::All),
         TermFile::Ctl => {
             let mut out = format!("command {}\ndir {}\nsize {}x{}\n", t.command, t.dir, t.cols, t.rows);
-            if let (Some(r), None) = (s.terms.get(&id), t.exit) {
+            // The pid its program had, beside its exit once exited (index
+            // drops it then: a script may take the pid from there).
+            if let Some(r) = s.terms.get(&id) {
                 out += &format!("pid {}\n", r.pid);
             }
             out += &format!("scrollback {} of {}\n", t.scrollback.len(), t.limit);
