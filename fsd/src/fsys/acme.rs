@@ -380,15 +380,20 @@ impl Fsys {
         let place = fid.place;
         match place {
             Place::Acme1(_, AcmeFile::Label) => Ok(()),
-            Place::Acme1(n, AcmeFile::Cons) => self.append_errors(n, "+Errors", &fid.whole_runes(data, "cons")?).await,
+            Place::Acme1(n, AcmeFile::Cons) => self.append_errors(n, "+Errors", &fid.acme_text(data)).await,
             Place::Win1(n, number, file) => {
                 let w = self.acme_window(n, number)?;
                 match file {
                     WinFile::Body => self.body_write(fid, n, w.body, data).await,
                     WinFile::Errors => {
-                        let text = fid.whole_runes(data, "errors")?;
+                        let text = fid.acme_text(data);
                         let name = self.body_name(n, &w)?;
                         self.append_errors(n, &apex_core::look::errors_for(&name), &text).await
+                    }
+                    // Text files take any bytes as acme makes them runes.
+                    WinFile::Data | WinFile::Xdata | WinFile::Tag | WinFile::Wrsel => {
+                        let text = fid.acme_text(data);
+                        self.window_write(fid, n, &w, file, &text).await
                     }
                     _ => {
                         let text = utf8(data)?;

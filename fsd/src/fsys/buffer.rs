@@ -124,9 +124,13 @@ impl Fsys {
     }
 
     /// A body write: appended at the end; a rune cut by the write boundary
-    /// waits for the fid's next write.
+    /// waits for the fid's next write. Text that is not UTF-8 is refused
+    /// here; acme's body takes any bytes as acme does (`Fid::acme_text`).
     pub(super) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
-        let text = fid.whole_runes(data, "body")?;
+        let text = match fid.place.in_acme() {
+            true => fid.acme_text(data),
+            false => fid.whole_runes(data, "body")?,
+        };
         let request = format!("body write {} ({} bytes)", b.0, text.len());
         let p = self.daemon.with_session(n, |s| buffers::body_append(s, b, text))?;
         if let Some(p) = p {

@@ -129,9 +129,27 @@ impl Fid {
         std::mem::take(&mut *self.lock())
     }
 
+    /// The text of a write to an acme file, as acme takes it: whole runes
+    /// made as [`acme_runes`] makes them, never refused; an incomplete
+    /// sequence at the end waits for this fid's next write where the fid
+    /// keeps one (body, cons, errors), and is a U+FFFD per byte elsewhere.
+    pub fn acme_text(&self, data: Vec<u8>) -> String {
+        let mut opened = self.lock();
+        let Opened::Text { tail, .. } = &mut *opened else {
+            let (mut text, cut) = acme_runes(&data);
+            text.extend(cut.iter().map(|_| char::REPLACEMENT_CHARACTER));
+            return text;
+        };
+        let mut bytes = std::mem::take(tail);
+        bytes.extend_from_slice(&data);
+        let (text, cut) = acme_runes(&bytes);
+        *tail = cut.to_vec();
+        text
+    }
+
     /// The text of a write, whole runes only: an incomplete UTF-8 sequence
-    /// at its end waits for this fid's next write (acme's body, cons and
-    /// errors files do this).
+    /// at its end waits for this fid's next write (the body of
+    /// `buffers/N/` does this).
     pub fn whole_runes(&self, data: Vec<u8>, file: &str) -> srv::Result<String> {
         let mut opened = self.lock();
         let Opened::Text { tail, .. } = &mut *opened else {
@@ -158,6 +176,36 @@ impl Fid {
             Err(_) => Err(format!("{file}: write is not UTF-8 text")),
         }
     }
+}
+
+/// Bytes as acme makes them runes (`cvttorunes`): a NUL is dropped, a
+/// byte that starts no valid UTF-8 sequence becomes U+FFFD (one per
+/// byte, as Plan 9's `chartorune` steps), and an incomplete sequence at
+/// the end is returned apart, to wait for more bytes.
+pub fn acme_runes(bytes: &[u8]) -> (String, &[u8]) {
+    let mut out = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(text) => {
+                out.extend(text.chars().filter(|c| *c != '\0'));
+                rest = &[];
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.extend(std::str::from_utf8(good).unwrap_or_default().chars().filter(|c| *c != '\0'));
+                match e.error_len() {
+                    // Cut short by the end: it may yet be whole.
+                    None => return (out, bad),
+                    Some(_) => {
+                        out.push(char::REPLACEMENT_CHARACTER);
+                        rest = &bad[1..];
+                    }
+                }
+            }
+        }
+    }
+    (out, &[])
 }
 
 /// A write's bytes as text.

@@ -753,6 +753,21 @@ async fn label_cons_errors_rdsel_and_wrsel_do_what_acme_does() {
     put(&c, &wrsel, "!").await.unwrap();
     c.clunk(wrsel.fid).await.unwrap();
     assert_eq!(read_file(&c, root, &format!("{id}/body")).await, "ALPHA! beta gamma\n");
+    // Bytes as acme makes them runes (cvttorunes, in xfidwrite): NULs
+    // dropped, a U+FFFD for each byte that starts no UTF-8 sequence, a
+    // rune cut by a write's end joined with the next write; never refused.
+    let ctl2 = open(&c, root, "new/ctl", ORDWR).await;
+    let id2 = id_of(&text(c.read(ctl2.fid, 0, 12).await.unwrap()));
+    let body = open(&c, root, &format!("{id2}/body"), OWRITE).await;
+    c.write(body.fid, 0, b"a\0b\xffc\xe6\xbcd \xe6").await.unwrap();
+    c.write(body.fid, 0, b"\xbc\xa2\n").await.unwrap();
+    c.clunk(body.fid).await.unwrap();
+    assert_eq!(read_file(&c, root, &format!("{id2}/body")).await, "ab\u{fffd}c\u{fffd}\u{fffd}d 漢\n");
+    let tag = open(&c, root, &format!("{id2}/tag"), OWRITE).await;
+    c.write(tag.fid, 0, b"\0x\xfe").await.unwrap();
+    c.clunk(tag.fid).await.unwrap();
+    assert!(read_file(&c, root, &format!("{id2}/tag")).await.ends_with("x\u{fffd}"));
+    c.clunk(ctl2.fid).await.unwrap();
     // editout opens only while an Edit pipe runs.
     let e = c.open_path(root, &format!("{id}/editout"), OWRITE).await.unwrap_err().to_string();
     assert!(e.starts_with("permission denied") && e.contains("Edit"), "{e}");
