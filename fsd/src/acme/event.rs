@@ -75,11 +75,14 @@ pub type Version = Option<u64>;
 /// holds `limit` bytes; returns how many were formatted. Undo and redo are
 /// reported as the deletions and insertions they made, an insertion with
 /// its text while that is still the buffer's (nothing changed it since).
+/// `origin` gives the letter noted for an undo or redo the daemon made
+/// for an event written back (see `Acme::note_origin`).
 pub fn follow(
     buffer: &Buffer,
     entries: &[&Entry],
     version: &mut Version,
     tag: bool,
+    origin: &dyn Fn(apex_core::Seq) -> Option<char>,
     out: &mut Vec<u8>,
     limit: usize,
 ) -> usize {
@@ -102,7 +105,7 @@ pub fn follow(
                     edits.extend(history.take_while(|e| e.continues).copied());
                 }
                 let after = from + edits.len() as u64;
-                let c1 = if e.attachment == AttachmentId::SERVER { 'F' } else { 'M' };
+                let c1 = origin(e.seq).unwrap_or(if e.attachment == AttachmentId::SERVER { 'F' } else { 'M' });
                 let mut text = String::new();
                 for (k, edit) in edits.iter().enumerate() {
                     if edit.deleted > 0 {
@@ -264,7 +267,7 @@ mod tests {
         let all: Vec<&Entry> = log.iter().skip(1).collect();
         let mut version = at_open;
         let mut out = Vec::new();
-        assert_eq!(follow(&b, &all, &mut version, false, &mut out, 1 << 20), 2);
+        assert_eq!(follow(&b, &all, &mut version, false, &|_| None, &mut out, 1 << 20), 2);
         // The undo's deletion; the redo's insertion, with its text (last).
         assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \nFI0 5 0 5 hello\n");
         assert_eq!(version, Some(b.version));
@@ -272,7 +275,7 @@ mod tests {
         // changed by the redo... here the undo only deleted.
         let mut version = at_open;
         let mut out = Vec::new();
-        follow(&b, &all[..1], &mut version, false, &mut out, 1 << 20);
+        follow(&b, &all[..1], &mut version, false, &|_| None, &mut out, 1 << 20);
         assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \n");
         assert_eq!(version, Some(b.version - 1));
     }

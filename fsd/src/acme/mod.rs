@@ -26,7 +26,7 @@ pub mod event;
 pub mod fields;
 pub mod termwin;
 
-use apex_core::{AcmeNumber, LayoutOp, Node, Op, Seq, Shard, WindowId};
+use apex_core::{AcmeNumber, BufferId, LayoutOp, Node, Op, Seq, Shard, WindowId};
 use std::collections::{BTreeMap, VecDeque};
 
 /// `log` lines kept for readers that fall behind.
@@ -70,9 +70,35 @@ pub struct Acme {
     /// Windows placed before their shard's entries arrived (a UI's
     /// appends come shard by shard): logged once they have.
     unannounced: Vec<WindowId>,
+    /// The origin letter of the daemon's undo and redo entries made for
+    /// an event written back (`Mx Undo`): reported with the writer's
+    /// letter, as acme reports them, not `F`. The last [`ORIGINS_KEPT`].
+    origins: VecDeque<((BufferId, Seq), char)>,
+    /// While an event written back runs: its window's buffers and origin
+    /// letter (a reader may format the undo before it is noted).
+    pub running_event: Option<([BufferId; 2], char)>,
 }
 
+/// Origin letters of undo and redo entries kept for event readers.
+pub const ORIGINS_KEPT: usize = 256;
+
 impl Acme {
+    /// Notes that buffer `b`'s entry `seq` was made for an event written
+    /// back with origin letter `c1`.
+    pub fn note_origin(&mut self, b: BufferId, seq: Seq, c1: char) {
+        self.origins.push_back(((b, seq), c1));
+        if self.origins.len() > ORIGINS_KEPT {
+            self.origins.pop_front();
+        }
+    }
+
+    /// The origin letter noted for buffer `b`'s entry `seq`, or the
+    /// running event's for its buffers.
+    pub fn origin(&self, b: BufferId, seq: Seq) -> Option<char> {
+        let noted = self.origins.iter().rev().find(|(k, _)| *k == (b, seq)).map(|(_, c)| *c);
+        noted.or(self.running_event.filter(|(bs, _)| bs.contains(&b)).map(|(_, c)| c))
+    }
+
     /// The index the next log line will have: where a new reader starts.
     pub fn log_end(&self) -> u64 {
         self.log_first + self.log.len() as u64

@@ -24,7 +24,7 @@ use apex_core::error::acme::{EDEL, EDIRTY, EINUSE, EPERM};
 use apex_core::exec::{self, ExecError};
 use apex_core::look;
 use apex_core::propose::Created;
-use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Shard, ViewId, WindowId};
+use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Seq, Shard, ViewId, WindowId};
 use apex_ninep::srv;
 
 /// A window's ids as the tree needs them.
@@ -616,9 +616,38 @@ impl Fsys {
             return Ok(());
         }
         let id = w.id;
-        match wb.act {
-            Act::Execute => Ok(self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await?),
-            Act::Look => Ok(self.daemon.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await?),
-        }
+        let last = |s: &Session, b: BufferId| s.view.log.shard(Shard::Buffer(b)).map_or(0, |l| l.last());
+        let before = self.daemon.with_hub_quiet(n, |s| {
+            s.acme.running_event = Some(([w.body, w.tag], wb.origin));
+            (last(s, w.body), last(s, w.tag))
+        })?;
+        let done = match wb.act {
+            Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
+            Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await,
+        };
+        // The daemon's undo and redo made for this event are reported
+        // with its origin letter.
+        let _ = self.daemon.with_hub_quiet(n, |s| {
+            s.acme.running_event = None;
+            for (b, from) in [(w.body, before.0), (w.tag, before.1)] {
+                let made: Vec<Seq> = match s.view.log.entries_after(Shard::Buffer(b), from) {
+                    Ok(it) => it
+                        .filter(|e| {
+                            e.attachment == AttachmentId::SERVER
+                                && matches!(
+                                    e.op,
+                                    apex_core::Op::Buffer(apex_core::BufferOp::Undo | apex_core::BufferOp::Redo)
+                                )
+                        })
+                        .map(|e| e.seq)
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
+                for seq in made {
+                    s.acme.note_origin(b, seq, wb.origin);
+                }
+            }
+        });
+        Ok(done?)
     }
 }

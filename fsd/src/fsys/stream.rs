@@ -208,7 +208,8 @@ fn follow_buffer(
         Ok(it) => it.take(BATCH).collect::<Vec<&Entry>>(),
         Err(e) => return Some(Err(e.into())),
     };
-    let n = follow(buffer, &entries, version, tag, out, FILL);
+    let origin = |seq| session.acme.origin(b, seq);
+    let n = follow(buffer, &entries, version, tag, &origin, out, FILL);
     if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
         *next = e.seq;
     }

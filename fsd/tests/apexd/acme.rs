@@ -684,6 +684,27 @@ async fn edit_commands_run_through_the_event_file() {
     // One Edit is one undo step; u undoes it.
     edit("u").await.unwrap();
     assert_eq!(body().await, "1 two 1\nTHREE\n");
+    // Undo and Redo executed through the event file are reported with the
+    // writer's origin letter (acme's winundo under the event's seq), not F,
+    // so win keeps its output point.
+    let mut seen = String::new();
+    events_until(&c, &ev, &mut seen, "MD").await;
+    let from = seen.len();
+    let run = async |word: &str| {
+        put(&c, &ctl, "cleartag\n").await.unwrap();
+        let q0 = read_file(&c, root, &format!("{id}/tag")).await.chars().count();
+        write_file(&c, root, &format!("{id}/tag"), &format!(" {word}")).await.unwrap();
+        put(&c, &ev, &format!("Mx{} {}\n", q0 + 1, q0 + 1 + word.len())).await.unwrap();
+    };
+    run("Redo").await;
+    assert_eq!(body().await, "(1) two (1)\nTHREE\n");
+    events_until(&c, &ev, &mut seen, "MI0 1 0 1 (").await;
+    run("Undo").await;
+    assert_eq!(body().await, "1 two 1\nTHREE\n");
+    let mut undone = String::new();
+    events_until(&c, &ev, &mut undone, "MD0 1 0 0").await;
+    let ours = format!("{}{undone}", &seen[from..]);
+    assert!(!ours.contains("FD") && !ours.contains("FI"), "{ours}");
     // = prints where dot is into DIR/+Errors; dot is the addressed line.
     edit("2").await.unwrap();
     edit("=").await.unwrap();
