@@ -609,17 +609,15 @@ impl Serve for Fsys {
     }
 
     async fn wstat(&self, fid: &Fid, stat: Stat) -> srv::Result<()> {
-        // Editors and shells truncate with wstat(length 0); accept a wstat
-        // that changes nothing but the length, as plan9port's file servers
-        // do, and for a body let length 0 empty it.
+        // Editors and shells truncate with wstat(length 0); outside acme's
+        // tree accept a wstat that changes nothing but the length, as
+        // plan9port's file servers do, and for a body let length 0 empty it.
         let keep = Stat::dont_touch();
         let only_length = stat.name.is_empty() && stat.mode == keep.mode && stat.mtime == keep.mtime;
         if fid.place.in_acme() {
-            // A truncation is taken as acme takes OTRUNC: it changes nothing.
-            return match only_length {
-                true => Ok(()),
-                false => Err(format!("{EPERM}: acme's files take no wstat")),
-            };
+            // acme refuses every wstat (so through 9pfuse a truncating
+            // `echo x > W/body` fails instead of quietly appending).
+            return Err(format!("{EPERM}: acme's files take no wstat; open with OTRUNC, which acme ignores"));
         }
         if !only_length {
             let (name, _) = fid.place.name_perm("");
