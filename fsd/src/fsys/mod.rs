@@ -615,8 +615,7 @@ impl Serve for Fsys {
         let keep = Stat::dont_touch();
         let only_length = stat.name.is_empty() && stat.mode == keep.mode && stat.mtime == keep.mtime;
         if fid.place.in_acme() {
-            // acme refuses every wstat (so through 9pfuse a truncating
-            // `echo x > W/body` fails instead of quietly appending).
+            // acme refuses every wstat (acme-fs.md §1).
             return Err(format!("{EPERM}: acme's files take no wstat; open with OTRUNC, which acme ignores"));
         }
         if !only_length {

@@ -789,8 +789,7 @@ async fn label_cons_errors_rdsel_and_wrsel_do_what_acme_does() {
     c.clunk(tag.fid).await.unwrap();
     assert!(read_file(&c, root, &format!("{id2}/tag")).await.ends_with("x\u{fffd}"));
     c.clunk(ctl2.fid).await.unwrap();
-    // acme refuses every wstat, a truncation too (9pfuse's `>` then fails
-    // with EACCES instead of appending); the body stays.
+    // acme refuses every wstat, a truncation too; the body stays.
     let (fid, _) = c.walk(root, &[&id2.to_string(), "body"]).await.unwrap();
     let truncate = apex_ninep::fcall::Stat { length: 0, ..apex_ninep::fcall::Stat::dont_touch() };
     let e = c.wstat(fid, truncate).await.unwrap_err().to_string();
