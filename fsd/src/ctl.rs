@@ -32,6 +32,9 @@ pub enum CtlError {
     /// acme's: a verb that takes an argument was given none.
     #[error("{bad}: {verb} needs an argument")]
     NeedsArgument { bad: &'static str, verb: &'static str },
+    /// acme's: a verb's argument runs to a newline that is not there.
+    #[error("{bad}: {verb}'s argument must end with a newline")]
+    NoNewline { bad: &'static str, verb: &'static str },
     /// acme's: a file name with a control character.
     #[error("{bad}: bad character in file name {name:?}")]
     BadName { bad: &'static str, name: String },
@@ -284,7 +287,10 @@ pub fn parse_prefix<T>(table: &[Verb<T>], text: &str, bad: &'static str) -> Resu
     let (used, values) = match verb.args {
         [] => (verb.name.len(), Vec::new()),
         _ => {
-            let arg = text[verb.name.len() + 1..].split('\n').next().unwrap_or_default();
+            // The argument runs to a newline, which must be there.
+            let Some((arg, _)) = text[verb.name.len() + 1..].split_once('\n') else {
+                return Err(CtlError::NoNewline { bad, verb: verb.name });
+            };
             if arg.is_empty() {
                 return Err(CtlError::NeedsArgument { bad, verb: verb.name });
             }
@@ -388,6 +394,7 @@ mod tests {
         let p = |t| parse_prefix(TABLE, t, "bad");
         assert_eq!(p("cleanname x\n\nclean"), Ok((Msg::Clean, 5)));
         assert_eq!(p("name x y\n\nclean"), Ok((Msg::Name("x y".into()), 10)));
+        assert_eq!(p("name x").unwrap_err(), CtlError::NoNewline { bad: "bad", verb: "name" });
         assert_eq!(p("name \n").unwrap_err(), CtlError::NeedsArgument { bad: "bad", verb: "name" });
         assert!(p("nam\n").unwrap_err().to_string().starts_with("bad: \"nam\"; expected put"));
         // Only plain verbs and verbs with a rest-of-line argument are

@@ -64,22 +64,30 @@ const VERBS: &[Verb<WinCtl>] = &[
 /// Parses the message at the start of `text` (which does not start with a
 /// newline); returns it and the bytes it used, trailing newlines included.
 pub fn parse_one(text: &str) -> Result<(WinCtl, usize), CtlError> {
-    let (msg, used) = ctl::parse_prefix(VERBS, text, EBADCTL)?;
-    if let WinCtl::Name(name) = &msg {
-        if name.chars().any(|c| c.is_control()) {
-            return Err(CtlError::BadName { bad: EBADCTL, name: name.clone() });
-        }
-    }
-    Ok((msg, used))
+    ctl::parse_prefix(VERBS, text, EBADCTL)
+}
+
+/// Whether acme's `name` calls `name` bad: a blank or control character
+/// in it (`r[i] <= ' '`). acme sets such a name all the same and then
+/// answers with the error.
+fn bad_name(name: &str) -> bool {
+    name.chars().any(|c| c <= ' ')
 }
 
 /// Splits a write into its messages, in order, ending with the first
-/// refusal if there is one: the tree applies each until then.
+/// refusal if there is one: the tree applies each until then. Newlines
+/// after a message are skipped; a write that starts with one is refused,
+/// as acme's `xfidctlwrite` refuses it.
 pub fn parse_all(text: &str) -> Vec<Result<WinCtl, CtlError>> {
     let mut out = Vec::new();
-    let mut at = text.bytes().take_while(|b| *b == b'\n').count();
+    let mut at = 0;
     while at < text.len() {
         match parse_one(&text[at..]) {
+            Ok((WinCtl::Name(name), _)) if bad_name(&name) => {
+                out.push(Ok(WinCtl::Name(name.clone())));
+                out.push(Err(CtlError::BadName { bad: EBADCTL, name }));
+                break;
+            }
             Ok((msg, used)) => {
                 out.push(Ok(msg));
                 at += used;
@@ -113,8 +121,8 @@ mod tests {
             ("del\n", &[Del]),
             ("nomenu\nmenu\n", &[Nomenu, Menu]),
             ("cleandirty", &[Clean, Dirty]),
-            ("\n\nshow\n\n\nscroll", &[Show, Scroll]),
-            ("name /tmp/a b\n", &[Name("/tmp/a b".into())]),
+            ("show\n\n\nscroll", &[Show, Scroll]),
+            ("name /tmp/a\n", &[Name("/tmp/a".into())]),
             (
                 "name /x/-host\ndumpdir /x/\ndump win\nscroll",
                 &[Name("/x/-host".into()), Dumpdir("/x/".into()), Dump("win".into()), Scroll],
@@ -129,6 +137,16 @@ mod tests {
     }
 
     #[test]
+    fn a_name_with_a_blank_or_control_character_is_set_then_refused() {
+        for bad in ["name /tmp/a b\nclean\n", "name a\u{7}b\nclean\n"] {
+            let got = parse_all(bad);
+            assert!(matches!(&got[0], Ok(WinCtl::Name(_))), "{bad:?}: {got:?}");
+            assert!(got[1].as_ref().unwrap_err().to_string().contains("bad character in file name"));
+            assert_eq!(got.len(), 2, "nothing after it is applied");
+        }
+    }
+
+    #[test]
     fn the_first_bad_message_ends_the_write_after_the_good_ones() {
         // win's name message: the name is kept, the "0" line refused.
         let got = parse_all("name /home/u/-host\n0\n");
@@ -139,7 +157,14 @@ mod tests {
             ("name \n", "needs an argument"),
             ("name", "ill-formed"),
             ("dump \n", "needs an argument"),
+            ("\n", "ill-formed"),
+            ("\nclean", "ill-formed"),
+            ("name /tmp/x", "must end with a newline"),
+            ("font /lib/font", "must end with a newline"),
+            ("dumpdir /tmp", "must end with a newline"),
+            ("dump win", "must end with a newline"),
             ("name a\u{7}b\n", "bad character in file name"),
+            ("name a b\n", "bad character in file name"),
             ("frobnicate\n", "expected addr=dot"),
             ("lock\n", "ill-formed"),
         ];

@@ -536,6 +536,22 @@ async fn addresses_and_ctl_messages_through_the_files() {
     assert!(read_file(&c, root, &format!("{id}/tag")).await.ends_with('|'));
     let e = put(&c, &ctl, "frob\n").await.unwrap_err();
     assert!(e.to_string().starts_with("ill-formed control message"), "{e}");
+    // As acme's xfidctlwrite: a bare newline, and a name, font, dump or
+    // dumpdir without its newline, are ill-formed and change nothing; a
+    // name with a blank is set, then refused, and nothing after it runs.
+    let name = format!("{}/f", d.dir.display());
+    for bad in ["\n", "\nclean\n", &format!("name {name}-new"), "font /lib/font/x.font", "dump win", "dumpdir /tmp"] {
+        let e = put(&c, &ctl, bad).await.unwrap_err().to_string();
+        assert!(e.starts_with("ill-formed control message"), "{bad:?}: {e}");
+    }
+    let tag_name = async || read_file(&c, root, &format!("{id}/tag")).await.split(' ').next().unwrap().to_string();
+    assert_eq!(tag_name().await, name);
+    let e = put(&c, &ctl, &format!("name {name}\tx\nclean\n")).await.unwrap_err().to_string();
+    assert!(e.contains("bad character in file name"), "{e}");
+    assert_eq!(tag_name().await, format!("{name}\tx"));
+    let info = text(c.read(ctl.fid, 0, 200).await.unwrap());
+    assert_eq!(info.split_whitespace().nth(4), Some("1"), "clean did not run: {info:?}");
+    put(&c, &ctl, &format!("name {name}\n")).await.unwrap();
     let e = put(&c, &ctl, "del\n").await.unwrap_err();
     assert!(e.to_string().starts_with("file dirty"), "{e}");
     put(&c, &ctl, "del\n").await.unwrap();
