@@ -33,6 +33,10 @@ pub enum WinCtl {
     /// Plan 9 acme's; plan9port rejects them but `win` sends `scroll`.
     Scroll,
     Noscroll,
+    /// Take the window's ctl for this fid alone (until `unlock` or the
+    /// fid's clunk).
+    Lock,
+    Unlock,
 }
 
 /// The verbs, in the order acme's usage gives them; matched by the
@@ -59,6 +63,8 @@ const VERBS: &[Verb<WinCtl>] = &[
     Verb { name: "show", args: &[], make: |_| WinCtl::Show },
     Verb { name: "scroll", args: &[], make: |_| WinCtl::Scroll },
     Verb { name: "noscroll", args: &[], make: |_| WinCtl::Noscroll },
+    Verb { name: "lock", args: &[], make: |_| WinCtl::Lock },
+    Verb { name: "unlock", args: &[], make: |_| WinCtl::Unlock },
 ];
 
 /// Parses the message at the start of `text` (which does not start with a
@@ -130,6 +136,7 @@ mod tests {
             ("addr=dot\ndot=addr\nlimit=addr\n", &[AddrDot, DotAddr, LimitAddr]),
             ("font /lib/font/bit/pelm/unicode.9.font\n", &[Font("/lib/font/bit/pelm/unicode.9.font".into())]),
             ("get\nput\ncleartag\ndirty\nnoscroll", &[Get, Put, Cleartag, Dirty, Noscroll]),
+            ("lock\nunlock", &[Lock, Unlock]),
         ];
         for (text, want) in table {
             assert_eq!(ok(text), *want, "{text:?}");
@@ -166,7 +173,6 @@ mod tests {
             ("name a\u{7}b\n", "bad character in file name"),
             ("name a b\n", "bad character in file name"),
             ("frobnicate\n", "expected addr=dot"),
-            ("lock\n", "ill-formed"),
         ];
         for (text, want) in errors {
             let got = parse_all(text);

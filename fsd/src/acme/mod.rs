@@ -53,6 +53,9 @@ pub struct WinState {
     pub event_opens: u32,
     /// An open `rdsel` fid (one at a time).
     pub rdsel_open: bool,
+    /// The ctl fid that wrote `lock`, until it writes `unlock` or is
+    /// clunked (acme's `ctlfid`).
+    pub ctl_lock: Option<usize>,
 }
 
 /// The session's acme state.

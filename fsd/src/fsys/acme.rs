@@ -418,7 +418,7 @@ impl Fsys {
                     None => Ok(()),
                 }
             }
-            WinFile::Ctl => self.window_ctl(n, w, text).await,
+            WinFile::Ctl => self.window_ctl(n, w, text, fid.token()).await,
             WinFile::Event => self.event_write(n, w, text).await,
             WinFile::Wrsel => {
                 let Opened::Wrsel { at: (q, version), .. } = *fid.lock() else {
@@ -463,18 +463,57 @@ impl Fsys {
 
     /// A window's ctl write: each message in order, stopping at the first
     /// bad one (earlier ones stay applied).
-    async fn window_ctl(&self, n: u64, w: &Win, text: &str) -> srv::Result<()> {
+    async fn window_ctl(&self, n: u64, w: &Win, text: &str, fid: usize) -> srv::Result<()> {
         for msg in ctl::parse_all(text) {
-            self.apply_ctl(n, w, &msg?).await?;
+            self.apply_ctl(n, w, &msg?, fid).await?;
         }
         Ok(())
     }
 
-    async fn apply_ctl(&self, n: u64, w: &Win, msg: &WinCtl) -> srv::Result<()> {
+    /// acme's `lock` and `unlock`: the window's ctl for one fid. Where
+    /// acme's second `lock` waits for the first to end (forever, if its
+    /// holder never does), this refuses it; an `unlock` with no lock held
+    /// is refused where acme's crashes.
+    fn ctl_lock(&self, n: u64, w: &Win, fid: usize, take: bool) -> srv::Result<()> {
+        self.daemon.with_hub_quiet(n, |s| {
+            let st = s.acme.windows.entry(w.id).or_default();
+            match (take, st.ctl_lock) {
+                (true, Some(holder)) if holder != fid => {
+                    Err(format!("{EINUSE}: the window's ctl is locked by another fid"))
+                }
+                (true, _) => {
+                    st.ctl_lock = Some(fid);
+                    Ok(())
+                }
+                (false, None) => Err(format!("{}: unlock without lock", apex_core::error::acme::EBADCTL)),
+                (false, Some(_)) => {
+                    st.ctl_lock = None;
+                    Ok(())
+                }
+            }
+        })?
+    }
+
+    /// A ctl fid going away lets go of the window's ctl lock it holds.
+    pub(super) fn ctl_unlock_on_clunk(&self, place: super::place::Place, fid: usize) {
+        let Place::Win1(n, number, WinFile::Ctl) = place else { return };
+        let _ = self.daemon.with_hub_quiet(n, |s| {
+            let Ok(w) = window(s, number) else { return };
+            if let Some(st) = s.acme.windows.get_mut(&w.id) {
+                if st.ctl_lock == Some(fid) {
+                    st.ctl_lock = None;
+                }
+            }
+        });
+    }
+
+    async fn apply_ctl(&self, n: u64, w: &Win, msg: &WinCtl, fid: usize) -> srv::Result<()> {
         let request = format!("acme ctl {msg:?}");
         let propose =
             |p: Proposal| async move { self.daemon.propose(n, &request, p).await.map(|_| ()).map_err(String::from) };
         match msg {
+            WinCtl::Lock => self.ctl_lock(n, w, fid, true),
+            WinCtl::Unlock => self.ctl_lock(n, w, fid, false),
             WinCtl::AddrDot => {
                 let (sel, _) = self.daemon.look(n, |s| selection(s, w))??;
                 Ok(self.daemon.with_session(n, |s| buffers::set_addr(s, w.body, sel))?)

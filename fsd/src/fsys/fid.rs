@@ -120,6 +120,12 @@ impl Fid {
         Fid { place, opened: Arc::new(Mutex::new(opened)) }
     }
 
+    /// What tells this fid from every other fid alive now (acme's
+    /// `ctlfid`).
+    pub fn token(&self) -> usize {
+        Arc::as_ptr(&self.opened) as usize
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, Opened> {
         self.opened.lock().expect("fid lock")
     }

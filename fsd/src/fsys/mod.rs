@@ -584,10 +584,12 @@ impl Serve for Fsys {
     }
 
     async fn clunk(&self, fid: Fid) {
+        self.ctl_unlock_on_clunk(fid.place, fid.token());
         self.let_go(fid.place, fid.take(), false).await;
     }
 
     async fn hangup(&self, fid: Fid) {
+        self.ctl_unlock_on_clunk(fid.place, fid.token());
         // An attachment outlives its connection for a grace period.
         self.let_go(fid.place, fid.take(), true).await;
     }

@@ -552,6 +552,21 @@ async fn addresses_and_ctl_messages_through_the_files() {
     let info = text(c.read(ctl.fid, 0, 200).await.unwrap());
     assert_eq!(info.split_whitespace().nth(4), Some("1"), "clean did not run: {info:?}");
     put(&c, &ctl, &format!("name {name}\n")).await.unwrap();
+    // lock and unlock (xfidctlwrite's ctlfid): one fid holds the window's
+    // ctl; another fid's lock is refused (acme's waits, forever if the
+    // holder never lets go), an unlock with none held is refused (acme's
+    // crashes), and a clunk lets go.
+    let other = open(&c, root, &format!("{id}/ctl"), ORDWR).await;
+    let e = put(&c, &other, "unlock\n").await.unwrap_err().to_string();
+    assert!(e.starts_with("ill-formed control message") && e.contains("unlock without lock"), "{e}");
+    put(&c, &ctl, "lock\n").await.unwrap();
+    put(&c, &ctl, "lock\n").await.unwrap();
+    let e = put(&c, &other, "lock\n").await.unwrap_err().to_string();
+    assert!(e.starts_with("already in use"), "{e}");
+    put(&c, &ctl, "unlock\n").await.unwrap();
+    put(&c, &other, "lock\n").await.unwrap();
+    c.clunk(other.fid).await.unwrap();
+    put(&c, &ctl, "lock\nunlock\n").await.unwrap();
     let e = put(&c, &ctl, "del\n").await.unwrap_err();
     assert!(e.to_string().starts_with("file dirty"), "{e}");
     put(&c, &ctl, "del\n").await.unwrap();
