@@ -241,7 +241,7 @@ impl Fsys {
                         }
                         let (_, version) = self.daemon.look(n, |s| selection(s, &w))??;
                         // Its close ends nomark, as a data fid's does.
-                        Ok(Opened::Wrsel { body: w.body, at: (sel.q0, version) })
+                        Ok(Opened::Wrsel { window: w.id, body: w.body, at: (sel.q0, version), from: (sel.q0, version) })
                     }
                     WinFile::Body | WinFile::Errors => Ok(Opened::Text { content: made().await?, tail: Vec::new() }),
                     _ => Ok(Opened::Content(made().await?)),
@@ -286,6 +286,37 @@ impl Fsys {
 
     /// What closing an acme fid ends: the event reader, nomark (any data
     /// fid), rdsel's claim.
+    /// After a body write dot moves to the end of the text written (the
+    /// body's end), unless the window is `noscroll` (acme's `textshow`
+    /// in `xfidwrite`).
+    async fn dot_after_write(&self, n: u64, w: &Win) -> srv::Result<()> {
+        let at = self.daemon.look(n, |s| {
+            let scroll = s.view.state.window(w.id).is_ok_and(|win| win.flags.scroll);
+            let b = s.view.state.buffer(w.body).ok()?;
+            let dot = b.views.get(&body_view(w)).map(|v| (v.q0, v.q1));
+            (scroll && dot != Some((b.len(), b.len()))).then_some((b.len(), b.version))
+        })?;
+        let Some((end, version)) = at else { return Ok(()) };
+        let p = Proposal::Select { buffer: w.body, view: body_view(w), version, q0: end, q1: end };
+        self.daemon.propose(n, "body write dot", p).await.map(|_| ()).map_err(String::from)
+    }
+
+    /// A wrsel fid's clunk selects what its writes put in (acme's
+    /// `xfidclose`).
+    pub(super) async fn wrsel_close(&self, n: u64, window: WindowId, body: BufferId, from: (u64, u64), at: (u64, u64)) {
+        let range = self.daemon.look(n, |s| {
+            let b = s.view.state.buffer(body).ok()?;
+            let q0 = b.rebase(from.1, from.0).ok()?.min(b.len());
+            let q1 = b.rebase(at.1, at.0).ok()?.min(b.len());
+            Some((q0.min(q1), q1.max(q0), b.version))
+        });
+        if let Ok(Some((q0, q1, version))) = range {
+            let view = ViewId::WindowBody(window);
+            let _ =
+                self.daemon.propose(n, "wrsel close", Proposal::Select { buffer: body, view, version, q0, q1 }).await;
+        }
+    }
+
     pub(super) async fn acme_clunk(
         &self,
         n: u64,
@@ -384,7 +415,10 @@ impl Fsys {
             Place::Win1(n, number, file) => {
                 let w = self.acme_window(n, number)?;
                 match file {
-                    WinFile::Body => self.body_write(fid, n, w.body, data).await,
+                    WinFile::Body => {
+                        self.body_write(fid, n, w.body, data).await?;
+                        self.dot_after_write(n, &w).await
+                    }
                     WinFile::Errors => {
                         let text = fid.acme_text(data);
                         let name = self.body_name(n, &w)?;

@@ -83,8 +83,9 @@ pub enum Opened {
     /// A `data` file (`buffers/N/data`, acme's `data` and `xdata`); acme's
     /// end nomark when clunked.
     Data { body: BufferId, ends_nomark: bool },
-    /// acme's `wrsel`: where the next write inserts, at that version.
-    Wrsel { body: BufferId, at: (u64, u64) },
+    /// acme's `wrsel`: where the next write inserts, at that version, and
+    /// where the first did (selected when the fid is clunked).
+    Wrsel { window: WindowId, body: BufferId, at: (u64, u64), from: (u64, u64) },
     /// acme's `rdsel`: the selection at open, and the claim on it.
     Rdsel { content: Content, window: WindowId },
     /// acme's `log`: the index of the next line to read.

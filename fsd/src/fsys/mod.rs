@@ -406,7 +406,9 @@ impl Fsys {
             Opened::Addr { body, .. } => {
                 let _ = self.daemon.with_hub_quiet(n, |s| crate::buffers::addr_close(s, body));
             }
-            Opened::Data { body, ends_nomark: true } | Opened::Wrsel { body, .. } => {
+            Opened::Data { body, ends_nomark: true } => self.acme_clunk(n, None, Some(body), None).await,
+            Opened::Wrsel { window, body, at, from } => {
+                self.wrsel_close(n, window, body, from, at).await;
                 self.acme_clunk(n, None, Some(body), None).await
             }
             Opened::Rdsel { window, .. } => self.acme_clunk(n, None, None, Some(window)).await,

@@ -805,6 +805,19 @@ async fn label_cons_errors_rdsel_and_wrsel_do_what_acme_does() {
     put(&c, &wrsel, "!").await.unwrap();
     c.clunk(wrsel.fid).await.unwrap();
     assert_eq!(read_file(&c, root, &format!("{id}/body")).await, "ALPHA! beta gamma\n");
+    // Its close selects what was written (xfidclose's textshow).
+    put(&c, &ctl, "addr=dot\n").await.unwrap();
+    assert_eq!(addr_of(&text(c.read(addr.fid, 0, 40).await.unwrap())), (0, 6));
+    // A body write moves dot to the end of what it wrote (xfidwrite's
+    // textshow), unless the window is noscroll.
+    write_file(&c, root, &format!("{id}/body"), "more\n").await.unwrap();
+    put(&c, &ctl, "addr=dot\n").await.unwrap();
+    assert_eq!(addr_of(&text(c.read(addr.fid, 0, 40).await.unwrap())), (23, 23));
+    put(&c, &addr, "#0").await.unwrap();
+    put(&c, &ctl, "dot=addr\nnoscroll\n").await.unwrap();
+    write_file(&c, root, &format!("{id}/body"), "still\n").await.unwrap();
+    put(&c, &ctl, "addr=dot\nscroll\n").await.unwrap();
+    assert_eq!(addr_of(&text(c.read(addr.fid, 0, 40).await.unwrap())), (0, 0));
     // Bytes as acme makes them runes (cvttorunes, in xfidwrite): NULs
     // dropped, a U+FFFD for each byte that starts no UTF-8 sequence, a
     // rune cut by a write's end joined with the next write; never refused.
