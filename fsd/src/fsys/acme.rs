@@ -675,7 +675,7 @@ impl Fsys {
     /// Carries out one written-back action, as the UI would: B2 runs a
     /// built-in or a command, B3 opens a file or searches (core's rules).
     async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> srv::Result<()> {
-        let text = {
+        let (text, end) = {
             let shared = self.daemon.session(n)?;
             let s = shared.lock().expect("session lock");
             let b = s.view.state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
@@ -683,8 +683,11 @@ impl Fsys {
                 true => look::expand(b, wb.q0, wb.act == Act::Execute),
                 false => (wb.q0, wb.q1),
             };
-            b.slice(q0, q1).unwrap_or_default()
+            (b.slice(q0, q1).unwrap_or_default(), q1)
         };
+        // A look at text in the body searches on from its end, so it finds
+        // the next occurrence (acme's look3); from the tag, after dot.
+        let from = (!wb.tag).then_some(end);
         if text.trim().is_empty() {
             return Ok(());
         }
@@ -696,7 +699,7 @@ impl Fsys {
         })?;
         let done = match wb.act {
             Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
-            Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look(h, id, &text)).await,
+            Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look_from(h, id, &text, from)).await,
         };
         // The daemon's undo and redo made for this event are reported
         // with its origin letter.

@@ -715,6 +715,22 @@ async fn edit_commands_run_through_the_event_file() {
     // One Edit is one undo step; u undoes it.
     edit("u").await.unwrap();
     assert_eq!(body().await, "1 two 1\nTHREE\n");
+    // A look written back at a word of the body searches on from its end
+    // (acme's look3), finding the next occurrence, not the same one.
+    put(&c, &ctl, "cleartag\n").await.unwrap();
+    let look = open(&c, root, "new/ctl", ORDWR).await;
+    let lid = id_of(&text(c.read(look.fid, 0, 12).await.unwrap()));
+    let lev = open(&c, root, &format!("{lid}/event"), ORDWR).await;
+    write_file(&c, root, &format!("{lid}/body"), "word x word y\n").await.unwrap();
+    let laddr = open(&c, root, &format!("{lid}/addr"), ORDWR).await;
+    put(&c, &laddr, "#0").await.unwrap();
+    put(&c, &look, "dot=addr\n").await.unwrap();
+    put(&c, &lev, "ML0 4\n").await.unwrap();
+    put(&c, &look, "addr=dot\n").await.unwrap();
+    assert_eq!(addr_of(&text(c.read(laddr.fid, 0, 40).await.unwrap())), (7, 11));
+    for f in [laddr, lev, look] {
+        c.clunk(f.fid).await.unwrap();
+    }
     // Undo and Redo executed through the event file are reported with the
     // writer's origin letter (acme's winundo under the event's seq), not F,
     // so win keeps its output point.
