@@ -14,7 +14,6 @@ use super::emulator::Emulator;
 use super::proc::{self, Event, Pipes, Running, Spec};
 use crate::daemon::Daemon;
 use crate::error::Error;
-use crate::session::Session;
 use apex_core::term::TermUpdate;
 use apex_core::{Op, Shard, TermId, TermOp};
 use std::sync::mpsc::RecvTimeoutError;
@@ -96,17 +95,13 @@ fn append(daemon: &Daemon, n: u64, id: TermId, u: TermUpdate) -> Appended {
                 Appended::Refused
             }
         };
-        compact(s, shard);
+        // Entries nobody needs any more leave memory: a terminal running
+        // for a week keeps its log no longer than its readers need it
+        // (the state, snapshots and the log on disk have it).
+        crate::attach::feed::compact_shard(s, shard);
         appended
     });
     done.unwrap_or(Appended::Gone)
-}
-
-/// Drops the term shard's entries nobody needs any more: a terminal
-/// running for a week keeps its log in memory no longer than its readers
-/// need it (the state, snapshots and the log on disk have it).
-fn compact(s: &mut Session, shard: Shard) {
-    crate::attach::feed::compact_shard(s, shard);
 }
 
 /// The driver, and what ends it: a panic in the emulator ends the

@@ -77,7 +77,6 @@ pub enum ProcError {
 /// program (SIGHUP, then SIGKILL to its process group).
 pub struct Running {
     pub pid: u32,
-    pub spec: Spec,
     master: Mutex<Box<dyn MasterPty + Send>>,
     input: mpsc::Sender<Vec<u8>>,
     waiting: Arc<AtomicUsize>,
@@ -251,7 +250,6 @@ pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
     let answers = Answers { input: input.clone(), waiting: waiting.clone() };
     let running = Running {
         pid,
-        spec,
         master: Mutex::new(pair.master),
         input,
         waiting,
