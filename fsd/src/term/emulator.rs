@@ -501,6 +501,25 @@ mod tests {
     }
 
     #[test]
+    fn title_bell_cursor_shape_and_modes_reach_the_replica() {
+        let mut e = Emulator::new(10, 3);
+        let mut t = apex_core::term::Term::new(10, 3, 100, "sh".into(), "/".into()).unwrap();
+        // OSC 0 title, BEL, DECSCUSR 6 (steady bar), bracketed paste,
+        // application cursor keys, SGR mouse with button reporting, a
+        // hidden cursor.
+        apply_all(&mut e, &mut t, b"\x1b]0;my title\x07\x07\x1b[6 q\x1b[?2004h\x1b[?1h\x1b[?1000h\x1b[?1006h\x1b[?25l");
+        assert_eq!(t.title, "my title");
+        assert_eq!(t.bells, 1);
+        assert_eq!((t.cursor.shape, t.cursor.visible, t.cursor.blinking), (CursorShape::Beam, false, false));
+        let want = mode::BRACKETED_PASTE | mode::APP_CURSOR | mode::MOUSE_CLICK | mode::MOUSE_SGR;
+        assert_eq!(t.modes & want, want);
+        apply_all(&mut e, &mut t, b"\x1b[?2004l\x1b[?25h\x1b]0;\x07");
+        assert_eq!(t.modes & mode::BRACKETED_PASTE, 0);
+        assert!(t.cursor.visible);
+        assert_eq!(t.title, "");
+    }
+
+    #[test]
     fn a_cursor_report_is_answered_and_the_alternate_screen_comes_and_goes() {
         let mut e = Emulator::new(10, 3);
         assert_eq!(e.feed(b"ab\x1b[6n"), b"\x1b[1;3R");
