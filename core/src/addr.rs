@@ -13,16 +13,21 @@
 //! belongs to the pattern and clients write `-/re/` to search backward;
 //! sam's Edit language keeps `?re?`.
 //!
-//! Regexps use acme's syntax (regexp(7)), translated for the `regex` crate:
-//! `\n` is a newline, a backslash quotes anything else, `^` and `$` match at
-//! lines, `[^...]` never matches a newline, braces are literal. The crate
-//! matches leftmost-first where acme is leftmost-longest; the two differ
-//! only for alternations whose earlier branch is a prefix of a later one.
+//! Regexps are acme's, run as acme runs them (`regx`). `//` reuses the
+//! last regexp, which the caller keeps: one for the whole session, as acme
+//! keeps one for the whole program.
+//!
+//! The two dialects also differ at the edges of a search, as acme's
+//! `address` and Edit's `nextmatch` do: in the addr file a search may
+//! match the empty string where it starts (`/^/` from #0 is #0), and `a,b`
+//! with b before a is taken as written; Edit passes over an empty match
+//! where it starts, so repeating a search moves on, and refuses addresses
+//! out of order.
 
-use regex::Regex;
+use crate::regx::{Haystack, Regexp};
 use ropey::Rope;
 
-/// A range of runes, `q0 <= q1`.
+/// A range of runes, `q0 <= q1` (except an addr file's backwards `#5,#2`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Range {
     pub q0: u64,
@@ -222,7 +227,8 @@ fn juxtapose(prev: Expr, s: Simple) -> Result<Expr> {
 /// made once, on first need (or lent by the caller, who may keep one).
 struct Subject<'a> {
     rope: &'a Rope,
-    flat: Option<std::borrow::Cow<'a, str>>,
+    hay: Option<std::borrow::Cow<'a, Haystack>>,
+    dialect: Dialect,
     /// acme's `limit=addr`: forward searches stop at its end and do not wrap.
     limit: Option<Range>,
 }
@@ -236,11 +242,9 @@ impl Subject<'_> {
         self.rope.char(q as usize)
     }
 
-    fn flat(&mut self) -> &str {
-        if self.flat.is_none() {
-            self.flat = Some(self.rope.to_string().into());
-        }
-        self.flat.as_deref().unwrap_or_default()
+    fn haystack(&mut self) -> &Haystack {
+        let rope = self.rope;
+        self.hay.get_or_insert_with(|| std::borrow::Cow::Owned(Haystack::new(rope)))
     }
 }
 
@@ -253,8 +257,8 @@ pub fn eval(text: &Rope, addr: &str, dot: Range, dialect: Dialect, last_regex: &
 /// What an address is evaluated against, beyond the address and dot.
 pub struct Context<'a> {
     pub text: &'a Rope,
-    /// `text` as one string, if the caller has it (searches need one).
-    pub flat: Option<&'a str>,
+    /// `text` made ready for searches, if the caller has it.
+    pub flat: Option<&'a Haystack>,
     pub dialect: Dialect,
     /// acme's per-window limit (`limit=addr`): forward searches end at its
     /// end and do not wrap.
@@ -294,10 +298,11 @@ impl Address {
     /// Evaluates the address with base range `dot`.
     pub fn eval(&self, cx: &Context, dot: Range, last_regex: &mut Option<String>) -> Result<Range> {
         let len = cx.text.len_chars() as u64;
-        if dot.q0 > dot.q1 || dot.q1 > len {
+        // The addr file may hold a backwards range (`#5,#2`), as acme's does.
+        if (dot.q0 > dot.q1 && cx.dialect == Dialect::Sam) || dot.q0.max(dot.q1) > len {
             return Err(AddrError::Range(format!("dot #{},#{} is outside a text of {len} runes", dot.q0, dot.q1)));
         }
-        let mut subject = Subject { rope: cx.text, flat: cx.flat.map(Into::into), limit: cx.limit };
+        let mut subject = Subject { rope: cx.text, hay: cx.flat.map(std::borrow::Cow::Borrowed), limit: cx.limit, dialect: cx.dialect };
         match &self.0 {
             None => Ok(dot),
             Some(e) => evaluate(&mut subject, e, dot, last_regex),
@@ -325,7 +330,8 @@ fn evaluate(t: &mut Subject, e: &Expr, base: Range, last: &mut Option<String>) -
                 Some(r) => evaluate(t, r, from, last)?,
                 None => Range::at(t.len()),
             };
-            if l.q0 > r.q1 {
+            // acme's addr file takes `#5,#2` as written; Edit refuses it.
+            if l.q0 > r.q1 && t.dialect == Dialect::Sam {
                 return Err(AddrError::Range(format!("addresses out of order: #{} is after #{}", l.q0, r.q1)));
             }
             Ok(Range::new(l.q0, r.q1))
@@ -440,103 +446,40 @@ fn line(t: &Subject, n: u64, r: Range, sign: Option<bool>) -> Result<Range> {
     Ok(Range::new(p.min(q1), q1))
 }
 
-/// Translates an acme regexp to the `regex` crate's syntax.
-pub fn translate(pattern: &str) -> String {
-    let mut out = String::from("(?m)");
-    let mut chars = pattern.chars().peekable();
-    let quote = |out: &mut String, c: char| match c {
-        'n' => out.push_str("\\n"),
-        c => out.push_str(&regex::escape(&c.to_string())),
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some(n) => quote(&mut out, n),
-                None => out.push_str("\\\\"),
-            },
-            '[' => {
-                out.push('[');
-                let negated = chars.peek() == Some(&'^');
-                if negated {
-                    chars.next();
-                    out.push_str("^\\n");
-                }
-                let mut first = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        ']' if !first => break,
-                        '\\' => match chars.next() {
-                            Some('n') => out.push_str("\\n"),
-                            Some(n) => out.push_str(&regex::escape(&n.to_string())),
-                            None => out.push_str("\\\\"),
-                        },
-                        '-' if !first && chars.peek() != Some(&']') => out.push('-'),
-                        c => out.push_str(&regex::escape(&c.to_string())),
-                    }
-                    first = false;
-                }
-                out.push(']');
-            }
-            '{' | '}' => quote(&mut out, c),
-            '(' if chars.peek() == Some(&'?') => {
-                out.push('(');
-                chars.next();
-                out.push_str("\\?");
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The byte offset after the rune at `at`, if there is one: where a
-/// search goes on after an empty match.
-pub(crate) fn after_rune(flat: &str, at: usize) -> Option<usize> {
-    flat[at..].chars().next().map(|c| at + c.len_utf8())
-}
-
-/// Compiles an acme regexp.
-pub fn compile(pattern: &str) -> Result<Regex> {
-    Regex::new(&translate(pattern)).map_err(|e| AddrError::Regexp {
-        pattern: pattern.to_string(),
-        why: e.to_string().lines().last().unwrap_or("").trim().to_string(),
-    })
-}
-
-/// The next match of `pattern` forward from rune `from` (wrapping to the
-/// start unless a limit is set, which also ends the search), or the
-/// previous one ending at or before `from` (wrapping to the end). An empty
-/// match where the search starts is passed over, as sam does, so repeating
-/// a search moves on.
+/// The next match of `pattern` forward from rune `from`, or the previous
+/// one ending at or before it, wrapping around the text (a limit ends
+/// forward searches instead). Edit passes over an empty match where the
+/// search starts (`nextmatch`), the addr file does not (`regexp`).
 fn search(t: &mut Subject, pattern: &str, from: u64, forward: bool) -> Result<Range> {
-    let re = compile(pattern)?;
+    let re = Regexp::new(pattern)?;
     let rope = t.rope;
     let limit = t.limit;
+    let skip_empty_at_start = t.dialect == Dialect::Sam;
     let start = rope.char_to_byte(from as usize);
-    let flat = t.flat();
-    let to_range = |m: regex::Match| Range::new(rope.byte_to_char(m.start()) as u64, rope.byte_to_char(m.end()) as u64);
-    let skip = |m: &regex::Match| m.start() == start && m.is_empty();
+    let hay = t.haystack();
+    let len = hay.len();
+    let empty_at = |m: &std::ops::Range<usize>, at: usize| m.is_empty() && m.start == at;
     let found = if forward {
-        let first_from = |at: usize| {
-            let m = re.find_at(flat, at)?;
-            match skip(&m) {
-                false => Some(m),
-                // The next rune's boundary, then on.
-                true => after_rune(flat, at).and_then(|next| re.find_at(flat, next)),
-            }
-        };
         match limit {
             Some(l) => {
                 let end = rope.char_to_byte(l.q1.min(rope.len_chars() as u64) as usize);
-                first_from(start).filter(|m| m.end() <= end)
+                hay.find(&re, start, end).map(|f| f.whole())
             }
-            None => first_from(start).or_else(|| re.find_iter(flat).find(|m| !skip(m))),
+            None => match hay.find_wrapping(&re, start).map(|f| f.whole()) {
+                Some(m) if skip_empty_at_start && empty_at(&m, start) => {
+                    let next = hay.after_rune(start).unwrap_or(0);
+                    hay.find_wrapping(&re, next).map(|f| f.whole())
+                }
+                found => found,
+            },
         }
     } else {
-        let matches: Vec<regex::Match> = re.find_iter(flat).collect();
-        let before = matches.iter().rev().find(|m| m.end() <= start && !(m.end() == start && m.is_empty())).copied();
-        before.or_else(|| matches.iter().rev().find(|m| !(m.end() == start && m.is_empty())).copied())
+        let matches: Vec<std::ops::Range<usize>> = hay.find_all(&re, 0, len, false).iter().map(|f| f.whole()).collect();
+        let passed = |m: &std::ops::Range<usize>| skip_empty_at_start && m.is_empty() && m.end == start;
+        let before = matches.iter().rev().find(|m| m.end <= start && !passed(m)).cloned();
+        before.or_else(|| matches.iter().rev().find(|m| !passed(m)).cloned())
     };
+    let to_range = |m: std::ops::Range<usize>| Range::new(rope.byte_to_char(m.start) as u64, rope.byte_to_char(m.end) as u64);
     found.map(to_range).ok_or_else(|| AddrError::Range(format!("no match for /{pattern}/")))
 }
 
@@ -580,7 +523,12 @@ mod tests {
         assert_eq!(at("2+#0", (0, 0)), Ok((8, 8)));
         assert_eq!(at("2-#1", (0, 0)), Ok((3, 3)));
         assert_eq!(at("#5;+#2", (0, 0)), Ok((5, 7)));
-        assert!(matches!(at("#5,#2", (0, 0)), Err(AddrError::Range(_))));
+        // acme's addr file takes the pair as written (address); Edit
+        // refuses it (cmdaddress).
+        assert_eq!(at("#5,#2", (0, 0)), Ok((5, 2)));
+        let mut last = None;
+        let edit = eval(&Rope::from_str(TEXT), "#5,#2", Range::at(0), Dialect::Sam, &mut last);
+        assert!(matches!(edit, Err(AddrError::Range(_))));
     }
 
     #[test]
@@ -597,6 +545,13 @@ mod tests {
 
     #[test]
     fn searches() {
+        // The addr file takes an empty match where the search starts
+        // (acme's regexp); Edit moves on past it (nextmatch).
+        assert_eq!(at("/^/", (0, 0)), Ok((0, 0)));
+        let mut last = None;
+        let edit = eval(&Rope::from_str(TEXT), "/^/", Range::at(0), Dialect::Sam, &mut last);
+        assert_eq!(edit, Ok(Range::at(4)));
+        assert_eq!(at("/$/", (0, 0)), Ok((3, 3)));
         assert_eq!(at("/two/", (0, 0)), Ok((4, 7)));
         assert_eq!(at("/two/", (4, 7)), Ok((19, 22)));
         // Wraps to the start.
@@ -625,7 +580,7 @@ mod tests {
     #[test]
     fn a_limit_ends_forward_searches_without_wrapping() {
         let rope = Rope::from_str(TEXT);
-        let flat = TEXT.to_string();
+        let flat = Haystack::from_str(TEXT);
         let limited = |addr: &str, dot: u64, limit: (u64, u64)| {
             let cx = Context {
                 text: &rope,
@@ -648,15 +603,5 @@ mod tests {
             assert!(matches!(at(bad, (0, 0)), Err(AddrError::Syntax(_))), "{bad:?}: {:?}", at(bad, (0, 0)));
         }
         assert!(at("99999999999999999999999", (0, 0)).is_err());
-    }
-
-    #[test]
-    fn translation_keeps_acme_meaning() {
-        let re = compile("a{2}\\.b").unwrap();
-        assert!(re.is_match("a{2}.b"));
-        assert!(!re.is_match("aa.b"));
-        let re = compile("[^x]").unwrap();
-        assert!(!re.is_match("\n"));
-        assert!(compile("x\\nx").unwrap().is_match("x\nx"));
     }
 }

@@ -4,9 +4,9 @@
 //! order and not overlapping, for the caller to apply as one edit per
 //! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
 
-use crate::addr::{self, after_rune, Context, Dialect, Range};
+use crate::addr::{Context, Dialect, Range};
+use crate::regx::{Found, Haystack, Regexp};
 use crate::edit::{self, Cmd, EditError, Kind, Loop, Pipe, Position};
-use regex::Regex;
 use ropey::Rope;
 use std::collections::BTreeMap;
 
@@ -54,7 +54,7 @@ pub struct Outcome {
 /// Runs `src` with `current` the window it was executed in.
 pub fn run(src: &str, files: &[EditFile], current: usize, pipes: &mut dyn Pipes) -> Result<Outcome> {
     let cmds = edit::parse(src)?;
-    let flats: Vec<String> = files.iter().map(|f| f.text.to_string()).collect();
+    let flats: Vec<Haystack> = files.iter().map(|f| Haystack::new(&f.text)).collect();
     let mut r = Runner {
         files,
         flats,
@@ -83,7 +83,7 @@ enum Dot {
 
 struct Runner<'a> {
     files: &'a [EditFile],
-    flats: Vec<String>,
+    flats: Vec<Haystack>,
     pipes: &'a mut dyn Pipes,
     changes: BTreeMap<usize, Vec<Change>>,
     dots: BTreeMap<usize, Dot>,
@@ -197,50 +197,26 @@ impl Runner<'_> {
         Ok(())
     }
 
-    fn regex(&mut self, pattern: Option<&str>, default: &str) -> Result<Regex> {
+    fn regex(&mut self, pattern: Option<&str>, default: &str) -> Result<Regexp> {
         let p = match pattern {
             Some("") => self.last.clone().ok_or_else(|| EditError::Syntax("no previous regexp for //".into()))?,
             Some(p) => p.to_string(),
             None => default.to_string(),
         };
         self.last = Some(p.clone());
-        Ok(addr::compile(&p)?)
+        Ok(Regexp::new(&p)?)
     }
 
-    /// The matches of `re` in `r` of file `f`, as rune ranges; an empty
-    /// match right after the previous match is passed over, as in sam.
-    fn matches(&self, f: usize, r: Range, re: &Regex) -> Vec<Range> {
+    /// The matches of `re` in `r` of file `f`, as acme's loops find them
+    /// (`looper`): an empty match right after the previous one is passed
+    /// over, and for `y` one at the start of `r` too. The flag says whether
+    /// the last search found nothing (see [`Haystack::step`]).
+    fn matches(&self, f: usize, r: Range, re: &Regexp, skip_at_start: bool) -> (Vec<Range>, bool) {
         let text = &self.files[f].text;
-        let flat = &self.flats[f];
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
-        let mut out = Vec::new();
-        let mut at = start;
-        let mut prev_end = None;
-        while at <= end {
-            let Some(m) = re.find_at(flat, at) else { break };
-            if m.end() > end {
-                break;
-            }
-            if m.is_empty() && prev_end == Some(m.start()) {
-                match after_rune(flat, m.start()) {
-                    Some(next) => {
-                        at = next;
-                        continue;
-                    }
-                    None => break,
-                }
-            }
-            out.push(Range::new(text.byte_to_char(m.start()) as u64, text.byte_to_char(m.end()) as u64));
-            prev_end = Some(m.end());
-            at = match m.is_empty() {
-                true => match after_rune(flat, m.end()) {
-                    Some(next) => next,
-                    None => break,
-                },
-                false => m.end(),
-            };
-        }
-        out
+        let to_range = |m: std::ops::Range<usize>| Range::new(text.byte_to_char(m.start) as u64, text.byte_to_char(m.end) as u64);
+        let (found, exhausted) = self.flats[f].step(re, start, end, skip_at_start);
+        (found.iter().map(|m| to_range(m.whole())).collect(), exhausted)
     }
 
     fn looping(&mut self, f: usize, r: Range, kind: Loop, pattern: Option<&str>, body: &Cmd) -> Result<()> {
@@ -254,7 +230,7 @@ impl Runner<'_> {
         match kind {
             Loop::Matches | Loop::Between => {
                 let re = self.regex(pattern, ".*\\n")?;
-                let found = self.matches(f, r, &re);
+                let (found, exhausted) = self.matches(f, r, &re, kind == Loop::Between);
                 let ranges = match kind {
                     Loop::Matches => found,
                     _ => {
@@ -264,7 +240,9 @@ impl Runner<'_> {
                             between.push(Range::new(from, m.q0));
                             from = m.q1;
                         }
-                        between.push(Range::new(from, r.q1));
+                        if exhausted {
+                            between.push(Range::new(from, r.q1));
+                        }
                         between
                     }
                 };
@@ -287,7 +265,7 @@ impl Runner<'_> {
             }
             Loop::If | Loop::Unless => {
                 let re = self.regex(pattern, "")?;
-                let hit = !self.matches(f, r, &re).is_empty();
+                let hit = !self.matches(f, r, &re, false).0.is_empty();
                 if hit == (kind == Loop::If) {
                     self.cmd(body, f, r)?;
                 }
@@ -299,33 +277,21 @@ impl Runner<'_> {
     fn substitute(&mut self, f: usize, r: Range, pattern: &str, rep: &str, nth: usize, global: bool) -> Result<()> {
         let re = self.regex(Some(pattern), "")?;
         let text = &self.files[f].text;
-        let flat = &self.flats[f];
+        let hay = &self.flats[f];
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
-        let mut count = 0;
+        // acme's s_cmd: the nth match and, with g, every one after it.
         let mut made = Vec::new();
-        let mut at = start;
-        while at <= end {
-            let Some(caps) = re.captures_at(flat, at) else { break };
-            let m = caps.get(0).expect("group 0");
-            if m.end() > end {
+        for (i, m) in hay.find_all(&re, start, end, false).iter().enumerate() {
+            if i + 1 < nth {
+                continue;
+            }
+            let whole = m.whole();
+            let q0 = text.byte_to_char(whole.start) as u64;
+            let q1 = text.byte_to_char(whole.end) as u64;
+            made.push((q0, q1, expand(rep, hay, m)));
+            if !global {
                 break;
             }
-            count += 1;
-            if count >= nth {
-                let q0 = text.byte_to_char(m.start()) as u64;
-                let q1 = text.byte_to_char(m.end()) as u64;
-                made.push((q0, q1, expand(rep, &caps)));
-                if !global {
-                    break;
-                }
-            }
-            at = match m.is_empty() {
-                true => match after_rune(flat, m.end()) {
-                    Some(next) => next,
-                    None => break,
-                },
-                false => m.end(),
-            };
         }
         if made.is_empty() {
             if self.nest == 0 {
@@ -421,17 +387,15 @@ impl Runner<'_> {
 
 /// A replacement with `&` (the match), `\1`..`\9` (groups), `\n` (newline)
 /// and `\c` (c itself) expanded.
-fn expand(rep: &str, caps: &regex::Captures) -> String {
+fn expand(rep: &str, hay: &Haystack, m: &Found) -> String {
+    let group = |g: usize| m.group(g).map_or("", |r| hay.str(r));
     let mut out = String::new();
     let mut chars = rep.chars();
     while let Some(c) = chars.next() {
         match c {
-            '&' => out.push_str(caps.get(0).map_or("", |m| m.as_str())),
+            '&' => out.push_str(group(0)),
             '\\' => match chars.next() {
-                Some(d @ '0'..='9') => {
-                    let g = d as usize - '0' as usize;
-                    out.push_str(caps.get(g).map_or("", |m| m.as_str()));
-                }
+                Some(d @ '0'..='9') => out.push_str(group(d as usize - '0' as usize)),
                 Some('n') => out.push('\n'),
                 Some(o) => out.push(o),
                 None => out.push('\\'),
@@ -526,6 +490,34 @@ mod tests {
         assert_eq!(text_after(t, ",s/ /\\n/g"), "foo\nbar\nfoo\nbaz\nfoo\n");
         assert_eq!(text_after(t, ",s/foo/[&]/g"), "[foo] bar [foo] baz [foo]\n");
         assert!(matches!(edit(t, ",s/zzz/X/"), Err(EditError::NoSubstitution(_))));
+    }
+
+    #[test]
+    fn line_ends_match_as_in_acme() {
+        // regx.c: `$` only before a newline, `^` after the final newline
+        // only for a search begun at the end (s_cmd, looper).
+        assert_eq!(text_after("a\nb\n", ",s/^/> /g"), "> a\n> b\n");
+        assert_eq!(text_after("a\nb\n", ",s/$/;/g"), "a;\nb;\n");
+        assert_eq!(text_after("a\nb", ",s/$/;/g"), "a;\nb");
+        assert_eq!(text_after("a\nb\n", ",x/^/i/> /"), "> a\n> b\n");
+        assert_eq!(text_after("a\nb\n", ",x/$/a/;/"), "a;\nb;\n");
+        // `$` does not match at the end of the range a loop hands on.
+        assert!(edit("ab\ncd\n", ",x/.*/ s/$/;/").is_ok());
+        assert_eq!(text_after("ab\ncd\n", ",x/.*/ s/$/;/"), "ab\ncd\n");
+        // s///g passes over an empty match right after a match.
+        assert_eq!(text_after("hello", ",x/l+/s/l*/L/g"), "heLo");
+        assert_eq!(text_after("hello", ",s/l*/-/g"), "-h-e-o-");
+        assert_eq!(text_after("hello", ",s2/l*/-/g"), "h-e-o-");
+        // y passes over an empty match at the start of its range, and
+        // hands on no last piece when the steps ran past the end.
+        assert_eq!(text_after("ab", ",y/x*/i/|/"), "|a|b");
+        assert_eq!(text_after("a,b", ",y/,/i/|/"), "|a,|b");
+        assert_eq!(text_after("xx", ",y/x*/i/|/"), "|xx");
+        assert_eq!(text_after("a\n\n", ",s/^/> /g"), "> a\n> \n> ", "acme's quirk after an empty line");
+        // Matches are leftmost-longest.
+        assert_eq!(text_after("ab|ac", ",x/a|ab/c/X/"), "X|Xc");
+        assert_eq!(text_after("abcd", ",s/(a|ab)(c|bcd)/[\\1][\\2]/"), "[a][bcd]");
+        assert_eq!(text_after("aaa", ",s/(a*)(a)/[\\1][\\2]/"), "[aa][a]");
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub mod packed;
 pub mod plumb;
 pub mod propose;
 pub mod registry;
+pub mod regx;
 pub mod row;
 pub mod shard;
 pub mod snap;

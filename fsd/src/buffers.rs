@@ -11,6 +11,7 @@ use crate::ctl::{self, Arg, Unfit, Verb};
 use crate::error::Error;
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
+use apex_core::regx::Haystack;
 use apex_core::{Buffer, BufferId, Origin, Proposal};
 use std::fmt::Write;
 
@@ -145,14 +146,14 @@ pub struct AddrSearch {
     /// The last expression when the search began.
     last_before: Option<String>,
     text: apex_core::text::Text,
-    flat: Option<std::sync::Arc<String>>,
+    flat: Option<std::sync::Arc<Haystack>>,
 }
 
 /// An address found, to keep if nothing changed since its search began.
 pub struct AddrFound {
     search: AddrSearch,
     range: Range,
-    flat: std::sync::Arc<String>,
+    flat: std::sync::Arc<Haystack>,
 }
 
 /// Takes what evaluating an address in buffer `b` needs, under the lock.
@@ -167,8 +168,8 @@ pub fn addr_search(s: &Session, b: BufferId) -> Result<AddrSearch, Error> {
         version,
         dot,
         limit: a.and_then(|a| a.limit).map(|l| rebased(buf, l)),
-        last: a.and_then(|a| a.last_regex.clone()),
-        last_before: a.and_then(|a| a.last_regex.clone()),
+        last: s.last_regex.clone(),
+        last_before: s.last_regex.clone(),
         text: buf.text.clone(),
         flat,
     })
@@ -179,7 +180,7 @@ impl AddrSearch {
     /// call it with no lock held).
     pub fn eval(mut self, addr: &str) -> Result<AddrFound, Error> {
         // Searches need the text as one string: made once per version.
-        let flat = self.flat.take().unwrap_or_else(|| std::sync::Arc::new(self.text.to_string()));
+        let flat = self.flat.take().unwrap_or_else(|| std::sync::Arc::new(Haystack::new(&self.text)));
         let cx = addr::Context { text: &self.text, flat: Some(&flat), dialect: Dialect::AddrFile, limit: self.limit };
         let mut last = self.last.clone();
         let range = addr::eval_in(&cx, addr, self.dot, &mut last)?;
@@ -200,11 +201,10 @@ pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, Error> {
     let b = search.b;
     let buf = buffer(s, b)?;
     let limit = s.addrs.get(&b).and_then(|a| a.limit).map(|l| rebased(buf, l));
-    let last = s.addrs.get(&b).and_then(|a| a.last_regex.clone());
     let unchanged = buf.version == search.version
         && current_addr(s, b)? == search.dot
         && limit == search.limit
-        && last == search.last_before;
+        && s.last_regex == search.last_before;
     if !unchanged {
         return Ok(false);
     }
@@ -212,7 +212,7 @@ pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, Error> {
     let a = s.addrs.entry(b).or_default();
     a.range = range;
     a.version = search.version;
-    a.last_regex = search.last;
+    s.last_regex = search.last;
     Ok(true)
 }
 
@@ -272,7 +272,9 @@ pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Res
 pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Proposal, u64)>, Error> {
     let buf = buffer(s, b)?;
     let a = s.addrs.get(&b).cloned().unwrap_or(Addr { version: buf.version, ..Addr::default() });
+    // A backwards address (`#5,#2`) replaces nothing: acme inserts at q0.
     let Range { q0, q1 } = a.range;
+    let q1 = q1.max(q0);
     if q0 == q1 && text.is_empty() {
         return Ok(None);
     }

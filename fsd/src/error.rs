@@ -36,8 +36,10 @@ pub enum Error {
     /// A built-in or host service refused (acme's words).
     #[error(transparent)]
     Exec(#[from] ExecError),
-    /// An address (an `addr` write) did not evaluate.
-    #[error(transparent)]
+    /// An address (an `addr` write) did not evaluate. acme answers a bad
+    /// regexp there as it answers no match (`xfidwrite`'s Eaddr), so the
+    /// text starts with its words.
+    #[error("{}", addr_words(.0))]
     Addr(#[from] AddrError),
     /// A `proposals` write that is not a proposal.
     #[error(transparent)]
@@ -100,5 +102,12 @@ pub enum Error {
 impl From<Error> for String {
     fn from(e: Error) -> String {
         e.to_string()
+    }
+}
+
+fn addr_words(e: &AddrError) -> String {
+    match e {
+        AddrError::Regexp { .. } => format!("address out of range: {e}"),
+        e => e.to_string(),
     }
 }

@@ -11,6 +11,7 @@ use crate::attach::hub::{Hub, HubConfig};
 use crate::error::Error;
 use crate::persist::Persisted;
 use apex_core::addr::Range;
+use apex_core::regx::Haystack;
 use apex_core::propose;
 use apex_core::{make, AttachmentId, BufferId, Log, MetaOp, Node, Proposal, Reject, SessionUuid, State};
 use apex_link::wire::{self, Refusal};
@@ -46,20 +47,25 @@ pub struct Addr {
     pub version: u64,
     /// Open fids of the addr file; the first open resets the address.
     pub opened: u32,
-    pub last_regex: Option<String>,
     /// acme's `limit=addr`, at the version it was set (cleared by the
     /// first open of addr).
     pub limit: Option<(Range, u64)>,
 }
 
-/// One buffer's text as a single string, kept for searches while the
-/// buffer stays at that version (addr searches need one string; making it
-/// per search would copy the whole text each time).
-#[derive(Debug, Default)]
+/// One buffer's text made ready for searches, kept while the buffer stays
+/// at that version (making it per search would copy the whole text each
+/// time).
+#[derive(Debug)]
 pub struct FlatText {
     pub buffer: Option<(BufferId, u64)>,
     /// Shared with a search running off the lock.
-    pub text: std::sync::Arc<String>,
+    pub text: std::sync::Arc<Haystack>,
+}
+
+impl Default for FlatText {
+    fn default() -> FlatText {
+        FlatText { buffer: None, text: std::sync::Arc::new(Haystack::from_str("")) }
+    }
 }
 
 /// A session: its view node (SERVER over the authority log).
@@ -75,6 +81,9 @@ pub struct Session {
     /// The acme tree's state: its log and per-window counts.
     pub acme: Acme,
     pub flat: FlatText,
+    /// The last regexp an address used, which `//` reuses: one for the
+    /// session, as acme keeps one for the whole program (`rxcompile`).
+    pub last_regex: Option<String>,
     /// Its write-ahead log, unless the daemon keeps nothing.
     pub persisted: Option<Persisted>,
     /// Its running terminals (a restored or exited one has none): dropping
@@ -124,6 +133,7 @@ impl Session {
             hub: Hub::new(HubConfig::default(), seed),
             acme: Acme::default(),
             flat: FlatText::default(),
+            last_regex: None,
             persisted,
             terms: BTreeMap::new(),
         }

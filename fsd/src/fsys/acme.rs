@@ -554,6 +554,13 @@ impl Fsys {
             }
             WinCtl::DotAddr => {
                 let (r, version) = self.daemon.with_session(n, |s| buffers::addr_now(s, w.body))?;
+                if r.q0 > r.q1 {
+                    // acme takes `#5,#2` into addr but dies on this.
+                    return Err(format!(
+                        "address out of range: addr is #{},#{}, backwards; set addr in order before dot=addr",
+                        r.q0, r.q1
+                    ));
+                }
                 propose(Proposal::Select { buffer: w.body, view: body_view(w), version, q0: r.q0, q1: r.q1 }).await
             }
             WinCtl::LimitAddr => Ok(self.daemon.with_session(n, |s| buffers::limit_to_addr(s, w.body))?),

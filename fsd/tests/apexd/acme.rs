@@ -468,6 +468,18 @@ async fn addresses_and_ctl_messages_through_the_files() {
         ("#8", "-/two/", Ok((4, 7))),
         ("#0", "3", Ok((8, 14))),
         ("#0", "5", Ok((23, 23))),
+        // As plan9port acme answers (address, regexp, rxexecute): an empty
+        // match where the search starts counts, `$` only before a newline,
+        // no search matches at the very end, and `a,b` may run backwards.
+        ("#0", "/^/", Ok((0, 0))),
+        ("#23", "/^/", Ok((0, 0))),
+        ("#0", "/$/", Ok((3, 3))),
+        ("#22", "/$/", Ok((22, 22))),
+        ("#4", "-/^/", Ok((4, 4))),
+        ("#3", "/o*/", Ok((3, 3))),
+        ("#3", "-/o*/", Ok((3, 3))),
+        ("#0", "#5,#2", Ok((5, 2))),
+        ("#0", "/(/", Err("address out of range")),
         ("#0", "#3\n", Err("bad address syntax")),
         ("#0", "#3 ", Err("bad address syntax")),
         ("#0", ".+$", Err("bad address syntax")),
@@ -493,6 +505,26 @@ async fn addresses_and_ctl_messages_through_the_files() {
             }
         }
     }
+    // A backwards address replaces nothing: the write goes in at its
+    // start (xfidwrite); dot=addr, on which acme dies, is refused.
+    put(&c, &addr, "#5,#2").await.unwrap();
+    let e = put(&c, &ctl, "dot=addr\n").await.unwrap_err().to_string();
+    assert!(e.starts_with("address out of range"), "{e}");
+    write_file(&c, root, &format!("{id}/data"), "Z").await.unwrap();
+    assert_eq!(read_file(&c, root, &format!("{id}/body")).await, "one\ntZwo\nthree\nfour two\n");
+    put(&c, &addr, "#5,#6").await.unwrap();
+    write_file(&c, root, &format!("{id}/data"), "").await.unwrap();
+    // `//` reuses the last regexp of the whole session, not the window's.
+    let ctl2 = open(&c, root, "new/ctl", ORDWR).await;
+    let id2 = id_of(&text(c.read(ctl2.fid, 0, 12).await.unwrap()));
+    write_file(&c, root, &format!("{id2}/body"), "a three b\n").await.unwrap();
+    put(&c, &addr, "/three/").await.unwrap();
+    let addr2 = open(&c, root, &format!("{id2}/addr"), ORDWR).await;
+    put(&c, &addr2, "//").await.unwrap();
+    assert_eq!(addr_of(&text(c.read(addr2.fid, 0, 40).await.unwrap())), (2, 7));
+    c.clunk(addr2.fid).await.unwrap();
+    put(&c, &ctl2, "delete\n").await.unwrap();
+    c.clunk(ctl2.fid).await.unwrap();
     // A data write at the selection pushes it past the new text (acme's
     // exception to the insert rule); elsewhere it stays.
     put(&c, &addr, "#3").await.unwrap();

@@ -1,0 +1,380 @@
+//! acme's regular expressions (regexp(7)) and the way acme runs them
+//! (`regx.c`'s `rxexecute`).
+//!
+//! Patterns are translated for the `regex` crate: `\n` is a newline, a
+//! backslash quotes anything else, `^` and `$` work at lines, `[^...]`
+//! never matches a newline, braces are literal. acme's matches are
+//! leftmost-longest (`a|ab` takes all of `ab`), where the crate's are
+//! leftmost-first, so a match is found in three steps: the leftmost start
+//! (the same under both rules), the longest end from there (a search that
+//! reports every match), and only if the pattern has groups, the groups of
+//! a match held to exactly that span.
+//!
+//! acme's matcher sees the text only up to the end of the search (`eof`),
+//! and past it a character that is no newline. So `$` matches only before
+//! a newline, never at the end of the text or of a searched range; and a
+//! match may start at `eof` only when the search starts there, so `^`
+//! after a final newline matches only a search begun at the very end.
+//! [`Haystack`] keeps those rules.
+
+use crate::addr::AddrError;
+use regex_automata::meta::Regex;
+use regex_automata::util::captures::Captures;
+use regex_automata::{Anchored, Input, MatchKind};
+use ropey::Rope;
+use std::ops::Range;
+
+/// A compiled acme regexp.
+#[derive(Clone, Debug)]
+pub struct Regexp {
+    /// Finds the leftmost start.
+    first: Regex,
+    /// From a start, the longest end.
+    longest: Regex,
+    /// The pattern held to end at the end of its haystack, for groups.
+    exact: Option<Regex>,
+}
+
+impl Regexp {
+    /// Compiles an acme regexp.
+    pub fn new(pattern: &str) -> Result<Regexp, AddrError> {
+        let bad = |e: regex_automata::meta::BuildError| AddrError::Regexp {
+            pattern: pattern.to_string(),
+            why: e.to_string().lines().last().unwrap_or("").trim().to_string(),
+        };
+        let translated = translate(pattern);
+        let first = Regex::new(&translated).map_err(bad)?;
+        let longest = Regex::builder()
+            .configure(Regex::config().match_kind(MatchKind::All))
+            .build(&translated)
+            .map_err(bad)?;
+        let exact = match first.group_info().group_len(regex_automata::PatternID::ZERO) > 1 {
+            true => Some(Regex::new(&format!("(?:{translated})\\z")).map_err(bad)?),
+            false => None,
+        };
+        Ok(Regexp { first, longest, exact })
+    }
+
+    /// Whether it matches anywhere in `s` (a file name: no acme ends).
+    pub fn is_match(&self, s: &str) -> bool {
+        self.first.is_match(s)
+    }
+}
+
+/// Translates an acme regexp to the `regex` crate's syntax.
+pub fn translate(pattern: &str) -> String {
+    let mut out = String::from("(?m)");
+    let mut chars = pattern.chars().peekable();
+    let quote = |out: &mut String, c: char| match c {
+        'n' => out.push_str("\\n"),
+        c => out.push_str(&regex_syntax_escape(c)),
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(n) => quote(&mut out, n),
+                None => out.push_str("\\\\"),
+            },
+            '[' => {
+                out.push('[');
+                let negated = chars.peek() == Some(&'^');
+                if negated {
+                    chars.next();
+                    out.push_str("^\\n");
+                }
+                let mut first = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        ']' if !first => break,
+                        '\\' => match chars.next() {
+                            Some('n') => out.push_str("\\n"),
+                            Some(n) => out.push_str(&regex_syntax_escape(n)),
+                            None => out.push_str("\\\\"),
+                        },
+                        '-' if !first && chars.peek() != Some(&']') => out.push('-'),
+                        c => out.push_str(&regex_syntax_escape(c)),
+                    }
+                    first = false;
+                }
+                out.push(']');
+            }
+            '{' | '}' => quote(&mut out, c),
+            '(' if chars.peek() == Some(&'?') => {
+                out.push('(');
+                chars.next();
+                out.push_str("\\?");
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn regex_syntax_escape(c: char) -> String {
+    regex::escape(c.encode_utf8(&mut [0; 4]))
+}
+
+/// A match: the whole of it and each parenthesized group, as byte ranges
+/// of the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    groups: Vec<Option<Range<usize>>>,
+}
+
+impl Found {
+    /// The whole match.
+    pub fn whole(&self) -> Range<usize> {
+        self.groups.first().cloned().flatten().unwrap_or(0..0)
+    }
+
+    /// Group `i` (0 is the whole match), if it took part.
+    pub fn group(&self, i: usize) -> Option<Range<usize>> {
+        self.groups.get(i).cloned().flatten()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.whole().is_empty()
+    }
+}
+
+/// A text made ready for acme's searches: its UTF-8, then one byte that is
+/// no newline, which is what acme's matcher sees at the end.
+#[derive(Clone, Debug)]
+pub struct Haystack {
+    bytes: Vec<u8>,
+}
+
+impl Haystack {
+    pub fn new(text: &Rope) -> Haystack {
+        let mut bytes = Vec::with_capacity(text.len_bytes() + 1);
+        for chunk in text.chunks() {
+            bytes.extend_from_slice(chunk.as_bytes());
+        }
+        bytes.push(0);
+        Haystack { bytes }
+    }
+
+    pub fn from_str(text: &str) -> Haystack {
+        let mut bytes = Vec::with_capacity(text.len() + 1);
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.push(0);
+        Haystack { bytes }
+    }
+
+    /// The text's length in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The text in `r` (byte offsets on rune boundaries).
+    pub fn str(&self, r: Range<usize>) -> &str {
+        std::str::from_utf8(&self.bytes[r]).unwrap_or_default()
+    }
+
+    /// The byte offset after the rune at `at`, if there is one: where a
+    /// search goes on after an empty match.
+    pub fn after_rune(&self, at: usize) -> Option<usize> {
+        if at >= self.len() {
+            return None;
+        }
+        let lead = self.bytes[at];
+        let width = match lead {
+            0x00..=0x7f => 1,
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 3,
+            _ => 4,
+        };
+        Some((at + width).min(self.len()))
+    }
+
+    /// acme's `rxexecute(t, nil, start, eof)`: the leftmost match that
+    /// starts at or after `start` and ends by `eof`. A match starts at
+    /// `eof` only if the search starts there, and `$` does not match at
+    /// `eof`, where acme's matcher sees no character.
+    pub fn find(&self, re: &Regexp, start: usize, eof: usize) -> Option<Found> {
+        let eof = eof.min(self.len());
+        if start > eof {
+            return None;
+        }
+        let found = self.search(re, start, eof)?;
+        (found.whole().start < eof || start == eof).then_some(found)
+    }
+
+    /// acme's address search (`rxexecute` to `Infinity`): forward from
+    /// `start` to the end, then wrapping to the start; no match starts at
+    /// the end of the text.
+    pub fn find_wrapping(&self, re: &Regexp, start: usize) -> Option<Found> {
+        let len = self.len();
+        let before_end = |f: &Found| f.whole().start < len;
+        if let Some(f) = self.search(re, start.min(len), len).filter(before_end) {
+            return Some(f);
+        }
+        self.search(re, 0, len).filter(|f| f.whole().start < start.min(len))
+    }
+
+    /// Every match in `start..eof` as acme's loops step through them: an
+    /// empty match right where the previous one ended is passed over (and
+    /// one at `start` too when `skip_at_start`, as `y` does).
+    pub fn find_all(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool) -> Vec<Found> {
+        self.step(re, start, eof, skip_at_start).0
+    }
+
+    /// [`Haystack::find_all`], and whether the steps ended on a search that
+    /// found nothing rather than by passing `eof` after an empty match:
+    /// acme's `y` hands on the text after the last match only then.
+    pub fn step(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool) -> (Vec<Found>, bool) {
+        let mut out = Vec::new();
+        let mut p = start;
+        let mut prev_end = skip_at_start.then_some(start);
+        while p <= eof {
+            let Some(f) = self.find(re, p, eof) else { return (out, true) };
+            let m = f.whole();
+            if m.is_empty() {
+                if Some(m.start) == prev_end {
+                    match self.after_rune(p) {
+                        Some(next) => p = next,
+                        None => break,
+                    }
+                    continue;
+                }
+                p = match self.after_rune(m.end) {
+                    Some(next) => next,
+                    None => eof + 1,
+                };
+            } else {
+                p = m.end;
+            }
+            prev_end = Some(m.end);
+            out.push(f);
+        }
+        (out, false)
+    }
+
+    fn search(&self, re: &Regexp, start: usize, eof: usize) -> Option<Found> {
+        if self.bytes[eof] != b'\n' {
+            return search_in(re, &self.bytes, start, eof, 0);
+        }
+        // acme sees no newline at eof: search a copy of the range (and the
+        // byte before it, which `^` looks at) with the newline hidden.
+        let from = start.saturating_sub(1);
+        let mut window = self.bytes[from..=eof].to_vec();
+        if let Some(last) = window.last_mut() {
+            *last = 0;
+        }
+        search_in(re, &window, start - from, eof - from, from)
+    }
+}
+
+/// Searches `bytes[start..eof]` for acme's leftmost-longest match,
+/// reporting offsets plus `base`.
+fn search_in(re: &Regexp, bytes: &[u8], start: usize, eof: usize, base: usize) -> Option<Found> {
+    let leftmost = re.first.search(&Input::new(bytes).span(start..eof))?;
+    let from = leftmost.start();
+    let at_start = Input::new(bytes).span(from..eof).anchored(Anchored::Yes);
+    let end = re.longest.search(&at_start).map_or(leftmost.end(), |m| m.end().max(leftmost.end()));
+    let groups = match &re.exact {
+        None => vec![Some(from + base..end + base)],
+        Some(exact) => {
+            let mut caps: Captures = exact.create_captures();
+            exact.search_captures(&Input::new(&bytes[..end]).span(from..end).anchored(Anchored::Yes), &mut caps);
+            if !caps.is_match() {
+                re.first.search_captures(&Input::new(bytes).span(from..eof).anchored(Anchored::Yes), &mut caps);
+            }
+            let shift = |s: regex_automata::Span| s.start + base..s.end + base;
+            let mut groups: Vec<_> = (0..caps.group_len()).map(|i| caps.get_group(i).map(shift)).collect();
+            if groups.is_empty() {
+                groups.push(Some(from + base..end + base));
+            }
+            groups
+        }
+    };
+    Some(Found { groups })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(text: &str, pattern: &str) -> Vec<Range<usize>> {
+        let re = Regexp::new(pattern).unwrap();
+        let h = Haystack::from_str(text);
+        let n = h.len();
+        h.find_all(&re, 0, n, false).iter().map(Found::whole).collect()
+    }
+
+    #[test]
+    fn translation_keeps_acme_meaning() {
+        let re = Regexp::new("a{2}\\.b").unwrap();
+        assert!(re.is_match("a{2}.b"));
+        assert!(!re.is_match("aa.b"));
+        assert!(!Regexp::new("[^x]").unwrap().is_match("\n"));
+        assert!(Regexp::new("x\\nx").unwrap().is_match("x\nx"));
+    }
+
+    #[test]
+    fn dollar_matches_only_before_a_newline() {
+        assert_eq!(all("a\nb\n", "$"), vec![1..1, 3..3]);
+        assert_eq!(all("a\nb", "$"), vec![1..1]);
+        // Not at the end of a searched range either, newline or not.
+        let re = Regexp::new("$").unwrap();
+        let h = Haystack::from_str("ab\ncd\n");
+        assert_eq!(h.find(&re, 0, 1), None);
+        assert_eq!(h.find(&re, 0, 2), None);
+        assert_eq!(h.find(&re, 0, 3).map(|f| f.whole()), Some(2..2));
+        assert_eq!(h.bytes, b"ab\ncd\n\0", "the text is as it was");
+    }
+
+    #[test]
+    fn caret_after_the_final_newline_matches_only_a_search_begun_there() {
+        assert_eq!(all("a\nb\n", "^"), vec![0..0, 2..2]);
+        // acme's loop starts a last search at the end after an empty match
+        // on the line before, and there `^` matches.
+        assert_eq!(all("a\n\n", "^"), vec![0..0, 2..2, 3..3]);
+        let re = Regexp::new("^").unwrap();
+        let h = Haystack::from_str("");
+        assert_eq!(h.find(&re, 0, 0).map(|f| f.whole()), Some(0..0));
+        assert_eq!(h.find_wrapping(&re, 0), None, "an address search never matches at the end");
+    }
+
+    #[test]
+    fn an_empty_match_right_after_a_match_is_passed_over() {
+        assert_eq!(all("hello", "l*"), vec![0..0, 1..1, 2..4, 5..5]);
+        assert_eq!(all("abc", "x*"), vec![0..0, 1..1, 2..2, 3..3]);
+    }
+
+    #[test]
+    fn wrapping_searches_go_on_from_the_start() {
+        let re = Regexp::new("a").unwrap();
+        let h = Haystack::from_str("a b a");
+        assert_eq!(h.find_wrapping(&re, 1).map(|f| f.whole()), Some(4..5));
+        assert_eq!(h.find_wrapping(&re, 5).map(|f| f.whole()), Some(0..1));
+        let re = Regexp::new("^").unwrap();
+        assert_eq!(h.find_wrapping(&re, 0).map(|f| f.whole()), Some(0..0), "an empty match at the start counts");
+    }
+
+    #[test]
+    fn matches_are_leftmost_longest() {
+        assert_eq!(all("ab|ac", "a|ab"), vec![0..2, 3..4]);
+        assert_eq!(all("foofoo", "foo|foofoo"), vec![0..6]);
+        let re = Regexp::new("(a|ab)(c|bcd)").unwrap();
+        let h = Haystack::from_str("abcd");
+        let f = h.find(&re, 0, 4).unwrap();
+        assert_eq!(f.whole(), 0..4);
+        assert_eq!((f.group(1), f.group(2)), (Some(0..1), Some(1..4)));
+    }
+
+    #[test]
+    fn groups_are_reported() {
+        let re = Regexp::new("(a)(x)?b").unwrap();
+        let h = Haystack::from_str("zab");
+        let f = h.find(&re, 0, 3).unwrap();
+        assert_eq!(f.whole(), 1..3);
+        assert_eq!(f.group(1), Some(1..2));
+        assert_eq!(f.group(2), None);
+        assert_eq!(h.str(f.whole()), "ab");
+    }
+}
