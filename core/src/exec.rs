@@ -443,8 +443,22 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
             h.put(w.body, file.as_deref())
         }
         Cmd::Putall => putall(h),
-        Cmd::Undo => h.propose(Proposal::Undo { buffer: need()?.body }).map(|_| ()),
-        Cmd::Redo => h.propose(Proposal::Redo { buffer: need()?.body }).map(|_| ()),
+        // acme's undo: with nothing to undo or redo, nothing happens and
+        // nothing is said.
+        Cmd::Undo | Cmd::Redo => {
+            let body = need()?.body;
+            let undo = builtin.cmd == Cmd::Undo;
+            let able = {
+                let st = h.state()?;
+                let b = st.buffer(body)?;
+                if undo { b.can_undo() } else { b.can_redo() }
+            };
+            match (able, undo) {
+                (false, _) => Ok(()),
+                (true, true) => h.propose(Proposal::Undo { buffer: body }).map(|_| ()),
+                (true, false) => h.propose(Proposal::Redo { buffer: body }).map(|_| ()),
+            }
+        }
         Cmd::Sort => {
             let column = column_of(h, call, w).ok_or(ExecError::NeedsColumn(builtin.name))?;
             let moves = {
@@ -722,7 +736,8 @@ fn putall<H: Host>(h: &mut H) -> Result<()> {
 }
 
 /// Searches the body for `needle` after its selection (wrapping), selects
-/// it and scrolls to it.
+/// it and scrolls to it. Text found nowhere is [`ExecError::NotFound`],
+/// which acme does not report (`look3`): callers say nothing of it.
 fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Option<u64>) -> Result<()> {
     let (sel, version, _) = selection(h, w)?;
     // The text is taken (its rope shared) and searched with the state let

@@ -246,7 +246,11 @@ impl Ui {
                 }
                 Effect::Refused(why) => Err(exec::ExecError::Host(why)),
             };
-            if let Err(e) = result {
+            // A search that found nothing says nothing, as acme's look3.
+            if let Err(e) = result.or_else(|e| match e {
+                exec::ExecError::NotFound(_) => Ok(()),
+                e => Err(e),
+            }) {
                 let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
             }
         }

@@ -731,6 +731,16 @@ impl Fsys {
                 }
             }
         });
-        Ok(done?)
+        // As acme's xfideventwrite: the write succeeds, and what went wrong
+        // goes to the window's +Errors (a search that found nothing says
+        // nothing, as look3).
+        match done {
+            Ok(()) | Err(Error::Exec(ExecError::NotFound(_))) => Ok(()),
+            Err(e) => {
+                let note = format!("{e}\n");
+                let warned = self.daemon.with_host(n, Some(id), move |h| exec::warn(h, Some(id), &note)).await;
+                Ok(warned?)
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ struct Win<'a> {
     c: &'a Client,
     root: u32,
     id: u32,
+    name: String,
     ctl: File,
     ev: File,
 }
@@ -25,7 +26,7 @@ impl<'a> Win<'a> {
             write_file(c, root, &format!("{id}/body"), text).await.unwrap();
         }
         let ev = open(c, root, &format!("{id}/event"), ORDWR).await;
-        Win { c, root, id, ctl, ev }
+        Win { c, root, id, name: name.to_string(), ctl, ev }
     }
 
     /// Puts `cmd` in the tag after the bar and executes it there, as B2
@@ -36,6 +37,27 @@ impl<'a> Win<'a> {
         write_file(self.c, self.root, &format!("{}/tag", self.id), &format!(" {cmd}")).await.unwrap();
         let q1 = q0 + cmd.chars().count();
         put(self.c, &self.ev, &format!("Mx{q0} {q1}\n")).await.map(|_| ())
+    }
+
+    /// Executes `cmd` as [`Win::x`] does, which must succeed, and returns
+    /// what it added to the +Errors window of the window's directory:
+    /// where acme's xfideventwrite puts a failed command's message.
+    async fn x_err(&self, cmd: &str) -> String {
+        let before = self.errors().await;
+        self.x(cmd).await.unwrap_or_else(|e| panic!("the event write of {cmd:?} was refused: {e}"));
+        let after = self.errors().await;
+        after.strip_prefix(&before).unwrap_or(&after).to_string()
+    }
+
+    /// The body of `DIR/+Errors` for this window's directory, or "".
+    async fn errors(&self) -> String {
+        let dir = self.name.rsplit_once('/').map_or("", |(d, _)| d);
+        let errors = format!("{dir}/+Errors");
+        let index = read_file(self.c, self.root, "index").await;
+        match index.lines().find(|l| l.split_whitespace().nth(5) == Some(errors.as_str())) {
+            Some(line) => read_file(self.c, self.root, &format!("{}/body", id_of(line))).await,
+            None => String::new(),
+        }
     }
 
     /// B3 on `text` written at the end of the body.
@@ -125,13 +147,17 @@ async fn snarf_cut_paste_send_undo_redo_look() {
     assert_eq!(w.file("body").await, "world \n");
     w.x("Redo").await.unwrap();
     assert_eq!(w.file("body").await, "world \nworld\n");
+    // With nothing to redo, acme's undo does nothing and says nothing.
+    assert_eq!(w.x_err("Redo").await, "");
+    assert_eq!(w.file("body").await, "world \nworld\n");
     w.select("#0").await;
     w.x("Look world").await.unwrap();
     assert_eq!(w.dot().await, (0, 5));
     w.x("Look").await.unwrap();
     assert_eq!(w.dot().await, (7, 12), "Look finds the selection again");
-    let e = w.x("Look nowhere").await.unwrap_err().to_string();
-    assert!(e.contains("no \"nowhere\" in the body"), "{e}");
+    // A Look that finds nothing says nothing and moves nothing (look3).
+    assert_eq!(w.x_err("Look nowhere").await, "");
+    assert_eq!(w.dot().await, (7, 12));
     // B3 on a file name opens it at the address.
     std::fs::write(d.dir.join("f.c"), "int\nmain\n").unwrap();
     w.look(" f.c:2").await.unwrap();
@@ -166,7 +192,7 @@ async fn del_delete_get_put_putall_zerox_new_newcol_delcol_sort() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "on disk\nmore\n", "a tool's window is the tool's to put");
     // Get warns about the change once (conservative, even with events open).
     write_file(&c, root, &format!("{}/body", w.id), "x").await.unwrap();
-    let e = w.x("Get").await.unwrap_err().to_string();
+    let e = w.x_err("Get").await;
     assert!(e.contains("a.txt modified"), "{e}");
     w.x("Get").await.unwrap();
     assert_eq!(w.file("body").await, "on disk\nmore\n");
@@ -185,7 +211,7 @@ async fn del_delete_get_put_putall_zerox_new_newcol_delcol_sort() {
     z.x("Delete").await.unwrap();
     assert!(!names(&c, root).await.contains(&format!("{dir}/z.txt")));
     // Delcol refuses while a tool runs in the column, in acme's words.
-    let e = w.x("Delcol").await.unwrap_err().to_string();
+    let e = w.x_err("Delcol").await;
     assert!(e.contains("can't delete column") && e.contains("running an application"), "{e}");
 }
 
@@ -208,7 +234,7 @@ async fn font_tab_indent_incl_id_local_kill_exit_abort_dump_load() {
     body_of(&c, root, &errors, "/usr/include\n").await;
     w.x("ID").await.unwrap();
     body_of(&c, root, &errors, &format!("/mnt/acme/{}/\n", w.id)).await;
-    assert!(w.x("Indent sideways").await.unwrap_err().to_string().contains("say on, off"));
+    assert!(w.x_err("Indent sideways").await.contains("say on, off"));
     // Local runs a command in the window's directory; Kill ends it.
     w.x("Local echo local-ran > local.out").await.unwrap();
     until(|| "Local did not run".into(), async || d.dir.join("local.out").exists().then_some(())).await;
@@ -219,10 +245,10 @@ async fn font_tab_indent_incl_id_local_kill_exit_abort_dump_load() {
     until(|| "sleep is not listed".into(), async || processes().await.contains("sleep 30").then_some(())).await;
     w.x("Kill sleep").await.unwrap();
     until(|| "Kill did not end sleep".into(), async || (!processes().await.contains("sleep 30")).then_some(())).await;
-    let e = w.x("Kill nosuch").await.unwrap_err().to_string();
+    let e = w.x_err("Kill nosuch").await;
     assert!(e.contains("Kill: no process nosuch"), "{e}");
     // Exit and Abort leave the session running and say so.
-    w.x("Exit").await.unwrap_err();
+    assert!(w.x_err("Exit").await.contains("s.txt modified"));
     put(&c, &w.ctl, "clean\n").await.unwrap();
     w.x("Exit").await.unwrap();
     w.x("Abort").await.unwrap();
@@ -239,6 +265,6 @@ async fn font_tab_indent_incl_id_local_kill_exit_abort_dump_load() {
     let before = names(&c, root).await.len();
     w.x(&format!("Load {}", dump.display())).await.unwrap();
     assert!(names(&c, root).await.len() > before, "Load made the dumped windows again");
-    let e = w.x(&format!("Load {dir}/missing.dump")).await.unwrap_err().to_string();
+    let e = w.x_err(&format!("Load {dir}/missing.dump")).await;
     assert!(e.contains("can't open load file"), "{e}");
 }
