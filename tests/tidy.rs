@@ -73,7 +73,8 @@ fn deps(m: &toml::Table, table: &str) -> Vec<String> {
 /// What apex-core may depend on: pure data-structure, encoding and hashing
 /// crates. Anything else (tokio, a clock, randomness, files, sockets)
 /// belongs in fsd or above.
-const CORE_MAY_USE: &[&str] = &["ropey", "regex", "regex-automata", "serde", "postcard", "blake3", "simdutf8", "thiserror", "zstd"];
+const CORE_MAY_USE: &[&str] =
+    &["ropey", "regex", "regex-automata", "serde", "postcard", "blake3", "simdutf8", "thiserror", "zstd"];
 
 #[test]
 fn core_is_pure() {

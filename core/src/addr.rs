@@ -302,7 +302,12 @@ impl Address {
         if (dot.q0 > dot.q1 && cx.dialect == Dialect::Sam) || dot.q0.max(dot.q1) > len {
             return Err(AddrError::Range(format!("dot #{},#{} is outside a text of {len} runes", dot.q0, dot.q1)));
         }
-        let mut subject = Subject { rope: cx.text, hay: cx.flat.map(std::borrow::Cow::Borrowed), limit: cx.limit, dialect: cx.dialect };
+        let mut subject = Subject {
+            rope: cx.text,
+            hay: cx.flat.map(std::borrow::Cow::Borrowed),
+            limit: cx.limit,
+            dialect: cx.dialect,
+        };
         match &self.0 {
             None => Ok(dot),
             Some(e) => evaluate(&mut subject, e, dot, last_regex),
@@ -479,7 +484,8 @@ fn search(t: &mut Subject, pattern: &str, from: u64, forward: bool) -> Result<Ra
         let before = matches.iter().rev().find(|m| m.end <= start && !passed(m)).cloned();
         before.or_else(|| matches.iter().rev().find(|m| !passed(m)).cloned())
     };
-    let to_range = |m: std::ops::Range<usize>| Range::new(rope.byte_to_char(m.start) as u64, rope.byte_to_char(m.end) as u64);
+    let to_range =
+        |m: std::ops::Range<usize>| Range::new(rope.byte_to_char(m.start) as u64, rope.byte_to_char(m.end) as u64);
     found.map(to_range).ok_or_else(|| AddrError::Range(format!("no match for /{pattern}/")))
 }
 

@@ -38,9 +38,15 @@ pub struct Edit {
     pub continues: bool,
 }
 
+/// `Change::q0` of a rename: `removed` holds the name before it. A rename
+/// is undone as acme undoes one (`fileunsetname`), and keeping it in the
+/// same record keeps the stored form of undo histories as it was.
+const RENAMED: u64 = u64::MAX;
+
 /// One reversible change of an undo group.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Change {
+    /// Where it was made, or [`RENAMED`].
     q0: u64,
     /// The runes it removed.
     removed: String,
@@ -55,6 +61,9 @@ impl Change {
     /// or starting where it did (forward delete). Reversing the merged
     /// change restores exactly what reversing both would.
     fn coalesce(&mut self, next: &Change) -> bool {
+        if self.q0 == RENAMED || next.q0 == RENAMED {
+            return false;
+        }
         let pure_insert = |c: &Change| c.removed.is_empty() && c.inserted > 0;
         let pure_delete = |c: &Change| !c.removed.is_empty() && c.inserted == 0;
         if pure_insert(self) && pure_insert(next) && next.q0 == self.q0 + self.inserted {
@@ -183,6 +192,13 @@ impl Buffer {
         self.undo.iter().any(|g| !g.changes.is_empty())
     }
 
+    /// Whether Put would write something the file does not hold as far
+    /// as the buffer knows: changed, or renamed or undone since it was
+    /// last clean (acme's tag shows Put while `seq != putseq`).
+    pub fn differs_from_file(&self) -> bool {
+        self.dirty || self.clean_at != Some(self.top_serial())
+    }
+
     /// Whether there is an undone group to redo (acme's ctl field 10).
     pub fn can_redo(&self) -> bool {
         !self.redo.is_empty()
@@ -261,7 +277,7 @@ impl Buffer {
     /// undo list that came from a bad snapshot is refused, not obeyed.
     fn check_reversible(&self, g: &Group) -> Result<()> {
         let mut len = self.len;
-        for c in g.changes.iter().rev() {
+        for c in g.changes.iter().rev().filter(|c| c.q0 != RENAMED) {
             let end = c.q0.checked_add(c.inserted).filter(|e| *e <= len);
             match end {
                 Some(_) => len = len - c.inserted + c.removed.chars().count() as u64,
@@ -302,7 +318,16 @@ impl Buffer {
             BufferOp::SetOrigin { view, org } => {
                 self.views.get_mut(view).expect("checked").org = *org;
             }
-            BufferOp::Name { name } => self.name.clone_from(name),
+            // A rename is a change of its own that Undo reverses, as in
+            // acme (ctl's `name` marks a new undo step, then renames).
+            BufferOp::Name { name } if *name != self.name => {
+                let old = std::mem::replace(&mut self.name, name.clone());
+                self.redo.clear();
+                let serial = self.take_serial();
+                let change = Change { q0: RENAMED, removed: old, inserted: 0 };
+                self.undo.push(Arc::new(Group { id: None, serial, changes: vec![change] }));
+            }
+            BufferOp::Name { .. } => {}
             BufferOp::Dirty => {
                 self.dirty = true;
                 self.clean_at = None;
@@ -360,7 +385,9 @@ impl Buffer {
     }
 
     fn record(&mut self, change: Change) {
-        if self.undo.is_empty() {
+        // A rename stays a step of its own.
+        let after_rename = self.undo.last().is_some_and(|g| g.changes.last().is_some_and(|c| c.q0 == RENAMED));
+        if self.undo.is_empty() || after_rename {
             let serial = self.take_serial();
             self.undo.push(Arc::new(Group { id: None, serial, changes: Vec::new() }));
         }
@@ -402,9 +429,16 @@ impl Buffer {
     /// reversals (which, reversed again, redoes them).
     fn reverse(&mut self, g: Group) -> Group {
         let mut back = Vec::with_capacity(g.changes.len());
-        for (i, c) in g.changes.into_iter().rev().enumerate() {
+        let mut spliced = 0;
+        for c in g.changes.into_iter().rev() {
+            if c.q0 == RENAMED {
+                let now = std::mem::replace(&mut self.name, c.removed);
+                back.push(Change { q0: RENAMED, removed: now, inserted: 0 });
+                continue;
+            }
             let (removed, inserted) = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
-            if i > 0 {
+            spliced += 1;
+            if spliced > 1 {
                 if let Some(e) = self.history.back_mut() {
                     e.continues = true;
                 }
@@ -436,6 +470,33 @@ mod tests {
 
     fn splice(b: &mut Buffer, q0: u64, q1: u64, text: &str) {
         b.apply(&BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }).unwrap();
+    }
+
+    #[test]
+    fn a_rename_is_an_undo_step_of_its_own() {
+        let mut b = Buffer::new(String::new());
+        splice(&mut b, 0, 0, "abc");
+        b.apply(&BufferOp::Clean).unwrap();
+        assert!(!b.differs_from_file());
+        b.apply(&BufferOp::Name { name: "/a".into() }).unwrap();
+        b.apply(&BufferOp::Name { name: "/a".into() }).unwrap();
+        b.apply(&BufferOp::Name { name: "/b".into() }).unwrap();
+        assert!(!b.dirty && b.differs_from_file(), "Put shows, the text is not dirty");
+        b.apply(&BufferOp::Undo).unwrap();
+        assert_eq!(b.name, "/a");
+        b.apply(&BufferOp::Undo).unwrap();
+        assert_eq!((b.name.as_str(), b.text.to_string().as_str()), ("", "abc"), "the same name twice is one step");
+        assert!(!b.differs_from_file(), "back where it was clean");
+        b.apply(&BufferOp::Undo).unwrap();
+        assert_eq!(b.text.to_string(), "", "then the text");
+        b.apply(&BufferOp::Redo).unwrap();
+        b.apply(&BufferOp::Redo).unwrap();
+        assert_eq!((b.name.as_str(), b.version), ("/a", 3), "a rename redone touches no text");
+        // Typing after a rename coalesces only with typing.
+        b.apply(&BufferOp::Redo).unwrap();
+        splice(&mut b, 3, 3, "d");
+        b.apply(&BufferOp::Undo).unwrap();
+        assert_eq!((b.name.as_str(), b.text.to_string().as_str()), ("/b", "abc"));
     }
 
     #[test]

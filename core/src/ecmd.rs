@@ -5,8 +5,8 @@
 //! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
 
 use crate::addr::{Context, Dialect, Range};
-use crate::regx::{Found, Haystack, Regexp};
 use crate::edit::{self, Cmd, EditError, Kind, Loop, Pipe, Position};
+use crate::regx::{Found, Haystack, Regexp};
 use ropey::Rope;
 use std::collections::BTreeMap;
 
@@ -214,7 +214,8 @@ impl Runner<'_> {
     fn matches(&self, f: usize, r: Range, re: &Regexp, skip_at_start: bool) -> (Vec<Range>, bool) {
         let text = &self.files[f].text;
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
-        let to_range = |m: std::ops::Range<usize>| Range::new(text.byte_to_char(m.start) as u64, text.byte_to_char(m.end) as u64);
+        let to_range =
+            |m: std::ops::Range<usize>| Range::new(text.byte_to_char(m.start) as u64, text.byte_to_char(m.end) as u64);
         let (found, exhausted) = self.flats[f].step(re, start, end, skip_at_start);
         (found.iter().map(|m| to_range(m.whole())).collect(), exhausted)
     }

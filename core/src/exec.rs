@@ -66,8 +66,9 @@ pub enum ExecError {
     NeedsWindow(&'static str),
     #[error("{0}: execute it in a column's tag or a window in the column")]
     NeedsColumn(&'static str),
-    /// acme's `%s modified`: the command again goes ahead.
-    #[error("{0} modified")]
+    /// acme's `%s modified` (`unnamed file modified` without a name):
+    /// the command again goes ahead.
+    #[error("{} modified", if .0.is_empty() { "unnamed file" } else { .0.as_str() })]
     Modified(String),
     #[error("can't delete column; {0} is running an application")]
     Running(String),
@@ -451,7 +452,11 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
             let able = {
                 let st = h.state()?;
                 let b = st.buffer(body)?;
-                if undo { b.can_undo() } else { b.can_redo() }
+                if undo {
+                    b.can_undo()
+                } else {
+                    b.can_redo()
+                }
             };
             match (able, undo) {
                 (false, _) => Ok(()),
@@ -534,7 +539,8 @@ pub fn file_or_name(what: &'static str, file: Option<String>, name: &str) -> Res
 
 /// What a Get that read `text` from `file` into buffer `b` proposes, in
 /// order (acme's `get`): the text replaced unless it is already the same,
-/// the buffer named `file` if the Get named one, and marked clean. Whoever
+/// the buffer named `file` if the Get named one, marked clean, and its
+/// undo history forgotten. Whoever
 /// read the file (the daemon, or a UI on its machine) proposes these.
 pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: String) -> Vec<Proposal> {
     // Compared piece by piece: no second copy of a big file.
@@ -550,24 +556,31 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
             _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text, origin },
         });
     }
-    if named && buf.name != file {
+    let renamed = named && buf.name != file;
+    if renamed {
         out.push(Proposal::Name { buffer: b, name: file.to_string() });
     }
     out.push(Proposal::Clean { buffer: b });
+    // acme's get starts the file afresh (textreset): no Undo across it.
+    if !same || renamed || buf.can_undo() || buf.can_redo() {
+        out.push(Proposal::ForgetUndo { buffer: b });
+    }
     out
 }
 
-/// acme's `winclean`: whether `window` may lose its changes. A changed,
-/// named file warns once (`NAME modified`, remembered at the body's
-/// version, so the same command again goes ahead); scratch and directory
-/// windows never warn; unless `conservative`, a window whose events a
+/// acme's `winclean`: whether `window` may lose its changes. A changed
+/// file warns once (`NAME modified`, remembered at the body's version, so
+/// the same command again goes ahead); an unnamed one only when it holds
+/// 100 runes or more. Windows named `.../guide` or `...+Errors` and
+/// directories never warn; unless `conservative`, a window whose events a
 /// tool reads is the tool's to decide.
 pub fn clean_to_close<H: Host>(h: &mut H, window: WindowId, conservative: bool) -> Result<()> {
     let (flags, name, version) = {
         let st = h.state()?;
         let w = st.window(window)?;
         let b = st.buffer(w.body)?;
-        let safe = !b.dirty || look::is_scratch(&b.name) || look::is_dir(&b.name);
+        let small_and_unnamed = b.name.is_empty() && b.len() < 100;
+        let safe = !b.dirty || look::never_warns(&b.name) || look::is_dir(&b.name) || small_and_unnamed;
         if safe || (!conservative && w.event_reader.is_some()) || w.flags.warned == Some(b.version) {
             return Ok(());
         }

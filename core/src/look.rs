@@ -99,6 +99,12 @@ pub fn is_scratch(name: &str) -> bool {
     name.is_empty() || last.starts_with('+') || last.starts_with('-')
 }
 
+/// A window acme never warns about losing (`winsetname`'s `isscratch`):
+/// one named `.../guide` or `...+Errors`.
+pub fn never_warns(name: &str) -> bool {
+    name.ends_with("/guide") || name.ends_with("+Errors")
+}
+
 /// The name of the errors window for commands run in `dir`.
 pub fn errors_name(dir: &str) -> String {
     format!("{}/+Errors", dir.trim_end_matches('/'))
@@ -253,6 +259,8 @@ mod tests {
         assert_eq!(window_dir("/f").as_deref(), Some("/"));
         assert_eq!(window_dir("+Errors"), None);
         assert!(is_scratch("/a/+Errors") && is_scratch("-host") && is_scratch("") && !is_scratch("/a/f.c"));
+        assert!(never_warns("/a/+Errors") && never_warns("/a/guide") && never_warns("+Errors"));
+        assert!(!never_warns("/a/-host") && !never_warns("") && !never_warns("guide") && !never_warns("/a/+Errors.c"));
         assert_eq!(errors_for("/home/u/f.c"), "/home/u/+Errors");
         assert_eq!(errors_for("scratch"), "+Errors");
     }

@@ -229,7 +229,7 @@ pub fn arrange(node: &mut Node, column: ColumnId, tops: &[(WindowId, Frac)]) -> 
 /// stays. Only tags this node leads are touched.
 pub fn settag(node: &mut Node, buffer: BufferId) -> Result<()> {
     let Ok(b) = node.state.buffer(buffer) else { return Ok(()) };
-    let (name, can_undo, can_redo, dirty) = (b.name.clone(), b.can_undo(), b.can_redo(), b.dirty);
+    let (name, can_undo, can_redo, dirty) = (b.name.clone(), b.can_undo(), b.can_redo(), b.differs_from_file());
     let windows: Vec<(BufferId, bool)> =
         node.state.windows.values().filter(|w| w.body == buffer).map(|w| (w.tag, w.flags.menu)).collect();
     for (tag, menu) in windows {

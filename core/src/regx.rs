@@ -44,10 +44,8 @@ impl Regexp {
         };
         let translated = translate(pattern);
         let first = Regex::new(&translated).map_err(bad)?;
-        let longest = Regex::builder()
-            .configure(Regex::config().match_kind(MatchKind::All))
-            .build(&translated)
-            .map_err(bad)?;
+        let longest =
+            Regex::builder().configure(Regex::config().match_kind(MatchKind::All)).build(&translated).map_err(bad)?;
         let exact = match first.group_info().group_len(regex_automata::PatternID::ZERO) > 1 {
             true => Some(Regex::new(&format!("(?:{translated})\\z")).map_err(bad)?),
             false => None,

@@ -84,7 +84,7 @@ impl Host for DaemonHost {
     }
 
     fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
-        self.block(host::get(&self.daemon, self.n, buffer, file.map(str::to_string)))?;
+        self.block(host::acme_get(&self.daemon, self.n, buffer, file.map(str::to_string)))?;
         self.log(buffer, "get");
         Ok(())
     }
@@ -139,12 +139,12 @@ impl Host for DaemonHost {
 
 impl Daemon {
     /// Runs `f` with the daemon as the host, off the async threads.
-    pub async fn with_host(
+    pub async fn with_host<R: Send + 'static>(
         &self,
         n: u64,
         window: Option<WindowId>,
-        f: impl FnOnce(&mut DaemonHost) -> Result<(), ExecError> + Send + 'static,
-    ) -> Result<(), Error> {
+        f: impl FnOnce(&mut DaemonHost) -> Result<R, ExecError> + Send + 'static,
+    ) -> Result<R, Error> {
         let session = self.session(n)?;
         let mut h = DaemonHost { daemon: self.clone(), n, session, rt: tokio::runtime::Handle::current(), window };
         let done = tokio::task::spawn_blocking(move || f(&mut h)).await;

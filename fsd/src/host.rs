@@ -43,6 +43,29 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     Ok(())
 }
 
+/// acme's `get` (the Get built-in and an acme ctl `get`): as [`get`], but
+/// a window without a name is "no file name", and a file that cannot be
+/// read leaves the window empty and clean, as acme's textload does after
+/// its textreset, and says "can't open FILE: why".
+pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
+    match get(daemon, session, b, file.clone()).await {
+        Err(Error::Exec(exec::ExecError::Unnamed(_))) => Err(Error::Exec(exec::ExecError::Host("no file name".into()))),
+        Err(Error::File(apex_ninep::files::FileError::Read { path, source, .. })) => {
+            let emptied = daemon.with_session(session, |s| {
+                let buf = s.view.state.buffer(b)?;
+                Ok::<_, Error>(exec::get_proposals(buf, b, &path, file.is_some(), String::new()))
+            })?;
+            for p in emptied {
+                daemon.propose(session, &format!("get {} {path} (unreadable)", b.0), p).await?;
+            }
+            let why = source.to_string();
+            let why = why.split(" (os error").next().unwrap_or(&why).to_string();
+            Err(Error::Exec(exec::ExecError::Host(format!("can't open {path}: {why}"))))
+        }
+        done => done,
+    }
+}
+
 /// Writes buffer `b`'s text as of `version` (the current one if none) to
 /// `file` (the buffer's name if none), then marks the buffer clean at that
 /// version; if it changed meanwhile it stays dirty and the error says so.

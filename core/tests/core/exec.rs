@@ -416,9 +416,10 @@ fn get_replaces_the_text_unless_it_is_the_same_names_and_cleans() {
     let kinds = |ps: &[Proposal]| {
         ps.iter().map(|p| format!("{p:?}").split([' ', '{']).next().unwrap().to_string()).collect::<Vec<_>>()
     };
-    // Into an empty buffer: an insert, then clean.
+    // Into an empty buffer: an insert, then clean, and no Undo across a
+    // Get (acme's textreset).
     let ps = exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "one\n".into());
-    assert_eq!(kinds(&ps), ["Insert", "Clean"]);
+    assert_eq!(kinds(&ps), ["Insert", "Clean", "ForgetUndo"]);
     for p in ps {
         h.propose(p).unwrap();
     }
@@ -428,12 +429,15 @@ fn get_replaces_the_text_unless_it_is_the_same_names_and_cleans() {
     // renamed too.
     assert_eq!(
         kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "two\n".into())),
-        ["Replace", "Clean"]
+        ["Replace", "Clean", "ForgetUndo"]
     );
-    assert_eq!(kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, String::new())), ["Delete", "Clean"]);
+    assert_eq!(
+        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, String::new())),
+        ["Delete", "Clean", "ForgetUndo"]
+    );
     assert_eq!(
         kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/h.txt", true, "one\n".into())),
-        ["Name", "Clean"],
+        ["Name", "Clean", "ForgetUndo"],
         "the same text under another name"
     );
     assert_eq!(

@@ -604,21 +604,28 @@ impl Fsys {
             }
             WinCtl::Del => {
                 // acme's winclean, conservative: a changed file is refused
-                // once, in ctl's words.
-                let id = w.id;
-                self.daemon.with_host(n, Some(id), move |h| exec::clean_to_close(h, id, true)).await.map_err(|e| {
-                    match e {
-                        Error::Exec(ExecError::Modified(name)) => {
-                            format!("{EDIRTY}: {name}; del again to discard the changes, or put")
-                        }
-                        e => e.to_string(),
-                    }
-                })?;
+                // once, in ctl's words, and warned of in +Errors.
+                if let Some(e) = self.refused_once(n, w).await? {
+                    return Err(format!("{EDIRTY}: {e}; del again to discard the changes, or put"));
+                }
                 propose(Proposal::DeleteWindow { window: w.id }).await
             }
             WinCtl::Delete => propose(Proposal::DeleteWindow { window: w.id }).await,
             WinCtl::Get => {
-                host::get(&self.daemon, n, w.body, None).await?;
+                // acme's get: the write succeeds; a changed file is refused
+                // once and whatever goes wrong is said in +Errors.
+                let checked = self.daemon.look(n, |s| {
+                    s.view.state.buffer(w.body).map_or(false, |b| !b.is_empty() && !look::is_dir(&b.name))
+                })?;
+                if checked && self.refused_once(n, w).await?.is_some() {
+                    return Ok(());
+                }
+                if let Err(e) = host::acme_get(&self.daemon, n, w.body, None).await {
+                    let note = format!("{e}\n");
+                    let id = w.id;
+                    self.daemon.with_host(n, Some(id), move |h| exec::warn(h, Some(id), &note)).await?;
+                    return Ok(());
+                }
                 self.log_op(n, w, "get")
             }
             WinCtl::Put => {
@@ -645,6 +652,21 @@ impl Fsys {
                 }
             }
         }
+    }
+
+    /// acme's `winclean(w, TRUE)` for ctl: if the window's changes would
+    /// be lost, warns `NAME modified` in +Errors, remembers the warning
+    /// (the same message again goes ahead) and returns it.
+    async fn refused_once(&self, n: u64, w: &Win) -> srv::Result<Option<ExecError>> {
+        let id = w.id;
+        let checked = self
+            .daemon
+            .with_host(n, Some(id), move |h| match exec::clean_to_close(h, id, true) {
+                Err(e @ ExecError::Modified(_)) => exec::warn(h, Some(id), &format!("{e}\n")).map(|_| Some(e)),
+                done => done.map(|_| None),
+            })
+            .await?;
+        Ok(checked)
     }
 
     fn log_op(&self, n: u64, w: &Win, op: &'static str) -> srv::Result<()> {

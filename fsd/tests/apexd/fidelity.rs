@@ -1,0 +1,142 @@
+//! acme's behaviour where apex once differed, each observed by sending
+//! the same 9P requests to plan9port's acme (under Xvfb) and to apexd, and
+//! encoded here as request sequences with acme's answers; each test names
+//! the acme functions it follows.
+
+use crate::acme::{acme_client, acme_daemon, id_of, open, put, read_file, write_file};
+use crate::text;
+use apex_ninep::fcall::*;
+use apex_ninep::Client;
+
+/// The text of the window named `name`, or "" if there is none.
+async fn window_text(c: &Client, root: u32, name: &str) -> String {
+    let index = read_file(c, root, "index").await;
+    match index.lines().find(|l| l.split_whitespace().nth(5) == Some(name)) {
+        Some(line) => read_file(c, root, &format!("{}/body", id_of(line))).await,
+        None => String::new(),
+    }
+}
+
+/// ctl `get`, `del` and `name` as plan9port acme answers them, each
+/// sequence sent to acme under Xvfb and encoded here: get (exec.c's get
+/// with winclean(w, TRUE)), del (xfidctlwrite, winclean), name (a new
+/// undo step: seq++, filemark, fileunsetname).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctl_get_del_and_name_do_what_acme_does() {
+    let d = acme_daemon("acme-get-del");
+    let dir = d.dir.display().to_string();
+    let (c, root) = acme_client(&d, 8192).await;
+    let errors = format!("{dir}/+Errors");
+    std::fs::write(d.dir.join("f.txt"), "disk content\n").unwrap();
+    std::fs::create_dir(d.dir.join("d")).unwrap();
+    std::fs::write(d.dir.join("d/a"), "").unwrap();
+    let window = async |initial: &str, name: Option<&str>| {
+        let ctl = open(&c, root, "new/ctl", ORDWR).await;
+        let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+        if !initial.is_empty() {
+            write_file(&c, root, &format!("{id}/body"), initial).await.unwrap();
+        }
+        if let Some(name) = name {
+            put(&c, &ctl, &format!("name {name}\n")).await.unwrap();
+        }
+        (id, ctl)
+    };
+    let said = async |before: &str| {
+        let after = window_text(&c, root, &errors).await;
+        after.strip_prefix(before).unwrap_or(&after).to_string()
+    };
+    let body = async |id: u32| read_file(&c, root, &format!("{id}/body")).await;
+    let tag = async |id: u32| read_file(&c, root, &format!("{id}/tag")).await;
+
+    // get on a changed file: the write succeeds, the body stays and
+    // +Errors says so; the same get again reads the file, with no Undo.
+    let (id, ctl) = window("changed\n", Some(&format!("{dir}/f.txt"))).await;
+    let before = window_text(&c, root, &errors).await;
+    put(&c, &ctl, "get\n").await.unwrap();
+    assert_eq!(body(id).await, "changed\n");
+    assert_eq!(said(&before).await, format!("{dir}/f.txt modified\n"));
+    put(&c, &ctl, "get\n").await.unwrap();
+    assert_eq!(body(id).await, "disk content\n");
+    assert_eq!(tag(id).await, format!("{dir}/f.txt Del Snarf | Look "));
+    put(&c, &ctl, "delete\n").await.unwrap();
+    // get of a file that is not there empties the window, cleanly.
+    let (id, ctl) = window("x\n", Some(&format!("{dir}/missing.txt"))).await;
+    put(&c, &ctl, "clean\n").await.unwrap();
+    let before = window_text(&c, root, &errors).await;
+    put(&c, &ctl, "get\n").await.unwrap();
+    assert_eq!(body(id).await, "");
+    assert_eq!(tag(id).await, format!("{dir}/missing.txt Del Snarf | Look "));
+    assert_eq!(said(&before).await, format!("can't open {dir}/missing.txt: No such file or directory\n"));
+    put(&c, &ctl, "delete\n").await.unwrap();
+    // get in an unnamed window: "no file name", nothing else.
+    let (id, ctl) = window("x\n", None).await;
+    put(&c, &ctl, "clean\n").await.unwrap();
+    let before = window_text(&c, root, "+Errors").await;
+    put(&c, &ctl, "get\n").await.unwrap();
+    assert_eq!(body(id).await, "x\n");
+    let after = window_text(&c, root, "+Errors").await;
+    assert_eq!(after.strip_prefix(&before).unwrap_or(&after), "no file name\n");
+    put(&c, &ctl, "delete\n").await.unwrap();
+    // A directory is listed.
+    let (id, ctl) = window("", Some(&format!("{dir}/d/"))).await;
+    put(&c, &ctl, "get\n").await.unwrap();
+    assert_eq!(body(id).await, "a\n");
+    assert_eq!(tag(id).await, format!("{dir}/d/ Del Snarf Get | Look "));
+    put(&c, &ctl, "delete\n").await.unwrap();
+
+    // del: a changed named file is refused once with "file dirty" and
+    // warned of; an unnamed one only from 100 runes; .../guide and
+    // ...+Errors never; -host (not acme's scratch) like any file.
+    for (text, name, refused) in [
+        ("dirty\n".to_string(), Some(format!("{dir}/zz")), Some(format!("{dir}/zz modified\n"))),
+        ("dirty\n".to_string(), None, None),
+        ("x".repeat(99), None, None),
+        ("x".repeat(100), None, Some("unnamed file modified\n".to_string())),
+        ("x\n".to_string(), Some(format!("{dir}/guide")), None),
+        ("x\n".to_string(), Some(format!("{dir}/sub/+Errors")), None),
+        ("x\n".to_string(), Some(format!("{dir}/-host")), Some(format!("{dir}/-host modified\n"))),
+    ] {
+        let (id, ctl) = window(&text, name.as_deref()).await;
+        let warned_in = if name.is_some() { errors.clone() } else { "+Errors".to_string() };
+        let before = window_text(&c, root, &warned_in).await;
+        let first = put(&c, &ctl, "del\n").await;
+        match &refused {
+            Some(warning) => {
+                let e = first.unwrap_err().to_string();
+                assert!(e.starts_with("file dirty"), "{name:?}: {e}");
+                let after = window_text(&c, root, &warned_in).await;
+                assert_eq!(after.strip_prefix(&before).unwrap_or(&after), warning, "{name:?}");
+                put(&c, &ctl, "del\n").await.unwrap();
+            }
+            None => assert!(first.is_ok(), "{name:?}: {first:?}"),
+        }
+        let index = read_file(&c, root, "index").await;
+        assert!(!index.lines().any(|l| id_of(l) == id), "{name:?} is still there: {index}");
+    }
+
+    // name: a rename is an undo step; the tag gains Undo and Put.
+    let (id, ctl) = window("abc\n", None).await;
+    put(&c, &ctl, "clean\n").await.unwrap();
+    assert_eq!(tag(id).await, " Del Snarf | Look ");
+    put(&c, &ctl, &format!("name {dir}/r1.txt\n")).await.unwrap();
+    assert_eq!(tag(id).await, format!("{dir}/r1.txt Del Snarf Undo Put | Look "));
+    put(&c, &ctl, &format!("name {dir}/r2.txt\n")).await.unwrap();
+    // Undo and Redo run from the tag through the event file, which is
+    // closed again before the tag is read (while open, the menu is off).
+    let run = async |word: &str| {
+        let ev = open(&c, root, &format!("{id}/event"), ORDWR).await;
+        put(&c, &ctl, "cleartag\n").await.unwrap();
+        let q0 = tag(id).await.chars().count();
+        write_file(&c, root, &format!("{id}/tag"), &format!(" {word}")).await.unwrap();
+        put(&c, &ev, &format!("Mx{} {}\n", q0 + 1, q0 + 1 + word.len())).await.unwrap();
+        put(&c, &ctl, "cleartag\n").await.unwrap();
+        c.clunk(ev.fid).await.unwrap();
+    };
+    run("Undo").await;
+    assert_eq!(tag(id).await, format!("{dir}/r1.txt Del Snarf Undo Redo Put |"));
+    run("Undo").await;
+    assert_eq!(tag(id).await, " Del Snarf Redo |");
+    assert_eq!(body(id).await, "abc\n", "the text is untouched");
+    run("Redo").await;
+    assert_eq!(tag(id).await, format!("{dir}/r1.txt Del Snarf Undo Redo Put |"));
+}
