@@ -5,7 +5,7 @@
 //! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
 
 use crate::addr::{Context, Dialect, Range};
-use crate::edit::{self, Cmd, EditError, Kind, Loop, Pipe, Position};
+use crate::edit::{self, Cmd, EditError, FileCmd, Kind, Loop, Pipe, Position};
 use crate::regx::{Found, Haystack, Regexp};
 use ropey::Rope;
 use std::collections::BTreeMap;
@@ -20,12 +20,19 @@ pub struct EditFile {
     /// The selection.
     pub dot: Range,
     pub dirty: bool,
+    /// Warned once already that its changes would be lost (`e` goes
+    /// ahead then, as acme's winclean lets a second try).
+    pub warned: bool,
 }
 
 /// Runs a shell command for `<`, `>` and `|`: `input` on its standard
 /// input (none for `<`), its output returned.
 pub trait Pipes {
     fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> std::result::Result<String, String>;
+    /// `e` and `r`: the file's bytes, or why not (acme's `%r`).
+    fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, String>;
+    /// `w`: writes the bytes to the file, or says why not.
+    fn save(&mut self, path: &str, bytes: &[u8]) -> std::result::Result<(), String>;
 }
 
 /// One change, in the original text's runes.
@@ -49,6 +56,15 @@ pub struct Outcome {
     pub printed: String,
     /// `u N` per file, in order.
     pub undo: Vec<(usize, i64)>,
+    /// Files an `e` or `w` named anew (acme's cmdname).
+    pub renamed: BTreeMap<usize, String>,
+    /// Files that hold their file's text once the changes are applied (an
+    /// `e` of their own file, a `w` of all of it to their own name).
+    pub cleaned: Vec<usize>,
+    /// `B`: files to open, each in a window ("" for an empty one).
+    pub open: Vec<String>,
+    /// `D`: files whose windows to close.
+    pub close: Vec<usize>,
 }
 
 /// Runs `src` with `current` the window it was executed in.
@@ -67,8 +83,9 @@ pub fn run(src: &str, files: &[EditFile], current: usize, pipes: &mut dyn Pipes)
         current,
     };
     for cmd in &cmds {
-        let dot = r.dot(current);
-        r.cmd(cmd, current, dot)?;
+        let f = r.current;
+        let dot = r.dot(f);
+        r.cmd(cmd, f, dot)?;
     }
     r.finish()
 }
@@ -91,7 +108,8 @@ struct Runner<'a> {
     last: Option<String>,
     /// Loop depth: `s` without a match is an error only at the top.
     nest: usize,
-    /// The window the command was executed in.
+    /// The window commands work on: the one the command was executed in,
+    /// until a `b` names another.
     current: usize,
 }
 
@@ -168,12 +186,15 @@ impl Runner<'_> {
                 self.out.printed.push('\n');
             }
             Kind::Name => {
-                // acme's name line: changed, shown, current.
-                let file = &self.files[f];
-                let dirty = if file.dirty { '\'' } else { ' ' };
-                let current = if f == self.current { '.' } else { ' ' };
-                let line = format!("{dirty}+{current} {}\n", file.name);
+                let line = self.name_line(f);
                 self.out.printed.push_str(&line);
+            }
+            Kind::File { kind, arg } => {
+                let r = match (kind, cmd.addr.is_empty()) {
+                    (FileCmd::Write, true) => Range::new(0, self.files[f].text.len_chars() as u64),
+                    _ => r,
+                };
+                self.file_cmd(f, r, *kind, arg)?
             }
             Kind::Undo(n) => self.out.undo.push((f, *n)),
             Kind::Pipe { kind, command } => {
@@ -193,6 +214,128 @@ impl Runner<'_> {
                 }
             }
             Kind::Loop { kind, pattern, body } => self.looping(f, r, *kind, pattern.as_deref(), body)?,
+        }
+        Ok(())
+    }
+
+    /// acme's `pfilename`: changed, shown, current, then the name.
+    fn name_line(&self, f: usize) -> String {
+        let file = &self.files[f];
+        let name = self.out.renamed.get(&f).unwrap_or(&file.name);
+        let changed = file.dirty && !crate::look::never_warns(name) && !crate::look::is_dir(name);
+        let dirty = if changed { '\'' } else { ' ' };
+        let current = if f == self.current { '.' } else { ' ' };
+        format!("{dirty}+{current} {name}\n")
+    }
+
+    /// A file's name as it stands in this run.
+    fn name_of(&self, f: usize) -> &str {
+        self.out.renamed.get(&f).unwrap_or(&self.files[f].name)
+    }
+
+    /// acme's `cmdname`: the file an `e`, `r` or `w` means, relative names
+    /// taken in the window's directory; a window without a name, or with
+    /// `set` (`e`), takes the name given.
+    fn file_name(&mut self, f: usize, arg: &str, set: bool) -> Option<String> {
+        let own = self.name_of(f).to_string();
+        if arg.is_empty() {
+            return (!own.is_empty()).then_some(own);
+        }
+        let name = match (arg.starts_with('/'), crate::look::window_dir(&own)) {
+            (false, Some(dir)) => format!("{}/{arg}", dir.trim_end_matches('/')),
+            _ => arg.to_string(),
+        };
+        if (set || own.is_empty()) && name != own {
+            self.out.renamed.insert(f, name.clone());
+        }
+        Some(name)
+    }
+
+    /// The window named `name` (acme's lookfile, after `D` makes a
+    /// relative name its directory's).
+    fn file_named(&self, name: &str) -> Option<usize> {
+        (0..self.files.len()).find(|g| self.name_of(*g) == name)
+    }
+
+    fn file_cmd(&mut self, f: usize, r: Range, kind: FileCmd, arg: &str) -> Result<()> {
+        match kind {
+            FileCmd::Switch => {
+                let g = self.file_named(arg).ok_or_else(|| EditError::NoSuchFile(arg.to_string()))?;
+                // Printed before the switch, as b_cmd does: the '.' still
+                // marks the window it leaves.
+                if self.nest == 0 {
+                    let line = self.name_line(g);
+                    self.out.printed.push_str(&line);
+                }
+                self.current = g;
+            }
+            FileCmd::Open => {
+                let dir = crate::look::window_dir(self.name_of(f));
+                let resolve = |n: &str| match (n.starts_with('/'), &dir) {
+                    (false, Some(d)) => format!("{}/{n}", d.trim_end_matches('/')),
+                    _ => n.to_string(),
+                };
+                match arg.split_whitespace().map(resolve).collect::<Vec<_>>() {
+                    names if names.is_empty() => self.out.open.push(String::new()),
+                    names => self.out.open.extend(names),
+                }
+            }
+            FileCmd::Close => {
+                if arg.is_empty() {
+                    self.out.close.push(f);
+                    return Ok(());
+                }
+                let dir = crate::look::window_dir(self.name_of(f));
+                for n in arg.split_whitespace() {
+                    let name = match (n.starts_with('/'), &dir) {
+                        (false, Some(d)) => format!("{}/{n}", d.trim_end_matches('/')),
+                        _ => n.to_string(),
+                    };
+                    let g = self.file_named(&name).ok_or(EditError::NoSuchFile(name))?;
+                    self.out.close.push(g);
+                }
+            }
+            FileCmd::Replace | FileCmd::Read => {
+                let whole = kind == FileCmd::Replace;
+                let file = &self.files[f];
+                let small_and_unnamed = file.name.is_empty() && file.text.len_chars() < 100;
+                let keeps_changes = file.dirty
+                    && !file.warned
+                    && !small_and_unnamed
+                    && !crate::look::never_warns(&file.name)
+                    && !crate::look::is_dir(&file.name);
+                if whole && keeps_changes {
+                    return Err(EditError::Modified { file: f, name: file.name.clone() });
+                }
+                let name = self.file_name(f, arg, whole).ok_or(EditError::NoFileName)?;
+                // After cmdname's rename, as acme compares (e_cmd).
+                let own = self.name_of(f).to_string();
+                let bytes = self.pipes.load(&name).map_err(|why| EditError::CantOpen { file: name.clone(), why })?;
+                // As acme's cvttorunes: NULs dropped, bad bytes U+FFFD.
+                let text: String = String::from_utf8_lossy(&bytes).chars().filter(|c| *c != '\0').collect();
+                let r = if whole { Range::new(0, self.files[f].text.len_chars() as u64) } else { r };
+                self.change(f, r.q0, r.q1, text);
+                if whole && name == own {
+                    self.out.cleaned.push(f);
+                }
+            }
+            FileCmd::Write => {
+                // The text as it was before this Edit's changes, which
+                // acme applies only at the end (w_cmd's pending check
+                // never fires within one Edit).
+                let own = self.name_of(f).to_string();
+                let name = self
+                    .file_name(f, arg, false)
+                    .ok_or_else(|| EditError::Syntax("no name specified for 'w' command".into()))?;
+                let text = self.slice(f, r);
+                self.pipes
+                    .save(&name, text.as_bytes())
+                    .map_err(|why| EditError::CantOpen { file: name.clone(), why })?;
+                let all = r.q0 == 0 && r.q1 == self.files[f].text.len_chars() as u64;
+                if all && (name == own || own.is_empty()) {
+                    self.out.cleaned.push(f);
+                }
+            }
         }
         Ok(())
     }
@@ -422,7 +565,12 @@ pub fn apply(text: &str, changes: &[Change]) -> String {
 mod tests {
     use super::*;
 
-    struct NoPipes;
+    /// Two commands and a machine's files.
+    #[derive(Default)]
+    struct NoPipes {
+        files: BTreeMap<String, Vec<u8>>,
+    }
+
     impl Pipes for NoPipes {
         fn run(&mut self, command: &str, input: Option<&str>, _: &EditFile) -> std::result::Result<String, String> {
             match command {
@@ -431,16 +579,25 @@ mod tests {
                 _ => Err(format!("{command}: not found")),
             }
         }
+
+        fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, String> {
+            self.files.get(path).cloned().ok_or_else(|| "No such file or directory".to_string())
+        }
+
+        fn save(&mut self, path: &str, bytes: &[u8]) -> std::result::Result<(), String> {
+            self.files.insert(path.to_string(), bytes.to_vec());
+            Ok(())
+        }
     }
 
     fn file(name: &str, text: &str) -> EditFile {
-        EditFile { name: name.into(), text: Rope::from_str(text), dot: Range::at(0), dirty: false }
+        EditFile { name: name.into(), text: Rope::from_str(text), dot: Range::at(0), dirty: false, warned: false }
     }
 
     /// Runs `cmd` on `text` (dot #0) and returns the new text and dot.
     fn edit(text: &str, cmd: &str) -> Result<(String, Range, String)> {
         let files = [file("/f", text)];
-        let out = run(cmd, &files, 0, &mut NoPipes)?;
+        let out = run(cmd, &files, 0, &mut NoPipes::default())?;
         let changed = apply(text, out.changes.get(&0).map(Vec::as_slice).unwrap_or_default());
         Ok((changed, out.dots.get(&0).copied().unwrap_or(files[0].dot), out.printed))
     }
@@ -491,6 +648,56 @@ mod tests {
         assert_eq!(text_after(t, ",s/ /\\n/g"), "foo\nbar\nfoo\nbaz\nfoo\n");
         assert_eq!(text_after(t, ",s/foo/[&]/g"), "[foo] bar [foo] baz [foo]\n");
         assert!(matches!(edit(t, ",s/zzz/X/"), Err(EditError::NoSubstitution(_))));
+    }
+
+    #[test]
+    fn file_commands_read_write_and_name_windows_as_acme_does() {
+        let mut machine = NoPipes::default();
+        machine.files.insert("/d/e.txt".into(), b"disk\0 one\n".to_vec());
+        let files = [file("/d/a.txt", "a\nb\n"), file("/d/b.txt", "two\n"), file("", "x\n")];
+        let mut run_on = |cmd: &str, current: usize| run(cmd, &files, current, &mut machine);
+        // e: the whole text becomes the file's (NULs dropped); a relative
+        // name is the window's directory's and renames it; clean after.
+        let out = run_on("e e.txt", 0).unwrap();
+        assert_eq!(out.changes[&0], vec![Change { q0: 0, q1: 4, text: "disk one\n".into() }]);
+        assert_eq!(out.renamed.get(&0).map(String::as_str), Some("/d/e.txt"));
+        assert_eq!(out.cleaned, vec![0]);
+        // r: the range becomes the file's text; the name stays.
+        let out = run_on("2r e.txt", 0).unwrap();
+        assert_eq!(out.changes[&0], vec![Change { q0: 2, q1: 4, text: "disk one\n".into() }]);
+        assert!(out.renamed.is_empty() && out.cleaned.is_empty());
+        assert!(matches!(run_on("r nosuch", 0), Err(EditError::CantOpen { .. })));
+        assert!(matches!(run_on("1e", 0), Err(EditError::Syntax(e)) if e.starts_with("command takes no address")));
+        // w: the range (all by default) as it was before this Edit.
+        let out = run_on("a/more/\nw /d/out.txt\n2w /d/two.txt", 0).unwrap();
+        assert!(out.cleaned.is_empty(), "another name: not clean");
+        let out = run_on("w", 0).unwrap();
+        assert_eq!(out.cleaned, vec![0], "all of it to its own name: clean");
+        // An unnamed window takes the name w gives it.
+        let out = run_on("w /d/named.txt", 2).unwrap();
+        assert_eq!(out.renamed.get(&2).map(String::as_str), Some("/d/named.txt"));
+        assert!(matches!(run_on("w", 2), Err(EditError::Syntax(e)) if e.contains("no name specified")));
+        // b: later commands work on the window named, its line printed.
+        let out = run_on("b /d/b.txt\n,s/two/TWO/", 0).unwrap();
+        assert_eq!(out.changes[&1], vec![Change { q0: 0, q1: 3, text: "TWO".into() }]);
+        assert_eq!(out.printed, " +  /d/b.txt\n");
+        assert!(matches!(run_on("b /nope", 0), Err(EditError::NoSuchFile(_))));
+        // B opens, D closes (relative names in the window's directory).
+        let out = run_on("B b.txt /x/new.txt\nD b.txt", 0).unwrap();
+        assert_eq!(out.open, vec!["/d/b.txt".to_string(), "/x/new.txt".to_string()]);
+        assert_eq!(out.close, vec![1]);
+        assert_eq!(run_on("D", 1).unwrap().close, vec![1]);
+        assert!(matches!(run_on("D gone.txt", 0), Err(EditError::NoSuchFile(n)) if n == "/d/gone.txt"));
+        drop(run_on);
+        assert_eq!(machine.files["/d/out.txt"], b"a\nb\n");
+        assert_eq!(machine.files["/d/two.txt"], b"b\n");
+        assert_eq!(machine.files["/d/a.txt"], b"a\nb\n");
+        // e on a changed file is refused once (acme's winclean).
+        let dirty = [EditFile { dirty: true, ..file("/d/a.txt", "a\n") }];
+        let e = run("e", &dirty, 0, &mut NoPipes::default()).unwrap_err();
+        assert_eq!(e.to_string(), "/d/a.txt modified");
+        let warned = [EditFile { warned: true, ..dirty[0].clone() }];
+        assert!(matches!(run("e", &warned, 0, &mut NoPipes::default()), Err(EditError::CantOpen { .. })));
     }
 
     #[test]
@@ -552,13 +759,13 @@ mod tests {
         assert_eq!(printed("1>upper"), "ONE\n");
         assert!(matches!(edit(t, "1|nosuch"), Err(EditError::Pipe(e)) if e.contains("not found")));
         let files = [file("/a.c", "x\n"), file("/b.h", "y\n"), file("/c.c", "z\n")];
-        let out = run("X/\\.c$/ ,s/./Q/", &files, 1, &mut NoPipes).unwrap();
+        let out = run("X/\\.c$/ ,s/./Q/", &files, 1, &mut NoPipes::default()).unwrap();
         assert_eq!(out.changes.keys().copied().collect::<Vec<_>>(), [0, 2]);
-        let out = run("Y/\\.c$/ ,d", &files, 0, &mut NoPipes).unwrap();
+        let out = run("Y/\\.c$/ ,d", &files, 0, &mut NoPipes::default()).unwrap();
         assert_eq!(out.changes.keys().copied().collect::<Vec<_>>(), [1]);
-        let out = run("X", &files, 0, &mut NoPipes).unwrap();
+        let out = run("X", &files, 0, &mut NoPipes::default()).unwrap();
         assert_eq!(out.printed, " +. /a.c\n +  /b.h\n +  /c.c\n");
-        let out = run("u 2", &files, 1, &mut NoPipes).unwrap();
+        let out = run("u 2", &files, 1, &mut NoPipes::default()).unwrap();
         assert_eq!(out.undo, [(1, 2)]);
     }
 }

@@ -7,7 +7,11 @@
 //! for the Nth match), `m ADDR`, `t ADDR`, `p`, `=`, `=#`, `=+`,
 //! `x/re/ cmd`, `y/re/ cmd`, `X/re/ cmd`, `Y/re/ cmd`, `g/re/ cmd`,
 //! `v/re/ cmd`, `u [N]`, `<cmd`, `>cmd`, `|cmd`, `f`, `{ ... }`; an address
-//! alone sets dot. Text arguments end at any delimiter not a letter or
+//! alone sets dot. The file commands, on the files of the daemon's (or the
+//! UI's) machine and the session's windows: `b FILE` (go on in another
+//! window), `B FILE...` (open windows), `D [FILE...]` (close them), `e
+//! [FILE]` (replace the text with a file's), `r FILE` (replace the range),
+//! `w [FILE]` (write the range, by default all). Text arguments end at any delimiter not a letter or
 //! digit; `\n` in them is a newline. Addresses are sam's (`?re?` works).
 
 use crate::addr::{AddrError, Address, Dialect};
@@ -92,6 +96,28 @@ pub enum Kind {
         command: String,
     },
     Group(Vec<Cmd>),
+    /// `b`, `B`, `D`, `e`, `r`, `w`.
+    File {
+        kind: FileCmd,
+        arg: String,
+    },
+}
+
+/// The commands on files and windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileCmd {
+    /// `b FILE`: later commands work on that window.
+    Switch,
+    /// `B FILE...`: opens each in a window (an empty one with none).
+    Open,
+    /// `D [FILE...]`: closes each (the current window with none).
+    Close,
+    /// `e [FILE]`: the whole text becomes the file's.
+    Replace,
+    /// `r FILE`: the range becomes the file's text.
+    Read,
+    /// `w [FILE]`: writes the range (all by default) to the file.
+    Write,
 }
 
 /// Why an Edit command was refused.
@@ -107,11 +133,21 @@ pub enum EditError {
     Overlap(u64),
     #[error("Edit: {0}")]
     Pipe(String),
+    #[error("Edit: no such file {0:?}")]
+    NoSuchFile(String),
+    #[error("Edit: no file name")]
+    NoFileName,
+    #[error("Edit: can't open {file}: {why}")]
+    CantOpen { file: String, why: String },
+    /// acme's winclean before `e`: `NAME modified`, once.
+    #[error("{} modified", if name.is_empty() { "unnamed file" } else { name.as_str() })]
+    Modified { file: usize, name: String },
 }
 
 type Result<T> = std::result::Result<T, EditError>;
 
-const COMMANDS: &str = "a c i d s m t p = x y X Y g v u < > | f and { }, each after an optional address, one per line";
+const COMMANDS: &str =
+    "a c i d s m t p = x y X Y g v u < > | f b B D e r w and { }, each after an optional address, one per line";
 
 /// Parses a whole command text: commands separated by newlines.
 pub fn parse(src: &str) -> Result<Vec<Cmd>> {
@@ -285,13 +321,42 @@ impl Parser<'_> {
                 return Err(EditError::Syntax(format!("'{c}' is sam's, not acme's; {COMMANDS}")));
             }
             'b' | 'B' | 'D' | 'e' | 'r' | 'w' => {
-                return Err(EditError::Syntax(format!(
-                    "'{c}' works on files, which apex opens with Get, Put and ctl; {COMMANDS}"
-                )));
+                let kind = match c {
+                    'b' => FileCmd::Switch,
+                    'B' => FileCmd::Open,
+                    'D' => FileCmd::Close,
+                    'e' => FileCmd::Replace,
+                    'r' => FileCmd::Read,
+                    _ => FileCmd::Write,
+                };
+                // acme's cmdtab: only r and w take an address.
+                if !addr.is_empty() && !matches!(kind, FileCmd::Read | FileCmd::Write) {
+                    return Err(EditError::Syntax(format!("command takes no address: '{c}'")));
+                }
+                let arg = self.file_argument(c, kind)?;
+                Kind::File { kind, arg }
             }
             c => return Err(EditError::Syntax(format!("unknown command {c:?}; {COMMANDS}"))),
         };
         Ok(Cmd { addr, kind })
+    }
+
+    /// A file command's argument: the rest of the line for `b`, `B` and
+    /// `D` (acme's linex), one word for `e`, `r` and `w` (wordx); `b` and
+    /// `r` need one.
+    fn file_argument(&mut self, c: char, kind: FileCmd) -> Result<String> {
+        self.skip_blanks();
+        let start = self.at;
+        let whole_line = matches!(kind, FileCmd::Switch | FileCmd::Open | FileCmd::Close);
+        while self.peek().is_some_and(|c| c != '\n' && (whole_line || !matches!(c, ' ' | '\t'))) {
+            self.at += 1;
+        }
+        let arg = self.src[start..self.at].iter().collect::<String>().trim().to_string();
+        self.end_of_command(c)?;
+        if arg.is_empty() && matches!(kind, FileCmd::Switch | FileCmd::Read) {
+            return Err(EditError::Syntax(format!("'{c}' wants a file name")));
+        }
+        Ok(arg)
     }
 
     /// A delimiter: any character but a letter, a digit, a blank or a
@@ -473,7 +538,10 @@ mod tests {
     fn mistakes_say_what_is_expected() {
         for (src, says) in [
             ("k", "sam's"),
-            ("e file", "works on files"),
+            ("1b /f", "command takes no address"),
+            ("b", "wants a file name"),
+            ("r", "wants a file name"),
+            ("w a b", "after 'w'"),
             ("z", "unknown command"),
             ("s", "s/regexp/replacement/"),
             ("g p", "wants a regexp"),

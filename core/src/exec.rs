@@ -860,7 +860,8 @@ fn gather(st: &State, window: Option<WindowId>) -> Gathered {
         if Some(placed.window) == window {
             g.current = g.files.len();
         }
-        g.files.push(EditFile { name: b.name.clone(), text: b.text.rope().clone(), dot, dirty: b.dirty });
+        let warned = win.flags.warned == Some(b.version);
+        g.files.push(EditFile { name: b.name.clone(), text: b.text.rope().clone(), dot, dirty: b.dirty, warned });
         g.seen.push((placed.window, win.body, b.version));
     }
     g
@@ -871,7 +872,21 @@ fn gather(st: &State, window: Option<WindowId>) -> Gathered {
 /// meanwhile move them), then dots, `u`, and what it printed to `+Errors`.
 pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Result<()> {
     let g = gather(&*h.state()?, window);
-    let outcome = ecmd::run(command, &g.files, g.current, h)?;
+    let outcome = match ecmd::run(command, &g.files, g.current, h) {
+        Ok(outcome) => outcome,
+        Err(e @ crate::edit::EditError::Modified { file, .. }) => {
+            // acme's winclean: the next `e` goes ahead.
+            let (w, _, version) = g.seen[file];
+            let flags = WindowFlags { warned: Some(version), ..h.state()?.window(w)?.flags.clone() };
+            h.propose(Proposal::Flags { window: w, flags })?;
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for (f, name) in &outcome.renamed {
+        let body = g.seen[*f].1;
+        h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
+    }
     for (f, changes) in &outcome.changes {
         let (_, body, version) = g.seen[*f];
         let changes = changes.iter().map(|c| (c.q0, c.q1, c.text.clone())).collect();
@@ -892,5 +907,26 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
             h.propose(p)?;
         }
     }
-    warn(h, window, &outcome.printed)
+    for f in &outcome.cleaned {
+        h.propose(Proposal::Clean { buffer: g.seen[*f].1 })?;
+    }
+    // Output first: `D` may close the window whose +Errors it names.
+    warn(h, window, &outcome.printed)?;
+    for path in &outcome.open {
+        match path.is_empty() {
+            true => h.propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }).map(|_| ())?,
+            false => open(h, path, None)?,
+        }
+    }
+    // acme's D1: a window whose changes would be lost stays, and says so.
+    let mut kept = String::new();
+    for f in &outcome.close {
+        let w = g.seen[*f].0;
+        match clean_to_close(h, w, false) {
+            Ok(()) => h.propose(Proposal::DeleteWindow { window: w }).map(|_| ())?,
+            Err(e @ ExecError::Modified(_)) => kept += &format!("{e}\n"),
+            Err(e) => return Err(e),
+        }
+    }
+    warn(h, window, &kept)
 }

@@ -68,6 +68,14 @@ impl Pipes for DaemonHost {
     fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, String> {
         ShellPipes.run(command, input, file)
     }
+
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        ShellPipes.load(path)
+    }
+
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        ShellPipes.save(path, bytes)
+    }
 }
 
 impl Host for DaemonHost {

@@ -58,8 +58,7 @@ pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<S
             for p in emptied {
                 daemon.propose(session, &format!("get {} {path} (unreadable)", b.0), p).await?;
             }
-            let why = source.to_string();
-            let why = why.split(" (os error").next().unwrap_or(&why).to_string();
+            let why = apex_ninep::files::os_words(&source);
             Err(Error::Exec(exec::ExecError::Host(format!("can't open {path}: {why}"))))
         }
         done => done,
@@ -274,5 +273,13 @@ impl apex_core::ecmd::Pipes for ShellPipes {
     fn run(&mut self, command: &str, input: Option<&str>, file: &apex_core::ecmd::EditFile) -> Result<String, String> {
         let dir = command_dir(&file.name);
         apex_ninep::shell::pipe(command, input, Some(Path::new(&dir)))
+    }
+
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        apex_ninep::files::read_for_edit(path)
+    }
+
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        apex_ninep::files::write_for_edit(path, bytes)
     }
 }

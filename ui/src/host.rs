@@ -220,6 +220,14 @@ impl Pipes for UiHost {
         let dir = apex_core::look::window_dir(&file.name).filter(|d| std::path::Path::new(d).is_dir());
         apex_ninep::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new))
     }
+
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        apex_ninep::files::read_for_edit(path)
+    }
+
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        apex_ninep::files::write_for_edit(path, bytes)
+    }
 }
 
 impl Host for UiHost {

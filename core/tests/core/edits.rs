@@ -13,6 +13,12 @@ impl Pipes for Echo {
     fn run(&mut self, _: &str, input: Option<&str>, _: &EditFile) -> Result<String, String> {
         Ok(input.unwrap_or("out\n").to_string())
     }
+    fn load(&mut self, _: &str) -> Result<Vec<u8>, String> {
+        Ok(b"file\n".to_vec())
+    }
+    fn save(&mut self, _: &str, _: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Command texts made of the language's own pieces, glued at random.
@@ -77,8 +83,8 @@ proptest! {
         let len = text.chars().count() as u64;
         let dot = Range::at((dot as u64).min(len));
         let files = [
-            EditFile { name: "/f".into(), text: Rope::from_str(&text), dot, dirty: false },
-            EditFile { name: "/g".into(), text: Rope::from_str("a\nb\n"), dot: Range::at(0), dirty: true },
+            EditFile { name: "/f".into(), text: Rope::from_str(&text), dot, dirty: false, warned: false },
+            EditFile { name: "/g".into(), text: Rope::from_str("a\nb\n"), dot: Range::at(0), dirty: true, warned: false },
         ];
         if let Ok(out) = ecmd::run(&cmd, &files, 0, &mut Echo) {
             for (f, changes) in &out.changes {

@@ -27,6 +27,13 @@ impl ecmd::Pipes for TestHost {
         self.machine.asked.push(format!("pipe {command}"));
         Ok(input.unwrap_or_default().to_uppercase())
     }
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        self.machine.files.get(path).cloned().ok_or_else(|| "No such file or directory".to_string())
+    }
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        self.machine.files.insert(path.to_string(), bytes.to_vec());
+        Ok(())
+    }
 }
 
 impl Host for TestHost {

@@ -44,3 +44,24 @@ pub enum FileError {
     #[error("{what}: {path} is not UTF-8 text")]
     NotUtf8 { what: &'static str, path: String },
 }
+
+/// An I/O error as acme's `%r` says it: the system's words, without Rust's
+/// "(os error N)".
+pub fn os_words(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    text.split(" (os error").next().unwrap_or(&text).to_string()
+}
+
+/// Edit's `e` and `r`: a file's bytes (a directory is refused, as acme's
+/// e_cmd refuses one).
+pub fn read_for_edit(path: &str) -> Result<Vec<u8>, String> {
+    if Path::new(path).is_dir() {
+        return Err("is a directory".into());
+    }
+    std::fs::read(path).map_err(|e| os_words(&e))
+}
+
+/// Edit's `w`: writes the bytes, making the file if need be.
+pub fn write_for_edit(path: &str, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| os_words(&e))
+}

@@ -140,3 +140,92 @@ async fn ctl_get_del_and_name_do_what_acme_does() {
     run("Redo").await;
     assert_eq!(tag(id).await, format!("{dir}/r1.txt Del Snarf Undo Redo Put |"));
 }
+
+/// Edit's file commands (ecmd.c's b_cmd, B_cmd, D_cmd, e_cmd, w_cmd and
+/// cmdname) run through the event file on real files; what fails is said
+/// in +Errors and the event write succeeds (xfideventwrite).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_file_commands_do_what_acme_does() {
+    let d = acme_daemon("acme-edit-files");
+    let dir = d.dir.display().to_string();
+    let (c, root) = acme_client(&d, 8192).await;
+    let errors = format!("{dir}/+Errors");
+    std::fs::write(d.dir.join("e.txt"), "disk one\ndisk two\n").unwrap();
+    std::fs::write(d.dir.join("ins.txt"), "INSERTED\n").unwrap();
+    std::fs::write(d.dir.join("bf.txt"), "b file\n").unwrap();
+    let window = async |initial: &str, name: &str| {
+        let ctl = open(&c, root, "new/ctl", ORDWR).await;
+        let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+        write_file(&c, root, &format!("{id}/body"), initial).await.unwrap();
+        put(&c, &ctl, &format!("name {dir}/{name}\nclean\n")).await.unwrap();
+        (id, ctl)
+    };
+    let body = async |id: u32| read_file(&c, root, &format!("{id}/body")).await;
+    let field = async |id: u32, i: usize| {
+        read_file(&c, root, &format!("{id}/ctl")).await.split_whitespace().nth(i).unwrap().to_string()
+    };
+    let names = async || {
+        let index = read_file(&c, root, "index").await;
+        index.lines().filter_map(|l| l.split_whitespace().nth(5).map(String::from)).collect::<Vec<_>>()
+    };
+    // Runs `Edit cmd` from the tag; returns what it said in +Errors.
+    let edit = async |id: u32, ctl: &apex_ninep::File, cmd: &str| {
+        let before = window_text(&c, root, &errors).await;
+        let ev = open(&c, root, &format!("{id}/event"), ORDWR).await;
+        put(&c, ctl, "cleartag\n").await.unwrap();
+        let q0 = read_file(&c, root, &format!("{id}/tag")).await.chars().count() + 1;
+        let word = format!("Edit {cmd}");
+        write_file(&c, root, &format!("{id}/tag"), &format!(" {word}")).await.unwrap();
+        put(&c, &ev, &format!("Mx{q0} {}\n", q0 + word.chars().count())).await.unwrap();
+        put(&c, ctl, "cleartag\n").await.unwrap();
+        c.clunk(ev.fid).await.unwrap();
+        let after = window_text(&c, root, &errors).await;
+        after.strip_prefix(&before).unwrap_or(&after).to_string()
+    };
+
+    // e FILE: the window takes the file's name and text, and is clean.
+    let (w, ctl) = window("old\n", "x1.txt").await;
+    assert_eq!(edit(w, &ctl, "e e.txt").await, "");
+    assert_eq!(body(w).await, "disk one\ndisk two\n");
+    let tag = read_file(&c, root, &format!("{w}/tag")).await;
+    assert_eq!(tag.split_whitespace().next(), Some(format!("{dir}/e.txt").as_str()), "renamed");
+    assert_eq!(field(w, 4).await, "0", "clean");
+    // e on a changed file: refused once, then it goes ahead.
+    write_file(&c, root, &format!("{w}/body"), "typed\n").await.unwrap();
+    assert_eq!(edit(w, &ctl, "e").await, format!("{dir}/e.txt modified\n"));
+    assert!(body(w).await.ends_with("typed\n"));
+    assert_eq!(edit(w, &ctl, "e").await, "");
+    assert_eq!(body(w).await, "disk one\ndisk two\n");
+    // A file that cannot be read changes nothing and says why.
+    let said = edit(w, &ctl, "r nosuch.txt").await;
+    assert_eq!(said, format!("Edit: can't open {dir}/nosuch.txt: No such file or directory\n"));
+    // r: the range becomes the file's text (dot by default).
+    assert_eq!(edit(w, &ctl, "1r ins.txt").await, "");
+    assert_eq!(body(w).await, "INSERTED\ndisk two\n");
+    // w: the range, all by default, as it was before this Edit.
+    assert_eq!(edit(w, &ctl, "$a/more/\n2w out1.txt").await, "");
+    assert_eq!(std::fs::read_to_string(d.dir.join("out1.txt")).unwrap(), "disk two\n");
+    assert_eq!(field(w, 4).await, "1");
+    assert_eq!(edit(w, &ctl, "w").await, "");
+    assert_eq!(std::fs::read_to_string(d.dir.join("e.txt")).unwrap(), "INSERTED\ndisk two\nmore");
+    assert_eq!(field(w, 4).await, "0", "all of it to its own name: clean");
+    assert!(edit(w, &ctl, "1e").await.starts_with("Edit: command takes no address"));
+
+    // b: later commands work on the window named; its line is printed.
+    let (w2, ctl2) = window("two\n", "w2.txt").await;
+    assert_eq!(edit(w, &ctl, &format!("b {dir}/w2.txt\n,s/two/TWO/")).await, format!(" +  {dir}/w2.txt\n"));
+    assert_eq!(body(w2).await, "TWO\n");
+    assert!(edit(w, &ctl, "b /nope").await.starts_with("Edit: no such file"));
+    // B opens windows (names in the window's directory), D closes them;
+    // a changed window is kept once, with a warning.
+    assert_eq!(edit(w, &ctl, "B bf.txt").await, "");
+    assert!(names().await.contains(&format!("{dir}/bf.txt")));
+    assert_eq!(edit(w, &ctl, "D bf.txt").await, "");
+    assert!(!names().await.contains(&format!("{dir}/bf.txt")));
+    assert_eq!(edit(w, &ctl, "D w2.txt").await, format!("{dir}/w2.txt modified\n"));
+    assert!(names().await.contains(&format!("{dir}/w2.txt")));
+    assert_eq!(edit(w, &ctl, "D w2.txt").await, "");
+    assert!(!names().await.contains(&format!("{dir}/w2.txt")));
+    c.clunk(ctl2.fid).await.unwrap();
+    c.clunk(ctl.fid).await.unwrap();
+}
