@@ -35,9 +35,10 @@ pub enum CtlError {
     /// acme's: a verb's argument runs to a newline that is not there.
     #[error("{bad}: {verb}'s argument must end with a newline")]
     NoNewline { bad: &'static str, verb: &'static str },
-    /// acme's: a file name with a control character.
-    #[error("{bad}: bad character in file name {name:?}")]
-    BadName { bad: &'static str, name: String },
+    /// acme's: a file name with a control character (acme's own words,
+    /// not its ill-formed message).
+    #[error("bad character in file name: {name:?}")]
+    BadName { name: String },
     /// acme's: no verb matches.
     #[error("{bad}: {line:?}; {usage}")]
     Unmatched { bad: &'static str, line: String, usage: String },

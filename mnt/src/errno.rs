@@ -26,7 +26,7 @@ pub fn from_message(msg: &str) -> libc::c_int {
         libc::EACCES
     } else if has("is a directory") {
         libc::EISDIR
-    } else if has("not a directory") || has("walk in non-directory") {
+    } else if has("not a directory") {
         libc::ENOTDIR
     } else if has("exists") || has("in use") {
         libc::EEXIST
@@ -52,11 +52,11 @@ mod tests {
     #[test]
     fn server_words_map_to_errno() {
         for (msg, want) in [
-            ("nosuch: file does not exist", libc::ENOENT),
+            ("file does not exist: nosuch", libc::ENOENT),
             ("buffer 7 was deleted", libc::ENOENT),
             ("permission denied: hash is read-only", libc::EACCES),
             ("permission denied: buffers is a directory", libc::EACCES),
-            ("walk in non-directory \"x\"", libc::ENOTDIR),
+            ("not a directory: cannot walk to \"x\"", libc::ENOTDIR),
             ("session \"a\" exists already", libc::EEXIST),
             ("cannot create \"x\": sessions are made by ...", libc::EPERM),
             ("fenced: lease of buffer.7 is epoch 3", libc::EBUSY),

@@ -301,7 +301,7 @@ impl Client {
                 Ok(Fcall::Rwalk { wqids }) => {
                     self.abandon_walk(from, newfid).await;
                     let at = qids.len() + wqids.len();
-                    return Err(ClientError::Server(format!("{}: file does not exist", names[..=at].join("/"))));
+                    return Err(ClientError::Server(format!("file does not exist: {}", names[..=at].join("/"))));
                 }
                 Ok(r) => return Self::unexpected("Twalk", r),
                 Err(e) => {

@@ -141,7 +141,7 @@ async fn reads_writes_and_walks() {
     assert_eq!(c.stat(fid).await.unwrap().name, "f");
     c.clunk(fid).await.unwrap();
     let err = c.walk(root, &["a", "missing"]).await.unwrap_err();
-    assert_eq!(err.to_string(), "a/missing: file does not exist");
+    assert_eq!(err.to_string(), "file does not exist: a/missing");
     assert_eq!(c.walk(root, &["missing"]).await.unwrap_err(), ClientError::Server("file does not exist".into()));
 }
 

@@ -48,7 +48,7 @@ impl Serve for Mem {
             [n] if fid.is_empty() && (n == "block" || self.files.lock().unwrap().contains_key(n)) => {
                 Ok((vec![qid(n)], Some(n.clone())))
             }
-            [n, ..] => Err(format!("{n}: file does not exist")),
+            [n, ..] => Err(format!("file does not exist: {n}")),
         }
     }
     async fn open(&self, fid: &String, _: u8) -> srv::Result<(Qid, String)> {
@@ -115,7 +115,7 @@ async fn files_through_the_client() {
     c.write_all(&f, 0, &vec![b'a'; 200_000]).await.unwrap();
     let g = c.open_path(root, "notes", OREAD).await.unwrap();
     assert_eq!(c.read_all(&g).await.unwrap().len(), 200_000);
-    assert_eq!(c.walk(root, &["nope"]).await.unwrap_err().to_string(), "nope: file does not exist");
+    assert_eq!(c.walk(root, &["nope"]).await.unwrap_err().to_string(), "file does not exist: nope");
     assert_eq!(c.stat(g.fid).await.unwrap().name, "notes");
     assert_eq!(c.wstat(g.fid, Stat::dont_touch()).await.unwrap_err().to_string(), "wstat not allowed");
     c.clunk(g.fid).await.unwrap();

@@ -469,8 +469,8 @@ impl Serve for Fsys {
                     place = p;
                     qids.push(self.at(p, |s| Ok(Fsys::qid(s, p)))?);
                 }
-                None if i == 0 && !place.is_dir() => return Err(format!("walk in non-directory {name:?}")),
-                None if i == 0 => return Err(format!("{name}: file does not exist")),
+                None if i == 0 && !place.is_dir() => return Err(format!("not a directory: cannot walk to {name:?}")),
+                None if i == 0 => return Err(format!("file does not exist: {name}")),
                 None => return Ok((qids, None)),
             }
         }

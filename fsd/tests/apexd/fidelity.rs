@@ -229,3 +229,73 @@ async fn edit_file_commands_do_what_acme_does() {
     c.clunk(ctl2.fid).await.unwrap();
     c.clunk(ctl.fid).await.unwrap();
 }
+
+/// Where acme's Rerror is a known string (fsys.c's Eperm, Eexist,
+/// xfid.c's Ebadctl, Ebadaddr, Ebadevent, Einuse, Edel), apex's starts
+/// with it; detail may follow after a colon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rerrors_start_with_acmes_words() {
+    let d = acme_daemon("acme-rerrors");
+    let (c, root) = acme_client(&d, 8192).await;
+    let ctl = open(&c, root, "new/ctl", ORDWR).await;
+    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    write_file(&c, root, &format!("{id}/body"), "hello\n").await.unwrap();
+    let walk = async |path: &str| {
+        let names: Vec<&str> = path.split('/').collect();
+        match c.walk(root, &names).await {
+            Ok((fid, _)) => {
+                c.clunk(fid).await.unwrap();
+                "ok".to_string()
+            }
+            Err(e) => e.to_string(),
+        }
+    };
+    let opened = async |path: &str, mode: u8| match c.open_path(root, path, mode).await {
+        Ok(f) => {
+            c.clunk(f.fid).await.unwrap();
+            "ok".to_string()
+        }
+        Err(e) => e.to_string(),
+    };
+    let wrote = async |path: &str, data: &str| {
+        let f = open(&c, root, path, OWRITE).await;
+        let r = put(&c, &f, data).await.map(|_| "ok".to_string()).unwrap_or_else(|e| e.to_string());
+        c.clunk(f.fid).await.unwrap();
+        r
+    };
+    let table = [
+        (walk("nosuchfile").await, "file does not exist"),
+        (walk("99999").await, "file does not exist"),
+        (opened("index", OWRITE).await, "permission denied"),
+        (opened("consctl", OREAD).await, "permission denied"),
+        (opened(&format!("{id}/errors"), OREAD).await, "permission denied"),
+        (wrote(&format!("{id}/ctl"), "bogus\n").await, "ill-formed control message"),
+        (wrote(&format!("{id}/ctl"), "\n").await, "ill-formed control message"),
+        (wrote(&format!("{id}/ctl"), "name\n").await, "ill-formed control message"),
+        (wrote(&format!("{id}/ctl"), "font /x").await, "ill-formed control message"),
+        (wrote(&format!("{id}/ctl"), "name a\tb\n").await, "bad character in file name"),
+        (wrote(&format!("{id}/event"), "garbage\n").await, "bad event syntax"),
+        (wrote(&format!("{id}/event"), "Mx0 999\n").await, "bad event syntax"),
+        (wrote(&format!("{id}/event"), "M!0 1\n").await, "bad event syntax"),
+        (wrote(&format!("{id}/addr"), "x").await, "bad address syntax"),
+        (wrote(&format!("{id}/addr"), "/zzz/").await, "address out of range"),
+    ];
+    for (got, want) in table {
+        assert!(got.starts_with(want), "{got:?} does not start with {want:?}");
+    }
+    // A walk from a file: fsyswalk's Enotdir.
+    let (file, _) = c.walk(root, &[&id.to_string(), "body"]).await.unwrap();
+    let e = c.walk(file, &["x"]).await.unwrap_err().to_string();
+    assert!(e.starts_with("not a directory"), "{e}");
+    c.clunk(file).await.unwrap();
+    let rdsel = open(&c, root, &format!("{id}/rdsel"), OREAD).await;
+    assert!(opened(&format!("{id}/rdsel"), OREAD).await.starts_with("already in use"));
+    c.clunk(rdsel.fid).await.unwrap();
+    // A window deleted under an open fid: "deleted window"; walking to it
+    // again, "file does not exist".
+    let body = open(&c, root, &format!("{id}/body"), OREAD).await;
+    put(&c, &ctl, "delete\n").await.unwrap();
+    let e = c.read(body.fid, 0, 100).await.unwrap_err().to_string();
+    assert!(e.starts_with("deleted window"), "{e}");
+    assert!(walk(&format!("{id}/body")).await.starts_with("file does not exist"));
+}

@@ -149,7 +149,7 @@ async fn sessions_through_the_root_tree() {
     assert_eq!(err.to_string(), "session \"main\" exists already");
     let err = write(&c, root, "main/hash", "x").await.unwrap_err();
     assert_eq!(err.to_string(), "permission denied: hash is read-only");
-    assert_eq!(c.walk(root, &["nope"]).await.unwrap_err().to_string(), "nope: file does not exist");
+    assert_eq!(c.walk(root, &["nope"]).await.unwrap_err().to_string(), "file does not exist: nope");
 
     // The attach name selects a session's directory.
     let s = c.attach("glenda", "games").await.unwrap();
@@ -320,7 +320,7 @@ fn the_apex_command_speaks_like_9p() {
     // Errors: a message and exit status 1, as 9p's.
     let (ok, _, err) = apex(&d, &["read", "nosuch/label"], "");
     assert!(!ok);
-    assert_eq!(err, "apex: open nosuch/label: nosuch: file does not exist\n");
+    assert_eq!(err, "apex: open nosuch/label: file does not exist: nosuch\n");
     let (ok, _, err) = apex(&d, &["write", "ctl"], "bogus\n");
     assert!(!ok);
     assert!(err.starts_with("apex: write ctl: ctl line 1 (\"bogus\"): unknown message; expected new [NAME]"), "{err}");
