@@ -223,11 +223,25 @@ pub fn arrange(node: &mut Node, column: ColumnId, tops: &[(WindowId, Frac)]) -> 
     Ok(())
 }
 
+/// Where a tag's file name ends, as acme's `parsetag` finds it: at " Del
+/// Snarf" if that comes before the bar (" |" or "\t|"), else at the first
+/// blank or tab. A byte offset.
+fn tag_name_end(tag: &str) -> usize {
+    let pipe = [tag.find(" |"), tag.find("\t|")].into_iter().flatten().min();
+    match tag.find(" Del Snarf") {
+        Some(p) if pipe.is_none_or(|bar| p < bar) => p,
+        _ => tag.find([' ', '\t']).unwrap_or(tag.len()),
+    }
+}
+
 /// Brings the tags of the windows showing `buffer` up to date (acme's
 /// `winsettag`): everything before the first `|` is made again from the
 /// buffer's name and state ([`tag_menu`]); what the user wrote after it
-/// stays. Only tags this node leads are touched.
-pub fn settag(node: &mut Node, buffer: BufferId) -> Result<()> {
+/// stays. Only tags this node leads are touched. As acme does, the tag is
+/// replaced from the first rune that differs through the bar, which goes
+/// back in, so a tool reading the events sees what acme's would; `origin`
+/// is whose change it follows (acme reports it with the window's owner).
+pub fn settag(node: &mut Node, buffer: BufferId, origin: Origin) -> Result<()> {
     let Ok(b) = node.state.buffer(buffer) else { return Ok(()) };
     let (name, can_undo, can_redo, dirty) = (b.name.clone(), b.can_undo(), b.can_redo(), b.differs_from_file());
     let windows: Vec<(BufferId, bool)> =
@@ -237,26 +251,28 @@ pub fn settag(node: &mut Node, buffer: BufferId) -> Result<()> {
             continue;
         }
         let Ok(t) = node.state.buffer(tag) else { continue };
-        let text = t.text.to_string();
-        let want = tag_menu(&name, &TagState { menu, can_undo, can_redo, dirty });
-        // The menu part ends at the bar; a tag without one is all menu.
-        let (end, want) = match text.find('|') {
-            Some(bar) => (bar, want),
-            None => (text.len(), format!("{want}|")),
-        };
+        let mut text = t.text.to_string();
+        // The name first, as winsettag1 does after parsetag.
+        let name_end = tag_name_end(&text);
+        if text[..name_end] != name {
+            let q1 = text[..name_end].chars().count() as u64;
+            let op = BufferOp::Splice { q0: 0, q1, text: name.clone(), origin };
+            node.append(Shard::Buffer(tag), Op::Buffer(op))?;
+            text.replace_range(..name_end, &name);
+        }
+        let menu_text = tag_menu(&name, &TagState { menu, can_undo, can_redo, dirty });
+        // The menu part runs through the bar; a tag without one is all
+        // menu, and gets one.
+        let end = text.find('|').map_or(text.len(), |bar| bar + 1);
         let have: Vec<char> = text[..end].chars().collect();
-        let want: Vec<char> = want.chars().collect();
-        // Change only what differs, as acme does, so a tool reading the
-        // events sees the words that came or went.
-        let prefix = have.iter().zip(&want).take_while(|(a, b)| a == b).count();
-        let room = have.len().min(want.len()) - prefix;
-        let suffix = have.iter().rev().zip(want.iter().rev()).take(room).take_while(|(a, b)| a == b).count();
-        if prefix == have.len() && have.len() == want.len() {
+        let want: Vec<char> = format!("{menu_text}|").chars().collect();
+        if have == want {
             continue;
         }
-        let (q0, q1) = (prefix as u64, (have.len() - suffix) as u64);
-        let text: String = want[prefix..want.len() - suffix].iter().collect();
-        let op = BufferOp::Splice { q0, q1, text, origin: Origin::OtherFile };
+        let prefix = have.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        let (q0, q1) = (prefix as u64, have.len() as u64);
+        let text: String = want[prefix..].iter().collect();
+        let op = BufferOp::Splice { q0, q1, text, origin };
         node.append(Shard::Buffer(tag), Op::Buffer(op))?;
     }
     Ok(())

@@ -97,7 +97,9 @@ pub enum Proposal {
         window: WindowId,
         flags: WindowFlags,
     },
-    /// A tool opened (`Some`) or closed (`None`) the window's event file.
+    /// A tool opened (`Some`) or closed (`None`) the window's event file;
+    /// with it a file window's tag menu goes off, and comes back (its dump
+    /// settings dropped) at the close, as acme's do.
     EventReader {
         window: WindowId,
         reader: Option<AttachmentId>,
@@ -195,6 +197,21 @@ impl Proposal {
     }
 
     /// The buffer a buffer proposal changes.
+    /// Whose change a tag rewrite after this proposal is reported as
+    /// (acme's window owner): its own origin if it has one, a file's open
+    /// or close for the event reader ('E', as xfidopen locks), else a file
+    /// ('F').
+    pub fn tag_origin(&self) -> Origin {
+        match self {
+            Proposal::Insert { origin, .. }
+            | Proposal::Delete { origin, .. }
+            | Proposal::Replace { origin, .. }
+            | Proposal::Splices { origin, .. } => *origin,
+            Proposal::EventReader { .. } => Origin::FileWrite,
+            _ => Origin::OtherFile,
+        }
+    }
+
     pub fn buffer(&self) -> Option<BufferId> {
         match self {
             Proposal::Insert { buffer, .. }
@@ -266,7 +283,7 @@ fn apply_with(node: &mut Node, proposal: &Proposal, text: Option<String>) -> Res
         if let Some(b) = buffer {
             // The change stands whatever happens to the tag, which only
             // shows it (a tag led elsewhere is its leader's to update).
-            let _ = make::settag(node, b);
+            let _ = make::settag(node, b, proposal.tag_origin());
         }
     }
     let entries = node.take_journal();
@@ -400,7 +417,25 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
                 Some(reader) => WindowOp::EventOpen { reader: *reader },
                 None => WindowOp::EventClose,
             };
-            window_op(node, *window, op)?
+            window_op(node, *window, op)?;
+            // acme's xfidopen and xfidclose: while a tool reads a file
+            // window's events its tag menu is off (the tool decides what
+            // Put and Undo mean); when it stops, the menu is back and the
+            // dump settings it gave are dropped.
+            let w = node.state.window(*window)?;
+            let is_dir = node.state.buffer(w.body).is_ok_and(|b| crate::look::is_dir(&b.name));
+            let mut flags = w.flags.clone();
+            match reader {
+                Some(_) => flags.menu = flags.menu && is_dir,
+                None => {
+                    flags.menu = true;
+                    flags.dump = None;
+                    flags.dumpdir = None;
+                }
+            }
+            if flags != w.flags {
+                window_op(node, *window, WindowOp::Flags(Box::new(flags)))?;
+            }
         }
         Proposal::Exec { buffer, action } => buffer_op(node, *buffer, BufferOp::ExecAt(Box::new(action.clone())))?,
         Proposal::Look { buffer, action } => buffer_op(node, *buffer, BufferOp::LookAt(Box::new(action.clone())))?,

@@ -329,7 +329,7 @@ impl Ctx<'_> {
         }
         let op = BufferOp::Splice { q0, q1, text: text.to_string(), origin: Origin::Keyboard };
         self.append(b, op)?;
-        make::settag(self.node, b).map_err(|e| e.to_string())
+        make::settag(self.node, b, Origin::Keyboard).map_err(|e| e.to_string())
     }
 
     /// The text of `q0..q1` of the target.

@@ -275,11 +275,6 @@ impl Fsys {
                 self.let_go(Place::Win1(n, w.number, WinFile::Event), opened, false).await;
                 return Err(e.into());
             }
-            // acme turns a file window's tag menu off while a tool reads
-            // its events (the tool decides what Put and Undo mean).
-            if !look::is_dir(&self.body_name(n, w)?) {
-                self.change_flags(n, w.id, |f| f.menu = false).await?;
-            }
         }
         Ok(opened)
     }
@@ -337,16 +332,9 @@ impl Fsys {
                 Ok(st.event_opens == 0)
             });
             if matches!(last, Ok(true)) {
+                // With it the tag menu comes back and the dump settings go
+                // (core's EventReader, as acme's xfidclose).
                 let _ = self.daemon.propose(n, "event close", Proposal::EventReader { window: w, reader: None }).await;
-                // acme drops the dump settings with the last event reader,
-                // and the tag menu comes back.
-                let _ = self
-                    .change_flags(n, w, |f| {
-                        f.dump = None;
-                        f.dumpdir = None;
-                        f.menu = true;
-                    })
-                    .await;
             }
         }
         if let Some(b) = data_of {
