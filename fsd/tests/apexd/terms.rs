@@ -92,7 +92,15 @@ async fn a_shell_runs_what_is_typed_and_the_files_say_so() {
         c.clunk(f.fid).await.unwrap();
     }
     // A read waiting for output ends with a flush (our client sends one
-    // when it gives up), and the connection goes on.
+    // when it gives up), and the connection goes on. The shell's next
+    // prompt comes first, so nothing is on its way when the read starts.
+    eventually(&c, root, &format!("main/terms/{n}/screen"), |s| {
+        let lines: Vec<&str> = s.lines().filter(|l| !l.is_empty()).collect();
+        let made = lines.iter().position(|l| l.contains("made-42"));
+        let prompt = lines.iter().rposition(|l| l.trim_end().ends_with(['$', '#']));
+        matches!((made, prompt), (Some(m), Some(p)) if p > m)
+    })
+    .await;
     let f = c.open_path(root, &format!("main/terms/{n}/cons"), OREAD).await.unwrap();
     let waited = tokio::time::timeout(std::time::Duration::from_millis(300), c.read(f.fid, 0, 100)).await;
     assert!(waited.is_err(), "nothing to read yet: {waited:?}");
