@@ -456,10 +456,16 @@ impl Runner<'_> {
         match form {
             Position::Runes if r.q0 == r.q1 => format!("{}:#{}", file.name, r.q0),
             Position::Runes => format!("{}:#{},#{}", file.name, r.q0, r.q1),
+            // acme's PosnLineChars: the start, and the end too when it is
+            // on another line (no allowance for a final newline).
             Position::LineColumn => {
-                let line = line_of(r.q0);
-                let column = r.q0 - text.line_to_char(line as usize - 1) as u64;
-                format!("{}:{line}+#{column}", file.name)
+                let column = |q: u64, line: u64| q - text.line_to_char(line as usize - 1) as u64;
+                let (l1, l2) = (line_of(r.q0), line_of(r.q1));
+                let start = format!("{}:{l1}+#{}", file.name, column(r.q0, l1));
+                match l2 == l1 {
+                    true => start,
+                    false => format!("{start},{l2}+#{}", column(r.q1, l2)),
+                }
             }
             Position::Lines => {
                 let l1 = line_of(r.q0);
@@ -754,6 +760,8 @@ mod tests {
         assert_eq!(printed("2,3="), "/f:2,3\n");
         assert_eq!(printed("2=#"), "/f:#4,#8\n");
         assert_eq!(printed("#6=+"), "/f:2+#2\n");
+        assert_eq!(printed("#5,#6=+"), "/f:2+#1\n", "one line: the start");
+        assert_eq!(printed("2=+"), "/f:2+#0,3+#0\n", "a line and its newline: to the next line's start");
         assert_eq!(text_after(t, "2|upper"), "one\nTWO\nthree\n");
         assert_eq!(text_after(t, "0<date"), "today\none\ntwo\nthree\n");
         assert_eq!(printed("1>upper"), "ONE\n");
