@@ -586,7 +586,7 @@ mod tests {
     #[test]
     fn a_limit_ends_forward_searches_without_wrapping() {
         let rope = Rope::from_str(TEXT);
-        let flat = Haystack::from_str(TEXT);
+        let flat = Haystack::of_str(TEXT);
         let limited = |addr: &str, dot: u64, limit: (u64, u64)| {
             let cx = Context {
                 text: &rope,

@@ -661,7 +661,8 @@ mod tests {
         let mut machine = NoPipes::default();
         machine.files.insert("/d/e.txt".into(), b"disk\0 one\n".to_vec());
         let files = [file("/d/a.txt", "a\nb\n"), file("/d/b.txt", "two\n"), file("", "x\n")];
-        let mut run_on = |cmd: &str, current: usize| run(cmd, &files, current, &mut machine);
+        let machine = std::cell::RefCell::new(machine);
+        let run_on = |cmd: &str, current: usize| run(cmd, &files, current, &mut *machine.borrow_mut());
         // e: the whole text becomes the file's (NULs dropped); a relative
         // name is the window's directory's and renames it; clean after.
         let out = run_on("e e.txt", 0).unwrap();
@@ -694,7 +695,7 @@ mod tests {
         assert_eq!(out.close, vec![1]);
         assert_eq!(run_on("D", 1).unwrap().close, vec![1]);
         assert!(matches!(run_on("D gone.txt", 0), Err(EditError::NoSuchFile(n)) if n == "/d/gone.txt"));
-        drop(run_on);
+        let machine = machine.into_inner();
         assert_eq!(machine.files["/d/out.txt"], b"a\nb\n");
         assert_eq!(machine.files["/d/two.txt"], b"b\n");
         assert_eq!(machine.files["/d/a.txt"], b"a\nb\n");

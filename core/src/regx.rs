@@ -152,7 +152,7 @@ impl Haystack {
         Haystack { bytes }
     }
 
-    pub fn from_str(text: &str) -> Haystack {
+    pub fn of_str(text: &str) -> Haystack {
         let mut bytes = Vec::with_capacity(text.len() + 1);
         bytes.extend_from_slice(text.as_bytes());
         bytes.push(0);
@@ -299,7 +299,7 @@ mod tests {
 
     fn all(text: &str, pattern: &str) -> Vec<Range<usize>> {
         let re = Regexp::new(pattern).unwrap();
-        let h = Haystack::from_str(text);
+        let h = Haystack::of_str(text);
         let n = h.len();
         h.find_all(&re, 0, n, false).iter().map(Found::whole).collect()
     }
@@ -319,7 +319,7 @@ mod tests {
         assert_eq!(all("a\nb", "$"), vec![1..1]);
         // Not at the end of a searched range either, newline or not.
         let re = Regexp::new("$").unwrap();
-        let h = Haystack::from_str("ab\ncd\n");
+        let h = Haystack::of_str("ab\ncd\n");
         assert_eq!(h.find(&re, 0, 1), None);
         assert_eq!(h.find(&re, 0, 2), None);
         assert_eq!(h.find(&re, 0, 3).map(|f| f.whole()), Some(2..2));
@@ -333,7 +333,7 @@ mod tests {
         // on the line before, and there `^` matches.
         assert_eq!(all("a\n\n", "^"), vec![0..0, 2..2, 3..3]);
         let re = Regexp::new("^").unwrap();
-        let h = Haystack::from_str("");
+        let h = Haystack::of_str("");
         assert_eq!(h.find(&re, 0, 0).map(|f| f.whole()), Some(0..0));
         assert_eq!(h.find_wrapping(&re, 0), None, "an address search never matches at the end");
     }
@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn wrapping_searches_go_on_from_the_start() {
         let re = Regexp::new("a").unwrap();
-        let h = Haystack::from_str("a b a");
+        let h = Haystack::of_str("a b a");
         assert_eq!(h.find_wrapping(&re, 1).map(|f| f.whole()), Some(4..5));
         assert_eq!(h.find_wrapping(&re, 5).map(|f| f.whole()), Some(0..1));
         let re = Regexp::new("^").unwrap();
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(all("ab|ac", "a|ab"), vec![0..2, 3..4]);
         assert_eq!(all("foofoo", "foo|foofoo"), vec![0..6]);
         let re = Regexp::new("(a|ab)(c|bcd)").unwrap();
-        let h = Haystack::from_str("abcd");
+        let h = Haystack::of_str("abcd");
         let f = h.find(&re, 0, 4).unwrap();
         assert_eq!(f.whole(), 0..4);
         assert_eq!((f.group(1), f.group(2)), (Some(0..1), Some(1..4)));
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn groups_are_reported() {
         let re = Regexp::new("(a)(x)?b").unwrap();
-        let h = Haystack::from_str("zab");
+        let h = Haystack::of_str("zab");
         let f = h.find(&re, 0, 3).unwrap();
         assert_eq!(f.whole(), 1..3);
         assert_eq!(f.group(1), Some(1..2));

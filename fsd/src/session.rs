@@ -64,7 +64,7 @@ pub struct FlatText {
 
 impl Default for FlatText {
     fn default() -> FlatText {
-        FlatText { buffer: None, text: std::sync::Arc::new(Haystack::from_str("")) }
+        FlatText { buffer: None, text: std::sync::Arc::new(Haystack::of_str("")) }
     }
 }
 

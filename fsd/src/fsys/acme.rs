@@ -602,9 +602,9 @@ impl Fsys {
             WinCtl::Get => {
                 // acme's get: the write succeeds; a changed file is refused
                 // once and whatever goes wrong is said in +Errors.
-                let checked = self.daemon.look(n, |s| {
-                    s.view.state.buffer(w.body).map_or(false, |b| !b.is_empty() && !look::is_dir(&b.name))
-                })?;
+                let checked = self
+                    .daemon
+                    .look(n, |s| s.view.state.buffer(w.body).is_ok_and(|b| !b.is_empty() && !look::is_dir(&b.name)))?;
                 if checked && self.refused_once(n, w).await?.is_some() {
                     return Ok(());
                 }
