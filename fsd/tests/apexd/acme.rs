@@ -71,7 +71,7 @@ async fn read_in_chunks(c: &Client, f: &File, chunk: u32) -> String {
 }
 
 /// Reads the event stream until `want` has arrived, returning all read.
-async fn events_until(c: &Client, ev: &File, seen: &mut String, want: &str) {
+pub async fn events_until(c: &Client, ev: &File, seen: &mut String, want: &str) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !seen.contains(want) {
         let got = tokio::time::timeout_at(deadline, c.read(ev.fid, 0, 8192)).await;

@@ -3,7 +3,7 @@
 //! encoded here as request sequences with acme's answers; each test names
 //! the acme functions it follows.
 
-use crate::acme::{acme_client, acme_daemon, id_of, open, put, read_file, write_file};
+use crate::acme::{acme_client, acme_daemon, events_until, id_of, open, put, read_file, write_file};
 use crate::text;
 use apex_ninep::fcall::*;
 use apex_ninep::Client;
@@ -300,18 +300,6 @@ async fn rerrors_start_with_acmes_words() {
     assert!(walk(&format!("{id}/body")).await.starts_with("file does not exist"));
 }
 
-/// Reads `ev` until `want` has arrived; returns all that was read.
-async fn events_until(c: &Client, ev: &apex_ninep::File, want: &str) -> String {
-    let mut seen = String::new();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !seen.contains(want) {
-        let got = tokio::time::timeout_at(deadline, c.read(ev.fid, 0, 8192)).await;
-        let got = got.unwrap_or_else(|_| panic!("no {want:?} in the events; got {seen:?}")).unwrap();
-        seen.push_str(&text(got));
-    }
-    seen
-}
-
 /// The tag's rewrites as acme's event file reports them (winsettag1):
 /// the name replaced first when it changed, then the menu from the first
 /// rune that differs through the bar, which goes back in; reported with
@@ -334,13 +322,17 @@ async fn tag_rewrites_reach_the_event_file_as_acmes_do() {
     let ev = open(&c, root, &format!("{id}/event"), ORDWR).await;
     let n = name.chars().count() + 11;
     let want = format!("Ed{n} {} 0 0 \nEi{n} {} 0 1 |\n", n + 10, n + 1);
-    assert_eq!(events_until(&c, &ev, &want).await, want);
+    let mut seen = String::new();
+    events_until(&c, &ev, &mut seen, &want).await;
+    assert_eq!(seen, want);
     // A rename through ctl replaces the name, then nothing else differs.
     let renamed = format!("{dir}/ev2.txt");
     put(&c, &ctl, &format!("name {renamed}\n")).await.unwrap();
     let (l0, l1) = (name.chars().count(), renamed.chars().count());
     let want = format!("Fd0 {l0} 0 0 \nFi0 {l1} 0 {l1} {renamed}\n");
-    assert_eq!(events_until(&c, &ev, &want).await, want);
+    let mut seen = String::new();
+    events_until(&c, &ev, &mut seen, &want).await;
+    assert_eq!(seen, want);
     c.clunk(ev.fid).await.unwrap();
     // The last close brings the menu back.
     let tag = read_file(&c, root, &format!("{id}/tag")).await;
