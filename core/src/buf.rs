@@ -269,7 +269,11 @@ impl Buffer {
                 }
                 Ok(())
             }
-            BufferOp::Name { .. } | BufferOp::Dirty | BufferOp::Clean | BufferOp::Mark { .. } => Ok(()),
+            BufferOp::Name { .. }
+            | BufferOp::Rename { .. }
+            | BufferOp::Dirty
+            | BufferOp::Clean
+            | BufferOp::Mark { .. } => Ok(()),
         }
     }
 
@@ -318,16 +322,17 @@ impl Buffer {
             BufferOp::SetOrigin { view, org } => {
                 self.views.get_mut(view).expect("checked").org = *org;
             }
+            BufferOp::Name { name } => self.name.clone_from(name),
             // A rename is a change of its own that Undo reverses, as in
             // acme (ctl's `name` marks a new undo step, then renames).
-            BufferOp::Name { name } if *name != self.name => {
+            BufferOp::Rename { name } if *name != self.name => {
                 let old = std::mem::replace(&mut self.name, name.clone());
                 self.redo.clear();
                 let serial = self.take_serial();
                 let change = Change { q0: RENAMED, removed: old, inserted: 0 };
                 self.undo.push(Arc::new(Group { id: None, serial, changes: vec![change] }));
             }
-            BufferOp::Name { .. } => {}
+            BufferOp::Rename { .. } => {}
             BufferOp::Dirty => {
                 self.dirty = true;
                 self.clean_at = None;
@@ -382,6 +387,16 @@ impl Buffer {
         self.history.push_back(Edit { q0, deleted, inserted, continues: false });
         self.version = self.version.saturating_add(1);
         (removed, inserted)
+    }
+
+    /// An edit of nothing, so that an op that changed no text still has
+    /// its place in the history and the version.
+    fn no_edit(&mut self) {
+        if self.history.len() == HISTORY_LIMIT {
+            self.history.pop_front();
+        }
+        self.history.push_back(Edit { q0: 0, deleted: 0, inserted: 0, continues: false });
+        self.version = self.version.saturating_add(1);
     }
 
     fn record(&mut self, change: Change) {
@@ -445,6 +460,11 @@ impl Buffer {
             }
             back.push(Change { q0: c.q0, inserted, removed });
         }
+        if spliced == 0 {
+            // An undone rename changes no text, but a reader of events
+            // finds each undo's edits in the history: it gets an empty one.
+            self.no_edit();
+        }
         Group { id: g.id, serial: g.serial, changes: back }
     }
 
@@ -478,9 +498,9 @@ mod tests {
         splice(&mut b, 0, 0, "abc");
         b.apply(&BufferOp::Clean).unwrap();
         assert!(!b.differs_from_file());
-        b.apply(&BufferOp::Name { name: "/a".into() }).unwrap();
-        b.apply(&BufferOp::Name { name: "/a".into() }).unwrap();
-        b.apply(&BufferOp::Name { name: "/b".into() }).unwrap();
+        b.apply(&BufferOp::Rename { name: "/a".into() }).unwrap();
+        b.apply(&BufferOp::Rename { name: "/a".into() }).unwrap();
+        b.apply(&BufferOp::Rename { name: "/b".into() }).unwrap();
         assert!(!b.dirty && b.differs_from_file(), "Put shows, the text is not dirty");
         b.apply(&BufferOp::Undo).unwrap();
         assert_eq!(b.name, "/a");
@@ -490,8 +510,10 @@ mod tests {
         b.apply(&BufferOp::Undo).unwrap();
         assert_eq!(b.text.to_string(), "", "then the text");
         b.apply(&BufferOp::Redo).unwrap();
+        let before = (b.version, b.text.to_string());
         b.apply(&BufferOp::Redo).unwrap();
-        assert_eq!((b.name.as_str(), b.version), ("/a", 3), "a rename redone touches no text");
+        assert_eq!(b.name, "/a");
+        assert_eq!((b.version, b.text.to_string()), (before.0 + 1, before.1), "an edit of nothing in the history");
         // Typing after a rename coalesces only with typing.
         b.apply(&BufferOp::Redo).unwrap();
         splice(&mut b, 3, 3, "d");

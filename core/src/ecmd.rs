@@ -80,6 +80,8 @@ pub fn run(src: &str, files: &[EditFile], current: usize, pipes: &mut dyn Pipes)
         out: Outcome::default(),
         last: None,
         nest: 0,
+        written: Vec::new(),
+        compiled: BTreeMap::new(),
         current,
     };
     for cmd in &cmds {
@@ -108,6 +110,10 @@ struct Runner<'a> {
     last: Option<String>,
     /// Loop depth: `s` without a match is an error only at the top.
     nest: usize,
+    /// Files a `w` wrote whole to their own name: clean unless changed.
+    written: Vec<usize>,
+    /// Regexps compiled in this run, by pattern.
+    compiled: BTreeMap<String, Regexp>,
     /// The window commands work on: the one the command was executed in,
     /// until a `b` names another.
     current: usize,
@@ -331,9 +337,12 @@ impl Runner<'_> {
                 self.pipes
                     .save(&name, text.as_bytes())
                     .map_err(|why| EditError::CantOpen { file: name.clone(), why })?;
+                // Clean, as putfile leaves it, unless this Edit changes the
+                // text too: acme applies those changes after, and they make
+                // it dirty again (see `finish`).
                 let all = r.q0 == 0 && r.q1 == self.files[f].text.len_chars() as u64;
                 if all && (name == own || own.is_empty()) {
-                    self.out.cleaned.push(f);
+                    self.written.push(f);
                 }
             }
         }
@@ -347,19 +356,25 @@ impl Runner<'_> {
             None => default.to_string(),
         };
         self.last = Some(p.clone());
-        Ok(Regexp::new(&p)?)
+        // Loops compile the same pattern once per range: once will do.
+        if let Some(re) = self.compiled.get(&p) {
+            return Ok(re.clone());
+        }
+        let re = Regexp::new(&p)?;
+        self.compiled.insert(p, re.clone());
+        Ok(re)
     }
 
     /// The matches of `re` in `r` of file `f`, as acme's loops find them
     /// (`looper`): an empty match right after the previous one is passed
     /// over, and for `y` one at the start of `r` too. The flag says whether
     /// the last search found nothing (see [`Haystack::step`]).
-    fn matches(&self, f: usize, r: Range, re: &Regexp, skip_at_start: bool) -> (Vec<Range>, bool) {
+    fn matches(&self, f: usize, r: Range, re: &Regexp, skip_at_start: bool, most: usize) -> (Vec<Range>, bool) {
         let text = &self.files[f].text;
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
         let to_range =
             |m: std::ops::Range<usize>| Range::new(text.byte_to_char(m.start) as u64, text.byte_to_char(m.end) as u64);
-        let (found, exhausted) = self.flats[f].step(re, start, end, skip_at_start);
+        let (found, exhausted) = self.flats[f].step(re, start, end, skip_at_start, most);
         (found.iter().map(|m| to_range(m.whole())).collect(), exhausted)
     }
 
@@ -374,7 +389,7 @@ impl Runner<'_> {
         match kind {
             Loop::Matches | Loop::Between => {
                 let re = self.regex(pattern, ".*\\n")?;
-                let (found, exhausted) = self.matches(f, r, &re, kind == Loop::Between);
+                let (found, exhausted) = self.matches(f, r, &re, kind == Loop::Between, usize::MAX);
                 let ranges = match kind {
                     Loop::Matches => found,
                     _ => {
@@ -409,7 +424,7 @@ impl Runner<'_> {
             }
             Loop::If | Loop::Unless => {
                 let re = self.regex(pattern, "")?;
-                let hit = !self.matches(f, r, &re, false).0.is_empty();
+                let hit = !self.matches(f, r, &re, false, 1).0.is_empty();
                 if hit == (kind == Loop::If) {
                     self.cmd(body, f, r)?;
                 }
@@ -425,7 +440,8 @@ impl Runner<'_> {
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
         // acme's s_cmd: the nth match and, with g, every one after it.
         let mut made = Vec::new();
-        for (i, m) in hay.find_all(&re, start, end, false).iter().enumerate() {
+        let most = if global { usize::MAX } else { nth };
+        for (i, m) in hay.step(&re, start, end, false, most).0.iter().enumerate() {
             if i + 1 < nth {
                 continue;
             }
@@ -529,6 +545,11 @@ impl Runner<'_> {
                 }
             };
             self.out.dots.insert(*f, r);
+        }
+        for f in std::mem::take(&mut self.written) {
+            if self.changes.get(&f).is_none_or(Vec::is_empty) && !self.out.cleaned.contains(&f) {
+                self.out.cleaned.push(f);
+            }
         }
         self.out.changes = self.changes;
         Ok(self.out)
@@ -680,6 +701,8 @@ mod tests {
         assert!(out.cleaned.is_empty(), "another name: not clean");
         let out = run_on("w", 0).unwrap();
         assert_eq!(out.cleaned, vec![0], "all of it to its own name: clean");
+        let out = run_on("w\n$a/more/", 0).unwrap();
+        assert!(out.cleaned.is_empty(), "changed after the write: dirty again");
         // An unnamed window takes the name w gives it.
         let out = run_on("w /d/named.txt", 2).unwrap();
         assert_eq!(out.renamed.get(&2).map(String::as_str), Some("/d/named.txt"));

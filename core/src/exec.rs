@@ -903,6 +903,19 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
     for (f, count) in &outcome.undo {
         let body = g.seen[*f].1;
         for _ in 0..count.unsigned_abs() {
+            // With nothing (more) to undo or redo, `u` stops, silent.
+            let able = {
+                let st = h.state()?;
+                let b = st.buffer(body)?;
+                if *count > 0 {
+                    b.can_undo()
+                } else {
+                    b.can_redo()
+                }
+            };
+            if !able {
+                break;
+            }
             let p = if *count > 0 { Proposal::Undo { buffer: body } } else { Proposal::Redo { buffer: body } };
             h.propose(p)?;
         }

@@ -99,7 +99,7 @@ pub enum BufferOp {
     Select { view: ViewId, q0: u64, q1: u64 },
     /// Set a view's scroll origin.
     SetOrigin { view: ViewId, org: u64 },
-    /// Set the file name.
+    /// Set the file name (logs before renames were undoable: no undo step).
     Name { name: String },
     /// Mark the buffer modified.
     Dirty,
@@ -117,6 +117,9 @@ pub enum BufferOp {
     ExecAt(Box<Action>),
     /// A B3 action on this buffer's text.
     LookAt(Box<Action>),
+    /// Set the file name as an undo step of its own, as acme's ctl `name`
+    /// does. Last, so logs written before it decode as they were.
+    Rename { name: String },
 }
 
 /// Per-window switches set by `ctl` messages and the UI.

@@ -401,7 +401,7 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             let (org, _) = rebase_range(node, *buffer, *version, *org, *org)?;
             buffer_op(node, *buffer, BufferOp::SetOrigin { view: *view, org })?
         }
-        Proposal::Name { buffer, name } => buffer_op(node, *buffer, BufferOp::Name { name: name.clone() })?,
+        Proposal::Name { buffer, name } => buffer_op(node, *buffer, BufferOp::Rename { name: name.clone() })?,
         Proposal::Clean { buffer } => buffer_op(node, *buffer, BufferOp::Clean)?,
         Proposal::Dirty { buffer } => buffer_op(node, *buffer, BufferOp::Dirty)?,
         Proposal::Undo { buffer } => buffer_op(node, *buffer, BufferOp::Undo)?,
@@ -428,7 +428,7 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             match reader {
                 Some(_) => flags.menu = flags.menu && is_dir,
                 None => {
-                    flags.menu = true;
+                    flags.menu = flags.menu || !is_dir;
                     flags.dump = None;
                     flags.dumpdir = None;
                 }

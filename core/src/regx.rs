@@ -198,8 +198,7 @@ impl Haystack {
         if start > eof {
             return None;
         }
-        let found = self.search(re, start, eof)?;
-        (found.whole().start < eof || start == eof).then_some(found)
+        self.searched(start, eof).find(re, start, eof)
     }
 
     /// acme's address search (`rxexecute` to `Infinity`): forward from
@@ -207,29 +206,37 @@ impl Haystack {
     /// the end of the text.
     pub fn find_wrapping(&self, re: &Regexp, start: usize) -> Option<Found> {
         let len = self.len();
+        let whole = self.searched(0, len);
         let before_end = |f: &Found| f.whole().start < len;
-        if let Some(f) = self.search(re, start.min(len), len).filter(before_end) {
+        if let Some(f) = whole.search(re, start.min(len), len).filter(before_end) {
             return Some(f);
         }
-        self.search(re, 0, len).filter(|f| f.whole().start < start.min(len))
+        whole.search(re, 0, len).filter(|f| f.whole().start < start.min(len))
     }
 
     /// Every match in `start..eof` as acme's loops step through them: an
     /// empty match right where the previous one ended is passed over (and
     /// one at `start` too when `skip_at_start`, as `y` does).
     pub fn find_all(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool) -> Vec<Found> {
-        self.step(re, start, eof, skip_at_start).0
+        self.step(re, start, eof, skip_at_start, usize::MAX).0
     }
 
-    /// [`Haystack::find_all`], and whether the steps ended on a search that
-    /// found nothing rather than by passing `eof` after an empty match:
-    /// acme's `y` hands on the text after the last match only then.
-    pub fn step(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool) -> (Vec<Found>, bool) {
+    /// [`Haystack::find_all`], stopping after `most` matches, and whether
+    /// the steps ended on a search that found nothing rather than by
+    /// passing `eof` after an empty match: acme's `y` hands on the text
+    /// after the last match only then.
+    pub fn step(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool, most: usize) -> (Vec<Found>, bool) {
+        let eof = eof.min(self.len());
         let mut out = Vec::new();
+        if start > eof {
+            return (out, true);
+        }
+        // One view of the range for every search of the loop.
+        let range = self.searched(start, eof);
         let mut p = start;
         let mut prev_end = skip_at_start.then_some(start);
-        while p <= eof {
-            let Some(f) = self.find(re, p, eof) else { return (out, true) };
+        while p <= eof && out.len() < most {
+            let Some(f) = range.find(re, p, eof) else { return (out, true) };
             let m = f.whole();
             if m.is_empty() {
                 if Some(m.start) == prev_end {
@@ -252,18 +259,39 @@ impl Haystack {
         (out, false)
     }
 
-    fn search(&self, re: &Regexp, start: usize, eof: usize) -> Option<Found> {
+    /// The text as acme's matcher sees it for searches from `start` to
+    /// `eof`: the whole text if what follows `eof` is no newline, else a
+    /// copy of the range (and the byte before it, which `^` looks at) with
+    /// that newline hidden.
+    fn searched(&self, start: usize, eof: usize) -> Searched<'_> {
         if self.bytes[eof] != b'\n' {
-            return search_in(re, &self.bytes, start, eof, 0);
+            return Searched { bytes: std::borrow::Cow::Borrowed(&self.bytes), base: 0 };
         }
-        // acme sees no newline at eof: search a copy of the range (and the
-        // byte before it, which `^` looks at) with the newline hidden.
         let from = start.saturating_sub(1);
         let mut window = self.bytes[from..=eof].to_vec();
         if let Some(last) = window.last_mut() {
             *last = 0;
         }
-        search_in(re, &window, start - from, eof - from, from)
+        Searched { bytes: std::borrow::Cow::Owned(window), base: from }
+    }
+}
+
+/// Bytes searched for one range, offsets in them `base` less than the
+/// text's.
+struct Searched<'a> {
+    bytes: std::borrow::Cow<'a, [u8]>,
+    base: usize,
+}
+
+impl Searched<'_> {
+    /// [`Haystack::find`] within this range.
+    fn find(&self, re: &Regexp, start: usize, eof: usize) -> Option<Found> {
+        let found = self.search(re, start, eof)?;
+        (found.whole().start < eof || start == eof).then_some(found)
+    }
+
+    fn search(&self, re: &Regexp, start: usize, eof: usize) -> Option<Found> {
+        search_in(re, &self.bytes, start - self.base, eof - self.base, self.base)
     }
 }
 
@@ -323,7 +351,6 @@ mod tests {
         assert_eq!(h.find(&re, 0, 1), None);
         assert_eq!(h.find(&re, 0, 2), None);
         assert_eq!(h.find(&re, 0, 3).map(|f| f.whole()), Some(2..2));
-        assert_eq!(h.bytes, b"ab\ncd\n\0", "the text is as it was");
     }
 
     #[test]

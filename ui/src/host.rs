@@ -202,6 +202,17 @@ impl UiHost {
     }
 
     /// Flushes and waits until the daemon has acknowledged everything.
+    /// Edit's `e`, `r` and `w` name files of apexd's machine; a UI that
+    /// reaches apexd over the network has no way to them.
+    fn on_daemons_machine(&self) -> Result<(), String> {
+        match self.local {
+            true => Ok(()),
+            false => Err("apexd runs on another machine and Edit's e, r and w use its files: \
+                          use Get and Put, or run the Edit through apexd's acme tree there"
+                .into()),
+        }
+    }
+
     pub fn settle(&self) -> Result<(), ExecError> {
         self.connected()?;
         let att = self.att.clone();
@@ -221,11 +232,15 @@ impl Pipes for UiHost {
         apex_ninep::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new))
     }
 
+    // Files are the daemon's, as Get's and Put's are: on its machine the
+    // UI reads and writes them itself; from elsewhere it cannot.
     fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+        self.on_daemons_machine()?;
         apex_ninep::files::read_for_edit(path)
     }
 
     fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+        self.on_daemons_machine()?;
         apex_ninep::files::write_for_edit(path, bytes)
     }
 }
@@ -285,11 +300,23 @@ impl Host for UiHost {
         if self.local {
             let name = self.state()?.buffer(buffer)?.name.clone();
             let named = file.is_some();
-            let file = exec::file_or_name("get", file.map(str::to_string), &name).map_err(host)?;
-            let text = apex_ninep::files::read_utf8("get", &file).map_err(host)?;
+            // As acme's get, and the daemon's (`host::acme_get`): no name
+            // is "no file name"; a file that cannot be read leaves the
+            // window empty and clean, and says so.
+            let file = exec::file_or_name("get", file.map(str::to_string), &name).map_err(|_| host("no file name"))?;
+            let (text, unreadable) = match apex_ninep::files::read_utf8("get", &file) {
+                Ok(text) => (text, None),
+                Err(apex_ninep::files::FileError::Read { source, .. }) => {
+                    (String::new(), Some(apex_ninep::files::os_words(&source)))
+                }
+                Err(e) => return Err(host(e)),
+            };
             let proposals = exec::get_proposals(self.state()?.buffer(buffer)?, buffer, &file, named, text);
             for p in proposals {
                 self.propose(p)?;
+            }
+            if let Some(why) = unreadable {
+                return Err(host(format!("can't open {file}: {why}")));
             }
             return Ok(());
         }

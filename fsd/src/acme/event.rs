@@ -281,6 +281,37 @@ mod tests {
     }
 
     #[test]
+    fn an_undone_rename_is_no_change_of_text_and_the_next_undo_is_still_right() {
+        let mut b = Buffer::new(String::new());
+        let mut log = Vec::new();
+        let mut seq = 0;
+        let mut push = |b: &mut Buffer, op: BufferOp| {
+            b.apply(&op).unwrap();
+            seq += 1;
+            log.push(Entry { seq, attachment: AttachmentId(1), epoch: 1, op: Op::Buffer(op) });
+        };
+        push(&mut b, BufferOp::Splice { q0: 0, q1: 0, text: "hello".into(), origin: Origin::Keyboard });
+        let at_open = Some(b.version);
+        push(&mut b, BufferOp::Rename { name: "/a".into() });
+        push(&mut b, BufferOp::Undo);
+        push(&mut b, BufferOp::Undo);
+        // A reader behind all three: the rename and its undo say nothing,
+        // the text's undo is the deletion it made.
+        let all: Vec<&Entry> = log.iter().skip(1).collect();
+        let mut version = at_open;
+        let mut out = Vec::new();
+        assert_eq!(follow(&b, &all, &mut version, false, &|_| None, &mut out, 1 << 20), 3);
+        assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \n");
+        assert_eq!(version, Some(b.version));
+        // Read up to the rename's undo only: nothing yet.
+        let mut version = at_open;
+        let mut out = Vec::new();
+        follow(&b, &all[..2], &mut version, false, &|_| None, &mut out, 1 << 20);
+        assert_eq!(String::from_utf8(out).unwrap(), "");
+        assert_eq!(version, Some(b.version - 1));
+    }
+
+    #[test]
     fn write_back_parses_every_client_format_or_says_what_is_wrong() {
         let w = |text| parse_writeback(text, (20, 100));
         let got = w("MX12 15\nMx1 2 \nML 3  4\nMr0 0\n").unwrap();
