@@ -303,7 +303,10 @@ impl Host for UiHost {
             // As acme's get, and the daemon's (`host::acme_get`): no name
             // is "no file name"; a file that cannot be read leaves the
             // window empty and clean, and says so.
-            let file = exec::file_or_name("get", file.map(str::to_string), &name).map_err(|_| host("no file name"))?;
+            let file = exec::file_or_name("get", file.map(str::to_string), &name).map_err(|e| match e {
+                ExecError::Unnamed(_) => host("no file name"),
+                e => e,
+            })?;
             let (text, unreadable) = match apex_ninep::files::read_utf8("get", &file) {
                 Ok(text) => (text, None),
                 Err(apex_ninep::files::FileError::Read { source, .. }) => {
