@@ -79,6 +79,13 @@ pub enum ExecError {
     NotAbsolute { what: &'static str, file: String },
     #[error("{0}: the buffer has no name; give a file")]
     Unnamed(&'static str),
+    /// acme's get in a window with no name.
+    #[error("no file name")]
+    NoFileName,
+    /// acme's get of a file it cannot read (`textload`); the window is
+    /// left empty and clean (see [`get_proposals`] with no text).
+    #[error("can't open {file}: {why}")]
+    CantOpen { file: String, why: String },
     #[error("{0}")]
     Load(#[from] dump::LoadError),
     #[error("{0}")]

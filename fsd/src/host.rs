@@ -49,7 +49,7 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
 /// its textreset, and says "can't open FILE: why".
 pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
     match get(daemon, session, b, file.clone()).await {
-        Err(Error::Exec(exec::ExecError::Unnamed(_))) => Err(Error::Exec(exec::ExecError::Host("no file name".into()))),
+        Err(Error::Exec(exec::ExecError::Unnamed(_))) => Err(Error::Exec(exec::ExecError::NoFileName)),
         Err(Error::File(apex_ninep::files::FileError::Read { path, source, .. })) => {
             let emptied = daemon.with_session(session, |s| {
                 let buf = s.view.state.buffer(b)?;
@@ -59,7 +59,7 @@ pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<S
                 daemon.propose(session, &format!("get {} {path} (unreadable)", b.0), p).await?;
             }
             let why = apex_ninep::files::os_words(&source);
-            Err(Error::Exec(exec::ExecError::Host(format!("can't open {path}: {why}"))))
+            Err(Error::Exec(exec::ExecError::CantOpen { file: path, why }))
         }
         done => done,
     }

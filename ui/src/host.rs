@@ -304,7 +304,7 @@ impl Host for UiHost {
             // is "no file name"; a file that cannot be read leaves the
             // window empty and clean, and says so.
             let file = exec::file_or_name("get", file.map(str::to_string), &name).map_err(|e| match e {
-                ExecError::Unnamed(_) => host("no file name"),
+                ExecError::Unnamed(_) => ExecError::NoFileName,
                 e => e,
             })?;
             let (text, unreadable) = match apex_ninep::files::read_utf8("get", &file) {
@@ -319,7 +319,7 @@ impl Host for UiHost {
                 self.propose(p)?;
             }
             if let Some(why) = unreadable {
-                return Err(host(format!("can't open {file}: {why}")));
+                return Err(ExecError::CantOpen { file, why });
             }
             return Ok(());
         }

@@ -221,3 +221,39 @@ fn tags_follow_the_buffer_as_acme_s_winsettag() {
     assert_eq!(tag(&n), "/tmp/ Del Snarf Get | Look mk ");
     assert_eq!(make::tag_menu("", &make::TagState { menu: true, dirty: true, ..Default::default() }), " Del Snarf ");
 }
+
+/// acme's xfidopen and xfidclose: a file window's tag menu is off while a
+/// tool reads its events and back on (its dump settings dropped) after; a
+/// directory window's menu is left as it is.
+#[test]
+fn the_event_reader_turns_a_file_windows_menu_off_and_on() {
+    let mut n = Node::server();
+    make::init_session(&mut n).unwrap();
+    let mut window = |name: &str| match propose::apply(
+        &mut n,
+        &Proposal::CreateWindow { body: None, column: None, name: name.into() },
+    )
+    .unwrap()
+    .created
+    {
+        Created::Window(w) => w.window,
+        _ => panic!("a window"),
+    };
+    let (file, dir) = (window("/d/f.c"), window("/d/"));
+    let flags = |n: &Node, w: WindowId| n.state.window(w).unwrap().flags.clone();
+    let reader = |w, open: bool| Proposal::EventReader { window: w, reader: open.then_some(AttachmentId::SERVER) };
+    let dumped = WindowFlags { dump: Some("win".into()), dumpdir: Some("/d".into()), ..flags(&n, file) };
+    propose::apply(&mut n, &Proposal::Flags { window: file, flags: dumped }).unwrap();
+    propose::apply(&mut n, &reader(file, true)).unwrap();
+    assert!(!flags(&n, file).menu);
+    assert!(n.state.buffer(n.state.window(file).unwrap().tag).unwrap().text.to_string().ends_with("Snarf | Look "));
+    propose::apply(&mut n, &reader(file, false)).unwrap();
+    let after = flags(&n, file);
+    assert!(after.menu && after.dump.is_none() && after.dumpdir.is_none(), "{after:?}");
+    // A directory whose menu a tool turned off keeps it off.
+    let off = WindowFlags { menu: false, ..flags(&n, dir) };
+    propose::apply(&mut n, &Proposal::Flags { window: dir, flags: off }).unwrap();
+    propose::apply(&mut n, &reader(dir, true)).unwrap();
+    propose::apply(&mut n, &reader(dir, false)).unwrap();
+    assert!(!flags(&n, dir).menu);
+}
