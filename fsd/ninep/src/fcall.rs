@@ -245,4 +245,10 @@ impl Fcall {
         // T-types are even, R-types odd, in both the 98/99 and 100..127 ranges.
         self.ty() % 2 == 0
     }
+
+    /// Whether this request changes something (a write, create, remove or
+    /// wstat), as opposed to looking.
+    pub fn changes(&self) -> bool {
+        matches!(self, Fcall::Twrite { .. } | Fcall::Tcreate { .. } | Fcall::Tremove { .. } | Fcall::Twstat { .. })
+    }
 }

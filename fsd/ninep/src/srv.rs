@@ -86,14 +86,53 @@ pub trait Serve: Send + Sync + 'static {
 struct InFlight {
     task: JoinHandle<()>,
     cancelable: bool,
-    flushed: tokio::sync::watch::Sender<bool>,
+    /// Set by a Tflush of the request.
+    flushed: Arc<Signal>,
     /// Set once the request's reply is sent (its tag is free after).
-    done: tokio::sync::watch::Receiver<bool>,
+    done: Arc<Signal>,
+}
+
+/// A flag set once, which tasks may wait for. Every request gets one (a
+/// watch channel cost a good part of a small request's time).
+#[derive(Default)]
+struct Signal {
+    set: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Signal {
+    fn raise(&self) {
+        self.set.store(true, std::sync::atomic::Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a raise in between is heard.
+            notified.as_mut().enable();
+            if self.set.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Raises its signal when dropped: a request's task that is aborted (by a
+/// Tversion or a hang-up) still frees whoever waits for its reply.
+struct RaiseOnDrop(Arc<Signal>);
+
+impl Drop for RaiseOnDrop {
+    fn drop(&mut self) {
+        self.0.raise();
+    }
 }
 
 tokio::task_local! {
-    /// The request running here was flushed: set by its Tflush.
-    static FLUSHED: tokio::sync::watch::Receiver<bool>;
+    /// The request running here was flushed: raised by its Tflush.
+    static FLUSHED: Arc<Signal>;
 }
 
 /// Resolves once a Tflush names the request this runs in: a request that
@@ -101,12 +140,10 @@ tokio::task_local! {
 /// it can still do so as if it never happened, and end early. Outside a
 /// request, or with no Tflush, it never resolves.
 pub async fn flushed() {
-    if let Ok(mut rx) = FLUSHED.try_with(|r| r.clone()) {
-        if rx.wait_for(|f| *f).await.is_ok() {
-            return;
-        }
+    match FLUSHED.try_with(|f| f.clone()) {
+        Ok(f) => f.wait().await,
+        Err(_) => std::future::pending::<()>().await,
     }
-    std::future::pending::<()>().await
 }
 
 /// Per-connection settings.
@@ -211,27 +248,9 @@ impl<S: Serve> Conn<S> {
         }
     }
 
-    /// Runs one request (not Tversion or Tflush) to its reply.
-    async fn handle(self: &Arc<Self>, body: Fcall) -> Fcall {
-        let ty = body.ty();
-        // A refused change is worth a line; a refused walk or read is
-        // routine (shells probe for files), so it is only traced.
-        let changes =
-            matches!(body, Fcall::Twrite { .. } | Fcall::Tcreate { .. } | Fcall::Tremove { .. } | Fcall::Twstat { .. });
-        match self.handle_inner(body).await {
-            Ok(r) => r,
-            Err(ename) => {
-                if changes {
-                    tracing::info!(ty, error = %ename, "request refused");
-                } else {
-                    tracing::debug!(ty, error = %ename, "request refused");
-                }
-                Fcall::Rerror { ename }
-            }
-        }
-    }
-
-    async fn handle_inner(self: &Arc<Self>, body: Fcall) -> Result<Fcall> {
+    /// Runs one request (not Tversion or Tflush) to its outcome. (Its
+    /// future is boxed per request: one level, holding the request once.)
+    async fn handle(self: Arc<Self>, body: Fcall) -> Result<Fcall> {
         let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
         let s = &self.serve;
         Ok(match body {
@@ -366,7 +385,9 @@ pub async fn serve_unix<S: Serve>(
     config: Config,
 ) -> std::result::Result<(), FrameError> {
     let fd = stream.as_raw_fd();
-    serve_stream(serve, stream, config, Some(fd)).await
+    // The stream's own halves: `tokio::io::split` locks on every poll.
+    let (r, w) = stream.into_split();
+    serve_halves(serve, r, w, config, Some(fd)).await
 }
 
 /// Serves one connection until the client hangs up or its framing breaks.
@@ -381,20 +402,17 @@ where
     S: Serve,
     T: AsyncRead + AsyncWrite + Send + 'static,
 {
-    serve_stream(serve, stream, config, None).await
+    let (r, w) = tokio::io::split(stream);
+    serve_halves(serve, r, w, config, None).await
 }
 
-async fn serve_stream<S, T>(
+async fn serve_halves<S: Serve>(
     serve: Arc<S>,
-    stream: T,
+    mut r: impl AsyncRead + Unpin,
+    mut w: impl AsyncWrite + Unpin,
     config: Config,
     socket: Option<RawFd>,
-) -> std::result::Result<(), FrameError>
-where
-    S: Serve,
-    T: AsyncRead + AsyncWrite + Send + 'static,
-{
-    let (mut r, mut w) = tokio::io::split(stream);
+) -> std::result::Result<(), FrameError> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let conn = Arc::new(Conn {
         serve,
@@ -435,12 +453,15 @@ async fn io_loop<S: Serve>(
             let Some(n) = check(&buf[start..], limit)? else { break };
             let parsed = parse(&buf[start..start + n]);
             start += n;
+            // Replies the tasks sent so far go before any answered here, so
+            // an Rflush never overtakes the reply it follows.
+            ready.extend(std::iter::from_fn(|| rx.try_recv().ok()));
             match parsed {
-                Ok(msg) => dispatch(conn, msg, config).await,
+                Ok(msg) => dispatch(conn, msg, config, &mut ready).await,
                 Err(e) => {
                     tracing::info!(error = %e, "malformed 9P message");
                     match e.tag() {
-                        Some(tag) => conn.reply(tag, Fcall::Rerror { ename: e.to_string() }),
+                        Some(tag) => ready.push(Msg { tag, body: Fcall::Rerror { ename: e.to_string() } }),
                         None => return Ok(()),
                     }
                 }
@@ -462,6 +483,23 @@ async fn io_loop<S: Serve>(
             }
             // A reply from a request that had to wait: sent at the top.
             Some(msg) = rx.recv() => ready.push(msg),
+        }
+    }
+}
+
+/// A request's reply from its outcome: an error becomes an Rerror, and a
+/// refused change is worth a line; a refused walk or read is routine
+/// (shells probe for files), so it is only traced.
+fn reply_of(ty: u8, changes: bool, outcome: Result<Fcall>) -> Fcall {
+    match outcome {
+        Ok(r) => r,
+        Err(ename) => {
+            if changes {
+                tracing::info!(ty, error = %ename, "request refused");
+            } else {
+                tracing::debug!(ty, error = %ename, "request refused");
+            }
+            Fcall::Rerror { ename }
         }
     }
 }
@@ -511,8 +549,12 @@ async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>) -> bool 
     matches!(r.read_buf(buf).await, Ok(k) if k > 0)
 }
 
-async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
+/// Answers `msg`: a reply ready at once goes onto `ready` (written by the
+/// io loop with the others, with no wake-up through the channel); one that
+/// has to wait comes through the channel from its task.
+async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, ready: &mut Vec<Msg>) {
     let tag = msg.tag;
+    let mut reply = |body: Fcall| ready.push(Msg { tag, body });
     match msg.body {
         Fcall::Tversion { msize, version } => {
             conn.reset(false).await;
@@ -526,12 +568,12 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
                 }
                 Err(e) => Fcall::Rerror { ename: e.to_string() },
             };
-            conn.reply(tag, body);
+            reply(body);
         }
         _ if conn.msize.load(std::sync::atomic::Ordering::Relaxed) == 0 => {
-            conn.reply(tag, Fcall::Rerror { ename: "send Tversion first".into() })
+            reply(Fcall::Rerror { ename: "send Tversion first".into() })
         }
-        Fcall::Tauth { .. } => conn.reply(tag, Fcall::Rerror { ename: config.no_auth.clone() }),
+        Fcall::Tauth { .. } => reply(Fcall::Rerror { ename: config.no_auth.clone() }),
         Fcall::Topenfd { fid, mode } => {
             tokio::spawn(conn.clone().openfd(tag, fid, mode));
         }
@@ -539,7 +581,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
             let mut tasks = conn.tasks.lock().expect("task lock");
             let Some(f) = tasks.get(&oldtag) else {
                 drop(tasks);
-                conn.reply(tag, Fcall::Rflush);
+                reply(Fcall::Rflush);
                 return;
             };
             if f.cancelable {
@@ -560,50 +602,49 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config) {
             // Tflush of it waits too; the Rflush follows that reply, waited
             // for apart: the connection's other requests are answered
             // meanwhile.
-            let _ = f.flushed.send(true);
-            let mut done = f.done.clone();
+            f.flushed.raise();
+            let done = f.done.clone();
             drop(tasks);
             let conn = conn.clone();
             tokio::spawn(async move {
-                let _ = done.wait_for(|d| *d).await;
+                done.wait().await;
                 conn.reply(tag, Fcall::Rflush);
             });
         }
         body if body.is_request() && tag != NOTAG => {
             if conn.tasks.lock().expect("task lock").contains_key(&tag) {
-                conn.reply(tag, Fcall::Rerror { ename: format!("tag {tag} in use") });
+                reply(Fcall::Rerror { ename: format!("tag {tag} in use") });
                 return;
             }
             let cancelable = matches!(body, Fcall::Tread { .. });
-            let c = conn.clone();
-            let (flushed, hears) = tokio::sync::watch::channel(false);
-            let mut request = Box::pin(FLUSHED.scope(hears, async move { c.handle(body).await }));
+            let (ty, changes) = (body.ty(), body.changes());
+            let flushed = Arc::new(Signal::default());
+            let mut request = Box::pin(FLUSHED.scope(flushed.clone(), conn.clone().handle(body)));
             // Most requests finish without waiting: answer those here.
             // One that waits keeps its place (the next poll, in its own
             // task, registers the real waker).
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            if let std::task::Poll::Ready(reply) = request.as_mut().poll(&mut cx) {
-                conn.reply(tag, reply);
+            if let std::task::Poll::Ready(outcome) = request.as_mut().poll(&mut cx) {
+                reply(reply_of(ty, changes, outcome));
                 return;
             }
             let c = conn.clone();
             // The task registers itself under the lock, so it cannot finish
             // and unregister before it is registered.
             let mut tasks = conn.tasks.lock().expect("task lock");
-            let (replied, done) = tokio::sync::watch::channel(false);
+            let done = Arc::new(Signal::default());
+            let replied = RaiseOnDrop(done.clone());
             let task = tokio::spawn(async move {
-                let reply = request.await;
+                let reply = reply_of(ty, changes, request.await);
                 // Reply and unregister without an await between, so a Tflush
                 // sees either a running request or a sent reply.
                 let mut tasks = c.tasks.lock().expect("task lock");
                 tasks.remove(&tag);
                 c.reply(tag, reply);
-                let _ = replied.send(true);
+                drop(replied);
             });
             tasks.insert(tag, InFlight { task, cancelable, flushed, done });
         }
-        body => {
-            conn.reply(tag, Fcall::Rerror { ename: format!("unexpected 9P message type {} with tag {tag}", body.ty()) })
-        }
+        body => reply(Fcall::Rerror { ename: format!("unexpected 9P message type {} with tag {tag}", body.ty()) }),
     }
 }

@@ -1,6 +1,7 @@
 //! The server connection loop against the project's client and raw bytes:
 //! version and msize, pipelining, Tflush of a blocked read, fids clunked
-//! on a second Tversion and on hang-up, malformed messages answered.
+//! on a second Tversion and on hang-up, malformed messages answered, and
+//! a Tflush of a write that is let finish answered after its Rwrite.
 
 use apex_ninep::fcall::*;
 use apex_ninep::srv::{serve_conn, Config, Serve};
@@ -12,7 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A flat file system: `/` holds named files; `block` never answers a
-/// read until flushed.
+/// read until flushed; a write to `slow` takes a while.
 #[derive(Default)]
 struct Mem {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
@@ -45,7 +46,7 @@ impl Serve for Mem {
     async fn walk(&self, fid: &String, names: &[String]) -> srv::Result<(Vec<Qid>, Option<String>)> {
         match names {
             [] => Ok((vec![], Some(fid.clone()))),
-            [n] if fid.is_empty() && (n == "block" || self.files.lock().unwrap().contains_key(n)) => {
+            [n] if fid.is_empty() && (n == "block" || n == "slow" || self.files.lock().unwrap().contains_key(n)) => {
                 Ok((vec![qid(n)], Some(n.clone())))
             }
             [n, ..] => Err(format!("file does not exist: {n}")),
@@ -74,6 +75,10 @@ impl Serve for Mem {
         Ok(data[from..(from + count as usize).min(data.len())].to_vec())
     }
     async fn write(&self, fid: &String, offset: u64, data: Vec<u8>) -> srv::Result<u32> {
+        if fid == "slow" {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return Ok(data.len() as u32);
+        }
         let mut files = self.files.lock().unwrap();
         let f = files.get_mut(fid).ok_or("is a directory")?;
         let end = offset as usize + data.len();
@@ -245,4 +250,52 @@ async fn version_rules_and_malformed_messages() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(mem.clunks.load(Ordering::SeqCst), 3, "the hang-up clunked the last fid");
+}
+
+/// Reads `n` replies off the stream.
+async fn raw_replies(s: &mut tokio::io::DuplexStream, n: usize) -> Vec<Msg> {
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        if let Some(k) = check(&buf, 1 << 20).unwrap() {
+            out.push(parse(&buf[..k]).unwrap());
+            buf.drain(..k);
+            continue;
+        }
+        let mut chunk = [0u8; 4096];
+        let k = tokio::time::timeout(Duration::from_secs(20), s.read(&mut chunk)).await.expect("a reply").unwrap();
+        assert!(k > 0, "server hung up");
+        buf.extend_from_slice(&chunk[..k]);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flushed_write_is_answered_before_its_rflush_and_others_meanwhile() {
+    let mem = Arc::new(Mem::default());
+    let mut s = start(mem.clone());
+    raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec!["slow".into()] })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Topen { fid: 1, mode: OWRITE })).await;
+    // The write, its flush, and a stat, in one go; then a flush of a tag
+    // that is not in flight, and one of the stat already answered.
+    let mut frames = t(5, Fcall::Twrite { fid: 1, offset: 0, data: b"x".to_vec() });
+    frames.extend(t(6, Fcall::Tflush { oldtag: 5 }));
+    frames.extend(t(7, Fcall::Tstat { fid: 0 }));
+    frames.extend(t(8, Fcall::Tflush { oldtag: 7 }));
+    s.write_all(&frames).await.unwrap();
+    let got: Vec<(u16, u8)> = raw_replies(&mut s, 4).await.iter().map(|m| (m.tag, m.body.ty())).collect();
+    let at = |tag: u16| got.iter().position(|(t, _)| *t == tag).expect("answered");
+    assert!(at(7) < at(5), "the stat is answered while the write waits: {got:?}");
+    assert!(at(7) < at(8), "a flush of an answered request follows its answer: {got:?}");
+    assert!(at(5) < at(6), "the write's Rwrite precedes its Rflush: {got:?}");
+    assert_eq!(got[at(5)].1, 119, "the write was let finish: {got:?}");
+    // A flush waiting on a write is freed by a Tversion that aborts it.
+    s.write_all(&t(9, Fcall::Twrite { fid: 1, offset: 0, data: b"y".to_vec() })).await.unwrap();
+    s.write_all(&t(10, Fcall::Tflush { oldtag: 9 })).await.unwrap();
+    s.write_all(&t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await.unwrap();
+    let got = raw_replies(&mut s, 2).await;
+    assert!(got.iter().any(|m| matches!(m.body, Fcall::Rversion { .. })), "{got:?}");
+    assert!(got.iter().any(|m| m.tag == 10 && m.body == Fcall::Rflush), "{got:?}");
 }

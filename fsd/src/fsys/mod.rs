@@ -424,6 +424,10 @@ impl Fsys {
     }
 }
 
+/// The server boxes every request's future, sized for the largest of
+/// these: the calls that route proposals, make windows or let go of an
+/// attachment are boxed on their own (`Box::pin(..).await`), so a stat or a
+/// small read, most requests, costs a small allocation and copy.
 impl Serve for Fsys {
     type Fid = Fid;
 
@@ -456,7 +460,7 @@ impl Serve for Fsys {
         for (i, name) in names.iter().enumerate() {
             let next = if let Some(n) = acme::walks_into_new(place, name) {
                 // Any walk through acme's `new` makes a window.
-                Some(self.acme_new(n).await?)
+                Some(Box::pin(self.acme_new(n)).await?)
             } else if name == ".." && self.is_service_root(place) {
                 Some(place)
             } else if place.is_dir() {
@@ -502,14 +506,14 @@ impl Serve for Fsys {
         let generation = self.daemon.generation();
         let mut opened = match place {
             _ if place.is_dir() => Opened::Content(Content::made(self.listing(place)?)),
-            _ if place.in_acme() => self.acme_open(place, mode).await?,
-            Place::Root1(file) => self.root_open(file).await?,
-            Place::Session1(n, file) => self.session_open(n, file, mode).await?,
-            Place::Shard1(n, shard, file) => self.shard_open(n, shard, file).await?,
-            Place::BuffersNew(n) => self.buffers_new(n).await?,
-            Place::Buffer1(n, b, file) => self.buffer_open(n, b, file, mode).await?,
-            Place::Term1(n, t, file) => self.term_open(n, t, file).await?,
-            _ => Opened::Content(Content::made(self.content(place).await?)),
+            _ if place.in_acme() => Box::pin(self.acme_open(place, mode)).await?,
+            Place::Root1(file) => Box::pin(self.root_open(file)).await?,
+            Place::Session1(n, file) => Box::pin(self.session_open(n, file, mode)).await?,
+            Place::Shard1(n, shard, file) => Box::pin(self.shard_open(n, shard, file)).await?,
+            Place::BuffersNew(n) => Box::pin(self.buffers_new(n)).await?,
+            Place::Buffer1(n, b, file) => Box::pin(self.buffer_open(n, b, file, mode)).await?,
+            Place::Term1(n, t, file) => Box::pin(self.term_open(n, t, file)).await?,
+            _ => Opened::Content(Content::made(Box::pin(self.content(place)).await?)),
         };
         if let Some(content) = opened.content() {
             content.fresh = Some(generation);
@@ -537,8 +541,8 @@ impl Serve for Fsys {
             _ => None,
         };
         match place {
-            Place::Session1(n, place::SessionFile::Attach) => self.read_attach(n, fid, count).await,
-            Place::Term1(n, t, TermFile::Cons) => self.term_read_cons(n, t, fid, count).await,
+            Place::Session1(n, place::SessionFile::Attach) => Box::pin(self.read_attach(n, fid, count)).await,
+            Place::Term1(n, t, TermFile::Cons) => Box::pin(self.term_read_cons(n, t, fid, count)).await,
             // The reply to this fid's last write, read once from wherever
             // the reader is: a shell's `read <&3` after `echo >&3` on a
             // mount reads past what it wrote.
@@ -572,12 +576,12 @@ impl Serve for Fsys {
             None => None,
         };
         match fid.place {
-            place if place.in_acme() => self.acme_write(fid, data).await?,
+            place if place.in_acme() => Box::pin(self.acme_write(fid, data)).await?,
             Place::Root1(file) => self.root_write(file, data)?,
-            Place::Session1(n, file) => self.session_write(fid, n, file, data).await?,
+            Place::Session1(n, file) => Box::pin(self.session_write(fid, n, file, data)).await?,
             Place::Shard1(n, shard, file) => self.shard_write(n, shard, file, data)?,
-            Place::Buffer1(n, b, file) => self.buffer_write(fid, n, b, file, data).await?,
-            Place::Term1(n, t, file) => self.term_write(n, t, file, data).await?,
+            Place::Buffer1(n, b, file) => Box::pin(self.buffer_write(fid, n, b, file, data)).await?,
+            Place::Term1(n, t, file) => Box::pin(self.term_write(n, t, file, data)).await?,
             place => return Err(not_writable(place)),
         }
         // Acknowledged once written, and synced where the policy says.
@@ -587,13 +591,13 @@ impl Serve for Fsys {
 
     async fn clunk(&self, fid: Fid) {
         self.ctl_unlock_on_clunk(fid.place, fid.token());
-        self.let_go(fid.place, fid.take(), false).await;
+        Box::pin(self.let_go(fid.place, fid.take(), false)).await;
     }
 
     async fn hangup(&self, fid: Fid) {
         self.ctl_unlock_on_clunk(fid.place, fid.token());
         // An attachment outlives its connection for a grace period.
-        self.let_go(fid.place, fid.take(), true).await;
+        Box::pin(self.let_go(fid.place, fid.take(), true)).await;
     }
 
     async fn remove(&self, fid: Fid) -> srv::Result<()> {
@@ -627,7 +631,7 @@ impl Serve for Fsys {
             return Err(format!("{name}: wstat can change nothing here but the length"));
         }
         if let (Place::Buffer1(n, b, BufferFile::Body), 0) = (fid.place, stat.length) {
-            self.truncate(n, b).await?;
+            Box::pin(self.truncate(n, b)).await?;
         }
         Ok(())
     }
