@@ -88,7 +88,8 @@ struct InFlight {
     cancelable: bool,
     /// Set by a Tflush of the request.
     flushed: Arc<Signal>,
-    /// Set once the request's reply is sent (its tag is free after).
+    /// Set once the request's reply is queued (its tag is free after), or
+    /// its task is gone without one (aborted by a Tversion or hang-up).
     done: Arc<Signal>,
 }
 
@@ -170,6 +171,9 @@ struct Conn<S: Serve> {
     /// Requests in flight: their task, whether a Tflush may cancel it,
     /// and how one that is let finish hears it was flushed.
     tasks: Mutex<HashMap<u16, InFlight>>,
+    /// Resets so far (Tversions, and the hang-up): a reply made for a
+    /// request of an earlier one is dropped, its tag being free again.
+    generation: std::sync::atomic::AtomicU64,
     out: mpsc::UnboundedSender<Msg>,
     msize: std::sync::atomic::AtomicU32,
     /// The Unix socket, when the connection is one: `Topenfd` passes
@@ -183,6 +187,15 @@ impl<S: Serve> Conn<S> {
     fn reply(&self, tag: u16, body: Fcall) {
         // The writer is gone only when the connection is: nothing to do.
         let _ = self.out.send(Msg { tag, body });
+    }
+
+    /// Queues `body` unless the connection was reset since `generation`
+    /// (checked under the task lock, which the reset takes to move on).
+    fn reply_since(&self, generation: u64, tag: u16, body: Fcall) {
+        let _tasks = self.tasks.lock().expect("task lock");
+        if self.generation.load(std::sync::atomic::Ordering::Relaxed) == generation {
+            self.reply(tag, body);
+        }
     }
 
     fn fid(&self, fid: u32) -> Result<S::Fid> {
@@ -233,11 +246,21 @@ impl<S: Serve> Conn<S> {
     }
 
     /// Aborts every request and clunks every fid (or, when the
-    /// connection went, tells the server each fid was left behind).
+    /// connection went, tells the server each fid was left behind). The
+    /// aborted tasks are waited for, so whatever reply one queued before it
+    /// stopped is in the channel when this returns (and goes out before
+    /// the Rversion); none comes after.
     async fn reset(&self, hangup: bool) {
-        let tasks: Vec<_> = self.tasks.lock().expect("task lock").drain().collect();
-        for (_, f) in tasks {
+        let tasks: Vec<_> = {
+            let mut tasks = self.tasks.lock().expect("task lock");
+            self.generation.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tasks.drain().collect()
+        };
+        for (_, f) in &tasks {
             f.task.abort();
+        }
+        for (_, f) in tasks {
+            let _ = f.task.await;
         }
         let fids: Vec<S::Fid> = self.fids.lock().expect("fid lock").drain().map(|(_, (f, _))| f).collect();
         for f in fids {
@@ -418,6 +441,7 @@ async fn serve_halves<S: Serve>(
         serve,
         fids: Mutex::new(HashMap::new()),
         tasks: Mutex::new(HashMap::new()),
+        generation: std::sync::atomic::AtomicU64::new(0),
         out: tx,
         msize: std::sync::atomic::AtomicU32::new(0),
         socket,
@@ -453,15 +477,12 @@ async fn io_loop<S: Serve>(
             let Some(n) = check(&buf[start..], limit)? else { break };
             let parsed = parse(&buf[start..start + n]);
             start += n;
-            // Replies the tasks sent so far go before any answered here, so
-            // an Rflush never overtakes the reply it follows.
-            ready.extend(std::iter::from_fn(|| rx.try_recv().ok()));
             match parsed {
-                Ok(msg) => dispatch(conn, msg, config, &mut ready).await,
+                Ok(msg) => dispatch(conn, msg, config, &mut Ready { list: &mut ready, rx }).await,
                 Err(e) => {
                     tracing::info!(error = %e, "malformed 9P message");
                     match e.tag() {
-                        Some(tag) => ready.push(Msg { tag, body: Fcall::Rerror { ename: e.to_string() } }),
+                        Some(tag) => Ready { list: &mut ready, rx }.push(tag, Fcall::Rerror { ename: e.to_string() }),
                         None => return Ok(()),
                     }
                 }
@@ -481,7 +502,8 @@ async fn io_loop<S: Serve>(
                     return Ok(());
                 }
             }
-            // A reply from a request that had to wait: sent at the top.
+            // A reply from a request that had to wait: written on the
+            // next pass, with whatever else is ready then.
             Some(msg) = rx.recv() => ready.push(msg),
         }
     }
@@ -549,12 +571,31 @@ async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>) -> bool 
     matches!(r.read_buf(buf).await, Ok(k) if k > 0)
 }
 
+/// The replies the io loop writes on its next pass.
+struct Ready<'a> {
+    list: &'a mut Vec<Msg>,
+    /// Where the tasks of requests that had to wait send their replies.
+    rx: &'a mut mpsc::UnboundedReceiver<Msg>,
+}
+
+impl Ready<'_> {
+    /// Queues a reply made here, after every reply a task queued before
+    /// now: a task queues its reply and gives up its tag under the task
+    /// lock, so a Tflush that found the tag free answers after that reply,
+    /// as flush(5) wants, and a Tversion after what the aborted requests
+    /// said.
+    fn push(&mut self, tag: u16, body: Fcall) {
+        self.list.extend(std::iter::from_fn(|| self.rx.try_recv().ok()));
+        self.list.push(Msg { tag, body });
+    }
+}
+
 /// Answers `msg`: a reply ready at once goes onto `ready` (written by the
 /// io loop with the others, with no wake-up through the channel); one that
 /// has to wait comes through the channel from its task.
-async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, ready: &mut Vec<Msg>) {
+async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, ready: &mut Ready<'_>) {
     let tag = msg.tag;
-    let mut reply = |body: Fcall| ready.push(Msg { tag, body });
+    let mut reply = |body: Fcall| ready.push(tag, body);
     match msg.body {
         Fcall::Tversion { msize, version } => {
             conn.reset(false).await;
@@ -584,6 +625,8 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
                 reply(Fcall::Rflush);
                 return;
             };
+            // Answered later, unless a Tversion comes first.
+            let generation = conn.generation.load(std::sync::atomic::Ordering::Relaxed);
             if f.cancelable {
                 // A read never happened, as far as the client can tell.
                 let f = tasks.remove(&oldtag).expect("found");
@@ -593,7 +636,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
                 let conn = conn.clone();
                 tokio::spawn(async move {
                     let _ = f.task.await;
-                    conn.reply(tag, Fcall::Rflush);
+                    conn.reply_since(generation, tag, Fcall::Rflush);
                 });
                 return;
             }
@@ -608,7 +651,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             let conn = conn.clone();
             tokio::spawn(async move {
                 done.wait().await;
-                conn.reply(tag, Fcall::Rflush);
+                conn.reply_since(generation, tag, Fcall::Rflush);
             });
         }
         body if body.is_request() && tag != NOTAG => {
@@ -637,7 +680,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             let task = tokio::spawn(async move {
                 let reply = reply_of(ty, changes, request.await);
                 // Reply and unregister without an await between, so a Tflush
-                // sees either a running request or a sent reply.
+                // sees either a running request or a queued reply.
                 let mut tasks = c.tasks.lock().expect("task lock");
                 tasks.remove(&tag);
                 c.reply(tag, reply);

@@ -13,7 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A flat file system: `/` holds named files; `block` never answers a
-/// read until flushed; a write to `slow` takes a while.
+/// read until flushed; a write to `slow` takes a while, and a stat of
+/// `sleepy` holds up its thread a while longer.
 #[derive(Default)]
 struct Mem {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
@@ -46,7 +47,10 @@ impl Serve for Mem {
     async fn walk(&self, fid: &String, names: &[String]) -> srv::Result<(Vec<Qid>, Option<String>)> {
         match names {
             [] => Ok((vec![], Some(fid.clone()))),
-            [n] if fid.is_empty() && (n == "block" || n == "slow" || self.files.lock().unwrap().contains_key(n)) => {
+            [n] if fid.is_empty()
+                && (["block", "slow", "sleepy"].contains(&n.as_str())
+                    || self.files.lock().unwrap().contains_key(n)) =>
+            {
                 Ok((vec![qid(n)], Some(n.clone())))
             }
             [n, ..] => Err(format!("file does not exist: {n}")),
@@ -95,6 +99,10 @@ impl Serve for Mem {
         self.files.lock().unwrap().remove(&fid).map(|_| ()).ok_or("cannot remove the root".into())
     }
     async fn stat(&self, fid: &String) -> srv::Result<Stat> {
+        if fid == "sleepy" {
+            // Answered inline, with the connection's loop held meanwhile.
+            std::thread::sleep(Duration::from_millis(600));
+        }
         Ok(Stat { qid: qid(fid), name: fid.clone(), ..Stat::default() })
     }
     async fn wstat(&self, _: &String, _: Stat) -> srv::Result<()> {
@@ -254,9 +262,14 @@ async fn version_rules_and_malformed_messages() {
 
 /// Reads `n` replies off the stream.
 async fn raw_replies(s: &mut tokio::io::DuplexStream, n: usize) -> Vec<Msg> {
+    raw_until(s, |got| got.len() == n).await
+}
+
+/// Reads replies off the stream until `done` says they are enough.
+async fn raw_until(s: &mut tokio::io::DuplexStream, done: impl Fn(&[Msg]) -> bool) -> Vec<Msg> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
-    while out.len() < n {
+    while !done(&out) {
         if let Some(k) = check(&buf, 1 << 20).unwrap() {
             out.push(parse(&buf[..k]).unwrap());
             buf.drain(..k);
@@ -267,6 +280,7 @@ async fn raw_replies(s: &mut tokio::io::DuplexStream, n: usize) -> Vec<Msg> {
         assert!(k > 0, "server hung up");
         buf.extend_from_slice(&chunk[..k]);
     }
+    assert!(buf.is_empty(), "no reply beyond those: {:?}", parse(&buf));
     out
 }
 
@@ -291,11 +305,29 @@ async fn a_flushed_write_is_answered_before_its_rflush_and_others_meanwhile() {
     assert!(at(7) < at(8), "a flush of an answered request follows its answer: {got:?}");
     assert!(at(5) < at(6), "the write's Rwrite precedes its Rflush: {got:?}");
     assert_eq!(got[at(5)].1, 119, "the write was let finish: {got:?}");
-    // A flush waiting on a write is freed by a Tversion that aborts it.
+    // The write finishes, replies and frees its tag while the connection's
+    // loop is held by a stat; the flush that then finds the tag free is
+    // answered after that reply.
+    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 2, wnames: vec!["sleepy".into()] })).await;
+    s.write_all(&t(11, Fcall::Twrite { fid: 1, offset: 0, data: b"z".to_vec() })).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut frames = t(12, Fcall::Tstat { fid: 2 });
+    frames.extend(t(13, Fcall::Tflush { oldtag: 11 }));
+    s.write_all(&frames).await.unwrap();
+    let got: Vec<(u16, u8)> = raw_replies(&mut s, 3).await.iter().map(|m| (m.tag, m.body.ty())).collect();
+    let at = |tag: u16| got.iter().position(|(t, _)| *t == tag).expect("answered");
+    assert!(at(11) < at(13) && got[at(11)].1 == 119 && got[at(13)].1 == 109, "the Rwrite, then its Rflush: {got:?}");
+    // A Tversion aborts a write and the flush waiting for it: nothing of
+    // either follows the Rversion (their tags are free again), and the
+    // connection goes on.
     s.write_all(&t(9, Fcall::Twrite { fid: 1, offset: 0, data: b"y".to_vec() })).await.unwrap();
     s.write_all(&t(10, Fcall::Tflush { oldtag: 9 })).await.unwrap();
     s.write_all(&t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await.unwrap();
-    let got = raw_replies(&mut s, 2).await;
-    assert!(got.iter().any(|m| matches!(m.body, Fcall::Rversion { .. })), "{got:?}");
-    assert!(got.iter().any(|m| m.tag == 10 && m.body == Fcall::Rflush), "{got:?}");
+    s.write_all(&t(10, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await.unwrap();
+    let got = raw_until(&mut s, |got| got.iter().any(|m| matches!(m.body, Fcall::Rattach { .. }))).await;
+    let version = got.iter().position(|m| matches!(m.body, Fcall::Rversion { .. })).expect("Rversion");
+    assert_eq!(got.len(), version + 2, "only the Rattach after the Rversion: {got:?}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let r = raw_rpc(&mut s, &t(10, Fcall::Tstat { fid: 0 })).await;
+    assert!(matches!(r.body, Fcall::Rstat { .. }), "no stray reply came since: {r:?}");
 }
