@@ -33,9 +33,18 @@ pub struct Daemon {
 }
 
 /// A snapshot the session's log is due, its state copied under the lock;
-/// the entries it covers then leave memory (they are on disk).
+/// the entries it covers then leave memory (they are on disk). A session
+/// kept nowhere (`--ephemeral`) lets them go as often, as far as no
+/// connection or `entries` reader still needs them: otherwise every text
+/// ever written would stay in memory beside the buffers.
 fn snapshot_due(s: &mut Session) -> Option<SnapshotJob> {
-    let job = s.persisted.as_ref().and_then(|p| p.snapshot_due(&s.view.state))?;
+    let Some(persisted) = s.persisted.as_ref() else {
+        if s.ephemeral_log_due() {
+            crate::attach::feed::compact_covered(s);
+        }
+        return None;
+    };
+    let job = persisted.snapshot_due(&s.view.state)?;
     crate::attach::feed::compact_covered(s);
     Some(job)
 }
@@ -170,6 +179,11 @@ impl Daemon {
     /// and went.
     pub fn table_sizes(&self) -> Vec<[usize; 5]> {
         self.all().iter().map(|s| s.lock().expect("session lock").hub.sizes()).collect()
+    }
+
+    /// Every session's log's bytes ([`Session::log_bytes`]), for tests.
+    pub fn log_bytes(&self) -> Vec<u64> {
+        self.all().iter().map(|s| s.lock().expect("session lock").log_bytes()).collect()
     }
 
     /// The registry, locked: for the set of sessions and their names.

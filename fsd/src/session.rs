@@ -17,6 +17,23 @@ use apex_core::{make, AttachmentId, BufferId, Log, MetaOp, Node, Proposal, Rejec
 use apex_link::wire::{self, Refusal};
 use std::collections::{BTreeMap, VecDeque};
 
+/// Bytes of entries a session kept nowhere (`--ephemeral`) takes in
+/// before those no connection or `entries` reader needs leave memory: a
+/// persisted session's entries leave at its snapshot, by default after as
+/// many bytes of log.
+pub const EPHEMERAL_LOG_BYTES: u64 = 64 << 20;
+
+/// Counts the bytes of the entries an ephemeral session's log stores (as
+/// encoded: the size is counted, nothing is copied).
+struct Weigh(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl apex_core::log::Sink for Weigh {
+    fn stored(&mut self, _: apex_core::Shard, entry: &apex_core::Entry) {
+        let size = postcard::serialize_with_flavor(entry, postcard::ser_flavors::Size::default()).unwrap_or(0);
+        self.0.fetch_add(size as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Proposal outcomes `proposals` keeps for reading.
 pub const OUTCOMES_KEPT: usize = 64;
 
@@ -86,6 +103,9 @@ pub struct Session {
     pub last_regex: Option<String>,
     /// Its write-ahead log, unless the daemon keeps nothing.
     pub persisted: Option<Persisted>,
+    /// Without one, the bytes of entries stored since its log was last
+    /// compacted.
+    taken_in: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// Its running terminals (a restored or exited one has none): dropping
     /// one ends its program.
     pub terms: BTreeMap<apex_core::TermId, std::sync::Arc<crate::term::proc::Running>>,
@@ -101,13 +121,23 @@ impl Session {
     /// from the first.
     pub fn start(number: u64, label: &str, uuid: [u8; 16], persisted: Option<Persisted>) -> Result<Session, Reject> {
         let mut view = Node::server();
-        if let Some(p) = &persisted {
-            view.log.set_sink(p.sink());
-        }
+        let taken_in = match &persisted {
+            Some(p) => {
+                view.log.set_sink(p.sink());
+                None
+            }
+            None => {
+                let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+                view.log.set_sink(Box::new(Weigh(count.clone())));
+                Some(count)
+            }
+        };
         view.push_meta(MetaOp::Identity { uuid: SessionUuid(uuid) })?;
         view.push_meta(MetaOp::Label { label: label.to_string() })?;
         make::init_session(&mut view)?;
-        Ok(Session::around(number, view, uuid, persisted))
+        let mut s = Session::around(number, view, uuid, persisted);
+        s.taken_in = taken_in;
+        Ok(s)
     }
 
     /// A session brought back from `state` (its log's snapshot and
@@ -135,8 +165,34 @@ impl Session {
             flat: FlatText::default(),
             last_regex: None,
             persisted,
+            taken_in: None,
             terms: BTreeMap::new(),
         }
+    }
+
+    /// Whether a session kept nowhere has stored `EPHEMERAL_LOG_BYTES`
+    /// of entries since the last time this said so.
+    pub fn ephemeral_log_due(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.taken_in.as_ref().is_some_and(|n| {
+            n.load(Ordering::Relaxed) >= EPHEMERAL_LOG_BYTES && {
+                n.store(0, Ordering::Relaxed);
+                true
+            }
+        })
+    }
+
+    /// The bytes of entries its log holds now, as encoded (for tests: what
+    /// an ephemeral session keeps does not grow with what was written).
+    pub fn log_bytes(&self) -> u64 {
+        let size = |e: &apex_core::Entry| {
+            postcard::serialize_with_flavor(e, postcard::ser_flavors::Size::default()).unwrap_or(0) as u64
+        };
+        self.view
+            .log
+            .shards()
+            .map(|(shard, log)| self.view.log.entries_after(*shard, log.base).map_or(0, |es| es.map(size).sum::<u64>()))
+            .sum()
     }
 
     /// Writes the log frames of the entries stored since the last time:

@@ -1,6 +1,7 @@
 //! What the daemon keeps does not grow with what came and went: fids
 //! opened and clunked by the ten thousand leave its tables as they were,
-//! and a file keeps its qid path (apex-mnt's inode number) throughout.
+//! and a file keeps its qid path (apex-mnt's inode number) throughout; an
+//! ephemeral session's log does not keep every text written to it.
 
 use apex_fsd::fsys::Fsys;
 use apex_fsd::registry::Registry;
@@ -54,4 +55,32 @@ async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() 
     }
     let distinct: std::collections::BTreeSet<u64> = paths.iter().copied().collect();
     assert_eq!(distinct.len(), paths.len(), "distinct files, distinct paths: {paths:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
+    let mut registry = Registry::new(Box::new(|| [8; 16]));
+    registry.create(Some("main")).unwrap();
+    let tree = Fsys::new(registry, "glenda".into());
+    let (_, root) = tree.attach("glenda", "").await.unwrap();
+    let path = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    let (_, made) = tree.walk(&root, &path(&["main", "buffers", "new"])).await.unwrap();
+    let (_, made) = tree.open(&made.unwrap(), OREAD).await.unwrap();
+    let id = String::from_utf8(tree.read(&made, 0, 64).await.unwrap()).unwrap().trim().to_string();
+    tree.clunk(made).await;
+    let (_, body) = tree.walk(&root, &path(&["main", "buffers", &id, "body"])).await.unwrap();
+    let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
+    // Twice the bytes after which a persisted session would snapshot: the
+    // log holds at most about that many, not all of it.
+    let chunk = "a line of text, written again and again into one body\n".repeat(1 << 14);
+    let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
+    let mut written = 0u64;
+    while written < 2 * limit + (8 << 20) {
+        tree.write(&body, 0, chunk.as_bytes().to_vec()).await.unwrap();
+        written += chunk.len() as u64;
+    }
+    tree.clunk(body).await;
+    let held: u64 = tree.daemon.log_bytes().iter().sum();
+    assert!(held <= limit + chunk.len() as u64 * 2, "{held} bytes of entries held after {written} written");
+    assert!(held > 0, "what was written since is still there for readers");
 }
