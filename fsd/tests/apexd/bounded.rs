@@ -19,19 +19,29 @@ async fn open_and_clunk(tree: &Fsys, root: &<Fsys as Serve>::Fid, path: &[String
     qid.path
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() {
+/// The path of names `p`.
+fn at(p: &[&str]) -> Vec<String> {
+    p.iter().map(|s| s.to_string()).collect()
+}
+
+/// A daemon's tree (its sessions kept nowhere) with session `main`, its
+/// root fid, and a new buffer's number.
+async fn tree_with_a_buffer() -> (Fsys, <Fsys as Serve>::Fid, String) {
     let mut registry = Registry::new(Box::new(|| [7; 16]));
     registry.create(Some("main")).unwrap();
     let tree = Fsys::new(registry, "glenda".into());
     let (_, root) = tree.attach("glenda", "").await.unwrap();
-    let new: Vec<String> = ["main", "buffers", "new"].map(String::from).to_vec();
-    let (_, made) = tree.walk(&root, &new).await.unwrap();
+    let (_, made) = tree.walk(&root, &at(&["main", "buffers", "new"])).await.unwrap();
     let (_, made) = tree.open(&made.unwrap(), OREAD).await.unwrap();
     let id = String::from_utf8(tree.read(&made, 0, 64).await.unwrap()).unwrap().trim().to_string();
     tree.clunk(made).await;
+    (tree, root, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() {
+    let (tree, root, id) = tree_with_a_buffer().await;
     let shard = format!("buffer.{id}");
-    let at = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     let files: Vec<(Vec<String>, u8)> = vec![
         (at(&["main", "buffers", &id, "body"]), OREAD),
         (at(&["main", "buffers", &id, "ctl"]), ORDWR),
@@ -59,16 +69,8 @@ async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
-    let mut registry = Registry::new(Box::new(|| [8; 16]));
-    registry.create(Some("main")).unwrap();
-    let tree = Fsys::new(registry, "glenda".into());
-    let (_, root) = tree.attach("glenda", "").await.unwrap();
-    let path = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<String>>();
-    let (_, made) = tree.walk(&root, &path(&["main", "buffers", "new"])).await.unwrap();
-    let (_, made) = tree.open(&made.unwrap(), OREAD).await.unwrap();
-    let id = String::from_utf8(tree.read(&made, 0, 64).await.unwrap()).unwrap().trim().to_string();
-    tree.clunk(made).await;
-    let (_, body) = tree.walk(&root, &path(&["main", "buffers", &id, "body"])).await.unwrap();
+    let (tree, root, id) = tree_with_a_buffer().await;
+    let (_, body) = tree.walk(&root, &at(&["main", "buffers", &id, "body"])).await.unwrap();
     let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
     // Twice the bytes after which a persisted session would snapshot: the
     // log holds at most about that many, not all of it.
