@@ -29,9 +29,13 @@ struct Weigh(std::sync::Arc<std::sync::atomic::AtomicU64>);
 
 impl apex_core::log::Sink for Weigh {
     fn stored(&mut self, _: apex_core::Shard, entry: &apex_core::Entry) {
-        let size = postcard::serialize_with_flavor(entry, postcard::ser_flavors::Size::default()).unwrap_or(0);
-        self.0.fetch_add(size as u64, std::sync::atomic::Ordering::Relaxed);
+        self.0.fetch_add(encoded_size(entry), std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// An entry's size as encoded, counted without encoding it anywhere.
+fn encoded_size(entry: &apex_core::Entry) -> u64 {
+    postcard::serialize_with_flavor(entry, postcard::ser_flavors::Size::default()).unwrap_or(0) as u64
 }
 
 /// Proposal outcomes `proposals` keeps for reading.
@@ -185,13 +189,12 @@ impl Session {
     /// The bytes of entries its log holds now, as encoded (for tests: what
     /// an ephemeral session keeps does not grow with what was written).
     pub fn log_bytes(&self) -> u64 {
-        let size = |e: &apex_core::Entry| {
-            postcard::serialize_with_flavor(e, postcard::ser_flavors::Size::default()).unwrap_or(0) as u64
-        };
         self.view
             .log
             .shards()
-            .map(|(shard, log)| self.view.log.entries_after(*shard, log.base).map_or(0, |es| es.map(size).sum::<u64>()))
+            .map(|(shard, log)| {
+                self.view.log.entries_after(*shard, log.base).map_or(0, |es| es.map(encoded_size).sum::<u64>())
+            })
             .sum()
     }
 

@@ -212,6 +212,14 @@ mod tests {
         Entry { seq: 1, attachment: AttachmentId(1), epoch: 1, op: Op::Buffer(op) }
     }
 
+    /// What a reader at `version` makes of `entries`: how many it used,
+    /// the event lines, and the version it is at after.
+    fn read_events(b: &Buffer, entries: &[&Entry], mut version: Version) -> (usize, String, Version) {
+        let mut out = Vec::new();
+        let used = follow(b, entries, &mut version, false, &|_| None, &mut out, 1 << 20);
+        (used, String::from_utf8(out).unwrap(), version)
+    }
+
     #[test]
     fn changes_and_actions_as_acme_writes_them() {
         let b = crate::acme::test_buffer("hello world");
@@ -265,18 +273,15 @@ mod tests {
         push(&mut b, BufferOp::Redo, 0);
         // A reader that saw "hello" typed, then the undo and the redo.
         let all: Vec<&Entry> = log.iter().skip(1).collect();
-        let mut version = at_open;
-        let mut out = Vec::new();
-        assert_eq!(follow(&b, &all, &mut version, false, &|_| None, &mut out, 1 << 20), 2);
+        let (used, text, version) = read_events(&b, &all, at_open);
+        assert_eq!(used, 2);
         // The undo's deletion; the redo's insertion, with its text (last).
-        assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \nFI0 5 0 5 hello\n");
+        assert_eq!(text, "MD0 5 0 0 \nFI0 5 0 5 hello\n");
         assert_eq!(version, Some(b.version));
         // Read one at a time: the undo's deletion; its insertion, later
         // changed by the redo... here the undo only deleted.
-        let mut version = at_open;
-        let mut out = Vec::new();
-        follow(&b, &all[..1], &mut version, false, &|_| None, &mut out, 1 << 20);
-        assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \n");
+        let (_, text, version) = read_events(&b, &all[..1], at_open);
+        assert_eq!(text, "MD0 5 0 0 \n");
         assert_eq!(version, Some(b.version - 1));
     }
 
@@ -298,16 +303,13 @@ mod tests {
         // A reader behind all three: the rename and its undo say nothing,
         // the text's undo is the deletion it made.
         let all: Vec<&Entry> = log.iter().skip(1).collect();
-        let mut version = at_open;
-        let mut out = Vec::new();
-        assert_eq!(follow(&b, &all, &mut version, false, &|_| None, &mut out, 1 << 20), 3);
-        assert_eq!(String::from_utf8(out).unwrap(), "MD0 5 0 0 \n");
+        let (used, text, version) = read_events(&b, &all, at_open);
+        assert_eq!(used, 3);
+        assert_eq!(text, "MD0 5 0 0 \n");
         assert_eq!(version, Some(b.version));
         // Read up to the rename's undo only: nothing yet.
-        let mut version = at_open;
-        let mut out = Vec::new();
-        follow(&b, &all[..2], &mut version, false, &|_| None, &mut out, 1 << 20);
-        assert_eq!(String::from_utf8(out).unwrap(), "");
+        let (_, text, version) = read_events(&b, &all[..2], at_open);
+        assert_eq!(text, "");
         assert_eq!(version, Some(b.version - 1));
     }
 

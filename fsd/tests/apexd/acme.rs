@@ -85,6 +85,14 @@ pub fn id_of(line: &str) -> u32 {
     line.split_whitespace().next().unwrap().parse().unwrap()
 }
 
+/// A new window (a walk to `new/ctl`, as acme's clients make one): its
+/// open ctl file and its number.
+pub async fn new_window(c: &Client, root: u32) -> (File, u32) {
+    let ctl = open(c, root, "new/ctl", ORDWR).await;
+    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    (ctl, id)
+}
+
 /// The addr file's two numbers.
 fn addr_of(s: &str) -> (u64, u64) {
     assert_eq!(s.len(), 24, "addr reads as two 11-wide numbers each followed by a blank: {s:?}");
@@ -330,8 +338,7 @@ async fn acme_lsp_follows_the_log_and_edits_through_addr_and_data() {
     let (_uc, ui) = ui(&d).await;
 
     // A window for the file, as the user would open it.
-    let ctl = open(&c, root, "new/ctl", ORDWR).await;
-    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    let (ctl, id) = new_window(&c, root).await;
     // Each log read is one whole entry; windows made via new have no name yet.
     assert_eq!(text(c.read(log.fid, 0, 8192).await.unwrap()), format!("{id} new \n"));
     put(&c, &ctl, &format!("name {file}\nget\n")).await.unwrap();
@@ -447,8 +454,7 @@ async fn addresses_and_ctl_messages_through_the_files() {
     let c = d.client().await;
     // The acme tree is also NAME/acme on the main service.
     let root = c.attach("glenda", "main/acme").await.unwrap();
-    let ctl = open(&c, root, "new/ctl", ORDWR).await;
-    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    let (ctl, id) = new_window(&c, root).await;
     write_file(&c, root, &format!("{id}/body"), "one\ntwo\nthree\nfour two\n").await.unwrap();
     let addr = open(&c, root, &format!("{id}/addr"), ORDWR).await;
     // (addr before, address written, addr after or the error's start)
@@ -644,8 +650,7 @@ async fn topenfd_passes_a_descriptor_that_writes_the_tag() {
     use std::os::fd::AsRawFd;
     let d = acme_daemon("acme-openfd");
     let (c, root) = acme_client(&d, 8192).await;
-    let ctl = open(&c, root, "new/ctl", ORDWR).await;
-    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    let (_ctl, id) = new_window(&c, root).await;
     // win: Topenfd ID/tag OWRITE, then write "Send " through the fd.
     let path = d.dir.join("acme");
     let raw = tokio::task::spawn_blocking(move || {
@@ -721,8 +726,7 @@ async fn edit_commands_run_through_the_event_file() {
     let d = acme_daemon("acme-edit");
     let dir = d.dir.display().to_string();
     let (c, root) = acme_client(&d, 8192).await;
-    let ctl = open(&c, root, "new/ctl", ORDWR).await;
-    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    let (ctl, id) = new_window(&c, root).await;
     put(&c, &ctl, &format!("name {dir}/notes\n")).await.unwrap();
     let ev = open(&c, root, &format!("{id}/event"), ORDWR).await;
     write_file(&c, root, &format!("{id}/body"), "one two one\nthree\n").await.unwrap();
@@ -826,8 +830,7 @@ async fn label_cons_errors_rdsel_and_wrsel_do_what_acme_does() {
     let d = acme_daemon("acme-rest");
     let dir = d.dir.display().to_string();
     let (c, root) = acme_client(&d, 8192).await;
-    let ctl = open(&c, root, "new/ctl", ORDWR).await;
-    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    let (ctl, id) = new_window(&c, root).await;
     put(&c, &ctl, &format!("name {dir}/sel.txt\n")).await.unwrap();
     write_file(&c, root, &format!("{id}/body"), "alpha beta gamma\n").await.unwrap();
     // label: writes accepted and ignored, reads empty (rio's).

@@ -3,8 +3,7 @@
 //! encoded here as request sequences with acme's answers; each test names
 //! the acme functions it follows.
 
-use crate::acme::{acme_client, acme_daemon, events_until, id_of, open, put, read_file, write_file};
-use crate::text;
+use crate::acme::{acme_client, acme_daemon, events_until, id_of, new_window, open, put, read_file, write_file};
 use apex_ninep::fcall::*;
 use apex_ninep::Client;
 
@@ -31,8 +30,7 @@ async fn ctl_get_del_and_name_do_what_acme_does() {
     std::fs::create_dir(d.dir.join("d")).unwrap();
     std::fs::write(d.dir.join("d/a"), "").unwrap();
     let window = async |initial: &str, name: Option<&str>| {
-        let ctl = open(&c, root, "new/ctl", ORDWR).await;
-        let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+        let (ctl, id) = new_window(&c, root).await;
         if !initial.is_empty() {
             write_file(&c, root, &format!("{id}/body"), initial).await.unwrap();
         }
@@ -154,8 +152,7 @@ async fn edit_file_commands_do_what_acme_does() {
     std::fs::write(d.dir.join("ins.txt"), "INSERTED\n").unwrap();
     std::fs::write(d.dir.join("bf.txt"), "b file\n").unwrap();
     let window = async |initial: &str, name: &str| {
-        let ctl = open(&c, root, "new/ctl", ORDWR).await;
-        let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+        let (ctl, id) = new_window(&c, root).await;
         write_file(&c, root, &format!("{id}/body"), initial).await.unwrap();
         put(&c, &ctl, &format!("name {dir}/{name}\nclean\n")).await.unwrap();
         (id, ctl)
@@ -237,8 +234,7 @@ async fn edit_file_commands_do_what_acme_does() {
 async fn rerrors_start_with_acmes_words() {
     let d = acme_daemon("acme-rerrors");
     let (c, root) = acme_client(&d, 8192).await;
-    let ctl = open(&c, root, "new/ctl", ORDWR).await;
-    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    let (ctl, id) = new_window(&c, root).await;
     write_file(&c, root, &format!("{id}/body"), "hello\n").await.unwrap();
     let walk = async |path: &str| {
         let names: Vec<&str> = path.split('/').collect();
@@ -310,8 +306,7 @@ async fn tag_rewrites_reach_the_event_file_as_acmes_do() {
     let d = acme_daemon("acme-tag-events");
     let dir = d.dir.display().to_string();
     let (c, root) = acme_client(&d, 8192).await;
-    let ctl = open(&c, root, "new/ctl", ORDWR).await;
-    let id = id_of(&text(c.read(ctl.fid, 0, 12).await.unwrap()));
+    let (ctl, id) = new_window(&c, root).await;
     let name = format!("{dir}/ev.txt");
     put(&c, &ctl, &format!("name {name}\n")).await.unwrap();
     write_file(&c, root, &format!("{id}/body"), "hello world\n").await.unwrap();
