@@ -8,6 +8,7 @@
 
 use crate::error::{Reject, Result};
 use crate::state::State;
+use crate::text::Text;
 use postcard::ser_flavors::Flavor;
 
 /// First byte of every snapshot; bumped when the encoding changes.
@@ -63,6 +64,24 @@ impl State {
         postcard::to_extend(self, out).expect("state always encodes")
     }
 
+    /// The length of the state's encoding (a snapshot's, less its format
+    /// byte), found without going through the texts, which are most of
+    /// it: each is set aside while the rest is measured, and counted from
+    /// its length. (Measured whole, a 10 MB text is read once more, only
+    /// to be counted.)
+    pub fn encoded_len(&mut self) -> usize {
+        let texts: Vec<Text> = self.buffers.values_mut().map(|b| std::mem::take(&mut b.text)).collect();
+        let rest = postcard::serialize_with_flavor(&*self, postcard::ser_flavors::Size::default())
+            .expect("state always encodes");
+        let empty = crate::text::encoded_size(&Text::new());
+        let mut len = rest;
+        for (b, text) in self.buffers.values_mut().zip(texts) {
+            len += crate::text::encoded_size(&text) - empty;
+            b.text = text;
+        }
+        len
+    }
+
     /// At least the size of the encoding of the buffers' texts, plus room
     /// for everything else in a state of ordinary size.
     fn encoded_size_bound(&self) -> usize {
@@ -73,16 +92,26 @@ impl State {
     /// A state from snapshot bytes; a clear error for anything else.
     pub fn from_snapshot(bytes: &[u8]) -> Result<State> {
         match bytes.split_first() {
-            Some((&SNAPSHOT_FORMAT, rest)) => {
-                let mut state: State = postcard::from_bytes(rest).map_err(|e| Reject::Snapshot(e.to_string()))?;
-                for b in state.buffers.values_mut() {
-                    b.restore();
-                }
-                Ok(state)
-            }
-            Some((v, _)) => Err(Reject::Snapshot(format!("format {v}, this build reads format {SNAPSHOT_FORMAT}"))),
+            Some((&format, rest)) => State::decode_snapshot(format, &mut postcard::Deserializer::from_bytes(rest)),
             None => Err(Reject::Snapshot("empty".into())),
         }
+    }
+
+    /// A state from a snapshot's format byte and a deserializer of the
+    /// rest: from one slice, or from parts as they arrive (a large
+    /// Welcome, decoded while it is read).
+    pub fn decode_snapshot<'de, D>(format: u8, d: D) -> Result<State>
+    where
+        D: serde::Deserializer<'de>,
+    {
+        if format != SNAPSHOT_FORMAT {
+            return Err(Reject::Snapshot(format!("format {format}, this build reads format {SNAPSHOT_FORMAT}")));
+        }
+        let mut state = <State as serde::Deserialize>::deserialize(d).map_err(|e| Reject::Snapshot(e.to_string()))?;
+        for b in state.buffers.values_mut() {
+            b.restore();
+        }
+        Ok(state)
     }
 
     /// blake3 over the snapshot bytes, streamed: equal states, equal hashes.

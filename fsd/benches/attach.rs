@@ -64,14 +64,36 @@ fn type_at_end(ui: &Attached, b: BufferId, text: &str) -> u64 {
     })
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    // The clients here under the malloc policy of apex's programs (the
+    // `apex` command, apex-mnt and the UI).
+    apex_ninep::malloc::keep_freed_memory();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(measure());
+}
+
+async fn measure() {
     let base = std::env::temp_dir().join(format!("apex-bench-attach-{}", std::process::id()));
     let d = start_apexd(&base);
     let addr = format!("unix!{}", d.dir.join("apex").display());
     let c = connect(&addr).await;
     let ui = Attached::open(&c, "main", AttachmentKind::Ui, "bench").await.expect("attach");
     assert!(ui.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
+    let root = c.attach("bench", "").await.unwrap();
+    println!("attach protocol (apexd in a child process; figures, not assertions)");
+    // `APEX_BENCH_ONLY=welcome` measures the Welcome alone (to profile it).
+    if std::env::var("APEX_BENCH_ONLY").as_deref() != Ok("welcome") {
+        entries(&addr, &c, root, &ui).await;
+    }
+    welcome(&addr, &c, root, &ui).await;
+}
+
+/// Keystrokes at the leader, flush to ack, and fan-out to followers.
+async fn entries(addr: &str, c: &Client, root: u32, ui: &Attached) {
     let body = ui.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/bench").unwrap().body);
     ui.flush().await.unwrap();
 
@@ -79,7 +101,7 @@ async fn main() {
     let mut times = Vec::with_capacity(KEYSTROKES);
     for i in 0..KEYSTROKES {
         let t = Instant::now();
-        type_at_end(&ui, body, "x");
+        type_at_end(ui, body, "x");
         times.push(t.elapsed());
         if i % 64 == 63 {
             ui.flush().await.unwrap();
@@ -95,7 +117,6 @@ async fn main() {
         bare.push(t.elapsed());
     }
     bare.sort();
-    println!("attach protocol (apexd in a child process; figures, not assertions)");
     println!(
         "keystroke apply at the leader  p50 {:>8.2} us  p99 {:>8.2} us   (bare ropey insert p50 {:.2} us, p99 {:.2} us)",
         us(percentile(&times, 0.5)),
@@ -109,14 +130,13 @@ async fn main() {
     assert!(ui.wait_for(WAIT, |l| l.quiet()).await);
     let mut acks = Vec::with_capacity(ACKS);
     for _ in 0..ACKS {
-        let seq = type_at_end(&ui, body, "y");
+        let seq = type_at_end(ui, body, "y");
         let t = Instant::now();
         ui.flush().await.unwrap();
         assert!(ui.wait_for(WAIT, |l| l.acked(Shard::Buffer(body)) >= seq).await);
         acks.push(t.elapsed());
     }
     acks.sort();
-    let root = c.attach("bench", "").await.unwrap();
     let mut stats = Vec::with_capacity(ACKS);
     for _ in 0..ACKS {
         let t = Instant::now();
@@ -138,7 +158,7 @@ async fn main() {
         let total = if followers == 1 { 100_000 } else { 40_000 };
         let mut tools = Vec::new();
         for i in 0..followers {
-            let fc = connect(&addr).await;
+            let fc = connect(addr).await;
             let t = Attached::open(&fc, "main", AttachmentKind::Tool, &format!("follower{i}")).await.unwrap();
             assert!(t.wait_for(WAIT, |l| l.node().is_some()).await);
             tools.push((fc, t));
@@ -148,7 +168,7 @@ async fn main() {
         let last = start_seq + total as u64;
         let t = Instant::now();
         for i in 0..total {
-            type_at_end(&ui, body, "z");
+            type_at_end(ui, body, "z");
             if i % 500 == 499 {
                 ui.flush().await.unwrap();
             }
@@ -169,9 +189,11 @@ async fn main() {
             tool.close().await;
         }
     }
+}
 
-    // Welcome for a session holding 10 MB of text (written as a file
-    // would be, through a buffer's body).
+/// The Welcome of a session holding 10 MB of text (written as a file
+/// would be, through a buffer's body), beside its in-process floor.
+async fn welcome(addr: &str, c: &Client, root: u32, ui: &Attached) {
     let big = ui.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/big").unwrap().body);
     ui.flush().await.unwrap();
     ui.close().await;
@@ -182,7 +204,7 @@ async fn main() {
     c.clunk(f.fid).await.unwrap();
     let mut welcomes = Vec::new();
     for i in 0..5 {
-        let wc = connect(&addr).await;
+        let wc = connect(addr).await;
         let t = Instant::now();
         let w = Attached::open(&wc, "main", AttachmentKind::Tool, &format!("welcome{i}")).await.unwrap();
         assert!(w.wait_for(WAIT, |l| l.node().is_some()).await);

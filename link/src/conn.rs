@@ -131,7 +131,7 @@ impl Attached {
                     continue;
                 }
             }
-            let bad = self.with(|l| l.receive(&bytes).err());
+            let bad = self.with(|l| l.receive(bytes).err());
             if let Some(e) = bad {
                 self.refuse(e.to_string());
                 break;
@@ -230,7 +230,7 @@ impl Attached {
             let mut stash = self.inner.stash.lock().expect("stash lock");
             let bytes = std::mem::take(&mut stash.bytes);
             stash.holding = false;
-            self.with(|l| l.receive(&bytes).err())
+            self.with(|l| l.receive(bytes).err())
         };
         if let Some(e) = bad {
             return Err(e.to_string());

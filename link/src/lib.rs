@@ -32,6 +32,7 @@
 
 pub mod conn;
 pub mod link;
+mod welcome;
 pub mod wire;
 
 pub use conn::Attached;

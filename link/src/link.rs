@@ -16,6 +16,7 @@
 //! window holding the buffer's text with the tail applied, marked dirty,
 //! with a note in `meta/notifications`. Nothing typed is silently lost.
 
+use crate::welcome::{self, Streaming};
 use crate::wire::{frame, ClientMsg, FrameError, Frames, Outcome, Refusal, Resume, ServerMsg};
 use apex_core::propose::{self, Applied, Created};
 use apex_core::{
@@ -60,6 +61,11 @@ struct Tail {
     entries: usize,
 }
 
+/// A whole snapshot's state, or why it did not decode.
+fn decode_snapshot(snapshot: &[u8]) -> Result<State, String> {
+    State::from_snapshot(snapshot).map_err(|e| e.to_string())
+}
+
 /// The mirror hook: shard creations and deletions queued for the stream.
 struct Queue(Arc<Mutex<VecDeque<ClientMsg>>>);
 
@@ -79,7 +85,9 @@ pub struct Link {
     node: Option<Node>,
     token: u64,
     hooks: Arc<Mutex<VecDeque<ClientMsg>>>,
-    frames: Frames,
+    pub(crate) frames: Frames,
+    /// A Welcome in pieces being decoded as it arrives.
+    pub(crate) streaming: Option<Streaming>,
     /// Frames to write, and whether each is a Propose (whose write
     /// returns only once the proposal is sequenced).
     outbox: VecDeque<(Vec<u8>, bool)>,
@@ -133,6 +141,7 @@ impl Link {
             token: 0,
             hooks: Arc::default(),
             frames: Frames::default(),
+            streaming: None,
             outbox: VecDeque::new(),
             flushed: BTreeMap::new(),
             acked: BTreeMap::new(),
@@ -157,6 +166,7 @@ impl Link {
     /// sent again after the Welcome.
     pub fn reconnect(&mut self) {
         self.frames.clear();
+        self.streaming = None;
         self.outbox.clear();
         self.answers.clear();
         // A resumed attachment is sent its unanswered proposals again.
@@ -360,9 +370,63 @@ impl Link {
         }
     }
 
-    /// Bytes read from `attach`. Frames are applied as they complete.
-    pub fn receive(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
-        self.frames.push(bytes);
+    /// Bytes read from `attach`. Frames are applied as they complete; a
+    /// Welcome in pieces is decoded as they arrive.
+    pub fn receive(&mut self, read: Vec<u8>) -> Result<(), FrameError> {
+        if let Some(streaming) = &mut self.streaming {
+            if streaming.inside(read.len()) {
+                // All of the Welcome's frame: its decoder takes it as it is.
+                let got = match streaming.feed_whole(read) {
+                    Some(decoded) => self.decoded(decoded),
+                    None => Ok(()),
+                };
+                self.compact();
+                return got;
+            }
+        }
+        let mut bytes = &read[..];
+        let got = loop {
+            if let Some(streaming) = &mut self.streaming {
+                let (used, decoded) = match streaming.feed(bytes) {
+                    Ok(fed) => fed,
+                    Err(e) => break Err(e),
+                };
+                bytes = &bytes[used..];
+                let Some(decoded) = decoded else { break Ok(()) };
+                if let Err(e) = self.decoded(decoded) {
+                    break Err(e);
+                }
+            }
+            self.frames.push(bytes);
+            if let Err(e) = self.apply_frames() {
+                break Err(e);
+            }
+            // What is left is the start of a message (all of it that has
+            // come); a Welcome in pieces is decoded from here as it comes.
+            if welcome::begins(self.frames.held()) {
+                let held = std::mem::take(&mut self.frames);
+                let mut streaming = Streaming::start();
+                if let Err(e) = streaming.feed(held.held()) {
+                    break Err(e);
+                }
+                self.streaming = Some(streaming);
+            }
+            break Ok(());
+        };
+        self.compact();
+        got
+    }
+
+    /// A Welcome decoded as it arrived, now whole.
+    fn decoded(&mut self, decoded: welcome::Decoded) -> Result<(), FrameError> {
+        self.streaming = None;
+        let (attachment, token, state) = decoded.map_err(FrameError::Decode)?;
+        self.welcome(attachment, token, state);
+        Ok(())
+    }
+
+    /// Applies every whole message held.
+    fn apply_frames(&mut self) -> Result<(), FrameError> {
         let mut frames = std::mem::take(&mut self.frames);
         let got = loop {
             match frames.next_with(|bytes| self.on_bytes(bytes)) {
@@ -372,7 +436,6 @@ impl Link {
             }
         };
         self.frames = frames;
-        self.compact();
         got
     }
 
@@ -381,7 +444,7 @@ impl Link {
     /// message is decoded whole.
     fn on_bytes(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
         if let Ok(WelcomeIn::Welcome { attachment, token, snapshot }) = postcard::from_bytes::<WelcomeIn>(bytes) {
-            self.welcome(attachment, token, snapshot);
+            self.welcome(attachment, token, decode_snapshot(snapshot));
             return Ok(());
         }
         let msg = postcard::from_bytes::<ServerMsg>(bytes).map_err(|e| FrameError::Decode(e.to_string()))?;
@@ -391,7 +454,9 @@ impl Link {
 
     fn on(&mut self, msg: ServerMsg) {
         match msg {
-            ServerMsg::Welcome { attachment, token, snapshot } => self.welcome(attachment, token, &snapshot),
+            ServerMsg::Welcome { attachment, token, snapshot } => {
+                self.welcome(attachment, token, decode_snapshot(&snapshot))
+            }
             ServerMsg::Entries { shard, entries } => {
                 if !self.resyncing && self.node.is_some() {
                     self.entries(shard, entries);
@@ -442,8 +507,9 @@ impl Link {
         self.answers.push((id, shard, result));
     }
 
-    fn welcome(&mut self, attachment: AttachmentId, token: u64, snapshot: &[u8]) {
-        let state = match State::from_snapshot(snapshot) {
+    /// A Welcome's state, or why its snapshot did not decode.
+    fn welcome(&mut self, attachment: AttachmentId, token: u64, state: Result<State, String>) {
+        let state = match state {
             Ok(s) => s,
             Err(e) => {
                 self.events.push(Event::Error(format!("attach: welcome snapshot does not decode: {e}")));

@@ -126,9 +126,9 @@ pub enum ServerMsg {
 /// One message as frames: one, or for a message over [`FRAME_MAX`]
 /// bytes, pieces of that size whose headers but the last have [`MORE`].
 pub fn frame<M: Serialize>(msg: &M) -> Vec<u8> {
-    // Sized first, then encoded once into place, the headers' room left
-    // as it goes: a 100 MB snapshot is copied once, into a buffer that
-    // never grows.
+    // Sized first, then encoded once into place, each frame's header
+    // written as the frame begins: a 100 MB snapshot is copied once, into
+    // a buffer that never grows.
     frame_sized(msg, size_of(msg))
 }
 
@@ -139,9 +139,13 @@ fn size_of<M: Serialize + ?Sized>(msg: &M) -> usize {
 
 /// [`frame`] of a message whose encoding is `n` bytes.
 fn frame_sized<M: Serialize>(msg: &M, n: usize) -> Vec<u8> {
-    let pieces = n.div_ceil(FRAME_MAX).max(1);
-    let out = Vec::with_capacity(n + 4 * pieces);
-    postcard::serialize_with_flavor(msg, Pieces { out, piece: 0 }).expect("postcard encodes to a Vec without failing")
+    let mut whole = Vec::new();
+    let flavor = Pieces::new(n, usize::MAX, |part| {
+        whole = part;
+        true
+    });
+    postcard::serialize_with_flavor(msg, flavor).expect("postcard encodes a sized message to a Vec without failing");
+    whole
 }
 
 /// The frames of `ServerMsg::Welcome { attachment, token, snapshot }` with
@@ -149,11 +153,37 @@ fn frame_sized<M: Serialize>(msg: &M, n: usize) -> Vec<u8> {
 /// them: no snapshot is made apart and copied (it is a whole session's
 /// text).
 pub fn frame_welcome(attachment: AttachmentId, token: u64, state: &State) -> Vec<u8> {
-    let len = 1 + size_of(state);
+    let (msg, n) = welcome_out(attachment, token, state, size_of(state));
+    frame_sized(&msg, n)
+}
+
+/// [`frame_welcome`]'s bytes handed to `part` as they are encoded, in
+/// parts of `part_size` bytes (the last may be shorter), so that they can
+/// be sent while the rest is encoded. `part` returns false when nobody
+/// wants more: the encoding stops there, and so does this, with false.
+/// The state is measured first, its texts set aside for a moment
+/// ([`State::encoded_len`]), so the first part is not held up by a pass
+/// over every text only to count it.
+pub fn frame_welcome_in_parts(
+    attachment: AttachmentId,
+    token: u64,
+    state: &mut State,
+    part_size: usize,
+    part: impl FnMut(Vec<u8>) -> bool,
+) -> bool {
+    let state_len = state.encoded_len();
+    let (msg, n) = welcome_out(attachment, token, state, state_len);
+    postcard::serialize_with_flavor(&msg, Pieces::new(n, part_size.max(1), part)).is_ok()
+}
+
+/// The Welcome as it is serialized, and the size of its encoding, for a
+/// state whose encoding is `state_len` bytes.
+fn welcome_out(attachment: AttachmentId, token: u64, state: &State, state_len: usize) -> (WelcomeOut<'_>, usize) {
+    let len = 1 + state_len;
     let empty = size_of(&ServerMsg::Welcome { attachment, token, snapshot: Vec::new() });
     // The empty snapshot's length took one byte; this one's takes more.
     let n = empty - 1 + size_of(&len) + len;
-    frame_sized(&WelcomeOut { attachment, token, len, state }, n)
+    (WelcomeOut { attachment, token, len, state }, n)
 }
 
 /// Serializes as `ServerMsg::Welcome` does: postcard writes a byte string
@@ -178,63 +208,98 @@ impl Serialize for WelcomeOut<'_> {
     }
 }
 
-/// A postcard flavor that writes frames: a 4-byte header's room before
-/// every [`FRAME_MAX`] bytes of the message, the headers filled in at the
-/// end.
-struct Pieces {
+/// A postcard flavor that writes a message of a known size as frames: a
+/// header before every [`FRAME_MAX`] bytes of it, written when its frame
+/// begins (the size says which frame is the last), and the bytes handed
+/// on in parts of a given size as they are written.
+struct Pieces<F: FnMut(Vec<u8>) -> bool> {
     out: Vec<u8>,
-    /// Where the header of the piece being written is.
-    piece: usize,
+    /// Message bytes not yet written.
+    left: usize,
+    /// Of them, those that belong to the frame being written.
+    in_frame: usize,
+    /// Whether a frame has been begun (a message of no bytes still has one).
+    begun: bool,
+    part_size: usize,
+    part: F,
 }
 
-impl Pieces {
-    /// Room in the piece being written, starting the next when it is full.
-    fn room(&mut self) -> usize {
-        if self.out.is_empty() {
-            self.out.extend_from_slice(&[0; 4]);
+impl<F: FnMut(Vec<u8>) -> bool> Pieces<F> {
+    fn new(n: usize, part_size: usize, part: F) -> Pieces<F> {
+        let frames = n.div_ceil(FRAME_MAX).max(1);
+        let out = Vec::with_capacity(part_size.min(n + 4 * frames));
+        Pieces { out, left: n, in_frame: 0, begun: false, part_size, part }
+    }
+
+    /// Begins a frame, its header saying how long it is and whether
+    /// another follows.
+    fn begin_frame(&mut self) -> postcard::Result<()> {
+        let len = self.left.min(FRAME_MAX);
+        let more = if self.left > FRAME_MAX { MORE } else { 0 };
+        self.begun = true;
+        self.in_frame = len;
+        self.put(&(len as u32 | more).to_le_bytes())
+    }
+
+    /// Appends `b`, handing on each part as it fills.
+    fn put(&mut self, mut b: &[u8]) -> postcard::Result<()> {
+        while !b.is_empty() {
+            let k = (self.part_size - self.out.len()).min(b.len());
+            self.out.extend_from_slice(&b[..k]);
+            b = &b[k..];
+            if self.out.len() == self.part_size {
+                self.hand_on()?;
+            }
         }
-        let used = self.out.len() - self.piece - 4;
-        if used == FRAME_MAX {
-            self.piece = self.out.len();
-            self.out.extend_from_slice(&[0; 4]);
-            return FRAME_MAX;
+        Ok(())
+    }
+
+    fn hand_on(&mut self) -> postcard::Result<()> {
+        let next = Vec::with_capacity(self.part_size.min(self.left + 4 * self.left.div_ceil(FRAME_MAX)));
+        match (self.part)(std::mem::replace(&mut self.out, next)) {
+            true => Ok(()),
+            false => Err(postcard::Error::SerializeBufferFull),
         }
-        FRAME_MAX - used
     }
 }
 
-impl postcard::ser_flavors::Flavor for Pieces {
-    type Output = Vec<u8>;
+impl<F: FnMut(Vec<u8>) -> bool> postcard::ser_flavors::Flavor for Pieces<F> {
+    type Output = ();
 
     fn try_push(&mut self, b: u8) -> postcard::Result<()> {
-        self.room();
-        self.out.push(b);
-        Ok(())
+        self.try_extend(&[b])
     }
 
     fn try_extend(&mut self, mut b: &[u8]) -> postcard::Result<()> {
         while !b.is_empty() {
-            let k = self.room().min(b.len());
-            self.out.extend_from_slice(&b[..k]);
+            if self.in_frame == 0 {
+                if self.left == 0 {
+                    // More than was sized: the size was wrong.
+                    return Err(postcard::Error::SerializeBufferFull);
+                }
+                self.begin_frame()?;
+            }
+            let k = self.in_frame.min(b.len());
+            self.put(&b[..k])?;
+            (self.in_frame, self.left) = (self.in_frame - k, self.left - k);
             b = &b[k..];
         }
         Ok(())
     }
 
-    fn finalize(mut self) -> postcard::Result<Vec<u8>> {
+    fn finalize(mut self) -> postcard::Result<()> {
+        if self.left != 0 {
+            return Err(postcard::Error::SerializeBufferFull);
+        }
         // No piece is begun for nothing: a message of exactly the limit is
-        // one frame.
-        if self.out.is_empty() {
-            self.out.extend_from_slice(&[0; 4]);
+        // one frame, and one of no bytes is an empty frame.
+        if !self.begun {
+            self.begin_frame()?;
         }
-        let mut at = 0;
-        while at < self.out.len() {
-            let len = (self.out.len() - at - 4).min(FRAME_MAX);
-            let more = if at + 4 + len < self.out.len() { MORE } else { 0 };
-            self.out[at..at + 4].copy_from_slice(&(len as u32 | more).to_le_bytes());
-            at += 4 + len;
+        if !self.out.is_empty() {
+            self.hand_on()?;
         }
-        Ok(self.out)
+        Ok(())
     }
 }
 
@@ -266,6 +331,11 @@ impl Frames {
     /// Bytes held that do not yet make a frame.
     pub fn pending(&self) -> usize {
         self.buf.len()
+    }
+
+    /// Those bytes.
+    pub fn held(&self) -> &[u8] {
+        &self.buf
     }
 
     /// Forgets every byte after the first `n` (a refused write's).
@@ -419,7 +489,27 @@ mod tests {
             let streamed = frame_welcome(AttachmentId(5), 1 << 40, &state);
             assert_eq!(streamed, frame(&msg));
             assert_eq!(streamed.capacity(), streamed.len(), "sized exactly");
+            // In parts of any size, the same bytes, every part full but
+            // the last.
+            for size in [1000, 4099, 1 << 20, FRAME_MAX + 4, usize::MAX] {
+                let mut parts = Vec::new();
+                assert!(frame_welcome_in_parts(AttachmentId(5), 1 << 40, &mut state.clone(), size, |p| {
+                    parts.push(p);
+                    true
+                }));
+                assert_eq!(parts.concat(), streamed, "parts of {size}");
+                let (last, full) = parts.split_last().unwrap();
+                assert!(full.iter().all(|p| p.len() == size) && last.len() <= size, "parts of {size}");
+            }
         }
+        // A reader that wants no more stops the encoding.
+        let mut parts = 0;
+        let done = frame_welcome_in_parts(AttachmentId(5), 1, &mut node.state, 4096, |_| {
+            parts += 1;
+            parts < 3
+        });
+        assert!(!done);
+        assert_eq!(parts, 3);
     }
 
     #[test]

@@ -115,6 +115,9 @@ fn run(args: Args) -> Result<(), String> {
 }
 
 fn main() {
+    // A big buffer's Welcome or reload is built in memory a dropped one
+    // freed, as in the daemon, not faulted in page by page again.
+    apex_ninep::malloc::keep_freed_memory();
     let args = Args::parse();
     if let Err(e) = run(args) {
         eprintln!("apex-ui: {e}");

@@ -9,7 +9,7 @@
 
 use super::Text;
 use ropey::RopeBuilder;
-use serde::de::{self, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -22,6 +22,17 @@ pub const PIECE: usize = 64 * 1024;
 pub fn encoded_size_bound(text: &Text) -> usize {
     let len = text.len_bytes();
     len + 10 * (len.div_ceil(PIECE) + 1)
+}
+
+/// The exact size of `text`'s encoding, from its length alone: postcard
+/// writes the count of pieces, then each piece's length and bytes, every
+/// length a varint.
+pub fn encoded_size(text: &Text) -> usize {
+    let varint = |n: usize| (usize::BITS - n.max(1).leading_zeros()).div_ceil(7) as usize;
+    let len = text.len_bytes();
+    let (full, rest) = (len / PIECE, len % PIECE);
+    let last = if rest > 0 { varint(rest) + rest } else { 0 };
+    varint(len.div_ceil(PIECE)) + full * (varint(PIECE) + PIECE) + last
 }
 
 struct Piece<'a>(&'a [u8]);
@@ -57,31 +68,34 @@ impl Serialize for Text {
     }
 }
 
-/// One piece as it arrives: borrowed from the input where the format allows.
-enum PieceIn<'de> {
-    Borrowed(&'de [u8]),
-    Owned(Vec<u8>),
+/// One piece, fed to the rope as it is read: from the input in place
+/// when the format allows, or from the deserializer's own buffer when the
+/// input arrives in parts (a Welcome decoded as it is read).
+struct PieceInto<'a> {
+    out: &'a mut RopeBuilder,
+    carry: &'a mut Vec<u8>,
 }
 
-impl<'de> Deserialize<'de> for PieceIn<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<PieceIn<'de>, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = PieceIn<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a piece of UTF-8 bytes")
-            }
-            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<PieceIn<'de>, E> {
-                Ok(PieceIn::Borrowed(v))
-            }
-            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<PieceIn<'de>, E> {
-                Ok(PieceIn::Owned(v.to_vec()))
-            }
-            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<PieceIn<'de>, E> {
-                Ok(PieceIn::Owned(v))
-            }
-        }
-        d.deserialize_bytes(V)
+impl<'de> DeserializeSeed<'de> for PieceInto<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        // `byte_buf`, not `bytes`: it asks for nothing that must outlive
+        // the call, so a deserializer reading from parts need not keep
+        // every part, and postcard still lends a slice of its input.
+        d.deserialize_byte_buf(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PieceInto<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a piece of UTF-8 bytes")
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<(), E> {
+        feed(self.out, self.carry, v)
     }
 }
 
@@ -132,12 +146,7 @@ impl<'de> Deserialize<'de> for Text {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text, A::Error> {
                 let mut out = RopeBuilder::new();
                 let mut carry = Vec::new();
-                while let Some(piece) = seq.next_element::<PieceIn<'de>>()? {
-                    match piece {
-                        PieceIn::Borrowed(b) => feed::<A::Error>(&mut out, &mut carry, b)?,
-                        PieceIn::Owned(b) => feed::<A::Error>(&mut out, &mut carry, &b)?,
-                    }
-                }
+                while seq.next_element_seed(PieceInto { out: &mut out, carry: &mut carry })?.is_some() {}
                 if !carry.is_empty() {
                     return Err(de::Error::custom("text ends inside a rune"));
                 }
@@ -166,6 +175,14 @@ mod tests {
         assert_eq!(a, b);
         let back: Text = postcard::from_bytes(&a).unwrap();
         assert_eq!(back, whole);
+    }
+
+    #[test]
+    fn the_size_of_an_encoding_is_known_from_the_length() {
+        for len in [0, 1, 127, 128, PIECE - 1, PIECE, PIECE + 1, 3 * PIECE, 200 * PIECE + 17] {
+            let text = Text::from("x".repeat(len).as_str());
+            assert_eq!(encoded_size(&text), postcard::to_allocvec(&text).unwrap().len(), "{len} bytes");
+        }
     }
 
     #[test]

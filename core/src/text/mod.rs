@@ -16,7 +16,7 @@
 
 mod encode;
 
-pub use encode::{encoded_size_bound, PIECE};
+pub use encode::{encoded_size, encoded_size_bound, PIECE};
 
 use ropey::Rope;
 use std::fmt;

@@ -220,6 +220,7 @@ impl Sim {
     /// from it, to be caught up and compared from now on.
     pub fn snapshot(&mut self) {
         let bytes = self.server.state.to_snapshot();
+        assert_eq!(self.server.state.clone().encoded_len() + 1, bytes.len(), "measured without the texts");
         let state = State::from_snapshot(&bytes).unwrap();
         assert_eq!(state.hash(), self.server.state.hash());
         self.restored.push(follower_node(state));

@@ -10,7 +10,7 @@
 //! The transport is any byte stream: `dial` opens `unix!PATH` or
 //! `tcp!HOST!PORT` as plan9port spells them.
 
-use crate::codec::{check, encode, encode_frame, parse, parse_stats, LARGE};
+use crate::codec::{check, data_head, encode, encode_frame, parse, parse_stats, with_data, LARGE};
 use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM, NOFID, NOTAG};
 use crate::io::write_two;
 use crate::version::{iounit, VERSION};
@@ -99,6 +99,20 @@ async fn read_frame(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, msize: 
             }
             Ok(None) => {}
             Err(e) => return Err(ClientError::Protocol(e.to_string())),
+        }
+        if let Some((head, count)) = data_head(buf).filter(|(head, _)| buf.len() >= *head) {
+            // A large Rread: its data is read into a buffer of its own,
+            // which becomes the reply's, not copied out of this one.
+            let mut data = Vec::with_capacity(count);
+            data.extend_from_slice(&buf[head..]);
+            let head: Vec<u8> = buf.drain(..).take(head).collect();
+            while data.len() < count {
+                // Into the room left: never past this frame.
+                if r.read_buf(&mut data).await? == 0 {
+                    return Ok(None);
+                }
+            }
+            return with_data(&head, data).map(Some).map_err(|e| ClientError::Protocol(e.to_string()));
         }
         // Read straight onto the buffer, room for the whole frame once its
         // size is known, so a large Rread is not copied on the way in.

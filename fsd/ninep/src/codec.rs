@@ -232,8 +232,44 @@ pub fn parse_stats(data: &[u8]) -> Result<Vec<Stat>, DecodeError> {
 }
 
 /// Data this large is written from where it lies, not copied into a
-/// frame buffer (`encode_frame`).
+/// frame buffer (`encode_frame`), and read into a buffer of its own, not
+/// copied out of the stream's ([`data_head`]).
 pub const LARGE: usize = 256 * 1024;
+
+/// When `buf` begins an Rread or Twrite of at least [`LARGE`] bytes of
+/// data and does not hold all of it: the length of the frame's head (all
+/// before the data) and the data's count. The data can then be read
+/// straight into a buffer of its own ([`with_data`] makes the message),
+/// instead of into the stream's buffer and copied out. The frame's size
+/// must already have been checked ([`check`]).
+pub fn data_head(buf: &[u8]) -> Option<(usize, usize)> {
+    let size = u32::from_le_bytes(buf.get(..4)?.try_into().expect("four bytes")) as usize;
+    // Rread: size[4] type[1] tag[2] count[4]; Twrite: size[4] type[1]
+    // tag[2] fid[4] offset[8] count[4].
+    let head = match *buf.get(4)? {
+        117 => 11,
+        118 => 23,
+        _ => return None,
+    };
+    let count = u32::from_le_bytes(buf.get(head - 4..head)?.try_into().expect("four bytes")) as usize;
+    (size == head + count && count >= LARGE && buf.len() < size).then_some((head, count))
+}
+
+/// The message of a frame whose head ([`data_head`]) and data were read
+/// apart.
+pub fn with_data(head: &[u8], data: Vec<u8>) -> Result<Msg, DecodeError> {
+    // The head parsed as a frame of no data, then given its data.
+    let mut empty = head.to_vec();
+    let n = empty.len();
+    empty[..4].copy_from_slice(&(n as u32).to_le_bytes());
+    empty[n - 4..].copy_from_slice(&0u32.to_le_bytes());
+    let mut msg = parse(&empty)?;
+    match &mut msg.body {
+        Fcall::Rread { data: d } | Fcall::Twrite { data: d, .. } => *d = data,
+        _ => unreachable!("data_head finds only Rread and Twrite"),
+    }
+    Ok(msg)
+}
 
 /// Appends `msg`'s frame to `out`.
 pub fn encode(msg: &Msg, out: &mut Vec<u8>) {

@@ -1,4 +1,5 @@
-//! The daemon's malloc policy: keep freed memory for the next big state.
+//! The malloc policy of apex's programs (the daemon, `apex`, apex-mnt and
+//! the UI): keep freed memory for the next big state.
 //!
 //! By default glibc gives the top of its heap back to the kernel once more
 //! than 128 KiB of it is free, and gives each thread its own arenas, so the

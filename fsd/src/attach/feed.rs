@@ -6,7 +6,7 @@
 //! has had.
 
 use super::error::AttachError;
-use super::hub::{Conn, ConnId, Hole, WelcomeJob};
+use super::hub::{Conn, ConnId, Filling, Hole, WelcomeJob};
 use crate::session::Session;
 use apex_core::Shard;
 use apex_link::wire::ServerMsg;
@@ -21,6 +21,11 @@ pub enum Readable {
     /// [`welcomed`]: its frames are the connection's next bytes.
     Welcome(WelcomeJob),
 }
+
+/// Bytes per part of a Welcome encoded in parts: a part is what one read
+/// at msize 1 MiB gets whole (its count is 1 MiB less the 9P header), so
+/// it is handed over as it is; a read of less gets its bytes copied.
+pub const WELCOME_PART: usize = (1 << 20) - (64 << 10);
 
 /// Bytes for a read of up to `count`, or `None` when there is nothing yet
 /// (the read waits). Entries are framed when the connection has read
@@ -47,13 +52,12 @@ pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readab
         compact(s);
     }
     let c = s.hub.conns.get_mut(&conn).expect("still there");
-    let end = match &mut c.hole {
-        Some(h) if c.out_read == h.at => {
-            return Ok(match h.job.take() {
-                Some(job) => Readable::Welcome(job),
-                None => Readable::Nothing, // being encoded
-            });
+    if c.hole.as_ref().is_some_and(|h| h.at == c.out_read) {
+        if let Some(waiting) = at_hole(c) {
+            return Ok(waiting);
         }
+    }
+    let end = match &c.hole {
         Some(h) => h.at,
         None => c.out.len(),
     };
@@ -61,9 +65,61 @@ pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readab
         return Ok(Readable::Nothing);
     }
     let end = (c.out_read + count as usize).min(end);
+    if c.out_read == 0 && end == c.out.len() {
+        // All there is: read as it is, not copied (a Welcome's part).
+        if let Some(h) = &mut c.hole {
+            h.at = 0;
+        }
+        return Ok(Readable::Bytes(std::mem::take(&mut c.out)));
+    }
     let got = c.out[c.out_read..end].to_vec();
     c.out_read = end;
     Ok(Readable::Bytes(got))
+}
+
+/// A read that has come to the hole: the Welcome to encode, the next of
+/// its parts put in place (`None`: read on), or nothing yet.
+fn at_hole(c: &mut Conn) -> Option<Readable> {
+    let h = c.hole.as_mut().expect("at the hole");
+    match std::mem::replace(&mut h.filling, Filling::Whole) {
+        Filling::Job(job) => Some(Readable::Welcome(job)),
+        Filling::Whole => Some(Readable::Nothing),
+        Filling::Parts(parts) => match parts.try_recv() {
+            Ok(part) => {
+                h.filling = Filling::Parts(parts);
+                // What was read goes first, so a part that is all there
+                // is to read is read as it is.
+                c.out.drain(..c.out_read);
+                c.out_read = 0;
+                if c.out.is_empty() {
+                    c.out = part;
+                    h.at = c.out.len();
+                } else {
+                    let n = part.len();
+                    c.out.splice(0..0, part);
+                    h.at = n;
+                }
+                None
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {
+                h.filling = Filling::Parts(parts);
+                Some(Readable::Nothing)
+            }
+            // Every part is in place.
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                c.hole = None;
+                None
+            }
+        },
+    }
+}
+
+/// The Welcome [`read_deferred`] gave out is being encoded in parts, sent
+/// through `parts` as they are made.
+pub fn in_parts(s: &mut Session, conn: ConnId, parts: std::sync::mpsc::Receiver<Vec<u8>>) {
+    if let Some(h) = s.hub.conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
+        h.filling = Filling::Parts(parts);
+    }
 }
 
 /// The frames of the Welcome [`read_deferred`] gave out, put where it was
@@ -113,7 +169,7 @@ fn fill(s: &mut Session, conn: ConnId) {
         // The first is left to encode off the lock; a second in one fill
         // (rare: a Resync right after a Hello) is encoded here.
         match c.hole {
-            None => c.hole = Some(Hole { at: c.out.len(), job: Some(job) }),
+            None => c.hole = Some(Hole { at: c.out.len(), filling: Filling::Job(job) }),
             Some(_) => c.out.extend_from_slice(&job.frame()),
         }
     }

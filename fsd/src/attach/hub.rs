@@ -216,7 +216,20 @@ impl Hub {
 #[derive(Debug)]
 pub(crate) struct Hole {
     pub(crate) at: usize,
-    pub(crate) job: Option<WelcomeJob>,
+    pub(crate) filling: Filling,
+}
+
+/// Where a hole's bytes are.
+#[derive(Debug)]
+pub(crate) enum Filling {
+    /// Not read up to yet: encoded when it is.
+    Job(WelcomeJob),
+    /// Being encoded whole elsewhere ([`super::feed::welcomed`] puts its
+    /// frames in place).
+    Whole,
+    /// Being encoded on a thread: its parts, in order, as they are made.
+    /// The hole is filled when the sender is gone.
+    Parts(std::sync::mpsc::Receiver<Vec<u8>>),
 }
 
 /// A Welcome whose snapshot is yet to be encoded.
@@ -232,6 +245,13 @@ impl WelcomeJob {
     /// them.
     pub fn frame(self) -> Vec<u8> {
         apex_link::wire::frame_welcome(self.attachment, self.token, &self.state)
+    }
+
+    /// The Welcome's frames handed to `part` in parts of `part_size`
+    /// bytes as they are encoded, so they can be read meanwhile; false if
+    /// `part` wanted no more (the reader went).
+    pub fn frame_in_parts(mut self, part_size: usize, part: impl FnMut(Vec<u8>) -> bool) -> bool {
+        apex_link::wire::frame_welcome_in_parts(self.attachment, self.token, &mut self.state, part_size, part)
     }
 
     /// Whether encoding it is worth a thread of its own.

@@ -7,7 +7,7 @@ use super::fid::{utf8, Fid, Opened};
 use super::made::Made;
 use super::place::{Place, SessionFile};
 use super::Fsys;
-use crate::attach::feed::{self, Readable};
+use crate::attach::feed::{self, Readable, WELCOME_PART};
 use crate::attach::hub::Written;
 use crate::attach::protocol;
 use crate::ctlmsg::SessionCtl;
@@ -119,7 +119,8 @@ impl Fsys {
         Ok(reply)
     }
 
-    /// Reads the attach stream, waiting until there is something.
+    /// Reads the attach stream, waiting until there is something. A big
+    /// Welcome is read in parts of [`WELCOME_PART`] bytes.
     pub(super) async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
         loop {
@@ -132,20 +133,30 @@ impl Fsys {
                     return Ok(bytes);
                 }
                 Readable::Nothing => {}
-                Readable::Welcome(job) => {
-                    // Encoded with no lock held, in a task of its own so a
-                    // flushed read does not lose it; the read then goes on.
+                Readable::Welcome(job) if job.is_big() => {
+                    // Encoded on a thread in parts that are read as they
+                    // are made, so the client decodes the first while the
+                    // rest is encoded.
+                    let (tx, parts) = std::sync::mpsc::channel();
+                    self.daemon.with_hub_quiet(n, |s| feed::in_parts(s, conn, parts))?;
                     let daemon = self.daemon.clone();
-                    let encoded = tokio::spawn(async move {
-                        let frames = match job.is_big() {
-                            true => tokio::task::spawn_blocking(move || job.frame()).await.unwrap_or_default(),
-                            false => job.frame(),
-                        };
-                        let _ = daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames));
-                        // Another read of this fid may be waiting for it.
+                    tokio::task::spawn_blocking(move || {
+                        job.frame_in_parts(WELCOME_PART, |part| {
+                            let wanted = tx.send(part).is_ok();
+                            daemon.changed();
+                            wanted
+                        });
+                        drop(tx);
                         daemon.changed();
                     });
-                    let _ = encoded.await;
+                    continue;
+                }
+                Readable::Welcome(job) => {
+                    // Encoded with no lock held; the read then goes on.
+                    let frames = job.frame();
+                    self.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames))?;
+                    // Another read of this fid may be waiting for it.
+                    self.daemon.changed();
                     continue;
                 }
             }
