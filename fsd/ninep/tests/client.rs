@@ -208,3 +208,67 @@ async fn a_server_without_9p2000_is_refused() {
     assert!(err.to_string().contains("\"unknown\""), "{err}");
     assert!(matches!(dial("ftp!x", 8192).await, Err(ClientError::BadAddress(_))));
 }
+
+/// Reads one whole frame from `s` onto `buf`.
+async fn next_frame(s: &mut DuplexStream, buf: &mut Vec<u8>) -> Msg {
+    loop {
+        if let Some(n) = check(buf, 1 << 20).unwrap() {
+            let msg = parse(&buf[..n]).unwrap();
+            buf.drain(..n);
+            return msg;
+        }
+        let mut chunk = [0u8; 4096];
+        let k = s.read(&mut chunk).await.unwrap();
+        assert!(k > 0, "the client hung up");
+        buf.extend_from_slice(&chunk[..k]);
+    }
+}
+
+#[tokio::test]
+async fn large_rreads_arrive_whole_however_the_stream_is_cut() {
+    // Two large Rreads and a small reply written back to back, cut at
+    // these offsets (inside the first's head, right after it, inside the
+    // data, across into the next): each read gets exactly its data.
+    let data = |k: u8| -> Vec<u8> { (0..300_000u32).map(|i| (i % 251) as u8 ^ k).collect() };
+    for cuts in [vec![3], vec![11], vec![12, 13], vec![150_000, 300_011, 300_015], vec![1, 2, 600_000]] {
+        let shown = format!("{cuts:?}");
+        let (a, mut b) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
+            let mut out = Vec::new();
+            encode(&Msg { tag, body: Fcall::Rversion { msize: 1 << 20, version: "9P2000".into() } }, &mut out);
+            b.write_all(&out).await.unwrap();
+            out.clear();
+            // Each read's data by its count, the large ones first.
+            let mut reads = Vec::new();
+            for _ in 0..3 {
+                let Msg { tag, body: Fcall::Tread { count, .. } } = next_frame(&mut b, &mut buf).await else {
+                    panic!("a Tread")
+                };
+                reads.push((count, tag));
+            }
+            reads.sort_by(|x, y| y.cmp(x));
+            for (count, tag) in reads {
+                let data = match count {
+                    10 => b"small".to_vec(),
+                    n => data((n - 400_000) as u8),
+                };
+                encode(&Msg { tag, body: Fcall::Rread { data } }, &mut out);
+            }
+            let mut at = 0;
+            for cut in cuts.into_iter().chain([out.len()]) {
+                b.write_all(&out[at..cut]).await.unwrap();
+                b.flush().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                at = cut;
+            }
+            b
+        });
+        let c = Client::handshake(a, 1 << 20).await.unwrap();
+        let (x, y, z) = tokio::join!(c.read(1, 0, 400_000), c.read(1, 0, 400_001), c.read(1, 0, 10));
+        assert!(x.unwrap() == data(0) && y.unwrap() == data(1), "cut at {shown}");
+        assert_eq!(z.unwrap(), b"small");
+        drop(server.await.unwrap());
+    }
+}
