@@ -373,48 +373,37 @@ impl Link {
     /// Bytes read from `attach`. Frames are applied as they complete; a
     /// Welcome in pieces is decoded as they arrive.
     pub fn receive(&mut self, read: Vec<u8>) -> Result<(), FrameError> {
-        if let Some(streaming) = &mut self.streaming {
-            if streaming.inside(read.len()) {
-                // All of the Welcome's frame: its decoder takes it as it is.
-                let got = match streaming.feed_whole(read) {
-                    Some(decoded) => self.decoded(decoded),
-                    None => Ok(()),
-                };
-                self.compact();
-                return got;
-            }
-        }
-        let mut bytes = &read[..];
-        let got = loop {
-            if let Some(streaming) = &mut self.streaming {
-                let (used, decoded) = match streaming.feed(bytes) {
-                    Ok(fed) => fed,
-                    Err(e) => break Err(e),
-                };
-                bytes = &bytes[used..];
-                let Some(decoded) = decoded else { break Ok(()) };
-                if let Err(e) = self.decoded(decoded) {
-                    break Err(e);
-                }
-            }
-            self.frames.push(bytes);
-            if let Err(e) = self.apply_frames() {
-                break Err(e);
-            }
-            // What is left is the start of a message (all of it that has
-            // come); a Welcome in pieces is decoded from here as it comes.
-            if welcome::begins(self.frames.held()) {
-                let held = std::mem::take(&mut self.frames);
-                let mut streaming = Streaming::start();
-                if let Err(e) = streaming.feed(held.held()) {
-                    break Err(e);
-                }
-                self.streaming = Some(streaming);
-            }
-            break Ok(());
+        let got = match &mut self.streaming {
+            // All of the Welcome's frame: its decoder takes it as it is.
+            Some(streaming) if streaming.inside(read.len()) => match streaming.feed_whole(read) {
+                Some(decoded) => self.decoded(decoded),
+                None => Ok(()),
+            },
+            _ => self.take_in(&read),
         };
         self.compact();
         got
+    }
+
+    /// [`Link::receive`] of bytes that may end a Welcome being decoded,
+    /// hold whole messages, and begin another.
+    fn take_in(&mut self, mut bytes: &[u8]) -> Result<(), FrameError> {
+        if let Some(streaming) = &mut self.streaming {
+            let (used, decoded) = streaming.feed(bytes)?;
+            bytes = &bytes[used..];
+            let Some(decoded) = decoded else { return Ok(()) };
+            self.decoded(decoded)?;
+        }
+        self.frames.push(bytes);
+        self.apply_frames()?;
+        // What is left is the start of a message (all of it that has come);
+        // a Welcome in pieces is decoded from here as it comes.
+        if let Some(mut streaming) = welcome::begins(self.frames.held()).then(Streaming::start).flatten() {
+            let held = std::mem::take(&mut self.frames);
+            streaming.feed(held.held())?;
+            self.streaming = Some(streaming);
+        }
+        Ok(())
     }
 
     /// A Welcome decoded as it arrived, now whole.

@@ -4,8 +4,9 @@
 //! big file is open. Gathered whole and then decoded, its time is the
 //! sum of moving it and decoding it; decoded on a thread of its own as its
 //! frames arrive, the decoding keeps pace with the reads and little is
-//! left to do when the last frame comes. Nothing is gathered either: each
-//! read's bytes go to the decoder and are let go once decoded.
+//! left to do when the last frame comes. Nothing is gathered in a frame
+//! buffer either: each read's bytes go to the decoder, which lets them go
+//! once decoded (they wait for it only while it is behind).
 //!
 //! Only a Welcome in pieces (over [`FRAME_MAX`]) is decoded so; a small
 //! one, like every other message, is decoded whole where it lies.
@@ -49,21 +50,19 @@ pub(crate) fn begins(buf: &[u8]) -> bool {
 }
 
 impl Streaming {
-    /// Starts decoding a Welcome on a thread of its own.
-    pub(crate) fn start() -> Streaming {
+    /// Starts decoding a Welcome on a thread of its own; `None` if no
+    /// thread can be had (the Welcome is then gathered and decoded whole).
+    pub(crate) fn start() -> Option<Streaming> {
         let (tx, rx) = mpsc::channel();
-        let decoder = std::thread::Builder::new()
-            .name("apex-welcome".into())
-            .spawn(move || decode(rx))
-            .expect("a thread to decode a Welcome");
-        Streaming {
+        let decoder = std::thread::Builder::new().name("apex-welcome".into()).spawn(move || decode(rx)).ok()?;
+        Some(Streaming {
             to_decoder: Some(tx),
             decoder: Some(decoder),
             header: Vec::new(),
             in_frame: 0,
             last: false,
             total: 0,
-        }
+        })
     }
 
     /// Feeds `bytes` read from the stream: how many of them belong to the

@@ -107,8 +107,9 @@ async fn read_frame(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, msize: 
             data.extend_from_slice(&buf[head..]);
             let head: Vec<u8> = buf.drain(..).take(head).collect();
             while data.len() < count {
-                // Into the room left: never past this frame.
-                if r.read_buf(&mut data).await? == 0 {
+                // Never past this frame.
+                let left = (count - data.len()) as u64;
+                if (&mut *r).take(left).read_buf(&mut data).await? == 0 {
                     return Ok(None);
                 }
             }

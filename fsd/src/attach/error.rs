@@ -16,6 +16,11 @@ pub enum AttachError {
          Write each frame (u32 length + postcard message) in writes of its own"
     )]
     TrailingBytes(usize),
+    #[error(
+        "attach: this connection's Welcome could not be encoded whole, so its stream is broken; \
+         open attach again and say Hello (with resume to go on as the same attachment)"
+    )]
+    WelcomeUnfinished,
     #[error("attach: the first frame must be Hello {{ kind, name, resume }}")]
     NotHello,
     #[error("attach: already attached as {0}; Hello comes once")]

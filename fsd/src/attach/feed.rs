@@ -44,79 +44,96 @@ pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>
 /// lock held (a snapshot grows with the session's buffers); the bytes
 /// framed after it wait until [`welcomed`] puts its frames in place.
 pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, AttachError> {
-    let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
-    if c.out_read == c.out.len() && c.hole.is_none() {
-        c.out.clear();
-        c.out_read = 0;
-        fill(s, conn);
-        compact(s);
-    }
-    let c = s.hub.conns.get_mut(&conn).expect("still there");
-    if c.hole.as_ref().is_some_and(|h| h.at == c.out_read) {
-        if let Some(waiting) = at_hole(c) {
-            return Ok(waiting);
+    loop {
+        let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
+        if c.out_read == c.out.len() && c.hole.is_none() {
+            c.out.clear();
+            c.out_read = 0;
+            fill(s, conn);
+            compact(s);
         }
-    }
-    let end = match &c.hole {
-        Some(h) => h.at,
-        None => c.out.len(),
-    };
-    if c.out_read == end {
-        return Ok(Readable::Nothing);
-    }
-    let end = (c.out_read + count as usize).min(end);
-    if c.out_read == 0 && end == c.out.len() {
-        // All there is: read as it is, not copied (a Welcome's part).
-        if let Some(h) = &mut c.hole {
-            h.at = 0;
+        let c = s.hub.conns.get_mut(&conn).expect("still there");
+        if c.hole.as_ref().is_some_and(|h| h.at == c.out_read) {
+            if let Some(waiting) = at_hole(c)? {
+                return Ok(waiting);
+            }
+            if c.hole.is_none() && c.out_read == c.out.len() {
+                // The Welcome is all read: what came meanwhile is framed now.
+                continue;
+            }
         }
-        return Ok(Readable::Bytes(std::mem::take(&mut c.out)));
+        let end = match &c.hole {
+            Some(h) => h.at,
+            None => c.out.len(),
+        };
+        if c.out_read == end {
+            return Ok(Readable::Nothing);
+        }
+        let end = (c.out_read + count as usize).min(end);
+        if c.out_read == 0 && end == c.out.len() {
+            // All there is: read as it is, not copied (a Welcome's part).
+            if let Some(h) = &mut c.hole {
+                h.at = 0;
+            }
+            return Ok(Readable::Bytes(std::mem::take(&mut c.out)));
+        }
+        let got = c.out[c.out_read..end].to_vec();
+        c.out_read = end;
+        return Ok(Readable::Bytes(got));
     }
-    let got = c.out[c.out_read..end].to_vec();
-    c.out_read = end;
-    Ok(Readable::Bytes(got))
 }
 
 /// A read that has come to the hole: the Welcome to encode, the next of
-/// its parts put in place (`None`: read on), or nothing yet.
-fn at_hole(c: &mut Conn) -> Option<Readable> {
+/// its parts put in place (`None`: read on), or nothing yet. An encoder
+/// that stopped before its end leaves the connection's stream broken.
+fn at_hole(c: &mut Conn) -> Result<Option<Readable>, AttachError> {
     let h = c.hole.as_mut().expect("at the hole");
-    match std::mem::replace(&mut h.filling, Filling::Whole) {
-        Filling::Job(job) => Some(Readable::Welcome(job)),
-        Filling::Whole => Some(Readable::Nothing),
-        Filling::Parts(parts) => match parts.try_recv() {
-            Ok(part) => {
-                h.filling = Filling::Parts(parts);
-                // What was read goes first, so a part that is all there
-                // is to read is read as it is.
-                c.out.drain(..c.out_read);
-                c.out_read = 0;
-                if c.out.is_empty() {
-                    c.out = part;
-                    h.at = c.out.len();
-                } else {
-                    let n = part.len();
-                    c.out.splice(0..0, part);
-                    h.at = n;
-                }
-                None
+    let parts = match std::mem::replace(&mut h.filling, Filling::Whole) {
+        Filling::Job(job) => return Ok(Some(Readable::Welcome(job))),
+        Filling::Whole => return Ok(Some(Readable::Nothing)),
+        Filling::Broken => {
+            h.filling = Filling::Broken;
+            return Err(AttachError::WelcomeUnfinished);
+        }
+        Filling::Parts(parts) => parts,
+    };
+    match parts.try_recv() {
+        Ok(Some(part)) => {
+            h.filling = Filling::Parts(parts);
+            // What was read goes first, so a part that is all there is to
+            // read is read as it is.
+            c.out.drain(..c.out_read);
+            c.out_read = 0;
+            if c.out.is_empty() {
+                c.out = part;
+                h.at = c.out.len();
+            } else {
+                let n = part.len();
+                c.out.splice(0..0, part);
+                h.at = n;
             }
-            Err(std::sync::mpsc::TryRecvError::Empty) => {
-                h.filling = Filling::Parts(parts);
-                Some(Readable::Nothing)
-            }
-            // Every part is in place.
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                c.hole = None;
-                None
-            }
-        },
+            Ok(None)
+        }
+        // Every part is in place.
+        Ok(None) => {
+            c.hole = None;
+            Ok(None)
+        }
+        Err(std::sync::mpsc::TryRecvError::Empty) => {
+            h.filling = Filling::Parts(parts);
+            Ok(Some(Readable::Nothing))
+        }
+        Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+            tracing::warn!("a Welcome's encoder stopped before its end; its connection's stream is broken");
+            h.filling = Filling::Broken;
+            Err(AttachError::WelcomeUnfinished)
+        }
     }
 }
 
 /// The Welcome [`read_deferred`] gave out is being encoded in parts, sent
-/// through `parts` as they are made.
-pub fn in_parts(s: &mut Session, conn: ConnId, parts: std::sync::mpsc::Receiver<Vec<u8>>) {
+/// through `parts` as they are made, and then `None`, its end.
+pub fn in_parts(s: &mut Session, conn: ConnId, parts: std::sync::mpsc::Receiver<Option<Vec<u8>>>) {
     if let Some(h) = s.hub.conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
         h.filling = Filling::Parts(parts);
     }

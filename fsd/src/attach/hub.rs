@@ -227,9 +227,12 @@ pub(crate) enum Filling {
     /// Being encoded whole elsewhere ([`super::feed::welcomed`] puts its
     /// frames in place).
     Whole,
-    /// Being encoded on a thread: its parts, in order, as they are made.
-    /// The hole is filled when the sender is gone.
-    Parts(std::sync::mpsc::Receiver<Vec<u8>>),
+    /// Being encoded on a thread: its parts, in order, as they are made,
+    /// then `None`: the hole is filled.
+    Parts(std::sync::mpsc::Receiver<Option<Vec<u8>>>),
+    /// Its encoder stopped before the end: what was read of it cannot be
+    /// taken back, so every read of the connection fails from here.
+    Broken,
 }
 
 /// A Welcome whose snapshot is yet to be encoded.

@@ -141,13 +141,18 @@ impl Fsys {
                     self.daemon.with_hub_quiet(n, |s| feed::in_parts(s, conn, parts))?;
                     let daemon = self.daemon.clone();
                     tokio::task::spawn_blocking(move || {
-                        job.frame_in_parts(WELCOME_PART, |part| {
-                            let wanted = tx.send(part).is_ok();
+                        // Readers are woken however it ends, a panic too.
+                        let _wake = WakeOnDrop(daemon.clone());
+                        let whole = job.frame_in_parts(WELCOME_PART, |part| {
+                            let wanted = tx.send(Some(part)).is_ok();
                             daemon.changed();
                             wanted
                         });
-                        drop(tx);
-                        daemon.changed();
+                        // Said only when it is: a reader that finds the
+                        // sender gone without it knows the stream broke.
+                        if whole {
+                            let _ = tx.send(None);
+                        }
                     });
                     continue;
                 }
@@ -164,5 +169,14 @@ impl Fsys {
                 return Ok(Vec::new());
             }
         }
+    }
+}
+
+/// Wakes the daemon's waiting readers when dropped.
+struct WakeOnDrop(crate::daemon::Daemon);
+
+impl Drop for WakeOnDrop {
+    fn drop(&mut self) {
+        self.0.changed();
     }
 }

@@ -60,7 +60,7 @@ type Answer = oneshot::Receiver<apex_fsd::attach::wire::Outcome>;
 
 pub struct World {
     pub s: Session,
-    now: u64,
+    pub now: u64,
     clients: Vec<Client>,
     /// Follows the daemon's log before anything is compacted: the whole
     /// history, to check acknowledged entries against.
@@ -415,7 +415,7 @@ fn text_of(w: &World, b: BufferId) -> String {
 }
 
 /// A window made by UI `ui`, which leads the layout; its body buffer.
-fn window(w: &mut World, ui: usize, name: &str) -> BufferId {
+pub fn window(w: &mut World, ui: usize, name: &str) -> BufferId {
     let node = w.link(ui).node_mut().expect("welcomed");
     let made = make::new_window(node, None, None, name).expect("the UI leads the layout");
     w.settle();
@@ -725,58 +725,6 @@ fn a_refused_resume_is_said_after_the_welcome_it_came_with() {
         matches!(msgs.get(1), Some(ServerMsg::Error { text }) if text.contains("refused") && text.contains("attached anew")),
         "{msgs:?}"
     );
-}
-
-#[test]
-fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
-    // A Welcome and the error framed after it, read with the Welcome
-    // encoded whole, and read while it is encoded in parts (each part
-    // made only when a read finds nothing more), in reads smaller and
-    // larger than a part.
-    let stream = |parts: Option<(usize, u32)>| -> Vec<u8> {
-        let mut w = World::new(8);
-        let conn = w.s.hub.open();
-        let resume = apex_fsd::attach::wire::Resume { attachment: AttachmentId(1 << 20), token: 7 };
-        let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "late".into(), resume: Some(resume) };
-        protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap();
-        let mut got = Vec::new();
-        let Some((part_size, count)) = parts else {
-            while let Some(bytes) = feed::read(&mut w.s, conn, 1 << 20).unwrap() {
-                got.extend(bytes);
-            }
-            return got;
-        };
-        let (mut made, mut encoder) = (Vec::new().into_iter(), None);
-        loop {
-            match feed::read_deferred(&mut w.s, conn, count).unwrap() {
-                feed::Readable::Bytes(bytes) => {
-                    assert!(bytes.len() <= count as usize);
-                    got.extend(bytes);
-                }
-                feed::Readable::Welcome(job) => {
-                    let (tx, rx) = std::sync::mpsc::channel();
-                    feed::in_parts(&mut w.s, conn, rx);
-                    let mut parts = Vec::new();
-                    assert!(job.frame_in_parts(part_size, |p| {
-                        parts.push(p);
-                        true
-                    }));
-                    (made, encoder) = (parts.into_iter(), Some(tx));
-                }
-                feed::Readable::Nothing => match (made.next(), &encoder) {
-                    (Some(part), Some(tx)) => tx.send(part).unwrap(),
-                    (_, Some(_)) => encoder = None,
-                    (_, None) => break,
-                },
-            }
-        }
-        got
-    };
-    let whole = stream(None);
-    assert!(whole.len() > 400, "{} bytes", whole.len());
-    for (part, count) in [(100, 70), (100, 500), (16, 1 << 20), (1 << 20, 33)] {
-        assert!(stream(Some((part, count))) == whole, "parts of {part}, reads of {count}");
-    }
 }
 
 #[test]

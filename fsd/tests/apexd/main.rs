@@ -16,6 +16,7 @@ mod protocol;
 mod session;
 mod stuck;
 mod terms;
+mod welcome;
 
 use apex_ninep::fcall::*;
 use apex_ninep::{dial, Client, ClientError, File};

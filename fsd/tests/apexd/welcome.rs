@@ -1,0 +1,139 @@
+//! A big Welcome encoded in parts while it is read, with the hub and the
+//! encoder joined in memory (the test hands each part over): the bytes
+//! read are those of the Welcome encoded whole, what comes meanwhile
+//! follows it, and an encoder that stops short breaks its connection
+//! alone.
+
+use super::chaos::{window, World};
+use apex_core::{AttachmentId, AttachmentKind, BufferOp, Op, Origin, Shard};
+use apex_fsd::attach::error::AttachError;
+use apex_fsd::attach::hub::ConnId;
+use apex_fsd::attach::wire::{ClientMsg, Frames};
+use apex_fsd::attach::{feed, protocol};
+
+/// Reads `conn` in reads of `count` until it has nothing more, its
+/// Welcome encoded in parts of `part_size` that are handed over one at a
+/// time, each only when a read finds nothing more; `meanwhile` runs once
+/// the encoding has begun. `ended` false: the encoder stops without
+/// saying it ended, after its first part.
+fn read_while_encoded(
+    w: &mut World,
+    conn: ConnId,
+    (part_size, count): (usize, u32),
+    ended: bool,
+    mut meanwhile: impl FnMut(&mut World),
+) -> Result<Vec<u8>, AttachError> {
+    let mut got = Vec::new();
+    let (mut made, mut encoder) = (Vec::new().into_iter(), None);
+    loop {
+        match feed::read_deferred(&mut w.s, conn, count)? {
+            feed::Readable::Bytes(bytes) => {
+                assert!(bytes.len() <= count as usize);
+                got.extend(bytes);
+            }
+            feed::Readable::Welcome(job) => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                feed::in_parts(&mut w.s, conn, rx);
+                let mut parts = Vec::new();
+                assert!(job.frame_in_parts(part_size, |p| {
+                    parts.push(p);
+                    true
+                }));
+                if !ended {
+                    parts.truncate(1);
+                }
+                (made, encoder) = (parts.into_iter(), Some(tx));
+                meanwhile(w);
+            }
+            feed::Readable::Nothing => match (made.next(), encoder.take()) {
+                (Some(part), Some(tx)) => {
+                    tx.send(Some(part)).unwrap();
+                    encoder = Some(tx);
+                }
+                (None, Some(tx)) if ended => tx.send(None).unwrap(),
+                (None, Some(_)) => {}
+                (_, None) => return Ok(got),
+            },
+        }
+    }
+}
+
+/// A connection that said Hello as `name`, asking to resume an
+/// attachment the daemon never had when `resume`.
+fn hello(w: &mut World, name: &str, resume: bool) -> ConnId {
+    let conn = w.s.hub.open();
+    let resume = resume.then_some(apex_fsd::attach::wire::Resume { attachment: AttachmentId(1 << 20), token: 7 });
+    let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: name.into(), resume };
+    protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap();
+    conn
+}
+
+#[test]
+fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
+    // A Welcome and the error framed after it, read with the Welcome
+    // encoded whole, and read while it is encoded in parts, in reads
+    // smaller and larger than a part.
+    let whole = {
+        let mut w = World::new(8);
+        let conn = hello(&mut w, "late", true);
+        let mut got = Vec::new();
+        while let Some(bytes) = feed::read(&mut w.s, conn, 1 << 20).unwrap() {
+            got.extend(bytes);
+        }
+        got
+    };
+    assert!(whole.len() > 400, "{} bytes", whole.len());
+    for sizes in [(100, 70), (100, 500), (16, 1 << 20), (1 << 20, 33)] {
+        let mut w = World::new(8);
+        let conn = hello(&mut w, "late", true);
+        let got = read_while_encoded(&mut w, conn, sizes, true, |_| {}).unwrap();
+        assert!(got == whole, "parts and reads of {sizes:?}");
+    }
+}
+
+#[test]
+fn what_comes_while_a_welcome_is_encoded_follows_it() {
+    // Nothing is framed after the Welcome when it is queued; a UI types
+    // while it is encoded, and the connection reads those entries once the
+    // Welcome is read.
+    let mut w = World::new(9);
+    let ui = w.join(AttachmentKind::Ui);
+    w.settle();
+    let b = window(&mut w, ui, "/tmp/meanwhile");
+    let conn = hello(&mut w, "reader", false);
+    let got = read_while_encoded(&mut w, conn, (64, 1 << 20), true, |w| {
+        let node = w.link(ui).node_mut().unwrap();
+        let op = BufferOp::Splice { q0: 0, q1: 0, text: "meanwhile".into(), origin: Origin::Keyboard };
+        node.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+        w.send(ui);
+    })
+    .unwrap();
+    let mut frames = Frames::default();
+    frames.push(&got);
+    let mut msgs = Vec::new();
+    while let Some(m) = frames.next_msg::<apex_fsd::attach::wire::ServerMsg>().unwrap() {
+        msgs.push(m);
+    }
+    use apex_fsd::attach::wire::ServerMsg;
+    assert!(matches!(msgs.first(), Some(ServerMsg::Welcome { .. })), "{msgs:?}");
+    let typed = msgs.iter().any(|m| {
+        matches!(m, ServerMsg::Entries { shard, entries } if *shard == Shard::Buffer(b)
+            && entries.iter().any(|e| matches!(&e.op, Op::Buffer(BufferOp::Splice { text, .. }) if text == "meanwhile")))
+    });
+    assert!(typed, "the typing follows the Welcome: {msgs:?}");
+}
+
+#[test]
+fn a_welcome_whose_encoder_stopped_short_breaks_its_connection_alone() {
+    let mut w = World::new(10);
+    let ui = w.join(AttachmentKind::Ui);
+    w.settle();
+    let conn = hello(&mut w, "broken", false);
+    let err = read_while_encoded(&mut w, conn, (64, 1 << 20), false, |_| {}).unwrap_err();
+    assert_eq!(err, AttachError::WelcomeUnfinished);
+    assert!(err.to_string().contains("open attach again"), "{err}");
+    // Every later read says so too; other connections go on.
+    assert_eq!(feed::read_deferred(&mut w.s, conn, 1 << 20).unwrap_err(), AttachError::WelcomeUnfinished);
+    window(&mut w, ui, "/tmp/still");
+    w.check();
+}
