@@ -83,6 +83,18 @@ pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readab
     }
 }
 
+/// Puts `bytes`, the last a read took, back in front of what is left to
+/// read: the read was flushed before it could answer, and a flushed read
+/// never happened (flush(5)).
+pub fn unread(s: &mut Session, conn: ConnId, bytes: Vec<u8>) {
+    let Some(c) = s.hub.conns.get_mut(&conn) else { return };
+    let n = bytes.len();
+    c.out.splice(c.out_read..c.out_read, bytes);
+    if let Some(h) = &mut c.hole {
+        h.at += n;
+    }
+}
+
 /// A read that has come to the hole: the Welcome to encode, the next of
 /// its parts put in place (`None`: read on), or nothing yet. An encoder
 /// that stopped before its end leaves the connection's stream broken.

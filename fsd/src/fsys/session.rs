@@ -128,9 +128,11 @@ impl Fsys {
             match self.daemon.with_hub_quiet(n, |s| feed::read_deferred(s, conn, count))?? {
                 Readable::Bytes(bytes) => {
                     // Acks and entries go out once the log has them as the
-                    // sync policy says.
+                    // sync policy says. A read flushed (or failed) while it
+                    // waits never happened: its bytes are read again.
+                    let taken = Unread { daemon: self.daemon.clone(), n, conn, bytes: Some(bytes) };
                     self.daemon.settle(self.daemon.durable(n)).await?;
-                    return Ok(bytes);
+                    return Ok(taken.keep());
                 }
                 Readable::Nothing => {}
                 Readable::Welcome(job) if job.is_big() => {
@@ -178,5 +180,29 @@ struct WakeOnDrop(crate::daemon::Daemon);
 impl Drop for WakeOnDrop {
     fn drop(&mut self) {
         self.0.changed();
+    }
+}
+
+/// Bytes a read of `attach` took: put back in front of what is left to
+/// read unless the read returns them.
+struct Unread {
+    daemon: crate::daemon::Daemon,
+    n: u64,
+    conn: crate::attach::hub::ConnId,
+    bytes: Option<Vec<u8>>,
+}
+
+impl Unread {
+    fn keep(mut self) -> Vec<u8> {
+        self.bytes.take().expect("kept once")
+    }
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        if let Some(bytes) = self.bytes.take() {
+            let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
+            self.daemon.changed();
+        }
     }
 }

@@ -15,21 +15,27 @@ use apex_fsd::attach::{feed, protocol};
 /// Welcome encoded in parts of `part_size` that are handed over one at a
 /// time, each only when a read finds nothing more; `meanwhile` runs once
 /// the encoding has begun. `ended` false: the encoder stops without
-/// saying it ended, after its first part.
+/// saying it ended, after its first part. Every `put_back`th read (if not
+/// 0) is put back, as a flushed read's bytes are.
 fn read_while_encoded(
     w: &mut World,
     conn: ConnId,
     (part_size, count): (usize, u32),
-    ended: bool,
+    (ended, put_back): (bool, usize),
     mut meanwhile: impl FnMut(&mut World),
 ) -> Result<Vec<u8>, AttachError> {
     let mut got = Vec::new();
     let (mut made, mut encoder) = (Vec::new().into_iter(), None);
+    let mut reads = 0;
     loop {
         match feed::read_deferred(&mut w.s, conn, count)? {
             feed::Readable::Bytes(bytes) => {
                 assert!(bytes.len() <= count as usize);
-                got.extend(bytes);
+                reads += 1;
+                match put_back > 0 && reads % put_back == 0 {
+                    true => feed::unread(&mut w.s, conn, bytes),
+                    false => got.extend(bytes),
+                }
             }
             feed::Readable::Welcome(job) => {
                 let (tx, rx) = std::sync::mpsc::channel();
@@ -72,7 +78,9 @@ fn hello(w: &mut World, name: &str, resume: bool) -> ConnId {
 fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
     // A Welcome and the error framed after it, read with the Welcome
     // encoded whole, and read while it is encoded in parts, in reads
-    // smaller and larger than a part.
+    // smaller and larger than a part; then with some reads put back, as a
+    // flushed read's are (before, inside and after the Welcome, and a
+    // read that took all there was): they come again next.
     let whole = {
         let mut w = World::new(8);
         let conn = hello(&mut w, "late", true);
@@ -86,8 +94,14 @@ fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
     for sizes in [(100, 70), (100, 500), (16, 1 << 20), (1 << 20, 33)] {
         let mut w = World::new(8);
         let conn = hello(&mut w, "late", true);
-        let got = read_while_encoded(&mut w, conn, sizes, true, |_| {}).unwrap();
+        let got = read_while_encoded(&mut w, conn, sizes, (true, 0), |_| {}).unwrap();
         assert!(got == whole, "parts and reads of {sizes:?}");
+    }
+    for (sizes, put_back) in [((100, 50), 3), ((100, 300), 2), ((100, 1 << 20), 2), ((16, 1 << 20), 5)] {
+        let mut w = World::new(8);
+        let conn = hello(&mut w, "late", true);
+        let got = read_while_encoded(&mut w, conn, sizes, (true, put_back), |_| {}).unwrap();
+        assert!(got == whole, "parts and reads of {sizes:?}, every {put_back}th put back");
     }
 }
 
@@ -101,7 +115,7 @@ fn what_comes_while_a_welcome_is_encoded_follows_it() {
     w.settle();
     let b = window(&mut w, ui, "/tmp/meanwhile");
     let conn = hello(&mut w, "reader", false);
-    let got = read_while_encoded(&mut w, conn, (64, 1 << 20), true, |w| {
+    let got = read_while_encoded(&mut w, conn, (64, 1 << 20), (true, 0), |w| {
         let node = w.link(ui).node_mut().unwrap();
         let op = BufferOp::Splice { q0: 0, q1: 0, text: "meanwhile".into(), origin: Origin::Keyboard };
         node.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
@@ -129,7 +143,7 @@ fn a_welcome_whose_encoder_stopped_short_breaks_its_connection_alone() {
     let ui = w.join(AttachmentKind::Ui);
     w.settle();
     let conn = hello(&mut w, "broken", false);
-    let err = read_while_encoded(&mut w, conn, (64, 1 << 20), false, |_| {}).unwrap_err();
+    let err = read_while_encoded(&mut w, conn, (64, 1 << 20), (false, 0), |_| {}).unwrap_err();
     assert_eq!(err, AttachError::WelcomeUnfinished);
     assert!(err.to_string().contains("open attach again"), "{err}");
     // Every later read says so too; other connections go on.
