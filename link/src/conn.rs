@@ -118,12 +118,21 @@ impl Attached {
 
     async fn read_loop(self) {
         let Conn { client, file } = self.conn();
+        let read = || client.send(Fcall::Tread { fid: file.fid, offset: 0, count: file.iounit });
+        let mut next = read().await;
         loop {
-            let got = client.read(file.fid, 0, file.iounit).await;
+            let got = match next {
+                Ok(sent) => sent.reply().await,
+                Err(e) => Err(e),
+            };
             let bytes = match got {
-                Ok(b) if !b.is_empty() => b,
+                Ok(Fcall::Rread { data }) if !data.is_empty() => data,
                 _ => break,
             };
+            // The next read goes out before these bytes are applied, so the
+            // daemon has it while they are (a big Welcome comes in a read
+            // per megabyte).
+            next = read().await;
             {
                 let mut stash = self.inner.stash.lock().expect("stash lock");
                 if stash.holding {

@@ -80,7 +80,11 @@ pub async fn dial(addr: &str, msize: u32) -> Result<Client> {
     let bad = || ClientError::BadAddress(addr.to_string());
     let parts: Vec<&str> = addr.split('!').collect();
     match parts.as_slice() {
-        ["unix", path] => Client::handshake(tokio::net::UnixStream::connect(path).await?, msize).await,
+        ["unix", path] => {
+            let stream = tokio::net::UnixStream::connect(path).await?;
+            crate::io::room_for(std::os::fd::AsRawFd::as_raw_fd(&stream), msize);
+            Client::handshake(stream, msize).await
+        }
         ["tcp", host, port] => {
             let port: u16 = port.parse().map_err(|_| bad())?;
             Client::handshake(tokio::net::TcpStream::connect((*host, port)).await?, msize).await

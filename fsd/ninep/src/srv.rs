@@ -408,6 +408,7 @@ pub async fn serve_unix<S: Serve>(
     config: Config,
 ) -> std::result::Result<(), FrameError> {
     let fd = stream.as_raw_fd();
+    crate::io::room_for(fd, config.msize);
     // The stream's own halves: `tokio::io::split` locks on every poll.
     let (r, w) = stream.into_split();
     serve_halves(serve, r, w, config, Some(fd)).await
