@@ -408,7 +408,6 @@ pub async fn serve_unix<S: Serve>(
     config: Config,
 ) -> std::result::Result<(), FrameError> {
     let fd = stream.as_raw_fd();
-    crate::io::room_for(fd, config.msize);
     // The stream's own halves: `tokio::io::split` locks on every poll.
     let (r, w) = stream.into_split();
     serve_halves(serve, r, w, config, Some(fd)).await
@@ -603,6 +602,10 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             let body = match negotiate(msize, &version, config.msize) {
                 Ok(Negotiated::Speak { msize }) => {
                     conn.msize.store(msize, std::sync::atomic::Ordering::Relaxed);
+                    // Room for a whole reply of the size agreed on.
+                    if let Some(fd) = conn.socket {
+                        crate::io::room_for(fd, msize);
+                    }
                     Fcall::Rversion { msize, version: VERSION.into() }
                 }
                 Ok(Negotiated::Unknown) => {

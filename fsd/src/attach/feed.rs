@@ -6,7 +6,7 @@
 //! has had.
 
 use super::error::AttachError;
-use super::hub::{Conn, ConnId, Filling, Hole, WelcomeJob};
+use super::hub::{Conn, ConnId, Filling, Hole, Taken, WelcomeJob};
 use crate::session::Session;
 use apex_core::Shard;
 use apex_link::wire::ServerMsg;
@@ -46,6 +46,11 @@ pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>
 pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, AttachError> {
     loop {
         let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
+        if c.taken.is_held() {
+            // After the read that holds bytes, whether it answers with
+            // them or puts them back.
+            return Ok(Readable::Nothing);
+        }
         if c.out_read == c.out.len() && c.hole.is_none() {
             c.out.clear();
             c.out_read = 0;
@@ -89,10 +94,28 @@ pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readab
 pub fn unread(s: &mut Session, conn: ConnId, bytes: Vec<u8>) {
     let Some(c) = s.hub.conns.get_mut(&conn) else { return };
     let n = bytes.len();
-    c.out.splice(c.out_read..c.out_read, bytes);
-    if let Some(h) = &mut c.hole {
-        h.at += n;
+    if c.out_read == c.out.len() {
+        // All there was (a Welcome's part, say): back as it is, before
+        // the hole if there is one (a read never passes it).
+        c.out = bytes;
+        c.out_read = 0;
+        if let Some(h) = &mut c.hole {
+            h.at = n;
+        }
+    } else {
+        c.out.splice(c.out_read..c.out_read, bytes);
+        if let Some(h) = &mut c.hole {
+            h.at += n;
+        }
     }
+}
+
+/// Marks `conn`'s bytes just read as held by a read that has yet to
+/// answer with them: later reads wait until it lets go ([`Taken::release`]).
+pub fn hold(s: &mut Session, conn: ConnId) -> Option<std::sync::Arc<Taken>> {
+    let c = s.hub.conns.get_mut(&conn)?;
+    c.taken.hold();
+    Some(c.taken.clone())
 }
 
 /// A read that has come to the hole: the Welcome to encode, the next of

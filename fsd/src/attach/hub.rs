@@ -11,6 +11,7 @@
 use apex_core::{AttachmentId, AttachmentKind, Epoch, Proposal, Seq, Shard, State};
 use apex_link::wire::{Frames, Outcome, ServerMsg};
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use tokio::sync::oneshot;
 
 /// An open fid of `NAME/attach`.
@@ -67,6 +68,37 @@ pub(crate) struct Conn {
     /// lock when it is read (`read_deferred`, `welcomed`); what was framed
     /// after it waits in `out` past that point.
     pub(crate) hole: Option<Hole>,
+    /// A read holds bytes it took and has not answered with yet (it waits
+    /// for the log to settle): the next read waits for it, so bytes go
+    /// out in the order they were taken, even when they are put back.
+    pub(crate) taken: Arc<Taken>,
+}
+
+/// Whether a connection's read holds bytes it took ([`Conn::taken`]).
+#[derive(Debug, Default)]
+pub struct Taken(std::sync::atomic::AtomicU8);
+
+impl Taken {
+    const FREE: u8 = 0;
+    const HELD: u8 = 1;
+    /// Held, and another read found it so and waits.
+    const WAITED_FOR: u8 = 2;
+
+    pub(crate) fn hold(&self) {
+        self.0.store(Taken::HELD, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether a read holds bytes; if so, notes that another waits.
+    pub(crate) fn is_held(&self) -> bool {
+        use std::sync::atomic::Ordering::AcqRel;
+        let _ = self.0.compare_exchange(Taken::HELD, Taken::WAITED_FOR, AcqRel, std::sync::atomic::Ordering::Acquire);
+        self.0.load(std::sync::atomic::Ordering::Acquire) != Taken::FREE
+    }
+
+    /// The bytes are answered with or put back: whether a read waits.
+    pub fn release(&self) -> bool {
+        self.0.swap(Taken::FREE, std::sync::atomic::Ordering::AcqRel) == Taken::WAITED_FOR
+    }
 }
 
 #[derive(Debug)]
@@ -206,6 +238,7 @@ impl Hub {
                 lost_lease: false,
                 welcomes: VecDeque::new(),
                 hole: None,
+                taken: Arc::default(),
             },
         );
         id

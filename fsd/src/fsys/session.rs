@@ -125,17 +125,23 @@ impl Fsys {
         let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
         loop {
             let mut wake = self.daemon.subscribe();
-            match self.daemon.with_hub_quiet(n, |s| feed::read_deferred(s, conn, count))?? {
-                Readable::Bytes(bytes) => {
+            let read = |s: &mut crate::session::Session| {
+                let got = feed::read_deferred(s, conn, count)?;
+                let held = matches!(got, Readable::Bytes(_)).then(|| feed::hold(s, conn)).flatten();
+                Ok::<_, crate::attach::error::AttachError>((got, held))
+            };
+            match self.daemon.with_hub_quiet(n, read)?? {
+                (Readable::Bytes(bytes), held) => {
                     // Acks and entries go out once the log has them as the
                     // sync policy says. A read flushed (or failed) while it
-                    // waits never happened: its bytes are read again.
-                    let taken = Unread { daemon: self.daemon.clone(), n, conn, bytes: Some(bytes) };
+                    // waits never happened: its bytes are read again, and
+                    // the connection's next read waits until then.
+                    let taken = Unread { daemon: self.daemon.clone(), n, conn, bytes: Some(bytes), held };
                     self.daemon.settle(self.daemon.durable(n)).await?;
                     return Ok(taken.keep());
                 }
-                Readable::Nothing => {}
-                Readable::Welcome(job) if job.is_big() => {
+                (Readable::Nothing, _) => {}
+                (Readable::Welcome(job), _) if job.is_big() => {
                     // Encoded on a thread in parts that are read as they
                     // are made, so the client decodes the first while the
                     // rest is encoded.
@@ -158,7 +164,7 @@ impl Fsys {
                     });
                     continue;
                 }
-                Readable::Welcome(job) => {
+                (Readable::Welcome(job), _) => {
                     // Encoded with no lock held; the read then goes on.
                     let frames = job.frame();
                     self.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames))?;
@@ -184,16 +190,21 @@ impl Drop for WakeOnDrop {
 }
 
 /// Bytes a read of `attach` took: put back in front of what is left to
-/// read unless the read returns them.
+/// read unless the read returns them; either way the connection's next
+/// read may go on.
 struct Unread {
     daemon: crate::daemon::Daemon,
     n: u64,
     conn: crate::attach::hub::ConnId,
     bytes: Option<Vec<u8>>,
+    held: Option<std::sync::Arc<crate::attach::hub::Taken>>,
 }
 
 impl Unread {
     fn keep(mut self) -> Vec<u8> {
+        if self.held.take().is_some_and(|h| h.release()) {
+            self.daemon.changed();
+        }
         self.bytes.take().expect("kept once")
     }
 }
@@ -201,7 +212,12 @@ impl Unread {
 impl Drop for Unread {
     fn drop(&mut self) {
         if let Some(bytes) = self.bytes.take() {
+            // The session's lock is not held here: the read's future is
+            // dropped by its task's cancellation or by `?` after `settle`.
             let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
+            if let Some(h) = self.held.take() {
+                h.release();
+            }
             self.daemon.changed();
         }
     }

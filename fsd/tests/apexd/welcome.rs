@@ -2,7 +2,7 @@
 //! encoder joined in memory (the test hands each part over): the bytes
 //! read are those of the Welcome encoded whole, what comes meanwhile
 //! follows it, and an encoder that stops short breaks its connection
-//! alone.
+//! alone; bytes a flushed read took are put back, and read next, in order.
 
 use super::chaos::{window, World};
 use apex_core::{AttachmentId, AttachmentKind, BufferOp, Op, Origin, Shard};
@@ -150,4 +150,37 @@ fn a_welcome_whose_encoder_stopped_short_breaks_its_connection_alone() {
     assert_eq!(feed::read_deferred(&mut w.s, conn, 1 << 20).unwrap_err(), AttachError::WelcomeUnfinished);
     window(&mut w, ui, "/tmp/still");
     w.check();
+}
+
+#[test]
+fn a_read_that_holds_bytes_goes_first_and_its_put_back_comes_next() {
+    // A read takes bytes and holds them (waiting for the log to settle);
+    // another read of the connection waits; the first is flushed and puts
+    // them back: the other reads them, in order.
+    let mut w = World::new(8);
+    let conn = hello(&mut w, "late", true);
+    let mut whole = Vec::new();
+    {
+        let mut w = World::new(8);
+        let conn = hello(&mut w, "late", true);
+        while let Some(bytes) = feed::read(&mut w.s, conn, 1 << 20).unwrap() {
+            whole.extend(bytes);
+        }
+    }
+    let first = loop {
+        match feed::read_deferred(&mut w.s, conn, 100).unwrap() {
+            feed::Readable::Bytes(b) => break b,
+            feed::Readable::Welcome(job) => feed::welcomed(&mut w.s, conn, job.frame()),
+            feed::Readable::Nothing => panic!("a Welcome to read"),
+        }
+    };
+    let held = feed::hold(&mut w.s, conn).unwrap();
+    assert!(matches!(feed::read_deferred(&mut w.s, conn, 100).unwrap(), feed::Readable::Nothing));
+    feed::unread(&mut w.s, conn, first);
+    assert!(held.release(), "the waiting read is woken");
+    let mut got = Vec::new();
+    while let feed::Readable::Bytes(b) = feed::read_deferred(&mut w.s, conn, 100).unwrap() {
+        got.extend(b);
+    }
+    assert!(got == whole, "read in order after the put-back");
 }
