@@ -227,11 +227,13 @@ impl Client {
                     let _ = w.send(msg.body);
                 }
             }
-            // Hang-up: every waiter's sender drops, and it sees Hangup.
+            // Hang-up: said first, then every waiter's sender drops, and it
+            // sees Hangup; a request registered after the clearing sees the
+            // hang-up said (`send`), so none waits for a reply forever.
+            let _ = gone_tx.send(true);
             if let Some(shared) = reader.upgrade() {
                 shared.pending.lock().expect("pending lock").clear();
             }
-            let _ = gone_tx.send(true);
         });
         Ok(Client { shared })
     }
@@ -269,6 +271,13 @@ impl Client {
         let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false };
         let (tx, rx) = oneshot::channel();
         self.shared.pending.lock().expect("pending lock").insert(tag, tx);
+        if *self.shared.gone.borrow() {
+            // The reader is gone (the server hung up, or its framing
+            // broke while the stream stays open): no reply can come.
+            guard.answered = true;
+            self.shared.pending.lock().expect("pending lock").remove(&tag);
+            return Err(ClientError::Hangup);
+        }
         let mut out = Vec::new();
         let msg = Msg { tag, body };
         let bulk = encode_frame(&msg, &mut out, LARGE);

@@ -272,3 +272,30 @@ async fn large_rreads_arrive_whole_however_the_stream_is_cut() {
         drop(server.await.unwrap());
     }
 }
+
+#[tokio::test]
+async fn a_request_after_the_framing_broke_fails_rather_than_waits() {
+    // The server answers Tversion, then sends a frame too small to be one
+    // and keeps the stream open: the request it broke fails, and so does
+    // every one after, at once (the stream would take their writes).
+    let (a, mut b) = tokio::io::duplex(1 << 16);
+    let server = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
+        let mut out = Vec::new();
+        encode(&Msg { tag, body: Fcall::Rversion { msize: 8192, version: "9P2000".into() } }, &mut out);
+        b.write_all(&out).await.unwrap();
+        next_frame(&mut b, &mut buf).await;
+        b.write_all(&[3, 0, 0, 0]).await.unwrap();
+        // Keep the stream open, taking whatever comes.
+        let mut sink = [0u8; 4096];
+        while matches!(b.read(&mut sink).await, Ok(k) if k > 0) {}
+    });
+    let c = Client::handshake(a, 8192).await.unwrap();
+    assert!(c.attach("glenda", "").await.is_err(), "the broken reply");
+    c.closed().await;
+    let later = tokio::time::timeout(Duration::from_secs(30), c.attach("glenda", "")).await;
+    assert_eq!(later.expect("answered, not left waiting"), Err(ClientError::Hangup));
+    drop(c);
+    server.abort();
+}
