@@ -74,6 +74,18 @@ fn hello(w: &mut World, name: &str, resume: bool) -> ConnId {
     conn
 }
 
+/// What a connection that asked to resume an unknown attachment reads, its
+/// Welcome encoded whole: the Welcome and the error framed after it.
+fn read_whole() -> Vec<u8> {
+    let mut w = World::new(8);
+    let conn = hello(&mut w, "late", true);
+    let mut got = Vec::new();
+    while let Some(bytes) = feed::read(&mut w.s, conn, 1 << 20).unwrap() {
+        got.extend(bytes);
+    }
+    got
+}
+
 #[test]
 fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
     // A Welcome and the error framed after it, read with the Welcome
@@ -81,15 +93,7 @@ fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
     // smaller and larger than a part; then with some reads put back, as a
     // flushed read's are (before, inside and after the Welcome, and a
     // read that took all there was): they come again next.
-    let whole = {
-        let mut w = World::new(8);
-        let conn = hello(&mut w, "late", true);
-        let mut got = Vec::new();
-        while let Some(bytes) = feed::read(&mut w.s, conn, 1 << 20).unwrap() {
-            got.extend(bytes);
-        }
-        got
-    };
+    let whole = read_whole();
     assert!(whole.len() > 400, "{} bytes", whole.len());
     for sizes in [(100, 70), (100, 500), (16, 1 << 20), (1 << 20, 33)] {
         let mut w = World::new(8);
@@ -159,14 +163,7 @@ fn a_read_that_holds_bytes_goes_first_and_its_put_back_comes_next() {
     // them back: the other reads them, in order.
     let mut w = World::new(8);
     let conn = hello(&mut w, "late", true);
-    let mut whole = Vec::new();
-    {
-        let mut w = World::new(8);
-        let conn = hello(&mut w, "late", true);
-        while let Some(bytes) = feed::read(&mut w.s, conn, 1 << 20).unwrap() {
-            whole.extend(bytes);
-        }
-    }
+    let whole = read_whole();
     let first = loop {
         match feed::read_deferred(&mut w.s, conn, 100).unwrap() {
             feed::Readable::Bytes(b) => break b,
