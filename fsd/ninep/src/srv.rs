@@ -22,6 +22,9 @@
 //!   fid. When the client hangs up, every fid is clunked.
 //! - A malformed message with a tag gets an Rerror and the connection goes
 //!   on; broken framing closes it.
+//! - A request whose `Serve` call panics is answered with an Rerror that
+//!   says so, and its tag is free again: a bug in one request never leaves
+//!   its client waiting forever.
 
 use crate::codec::{check, encode_frame, parse, LARGE};
 use crate::error::FrameError;
@@ -273,7 +276,7 @@ impl<S: Serve> Conn<S> {
 
     /// Runs one request (not Tversion or Tflush) to its outcome. (Its
     /// future is boxed per request: one level, holding the request once.)
-    async fn handle(self: Arc<Self>, body: Fcall) -> Result<Fcall> {
+    async fn handle(self: Arc<Self>, tag: u16, body: Fcall) -> Result<Fcall> {
         let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
         let s = &self.serve;
         Ok(match body {
@@ -326,6 +329,7 @@ impl<S: Serve> Conn<S> {
                 s.wstat(&self.fid(fid)?, stat).await?;
                 Fcall::Rwstat
             }
+            Fcall::Topenfd { fid, mode } => self.openfd(tag, fid, mode).await?,
             other => return Err(format!("unexpected 9P message type {}: send T-messages", other.ty())),
         })
     }
@@ -334,16 +338,9 @@ impl<S: Serve> Conn<S> {
 impl<S: Serve> Conn<S> {
     /// plan9port's `Topenfd`: opens the fid, answers `Ropenfd` followed by
     /// a descriptor (one end of a socket pair), and pumps the other end
-    /// with reads and writes on the fid, which moves over to the pump.
-    async fn openfd(self: Arc<Self>, tag: u16, fid: u32, mode: u8) {
-        let reply = match self.openfd_inner(tag, fid, mode).await {
-            Ok(r) => r,
-            Err(ename) => Fcall::Rerror { ename },
-        };
-        self.reply(tag, reply);
-    }
-
-    async fn openfd_inner(self: &Arc<Self>, tag: u16, fid: u32, mode: u8) -> Result<Fcall> {
+    /// with reads and writes on the fid, which moves over to the pump. (A
+    /// request like the others: flushed and aborted as they are.)
+    async fn openfd(self: &Arc<Self>, tag: u16, fid: u32, mode: u8) -> Result<Fcall> {
         if self.socket.is_none() {
             return Err("openfd passes a file descriptor, which needs a Unix socket connection: use open".into());
         }
@@ -509,6 +506,26 @@ async fn io_loop<S: Serve>(
     }
 }
 
+/// Polls a request, a panic caught and made its outcome (an Rerror), so
+/// the request is answered and its tag freed as any other. (It is not
+/// polled again after.)
+fn caught<F: Future<Output = Result<Fcall>>>(
+    request: std::pin::Pin<&mut F>,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<Result<Fcall>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| request.poll(cx))).unwrap_or_else(|panic| {
+        let what = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+            (Some(s), _) => s.to_string(),
+            (_, Some(s)) => s.clone(),
+            _ => "a panic".to_string(),
+        };
+        tracing::error!(panic = %what, "a request panicked");
+        std::task::Poll::Ready(Err(format!(
+            "the server failed on this request ({what}): a bug, worth reporting; other requests go on"
+        )))
+    })
+}
+
 /// A request's reply from its outcome: an error becomes an Rerror, and a
 /// refused change is worth a line; a refused walk or read is routine
 /// (shells probe for files), so it is only traced.
@@ -619,9 +636,6 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             reply(Fcall::Rerror { ename: "send Tversion first".into() })
         }
         Fcall::Tauth { .. } => reply(Fcall::Rerror { ename: config.no_auth.clone() }),
-        Fcall::Topenfd { fid, mode } => {
-            tokio::spawn(conn.clone().openfd(tag, fid, mode));
-        }
         Fcall::Tflush { oldtag } => {
             let mut tasks = conn.tasks.lock().expect("task lock");
             let Some(f) = tasks.get(&oldtag) else {
@@ -666,12 +680,12 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             let cancelable = matches!(body, Fcall::Tread { .. });
             let (ty, changes) = (body.ty(), body.changes());
             let flushed = Arc::new(Signal::default());
-            let mut request = Box::pin(FLUSHED.scope(flushed.clone(), conn.clone().handle(body)));
+            let mut request = Box::pin(FLUSHED.scope(flushed.clone(), conn.clone().handle(tag, body)));
             // Most requests finish without waiting: answer those here.
             // One that waits keeps its place (the next poll, in its own
             // task, registers the real waker).
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            if let std::task::Poll::Ready(outcome) = request.as_mut().poll(&mut cx) {
+            if let std::task::Poll::Ready(outcome) = caught(request.as_mut(), &mut cx) {
                 reply(reply_of(ty, changes, outcome));
                 return;
             }
@@ -682,7 +696,7 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             let done = Arc::new(Signal::default());
             let replied = RaiseOnDrop(done.clone());
             let task = tokio::spawn(async move {
-                let reply = reply_of(ty, changes, request.await);
+                let reply = reply_of(ty, changes, std::future::poll_fn(|cx| caught(request.as_mut(), cx)).await);
                 // Reply and unregister without an await between, so a Tflush
                 // sees either a running request or a queued reply.
                 let mut tasks = c.tasks.lock().expect("task lock");

@@ -1,7 +1,9 @@
 //! The server connection loop against the project's client and raw bytes:
 //! version and msize, pipelining, Tflush of a blocked read, fids clunked
 //! on a second Tversion and on hang-up, malformed messages answered, and
-//! a Tflush of a write that is let finish answered after its Rwrite.
+//! a Tflush of a write that is let finish answered after its Rwrite (and
+//! of a Topenfd after its Ropenfd and descriptor), and a request that
+//! panics answered with an Rerror.
 
 use apex_ninep::fcall::*;
 use apex_ninep::srv::{serve_conn, Config, Serve};
@@ -14,7 +16,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A flat file system: `/` holds named files; `block` never answers a
 /// read until flushed; a write to `slow` takes a while, and a stat of
-/// `sleepy` holds up its thread a while longer.
+/// `sleepy` holds up its thread a while longer; an open of `slowopen`
+/// takes a while; a stat of `panic` panics at once, a write to it after a
+/// while.
 #[derive(Default)]
 struct Mem {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
@@ -48,7 +52,7 @@ impl Serve for Mem {
         match names {
             [] => Ok((vec![], Some(fid.clone()))),
             [n] if fid.is_empty()
-                && (["block", "slow", "sleepy"].contains(&n.as_str())
+                && (["block", "slow", "sleepy", "slowopen", "panic"].contains(&n.as_str())
                     || self.files.lock().unwrap().contains_key(n)) =>
             {
                 Ok((vec![qid(n)], Some(n.clone())))
@@ -57,6 +61,9 @@ impl Serve for Mem {
         }
     }
     async fn open(&self, fid: &String, _: u8) -> srv::Result<(Qid, String)> {
+        if fid == "slowopen" {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         Ok((qid(fid), fid.clone()))
     }
     async fn create(&self, fid: &String, name: &str, _: u32, _: u8) -> srv::Result<(Qid, String)> {
@@ -83,6 +90,10 @@ impl Serve for Mem {
             tokio::time::sleep(Duration::from_millis(200)).await;
             return Ok(data.len() as u32);
         }
+        if fid == "panic" {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            panic!("a write that panics");
+        }
         let mut files = self.files.lock().unwrap();
         let f = files.get_mut(fid).ok_or("is a directory")?;
         let end = offset as usize + data.len();
@@ -99,6 +110,7 @@ impl Serve for Mem {
         self.files.lock().unwrap().remove(&fid).map(|_| ()).ok_or("cannot remove the root".into())
     }
     async fn stat(&self, fid: &String) -> srv::Result<Stat> {
+        assert_ne!(fid, "panic", "a stat that panics");
         if fid == "sleepy" {
             // Answered inline, with the connection's loop held meanwhile.
             std::thread::sleep(Duration::from_millis(600));
@@ -330,4 +342,65 @@ async fn a_flushed_write_is_answered_before_its_rflush_and_others_meanwhile() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     let r = raw_rpc(&mut s, &t(10, Fcall::Tstat { fid: 0 })).await;
     assert!(matches!(r.body, Fcall::Rstat { .. }), "no stray reply came since: {r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_panics_is_answered_and_its_tag_freed() {
+    let mem = Arc::new(Mem::default());
+    let mut s = start(mem.clone());
+    raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec!["panic".into()] })).await;
+    let failed =
+        |r: &Msg| matches!(&r.body, Fcall::Rerror { ename } if ename.contains("the server failed on this request"));
+    // Answered inline: the panic comes in the connection's own loop.
+    let r = raw_rpc(&mut s, &t(5, Fcall::Tstat { fid: 1 })).await;
+    assert!(r.tag == 5 && failed(&r), "{r:?}");
+    // In a task of its own: the reply comes, and the tag is free after.
+    raw_rpc(&mut s, &t(1, Fcall::Topen { fid: 1, mode: OWRITE })).await;
+    let r = raw_rpc(&mut s, &t(6, Fcall::Twrite { fid: 1, offset: 0, data: b"x".to_vec() })).await;
+    assert!(r.tag == 6 && failed(&r), "{r:?}");
+    let r = raw_rpc(&mut s, &t(6, Fcall::Tstat { fid: 0 })).await;
+    assert!(matches!(r.body, Fcall::Rstat { .. }), "tag 6 is free and the connection goes on: {r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flushed_openfd_is_answered_with_its_descriptor_before_its_rflush() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let mem = Arc::new(Mem::default());
+    let (ours, theirs) = tokio::net::UnixStream::pair().unwrap();
+    tokio::spawn(srv::serve_unix(mem, theirs, Config::default()));
+    let mut s = ours.into_std().unwrap();
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    tokio::task::spawn_blocking(move || {
+        let mut frame = |s: &mut std::os::unix::net::UnixStream| {
+            let mut size = [0u8; 4];
+            s.read_exact(&mut size).expect("a reply");
+            let mut m = size.to_vec();
+            m.resize(u32::from_le_bytes(size) as usize, 0);
+            s.read_exact(&mut m[4..]).expect("a reply");
+            parse(&m).unwrap()
+        };
+        let mut rpc = |s: &mut std::os::unix::net::UnixStream, frame_out: Vec<u8>| {
+            s.write_all(&frame_out).unwrap();
+            frame(s)
+        };
+        rpc(&mut s, t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() }));
+        rpc(&mut s, t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() }));
+        rpc(&mut s, t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec!["slowopen".into()] }));
+        // The open takes a while; the flush comes meanwhile and is
+        // answered only after the Ropenfd and its descriptor.
+        let mut frames = t(3, Fcall::Topenfd { fid: 1, mode: OREAD });
+        frames.extend(t(4, Fcall::Tflush { oldtag: 3 }));
+        s.write_all(&frames).unwrap();
+        let first = frame(&mut s);
+        assert!(first.tag == 3 && matches!(first.body, Fcall::Ropenfd { .. }), "the Ropenfd first: {first:?}");
+        apex_ninep::fdpass::recv_fd(s.as_raw_fd()).expect("its descriptor, right after it");
+        let next = frame(&mut s);
+        assert_eq!((next.tag, next.body), (4, Fcall::Rflush), "then the Rflush");
+    })
+    .await
+    .unwrap();
 }

@@ -214,7 +214,13 @@ impl Drop for Unread {
         if let Some(bytes) = self.bytes.take() {
             // The session's lock is not held here: the read's future is
             // dropped by its task's cancellation or by `?` after `settle`.
-            let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
+            // A read that panicked is answered with an Rerror, which tells
+            // its client to attach again; its bytes are let go rather than
+            // put back under a lock the panic may have poisoned (a second
+            // panic while unwinding would abort the daemon).
+            if !std::thread::panicking() {
+                let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
+            }
             if let Some(h) = self.held.take() {
                 h.release();
             }
