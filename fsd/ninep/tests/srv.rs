@@ -375,7 +375,7 @@ async fn a_flushed_openfd_is_answered_with_its_descriptor_before_its_rflush() {
     s.set_nonblocking(false).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     tokio::task::spawn_blocking(move || {
-        let mut frame = |s: &mut std::os::unix::net::UnixStream| {
+        let frame = |s: &mut std::os::unix::net::UnixStream| {
             let mut size = [0u8; 4];
             s.read_exact(&mut size).expect("a reply");
             let mut m = size.to_vec();
@@ -383,7 +383,7 @@ async fn a_flushed_openfd_is_answered_with_its_descriptor_before_its_rflush() {
             s.read_exact(&mut m[4..]).expect("a reply");
             parse(&m).unwrap()
         };
-        let mut rpc = |s: &mut std::os::unix::net::UnixStream, frame_out: Vec<u8>| {
+        let rpc = |s: &mut std::os::unix::net::UnixStream, frame_out: Vec<u8>| {
             s.write_all(&frame_out).unwrap();
             frame(s)
         };
