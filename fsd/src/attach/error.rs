@@ -21,6 +21,11 @@ pub enum AttachError {
          open attach again and say Hello (with resume to go on as the same attachment)"
     )]
     WelcomeUnfinished,
+    #[error(
+        "attach: a read of this connection failed holding bytes it had taken, so its stream is broken; \
+         open attach again and say Hello (with resume to go on as the same attachment)"
+    )]
+    StreamBroken,
     #[error("attach: the first frame must be Hello {{ kind, name, resume }}")]
     NotHello,
     #[error("attach: already attached as {0}; Hello comes once")]

@@ -46,6 +46,9 @@ pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>
 pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, AttachError> {
     loop {
         let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
+        if c.taken.is_broken() {
+            return Err(AttachError::StreamBroken);
+        }
         if c.taken.is_held() {
             // After the read that holds bytes, whether it answers with
             // them or puts them back.
@@ -171,6 +174,14 @@ fn at_hole(c: &mut Conn) -> Result<Option<Readable>, AttachError> {
 pub fn in_parts(s: &mut Session, conn: ConnId, parts: std::sync::mpsc::Receiver<Option<Vec<u8>>>) {
     if let Some(h) = s.hub.conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
         h.filling = Filling::Parts(parts);
+    }
+}
+
+/// The Welcome [`read_deferred`] gave out could not be encoded: every read
+/// of the connection fails from here (its readers are to be woken).
+pub fn unfinished(s: &mut Session, conn: ConnId) {
+    if let Some(h) = s.hub.conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
+        h.filling = Filling::Broken;
     }
 }
 

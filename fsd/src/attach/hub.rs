@@ -83,6 +83,9 @@ impl Taken {
     const HELD: u8 = 1;
     /// Held, and another read found it so and waits.
     const WAITED_FOR: u8 = 2;
+    /// The read that held bytes failed without answering with them or
+    /// putting them back: the stream has a gap, for good.
+    const BROKEN: u8 = 3;
 
     pub(crate) fn hold(&self) {
         self.0.store(Taken::HELD, std::sync::atomic::Ordering::Release);
@@ -98,6 +101,16 @@ impl Taken {
     /// The bytes are answered with or put back: whether a read waits.
     pub fn release(&self) -> bool {
         self.0.swap(Taken::FREE, std::sync::atomic::Ordering::AcqRel) == Taken::WAITED_FOR
+    }
+
+    /// The bytes held are lost (their read panicked): every later read of
+    /// the connection fails (wake its readers after).
+    pub fn break_off(&self) {
+        self.0.store(Taken::BROKEN, std::sync::atomic::Ordering::Release);
+    }
+
+    pub(crate) fn is_broken(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire) == Taken::BROKEN
     }
 }
 

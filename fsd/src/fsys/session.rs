@@ -147,26 +147,28 @@ impl Fsys {
                     // rest is encoded.
                     let (tx, parts) = std::sync::mpsc::channel();
                     self.daemon.with_hub_quiet(n, |s| feed::in_parts(s, conn, parts))?;
-                    let daemon = self.daemon.clone();
+                    let parts = Parts { tx: Some(tx), daemon: self.daemon.clone() };
                     tokio::task::spawn_blocking(move || {
-                        // Readers are woken however it ends, a panic too.
-                        let _wake = WakeOnDrop(daemon.clone());
-                        let whole = job.frame_in_parts(WELCOME_PART, |part| {
-                            let wanted = tx.send(Some(part)).is_ok();
-                            daemon.changed();
-                            wanted
-                        });
+                        let whole = job.frame_in_parts(WELCOME_PART, |part| parts.send(Some(part)));
                         // Said only when it is: a reader that finds the
                         // sender gone without it knows the stream broke.
                         if whole {
-                            let _ = tx.send(None);
+                            parts.send(None);
                         }
                     });
                     continue;
                 }
                 (Readable::Welcome(job), _) => {
-                    // Encoded with no lock held; the read then goes on.
-                    let frames = job.frame();
+                    // Encoded with no lock held; the read then goes on. A
+                    // panic must not leave this connection's other reads
+                    // waiting for frames that never come.
+                    let frames = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.frame()));
+                    let Ok(frames) = frames else {
+                        tracing::error!("a Welcome could not be encoded; its connection's stream is broken");
+                        self.daemon.with_hub_quiet(n, |s| feed::unfinished(s, conn))?;
+                        self.daemon.changed();
+                        return Err(crate::attach::error::AttachError::WelcomeUnfinished.to_string());
+                    };
                     self.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames))?;
                     // Another read of this fid may be waiting for it.
                     self.daemon.changed();
@@ -180,12 +182,28 @@ impl Fsys {
     }
 }
 
-/// Wakes the daemon's waiting readers when dropped.
-struct WakeOnDrop(crate::daemon::Daemon);
+/// Where a big Welcome's encoder sends its parts, waking the readers with
+/// each. However the encoder ends (a panic too), the sender goes before
+/// the readers are woken, so a reader woken then finds it gone (and the
+/// stream broken, unless its end came), never just nothing yet.
+struct Parts {
+    tx: Option<std::sync::mpsc::Sender<Option<Vec<u8>>>>,
+    daemon: crate::daemon::Daemon,
+}
 
-impl Drop for WakeOnDrop {
+impl Parts {
+    /// Sends a part (`None`: the end); false if the reader went.
+    fn send(&self, part: Option<Vec<u8>>) -> bool {
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(part).is_ok());
+        self.daemon.changed();
+        sent
+    }
+}
+
+impl Drop for Parts {
     fn drop(&mut self) {
-        self.0.changed();
+        self.tx.take();
+        self.daemon.changed();
     }
 }
 
@@ -214,15 +232,22 @@ impl Drop for Unread {
         if let Some(bytes) = self.bytes.take() {
             // The session's lock is not held here: the read's future is
             // dropped by its task's cancellation or by `?` after `settle`.
-            // A read that panicked is answered with an Rerror, which tells
-            // its client to attach again; its bytes are let go rather than
-            // put back under a lock the panic may have poisoned (a second
-            // panic while unwinding would abort the daemon).
-            if !std::thread::panicking() {
+            // A read that panicked cannot put its bytes back (the panic
+            // may have poisoned the lock, and a second panic while
+            // unwinding would abort the daemon): the stream is marked
+            // broken instead, so the connection's reads fail from here
+            // rather than go on past a gap.
+            let panicked = std::thread::panicking();
+            if !panicked {
                 let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
             }
             if let Some(h) = self.held.take() {
-                h.release();
+                match panicked {
+                    true => h.break_off(),
+                    false => {
+                        h.release();
+                    }
+                }
             }
             self.daemon.changed();
         }

@@ -181,3 +181,46 @@ fn a_read_that_holds_bytes_goes_first_and_its_put_back_comes_next() {
     }
     assert!(got == whole, "read in order after the put-back");
 }
+
+#[test]
+fn a_welcome_that_could_not_be_encoded_whole_breaks_its_connection_alone() {
+    // A reader's encoding of a small Welcome failed (it panicked): the
+    // reads that wait for its frames fail instead of waiting for ever.
+    let mut w = World::new(12);
+    let ui = w.join(AttachmentKind::Ui);
+    w.settle();
+    let conn = hello(&mut w, "unencoded", false);
+    let Ok(feed::Readable::Welcome(_job)) = feed::read_deferred(&mut w.s, conn, 1 << 20) else {
+        panic!("a Welcome to encode")
+    };
+    assert!(matches!(feed::read_deferred(&mut w.s, conn, 1 << 20).unwrap(), feed::Readable::Nothing));
+    feed::unfinished(&mut w.s, conn);
+    assert_eq!(feed::read_deferred(&mut w.s, conn, 1 << 20).unwrap_err(), AttachError::WelcomeUnfinished);
+    window(&mut w, ui, "/tmp/still");
+    w.check();
+}
+
+#[test]
+fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_alone() {
+    // A read that took bytes panicked: neither answered with them nor put
+    // back, they leave a gap, so every later read of the connection fails
+    // rather than go on past it.
+    let mut w = World::new(13);
+    let ui = w.join(AttachmentKind::Ui);
+    w.settle();
+    let conn = hello(&mut w, "gap", true);
+    loop {
+        match feed::read_deferred(&mut w.s, conn, 100).unwrap() {
+            feed::Readable::Bytes(_) => break,
+            feed::Readable::Welcome(job) => feed::welcomed(&mut w.s, conn, job.frame()),
+            feed::Readable::Nothing => panic!("a Welcome to read"),
+        }
+    }
+    let held = feed::hold(&mut w.s, conn).unwrap();
+    held.break_off();
+    let err = feed::read_deferred(&mut w.s, conn, 100).unwrap_err();
+    assert_eq!(err, AttachError::StreamBroken);
+    assert!(err.to_string().contains("open attach again"), "{err}");
+    window(&mut w, ui, "/tmp/still");
+    w.check();
+}
