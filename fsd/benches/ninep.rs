@@ -27,6 +27,8 @@ const ROUNDS: usize = 5;
 const ROUND: Duration = Duration::from_millis(400);
 /// Size of the bulk body.
 const BULK: usize = 100 << 20;
+/// Rounds of each bulk transfer.
+const BULK_ROUNDS: usize = 5;
 
 /// Round trips per second of `clients` loops of `once` for `ROUND`.
 async fn rate<F, Fut>(clients: usize, once: F) -> f64
@@ -535,53 +537,72 @@ impl Rounds {
         self.ratios.push(ours / reference);
     }
 
-    fn print(&mut self, what: &str) {
+    /// The medians of ours, the reference and their ratio, and the
+    /// ratio's lowest and highest round.
+    fn summary(&mut self) -> (f64, f64, f64, f64, f64) {
         let median = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
         let (lo, hi) =
             (self.ratios.iter().copied().fold(f64::MAX, f64::min), self.ratios.iter().copied().fold(0.0, f64::max));
-        println!(
-            "{what:<28} {:>14.0} {:>14.0} {:>10.2}x  (rounds {lo:.2}-{hi:.2}x)",
-            median(&mut self.ours),
-            median(&mut self.reference),
-            median(&mut self.ratios)
-        );
+        (median(&mut self.ours), median(&mut self.reference), median(&mut self.ratios), lo, hi)
+    }
+
+    fn print(&mut self, what: &str) {
+        let (ours, reference, ratio, lo, hi) = self.summary();
+        println!("{what:<28} {ours:>14.0} {reference:>14.0} {ratio:>10.2}x  (rounds {lo:.2}-{hi:.2}x)");
     }
 }
 
-/// 100 MB written and read through a body, beside the bulk reference.
+/// 100 MB written and read through a body, beside the bulk reference,
+/// in alternating rounds: one transfer is at the mercy of the machine's
+/// noise (a reference write ranged over 0.9-5.6 GB/s from run to run).
 async fn bulk(base: &Path) {
     println!();
     println!("bulk body transfer, 100 MB (apexd vs plain socket, same chunk size; \"ref+rope\" keeps");
-    println!("the bytes as a body must: checked as UTF-8 and inserted into a rope, nothing else)");
+    println!("the bytes as a body must: checked as UTF-8 and inserted into a rope, nothing else);");
+    println!("medians of {BULK_ROUNDS} alternating rounds, each against a fresh daemon, and the ratios' range");
     println!(
         "{:<16} {:>11} {:>11} {:>11} {:>7} {:>7} {:>11} {:>11} {:>7}",
         "", "9P write", "ref write", "ref+rope", "/ref", "/rope", "9P read", "ref read", "/ref"
     );
+    let mut busy = None;
+    let mut ranges = Vec::new();
     for msize in MSIZES {
-        // A fresh daemon per size, so each starts from an empty session.
-        let d = start_apexd(&base.join(format!("ns{msize}")));
-        let addr = format!("unix!{}", d.dir.join("apex").display());
-        let (w, r, body) = bulk_9p(&addr, msize).await;
-        let sock = base.join(format!("bulk{msize}"));
-        let (rw, rr, kept) = bulk_reference(&sock, (msize - 24) as usize).await;
-        println!(
-            "{:<16} {:>6.0} MB/s {:>6.0} MB/s {:>6.0} MB/s {:>6.2}x {:>6.2}x {:>6.0} MB/s {:>6.0} MB/s {:>6.2}x",
-            format!("msize {} KiB", msize >> 10),
-            w,
-            rw,
-            kept,
-            w / rw,
-            w / kept,
-            r,
-            rr,
-            r / rr
-        );
-        if msize == MSIZES[MSIZES.len() - 1] {
-            contention(&addr, &body).await;
+        let (mut write, mut kept, mut read) = (Rounds::default(), Rounds::default(), Rounds::default());
+        for round in 0..BULK_ROUNDS {
+            // A fresh daemon each round, so each starts from an empty
+            // session, with no memory freed by the one before to reuse.
+            let d = start_apexd(&base.join(format!("ns{msize}-{round}")));
+            let addr = format!("unix!{}", d.dir.join("apex").display());
+            let (w, r, body) = bulk_9p(&addr, msize).await;
+            let sock = base.join(format!("bulk{msize}"));
+            let (rw, rr, rk) = bulk_reference(&sock, (msize - 24) as usize).await;
+            write.push(w, rw);
+            kept.push(w, rk);
+            read.push(r, rr);
+            // The last daemon, with its 100 MB body, serves the contention
+            // measure below.
+            busy = Some((d, addr, body));
         }
+        let (w, rw, w_ref, w_lo, w_hi) = write.summary();
+        let (_, rk, w_rope, k_lo, k_hi) = kept.summary();
+        let (r, rr, r_ref, r_lo, r_hi) = read.summary();
+        println!(
+            "{:<16} {w:>6.0} MB/s {rw:>6.0} MB/s {rk:>6.0} MB/s {w_ref:>6.2}x {w_rope:>6.2}x {r:>6.0} MB/s {rr:>6.0} MB/s {r_ref:>6.2}x",
+            format!("msize {} KiB", msize >> 10),
+        );
+        ranges.push(format!(
+            "  msize {} KiB rounds: write/ref {w_lo:.2}-{w_hi:.2}x, write/rope {k_lo:.2}-{k_hi:.2}x, read/ref {r_lo:.2}-{r_hi:.2}x",
+            msize >> 10
+        ));
+    }
+    for line in ranges {
+        println!("{line}");
+    }
+    if let Some((d, addr, body)) = busy {
+        contention(&addr, &body).await;
         drop(d);
     }
 }

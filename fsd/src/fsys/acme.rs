@@ -185,7 +185,7 @@ impl Fsys {
         // Taken under the lock; made into bytes after it.
         let made = || async {
             let made = self.daemon.look(place.session().ok_or_else(gone)?, |s| content(s, place))??;
-            Ok::<_, String>(Content::made(made.made().await))
+            Ok::<_, String>(Content::of(made.version().await))
         };
         let term_window = match place {
             Place::Win1(n, number, _) => self.daemon.look(n, |s| is_term(s, number))?,

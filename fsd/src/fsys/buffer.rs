@@ -48,7 +48,7 @@ impl Fsys {
                 if mode & OTRUNC != 0 {
                     self.truncate(n, b).await?;
                 }
-                Opened::Text { content: Content::made(self.content(place).await?), tail: Vec::new() }
+                Opened::Text { content: Content::of(self.version(place).await?), tail: Vec::new() }
             }
             BufferFile::Addr => {
                 self.daemon.with_session(n, |s| buffers::addr_open(s, b))?;

@@ -7,6 +7,7 @@
 //! reads return whole stat entries and continue only where the last one
 //! ended (read(5)).
 
+use super::made::Version;
 use super::place::Place;
 use super::stream::Cursor;
 use crate::attach::hub::ConnId;
@@ -17,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// A file's bytes as one read sees them.
 #[derive(Debug, Default)]
 pub struct Content {
-    pub bytes: Vec<u8>,
+    pub bytes: Version,
     /// The change count when `bytes` were made, until a read uses it: a
     /// first read at offset 0 with nothing changed since need not make
     /// them again.
@@ -29,35 +30,39 @@ pub struct Content {
 
 impl Content {
     pub fn made(bytes: Vec<u8>) -> Content {
+        Content::of(Version::Plain(bytes))
+    }
+
+    pub fn of(bytes: Version) -> Content {
         Content { bytes, ..Content::default() }
     }
 
     /// Reads `count` bytes at `offset`; for a directory, whole stat
     /// entries only, from 0 or where the last read ended.
     pub fn read(&mut self, offset: u64, count: u32, dir: bool) -> srv::Result<Vec<u8>> {
-        if !dir {
-            let from = (offset as usize).min(self.bytes.len());
-            let want = (count as usize).min(self.bytes.len() - from);
-            return Ok(self.bytes[from..from + want].to_vec());
-        }
+        let bytes = match &self.bytes {
+            _ if !dir => return Ok(self.bytes.range(offset.try_into().unwrap_or(usize::MAX), count as usize)),
+            Version::Plain(bytes) => bytes,
+            Version::Text(_) => return Err("a directory's listing is not a text".into()),
+        };
         if offset != 0 && offset != self.dir_end {
             return Err(format!("directory read at offset {offset}; continue at {} or start again at 0", self.dir_end));
         }
-        let from = (offset as usize).min(self.bytes.len());
-        let want = (count as usize).min(self.bytes.len() - from);
+        let from = (offset as usize).min(bytes.len());
+        let want = (count as usize).min(bytes.len() - from);
         let mut end = from;
-        while end + 2 <= self.bytes.len() {
-            let n = u16::from_le_bytes([self.bytes[end], self.bytes[end + 1]]) as usize + 2;
+        while end + 2 <= bytes.len() {
+            let n = u16::from_le_bytes([bytes[end], bytes[end + 1]]) as usize + 2;
             if end + n - from > want {
                 break;
             }
             end += n;
         }
-        if end == from && from < self.bytes.len() {
+        if end == from && from < bytes.len() {
             return Err(format!("read of {count} bytes is too small for a directory entry"));
         }
         self.dir_end = end as u64;
-        Ok(self.bytes[from..end].to_vec())
+        Ok(bytes[from..end].to_vec())
     }
 }
 

@@ -2,7 +2,9 @@
 //! whole, and what grows with a buffer's size (a body, a snapshot, a
 //! hash) as a cheap copy of the state it comes from (ropes share their
 //! nodes), made into bytes after the lock is let go, so one big buffer
-//! does not hold up every other request.
+//! does not hold up every other request. A text is never made whole for
+//! a fid: its version is the rope's copy, and each read copies out only
+//! the range it returns ([`Version`]).
 
 use apex_core::term::Term;
 use apex_core::text::Text;
@@ -73,8 +75,92 @@ impl Made {
     }
 }
 
+/// One version of a file's bytes, as a fid keeps it between reads: most
+/// made whole, a text as a copy of its rope (nodes shared), so reading a
+/// 100 MB body copies each byte once, from the rope into a reply, and
+/// holds no second copy of it.
+#[derive(Debug)]
+pub enum Version {
+    Plain(Vec<u8>),
+    Text(Text),
+}
+
+impl Default for Version {
+    fn default() -> Version {
+        Version::Plain(Vec::new())
+    }
+}
+
+impl Version {
+    pub fn len(&self) -> usize {
+        match self {
+            Version::Plain(b) => b.len(),
+            Version::Text(t) => t.len_bytes(),
+        }
+    }
+
+    /// Up to `count` bytes from `offset` (as with any file, a read may
+    /// end inside a rune; the next begins where it ended).
+    pub fn range(&self, offset: usize, count: usize) -> Vec<u8> {
+        let end = offset.saturating_add(count).min(self.len());
+        if offset >= end {
+            return Vec::new();
+        }
+        match self {
+            Version::Plain(b) => b[offset..end].to_vec(),
+            Version::Text(t) => {
+                let mut out = Vec::with_capacity(end - offset);
+                let (chunks, mut at, _, _) = t.chunks_at_byte(offset);
+                for chunk in chunks {
+                    let bytes = chunk.as_bytes();
+                    out.extend_from_slice(&bytes[offset.saturating_sub(at)..(end - at).min(bytes.len())]);
+                    at += bytes.len();
+                    if at >= end {
+                        break;
+                    }
+                }
+                out
+            }
+        }
+    }
+}
+
+impl Made {
+    /// The version a fid keeps: a text as it is (nothing to make), the
+    /// rest made into bytes as [`Made::made`] makes them.
+    pub async fn version(self) -> Version {
+        match self {
+            Made::Text(t) => Version::Text(t),
+            made => Version::Plain(made.made().await),
+        }
+    }
+}
+
 impl From<String> for Made {
     fn from(s: String) -> Made {
         Made::Bytes(s.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Version;
+    use apex_core::text::Text;
+
+    #[test]
+    fn a_text_version_reads_as_its_bytes_would_at_any_offset() {
+        // Many rope chunks, runes of one to four bytes, so ranges start
+        // and end inside chunks, across them, and inside runes.
+        let s: String = "plain, naïve — 文字 𝄞 line\n".repeat(900);
+        let text = Version::Text(Text::from(s.as_str()));
+        let plain = Version::Plain(s.clone().into_bytes());
+        assert_eq!(text.len(), s.len());
+        for offset in (0..s.len() + 10).step_by(97) {
+            for count in [0, 1, 3, 1000, 4096, 25_000, usize::MAX] {
+                let want = plain.range(offset, count);
+                assert!(text.range(offset, count) == want, "{offset}+{count}");
+                assert_eq!(want.len(), count.min(s.len().saturating_sub(offset)));
+            }
+        }
     }
 }

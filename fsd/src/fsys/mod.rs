@@ -36,7 +36,7 @@ use apex_ninep::codec::put_stat;
 use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Serve};
 use fid::{Content, Fid, Opened};
-use made::Made;
+use made::{Made, Version};
 use place::{
     lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, TermFile, WinFile, BUFFER, ROOT, SESSION, SESSION_DIRS,
     SHARD, TERM,
@@ -302,6 +302,13 @@ impl Fsys {
         Ok(made.made().await)
     }
 
+    /// A plain file's content now, as a fid keeps it (a text as its
+    /// rope's copy).
+    async fn version(&self, place: Place) -> srv::Result<Version> {
+        let made = self.content_made(place)?;
+        Ok(made.version().await)
+    }
+
     fn content_made(&self, place: Place) -> srv::Result<Made> {
         if let Place::Root1(file) = place {
             return Ok(root::content(&self.daemon, file));
@@ -356,7 +363,10 @@ impl Fsys {
         let made_at = fid.lock().content().and_then(|c| c.fresh.take());
         let fresh = made_at == Some(self.daemon.generation());
         if offset == 0 && !fixed && !fresh {
-            let now = if place.is_dir() { self.listing(place)? } else { self.content(place).await? };
+            let now = match place.is_dir() {
+                true => Version::Plain(self.listing(place)?),
+                false => self.version(place).await?,
+            };
             if let Some(c) = fid.lock().content() {
                 c.bytes = now;
             }
@@ -513,7 +523,7 @@ impl Serve for Fsys {
             Place::BuffersNew(n) => Box::pin(self.buffers_new(n)).await?,
             Place::Buffer1(n, b, file) => Box::pin(self.buffer_open(n, b, file, mode)).await?,
             Place::Term1(n, t, file) => Box::pin(self.term_open(n, t, file)).await?,
-            _ => Opened::Content(Content::made(Box::pin(self.content(place)).await?)),
+            _ => Opened::Content(Content::of(Box::pin(self.version(place)).await?)),
         };
         if let Some(content) = opened.content() {
             content.fresh = Some(generation);
@@ -549,8 +559,9 @@ impl Serve for Fsys {
             Place::Session1(_, place::SessionFile::Ctl) => {
                 let mut opened = fid.lock();
                 let c = opened.content().ok_or("read of a fid that is not open; open it first")?;
-                let n = (count as usize).min(c.bytes.len());
-                Ok(c.bytes.drain(..n).collect())
+                let Version::Plain(reply) = &mut c.bytes else { return Ok(Vec::new()) };
+                let n = (count as usize).min(reply.len());
+                Ok(reply.drain(..n).collect())
             }
             _ if place.is_stream() => self.read_stream(fid, offset, count).await,
             Place::Acme1(n, AcmeFile::Log) => self.read_log(n, fid, count).await,

@@ -68,7 +68,7 @@ impl Fsys {
             SessionFile::Ctl => {
                 let reply = self.session_ctl(n, &text).await?;
                 if let Some(c) = fid.lock().content() {
-                    c.bytes = reply.into_bytes();
+                    c.bytes = super::made::Version::Plain(reply.into_bytes());
                 }
                 Ok(())
             }
