@@ -92,7 +92,7 @@ impl Default for Version {
 }
 
 impl Version {
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         match self {
             Version::Plain(b) => b.len(),
             Version::Text(t) => t.len_bytes(),
