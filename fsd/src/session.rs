@@ -18,10 +18,12 @@ use apex_link::wire::{self, Refusal};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Bytes of entries a session kept nowhere (`--ephemeral`) takes in
-/// before those no connection or `entries` reader needs leave memory: a
-/// persisted session's entries leave at its snapshot, by default after as
-/// many bytes of log.
-pub const EPHEMERAL_LOG_BYTES: u64 = 64 << 20;
+/// before those no connection or `entries` reader needs leave memory (a
+/// persisted session's entries leave at its snapshot, by default after
+/// 64 MiB of log). Small, so a bulk write's texts, which its entries hold,
+/// leave memory that the next texts reuse, rather than have every write
+/// fault in fresh pages for its entry beside its rope.
+pub const EPHEMERAL_LOG_BYTES: u64 = 8 << 20;
 
 /// Counts the bytes of the entries an ephemeral session's log stores (as
 /// encoded: the size is counted, nothing is copied).

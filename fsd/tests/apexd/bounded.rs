@@ -83,8 +83,8 @@ async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     let (_, read_body) = tree.open(&read_body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
     let (_, body) = tree.walk(&root, &at(&["main", "buffers", &id, "body"])).await.unwrap();
     let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
-    // Twice the bytes after which a persisted session would snapshot: the
-    // log holds at most about that many, not all of it.
+    // Twice the bytes after which the log lets go of what nobody needs,
+    // and more: it holds at most about that many, not all of it.
     let chunk = "a line of text, written again and again into one body\n".repeat(1 << 14);
     let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
     let mut written = 0u64;
@@ -94,7 +94,7 @@ async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     }
     tree.clunk(body).await;
     let held: u64 = tree.daemon.log_bytes().iter().sum();
-    assert!(held <= (8 << 20) + chunk.len() as u64 * 2, "{held} bytes of entries held after {written} written");
+    assert!(held <= limit + chunk.len() as u64 * 2, "{held} bytes of entries held after {written} written");
     assert!(held > 0, "what was written since the last compaction is still there");
     // The shard being read kept all its entries, the first one included.
     for _ in 0..8 {
@@ -103,7 +103,8 @@ async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     let (_, again) = tree.walk(&root, &at(&["main", "shards", &format!("buffer.{read}"), "entries"])).await.unwrap();
     let (_, again) = tree.open(&again.unwrap(), OREAD).await.unwrap();
     assert_eq!(String::from_utf8(tree.read(&again, 0, 8).await.unwrap()).unwrap(), first, "from its first entry");
-    assert!(tree.daemon.log_bytes().iter().sum::<u64>() >= held + 8 * chunk.len() as u64);
+    // (A compaction may come meanwhile and let the other shard's go.)
+    assert!(tree.daemon.log_bytes().iter().sum::<u64>() >= 8 * chunk.len() as u64);
     tree.clunk(again).await;
     tree.clunk(read_body).await;
     tree.clunk(reader).await;
