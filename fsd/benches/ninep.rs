@@ -563,6 +563,7 @@ async fn bulk(base: &Path) {
     println!("bulk body transfer, 100 MB (apexd vs plain socket, same chunk size; \"ref+rope\" keeps");
     println!("the bytes as a body must: checked as UTF-8 and inserted into a rope, nothing else);");
     println!("medians of {BULK_ROUNDS} alternating rounds, each against a fresh daemon, and the ratios' range");
+    println!("(the reference process lives through the run: ref+rope may reuse memory a round before freed)");
     println!(
         "{:<16} {:>11} {:>11} {:>11} {:>7} {:>7} {:>11} {:>11} {:>7}",
         "", "9P write", "ref write", "ref+rope", "/ref", "/rope", "9P read", "ref read", "/ref"
@@ -573,7 +574,10 @@ async fn bulk(base: &Path) {
         let (mut write, mut kept, mut read) = (Rounds::default(), Rounds::default(), Rounds::default());
         for round in 0..BULK_ROUNDS {
             // A fresh daemon each round, so each starts from an empty
-            // session, with no memory freed by the one before to reuse.
+            // session, with no memory freed by the one before to reuse (the
+            // reference servers live through the run: ref+rope may reuse
+            // what its last round freed), and none beside it.
+            drop(busy.take());
             let d = start_apexd(&base.join(format!("ns{msize}-{round}")));
             let addr = format!("unix!{}", d.dir.join("apex").display());
             let (w, r, body) = bulk_9p(&addr, msize).await;

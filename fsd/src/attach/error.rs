@@ -56,6 +56,14 @@ pub enum AttachError {
     Rejected(#[from] Reject),
 }
 
+impl AttachError {
+    /// Whether the connection's stream is broken for good: the client is
+    /// to attach again.
+    pub fn breaks_stream(&self) -> bool {
+        matches!(self, AttachError::WelcomeUnfinished | AttachError::StreamBroken)
+    }
+}
+
 impl From<AttachError> for String {
     fn from(e: AttachError) -> String {
         e.to_string()

@@ -92,6 +92,16 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
     s.hub.wakeups.push(now + grace);
 }
 
+/// The connection's stream broke (its Welcome could not be encoded, or a
+/// read lost bytes to a fault): it is taken as hung up, once, so its
+/// attachment waits out its grace, holding back no compaction, and its
+/// client can attach again and resume it, as the error it reads says.
+pub fn broken(s: &mut Session, conn: ConnId, now: u64) {
+    if s.hub.conns.get(&conn).is_some_and(|c| c.attachment.is_some() && c.grace_until.is_none()) {
+        hangup(s, conn, now);
+    }
+}
+
 /// Acts on whatever is due at `now`: requested leases past their
 /// deadline are reclaimed and granted, graces that ran out end their
 /// attachments, bounded leases that expired go back.

@@ -7,6 +7,7 @@ use super::fid::{utf8, Fid, Opened};
 use super::made::Made;
 use super::place::{Place, SessionFile};
 use super::Fsys;
+use crate::attach::error::AttachError;
 use crate::attach::feed::{self, Readable, WELCOME_PART};
 use crate::attach::hub::Written;
 use crate::attach::protocol;
@@ -130,7 +131,11 @@ impl Fsys {
                 let held = matches!(got, Readable::Bytes(_)).then(|| feed::hold(s, conn)).flatten();
                 Ok::<_, crate::attach::error::AttachError>((got, held))
             };
-            match self.daemon.with_hub_quiet(n, read)?? {
+            let got = match self.daemon.with_hub_quiet(n, read)? {
+                Err(e) if e.breaks_stream() => return Err(self.stream_broke(n, conn, e)),
+                got => got?,
+            };
+            match got {
                 (Readable::Bytes(bytes), held) => {
                     // Acks and entries go out once the log has them as the
                     // sync policy says. A read flushed (or failed) while it
@@ -166,8 +171,7 @@ impl Fsys {
                     let Ok(frames) = frames else {
                         tracing::error!("a Welcome could not be encoded; its connection's stream is broken");
                         self.daemon.with_hub_quiet(n, |s| feed::unfinished(s, conn))?;
-                        self.daemon.changed();
-                        return Err(crate::attach::error::AttachError::WelcomeUnfinished.to_string());
+                        return Err(self.stream_broke(n, conn, AttachError::WelcomeUnfinished));
                     };
                     self.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames))?;
                     // Another read of this fid may be waiting for it.
@@ -179,6 +183,16 @@ impl Fsys {
                 return Ok(Vec::new());
             }
         }
+    }
+}
+
+impl Fsys {
+    /// `conn`'s stream broke: the connection is taken as hung up (its
+    /// attachment waits out its grace for a resume and holds nothing back)
+    /// and its readers are woken to say so too.
+    fn stream_broke(&self, n: u64, conn: crate::attach::hub::ConnId, e: AttachError) -> String {
+        let _ = self.daemon.with_hub(n, |s, now| protocol::broken(s, conn, now));
+        e.to_string()
     }
 }
 

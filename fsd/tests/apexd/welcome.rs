@@ -201,26 +201,65 @@ fn a_welcome_that_could_not_be_encoded_whole_breaks_its_connection_alone() {
 }
 
 #[test]
-fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_alone() {
+fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_which_resumes_anew() {
     // A read that took bytes panicked: neither answered with them nor put
     // back, they leave a gap, so every later read of the connection fails
-    // rather than go on past it.
+    // rather than go on past it. The connection is then as if hung up: it
+    // holds nothing back, and its client resumes on a new one, as the
+    // error says to.
+    use apex_fsd::attach::wire::{Resume, ServerMsg};
     let mut w = World::new(13);
     let ui = w.join(AttachmentKind::Ui);
     w.settle();
-    let conn = hello(&mut w, "gap", true);
+    let conn = hello(&mut w, "gap", false);
+    let mut got = Vec::new();
     loop {
         match feed::read_deferred(&mut w.s, conn, 100).unwrap() {
-            feed::Readable::Bytes(_) => break,
+            feed::Readable::Bytes(b) => {
+                got.extend(b);
+                if got.len() > 4 && got.len() >= u32::from_le_bytes(got[..4].try_into().unwrap()) as usize + 4 {
+                    break;
+                }
+            }
             feed::Readable::Welcome(job) => feed::welcomed(&mut w.s, conn, job.frame()),
             feed::Readable::Nothing => panic!("a Welcome to read"),
         }
     }
+    let mut frames = Frames::default();
+    frames.push(&got);
+    let Some(ServerMsg::Welcome { attachment, token, .. }) = frames.next_msg::<ServerMsg>().unwrap() else {
+        panic!("the Welcome first")
+    };
     let held = feed::hold(&mut w.s, conn).unwrap();
     held.break_off();
     let err = feed::read_deferred(&mut w.s, conn, 100).unwrap_err();
     assert_eq!(err, AttachError::StreamBroken);
-    assert!(err.to_string().contains("open attach again"), "{err}");
-    window(&mut w, ui, "/tmp/still");
+    assert!(err.breaks_stream() && err.to_string().contains("open attach again"), "{err}");
+    protocol::broken(&mut w.s, conn, w.now);
+    // What the UI writes now is not held for the broken connection.
+    let b = window(&mut w, ui, "/tmp/still");
+    for _ in 0..3 {
+        w.type_in(ui, "typed while the reader is away\n");
+    }
+    w.settle();
+    assert!(w.s.view.log.shard(Shard::Buffer(b)).unwrap().base > 0, "compacted past the broken connection");
+    // A new connection resumes the attachment.
+    let again = w.s.hub.open();
+    let hello =
+        ClientMsg::Hello { kind: AttachmentKind::Ui, name: "gap".into(), resume: Some(Resume { attachment, token }) };
+    protocol::write(&mut w.s, again, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap();
+    let mut got = Vec::new();
+    while let Some(bytes) = feed::read(&mut w.s, again, 1 << 20).unwrap() {
+        got.extend(bytes);
+    }
+    let mut frames = Frames::default();
+    frames.push(&got);
+    let mut msgs = Vec::new();
+    while let Some(m) = frames.next_msg::<ServerMsg>().unwrap() {
+        msgs.push(m);
+    }
+    assert!(matches!(msgs.first(), Some(ServerMsg::Welcome { attachment: a, .. }) if *a == attachment), "{msgs:?}");
+    assert!(!msgs.iter().any(|m| matches!(m, ServerMsg::Error { .. })), "resumed, not refused: {msgs:?}");
+    assert_eq!(feed::read_deferred(&mut w.s, conn, 100).unwrap_err(), AttachError::ConnectionGone);
     w.check();
 }
