@@ -8,7 +8,7 @@ use super::chaos::{window, World};
 use apex_core::{AttachmentId, AttachmentKind, BufferOp, Op, Origin, Shard};
 use apex_fsd::attach::error::AttachError;
 use apex_fsd::attach::hub::ConnId;
-use apex_fsd::attach::wire::{ClientMsg, Frames};
+use apex_fsd::attach::wire::{ClientMsg, Frames, ServerMsg};
 use apex_fsd::attach::{feed, protocol};
 
 /// Reads `conn` in reads of `count` until it has nothing more, its
@@ -86,6 +86,24 @@ fn read_whole() -> Vec<u8> {
     got
 }
 
+/// The first bytes a read of `conn` gives, its Welcome encoded whole.
+fn read_first(w: &mut World, conn: ConnId, count: u32) -> Vec<u8> {
+    loop {
+        match feed::read_deferred(&mut w.s, conn, count).unwrap() {
+            feed::Readable::Bytes(b) => return b,
+            feed::Readable::Welcome(job) => feed::welcomed(&mut w.s, conn, job.frame()),
+            feed::Readable::Nothing => panic!("a Welcome to read"),
+        }
+    }
+}
+
+/// The messages framed in `bytes`.
+fn messages(bytes: &[u8]) -> Vec<ServerMsg> {
+    let mut frames = Frames::default();
+    frames.push(bytes);
+    std::iter::from_fn(|| frames.next_msg::<ServerMsg>().unwrap()).collect()
+}
+
 #[test]
 fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
     // A Welcome and the error framed after it, read with the Welcome
@@ -126,13 +144,7 @@ fn what_comes_while_a_welcome_is_encoded_follows_it() {
         w.send(ui);
     })
     .unwrap();
-    let mut frames = Frames::default();
-    frames.push(&got);
-    let mut msgs = Vec::new();
-    while let Some(m) = frames.next_msg::<apex_fsd::attach::wire::ServerMsg>().unwrap() {
-        msgs.push(m);
-    }
-    use apex_fsd::attach::wire::ServerMsg;
+    let msgs = messages(&got);
     assert!(matches!(msgs.first(), Some(ServerMsg::Welcome { .. })), "{msgs:?}");
     let typed = msgs.iter().any(|m| {
         matches!(m, ServerMsg::Entries { shard, entries } if *shard == Shard::Buffer(b)
@@ -164,13 +176,7 @@ fn a_read_that_holds_bytes_goes_first_and_its_put_back_comes_next() {
     let mut w = World::new(8);
     let conn = hello(&mut w, "late", true);
     let whole = read_whole();
-    let first = loop {
-        match feed::read_deferred(&mut w.s, conn, 100).unwrap() {
-            feed::Readable::Bytes(b) => break b,
-            feed::Readable::Welcome(job) => feed::welcomed(&mut w.s, conn, job.frame()),
-            feed::Readable::Nothing => panic!("a Welcome to read"),
-        }
-    };
+    let first = read_first(&mut w, conn, 100);
     let held = feed::hold(&mut w.s, conn).unwrap();
     assert!(matches!(feed::read_deferred(&mut w.s, conn, 100).unwrap(), feed::Readable::Nothing));
     feed::unread(&mut w.s, conn, first);
@@ -207,28 +213,13 @@ fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_which_resumes_anew()
     // rather than go on past it. The connection is then as if hung up: it
     // holds nothing back, and its client resumes on a new one, as the
     // error says to.
-    use apex_fsd::attach::wire::{Resume, ServerMsg};
+    use apex_fsd::attach::wire::Resume;
     let mut w = World::new(13);
     let ui = w.join(AttachmentKind::Ui);
     w.settle();
     let conn = hello(&mut w, "gap", false);
-    let mut got = Vec::new();
-    loop {
-        match feed::read_deferred(&mut w.s, conn, 100).unwrap() {
-            feed::Readable::Bytes(b) => {
-                got.extend(b);
-                if got.len() > 4 && got.len() >= u32::from_le_bytes(got[..4].try_into().unwrap()) as usize + 4 {
-                    break;
-                }
-            }
-            feed::Readable::Welcome(job) => feed::welcomed(&mut w.s, conn, job.frame()),
-            feed::Readable::Nothing => panic!("a Welcome to read"),
-        }
-    }
-    let mut frames = Frames::default();
-    frames.push(&got);
-    let Some(ServerMsg::Welcome { attachment, token, .. }) = frames.next_msg::<ServerMsg>().unwrap() else {
-        panic!("the Welcome first")
+    let Some(ServerMsg::Welcome { attachment, token, .. }) = messages(&read_first(&mut w, conn, 1 << 20)).pop() else {
+        panic!("the Welcome, all that is read")
     };
     let held = feed::hold(&mut w.s, conn).unwrap();
     held.break_off();
@@ -252,12 +243,7 @@ fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_which_resumes_anew()
     while let Some(bytes) = feed::read(&mut w.s, again, 1 << 20).unwrap() {
         got.extend(bytes);
     }
-    let mut frames = Frames::default();
-    frames.push(&got);
-    let mut msgs = Vec::new();
-    while let Some(m) = frames.next_msg::<ServerMsg>().unwrap() {
-        msgs.push(m);
-    }
+    let msgs = messages(&got);
     assert!(matches!(msgs.first(), Some(ServerMsg::Welcome { attachment: a, .. }) if *a == attachment), "{msgs:?}");
     assert!(!msgs.iter().any(|m| matches!(m, ServerMsg::Error { .. })), "resumed, not refused: {msgs:?}");
     assert_eq!(feed::read_deferred(&mut w.s, conn, 100).unwrap_err(), AttachError::ConnectionGone);
