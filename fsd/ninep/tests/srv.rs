@@ -296,13 +296,18 @@ async fn raw_until(s: &mut tokio::io::DuplexStream, done: impl Fn(&[Msg]) -> boo
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_flushed_write_is_answered_before_its_rflush_and_others_meanwhile() {
-    let mem = Arc::new(Mem::default());
-    let mut s = start(mem.clone());
+/// A connection to `mem` with fid 0 its root and fid 1 its file `name`.
+async fn start_at(mem: Arc<Mem>, name: &str) -> tokio::io::DuplexStream {
+    let mut s = start(mem);
     raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
     raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
-    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec!["slow".into()] })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec![name.into()] })).await;
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flushed_write_is_answered_before_its_rflush_and_others_meanwhile() {
+    let mut s = start_at(Arc::new(Mem::default()), "slow").await;
     raw_rpc(&mut s, &t(1, Fcall::Topen { fid: 1, mode: OWRITE })).await;
     // The write, its flush, and a stat, in one go; then a flush of a tag
     // that is not in flight, and one of the stat already answered.
@@ -346,11 +351,7 @@ async fn a_flushed_write_is_answered_before_its_rflush_and_others_meanwhile() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_panics_is_answered_and_its_tag_freed() {
-    let mem = Arc::new(Mem::default());
-    let mut s = start(mem.clone());
-    raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
-    raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
-    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec!["panic".into()] })).await;
+    let mut s = start_at(Arc::new(Mem::default()), "panic").await;
     let failed =
         |r: &Msg| matches!(&r.body, Fcall::Rerror { ename } if ename.contains("the server failed on this request"));
     // Answered inline: the panic comes in the connection's own loop.
