@@ -22,8 +22,9 @@ pub enum AttachError {
     )]
     WelcomeUnfinished,
     #[error(
-        "attach: a read of this connection failed holding bytes it had taken, so its stream is broken; \
-         open attach again and say Hello (with resume to go on as the same attachment)"
+        "attach: this connection's stream is broken (a read failed holding bytes it had taken, or its \
+         Welcome could not be encoded), so it takes nothing more; open attach again and say Hello \
+         (with resume to go on as the same attachment)"
     )]
     StreamBroken,
     #[error("attach: the first frame must be Hello {{ kind, name, resume }}")]

@@ -34,6 +34,11 @@ fn ui_or_tool(kind: AttachmentKind) -> &'static str {
 pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Written, AttachError> {
     s.hub.now = now;
     let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
+    if c.grace_until.is_some() {
+        // Only a broken stream's fid outlives its hang-up: it takes
+        // nothing more (a Welcome for it would end its grace).
+        return Err(AttachError::StreamBroken);
+    }
     let before = c.frames.pending();
     c.frames.push(bytes);
     let whole = match c.frames.whole() {
@@ -66,9 +71,14 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
     out
 }
 
-/// The fid was clunked: the attachment ends now.
+/// The fid was clunked: the attachment ends now, unless its stream broke
+/// (it is in its grace already, waiting for the resume its client was
+/// told to make, which closing the broken fid first must not spoil).
 pub fn clunk(s: &mut Session, conn: ConnId, now: u64) {
     s.hub.now = now;
+    if s.hub.conns.get(&conn).is_some_and(|c| c.grace_until.is_some()) {
+        return;
+    }
     if let Some(c) = s.hub.conns.remove(&conn) {
         if let Some(a) = c.attachment {
             end(s, a);
@@ -85,6 +95,10 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
     let Some(c) = s.hub.conns.get_mut(&conn) else { return };
     if c.attachment.is_none() {
         s.hub.conns.remove(&conn);
+        return;
+    }
+    if c.grace_until.is_some() {
+        // Its stream broke before: the grace runs from then.
         return;
     }
     c.grace_until = Some(now + grace);

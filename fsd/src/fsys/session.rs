@@ -263,6 +263,19 @@ impl Drop for Unread {
                     }
                 }
             }
+            if panicked {
+                // This read's Rerror may be the last its client reads (the
+                // link stops at an error): the connection is taken as hung
+                // up now, not at a next read, so the resume it is told to
+                // make is not refused as still connected. From a task:
+                // the lock may be poisoned, and a panic here would abort.
+                let (daemon, n, conn) = (self.daemon.clone(), self.n, self.conn);
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        let _ = daemon.with_hub(n, |s, now| protocol::broken(s, conn, now));
+                    });
+                }
+            }
             self.daemon.changed();
         }
     }

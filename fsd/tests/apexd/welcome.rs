@@ -211,8 +211,8 @@ fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_which_resumes_anew()
     // A read that took bytes panicked: neither answered with them nor put
     // back, they leave a gap, so every later read of the connection fails
     // rather than go on past it. The connection is then as if hung up: it
-    // holds nothing back, and its client resumes on a new one, as the
-    // error says to.
+    // takes nothing more, holds nothing back, and its client resumes on a
+    // new one, as the error says to, even after closing the broken one.
     use apex_fsd::attach::wire::Resume;
     let mut w = World::new(13);
     let ui = w.join(AttachmentKind::Ui);
@@ -227,6 +227,11 @@ fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_which_resumes_anew()
     assert_eq!(err, AttachError::StreamBroken);
     assert!(err.breaks_stream() && err.to_string().contains("open attach again"), "{err}");
     protocol::broken(&mut w.s, conn, w.now);
+    // The broken fid takes nothing more (a Resync's Welcome would bring
+    // it back as connected), and closing it first spoils no resume.
+    let resync = apex_fsd::attach::wire::frame(&ClientMsg::Resync);
+    assert_eq!(protocol::write(&mut w.s, conn, &resync, w.now).unwrap_err(), AttachError::StreamBroken);
+    protocol::clunk(&mut w.s, conn, w.now);
     // What the UI writes now is not held for the broken connection.
     let b = window(&mut w, ui, "/tmp/still");
     for _ in 0..3 {
