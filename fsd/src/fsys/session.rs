@@ -9,7 +9,7 @@ use super::place::{Place, SessionFile};
 use super::Fsys;
 use crate::attach::error::AttachError;
 use crate::attach::feed::{self, Readable, WELCOME_PART};
-use crate::attach::hub::Written;
+use crate::attach::hub::{ConnId, Written};
 use crate::attach::protocol;
 use crate::ctlmsg::SessionCtl;
 use crate::error::Error;
@@ -129,7 +129,7 @@ impl Fsys {
             let read = |s: &mut crate::session::Session| {
                 let got = feed::read_deferred(s, conn, count)?;
                 let held = matches!(got, Readable::Bytes(_)).then(|| feed::hold(s, conn)).flatten();
-                Ok::<_, crate::attach::error::AttachError>((got, held))
+                Ok::<_, AttachError>((got, held))
             };
             let got = match self.daemon.with_hub_quiet(n, read)? {
                 Err(e) if e.breaks_stream() => return Err(self.stream_broke(n, conn, e)),
@@ -187,13 +187,19 @@ impl Fsys {
 }
 
 impl Fsys {
-    /// `conn`'s stream broke: the connection is taken as hung up (its
-    /// attachment waits out its grace for a resume and holds nothing back)
-    /// and its readers are woken to say so too.
-    fn stream_broke(&self, n: u64, conn: crate::attach::hub::ConnId, e: AttachError) -> String {
-        let _ = self.daemon.with_hub(n, |s, now| protocol::broken(s, conn, now));
+    /// `conn`'s stream broke: the error to answer with, the connection
+    /// taken as hung up.
+    fn stream_broke(&self, n: u64, conn: ConnId, e: AttachError) -> String {
+        hung_up(&self.daemon, n, conn);
         e.to_string()
     }
+}
+
+/// Takes `conn`, whose stream broke, as hung up: its attachment waits out
+/// its grace for a resume and holds nothing back, and its readers are
+/// woken to say so too.
+fn hung_up(daemon: &crate::daemon::Daemon, n: u64, conn: ConnId) {
+    let _ = daemon.with_hub(n, |s, now| protocol::broken(s, conn, now));
 }
 
 /// Where a big Welcome's encoder sends its parts, waking the readers with
@@ -227,7 +233,7 @@ impl Drop for Parts {
 struct Unread {
     daemon: crate::daemon::Daemon,
     n: u64,
-    conn: crate::attach::hub::ConnId,
+    conn: ConnId,
     bytes: Option<Vec<u8>>,
     held: Option<std::sync::Arc<crate::attach::hub::Taken>>,
 }
@@ -251,19 +257,10 @@ impl Drop for Unread {
             // unwinding would abort the daemon): the stream is marked
             // broken instead, so the connection's reads fail from here
             // rather than go on past a gap.
-            let panicked = std::thread::panicking();
-            if !panicked {
-                let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
-            }
-            if let Some(h) = self.held.take() {
-                match panicked {
-                    true => h.break_off(),
-                    false => {
-                        h.release();
-                    }
+            if std::thread::panicking() {
+                if let Some(h) = self.held.take() {
+                    h.break_off();
                 }
-            }
-            if panicked {
                 // This read's Rerror may be the last its client reads (the
                 // link stops at an error): the connection is taken as hung
                 // up now, not at a next read, so the resume it is told to
@@ -271,9 +268,12 @@ impl Drop for Unread {
                 // the lock may be poisoned, and a panic here would abort.
                 let (daemon, n, conn) = (self.daemon.clone(), self.n, self.conn);
                 if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                    rt.spawn(async move {
-                        let _ = daemon.with_hub(n, |s, now| protocol::broken(s, conn, now));
-                    });
+                    rt.spawn(async move { hung_up(&daemon, n, conn) });
+                }
+            } else {
+                let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
+                if let Some(h) = self.held.take() {
+                    h.release();
                 }
             }
             self.daemon.changed();
