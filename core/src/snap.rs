@@ -82,6 +82,45 @@ impl State {
         len
     }
 
+    /// The snapshot as its parts ([`SnapshotParts`]): everything but the
+    /// buffers' texts encoded, and the texts kept as they are.
+    pub fn into_snapshot_parts(mut self) -> SnapshotParts {
+        let texts: Vec<Text> = self.buffers.values_mut().map(|b| std::mem::take(&mut b.text)).collect();
+        // Where each text goes is where the encodings with every text empty
+        // (one byte: no pieces) and with every text "x" (three: one piece,
+        // one byte long, the byte) part ways: nothing else differs.
+        let rest = self.to_snapshot();
+        for b in self.buffers.values_mut() {
+            b.text = Text::from("x");
+        }
+        let marked = self.to_snapshot();
+        let (mut i, mut j) = (0, 0);
+        let mut slots = Vec::with_capacity(texts.len());
+        while i < rest.len() && j < marked.len() {
+            if rest[i] == marked[j] {
+                (i, j) = (i + 1, j + 1);
+                continue;
+            }
+            if rest[i] != 0 || marked.get(j..j + 3) != Some(&[1, 1, b'x'][..]) {
+                break;
+            }
+            slots.push(i);
+            (i, j) = (i + 1, j + 3);
+        }
+        for (b, text) in self.buffers.values_mut().zip(texts) {
+            b.text = text;
+        }
+        if (i, j) != (rest.len(), marked.len()) || slots.len() != self.buffers.len() {
+            // Not what the encoding is known to be: the whole, made once,
+            // is right whatever it is.
+            let whole = self.to_snapshot();
+            return SnapshotParts { len: whole.len(), rest: whole, texts: Vec::new() };
+        }
+        let texts: Vec<(usize, Text)> = slots.into_iter().zip(self.buffers.into_values().map(|b| b.text)).collect();
+        let len = rest.len() + texts.iter().map(|(_, t)| crate::text::encoded_size(t) - 1).sum::<usize>();
+        SnapshotParts { rest, texts, len }
+    }
+
     /// At least the size of the encoding of the buffers' texts, plus room
     /// for everything else in a state of ordinary size.
     fn encoded_size_bound(&self) -> usize {
@@ -121,5 +160,66 @@ impl State {
         buf.push(SNAPSHOT_FORMAT);
         let flavor = HashFlavor { hasher: blake3::Hasher::new(), buf };
         postcard::serialize_with_flavor(self, flavor).expect("state always encodes")
+    }
+}
+
+/// A snapshot held as its parts: the state's encoding with every buffer's
+/// text left empty (small), and the texts themselves, shared with the
+/// state they came from (ropes share their nodes). Any range of the
+/// snapshot is made from them when it is read, so serving a 100 MB
+/// buffer's snapshot never holds a second 100 MB.
+pub struct SnapshotParts {
+    /// The snapshot with each buffer's text encoded empty: one byte.
+    rest: Vec<u8>,
+    /// Each text, after the byte of `rest` that stands for it, in order.
+    texts: Vec<(usize, Text)>,
+    len: usize,
+}
+
+impl SnapshotParts {
+    /// The snapshot's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many texts are kept as they are, not encoded (every buffer's,
+    /// unless the encoding surprised `into_snapshot_parts`).
+    pub fn texts_kept(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// Bytes `start..end` of the snapshot (fewer past its end), as
+    /// [`State::to_snapshot`] would have made them.
+    pub fn range(&self, start: usize, end: usize) -> Vec<u8> {
+        let end = end.min(self.len);
+        let mut out = Vec::with_capacity(end.saturating_sub(start));
+        // `at` is where the part in hand starts in the snapshot; `from`,
+        // in `rest`.
+        let (mut at, mut from) = (0, 0);
+        let plain = |bytes: &[u8], at: usize, out: &mut Vec<u8>| {
+            let (s, e) = (start.max(at), end.min(at + bytes.len()));
+            if s < e {
+                out.extend_from_slice(&bytes[s - at..e - at]);
+            }
+        };
+        for (slot, text) in &self.texts {
+            if at >= end {
+                return out;
+            }
+            plain(&self.rest[from..*slot], at, &mut out);
+            at += slot - from;
+            let n = crate::text::encoded_size(text);
+            if start < at + n && at < end {
+                crate::text::copy_encoded(text, start.saturating_sub(at), end - at, &mut out);
+            }
+            at += n;
+            from = slot + 1;
+        }
+        plain(&self.rest[from..], at, &mut out);
+        out
     }
 }

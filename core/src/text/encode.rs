@@ -35,6 +35,62 @@ pub fn encoded_size(text: &Text) -> usize {
     varint(len.div_ceil(PIECE)) + full * (varint(PIECE) + PIECE) + last
 }
 
+/// Appends `n` as postcard writes a length: 7 bits a byte, low first.
+fn varint(mut n: usize, out: &mut Vec<u8>) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Appends bytes `start..end` of `text`'s encoding (what `Serialize`
+/// writes) to `out`: the length prefixes made from the text's length, and
+/// only the text bytes in range copied out of the rope, so a range of a
+/// 100 MB text's encoding costs its own size. Past the end reads as
+/// nothing.
+pub fn copy_encoded(text: &Text, start: usize, end: usize, out: &mut Vec<u8>) {
+    let len = text.len_bytes();
+    let end = end.min(encoded_size(text));
+    if start >= end {
+        return;
+    }
+    let pieces = len.div_ceil(PIECE);
+    let mut head = Vec::with_capacity(10);
+    // Copies what of `bytes`, which sit at `at` in the encoding, is in range.
+    let prefix = |bytes: &[u8], at: usize, out: &mut Vec<u8>| {
+        let (from, to) = (start.max(at), end.min(at + bytes.len()));
+        if from < to {
+            out.extend_from_slice(&bytes[from - at..to - at]);
+        }
+    };
+    varint(pieces, &mut head);
+    prefix(&head, 0, out);
+    // Every piece but the last is as long as every other: skip to the one
+    // `start` is in.
+    let full = {
+        let mut h = Vec::new();
+        varint(PIECE, &mut h);
+        h.len() + PIECE
+    };
+    let mut piece = (start.saturating_sub(head.len()) / full).min(pieces.saturating_sub(1));
+    let mut at = head.len() + piece * full;
+    while piece < pieces && at < end {
+        let from = piece * PIECE;
+        let n = PIECE.min(len - from);
+        head.clear();
+        varint(n, &mut head);
+        prefix(&head, at, out);
+        at += head.len();
+        let (s, e) = (start.max(at), end.min(at + n));
+        if s < e {
+            text.copy_bytes(from + (s - at), from + (e - at), out);
+        }
+        at += n;
+        piece += 1;
+    }
+}
+
 struct Piece<'a>(&'a [u8]);
 
 impl Serialize for Piece<'_> {
@@ -182,6 +238,31 @@ mod tests {
         for len in [0, 1, 127, 128, PIECE - 1, PIECE, PIECE + 1, 3 * PIECE, 200 * PIECE + 17] {
             let text = Text::from("x".repeat(len).as_str());
             assert_eq!(encoded_size(&text), postcard::to_allocvec(&text).unwrap().len(), "{len} bytes");
+        }
+    }
+
+    #[test]
+    fn any_range_of_an_encoding_is_made_as_the_whole_would_be() {
+        for len in [0, 1, 127, PIECE - 1, PIECE, PIECE + 1, 3 * PIECE + 17] {
+            let s: String = "aé€😀"
+                .chars()
+                .cycle()
+                .scan(0, |n, c| {
+                    *n += c.len_utf8();
+                    (*n <= len).then_some(c)
+                })
+                .collect();
+            let text = Text::from(s.as_str());
+            let whole = postcard::to_allocvec(&text).unwrap();
+            let n = whole.len();
+            for start in [0, 1, 2, 3, 4, 5, PIECE - 2, PIECE + 3, PIECE + 4, 2 * PIECE + 5, n - 1, n, n + 9] {
+                for count in [0, 1, 2, 5, 1000, PIECE, 2 * PIECE + 3, usize::MAX] {
+                    let mut got = Vec::new();
+                    copy_encoded(&text, start, start.saturating_add(count), &mut got);
+                    let want = &whole[start.min(n)..start.saturating_add(count).min(n)];
+                    assert!(got == want, "{len} bytes of text: {start}+{count}");
+                }
+            }
         }
     }
 

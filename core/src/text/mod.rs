@@ -16,7 +16,7 @@
 
 mod encode;
 
-pub use encode::{encoded_size, encoded_size_bound, PIECE};
+pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
 
 use ropey::Rope;
 use std::fmt;
@@ -134,6 +134,26 @@ impl Text {
                 run.make(&mut rope);
                 rope
             }),
+        }
+    }
+
+    /// Appends the UTF-8 bytes `from..to` to `out`, copying only those
+    /// out of the rope (a range may start or end inside a rune, as a
+    /// file's read may). Past the end reads as nothing.
+    pub fn copy_bytes(&self, from: usize, to: usize, out: &mut Vec<u8>) {
+        let rope = self.rope();
+        let to = to.min(rope.len_bytes());
+        if from >= to {
+            return;
+        }
+        let (chunks, mut at, _, _) = rope.chunks_at_byte(from);
+        for chunk in chunks {
+            let bytes = chunk.as_bytes();
+            out.extend_from_slice(&bytes[from.saturating_sub(at)..(to - at).min(bytes.len())]);
+            at += bytes.len();
+            if at >= to {
+                break;
+            }
         }
     }
 

@@ -105,6 +105,32 @@ fn snapshots_round_trip_and_refuse_garbage() {
 }
 
 #[test]
+fn a_snapshot_in_parts_reads_as_the_whole_at_any_range() {
+    let (mut n, _) = setup();
+    // Texts of several pieces (runes cut across them), an empty one, and
+    // one whose name and text look like an empty text's encoding.
+    let big: String = "naïve 文字 𝄞\n".repeat(3 * apex_core::text::PIECE / 17);
+    for (name, text) in [("big", big.as_str()), ("empty", ""), ("\0", "\0\u{1}x")] {
+        let b = n.create_buffer_as(name).unwrap();
+        if !text.is_empty() {
+            n.append(Shard::Buffer(b), splice(0, 0, text)).unwrap();
+        }
+    }
+    let whole = n.state.to_snapshot();
+    let parts = n.state.clone().into_snapshot_parts();
+    assert_eq!(parts.len(), whole.len());
+    assert_eq!(parts.texts_kept(), 4, "every buffer's text kept apart");
+    let len = whole.len();
+    for start in (0..len + 3).step_by(len / 29) {
+        for count in [0, 1, 7, 4096, 70_000, len] {
+            let want = &whole[start.min(len)..(start + count).min(len)];
+            assert!(parts.range(start, start + count) == want, "{start}+{count} of {len}");
+        }
+    }
+    assert_eq!(State::from_snapshot(&parts.range(0, usize::MAX)).unwrap(), n.state);
+}
+
+#[test]
 fn meta_state_follows_its_ops() {
     let mut n = Node::server();
     let a = n.log.next_attachment().unwrap();

@@ -221,6 +221,15 @@ impl Sim {
     pub fn snapshot(&mut self) {
         let bytes = self.server.state.to_snapshot();
         assert_eq!(self.server.state.clone().encoded_len() + 1, bytes.len(), "measured without the texts");
+        // Held in parts, the snapshot reads as the whole does, in any cut.
+        let parts = self.server.state.clone().into_snapshot_parts();
+        assert_eq!(parts.len(), bytes.len());
+        let cut = (bytes.len() / 3).max(1);
+        let mut read = Vec::new();
+        for at in (0..bytes.len()).step_by(cut) {
+            read.extend(parts.range(at, at + cut));
+        }
+        assert!(read == bytes, "a snapshot in parts reads as the whole");
         let state = State::from_snapshot(&bytes).unwrap();
         assert_eq!(state.hash(), self.server.state.hash());
         self.restored.push(follower_node(state));

@@ -43,7 +43,7 @@ impl Content {
         let bytes = match &self.bytes {
             _ if !dir => return Ok(self.bytes.range(offset.try_into().unwrap_or(usize::MAX), count as usize)),
             Version::Plain(bytes) => bytes,
-            Version::Text(_) => return Err("a directory's listing is not a text".into()),
+            Version::Text(_) | Version::Snapshot(_) => return Err("a directory's listing is made whole".into()),
         };
         if offset != 0 && offset != self.dir_end {
             return Err(format!("directory read at offset {offset}; continue at {} or start again at 0", self.dir_end));

@@ -6,6 +6,7 @@
 //! a fid: its version is the rope's copy, and each read copies out only
 //! the range it returns ([`Version`]).
 
+use apex_core::snap::SnapshotParts;
 use apex_core::term::Term;
 use apex_core::text::Text;
 use apex_core::State;
@@ -40,13 +41,7 @@ impl Made {
     /// The bytes, made on a blocking thread when they are many: call it
     /// with no lock held.
     pub async fn made(self) -> Vec<u8> {
-        if !self.is_big() {
-            return self.bytes();
-        }
-        match tokio::task::spawn_blocking(move || self.bytes()).await {
-            Ok(bytes) => bytes,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
+        off_the_workers(self.is_big(), move || self.bytes()).await
     }
 
     fn is_big(&self) -> bool {
@@ -75,14 +70,36 @@ impl Made {
     }
 }
 
+/// `make`'s result, made on a blocking thread when it is `big`.
+async fn off_the_workers<T: Send + 'static>(big: bool, make: impl FnOnce() -> T + Send + 'static) -> T {
+    if !big {
+        return make();
+    }
+    match tokio::task::spawn_blocking(make).await {
+        Ok(made) => made,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
 /// One version of a file's bytes, as a fid keeps it between reads: most
-/// made whole, a text as a copy of its rope (nodes shared), so reading a
+/// made whole; a text as a copy of its rope (nodes shared), so reading a
 /// 100 MB body copies each byte once, from the rope into a reply, and
-/// holds no second copy of it.
-#[derive(Debug)]
+/// holds no second copy of it; a snapshot as its parts, its texts shared
+/// the same way.
 pub enum Version {
     Plain(Vec<u8>),
     Text(Text),
+    Snapshot(SnapshotParts),
+}
+
+impl std::fmt::Debug for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Version::Plain(b) => write!(f, "Plain({} bytes)", b.len()),
+            Version::Text(t) => write!(f, "{t:?}"),
+            Version::Snapshot(s) => write!(f, "Snapshot({} bytes)", s.len()),
+        }
+    }
 }
 
 impl Default for Version {
@@ -96,6 +113,7 @@ impl Version {
         match self {
             Version::Plain(b) => b.len(),
             Version::Text(t) => t.len_bytes(),
+            Version::Snapshot(s) => s.len(),
         }
     }
 
@@ -110,27 +128,24 @@ impl Version {
             Version::Plain(b) => b[offset..end].to_vec(),
             Version::Text(t) => {
                 let mut out = Vec::with_capacity(end - offset);
-                let (chunks, mut at, _, _) = t.chunks_at_byte(offset);
-                for chunk in chunks {
-                    let bytes = chunk.as_bytes();
-                    out.extend_from_slice(&bytes[offset.saturating_sub(at)..(end - at).min(bytes.len())]);
-                    at += bytes.len();
-                    if at >= end {
-                        break;
-                    }
-                }
+                t.copy_bytes(offset, end, &mut out);
                 out
             }
+            Version::Snapshot(s) => s.range(offset, end),
         }
     }
 }
 
 impl Made {
-    /// The version a fid keeps: a text as it is (nothing to make), the
-    /// rest made into bytes as [`Made::made`] makes them.
+    /// The version a fid keeps: a text as it is (nothing to make), a
+    /// snapshot as its parts, the rest made into bytes as [`Made::made`]
+    /// makes them.
     pub async fn version(self) -> Version {
+        let big = self.is_big();
         match self {
             Made::Text(t) => Version::Text(t),
+            // Its terminals' rows are encoded with the rest: many take a while.
+            Made::Snapshot(st) => Version::Snapshot(off_the_workers(big, move || st.into_snapshot_parts()).await),
             made => Version::Plain(made.made().await),
         }
     }

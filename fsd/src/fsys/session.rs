@@ -44,7 +44,8 @@ impl Fsys {
             }
             return Ok(Opened::Attach(self.daemon.with_hub(n, |s, _| s.hub.open())?));
         }
-        Ok(Opened::Content(super::fid::Content::made(self.content(Place::Session1(n, file)).await?)))
+        // As a fid keeps it: a snapshot in parts, its texts not copied.
+        Ok(Opened::Content(super::fid::Content::of(self.version(Place::Session1(n, file)).await?)))
     }
 
     pub(super) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> srv::Result<()> {

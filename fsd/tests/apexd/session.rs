@@ -150,6 +150,14 @@ async fn buffers_addresses_and_proposals() {
     write(&c, root, "main/ctl", &format!("delwindow {number}")).await.unwrap();
     let snap = apex_core::State::from_snapshot(&read(&c, root, "main/snapshot").await.unwrap()).unwrap();
     assert_eq!(snap.windows.len(), windows);
+
+    // A body of many of the encoding's pieces, runes cut across them: the
+    // snapshot, each read made from its parts, is the state hashed.
+    let t = c.open_path(root, &b("body"), OWRITE | OTRUNC).await.unwrap();
+    c.write_all(&t, 0, "naïve 文字 𝄞\n".repeat(40_000).as_bytes()).await.unwrap();
+    c.clunk(t.fid).await.unwrap();
+    let snap = apex_core::State::from_snapshot(&read(&c, root, "main/snapshot").await.unwrap()).unwrap();
+    assert_eq!(format!("{}\n", snap.hash().to_hex()), hash(&c, root).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
