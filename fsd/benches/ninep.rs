@@ -421,7 +421,7 @@ async fn measure() {
     // `APEX_BENCH_ONLY=rt` or `=bulk` measures that part alone (to profile it).
     let only = std::env::var("APEX_BENCH_ONLY").ok();
     if only.as_deref() != Some("bulk") {
-        round_trips(&base, &echo).await;
+        round_trips(&base, &echo, refs.0.id()).await;
     }
     if only.as_deref() != Some("rt") {
         bulk(&base).await;
@@ -430,8 +430,9 @@ async fn measure() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
-/// Small-message rates, apexd beside the echo reference.
-async fn round_trips(base: &Path, echo: &Path) {
+/// Small-message rates, apexd beside the echo reference (served by
+/// process `echo_pid`).
+async fn round_trips(base: &Path, echo: &Path, echo_pid: u32) {
     println!("9P round trips (apexd vs a plain Unix-socket echo of the same size;");
     println!("{ROUNDS} alternating rounds of each, medians: the machine's noise hits both)");
     println!("{:<28} {:>14} {:>14} {:>11}", "", "apexd rt/s", "echo rt/s", "apexd/echo");
@@ -445,27 +446,102 @@ async fn round_trips(base: &Path, echo: &Path) {
         rounds.push(raw, echo_rate(echo, 1, 40).await);
     }
     rounds.print("Tstat, bare blocking client");
+    // What each side spends per round trip with 8 clients, in the rows
+    // below: where the time goes, not only how much there is.
+    let mut costs: Vec<(String, Cost, Cost)> = Vec::new();
     for clients in [1, 8] {
         // Tstat is 11 bytes out, ~70 back; a small Tread 23 out, ~27 back.
         let mut stat = Rounds::default();
         let mut read = Rounds::default();
+        let (mut ours, mut theirs) = ([Cost::default(), Cost::default()], [Cost::default(), Cost::default()]);
         for _ in 0..ROUNDS {
-            stat.push(stat_rate(&addr, clients).await, echo_rate(echo, clients, 40).await);
-            read.push(read_rate(&addr, clients).await, echo_rate(echo, clients, 25).await);
+            stat.push(
+                ours[0].of(d.pid(), stat_rate(&addr, clients)).await,
+                theirs[0].of(echo_pid, echo_rate(echo, clients, 40)).await,
+            );
+            read.push(
+                ours[1].of(d.pid(), read_rate(&addr, clients)).await,
+                theirs[1].of(echo_pid, echo_rate(echo, clients, 25)).await,
+            );
         }
         stat.print(&format!("Tstat, {clients} client(s)"));
         read.print(&format!("Tread 16 B, {clients} client(s)"));
+        if clients == 8 {
+            let [os, or] = ours;
+            let [ts, tr] = theirs;
+            costs.push(("Tstat, 8 clients".into(), os, ts));
+            costs.push(("Tread 16 B, 8 clients".into(), or, tr));
+        }
     }
     // The same with clients as thin as the echo's (a socket each, a frame
     // written, the reply read): what is left is the servers' difference.
     for (what, size, file) in [("Tstat", 40, None), ("Tread 16 B", 25, Some("id"))] {
         let mut r = Rounds::default();
+        let (mut ours, mut theirs) = (Cost::default(), Cost::default());
         for _ in 0..ROUNDS {
-            r.push(bare_rate(&socket, 8, file).await, echo_rate(echo, 8, size).await);
+            r.push(
+                ours.of(d.pid(), bare_rate(&socket, 8, file)).await,
+                theirs.of(echo_pid, echo_rate(echo, 8, size)).await,
+            );
         }
         r.print(&format!("{what}, 8 bare clients"));
+        costs.push((format!("{what}, 8 bare clients"), ours, theirs));
     }
     drop(d);
+    println!();
+    println!("CPU per round trip, user + system (µs), over all rounds: the server, and this process (its clients)");
+    println!("{:<28} {:>16} {:>16} {:>16} {:>16}", "", "apexd", "apex clients", "echo", "echo clients");
+    for (what, ours, theirs) in costs {
+        let [a, b] = ours.per_trip();
+        let [c, e] = theirs.per_trip();
+        println!("{what:<28} {a:>16} {b:>16} {c:>16} {e:>16}");
+    }
+}
+
+/// The CPU a server process and this one (the clients) spent over some
+/// rounds, and the round trips made in them.
+#[derive(Default)]
+struct Cost {
+    /// User and system seconds, the server's then this process's.
+    cpu: [[f64; 2]; 2],
+    trips: f64,
+}
+
+impl Cost {
+    /// Runs `rounds` (a rate in round trips a second), counting the CPU
+    /// that `server` and this process spend meanwhile.
+    async fn of(&mut self, server: u32, rounds: impl std::future::Future<Output = f64>) -> f64 {
+        let before = [cpu_of(server), cpu_of(std::process::id())];
+        let start = Instant::now();
+        let rate = rounds.await;
+        self.trips += rate * start.elapsed().as_secs_f64();
+        let after = [cpu_of(server), cpu_of(std::process::id())];
+        for (side, (a, b)) in after.iter().zip(before).enumerate() {
+            for mode in 0..2 {
+                self.cpu[side][mode] += a[mode] - b[mode];
+            }
+        }
+        rate
+    }
+
+    /// "USER + SYSTEM" per round trip in µs, the server's and the clients'.
+    fn per_trip(&self) -> [String; 2] {
+        self.cpu.map(|[user, system]| format!("{:.2} + {:.2}", user * 1e6 / self.trips, system * 1e6 / self.trips))
+    }
+}
+
+/// The user and system CPU seconds process `pid` has used, from Linux's
+/// `/proc/PID/stat` (zero where it cannot be read).
+fn cpu_of(pid: u32) -> [f64; 2] {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command, which is in parentheses and may hold
+    // spaces: utime and stime are the 12th and 13th of them, in ticks.
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
+    // SAFETY: sysconf reads a constant of the system; it has no
+    // preconditions.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    [ticks(11) / tick, ticks(12) / tick]
 }
 
 /// Round trips per second of `clients` bare async clients, each on its own

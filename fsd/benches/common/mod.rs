@@ -14,6 +14,13 @@ pub struct Daemon {
     pub dir: PathBuf,
 }
 
+impl Daemon {
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
