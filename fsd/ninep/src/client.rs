@@ -1,23 +1,27 @@
 //! An async 9P2000 client: many requests in flight on one connection.
 //!
 //! `Client` is cheap to clone and may be used from many tasks at once: each
-//! request takes a free tag, registers for its reply and writes its frame;
-//! one reader task hands every reply to whoever owns its tag, in whatever
-//! order the server answers. Dropping a request's future before its reply
-//! sends a Tflush (flush(5)), and the tag is reused only after the Rflush,
-//! so a late reply can never be taken for another request's.
+//! request takes a free tag, registers for its reply and writes its frame.
+//! Replies are read by the requests waiting for them, with no task in
+//! between: whichever finds the socket readable reads what has come, hands
+//! every whole reply to whoever owns its tag, in whatever order the server
+//! answers, and keeps its own. So a lone request is answered by the
+//! read(2) of the task that sent it, as a plain socket client would be.
+//! Dropping a request's future before its reply sends a Tflush
+//! (flush(5)), and the tag is reused only after the Rflush, so a late
+//! reply can never be taken for another request's.
 //!
-//! The transport is any byte stream: `dial` opens `unix!PATH` or
+//! The transport is a stream socket: `dial` opens `unix!PATH` or
 //! `tcp!HOST!PORT` as plan9port spells them.
 
-use crate::codec::{check, data_head, encode, encode_frame, parse, parse_stats, with_data, LARGE};
+use crate::codec::{encode, encode_frame, parse_stats, LARGE};
 use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM, NOFID, NOTAG};
-use crate::io::write_two;
+use crate::socket::{self, Filled, Incoming, Io, Socket};
 use crate::version::{iounit, VERSION};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
+use tokio::io::unix::AsyncFdReadyGuard;
 use tokio::sync::oneshot;
 
 /// What a 9P call can fail with.
@@ -43,22 +47,36 @@ impl From<std::io::Error> for ClientError {
 }
 
 type Result<T> = std::result::Result<T, ClientError>;
-type Writer = tokio::sync::Mutex<Box<dyn AsyncWrite + Send + Unpin>>;
 
 struct Shared {
-    writer: Writer,
+    io: Io,
+    /// Held while a frame is written, so frames go out whole; the buffer
+    /// each is encoded in.
+    writing: tokio::sync::Mutex<Vec<u8>>,
+    /// What has been read and not yet handed out. Taken only between
+    /// awaits, by whichever waiting request found the socket readable.
+    reading: Mutex<Reading>,
+    /// Said when `reading` is let go, to the requests that found it taken
+    /// (counted in `waiting`): they wait for that rather than block their
+    /// worker thread while a large reply is copied.
+    released: tokio::sync::Notify,
+    waiting: AtomicUsize,
     /// Who waits for each tag's reply.
     pending: Mutex<HashMap<u16, oneshot::Sender<Fcall>>>,
-    /// Tags in use, including flushed ones awaiting their Rflush.
-    tags: Mutex<BTreeSet<u16>>,
+    /// Tags in use, including flushed ones awaiting their Rflush, and
+    /// where to look for a free one next.
+    tags: Mutex<(BTreeSet<u16>, u16)>,
     free_fids: Mutex<Vec<u32>>,
     next_fid: AtomicU32,
     msize: u32,
-    /// Becomes true (or its sender drops) when the connection has ended.
-    gone: tokio::sync::watch::Receiver<bool>,
-    /// Dropped with the last `Client`: tells the reader task to stop, so
-    /// the connection closes (the read half would keep it open).
-    _closing: oneshot::Sender<()>,
+    /// Becomes true when the connection has ended: the server hung up,
+    /// or its framing broke and nothing more is read.
+    gone: tokio::sync::watch::Sender<bool>,
+}
+
+struct Reading {
+    incoming: Incoming,
+    ended: bool,
 }
 
 /// A connection to a 9P2000 server.
@@ -93,47 +111,163 @@ pub async fn dial(addr: &str, msize: u32) -> Result<Client> {
     }
 }
 
-async fn read_frame(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, msize: u32) -> Result<Option<Msg>> {
-    loop {
-        match check(buf, msize) {
-            Ok(Some(n)) => {
-                let msg = parse(&buf[..n]).map_err(|e| ClientError::Protocol(e.to_string()));
-                buf.drain(..n);
-                return msg.map(Some);
+impl Shared {
+    /// Reads what has come, for everyone: each whole reply goes to whoever
+    /// waits for its tag, and `mine`'s is returned when it is among them.
+    /// Called with the socket found readable (`ready`); takes it as not
+    /// readable once a read drains it. The end of the stream, or framing
+    /// that broke, ends the connection.
+    fn pump(
+        &self,
+        reading: &mut Reading,
+        ready: &mut AsyncFdReadyGuard<'_, std::fs::File>,
+        mine: Option<u16>,
+    ) -> Option<Fcall> {
+        let mut drained = false;
+        loop {
+            if reading.ended {
+                return None;
             }
-            Ok(None) => {}
-            Err(e) => return Err(ClientError::Protocol(e.to_string())),
-        }
-        if let Some((head, count)) = data_head(buf).filter(|(head, _)| buf.len() >= *head) {
-            // A large Rread: its data is read into a buffer of its own,
-            // which becomes the reply's, not copied out of this one.
-            let mut data = Vec::with_capacity(count);
-            data.extend_from_slice(&buf[head..]);
-            let head: Vec<u8> = buf.drain(..).take(head).collect();
-            while data.len() < count {
-                // Never past this frame.
-                let left = (count - data.len()) as u64;
-                if (&mut *r).take(left).read_buf(&mut data).await? == 0 {
-                    return Ok(None);
+            // Every reply read so far is handed out before the lock is let
+            // go: none is left where no one would look for it.
+            let mut own = None;
+            loop {
+                match reading.incoming.next(self.msize) {
+                    Ok(Some(msg)) => {
+                        let waiter = self.pending.lock().expect("pending lock").remove(&msg.tag);
+                        match waiter {
+                            Some(_) if Some(msg.tag) == mine => own = Some(msg.body),
+                            Some(w) => {
+                                let _ = w.send(msg.body);
+                            }
+                            // Flushed, or never asked for.
+                            None => {}
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "9P reply framing broke");
+                        self.end(reading);
+                        return own;
+                    }
                 }
             }
-            return with_data(&head, data).map(Some).map_err(|e| ClientError::Protocol(e.to_string()));
+            if own.is_some() || drained {
+                return own;
+            }
+            match reading.incoming.fill(&self.io, self.msize) {
+                Ok(Filled::Got { drained: true }) => {
+                    ready.clear_ready();
+                    drained = true;
+                }
+                Ok(Filled::Got { drained: false }) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    ready.clear_ready();
+                    return None;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Ok(Filled::End) | Err(_) => {
+                    self.end(reading);
+                    return None;
+                }
+            }
         }
-        // Read straight onto the buffer, room for the whole frame once its
-        // size is known, so a large Rread is not copied on the way in.
-        let want = match buf.get(..4) {
-            Some(size) => (u32::from_le_bytes(size.try_into().expect("4 bytes")) as usize).min(msize as usize),
-            None => 0,
+    }
+
+    /// The connection has ended: said first, then every waiter's sender
+    /// drops and it sees Hangup; a request registered after the clearing
+    /// sees the hang-up said (`send`), so none waits for a reply forever.
+    fn end(&self, reading: &mut Reading) {
+        reading.ended = true;
+        self.gone.send_replace(true);
+        self.pending.lock().expect("pending lock").clear();
+    }
+
+    /// Waits for the socket to be readable and reads what came (`pump`),
+    /// unless another request is reading: then waits for it to let go.
+    async fn read_for(&self, mine: Option<u16>) -> Option<Fcall> {
+        let mut ready = match self.io.readable().await {
+            Ok(ready) => ready,
+            Err(e) => {
+                tracing::debug!(error = %e, "9P socket failed");
+                self.end(&mut self.reading.lock().expect("reading lock"));
+                return None;
+            }
         };
-        buf.reserve(want.saturating_sub(buf.len()).max(64 * 1024));
-        if r.read_buf(buf).await? == 0 {
-            return Ok(None);
+        if let Some(got) = self.try_pump(&mut ready, mine) {
+            return got;
         }
+        // Another request is reading. Listening, and counted, before
+        // looking again: a reader that lets go after this look sees the
+        // count and says so.
+        let released = self.released.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        let counted = Counted::new(&self.waiting);
+        if let Some(got) = self.try_pump(&mut ready, mine) {
+            return got;
+        }
+        drop(ready);
+        released.await;
+        drop(counted);
+        None
+    }
+
+    /// `pump`, unless another request holds the reading lock (`None`);
+    /// says when it lets the lock go to those that wait for that.
+    fn try_pump(&self, ready: &mut AsyncFdReadyGuard<'_, std::fs::File>, mine: Option<u16>) -> Option<Option<Fcall>> {
+        let mut reading = match self.reading.try_lock() {
+            Ok(reading) => reading,
+            Err(TryLockError::WouldBlock) => return None,
+            Err(TryLockError::Poisoned(_)) => panic!("reading lock poisoned"),
+        };
+        let got = self.pump(&mut reading, ready, mine);
+        drop(reading);
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.released.notify_waiters();
+        }
+        Some(got)
+    }
+
+    /// Writes a frame, gathered. While the socket has no room it reads
+    /// for everyone: a server blocked writing replies reads no requests,
+    /// so a client that sends many before it waits for any would wait for
+    /// room forever.
+    async fn write_frame(&self, mut head: &[u8], mut data: &[u8]) -> std::io::Result<()> {
+        while !head.is_empty() || !data.is_empty() {
+            let mut room = tokio::select! {
+                biased;
+                room = self.io.writable() => room?,
+                _ = self.read_for(None) => {
+                    if *self.gone.borrow() {
+                        return Err(std::io::ErrorKind::BrokenPipe.into());
+                    }
+                    continue;
+                }
+            };
+            socket::write_some(&mut room, &mut head, &mut data)?;
+        }
+        Ok(())
     }
 }
 
-/// Frees a tag when its request ends; if the request ends without a reply
-/// (its future was dropped), flushes it first.
+/// One in a count for as long as it lives (a future dropped while it
+/// waits is uncounted too).
+struct Counted<'a>(&'a AtomicUsize);
+
+impl<'a> Counted<'a> {
+    fn new(count: &'a AtomicUsize) -> Counted<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Counted(count)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A request on the wire, waiting for its reply.
 pub struct Sent {
     guard: TagGuard,
@@ -141,18 +275,43 @@ pub struct Sent {
 }
 
 impl Sent {
-    /// The reply; Rerror becomes `ClientError::Server`.
+    /// The reply; Rerror becomes `ClientError::Server`. While it waits, it
+    /// reads for every request on the connection.
     pub async fn reply(mut self) -> Result<Fcall> {
-        let reply = (&mut self.rx).await;
+        let shared = self.guard.shared.clone();
+        let tag = self.guard.tag;
+        // Waiting on the socket's readiness spends none of the task's
+        // budget (a socket's read would): a task whose replies are always
+        // there by the time it looks (a bulk read) would otherwise never
+        // let the other tasks of its worker run.
+        tokio::task::consume_budget().await;
+        let reply = loop {
+            // Once the stream has ended the socket stays readable, so
+            // `read_for` returns at once: the loop ends because the ended
+            // connection has closed `rx` (and `select!` checks the task's
+            // budget before polling either, so this never spins unheard).
+            tokio::select! {
+                biased;
+                // Handed over by whoever read it, or the connection ended.
+                got = &mut self.rx => break got.ok(),
+                got = shared.read_for(Some(tag)) => {
+                    if got.is_some() {
+                        break got;
+                    }
+                }
+            }
+        };
         self.guard.answered = true;
         match reply {
-            Ok(Fcall::Rerror { ename }) => Err(ClientError::Server(ename)),
-            Ok(r) => Ok(r),
-            Err(_) => Err(ClientError::Hangup),
+            Some(Fcall::Rerror { ename }) => Err(ClientError::Server(ename)),
+            Some(r) => Ok(r),
+            None => Err(ClientError::Hangup),
         }
     }
 }
 
+/// Frees a tag when its request ends; if the request ends without a reply
+/// (its future was dropped), flushes it first.
 struct TagGuard {
     shared: Arc<Shared>,
     tag: u16,
@@ -164,7 +323,7 @@ impl Drop for TagGuard {
         let shared = self.shared.clone();
         let tag = self.tag;
         if self.answered {
-            shared.tags.lock().expect("tag lock").remove(&tag);
+            shared.tags.lock().expect("tag lock").0.remove(&tag);
             return;
         }
         shared.pending.lock().expect("pending lock").remove(&tag);
@@ -173,76 +332,71 @@ impl Drop for TagGuard {
             rt.spawn(async move {
                 let client = Client { shared: shared.clone() };
                 let _ = client.rpc(Fcall::Tflush { oldtag: tag }).await;
-                shared.tags.lock().expect("tag lock").remove(&tag);
+                shared.tags.lock().expect("tag lock").0.remove(&tag);
             });
         }
     }
 }
 
 impl Client {
-    /// Speaks Tversion on `stream` and starts the reader task.
-    pub async fn handshake<S>(stream: S, msize: u32) -> Result<Client>
-    where
-        S: AsyncRead + AsyncWrite + Send + 'static,
-    {
-        let (mut r, mut w) = tokio::io::split(stream);
+    /// Speaks Tversion on `stream`, a connected Unix or TCP socket.
+    pub async fn handshake(stream: impl Socket, msize: u32) -> Result<Client> {
+        let io = socket::register(stream)?;
         let mut out = Vec::new();
         encode(&Msg { tag: NOTAG, body: Fcall::Tversion { msize, version: VERSION.into() } }, &mut out);
-        w.write_all(&out).await?;
-        let mut buf = Vec::new();
-        let msize = match read_frame(&mut r, &mut buf, msize).await? {
-            Some(Msg { body: Fcall::Rversion { msize: m, version }, .. }) if version == VERSION && m <= msize => m,
-            Some(Msg { body: Fcall::Rversion { version, .. }, .. }) => {
+        socket::write_two(&io, &out, &[]).await?;
+        let mut incoming = Incoming::default();
+        let reply = loop {
+            if let Some(msg) = incoming.next(msize).map_err(ClientError::Protocol)? {
+                break msg;
+            }
+            let mut ready = io.readable().await?;
+            match incoming.fill(&io, msize) {
+                Ok(Filled::Got { drained }) if drained => ready.clear_ready(),
+                Ok(Filled::Got { .. }) => {}
+                Ok(Filled::End) => return Err(ClientError::Hangup),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => ready.clear_ready(),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let msize = match reply {
+            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION && m <= msize => m,
+            Msg { body: Fcall::Rversion { version, .. }, .. } => {
                 return Err(ClientError::Protocol(format!("server speaks {version:?}, not 9P2000")))
             }
-            Some(Msg { body: Fcall::Rerror { ename }, .. }) => return Err(ClientError::Server(ename)),
-            Some(other) => return Err(ClientError::Protocol(format!("unexpected reply to Tversion: {other:?}"))),
-            None => return Err(ClientError::Hangup),
+            Msg { body: Fcall::Rerror { ename }, .. } => return Err(ClientError::Server(ename)),
+            other => return Err(ClientError::Protocol(format!("unexpected reply to Tversion: {other:?}"))),
         };
-        let (closing, mut closed) = oneshot::channel::<()>();
-        let (gone_tx, gone) = tokio::sync::watch::channel(false);
         let shared = Arc::new(Shared {
-            _closing: closing,
-            writer: tokio::sync::Mutex::new(Box::new(w)),
+            io,
+            writing: tokio::sync::Mutex::new(Vec::new()),
+            reading: Mutex::new(Reading { incoming, ended: false }),
+            released: tokio::sync::Notify::new(),
+            waiting: AtomicUsize::new(0),
             pending: Mutex::new(HashMap::new()),
-            tags: Mutex::new(BTreeSet::new()),
+            tags: Mutex::new((BTreeSet::new(), 0)),
             free_fids: Mutex::new(Vec::new()),
             next_fid: AtomicU32::new(0),
             msize,
-            gone,
-        });
-        let reader = Arc::downgrade(&shared);
-        tokio::spawn(async move {
-            loop {
-                let msg = tokio::select! {
-                    got = read_frame(&mut r, &mut buf, msize) => match got {
-                        Ok(Some(msg)) => msg,
-                        _ => break,
-                    },
-                    _ = &mut closed => break,
-                };
-                let Some(shared) = reader.upgrade() else { break };
-                let waiter = shared.pending.lock().expect("pending lock").remove(&msg.tag);
-                if let Some(w) = waiter {
-                    let _ = w.send(msg.body);
-                }
-            }
-            // Hang-up: said first, then every waiter's sender drops, and it
-            // sees Hangup; a request registered after the clearing sees the
-            // hang-up said (`send`), so none waits for a reply forever.
-            let _ = gone_tx.send(true);
-            if let Some(shared) = reader.upgrade() {
-                shared.pending.lock().expect("pending lock").clear();
-            }
+            gone: tokio::sync::watch::Sender::new(false),
         });
         Ok(Client { shared })
     }
 
     /// Resolves when the connection has ended (the server hung up or the
-    /// stream broke); at once if it already has.
+    /// stream broke); at once if it already has. While it waits, it reads
+    /// for every request on the connection, so the end is seen even when
+    /// none is in flight.
     pub async fn closed(&self) {
-        let mut gone = self.shared.gone.clone();
-        let _ = gone.wait_for(|g| *g).await;
+        let mut gone = self.shared.gone.subscribe();
+        while !*gone.borrow_and_update() {
+            tokio::select! {
+                biased;
+                _ = gone.changed() => {}
+                _ = self.shared.read_for(None) => {}
+            }
+        }
     }
 
     /// The negotiated msize.
@@ -251,9 +405,16 @@ impl Client {
     }
 
     fn take_tag(&self) -> Result<u16> {
-        let mut tags = self.shared.tags.lock().expect("tag lock");
-        let tag = (0..NOTAG).find(|t| !tags.contains(t)).ok_or(ClientError::Protocol("no free tags".into()))?;
+        let mut guard = self.shared.tags.lock().expect("tag lock");
+        let (tags, next) = &mut *guard;
+        // From where the last one was found: a run of requests in flight
+        // does not search the tags in use again for each.
+        let tag = (*next..NOTAG)
+            .chain(0..*next)
+            .find(|t| !tags.contains(t))
+            .ok_or(ClientError::Protocol("no free tags".into()))?;
         tags.insert(tag);
+        *next = tag.wrapping_add(1) % NOTAG;
         Ok(tag)
     }
 
@@ -272,22 +433,34 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         self.shared.pending.lock().expect("pending lock").insert(tag, tx);
         if *self.shared.gone.borrow() {
-            // The reader is gone (the server hung up, or its framing
+            // Nothing more is read (the server hung up, or its framing
             // broke while the stream stays open): no reply can come.
             guard.answered = true;
             self.shared.pending.lock().expect("pending lock").remove(&tag);
             return Err(ClientError::Hangup);
         }
-        let mut out = Vec::new();
         let msg = Msg { tag, body };
-        let bulk = encode_frame(&msg, &mut out, LARGE);
         let sent = async {
-            let mut w = self.shared.writer.lock().await;
-            write_two(&mut *w, &out, bulk.unwrap_or_default()).await
+            let mut out = self.shared.writing.lock().await;
+            out.clear();
+            let bulk = encode_frame(&msg, &mut out, LARGE);
+            let sent = self.shared.write_frame(&out, bulk.unwrap_or_default()).await;
+            // A frame of up to the large size was encoded here: keep no
+            // more than a small one's room between frames.
+            if out.capacity() > 64 * 1024 {
+                *out = Vec::new();
+            }
+            sent
         };
         if let Err(e) = sent.await {
             guard.answered = true;
             self.shared.pending.lock().expect("pending lock").remove(&tag);
+            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+            if matches!(e.kind(), BrokenPipe | ConnectionReset) {
+                // The server hung up while nothing was being read.
+                self.shared.end(&mut self.shared.reading.lock().expect("reading lock"));
+                return Err(ClientError::Hangup);
+            }
             return Err(e.into());
         }
         Ok(Sent { guard, rx })

@@ -50,6 +50,7 @@ mod io;
 pub mod malloc;
 pub mod ns;
 pub mod shell;
+mod socket;
 pub mod srv;
 pub mod version;
 
@@ -57,4 +58,5 @@ pub use client::{dial, Client, ClientError, File};
 pub use codec::{check, encode, parse, parse_stats, put_stat, to_bytes};
 pub use error::{DecodeError, FrameError};
 pub use fcall::{Fcall, Msg, Qid, Stat, IOHDRSZ, MAXWELEM, NOFID, NOTAG};
+pub use socket::Socket;
 pub use version::{negotiate, Negotiated, VersionError};

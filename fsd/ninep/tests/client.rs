@@ -1,4 +1,4 @@
-//! The async client against a scripted server on an in-memory stream:
+//! The async client against a scripted server on a socket pair:
 //! negotiation, pipelined requests answered out of order, Tflush of a
 //! blocked read, long walks, chunked writes, errors and hang-ups.
 
@@ -7,7 +7,8 @@ use apex_ninep::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
 
 /// What the scripted server saw.
 #[derive(Default)]
@@ -19,7 +20,7 @@ struct Seen {
 
 /// A tiny server: files are names; `slow` reads block until flushed;
 /// `rev` reads are answered only when two are waiting, newest first.
-async fn serve(mut s: DuplexStream, seen: Arc<Mutex<Seen>>) {
+async fn serve(mut s: UnixStream, seen: Arc<Mutex<Seen>>) {
     let mut buf = Vec::new();
     let mut fids: HashMap<u32, String> = HashMap::new();
     let mut held: Vec<(u16, String)> = Vec::new();
@@ -117,7 +118,7 @@ async fn serve(mut s: DuplexStream, seen: Arc<Mutex<Seen>>) {
 }
 
 async fn connect() -> (Client, Arc<Mutex<Seen>>) {
-    let (a, b) = tokio::io::duplex(1 << 16);
+    let (a, b) = tokio::net::UnixStream::pair().unwrap();
     let seen = Arc::new(Mutex::new(Seen::default()));
     tokio::spawn(serve(b, seen.clone()));
     (Client::handshake(a, 1 << 20).await.unwrap(), seen)
@@ -160,6 +161,39 @@ async fn pipelined_replies_in_any_order_reach_their_callers() {
 }
 
 #[tokio::test]
+async fn a_waiting_request_left_unpolled_holds_up_no_other() {
+    // Requests read replies for each other: one that was polled, is still
+    // alive and is polled no more (a select's other branch won, say) must
+    // hold nothing the next request needs, and a reply read for it waits
+    // for it.
+    let (c, _) = connect().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let slow = c.open_path(root, "slow", OREAD).await.unwrap();
+    let mut blocked = Box::pin(c.read(slow.fid, 0, 10));
+    assert!(tokio::time::timeout(Duration::from_millis(20), &mut blocked).await.is_err(), "the read blocks");
+    let f = c.open_path(root, "file", OREAD).await.unwrap();
+    let mut left = Box::pin(c.read(f.fid, 0, 4));
+    assert!(poll_once(&mut left).await.is_none(), "not answered before its reply is read");
+    let other = tokio::time::timeout(Duration::from_secs(30), c.read_all(&f)).await;
+    assert_eq!(other.expect("answered, not held up").unwrap().len(), 10);
+    // The reply read for the request left alone waited for it.
+    let data = tokio::time::timeout(Duration::from_secs(30), left).await.expect("answered when polled again");
+    assert_eq!(data.unwrap().len(), 4);
+    drop(blocked);
+}
+
+/// Polls `f` once: its output if it was ready.
+async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(match std::pin::Pin::new(&mut *f).poll(cx) {
+            std::task::Poll::Ready(out) => Some(out),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
+
+#[tokio::test]
 async fn dropping_a_blocked_read_flushes_it() {
     let (c, seen) = connect().await;
     let root = c.attach("glenda", "").await.unwrap();
@@ -180,7 +214,7 @@ async fn dropping_a_blocked_read_flushes_it() {
 
 #[tokio::test]
 async fn a_hang_up_fails_what_is_pending() {
-    let (a, mut b) = tokio::io::duplex(1 << 16);
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     let server = tokio::spawn(async move {
         let mut buf = vec![0u8; 512];
         let n = b.read(&mut buf).await.unwrap();
@@ -196,8 +230,26 @@ async fn a_hang_up_fails_what_is_pending() {
 }
 
 #[tokio::test]
+async fn a_hang_up_with_nothing_in_flight_ends_closed_and_fails_the_next_request() {
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+    let mut buf = Vec::new();
+    let answer = tokio::spawn(async move {
+        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
+        b.write_all(&to_bytes(&Msg { tag, body: Fcall::Rversion { msize: 8192, version: "9P2000".into() } }))
+            .await
+            .unwrap();
+        b
+    });
+    let c = Client::handshake(a, 8192).await.unwrap();
+    let b = answer.await.unwrap();
+    drop(b);
+    tokio::time::timeout(Duration::from_secs(30), c.closed()).await.expect("the end seen with nothing in flight");
+    assert_eq!(c.attach("glenda", "").await, Err(ClientError::Hangup));
+}
+
+#[tokio::test]
 async fn a_server_without_9p2000_is_refused() {
-    let (a, mut b) = tokio::io::duplex(1 << 16);
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     tokio::spawn(async move {
         let mut buf = vec![0u8; 512];
         let _ = b.read(&mut buf).await.unwrap();
@@ -210,7 +262,7 @@ async fn a_server_without_9p2000_is_refused() {
 }
 
 /// Reads one whole frame from `s` onto `buf`.
-async fn next_frame(s: &mut DuplexStream, buf: &mut Vec<u8>) -> Msg {
+async fn next_frame(s: &mut UnixStream, buf: &mut Vec<u8>) -> Msg {
     loop {
         if let Some(n) = check(buf, 1 << 20).unwrap() {
             let msg = parse(&buf[..n]).unwrap();
@@ -232,7 +284,7 @@ async fn large_rreads_arrive_whole_however_the_stream_is_cut() {
     let data = |k: u8| -> Vec<u8> { (0..300_000u32).map(|i| (i % 251) as u8 ^ k).collect() };
     for cuts in [vec![3], vec![11], vec![12, 13], vec![150_000, 300_011, 300_015], vec![1, 2, 600_000]] {
         let shown = format!("{cuts:?}");
-        let (a, mut b) = tokio::io::duplex(1 << 16);
+        let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
         let server = tokio::spawn(async move {
             let mut buf = Vec::new();
             let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
@@ -278,7 +330,7 @@ async fn a_request_after_the_framing_broke_fails_rather_than_waits() {
     // The server answers Tversion, then sends a frame too small to be one
     // and keeps the stream open: the request it broke fails, and so does
     // every one after, at once (the stream would take their writes).
-    let (a, mut b) = tokio::io::duplex(1 << 16);
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     let server = tokio::spawn(async move {
         let mut buf = Vec::new();
         let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;

@@ -122,11 +122,52 @@ impl Serve for Mem {
     }
 }
 
-fn start(mem: Arc<Mem>) -> tokio::io::DuplexStream {
-    let (a, b) = tokio::io::duplex(1 << 20);
+fn start(mem: Arc<Mem>) -> tokio::net::UnixStream {
+    let (a, b) = tokio::net::UnixStream::pair().unwrap();
     let config = Config { msize: 64 * 1024, ..Config::default() };
     tokio::spawn(serve_conn(mem, b, config));
     a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_sent_before_any_reply_is_awaited_all_go_out_and_are_answered() {
+    // The server, its replies unread, blocks writing them and reads no
+    // more requests; the client, its requests unread, blocks writing
+    // them. Unless the client reads while it waits for room, neither
+    // goes on.
+    let mem = Arc::new(Mem::default());
+    let c = Client::handshake(start(mem), 1 << 20).await.unwrap();
+    let root = c.attach("glenda", "").await.unwrap();
+    let all = async {
+        let mut sent = Vec::new();
+        for _ in 0..5000 {
+            sent.push(c.send(Fcall::Tstat { fid: root }).await.unwrap());
+        }
+        for s in sent {
+            assert!(matches!(s.reply().await.unwrap(), Fcall::Rstat { .. }));
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), all).await.expect("every request written and answered");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_through_the_client_over_tcp() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mem = Arc::new(Mem::default());
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        serve_conn(mem, stream, Config::default()).await
+    });
+    let c = dial(&format!("tcp!127.0.0.1!{port}"), 1 << 20).await.unwrap();
+    let root = c.attach("glenda", "").await.unwrap();
+    let (dir, _) = c.walk(root, &[]).await.unwrap();
+    let f = c.create(dir, "notes", 0o644, ORDWR).await.unwrap();
+    let text: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+    c.write_all(&f, 0, &text).await.unwrap();
+    let g = c.open_path(root, "notes", OREAD).await.unwrap();
+    assert!(c.read_all(&g).await.unwrap() == text, "read back as written");
+    assert_eq!(c.stat(g.fid).await.unwrap().name, "notes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,7 +238,7 @@ async fn flush_cancels_a_blocked_read_and_others_go_on() {
 }
 
 /// Writes raw frames and reads raw replies.
-async fn raw_rpc(s: &mut tokio::io::DuplexStream, frame: &[u8]) -> Msg {
+async fn raw_rpc(s: &mut tokio::net::UnixStream, frame: &[u8]) -> Msg {
     s.write_all(frame).await.unwrap();
     let mut buf = Vec::new();
     loop {
@@ -273,12 +314,12 @@ async fn version_rules_and_malformed_messages() {
 }
 
 /// Reads `n` replies off the stream.
-async fn raw_replies(s: &mut tokio::io::DuplexStream, n: usize) -> Vec<Msg> {
+async fn raw_replies(s: &mut tokio::net::UnixStream, n: usize) -> Vec<Msg> {
     raw_until(s, |got| got.len() == n).await
 }
 
 /// Reads replies off the stream until `done` says they are enough.
-async fn raw_until(s: &mut tokio::io::DuplexStream, done: impl Fn(&[Msg]) -> bool) -> Vec<Msg> {
+async fn raw_until(s: &mut tokio::net::UnixStream, done: impl Fn(&[Msg]) -> bool) -> Vec<Msg> {
     let mut buf = Vec::new();
     let mut out = Vec::new();
     while !done(&out) {
@@ -297,7 +338,7 @@ async fn raw_until(s: &mut tokio::io::DuplexStream, done: impl Fn(&[Msg]) -> boo
 }
 
 /// A connection to `mem` with fid 0 its root and fid 1 its file `name`.
-async fn start_at(mem: Arc<Mem>, name: &str) -> tokio::io::DuplexStream {
+async fn start_at(mem: Arc<Mem>, name: &str) -> tokio::net::UnixStream {
     let mut s = start(mem);
     raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
     raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;

@@ -1,0 +1,173 @@
+//! A client's socket: whole frames written, replies read and cut into
+//! messages by whichever request is waiting (`client::Client`), with no
+//! task of its own in between.
+//!
+//! The socket is a non-blocking descriptor registered with tokio
+//! (`AsyncFd`), so that every request waiting for a reply may wait for it
+//! to become readable at once, and the one that reads can say when it has
+//! drained it (a short read) without a second read(2) to find out.
+
+use crate::codec::{check, data_head, parse, with_data};
+use crate::fcall::Msg;
+use std::io::{IoSlice, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use tokio::io::unix::AsyncFd;
+
+/// The socket as the client holds it.
+pub type Io = AsyncFd<std::fs::File>;
+
+/// A connected stream socket a client can run on: its descriptor, made
+/// non-blocking.
+pub trait Socket {
+    fn into_fd(self) -> std::io::Result<OwnedFd>;
+}
+
+impl Socket for std::os::unix::net::UnixStream {
+    fn into_fd(self) -> std::io::Result<OwnedFd> {
+        self.set_nonblocking(true)?;
+        Ok(self.into())
+    }
+}
+
+impl Socket for std::net::TcpStream {
+    fn into_fd(self) -> std::io::Result<OwnedFd> {
+        self.set_nonblocking(true)?;
+        Ok(self.into())
+    }
+}
+
+impl Socket for tokio::net::UnixStream {
+    fn into_fd(self) -> std::io::Result<OwnedFd> {
+        self.into_std()?.into_fd()
+    }
+}
+
+impl Socket for tokio::net::TcpStream {
+    fn into_fd(self) -> std::io::Result<OwnedFd> {
+        self.into_std()?.into_fd()
+    }
+}
+
+/// Registers `socket` with tokio's reactor (for reading and writing).
+pub fn register(socket: impl Socket) -> std::io::Result<Io> {
+    let file = std::fs::File::from(socket.into_fd()?);
+    // SAFETY: the File owns its descriptor, which stays open and the same
+    // for as long as the AsyncFd owns the File (it is never taken out).
+    Ok(unsafe { AsyncFd::register(file) }?)
+}
+
+/// Writes all of `head` then all of `data`, gathered (as few writes as
+/// the socket takes), waiting for room when it has none.
+pub async fn write_two(io: &Io, mut head: &[u8], mut data: &[u8]) -> std::io::Result<()> {
+    while !head.is_empty() || !data.is_empty() {
+        let mut room = io.writable().await?;
+        write_some(&mut room, &mut head, &mut data)?;
+    }
+    Ok(())
+}
+
+/// One gathered write of what is left of `head` and `data`, with the
+/// socket found writable (`room`); moves both past what was written.
+/// Nothing written (no room after all) is not an error: wait for room
+/// again.
+pub fn write_some(
+    room: &mut tokio::io::unix::AsyncFdReadyGuard<'_, std::fs::File>,
+    head: &mut &[u8],
+    data: &mut &[u8],
+) -> std::io::Result<()> {
+    let n = match room.try_io(|f| f.get_ref().write_vectored(&[IoSlice::new(head), IoSlice::new(data)])) {
+        Ok(written) => written?,
+        Err(_would_block) => return Ok(()),
+    };
+    if n == 0 {
+        return Err(std::io::ErrorKind::WriteZero.into());
+    }
+    let from_head = n.min(head.len());
+    *head = &head[from_head..];
+    *data = &data[n - from_head..];
+    Ok(())
+}
+
+/// What one read(2) did.
+pub enum Filled {
+    /// Some bytes, and whether that drained the socket (fewer came than
+    /// there was room for), so it can be taken as not readable until it
+    /// says so again.
+    Got { drained: bool },
+    /// The peer hung up.
+    End,
+}
+
+/// Bytes read and not yet made into messages.
+#[derive(Default)]
+pub struct Incoming {
+    buf: Vec<u8>,
+    /// A large Rread being read into a buffer of its own, so its data
+    /// becomes the reply's rather than being copied out of `buf`: its
+    /// head, the data so far, and the data's count.
+    large: Option<(Vec<u8>, Vec<u8>, usize)>,
+}
+
+impl Incoming {
+    /// The next whole message read so far, if there is one; an error when
+    /// the stream's framing broke (nothing after it can be trusted).
+    pub fn next(&mut self, msize: u32) -> Result<Option<Msg>, String> {
+        if let Some((_, data, count)) = &self.large {
+            if data.len() < *count {
+                return Ok(None);
+            }
+            let (head, data, _) = self.large.take().expect("checked above");
+            return with_data(&head, data).map(Some).map_err(|e| e.to_string());
+        }
+        if let Some(n) = check(&self.buf, msize).map_err(|e| e.to_string())? {
+            let msg = parse(&self.buf[..n]).map_err(|e| e.to_string());
+            self.buf.drain(..n);
+            return msg.map(Some);
+        }
+        if let Some((head, count)) = data_head(&self.buf).filter(|(head, _)| self.buf.len() >= *head) {
+            let mut data = Vec::with_capacity(count);
+            data.extend_from_slice(&self.buf[head..]);
+            let head = self.buf.drain(..).take(head).collect();
+            self.large = Some((head, data, count));
+        }
+        Ok(None)
+    }
+
+    /// One read(2) of the socket: into the large Rread's own buffer, never past
+    /// its frame, or onto the stream's buffer, with room for the whole
+    /// frame once its size is known (a frame under the large size is then
+    /// read in one go, not copied as it grows).
+    pub fn fill(&mut self, io: &Io, msize: u32) -> std::io::Result<Filled> {
+        let (buf, room) = match &mut self.large {
+            Some((_, data, count)) => {
+                let room = *count - data.len();
+                (data, room)
+            }
+            None => {
+                let want = match self.buf.get(..4) {
+                    Some(size) => (u32::from_le_bytes(size.try_into().expect("4 bytes")) as usize).min(msize as usize),
+                    None => 0,
+                };
+                let room = want.saturating_sub(self.buf.len()).max(64 * 1024);
+                (&mut self.buf, room)
+            }
+        };
+        buf.reserve(room);
+        let spare = buf.spare_capacity_mut();
+        let asked = room.min(spare.len());
+        // SAFETY: read(2) writes at most `asked` bytes into `spare`, memory
+        // the Vec owns and has not initialized; `set_len` below counts only
+        // the bytes it says it wrote.
+        let got = unsafe { libc::read(io.as_raw_fd(), spare.as_mut_ptr().cast(), asked) };
+        if got < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let got = got as usize;
+        // SAFETY: the first `got` bytes of the spare room were written.
+        unsafe { buf.set_len(buf.len() + got) };
+        Ok(match got {
+            0 => Filled::End,
+            _ => Filled::Got { drained: got < asked },
+        })
+    }
+}
