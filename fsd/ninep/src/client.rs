@@ -181,6 +181,8 @@ impl Shared {
         reading.ended = true;
         self.gone.send_replace(true);
         self.pending.lock().expect("pending lock").clear();
+        // Whoever waits for the reading lock looks again, and finds it over.
+        self.released.notify_waiters();
     }
 
     /// Waits for the socket to be readable and reads what came (`pump`),
@@ -204,6 +206,10 @@ impl Shared {
         tokio::pin!(released);
         released.as_mut().enable();
         let counted = Counted::new(&self.waiting);
+        // The count is seen before the lock is looked at again, as the
+        // holder lets go before it reads the count: one of the two sees
+        // the other.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if let Some(got) = self.try_pump(&mut ready, mine) {
             return got;
         }
@@ -223,6 +229,7 @@ impl Shared {
         };
         let got = self.pump(&mut reading, ready, mine);
         drop(reading);
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self.waiting.load(Ordering::SeqCst) > 0 {
             self.released.notify_waiters();
         }
