@@ -89,15 +89,17 @@ pub trait Serve: Send + Sync + 'static {
 struct InFlight {
     task: JoinHandle<()>,
     cancelable: bool,
-    /// Set by a Tflush of the request.
-    flushed: Arc<Signal>,
+    /// Set by a Tflush of the request; none for a request that never
+    /// asks (`flushed`): a read is aborted instead, a stat never waits.
+    flushed: Option<Arc<Signal>>,
     /// Set once the request's reply is queued (its tag is free after), or
     /// its task is gone without one (aborted by a Tversion or hang-up).
     done: Arc<Signal>,
 }
 
-/// A flag set once, which tasks may wait for. Every request gets one (a
-/// watch channel cost a good part of a small request's time).
+/// A flag set once, which tasks may wait for. Every request that may be
+/// let finish after a Tflush gets one (a watch channel cost a good part of
+/// a small request's time).
 #[derive(Default)]
 struct Signal {
     set: std::sync::atomic::AtomicBool,
@@ -493,7 +495,10 @@ async fn io_loop<S: Serve>(
             return Ok(());
         }
         ready.clear();
+        // Polled in order, with no random draw each pass: replies that
+        // came meanwhile go out on the next pass either way (`try_recv`).
         tokio::select! {
+            biased;
             got = read_more(r, &mut buf) => {
                 if !got {
                     return Ok(());
@@ -509,7 +514,7 @@ async fn io_loop<S: Serve>(
 /// Polls a request, a panic caught and made its outcome (an Rerror), so
 /// the request is answered and its tag freed as any other. (It is not
 /// polled again after.)
-fn caught<F: Future<Output = Result<Fcall>>>(
+fn caught<F: Future<Output = Result<Fcall>> + ?Sized>(
     request: std::pin::Pin<&mut F>,
     cx: &mut std::task::Context<'_>,
 ) -> std::task::Poll<Result<Fcall>> {
@@ -663,7 +668,9 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             // Tflush of it waits too; the Rflush follows that reply, waited
             // for apart: the connection's other requests are answered
             // meanwhile.
-            f.flushed.raise();
+            if let Some(flushed) = &f.flushed {
+                flushed.raise();
+            }
             let done = f.done.clone();
             drop(tasks);
             let conn = conn.clone();
@@ -679,8 +686,13 @@ async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, read
             }
             let cancelable = matches!(body, Fcall::Tread { .. });
             let (ty, changes) = (body.ty(), body.changes());
-            let flushed = Arc::new(Signal::default());
-            let mut request = Box::pin(FLUSHED.scope(flushed.clone(), conn.clone().handle(tag, body)));
+            let flushed =
+                (!matches!(body, Fcall::Tread { .. } | Fcall::Tstat { .. })).then(|| Arc::new(Signal::default()));
+            let handle = conn.clone().handle(tag, body);
+            let mut request: std::pin::Pin<Box<dyn Future<Output = Result<Fcall>> + Send>> = match &flushed {
+                Some(f) => Box::pin(FLUSHED.scope(f.clone(), handle)),
+                None => Box::pin(handle),
+            };
             // Most requests finish without waiting: answer those here.
             // One that waits keeps its place (the next poll, in its own
             // task, registers the real waker).
