@@ -51,8 +51,9 @@ type Result<T> = std::result::Result<T, ClientError>;
 struct Shared {
     io: Io,
     /// Held while a frame is written, so frames go out whole; the buffer
-    /// each is encoded in.
-    writing: tokio::sync::Mutex<Vec<u8>>,
+    /// each is encoded in. (Owned guards: a frame given up part-way is
+    /// finished by a task that holds it.)
+    writing: Arc<tokio::sync::Mutex<Vec<u8>>>,
     /// What has been read and not yet handed out. Taken only between
     /// awaits, by whichever waiting request found the socket readable.
     reading: Mutex<Reading>,
@@ -235,26 +236,103 @@ impl Shared {
         }
         Some(got)
     }
+}
 
-    /// Writes a frame, gathered. While the socket has no room it reads
-    /// for everyone: a server blocked writing replies reads no requests,
-    /// so a client that sends many before it waits for any would wait for
-    /// room forever.
-    async fn write_frame(&self, mut head: &[u8], mut data: &[u8]) -> std::io::Result<()> {
-        while !head.is_empty() || !data.is_empty() {
+/// A frame on its way out, holding the turn to write. Once a byte of it
+/// is on the wire the rest must follow, or the server would read the
+/// frames after it as part of it: a request given up part-way through
+/// (its future dropped: a timeout, apex-mnt's interrupt) leaves a task
+/// to finish the frame, still holding the turn, and its Tflush follows.
+struct Outgoing {
+    shared: Arc<Shared>,
+    /// The turn to write, and the frame (its head, for bulk data); gone
+    /// once the frame is all written.
+    out: Option<tokio::sync::OwnedMutexGuard<Vec<u8>>>,
+    msg: Msg,
+    /// Whether the message's data goes after `out` (`encode_frame` left it).
+    bulk: bool,
+    /// Bytes written so far, of `out` and then of the data.
+    written: usize,
+    /// The task finishing a frame given up: if it is dropped too (the
+    /// runtime is going away), the connection's framing is lost.
+    finishing: bool,
+}
+
+impl Outgoing {
+    /// Encodes `msg` into the buffer the turn to write holds.
+    fn new(shared: Arc<Shared>, mut out: tokio::sync::OwnedMutexGuard<Vec<u8>>, msg: Msg) -> Outgoing {
+        out.clear();
+        let bulk = encode_frame(&msg, &mut out, LARGE).is_some();
+        Outgoing { shared, out: Some(out), msg, bulk, written: 0, finishing: false }
+    }
+
+    /// What is left to write: of the head, and of the data.
+    fn left(&self) -> (&[u8], &[u8]) {
+        let Some(out) = &self.out else { return (&[], &[]) };
+        let data = match &self.msg.body {
+            Fcall::Twrite { data, .. } | Fcall::Rread { data } if self.bulk => &data[..],
+            _ => &[],
+        };
+        let from_head = self.written.min(out.len());
+        (&out[from_head..], &data[self.written - from_head..])
+    }
+
+    /// Writes the rest of the frame, gathered, then gives up the turn.
+    /// While the socket has no room it reads for everyone: a server
+    /// blocked writing replies reads no requests, so a client that sends
+    /// many before it waits for any would wait for room forever.
+    async fn write(&mut self) -> std::io::Result<()> {
+        let shared = self.shared.clone();
+        loop {
+            let (head, data) = self.left();
+            if head.is_empty() && data.is_empty() {
+                break;
+            }
             let mut room = tokio::select! {
                 biased;
-                room = self.io.writable() => room?,
-                _ = self.read_for(None) => {
-                    if *self.gone.borrow() {
+                room = shared.io.writable() => room?,
+                _ = shared.read_for(None) => {
+                    if *shared.gone.borrow() {
                         return Err(std::io::ErrorKind::BrokenPipe.into());
                     }
                     continue;
                 }
             };
-            socket::write_some(&mut room, &mut head, &mut data)?;
+            self.written += socket::write_some(&mut room, head, data)?;
+        }
+        if let Some(mut out) = self.out.take() {
+            // A frame of up to the large size was encoded here: keep no
+            // more than a small one's room between frames.
+            if out.capacity() > 64 * 1024 {
+                *out = Vec::new();
+            }
         }
         Ok(())
+    }
+}
+
+impl Drop for Outgoing {
+    fn drop(&mut self) {
+        if self.out.is_none() || self.written == 0 {
+            // All written, or none: the stream is whole.
+            return;
+        }
+        let shared = self.shared.clone();
+        let finish = match tokio::runtime::Handle::try_current() {
+            Ok(rt) if !self.finishing => rt,
+            _ => {
+                shared.end(&mut shared.reading.lock().expect("reading lock"));
+                return;
+            }
+        };
+        let msg = std::mem::replace(&mut self.msg, Msg { tag: NOTAG, body: Fcall::Rclunk });
+        let mut rest =
+            Outgoing { shared, out: self.out.take(), msg, bulk: self.bulk, written: self.written, finishing: true };
+        // Should it fail, `rest` is dropped part-written and, finishing,
+        // ends the connection.
+        finish.spawn(async move {
+            let _ = rest.write().await;
+        });
     }
 }
 
@@ -377,7 +455,7 @@ impl Client {
         };
         let shared = Arc::new(Shared {
             io,
-            writing: tokio::sync::Mutex::new(Vec::new()),
+            writing: Arc::new(tokio::sync::Mutex::new(Vec::new())),
             reading: Mutex::new(Reading { incoming, ended: false }),
             released: tokio::sync::Notify::new(),
             waiting: AtomicUsize::new(0),
@@ -448,16 +526,8 @@ impl Client {
         }
         let msg = Msg { tag, body };
         let sent = async {
-            let mut out = self.shared.writing.lock().await;
-            out.clear();
-            let bulk = encode_frame(&msg, &mut out, LARGE);
-            let sent = self.shared.write_frame(&out, bulk.unwrap_or_default()).await;
-            // A frame of up to the large size was encoded here: keep no
-            // more than a small one's room between frames.
-            if out.capacity() > 64 * 1024 {
-                *out = Vec::new();
-            }
-            sent
+            let turn = self.shared.writing.clone().lock_owned().await;
+            Outgoing::new(self.shared.clone(), turn, msg).write().await
         };
         if let Err(e) = sent.await {
             guard.answered = true;

@@ -61,31 +61,30 @@ pub fn register(socket: impl Socket) -> std::io::Result<Io> {
 pub async fn write_two(io: &Io, mut head: &[u8], mut data: &[u8]) -> std::io::Result<()> {
     while !head.is_empty() || !data.is_empty() {
         let mut room = io.writable().await?;
-        write_some(&mut room, &mut head, &mut data)?;
+        let n = write_some(&mut room, head, data)?;
+        let from_head = n.min(head.len());
+        head = &head[from_head..];
+        data = &data[n - from_head..];
     }
     Ok(())
 }
 
-/// One gathered write of what is left of `head` and `data`, with the
-/// socket found writable (`room`); moves both past what was written.
-/// Nothing written (no room after all) is not an error: wait for room
-/// again.
+/// One gathered write of `head` then `data`, with the socket found
+/// writable (`room`): how many bytes went. None (no room after all) is
+/// not an error: wait for room again.
 pub fn write_some(
     room: &mut tokio::io::unix::AsyncFdReadyGuard<'_, std::fs::File>,
-    head: &mut &[u8],
-    data: &mut &[u8],
-) -> std::io::Result<()> {
+    head: &[u8],
+    data: &[u8],
+) -> std::io::Result<usize> {
     let n = match room.try_io(|f| f.get_ref().write_vectored(&[IoSlice::new(head), IoSlice::new(data)])) {
         Ok(written) => written?,
-        Err(_would_block) => return Ok(()),
+        Err(_would_block) => return Ok(0),
     };
-    if n == 0 {
+    if n == 0 && !(head.is_empty() && data.is_empty()) {
         return Err(std::io::ErrorKind::WriteZero.into());
     }
-    let from_head = n.min(head.len());
-    *head = &head[from_head..];
-    *data = &data[n - from_head..];
-    Ok(())
+    Ok(n)
 }
 
 /// What one read(2) did.

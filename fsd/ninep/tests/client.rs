@@ -248,6 +248,51 @@ async fn a_hang_up_with_nothing_in_flight_ends_closed_and_fails_the_next_request
 }
 
 #[tokio::test]
+async fn a_request_given_up_part_way_through_its_frame_still_sends_it_whole() {
+    // A large Twrite is given up (a timeout; apex-mnt's interrupt) while
+    // the socket, which the server does not read yet, has taken only part
+    // of it. The rest must follow, or the server would read the frames
+    // after it as its data.
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+    let data = vec![b'x'; (1 << 20) - 100];
+    let want = data.clone();
+    let server = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
+        b.write_all(&to_bytes(&Msg { tag, body: Fcall::Rversion { msize: 1 << 20, version: "9P2000".into() } }))
+            .await
+            .unwrap();
+        // Nothing read for a while: the Twrite stalls part-way.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut seen = Vec::new();
+        while !(seen.contains(&"Tflush") && seen.contains(&"Tstat")) {
+            let msg = next_frame(&mut b, &mut buf).await;
+            let (what, reply) = match &msg.body {
+                Fcall::Twrite { data, .. } => {
+                    assert!(*data == want, "the Twrite arrives whole");
+                    ("Twrite", Fcall::Rwrite { count: data.len() as u32 })
+                }
+                Fcall::Tflush { .. } => ("Tflush", Fcall::Rflush),
+                Fcall::Tstat { .. } => ("Tstat", Fcall::Rstat { stat: Stat { name: "f".into(), ..Stat::default() } }),
+                other => panic!("not a frame sent: {other:?}"),
+            };
+            seen.push(what);
+            b.write_all(&to_bytes(&Msg { tag: msg.tag, body: reply })).await.unwrap();
+        }
+        (seen, b)
+    });
+    let c = Client::handshake(a, 1 << 20).await.unwrap();
+    let given_up = tokio::time::timeout(Duration::from_millis(50), c.write(7, 0, &data)).await;
+    assert!(given_up.is_err(), "the write was still going");
+    let stat = tokio::time::timeout(Duration::from_secs(30), c.stat(7)).await.expect("answered, the stream whole");
+    assert_eq!(stat.unwrap().name, "f");
+    let (seen, _b) =
+        tokio::time::timeout(Duration::from_secs(30), server).await.expect("the server saw it all").unwrap();
+    assert_eq!(seen[0], "Twrite", "{seen:?}");
+    assert_eq!(seen.len(), 3, "{seen:?}");
+}
+
+#[tokio::test]
 async fn a_server_without_9p2000_is_refused() {
     let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     tokio::spawn(async move {
