@@ -180,6 +180,8 @@ impl Shared {
     /// sees the hang-up said (`send`), so none waits for a reply forever.
     fn end(&self, reading: &mut Reading) {
         reading.ended = true;
+        // Nothing written after this could be read as a frame.
+        socket::shut_writes(&self.io);
         self.gone.send_replace(true);
         self.pending.lock().expect("pending lock").clear();
         // Whoever waits for the reading lock looks again, and finds it over.
@@ -282,8 +284,24 @@ impl Outgoing {
     /// blocked writing replies reads no requests, so a client that sends
     /// many before it waits for any would wait for room forever.
     async fn write(&mut self) -> std::io::Result<()> {
+        let written = self.write_rest().await;
+        if written.is_err() && self.written > 0 {
+            // Part of a frame went and the rest cannot: nothing after it
+            // would be read as a frame, nor would it be answered as one.
+            self.out = None;
+            self.shared.end(&mut self.shared.reading.lock().expect("reading lock"));
+        }
+        written
+    }
+
+    async fn write_rest(&mut self) -> std::io::Result<()> {
         let shared = self.shared.clone();
+        let mut gone = shared.gone.subscribe();
         loop {
+            if *gone.borrow_and_update() {
+                // Ended meanwhile (by a reader, or a frame before this one).
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
             let (head, data) = self.left();
             if head.is_empty() && data.is_empty() {
                 break;
@@ -291,12 +309,8 @@ impl Outgoing {
             let mut room = tokio::select! {
                 biased;
                 room = shared.io.writable() => room?,
-                _ = shared.read_for(None) => {
-                    if *shared.gone.borrow() {
-                        return Err(std::io::ErrorKind::BrokenPipe.into());
-                    }
-                    continue;
-                }
+                _ = gone.changed() => continue,
+                _ = shared.read_for(None) => continue,
             };
             self.written += socket::write_some(&mut room, head, data)?;
         }

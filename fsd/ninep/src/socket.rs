@@ -87,6 +87,16 @@ pub fn write_some(
     Ok(n)
 }
 
+/// Writes no more to the socket: the peer reads the end of the stream,
+/// and a write still waiting for room fails at once.
+pub fn shut_writes(io: &Io) {
+    // SAFETY: shutdown(2) on the descriptor `io` owns; a failure (it is
+    // already shut) changes nothing.
+    unsafe {
+        libc::shutdown(io.as_raw_fd(), libc::SHUT_WR);
+    }
+}
+
 /// What one read(2) did.
 pub enum Filled {
     /// Some bytes, and whether that drained the socket (fewer came than

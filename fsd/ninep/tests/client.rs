@@ -293,6 +293,37 @@ async fn a_request_given_up_part_way_through_its_frame_still_sends_it_whole() {
 }
 
 #[tokio::test]
+async fn a_write_waiting_for_room_ends_when_the_connection_does() {
+    // The server reads nothing after Tversion and sends a frame too small
+    // to be one, keeping the stream open: a large write waiting for room
+    // fails once the broken framing ends the connection, rather than wait
+    // for room that will never come.
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+    let server = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
+        b.write_all(&to_bytes(&Msg { tag, body: Fcall::Rversion { msize: 1 << 20, version: "9P2000".into() } }))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        b.write_all(&[3, 0, 0, 0]).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        b
+    });
+    let c = Client::handshake(a, 1 << 20).await.unwrap();
+    let data = vec![b'x'; (1 << 20) - 100];
+    // `closed()` polled first reads the broken frame: the write then has
+    // nothing to read, no room, and only the connection's end to go by.
+    let (ended, write) = tokio::join!(
+        tokio::time::timeout(Duration::from_secs(30), c.closed()),
+        tokio::time::timeout(Duration::from_secs(30), c.write(7, 0, &data)),
+    );
+    ended.expect("the broken framing ends the connection");
+    assert_eq!(write.expect("the write gives up, not waits"), Err(ClientError::Hangup));
+    server.abort();
+}
+
+#[tokio::test]
 async fn a_server_without_9p2000_is_refused() {
     let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     tokio::spawn(async move {
