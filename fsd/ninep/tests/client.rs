@@ -234,10 +234,7 @@ async fn a_hang_up_with_nothing_in_flight_ends_closed_and_fails_the_next_request
     let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     let mut buf = Vec::new();
     let answer = tokio::spawn(async move {
-        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
-        b.write_all(&to_bytes(&Msg { tag, body: Fcall::Rversion { msize: 8192, version: "9P2000".into() } }))
-            .await
-            .unwrap();
+        answer_version(&mut b, &mut buf, 8192).await;
         b
     });
     let c = Client::handshake(a, 8192).await.unwrap();
@@ -258,10 +255,7 @@ async fn a_request_given_up_part_way_through_its_frame_still_sends_it_whole() {
     let want = data.clone();
     let server = tokio::spawn(async move {
         let mut buf = Vec::new();
-        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
-        b.write_all(&to_bytes(&Msg { tag, body: Fcall::Rversion { msize: 1 << 20, version: "9P2000".into() } }))
-            .await
-            .unwrap();
+        answer_version(&mut b, &mut buf, 1 << 20).await;
         // Nothing read for a while: the Twrite stalls part-way.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let mut seen = Vec::new();
@@ -301,10 +295,7 @@ async fn a_write_waiting_for_room_ends_when_the_connection_does() {
     let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     let server = tokio::spawn(async move {
         let mut buf = Vec::new();
-        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
-        b.write_all(&to_bytes(&Msg { tag, body: Fcall::Rversion { msize: 1 << 20, version: "9P2000".into() } }))
-            .await
-            .unwrap();
+        answer_version(&mut b, &mut buf, 1 << 20).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         b.write_all(&[3, 0, 0, 0]).await.unwrap();
         tokio::time::sleep(Duration::from_secs(60)).await;
@@ -352,6 +343,12 @@ async fn next_frame(s: &mut UnixStream, buf: &mut Vec<u8>) -> Msg {
     }
 }
 
+/// As a server: reads the client's Tversion and agrees to `msize`.
+async fn answer_version(s: &mut UnixStream, buf: &mut Vec<u8>, msize: u32) {
+    let Msg { tag, .. } = next_frame(s, buf).await;
+    s.write_all(&to_bytes(&Msg { tag, body: Fcall::Rversion { msize, version: "9P2000".into() } })).await.unwrap();
+}
+
 #[tokio::test]
 async fn large_rreads_arrive_whole_however_the_stream_is_cut() {
     // Two large Rreads and a small reply written back to back, cut at
@@ -363,11 +360,8 @@ async fn large_rreads_arrive_whole_however_the_stream_is_cut() {
         let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
         let server = tokio::spawn(async move {
             let mut buf = Vec::new();
-            let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
+            answer_version(&mut b, &mut buf, 1 << 20).await;
             let mut out = Vec::new();
-            encode(&Msg { tag, body: Fcall::Rversion { msize: 1 << 20, version: "9P2000".into() } }, &mut out);
-            b.write_all(&out).await.unwrap();
-            out.clear();
             // Each read's data by its count, the large ones first.
             let mut reads = Vec::new();
             for _ in 0..3 {
@@ -409,10 +403,7 @@ async fn a_request_after_the_framing_broke_fails_rather_than_waits() {
     let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
     let server = tokio::spawn(async move {
         let mut buf = Vec::new();
-        let Msg { tag, .. } = next_frame(&mut b, &mut buf).await;
-        let mut out = Vec::new();
-        encode(&Msg { tag, body: Fcall::Rversion { msize: 8192, version: "9P2000".into() } }, &mut out);
-        b.write_all(&out).await.unwrap();
+        answer_version(&mut b, &mut buf, 8192).await;
         next_frame(&mut b, &mut buf).await;
         b.write_all(&[3, 0, 0, 0]).await.unwrap();
         // Keep the stream open, taking whatever comes.
