@@ -56,7 +56,7 @@ struct Shared {
     writing: Arc<tokio::sync::Mutex<Vec<u8>>>,
     /// What has been read and not yet handed out. Taken only between
     /// awaits, by whichever waiting request found the socket readable.
-    reading: Mutex<Reading>,
+    reading: Mutex<Incoming>,
     /// Said when `reading` is let go, to the requests that found it taken
     /// (counted in `waiting`): they wait for that rather than block their
     /// worker thread while a large reply is copied.
@@ -73,11 +73,6 @@ struct Shared {
     /// Becomes true when the connection has ended: the server hung up,
     /// or its framing broke and nothing more is read.
     gone: tokio::sync::watch::Sender<bool>,
-}
-
-struct Reading {
-    incoming: Incoming,
-    ended: bool,
 }
 
 /// A connection to a 9P2000 server.
@@ -120,20 +115,20 @@ impl Shared {
     /// that broke, ends the connection.
     fn pump(
         &self,
-        reading: &mut Reading,
+        reading: &mut Incoming,
         ready: &mut AsyncFdReadyGuard<'_, std::fs::File>,
         mine: Option<u16>,
     ) -> Option<Fcall> {
         let mut drained = false;
         loop {
-            if reading.ended {
+            if *self.gone.borrow() {
                 return None;
             }
             // Every reply read so far is handed out before the lock is let
             // go: none is left where no one would look for it.
             let mut own = None;
             loop {
-                match reading.incoming.next(self.msize) {
+                match reading.next(self.msize) {
                     Ok(Some(msg)) => {
                         let waiter = self.pending.lock().expect("pending lock").remove(&msg.tag);
                         match waiter {
@@ -156,7 +151,7 @@ impl Shared {
             if own.is_some() || drained {
                 return own;
             }
-            match reading.incoming.fill(&self.io, self.msize) {
+            match reading.fill(&self.io, self.msize) {
                 Ok(Filled::Got { drained: true }) => {
                     ready.clear_ready();
                     drained = true;
@@ -178,8 +173,9 @@ impl Shared {
     /// The connection has ended: said first, then every waiter's sender
     /// drops and it sees Hangup; a request registered after the clearing
     /// sees the hang-up said (`send`), so none waits for a reply forever.
-    fn end(&self, reading: &mut Reading) {
-        reading.ended = true;
+    /// Called holding the reading lock (its state is asked for to prove
+    /// it), so no `pump` reads on past the end.
+    fn end(&self, _reading: &mut Incoming) {
         // Nothing written after this could be read as a frame.
         socket::shut_writes(&self.io);
         self.gone.send_replace(true);
@@ -470,7 +466,7 @@ impl Client {
         let shared = Arc::new(Shared {
             io,
             writing: Arc::new(tokio::sync::Mutex::new(Vec::new())),
-            reading: Mutex::new(Reading { incoming, ended: false }),
+            reading: Mutex::new(incoming),
             released: tokio::sync::Notify::new(),
             waiting: AtomicUsize::new(0),
             pending: Mutex::new(HashMap::new()),
