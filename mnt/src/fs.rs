@@ -465,7 +465,7 @@ impl Filesystem for Mount {
         let (name, new_name) = (utf8(name)?, utf8(new_name)?);
         let pfid = self.fid_of(parent).await?;
         let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("rename", name, e))?;
-        let st = Stat { name: new_name.to_string(), ..Stat::dont_touch() };
+        let st = Stat { name: new_name.into(), ..Stat::dont_touch() };
         let r = self.client.wstat(fid, st).await.map_err(|e| failed("rename", name, e));
         self.clunk_later(fid);
         r
@@ -500,7 +500,7 @@ impl Iterator for Plus<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(stat) = self.sent.take() {
             let mut names = self.names.clone();
-            names.push(stat.name.clone());
+            names.push(stat.name.to_string());
             self.mount.inodes().looked_up(names, stat, None);
         }
         let (inode, stat, name) = self.items.next()?;

@@ -18,7 +18,6 @@ use crate::codec::{encode, encode_frame, parse_stats, LARGE};
 use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM, NOFID, NOTAG};
 use crate::socket::{self, Filled, Incoming, Io, Socket};
 use crate::version::{iounit, VERSION};
-use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use tokio::io::unix::AsyncFdReadyGuard;
@@ -62,11 +61,8 @@ struct Shared {
     /// worker thread while a large reply is copied.
     released: tokio::sync::Notify,
     waiting: AtomicUsize,
-    /// Who waits for each tag's reply.
-    pending: Mutex<HashMap<u16, oneshot::Sender<Fcall>>>,
-    /// Tags in use, including flushed ones awaiting their Rflush, and
-    /// where to look for a free one next.
-    tags: Mutex<(BTreeSet<u16>, u16)>,
+    /// The tags in use and who waits for each one's reply.
+    tags: Mutex<Tags>,
     free_fids: Mutex<Vec<u32>>,
     next_fid: AtomicU32,
     msize: u32,
@@ -130,7 +126,7 @@ impl Shared {
             loop {
                 match reading.next(self.msize) {
                     Ok(Some(msg)) => {
-                        let waiter = self.pending.lock().expect("pending lock").remove(&msg.tag);
+                        let waiter = self.tags.lock().expect("tag lock").answer(msg.tag);
                         match waiter {
                             Some(_) if Some(msg.tag) == mine => own = Some(msg.body),
                             Some(w) => {
@@ -179,7 +175,7 @@ impl Shared {
         // Nothing written after this could be read as a frame.
         socket::shut_writes(&self.io);
         self.gone.send_replace(true);
-        self.pending.lock().expect("pending lock").clear();
+        self.tags.lock().expect("tag lock").forget_all();
         // Whoever waits for the reading lock looks again, and finds it over.
         self.released.notify_waiters();
     }
@@ -291,6 +287,29 @@ impl Outgoing {
     }
 
     async fn write_rest(&mut self) -> std::io::Result<()> {
+        // Most frames go in one write at once, with room in the socket:
+        // nothing to wait for, or to watch while waiting.
+        let (head, data) = self.left();
+        let nothing_left = head.is_empty() && data.is_empty();
+        if !nothing_left && !*self.shared.gone.borrow() {
+            self.written += socket::try_write(&self.shared.io, head, data)?;
+        }
+        let (head, data) = self.left();
+        if !(head.is_empty() && data.is_empty()) {
+            self.wait_to_write().await?;
+        }
+        if let Some(mut out) = self.out.take() {
+            // A frame of up to the large size was encoded here: keep no
+            // more than a small one's room between frames.
+            if out.capacity() > 64 * 1024 {
+                *out = Vec::new();
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the rest as the socket has room, reading meanwhile.
+    async fn wait_to_write(&mut self) -> std::io::Result<()> {
         let shared = self.shared.clone();
         let mut gone = shared.gone.subscribe();
         loop {
@@ -309,13 +328,6 @@ impl Outgoing {
                 _ = shared.read_for(None) => continue,
             };
             self.written += socket::write_some(&mut room, head, data)?;
-        }
-        if let Some(mut out) = self.out.take() {
-            // A frame of up to the large size was encoded here: keep no
-            // more than a small one's room between frames.
-            if out.capacity() > 64 * 1024 {
-                *out = Vec::new();
-            }
         }
         Ok(())
     }
@@ -405,6 +417,80 @@ impl Sent {
     }
 }
 
+/// The tags in use: a slot each, and the free ones on a stack. A tag
+/// freed is the next one taken, so the table is as large as the most
+/// requests ever in flight at once, and a tag is found and answered by
+/// indexing, with no search or hashing.
+#[derive(Default)]
+struct Tags {
+    slots: Vec<Slot>,
+    free: Vec<u16>,
+}
+
+enum Slot {
+    Free,
+    /// Its request waits for the reply.
+    Waiting(oneshot::Sender<Fcall>),
+    /// Answered, given up (flushed, its Rflush awaited) or failed: in use
+    /// until freed, so a late reply is never taken for another request's.
+    Taken,
+}
+
+impl Tags {
+    /// A free tag, for a request whose reply `waiter` awaits.
+    fn take(&mut self, waiter: oneshot::Sender<Fcall>) -> Result<u16> {
+        let tag = match self.free.pop() {
+            Some(tag) => tag,
+            None if self.slots.len() < NOTAG as usize => {
+                self.slots.push(Slot::Free);
+                (self.slots.len() - 1) as u16
+            }
+            None => return Err(ClientError::Protocol("no free tags: 65535 requests in flight".into())),
+        };
+        self.slots[tag as usize] = Slot::Waiting(waiter);
+        Ok(tag)
+    }
+
+    /// Who waits for `tag`'s reply, if anyone still does; the tag stays
+    /// in use.
+    fn answer(&mut self, tag: u16) -> Option<oneshot::Sender<Fcall>> {
+        let slot = self.slots.get_mut(tag as usize)?;
+        match std::mem::replace(slot, Slot::Taken) {
+            Slot::Waiting(w) => Some(w),
+            Slot::Free => {
+                // Never asked for: not taken by a stray reply.
+                *slot = Slot::Free;
+                None
+            }
+            Slot::Taken => None,
+        }
+    }
+
+    /// `tag`'s reply is no longer awaited (its waiter is dropped, and
+    /// sees the end); the tag stays in use.
+    fn forget(&mut self, tag: u16) {
+        drop(self.answer(tag));
+    }
+
+    /// No reply is awaited any more: the connection has ended.
+    fn forget_all(&mut self) {
+        for slot in &mut self.slots {
+            if matches!(slot, Slot::Waiting(_)) {
+                *slot = Slot::Taken;
+            }
+        }
+    }
+
+    fn free(&mut self, tag: u16) {
+        if let Some(slot) = self.slots.get_mut(tag as usize) {
+            if !matches!(slot, Slot::Free) {
+                *slot = Slot::Free;
+                self.free.push(tag);
+            }
+        }
+    }
+}
+
 /// Frees a tag when its request ends; if the request ends without a reply
 /// (its future was dropped), flushes it first.
 struct TagGuard {
@@ -418,16 +504,16 @@ impl Drop for TagGuard {
         let shared = self.shared.clone();
         let tag = self.tag;
         if self.answered {
-            shared.tags.lock().expect("tag lock").0.remove(&tag);
+            shared.tags.lock().expect("tag lock").free(tag);
             return;
         }
-        shared.pending.lock().expect("pending lock").remove(&tag);
+        shared.tags.lock().expect("tag lock").forget(tag);
         // The reply may still come: keep the tag taken until the Rflush.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 let client = Client { shared: shared.clone() };
                 let _ = client.rpc(Fcall::Tflush { oldtag: tag }).await;
-                shared.tags.lock().expect("tag lock").0.remove(&tag);
+                shared.tags.lock().expect("tag lock").free(tag);
             });
         }
     }
@@ -469,8 +555,7 @@ impl Client {
             reading: Mutex::new(incoming),
             released: tokio::sync::Notify::new(),
             waiting: AtomicUsize::new(0),
-            pending: Mutex::new(HashMap::new()),
-            tags: Mutex::new((BTreeSet::new(), 0)),
+            tags: Mutex::new(Tags::default()),
             free_fids: Mutex::new(Vec::new()),
             next_fid: AtomicU32::new(0),
             msize,
@@ -499,20 +584,6 @@ impl Client {
         self.shared.msize
     }
 
-    fn take_tag(&self) -> Result<u16> {
-        let mut guard = self.shared.tags.lock().expect("tag lock");
-        let (tags, next) = &mut *guard;
-        // From where the last one was found: a run of requests in flight
-        // does not search the tags in use again for each.
-        let tag = (*next..NOTAG)
-            .chain(0..*next)
-            .find(|t| !tags.contains(t))
-            .ok_or(ClientError::Protocol("no free tags".into()))?;
-        tags.insert(tag);
-        *next = tag.wrapping_add(1) % NOTAG;
-        Ok(tag)
-    }
-
     /// Sends one request and waits for its reply; Rerror becomes
     /// `ClientError::Server`.
     pub async fn rpc(&self, body: Fcall) -> Result<Fcall> {
@@ -523,25 +594,29 @@ impl Client {
     /// one after another reach the server in that order while their
     /// replies are awaited apart. Dropping the `Sent` unanswered flushes it.
     pub async fn send(&self, body: Fcall) -> Result<Sent> {
-        let tag = self.take_tag()?;
-        let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false };
         let (tx, rx) = oneshot::channel();
-        self.shared.pending.lock().expect("pending lock").insert(tag, tx);
+        let tag = self.shared.tags.lock().expect("tag lock").take(tx)?;
+        let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false };
         if *self.shared.gone.borrow() {
             // Nothing more is read (the server hung up, or its framing
             // broke while the stream stays open): no reply can come.
             guard.answered = true;
-            self.shared.pending.lock().expect("pending lock").remove(&tag);
+            self.shared.tags.lock().expect("tag lock").forget(tag);
             return Err(ClientError::Hangup);
         }
         let msg = Msg { tag, body };
         let sent = async {
-            let turn = self.shared.writing.clone().lock_owned().await;
+            // Most often no other frame is going out: the turn is taken
+            // without a wait's machinery.
+            let turn = match self.shared.writing.clone().try_lock_owned() {
+                Ok(turn) => turn,
+                Err(_) => self.shared.writing.clone().lock_owned().await,
+            };
             Outgoing::new(self.shared.clone(), turn, msg).write().await
         };
         if let Err(e) = sent.await {
             guard.answered = true;
-            self.shared.pending.lock().expect("pending lock").remove(&tag);
+            self.shared.tags.lock().expect("tag lock").forget(tag);
             use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
             if matches!(e.kind(), BrokenPipe | ConnectionReset) {
                 // The server hung up while nothing was being read.
@@ -693,13 +768,13 @@ impl Client {
 
     pub async fn stat(&self, fid: u32) -> Result<Stat> {
         match self.rpc(Fcall::Tstat { fid }).await? {
-            Fcall::Rstat { stat } => Ok(stat),
+            Fcall::Rstat { stat } => Ok(*stat),
             r => Self::unexpected("Tstat", r),
         }
     }
 
     pub async fn wstat(&self, fid: u32, stat: Stat) -> Result<()> {
-        match self.rpc(Fcall::Twstat { fid, stat }).await? {
+        match self.rpc(Fcall::Twstat { fid, stat: Box::new(stat) }).await? {
             Fcall::Rwstat => Ok(()),
             r => Self::unexpected("Twstat", r),
         }
@@ -736,5 +811,62 @@ impl Client {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter() -> (oneshot::Sender<Fcall>, oneshot::Receiver<Fcall>) {
+        oneshot::channel()
+    }
+
+    /// A tag is in use from its taking to its freeing, whatever replies
+    /// come meanwhile; a freed tag is the next taken; a reply nobody asked
+    /// for takes no tag.
+    #[test]
+    fn tags_are_held_until_freed_and_reused_first() {
+        let mut tags = Tags::default();
+        let (a, b) = (tags.take(waiter().0).unwrap(), tags.take(waiter().0).unwrap());
+        assert_eq!((a, b), (0, 1));
+        assert!(tags.answer(a).is_some(), "its request waits");
+        assert!(tags.answer(a).is_none(), "a second reply finds nobody");
+        assert_eq!(tags.take(waiter().0).unwrap(), 2, "answered is not free");
+        tags.free(a);
+        tags.free(a);
+        assert_eq!(tags.take(waiter().0).unwrap(), a, "freed once, taken first");
+        assert_eq!(tags.take(waiter().0).unwrap(), 3);
+        assert!(tags.answer(900).is_none() && tags.answer(4).is_none(), "never asked for");
+        assert_eq!(tags.take(waiter().0).unwrap(), 4, "a stray reply took no tag");
+    }
+
+    /// A request given up no longer hears its reply but keeps its tag
+    /// (until its Rflush); at the connection's end every waiter hears it.
+    #[test]
+    fn forgotten_tags_stay_taken_and_the_end_reaches_every_waiter() {
+        let mut tags = Tags::default();
+        let (tx, mut rx) = waiter();
+        let t = tags.take(tx).unwrap();
+        tags.forget(t);
+        assert!(rx.try_recv().is_err() && tags.answer(t).is_none());
+        assert_ne!(tags.take(waiter().0).unwrap(), t, "held for its Rflush");
+        let (tx, mut rx) = waiter();
+        tags.take(tx).unwrap();
+        tags.forget_all();
+        assert_eq!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed));
+    }
+
+    /// NOTAG is never handed out: 65535 requests in flight take every
+    /// other tag, and one more is refused until one is freed.
+    #[test]
+    fn no_more_than_65535_tags() {
+        let mut tags = Tags::default();
+        for want in 0..NOTAG {
+            assert_eq!(tags.take(waiter().0).unwrap(), want);
+        }
+        assert!(matches!(tags.take(waiter().0), Err(ClientError::Protocol(e)) if e.contains("no free tags")));
+        tags.free(77);
+        assert_eq!(tags.take(waiter().0).unwrap(), 77);
     }
 }

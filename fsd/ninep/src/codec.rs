@@ -13,7 +13,7 @@
 //! about n bytes, whatever its fields claim.
 
 use crate::error::{DecodeError, FrameError};
-use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM};
+use crate::fcall::{Fcall, Msg, Name, Qid, Stat, MAXWELEM};
 
 /// size[4] type[1] tag[2]: the smallest frame.
 pub const HEADER: usize = 7;
@@ -67,13 +67,22 @@ impl<'a> Reader<'a> {
     fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
         Ok(u64::from_le_bytes(self.take(8, what)?.try_into().expect("eight bytes")))
     }
-    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
+    fn text(&mut self, what: &'static str) -> Result<&'a str, DecodeError> {
         let n = self.u16(what)? as usize;
         let bytes = self.take(n, what)?;
-        match std::str::from_utf8(bytes) {
-            Ok(s) => Ok(s.to_string()),
-            Err(_) => Err(DecodeError::NotUtf8 { tag: self.tag, what }),
+        if bytes.is_ascii() {
+            // Most names are: checked a word at a time, where UTF-8's
+            // check goes byte by byte over a short string.
+            // SAFETY: ASCII is UTF-8.
+            return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
         }
+        std::str::from_utf8(bytes).map_err(|_| DecodeError::NotUtf8 { tag: self.tag, what })
+    }
+    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
+        self.text(what).map(str::to_string)
+    }
+    fn name(&mut self, what: &'static str) -> Result<Name, DecodeError> {
+        self.text(what).map(Name::from)
     }
     fn qid(&mut self) -> Result<Qid, DecodeError> {
         Ok(Qid { ty: self.u8("qid")?, vers: self.u32("qid")?, path: self.u64("qid")? })
@@ -107,10 +116,10 @@ impl<'a> Reader<'a> {
             atime: r.u32("stat atime")?,
             mtime: r.u32("stat mtime")?,
             length: r.u64("stat length")?,
-            name: r.string("stat name")?,
-            uid: r.string("stat uid")?,
-            gid: r.string("stat gid")?,
-            muid: r.string("stat muid")?,
+            name: r.name("stat name")?,
+            uid: r.name("stat uid")?,
+            gid: r.name("stat gid")?,
+            muid: r.name("stat muid")?,
         };
         r.end("stat")?;
         Ok(stat)
@@ -177,8 +186,8 @@ pub fn parse(frame: &[u8]) -> Result<Msg, DecodeError> {
         122 => Tremove { fid: r.u32("fid")? },
         123 => Rremove,
         124 => Tstat { fid: r.u32("fid")? },
-        125 => Rstat { stat: r.stat_field()? },
-        126 => Twstat { fid: r.u32("fid")?, stat: r.stat_field()? },
+        125 => Rstat { stat: Box::new(r.stat_field()?) },
+        126 => Twstat { fid: r.u32("fid")?, stat: Box::new(r.stat_field()?) },
         127 => Rwstat,
         _ => return Err(DecodeError::UnknownType { tag, ty }),
     };
@@ -187,14 +196,19 @@ pub fn parse(frame: &[u8]) -> Result<Msg, DecodeError> {
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
-    // 9P strings are at most 65535 bytes; longer ones are cut at a rune
-    // boundary rather than written with a wrong length.
-    let mut n = s.len().min(u16::MAX as usize);
+    let s = cut(s, u16::MAX as usize);
+    out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// `s` in at most `max` bytes (a 9P string holds 65535), cut at a rune
+/// boundary rather than written with a wrong length.
+fn cut(s: &str, max: usize) -> &str {
+    let mut n = s.len().min(max);
     while !s.is_char_boundary(n) {
         n -= 1;
     }
-    out.extend_from_slice(&(n as u16).to_le_bytes());
-    out.extend_from_slice(&s.as_bytes()[..n]);
+    &s[..n]
 }
 
 fn put_qid(out: &mut Vec<u8>, q: &Qid) {
@@ -205,20 +219,42 @@ fn put_qid(out: &mut Vec<u8>, q: &Qid) {
 
 /// Appends one stat record (size[2] first), as directory reads return them.
 pub fn put_stat(out: &mut Vec<u8>, s: &Stat) {
-    let start = out.len();
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&s.ty.to_le_bytes());
-    out.extend_from_slice(&s.dev.to_le_bytes());
-    put_qid(out, &s.qid);
-    for v in [s.mode, s.atime, s.mtime] {
-        out.extend_from_slice(&v.to_le_bytes());
+    // The record's size is 16 bits too: its strings share what is left
+    // after the fixed fields, each cut to what remains of that.
+    let mut room = u16::MAX as usize - STAT_FIXED;
+    let strings = [s.name.as_str(), s.uid.as_str(), s.gid.as_str(), s.muid.as_str()].map(|f| {
+        let f = cut(f, room);
+        room -= f.len();
+        f
+    });
+    let size = STAT_FIXED + strings.iter().map(|f| f.len()).sum::<usize>();
+    // One allocation at most, and the fixed fields made apart and added
+    // in one piece: a stat is answered on every `ls` and every getattr of
+    // a mount.
+    out.reserve(2 + size);
+    let mut head = [0u8; 2 + STAT_FIXED - 4 * 2];
+    let fields: [&[u8]; 10] = [
+        &(size as u16).to_le_bytes(),
+        &s.ty.to_le_bytes(),
+        &s.dev.to_le_bytes(),
+        &[s.qid.ty],
+        &s.qid.vers.to_le_bytes(),
+        &s.qid.path.to_le_bytes(),
+        &s.mode.to_le_bytes(),
+        &s.atime.to_le_bytes(),
+        &s.mtime.to_le_bytes(),
+        &s.length.to_le_bytes(),
+    ];
+    let mut at = 0;
+    for f in fields {
+        head[at..at + f.len()].copy_from_slice(f);
+        at += f.len();
     }
-    out.extend_from_slice(&s.length.to_le_bytes());
-    for f in [&s.name, &s.uid, &s.gid, &s.muid] {
-        put_str(out, f);
+    out.extend_from_slice(&head);
+    for f in strings {
+        out.extend_from_slice(&(f.len() as u16).to_le_bytes());
+        out.extend_from_slice(f.as_bytes());
     }
-    let size = (out.len() - start - 2) as u16;
-    out[start..start + 2].copy_from_slice(&size.to_le_bytes());
 }
 
 /// Decodes the stat records of a directory read: whole records only.
@@ -370,10 +406,12 @@ pub fn encode_frame<'m>(msg: &'m Msg, out: &mut Vec<u8>, large: usize) -> Option
 
 /// stat[n]: the record's length, then the record.
 fn put_stat_field(out: &mut Vec<u8>, s: &Stat) {
-    let mut rec = Vec::new();
-    put_stat(&mut rec, s);
-    out.extend_from_slice(&(rec.len() as u16).to_le_bytes());
-    out.extend_from_slice(&rec);
+    // The record is written in place and its length set after.
+    let start = out.len();
+    out.extend_from_slice(&[0, 0]);
+    put_stat(out, s);
+    let size = (out.len() - start - 2) as u16;
+    out[start..start + 2].copy_from_slice(&size.to_le_bytes());
 }
 
 /// `msg` as a new frame.

@@ -61,12 +61,17 @@ pub struct Stat {
     pub atime: u32,
     pub mtime: u32,
     pub length: u64,
-    pub name: String,
-    pub uid: String,
-    pub gid: String,
+    pub name: Name,
+    pub uid: Name,
+    pub gid: Name,
     /// Last modifier.
-    pub muid: String,
+    pub muid: Name,
 }
+
+/// A stat record's string: kept inline up to 24 bytes, so the names a
+/// stat carries (a file's, a user's) cost no allocation to make, copy or
+/// decode.
+pub type Name = compact_str::CompactString;
 
 impl Stat {
     /// The "don't touch" stat of wstat(5): every field its maximum or
@@ -80,10 +85,10 @@ impl Stat {
             atime: !0,
             mtime: !0,
             length: !0,
-            name: String::new(),
-            uid: String::new(),
-            gid: String::new(),
-            muid: String::new(),
+            name: Name::default(),
+            uid: Name::default(),
+            gid: Name::default(),
+            muid: Name::default(),
         }
     }
 }
@@ -186,12 +191,14 @@ pub enum Fcall {
     Tstat {
         fid: u32,
     },
+    // A stat is boxed: with it inline every message would be twice the
+    // size, and each move of one a call to memcpy.
     Rstat {
-        stat: Stat,
+        stat: Box<Stat>,
     },
     Twstat {
         fid: u32,
-        stat: Stat,
+        stat: Box<Stat>,
     },
     Rwstat,
 }

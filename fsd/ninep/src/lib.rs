@@ -57,6 +57,6 @@ pub mod version;
 pub use client::{dial, Client, ClientError, File};
 pub use codec::{check, encode, parse, parse_stats, put_stat, to_bytes};
 pub use error::{DecodeError, FrameError};
-pub use fcall::{Fcall, Msg, Qid, Stat, IOHDRSZ, MAXWELEM, NOFID, NOTAG};
+pub use fcall::{Fcall, Msg, Name, Qid, Stat, IOHDRSZ, MAXWELEM, NOFID, NOTAG};
 pub use socket::Socket;
 pub use version::{negotiate, Negotiated, VersionError};

@@ -87,6 +87,17 @@ pub fn write_some(
     Ok(n)
 }
 
+/// One gathered write of `head` then `data` without waiting for room:
+/// how many bytes went, 0 when the socket had none (its readiness is
+/// left as it was, so a wait for room after finds out for itself).
+pub fn try_write(io: &Io, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
+    match io.get_ref().write_vectored(&[IoSlice::new(head), IoSlice::new(data)]) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+        Ok(0) if !(head.is_empty() && data.is_empty()) => Err(std::io::ErrorKind::WriteZero.into()),
+        written => written,
+    }
+}
+
 /// Writes no more to the socket: the peer reads the end of the stream,
 /// and a write still waiting for room fails at once.
 pub fn shut_writes(io: &Io) {

@@ -170,12 +170,16 @@ impl Default for Config {
 /// A fid's state and, once opened, the mode it was opened with.
 type Slot<F> = (F, Option<u8>);
 
+/// A connection's table of the fids or tags its client picks: seeded per
+/// process, as SipHash is, at a fraction of its cost per lookup.
+type Table<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 struct Conn<S: Serve> {
     serve: Arc<S>,
-    fids: Mutex<HashMap<u32, Slot<S::Fid>>>,
+    fids: Mutex<Table<u32, Slot<S::Fid>>>,
     /// Requests in flight: their task, whether a Tflush may cancel it,
     /// and how one that is let finish hears it was flushed.
-    tasks: Mutex<HashMap<u16, InFlight>>,
+    tasks: Mutex<Table<u16, InFlight>>,
     /// Resets so far (Tversions, and the hang-up): a reply made for a
     /// request of an earlier one is dropped, its tag being free again.
     generation: std::sync::atomic::AtomicU64,
@@ -185,7 +189,7 @@ struct Conn<S: Serve> {
     /// descriptors over it.
     socket: Option<RawFd>,
     /// Descriptors to pass right after the `Ropenfd` of their tag.
-    passing: Mutex<HashMap<u16, OwnedFd>>,
+    passing: Mutex<Table<u16, OwnedFd>>,
 }
 
 impl<S: Serve> Conn<S> {
@@ -326,9 +330,9 @@ impl<S: Serve> Conn<S> {
                 s.remove(self.take_fid(fid)?).await?;
                 Fcall::Rremove
             }
-            Fcall::Tstat { fid } => Fcall::Rstat { stat: s.stat(&self.fid(fid)?).await? },
+            Fcall::Tstat { fid } => Fcall::Rstat { stat: Box::new(s.stat(&self.fid(fid)?).await?) },
             Fcall::Twstat { fid, stat } => {
-                s.wstat(&self.fid(fid)?, stat).await?;
+                s.wstat(&self.fid(fid)?, *stat).await?;
                 Fcall::Rwstat
             }
             Fcall::Topenfd { fid, mode } => self.openfd(tag, fid, mode).await?,
@@ -438,13 +442,13 @@ async fn serve_halves<S: Serve>(
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let conn = Arc::new(Conn {
         serve,
-        fids: Mutex::new(HashMap::new()),
-        tasks: Mutex::new(HashMap::new()),
+        fids: Mutex::new(Table::default()),
+        tasks: Mutex::new(Table::default()),
         generation: std::sync::atomic::AtomicU64::new(0),
         out: tx,
         msize: std::sync::atomic::AtomicU32::new(0),
         socket,
-        passing: Mutex::new(HashMap::new()),
+        passing: Mutex::new(Table::default()),
     });
     let result = io_loop(&conn, &mut r, &mut w, &mut rx, &config).await;
     conn.reset(true).await;
@@ -477,7 +481,14 @@ async fn io_loop<S: Serve>(
             let parsed = parse(&buf[start..start + n]);
             start += n;
             match parsed {
-                Ok(msg) => dispatch(conn, msg, config, &mut Ready { list: &mut ready, rx }).await,
+                Ok(msg) => {
+                    if let Fcall::Tversion { .. } = msg.body {
+                        // Every request before it is aborted, every fid
+                        // clunked, before it is answered (version(5)).
+                        conn.reset(false).await;
+                    }
+                    dispatch(conn, msg, config, &mut Ready { list: &mut ready, rx })
+                }
                 Err(e) => {
                     tracing::info!(error = %e, "malformed 9P message");
                     match e.tag() {
@@ -614,13 +625,13 @@ impl Ready<'_> {
 
 /// Answers `msg`: a reply ready at once goes onto `ready` (written by the
 /// io loop with the others, with no wake-up through the channel); one that
-/// has to wait comes through the channel from its task.
-async fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, ready: &mut Ready<'_>) {
+/// has to wait comes through the channel from its task. (A Tversion's
+/// reset is done before: this never waits.)
+fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, ready: &mut Ready<'_>) {
     let tag = msg.tag;
     let mut reply = |body: Fcall| ready.push(tag, body);
     match msg.body {
         Fcall::Tversion { msize, version } => {
-            conn.reset(false).await;
             let body = match negotiate(msize, &version, config.msize) {
                 Ok(Negotiated::Speak { msize }) => {
                     conn.msize.store(msize, std::sync::atomic::Ordering::Relaxed);

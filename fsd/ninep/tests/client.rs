@@ -105,7 +105,7 @@ async fn serve(mut s: UnixStream, seen: Arc<Mutex<Seen>>) {
                 fids.remove(&fid);
                 Some(Fcall::Rclunk)
             }
-            Fcall::Tstat { .. } => Some(Fcall::Rstat { stat: Stat { name: "f".into(), ..Stat::default() } }),
+            Fcall::Tstat { .. } => Some(Fcall::Rstat { stat: Box::new(Stat { name: "f".into(), ..Stat::default() }) }),
             other => Some(Fcall::Rerror { ename: format!("not scripted: {other:?}") }),
         };
         if let Some(body) = reply {
@@ -267,7 +267,9 @@ async fn a_request_given_up_part_way_through_its_frame_still_sends_it_whole() {
                     ("Twrite", Fcall::Rwrite { count: data.len() as u32 })
                 }
                 Fcall::Tflush { .. } => ("Tflush", Fcall::Rflush),
-                Fcall::Tstat { .. } => ("Tstat", Fcall::Rstat { stat: Stat { name: "f".into(), ..Stat::default() } }),
+                Fcall::Tstat { .. } => {
+                    ("Tstat", Fcall::Rstat { stat: Box::new(Stat { name: "f".into(), ..Stat::default() }) })
+                }
                 other => panic!("not a frame sent: {other:?}"),
             };
             seen.push(what);

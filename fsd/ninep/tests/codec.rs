@@ -53,8 +53,8 @@ fn every_message() -> Vec<Fcall> {
         Tremove { fid: 1 },
         Rremove,
         Tstat { fid: 1 },
-        Rstat { stat: stat() },
-        Twstat { fid: 1, stat: Stat::dont_touch() },
+        Rstat { stat: Box::new(stat()) },
+        Twstat { fid: 1, stat: Box::new(Stat::dont_touch()) },
         Rwstat,
     ]
 }
@@ -96,7 +96,7 @@ fn byte_transcripts() {
         to_bytes(&Msg { tag: 1, body: Fcall::Rerror { ename: "x".into() } }),
         b"\x0a\x00\x00\x00\x6b\x01\x00\x01\x00x"
     );
-    let bytes = to_bytes(&Msg { tag: 2, body: Fcall::Rstat { stat: stat() } });
+    let bytes = to_bytes(&Msg { tag: 2, body: Fcall::Rstat { stat: Box::new(stat()) } });
     let n = u16::from_le_bytes([bytes[7], bytes[8]]);
     let size = u16::from_le_bytes([bytes[9], bytes[10]]);
     assert_eq!((n, size), (size + 2, bytes.len() as u16 - 11));
@@ -171,4 +171,50 @@ proptest! {
             prop_assert_eq!(parse(&to_bytes(&msg)), Ok(msg));
         }
     }
+
+    /// Any stat survives Rstat, Twstat and a directory read: names short
+    /// enough to be kept inline and longer, ASCII and not; each record's
+    /// size field counts exactly the bytes after it.
+    #[test]
+    fn random_stats_round_trip(
+        fields in proptest::array::uniform4(".{0,40}"),
+        mode in any::<u32>(), length in any::<u64>(), path in any::<u64>(),
+    ) {
+        let [name, uid, gid, muid] = fields.map(|f| Name::from(f.as_str()));
+        let st = Stat { name, uid, gid, muid, mode, length, qid: Qid { ty: QTFILE, vers: 1, path }, ..stat() };
+        for body in [Fcall::Rstat { stat: Box::new(st.clone()) }, Fcall::Twstat { fid: 3, stat: Box::new(st.clone()) }] {
+            let msg = Msg { tag: 4, body };
+            prop_assert_eq!(parse(&to_bytes(&msg)), Ok(msg));
+        }
+        let mut dir = Vec::new();
+        put_stat(&mut dir, &st);
+        prop_assert_eq!(u16::from_le_bytes([dir[0], dir[1]]) as usize, dir.len() - 2);
+        put_stat(&mut dir, &st);
+        prop_assert_eq!(parse_stats(&dir), Ok(vec![st.clone(), st]));
+    }
+}
+
+/// A name longer than a stat record can carry is cut at a rune boundary
+/// to what fits (the record's size is 16 bits), and the sizes say what
+/// was written; a name that is not UTF-8 is refused.
+#[test]
+fn stat_names_are_cut_whole_and_checked() {
+    let long = format!("a{}", "é".repeat(40_000));
+    let mut dir = Vec::new();
+    put_stat(&mut dir, &Stat { name: long.as_str().into(), uid: "".into(), gid: "".into(), muid: "".into(), ..stat() });
+    let got = parse_stats(&dir).expect("a whole record");
+    // 65535 less the 47 bytes of fixed fields: 1 + 32743 two-byte runes;
+    // the next would split.
+    assert_eq!(got[0].name.len(), 65_487);
+    assert!(long.starts_with(got[0].name.as_str()));
+    assert_eq!(dir.len(), 2 + 65_535 - 1);
+    let mut bad = Vec::new();
+    put_stat(&mut bad, &Stat { name: "ab\u{e9}".into(), ..stat() });
+    let at = bad.windows(2).position(|w| w == "é".as_bytes()).expect("the name's last rune");
+    bad[at + 1] = b'x'; // 0xc3 then an ASCII byte: not UTF-8
+    assert!(
+        matches!(parse_stats(&bad), Err(DecodeError::NotUtf8 { what: "stat name", .. })),
+        "{:?}",
+        parse_stats(&bad)
+    );
 }

@@ -115,7 +115,7 @@ impl Serve for Mem {
             // Answered inline, with the connection's loop held meanwhile.
             std::thread::sleep(Duration::from_millis(600));
         }
-        Ok(Stat { qid: qid(fid), name: fid.clone(), ..Stat::default() })
+        Ok(Stat { qid: qid(fid), name: fid.as_str().into(), ..Stat::default() })
     }
     async fn wstat(&self, _: &String, _: Stat) -> srv::Result<()> {
         Err("wstat not allowed".into())

@@ -143,7 +143,7 @@ fn quoted(name: &str) -> String {
 /// the middle columns padded to their widest, as 9p prints them.
 fn long_lines(entries: &[Stat], now: i64) -> Vec<String> {
     let width = |f: &dyn Fn(&Stat) -> String| entries.iter().map(|d| f(d).len()).max().unwrap_or(0);
-    let (wu, wg, wl) = (width(&|d| d.uid.clone()), width(&|d| d.gid.clone()), width(&|d| d.length.to_string()));
+    let (wu, wg, wl) = (width(&|d| d.uid.to_string()), width(&|d| d.gid.to_string()), width(&|d| d.length.to_string()));
     entries
         .iter()
         .map(|d| {
@@ -240,7 +240,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 c.clunk(fid).await?;
                 let lines = match long {
                     true => long_lines(&entries, now),
-                    false => entries.into_iter().map(|d| d.name).collect(),
+                    false => entries.into_iter().map(|d| d.name.into_string()).collect(),
                 };
                 for line in lines {
                     writeln!(out, "{line}")?;

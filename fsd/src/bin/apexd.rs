@@ -219,7 +219,7 @@ async fn run() -> anyhow::Result<()> {
             registry.create(Some(name)).map_err(anyhow::Error::msg)?;
         }
     }
-    let tree = Arc::new(Fsys::new(registry, apex_ninep::ns::user_name()));
+    let tree = Arc::new(Fsys::new(registry, &apex_ninep::ns::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };
     tracing::info!(socket = %dir.join("apex").display(), "serving");
     let mut posted = vec![dir.join("apex")];

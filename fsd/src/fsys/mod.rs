@@ -33,7 +33,7 @@ use crate::tables::MetaTable;
 use apex_core::error::acme::EPERM;
 use apex_core::{BufferId, Shard, TermId, WindowId};
 use apex_ninep::codec::put_stat;
-use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
+use apex_ninep::fcall::{Name, Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Serve};
 use fid::{Content, Fid, Opened};
 use made::{Made, Version};
@@ -48,7 +48,7 @@ use stream::{Cursor, Fill, Source};
 #[derive(Clone)]
 pub struct Fsys {
     pub daemon: Daemon,
-    pub user: String,
+    pub user: Name,
     /// On the `acme` service (`apexd --acme NAME`): the session whose acme
     /// tree an attach with aname "" reaches.
     pub acme_service: Option<String>,
@@ -66,8 +66,8 @@ fn not_writable(place: Place) -> String {
 }
 
 impl Fsys {
-    pub fn new(registry: Registry, user: String) -> Fsys {
-        Fsys { daemon: Daemon::new(registry), user, acme_service: None }
+    pub fn new(registry: Registry, user: &str) -> Fsys {
+        Fsys { daemon: Daemon::new(registry), user: Name::from(user), acme_service: None }
     }
 
     /// This tree as the `acme` service of session `name`: attaches with

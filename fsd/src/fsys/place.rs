@@ -8,6 +8,8 @@
 
 use crate::tables::MetaTable;
 use apex_core::{BufferId, Shard, TermId};
+use apex_ninep::Name;
+use compact_str::ToCompactString;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RootFile {
@@ -215,20 +217,22 @@ pub enum Place {
     Term1(u64, TermId, TermFile),
 }
 
+/// The seed of `Place::qid_path`'s hash.
+const QID_SEED: u64 = u64::from_le_bytes(*b"apex qid");
+
 impl Place {
     /// The qid path of the file here: a hash of the place, so it never
     /// changes while the file lives (apex-mnt makes it the inode number)
     /// and no table grows with the files ever walked to. The root is 0.
     pub fn qid_path(self) -> u64 {
-        use std::hash::{Hash, Hasher};
+        use std::hash::BuildHasher;
         if self == Place::Root {
             return 0;
         }
-        // SipHash with fixed keys: the same path for the same place in
-        // every run of this build.
-        let mut h = std::hash::DefaultHasher::new();
-        self.hash(&mut h);
-        h.finish().max(1)
+        // A fixed seed: the same path for the same place in every run of
+        // this build. (The numbers in a place are the daemon's, not picked
+        // by a client, so no seed needs keeping secret.)
+        foldhash::quality::FixedState::with_seed(QID_SEED).hash_one(self).max(1)
     }
 
     pub fn is_dir(self) -> bool {
@@ -304,7 +308,7 @@ impl Place {
 
     /// Its name and permission bits (directories without `DMDIR`); a
     /// session's name is its label, which the caller supplies.
-    pub fn name_perm(self, label: &str) -> (String, u32) {
+    pub fn name_perm(self, label: &str) -> (Name, u32) {
         let (name, perm) = match self {
             Place::Root => ("/", 0o555),
             Place::Root1(f) => entry(ROOT, f),
@@ -312,19 +316,19 @@ impl Place {
             Place::Session1(_, f) => entry(SESSION, f),
             Place::Dir(_, d) => entry(SESSION_DIRS, d),
             Place::Meta1(_, t) => (t.name(), 0o444),
-            Place::Shard(_, shard) => return (shard.to_string(), 0o555),
+            Place::Shard(_, shard) => return (shard.to_compact_string(), 0o555),
             Place::Shard1(_, _, f) => entry(SHARD, f),
             Place::BuffersNew(_) => ("new", 0o444),
-            Place::Buffer(_, b) => return (b.0.to_string(), 0o555),
+            Place::Buffer(_, b) => return (b.0.to_compact_string(), 0o555),
             Place::Buffer1(_, _, f) => entry(BUFFER, f),
             Place::Acme1(_, f) => entry(ACME, f),
-            Place::Win(_, n) => return (n.to_string(), 0o700),
+            Place::Win(_, n) => return (n.to_compact_string(), 0o700),
             Place::Win1(_, _, f) => entry(WINDOW, f),
             Place::TermsIndex(_) => ("index", 0o444),
-            Place::Term(_, t) => return (t.0.to_string(), 0o555),
+            Place::Term(_, t) => return (t.0.to_compact_string(), 0o555),
             Place::Term1(_, _, f) => entry(TERM, f),
         };
-        (name.to_string(), perm)
+        (Name::from(name), perm)
     }
 }
 

@@ -29,7 +29,7 @@ fn at(p: &[&str]) -> Vec<String> {
 async fn tree_with_a_buffer() -> (Fsys, <Fsys as Serve>::Fid, String) {
     let mut registry = Registry::new(Box::new(|| [7; 16]));
     registry.create(Some("main")).unwrap();
-    let tree = Fsys::new(registry, "glenda".into());
+    let tree = Fsys::new(registry, "glenda");
     let (_, root) = tree.attach("glenda", "").await.unwrap();
     let (_, made) = tree.walk(&root, &at(&["main", "buffers", "new"])).await.unwrap();
     let (_, made) = tree.open(&made.unwrap(), OREAD).await.unwrap();

@@ -7,7 +7,8 @@ use super::*;
 /// The buffer named `name` in session main, if any.
 async fn buffer_named(c: &Client, root: u32, name: &str) -> Option<String> {
     let dir = c.open_path(root, "main/buffers", OREAD).await.unwrap();
-    let ids: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name).filter(|n| n != "new").collect();
+    let ids: Vec<String> =
+        c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name.into_string()).filter(|n| n != "new").collect();
     c.clunk(dir.fid).await.unwrap();
     for id in ids {
         if let Ok(got) = read(c, root, &format!("main/buffers/{id}/name")).await {

@@ -28,7 +28,7 @@ async fn a_busy_session_holds_up_no_other() {
     let mut registry = Registry::new(Box::new(|| [9; 16]));
     registry.create(Some("main")).unwrap();
     registry.create(Some("other")).unwrap();
-    let tree = Fsys::new(registry, "glenda".into());
+    let tree = Fsys::new(registry, "glenda");
     let (_, root) = tree.attach("glenda", "").await.unwrap();
     let main = tree.daemon.reg().by_name("main").unwrap();
 
@@ -85,7 +85,7 @@ async fn deleting_a_session_answers_the_proposals_waiting_in_it() {
     // No deadline comes to the rescue here.
     registry.attach = HubConfig { deadline_ms: 600_000, grace_ms: 600_000 };
     registry.create(Some("main")).unwrap();
-    let tree = Fsys::new(registry, "glenda".into());
+    let tree = Fsys::new(registry, "glenda");
     let (_, root) = tree.attach("glenda", "").await.unwrap();
     let main = tree.daemon.reg().by_name("main").unwrap();
 

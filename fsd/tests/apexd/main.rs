@@ -132,7 +132,7 @@ async fn sessions_through_the_root_tree() {
     let made = text(read(&c, root, "new").await.unwrap());
     assert_eq!(made, "1\n");
     let dir = c.open_path(root, "", OREAD).await.unwrap();
-    let listing: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name).collect();
+    let listing: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name.into_string()).collect();
     assert_eq!(listing, ["index", "ctl", "new", "registry", "main", "play", "1"]);
 
     // A session's files: the hash is the view state's, as any replica

@@ -217,7 +217,7 @@ async fn directory_reads_are_whole_entries_in_order() {
     let e = c.read(dir.fid, 7, 150).await.unwrap_err().to_string();
     assert!(e.contains(&format!("continue at {}", first.len())), "{e}");
     assert!(c.read(dir.fid, first.len() as u64, 10).await.unwrap_err().to_string().contains("too small"));
-    let mut names: Vec<String> = got.into_iter().map(|s| s.name).collect();
+    let mut names: Vec<String> = got.into_iter().map(|s| s.name.into_string()).collect();
     let mut offset = first.len() as u64;
     loop {
         let more = c.read(dir.fid, offset, 150).await.unwrap();
@@ -225,13 +225,14 @@ async fn directory_reads_are_whole_entries_in_order() {
             break;
         }
         offset += more.len() as u64;
-        names.extend(apex_ninep::codec::parse_stats(&more).unwrap().into_iter().map(|s| s.name));
+        names.extend(apex_ninep::codec::parse_stats(&more).unwrap().into_iter().map(|s| s.name.into_string()));
     }
     names.sort();
     assert_eq!(names, ["ctl", "index", "main", "new", "registry"]);
     // A session made meanwhile shows once the directory is read from 0.
     write(&c, root, "ctl", "new later\n").await.unwrap();
     let again = c.read(dir.fid, 0, 8192).await.unwrap();
-    let names: Vec<String> = apex_ninep::codec::parse_stats(&again).unwrap().into_iter().map(|s| s.name).collect();
+    let names: Vec<String> =
+        apex_ninep::codec::parse_stats(&again).unwrap().into_iter().map(|s| s.name.into_string()).collect();
     assert!(names.contains(&"later".to_string()), "{names:?}");
 }

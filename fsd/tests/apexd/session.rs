@@ -134,7 +134,7 @@ async fn buffers_addresses_and_proposals() {
     write(&c, root, "main/ctl", "buffer scratch").await.unwrap();
     write(&c, root, "main/proposals", "buffer other\nwith text").await.unwrap();
     let dir = c.open_path(root, "main/buffers", OREAD).await.unwrap();
-    let ids: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name).collect();
+    let ids: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name.into_string()).collect();
     c.clunk(dir.fid).await.unwrap();
     let mut names = Vec::new();
     for id in ids.iter().filter(|i| *i != "new") {
@@ -191,7 +191,7 @@ async fn meta_tables_leases_and_a_replay_of_every_shard() {
     // Every shard's entries, replayed by a node of our own, give the
     // daemon's hash.
     let dir = c.open_path(root, "main/shards", OREAD).await.unwrap();
-    let shards: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name).collect();
+    let shards: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name.into_string()).collect();
     c.clunk(dir.fid).await.unwrap();
     assert_eq!(shards[0], "meta", "the metalog first");
     assert!(shards.contains(&"layout".to_string()) && shards.contains(&format!("buffer.{n}")), "{shards:?}");
