@@ -12,6 +12,7 @@ pub fn errno(e: &ClientError) -> libc::c_int {
     match e {
         ClientError::Server(msg) => from_message(msg),
         ClientError::Hangup | ClientError::Io(_) => libc::ENOTCONN,
+        ClientError::NoFreeTags => libc::EAGAIN,
         ClientError::Protocol(_) | ClientError::BadAddress(_) => libc::EIO,
     }
 }

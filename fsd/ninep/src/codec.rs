@@ -219,9 +219,10 @@ fn put_qid(out: &mut Vec<u8>, q: &Qid) {
 
 /// Appends one stat record (size[2] first), as directory reads return them.
 pub fn put_stat(out: &mut Vec<u8>, s: &Stat) {
-    // The record's size is 16 bits too: its strings share what is left
-    // after the fixed fields, each cut to what remains of that.
-    let mut room = u16::MAX as usize - STAT_FIXED;
+    // The record's size is 16 bits too, and so is Rstat's and Twstat's
+    // count of it with its size: the strings share what is left of that
+    // after the fixed fields, each cut to what remains.
+    let mut room = u16::MAX as usize - 2 - STAT_FIXED;
     let strings = [s.name.as_str(), s.uid.as_str(), s.gid.as_str(), s.muid.as_str()].map(|f| {
         let f = cut(f, room);
         room -= f.len();

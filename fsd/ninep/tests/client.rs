@@ -420,3 +420,43 @@ async fn a_request_after_the_framing_broke_fails_rather_than_waits() {
     drop(c);
     server.abort();
 }
+
+/// A request given up while every tag is taken keeps its tag until its
+/// Rflush: its Tflush waits for a tag to come free, and goes out then,
+/// rather than being dropped with the tag freed at once (after which a
+/// late reply to the old request could be taken for a new one's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_dropped_with_every_tag_taken_is_flushed_once_a_tag_frees() {
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+    let (to_server, mut told) = tokio::sync::mpsc::unbounded_channel::<Msg>();
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<Msg>();
+    let server = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        answer_version(&mut b, &mut buf, 8192).await;
+        loop {
+            tokio::select! {
+                msg = next_frame(&mut b, &mut buf) => { let _ = seen_tx.send(msg); }
+                Some(reply) = told.recv() => b.write_all(&to_bytes(&reply)).await.unwrap(),
+            }
+        }
+    });
+    let c = Client::handshake(a, 8192).await.unwrap();
+    let mut sent = Vec::new();
+    for _ in 0..NOTAG {
+        sent.push(Some(c.send(Fcall::Tstat { fid: 1 }).await.unwrap()));
+    }
+    for _ in 0..NOTAG {
+        seen.recv().await.unwrap();
+    }
+    assert!(matches!(c.send(Fcall::Tstat { fid: 1 }).await, Err(ClientError::NoFreeTags)));
+    drop(sent[100].take());
+    // No tag is free: no Tflush can go out yet.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(seen.try_recv().is_err(), "nothing sent while every tag is taken");
+    // Tag 5 is answered and freed: the Tflush of tag 100 goes out on it.
+    to_server.send(Msg { tag: 5, body: Fcall::Rstat { stat: Box::new(Stat::default()) } }).unwrap();
+    sent[5].take().unwrap().reply().await.unwrap();
+    let flush = tokio::time::timeout(Duration::from_secs(20), seen.recv()).await.expect("the Tflush came").unwrap();
+    assert_eq!(flush, Msg { tag: 5, body: Fcall::Tflush { oldtag: 100 } });
+    server.abort();
+}

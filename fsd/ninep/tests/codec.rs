@@ -194,20 +194,29 @@ proptest! {
     }
 }
 
-/// A name longer than a stat record can carry is cut at a rune boundary
-/// to what fits (the record's size is 16 bits), and the sizes say what
-/// was written; a name that is not UTF-8 is refused.
+/// Names longer than a stat record can carry are cut at a rune boundary
+/// to what fits (the record's size, and Rstat's count of it with its
+/// size, are 16 bits), and the sizes say what was written, so the reply
+/// parses; a name that is not UTF-8 is refused.
 #[test]
 fn stat_names_are_cut_whole_and_checked() {
     let long = format!("a{}", "é".repeat(40_000));
+    let st = Stat { name: long.as_str().into(), uid: "".into(), gid: "".into(), muid: "".into(), ..stat() };
     let mut dir = Vec::new();
-    put_stat(&mut dir, &Stat { name: long.as_str().into(), uid: "".into(), gid: "".into(), muid: "".into(), ..stat() });
+    put_stat(&mut dir, &st);
     let got = parse_stats(&dir).expect("a whole record");
-    // 65535 less the 47 bytes of fixed fields: 1 + 32743 two-byte runes;
-    // the next would split.
-    assert_eq!(got[0].name.len(), 65_487);
+    // 65535 less the size's 2 bytes and the 47 of fixed fields: 1 + 32742
+    // two-byte runes; the next would split.
+    assert_eq!(got[0].name.len(), 65_485);
     assert!(long.starts_with(got[0].name.as_str()));
-    assert_eq!(dir.len(), 2 + 65_535 - 1);
+    assert_eq!(dir.len(), 2 + 47 + 65_485);
+    // Every field long: all four share the room, in order.
+    let all = Stat { uid: long.as_str().into(), gid: long.as_str().into(), muid: "m".into(), ..st };
+    for body in [Fcall::Rstat { stat: Box::new(all.clone()) }, Fcall::Twstat { fid: 1, stat: Box::new(all) }] {
+        let msg = parse(&to_bytes(&Msg { tag: 1, body })).expect("a stat cut to fit parses");
+        let (Fcall::Rstat { stat } | Fcall::Twstat { stat, .. }) = msg.body else { panic!("{msg:?}") };
+        assert_eq!((stat.name.len(), stat.uid.len(), stat.gid.len(), stat.muid.len()), (65_485, 1, 0, 0));
+    }
     let mut bad = Vec::new();
     put_stat(&mut bad, &Stat { name: "ab\u{e9}".into(), ..stat() });
     let at = bad.windows(2).position(|w| w == "é".as_bytes()).expect("the name's last rune");
