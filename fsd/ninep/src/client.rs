@@ -20,8 +20,8 @@ use crate::socket::{self, Filled, Incoming, Io, Socket};
 use crate::version::{iounit, VERSION};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
+use std::task::Waker;
 use tokio::io::unix::AsyncFdReadyGuard;
-use tokio::sync::oneshot;
 
 /// What a 9P call can fail with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -129,14 +129,8 @@ impl Shared {
             loop {
                 match reading.next(self.msize) {
                     Ok(Some(msg)) => {
-                        let waiter = self.tags.lock().expect("tag lock").answer(msg.tag);
-                        match waiter {
-                            Some(_) if Some(msg.tag) == mine => own = Some(msg.body),
-                            Some(w) => {
-                                let _ = w.send(msg.body);
-                            }
-                            // Flushed, or never asked for.
-                            None => {}
+                        if let Some(body) = self.tags.lock().expect("tag lock").hand_over(msg, mine) {
+                            own = Some(body);
                         }
                     }
                     Ok(None) => break,
@@ -381,7 +375,6 @@ impl Drop for Counted<'_> {
 /// A request on the wire, waiting for its reply.
 pub struct Sent {
     guard: TagGuard,
-    rx: oneshot::Receiver<Fcall>,
 }
 
 impl Sent {
@@ -398,12 +391,13 @@ impl Sent {
         let reply = loop {
             // Once the stream has ended the socket stays readable, so
             // `read_for` returns at once: the loop ends because the ended
-            // connection has closed `rx` (and `select!` checks the task's
-            // budget before polling either, so this never spins unheard).
+            // connection has let go of every waiter (and `select!` checks
+            // the task's budget before polling either, so this never spins
+            // unheard).
             tokio::select! {
                 biased;
                 // Handed over by whoever read it, or the connection ended.
-                got = &mut self.rx => break got.ok(),
+                got = std::future::poll_fn(|cx| shared.tags.lock().expect("tag lock").poll_reply(tag, cx)) => break got,
                 got = shared.read_for(Some(tag)) => {
                     if got.is_some() {
                         break got;
@@ -432,16 +426,20 @@ struct Tags {
 
 enum Slot {
     Free,
-    /// Its request waits for the reply.
-    Waiting(oneshot::Sender<Fcall>),
-    /// Answered, given up (flushed, its Rflush awaited) or failed: in use
-    /// until freed, so a late reply is never taken for another request's.
+    /// Its request waits for the reply; who to wake when another request
+    /// reads it.
+    Waiting(Option<Waker>),
+    /// The reply, read by another request, for its own to take.
+    Answered(Fcall),
+    /// Answered and taken, given up (flushed, its Rflush awaited), failed,
+    /// or left when the connection ended: in use until freed, so a late
+    /// reply is never taken for another request's.
     Taken,
 }
 
 impl Tags {
-    /// A free tag, for a request whose reply `waiter` awaits.
-    fn take(&mut self, waiter: oneshot::Sender<Fcall>) -> Result<u16> {
+    /// A free tag, for a request that will wait for its reply.
+    fn take(&mut self) -> Result<u16> {
         let tag = match self.free.pop() {
             Some(tag) => tag,
             None if self.slots.len() < NOTAG as usize => {
@@ -450,36 +448,68 @@ impl Tags {
             }
             None => return Err(ClientError::NoFreeTags),
         };
-        self.slots[tag as usize] = Slot::Waiting(waiter);
+        self.slots[tag as usize] = Slot::Waiting(None);
         Ok(tag)
     }
 
-    /// Who waits for `tag`'s reply, if anyone still does; the tag stays
-    /// in use.
-    fn answer(&mut self, tag: u16) -> Option<oneshot::Sender<Fcall>> {
-        let slot = self.slots.get_mut(tag as usize)?;
-        match std::mem::replace(slot, Slot::Taken) {
-            Slot::Waiting(w) => Some(w),
-            Slot::Free => {
-                // Never asked for: not taken by a stray reply.
-                *slot = Slot::Free;
-                None
+    /// A reply read: returned when it is `mine` (the reader's own), else
+    /// kept for its request, which is woken; dropped when nobody waits
+    /// for it (flushed, or never asked for). Its tag stays in use.
+    fn hand_over(&mut self, reply: Msg, mine: Option<u16>) -> Option<Fcall> {
+        let slot = self.slots.get_mut(reply.tag as usize)?;
+        let Slot::Waiting(waker) = slot else { return None };
+        if Some(reply.tag) == mine {
+            *slot = Slot::Taken;
+            return Some(reply.body);
+        }
+        let waker = waker.take();
+        *slot = Slot::Answered(reply.body);
+        if let Some(w) = waker {
+            w.wake();
+        }
+        None
+    }
+
+    /// `tag`'s reply if another request read it; `None` once none can
+    /// come (the connection ended); else pending, to be woken when it
+    /// comes.
+    fn poll_reply(&mut self, tag: u16, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Fcall>> {
+        use std::task::Poll;
+        let Some(slot) = self.slots.get_mut(tag as usize) else { return Poll::Ready(None) };
+        match slot {
+            Slot::Waiting(Some(w)) if w.will_wake(cx.waker()) => Poll::Pending,
+            Slot::Waiting(w) => {
+                *w = Some(cx.waker().clone());
+                Poll::Pending
             }
-            Slot::Taken => None,
+            Slot::Answered(_) => match std::mem::replace(slot, Slot::Taken) {
+                Slot::Answered(body) => Poll::Ready(Some(body)),
+                _ => unreachable!("just matched"),
+            },
+            Slot::Free | Slot::Taken => Poll::Ready(None),
         }
     }
 
-    /// `tag`'s reply is no longer awaited (its waiter is dropped, and
-    /// sees the end); the tag stays in use.
+    /// `tag`'s reply is no longer awaited (a reply kept for it is
+    /// dropped); the tag stays in use.
     fn forget(&mut self, tag: u16) {
-        drop(self.answer(tag));
+        if let Some(slot) = self.slots.get_mut(tag as usize) {
+            if matches!(slot, Slot::Waiting(_) | Slot::Answered(_)) {
+                *slot = Slot::Taken;
+            }
+        }
     }
 
-    /// No reply is awaited any more: the connection has ended.
+    /// The connection has ended: no more replies come, and every request
+    /// still waiting is woken to find that out.
     fn forget_all(&mut self) {
         for slot in &mut self.slots {
-            if matches!(slot, Slot::Waiting(_)) {
+            if let Slot::Waiting(waker) = slot {
+                let waker = waker.take();
                 *slot = Slot::Taken;
+                if let Some(w) = waker {
+                    w.wake();
+                }
             }
         }
     }
@@ -601,8 +631,7 @@ impl Client {
     /// one after another reach the server in that order while their
     /// replies are awaited apart. Dropping the `Sent` unanswered flushes it.
     pub async fn send(&self, body: Fcall) -> Result<Sent> {
-        let (tx, rx) = oneshot::channel();
-        let tag = self.shared.tags.lock().expect("tag lock").take(tx)?;
+        let tag = self.shared.tags.lock().expect("tag lock").take()?;
         let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false };
         if *self.shared.gone.borrow() {
             // Nothing more is read (the server hung up, or its framing
@@ -632,7 +661,7 @@ impl Client {
             }
             return Err(e.into());
         }
-        Ok(Sent { guard, rx })
+        Ok(Sent { guard })
     }
 
     fn new_fid(&self) -> u32 {
@@ -824,9 +853,19 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::task::{Context, Poll};
 
-    fn waiter() -> (oneshot::Sender<Fcall>, oneshot::Receiver<Fcall>) {
-        oneshot::channel()
+    fn reply(tag: u16) -> Msg {
+        Msg { tag, body: Fcall::Rclunk }
+    }
+
+    /// Counts its wake-ups.
+    struct Count(AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     /// A tag is in use from its taking to its freeing, whatever replies
@@ -835,35 +874,46 @@ mod tests {
     #[test]
     fn tags_are_held_until_freed_and_reused_first() {
         let mut tags = Tags::default();
-        let (a, b) = (tags.take(waiter().0).unwrap(), tags.take(waiter().0).unwrap());
+        let (a, b) = (tags.take().unwrap(), tags.take().unwrap());
         assert_eq!((a, b), (0, 1));
-        assert!(tags.answer(a).is_some(), "its request waits");
-        assert!(tags.answer(a).is_none(), "a second reply finds nobody");
-        assert_eq!(tags.take(waiter().0).unwrap(), 2, "answered is not free");
+        assert_eq!(tags.hand_over(reply(a), Some(a)), Some(Fcall::Rclunk), "the reader's own");
+        assert_eq!(tags.hand_over(reply(a), Some(a)), None, "a second reply finds nobody");
+        assert_eq!(tags.take().unwrap(), 2, "answered is not free");
         tags.free(a);
         // A stray reply for the free tag takes it from nobody, so freeing
         // it again is still a no-op (were it taken, `a` would be on the
         // free stack twice, and handed to two requests).
-        assert!(tags.answer(a).is_none() && tags.answer(900).is_none(), "never asked for");
+        assert!(tags.hand_over(reply(a), None).is_none() && tags.hand_over(reply(900), None).is_none());
         tags.free(a);
-        assert_eq!(tags.take(waiter().0).unwrap(), a, "freed once, taken first");
-        assert_eq!(tags.take(waiter().0).unwrap(), 3, "and once only");
+        assert_eq!(tags.take().unwrap(), a, "freed once, taken first");
+        assert_eq!(tags.take().unwrap(), 3, "and once only");
     }
 
-    /// A request given up no longer hears its reply but keeps its tag
-    /// (until its Rflush); at the connection's end every waiter hears it.
+    /// A reply read by another request waits for its own, which is woken;
+    /// one given up is dropped and its tag kept (until its Rflush); the
+    /// connection's end wakes every request still waiting, to find no
+    /// reply will come.
     #[test]
-    fn forgotten_tags_stay_taken_and_the_end_reaches_every_waiter() {
+    fn replies_wait_for_their_request_and_the_end_wakes_every_waiter() {
         let mut tags = Tags::default();
-        let (tx, mut rx) = waiter();
-        let t = tags.take(tx).unwrap();
-        tags.forget(t);
-        assert!(rx.try_recv().is_err() && tags.answer(t).is_none());
-        assert_ne!(tags.take(waiter().0).unwrap(), t, "held for its Rflush");
-        let (tx, mut rx) = waiter();
-        tags.take(tx).unwrap();
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let t = tags.take().unwrap();
+        assert!(tags.poll_reply(t, &mut cx).is_pending());
+        assert_eq!(tags.hand_over(reply(t), Some(99)), None, "not the reader's own");
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "its request is woken");
+        assert_eq!(tags.poll_reply(t, &mut cx), Poll::Ready(Some(Fcall::Rclunk)));
+        let u = tags.take().unwrap();
+        assert_eq!(tags.hand_over(reply(u), None), None);
+        tags.forget(u);
+        assert_eq!(tags.poll_reply(u, &mut cx), Poll::Ready(None), "given up: the reply is gone");
+        assert!(![t, u].contains(&tags.take().unwrap()), "both held until freed");
+        let v = tags.take().unwrap();
+        assert!(tags.poll_reply(v, &mut cx).is_pending());
         tags.forget_all();
-        assert_eq!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed));
+        assert_eq!(count.0.load(Ordering::SeqCst), 2, "the end wakes it");
+        assert_eq!(tags.poll_reply(v, &mut cx), Poll::Ready(None));
     }
 
     /// NOTAG is never handed out: 65535 requests in flight take every
@@ -872,10 +922,10 @@ mod tests {
     fn no_more_than_65535_tags() {
         let mut tags = Tags::default();
         for want in 0..NOTAG {
-            assert_eq!(tags.take(waiter().0).unwrap(), want);
+            assert_eq!(tags.take().unwrap(), want);
         }
-        assert!(matches!(tags.take(waiter().0), Err(ClientError::NoFreeTags)));
+        assert!(matches!(tags.take(), Err(ClientError::NoFreeTags)));
         tags.free(77);
-        assert_eq!(tags.take(waiter().0).unwrap(), 77);
+        assert_eq!(tags.take().unwrap(), 77);
     }
 }

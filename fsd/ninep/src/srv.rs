@@ -184,6 +184,10 @@ struct Conn<S: Serve> {
     /// request of an earlier one is dropped, its tag being free again.
     generation: std::sync::atomic::AtomicU64,
     out: mpsc::UnboundedSender<Msg>,
+    /// Replies sent through `out` and not yet taken out: while there are
+    /// none, the io loop need not look in the channel before a reply it
+    /// makes itself.
+    queued: std::sync::atomic::AtomicUsize,
     msize: std::sync::atomic::AtomicU32,
     /// The Unix socket, when the connection is one: `Topenfd` passes
     /// descriptors over it.
@@ -195,6 +199,9 @@ struct Conn<S: Serve> {
 impl<S: Serve> Conn<S> {
     fn reply(&self, tag: u16, body: Fcall) {
         // The writer is gone only when the connection is: nothing to do.
+        // Counted before it is sent, both under the task lock when a task
+        // replies: whoever takes that lock next sees it counted.
+        self.queued.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let _ = self.out.send(Msg { tag, body });
     }
 
@@ -446,6 +453,7 @@ async fn serve_halves<S: Serve>(
         tasks: Mutex::new(Table::default()),
         generation: std::sync::atomic::AtomicU64::new(0),
         out: tx,
+        queued: std::sync::atomic::AtomicUsize::new(0),
         msize: std::sync::atomic::AtomicU32::new(0),
         socket,
         passing: Mutex::new(Table::default()),
@@ -487,12 +495,13 @@ async fn io_loop<S: Serve>(
                         // clunked, before it is answered (version(5)).
                         conn.reset(false).await;
                     }
-                    dispatch(conn, msg, config, &mut Ready { list: &mut ready, rx })
+                    dispatch(conn, msg, config, &mut Ready { list: &mut ready, rx, queued: &conn.queued })
                 }
                 Err(e) => {
                     tracing::info!(error = %e, "malformed 9P message");
                     match e.tag() {
-                        Some(tag) => Ready { list: &mut ready, rx }.push(tag, Fcall::Rerror { ename: e.to_string() }),
+                        Some(tag) => Ready { list: &mut ready, rx, queued: &conn.queued }
+                            .push(tag, Fcall::Rerror { ename: e.to_string() }),
                         None => return Ok(()),
                     }
                 }
@@ -501,7 +510,7 @@ async fn io_loop<S: Serve>(
         buf.drain(..start);
         start = 0;
         // The replies that are ready, in as few writes as may be.
-        ready.extend(std::iter::from_fn(|| rx.try_recv().ok()));
+        Ready { list: &mut ready, rx, queued: &conn.queued }.take_queued();
         if send_passing(conn, w, &mut out, &ready).await.is_err() {
             return Ok(());
         }
@@ -517,7 +526,10 @@ async fn io_loop<S: Serve>(
             }
             // A reply from a request that had to wait: written on the
             // next pass, with whatever else is ready then.
-            Some(msg) = rx.recv() => ready.push(msg),
+            Some(msg) = rx.recv() => {
+                conn.queued.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                ready.push(msg);
+            }
         }
     }
 }
@@ -609,6 +621,8 @@ struct Ready<'a> {
     list: &'a mut Vec<Msg>,
     /// Where the tasks of requests that had to wait send their replies.
     rx: &'a mut mpsc::UnboundedReceiver<Msg>,
+    /// The connection's count of replies in `rx`.
+    queued: &'a std::sync::atomic::AtomicUsize,
 }
 
 impl Ready<'_> {
@@ -618,8 +632,25 @@ impl Ready<'_> {
     /// as flush(5) wants, and a Tversion after what the aborted requests
     /// said.
     fn push(&mut self, tag: u16, body: Fcall) {
-        self.list.extend(std::iter::from_fn(|| self.rx.try_recv().ok()));
+        self.take_queued();
         self.list.push(Msg { tag, body });
+    }
+
+    /// Moves the replies the tasks queued onto the list (none to look for
+    /// while the count says so: most requests are answered here).
+    fn take_queued(&mut self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        while self.queued.load(SeqCst) > 0 {
+            match self.rx.try_recv() {
+                Ok(msg) => {
+                    self.queued.fetch_sub(1, SeqCst);
+                    self.list.push(msg);
+                }
+                // Counted, not yet in the channel: the sender is between
+                // the two, and the loop's next pass takes it.
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -730,5 +761,35 @@ fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config, ready: &mu
             tasks.insert(tag, InFlight { task, cancelable, flushed, done });
         }
         body => reply(Fcall::Rerror { ename: format!("unexpected 9P message type {} with tag {tag}", body.ty()) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// A reply made here goes after every reply a task counted and sent
+    /// before (flush(5): an Rflush never overtakes the reply it follows),
+    /// and the channel is not looked in while the count is 0.
+    #[test]
+    fn a_reply_made_here_follows_those_tasks_queued_before() {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+        let queued = AtomicUsize::new(0);
+        let mut list = Vec::new();
+        // Sent but not counted: not looked for (a reply is counted before
+        // it is sent, so this is never so but here).
+        tx.send(Msg { tag: 9, body: Fcall::Rclunk }).unwrap();
+        Ready { list: &mut list, rx: &mut rx, queued: &queued }.push(1, Fcall::Rflush);
+        assert_eq!(list.iter().map(|m| m.tag).collect::<Vec<_>>(), [1]);
+        rx.try_recv().unwrap();
+        list.clear();
+        for tag in [5, 6] {
+            queued.fetch_add(1, SeqCst);
+            tx.send(Msg { tag, body: Fcall::Rwrite { count: 1 } }).unwrap();
+        }
+        Ready { list: &mut list, rx: &mut rx, queued: &queued }.push(7, Fcall::Rflush);
+        assert_eq!(list.iter().map(|m| m.tag).collect::<Vec<_>>(), [5, 6, 7]);
+        assert_eq!(queued.load(SeqCst), 0);
     }
 }
