@@ -163,9 +163,10 @@ impl Shared {
         }
     }
 
-    /// The connection has ended: said first, then every waiter's sender
-    /// drops and it sees Hangup; a request registered after the clearing
-    /// sees the hang-up said (`send`), so none waits for a reply forever.
+    /// The connection has ended: said first, then every request waiting
+    /// for a reply is woken to find none will come (Hangup); a request
+    /// that takes its tag after that sees the end said (`send`), so none
+    /// waits for a reply forever.
     /// Called holding the reading lock (its state is asked for to prove
     /// it), so no `pump` reads on past the end.
     fn end(&self, _reading: &mut Incoming) {
@@ -491,13 +492,15 @@ impl Tags {
     }
 
     /// `tag`'s reply is no longer awaited (a reply kept for it is
-    /// dropped); the tag stays in use.
-    fn forget(&mut self, tag: u16) {
-        if let Some(slot) = self.slots.get_mut(tag as usize) {
-            if matches!(slot, Slot::Waiting(_) | Slot::Answered(_)) {
-                *slot = Slot::Taken;
-            }
+    /// dropped); the tag stays in use. Whether its reply had come: then
+    /// none can come after, and the tag may be freed at once.
+    fn forget(&mut self, tag: u16) -> bool {
+        let Some(slot) = self.slots.get_mut(tag as usize) else { return false };
+        let answered = matches!(slot, Slot::Answered(_));
+        if answered || matches!(slot, Slot::Waiting(_)) {
+            *slot = Slot::Taken;
         }
+        answered
     }
 
     /// The connection has ended: no more replies come, and every request
@@ -540,18 +543,32 @@ impl Drop for TagGuard {
             shared.tags.lock().expect("tag lock").free(tag);
             return;
         }
-        shared.tags.lock().expect("tag lock").forget(tag);
+        {
+            let mut tags = shared.tags.lock().expect("tag lock");
+            if tags.forget(tag) {
+                // Its reply came (another request read it): nothing to flush.
+                tags.free(tag);
+                return;
+            }
+        }
         // The reply may still come: keep the tag taken until the Rflush.
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let client = Client { shared: shared.clone() };
-                // Freed only once the Rflush came (or the connection
-                // ended): a Tflush waits its turn for a tag.
-                while client.rpc(Fcall::Tflush { oldtag: tag }).await == Err(ClientError::NoFreeTags) {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
-                shared.tags.lock().expect("tag lock").free(tag);
-            });
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let client = Client { shared };
+        let mut flush = Box::pin(async move {
+            // Freed only once the Rflush came (or the connection ended): a
+            // Tflush waits its turn for a tag.
+            while client.rpc(Fcall::Tflush { oldtag: tag }).await == Err(ClientError::NoFreeTags) {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            client.shared.tags.lock().expect("tag lock").free(tag);
+        });
+        // Polled once here, so the Tflush is written before whatever the
+        // dropper does next (it goes at once unless another frame is going
+        // out or the socket is full): a request sent after the drop reaches
+        // the server after the flush. Waiting for the Rflush is a task's.
+        let mut cx = std::task::Context::from_waker(Waker::noop());
+        if std::future::Future::poll(flush.as_mut(), &mut cx).is_pending() {
+            rt.spawn(flush);
         }
     }
 }
@@ -901,18 +918,27 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         let t = tags.take().unwrap();
         assert!(tags.poll_reply(t, &mut cx).is_pending());
+        // Polled again from elsewhere (join!, a select): the last waker
+        // is the one woken.
+        let other = Arc::new(Count(AtomicUsize::new(0)));
+        let other_waker = Waker::from(other.clone());
+        assert!(tags.poll_reply(t, &mut Context::from_waker(&other_waker)).is_pending());
         assert_eq!(tags.hand_over(reply(t), Some(99)), None, "not the reader's own");
-        assert_eq!(count.0.load(Ordering::SeqCst), 1, "its request is woken");
+        assert_eq!((count.0.load(Ordering::SeqCst), other.0.load(Ordering::SeqCst)), (0, 1), "its request is woken");
         assert_eq!(tags.poll_reply(t, &mut cx), Poll::Ready(Some(Fcall::Rclunk)));
         let u = tags.take().unwrap();
+        assert!(!tags.forget(u), "no reply had come: one may yet");
         assert_eq!(tags.hand_over(reply(u), None), None);
-        tags.forget(u);
-        assert_eq!(tags.poll_reply(u, &mut cx), Poll::Ready(None), "given up: the reply is gone");
-        assert!(![t, u].contains(&tags.take().unwrap()), "both held until freed");
+        assert_eq!(tags.poll_reply(u, &mut cx), Poll::Ready(None), "given up: the reply is dropped");
+        let w = tags.take().unwrap();
+        assert_eq!(tags.hand_over(reply(w), None), None);
+        assert!(tags.forget(w), "its reply had come: nothing to flush");
+        assert_eq!(tags.poll_reply(w, &mut cx), Poll::Ready(None));
+        assert!(![t, u, w].contains(&tags.take().unwrap()), "all held until freed");
         let v = tags.take().unwrap();
         assert!(tags.poll_reply(v, &mut cx).is_pending());
         tags.forget_all();
-        assert_eq!(count.0.load(Ordering::SeqCst), 2, "the end wakes it");
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "the end wakes it");
         assert_eq!(tags.poll_reply(v, &mut cx), Poll::Ready(None));
     }
 

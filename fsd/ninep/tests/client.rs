@@ -460,3 +460,30 @@ async fn a_request_dropped_with_every_tag_taken_is_flushed_once_a_tag_frees() {
     assert_eq!(flush, Msg { tag: 5, body: Fcall::Tflush { oldtag: 100 } });
     server.abort();
 }
+
+/// A request given up is flushed before whatever its caller sends next:
+/// the Tflush is written as the request is dropped, not by a task that
+/// runs later, so a request after it reaches the server after the flush.
+#[tokio::test]
+async fn a_dropped_request_is_flushed_before_the_next_request_goes() {
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+    let server = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        answer_version(&mut b, &mut buf, 8192).await;
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            seen.push(next_frame(&mut b, &mut buf).await);
+        }
+        seen
+    });
+    let c = Client::handshake(a, 8192).await.unwrap();
+    let given_up = c.send(Fcall::Tread { fid: 1, offset: 0, count: 10 }).await.unwrap();
+    drop(given_up);
+    let next = c.send(Fcall::Tstat { fid: 1 }).await.unwrap();
+    let seen = tokio::time::timeout(Duration::from_secs(20), server).await.expect("three frames").unwrap();
+    let read_tag = seen[0].tag;
+    assert!(matches!(seen[0].body, Fcall::Tread { .. }), "{seen:?}");
+    assert_eq!(seen[1].body, Fcall::Tflush { oldtag: read_tag }, "{seen:?}");
+    assert!(matches!(seen[2].body, Fcall::Tstat { .. }), "{seen:?}");
+    drop(next);
+}

@@ -57,14 +57,24 @@ pub struct Fsys {
 /// Seconds since the epoch, for stat's times: the kernel's coarse clock,
 /// which is read without asking the (virtual) hardware, is exact enough
 /// for seconds, and a stat is answered on every getattr of a mount.
+#[cfg(target_os = "linux")]
 fn now() -> u32 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes the timespec it is given, and nothing
     // else; it fails only for a clock the kernel lacks.
     match unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut t) } {
         0 => t.tv_sec as u32,
-        _ => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32),
+        _ => now_exactly(),
     }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn now() -> u32 {
+    now_exactly()
+}
+
+fn now_exactly() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32)
 }
 
 /// The error for a write to a file that takes none.
