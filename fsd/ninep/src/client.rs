@@ -533,6 +533,8 @@ struct TagGuard {
     shared: Arc<Shared>,
     tag: u16,
     answered: bool,
+    /// Whether the request is a Tflush, which is never flushed itself.
+    is_flush: bool,
 }
 
 impl Drop for TagGuard {
@@ -550,6 +552,12 @@ impl Drop for TagGuard {
                 tags.free(tag);
                 return;
             }
+        }
+        if self.is_flush {
+            // A Tflush given up (only when its task is dropped: the runtime
+            // is going away) is not flushed in turn, which would go on
+            // without end; its tag stays taken, as its Rflush may come.
+            return;
         }
         // The reply may still come: keep the tag taken until the Rflush.
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
@@ -649,7 +657,8 @@ impl Client {
     /// replies are awaited apart. Dropping the `Sent` unanswered flushes it.
     pub async fn send(&self, body: Fcall) -> Result<Sent> {
         let tag = self.shared.tags.lock().expect("tag lock").take()?;
-        let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false };
+        let is_flush = matches!(body, Fcall::Tflush { .. });
+        let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false, is_flush };
         if *self.shared.gone.borrow() {
             // Nothing more is read (the server hung up, or its framing
             // broke while the stream stays open): no reply can come.

@@ -487,3 +487,51 @@ async fn a_dropped_request_is_flushed_before_the_next_request_goes() {
     assert!(matches!(seen[2].body, Fcall::Tstat { .. }), "{seen:?}");
     drop(next);
 }
+
+/// A runtime dropped while a request waits on a server that answers
+/// nothing (a program's exit): the request's Tflush is written and, its
+/// task dropped with the runtime, not flushed in turn. (Each flush
+/// flushing the last one ended in a stack overflow.)
+#[test]
+fn a_runtime_dropped_with_requests_waiting_ends_cleanly() {
+    let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    // The server agrees to 9P2000 and then only reads.
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut b = b;
+        let mut frames = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut got = Vec::new();
+        loop {
+            while let Some(n) = check(&got, 1 << 20).unwrap() {
+                let msg = parse(&got[..n]).unwrap();
+                got.drain(..n);
+                if let Fcall::Tversion { .. } = msg.body {
+                    let reply = Msg { tag: msg.tag, body: Fcall::Rversion { msize: 8192, version: "9P2000".into() } };
+                    b.write_all(&to_bytes(&reply)).unwrap();
+                } else {
+                    frames.push(msg.body);
+                }
+            }
+            match b.read(&mut buf) {
+                Ok(0) | Err(_) => return frames,
+                Ok(k) => got.extend_from_slice(&buf[..k]),
+            }
+        }
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        a.set_nonblocking(true).unwrap();
+        let c = Client::handshake(tokio::net::UnixStream::from_std(a).unwrap(), 8192).await.unwrap();
+        for _ in 0..3 {
+            let c = c.clone();
+            tokio::spawn(async move { c.read(1, 0, 10).await });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    });
+    drop(rt);
+    let frames = server.join().unwrap();
+    let reads = frames.iter().filter(|f| matches!(f, Fcall::Tread { .. })).count();
+    let flushes = frames.iter().filter(|f| matches!(f, Fcall::Tflush { .. })).count();
+    assert_eq!((reads, flushes), (3, 3), "each read flushed once, no flush flushed: {frames:?}");
+}
