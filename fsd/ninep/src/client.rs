@@ -564,9 +564,16 @@ impl Drop for TagGuard {
         let client = Client { shared };
         let mut flush = Box::pin(async move {
             // Freed only once the Rflush came (or the connection ended): a
-            // Tflush waits its turn for a tag.
+            // Tflush waits its turn for a tag, first leaving the dropper's
+            // thread (it is polled there once, below: no timer is made
+            // there, so a runtime without one panics only this task).
+            let mut first = true;
             while client.rpc(Fcall::Tflush { oldtag: tag }).await == Err(ClientError::NoFreeTags) {
-                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                if std::mem::take(&mut first) {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
             }
             client.shared.tags.lock().expect("tag lock").free(tag);
         });
