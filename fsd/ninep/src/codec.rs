@@ -46,27 +46,44 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
         match self.buf.get(self.pos..self.pos.saturating_add(n)) {
             Some(b) => {
                 self.pos += n;
                 Ok(b)
             }
-            None => Err(DecodeError::Overrun { tag: self.tag, what, need: n, have: self.buf.len() - self.pos }),
+            None => Err(self.overrun(n, what)),
         }
     }
+    /// Kept out of the way of the readers above, which run for every
+    /// field of every message.
+    #[cold]
+    #[inline(never)]
+    fn overrun(&self, need: usize, what: &'static str) -> DecodeError {
+        DecodeError::Overrun { tag: self.tag, what, need, have: self.buf.len() - self.pos }
+    }
+    #[inline]
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
+        Ok(self.take(N, what)?.try_into().expect("N bytes"))
+    }
+    #[inline]
     fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
         Ok(self.take(1, what)?[0])
     }
+    #[inline]
     fn u16(&mut self, what: &'static str) -> Result<u16, DecodeError> {
-        Ok(u16::from_le_bytes(self.take(2, what)?.try_into().expect("two bytes")))
+        self.array(what).map(u16::from_le_bytes)
     }
+    #[inline]
     fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        Ok(u32::from_le_bytes(self.take(4, what)?.try_into().expect("four bytes")))
+        self.array(what).map(u32::from_le_bytes)
     }
+    #[inline]
     fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
-        Ok(u64::from_le_bytes(self.take(8, what)?.try_into().expect("eight bytes")))
+        self.array(what).map(u64::from_le_bytes)
     }
+    #[inline]
     fn text(&mut self, what: &'static str) -> Result<&'a str, DecodeError> {
         let n = self.u16(what)? as usize;
         let bytes = self.take(n, what)?;
@@ -78,9 +95,19 @@ impl<'a> Reader<'a> {
         }
         std::str::from_utf8(bytes).map_err(|_| DecodeError::NotUtf8 { tag: self.tag, what })
     }
+    /// A string from bytes known to be ASCII.
+    #[inline]
+    fn ascii(&mut self, what: &'static str) -> Result<&'a str, DecodeError> {
+        let n = self.u16(what)? as usize;
+        let bytes = self.take(n, what)?;
+        debug_assert!(bytes.is_ascii());
+        // SAFETY: the caller checked these bytes are ASCII, which is UTF-8.
+        Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
+    }
     fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
         self.text(what).map(str::to_string)
     }
+    #[inline]
     fn name(&mut self, what: &'static str) -> Result<Name, DecodeError> {
         self.text(what).map(Name::from)
     }
@@ -107,19 +134,34 @@ impl<'a> Reader<'a> {
             return Err(DecodeError::BadStat { tag: self.tag, size });
         }
         let body = self.take(size, "stat")?;
-        let mut r = Reader { buf: body, pos: 0, tag: self.tag };
+        // The fixed fields are all there (the size covers them), at fixed
+        // offsets: read with no check each (a Tstat's reply is most of a
+        // small request's decoding).
+        let (fixed, names) = body.split_at(STAT_FIXED - 4 * 2);
+        let fixed: &[u8; STAT_FIXED - 4 * 2] = fixed.try_into().expect("the fixed part");
+        fn le<const N: usize>(fixed: &[u8; STAT_FIXED - 4 * 2], at: usize) -> [u8; N] {
+            fixed[at..at + N].try_into().expect("N bytes")
+        }
+        let mut r = Reader { buf: names, pos: 0, tag: self.tag };
+        // All four names and their lengths ASCII (lengths under 128), as
+        // nearly always: each name is then UTF-8, with no check of its own.
+        let ascii = names.is_ascii();
+        let mut name = |what| match ascii {
+            true => r.ascii(what).map(Name::from),
+            false => r.name(what),
+        };
         let stat = Stat {
-            ty: r.u16("stat type")?,
-            dev: r.u32("stat dev")?,
-            qid: r.qid()?,
-            mode: r.u32("stat mode")?,
-            atime: r.u32("stat atime")?,
-            mtime: r.u32("stat mtime")?,
-            length: r.u64("stat length")?,
-            name: r.name("stat name")?,
-            uid: r.name("stat uid")?,
-            gid: r.name("stat gid")?,
-            muid: r.name("stat muid")?,
+            ty: u16::from_le_bytes(le(fixed, 0)),
+            dev: u32::from_le_bytes(le(fixed, 2)),
+            qid: Qid { ty: fixed[6], vers: u32::from_le_bytes(le(fixed, 7)), path: u64::from_le_bytes(le(fixed, 11)) },
+            mode: u32::from_le_bytes(le(fixed, 19)),
+            atime: u32::from_le_bytes(le(fixed, 23)),
+            mtime: u32::from_le_bytes(le(fixed, 27)),
+            length: u64::from_le_bytes(le(fixed, 31)),
+            name: name("stat name")?,
+            uid: name("stat uid")?,
+            gid: name("stat gid")?,
+            muid: name("stat muid")?,
         };
         r.end("stat")?;
         Ok(stat)
