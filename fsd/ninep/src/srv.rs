@@ -26,7 +26,7 @@
 //!   says so, and its tag is free again: a bug in one request never leaves
 //!   its client waiting forever.
 
-use crate::codec::{check, encode_frame, parse, LARGE};
+use crate::codec::{check, data_head, encode_frame, parse, with_data, LARGE};
 use crate::error::FrameError;
 use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG, OEXEC, ORDWR, OREAD, OWRITE};
 use crate::io::write_two;
@@ -475,36 +475,39 @@ async fn io_loop<S: Serve>(
 ) -> std::result::Result<(), FrameError> {
     let mut buf: Vec<u8> = Vec::new();
     let mut start = 0;
+    let mut large: Option<Large> = None;
     let mut out = Vec::new();
     let mut ready = Vec::new();
     loop {
+        if let Some(l) = large.take_if(|l| l.data.len() == l.count) {
+            let parsed = with_data(&l.head, l.data);
+            if !received(conn, parsed, config, &mut Ready { list: &mut ready, rx, queued: &conn.queued }).await {
+                return Ok(());
+            }
+        }
         // Every complete frame read so far.
-        loop {
+        while large.is_none() {
             // Before Tversion, frames may be as large as we would ever allow.
             let limit = match conn.msize.load(std::sync::atomic::Ordering::Relaxed) {
                 0 => config.msize,
                 m => m,
             };
-            let Some(n) = check(&buf[start..], limit)? else { break };
+            let Some(n) = check(&buf[start..], limit)? else {
+                // A large Twrite begun (its size checked): its data is read
+                // into a buffer of its own, which becomes the request's,
+                // rather than into this one and copied out.
+                if let Some((head, count)) = data_head(&buf[start..]).filter(|(head, _)| buf.len() - start >= *head) {
+                    let mut data = Vec::with_capacity(count);
+                    data.extend_from_slice(&buf[start + head..]);
+                    large = Some(Large { head: buf[start..start + head].to_vec(), data, count });
+                    start = buf.len();
+                }
+                break;
+            };
             let parsed = parse(&buf[start..start + n]);
             start += n;
-            match parsed {
-                Ok(msg) => {
-                    if let Fcall::Tversion { .. } = msg.body {
-                        // Every request before it is aborted, every fid
-                        // clunked, before it is answered (version(5)).
-                        conn.reset(false).await;
-                    }
-                    dispatch(conn, msg, config, &mut Ready { list: &mut ready, rx, queued: &conn.queued })
-                }
-                Err(e) => {
-                    tracing::info!(error = %e, "malformed 9P message");
-                    match e.tag() {
-                        Some(tag) => Ready { list: &mut ready, rx, queued: &conn.queued }
-                            .push(tag, Fcall::Rerror { ename: e.to_string() }),
-                        None => return Ok(()),
-                    }
-                }
+            if !received(conn, parsed, config, &mut Ready { list: &mut ready, rx, queued: &conn.queued }).await {
+                return Ok(());
             }
         }
         buf.drain(..start);
@@ -519,7 +522,7 @@ async fn io_loop<S: Serve>(
         // came meanwhile go out on the next pass either way (`try_recv`).
         tokio::select! {
             biased;
-            got = read_more(r, &mut buf) => {
+            got = read_more(r, &mut buf, large.as_mut()) => {
                 if !got {
                     return Ok(());
                 }
@@ -530,6 +533,42 @@ async fn io_loop<S: Serve>(
                 conn.queued.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 ready.push(msg);
             }
+        }
+    }
+}
+
+/// A large Twrite being read: its head, and its data so far, read into a
+/// buffer of its own ([`data_head`]).
+struct Large {
+    head: Vec<u8>,
+    data: Vec<u8>,
+    count: usize,
+}
+
+/// Answers a message read (`dispatch`), or with an Rerror one that did
+/// not parse; false when that has no tag to answer on: the stream can no
+/// longer be trusted, and the connection ends.
+async fn received<S: Serve>(
+    conn: &Arc<Conn<S>>,
+    parsed: std::result::Result<Msg, crate::error::DecodeError>,
+    config: &Config,
+    ready: &mut Ready<'_>,
+) -> bool {
+    match parsed {
+        Ok(msg) => {
+            if let Fcall::Tversion { .. } = msg.body {
+                // Every request before it is aborted, every fid clunked,
+                // before it is answered (version(5)).
+                conn.reset(false).await;
+            }
+            dispatch(conn, msg, config, ready);
+            true
+        }
+        Err(e) => {
+            tracing::info!(error = %e, "malformed 9P message");
+            let Some(tag) = e.tag() else { return false };
+            ready.push(tag, Fcall::Rerror { ename: e.to_string() });
+            true
         }
     }
 }
@@ -610,10 +649,17 @@ async fn send(w: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>, replies: &[M
     Ok(())
 }
 
-/// Reads more of the stream onto `buf`; false at the end.
-async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>) -> bool {
-    buf.reserve(READ_CHUNK);
-    matches!(r.read_buf(buf).await, Ok(k) if k > 0)
+/// Reads more of the stream: onto `buf`, or into the data of the large
+/// Twrite being read, never past it; false at the end.
+async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, large: Option<&mut Large>) -> bool {
+    let got = match large {
+        Some(l) => (&mut *r).take((l.count - l.data.len()) as u64).read_buf(&mut l.data).await,
+        None => {
+            buf.reserve(READ_CHUNK);
+            r.read_buf(buf).await
+        }
+    };
+    matches!(got, Ok(k) if k > 0)
 }
 
 /// The replies the io loop writes on its next pass.

@@ -446,3 +446,43 @@ async fn a_flushed_openfd_is_answered_with_its_descriptor_before_its_rflush() {
     .await
     .unwrap();
 }
+
+/// A Twrite too large to be copied out of the stream's buffer has its data
+/// read into a buffer of its own: whole however the bytes come, never
+/// reading into the frames after it, and with the connection's other
+/// replies going out while it arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_write_arriving_in_pieces_is_whole_and_what_follows_it_is_served() {
+    let mem = Arc::new(Mem::default());
+    let (mut s, b) = tokio::net::UnixStream::pair().unwrap();
+    tokio::spawn(serve_conn(mem.clone(), b, Config { msize: 1 << 20, ..Config::default() }));
+    raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 1 << 20, version: "9P2000".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec![] })).await;
+    let r = raw_rpc(&mut s, &t(1, Fcall::Tcreate { fid: 1, name: "big".into(), perm: 0o644, mode: ORDWR })).await;
+    assert!(matches!(r.body, Fcall::Rcreate { .. }), "{r:?}");
+    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 2, wnames: vec!["slow".into()] })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Topen { fid: 2, mode: OWRITE })).await;
+
+    let data: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+    let large = t(11, Fcall::Twrite { fid: 1, offset: 0, data: data.clone() });
+    // A slow write first: its reply comes while the large frame is half
+    // read.
+    s.write_all(&t(10, Fcall::Twrite { fid: 2, offset: 0, data: b"x".to_vec() })).await.unwrap();
+    s.write_all(&large[..40]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    s.write_all(&large[40..300_000]).await.unwrap();
+    let got = raw_replies(&mut s, 1).await;
+    assert_eq!((got[0].tag, &got[0].body), (10, &Fcall::Rwrite { count: 1 }), "answered while the large write waits");
+    // The rest of it and two more requests in one piece.
+    let mut rest = large[300_000..].to_vec();
+    rest.extend(t(12, Fcall::Tstat { fid: 1 }));
+    rest.extend(t(13, Fcall::Tread { fid: 1, offset: 599_990, count: 100 }));
+    s.write_all(&rest).await.unwrap();
+    let mut got = raw_replies(&mut s, 3).await;
+    got.sort_by_key(|m| m.tag);
+    assert_eq!(got[0].body, Fcall::Rwrite { count: 600_000 });
+    assert!(matches!(got[1].body, Fcall::Rstat { .. }), "{:?}", got[1]);
+    assert_eq!(got[2].body, Fcall::Rread { data: data[599_990..].to_vec() });
+    assert!(mem.files.lock().unwrap()["big"] == data, "the file holds the write whole");
+}
