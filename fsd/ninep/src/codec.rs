@@ -95,13 +95,17 @@ impl<'a> Reader<'a> {
         }
         std::str::from_utf8(bytes).map_err(|_| DecodeError::NotUtf8 { tag: self.tag, what })
     }
-    /// A string from bytes known to be ASCII.
+    /// A string, its bytes unchecked.
+    ///
+    /// # Safety
+    ///
+    /// Every byte left to read must be ASCII (the caller checked).
     #[inline]
-    fn ascii(&mut self, what: &'static str) -> Result<&'a str, DecodeError> {
+    unsafe fn ascii(&mut self, what: &'static str) -> Result<&'a str, DecodeError> {
         let n = self.u16(what)? as usize;
         let bytes = self.take(n, what)?;
         debug_assert!(bytes.is_ascii());
-        // SAFETY: the caller checked these bytes are ASCII, which is UTF-8.
+        // SAFETY: ASCII, as the caller promised, is UTF-8.
         Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
     }
     fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
@@ -147,7 +151,8 @@ impl<'a> Reader<'a> {
         // nearly always: each name is then UTF-8, with no check of its own.
         let ascii = names.is_ascii();
         let mut name = |what| match ascii {
-            true => r.ascii(what).map(Name::from),
+            // SAFETY: `r` reads only `names`, all ASCII.
+            true => unsafe { r.ascii(what) }.map(Name::from),
             false => r.name(what),
         };
         let stat = Stat {
@@ -316,11 +321,14 @@ pub fn parse_stats(data: &[u8]) -> Result<Vec<Stat>, DecodeError> {
 pub const LARGE: usize = 256 * 1024;
 
 /// When `buf` begins an Rread or Twrite of at least [`LARGE`] bytes of
-/// data and does not hold all of it: the length of the frame's head (all
-/// before the data) and the data's count. The data can then be read
-/// straight into a buffer of its own ([`with_data`] makes the message),
-/// instead of into the stream's buffer and copied out. The frame's size
-/// must already have been checked ([`check`]).
+/// data and holds its head and a quarter of `LARGE` of its data, but not
+/// all of it: the length of the frame's head (all before the data) and
+/// the data's count. The data can then be read straight into a buffer of
+/// its own ([`with_data`] makes the message), instead of into the
+/// stream's buffer and copied out. (That buffer is the data's whole size
+/// at once: a peer must have sent some of it first, so a head alone,
+/// stalled, holds no more than the bytes it sent.) The frame's size must
+/// already have been checked ([`check`]).
 pub fn data_head(buf: &[u8]) -> Option<(usize, usize)> {
     let size = u32::from_le_bytes(buf.get(..4)?.try_into().expect("four bytes")) as usize;
     // Rread: size[4] type[1] tag[2] count[4]; Twrite: size[4] type[1]
@@ -331,7 +339,8 @@ pub fn data_head(buf: &[u8]) -> Option<(usize, usize)> {
         _ => return None,
     };
     let count = u32::from_le_bytes(buf.get(head - 4..head)?.try_into().expect("four bytes")) as usize;
-    (size == head + count && count >= LARGE && buf.len() < size).then_some((head, count))
+    (size == head + count && count >= LARGE && buf.len() < size && buf.len() >= head + LARGE / 4)
+        .then_some((head, count))
 }
 
 /// The message of a frame whose head ([`data_head`]) and data were read

@@ -144,7 +144,7 @@ impl Incoming {
             self.buf.drain(..n);
             return msg.map(Some);
         }
-        if let Some((head, count)) = data_head(&self.buf).filter(|(head, _)| self.buf.len() >= *head) {
+        if let Some((head, count)) = data_head(&self.buf) {
             let mut data = Vec::with_capacity(count);
             data.extend_from_slice(&self.buf[head..]);
             let head = self.buf.drain(..).take(head).collect();

@@ -197,6 +197,44 @@ proptest! {
         put_stat(&mut dir, &st);
         prop_assert_eq!(parse_stats(&dir), Ok(vec![st.clone(), st]));
     }
+
+    /// Stats whose names and lengths are all ASCII, the case the decoder
+    /// reads unchecked (names under 128 bytes), round-trip too.
+    #[test]
+    fn ascii_stats_round_trip(fields in proptest::array::uniform4("[ -~]{0,127}"), path in any::<u64>()) {
+        let [name, uid, gid, muid] = fields.map(|f| Name::from(f.as_str()));
+        let st = Stat { name, uid, gid, muid, qid: Qid { ty: QTFILE, vers: 7, path }, ..stat() };
+        let msg = Msg { tag: 4, body: Fcall::Rstat { stat: Box::new(st) } };
+        prop_assert_eq!(parse(&to_bytes(&msg)), Ok(msg));
+    }
+}
+
+/// A record all ASCII, as the decoder's unchecked path reads it, that is
+/// malformed is refused as any other: a name longer than what is left,
+/// and bytes after the last name.
+#[test]
+fn a_malformed_ascii_stat_is_refused() {
+    let mut rec = Vec::new();
+    put_stat(&mut rec, &Stat { name: "abc".into(), uid: "u".into(), gid: "g".into(), muid: "m".into(), ..stat() });
+    assert!(rec[2 + 39..].is_ascii(), "the names region is ASCII");
+    // The name says 100 bytes, past the record's end.
+    let mut long = rec.clone();
+    long[2 + 39] = 100;
+    assert!(
+        matches!(parse_stats(&long), Err(DecodeError::Overrun { what: "stat name", .. })),
+        "{:?}",
+        parse_stats(&long)
+    );
+    // Two bytes more than the names, counted in the record's size.
+    let mut trailing = rec.clone();
+    trailing.extend_from_slice(b"zz");
+    let size = u16::from_le_bytes([trailing[0], trailing[1]]) + 2;
+    trailing[..2].copy_from_slice(&size.to_le_bytes());
+    assert!(
+        matches!(parse_stats(&trailing), Err(DecodeError::Trailing { what: "stat", extra: 2, .. })),
+        "{:?}",
+        parse_stats(&trailing)
+    );
 }
 
 /// Names longer than a stat record can carry are cut at a rune boundary

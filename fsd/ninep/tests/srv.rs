@@ -2,8 +2,9 @@
 //! version and msize, pipelining, Tflush of a blocked read, fids clunked
 //! on a second Tversion and on hang-up, malformed messages answered, and
 //! a Tflush of a write that is let finish answered after its Rwrite (and
-//! of a Topenfd after its Ropenfd and descriptor), and a request that
-//! panics answered with an Rerror.
+//! of a Topenfd after its Ropenfd and descriptor), a request that
+//! panics answered with an Rerror, and large Twrites (read into buffers
+//! of their own) whole, and refused as ever when wrong.
 
 use apex_ninep::fcall::*;
 use apex_ninep::srv::{serve_conn, Config, Serve};
@@ -485,4 +486,74 @@ async fn a_large_write_arriving_in_pieces_is_whole_and_what_follows_it_is_served
     assert!(matches!(got[1].body, Fcall::Rstat { .. }), "{:?}", got[1]);
     assert_eq!(got[2].body, Fcall::Rread { data: data[599_990..].to_vec() });
     assert!(mem.files.lock().unwrap()["big"] == data, "the file holds the write whole");
+}
+
+/// Large Twrites that are wrong meet what they always met: one whose
+/// size and count disagree is refused on its tag and the connection goes
+/// on; one over an msize a Tversion just lowered ends the connection; a
+/// peer that hangs up part-way through one has its fids clunked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_writes_that_are_wrong_are_refused_as_ever() {
+    async fn opened(mem: &Arc<Mem>) -> tokio::net::UnixStream {
+        let (mut s, b) = tokio::net::UnixStream::pair().unwrap();
+        tokio::spawn(serve_conn(mem.clone(), b, Config { msize: 1 << 20, ..Config::default() }));
+        raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 1 << 20, version: "9P2000".into() })).await;
+        raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+        raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec!["big".into()] })).await;
+        raw_rpc(&mut s, &t(1, Fcall::Topen { fid: 1, mode: OWRITE })).await;
+        s
+    }
+    let mem = Arc::new(Mem::default());
+    mem.files.lock().unwrap().insert("big".into(), Vec::new());
+
+    let mut s = opened(&mem).await;
+    let mut bad = t(5, Fcall::Twrite { fid: 1, offset: 0, data: vec![b'a'; 300_000] });
+    bad.extend_from_slice(&[0; 10]);
+    let size = bad.len() as u32;
+    bad[..4].copy_from_slice(&size.to_le_bytes());
+    s.write_all(&bad[..100_000]).await.unwrap();
+    let r = raw_rpc(&mut s, &bad[100_000..]).await;
+    assert_eq!(r.tag, 5);
+    assert!(matches!(r.body, Fcall::Rerror { ref ename } if ename.contains("after its message")), "{r:?}");
+    let r = raw_rpc(&mut s, &t(6, Fcall::Tstat { fid: 1 })).await;
+    assert!(matches!(r.body, Fcall::Rstat { .. }), "served on: {r:?}");
+    assert!(mem.files.lock().unwrap()["big"].is_empty(), "nothing written");
+
+    // A Tversion to 8192, and a large Twrite after it in the same write.
+    let mut both = t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() });
+    both.extend(t(7, Fcall::Twrite { fid: 1, offset: 0, data: vec![b'a'; 300_000] }));
+    // The server may hang up before it has read all of it.
+    let _ = s.write_all(&both).await;
+    // What came before the hang-up (a reset, with the frame unread).
+    let mut rest = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), s.read(&mut chunk)).await.expect("a hang-up") {
+            Ok(0) | Err(_) => break,
+            Ok(k) => rest.extend_from_slice(&chunk[..k]),
+        }
+    }
+    // The broken frame ends the connection as soon as it is seen: the
+    // Rversion made in the same pass may never go out, and nothing else
+    // does.
+    if !rest.is_empty() {
+        let r = parse(&rest[..check(&rest, 1 << 20).unwrap().expect("a whole reply")]).unwrap();
+        assert_eq!(r.body, Fcall::Rversion { msize: 8192, version: "9P2000".into() });
+        assert_eq!(check(&rest, 1 << 20).unwrap(), Some(rest.len()), "nothing after the Rversion");
+    }
+
+    // Half a large Twrite, then gone.
+    let clunks = mem.clunks.load(Ordering::SeqCst);
+    let mut s = opened(&mem).await;
+    let half = t(8, Fcall::Twrite { fid: 1, offset: 0, data: vec![b'a'; 300_000] });
+    s.write_all(&half[..150_000]).await.unwrap();
+    drop(s);
+    for _ in 0..2000 {
+        if mem.clunks.load(Ordering::SeqCst) == clunks + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(mem.clunks.load(Ordering::SeqCst), clunks + 2, "both fids clunked at the hang-up");
+    assert!(mem.files.lock().unwrap()["big"].is_empty(), "nothing written");
 }
