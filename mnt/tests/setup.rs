@@ -10,19 +10,7 @@ use std::time::{Duration, Instant};
 /// A binary of the workspace beside this test's (`apexd`, `apex`),
 /// built first if this run has not built it.
 pub fn sibling(name: &str) -> PathBuf {
-    let mnt = Path::new(env!("CARGO_BIN_EXE_apex-mnt"));
-    let path = mnt.with_file_name(name);
-    if !path.exists() {
-        let release = mnt.parent().is_some_and(|d| d.ends_with("release"));
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "apex-fsd", "--bins"]);
-        if release {
-            build.arg("--release");
-        }
-        assert!(build.status().expect("run cargo").success(), "cargo build -p apex-fsd failed");
-    }
-    path
+    apex_tests::sibling(Path::new(env!("CARGO_BIN_EXE_apex-mnt")), name)
 }
 
 /// Whether FUSE mounts can be made here; outside CI a test without them

@@ -8,19 +8,7 @@ use std::time::{Duration, Instant};
 /// `apexd` or `apex` beside `apex-ui`, built if this test run has not
 /// built them.
 pub fn sibling(name: &str) -> PathBuf {
-    let ui = Path::new(env!("CARGO_BIN_EXE_apex-ui"));
-    let path = ui.with_file_name(name);
-    if !path.exists() {
-        let release = ui.parent().is_some_and(|d| d.ends_with("release"));
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "apex-fsd", "--bins"]);
-        if release {
-            build.arg("--release");
-        }
-        assert!(build.status().expect("run cargo").success(), "cargo build -p apex-fsd failed");
-    }
-    path
+    apex_tests::sibling(Path::new(env!("CARGO_BIN_EXE_apex-ui")), name)
 }
 
 /// Polls `probe` until it gives a value; fails the test after 20 s.
