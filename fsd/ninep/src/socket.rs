@@ -9,7 +9,7 @@
 
 use crate::codec::{check, data_head, parse, with_data};
 use crate::fcall::Msg;
-use std::io::{IoSlice, Write};
+use std::io::IoSlice;
 use std::os::fd::{AsRawFd, OwnedFd};
 use tokio::io::unix::AsyncFd;
 
@@ -77,7 +77,7 @@ pub fn write_some(
     head: &[u8],
     data: &[u8],
 ) -> std::io::Result<usize> {
-    let n = match room.try_io(|f| f.get_ref().write_vectored(&[IoSlice::new(head), IoSlice::new(data)])) {
+    let n = match room.try_io(|f| send_two(f.as_raw_fd(), head, data)) {
         Ok(written) => written?,
         Err(_would_block) => return Ok(0),
     };
@@ -91,10 +91,31 @@ pub fn write_some(
 /// how many bytes went, 0 when the socket had none (its readiness is
 /// left as it was, so a wait for room after finds out for itself).
 pub fn try_write(io: &Io, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
-    match io.get_ref().write_vectored(&[IoSlice::new(head), IoSlice::new(data)]) {
+    match send_two(io.as_raw_fd(), head, data) {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
         Ok(0) if !(head.is_empty() && data.is_empty()) => Err(std::io::ErrorKind::WriteZero.into()),
         written => written,
+    }
+}
+
+/// One sendmsg(2) of `head` then `data`, gathered, with MSG_NOSIGNAL: a
+/// server gone is an EPIPE error here, never a SIGPIPE, which would kill
+/// a program that has not ignored it (Rust's own programs ignore it; one
+/// that embeds this client, or restores it for a pipeline's sake, may
+/// not). writev(2) would raise it, as std's sockets never do.
+fn send_two(fd: std::os::fd::RawFd, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
+    let parts = [IoSlice::new(head), IoSlice::new(data)];
+    // SAFETY: an all-zero msghdr is a valid empty one (no name, no control).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is laid out as iovec on Unix (std guarantees it).
+    msg.msg_iov = parts.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = parts.len() as _;
+    // SAFETY: `msg` points at two iovecs over live slices, which sendmsg
+    // only reads, for the length of the call.
+    let sent = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+    match sent {
+        n if n >= 0 => Ok(n as usize),
+        _ => Err(std::io::Error::last_os_error()),
     }
 }
 

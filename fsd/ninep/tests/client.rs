@@ -538,3 +538,47 @@ fn a_runtime_dropped_with_requests_waiting_ends_cleanly() {
     let flushes = frames.iter().filter(|f| matches!(f, Fcall::Tflush { .. })).count();
     assert_eq!((reads, flushes), (3, 3), "each read flushed once, no flush flushed: {frames:?}");
 }
+
+/// A request written to a server that has gone fails with Hangup and
+/// raises no SIGPIPE, which would kill a program that has not ignored it
+/// (Rust's own programs ignore it; one embedding this client may not).
+/// Blocked on this thread, where the runtime writes, a SIGPIPE raised
+/// would be left pending (Linux keeps a blocked signal even while it is
+/// ignored), and nothing else in the process is disturbed.
+#[test]
+fn a_write_to_a_server_gone_raises_no_sigpipe() {
+    // SAFETY: sigset calls on local sets, and this thread's own mask.
+    let (pipe, old) = unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        assert_eq!(libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old), 0);
+        (pipe, old)
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let got = rt.block_on(async {
+        let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+        let mut buf = Vec::new();
+        let (c, ()) = tokio::join!(Client::handshake(a, 8192), answer_version(&mut b, &mut buf, 8192));
+        let c = c.unwrap();
+        drop(b);
+        c.attach("glenda", "").await
+    });
+    drop(rt);
+    // SAFETY: as above; a zero timeout takes a pending SIGPIPE, if any,
+    // without waiting, before the mask is put back.
+    let raised = unsafe {
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        let raised = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        if raised {
+            let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            libc::sigtimedwait(&pipe, std::ptr::null_mut(), &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        raised
+    };
+    assert_eq!(got, Err(ClientError::Hangup));
+    assert!(!raised, "the write raised SIGPIPE");
+}
