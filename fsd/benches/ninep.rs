@@ -285,8 +285,10 @@ async fn bulk_9p(addr: &str, msize: u32) -> (f64, f64, String) {
     c.write_all(&f, 0, &text).await.expect("bulk write");
     let write = mbps(BULK, t.elapsed());
     c.clunk(f.fid).await.unwrap();
-    // Read as the reference reads: chunk by chunk, nothing gathered (each
-    // chunk is checked against what was written instead).
+    // Read as the reference reads: chunk by chunk, nothing gathered. Each
+    // chunk's ends are checked against what was written (a whole compare
+    // would cost a fifth of the time measured, which the reference does
+    // not spend; the tests check bodies byte for byte).
     let f = c.open_path(*root, &body, OREAD).await.unwrap();
     let t = Instant::now();
     let mut got = 0;
@@ -295,8 +297,11 @@ async fn bulk_9p(addr: &str, msize: u32) -> (f64, f64, String) {
         if chunk.is_empty() {
             break;
         }
-        assert!(text[got..].starts_with(&chunk), "the body reads back as written at {got}");
-        got += chunk.len();
+        let (n, end) = (chunk.len(), chunk.len().min(64));
+        assert!(got + n <= text.len(), "the body reads back longer than written");
+        let ends = chunk[..end] == text[got..got + end] && chunk[n - end..] == text[got + n - end..got + n];
+        assert!(ends, "the body reads back as written at {got}");
+        got += n;
     }
     let read = mbps(got, t.elapsed());
     assert_eq!(got, BULK, "the body reads back whole");

@@ -152,10 +152,14 @@ async fn buffers_addresses_and_proposals() {
     assert_eq!(snap.windows.len(), windows);
 
     // A body of many of the encoding's pieces, runes cut across them: the
-    // snapshot, each read made from its parts, is the state hashed.
+    // snapshot, each read made from its parts, is the state hashed. Its
+    // writes are large (read into buffers of their own) and cut runes
+    // too, which the next write completes: it reads back as written.
     let t = c.open_path(root, &b("body"), OWRITE | OTRUNC).await.unwrap();
-    c.write_all(&t, 0, "naïve 文字 𝄞\n".repeat(40_000).as_bytes()).await.unwrap();
+    let body = "naïve 文字 𝄞\n".repeat(140_000);
+    c.write_all(&t, 0, body.as_bytes()).await.unwrap();
     c.clunk(t.fid).await.unwrap();
+    assert!(text(read(&c, root, &b("body")).await.unwrap()) == body, "the body reads back as written");
     let snap = apex_core::State::from_snapshot(&read(&c, root, "main/snapshot").await.unwrap()).unwrap();
     assert_eq!(format!("{}\n", snap.hash().to_hex()), hash(&c, root).await);
 }
