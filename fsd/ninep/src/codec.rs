@@ -321,15 +321,15 @@ pub fn parse_stats(data: &[u8]) -> Result<Vec<Stat>, DecodeError> {
 pub const LARGE: usize = 256 * 1024;
 
 /// When `buf` begins an Rread or Twrite of at least [`LARGE`] bytes of
-/// data and holds its head and a quarter of `LARGE` of its data, but not
-/// all of it: the length of the frame's head (all before the data) and
-/// the data's count. The data can then be read straight into a buffer of
-/// its own ([`with_data`] makes the message), instead of into the
-/// stream's buffer and copied out. (That buffer is the data's whole size
-/// at once: a peer must have sent some of it first, so a head alone,
-/// stalled, holds no more than the bytes it sent.) The frame's size must
-/// already have been checked ([`check`]).
-pub fn data_head(buf: &[u8]) -> Option<(usize, usize)> {
+/// data and holds its head and at least `least` bytes of its data, but
+/// not all of it: the length of the frame's head (all before the data)
+/// and the data's count. The data can then be read straight into a
+/// buffer of its own ([`with_data`] makes the message), instead of into
+/// the stream's buffer and copied out. (That buffer is the data's whole
+/// size at once: a server, which cannot trust its peer, asks for some of
+/// the data first, so a head alone, stalled, holds no more than the bytes
+/// it sent.) The frame's size must already have been checked ([`check`]).
+pub fn data_head(buf: &[u8], least: usize) -> Option<(usize, usize)> {
     let size = u32::from_le_bytes(buf.get(..4)?.try_into().expect("four bytes")) as usize;
     // Rread: size[4] type[1] tag[2] count[4]; Twrite: size[4] type[1]
     // tag[2] fid[4] offset[8] count[4].
@@ -339,8 +339,7 @@ pub fn data_head(buf: &[u8]) -> Option<(usize, usize)> {
         _ => return None,
     };
     let count = u32::from_le_bytes(buf.get(head - 4..head)?.try_into().expect("four bytes")) as usize;
-    (size == head + count && count >= LARGE && buf.len() < size && buf.len() >= head + LARGE / 4)
-        .then_some((head, count))
+    (size == head + count && count >= LARGE && buf.len() < size && buf.len() >= head + least).then_some((head, count))
 }
 
 /// The message of a frame whose head ([`data_head`]) and data were read

@@ -102,7 +102,7 @@ pub fn try_write(io: &Io, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
 /// server gone is an EPIPE error here, never a SIGPIPE, which would kill
 /// a program that has not ignored it (Rust's own programs ignore it; one
 /// that embeds this client, or restores it for a pipeline's sake, may
-/// not). writev(2) would raise it, as std's sockets never do.
+/// not). writev(2) would raise it.
 fn send_two(fd: std::os::fd::RawFd, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
     let parts = [IoSlice::new(head), IoSlice::new(data)];
     // SAFETY: an all-zero msghdr is a valid empty one (no name, no control).
@@ -165,7 +165,9 @@ impl Incoming {
             self.buf.drain(..n);
             return msg.map(Some);
         }
-        if let Some((head, count)) = data_head(&self.buf) {
+        // As soon as its head is in: the server is trusted with the room
+        // (`fill` makes room for the whole frame once its size is known).
+        if let Some((head, count)) = data_head(&self.buf, 0) {
             let mut data = Vec::with_capacity(count);
             data.extend_from_slice(&self.buf[head..]);
             let head = self.buf.drain(..).take(head).collect();
@@ -210,5 +212,46 @@ impl Incoming {
             0 => Filled::End,
             _ => Filled::Got { drained: got < asked },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fcall::Fcall;
+    use std::io::Write;
+
+    /// A large Rread's data goes to a buffer of its own as soon as its
+    /// head is in (the first read, 64 KiB, holds it and some data), so
+    /// no more than that is ever copied out of the stream's buffer; the
+    /// reply comes whole.
+    #[tokio::test]
+    async fn a_large_rreads_data_goes_to_its_own_buffer_from_the_first_read() {
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let io = register(ours).unwrap();
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 253) as u8).collect();
+        let frame = crate::codec::to_bytes(&Msg { tag: 3, body: Fcall::Rread { data: data.clone() } });
+        theirs.write_all(&frame[..100_000]).unwrap();
+        let mut incoming = Incoming::default();
+        let msize = 1 << 20;
+        io.readable().await.unwrap().retain_ready();
+        assert!(matches!(incoming.fill(&io, msize), Ok(Filled::Got { .. })));
+        assert_eq!(incoming.next(msize), Ok(None));
+        assert!(incoming.large.is_some(), "the data's own buffer taken after the first read");
+        assert!(incoming.buf.is_empty(), "nothing left in the stream's buffer");
+        // The rest, in the data's own buffer, read by read.
+        let writer = std::thread::spawn(move || theirs.write_all(&frame[100_000..]).unwrap());
+        let reply = loop {
+            if let Some(msg) = incoming.next(msize).unwrap() {
+                break msg;
+            }
+            let mut ready = io.readable().await.unwrap();
+            match incoming.fill(&io, msize) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => ready.clear_ready(),
+                got => assert!(matches!(got, Ok(Filled::Got { .. }))),
+            }
+        };
+        writer.join().unwrap();
+        assert!(reply == Msg { tag: 3, body: Fcall::Rread { data } }, "the reply whole");
     }
 }

@@ -498,7 +498,7 @@ async fn io_loop<S: Serve>(
                 // request's, rather than into this one and copied out. (A
                 // large Rread, which no client sends, goes so too, to be
                 // refused whole as it always was.)
-                if let Some((head, count)) = data_head(&buf[start..]) {
+                if let Some((head, count)) = data_head(&buf[start..], LARGE / 4) {
                     let mut data = Vec::with_capacity(count);
                     data.extend_from_slice(&buf[start + head..]);
                     large = Some(Large { head: buf[start..start + head].to_vec(), data, count });
