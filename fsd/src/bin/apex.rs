@@ -431,6 +431,15 @@ async fn lead(c: &Client, session: &str, name: &str, interval: u64, flush_every:
 }
 
 fn main() {
+    // As 9p does: a reader that goes away (`apex read f | sed 1q`) ends
+    // this quietly, by SIGPIPE, rather than with "Broken pipe" said; a
+    // server that goes away is still an error, said (the 9P client's
+    // writes never raise SIGPIPE).
+    // SAFETY: a signal's disposition set to its default, before any
+    // thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     // Large reads and writes reuse their buffers (see the daemon's policy).
     apex_ninep::malloc::keep_freed_memory();
     let args = Args::parse();

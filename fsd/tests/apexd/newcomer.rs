@@ -135,6 +135,64 @@ fn ls_l_rdwr_and_write_l_behave_as_9p_does() {
     assert!(err.contains("unknown message"), "{err}");
 }
 
+/// As 9p does, `apex read` into a reader that stops early (`| sed 1q`)
+/// ends quietly, by SIGPIPE, with nothing said; a daemon that goes away
+/// mid-read is still an error, said.
+#[test]
+fn a_reader_that_stops_early_ends_apex_read_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let d = Daemon::start("newcomer-pipe");
+    let b = ok(&d, &["read", "main/buffers/new"], "").trim().to_string();
+    let body = format!("main/buffers/{b}/body");
+    ok(&d, &["write", &body], &"a line of the body\n".repeat(100_000));
+    let mut reader = Command::new(env!("CARGO_BIN_EXE_apex"))
+        .args(["read", &body])
+        .env("NAMESPACE", &d.dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run apex");
+    let mut first = [0u8; 19];
+    reader.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"a line of the body\n");
+    // The pipe's reader is gone (dropped above): the next write ends it.
+    let out = reader.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+    assert!(out.stderr.is_empty(), "nothing said: {}", String::from_utf8_lossy(&out.stderr));
+
+    // The daemon gone while `apex write` waits for more input: the write
+    // after fails, said, as 9p's "write error", and apex is not killed by
+    // a SIGPIPE.
+    let mut writer = Command::new(env!("CARGO_BIN_EXE_apex"))
+        .args(["write", &body])
+        .env("NAMESPACE", &d.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run apex");
+    let mut lines = writer.stdin.take().unwrap();
+    lines.write_all(b"one more\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ok(&d, &["read", &body], "").ends_with("one more\n") {
+        assert!(Instant::now() < deadline, "the first line never reached the body");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a signal to the daemon this test started.
+    unsafe { libc::kill(d.pid() as i32, libc::SIGKILL) };
+    while std::os::unix::net::UnixStream::connect(d.socket()).is_ok() {
+        assert!(Instant::now() < deadline, "the daemon did not go");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lines.write_all(b"and another\n").unwrap();
+    drop(lines);
+    let out = writer.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), out.status.signal()), (Some(1), None), "an error, not a signal: {err}");
+    assert!(err.contains("connection closed"), "{err}");
+}
+
 #[test]
 fn the_address_stays_between_opens_and_names_reach_the_acme_tree() {
     let d = Daemon::start("newcomer-addr");
