@@ -841,7 +841,7 @@ mod tests {
         assert_eq!(queued.load(SeqCst), 0);
     }
 
-    /// Keeps what is written to it, in order; a fid is its name.
+    /// Keeps what is written to it, in order; every fid is the same.
     #[derive(Default)]
     struct Keep(Mutex<Vec<Vec<u8>>>);
 
