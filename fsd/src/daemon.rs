@@ -20,6 +20,7 @@ use apex_core::propose::Applied;
 use apex_core::Proposal;
 use apex_link::wire::Outcome;
 use apex_ninep::srv;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 
@@ -27,7 +28,13 @@ use tokio::sync::watch;
 #[derive(Clone)]
 pub struct Daemon {
     pub registry: Arc<Mutex<Registry>>,
+    /// Moved on by every change anywhere: the registry's readers wait on
+    /// it, and a read's content counts its generation.
     changes: Arc<watch::Sender<u64>>,
+    /// Each session's own, for the stream readers waiting in it (made at
+    /// their first subscriber), so a change in one session wakes no reader
+    /// of another.
+    session_changes: Arc<Mutex<HashMap<u64, Arc<watch::Sender<u64>>>>>,
     /// The daemon's clock for the attach protocol's deadlines.
     epoch: std::time::Instant,
 }
@@ -66,14 +73,23 @@ impl Daemon {
         Daemon {
             registry: Arc::new(Mutex::new(registry)),
             changes: Arc::new(watch::Sender::new(0)),
+            session_changes: Arc::default(),
             epoch: std::time::Instant::now(),
         }
     }
 
-    /// A receiver that wakes at the next change (subscribe before looking,
-    /// so a change in between still wakes).
+    /// A receiver that wakes at the next change anywhere (subscribe before
+    /// looking, so a change in between still wakes).
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// A receiver that wakes at the next change in session `n`, or to the
+    /// registry (a session ended is one): for a reader waiting on what
+    /// session `n` holds. (Subscribe before looking, as above.)
+    pub fn subscribe_to(&self, n: u64) -> watch::Receiver<u64> {
+        let mut channels = self.session_changes.lock().expect("changes lock");
+        channels.entry(n).or_insert_with(|| Arc::new(watch::Sender::new(0))).subscribe()
     }
 
     /// The count of changes so far.
@@ -99,7 +115,7 @@ impl Daemon {
             s.flush_log();
             (r, std::mem::take(&mut s.hub.wakeups), snapshot_due(s))
         };
-        self.changed();
+        self.changed_in(number);
         write_snapshot(snapshot);
         for at in wakeups {
             let daemon = self.clone();
@@ -209,9 +225,29 @@ impl Daemon {
         Ok(f(&s))
     }
 
-    /// Wakes every blocked stream read to look again.
+    /// The registry changed (a session made, renamed or ended): wakes
+    /// every blocked stream read, in every session, to look again.
     pub fn changed(&self) {
-        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        let channels: Vec<_> = {
+            let mut channels = self.session_changes.lock().expect("changes lock");
+            // A channel nobody waits on is made again when one does.
+            channels.retain(|_, c| c.receiver_count() > 0);
+            channels.values().cloned().collect()
+        };
+        for c in channels {
+            c.send_modify(|g| *g = g.wrapping_add(1));
+        }
+        self.changes.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Session `n` changed: wakes its blocked stream reads, and the
+    /// registry's, to look again; no other session's.
+    pub fn changed_in(&self, n: u64) {
+        let channel = self.session_changes.lock().expect("changes lock").get(&n).cloned();
+        if let Some(c) = channel {
+            c.send_modify(|g| *g = g.wrapping_add(1));
+        }
+        self.changes.send_modify(|g| *g = g.wrapping_add(1));
     }
 
     /// Runs `f` on session `number` under the lock, then wakes readers.
@@ -229,7 +265,7 @@ impl Daemon {
             s.flush_log();
             (r, snapshot_due(s))
         };
-        self.changed();
+        self.changed_in(number);
         write_snapshot(snapshot);
         r
     }
@@ -241,5 +277,35 @@ impl Daemon {
         let r = f(&mut s);
         s.flush_log();
         Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A change in a session wakes the readers waiting in it and the
+    /// registry's, and no other session's; a change to the registry (a
+    /// session made or ended) wakes them all; a session's channel that
+    /// nobody waits on is let go.
+    #[test]
+    fn a_change_in_one_session_wakes_its_readers_and_no_other_sessions() {
+        let d = Daemon::new(Registry::new(Box::new(|| [7; 16])));
+        let (mut one, two, mut all) = (d.subscribe_to(1), d.subscribe_to(2), d.subscribe());
+        d.changed_in(1);
+        assert!(one.has_changed().unwrap() && all.has_changed().unwrap());
+        assert!(!two.has_changed().unwrap(), "another session's reader sleeps on");
+        one.mark_unchanged();
+        all.mark_unchanged();
+        d.changed();
+        for (what, rx) in [("one", &one), ("two", &two), ("all", &all)] {
+            assert!(rx.has_changed().unwrap(), "the registry's change wakes {what}");
+        }
+        let generation = d.generation();
+        d.changed_in(2);
+        assert_eq!(d.generation(), generation + 1, "a session's change moves the generation content counts");
+        drop((one, two, all));
+        d.changed();
+        assert!(d.session_changes.lock().unwrap().is_empty(), "no channel kept for nobody");
     }
 }

@@ -375,7 +375,7 @@ impl Fsys {
     /// Reads `log`: blocks until a line exists, returns exactly one.
     pub(super) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         loop {
-            let mut wake = self.daemon.subscribe();
+            let mut wake = self.daemon.subscribe_to(n);
             {
                 let shared = self.daemon.session(n)?;
                 let s = shared.lock().expect("session lock");

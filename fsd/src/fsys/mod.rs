@@ -350,8 +350,12 @@ impl Fsys {
     /// Reads a stream, waiting at its end for more.
     async fn read_stream(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
         loop {
-            // Subscribe before looking, so a change in between still wakes us.
-            let mut wake = self.daemon.subscribe();
+            // Subscribe before looking, so a change in between still wakes
+            // us: to the fid's session, or (the registry's) to all.
+            let mut wake = match fid.place.session() {
+                Some(n) => self.daemon.subscribe_to(n),
+                None => self.daemon.subscribe(),
+            };
             {
                 let mut opened = fid.lock();
                 let Opened::Stream { cursor, .. } = &mut *opened else { return Err("stream is not open".into()) };

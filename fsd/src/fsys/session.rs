@@ -126,7 +126,7 @@ impl Fsys {
     pub(super) async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
         loop {
-            let mut wake = self.daemon.subscribe();
+            let mut wake = self.daemon.subscribe_to(n);
             let read = |s: &mut crate::session::Session| {
                 let got = feed::read_deferred(s, conn, count)?;
                 let held = matches!(got, Readable::Bytes(_)).then(|| feed::hold(s, conn)).flatten();
@@ -153,7 +153,7 @@ impl Fsys {
                     // rest is encoded.
                     let (tx, parts) = std::sync::mpsc::channel();
                     self.daemon.with_hub_quiet(n, |s| feed::in_parts(s, conn, parts))?;
-                    let parts = Parts { tx: Some(tx), daemon: self.daemon.clone() };
+                    let parts = Parts { tx: Some(tx), daemon: self.daemon.clone(), n };
                     tokio::task::spawn_blocking(move || {
                         let whole = job.frame_in_parts(WELCOME_PART, |part| parts.send(Some(part)));
                         // Said only when it is: a reader that finds the
@@ -176,7 +176,7 @@ impl Fsys {
                     };
                     self.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames))?;
                     // Another read of this fid may be waiting for it.
-                    self.daemon.changed();
+                    self.daemon.changed_in(n);
                     continue;
                 }
             }
@@ -210,13 +210,15 @@ fn hung_up(daemon: &crate::daemon::Daemon, n: u64, conn: ConnId) {
 struct Parts {
     tx: Option<std::sync::mpsc::Sender<Option<Vec<u8>>>>,
     daemon: crate::daemon::Daemon,
+    /// The session whose reader waits for the parts.
+    n: u64,
 }
 
 impl Parts {
     /// Sends a part (`None`: the end); false if the reader went.
     fn send(&self, part: Option<Vec<u8>>) -> bool {
         let sent = self.tx.as_ref().is_some_and(|tx| tx.send(part).is_ok());
-        self.daemon.changed();
+        self.daemon.changed_in(self.n);
         sent
     }
 }
@@ -224,7 +226,7 @@ impl Parts {
 impl Drop for Parts {
     fn drop(&mut self) {
         self.tx.take();
-        self.daemon.changed();
+        self.daemon.changed_in(self.n);
     }
 }
 
@@ -242,7 +244,7 @@ struct Unread {
 impl Unread {
     fn keep(mut self) -> Vec<u8> {
         if self.held.take().is_some_and(|h| h.release()) {
-            self.daemon.changed();
+            self.daemon.changed_in(self.n);
         }
         self.bytes.take().expect("kept once")
     }
@@ -277,7 +279,7 @@ impl Drop for Unread {
                     h.release();
                 }
             }
-            self.daemon.changed();
+            self.daemon.changed_in(self.n);
         }
     }
 }
