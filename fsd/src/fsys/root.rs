@@ -46,9 +46,12 @@ impl Fsys {
         match file {
             RootFile::Ctl => {
                 let cmds = parse_ctl(&utf8(data)?)?;
-                self.daemon.reg().run(&cmds)?;
+                // Said whatever the outcome: a command after a `del` may
+                // still fail (the disk), and the deleted session's readers
+                // must wake to find it gone.
+                let ran = self.daemon.reg().run(&cmds);
                 self.daemon.changed();
-                Ok(())
+                Ok(ran?)
             }
             _ => Err(super::not_writable(super::place::Place::Root1(file))),
         }

@@ -63,9 +63,10 @@ impl Fsys {
         match file {
             SessionFile::Label => {
                 let old = self.daemon.look(n, |s| s.label().to_string())?;
-                self.daemon.reg().rename(&old, text.trim_end_matches('\n'))?;
+                // Said whatever the outcome, as for /ctl's commands.
+                let renamed = self.daemon.reg().rename(&old, text.trim_end_matches('\n'));
                 self.daemon.changed();
-                Ok(())
+                Ok(renamed?)
             }
             SessionFile::Ctl => {
                 let reply = self.session_ctl(n, &text).await?;
