@@ -172,22 +172,9 @@ fn feed<E: de::Error>(out: &mut RopeBuilder, carry: &mut Vec<u8>, mut bytes: &[u
             Err(_) => {}
         }
     }
-    // Validation is a good part of a restore's time: simdutf8 checks a
-    // piece several times faster than `std::str::from_utf8`, and says where
-    // a piece's last rune was cut only when one was.
-    if let Ok(s) = simdutf8::basic::from_utf8(bytes) {
-        out.append(s);
-        return Ok(());
-    }
-    match simdutf8::compat::from_utf8(bytes) {
-        Ok(s) => out.append(s),
-        Err(e) if e.error_len().is_none() => {
-            let (good, rest) = bytes.split_at(e.valid_up_to());
-            out.append(simdutf8::basic::from_utf8(good).map_err(|_| E::custom("text is not UTF-8"))?);
-            carry.extend_from_slice(rest);
-        }
-        Err(_) => return Err(E::custom("text is not UTF-8")),
-    }
+    let Some((text, cut)) = super::text_and_cut(bytes) else { return Err(E::custom("text is not UTF-8")) };
+    out.append(text);
+    carry.extend_from_slice(cut);
     Ok(())
 }
 

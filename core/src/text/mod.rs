@@ -15,8 +15,10 @@
 //! encoding (`encode.rs`) and the hash see only the runes.
 
 mod encode;
+mod utf8;
 
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
+pub use utf8::text_and_cut;
 
 use ropey::Rope;
 use std::fmt;

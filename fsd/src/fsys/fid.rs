@@ -222,22 +222,13 @@ pub fn utf8(data: Vec<u8>) -> srv::Result<String> {
 
 /// `bytes` as text but for a rune cut at their end, split off and given
 /// apart (a writer carries it to its next write); `None` when they are
-/// not UTF-8 (a bad byte, not a cut). Checked with simdutf8, several
-/// times faster than `std` over a large write (a body write's check is
-/// most of what it costs but the copy into the rope); only bytes that
-/// fail its fast check are looked at again, for where.
+/// not UTF-8 (a bad byte, not a cut). Core's check, kept in the bytes
+/// the write brought: no copy.
 fn text_and_cut(mut bytes: Vec<u8>) -> Option<(String, Vec<u8>)> {
-    let mut cut = Vec::new();
-    if simdutf8::basic::from_utf8(&bytes).is_err() {
-        if let Err(e) = simdutf8::compat::from_utf8(&bytes) {
-            if e.error_len().is_some() {
-                return None;
-            }
-            cut = bytes.split_off(e.valid_up_to());
-        }
-    }
-    // SAFETY: simdutf8 found `bytes` UTF-8 (all of them, or all before the
-    // cut, which is split off).
+    let (text, cut) = apex_core::text::text_and_cut(&bytes)?;
+    let (whole, cut) = (text.len(), cut.to_vec());
+    bytes.truncate(whole);
+    // SAFETY: core found these bytes, all before the cut, UTF-8.
     Some((unsafe { String::from_utf8_unchecked(bytes) }, cut))
 }
 
