@@ -107,6 +107,8 @@ pub enum Reject {
     Empty,
     #[error("bad snapshot: {0}")]
     Snapshot(String),
+    #[error("{shard} lasts as long as its session: delete its windows instead")]
+    Lasting { shard: Shard },
 }
 
 /// Core's result type.

@@ -154,6 +154,21 @@ fn a_tool_cannot_write_the_metalog_or_pinned_shards() {
 }
 
 #[test]
+fn the_layout_and_the_metalog_outlive_every_delete() {
+    // Neither is ever made again once its session exists: a delete of the
+    // layout (by its leader, or by the daemon) is refused like the
+    // metalog's, on the authority and on a mirror, and changes nothing.
+    let mut sim = Sim::new(1);
+    let before = sim.server.state.hash();
+    assert!(matches!(sim.server.delete_shard(Shard::Layout), Err(Reject::Lasting { shard: Shard::Layout })));
+    assert!(matches!(sim.server.delete_shard(Shard::Meta), Err(Reject::Pinned { .. })));
+    assert!(matches!(sim.clients[0].node.delete_shard(Shard::Layout), Err(Reject::Lasting { .. })));
+    assert_eq!(sim.server.state.hash(), before);
+    assert!(sim.server.log.lease(Shard::Layout).is_ok());
+    sim.check();
+}
+
+#[test]
 fn the_authority_log_sequences_lease_changes_a_follower_replays() {
     // The log's own grant/request/release/reclaim, as the daemon calls them,
     // append metalog entries that any replica applies to the same leases.

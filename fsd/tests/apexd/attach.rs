@@ -296,6 +296,33 @@ async fn attach_refuses_bad_opens_and_frames_clearly() {
     assert!(!attachments.contains("raw"), "detached on clunk: {attachments}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_layouts_leader_cannot_delete_it() {
+    // A client that leads the layout (any UI may) sends DeleteShard for
+    // it: refused, and the session keeps its layout and its lease.
+    use apex_fsd::attach::wire::{frame, ClientMsg};
+    let d = Daemon::start("attach-layout");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let f = c.open_path(root, "main/attach", apex_ninep::fcall::ORDWR).await.unwrap();
+    let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Ui, name: "rogue".into(), resume: None });
+    c.write(f.fid, 0, &hello).await.unwrap();
+    let leader = until(
+        || "the UI was never granted the layout".into(),
+        async || {
+            let leases = text(read(&c, root, "main/meta/leases").await.unwrap());
+            let line = leases.lines().find(|l| l.starts_with("layout "))?.to_string();
+            (line.split(' ').nth(1) != Some("0")).then_some(line)
+        },
+    )
+    .await;
+    let err = c.write(f.fid, 0, &frame(&ClientMsg::DeleteShard { shard: Shard::Layout })).await.unwrap_err();
+    assert!(err.to_string().contains("layout lasts as long as its session"), "{err}");
+    let leases = text(read(&c, root, "main/meta/leases").await.unwrap());
+    assert!(leases.lines().any(|l| l == leader), "{leader:?} in {leases}");
+    c.clunk(f.fid).await.unwrap();
+}
+
 /// A child process killed (and reaped) on drop.
 struct Reaped(std::process::Child);
 
