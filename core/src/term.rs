@@ -23,7 +23,8 @@ pub const SCROLLBACK_MAX: u32 = 1_000_000;
 /// Largest grid side accepted.
 pub const MAX_SIDE: u16 = 4096;
 /// The exit status of a terminal whose process ended with the daemon (a
-/// restarted daemon brings back its screen and scrollback, not its pty).
+/// restarted daemon brings back its screen and scrollback, not its pty),
+/// and of a command a restarted daemon no longer follows.
 pub const ENDED_WITH_DAEMON: i32 = -1;
 
 /// One update of a terminal: what changed since the last, applied in

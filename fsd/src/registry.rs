@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::persist::{Store, StoreError};
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
-use apex_core::{AttachmentId, Op, SessionUuid, TermOp};
+use apex_core::{AttachmentId, MetaOp, Op, SessionUuid, TermOp};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -89,6 +89,21 @@ fn end_terms(s: &mut Session) {
     }
 }
 
+/// Ends the processes a restored session lists: the daemon that started
+/// them is gone, and with it their handles and any exit to wait for. They
+/// may still run (they have process groups of their own), but nothing
+/// here follows them, and their pids may since belong to other programs,
+/// which `kill` must never reach.
+fn end_processes(s: &mut Session) {
+    let listed: Vec<u64> = s.view.state.meta.processes.keys().copied().collect();
+    for pid in listed {
+        let exit = MetaOp::ProcessExit { pid, status: apex_core::term::ENDED_WITH_DAEMON };
+        if let Err(e) = s.view.push_meta(exit) {
+            tracing::warn!(pid, error = %e, "could not mark a process ended");
+        }
+    }
+}
+
 /// Parses `/ctl` text: one command per line.
 pub fn parse_ctl(text: &str) -> Result<Vec<Command>, CtlError> {
     ctl::parse_lines(text, VERBS, Ok)
@@ -147,6 +162,7 @@ impl Registry {
                             crate::attach::lease::end(&mut s, a);
                         }
                         end_terms(&mut s);
+                        end_processes(&mut s);
                         s.flush_log();
                         restored.sessions += 1;
                         restored.entries += r.entries;

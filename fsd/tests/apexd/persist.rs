@@ -209,6 +209,47 @@ async fn sessions_come_back_after_a_clean_stop_and_after_kill_9_and_a_deleted_on
     assert!(report.contains("\"main\"") && report.contains("\"play\"") && report.contains("ok:"), "{report}");
 }
 
+/// A process group sent SIGKILL on drop: what a killed daemon leaves
+/// running.
+struct Group(i32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with plain integers.
+        unsafe { libc::kill(-self.0, libc::SIGKILL) };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_daemon_lists_no_process_of_the_one_before_and_signals_none() {
+    // A command run by the session outlives a daemon killed under it, but
+    // the daemon after knows nothing of it (no handle, no exit to wait
+    // for): its pid is not listed, nor signalled by `kill`, which could
+    // reach whatever took that number since.
+    let mut k = Kept::new("procs");
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    write(&c, root, "main/ctl", "exec / sleep 1000\n").await.unwrap();
+    let listed = text(read(&c, root, "main/meta/processes").await.unwrap());
+    let pid: i32 = listed.split(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{listed:?}"));
+    let group = Group(pid);
+    drop(c);
+    k.kill9();
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    assert_eq!(text(read(&c, root, "main/meta/processes").await.unwrap()), "", "none listed after the restart");
+    let err = write(&c, root, "main/ctl", &format!("kill {pid}\n")).await.unwrap_err().to_string();
+    assert!(err.contains(&format!("kill: no process {pid} in this session")), "{err}");
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    assert_eq!(unsafe { libc::kill(pid, 0) }, 0, "the old command was not signalled");
+    // What a restart appends leaves a state its own replay reaches.
+    drop(c);
+    k.stop();
+    let (report, ok) = k.check();
+    assert!(ok, "{report}");
+    drop(group);
+}
+
 /// A leading `apex lead` typing into a window of its own, its acks read.
 struct Typist {
     child: Child,
