@@ -363,7 +363,7 @@ impl Fsys {
                     return Ok(bytes);
                 }
                 match cursor.fill(&self.daemon)? {
-                    Fill::Data => continue,
+                    Fill::Data | Fill::Again => continue,
                     Fill::End => return Ok(Vec::new()),
                     Fill::Wait => {}
                 }

@@ -60,6 +60,10 @@ enum Scope<'a> {
 
 pub enum Fill {
     Data,
+    /// A batch of entries read past that made nothing to send (undo
+    /// marks, selections): look again, the lock let go in between, for
+    /// what may follow them.
+    Again,
     /// Nothing new yet: wait for a change.
     Wait,
     /// The stream is over (its shard or session is gone): EOF.
@@ -144,6 +148,9 @@ impl Cursor {
     }
 
     fn fill_in(&mut self, scope: Scope) -> Result<Fill, Error> {
+        // Whether a buffer's batch of entries was all read past: more may
+        // follow it.
+        let mut more = false;
         match (self.source, scope) {
             (Source::Registry, Scope::Registry(reg)) => {
                 for e in reg.entries_after(self.next) {
@@ -172,7 +179,7 @@ impl Cursor {
                 let gone = || Error::BufferGone(b.0);
                 let Scope::Session(session) = scope else { return Err(gone()) };
                 let (next, version) = (&mut self.next, &mut self.versions[0]);
-                follow_buffer(session, b, next, version, false, &mut self.pending).ok_or_else(gone)??;
+                more = follow_buffer(session, b, next, version, false, &mut self.pending).ok_or_else(gone)??;
             }
             (Source::Window(_, w), scope) => {
                 // A pending read of a deleted window fails, as in acme.
@@ -183,18 +190,23 @@ impl Cursor {
                 let shards =
                     [(win.tag, &mut self.next_tag, tag_version, true), (win.body, &mut self.next, body_version, false)];
                 for (b, next, version, tag) in shards {
-                    follow_buffer(session, b, next, version, tag, &mut self.pending).ok_or_else(gone)??;
+                    more |= follow_buffer(session, b, next, version, tag, &mut self.pending).ok_or_else(gone)??;
                 }
             }
             // An entries cursor whose session went ends.
             (_, _) => return Ok(Fill::End),
         }
-        Ok(if self.pending.is_empty() { Fill::Wait } else { Fill::Data })
+        Ok(match (self.pending.is_empty(), more) {
+            (false, _) => Fill::Data,
+            (true, true) => Fill::Again,
+            (true, false) => Fill::Wait,
+        })
     }
 }
 
 /// Formats buffer `b`'s event messages after entry `next` onto `out` and
-/// moves `next` past them; `None` if the buffer is gone.
+/// moves `next` past them: whether that read past a whole batch of
+/// entries (there may be more); `None` if the buffer is gone.
 fn follow_buffer(
     session: &Session,
     b: BufferId,
@@ -202,7 +214,7 @@ fn follow_buffer(
     version: &mut Version,
     tag: bool,
     out: &mut Vec<u8>,
-) -> Option<Result<(), Error>> {
+) -> Option<Result<bool, Error>> {
     let buffer = session.view.state.buffer(b).ok()?;
     let entries = match session.view.log.entries_after(Shard::Buffer(b), *next) {
         Ok(it) => it.take(BATCH).collect::<Vec<&Entry>>(),
@@ -213,5 +225,5 @@ fn follow_buffer(
     if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
         *next = e.seq;
     }
-    Some(Ok(()))
+    Some(Ok(n == BATCH))
 }

@@ -247,6 +247,24 @@ async fn win_runs_against_the_acme_service() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_comes_after_thousands_of_entries_that_make_none() {
+    // Undo marks (and selections, origins, dirty and clean) make no
+    // event. Thousands of them before an insert, while the reader was
+    // away, must not leave the insert unread until some later change.
+    let d = acme_daemon("acme-silent");
+    let (c, root) = acme_client(&d, 8192).await;
+    let (ctl, id) = new_window(&c, root).await;
+    let ev = open(&c, root, &format!("{id}/event"), ORDWR).await;
+    for _ in 0..10 {
+        put(&c, &ctl, &"mark\n".repeat(500)).await.unwrap();
+    }
+    let body = open(&c, root, &format!("{id}/body"), OWRITE).await;
+    put(&c, &body, "after\n").await.unwrap();
+    let mut seen = String::new();
+    events_until(&c, &ev, &mut seen, "EI0 6 0 6 after\n").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_clears_and_refills_and_the_go_package_reads_to_eof() {
     let d = acme_daemon("acme-watch");
     let dir = d.dir.display().to_string();
