@@ -109,6 +109,8 @@ pub enum Reject {
     Snapshot(String),
     #[error("{shard} lasts as long as its session: delete its windows instead")]
     Lasting { shard: Shard },
+    #[error("tab width {got} is out of range: from 1 to {max} characters")]
+    TabWidth { got: u32, max: u32 },
 }
 
 /// Core's result type.

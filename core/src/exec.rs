@@ -357,8 +357,10 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
         }
         Cmd::Tab => match arg_opt {
             Some(n) => {
-                let n: u32 = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    ExecError::Host(format!("Tab: {n:?} is not a tab width; give a number of characters, as Tab 8"))
+                let n: u32 = n.parse().ok().filter(|n| (1..=MAX_TAB).contains(n)).ok_or_else(|| {
+                    ExecError::Host(format!(
+                        "Tab: {n:?} is not a tab width; give a number of characters from 1 to {MAX_TAB}, as Tab 8"
+                    ))
                 })?;
                 settings(h, w, |f| f.tab = Some(n))
             }
@@ -493,6 +495,10 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
 
 /// The tab width a window has when `Tab` never set one, in characters.
 pub const DEFAULT_TAB: u32 = 4;
+
+/// The widest tab `Tab` sets, in characters: wider than any window, and
+/// far from where a width in pixels would overflow.
+pub const MAX_TAB: u32 = 1000;
 
 /// `path` as a name: absolute as it is, else under `dir`.
 pub(crate) fn resolve(dir: Option<&str>, path: &str) -> String {

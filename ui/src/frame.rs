@@ -49,7 +49,10 @@ impl Frame {
         if rect.is_empty() || line_height <= 0 {
             return frame;
         }
-        let tab_px = (face.advance('0').max(1) * tab.max(1)) as i32;
+        // A stop past the right edge is as good as the edge: no wider, so
+        // the sums below stay in range whatever width a window was given.
+        let tab_px =
+            (u64::from(face.advance('0').max(1)) * u64::from(tab.max(1))).min((rect.x1 - rect.x0) as u64) as i32;
         let mut line = Line { y: rect.y0, q0: org, q1: org, cells: Vec::new() };
         let mut x = rect.x0;
         let mut q = org;

@@ -312,6 +312,19 @@ fn font_tab_indent_incl_are_replicated_settings() {
     h.run("Tab", Some(&w), "8").unwrap();
     assert_eq!(h.flags(&w).tab, Some(8));
     assert!(h.run("Tab", Some(&w), "x").is_err());
+    for wide in ["0", "1001", "536870912"] {
+        let e = h.run("Tab", Some(&w), wide).unwrap_err().to_string();
+        assert!(e.contains("from 1 to 1000"), "{e}");
+    }
+    assert_eq!(h.flags(&w).tab, Some(8), "a refused Tab changes nothing");
+    // A leader's own flags op is held to the same range.
+    for got in [0, exec::MAX_TAB + 1] {
+        let wide = WindowFlags { tab: Some(got), ..h.flags(&w) };
+        let op = Op::Window(WindowOp::Flags(Box::new(wide)));
+        let refused = h.node.append(Shard::Window(w.window), op);
+        assert!(matches!(refused, Err(Reject::TabWidth { max: 1000, .. })), "{refused:?}");
+    }
+    assert_eq!(h.flags(&w).tab, Some(8));
     h.run("Tab", Some(&w), "").unwrap();
     let (_, errors) = h.window_named("/tmp/+Errors").unwrap();
     assert_eq!(h.text(errors), "/tmp/s: Tab 8\n");

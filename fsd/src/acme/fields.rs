@@ -94,7 +94,7 @@ pub fn ctl(state: &State, window: WindowId, number: u32) -> Option<String> {
         five(state, window, number)?,
         BODY_WIDTH,
         quoted(font),
-        w.flags.tab.map_or(TAB_WIDTH, |t| t * CHAR_WIDTH),
+        w.flags.tab.map_or(TAB_WIDTH, |t| t.saturating_mul(CHAR_WIDTH)),
         u8::from(body.can_undo()),
         u8::from(body.can_redo())
     ))

@@ -233,3 +233,20 @@ fn a_chord_with_nothing_to_cut_or_paste_undoes_nothing_and_control_f_in_a_word_k
     assert_eq!(r.send(Event::Key(Key::Ctrl('f'))), vec![]);
     assert_eq!((r.text().as_str(), r.sel()), ("hello", (1, 3)));
 }
+
+#[test]
+fn a_tab_of_any_width_lays_out_to_the_edge_at_most() {
+    // However wide a window's tab (a leader's op is held to Tab's range,
+    // but a frame must not trust it), a tab stops at the right edge at
+    // most, and what follows goes on from there.
+    let mut r = Rig::new("a\tb\n");
+    let (screen, _) = r.screen();
+    let rect = screen.window(r.w.window).unwrap().body;
+    let line = r.fonts.line_height() as i32;
+    for tab in [1, 8, apex_core::exec::MAX_TAB, 1 << 29, u32::MAX] {
+        let b = r.node.state.buffer(r.w.body).unwrap();
+        let frame = Frame::new(b.text.rope(), 0, rect, &mut r.fonts.proportional, line, tab);
+        let (x, _) = frame.point_of(2).expect("b is laid out");
+        assert!((rect.x0..=rect.x1).contains(&x), "tab {tab}: b at {x} in {rect:?}");
+    }
+}
