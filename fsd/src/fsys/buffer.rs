@@ -127,16 +127,23 @@ impl Fsys {
     /// waits for the fid's next write. Text that is not UTF-8 is refused
     /// here; acme's body takes any bytes as acme does (`Fid::acme_text`).
     pub(super) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
-        let text = match fid.place.in_acme() {
-            true => fid.acme_text(data),
-            false => fid.whole_runes(data, "body")?,
+        let (text, waited) = match fid.place.in_acme() {
+            true => (fid.acme_text(data), None),
+            false => fid.whole_runes(data, "body").map(|(text, waited)| (text, Some(waited)))?,
         };
         let request = format!("body write {} ({} bytes)", b.0, text.len());
-        let p = self.daemon.with_session(n, |s| buffers::body_append(s, b, text))?;
-        if let Some(p) = p {
-            self.daemon.propose(n, &request, p).await?;
+        let written = async {
+            if let Some(p) = self.daemon.with_session(n, |s| buffers::body_append(s, b, text))? {
+                self.daemon.propose(n, &request, p).await?;
+            }
+            Ok(())
+        };
+        let written: srv::Result<()> = written.await;
+        if let (Err(_), Some(waited)) = (&written, waited) {
+            // Refused: the rune this write cut is not carried either.
+            fid.put_back(waited);
         }
-        Ok(())
+        written
     }
 
     /// An `addr` write (of `buffers/N/addr` or acme's): the search runs

@@ -161,12 +161,15 @@ impl Fid {
 
     /// The text of a write, whole runes only: an incomplete UTF-8 sequence
     /// at its end waits for this fid's next write (the body of
-    /// `buffers/N/` does this).
-    pub fn whole_runes(&self, data: Vec<u8>, file: &str) -> srv::Result<String> {
+    /// `buffers/N/` does this). With it, the bytes that waited before,
+    /// for `put_back` should the write be refused after all; a write that
+    /// is not UTF-8 leaves them waiting.
+    pub fn whole_runes(&self, data: Vec<u8>, file: &str) -> srv::Result<(String, Vec<u8>)> {
         let mut opened = self.lock();
         let Opened::Text { tail, .. } = &mut *opened else {
-            return utf8(data).map_err(|_| format!("{file}: write is not UTF-8 text"));
+            return utf8(data).map(|t| (t, Vec::new())).map_err(|_| format!("{file}: write is not UTF-8 text"));
         };
+        let before = tail.clone();
         let bytes = match tail.is_empty() {
             true => data,
             false => {
@@ -176,9 +179,19 @@ impl Fid {
             }
         };
         // One validation: a rune cut by the write's end waits for the next.
-        let Some((text, cut)) = text_and_cut(bytes) else { return Err(format!("{file}: write is not UTF-8 text")) };
+        let Some((text, cut)) = text_and_cut(bytes) else {
+            *tail = before;
+            return Err(format!("{file}: write is not UTF-8 text"));
+        };
         *tail = cut;
-        Ok(text)
+        Ok((text, before))
+    }
+
+    /// Puts back the bytes `whole_runes` found waiting, its write refused.
+    pub fn put_back(&self, waited: Vec<u8>) {
+        if let Opened::Text { tail, .. } = &mut *self.lock() {
+            *tail = waited;
+        }
     }
 }
 

@@ -45,10 +45,14 @@ async fn buffers_addresses_and_proposals() {
     let n = new_buffer(&c, root).await;
     let b = |f: &str| format!("main/buffers/{n}/{f}");
 
-    // body: writes append; a rune split across writes is joined.
+    // body: writes append; a rune split across writes is joined, and a
+    // write refused in between (not UTF-8) changes nothing, the carried
+    // half of the rune included.
     let f = c.open_path(root, &b("body"), OWRITE).await.unwrap();
     c.write(f.fid, 0, b"hello world\ncaf").await.unwrap();
     c.write(f.fid, 0, &[0xc3]).await.unwrap();
+    let e = c.write(f.fid, 0, &[0xff]).await.unwrap_err();
+    assert!(e.to_string().contains("body: write is not UTF-8 text"), "{e}");
     c.write(f.fid, 0, &[0xa9, b'\n']).await.unwrap();
     c.clunk(f.fid).await.unwrap();
     assert_eq!(text(read(&c, root, &b("body")).await.unwrap()), "hello world\ncafé\n");
