@@ -663,8 +663,12 @@ impl Serve for Fsys {
             let (name, _) = fid.place.name_perm("");
             return Err(format!("{name}: wstat can change nothing here but the length"));
         }
-        if let (Place::Buffer1(n, b, BufferFile::Body), 0) = (fid.place, stat.length) {
-            Box::pin(self.truncate(n, b)).await?;
+        if let Place::Buffer1(n, b, BufferFile::Body) = fid.place {
+            match stat.length {
+                0 => Box::pin(self.truncate(n, b)).await?,
+                u64::MAX => {}
+                _ => return Err("body: wstat sets no length but 0, which empties it; write to add text".into()),
+            }
         }
         Ok(())
     }

@@ -56,6 +56,12 @@ async fn buffers_addresses_and_proposals() {
     c.write(f.fid, 0, &[0xa9, b'\n']).await.unwrap();
     c.clunk(f.fid).await.unwrap();
     assert_eq!(text(read(&c, root, &b("body")).await.unwrap()), "hello world\ncafé\n");
+    // A wstat may empty a body (length 0) but set no other length.
+    let (fid, _) = c.walk(root, &["main", "buffers", &n, "body"]).await.unwrap();
+    let five = apex_ninep::fcall::Stat { length: 5, ..apex_ninep::fcall::Stat::dont_touch() };
+    let e = c.wstat(fid, five).await.unwrap_err().to_string();
+    assert!(e.contains("body: wstat sets no length but 0"), "{e}");
+    c.clunk(fid).await.unwrap();
     let ctl = text(read(&c, root, &b("ctl")).await.unwrap());
     assert_eq!(ctl_field(&ctl, "length"), "17");
     assert_eq!(ctl_field(&ctl, "dirty"), "1");
