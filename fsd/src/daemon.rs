@@ -6,7 +6,8 @@
 //!
 //! Invariant: every change to a session goes through `with_session` or
 //! `with_hub`, which wake blocked readers after it; a deadline the hub
-//! sets (`Hub::wakeups`) is armed as a timer that ticks the hub then.
+//! sets (`Hub::wakeups`) arms the session's one timer, which ticks the
+//! hub then (and the tick arms it for the next deadline left).
 
 use crate::attach::hub::Written;
 use crate::attach::protocol;
@@ -107,25 +108,51 @@ impl Daemon {
     pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
         let now = self.now_ms();
         let shared = self.session(number)?;
-        let (r, wakeups, snapshot) = {
+        let (r, timer, snapshot) = {
             let mut s = shared.lock().expect("session lock");
             let s = &mut *s;
             let r = f(s, now);
             s.acme.sync(&s.view);
             s.flush_log();
-            (r, std::mem::take(&mut s.hub.wakeups), snapshot_due(s))
+            let earliest = std::mem::take(&mut s.hub.wakeups).into_iter().min();
+            (r, earliest.and_then(|at| s.hub.timer.arm(at)), snapshot_due(s))
         };
         self.changed_in(number);
         write_snapshot(snapshot);
-        for at in wakeups {
-            let daemon = self.clone();
-            let delay = std::time::Duration::from_millis(at.saturating_sub(now));
-            tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                let _ = daemon.with_hub(number, protocol::tick);
-            });
+        if let Some(armed) = timer {
+            tokio::spawn(self.clone().run_timer(number, armed));
         }
         Ok(r)
+    }
+
+    /// Session `number`'s timer task: ticks the hub at the time it is
+    /// armed for, then sleeps until the next; ends with the session.
+    async fn run_timer(self, number: u64, mut armed: tokio::sync::watch::Receiver<u64>) {
+        loop {
+            let at = *armed.borrow_and_update();
+            if at != u64::MAX {
+                let delay = std::time::Duration::from_millis(at.saturating_sub(self.now_ms()));
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {
+                        let ticked = self.with_hub(number, |s, now| {
+                            s.hub.timer.fired();
+                            protocol::tick(s, now)
+                        });
+                        match ticked {
+                            Ok(()) => continue,
+                            Err(_) => return,
+                        }
+                    }
+                    sooner = armed.changed() => match sooner {
+                        Ok(()) => continue,
+                        Err(_) => return,
+                    },
+                }
+            }
+            if armed.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Proposes `p` in session `n`: applied by the view node when the

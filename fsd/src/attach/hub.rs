@@ -174,11 +174,47 @@ pub struct Hub {
     pub(crate) entry_readers: BTreeMap<Shard, usize>,
     /// Times the daemon should call `tick` at.
     pub wakeups: Vec<u64>,
+    /// The session's one timer, armed for the earliest of them.
+    pub timer: Timer,
     /// Resume tokens come from here (the daemon seeds it randomly).
     pub token_seed: u64,
     /// The daemon's clock at the last call in (every entry point takes
     /// it): when a proposal sent to a holder is due.
     pub(crate) now: u64,
+}
+
+/// A session's one timer: the time its task sleeps until (`u64::MAX`
+/// when nothing is due). Every deadline arms it, an earlier one first;
+/// each tick arms it for the next deadline left (`protocol::tick`), so a
+/// session has one sleeping task however many deadlines it has set.
+#[derive(Debug, Default)]
+pub struct Timer(Option<tokio::sync::watch::Sender<u64>>);
+
+impl Timer {
+    /// Arms the timer for `at`, unless it is armed for sooner: the
+    /// receiver for a new task to run it, when no task runs it.
+    pub fn arm(&mut self, at: u64) -> Option<tokio::sync::watch::Receiver<u64>> {
+        if let Some(armed) = self.0.as_ref().filter(|tx| !tx.is_closed()) {
+            armed.send_if_modified(|when| {
+                let sooner = at < *when;
+                if sooner {
+                    *when = at;
+                }
+                sooner
+            });
+            return None;
+        }
+        let (tx, rx) = tokio::sync::watch::channel(at);
+        self.0 = Some(tx);
+        Some(rx)
+    }
+
+    /// Its time came: nothing is due until it is armed again.
+    pub fn fired(&mut self) {
+        if let Some(armed) = &self.0 {
+            armed.send_replace(u64::MAX);
+        }
+    }
 }
 
 impl Hub {

@@ -162,6 +162,20 @@ pub fn tick(s: &mut Session, now: u64) {
     }
     route::reclaim_stuck(s, now);
     redispatch(s);
+    if let Some(at) = next_deadline(s, now) {
+        s.hub.wakeups.push(at);
+    }
+}
+
+/// The soonest deadline after `now` that a tick acts on: an ask's, a
+/// resume grace's, a bounded lease's, a routed proposal's. (One already
+/// past was acted on, or waits for something else: it arms nothing.)
+fn next_deadline(s: &Session, now: u64) -> Option<u64> {
+    let asks = s.hub.asks.values().map(|a| a.deadline);
+    let graces = s.hub.conns.values().filter_map(|c| c.grace_until);
+    let bounded = s.hub.bounded.values().map(|b| b.expires);
+    let routed = s.hub.pending.values().map(|p| p.deadline);
+    asks.chain(graces).chain(bounded).chain(routed).filter(|at| *at > now).min()
 }
 
 fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Written, AttachError> {

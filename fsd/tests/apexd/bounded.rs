@@ -68,6 +68,37 @@ async fn fids_opened_and_clunked_by_the_hundred_thousand_leave_nothing_behind() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlines_by_the_thousand_keep_one_timer() {
+    // A tool takes a bounded lease of an hour and gives it back, again
+    // and again: each grant sets a deadline, and the session's one timer
+    // task sleeps until the earliest; no task per deadline is left
+    // sleeping out its hour.
+    use apex_core::{AttachmentKind, BufferId, Shard};
+    use apex_fsd::attach::wire::{frame, ClientMsg};
+    let (tree, root, id) = tree_with_a_buffer().await;
+    let shard = Shard::Buffer(BufferId(id.parse().unwrap()));
+    let (_, attach) = tree.walk(&root, &at(&["main", "attach"])).await.unwrap();
+    let (_, attach) = tree.open(&attach.unwrap(), ORDWR).await.unwrap();
+    let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Tool, name: "lessee".into(), resume: None });
+    tree.write(&attach, 0, hello).await.unwrap();
+    let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    let last = tree.daemon.with_hub_quiet(1, |s| s.view.log.last(shard)).unwrap();
+    let mut before = None;
+    for i in 0..2_000 {
+        let lease = frame(&ClientMsg::Lease { shard, ttl_ms: 3_600_000 });
+        tree.write(&attach, 0, lease).await.unwrap_or_else(|e| panic!("lease {i}: {e}"));
+        let release = frame(&ClientMsg::Release { shard, seq: last });
+        tree.write(&attach, 0, release).await.unwrap_or_else(|e| panic!("release {i}: {e}"));
+        if i == 10 {
+            before = Some(tasks());
+        }
+    }
+    let before = before.unwrap();
+    assert!(tasks() <= before + 2, "{} tasks alive after 2,000 grants, {before} after 10", tasks());
+    tree.clunk(attach).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     let (tree, root, id) = tree_with_a_buffer().await;
     // A second buffer's entries are being read meanwhile: its shard keeps
