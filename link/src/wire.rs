@@ -59,6 +59,9 @@ pub struct Resume {
     pub token: u64,
 }
 
+/// The longest bounded lease a tool may ask for: a day.
+pub const MAX_LEASE_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+
 /// Client to daemon.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ClientMsg {
@@ -83,7 +86,8 @@ pub enum ClientMsg {
     /// The leader's outcome of a routed proposal, sent after the entries
     /// it made.
     Answer { id: u64, result: Outcome },
-    /// Asks for one buffer's lease for `ttl_ms` milliseconds (tools).
+    /// Asks for one buffer's lease for `ttl_ms` milliseconds (tools), from
+    /// 1 to [`MAX_LEASE_TTL_MS`].
     Lease { shard: Shard, ttl_ms: u64 },
     /// A message for the user, appended to the metalog as `Notify`.
     Notify { text: String },

@@ -3,7 +3,7 @@
 //! 9P Rerror's) says what was wrong and what to do instead.
 
 use apex_core::{AttachmentId, Reject, Seq, Shard};
-use apex_link::wire::FrameError;
+use apex_link::wire::{FrameError, MAX_LEASE_TTL_MS};
 
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum AttachError {
@@ -39,8 +39,8 @@ pub enum AttachError {
     BoundedLeaseNotHere(Shard),
     #[error("attach: a tool holds or asks for one bounded lease at a time; release it first")]
     OneBoundedLease,
-    #[error("attach: a bounded lease needs a ttl above 0 ms")]
-    ZeroTtl,
+    #[error("attach: a bounded lease needs a ttl from 1 to {} ms (a day); ask again for longer", MAX_LEASE_TTL_MS)]
+    Ttl,
     #[error("attach: Lead is for UIs; a tool asks for one buffer's lease with Lease")]
     LeadIsForUis,
     #[error("attach: no proposal {id} is waiting for {attachment}")]

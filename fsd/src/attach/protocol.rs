@@ -19,7 +19,7 @@ use super::lease::{ask, ask_for_all, end, give_back, grant_asked, reclaim};
 use crate::route::{self, answer, redispatch, submit};
 use crate::session::Session;
 use apex_core::{AttachmentId, AttachmentKind, MetaOp, Seq, Shard};
-use apex_link::wire::{ClientMsg, Resume, ServerMsg};
+use apex_link::wire::{ClientMsg, Resume, ServerMsg, MAX_LEASE_TTL_MS};
 use std::collections::BTreeMap;
 
 fn ui_or_tool(kind: AttachmentKind) -> &'static str {
@@ -254,8 +254,8 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             if s.hub.bounded.values().any(|b| b.holder == a) || s.hub.asks.values().any(|k| k.by == a) {
                 return Err(AttachError::OneBoundedLease);
             }
-            if ttl_ms == 0 {
-                return Err(AttachError::ZeroTtl);
+            if !(1..=MAX_LEASE_TTL_MS).contains(&ttl_ms) {
+                return Err(AttachError::Ttl);
             }
             ask(s, shard, a, Some(ttl_ms), now).map(|_| Written::Done)
         }

@@ -291,6 +291,12 @@ async fn attach_refuses_bad_opens_and_frames_clearly() {
     assert!(matches!(welcome, apex_fsd::attach::wire::ServerMsg::Welcome { .. }), "{welcome:?}");
     let attachments = text(read(&c, root, "meta/attachments").await.unwrap());
     assert!(attachments.contains("raw"), "{attachments}");
+    // A bounded lease lasts a millisecond at least and a day at most.
+    for ttl_ms in [0, apex_fsd::attach::wire::MAX_LEASE_TTL_MS + 1, u64::MAX] {
+        let lease = apex_fsd::attach::wire::ClientMsg::Lease { shard: Shard::Buffer(BufferId(1)), ttl_ms };
+        let err = c.write(f.fid, 0, &apex_fsd::attach::wire::frame(&lease)).await.unwrap_err();
+        assert!(err.to_string().contains("a ttl from 1 to 86400000 ms"), "{ttl_ms}: {err}");
+    }
     c.clunk(f.fid).await.unwrap();
     let attachments = text(read(&c, root, "meta/attachments").await.unwrap());
     assert!(!attachments.contains("raw"), "detached on clunk: {attachments}");
