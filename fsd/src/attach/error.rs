@@ -41,6 +41,8 @@ pub enum AttachError {
     OneBoundedLease,
     #[error("attach: a bounded lease needs a ttl from 1 to {} ms (a day); ask again for longer", MAX_LEASE_TTL_MS)]
     Ttl,
+    #[error("attach: {0} messages wait unread; read the file before writing more")]
+    Unread(usize),
     #[error("attach: Lead is for UIs; a tool asks for one buffer's lease with Lease")]
     LeadIsForUis,
     #[error("attach: no proposal {id} is waiting for {attachment}")]

@@ -238,11 +238,12 @@ impl Hub {
         }
     }
 
-    /// How many connections, pending proposals, asks, bounded leases and
-    /// read shards the hub holds: bounded by what is live, whatever went before (for
-    /// tests).
-    pub fn sizes(&self) -> [usize; 5] {
-        [self.conns.len(), self.pending.len(), self.asks.len(), self.bounded.len(), self.entry_readers.len()]
+    /// How many connections, pending proposals, asks, bounded leases,
+    /// read shards and messages queued unread the hub holds: bounded by
+    /// what is live, whatever went before (for tests).
+    pub fn sizes(&self) -> [usize; 6] {
+        let unread = self.conns.values().map(|c| c.control.len()).sum();
+        [self.conns.len(), self.pending.len(), self.asks.len(), self.bounded.len(), self.entry_readers.len(), unread]
     }
 
     pub(crate) fn mint(&mut self) -> u64 {

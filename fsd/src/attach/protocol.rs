@@ -29,6 +29,10 @@ fn ui_or_tool(kind: AttachmentKind) -> &'static str {
     }
 }
 
+/// Messages a connection may leave unread (acks, answers, proposals)
+/// before its writes are refused.
+const MAX_UNREAD: usize = 4096;
+
 /// One Twrite's bytes. It may complete at most one frame; that frame's
 /// outcome is the write's. A refused write leaves nothing behind.
 pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Written, AttachError> {
@@ -38,6 +42,11 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
         // Only a broken stream's fid outlives its hang-up: it takes
         // nothing more (a Welcome for it would end its grace).
         return Err(AttachError::StreamBroken);
+    }
+    if c.control.len() >= MAX_UNREAD {
+        // What a client's frames make waits for it to read: one that
+        // never does may not make more.
+        return Err(AttachError::Unread(c.control.len()));
     }
     let before = c.frames.pending();
     c.frames.push(bytes);
@@ -361,8 +370,15 @@ pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
     let sent: BTreeMap<Shard, Seq> = s.view.log.shards().map(|(sh, l)| (*sh, l.last())).collect();
     let c = s.hub.conns.get_mut(&conn).expect("live");
     c.sent = sent;
-    c.generation += 1;
     c.grace_until = None;
+    if let Some(queued) = c.welcomes.back_mut() {
+        // One is queued unread: this state replaces its, as the client
+        // would replace that one's replica with this (it reads one
+        // Welcome, and counts one).
+        *queued = state;
+        return;
+    }
+    c.generation += 1;
     c.welcomes.push_back(state);
     c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot: Vec::new() });
 }
@@ -397,6 +413,10 @@ fn append(
     if generation == c.generation && c.sent.get(&shard).copied().unwrap_or(0) + 1 == first {
         c.sent.insert(shard, last);
     }
-    c.control.push_back(ServerMsg::Acked { shard, seq: last });
+    // An ack says how far: a later one of the shard's, unread, says it.
+    match c.control.iter_mut().find(|m| matches!(m, ServerMsg::Acked { shard: acked, .. } if *acked == shard)) {
+        Some(ServerMsg::Acked { seq, .. }) => *seq = last,
+        _ => c.control.push_back(ServerMsg::Acked { shard, seq: last }),
+    }
     Ok(())
 }

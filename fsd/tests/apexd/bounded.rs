@@ -99,6 +99,56 @@ async fn deadlines_by_the_thousand_keep_one_timer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_leaves_one_welcome_queued_and_is_told_to_read() {
+    // Resyncs without a read leave one Welcome of the newest state, not
+    // a state each; answers pile up only so far before writes are refused
+    // until the client reads.
+    use apex_core::{AttachmentKind, BufferId, Proposal};
+    use apex_fsd::attach::wire::{frame, ClientMsg, Frames, ServerMsg};
+    let (tree, root, id) = tree_with_a_buffer().await;
+    let buffer = BufferId(id.parse().unwrap());
+    let (_, attach) = tree.walk(&root, &at(&["main", "attach"])).await.unwrap();
+    let (_, attach) = tree.open(&attach.unwrap(), ORDWR).await.unwrap();
+    let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Tool, name: "deaf".into(), resume: None });
+    tree.write(&attach, 0, hello).await.unwrap();
+    for _ in 0..1_000 {
+        tree.write(&attach, 0, frame(&ClientMsg::Resync)).await.unwrap();
+    }
+    let unread = |tree: &Fsys| tree.daemon.table_sizes()[0][5];
+    assert_eq!(unread(&tree), 1, "one Welcome queued");
+    let mut sent = 0;
+    let refused = loop {
+        let propose = frame(&ClientMsg::Propose { id: sent, proposal: Proposal::Mark { buffer } });
+        match tree.write(&attach, 0, propose).await {
+            Ok(_) => sent += 1,
+            Err(e) => break e,
+        }
+        assert!(sent <= 10_000, "answers pile up without end");
+    };
+    assert!(refused.contains("messages wait unread; read the file"), "{refused}");
+    assert!(unread(&tree) <= 4096, "{}", unread(&tree));
+    // Reading takes them; the Welcome comes once, then the answers.
+    let mut frames = Frames::default();
+    let (mut welcomes, mut answers) = (0, 0);
+    while answers < sent {
+        let got = tree.read(&attach, 0, 1 << 20).await.unwrap();
+        assert!(!got.is_empty(), "{answers} of {sent} answers read");
+        frames.push(&got);
+        while let Some(msg) = frames.next_msg::<ServerMsg>().unwrap() {
+            match msg {
+                ServerMsg::Welcome { .. } => welcomes += 1,
+                ServerMsg::Answer { .. } => answers += 1,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(welcomes, 1);
+    let propose = frame(&ClientMsg::Propose { id: sent, proposal: Proposal::Mark { buffer } });
+    tree.write(&attach, 0, propose).await.expect("taken again once read");
+    tree.clunk(attach).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     let (tree, root, id) = tree_with_a_buffer().await;
     // A second buffer's entries are being read meanwhile: its shard keeps
