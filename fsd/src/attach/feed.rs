@@ -8,8 +8,9 @@
 use super::error::AttachError;
 use super::hub::{Conn, ConnId, Filling, Hole, Taken, WelcomeJob};
 use crate::session::Session;
-use apex_core::Shard;
+use apex_core::{AttachmentId, Seq, Shard};
 use apex_link::wire::ServerMsg;
+use std::collections::BTreeMap;
 
 /// What a read of `attach` gets.
 #[derive(Debug)]
@@ -207,6 +208,7 @@ const ENTRIES_PER_FRAME: usize = 4096;
 /// entries, the metalog first.
 fn fill(s: &mut Session, conn: ConnId) {
     let c = s.hub.conns.get_mut(&conn).expect("live");
+    c.read_lately = true;
     if c.attachment.is_none() {
         return;
     }
@@ -268,6 +270,27 @@ fn fill(s: &mut Session, conn: ConnId) {
     c.sent.retain(|sh, _| log.shard(*sh).is_ok());
 }
 
+/// Queues Welcome with a snapshot; the connection's cursors start at its
+/// marks.
+pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
+    // A copy (ropes share their nodes), encoded when read, off the lock.
+    let state = Box::new(s.view.state.clone());
+    let sent: BTreeMap<Shard, Seq> = s.view.log.shards().map(|(sh, l)| (*sh, l.last())).collect();
+    let c = s.hub.conns.get_mut(&conn).expect("live");
+    c.sent = sent;
+    c.grace_until = None;
+    if let Some(queued) = c.welcomes.back_mut() {
+        // One is queued unread: this state replaces its, as the client
+        // would replace that one's replica with this (it reads one
+        // Welcome, and counts one).
+        *queued = state;
+        return;
+    }
+    c.generation += 1;
+    c.welcomes.push_back(state);
+    c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot: Vec::new() });
+}
+
 /// After a snapshot of the session's state went to its log's directory:
 /// drops the entries every connection has been sent, or, with none
 /// attached, every entry (the snapshot and the log on disk have them; a
@@ -275,6 +298,7 @@ fn fill(s: &mut Session, conn: ConnId) {
 /// the `entries` of keeps its own.
 pub fn compact_covered(s: &mut Session) {
     if s.hub.conns.values().any(|c| c.attachment.is_some() && c.grace_until.is_none()) {
+        welcome_stalled(s);
         return compact(s);
     }
     let points: Vec<_> = s
@@ -286,6 +310,30 @@ pub fn compact_covered(s: &mut Session) {
         .collect();
     for (shard, upto) in points {
         let _ = s.view.log.compact(shard, upto);
+    }
+}
+
+/// Connections that read nothing since the last compaction point and are
+/// behind: each is sent a fresh Welcome (its cursors move to the end), so
+/// a client that stopped reading (a stopped UI, a tool that never reads)
+/// holds back no entry, and catches up from that Welcome if it reads
+/// again. Every connection is then counted as not having read.
+fn welcome_stalled(s: &mut Session) {
+    let log = &s.view.log;
+    let stalled: Vec<(ConnId, AttachmentId)> = s
+        .hub
+        .conns
+        .iter_mut()
+        .filter_map(|(id, c)| {
+            let read = std::mem::take(&mut c.read_lately);
+            let a = c.attachment?;
+            let behind = log.shards().any(|(shard, l)| c.sent.get(shard).copied().unwrap_or(0) < l.last());
+            (!read && c.grace_until.is_none() && behind).then_some((*id, a))
+        })
+        .collect();
+    for (id, a) in stalled {
+        tracing::info!(session = %s.label(), attachment = %a, "stopped reading while entries came; sent a Welcome");
+        welcome(s, id, a);
     }
 }
 

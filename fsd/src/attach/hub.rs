@@ -62,6 +62,9 @@ pub(crate) struct Conn {
     pub(crate) grace_until: Option<u64>,
     /// A lease of this attachment was reclaimed during the grace.
     pub(crate) lost_lease: bool,
+    /// It read since the last compaction point: one that did not, and is
+    /// behind, is sent a Welcome there rather than hold entries back.
+    pub(crate) read_lately: bool,
     /// The states of the Welcomes queued in `control`, in order.
     pub(crate) welcomes: VecDeque<Box<State>>,
     /// A Welcome framed at `out[at]` whose snapshot is encoded off the
@@ -286,6 +289,7 @@ impl Hub {
                 generation: 0,
                 grace_until: None,
                 lost_lease: false,
+                read_lately: false,
                 welcomes: VecDeque::new(),
                 hole: None,
                 taken: Arc::default(),

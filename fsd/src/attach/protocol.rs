@@ -14,13 +14,13 @@
 //!   starts a grace period in which `Hello { resume }` continues it.
 
 use super::error::AttachError;
+use super::feed::welcome;
 use super::hub::{Ask, Bounded, ConnId, Written};
 use super::lease::{ask, ask_for_all, end, give_back, grant_asked, reclaim};
 use crate::route::{self, answer, redispatch, submit};
 use crate::session::Session;
 use apex_core::{AttachmentId, AttachmentKind, MetaOp, Seq, Shard};
 use apex_link::wire::{ClientMsg, Resume, ServerMsg, MAX_LEASE_TTL_MS};
-use std::collections::BTreeMap;
 
 fn ui_or_tool(kind: AttachmentKind) -> &'static str {
     match kind {
@@ -360,27 +360,6 @@ fn resumable(s: &Session, r: Resume) -> Result<ConnId, &'static str> {
         return Err("a lease it held was reclaimed meanwhile");
     }
     Ok(id)
-}
-
-/// Queues Welcome with a snapshot; the connection's cursors start at its
-/// marks.
-pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
-    // A copy (ropes share their nodes), encoded when read, off the lock.
-    let state = Box::new(s.view.state.clone());
-    let sent: BTreeMap<Shard, Seq> = s.view.log.shards().map(|(sh, l)| (*sh, l.last())).collect();
-    let c = s.hub.conns.get_mut(&conn).expect("live");
-    c.sent = sent;
-    c.grace_until = None;
-    if let Some(queued) = c.welcomes.back_mut() {
-        // One is queued unread: this state replaces its, as the client
-        // would replace that one's replica with this (it reads one
-        // Welcome, and counts one).
-        *queued = state;
-        return;
-    }
-    c.generation += 1;
-    c.welcomes.push_back(state);
-    c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot: Vec::new() });
 }
 
 fn append(

@@ -149,6 +149,52 @@ async fn a_client_that_never_reads_leaves_one_welcome_queued_and_is_told_to_read
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_holds_back_no_entries() {
+    // Attached and never reading while a body is written many times the
+    // bytes after which the log lets go: it is sent a Welcome instead of
+    // the entries, which go; reading, it gets one Welcome, of the state
+    // with everything written.
+    use apex_core::AttachmentKind;
+    use apex_fsd::attach::wire::{frame, ClientMsg, Frames, ServerMsg};
+    let (tree, root, id) = tree_with_a_buffer().await;
+    let (_, attach) = tree.walk(&root, &at(&["main", "attach"])).await.unwrap();
+    let (_, attach) = tree.open(&attach.unwrap(), ORDWR).await.unwrap();
+    let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Tool, name: "asleep".into(), resume: None });
+    tree.write(&attach, 0, hello).await.unwrap();
+    let (_, body) = tree.walk(&root, &at(&["main", "buffers", &id, "body"])).await.unwrap();
+    let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
+    let chunk = "a line of text, written again and again into one body\n".repeat(1 << 14);
+    let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
+    let mut written = 0u64;
+    while written < 2 * limit + (8 << 20) {
+        tree.write(&body, 0, chunk.as_bytes().to_vec()).await.unwrap();
+        written += chunk.len() as u64;
+    }
+    tree.clunk(body).await;
+    let held: u64 = tree.daemon.log_bytes().iter().sum();
+    assert!(held <= limit + chunk.len() as u64 * 2, "{held} bytes of entries held after {written} written");
+    let mut frames = Frames::default();
+    let mut welcomes = Vec::new();
+    while welcomes.is_empty() {
+        let got = tree.read(&attach, 0, 1 << 20).await.unwrap();
+        assert!(!got.is_empty());
+        frames.push(&got);
+        while let Some(msg) = frames.next_msg::<ServerMsg>().unwrap() {
+            if let ServerMsg::Welcome { snapshot, .. } = msg {
+                welcomes.push(snapshot);
+            }
+        }
+    }
+    assert_eq!(welcomes.len(), 1, "one Welcome, not one per compaction");
+    let state = apex_core::State::from_snapshot(&welcomes[0]).unwrap();
+    let buffer = state.buffer(apex_core::BufferId(id.parse().unwrap())).unwrap();
+    // Of the last compaction point: what came after follows it as entries.
+    let had = buffer.text.len_bytes() as u64;
+    assert!(had + limit + chunk.len() as u64 >= written, "{had} of {written} bytes: a state from late in the writing");
+    tree.clunk(attach).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     let (tree, root, id) = tree_with_a_buffer().await;
     // A second buffer's entries are being read meanwhile: its shard keeps

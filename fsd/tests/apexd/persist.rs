@@ -88,7 +88,9 @@ impl Kept {
     }
 
     async fn client(&self) -> (Client, u32) {
-        let c = dial(&format!("unix!{}", self.ns.join("apex").display()), 1 << 20).await.unwrap();
+        let c = dial(&format!("unix!{}", self.ns.join("apex").display()), 1 << 20)
+            .await
+            .unwrap_or_else(|e| panic!("dial apexd: {e}; it said: {}", self.said()));
         let root = c.attach("glenda", "").await.unwrap();
         (c, root)
     }
