@@ -84,6 +84,17 @@ pub fn truncate(s: &Session, b: BufferId) -> Result<Option<Proposal>, Error> {
     Ok(Some(Proposal::Delete { buffer: b, version: buf.version, q0: 0, q1: buf.len(), origin: Origin::FileWrite }))
 }
 
+/// Buffer `b`'s address, made if it has none. The addresses of buffers
+/// deleted since go first, once they could outnumber the live buffers':
+/// the table never holds more than those.
+fn addr_of(s: &mut Session, b: BufferId) -> &mut Addr {
+    if s.addrs.len() >= s.view.state.buffers.len() {
+        let live = &s.view.state.buffers;
+        s.addrs.retain(|b, _| live.contains_key(b));
+    }
+    s.addrs.entry(b).or_default()
+}
+
 /// The addr as of the buffer's current version: rebased through the edits
 /// since it was set, clamped if those are no longer kept.
 fn current_addr(s: &Session, b: BufferId) -> Result<Range, Error> {
@@ -98,7 +109,7 @@ fn current_addr(s: &Session, b: BufferId) -> Result<Range, Error> {
 /// and clears the limit.
 pub fn addr_open(s: &mut Session, b: BufferId) -> Result<(), Error> {
     let version = buffer(s, b)?.version;
-    let a = s.addrs.entry(b).or_default();
+    let a = addr_of(s, b);
     if a.opened == 0 {
         *a = Addr { version, ..Addr::default() };
     }
@@ -209,7 +220,7 @@ pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, Error> {
         return Ok(false);
     }
     s.flat = crate::session::FlatText { buffer: Some((b, search.version)), text: flat };
-    let a = s.addrs.entry(b).or_default();
+    let a = addr_of(s, b);
     a.range = range;
     a.version = search.version;
     s.last_regex = search.last;
@@ -220,7 +231,7 @@ pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, Error> {
 pub fn limit_to_addr(s: &mut Session, b: BufferId) -> Result<(), Error> {
     let r = current_addr(s, b)?;
     let version = buffer(s, b)?.version;
-    s.addrs.entry(b).or_default().limit = Some((r, version));
+    addr_of(s, b).limit = Some((r, version));
     Ok(())
 }
 
@@ -233,7 +244,7 @@ pub fn addr_now(s: &Session, b: BufferId) -> Result<(Range, u64), Error> {
 /// after data reads and writes).
 pub fn set_addr(s: &mut Session, b: BufferId, range: Range) -> Result<(), Error> {
     let version = buffer(s, b)?.version;
-    let a = s.addrs.entry(b).or_default();
+    let a = addr_of(s, b);
     a.range = range;
     a.version = version;
     Ok(())

@@ -320,14 +320,18 @@ impl Fsys {
         rdsel: Option<WindowId>,
     ) {
         if let Some(w) = rdsel {
+            // (A window deleted meanwhile took its state with it: none is
+            // made again here.)
             let _ = self.daemon.with_session(n, |s| -> Result<(), Error> {
-                s.acme.windows.entry(w).or_default().rdsel_open = false;
+                if let Some(st) = s.acme.windows.get_mut(&w) {
+                    st.rdsel_open = false;
+                }
                 Ok(())
             });
         }
         if let Some(w) = event_of {
             let last = self.daemon.with_session(n, |s| -> Result<bool, Error> {
-                let st = s.acme.windows.entry(w).or_default();
+                let Some(st) = s.acme.windows.get_mut(&w) else { return Ok(false) };
                 st.event_opens = st.event_opens.saturating_sub(1);
                 Ok(st.event_opens == 0)
             });

@@ -195,6 +195,35 @@ async fn a_client_that_stops_reading_holds_back_no_entries() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_made_read_and_deleted_by_the_hundred_leave_no_state_behind() {
+    // As win does: a window, its event and addr files open, then the
+    // window deleted before they are clunked. What the daemon kept for it
+    // goes with it.
+    let (tree, _, _) = tree_with_a_buffer().await;
+    let acme = tree.acme_service("main");
+    let (_, root) = acme.attach("glenda", "").await.unwrap();
+    let kept = |tree: &Fsys| tree.daemon.with_hub_quiet(1, |s| (s.acme.windows.len(), s.addrs.len())).unwrap();
+    for _ in 0..200 {
+        let (_, ctl) = acme.walk(&root, &at(&["new", "ctl"])).await.unwrap();
+        let (_, ctl) = acme.open(&ctl.unwrap(), ORDWR).await.unwrap();
+        let id = String::from_utf8(acme.read(&ctl, 0, 12).await.unwrap()).unwrap().trim().to_string();
+        let mut open = Vec::new();
+        for file in ["event", "addr"] {
+            let (_, f) = acme.walk(&root, &at(&[&id, file])).await.unwrap();
+            open.push(acme.open(&f.unwrap(), ORDWR).await.unwrap().1);
+        }
+        acme.write(&open[1], 0, b"#0".to_vec()).await.unwrap();
+        acme.write(&ctl, 0, b"delete\n".to_vec()).await.unwrap();
+        for f in open {
+            acme.clunk(f).await;
+        }
+        acme.clunk(ctl).await;
+    }
+    let (windows, addrs) = kept(&tree);
+    assert!(windows <= 1 && addrs <= 2, "{windows} windows' and {addrs} buffers' states kept after 200 deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     let (tree, root, id) = tree_with_a_buffer().await;
     // A second buffer's entries are being read meanwhile: its shard keeps
