@@ -136,6 +136,16 @@ pub struct Buffer {
     pub group_marks: BTreeMap<AttachmentId, u64>,
 }
 
+/// A buffer's name is one line of `index`, of acme's `log` and of
+/// `meta/windows`: no newline. (Other control characters are the files'
+/// to refuse: acme's ctl sets such a name, then says it is bad.)
+pub fn check_name(name: &str) -> Result<()> {
+    match name.contains('\n') {
+        true => Err(Reject::BadName { name: name.to_string() }),
+        false => Ok(()),
+    }
+}
+
 impl Buffer {
     /// An empty, clean buffer.
     pub fn new(name: String) -> Buffer {
@@ -269,11 +279,8 @@ impl Buffer {
                 }
                 Ok(())
             }
-            BufferOp::Name { .. }
-            | BufferOp::Rename { .. }
-            | BufferOp::Dirty
-            | BufferOp::Clean
-            | BufferOp::Mark { .. } => Ok(()),
+            BufferOp::Rename { name } => check_name(name),
+            BufferOp::Name { .. } | BufferOp::Dirty | BufferOp::Clean | BufferOp::Mark { .. } => Ok(()),
         }
     }
 
@@ -490,6 +497,20 @@ mod tests {
 
     fn splice(b: &mut Buffer, q0: u64, q1: u64, text: &str) {
         b.apply(&BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }).unwrap();
+    }
+
+    #[test]
+    fn a_name_is_one_line() {
+        let mut b = Buffer::new("/a".into());
+        let refused = b.apply(&BufferOp::Rename { name: "/a\nb".into() });
+        assert!(matches!(refused, Err(Reject::BadName { .. })), "{refused:?}");
+        assert_eq!(b.name, "/a");
+        let mut server = crate::Node::server();
+        let before = server.state.hash();
+        assert!(matches!(server.create_buffer_as("x\ny"), Err(Reject::BadName { .. })));
+        assert_eq!(server.state.hash(), before, "no shard made for it");
+        // acme's ctl may set a tab in a name (then say it is bad).
+        b.apply(&BufferOp::Rename { name: "/a\tb".into() }).unwrap();
     }
 
     #[test]

@@ -111,6 +111,8 @@ pub enum Reject {
     Lasting { shard: Shard },
     #[error("tab width {got} is out of range: from 1 to {max} characters")]
     TabWidth { got: u32, max: u32 },
+    #[error("bad character in file name {name:?}: a name is one line, with no newline")]
+    BadName { name: String },
 }
 
 /// Core's result type.

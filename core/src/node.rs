@@ -262,6 +262,8 @@ impl Node {
 
     /// Makes a new, empty buffer named `name`, led by this node.
     pub fn create_buffer_as(&mut self, name: &str) -> Result<BufferId> {
+        // Checked before the shard is made: a refused name leaves nothing.
+        crate::buf::check_name(name)?;
         let id = BufferId(self.alloc()?);
         let shard = Shard::Buffer(id);
         self.create_shard(shard)?;

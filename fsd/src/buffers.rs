@@ -392,6 +392,7 @@ const VERBS: &[Verb<BufferCtl>] = &[
 pub fn parse_ctl(text: &str, s: &Session, b: BufferId) -> Result<Vec<BufferCtl>, Error> {
     let buf = buffer(s, b)?;
     let msgs = ctl::parse_lines(text, VERBS, |msg| match &msg {
+        BufferCtl::Name(name) => ctl::fit_name(name).map(|()| msg),
         BufferCtl::Get(Some(f)) | BufferCtl::Put { file: Some(f), .. } if !f.starts_with('/') => {
             Err(Unfit::RelativeFile(f.clone()))
         }

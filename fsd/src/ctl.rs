@@ -70,6 +70,17 @@ pub enum Unfit {
     AfterClose,
     #[error("term: a scrollback of {0} rows is over the limit of 1000000")]
     TermScrollback(u64),
+    #[error("bad character in file name {0:?}: a name holds no control character")]
+    BadName(String),
+}
+
+/// Whether `name` may name a buffer through apex's own files: no control
+/// character (a tab would split its line of `index`, a newline end it).
+pub fn fit_name(name: &str) -> Result<(), Unfit> {
+    match name.chars().any(char::is_control) {
+        true => Err(Unfit::BadName(name.to_string())),
+        false => Ok(()),
+    }
 }
 
 impl From<CtlError> for String {

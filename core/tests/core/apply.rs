@@ -108,9 +108,10 @@ fn snapshots_round_trip_and_refuse_garbage() {
 fn a_snapshot_in_parts_reads_as_the_whole_at_any_range() {
     let (mut n, _) = setup();
     // Texts of several pieces (runes cut across them), an empty one, and
-    // one whose name and text look like an empty text's encoding.
+    // one whose name (empty: a length of 0) and text look like an empty
+    // text's encoding.
     let big: String = "naïve 文字 𝄞\n".repeat(3 * apex_core::text::PIECE / 17);
-    for (name, text) in [("big", big.as_str()), ("empty", ""), ("\0", "\0\u{1}x")] {
+    for (name, text) in [("big", big.as_str()), ("empty", ""), ("", "\0\u{1}x")] {
         let b = n.create_buffer_as(name).unwrap();
         if !text.is_empty() {
             n.append(Shard::Buffer(b), splice(0, 0, text)).unwrap();

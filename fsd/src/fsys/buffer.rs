@@ -72,7 +72,9 @@ impl Fsys {
         let text = utf8(data)?;
         match file {
             BufferFile::Name => {
-                let p = Proposal::Name { buffer: b, name: text.trim_end_matches('\n').to_string() };
+                let name = text.trim_end_matches('\n');
+                crate::ctl::fit_name(name).map_err(|e| e.to_string())?;
+                let p = Proposal::Name { buffer: b, name: name.to_string() };
                 self.daemon.propose(n, "name write", p).await?;
                 self.note_buffer_name(n, b)
             }

@@ -132,6 +132,16 @@ async fn buffers_addresses_and_proposals() {
     write(&c, root, &b("ctl"), "redo").await.unwrap();
     write(&c, root, &b("name"), "/tmp/notes\n").await.unwrap();
     assert_eq!(text(read(&c, root, &b("name")).await.unwrap()), "/tmp/notes\n");
+    // A name is one line of index and of acme's log: no control character.
+    for bad in ["/tmp/a\nb", "/tmp/bell\u{7}", "/tmp/tab\tname"] {
+        let e = write(&c, root, &b("name"), bad).await.unwrap_err().to_string();
+        assert!(e.contains("bad character in file name"), "{bad:?}: {e}");
+        // (In ctl a newline ends the message: the rest is another.)
+        let want = if bad.contains('\n') { "unknown message" } else { "bad character in file name" };
+        let e = write(&c, root, &b("ctl"), &format!("name {bad}")).await.unwrap_err().to_string();
+        assert!(e.contains(want), "{bad:?}: {e}");
+    }
+    assert_eq!(text(read(&c, root, &b("name")).await.unwrap()), "/tmp/notes\n");
     write(&c, root, &b("ctl"), "clean").await.unwrap();
     assert_eq!(ctl_field(&text(read(&c, root, &b("ctl")).await.unwrap()), "dirty"), "0");
     // OTRUNC empties the body.
