@@ -19,6 +19,17 @@ fn message(out: &mut String, c1: char, c2: char, q0: u64, q1: u64, flags: u32, t
     let _ = writeln!(out, "{c1}{c2}{q0} {q1} {flags} {nr} {text}");
 }
 
+/// The text of runes `q0..q1` of `buffer` for an event message: none when
+/// it is longer than a message carries (the reader asks `data`), made
+/// only when it is not, so a long action's or undo's text is not copied
+/// out of the rope to be dropped.
+fn event_text(buffer: &Buffer, q0: u64, q1: u64) -> String {
+    match q1.saturating_sub(q0) <= EVENT_TEXT_MAX as u64 {
+        true => buffer.slice(q0, q1).unwrap_or_default(),
+        false => String::new(),
+    }
+}
+
 /// The event messages for one entry of a buffer's log; `tag` makes the
 /// type letters lower case (a window's tag).
 pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool) -> String {
@@ -45,7 +56,7 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool) -> String {
             // The text is the buffer's only while it is still at the
             // action's version; otherwise the reader asks `data`.
             let text_of = |q0: u64, q1: u64| match a.version == buffer.version {
-                true => buffer.slice(q0, q1).unwrap_or_default(),
+                true => event_text(buffer, q0, q1),
                 false => String::new(),
             };
             message(&mut out, c1, c2, a.q0, a.q1, a.flags, &text_of(a.q0, a.q1));
@@ -115,7 +126,7 @@ pub fn follow(
                         // The text is known while nothing came after it.
                         let current = after == buffer.version && k + 1 == edits.len();
                         let t = match current {
-                            true => buffer.slice(edit.q0, edit.q0 + edit.inserted).unwrap_or_default(),
+                            true => event_text(buffer, edit.q0, edit.q0 + edit.inserted),
                             false => String::new(),
                         };
                         // Without the text, nr is 0 and the reader asks data.

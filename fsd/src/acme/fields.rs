@@ -36,9 +36,10 @@ fn five(state: &State, window: WindowId, number: u32) -> Option<String> {
 
 /// The window's tag up to its first newline.
 pub fn tag_line(state: &State, window: WindowId) -> String {
-    let text = state.windows.get(&window).and_then(|w| state.buffers.get(&w.tag)).map(|b| b.text.to_string());
-    let text = text.unwrap_or_default();
-    text.split('\n').next().unwrap_or_default().to_string()
+    // Up to the newline only, not the whole tag copied (tags grow with
+    // what is written to them).
+    let Some(tag) = state.windows.get(&window).and_then(|w| state.buffers.get(&w.tag)) else { return String::new() };
+    tag.text.rope().chars().take_while(|c| *c != '\n').collect()
 }
 
 /// `index`: one line per window, in column order; of Zerox copies (windows
