@@ -373,7 +373,8 @@ impl<S: Serve> Conn<S> {
 /// Moves bytes between an openfd descriptor's other end and its fid: reads
 /// of the fid (growing offsets, to EOF or an error) are written to the
 /// socket; what the client writes becomes writes of the fid. Then the fid
-/// is clunked.
+/// is clunked; a read-only one as soon as the client closes its end, not
+/// when a read that may wait for long (an event file's) returns at last.
 async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net::UnixStream, io: u32) {
     let (mut r, mut w) = stream.into_split();
     let reads = matches!(mode & 3, OREAD | ORDWR);
@@ -389,7 +390,7 @@ async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net
             }
             drop(w);
         };
-        let from_client = async {
+        let from_client = async |r: &mut tokio::net::unix::OwnedReadHalf| {
             let mut buf = vec![0u8; io as usize];
             let mut offset = 0u64;
             while let Ok(n @ 1..) = r.read(&mut buf).await {
@@ -399,12 +400,23 @@ async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net
                 offset += n as u64;
             }
         };
+        // What a read-only client sends is nothing but its end of the
+        // stream (or bytes it should not send): either way it is done.
+        let closed = async |r: &mut tokio::net::unix::OwnedReadHalf| {
+            let mut byte = [0u8; 1];
+            let _ = r.read(&mut byte).await;
+        };
         match (reads, writes) {
             (true, true) => {
-                tokio::join!(to_client, from_client);
+                tokio::join!(to_client, from_client(&mut r));
             }
-            (true, false) => to_client.await,
-            _ => from_client.await,
+            (true, false) => {
+                tokio::select! {
+                    _ = to_client => {}
+                    _ = closed(&mut r) => {}
+                }
+            }
+            _ => from_client(&mut r).await,
         }
     }
     serve.clunk(fid).await;
