@@ -86,15 +86,20 @@ pub(crate) fn reclaim(s: &mut Session, shard: Shard) {
     if lease.holder == AttachmentId::SERVER && lease.released.is_none() {
         return;
     }
-    let holder = lease.holder;
     if let Ok(op) = s.view.log.reclaim_op(shard) {
         if s.view.push_meta(op).is_ok() {
-            if let Some(id) = s.hub.conn_of(holder) {
-                let c = s.hub.conns.get_mut(&id).expect("found");
-                if c.grace_until.is_some() {
-                    c.lost_lease = true;
-                }
-            }
+            fenced(s, lease.holder);
+        }
+    }
+}
+
+/// `holder` lost a lease to the server: in its resume grace, it may no
+/// longer resume (its replica leads what it does not).
+pub(crate) fn fenced(s: &mut Session, holder: AttachmentId) {
+    if let Some(id) = s.hub.conn_of(holder) {
+        let c = s.hub.conns.get_mut(&id).expect("found");
+        if c.grace_until.is_some() {
+            c.lost_lease = true;
         }
     }
 }

@@ -37,10 +37,16 @@ impl Fsys {
             return Err(super::not_writable(Place::Shard1(n, shard, file)));
         }
         match utf8(data)?.trim() {
-            "reclaim" => self.daemon.with_session(n, |s| {
+            // As the deadline reclaims a stuck holder's lease: the holder is
+            // fenced, and what waited for it goes where it belongs now.
+            "reclaim" => self.daemon.with_hub(n, |s, _| {
+                let holder = s.view.log.lease(shard).map_err(|e| e.to_string())?.holder;
                 let op = s.view.log.reclaim_op(shard).map_err(|e| e.to_string())?;
-                s.view.push_meta(op).map(|_| ()).map_err(|e| e.to_string())
-            }),
+                s.view.push_meta(op).map_err(|e| e.to_string())?;
+                crate::attach::lease::fenced(s, holder);
+                crate::route::redispatch(s);
+                Ok(())
+            })?,
             other => Err(format!(
                 "lease: unknown request {other:?}; expected \"reclaim\" (the server takes the lease back). \
                  Leases are asked for and given up through the attach protocol (NAME/attach)"

@@ -167,3 +167,27 @@ async fn a_flushed_write_holds_up_nothing_and_lands_before_the_rflush_or_never()
         other => panic!("the body is {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_reclaimed_through_its_file_takes_the_writes_waiting_for_the_stuck_holder() {
+    // The deadline is a minute: the write routed to the stopped leader
+    // lands when somebody reclaims the lease by hand, not a minute on.
+    let d = Daemon::start_with("stuck-reclaim", &["--lease-deadline".into(), "60000".into()]);
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let (ui, body) = stuck_leader(&d).await;
+    let path = format!("main/buffers/{}/body", body.0);
+    let writing = {
+        let (c, path) = (c.clone(), path.clone());
+        tokio::spawn(async move { write(&c, root, &path, " hello").await })
+    };
+    let shard = format!("buffer.{}", body.0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!writing.is_finished(), "the write waits for the stopped leader");
+    write(&c, root, &format!("main/shards/{shard}/lease"), "reclaim\n").await.unwrap();
+    let wrote = tokio::time::timeout(WATCHDOG, writing).await.expect("the write still waits after the reclaim");
+    wrote.unwrap().expect("applied by the daemon");
+    assert_eq!(text(read(&c, root, &path).await.unwrap()), "typed hello");
+    assert_eq!(holder(&c, root, &shard).await, "0");
+    let _ = tokio::time::timeout(WATCHDOG, ui.resume()).await.expect("resume");
+}
