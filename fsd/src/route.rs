@@ -33,8 +33,17 @@ pub fn submit(
     s.hub.next_pending += 1;
     let deadline = now + s.hub.config.deadline_ms;
     let request = request.to_string();
-    let pending =
-        Pending { request, proposal, sent_to: None, sent_epoch: 0, reply: Some(tx), from, deadline, flushed: false };
+    let pending = Pending {
+        request,
+        proposal,
+        sent_to: None,
+        sent_epoch: 0,
+        reply: Some(tx),
+        from,
+        deadline,
+        flushed: false,
+        resent_to: None,
+    };
     s.hub.pending.insert(id, pending);
     route(s, id);
     if s.hub.pending.get(&id).is_some_and(|p| p.sent_to.is_none()) {
@@ -152,11 +161,14 @@ fn route(s: &mut Session, id: u64) {
             let proposal = p.proposal.clone();
             let due = s.hub.now + s.hub.config.deadline_ms;
             let p = s.hub.pending.get_mut(&id).expect("found");
+            // Each holder it is sent to has the whole deadline to answer,
+            // once: sent again after a resume, it has what was left.
+            if p.resent_to.take() != Some(holder) || p.sent_epoch != epoch {
+                p.deadline = due;
+            }
             p.sent_to = Some(holder);
             p.sent_epoch = epoch;
-            // Each holder it is sent to has the whole deadline to answer.
-            p.deadline = due;
-            s.hub.wakeups.push(due);
+            s.hub.wakeups.push(p.deadline);
             s.hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, epoch, proposal });
         }
         None => {}

@@ -135,6 +135,10 @@ pub(crate) struct Pending {
     /// Its writer flushed it: it is applied only by the client it was
     /// sent to already, if that one answers.
     pub(crate) flushed: bool,
+    /// It is to go again to the holder it was sent to, which resumed:
+    /// at the same epoch it keeps its deadline, so a holder that keeps
+    /// reconnecting without answering still loses the lease by then.
+    pub(crate) resent_to: Option<AttachmentId>,
 }
 
 /// A lease asked for and not yet granted.

@@ -319,7 +319,7 @@ fn hello(
                 // Proposals it had not answered go to it again.
                 for p in s.hub.pending.values_mut() {
                     if p.sent_to == Some(r.attachment) {
-                        p.sent_to = None;
+                        p.resent_to = p.sent_to.take();
                     }
                 }
                 tracing::info!(session = %s.label(), attachment = %r.attachment, "resumed");

@@ -606,6 +606,41 @@ fn a_proposal_a_stuck_holder_never_answers_is_applied_by_the_server_at_the_deadl
 }
 
 #[test]
+fn a_holder_that_keeps_resuming_without_answering_loses_the_lease_at_the_deadline() {
+    // It reads nothing and answers nothing, but hangs up and resumes
+    // every half deadline: each resume sends it the proposal again, which
+    // must not start its deadline over.
+    let mut w = World::new(10);
+    let ui = w.join(AttachmentKind::Ui);
+    let tool = w.join(AttachmentKind::Tool);
+    w.settle();
+    let b = window(&mut w, ui, "/tmp/flapping");
+    w.settle();
+    w.pause(ui, true);
+    let version = w.s.view.state.buffer(b).unwrap().version;
+    let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
+    w.link(tool).propose(p);
+    w.send(tool);
+    for _ in 0..4 {
+        w.advance(DEADLINE / 2);
+        w.hangup(ui);
+        w.reconnect(ui);
+        // Its resume goes out; nothing comes in.
+        w.pause(ui, false);
+        w.send(ui);
+        w.pause(ui, true);
+    }
+    w.advance(1);
+    w.settle();
+    // (Reclaimed at the deadline; the UI, resuming after, asks for it back.)
+    assert!(text_of(&w, b).starts_with("tool "), "applied by the view node: {:?}", text_of(&w, b));
+    w.pause(ui, false);
+    w.settle();
+    assert_eq!(text_of(&w, b).matches("tool ").count(), 1, "applied once");
+    w.quiesce();
+}
+
+#[test]
 fn tables_do_not_grow_with_the_proposals_that_went_through() {
     let mut w = World::new(9);
     let ui = w.join(AttachmentKind::Ui);
