@@ -225,5 +225,11 @@ fn follow_buffer(
     if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
         *next = e.seq;
     }
+    if version.is_none() && *next >= session.view.log.last(Shard::Buffer(b)) {
+        // A reader that fell further behind than the edits kept lost
+        // track of the buffer's version; caught up, it is the buffer's,
+        // and later undos are reported again.
+        *version = Some(buffer.version);
+    }
     Some(Ok(n == BATCH))
 }

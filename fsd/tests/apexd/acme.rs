@@ -265,6 +265,34 @@ async fn an_event_comes_after_thousands_of_entries_that_make_none() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_reader_far_behind_hears_undos_again_once_caught_up() {
+    // An undo, then more edits than the buffer keeps, made while the
+    // reader was away: it cannot tell what that undo did, but once it
+    // has read to the end it reports the next undo as acme does.
+    let d = acme_daemon("acme-behind");
+    let (c, root) = acme_client(&d, 8192).await;
+    let (_ctl, id) = new_window(&c, root).await;
+    let ev = open(&c, root, &format!("{id}/event"), ORDWR).await;
+    let body = open(&c, root, &format!("{id}/body"), OWRITE).await;
+    let apex = d.client().await;
+    let aroot = apex.attach("glenda", "").await.unwrap();
+    let windows = text(crate::read(&apex, aroot, "main/meta/windows").await.unwrap());
+    let line = windows.lines().find(|l| l.split(' ').next() == Some(&id.to_string())).expect("listed").to_string();
+    let undo = format!("main/buffers/{}/ctl", line.split(' ').nth(1).unwrap());
+    put(&c, &body, "ab").await.unwrap();
+    crate::write(&apex, aroot, &undo, "undo\n").await.unwrap();
+    let edits = apex_core::HISTORY_LIMIT as u64 + 50;
+    for _ in 0..edits {
+        put(&c, &body, "x").await.unwrap();
+    }
+    let mut seen = String::new();
+    events_until(&c, &ev, &mut seen, &format!("EI{} {} 0 1 x\n", edits - 1, edits)).await;
+    crate::write(&apex, aroot, &undo, "undo\n").await.unwrap();
+    let mut after = String::new();
+    events_until(&c, &ev, &mut after, &format!("D{} {} 0 0 \n", edits - 1, edits)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_clears_and_refills_and_the_go_package_reads_to_eof() {
     let d = acme_daemon("acme-watch");
     let dir = d.dir.display().to_string();
