@@ -213,11 +213,13 @@ impl Fsys {
                     WinFile::Event => self.acme_event_open(n, &w).await,
                     WinFile::Rdsel => {
                         let (sel, _) = self.daemon.look(n, |s| selection(s, &w))??;
-                        // The snapshot and the claim under one lock: nothing
-                        // is left claimed if the open fails.
-                        let bytes = self.daemon.with_session(n, |s| {
+                        // The text and the claim under one lock (nothing is
+                        // left claimed if the open fails); the text a copy
+                        // of the rope (its nodes shared), the selection
+                        // made of it with no lock held: it may be big.
+                        let text = self.daemon.with_session(n, |s| {
                             let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
-                            let text = b.slice(sel.q0, sel.q1).unwrap_or_default().into_bytes();
+                            let text = b.check_range(sel.q0, sel.q1).ok().map(|()| b.text.rope().clone());
                             let st = s.acme.windows.entry(w.id).or_default();
                             if st.rdsel_open {
                                 return Err(format!("{EINUSE}: rdsel is open"));
@@ -225,6 +227,9 @@ impl Fsys {
                             st.rdsel_open = true;
                             Ok(text)
                         })?;
+                        let bytes = text
+                            .map(|t| t.slice(sel.q0 as usize..sel.q1 as usize).to_string().into_bytes())
+                            .unwrap_or_default();
                         Ok(Opened::Rdsel { content: Content::made(bytes), window: w.id })
                     }
                     WinFile::Wrsel => {
