@@ -93,6 +93,15 @@ pub async fn new_window(c: &Client, root: u32) -> (File, u32) {
     (ctl, id)
 }
 
+/// Acme window `id`'s body buffer and window shard numbers, from the
+/// apex tree's `meta/windows` (`client` attached there as `root`).
+async fn window_ids(client: &Client, root: u32, id: u32) -> [String; 2] {
+    let windows = text(crate::read(client, root, "main/meta/windows").await.unwrap());
+    let line = windows.lines().find(|l| l.split(' ').next() == Some(&id.to_string())).expect("listed");
+    let fields: Vec<&str> = line.split(' ').collect();
+    [fields[1].to_string(), fields[2].to_string()]
+}
+
 /// The addr file's two numbers.
 fn addr_of(s: &str) -> (u64, u64) {
     assert_eq!(s.len(), 24, "addr reads as two 11-wide numbers each followed by a blank: {s:?}");
@@ -276,9 +285,8 @@ async fn an_event_reader_far_behind_hears_undos_again_once_caught_up() {
     let body = open(&c, root, &format!("{id}/body"), OWRITE).await;
     let apex = d.client().await;
     let aroot = apex.attach("glenda", "").await.unwrap();
-    let windows = text(crate::read(&apex, aroot, "main/meta/windows").await.unwrap());
-    let line = windows.lines().find(|l| l.split(' ').next() == Some(&id.to_string())).expect("listed").to_string();
-    let undo = format!("main/buffers/{}/ctl", line.split(' ').nth(1).unwrap());
+    let [body_buffer, _] = window_ids(&apex, aroot, id).await;
+    let undo = format!("main/buffers/{body_buffer}/ctl");
     put(&c, &body, "ab").await.unwrap();
     crate::write(&apex, aroot, &undo, "undo\n").await.unwrap();
     let edits = apex_core::HISTORY_LIMIT as u64 + 50;
@@ -749,9 +757,8 @@ async fn topenfd_passes_a_descriptor_that_writes_the_tag() {
     // (Each shows as an entry of the window's shard: EventOpen, EventClose.)
     let apex = d.client().await;
     let aroot = apex.attach("glenda", "").await.unwrap();
-    let windows = text(crate::read(&apex, aroot, "main/meta/windows").await.unwrap());
-    let line = windows.lines().find(|l| l.split(' ').next() == Some(&id.to_string())).expect("listed").to_string();
-    let info = format!("main/shards/window.{}/info", line.split(' ').nth(2).unwrap());
+    let [_, window] = window_ids(&apex, aroot, id).await;
+    let info = format!("main/shards/window.{window}/info");
     let last = async || {
         let info = text(crate::read(&apex, aroot, &info).await.unwrap());
         info.lines().find_map(|l| l.strip_prefix("last ")).unwrap().parse::<u64>().unwrap()

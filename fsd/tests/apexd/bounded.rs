@@ -24,6 +24,34 @@ fn at(p: &[&str]) -> Vec<String> {
     p.iter().map(|s| s.to_string()).collect()
 }
 
+/// Writes `body` (then clunks it) with twice the bytes after which an
+/// ephemeral log lets go of what nobody needs, and more; checks the log
+/// holds at most about that many, not all of it. The bytes written, and
+/// the chunk written each time.
+async fn write_past_the_log_limit(tree: &Fsys, body: <Fsys as Serve>::Fid) -> (u64, Vec<u8>) {
+    let chunk = "a line of text, written again and again into one body\n".repeat(1 << 14).into_bytes();
+    let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
+    let mut written = 0u64;
+    while written < 2 * limit + (8 << 20) {
+        tree.write(&body, 0, chunk.clone()).await.unwrap();
+        written += chunk.len() as u64;
+    }
+    tree.clunk(body).await;
+    let held: u64 = tree.daemon.log_bytes().iter().sum();
+    assert!(held <= limit + chunk.len() as u64 * 2, "{held} bytes of entries held after {written} written");
+    (written, chunk)
+}
+
+/// Opens `main/attach` and says Hello as a tool named `name`.
+async fn attached_tool(tree: &Fsys, root: &<Fsys as Serve>::Fid, name: &str) -> <Fsys as Serve>::Fid {
+    use apex_fsd::attach::wire::{frame, ClientMsg};
+    let (_, attach) = tree.walk(root, &at(&["main", "attach"])).await.unwrap();
+    let (_, attach) = tree.open(&attach.unwrap(), ORDWR).await.unwrap();
+    let hello = frame(&ClientMsg::Hello { kind: apex_core::AttachmentKind::Tool, name: name.into(), resume: None });
+    tree.write(&attach, 0, hello).await.unwrap();
+    attach
+}
+
 /// A daemon's tree (its sessions kept nowhere) with session `main`, its
 /// root fid, and a new buffer's number.
 async fn tree_with_a_buffer() -> (Fsys, <Fsys as Serve>::Fid, String) {
@@ -73,14 +101,11 @@ async fn deadlines_by_the_thousand_keep_one_timer() {
     // and again: each grant sets a deadline, and the session's one timer
     // task sleeps until the earliest; no task per deadline is left
     // sleeping out its hour.
-    use apex_core::{AttachmentKind, BufferId, Shard};
+    use apex_core::{BufferId, Shard};
     use apex_fsd::attach::wire::{frame, ClientMsg};
     let (tree, root, id) = tree_with_a_buffer().await;
     let shard = Shard::Buffer(BufferId(id.parse().unwrap()));
-    let (_, attach) = tree.walk(&root, &at(&["main", "attach"])).await.unwrap();
-    let (_, attach) = tree.open(&attach.unwrap(), ORDWR).await.unwrap();
-    let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Tool, name: "lessee".into(), resume: None });
-    tree.write(&attach, 0, hello).await.unwrap();
+    let attach = attached_tool(&tree, &root, "lessee").await;
     let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
     let last = tree.daemon.with_hub_quiet(1, |s| s.view.log.last(shard)).unwrap();
     let mut before = None;
@@ -103,14 +128,11 @@ async fn a_client_that_never_reads_leaves_one_welcome_queued_and_is_told_to_read
     // Resyncs without a read leave one Welcome of the newest state, not
     // a state each; answers pile up only so far before writes are refused
     // until the client reads.
-    use apex_core::{AttachmentKind, BufferId, Proposal};
+    use apex_core::{BufferId, Proposal};
     use apex_fsd::attach::wire::{frame, ClientMsg, Frames, ServerMsg};
     let (tree, root, id) = tree_with_a_buffer().await;
     let buffer = BufferId(id.parse().unwrap());
-    let (_, attach) = tree.walk(&root, &at(&["main", "attach"])).await.unwrap();
-    let (_, attach) = tree.open(&attach.unwrap(), ORDWR).await.unwrap();
-    let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Tool, name: "deaf".into(), resume: None });
-    tree.write(&attach, 0, hello).await.unwrap();
+    let attach = attached_tool(&tree, &root, "deaf").await;
     for _ in 0..1_000 {
         tree.write(&attach, 0, frame(&ClientMsg::Resync)).await.unwrap();
     }
@@ -154,25 +176,13 @@ async fn a_client_that_stops_reading_holds_back_no_entries() {
     // bytes after which the log lets go: it is sent a Welcome instead of
     // the entries, which go; reading, it gets one Welcome, of the state
     // with everything written.
-    use apex_core::AttachmentKind;
-    use apex_fsd::attach::wire::{frame, ClientMsg, Frames, ServerMsg};
+    use apex_fsd::attach::wire::{Frames, ServerMsg};
     let (tree, root, id) = tree_with_a_buffer().await;
-    let (_, attach) = tree.walk(&root, &at(&["main", "attach"])).await.unwrap();
-    let (_, attach) = tree.open(&attach.unwrap(), ORDWR).await.unwrap();
-    let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Tool, name: "asleep".into(), resume: None });
-    tree.write(&attach, 0, hello).await.unwrap();
+    let attach = attached_tool(&tree, &root, "asleep").await;
     let (_, body) = tree.walk(&root, &at(&["main", "buffers", &id, "body"])).await.unwrap();
     let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
-    let chunk = "a line of text, written again and again into one body\n".repeat(1 << 14);
+    let (written, chunk) = write_past_the_log_limit(&tree, body).await;
     let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
-    let mut written = 0u64;
-    while written < 2 * limit + (8 << 20) {
-        tree.write(&body, 0, chunk.as_bytes().to_vec()).await.unwrap();
-        written += chunk.len() as u64;
-    }
-    tree.clunk(body).await;
-    let held: u64 = tree.daemon.log_bytes().iter().sum();
-    assert!(held <= limit + chunk.len() as u64 * 2, "{held} bytes of entries held after {written} written");
     let mut frames = Frames::default();
     let mut welcomes = Vec::new();
     while welcomes.is_empty() {
@@ -239,22 +249,12 @@ async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     let (_, read_body) = tree.open(&read_body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
     let (_, body) = tree.walk(&root, &at(&["main", "buffers", &id, "body"])).await.unwrap();
     let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
-    // Twice the bytes after which the log lets go of what nobody needs,
-    // and more: it holds at most about that many, not all of it.
-    let chunk = "a line of text, written again and again into one body\n".repeat(1 << 14);
-    let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
-    let mut written = 0u64;
-    while written < 2 * limit + (8 << 20) {
-        tree.write(&body, 0, chunk.as_bytes().to_vec()).await.unwrap();
-        written += chunk.len() as u64;
-    }
-    tree.clunk(body).await;
+    let (_, chunk) = write_past_the_log_limit(&tree, body).await;
     let held: u64 = tree.daemon.log_bytes().iter().sum();
-    assert!(held <= limit + chunk.len() as u64 * 2, "{held} bytes of entries held after {written} written");
     assert!(held > 0, "what was written since the last compaction is still there");
     // The shard being read kept all its entries, the first one included.
     for _ in 0..8 {
-        tree.write(&read_body, 0, chunk.as_bytes().to_vec()).await.unwrap();
+        tree.write(&read_body, 0, chunk.clone()).await.unwrap();
     }
     let (_, again) = tree.walk(&root, &at(&["main", "shards", &format!("buffer.{read}"), "entries"])).await.unwrap();
     let (_, again) = tree.open(&again.unwrap(), OREAD).await.unwrap();
