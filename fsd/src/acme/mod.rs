@@ -77,13 +77,17 @@ pub struct Acme {
     /// an event written back (`Mx Undo`): reported with the writer's
     /// letter, as acme reports them, not `F`. The last [`ORIGINS_KEPT`].
     origins: VecDeque<((BufferId, Seq), char)>,
-    /// While an event written back runs: its window's buffers and origin
-    /// letter (a reader may format the undo before it is noted).
-    pub running_event: Option<([BufferId; 2], char)>,
+    /// While events written back run: each one's window's buffers and
+    /// origin letter (a reader may format the undo before it is noted);
+    /// one per event, so two in different windows at once keep theirs.
+    running_events: Vec<([BufferId; 2], char)>,
 }
 
 /// Origin letters of undo and redo entries kept for event readers.
 pub const ORIGINS_KEPT: usize = 256;
+
+/// Events written back that may run at once, kept for their letters.
+const EVENTS_RUNNING_KEPT: usize = 64;
 
 impl Acme {
     /// Notes that buffer `b`'s entry `seq` was made for an event written
@@ -99,7 +103,25 @@ impl Acme {
     /// running event's for its buffers.
     pub fn origin(&self, b: BufferId, seq: Seq) -> Option<char> {
         let noted = self.origins.iter().rev().find(|(k, _)| *k == (b, seq)).map(|(_, c)| *c);
-        noted.or(self.running_event.filter(|(bs, _)| bs.contains(&b)).map(|(_, c)| c))
+        noted.or(self.running_events.iter().rev().find(|(bs, _)| bs.contains(&b)).map(|(_, c)| *c))
+    }
+
+    /// An event written back to the window of `buffers` (body and tag)
+    /// with origin letter `c1` starts running.
+    pub fn event_runs(&mut self, buffers: [BufferId; 2], c1: char) {
+        // (One whose request ended without `event_ran`, a panic caught,
+        // goes once this many more have started.)
+        if self.running_events.len() >= EVENTS_RUNNING_KEPT {
+            self.running_events.remove(0);
+        }
+        self.running_events.push((buffers, c1));
+    }
+
+    /// That event is done (its entries noted by `note_origin`).
+    pub fn event_ran(&mut self, buffers: [BufferId; 2], c1: char) {
+        if let Some(i) = self.running_events.iter().rposition(|e| *e == (buffers, c1)) {
+            self.running_events.remove(i);
+        }
     }
 
     /// The index the next log line will have: where a new reader starts.
@@ -214,4 +236,26 @@ pub(crate) fn test_buffer(text: &str) -> apex_core::Buffer {
     let op = apex_core::BufferOp::Splice { q0: 0, q1: 0, text: text.into(), origin: apex_core::Origin::Keyboard };
     b.apply(&op).expect("an insert into an empty buffer");
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_running_at_once_in_two_windows_keep_their_letters() {
+        let mut acme = Acme::default();
+        let (one, two) = ([BufferId(1), BufferId(2)], [BufferId(3), BufferId(4)]);
+        acme.event_runs(one, 'M');
+        acme.event_runs(two, 'K');
+        assert_eq!((acme.origin(BufferId(1), 9), acme.origin(BufferId(4), 9)), (Some('M'), Some('K')));
+        acme.event_ran(one, 'M');
+        assert_eq!((acme.origin(BufferId(2), 9), acme.origin(BufferId(3), 9)), (None, Some('K')), "the other runs on");
+        acme.event_ran(two, 'K');
+        assert_eq!(acme.origin(BufferId(3), 9), None);
+        for _ in 0..2 * EVENTS_RUNNING_KEPT {
+            acme.event_runs(one, 'M');
+        }
+        assert!(acme.running_events.len() <= EVENTS_RUNNING_KEPT);
+    }
 }

@@ -720,7 +720,7 @@ impl Fsys {
         let id = w.id;
         let last = |s: &Session, b: BufferId| s.view.log.shard(Shard::Buffer(b)).map_or(0, |l| l.last());
         let before = self.daemon.with_hub_quiet(n, |s| {
-            s.acme.running_event = Some(([w.body, w.tag], wb.origin));
+            s.acme.event_runs([w.body, w.tag], wb.origin);
             (last(s, w.body), last(s, w.tag))
         })?;
         let done = match wb.act {
@@ -730,7 +730,7 @@ impl Fsys {
         // The daemon's undo and redo made for this event are reported
         // with its origin letter.
         let _ = self.daemon.with_hub_quiet(n, |s| {
-            s.acme.running_event = None;
+            s.acme.event_ran([w.body, w.tag], wb.origin);
             for (b, from) in [(w.body, before.0), (w.tag, before.1)] {
                 let made: Vec<Seq> = match s.view.log.entries_after(Shard::Buffer(b), from) {
                     Ok(it) => it
