@@ -152,10 +152,6 @@ impl Leases {
                 }
             }
             MetaOp::ShardDel { shard: Shard::Meta } => Err(Reject::Pinned { shard: Shard::Meta }),
-            // Made with its session and never again (`ShardNew` of it is
-            // the daemon's alone, at the start): gone, it would be gone
-            // for good, and every window with it.
-            MetaOp::ShardDel { shard: Shard::Layout } => Err(Reject::Lasting { shard: Shard::Layout }),
             MetaOp::LeaseGrant { shard, epoch, .. } | MetaOp::LeaseReclaim { shard, epoch, .. } => {
                 let l = self.leasable(*shard)?;
                 match *epoch == l.epoch + 1 {

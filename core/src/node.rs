@@ -127,6 +127,7 @@ impl Node {
             Some(e) if shard != Shard::Meta => *e,
             _ => return Err(Reject::NotLeader { shard }),
         };
+        op.admissible()?;
         let entry = self.log.prepare(shard, self.attachment, epoch, op)?;
         self.state.apply(shard, &entry)?;
         if let Some(j) = &mut self.journal {
@@ -142,6 +143,9 @@ impl Node {
             return Err(Reject::ServerOnly { shard });
         }
         self.log.check_entry(shard, &entry)?;
+        if self.log.is_authority() {
+            entry.op.admissible()?;
+        }
         self.state.apply(shard, &entry)?;
         let meta = shard == Shard::Meta;
         let made = match &entry.op {
@@ -181,6 +185,12 @@ impl Node {
             return Ok(());
         }
         self.log.check_run(shard, &entries)?;
+        if self.log.is_authority() {
+            let refused = entries.iter().enumerate().find_map(|(i, e)| e.op.admissible().err().map(|r| (i, r)));
+            if let Some(refused) = refused {
+                return Err(refused);
+            }
+        }
         self.state.apply_all(shard, &entries)?;
         for entry in entries {
             self.log.push(shard, entry);
@@ -228,6 +238,13 @@ impl Node {
     /// Deletes `shard`. A mirror drops its state at once (unsequenced); the
     /// daemon's `ShardDel` follows.
     pub fn delete_shard(&mut self, shard: Shard) -> Result<Option<Entry>> {
+        if shard == Shard::Layout {
+            // Made with its session and never again: gone, it would be
+            // gone for good, and every window with it. (Refused where a
+            // deletion is made, not where one is applied: a log written
+            // before this rule still replays.)
+            return Err(Reject::Lasting { shard });
+        }
         let op = MetaOp::ShardDel { shard };
         self.state.meta.check(&op)?;
         self.log.shard(shard)?;

@@ -21,6 +21,28 @@ pub enum Op {
 }
 
 impl Op {
+    /// What a new entry's op must hold beyond what applying it checks:
+    /// limits set after logs without them were written, so they are held
+    /// where an entry is made or admitted (`Node::append`, the authority's
+    /// `accept`), and a replay or a follower still takes an old one. A
+    /// buffer's name is one line (no newline); a window's tab is `Tab`'s
+    /// range (a UI lays it out in pixels).
+    pub fn admissible(&self) -> crate::Result<()> {
+        match self {
+            Op::Buffer(BufferOp::Create { name } | BufferOp::Rename { name } | BufferOp::Name { name }) => {
+                crate::buf::check_name(name)
+            }
+            Op::Window(WindowOp::Flags(flags)) => {
+                let max = crate::exec::MAX_TAB;
+                match flags.tab {
+                    Some(got) if !(1..=max).contains(&got) => Err(crate::Reject::TabWidth { got, max }),
+                    _ => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The kind of shard this op belongs on.
     pub fn kind(&self) -> ShardKind {
         match self {

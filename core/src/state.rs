@@ -121,7 +121,6 @@ impl State {
             if self.buffers.contains_key(&id) {
                 return Err(Reject::Created { shard });
             }
-            crate::buf::check_name(name)?;
             self.buffers.insert(id, Buffer::new(name.clone()));
             return Ok(());
         }

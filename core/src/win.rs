@@ -2,7 +2,7 @@
 //! flags. Where it sits and its acme number are the layout's (`layout.rs`);
 //! its selections are its buffers' views (`view.rs`).
 
-use crate::error::{Reject, Result};
+use crate::error::Result;
 use crate::id::{AttachmentId, BufferId};
 use crate::op::{WindowFlags, WindowOp};
 use serde::{Deserialize, Serialize};
@@ -31,15 +31,7 @@ impl Window {
             WindowOp::Create { .. } => {}
             WindowOp::Tag { tag } => self.tag = *tag,
             WindowOp::Body { body } => self.body = *body,
-            WindowOp::Flags(flags) => {
-                // A UI lays tabs out from this width (in pixels, wider): a
-                // leader's op is held to what `Tab` sets.
-                let max = crate::exec::MAX_TAB;
-                match flags.tab {
-                    Some(got) if !(1..=max).contains(&got) => return Err(Reject::TabWidth { got, max }),
-                    _ => self.flags = (**flags).clone(),
-                }
-            }
+            WindowOp::Flags(flags) => self.flags = (**flags).clone(),
             WindowOp::EventOpen { reader } => self.event_reader = Some(*reader),
             WindowOp::EventClose => self.event_reader = None,
         }

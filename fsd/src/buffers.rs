@@ -85,13 +85,10 @@ pub fn truncate(s: &Session, b: BufferId) -> Result<Option<Proposal>, Error> {
 }
 
 /// Buffer `b`'s address, made if it has none. The addresses of buffers
-/// deleted since go first, once they could outnumber the live buffers':
-/// the table never holds more than those.
+/// deleted since go first: the table holds the live buffers' at most.
 fn addr_of(s: &mut Session, b: BufferId) -> &mut Addr {
-    if s.addrs.len() >= s.view.state.buffers.len() {
-        let live = &s.view.state.buffers;
-        s.addrs.retain(|b, _| live.contains_key(b));
-    }
+    let live = &s.view.state.buffers;
+    s.addrs.retain(|b, _| live.contains_key(b));
     s.addrs.entry(b).or_default()
 }
 

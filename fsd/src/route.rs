@@ -11,7 +11,7 @@
 
 use crate::attach::error::AttachError;
 use crate::attach::hub::{Pending, Reply, Written};
-use crate::attach::lease::{give_back, grant_asked, reclaim};
+use crate::attach::lease::{pass_on, reclaim};
 use crate::session::Session;
 use apex_core::{AttachmentId, Epoch, Proposal, Shard};
 use apex_link::wire::{Outcome, Refusal, ServerMsg};
@@ -42,7 +42,7 @@ pub fn submit(
         from,
         deadline,
         flushed: false,
-        resent_to: None,
+        paused: None,
     };
     s.hub.pending.insert(id, pending);
     route(s, id);
@@ -96,11 +96,7 @@ pub(crate) fn reclaim_stuck(s: &mut Session, now: u64) {
             "a proposal was not answered by the lease deadline; lease reclaimed"
         );
         reclaim(s, shard);
-        if let Some(b) = s.hub.bounded.remove(&shard) {
-            give_back(s, shard, b.return_to);
-        } else if s.hub.asks.contains_key(&shard) {
-            grant_asked(s, shard, now);
-        }
+        pass_on(s, shard, now);
     }
 }
 
@@ -163,9 +159,10 @@ fn route(s: &mut Session, id: u64) {
             let p = s.hub.pending.get_mut(&id).expect("found");
             // Each holder it is sent to has the whole deadline to answer,
             // once: sent again after a resume, it has what was left.
-            if p.resent_to.take() != Some(holder) || p.sent_epoch != epoch {
-                p.deadline = due;
-            }
+            p.deadline = match p.paused.take() {
+                Some((h, left)) if h == holder && p.sent_epoch == epoch => s.hub.now + left,
+                _ => due,
+            };
             p.sent_to = Some(holder);
             p.sent_epoch = epoch;
             s.hub.wakeups.push(p.deadline);

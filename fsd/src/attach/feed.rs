@@ -45,6 +45,8 @@ pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>
 /// lock held (a snapshot grows with the session's buffers); the bytes
 /// framed after it wait until [`welcomed`] puts its frames in place.
 pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, AttachError> {
+    // Reading, however far behind: not to be sent a Welcome for stalling.
+    s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?.read_lately = true;
     loop {
         let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
         if c.taken.is_broken() {
@@ -208,7 +210,6 @@ const ENTRIES_PER_FRAME: usize = 4096;
 /// entries, the metalog first.
 fn fill(s: &mut Session, conn: ConnId) {
     let c = s.hub.conns.get_mut(&conn).expect("live");
-    c.read_lately = true;
     if c.attachment.is_none() {
         return;
     }

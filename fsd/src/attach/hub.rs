@@ -135,10 +135,12 @@ pub(crate) struct Pending {
     /// Its writer flushed it: it is applied only by the client it was
     /// sent to already, if that one answers.
     pub(crate) flushed: bool,
-    /// It is to go again to the holder it was sent to, which resumed:
-    /// at the same epoch it keeps its deadline, so a holder that keeps
-    /// reconnecting without answering still loses the lease by then.
-    pub(crate) resent_to: Option<AttachmentId>,
+    /// The holder it was sent to hung up with this many ms of the
+    /// deadline left: sent to it again when it resumes (at the same
+    /// epoch), it has those, not a whole deadline, so a holder that keeps
+    /// reconnecting without answering still loses the lease, and one that
+    /// was away a while is not held to time that ran while it was.
+    pub(crate) paused: Option<(AttachmentId, u64)>,
 }
 
 /// A lease asked for and not yet granted.

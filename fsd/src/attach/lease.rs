@@ -93,6 +93,17 @@ pub(crate) fn reclaim(s: &mut Session, shard: Shard) {
     }
 }
 
+/// After the server took `shard` back from a holder that would not let
+/// go: a bounded lease goes back to whoever lent it, an ask waiting for
+/// it is granted.
+pub(crate) fn pass_on(s: &mut Session, shard: Shard, now: u64) {
+    if let Some(b) = s.hub.bounded.remove(&shard) {
+        give_back(s, shard, b.return_to);
+    } else if s.hub.asks.contains_key(&shard) {
+        grant_asked(s, shard, now);
+    }
+}
+
 /// `holder` lost a lease to the server: in its resume grace, it may no
 /// longer resume (its replica leads what it does not).
 pub(crate) fn fenced(s: &mut Session, holder: AttachmentId) {

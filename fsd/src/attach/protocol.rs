@@ -30,7 +30,7 @@ fn ui_or_tool(kind: AttachmentKind) -> &'static str {
 }
 
 /// Messages a connection may leave unread (acks, answers, proposals)
-/// before its writes are refused.
+/// before its proposals are refused.
 const MAX_UNREAD: usize = 4096;
 
 /// One Twrite's bytes. It may complete at most one frame; that frame's
@@ -42,11 +42,6 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
         // Only a broken stream's fid outlives its hang-up: it takes
         // nothing more (a Welcome for it would end its grace).
         return Err(AttachError::StreamBroken);
-    }
-    if c.control.len() >= MAX_UNREAD {
-        // What a client's frames make waits for it to read: one that
-        // never does may not make more.
-        return Err(AttachError::Unread(c.control.len()));
     }
     let before = c.frames.pending();
     c.frames.push(bytes);
@@ -113,6 +108,12 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
     c.grace_until = Some(now + grace);
     c.frames.clear();
     s.hub.wakeups.push(now + grace);
+    // The clocks of the proposals it was sent stop while it is away.
+    if let Some(a) = c.attachment {
+        for p in s.hub.pending.values_mut().filter(|p| p.sent_to == Some(a)) {
+            p.paused = Some((a, p.deadline.saturating_sub(now)));
+        }
+    }
 }
 
 /// The connection's stream broke (its Welcome could not be encoded, or a
@@ -252,6 +253,13 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             }
             Ok(Written::Done)
         }
+        ClientMsg::Propose { .. } if s.hub.conns[&conn].control.len() >= MAX_UNREAD => {
+            // Each makes an Answer that waits for the client to read it:
+            // one that never reads may not make more. (Only what a frame
+            // adds to what waits unread is refused, never an append or an
+            // answer, which the session needs whatever the client reads.)
+            Err(AttachError::Unread(s.hub.conns[&conn].control.len()))
+        }
         ClientMsg::Propose { id, proposal } => {
             Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id)), now))
         }
@@ -319,7 +327,7 @@ fn hello(
                 // Proposals it had not answered go to it again.
                 for p in s.hub.pending.values_mut() {
                     if p.sent_to == Some(r.attachment) {
-                        p.resent_to = p.sent_to.take();
+                        p.sent_to = None;
                     }
                 }
                 tracing::info!(session = %s.label(), attachment = %r.attachment, "resumed");

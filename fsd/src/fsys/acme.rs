@@ -723,6 +723,9 @@ impl Fsys {
             s.acme.event_runs([w.body, w.tag], wb.origin);
             (last(s, w.body), last(s, w.tag))
         })?;
+        // Said done however this request ends (aborted with its
+        // connection, or a panic caught), so no stale letter stays.
+        let running = EventRunning { daemon: &self.daemon, n, buffers: [w.body, w.tag], c1: wb.origin };
         let done = match wb.act {
             Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
             Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look_from(h, id, &text, from)).await,
@@ -730,7 +733,6 @@ impl Fsys {
         // The daemon's undo and redo made for this event are reported
         // with its origin letter.
         let _ = self.daemon.with_hub_quiet(n, |s| {
-            s.acme.event_ran([w.body, w.tag], wb.origin);
             for (b, from) in [(w.body, before.0), (w.tag, before.1)] {
                 let made: Vec<Seq> = match s.view.log.entries_after(Shard::Buffer(b), from) {
                     Ok(it) => it
@@ -750,6 +752,9 @@ impl Fsys {
                 }
             }
         });
+        // Noted first, then no longer running: a reader finds the letter
+        // one way or the other.
+        drop(running);
         // As acme's xfideventwrite: the write succeeds, and what went wrong
         // goes to the window's +Errors (a search that found nothing says
         // nothing, as look3).
@@ -761,5 +766,20 @@ impl Fsys {
                 Ok(warned?)
             }
         }
+    }
+}
+
+/// An event written back, running: its window's buffers and origin
+/// letter are the session's until this is dropped.
+struct EventRunning<'a> {
+    daemon: &'a crate::daemon::Daemon,
+    n: u64,
+    buffers: [BufferId; 2],
+    c1: char,
+}
+
+impl Drop for EventRunning<'_> {
+    fn drop(&mut self) {
+        let _ = self.daemon.with_hub_quiet(self.n, |s| s.acme.event_ran(self.buffers, self.c1));
     }
 }

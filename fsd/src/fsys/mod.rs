@@ -356,17 +356,24 @@ impl Fsys {
                 Some(n) => self.daemon.subscribe_to(n),
                 None => self.daemon.subscribe(),
             };
-            {
+            let again = {
                 let mut opened = fid.lock();
                 let Opened::Stream { cursor, .. } = &mut *opened else { return Err("stream is not open".into()) };
                 if let Some(bytes) = cursor.take(offset, count)? {
                     return Ok(bytes);
                 }
                 match cursor.fill(&self.daemon)? {
-                    Fill::Data | Fill::Again => continue,
+                    Fill::Data => continue,
+                    Fill::Again => true,
                     Fill::End => return Ok(Vec::new()),
-                    Fill::Wait => {}
+                    Fill::Wait => false,
                 }
+            };
+            if again {
+                // Far behind in entries that make nothing to read: a batch
+                // at a time, letting the worker's other tasks run between.
+                tokio::task::yield_now().await;
+                continue;
             }
             if wake.changed().await.is_err() {
                 return Ok(Vec::new());

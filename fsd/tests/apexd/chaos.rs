@@ -641,6 +641,36 @@ fn a_holder_that_keeps_resuming_without_answering_loses_the_lease_at_the_deadlin
 }
 
 #[test]
+fn a_holder_away_longer_than_the_deadline_resumes_and_answers_what_it_was_sent() {
+    // Its connection drops for two deadlines (inside its grace): the time
+    // it was away is not held against it; resumed, it answers and keeps
+    // its lease.
+    let mut w = World::new(11);
+    let ui = w.join(AttachmentKind::Ui);
+    let tool = w.join(AttachmentKind::Tool);
+    w.settle();
+    let b = window(&mut w, ui, "/tmp/away");
+    w.settle();
+    let holder = w.s.view.log.lease(Shard::Buffer(b)).unwrap().holder;
+    w.pause(ui, true);
+    let version = w.s.view.state.buffer(b).unwrap().version;
+    let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
+    w.link(tool).propose(p);
+    w.send(tool);
+    w.advance(DEADLINE / 4);
+    w.hangup(ui);
+    w.advance(2 * DEADLINE);
+    w.reconnect(ui);
+    w.pause(ui, false);
+    w.send(ui);
+    w.advance(1);
+    w.settle();
+    assert_eq!(w.s.view.log.lease(Shard::Buffer(b)).unwrap().holder, holder, "it kept its lease");
+    assert!(text_of(&w, b).starts_with("tool "), "it answered: {:?}", text_of(&w, b));
+    w.quiesce();
+}
+
+#[test]
 fn tables_do_not_grow_with_the_proposals_that_went_through() {
     let mut w = World::new(9);
     let ui = w.join(AttachmentKind::Ui);

@@ -7,6 +7,7 @@ mod attach;
 mod bounded;
 mod builtins;
 mod chaos;
+mod events;
 mod fidelity;
 mod host;
 mod locks;
