@@ -199,13 +199,27 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
     let kind = c.kind;
     match msg {
         ClientMsg::Hello { .. } => Err(AttachError::AlreadyAttached(a)),
+        ClientMsg::Propose { .. } | ClientMsg::Lease { .. } | ClientMsg::CreateShard { .. }
+            if s.hub.conns[&conn].control.len() >= MAX_UNREAD =>
+        {
+            // Each may add a message that waits for the client to read it
+            // (an answer, a lease's expiry, an ack): one that never reads
+            // may not make more. (Only such frames are refused, never an
+            // append or an answer, which the session needs whatever the
+            // client reads.)
+            Err(AttachError::Unread(s.hub.conns[&conn].control.len()))
+        }
         ClientMsg::Append { shard, entries, generation, answers } => {
             let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
             if let Err(e) = append(s, conn, a, shard, entries, generation) {
                 // Its proposals' entries were not taken: whoever holds the
                 // shard now acts on them again.
+                // (If that is this one again, at the same epoch, with what
+                // was left of its deadline, not a new one: a holder that
+                // keeps sending bad appends is stuck all the same.)
                 for id in ids {
                     if let Some(p) = s.hub.pending.get_mut(&id).filter(|p| p.sent_to == Some(a)) {
+                        p.paused = Some((a, p.deadline.saturating_sub(now)));
                         p.sent_to = None;
                     }
                 }
@@ -237,6 +251,9 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             s.view.delete_shard(shard)?;
             s.hub.asks.remove(&shard);
             s.hub.bounded.remove(&shard);
+            // An unread ack of a shard gone says nothing any more.
+            let c = s.hub.conns.get_mut(&conn).expect("live");
+            c.control.retain(|m| !matches!(m, ServerMsg::Acked { shard: acked, .. } if *acked == shard));
             Ok(Written::Done)
         }
         ClientMsg::Release { shard, seq } => {
@@ -252,13 +269,6 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
                 }
             }
             Ok(Written::Done)
-        }
-        ClientMsg::Propose { .. } if s.hub.conns[&conn].control.len() >= MAX_UNREAD => {
-            // Each makes an Answer that waits for the client to read it:
-            // one that never reads may not make more. (Only what a frame
-            // adds to what waits unread is refused, never an append or an
-            // answer, which the session needs whatever the client reads.)
-            Err(AttachError::Unread(s.hub.conns[&conn].control.len()))
         }
         ClientMsg::Propose { id, proposal } => {
             Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id)), now))

@@ -780,6 +780,11 @@ struct EventRunning<'a> {
 
 impl Drop for EventRunning<'_> {
     fn drop(&mut self) {
-        let _ = self.daemon.with_hub_quiet(self.n, |s| s.acme.event_ran(self.buffers, self.c1));
+        // Never a panic here (it may run while one unwinds): a poisoned
+        // lock is taken as it is.
+        if let Ok(shared) = self.daemon.session(self.n) {
+            let mut s = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.acme.event_ran(self.buffers, self.c1);
+        }
     }
 }

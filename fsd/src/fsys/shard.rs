@@ -40,6 +40,9 @@ impl Fsys {
             // As the deadline reclaims a stuck holder's lease: the holder is
             // fenced, and what waited for it goes where it belongs now.
             "reclaim" => self.daemon.with_hub(n, |s, now| {
+                // The hub's clock, which a proposal routed below takes its
+                // deadline from.
+                s.hub.now = now;
                 let holder = s.view.log.lease(shard).map_err(|e| e.to_string())?.holder;
                 let op = s.view.log.reclaim_op(shard).map_err(|e| e.to_string())?;
                 s.view.push_meta(op).map_err(|e| e.to_string())?;

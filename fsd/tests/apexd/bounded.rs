@@ -148,6 +148,9 @@ async fn a_client_that_never_reads_leaves_one_welcome_queued_and_is_told_to_read
         assert!(sent <= 10_000, "answers pile up without end");
     };
     assert!(refused.contains("messages wait unread; read the file"), "{refused}");
+    let lease = frame(&ClientMsg::Lease { shard: apex_core::Shard::Buffer(buffer), ttl_ms: 1 });
+    let refused = tree.write(&attach, 0, lease).await.unwrap_err();
+    assert!(refused.contains("messages wait unread"), "a lease's expiry would add one more: {refused}");
     // Only what adds to the unread is refused: a Resync (its Welcome takes
     // the queued one's place) is not.
     tree.write(&attach, 0, frame(&ClientMsg::Resync)).await.expect("a resync is taken whatever waits");
