@@ -121,7 +121,16 @@ pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome)
 /// Sends a pending proposal where it belongs now.
 fn route(s: &mut Session, id: u64) {
     let Some(p) = s.hub.pending.get(&id) else { return };
-    if p.flushed {
+    let target = p.proposal.target();
+    let (holder, epoch) = match s.view.log.lease(target) {
+        Ok(l) if l.released.is_some() => (None, 0), // between holders: wait for the grant
+        Ok(l) => (Some(l.holder), l.epoch),
+        Err(_) => (Some(AttachmentId::SERVER), 0), // the view node says what is wrong
+    };
+    // The holder it went to hung up and resumes, still leading at that
+    // epoch: it may have applied it, and sends what it made now.
+    let may_have_applied = matches!(p.paused, Some((h, _)) if Some(h) == holder && p.sent_epoch == epoch);
+    if p.flushed && !may_have_applied {
         let mut p = s.hub.pending.remove(&id).expect("found");
         // Not with anyone who may apply it: as if it never was.
         p.sent_to = None;
@@ -129,7 +138,9 @@ fn route(s: &mut Session, id: u64) {
         finish(s, p, Err(Refusal::Said(why.to_string())));
         return;
     }
-    let target = p.proposal.target();
+    // (A flushed one it may have applied goes to it again: it answers
+    // from what it did, or does it now, and the reply precedes the
+    // Rflush either way.)
     // Proposals to one shard reach its holder in the order they came (a
     // watching UI's keystrokes are a run of them): one waits while an
     // earlier one to the same shard is still waiting to be sent.
@@ -138,11 +149,6 @@ fn route(s: &mut Session, id: u64) {
     if earlier_waits {
         return;
     }
-    let (holder, epoch) = match s.view.log.lease(target) {
-        Ok(l) if l.released.is_some() => (None, 0), // between holders: wait for the grant
-        Ok(l) => (Some(l.holder), l.epoch),
-        Err(_) => (Some(AttachmentId::SERVER), 0), // the view node says what is wrong
-    };
     match holder {
         Some(AttachmentId::SERVER) => {
             let p = s.hub.pending.remove(&id).expect("found");

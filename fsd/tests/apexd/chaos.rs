@@ -671,6 +671,34 @@ fn a_holder_away_longer_than_the_deadline_resumes_and_answers_what_it_was_sent()
 }
 
 #[test]
+fn a_flushed_proposal_its_holder_applied_before_hanging_up_is_answered_as_applied() {
+    // flush(5): the write's reply comes before the Rflush, or the write
+    // never happens. The holder applied it, then its connection dropped
+    // before what it made went out; the writer flushed meanwhile. When
+    // the holder resumes and sends what it made, the write has happened:
+    // it must not have been answered "nothing changed".
+    let mut w = World::new(12);
+    let ui = w.join(AttachmentKind::Ui);
+    w.settle();
+    let b = window(&mut w, ui, "/tmp/flushed");
+    w.settle();
+    let version = w.s.view.state.buffer(b).unwrap().version;
+    let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
+    let Written::Wait(id, mut outcome) = apex_fsd::route::submit(&mut w.s, "a tool's write", p, None, w.now) else {
+        panic!("a proposal is answered on its channel")
+    };
+    w.recv(ui);
+    w.hangup(ui);
+    apex_fsd::route::withdraw(&mut w.s, id, w.now);
+    w.reconnect(ui);
+    w.settle();
+    let landed = text_of(&w, b).matches("tool ").count();
+    let outcome = outcome.try_recv().expect("answered by now");
+    assert_eq!((landed, outcome.is_ok()), (1, true), "applied once and said so: {outcome:?}");
+    w.quiesce();
+}
+
+#[test]
 fn tables_do_not_grow_with_the_proposals_that_went_through() {
     let mut w = World::new(9);
     let ui = w.join(AttachmentKind::Ui);
