@@ -130,26 +130,22 @@ impl Daemon {
     async fn run_timer(self, number: u64, mut armed: tokio::sync::watch::Receiver<u64>) {
         loop {
             let at = *armed.borrow_and_update();
-            if at != u64::MAX {
-                let delay = std::time::Duration::from_millis(at.saturating_sub(self.now_ms()));
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {
-                        let ticked = self.with_hub(number, |s, now| {
-                            s.hub.timer.fired();
-                            protocol::tick(s, now)
-                        });
-                        match ticked {
-                            Ok(()) => continue,
-                            Err(_) => return,
-                        }
-                    }
-                    sooner = armed.changed() => match sooner {
-                        Ok(()) => continue,
-                        Err(_) => return,
-                    },
+            let due = async {
+                match at {
+                    u64::MAX => std::future::pending().await,
+                    at => tokio::time::sleep(std::time::Duration::from_millis(at.saturating_sub(self.now_ms()))).await,
                 }
-            }
-            if armed.changed().await.is_err() {
+            };
+            // The session gone ends it: its hub refuses the tick, or its
+            // timer's sender is dropped with it.
+            let going_on = tokio::select! {
+                () = due => self.with_hub(number, |s, now| {
+                    s.hub.timer.fired();
+                    protocol::tick(s, now)
+                }).is_ok(),
+                rearmed = armed.changed() => rearmed.is_ok(),
+            };
+            if !going_on {
                 return;
             }
         }

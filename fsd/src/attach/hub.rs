@@ -143,6 +143,14 @@ pub(crate) struct Pending {
     pub(crate) paused: Option<(AttachmentId, u64)>,
 }
 
+impl Pending {
+    /// Its holder `holder` stops answering for now (hung up, or its
+    /// entries refused): the deadline's clock stops, at what is left.
+    pub(crate) fn pause(&mut self, holder: AttachmentId, now: u64) {
+        self.paused = Some((holder, self.deadline.saturating_sub(now)));
+    }
+}
+
 /// A lease asked for and not yet granted.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Ask {

@@ -111,7 +111,7 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
     // The clocks of the proposals it was sent stop while it is away.
     if let Some(a) = c.attachment {
         for p in s.hub.pending.values_mut().filter(|p| p.sent_to == Some(a)) {
-            p.paused = Some((a, p.deadline.saturating_sub(now)));
+            p.pause(a, now);
         }
     }
 }
@@ -219,7 +219,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
                 // keeps sending bad appends is stuck all the same.)
                 for id in ids {
                     if let Some(p) = s.hub.pending.get_mut(&id).filter(|p| p.sent_to == Some(a)) {
-                        p.paused = Some((a, p.deadline.saturating_sub(now)));
+                        p.pause(a, now);
                         p.sent_to = None;
                     }
                 }
