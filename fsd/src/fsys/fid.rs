@@ -43,7 +43,9 @@ impl Content {
         let bytes = match &self.bytes {
             _ if !dir => return Ok(self.bytes.range(offset.try_into().unwrap_or(usize::MAX), count as usize)),
             Version::Plain(bytes) => bytes,
-            Version::Text(_) | Version::Snapshot(_) => return Err("a directory's listing is made whole".into()),
+            Version::Text(_) | Version::Snapshot(_) | Version::Rows(_) => {
+                return Err("a directory's listing is made whole".into())
+            }
         };
         if offset != 0 && offset != self.dir_end {
             return Err(format!("directory read at offset {offset}; continue at {} or start again at 0", self.dir_end));

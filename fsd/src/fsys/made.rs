@@ -6,10 +6,12 @@
 //! a fid: its version is the rope's copy, and each read copies out only
 //! the range it returns ([`Version`]).
 
+use apex_core::grid::Row;
 use apex_core::snap::SnapshotParts;
 use apex_core::term::Term;
 use apex_core::text::Text;
 use apex_core::State;
+use std::sync::Arc;
 
 pub enum Made {
     Bytes(Vec<u8>),
@@ -85,11 +87,73 @@ async fn off_the_workers<T: Send + 'static>(big: bool, make: impl FnOnce() -> T 
 /// made whole; a text as a copy of its rope (nodes shared), so reading a
 /// 100 MB body copies each byte once, from the rope into a reply, and
 /// holds no second copy of it; a snapshot as its parts, its texts shared
-/// the same way.
+/// the same way; a terminal's text as its rows, shared the same way.
 pub enum Version {
     Plain(Vec<u8>),
     Text(Text),
     Snapshot(SnapshotParts),
+    Rows(Rows),
+}
+
+/// A terminal's text as lines, a newline after each row, kept as the
+/// rows themselves (the scrollback's shared with the terminal, not
+/// copied): a fid open on a long scrollback holds a pointer per row, not
+/// a second copy of its text.
+pub struct Rows {
+    rows: Vec<Arc<Row>>,
+    /// Where every [`MARK_EVERY`]th row starts, so a read finds its first
+    /// row without counting from the top.
+    marks: Vec<usize>,
+    len: usize,
+}
+
+const MARK_EVERY: usize = 64;
+
+impl Rows {
+    /// A terminal's scrollback, or its scrollback then its screen.
+    fn of(t: Term, which: TermText) -> Rows {
+        let mut rows: Vec<Arc<Row>> = t.scrollback.into();
+        if which != TermText::Scrollback {
+            rows.extend(t.grid.into_iter().map(Arc::new));
+        }
+        Rows::new(rows)
+    }
+
+    fn new(rows: Vec<Arc<Row>>) -> Rows {
+        let mut marks = Vec::with_capacity(rows.len() / MARK_EVERY + 1);
+        let mut len = 0;
+        for (i, row) in rows.iter().enumerate() {
+            if i % MARK_EVERY == 0 {
+                marks.push(len);
+            }
+            len += row.text.len() + 1;
+        }
+        Rows { rows, marks, len }
+    }
+
+    /// The bytes from `offset` to `end` (`offset < end <= len`).
+    fn copy(&self, offset: usize, end: usize) -> Vec<u8> {
+        let mark = self.marks.partition_point(|&m| m <= offset) - 1;
+        let (mut i, mut at) = (mark * MARK_EVERY, self.marks[mark]);
+        let mut out = Vec::with_capacity(end - offset);
+        while at < end {
+            let text = self.rows[i].text.as_bytes();
+            let next = at + text.len() + 1;
+            if next > offset {
+                // The row's part inside the range, and its newline if that is.
+                let from = offset.saturating_sub(at);
+                let to = (end - at).min(text.len());
+                if from < to {
+                    out.extend_from_slice(&text[from..to]);
+                }
+                if end >= next {
+                    out.push(b'\n');
+                }
+            }
+            (i, at) = (i + 1, next);
+        }
+        out
+    }
 }
 
 impl std::fmt::Debug for Version {
@@ -98,6 +162,7 @@ impl std::fmt::Debug for Version {
             Version::Plain(b) => write!(f, "Plain({} bytes)", b.len()),
             Version::Text(t) => write!(f, "{t:?}"),
             Version::Snapshot(s) => write!(f, "Snapshot({} bytes)", s.len()),
+            Version::Rows(r) => write!(f, "Rows({} rows, {} bytes)", r.rows.len(), r.len),
         }
     }
 }
@@ -114,6 +179,7 @@ impl Version {
             Version::Plain(b) => b.len(),
             Version::Text(t) => t.len_bytes(),
             Version::Snapshot(s) => s.len(),
+            Version::Rows(r) => r.len,
         }
     }
 
@@ -132,18 +198,22 @@ impl Version {
                 out
             }
             Version::Snapshot(s) => s.range(offset, end),
+            Version::Rows(r) => r.copy(offset, end),
         }
     }
 }
 
 impl Made {
     /// The version a fid keeps: a text as it is (nothing to make), a
-    /// snapshot as its parts, the rest made into bytes as [`Made::made`]
-    /// makes them.
+    /// snapshot as its parts, a terminal's scrollback and text as their
+    /// rows, the rest made into bytes as [`Made::made`] makes them.
     pub async fn version(self) -> Version {
         let big = self.is_big();
         match self {
             Made::Text(t) => Version::Text(t),
+            Made::Term(t, which @ (TermText::Scrollback | TermText::All)) => {
+                Version::Rows(off_the_workers(big, move || Rows::of(*t, which)).await)
+            }
             // Its terminals' rows are encoded with the rest: many take a while.
             Made::Snapshot(st) => Version::Snapshot(off_the_workers(big, move || st.into_snapshot_parts()).await),
             made => Version::Plain(made.made().await),
@@ -159,8 +229,35 @@ impl From<String> for Made {
 
 #[cfg(test)]
 mod tests {
-    use super::Version;
+    use super::{Made, TermText, Version};
+    use apex_core::grid::Row;
+    use apex_core::term::Term;
     use apex_core::text::Text;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn a_terminals_text_version_reads_as_its_text_would_at_any_offset_and_shares_its_rows() {
+        // Rows empty, short, long, with runes of one to four bytes, and more
+        // of them than marks are kept for, so reads start and end in rows,
+        // on newlines, in runes and across marks.
+        let mut t = Term::new(12, 3, 1000, "sh".into(), "/".into()).unwrap();
+        let texts =
+            ["", "$ ls", "naïve — 文字 𝄞", "a long row, longer than the screen is wide, as a wrapped one keeps"];
+        t.scrollback = (0..300).map(|i| Arc::new(Row::plain(texts[i % texts.len()]))).collect();
+        t.grid = vec![Row::plain("top"), Row::plain(""), Row::plain("$ ")];
+        for (which, whole) in [(TermText::All, t.text()), (TermText::Scrollback, t.scrollback_text())] {
+            let version = Made::Term(Box::new(t.clone()), which).version().await;
+            let Version::Rows(rows) = &version else { panic!("{which:?} made whole: {version:?}") };
+            assert!(Arc::ptr_eq(&rows.rows[1], &t.scrollback[1]), "the scrollback's rows are shared, not copied");
+            let plain = Version::Plain(whole.into_bytes());
+            assert_eq!(version.len(), plain.len());
+            for offset in (0..plain.len() + 10).step_by(7) {
+                for count in [0, 1, 2, 5, 64, 1000, usize::MAX] {
+                    assert!(version.range(offset, count) == plain.range(offset, count), "{which:?} {offset}+{count}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn a_text_version_reads_as_its_bytes_would_at_any_offset() {
