@@ -3,11 +3,13 @@
 //! `codec::encode_frame` leaves large Rread/Twrite data where it is; this
 //! sends header and data with one writev, so the peer wakes once per frame
 //! and the data is not copied into a frame buffer first; and a Unix
-//! socket is given room for such a frame.
+//! socket is given room for such a frame; and a socket's peer is heard
+//! closing it.
 
 use std::io::IoSlice;
-use std::os::fd::RawFd;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncWrite, AsyncWriteExt, Interest};
 
 /// Writes all of `head` then all of `data`, gathered (as few writes as the
 /// stream takes).
@@ -43,6 +45,35 @@ pub fn room_for(fd: RawFd, bytes: u32) {
             (&size as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
+    }
+}
+
+/// Hears a socket's peer close its end both ways (not only its writing
+/// half, after which it may still read): a second registration of the
+/// socket, whose readiness is cleared to wait for the next change without
+/// holding up writes through the socket's own.
+pub struct HangUp(AsyncFd<OwnedFd>);
+
+impl HangUp {
+    /// None where the descriptor cannot be duplicated or registered.
+    pub fn watch(socket: &impl AsFd) -> Option<HangUp> {
+        let fd = socket.as_fd().try_clone_to_owned().ok()?;
+        // SAFETY: `fd` is a descriptor of the AsyncFd's own (a duplicate),
+        // open and the same until the AsyncFd drops it.
+        unsafe { AsyncFd::register_with_interest(fd, Interest::WRITABLE) }.ok().map(HangUp)
+    }
+
+    /// Returns once the peer has closed its end both ways.
+    pub async fn heard(&self) {
+        loop {
+            let Ok(mut ready) = self.0.ready(Interest::WRITABLE).await else {
+                return std::future::pending().await;
+            };
+            if ready.ready().is_write_closed() {
+                return;
+            }
+            ready.clear_ready();
+        }
     }
 }
 

@@ -29,7 +29,7 @@
 use crate::codec::{check, data_head, encode_frame, parse, with_data, LARGE};
 use crate::error::FrameError;
 use crate::fcall::{Fcall, Msg, Qid, Stat, NOTAG, OEXEC, ORDWR, OREAD, OWRITE};
-use crate::io::write_two;
+use crate::io::{write_two, HangUp};
 use crate::version::{iounit, negotiate, Negotiated, VERSION};
 use std::collections::HashMap;
 use std::future::Future;
@@ -373,12 +373,13 @@ impl<S: Serve> Conn<S> {
 /// Moves bytes between an openfd descriptor's other end and its fid: reads
 /// of the fid (growing offsets, to EOF or an error) are written to the
 /// socket; what the client writes becomes writes of the fid. Then the fid
-/// is clunked; a read-only one as soon as the client closes its end, not
-/// when a read that may wait for long (an event file's) returns at last.
+/// is clunked, as soon as the client closes its end, not when a read that
+/// may wait for long (an event file's) returns at last.
 async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net::UnixStream, io: u32) {
-    let (mut r, mut w) = stream.into_split();
     let reads = matches!(mode & 3, OREAD | ORDWR);
     let writes = matches!(mode & 3, OWRITE | ORDWR);
+    let hang_up = (reads && writes).then(|| HangUp::watch(&stream)).flatten();
+    let (mut r, mut w) = stream.into_split();
     {
         let to_client = async {
             let mut offset = 0u64;
@@ -408,7 +409,26 @@ async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net
         };
         match (reads, writes) {
             (true, true) => {
-                tokio::join!(to_client, from_client(&mut r));
+                // The client may stop writing and read on (a half-close):
+                // reads go on until it has closed its end both ways.
+                let (wrote_all, written) = tokio::sync::oneshot::channel::<()>();
+                let reading = async {
+                    tokio::select! {
+                        _ = to_client => {}
+                        _ = async {
+                            let _ = written.await;
+                            match &hang_up {
+                                Some(hang_up) => hang_up.heard().await,
+                                None => std::future::pending().await,
+                            }
+                        } => {}
+                    }
+                };
+                let writing = async {
+                    from_client(&mut r).await;
+                    let _ = wrote_all.send(());
+                };
+                tokio::join!(reading, writing);
             }
             (true, false) => {
                 tokio::select! {

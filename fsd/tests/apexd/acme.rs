@@ -640,7 +640,7 @@ async fn addresses_and_ctl_messages_through_the_files() {
 }
 
 /// One raw 9P exchange on a blocking socket: the reply frame, exactly.
-fn rpc_raw(s: &mut std::os::unix::net::UnixStream, tag: u16, body: Fcall) -> Fcall {
+pub fn rpc_raw(s: &mut std::os::unix::net::UnixStream, tag: u16, body: Fcall) -> Fcall {
     use std::io::{Read, Write};
     s.write_all(&apex_ninep::to_bytes(&Msg { tag, body })).unwrap();
     let mut size = [0u8; 4];
@@ -706,39 +706,6 @@ async fn topenfd_passes_a_descriptor_that_writes_the_tag() {
     .await
     .unwrap();
     assert_eq!(text_read, "through a pipe\n");
-    // An OREAD openfd of the event file (9p readfd ID/event) makes the
-    // window a tool's: closing the descriptor gives it back at once, not
-    // at the window's next event (which would go to nobody meanwhile).
-    // (Each shows as an entry of the window's shard: EventOpen, EventClose.)
-    let apex = d.client().await;
-    let aroot = apex.attach("glenda", "").await.unwrap();
-    let [_, window] = window_ids(&apex, aroot, id).await;
-    let info = format!("main/shards/window.{window}/info");
-    let last = async || {
-        let info = text(crate::read(&apex, aroot, &info).await.unwrap());
-        info.lines().find_map(|l| l.strip_prefix("last ")).unwrap().parse::<u64>().unwrap()
-    };
-    let before = last().await;
-    let path = d.dir.join("acme");
-    let event_fd = tokio::task::spawn_blocking(move || {
-        let mut s = std::os::unix::net::UnixStream::connect(path).unwrap();
-        let v = rpc_raw(&mut s, NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() });
-        assert!(matches!(v, Fcall::Rversion { .. }));
-        let a = rpc_raw(&mut s, 1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() });
-        assert!(matches!(a, Fcall::Rattach { .. }));
-        let w = rpc_raw(&mut s, 2, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec![id.to_string(), "event".into()] });
-        assert!(matches!(w, Fcall::Rwalk { .. }));
-        let o = rpc_raw(&mut s, 3, Fcall::Topenfd { fid: 1, mode: OREAD });
-        assert!(matches!(o, Fcall::Ropenfd { .. }), "{o:?}");
-        let fd = apex_ninep::fdpass::recv_fd(s.as_raw_fd()).unwrap();
-        (s, std::fs::File::from(fd))
-    })
-    .await
-    .unwrap();
-    until(|| "the event reader never took the window".into(), async || (last().await > before).then_some(())).await;
-    let opened = last().await;
-    drop(event_fd);
-    until(|| "the window stayed a closed reader's".into(), async || (last().await > opened).then_some(())).await;
     // A window that does not exist cannot be walked to.
     let e = c.walk(root, &["999", "tag"]).await.unwrap_err().to_string();
     assert!(e.contains("file does not exist"), "{e}");
