@@ -376,9 +376,12 @@ impl<S: Serve> Conn<S> {
 /// is clunked, as soon as the client closes its end, not when a read that
 /// may wait for long (an event file's) returns at last.
 async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net::UnixStream, io: u32) {
-    let reads = matches!(mode & 3, OREAD | ORDWR);
+    // (OEXEC reads, as an open for it does.)
+    let reads = matches!(mode & 3, OREAD | ORDWR | OEXEC);
     let writes = matches!(mode & 3, OWRITE | ORDWR);
-    let hang_up = (reads && writes).then(|| HangUp::watch(&stream)).flatten();
+    // A reader may stop writing and read on (a half-close): reads go on
+    // until it has closed its end both ways.
+    let hang_up = reads.then(|| HangUp::watch(&stream)).flatten();
     let (mut r, mut w) = stream.into_split();
     {
         let to_client = async {
@@ -401,16 +404,18 @@ async fn pump<S: Serve>(serve: Arc<S>, fid: S::Fid, mode: u8, stream: tokio::net
                 offset += n as u64;
             }
         };
-        // What a read-only client sends is nothing but its end of the
-        // stream (or bytes it should not send): either way it is done.
-        let closed = async |r: &mut tokio::net::unix::OwnedReadHalf| {
-            let mut byte = [0u8; 1];
-            let _ = r.read(&mut byte).await;
+        // Where the socket cannot be watched, what a read-only client
+        // sends is taken for its end of the stream (or bytes it should not
+        // send): either way it is done.
+        let closed = async |r: &mut tokio::net::unix::OwnedReadHalf| match &hang_up {
+            Some(hang_up) => hang_up.heard().await,
+            None => {
+                let mut byte = [0u8; 1];
+                let _ = r.read(&mut byte).await;
+            }
         };
         match (reads, writes) {
             (true, true) => {
-                // The client may stop writing and read on (a half-close):
-                // reads go on until it has closed its end both ways.
                 let (wrote_all, written) = tokio::sync::oneshot::channel::<()>();
                 let reading = async {
                     tokio::select! {

@@ -95,8 +95,9 @@ impl Fsys {
             let at = self.daemon.look(n, |s| s.terms.get(&id).map_or(0, |r| r.output.now()))?;
             return Ok(Opened::Cons { at });
         }
-        let made = self.content(Place::Term1(n, id, file)).await?;
-        Ok(Opened::Content(super::fid::Content::made(made)))
+        // Its text and scrollback as their rows, shared: not a copy per open.
+        let version = self.version(Place::Term1(n, id, file)).await?;
+        Ok(Opened::Content(super::fid::Content::of(version)))
     }
 
     /// Reads a terminal's output, waiting until there is some; end of file

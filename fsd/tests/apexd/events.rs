@@ -93,26 +93,25 @@ async fn an_event_file_read_through_openfd_gives_the_window_back_when_the_descri
         .await
         .unwrap();
         until(|| "the event reader never took the window".into(), async || (last().await > before).then_some(())).await;
-        if mode == ORDWR {
-            // Done writing, not reading: events still come through.
-            event_fd.1.shutdown(std::net::Shutdown::Write).unwrap();
-            write_file(&c, root, &format!("{id}/body"), "more\n").await.unwrap();
-            let mut events = event_fd.1.try_clone().unwrap();
-            let got = tokio::task::spawn_blocking(move || {
-                use std::io::Read;
-                let (mut got, mut chunk) = (String::new(), [0u8; 256]);
-                while !got.contains(" more\n") {
-                    match events.read(&mut chunk).unwrap() {
-                        0 => break,
-                        n => got += &String::from_utf8_lossy(&chunk[..n]),
-                    }
+        // Done writing (or never writing), not reading: events still
+        // come through.
+        event_fd.1.shutdown(std::net::Shutdown::Write).unwrap();
+        write_file(&c, root, &format!("{id}/body"), "more\n").await.unwrap();
+        let mut events = event_fd.1.try_clone().unwrap();
+        let got = tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let (mut got, mut chunk) = (String::new(), [0u8; 256]);
+            while !got.contains(" more\n") {
+                match events.read(&mut chunk).unwrap() {
+                    0 => break,
+                    n => got += &String::from_utf8_lossy(&chunk[..n]),
                 }
-                got
-            });
-            let got = tokio::time::timeout(Duration::from_secs(60), got).await.expect("no event after a half-close");
-            let got = got.unwrap();
-            assert!(got.lines().any(|l| l.starts_with("EI") && l.ends_with(" more")), "the insert's event: {got:?}");
-        }
+            }
+            got
+        });
+        let got = tokio::time::timeout(Duration::from_secs(60), got).await.expect("no event after a half-close");
+        let got = got.unwrap();
+        assert!(got.lines().any(|l| l.starts_with("EI") && l.ends_with(" more")), "the insert's event: {got:?}");
         let opened = last().await;
         drop(event_fd);
         until(
