@@ -11,6 +11,8 @@ use crate::session::Session;
 use apex_core::{AttachmentId, Seq, Shard};
 use apex_link::wire::ServerMsg;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// What a read of `attach` gets.
 #[derive(Debug)]
@@ -314,8 +316,25 @@ pub fn compact_covered(s: &mut Session) {
     }
 }
 
-/// Connections that read nothing since the last compaction point and are
-/// behind: each is sent a fresh Welcome (its cursors move to the end), so
+/// A read of a connection waiting for something to read, counted while it
+/// waits (until it is dropped: woken, flushed or failed).
+pub struct Waiting(Arc<AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A read of `conn` is about to wait (it found nothing to read).
+pub fn waiting(s: &Session, conn: ConnId) -> Option<Waiting> {
+    let count = s.hub.conns.get(&conn)?.waiting.clone();
+    count.fetch_add(1, Ordering::AcqRel);
+    Some(Waiting(count))
+}
+
+/// Connections that read nothing since the last compaction point, have
+/// no read waiting, and are behind: each is sent a fresh Welcome (its cursors move to the end), so
 /// a client that stopped reading (a stopped UI, a tool that never reads)
 /// holds back no entry, and catches up from that Welcome if it reads
 /// again. Every connection is then counted as not having read.
@@ -326,7 +345,7 @@ fn welcome_stalled(s: &mut Session) {
         .conns
         .iter_mut()
         .filter_map(|(id, c)| {
-            let read = std::mem::take(&mut c.read_lately);
+            let read = std::mem::take(&mut c.read_lately) || c.waiting.load(Ordering::Acquire) > 0;
             let a = c.attachment?;
             let behind = log.shards().any(|(shard, l)| c.sent.get(shard).copied().unwrap_or(0) < l.last());
             (!read && c.grace_until.is_none() && behind).then_some((*id, a))

@@ -65,6 +65,10 @@ pub(crate) struct Conn {
     /// It read since the last compaction point: one that did not, and is
     /// behind, is sent a Welcome there rather than hold entries back.
     pub(crate) read_lately: bool,
+    /// Its reads waiting for something to read ([`super::feed::Waiting`]):
+    /// a client blocked in a read is reading, however long the writes
+    /// that wake it hold the lock, and is never taken to have stopped.
+    pub(crate) waiting: Arc<std::sync::atomic::AtomicUsize>,
     /// The states of the Welcomes queued in `control`, in order.
     pub(crate) welcomes: VecDeque<Box<State>>,
     /// A Welcome framed at `out[at]` whose snapshot is encoded off the
@@ -278,6 +282,11 @@ impl Hub {
         ]
     }
 
+    /// Reads of every connection waiting for something to read (for tests).
+    pub fn waiting_reads(&self) -> usize {
+        self.conns.values().map(|c| c.waiting.load(std::sync::atomic::Ordering::Acquire)).sum()
+    }
+
     pub(crate) fn mint(&mut self) -> u64 {
         // splitmix64: distinct tokens from one random seed.
         self.token_seed = self.token_seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -319,6 +328,7 @@ impl Hub {
                 grace_until: None,
                 lost_lease: false,
                 read_lately: false,
+                waiting: Arc::default(),
                 welcomes: VecDeque::new(),
                 hole: None,
                 taken: Arc::default(),

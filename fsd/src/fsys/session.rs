@@ -131,14 +131,16 @@ impl Fsys {
             let read = |s: &mut crate::session::Session| {
                 let got = feed::read_deferred(s, conn, count)?;
                 let held = matches!(got, Readable::Bytes(_)).then(|| feed::hold(s, conn)).flatten();
-                Ok::<_, AttachError>((got, held))
+                // A read that waits is reading (until it is woken).
+                let waiting = matches!(got, Readable::Nothing).then(|| feed::waiting(s, conn)).flatten();
+                Ok::<_, AttachError>((got, held, waiting))
             };
             let got = match self.daemon.with_hub_quiet(n, read)? {
                 Err(e) if e.breaks_stream() => return Err(self.stream_broke(n, conn, e)),
                 got => got?,
             };
-            match got {
-                (Readable::Bytes(bytes), held) => {
+            let waiting = match got {
+                (Readable::Bytes(bytes), held, _) => {
                     // Acks and entries go out once the log has them as the
                     // sync policy says. A read flushed (or failed) while it
                     // waits never happened: its bytes are read again, and
@@ -147,8 +149,8 @@ impl Fsys {
                     self.daemon.settle(self.daemon.durable(n)).await?;
                     return Ok(taken.keep());
                 }
-                (Readable::Nothing, _) => {}
-                (Readable::Welcome(job), _) if job.is_big() => {
+                (Readable::Nothing, _, waiting) => waiting,
+                (Readable::Welcome(job), _, _) if job.is_big() => {
                     // Encoded on a thread in parts that are read as they
                     // are made, so the client decodes the first while the
                     // rest is encoded.
@@ -165,7 +167,7 @@ impl Fsys {
                     });
                     continue;
                 }
-                (Readable::Welcome(job), _) => {
+                (Readable::Welcome(job), _, _) => {
                     // Encoded with no lock held; the read then goes on. A
                     // panic must not leave this connection's other reads
                     // waiting for frames that never come.
@@ -180,10 +182,11 @@ impl Fsys {
                     self.daemon.changed_in(n);
                     continue;
                 }
-            }
+            };
             if wake.changed().await.is_err() {
                 return Ok(Vec::new());
             }
+            drop(waiting);
         }
     }
 }

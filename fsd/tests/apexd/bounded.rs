@@ -211,6 +211,69 @@ async fn a_client_that_stops_reading_holds_back_no_entries() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_waiting_in_a_read_is_reading_however_long_a_write_holds_the_lock() {
+    // Idle, a read outstanding, while writes cross two of the points where
+    // the log lets go before its read is woken: it has not stopped
+    // reading, and gets the entries, not a fresh Welcome of everything.
+    use apex_fsd::attach::wire::{Frames, ServerMsg};
+    let (tree, root, id) = tree_with_a_buffer().await;
+    let tree = std::sync::Arc::new(tree);
+    let attach = std::sync::Arc::new(attached_tool(&tree, &root, "idle").await);
+    let messages = |got: &[u8], frames: &mut Frames| {
+        frames.push(got);
+        std::iter::from_fn(|| frames.next_msg::<ServerMsg>().unwrap()).collect::<Vec<_>>()
+    };
+    let mut frames = Frames::default();
+    let welcome = tree.read(&attach, 0, 1 << 20).await.unwrap();
+    assert!(messages(&welcome, &mut frames).iter().any(|m| matches!(m, ServerMsg::Welcome { .. })));
+    let reader = tokio::spawn({
+        let (tree, attach) = (tree.clone(), attach.clone());
+        async move { tree.read(&attach, 0, 1 << 20).await.unwrap() }
+    });
+    let waiting = || tree.daemon.with_hub_quiet(1, |s| s.hub.waiting_reads()).unwrap();
+    while waiting() == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let buffer = apex_core::BufferId(id.parse().unwrap());
+    let text = "x".repeat(apex_fsd::session::EPHEMERAL_LOG_BYTES as usize + 1);
+    tree.daemon
+        .with_hub_quiet(1, |s| {
+            for _ in 0..2 {
+                let version = s.view.state.buffer(buffer).unwrap().version;
+                let p = apex_core::Proposal::Insert {
+                    buffer,
+                    version,
+                    q0: 0,
+                    text: text.clone(),
+                    origin: apex_core::Origin::OtherFile,
+                };
+                s.propose_owned("a big write", p).unwrap();
+                apex_fsd::attach::feed::compact_covered(s);
+            }
+        })
+        .unwrap();
+    tree.daemon.changed_in(1);
+    let mut got = messages(&reader.await.unwrap(), &mut frames);
+    while let Ok(more) = tokio::time::timeout(std::time::Duration::from_secs(2), tree.read(&attach, 0, 1 << 20)).await {
+        got.extend(messages(&more.unwrap(), &mut frames));
+    }
+    assert!(
+        !got.iter().any(|m| matches!(m, ServerMsg::Welcome { .. })),
+        "a reader waiting all along was sent a Welcome"
+    );
+    let inserted: usize = got
+        .iter()
+        .filter_map(|m| match m {
+            ServerMsg::Entries { entries, .. } => Some(entries),
+            _ => None,
+        })
+        .flatten()
+        .filter(|e| matches!(&e.op, apex_core::Op::Buffer(apex_core::BufferOp::Splice { text: t, .. }) if *t == text))
+        .count();
+    assert_eq!(inserted, 2, "both writes came as entries");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn windows_made_read_and_deleted_by_the_hundred_leave_no_state_behind() {
     // As win does: a window, its event and addr files open, then the
     // window deleted before they are clunked. What the daemon kept for it
