@@ -216,7 +216,7 @@ impl Daemon {
     /// Every session's attach tables' sizes ([`crate::attach::hub::Hub::sizes`]): what
     /// a test checks does not grow with the fids and proposals that came
     /// and went.
-    pub fn table_sizes(&self) -> Vec<[usize; 7]> {
+    pub fn table_sizes(&self) -> Vec<[usize; 6]> {
         self.all().iter().map(|s| s.lock().expect("session lock").hub.sizes()).collect()
     }
 

@@ -102,7 +102,8 @@ pub(crate) fn reclaim_stuck(s: &mut Session, now: u64) {
 
 /// The holder's outcome of routed proposal `id`.
 pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome) -> Result<(), AttachError> {
-    if !is_with(s, id, a) {
+    let ours = s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
+    if !ours {
         return Err(AttachError::NoSuchProposal { id, attachment: a });
     }
     let target = s.hub.pending[&id].proposal.target();
@@ -115,11 +116,6 @@ pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome)
     let p = s.hub.pending.remove(&id).expect("found");
     finish(s, p, result);
     Ok(())
-}
-
-/// Whether pending proposal `id` was sent to `a` and waits for its answer.
-pub(crate) fn is_with(s: &Session, id: u64, a: AttachmentId) -> bool {
-    s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a))
 }
 
 /// Sends a pending proposal where it belongs now.
@@ -202,9 +198,7 @@ pub(crate) fn redispatch(s: &mut Session) {
         .collect();
     for id in ids {
         if let Some(p) = s.hub.pending.get_mut(&id) {
-            if let Some(holder) = p.sent_to.take() {
-                s.hub.taken_from.insert(id, holder);
-            }
+            p.sent_to = None;
         }
         route(s, id);
     }

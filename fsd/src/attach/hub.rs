@@ -193,11 +193,6 @@ pub struct Hub {
     pub(crate) leading_ui: Option<AttachmentId>,
     /// Open `entries` readers per shard: such a shard is not compacted.
     pub(crate) entry_readers: BTreeMap<Shard, usize>,
-    /// Routed proposals taken from the holder they were sent to (it lost
-    /// the lease), which may have applied them all the same: what it made
-    /// for one is taken back when its answer comes. Kept until then, or
-    /// until it starts again from a Welcome it asked for, or ends.
-    pub(crate) taken_from: BTreeMap<u64, AttachmentId>,
     /// Times the daemon should call `tick` at.
     pub wakeups: Vec<u64>,
     /// The session's one timer, armed for the earliest of them.
@@ -265,21 +260,11 @@ impl Hub {
     }
 
     /// How many connections, pending proposals, asks, bounded leases,
-    /// read shards, messages queued unread and proposals taken from their
-    /// holders the hub holds: bounded by what is live, whatever went
-    /// before (for tests).
-    pub fn sizes(&self) -> [usize; 7] {
+    /// read shards and messages queued unread the hub holds: bounded by
+    /// what is live, whatever went before (for tests).
+    pub fn sizes(&self) -> [usize; 6] {
         let unread = self.conns.values().map(|c| c.control.len()).sum();
-        let taken = self.taken_from.len();
-        [
-            self.conns.len(),
-            self.pending.len(),
-            self.asks.len(),
-            self.bounded.len(),
-            self.entry_readers.len(),
-            unread,
-            taken,
-        ]
+        [self.conns.len(), self.pending.len(), self.asks.len(), self.bounded.len(), self.entry_readers.len(), unread]
     }
 
     /// Reads of every connection waiting for something to read (for tests).

@@ -140,7 +140,6 @@ pub(crate) fn end(s: &mut Session, a: AttachmentId) {
         }
     }
     s.hub.asks.retain(|_, k| k.by != a);
-    s.hub.taken_from.retain(|_, from| *from != a);
     if s.hub.leading_ui == Some(a) {
         s.hub.leading_ui = None;
     }

@@ -211,12 +211,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         }
         ClientMsg::Append { shard, entries, generation, answers } => {
             let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
-            let stale: Vec<u64> = ids.iter().copied().filter(|id| taken_and_done(s, a, *id)).collect();
-            let appended = append(s, conn, a, shard, entries, generation);
-            for (_, result) in answers.iter().filter(|(id, _)| stale.contains(id)) {
-                take_back(s, a, result);
-            }
-            if let Err(e) = appended {
+            if let Err(e) = append(s, conn, a, shard, entries, generation) {
                 // Its proposals' entries were not taken: whoever holds the
                 // shard now acts on them again.
                 // (If that is this one again, at the same epoch, with what
@@ -253,7 +248,12 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             if lease.holder != a || lease.released.is_some() {
                 return Err(AttachError::NotTheLeader { shard, holder: lease.holder });
             }
-            delete_shard(s, shard)?;
+            s.view.delete_shard(shard)?;
+            s.hub.asks.remove(&shard);
+            s.hub.bounded.remove(&shard);
+            // An unread ack of a shard gone says nothing any more.
+            let c = s.hub.conns.get_mut(&conn).expect("live");
+            c.control.retain(|m| !matches!(m, ServerMsg::Acked { shard: acked, .. } if *acked == shard));
             Ok(Written::Done)
         }
         ClientMsg::Release { shard, seq } => {
@@ -273,12 +273,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         ClientMsg::Propose { id, proposal } => {
             Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id)), now))
         }
-        ClientMsg::Answer { id, result } => {
-            if taken_and_done(s, a, id) {
-                take_back(s, a, &result);
-            }
-            answer(s, a, id, result).map(|_| Written::Done)
-        }
+        ClientMsg::Answer { id, result } => answer(s, a, id, result).map(|_| Written::Done),
         ClientMsg::Lease { shard, ttl_ms } => {
             if kind != AttachmentKind::Tool || !matches!(shard, Shard::Buffer(_)) {
                 return Err(AttachError::BoundedLeaseNotHere(shard));
@@ -296,9 +291,6 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             Ok(Written::Done)
         }
         ClientMsg::Resync => {
-            // It starts again from the daemon's state: it answers nothing
-            // it did before.
-            s.hub.taken_from.retain(|_, from| *from != a);
             welcome(s, conn, a);
             Ok(Written::Done)
         }
@@ -312,66 +304,6 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
 }
 
 /// The attachment whose id range a created shard's id is in.
-/// Deletes `shard` (its leader asked, or it was made for a proposal taken
-/// back): what waits for it goes with it.
-fn delete_shard(s: &mut Session, shard: Shard) -> Result<(), AttachError> {
-    s.view.delete_shard(shard)?;
-    s.hub.asks.remove(&shard);
-    s.hub.bounded.remove(&shard);
-    // An unread ack of a shard gone says nothing any more.
-    for c in s.hub.conns.values_mut() {
-        c.control.retain(|m| !matches!(m, ServerMsg::Acked { shard: acked, .. } if *acked == shard));
-    }
-    Ok(())
-}
-
-/// Whether `a` answers routed proposal `id` after it was taken from it
-/// (it lost the lease first) and while it is not with it again: done by
-/// another, or being. The record of it is forgotten either way, now that
-/// `a` answers.
-fn taken_and_done(s: &mut Session, a: AttachmentId, id: u64) -> bool {
-    let taken = s.hub.taken_from.get(&id) == Some(&a);
-    if taken {
-        s.hub.taken_from.remove(&id);
-    }
-    taken && !route::is_with(s, id, a)
-}
-
-/// Deletes the shards `a` made applying a routed proposal that was taken
-/// from it and done by another ([`taken_and_done`]): made for a change
-/// that stands without them, they would stay behind in no layout (a
-/// window nobody sees, a second buffer of a name). Those are the shards
-/// whose first entry its outcome lists, made in `a`'s range and placed
-/// nowhere; a shard a window in the layout shows stays.
-fn take_back(s: &mut Session, a: AttachmentId, result: &apex_link::wire::Outcome) {
-    let Ok(applied) = result else { return };
-    for (shard, seq) in &applied.entries {
-        let made_here = *seq == 1 && shard_issuer(*shard) == Some(a);
-        if made_here && s.view.log.shard(*shard).is_ok() && !placed(&s.view.state, *shard) {
-            tracing::info!(session = %s.label(), %shard, attachment = %a, "deleted: made for a proposal taken back");
-            let _ = delete_shard(s, *shard);
-        }
-    }
-}
-
-/// Whether the layout shows `shard`: a window placed in it, or a buffer
-/// such a window, a column or the row has as its tag or body.
-fn placed(state: &apex_core::State, shard: Shard) -> bool {
-    let layout = &state.layout;
-    match shard {
-        Shard::Window(w) => layout.numbers.contains_key(&w),
-        Shard::Buffer(b) => {
-            layout.row_tag == Some(b)
-                || layout.columns.iter().any(|c| c.tag == b)
-                || state
-                    .windows
-                    .iter()
-                    .any(|(w, win)| layout.numbers.contains_key(w) && (win.tag == b || win.body == b))
-        }
-        Shard::Layout | Shard::Meta | Shard::Term(_) => true,
-    }
-}
-
 fn shard_issuer(shard: Shard) -> Option<AttachmentId> {
     match shard {
         Shard::Buffer(b) => Some(b.issuer()),
@@ -402,9 +334,6 @@ fn hello(
                 let answers = was.control.into_iter().filter(|m| matches!(m, ServerMsg::Answer { .. }));
                 c.control.extend(answers);
                 welcome(s, conn, r.attachment);
-                // What it framed before it hung up and did not write is
-                // gone; what it wrote was read.
-                s.hub.taken_from.retain(|_, from| *from != r.attachment);
                 // Proposals it had not answered go to it again.
                 for p in s.hub.pending.values_mut() {
                     if p.sent_to == Some(r.attachment) {
