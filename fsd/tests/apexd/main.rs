@@ -15,6 +15,7 @@ mod newcomer;
 mod persist;
 mod protocol;
 mod session;
+mod stale;
 mod stuck;
 mod terms;
 mod welcome;
