@@ -26,9 +26,6 @@ use apex_core::{
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
-/// Discarded shards remembered until the daemon has them ([`Link::discard_made`]).
-const DISCARD_KEPT: usize = 1024;
-
 /// What happened that the link's user may want to show.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -114,10 +111,6 @@ pub struct Link {
     deferred: Vec<(u64, Epoch, Proposal)>,
     /// Fenced tails found at a Welcome, to recover once it is applied.
     pending_tails: Vec<Tail>,
-    /// Shards this replica made for routed proposals taken from it (see
-    /// [`Link::made_for_taken`]): never made again, and deleted where the
-    /// daemon has them (a creation of one may still be on its way).
-    discard: BTreeSet<Shard>,
     /// Tails being recovered, by the id of the proposal that makes their
     /// window.
     recovering: BTreeMap<u64, Tail>,
@@ -158,7 +151,6 @@ impl Link {
             acted: BTreeMap::new(),
             deferred: Vec::new(),
             pending_tails: Vec::new(),
-            discard: BTreeSet::new(),
             recovering: BTreeMap::new(),
             next_proposal: 1,
             led_layout: false,
@@ -320,9 +312,6 @@ impl Link {
     pub fn flush(&mut self) {
         if self.resyncing {
             return;
-        }
-        if !self.discard.is_empty() {
-            self.discard_made(&[]);
         }
         let Some(node) = &mut self.node else { return };
         let hooks: Vec<ClientMsg> = self.hooks.lock().expect("hook lock").drain(..).collect();
@@ -528,13 +517,7 @@ impl Link {
         self.token = token;
         self.resyncing = false;
         self.generation += 1;
-        let mut unviewed = Vec::new();
         if let Some(old) = old {
-            if node.attachment == old.attachment {
-                let (made, views) = self.made_for_taken(&old, &node);
-                self.discard.extend(made);
-                unviewed = views;
-            }
             self.carry_over(&old, &mut node, &old_acked);
             // What the old replica did to a shard still led at the same
             // epoch goes on (its entries were carried over, its answers go
@@ -555,7 +538,6 @@ impl Link {
         self.led_layout |= node.leads(Shard::Layout);
         let same = old_attachment == Some(node.attachment);
         self.node = Some(node);
-        self.discard_made(&unviewed);
         self.events.push(Event::Welcome { attachment });
         // Proposals that came while resynchronising, for this attachment
         // (a new one's were routed elsewhere when the old one ended).
@@ -567,75 +549,9 @@ impl Link {
         self.recover_tails();
     }
 
-    /// What the old replica made acting on routed proposals whose target
-    /// it no longer leads at the epoch it acted at, and whose placement
-    /// the new state lacks: the lease went before the entries placing it
-    /// were stored, and the daemon routed the proposal again (or applied
-    /// it). Made for a change that stands without them, they would stay
-    /// behind in no layout: a window with its tag (and its body when it
-    /// made that too), a column's tag. Also the existing bodies such a
-    /// window was added to a view of, with the window. (A buffer made with
-    /// no window cannot be told from one the daemon took: it stays.)
-    fn made_for_taken(&self, old: &Node, node: &Node) -> (BTreeSet<Shard>, Vec<(BufferId, apex_core::WindowId)>) {
-        let layout = &node.state.layout;
-        let (mut made, mut views) = (BTreeSet::new(), Vec::new());
-        let taken = self.acted.values().filter(|a| old.led().get(&a.shard) != node.led().get(&a.shard));
-        for Acted { result, .. } in taken {
-            let Ok(Applied { entries, created }) = result else { continue };
-            let first = |shard: Shard| entries.contains(&(shard, 1));
-            match created {
-                Created::Window(w) if !layout.numbers.contains_key(&w.window) => {
-                    made.extend([Shard::Window(w.window), Shard::Buffer(w.tag)]);
-                    match first(Shard::Buffer(w.body)) {
-                        true => _ = made.insert(Shard::Buffer(w.body)),
-                        false => views.push((w.body, w.window)),
-                    }
-                }
-                Created::Column(c) if !layout.columns.iter().any(|col| col.id == *c) => {
-                    made.extend(
-                        entries
-                            .iter()
-                            .filter(|(sh, _)| matches!(sh, Shard::Buffer(_)) && first(*sh))
-                            .map(|(sh, _)| *sh),
-                    );
-                }
-                _ => {}
-            }
-        }
-        (made, views)
-    }
-
-    /// Deletes the discarded shards the daemon has and this replica leads,
-    /// and the views `unviewed` of discarded windows on bodies it leads;
-    /// forgets those another leads (not its to delete).
-    fn discard_made(&mut self, unviewed: &[(BufferId, apex_core::WindowId)]) {
-        let Some(node) = &mut self.node else { return };
-        for (body, window) in unviewed {
-            let view = apex_core::ViewId::WindowBody(*window);
-            let shown = node.state.buffer(*body).is_ok_and(|b| b.views.contains_key(&view));
-            if shown && node.leads(Shard::Buffer(*body)) {
-                let _ = node.append(Shard::Buffer(*body), Op::Buffer(apex_core::BufferOp::ViewDel { view }));
-            }
-        }
-        self.discard.retain(|shard| {
-            if node.log.shard(*shard).is_err() {
-                return true; // not made yet (its creation may be on its way)
-            }
-            if node.leads(*shard) {
-                let _ = node.delete_shard(*shard);
-            }
-            false
-        });
-        // Only ever a few, of proposals taken from a stuck leader: past
-        // that, the oldest are let go.
-        while self.discard.len() > DISCARD_KEPT {
-            self.discard.pop_first();
-        }
-    }
-
     /// From the replica before a Welcome: entries the daemon has not
     /// acknowledged go on under the same lease (a resume), or are a fenced
-    /// tail to recover; shards discarded are not made again.
+    /// tail to recover.
     fn carry_over(&mut self, old: &Node, node: &mut Node, old_acked: &BTreeMap<Shard, Seq>) {
         let resumed = node.attachment == old.attachment;
         // Every shard the old node held, released ones too: a release
@@ -657,7 +573,7 @@ impl Link {
             let acked = old_acked.get(shard).copied().unwrap_or(0).max(base);
             let Ok(after) = old.log.entries_after(*shard, acked) else { continue };
             let unacked: Vec<Entry> = after.filter(|e| e.attachment == old.attachment).cloned().collect();
-            if unacked.is_empty() || self.discard.contains(shard) {
+            if unacked.is_empty() {
                 continue;
             }
             // A shard the old node made that the daemon never heard of is

@@ -25,7 +25,7 @@ use apex_fsd::session::Session;
 use std::collections::{BTreeMap, VecDeque};
 use tokio::sync::oneshot;
 
-pub const DEADLINE: u64 = 3_000;
+const DEADLINE: u64 = 3_000;
 const GRACE: u64 = 10_000;
 
 /// A small, seedable generator (xorshift64*).

@@ -15,7 +15,6 @@ mod newcomer;
 mod persist;
 mod protocol;
 mod session;
-mod stale;
 mod stuck;
 mod terms;
 mod welcome;
