@@ -36,8 +36,9 @@ pub fn file_attr(ino: u64, stat: &Stat, uid: u32, gid: u32, blksize: u32) -> Fil
     let time = |t: u32| Timestamp::new(t as i64, 0);
     FileAttr {
         ino,
-        size: stat.length,
-        blocks: stat.length.div_ceil(512),
+        // The kernel refuses a size past i64::MAX (and poisons the inode).
+        size: stat.length.min(i64::MAX as u64),
+        blocks: stat.length.min(i64::MAX as u64).div_ceil(512),
         atime: time(stat.atime),
         mtime: time(stat.mtime),
         ctime: time(stat.mtime),

@@ -73,7 +73,7 @@ impl Mount {
             inflight: Arc::new(Inflight::default()),
             uid,
             gid,
-            blksize: apex_ninep::version::iounit(client_msize).max(4096).next_power_of_two(),
+            blksize: apex_ninep::version::iounit(client_msize).clamp(4096, 1 << 24).next_power_of_two(),
         })
     }
 
@@ -177,14 +177,34 @@ impl Mount {
         }
     }
 
+    /// Inode `ino`'s attributes as the server has them now.
+    async fn attr_now(&self, inode: u64) -> Result<ReplyAttr> {
+        let fid = self.fid_of(inode).await?;
+        let stat = self.client.stat(fid).await.map_err(|e| failed("getattr", &inode.to_string(), e))?;
+        if let Some(node) = self.inodes().get_mut(inode) {
+            node.stat = stat.clone();
+        }
+        Ok(ReplyAttr { ttl: ttl(&stat), attr: self.attr(inode, &stat) })
+    }
+
+    /// Runs request `unique` until it ends or the kernel interrupts it
+    /// (the 9P request it waits on is flushed): EINTR then. Every request
+    /// that waits on the server is run so, so a stuck server never leaves
+    /// a process that cannot be stopped. (An interrupted walk's new fid is
+    /// never reused; an interrupted change may have been made.)
+    async fn stoppable<T>(&self, unique: u64, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        self.inflight.run(unique, call).await.unwrap_or_else(|_| Err(libc::EINTR.into()))
+    }
+
     fn entry(&self, ino: u64, stat: &Stat) -> ReplyEntry {
         ReplyEntry { ttl: ttl(stat), attr: self.attr(ino, stat), generation: 0 }
     }
 
-    /// The fid and iounit of file handle `fh`.
-    fn file(&self, fh: u64) -> Result<(u32, u32)> {
+    /// The fid and iounit of file handle `fh`, and whether it is read
+    /// through the page cache.
+    fn file(&self, fh: u64) -> Result<(u32, u32, bool)> {
         match self.handles.get(fh).as_deref() {
-            Some(Handle::File { fid, iounit }) => Ok((*fid, *iounit)),
+            Some(Handle::File { fid, iounit, cached }) => Ok((*fid, *iounit, *cached)),
             _ => Err(libc::EBADF.into()),
         }
     }
@@ -235,9 +255,12 @@ impl Filesystem for Mount {
 
     async fn destroy(&self, _req: Request) {}
 
-    async fn lookup(&self, _req: Request, parent: Inode, name: &OsStr) -> Result<ReplyEntry> {
-        let (ino, stat) = self.look(parent, utf8(name)?).await?;
-        Ok(self.entry(ino, &stat))
+    async fn lookup(&self, req: Request, parent: Inode, name: &OsStr) -> Result<ReplyEntry> {
+        self.stoppable(req.unique, async {
+            let (ino, stat) = self.look(parent, utf8(name)?).await?;
+            Ok(self.entry(ino, &stat))
+        })
+        .await
     }
 
     async fn forget(&self, _req: Request, inode: Inode, nlookup: u64) {
@@ -254,63 +277,79 @@ impl Filesystem for Mount {
         }
     }
 
-    async fn getattr(&self, _req: Request, inode: Inode, _fh: Option<u64>, _flags: u32) -> Result<ReplyAttr> {
-        let fid = self.fid_of(inode).await?;
-        let stat = self.client.stat(fid).await.map_err(|e| failed("getattr", &inode.to_string(), e))?;
-        if let Some(node) = self.inodes().get_mut(inode) {
-            node.stat = stat.clone();
-        }
-        Ok(ReplyAttr { ttl: ttl(&stat), attr: self.attr(inode, &stat) })
+    async fn getattr(&self, req: Request, inode: Inode, _fh: Option<u64>, _flags: u32) -> Result<ReplyAttr> {
+        self.stoppable(req.unique, self.attr_now(inode)).await
     }
 
     async fn setattr(&self, req: Request, inode: Inode, _fh: Option<u64>, set: SetAttr) -> Result<ReplyAttr> {
-        let only_truncate = set.size == Some(0) && set.mode.is_none() && set.uid.is_none() && set.gid.is_none();
-        if only_truncate {
-            // As 9pfuse does: a truncation to 0 is an open with OTRUNC,
-            // which synthetic files understand where wstat may not.
-            let fid = self.clone_fid(inode).await?;
-            let opened = self.client.open(fid, OWRITE | OTRUNC).await;
-            self.clunk_later(fid);
-            opened.map_err(|e| failed("truncate", &inode.to_string(), e))?;
-        } else if set.size.is_some() || set.mode.is_some() || set.mtime.is_some() {
-            let mut st = Stat::dont_touch();
-            if let Some(size) = set.size {
-                st.length = size;
+        self.stoppable(req.unique, async {
+            let only_truncate = set.size == Some(0) && set.mode.is_none() && set.uid.is_none() && set.gid.is_none();
+            if only_truncate {
+                // As 9pfuse does: a truncation to 0 is an open with OTRUNC,
+                // which synthetic files understand where wstat may not.
+                let fid = self.clone_fid(inode).await?;
+                let opened = self.client.open(fid, OWRITE | OTRUNC).await;
+                self.clunk_later(fid);
+                opened.map_err(|e| failed("truncate", &inode.to_string(), e))?;
+            } else if set.size.is_some() || set.mode.is_some() || set.mtime.is_some() {
+                let mut st = Stat::dont_touch();
+                if let Some(size) = set.size {
+                    st.length = size;
+                }
+                if let Some(mode) = set.mode {
+                    let dir = self.inodes().get(inode).is_some_and(|n| n.stat.mode & DMDIR != 0);
+                    st.mode = (mode & 0o777) | if dir { DMDIR } else { 0 };
+                }
+                if let Some(t) = set.mtime {
+                    st.mtime = t.sec as u32;
+                }
+                let fid = self.fid_of(inode).await?;
+                self.client.wstat(fid, st).await.map_err(|e| failed("wstat", &inode.to_string(), e))?;
             }
-            if let Some(mode) = set.mode {
-                let dir = self.inodes().get(inode).is_some_and(|n| n.stat.mode & DMDIR != 0);
-                st.mode = (mode & 0o777) | if dir { DMDIR } else { 0 };
-            }
-            if let Some(t) = set.mtime {
-                st.mtime = t.sec as u32;
-            }
-            let fid = self.fid_of(inode).await?;
-            self.client.wstat(fid, st).await.map_err(|e| failed("wstat", &inode.to_string(), e))?;
-        }
-        self.getattr(req, inode, None, 0).await
+            self.attr_now(inode).await
+        })
+        .await
     }
 
-    async fn open(&self, _req: Request, inode: Inode, flags: u32) -> Result<ReplyOpen> {
-        let mut mode = access_mode(flags);
-        if flags as i32 & libc::O_TRUNC != 0 {
-            mode |= OTRUNC;
-        }
-        let fid = self.clone_fid(inode).await?;
-        let file = match self.client.open(fid, mode).await {
-            Ok(f) => f,
-            Err(e) => {
-                self.clunk_later(fid);
-                return Err(failed("open", &self.names(inode).unwrap_or_default().join("/"), e));
+    async fn open(&self, req: Request, inode: Inode, flags: u32) -> Result<ReplyOpen> {
+        self.stoppable(req.unique, async {
+            let mut mode = access_mode(flags);
+            if flags as i32 & libc::O_TRUNC != 0 {
+                mode |= OTRUNC;
             }
-        };
-        let direct = self.inodes().get(inode).is_none_or(|n| synthetic(&n.stat));
-        let fh = self.handles.add(Handle::File { fid, iounit: file.iounit });
-        Ok(ReplyOpen { fh, flags: if direct { FOPEN_DIRECT_IO } else { 0 } })
+            let fid = self.clone_fid(inode).await?;
+            let file = match self.client.open(fid, mode).await {
+                Ok(f) => f,
+                Err(e) => {
+                    self.clunk_later(fid);
+                    return Err(failed("open", &self.names(inode).unwrap_or_default().join("/"), e));
+                }
+            };
+            let direct = self.inodes().get(inode).is_none_or(|n| synthetic(&n.stat));
+            let fh = self.handles.add(Handle::File { fid, iounit: file.iounit, cached: !direct });
+            Ok(ReplyOpen { fh, flags: if direct { FOPEN_DIRECT_IO } else { 0 } })
+        })
+        .await
     }
 
     async fn read(&self, req: Request, _inode: Inode, fh: u64, offset: u64, size: u32) -> Result<ReplyData> {
-        let (fid, iounit) = self.file(fh)?;
-        let data = self.interruptible(req.unique, "read", fid, self.client.read(fid, offset, size.min(iounit))).await?;
+        let (fid, iounit, cached) = self.file(fh)?;
+        let call = async {
+            let mut data = self.client.read(fid, offset, size.min(iounit)).await?;
+            // The page cache takes a short read for the end of the file: a
+            // cached file's read is filled, a Tread per iounit, up to its
+            // size or the end.
+            while cached && !data.is_empty() && data.len() < size as usize {
+                let want = (size - data.len() as u32).min(iounit);
+                let more = self.client.read(fid, offset + data.len() as u64, want).await?;
+                if more.is_empty() {
+                    break;
+                }
+                data.extend_from_slice(&more);
+            }
+            Ok::<Vec<u8>, ClientError>(data)
+        };
+        let data = self.interruptible(req.unique, "read", fid, call).await?;
         Ok(ReplyData { data: Bytes::from(data) })
     }
 
@@ -324,13 +363,22 @@ impl Filesystem for Mount {
         _write_flags: u32,
         _flags: u32,
     ) -> Result<ReplyWrite> {
-        let (fid, iounit) = self.file(fh)?;
+        let (fid, iounit, _) = self.file(fh)?;
         // One write(2) is one Twrite up to the iounit, so a ctl message
-        // arrives whole.
+        // arrives whole. Where the server takes less, the write stops
+        // there: the caller writes the rest again from where it ended.
         let call = async {
             let mut written = 0u32;
             for chunk in data.chunks(iounit.max(1) as usize) {
-                written += self.client.write(fid, offset + written as u64, chunk).await?;
+                let n = self.client.write(fid, offset + written as u64, chunk).await?;
+                if n as usize > chunk.len() {
+                    let what = format!("the server took {n} bytes of a write of {}", chunk.len());
+                    return Err(ClientError::Protocol(what));
+                }
+                written += n;
+                if (n as usize) < chunk.len() {
+                    break;
+                }
             }
             Ok::<u32, ClientError>(written)
         };
@@ -367,16 +415,19 @@ impl Filesystem for Mount {
         Ok(ReplyStatFs { blocks: 0, bfree: 0, bavail: 0, files: 0, ffree: 0, bsize: 8192, namelen: 255, frsize: 8192 })
     }
 
-    async fn opendir(&self, _req: Request, inode: Inode, _flags: u32) -> Result<ReplyOpen> {
-        let fid = self.clone_fid(inode).await?;
-        let what = || self.names(inode).unwrap_or_default().join("/");
-        let listed = match self.client.open(fid, OREAD).await {
-            Ok(f) => self.client.read_dir(&f).await,
-            Err(e) => Err(e),
-        };
-        self.clunk_later(fid);
-        let entries = listed.map_err(|e| failed("opendir", &what(), e))?;
-        Ok(ReplyOpen { fh: self.handles.add(Handle::Dir { entries }), flags: 0 })
+    async fn opendir(&self, req: Request, inode: Inode, _flags: u32) -> Result<ReplyOpen> {
+        self.stoppable(req.unique, async {
+            let fid = self.clone_fid(inode).await?;
+            let what = || self.names(inode).unwrap_or_default().join("/");
+            let listed = match self.client.open(fid, OREAD).await {
+                Ok(f) => self.client.read_dir(&f).await,
+                Err(e) => Err(e),
+            };
+            self.clunk_later(fid);
+            let entries = listed.map_err(|e| failed("opendir", &what(), e))?;
+            Ok(ReplyOpen { fh: self.handles.add(Handle::Dir { entries }), flags: 0 })
+        })
+        .await
     }
 
     async fn readdir<'a>(
@@ -413,37 +464,53 @@ impl Filesystem for Mount {
         Ok(())
     }
 
-    async fn create(&self, _req: Request, parent: Inode, name: &OsStr, mode: u32, flags: u32) -> Result<ReplyCreated> {
-        let name = utf8(name)?;
-        let fid = self.clone_fid(parent).await?;
-        let file = match self.client.create(fid, name, mode & 0o777, access_mode(flags)).await {
-            Ok(f) => f,
-            Err(e) => {
-                self.clunk_later(fid);
-                return Err(failed("create", name, e));
-            }
-        };
-        let (ino, stat) = self.look(parent, name).await?;
-        let fh = self.handles.add(Handle::File { fid: file.fid, iounit: file.iounit });
-        let direct = if synthetic(&stat) { FOPEN_DIRECT_IO } else { 0 };
-        Ok(ReplyCreated { ttl: ttl(&stat), attr: self.attr(ino, &stat), generation: 0, fh, flags: direct })
+    async fn create(&self, req: Request, parent: Inode, name: &OsStr, mode: u32, flags: u32) -> Result<ReplyCreated> {
+        self.stoppable(req.unique, async {
+            let name = utf8(name)?;
+            let fid = self.clone_fid(parent).await?;
+            let file = match self.client.create(fid, name, mode & 0o777, access_mode(flags)).await {
+                Ok(f) => f,
+                Err(e) => {
+                    self.clunk_later(fid);
+                    return Err(failed("create", name, e));
+                }
+            };
+            let (ino, stat) = match self.look(parent, name).await {
+                Ok(found) => found,
+                Err(e) => {
+                    self.clunk_later(file.fid);
+                    return Err(e);
+                }
+            };
+            let cached = !synthetic(&stat);
+            let fh = self.handles.add(Handle::File { fid: file.fid, iounit: file.iounit, cached });
+            let flags = if cached { 0 } else { FOPEN_DIRECT_IO };
+            Ok(ReplyCreated { ttl: ttl(&stat), attr: self.attr(ino, &stat), generation: 0, fh, flags })
+        })
+        .await
     }
 
-    async fn mkdir(&self, _req: Request, parent: Inode, name: &OsStr, mode: u32, _umask: u32) -> Result<ReplyEntry> {
-        let name = utf8(name)?;
-        let fid = self.clone_fid(parent).await?;
-        let made = self.client.create(fid, name, DMDIR | (mode & 0o777), OREAD).await;
-        self.clunk_later(fid);
-        made.map_err(|e| failed("mkdir", name, e))?;
-        let (ino, stat) = self.look(parent, name).await?;
-        Ok(self.entry(ino, &stat))
+    async fn mkdir(&self, req: Request, parent: Inode, name: &OsStr, mode: u32, _umask: u32) -> Result<ReplyEntry> {
+        self.stoppable(req.unique, async {
+            let name = utf8(name)?;
+            let fid = self.clone_fid(parent).await?;
+            let made = self.client.create(fid, name, DMDIR | (mode & 0o777), OREAD).await;
+            self.clunk_later(fid);
+            made.map_err(|e| failed("mkdir", name, e))?;
+            let (ino, stat) = self.look(parent, name).await?;
+            Ok(self.entry(ino, &stat))
+        })
+        .await
     }
 
-    async fn unlink(&self, _req: Request, parent: Inode, name: &OsStr) -> Result<()> {
-        let name = utf8(name)?;
-        let pfid = self.fid_of(parent).await?;
-        let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("remove", name, e))?;
-        self.client.remove(fid).await.map_err(|e| failed("remove", name, e))
+    async fn unlink(&self, req: Request, parent: Inode, name: &OsStr) -> Result<()> {
+        self.stoppable(req.unique, async {
+            let name = utf8(name)?;
+            let pfid = self.fid_of(parent).await?;
+            let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("remove", name, e))?;
+            self.client.remove(fid).await.map_err(|e| failed("remove", name, e))
+        })
+        .await
     }
 
     async fn rmdir(&self, req: Request, parent: Inode, name: &OsStr) -> Result<()> {
@@ -452,23 +519,26 @@ impl Filesystem for Mount {
 
     async fn rename(
         &self,
-        _req: Request,
+        req: Request,
         parent: Inode,
         name: &OsStr,
         new_parent: Inode,
         new_name: &OsStr,
     ) -> Result<()> {
-        if parent != new_parent {
-            // 9P renames within a directory only (wstat of the name).
-            return Err(libc::EXDEV.into());
-        }
-        let (name, new_name) = (utf8(name)?, utf8(new_name)?);
-        let pfid = self.fid_of(parent).await?;
-        let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("rename", name, e))?;
-        let st = Stat { name: new_name.into(), ..Stat::dont_touch() };
-        let r = self.client.wstat(fid, st).await.map_err(|e| failed("rename", name, e));
-        self.clunk_later(fid);
-        r
+        self.stoppable(req.unique, async {
+            if parent != new_parent {
+                // 9P renames within a directory only (wstat of the name).
+                return Err(libc::EXDEV.into());
+            }
+            let (name, new_name) = (utf8(name)?, utf8(new_name)?);
+            let pfid = self.fid_of(parent).await?;
+            let (fid, _) = self.client.walk(pfid, &[name]).await.map_err(|e| failed("rename", name, e))?;
+            let st = Stat { name: new_name.into(), ..Stat::dont_touch() };
+            let r = self.client.wstat(fid, st).await.map_err(|e| failed("rename", name, e));
+            self.clunk_later(fid);
+            r
+        })
+        .await
     }
 
     async fn interrupt(&self, _req: Request, unique: u64) -> Result<()> {

@@ -12,8 +12,16 @@ use std::sync::Mutex;
 /// What a file handle holds.
 #[derive(Debug)]
 pub enum Handle {
-    File { fid: u32, iounit: u32 },
-    Dir { entries: Vec<Stat> },
+    /// `cached`: read through the kernel's page cache, which takes a
+    /// short read for the end of the file.
+    File {
+        fid: u32,
+        iounit: u32,
+        cached: bool,
+    },
+    Dir {
+        entries: Vec<Stat>,
+    },
 }
 
 /// Every open handle, by number.

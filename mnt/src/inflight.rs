@@ -30,9 +30,10 @@ impl Inflight {
     pub async fn run<T>(&self, unique: u64, call: impl Future<Output = T>) -> Result<T, Interrupted> {
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().expect("inflight lock").insert(unique, tx);
+        // (Only an interrupt ends it: a sender dropped unsent does not.)
         let result = tokio::select! {
             r = call => Ok(r),
-            _ = rx => Err(Interrupted),
+            Ok(()) = rx => Err(Interrupted),
         };
         self.waiting.lock().expect("inflight lock").remove(&unique);
         result

@@ -88,15 +88,22 @@ async fn run() -> anyhow::Result<()> {
     tracing::info!(%address, mountpoint = %mountpoint.display(), "mounted");
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    // The terminal that runs it closed: unmount, as for Ctrl-C, rather than
+    // die and leave "Transport endpoint is not connected".
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let (why, server_gone) = tokio::select! {
         r = &mut handle => {
-            // Unmounted from outside (umount, fusermount3 -u): done.
+            // Unmounted from outside (umount, fusermount3 -u), or the
+            // session ended on its own: the mount point is let go either
+            // way (a no-op when no longer mounted).
+            detach(&mountpoint);
             r.context("fuse session")?;
             return Ok(());
         }
         _ = client.closed() => ("the server went away", true),
         _ = tokio::signal::ctrl_c() => ("interrupted", false),
         _ = term.recv() => ("terminated", false),
+        _ = hangup.recv() => ("hung up", false),
     };
     tracing::info!(why, "unmounting");
     // Blocked readers are answered EINTR, the mount point is detached at

@@ -71,6 +71,24 @@ fn shell_tools_read_and_write_through_the_mount() {
 }
 
 #[test]
+fn a_file_larger_than_a_small_msize_reads_and_writes_whole() {
+    // A file with a real length (apexd's all have 0) is read through the
+    // page cache, whose reads are larger than an 8168-byte Tread: each
+    // must be filled, as a short one is the end of the file to the cache;
+    // and a write larger than that goes on where the server stopped.
+    if !fuse_available() {
+        return;
+    }
+    let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
+    let s = Setup::start_on_one_file("msize", numbers.clone().into_bytes(), &["--msize", "8192"]);
+    s.ok("seq 1 30000 > $T/numbers");
+    assert_eq!(s.ok("stat -c %s $M/numbers").trim(), numbers.len().to_string());
+    s.ok("cmp $T/numbers $M/numbers");
+    s.ok("seq 30000 -1 1 > $T/backwards && cat $T/backwards > $M/numbers");
+    s.ok("cmp $T/backwards $M/numbers");
+}
+
+#[test]
 fn a_blocked_stream_reader_follows_and_ctrl_c_ends_it() {
     if !fuse_available() {
         return;
@@ -117,6 +135,50 @@ fn a_blocked_stream_reader_follows_and_ctrl_c_ends_it() {
     }
     // The connection is still good: the flushed read disturbed nothing.
     assert!(s.ok("cat $M/main/label").starts_with("main"));
+}
+
+#[test]
+fn any_call_waiting_on_a_stopped_server_is_interrupted() {
+    // A server that answers nothing (stopped): a lookup, a stat, an open,
+    // a create waits; a signal must end each (the kernel sends an
+    // interrupt, the 9P request is flushed), not leave a process that
+    // not even SIGKILL ends.
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start("stopped");
+    s.ok("cat $M/main/id > /dev/null");
+    s.signal_apexd(libc::SIGSTOP);
+    let calls = ["stat $M/main/nosuch", "cat $M/main/label", "touch $M/main/made", "ls $M/main/buffers"];
+    let mut running: Vec<(&str, Child)> = calls
+        .iter()
+        .map(|c| {
+            let child = Command::new("sh")
+                .arg("-c")
+                .arg(format!("exec timeout -s INT 1 {c}"))
+                .env("M", s.m())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            (*c, child)
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline && running.iter_mut().any(|(_, c)| c.try_wait().unwrap().is_none()) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut stuck = Vec::new();
+    for (name, c) in running.iter_mut() {
+        if c.try_wait().unwrap().is_none() {
+            stuck.push(*name);
+        }
+    }
+    s.signal_apexd(libc::SIGCONT);
+    for (_, mut c) in running {
+        let _ = c.wait();
+    }
+    assert!(stuck.is_empty(), "still waiting 30 s after their signal: {stuck:?}");
 }
 
 #[test]

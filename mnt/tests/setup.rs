@@ -57,6 +57,11 @@ impl Setup {
 
     /// Starts with `RUST_LOG` set to `log`, or unset (the default level).
     pub fn start_logging(name: &str, log_level: Option<&str>) -> Setup {
+        Setup::start_with(name, log_level, &[])
+    }
+
+    /// Starts with `args` before apex-mnt's address and mount point.
+    pub fn start_with(name: &str, log_level: Option<&str>, args: &[&str]) -> Setup {
         let dir = std::env::temp_dir().join(format!("apex-mnt-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("m")).unwrap();
@@ -70,16 +75,34 @@ impl Setup {
             .expect("start apexd");
         let mut s = Setup { dir, apexd: Some(apexd), mnt: None };
         wait_for("apexd's socket", || s.dir.join("ns/apex").exists());
-        let log = std::fs::File::create(s.dir.join("mnt.log")).unwrap();
+        let socket = s.dir.join("ns/apex");
+        s.mount(&socket, log_level, args);
+        s
+    }
+
+    /// Mounts `content` as the one file `numbers` of a plain 9P server (see
+    /// [`serve_one_file`]), with `args` before the address.
+    pub fn start_on_one_file(name: &str, content: Vec<u8>, args: &[&str]) -> Setup {
+        let dir = std::env::temp_dir().join(format!("apex-mnt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("m")).unwrap();
+        let socket = dir.join("one-file");
+        serve_one_file(&socket, content);
+        let mut s = Setup { dir, apexd: None, mnt: None };
+        s.mount(&socket, Some("info"), args);
+        s
+    }
+
+    fn mount(&mut self, socket: &Path, log_level: Option<&str>, args: &[&str]) {
+        let log = std::fs::File::create(self.dir.join("mnt.log")).unwrap();
         let mut mnt = Command::new(env!("CARGO_BIN_EXE_apex-mnt"));
-        mnt.arg(format!("unix!{}", s.dir.join("ns/apex").display())).arg(s.dir.join("m")).stderr(log);
+        mnt.args(args).arg(format!("unix!{}", socket.display())).arg(self.dir.join("m")).stderr(log);
         match log_level {
             Some(level) => mnt.env("RUST_LOG", level),
             None => mnt.env_remove("RUST_LOG"),
         };
-        s.mnt = Some(mnt.spawn().expect("start apex-mnt"));
-        wait_for("the mount", || mounted(&s.dir));
-        s
+        self.mnt = Some(mnt.spawn().expect("start apex-mnt"));
+        wait_for("the mount", || mounted(&self.dir));
     }
 
     /// The mount point.
@@ -112,6 +135,13 @@ impl Setup {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Sends `signal` to apexd (SIGSTOP: a server that answers nothing).
+    pub fn signal_apexd(&self, signal: i32) {
+        let pid = self.apexd.as_ref().expect("apexd running").id() as i32;
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(pid, signal) };
     }
 
     /// Sends `signal` to apex-mnt.
@@ -156,5 +186,139 @@ impl Drop for Setup {
         }
         self.stop_apexd();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Serves, from a thread of its own for as long as the test process runs,
+/// a 9P tree of one directory holding one file, `numbers`, whose stat
+/// gives its real length, as a disk's files do (apexd's files all have
+/// length 0): the path through the kernel's page cache.
+pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
+    let listener = std::os::unix::net::UnixListener::bind(socket).expect("bind the one-file server");
+    listener.set_nonblocking(true).unwrap();
+    let file = std::sync::Arc::new(OneFile(std::sync::Mutex::new(content)));
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::UnixListener::from_std(listener).unwrap();
+            while let Ok((stream, _)) = listener.accept().await {
+                let file = file.clone();
+                tokio::spawn(apex_ninep::srv::serve_unix(file, stream, apex_ninep::srv::Config::default()));
+            }
+        });
+    });
+}
+
+/// The one file's bytes.
+struct OneFile(std::sync::Mutex<Vec<u8>>);
+
+/// A fid of the one-file tree: its root, or the file.
+#[derive(Clone)]
+enum OneFid {
+    Root,
+    File,
+}
+
+impl OneFile {
+    fn qid(fid: &OneFid) -> apex_ninep::fcall::Qid {
+        use apex_ninep::fcall::{Qid, QTDIR, QTFILE};
+        match fid {
+            OneFid::Root => Qid { ty: QTDIR, vers: 0, path: 1 },
+            OneFid::File => Qid { ty: QTFILE, vers: 0, path: 2 },
+        }
+    }
+}
+
+impl apex_ninep::srv::Serve for OneFile {
+    type Fid = OneFid;
+
+    async fn attach(&self, _: &str, _: &str) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
+        Ok((OneFile::qid(&OneFid::Root), OneFid::Root))
+    }
+
+    async fn walk(
+        &self,
+        fid: &OneFid,
+        names: &[String],
+    ) -> apex_ninep::srv::Result<(Vec<apex_ninep::fcall::Qid>, Option<OneFid>)> {
+        match (fid, names) {
+            (_, []) => Ok((Vec::new(), Some(fid.clone()))),
+            (OneFid::Root, [name]) if name == "numbers" => Ok((vec![OneFile::qid(&OneFid::File)], Some(OneFid::File))),
+            _ => Err("file does not exist".into()),
+        }
+    }
+
+    async fn open(&self, fid: &OneFid, mode: u8) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
+        if matches!(fid, OneFid::File) && mode & apex_ninep::fcall::OTRUNC != 0 {
+            self.0.lock().unwrap().clear();
+        }
+        Ok((OneFile::qid(fid), fid.clone()))
+    }
+
+    async fn create(
+        &self,
+        _: &OneFid,
+        _: &str,
+        _: u32,
+        _: u8,
+    ) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
+        Err("permission denied".into())
+    }
+
+    async fn read(&self, fid: &OneFid, offset: u64, count: u32) -> apex_ninep::srv::Result<Vec<u8>> {
+        let data = self.0.lock().unwrap();
+        let from = match fid {
+            OneFid::Root => return Ok(Vec::new()),
+            OneFid::File => (offset as usize).min(data.len()),
+        };
+        Ok(data[from..(from + count as usize).min(data.len())].to_vec())
+    }
+
+    async fn write(&self, fid: &OneFid, offset: u64, bytes: Vec<u8>) -> apex_ninep::srv::Result<u32> {
+        if matches!(fid, OneFid::Root) {
+            return Err("is a directory".into());
+        }
+        let mut data = self.0.lock().unwrap();
+        let end = offset as usize + bytes.len();
+        if data.len() < end {
+            data.resize(end, 0);
+        }
+        data[offset as usize..end].copy_from_slice(&bytes);
+        Ok(bytes.len() as u32)
+    }
+
+    async fn clunk(&self, _: OneFid) {}
+
+    async fn remove(&self, _: OneFid) -> apex_ninep::srv::Result<()> {
+        Err("permission denied".into())
+    }
+
+    async fn stat(&self, fid: &OneFid) -> apex_ninep::srv::Result<apex_ninep::fcall::Stat> {
+        use apex_ninep::fcall::{Stat, DMDIR};
+        let (name, mode, length) = match fid {
+            OneFid::Root => ("/", DMDIR | 0o755, 0),
+            OneFid::File => ("numbers", 0o644, self.0.lock().unwrap().len() as u64),
+        };
+        let who = "glenda";
+        Ok(Stat {
+            qid: OneFile::qid(fid),
+            mode,
+            length,
+            name: name.into(),
+            uid: who.into(),
+            gid: who.into(),
+            muid: who.into(),
+            ..Stat::default()
+        })
+    }
+
+    async fn wstat(&self, fid: &OneFid, stat: apex_ninep::fcall::Stat) -> apex_ninep::srv::Result<()> {
+        match fid {
+            OneFid::File if stat.length != u64::MAX => {
+                self.0.lock().unwrap().resize(stat.length as usize, 0);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }

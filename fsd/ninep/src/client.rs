@@ -17,7 +17,7 @@
 use crate::codec::{encode, encode_frame, parse_stats, LARGE};
 use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM, NOFID, NOTAG};
 use crate::socket::{self, Filled, Incoming, Io, Socket};
-use crate::version::{iounit, VERSION};
+use crate::version::{iounit, MIN_MSIZE, VERSION};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::task::Waker;
@@ -611,7 +611,14 @@ impl Client {
             }
         };
         let msize = match reply {
-            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION && m <= msize => m,
+            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION && m > msize => {
+                return Err(ClientError::Protocol(format!("server agreed to msize {m}, over the {msize} asked for")))
+            }
+            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION && m < MIN_MSIZE => {
+                // Too small to carry a message's header and any data.
+                return Err(ClientError::Protocol(format!("server agreed to msize {m}, under the least, {MIN_MSIZE}")));
+            }
+            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION => m,
             Msg { body: Fcall::Rversion { version, .. }, .. } => {
                 return Err(ClientError::Protocol(format!("server speaks {version:?}, not 9P2000")))
             }
@@ -730,12 +737,17 @@ impl Client {
             let r = self.rpc(Fcall::Twalk { fid: from, newfid, wnames }).await;
             match r {
                 Ok(Fcall::Rwalk { wqids }) if wqids.len() == chunk.len() => qids.extend(wqids),
-                Ok(Fcall::Rwalk { wqids }) => {
+                Ok(Fcall::Rwalk { wqids }) if wqids.len() < chunk.len() => {
                     self.abandon_walk(from, newfid).await;
                     let at = qids.len() + wqids.len();
                     return Err(ClientError::Server(format!("file does not exist: {}", names[..=at].join("/"))));
                 }
-                Ok(r) => return Self::unexpected("Twalk", r),
+                // More qids than names, or no Rwalk: the server is broken,
+                // and may have made newfid; it is clunked, never left.
+                Ok(r) => {
+                    let _ = self.clunk(newfid).await;
+                    return Self::unexpected("Twalk", r);
+                }
                 Err(e) => {
                     self.abandon_walk(from, newfid).await;
                     return Err(e);

@@ -330,6 +330,55 @@ async fn a_server_without_9p2000_is_refused() {
     assert!(matches!(dial("ftp!x", 8192).await, Err(ClientError::BadAddress(_))));
 }
 
+#[tokio::test]
+async fn a_walk_answered_with_more_qids_than_names_fails_cleanly() {
+    // A broken server answers a walk of no names, and one of one name,
+    // with two qids: each walk fails as the server's fault, nothing
+    // panics, and the new fid is clunked.
+    let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+    let server = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let mut clunked = Vec::new();
+        answer_version(&mut b, &mut buf, 8192).await;
+        loop {
+            let Msg { tag, body } = next_frame(&mut b, &mut buf).await;
+            let reply = match body {
+                Fcall::Tattach { .. } => Fcall::Rattach { qid: Qid::default() },
+                Fcall::Twalk { .. } => Fcall::Rwalk { wqids: vec![Qid::default(); 2] },
+                Fcall::Tclunk { fid } => {
+                    clunked.push(fid);
+                    Fcall::Rclunk
+                }
+                _ => return clunked,
+            };
+            b.write_all(&to_bytes(&Msg { tag, body: reply })).await.unwrap();
+        }
+    });
+    let c = Client::handshake(a, 8192).await.unwrap();
+    let root = c.attach("glenda", "").await.unwrap();
+    for names in [&[][..], &["one"][..]] {
+        let e = c.walk(root, names).await.unwrap_err();
+        assert!(matches!(e, ClientError::Protocol(_)), "{e}");
+    }
+    let _ = c.stat(root).await;
+    assert_eq!(server.await.unwrap().len(), 2, "each new fid clunked");
+}
+
+#[tokio::test]
+async fn a_server_agreeing_to_an_msize_too_small_or_too_large_is_refused() {
+    // msize 24 leaves no byte for data (every read would end at once);
+    // one over what was asked for breaks what the client sized for.
+    for (agreed, says) in [(24, "under the least"), (16384, "over the 8192 asked for")] {
+        let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            answer_version(&mut b, &mut buf, agreed).await;
+        });
+        let err = Client::handshake(a, 8192).await.err().unwrap();
+        assert!(err.to_string().contains(says), "{agreed}: {err}");
+    }
+}
+
 /// Reads one whole frame from `s` onto `buf`.
 async fn next_frame(s: &mut UnixStream, buf: &mut Vec<u8>) -> Msg {
     loop {
