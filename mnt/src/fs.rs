@@ -210,10 +210,11 @@ impl Mount {
     }
 
     /// ".", ".." and then the entries of directory handle `fh`, from index
-    /// `offset`.
-    fn dir_items(&self, parent: u64, fh: u64, offset: u64) -> Result<Vec<(u64, Option<Stat>, OsString)>> {
-        let h = self.handles.get(fh);
-        let Some(Handle::Dir { entries }) = h.as_deref() else { return Err(libc::EBADF.into()) };
+    /// `offset`, made one at a time as the reply takes them: a listing of
+    /// thousands is not copied for each readdir of a few dozen.
+    fn dir_items(&self, parent: u64, fh: u64, offset: u64) -> Result<DirItems<'_>> {
+        let handle = self.handles.get(fh).filter(|h| matches!(**h, Handle::Dir { .. }));
+        let Some(handle) = handle else { return Err(libc::EBADF.into()) };
         let up = {
             let inodes = self.inodes();
             let names = inodes.get(parent).map(|n| n.names.clone()).unwrap_or_default();
@@ -224,11 +225,43 @@ impl Mount {
                 _ => parent,
             }
         };
-        let mut items: Vec<(u64, Option<Stat>, OsString)> = vec![(parent, None, ".".into()), (up, None, "..".into())];
-        let inodes = self.inodes();
-        items.extend(entries.iter().map(|s| (inodes.number(&s.qid), Some(s.clone()), OsString::from(&s.name))));
-        Ok(items.into_iter().skip(offset as usize).collect())
+        let at = usize::try_from(offset).unwrap_or(usize::MAX);
+        Ok(DirItems { mount: self, handle, parent, up, at })
     }
+}
+
+/// The items of a directory handle from one index on ([`Mount::dir_items`]):
+/// its number, its stat (none for "." and ".."), its name.
+struct DirItems<'a> {
+    mount: &'a Mount,
+    handle: Arc<Handle>,
+    parent: u64,
+    up: u64,
+    at: usize,
+}
+
+impl Iterator for DirItems<'_> {
+    type Item = (u64, Option<Stat>, OsString);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Handle::Dir { entries } = &*self.handle else { return None };
+        let item = match self.at {
+            0 => (self.parent, None, ".".into()),
+            1 => (self.up, None, "..".into()),
+            i => {
+                let s = entries.get(i - 2)?;
+                (self.mount.inodes().number(&s.qid), Some(s.clone()), OsString::from(s.name.as_str()))
+            }
+        };
+        self.at += 1;
+        Some(item)
+    }
+}
+
+/// Whether a server's entry `name` can be a file name here: not empty,
+/// "." or "..", no '/' or NUL, and no longer than the kernel takes.
+fn fits_a_directory(name: &str) -> bool {
+    !matches!(name, "" | "." | "..") && !name.contains(['/', '\0']) && name.len() <= 1024
 }
 
 /// The 9P open mode for open(2) flags' access mode.
@@ -424,7 +457,16 @@ impl Filesystem for Mount {
                 Err(e) => Err(e),
             };
             self.clunk_later(fid);
-            let entries = listed.map_err(|e| failed("opendir", &what(), e))?;
+            let mut entries = listed.map_err(|e| failed("opendir", &what(), e))?;
+            // The kernel refuses a whole listing for one name it cannot
+            // link (and would never forget the lookups of those after it).
+            entries.retain(|s| {
+                let fits = fits_a_directory(&s.name);
+                if !fits {
+                    tracing::warn!(directory = %what(), name = ?s.name, "an entry no file name can be; left out");
+                }
+                fits
+            });
             Ok(ReplyOpen { fh: self.handles.add(Handle::Dir { entries }), flags: 0 })
         })
         .await
@@ -439,7 +481,7 @@ impl Filesystem for Mount {
     ) -> Result<ReplyDirectory<impl Stream<Item = Result<DirectoryEntry>> + Send + 'a>> {
         let items = self.dir_items(parent, fh, offset.max(0) as u64)?;
         let start = offset.max(0);
-        let entries = items.into_iter().enumerate().map(move |(i, (inode, stat, name))| {
+        let entries = items.enumerate().map(move |(i, (inode, stat, name))| {
             Ok(DirectoryEntry { inode, kind: kind(&stat), name, offset: start + i as i64 + 1 })
         });
         Ok(ReplyDirectory { entries: stream::iter(entries) })
@@ -455,7 +497,7 @@ impl Filesystem for Mount {
     ) -> Result<ReplyDirectoryPlus<impl Stream<Item = Result<DirectoryEntryPlus>> + Send + 'a>> {
         let items = self.dir_items(parent, fh, offset)?;
         let names = self.names(parent)?;
-        let entries = Plus { mount: self, names, items: items.into_iter(), at: offset, sent: None };
+        let entries = Plus { mount: self, names, items, at: offset, sent: None };
         Ok(ReplyDirectoryPlus { entries: stream::iter(entries) })
     }
 
@@ -558,7 +600,7 @@ impl Filesystem for Mount {
 struct Plus<'a> {
     mount: &'a Mount,
     names: Vec<String>,
-    items: std::vec::IntoIter<(u64, Option<Stat>, OsString)>,
+    items: DirItems<'a>,
     at: u64,
     /// The entry handed out last, not yet counted.
     sent: Option<Stat>,

@@ -71,7 +71,7 @@ fn shell_tools_read_and_write_through_the_mount() {
 }
 
 #[test]
-fn a_file_larger_than_a_small_msize_reads_and_writes_whole() {
+fn a_plain_servers_file_lists_reads_and_writes_whole_at_a_small_msize() {
     // A file with a real length (apexd's all have 0) is read through the
     // page cache, whose reads are larger than an 8168-byte Tread: each
     // must be filled, as a short one is the end of the file to the cache;
@@ -82,6 +82,9 @@ fn a_file_larger_than_a_small_msize_reads_and_writes_whole() {
     let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
     let s = Setup::start_on_one_file("msize", numbers.clone().into_bytes(), &["--msize", "8192"]);
     s.ok("seq 1 30000 > $T/numbers");
+    // Its directory lists it, and none of the names the server gives that
+    // no file name can be (the kernel would refuse the whole listing).
+    assert_eq!(s.ok("ls -a $M"), ".\n..\nnumbers\n");
     assert_eq!(s.ok("stat -c %s $M/numbers").trim(), numbers.len().to_string());
     s.ok("cmp $T/numbers $M/numbers");
     s.ok("seq 30000 -1 1 > $T/backwards && cat $T/backwards > $M/numbers");

@@ -266,11 +266,23 @@ impl apex_ninep::srv::Serve for OneFile {
     }
 
     async fn read(&self, fid: &OneFid, offset: u64, count: u32) -> apex_ninep::srv::Result<Vec<u8>> {
+        if let OneFid::Root = fid {
+            // The file, and entries no file name can be (a server's own
+            // idea of names), which the mount leaves out.
+            let mut listing = Vec::new();
+            if offset == 0 {
+                let mut entry = self.stat(&OneFid::File).await?;
+                apex_ninep::codec::put_stat(&mut listing, &entry);
+                for name in ["", ".", "..", "a/b", "nul\0in it"] {
+                    entry.name = name.into();
+                    entry.qid.path += 1;
+                    apex_ninep::codec::put_stat(&mut listing, &entry);
+                }
+            }
+            return Ok(listing);
+        }
         let data = self.0.lock().unwrap();
-        let from = match fid {
-            OneFid::Root => return Ok(Vec::new()),
-            OneFid::File => (offset as usize).min(data.len()),
-        };
+        let from = (offset as usize).min(data.len());
         Ok(data[from..(from + count as usize).min(data.len())].to_vec())
     }
 
