@@ -578,6 +578,12 @@ impl Filesystem for Mount {
             let st = Stat { name: new_name.into(), ..Stat::dont_touch() };
             let r = self.client.wstat(fid, st).await.map_err(|e| failed("rename", name, e));
             self.clunk_later(fid);
+            if r.is_ok() {
+                // Files not walked yet are walked to by name from the root.
+                let dir = self.names(parent)?;
+                let path = |n: &str| dir.iter().cloned().chain([n.to_string()]).collect::<Vec<_>>();
+                self.inodes().renamed(&path(name), &path(new_name));
+            }
             r
         })
         .await

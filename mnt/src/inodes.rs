@@ -64,7 +64,11 @@ impl Inodes {
         match self.nodes.get_mut(&ino) {
             Some(node) => {
                 node.lookups += 1;
-                node.names = names;
+                // The root is walked to by no names, whatever a server
+                // that gives another file its qid says.
+                if ino != ROOT {
+                    node.names = names;
+                }
                 node.stat = stat;
                 match (node.fid, fid) {
                     (None, f) => {
@@ -77,6 +81,16 @@ impl Inodes {
             None => {
                 self.nodes.insert(ino, Node { names, stat, fid, lookups: 1 });
                 (ino, None)
+            }
+        }
+    }
+
+    /// The file `from` is now named `to` (a rename): it and everything
+    /// under it are walked to by the new names from here on.
+    pub fn renamed(&mut self, from: &[String], to: &[String]) {
+        for node in self.nodes.values_mut() {
+            if !from.is_empty() && node.names.starts_with(from) {
+                node.names.splice(..from.len(), to.iter().cloned());
             }
         }
     }
@@ -126,5 +140,20 @@ mod tests {
         assert!(t.get(a).is_none());
         assert_eq!(t.forget(ROOT, 5), None);
         assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn a_rename_renames_what_is_under_it_and_the_roots_names_stay_none() {
+        let mut t = Inodes::new(Qid { path: 0, ..Qid::default() }, stat(0), 100);
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (d, _) = t.looked_up(names(&["d"]), stat(5), None);
+        let (f, _) = t.looked_up(names(&["d", "f"]), stat(6), None);
+        let (other, _) = t.looked_up(names(&["dd"]), stat(7), None);
+        t.renamed(&names(&["d"]), &names(&["e"]));
+        assert_eq!(t.get(d).unwrap().names, names(&["e"]));
+        assert_eq!(t.get(f).unwrap().names, names(&["e", "f"]));
+        assert_eq!(t.get(other).unwrap().names, names(&["dd"]), "a name that only begins the same");
+        t.looked_up(names(&["x"]), stat(0), None);
+        assert!(t.get(ROOT).unwrap().names.is_empty());
     }
 }

@@ -85,6 +85,10 @@ fn a_plain_servers_file_lists_reads_and_writes_whole_at_a_small_msize() {
     // Its directory lists it, and none of the names the server gives that
     // no file name can be (the kernel would refuse the whole listing).
     assert_eq!(s.ok("ls -a $M"), ".\n..\nnumbers\n");
+    // Renamed when only `ls -l` has seen it (an inode not walked to yet):
+    // it opens by its new name.
+    s.ok("ls -l $M > /dev/null && mv $M/numbers $M/renamed && cmp $T/numbers $M/renamed");
+    s.ok("mv $M/renamed $M/numbers");
     assert_eq!(s.ok("stat -c %s $M/numbers").trim(), numbers.len().to_string());
     s.ok("cmp $T/numbers $M/numbers");
     s.ok("seq 30000 -1 1 > $T/backwards && cat $T/backwards > $M/numbers");

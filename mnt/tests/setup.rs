@@ -196,7 +196,7 @@ impl Drop for Setup {
 pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
     let listener = std::os::unix::net::UnixListener::bind(socket).expect("bind the one-file server");
     listener.set_nonblocking(true).unwrap();
-    let file = std::sync::Arc::new(OneFile(std::sync::Mutex::new(content)));
+    let file = std::sync::Arc::new(OneFile(std::sync::Mutex::new(("numbers".into(), content))));
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
@@ -209,8 +209,8 @@ pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
     });
 }
 
-/// The one file's bytes.
-struct OneFile(std::sync::Mutex<Vec<u8>>);
+/// The one file's name (a wstat renames it) and bytes.
+struct OneFile(std::sync::Mutex<(String, Vec<u8>)>);
 
 /// A fid of the one-file tree: its root, or the file.
 #[derive(Clone)]
@@ -243,14 +243,16 @@ impl apex_ninep::srv::Serve for OneFile {
     ) -> apex_ninep::srv::Result<(Vec<apex_ninep::fcall::Qid>, Option<OneFid>)> {
         match (fid, names) {
             (_, []) => Ok((Vec::new(), Some(fid.clone()))),
-            (OneFid::Root, [name]) if name == "numbers" => Ok((vec![OneFile::qid(&OneFid::File)], Some(OneFid::File))),
+            (OneFid::Root, [name]) if *name == self.0.lock().unwrap().0 => {
+                Ok((vec![OneFile::qid(&OneFid::File)], Some(OneFid::File)))
+            }
             _ => Err("file does not exist".into()),
         }
     }
 
     async fn open(&self, fid: &OneFid, mode: u8) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
         if matches!(fid, OneFid::File) && mode & apex_ninep::fcall::OTRUNC != 0 {
-            self.0.lock().unwrap().clear();
+            self.0.lock().unwrap().1.clear();
         }
         Ok((OneFile::qid(fid), fid.clone()))
     }
@@ -281,7 +283,7 @@ impl apex_ninep::srv::Serve for OneFile {
             }
             return Ok(listing);
         }
-        let data = self.0.lock().unwrap();
+        let data = &self.0.lock().unwrap().1;
         let from = (offset as usize).min(data.len());
         Ok(data[from..(from + count as usize).min(data.len())].to_vec())
     }
@@ -290,7 +292,7 @@ impl apex_ninep::srv::Serve for OneFile {
         if matches!(fid, OneFid::Root) {
             return Err("is a directory".into());
         }
-        let mut data = self.0.lock().unwrap();
+        let data = &mut self.0.lock().unwrap().1;
         let end = offset as usize + bytes.len();
         if data.len() < end {
             data.resize(end, 0);
@@ -308,15 +310,18 @@ impl apex_ninep::srv::Serve for OneFile {
     async fn stat(&self, fid: &OneFid) -> apex_ninep::srv::Result<apex_ninep::fcall::Stat> {
         use apex_ninep::fcall::{Stat, DMDIR};
         let (name, mode, length) = match fid {
-            OneFid::Root => ("/", DMDIR | 0o755, 0),
-            OneFid::File => ("numbers", 0o644, self.0.lock().unwrap().len() as u64),
+            OneFid::Root => ("/".to_string(), DMDIR | 0o755, 0),
+            OneFid::File => {
+                let file = self.0.lock().unwrap();
+                (file.0.clone(), 0o644, file.1.len() as u64)
+            }
         };
         let who = "glenda";
         Ok(Stat {
             qid: OneFile::qid(fid),
             mode,
             length,
-            name: name.into(),
+            name: name.as_str().into(),
             uid: who.into(),
             gid: who.into(),
             muid: who.into(),
@@ -325,12 +330,15 @@ impl apex_ninep::srv::Serve for OneFile {
     }
 
     async fn wstat(&self, fid: &OneFid, stat: apex_ninep::fcall::Stat) -> apex_ninep::srv::Result<()> {
-        match fid {
-            OneFid::File if stat.length != u64::MAX => {
-                self.0.lock().unwrap().resize(stat.length as usize, 0);
-                Ok(())
+        let mut file = self.0.lock().unwrap();
+        if let OneFid::File = fid {
+            if stat.length != u64::MAX {
+                file.1.resize(stat.length as usize, 0);
             }
-            _ => Ok(()),
+            if !stat.name.is_empty() {
+                file.0 = stat.name.to_string();
+            }
         }
+        Ok(())
     }
 }
