@@ -330,11 +330,15 @@ impl Filesystem for Mount {
                     st.length = size;
                 }
                 if let Some(mode) = set.mode {
-                    let dir = self.inodes().get(inode).is_some_and(|n| n.stat.mode & DMDIR != 0);
-                    st.mode = (mode & 0o777) | if dir { DMDIR } else { 0 };
+                    // The permissions change; the file's other bits (DMDIR,
+                    // DMAPPEND, DMEXCL) stay what they are.
+                    let kept = self.inodes().get(inode).map_or(0, |n| n.stat.mode & !0o777);
+                    st.mode = (mode & 0o777) | kept;
                 }
                 if let Some(t) = set.mtime {
-                    st.mtime = t.sec as u32;
+                    // 9P's times are unsigned 32-bit seconds, and all ones
+                    // means "leave it": a time outside is the nearest one.
+                    st.mtime = t.sec.clamp(0, i64::from(u32::MAX) - 1) as u32;
                 }
                 let fid = self.fid_of(inode).await?;
                 self.client.wstat(fid, st).await.map_err(|e| failed("wstat", &inode.to_string(), e))?;

@@ -93,6 +93,12 @@ fn a_plain_servers_file_lists_reads_and_writes_whole_at_a_small_msize() {
     s.ok("cmp $T/numbers $M/numbers");
     s.ok("seq 30000 -1 1 > $T/backwards && cat $T/backwards > $M/numbers");
     s.ok("cmp $T/backwards $M/numbers");
+    // chmod changes the permissions and keeps the rest (append-only here);
+    // a time 9P cannot hold is the nearest it can.
+    s.ok("chmod 600 $M/numbers");
+    assert_eq!(s.ok("stat -c %a $M/numbers").trim(), "600");
+    s.ok("touch -m -d @-100000 $M/numbers");
+    assert_eq!(s.ok("stat -c %Y $M/numbers").trim(), "0");
 }
 
 #[test]

@@ -196,7 +196,8 @@ impl Drop for Setup {
 pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
     let listener = std::os::unix::net::UnixListener::bind(socket).expect("bind the one-file server");
     listener.set_nonblocking(true).unwrap();
-    let file = std::sync::Arc::new(OneFile(std::sync::Mutex::new(("numbers".into(), content))));
+    let file = OneFile(std::sync::Mutex::new(Kept { name: "numbers".into(), data: content, mode: 0o644, mtime: 0 }));
+    let file = std::sync::Arc::new(file);
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
@@ -209,8 +210,18 @@ pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
     });
 }
 
-/// The one file's name (a wstat renames it) and bytes.
-struct OneFile(std::sync::Mutex<(String, Vec<u8>)>);
+/// The one file.
+struct OneFile(std::sync::Mutex<Kept>);
+
+/// What a wstat changes of the one file, and its bytes. It is
+/// append-only (DMAPPEND), as a log file on a Plan 9 server is, and will
+/// not have that bit cleared.
+struct Kept {
+    name: String,
+    data: Vec<u8>,
+    mode: u32,
+    mtime: u32,
+}
 
 /// A fid of the one-file tree: its root, or the file.
 #[derive(Clone)]
@@ -243,7 +254,7 @@ impl apex_ninep::srv::Serve for OneFile {
     ) -> apex_ninep::srv::Result<(Vec<apex_ninep::fcall::Qid>, Option<OneFid>)> {
         match (fid, names) {
             (_, []) => Ok((Vec::new(), Some(fid.clone()))),
-            (OneFid::Root, [name]) if *name == self.0.lock().unwrap().0 => {
+            (OneFid::Root, [name]) if *name == self.0.lock().unwrap().name => {
                 Ok((vec![OneFile::qid(&OneFid::File)], Some(OneFid::File)))
             }
             _ => Err("file does not exist".into()),
@@ -252,7 +263,7 @@ impl apex_ninep::srv::Serve for OneFile {
 
     async fn open(&self, fid: &OneFid, mode: u8) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
         if matches!(fid, OneFid::File) && mode & apex_ninep::fcall::OTRUNC != 0 {
-            self.0.lock().unwrap().1.clear();
+            self.0.lock().unwrap().data.clear();
         }
         Ok((OneFile::qid(fid), fid.clone()))
     }
@@ -283,7 +294,7 @@ impl apex_ninep::srv::Serve for OneFile {
             }
             return Ok(listing);
         }
-        let data = &self.0.lock().unwrap().1;
+        let data = &self.0.lock().unwrap().data;
         let from = (offset as usize).min(data.len());
         Ok(data[from..(from + count as usize).min(data.len())].to_vec())
     }
@@ -292,7 +303,7 @@ impl apex_ninep::srv::Serve for OneFile {
         if matches!(fid, OneFid::Root) {
             return Err("is a directory".into());
         }
-        let data = &mut self.0.lock().unwrap().1;
+        let data = &mut self.0.lock().unwrap().data;
         let end = offset as usize + bytes.len();
         if data.len() < end {
             data.resize(end, 0);
@@ -309,11 +320,11 @@ impl apex_ninep::srv::Serve for OneFile {
 
     async fn stat(&self, fid: &OneFid) -> apex_ninep::srv::Result<apex_ninep::fcall::Stat> {
         use apex_ninep::fcall::{Stat, DMDIR};
-        let (name, mode, length) = match fid {
-            OneFid::Root => ("/".to_string(), DMDIR | 0o755, 0),
+        let (name, mode, length, mtime) = match fid {
+            OneFid::Root => ("/".to_string(), DMDIR | 0o755, 0, 0),
             OneFid::File => {
                 let file = self.0.lock().unwrap();
-                (file.0.clone(), 0o644, file.1.len() as u64)
+                (file.name.clone(), apex_ninep::fcall::DMAPPEND | file.mode, file.data.len() as u64, file.mtime)
             }
         };
         let who = "glenda";
@@ -321,6 +332,7 @@ impl apex_ninep::srv::Serve for OneFile {
             qid: OneFile::qid(fid),
             mode,
             length,
+            mtime,
             name: name.as_str().into(),
             uid: who.into(),
             gid: who.into(),
@@ -332,11 +344,20 @@ impl apex_ninep::srv::Serve for OneFile {
     async fn wstat(&self, fid: &OneFid, stat: apex_ninep::fcall::Stat) -> apex_ninep::srv::Result<()> {
         let mut file = self.0.lock().unwrap();
         if let OneFid::File = fid {
+            if stat.mode != u32::MAX && stat.mode & apex_ninep::fcall::DMAPPEND == 0 {
+                return Err("numbers is append-only; its mode keeps DMAPPEND".into());
+            }
             if stat.length != u64::MAX {
-                file.1.resize(stat.length as usize, 0);
+                file.data.resize(stat.length as usize, 0);
             }
             if !stat.name.is_empty() {
-                file.0 = stat.name.to_string();
+                file.name = stat.name.to_string();
+            }
+            if stat.mode != u32::MAX {
+                file.mode = stat.mode & 0o777;
+            }
+            if stat.mtime != u32::MAX {
+                file.mtime = stat.mtime;
             }
         }
         Ok(())
