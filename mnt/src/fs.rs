@@ -16,6 +16,10 @@ use apex_ninep::{Client, ClientError};
 use bytes::Bytes;
 use fuse3::raw::prelude::*;
 use fuse3::{Errno, Inode, Result};
+
+/// How long a call other than a read or write, interrupted, still waits
+/// for the server's answer before it is let go (`Mount::stoppable`).
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 use futures_util::stream::{self, Stream};
 use std::ffi::{OsStr, OsString};
 use std::num::NonZeroU32;
@@ -187,13 +191,15 @@ impl Mount {
         Ok(ReplyAttr { ttl: ttl(&stat), attr: self.attr(inode, &stat) })
     }
 
-    /// Runs request `unique` until it ends or the kernel interrupts it
-    /// (the 9P request it waits on is flushed): EINTR then. Every request
-    /// that waits on the server is run so, so a stuck server never leaves
-    /// a process that cannot be stopped. (An interrupted walk's new fid is
-    /// never reused; an interrupted change may have been made.)
+    /// Runs request `unique` until it ends or, interrupted by the kernel,
+    /// until the server has not answered within [`PATIENCE`] (the 9P
+    /// request it waits on is flushed): EINTR then. Every request that
+    /// waits on the server and is not a read or write is run so: a stopped
+    /// server never leaves a process that cannot be stopped, and a live
+    /// one's answer stands. (A walk or open let go so may leave its fid on
+    /// the server, which answers it late; its number is never reused.)
     async fn stoppable<T>(&self, unique: u64, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-        self.inflight.run(unique, call).await.unwrap_or_else(|_| Err(libc::EINTR.into()))
+        self.inflight.run_patiently(unique, PATIENCE, call).await.unwrap_or_else(|_| Err(libc::EINTR.into()))
     }
 
     fn entry(&self, ino: u64, stat: &Stat) -> ReplyEntry {
@@ -408,7 +414,10 @@ impl Filesystem for Mount {
             let mut written = 0u32;
             for chunk in data.chunks(iounit.max(1) as usize) {
                 let n = self.client.write(fid, offset + written as u64, chunk).await?;
-                if n as usize > chunk.len() {
+                if n as usize > chunk.len() || n == 0 {
+                    if written > 0 {
+                        break; // what it took before stands
+                    }
                     let what = format!("the server took {n} bytes of a write of {}", chunk.len());
                     return Err(ClientError::Protocol(what));
                 }

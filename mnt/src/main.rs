@@ -34,6 +34,16 @@ struct Args {
     places: Vec<String>,
 }
 
+/// Whether SIGHUP is ignored (started under nohup).
+fn hangup_ignored() -> bool {
+    // SAFETY: sigaction with no new action only writes the current one
+    // into `old`, a zeroed local of the right type.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// Detaches the mount even while it is busy, so a server that went away
 /// leaves a usable directory, not "Transport endpoint is not connected".
 /// Nothing to do if it is no longer mounted.
@@ -89,21 +99,28 @@ async fn run() -> anyhow::Result<()> {
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     // The terminal that runs it closed: unmount, as for Ctrl-C, rather than
-    // die and leave "Transport endpoint is not connected".
-    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    // die and leave "Transport endpoint is not connected"; unless SIGHUP
+    // is ignored (nohup), when it goes on.
+    let mut hangup = match hangup_ignored() {
+        true => None,
+        false => Some(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?),
+    };
+    let hung_up = async {
+        match &mut hangup {
+            Some(signal) => _ = signal.recv().await,
+            None => std::future::pending().await,
+        }
+    };
     let (why, server_gone) = tokio::select! {
         r = &mut handle => {
-            // Unmounted from outside (umount, fusermount3 -u), or the
-            // session ended on its own: the mount point is let go either
-            // way (a no-op when no longer mounted).
-            detach(&mountpoint);
+            // Unmounted from outside (umount, fusermount3 -u): done.
             r.context("fuse session")?;
             return Ok(());
         }
         _ = client.closed() => ("the server went away", true),
         _ = tokio::signal::ctrl_c() => ("interrupted", false),
         _ = term.recv() => ("terminated", false),
-        _ = hangup.recv() => ("hung up", false),
+        _ = hung_up => ("hung up", false),
     };
     tracing::info!(why, "unmounting");
     // Blocked readers are answered EINTR, the mount point is detached at
