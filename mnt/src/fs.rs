@@ -16,14 +16,14 @@ use apex_ninep::{Client, ClientError};
 use bytes::Bytes;
 use fuse3::raw::prelude::*;
 use fuse3::{Errno, Inode, Result};
-
-/// How long a call other than a read or write, interrupted, still waits
-/// for the server's answer before it is let go (`Mount::stoppable`).
-const PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 use futures_util::stream::{self, Stream};
 use std::ffi::{OsStr, OsString};
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
+
+/// How long a call other than a read or write, interrupted, still waits
+/// for the server's answer before it is let go (`Mount::stoppable`).
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// FOPEN_DIRECT_IO of the kernel's FUSE ABI: bypass the page cache.
 const FOPEN_DIRECT_IO: u32 = 1 << 0;

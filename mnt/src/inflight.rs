@@ -35,15 +35,7 @@ pub struct Interrupted;
 impl Inflight {
     /// Runs `call` for request `unique` until it ends or is interrupted.
     pub async fn run<T>(&self, unique: u64, call: impl Future<Output = T>) -> Result<T, Interrupted> {
-        let (tx, rx) = oneshot::channel();
-        self.waiting.lock().expect("inflight lock").insert(unique, tx);
-        // (Only an interrupt ends it: a sender dropped unsent does not.)
-        let result = tokio::select! {
-            r = call => Ok(r),
-            Ok(()) = rx => Err(Interrupted),
-        };
-        self.waiting.lock().expect("inflight lock").remove(&unique);
-        result
+        self.run_patiently(unique, std::time::Duration::ZERO, call).await
     }
 
     /// Runs `call` for request `unique` until it ends, or until `grace`
