@@ -7,9 +7,10 @@
 use crate::clip::Clip;
 use crate::damage::Painter;
 use crate::font::Fonts;
-use crate::geom::{Metrics, Rect, Screen};
+use crate::geom::{Metrics, Screen};
 use crate::host::UiHost;
 use crate::input::{Ctx, Effect, Event, Input, Key};
+use crate::rect::Rect;
 use crate::render::Canvas;
 use apex_core::exec;
 use std::time::Instant;
@@ -244,7 +245,7 @@ impl Ui {
                     self.complete(window, &path, &prefix, now_ms);
                     Ok(())
                 }
-                Effect::Refused(why) => Err(exec::ExecError::Host(why)),
+                Effect::Refused(why) => Err(exec::ExecError::Host(why.to_string())),
             };
             // A search that found nothing says nothing, as acme's look3.
             if let Err(e) = result.or_else(|e| match e {

@@ -9,7 +9,8 @@
 //! grew a line), the whole frame is drawn.
 
 use crate::font::Fonts;
-use crate::geom::{Metrics, Rect, Screen};
+use crate::geom::{Metrics, Screen};
+use crate::rect::Rect;
 use crate::render::{self, Canvas};
 use apex_core::{BufferId, ColumnId, State, View, ViewId, WindowId};
 use std::collections::HashMap;

@@ -6,7 +6,7 @@
 //! does. The frame maps runes to points and points to runes.
 
 use crate::font::Sized;
-use crate::geom::Rect;
+use crate::rect::Rect;
 use ropey::Rope;
 
 /// One laid-out rune.

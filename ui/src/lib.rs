@@ -5,6 +5,7 @@
 //! - [`geom`]: the screen model's geometry, from the layout shard and the
 //!   font: the row tag, columns and windows with their tags, layout boxes,
 //!   scroll bars and bodies.
+//! - [`rect`]: `Rect`, the half-open rectangle of pixels.
 //! - [`frame`]: laying a text out in a rectangle (wrapping, tabs), runes to
 //!   points and back, as acme's libframe.
 //! - [`font`]: the two embedded faces and their glyph caches.
@@ -37,5 +38,6 @@ pub mod geom;
 pub mod host;
 pub mod input;
 pub mod palette;
+pub mod rect;
 pub mod render;
 pub mod shell;

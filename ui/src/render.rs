@@ -5,8 +5,9 @@
 
 use crate::font::{Face, Fonts, Glyph};
 use crate::frame::Frame;
-use crate::geom::{ColumnGeom, Metrics, Rect, Screen, WindowGeom};
+use crate::geom::{ColumnGeom, Metrics, Screen, WindowGeom};
 use crate::palette::{self, Pixel};
+use crate::rect::Rect;
 use apex_core::exec::DEFAULT_TAB;
 use apex_core::{Buffer, State, ViewId};
 

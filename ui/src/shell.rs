@@ -6,9 +6,9 @@
 //! this UI as the host.
 
 use crate::app::Ui;
-use crate::geom::Rect;
 use crate::host::UiHost;
 use crate::input::{Event, Key};
+use crate::rect::Rect;
 use std::num::NonZeroU32;
 use std::rc::Rc;
 use winit::application::ApplicationHandler;

@@ -7,8 +7,9 @@ use apex_core::*;
 use apex_ui::damage::Painter;
 use apex_ui::font::Fonts;
 use apex_ui::frame::Frame;
-use apex_ui::geom::{Metrics, Rect, Screen};
+use apex_ui::geom::{Metrics, Screen};
 use apex_ui::palette;
+use apex_ui::rect::Rect;
 use apex_ui::render::{draw, Canvas};
 use std::collections::BTreeSet;
 

@@ -1,0 +1,305 @@
+//! Typing (acme's `texttype`): text typed into the text it goes to, the
+//! erasing keys, cursor keys, Esc, the control keys, ^F's completion, and
+//! typing proposed to the leader while watching.
+
+use super::{InputError, Ctx, Effect, Input, Key, Predicted, Target};
+use apex_core::{look, BufferId, BufferOp, Origin, Proposal, Shard};
+
+impl Input {
+    /// Watching: replaces `q0..q1` of the target's text with `text` and
+    /// moves its cursor after it, as proposals for the leader, at the
+    /// version the typing sent before will have made.
+    pub(super) fn propose_typing(
+        &mut self,
+        t: Target,
+        b: BufferId,
+        q0: u64,
+        q1: u64,
+        text: &str,
+        cx: &mut Ctx,
+    ) -> Result<(), InputError> {
+        let (_, view) = cx.text_of(t).ok_or(InputError::Gone)?;
+        let version = match self.pending(cx, b) {
+            Some(p) => p.version,
+            None => cx.node.state.buffer(b)?.version,
+        };
+        let q = q0 + text.chars().count() as u64;
+        cx.outbox.push(Proposal::splice(b, version, q0, q1, text.to_string(), Origin::Keyboard));
+        cx.outbox.push(Proposal::Select { buffer: b, view, version: version + 1, q0: q, q1: q });
+        self.predicted = Some(Predicted { buffer: b, view, version: version + 1, q });
+        Ok(())
+    }
+
+    /// Typed text replaces the selection; a run of typing is one undo
+    /// group.
+    pub(super) fn typed(&mut self, s: &str, cx: &mut Ctx) -> Result<(), InputError> {
+        let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
+        let s: String = s
+            .chars()
+            .map(|c| if c == '\r' { '\n' } else { c })
+            .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+            .collect();
+        if s.is_empty() {
+            return Ok(());
+        }
+        // Indent on: a newline takes the blanks the line starts with (up to
+        // the cursor), as acme's autoindent does.
+        let indenting = match t {
+            Target::Body(w) => cx.node.state.window(w).is_ok_and(|w| w.flags.autoindent),
+            _ => false,
+        };
+        let s = match (indenting, s.as_str()) {
+            (true, "\n") => {
+                let buf = cx.node.state.buffer(b)?;
+                let start = look::show_origin(buf, q0);
+                let blanks: String =
+                    buf.slice(start, q0).unwrap_or_default().chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+                format!("\n{blanks}")
+            }
+            _ => s,
+        };
+        if self.typed_from.is_none_or(|(tt, _)| tt != t) {
+            let group = cx.node.new_group()?;
+            cx.append(b, BufferOp::Mark { group })?;
+            self.typed_from = Some((t, q0));
+        }
+        if let (Target::Tag(w), true) = (t, s.contains('\n')) {
+            self.collapsed.remove(&w);
+        }
+        if !cx.node.leads(Shard::Buffer(b)) {
+            return self.propose_typing(t, b, q0, q1, &s, cx);
+        }
+        cx.splice(b, q0, q1, &s)?;
+        let q = q0 + s.chars().count() as u64;
+        self.column_x = None;
+        cx.select(t, q, q)
+    }
+
+    /// ^F (acme's `textcomplete`): the selection goes as typing would take
+    /// it, then the file name before the cursor is for the caller to
+    /// complete (it lists the directory).
+    pub(super) fn complete(&mut self, cx: &mut Ctx) -> Result<Vec<Effect>, InputError> {
+        let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(Vec::new()) };
+        // Nothing to complete (the cursor is inside a word): the selection
+        // stays, as acme's textcomplete leaves it.
+        let buf = cx.node.state.buffer(b)?;
+        let at = q1.min(buf.len());
+        if at < buf.len() && buf.text.char(at as usize) > ' ' {
+            return Ok(Vec::new());
+        }
+        if q0 < q1 {
+            self.erase(t, b, q0, q1, cx)?;
+        }
+        let buf = cx.node.state.buffer(b)?;
+        Ok(match look::completion_at(buf, q0.min(buf.len())) {
+            Some((path, prefix)) => vec![Effect::Complete { window: Ctx::window_of(t), path, prefix }],
+            None => Vec::new(),
+        })
+    }
+
+    pub(super) fn key(&mut self, k: Key, cx: &mut Ctx) -> Result<(), InputError> {
+        let Some((_, b, _, _)) = self.typing_target(cx) else { return Ok(()) };
+        let pending = self.pending(cx, b);
+        let done = self.key_in(k, cx);
+        // Watching: a cursor key's move is a proposal too; the cursor is
+        // predicted where it goes until the leader's move is in.
+        let moved = cx.outbox.last().and_then(|p| match p {
+            Proposal::Select { buffer, view, q0, q1, .. } if *buffer == b && q0 == q1 => Some((*view, *q0)),
+            _ => None,
+        });
+        if let (false, Some((view, q))) = (cx.node.leads(Shard::Buffer(b)), moved) {
+            let now = cx.node.state.buffer(b).map_or(0, |x| x.version);
+            let version = pending.map_or(now, |p| p.version.max(now));
+            if !matches!(k, Key::Backspace | Key::Delete | Key::Ctrl('h' | 'w' | 'u')) {
+                self.predicted = Some(Predicted { buffer: b, view, version, q });
+            }
+        }
+        done
+    }
+
+    pub(super) fn key_in(&mut self, k: Key, cx: &mut Ctx) -> Result<(), InputError> {
+        let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
+        let buf = cx.node.state.buffer(b)?;
+        let len = buf.len();
+        // A watching UI's predicted cursor may be past the text it has.
+        let (q0, q1) = (q0.min(len), q1.min(len));
+        let at = |q: u64| buf.text.char(q as usize);
+        let line_start = |q: u64| look::show_origin(buf, q);
+        let line_end = |q: u64| {
+            let mut e = q;
+            while e < len && at(e) != '\n' {
+                e += 1;
+            }
+            e
+        };
+        // Erasing keys take the selection if there is one.
+        let erase = |from: u64| -> (u64, u64) {
+            if q0 < q1 {
+                (q0, q1)
+            } else {
+                (from, q0)
+            }
+        };
+        let vertical = matches!(k, Key::Up | Key::Down);
+        if !vertical {
+            self.column_x = None;
+        }
+        // In a tag, Up and Down fold and unfold it (acme's Tagup and
+        // Tagdown); End unfolds it too.
+        if let Target::Tag(w) = t {
+            match k {
+                Key::Up => {
+                    self.collapsed.insert(w);
+                    return Ok(());
+                }
+                Key::Down => {
+                    self.collapsed.remove(&w);
+                    return Ok(());
+                }
+                Key::End => {
+                    self.collapsed.remove(&w);
+                }
+                _ => {}
+            }
+        }
+        match k {
+            Key::Backspace | Key::Ctrl('h') => {
+                let (a, z) = erase(q0.saturating_sub(1));
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Delete => {
+                let (a, z) = if q0 < q1 { (q0, q1) } else { (q0, (q1 + 1).min(len)) };
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Ctrl('w') => {
+                // Back over blanks, then over a word (or one other rune).
+                let mut a = q0;
+                while a > 0 && matches!(at(a - 1), ' ' | '\t') {
+                    a -= 1;
+                }
+                let word = |c: char| c.is_alphanumeric() || c == '_';
+                if a > 0 && word(at(a - 1)) {
+                    while a > 0 && word(at(a - 1)) {
+                        a -= 1;
+                    }
+                } else if a > 0 && at(a - 1) != '\n' {
+                    a -= 1;
+                }
+                let (a, z) = erase(a);
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Ctrl('u') => {
+                let s = line_start(q0);
+                let (a, z) = erase(if s == q0 { q0.saturating_sub(1) } else { s });
+                self.erase(t, b, a, z, cx)
+            }
+            Key::Ctrl('a') => cx.select(t, line_start(q0), line_start(q0)),
+            Key::Ctrl('e') => cx.select(t, line_end(q1), line_end(q1)),
+            Key::Left => {
+                let q = if q0 < q1 { q0 } else { q0.saturating_sub(1) };
+                cx.select(t, q, q)
+            }
+            Key::Right => {
+                let q = if q0 < q1 { q1 } else { (q1 + 1).min(len) };
+                cx.select(t, q, q)
+            }
+            Key::Up | Key::Down => {
+                let Some(frame) = cx.frame(t) else { return Ok(()) };
+                let Some((x, y)) = frame.point_of(q0) else { return Ok(()) };
+                let x = *self.column_x.get_or_insert(x);
+                let dy = if k == Key::Up { -frame.line_height } else { frame.line_height };
+                let y = y + dy;
+                if y < frame.rect.y0 || y >= frame.rect.y0 + frame.lines.len() as i32 * frame.line_height {
+                    // Off the frame: scroll a line, then move.
+                    self.scroll_lines(t, if k == Key::Up { -1 } else { 1 }, cx)?;
+                    let Some(frame) = cx.frame(t) else { return Ok(()) };
+                    let y = y.clamp(frame.rect.y0, frame.rect.y1 - 1);
+                    let q = frame.rune_at(x, y);
+                    return cx.select(t, q, q);
+                }
+                let q = frame.rune_at(x, y);
+                cx.select(t, q, q)
+            }
+            Key::Home => cx.set_origin(t, 0),
+            Key::End => {
+                let org = line_start(len);
+                cx.set_origin(t, org)
+            }
+            Key::PageUp | Key::PageDown => {
+                let Some(frame) = cx.frame(t) else { return Ok(()) };
+                let n = frame.capacity().max(2) as i32 - 1;
+                self.scroll_lines(t, if k == Key::PageUp { -n } else { n }, cx)
+            }
+            Key::Escape => {
+                // Esc selects what was typed since the last click; with
+                // text selected it cuts it, as acme does.
+                if q0 < q1 {
+                    let text = cx.slice(t, q0, q1);
+                    cx.snarf(text)?;
+                    self.typed_from = None;
+                    return self.erase(t, b, q0, q1, cx);
+                }
+                match self.typed_from {
+                    Some((tt, from)) if tt == t && from < q0 => {
+                        self.typed_from = None;
+                        cx.select(t, from, q0)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            // Ctrl-C, X and V: Snarf, Cut and Paste on the focused text,
+            // through the session's snarf buffer.
+            Key::Ctrl('c') => {
+                let text = cx.slice(t, q0, q1);
+                match text.is_empty() {
+                    true => Ok(()),
+                    false => cx.snarf(text),
+                }
+            }
+            Key::Ctrl('x') => {
+                if q0 == q1 {
+                    return Ok(());
+                }
+                let text = cx.slice(t, q0, q1);
+                self.new_step(b, cx)?;
+                cx.snarf(text)?;
+                cx.splice(b, q0, q1, "")?;
+                cx.select(t, q0, q0)
+            }
+            Key::Ctrl('v') => {
+                let snarf = cx.node.state.layout.snarf.clone();
+                self.new_step(b, cx)?;
+                cx.splice(b, q0, q1, &snarf)?;
+                cx.select(t, q0, q0 + snarf.chars().count() as u64)
+            }
+            Key::Ctrl('z') | Key::Ctrl('y') => {
+                let p = match k {
+                    Key::Ctrl('z') => Proposal::Undo { buffer: b },
+                    _ => Proposal::Redo { buffer: b },
+                };
+                self.typed_from = None;
+                apex_core::propose::apply(cx.node, &p).map(|_| ()).map_err(InputError::from)
+            }
+            Key::Ctrl(_) => Ok(()),
+        }
+    }
+
+    pub(super) fn erase(&mut self, t: Target, b: BufferId, q0: u64, q1: u64, cx: &mut Ctx) -> Result<(), InputError> {
+        if q0 >= q1 {
+            return Ok(());
+        }
+        if !cx.node.leads(Shard::Buffer(b)) {
+            return self.propose_typing(t, b, q0, q1, "", cx);
+        }
+        if self.typed_from.is_none_or(|(tt, _)| tt != t) {
+            let group = cx.node.new_group()?;
+            cx.append(b, BufferOp::Mark { group })?;
+            self.typed_from = Some((t, q0));
+        }
+        if let Some((_, from)) = self.typed_from.as_mut() {
+            *from = (*from).min(q0);
+        }
+        cx.splice(b, q0, q1, "")?;
+        cx.select(t, q0, q0)
+    }
+}
