@@ -25,6 +25,7 @@ use crate::op::{Origin, WindowFlags};
 use crate::propose::{Applied, Created, Proposal};
 use crate::row;
 use crate::shard::ViewId;
+use crate::show::Shown;
 use crate::state::State;
 use std::ops::Deref;
 
@@ -56,6 +57,14 @@ pub trait Host: Pipes {
     /// `Exit` (or `Abort`): a UI closes and leaves the session running;
     /// the daemon, which has no window to close, says so.
     fn exit(&mut self, abort: bool) -> Result<(), ExecError>;
+    /// What `window`'s body frame shows at its origin, where the host
+    /// lays it out (a UI): then a found text is shown as acme's
+    /// `textshow` shows it (left where it is when on the screen, else a
+    /// quarter down). Without one, at the top.
+    fn shown(&mut self, window: WindowId) -> Option<crate::show::Shown> {
+        let _ = window;
+        None
+    }
 }
 
 /// Why a built-in did nothing (or stopped). Its text is what acme would
@@ -783,15 +792,23 @@ pub(crate) fn select_and_show<H: Host>(
 ) -> Result<()> {
     let view = ViewId::WindowBody(window);
     h.propose(Proposal::Select { buffer: body, view, version, q0: r.q0, q1: r.q1 })?;
+    let frame = h.shown(window);
     let (org, now, shown) = {
         let st = h.state()?;
         let b = st.buffer(body)?;
         let v = b.views.get(&view).copied().unwrap_or_default();
-        (look::show_origin(b, v.q0), b.version, v.org)
+        let events = st.window(window).is_ok_and(|w| w.event_reader.is_some());
+        let org = match frame {
+            Some(frame) => crate::show::show(&b.text, Shown { org: v.org, ..frame }, v.q0, events),
+            None => Some(look::show_origin(b, v.q0)),
+        };
+        (org, b.version, v.org)
     };
-    match org == shown {
-        true => Ok(()),
-        false => h.propose(Proposal::SetOrigin { buffer: body, view, version: now, org }).map(|_| ()),
+    match org {
+        Some(org) if org != shown => {
+            h.propose(Proposal::SetOrigin { buffer: body, view, version: now, org }).map(|_| ())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -805,6 +822,20 @@ pub fn look<H: Host>(h: &mut H, window: WindowId, text: &str) -> Result<()> {
 /// the body itself (acme's `look3` searches on from the end of the word
 /// clicked), else at the end of the body's selection.
 pub fn look_from<H: Host>(h: &mut H, window: WindowId, text: &str, from: Option<u64>) -> Result<()> {
+    look_file_or_word(h, window, text, None, from)
+}
+
+/// [`look_from`] of a null click's expansion: `text` is the file name
+/// around the click and `word` the word; when no file has that name, the
+/// word is what is looked for (acme's `expand`: `executes.` looks for
+/// `executes`).
+pub fn look_file_or_word<H: Host>(
+    h: &mut H,
+    window: WindowId,
+    text: &str,
+    word: Option<&str>,
+    from: Option<u64>,
+) -> Result<()> {
     let w = window_ids(h, window)?;
     let text = text.trim();
     let (file, at) = look::file_and_addr(text);
@@ -815,7 +846,7 @@ pub fn look_from<H: Host>(h: &mut H, window: WindowId, text: &str, from: Option<
             return open(h, &path, at);
         }
     }
-    find_and_show(h, w, text, from)
+    find_and_show(h, w, word.filter(|w| !w.trim().is_empty()).unwrap_or(text), from)
 }
 
 fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {

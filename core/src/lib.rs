@@ -68,6 +68,7 @@ pub mod registry;
 pub mod regx;
 pub mod row;
 pub mod shard;
+pub mod show;
 pub mod snap;
 pub mod state;
 pub mod term;

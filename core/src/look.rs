@@ -38,6 +38,27 @@ pub fn expand(buffer: &Buffer, q: u64, exec: bool) -> (u64, u64) {
     (q0, q1)
 }
 
+/// Characters of a word B3 looks for when the text clicked is no file
+/// (acme's `isalnum`: anything but blanks, controls and ASCII
+/// punctuation).
+pub fn is_word_char(c: char) -> bool {
+    c > ' ' && !('\u{7f}'..='\u{a0}').contains(&c) && !"!\"#$%&'()*+,-./:;<=>?@[\\]^`{|}~".contains(c)
+}
+
+/// The word around `q` (acme's `expand` when `expandfile` finds no file):
+/// `q..q` when there is none.
+pub fn word(buffer: &Buffer, q: u64) -> (u64, u64) {
+    let len = buffer.len();
+    let (mut q0, mut q1) = (q.min(len), q.min(len));
+    while q1 < len && is_word_char(buffer.text.char(q1 as usize)) {
+        q1 += 1;
+    }
+    while q0 > 0 && is_word_char(buffer.text.char(q0 as usize - 1)) {
+        q0 -= 1;
+    }
+    (q0, q1)
+}
+
 /// The first word of a command and the rest (the argument), trimmed.
 pub fn split_command(text: &str) -> (&str, &str) {
     let text = text.trim();

@@ -9,7 +9,7 @@ use crate::damage::Painter;
 use crate::font::Fonts;
 use crate::geom::{Metrics, Screen};
 use crate::host::UiHost;
-use crate::input::{Ctx, Effect, Event, Input, Key};
+use crate::input::{Ctx, Effect, Event, Input, Key, Target, Warp};
 use crate::rect::Rect;
 use crate::render::Canvas;
 use apex_core::exec;
@@ -36,6 +36,8 @@ pub struct Ui {
     shown_status: Option<&'static str>,
     /// Button 2 went down on `Lead`: its release is ours too.
     lead_pressed: bool,
+    /// The body the pointer was in after the last event, and its top.
+    pointer_body: Option<(apex_core::WindowId, i32)>,
 }
 
 /// What a UI that another UI took the leases from shows at the right of
@@ -52,7 +54,7 @@ impl Ui {
         Ui {
             host,
             fonts: Fonts::new(scale),
-            input: Input::default(),
+            input: Input::new(),
             canvas: Canvas::new(0, 0),
             painter: Painter::default(),
             width,
@@ -65,6 +67,7 @@ impl Ui {
             clip: None,
             shown_status: None,
             lead_pressed: false,
+            pointer_body: None,
         }
     }
 
@@ -198,6 +201,7 @@ impl Ui {
             _ => {}
         }
         self.take_clipboard(&ev);
+        self.follow_body();
         let m = self.metrics();
         let effects = {
             let mut link = self.host.att.lock();
@@ -236,10 +240,20 @@ impl Ui {
                         (None, None) => exec::execute(&mut self.host, window, &text),
                     }
                 }
-                Effect::Look { window, text, plumb, from } => match self.host.plumb(window, &plumb) {
+                Effect::Look { window, text, word, plumb, from } => match self.host.plumb(window, &plumb) {
                     Ok(true) => Ok(()),
-                    // No plumber, or it did not take the text: look here.
-                    _ => exec::look_from(&mut self.host, window, &text, from),
+                    // No plumber, or it did not take the text: look here,
+                    // and move the pointer onto what was found.
+                    _ => {
+                        self.host.frames = self.frames_shown();
+                        let focus = self.focused();
+                        let looked = exec::look_file_or_word(&mut self.host, window, &text, word.as_deref(), from);
+                        if looked.is_ok() {
+                            let opened = self.focused().filter(|f| Some(*f) != focus);
+                            self.input.warp = Some(Warp::Selection(opened.unwrap_or(window)));
+                        }
+                        looked
+                    }
                 },
                 Effect::Complete { window, path, prefix } => {
                     self.complete(window, &path, &prefix, now_ms);
@@ -256,6 +270,90 @@ impl Ui {
             }
         }
         self.publish_snarf();
+        self.follow_body();
+    }
+
+    /// The window whose body the pointer is in, and where that body
+    /// starts.
+    fn body_under_pointer(&mut self) -> Option<(apex_core::WindowId, i32)> {
+        let (x, y) = self.input.pointer()?;
+        let screen = self.screen()?;
+        let w = screen.columns.iter().flat_map(|c| &c.windows).find(|w| w.body.contains(x, y))?;
+        Some((w.id, w.body.y0))
+    }
+
+    /// A tag that grew (typing, a tool's edit making the window dirty)
+    /// pushed its body down under the pointer: the pointer goes down with
+    /// it, so typing goes on in the body (acme's `winresize` moves the
+    /// mouse so).
+    fn follow_body(&mut self) {
+        self.keep_pointer_in_body(self.pointer_body);
+        self.pointer_body = self.body_under_pointer();
+    }
+
+    fn keep_pointer_in_body(&mut self, before: Option<(apex_core::WindowId, i32)>) {
+        let Some((w, y0)) = before else { return };
+        let Some((x, y)) = self.input.pointer().filter(|_| self.input.warp.is_none()) else { return };
+        let Some(body) = self.screen().and_then(|s| s.window(w).map(|g| g.body)) else { return };
+        if body.y0 > y0 && y < body.y0 {
+            let to = (y + body.y0 - y0).min(body.y1 - 1);
+            self.input.moved_pointer(x, to);
+            self.input.warp = Some(Warp::Point(x, to));
+        }
+    }
+
+    /// The window the layout says has the focus.
+    fn focused(&self) -> Option<apex_core::WindowId> {
+        exec::Host::state(&self.host).ok().and_then(|st| st.layout.focus)
+    }
+
+    /// What every window's body shows, as laid out now.
+    fn frames_shown(&mut self) -> std::collections::HashMap<apex_core::WindowId, apex_core::show::Shown> {
+        let Some(screen) = self.screen() else { return Default::default() };
+        let ids: Vec<_> = screen.columns.iter().flat_map(|c| &c.windows).map(|w| w.id).collect();
+        let mut shown = std::collections::HashMap::new();
+        for w in ids {
+            if let Some(f) = self.frame(Target::Body(w)) {
+                let lines = f.lines.len() as u32;
+                shown.insert(
+                    w,
+                    apex_core::show::Shown { org: f.org, end: f.end, lines, max_lines: f.capacity() as u32 },
+                );
+            }
+        }
+        shown
+    }
+
+    /// Where the pointer is to be moved now, in pixels, if anywhere
+    /// (acme's `moveto`): resolved against the screen as it is after the
+    /// event that asked for it.
+    pub fn take_warp(&mut self) -> Option<(i32, i32)> {
+        let warp = self.input.warp.take()?;
+        let at = self.warp_point(warp)?;
+        self.input.moved_pointer(at.0, at.1);
+        Some(at)
+    }
+
+    fn warp_point(&mut self, warp: Warp) -> Option<(i32, i32)> {
+        let screen = self.screen()?;
+        let line = self.metrics().line;
+        match warp {
+            Warp::LayoutBox(w) => {
+                let b = screen.window(w)?.layout_box;
+                Some(((b.x0 + b.x1) / 2, b.y0 + line / 2))
+            }
+            Warp::Point(x, y) => Some((x, y)),
+            Warp::Selection(w) => {
+                let frame = self.frame(Target::Body(w))?;
+                let q0 = {
+                    let st = exec::Host::state(&self.host).ok()?;
+                    let body = st.window(w).ok()?.body;
+                    st.buffer(body).ok()?.views.get(&apex_core::ViewId::WindowBody(w))?.q0
+                };
+                let (x, y) = frame.point_of(q0)?;
+                Some((x + 4, y + line - 4))
+            }
+        }
     }
 
     /// ^F: completes `path` + `prefix` against the directory's names (the
@@ -386,6 +484,7 @@ impl Ui {
     /// returns where; then sends what was typed since the last frame to
     /// the daemon, in one flush.
     pub fn paint(&mut self) -> Vec<Rect> {
+        self.follow_body();
         let m = self.metrics();
         let status = self.status();
         if status != self.shown_status {

@@ -48,6 +48,9 @@ pub struct UiHost {
     pub wake: Arc<tokio::sync::Notify>,
     /// A task is dialling the daemon again.
     dialling: Arc<std::sync::atomic::AtomicBool>,
+    /// What each window's body frame shows, as the UI last laid it out:
+    /// a text a built-in finds is shown as acme's `textshow` shows it.
+    pub frames: std::collections::HashMap<WindowId, apex_core::show::Shown>,
 }
 
 /// The replica's state under the link's lock.
@@ -79,6 +82,7 @@ impl UiHost {
             plumbed: Arc::default(),
             wake: Arc::default(),
             dialling: Arc::default(),
+            frames: Default::default(),
         }
     }
 
@@ -373,5 +377,9 @@ impl Host for UiHost {
     fn exit(&mut self, _abort: bool) -> Result<(), ExecError> {
         self.exit = true;
         Ok(())
+    }
+
+    fn shown(&mut self, window: WindowId) -> Option<apex_core::show::Shown> {
+        self.frames.get(&window).copied()
     }
 }

@@ -23,6 +23,9 @@
 //! - [`clip`]: the system clipboard beside the session's snarf buffer.
 //! - [`app`]: the UI without its window: events in, B2/B3 carried out,
 //!   frames painted, one flush a frame; what tests drive headless.
+//! - [`cursor`]: acme's arrow and box pointers as pictures.
+//! - [`focus`]: taking the keyboard focus on an X display with no window
+//!   manager.
 //! - [`shell`]: the winit window, drawn with softbuffer, woken by the
 //!   link's change subscription.
 //!
@@ -31,7 +34,9 @@
 
 pub mod app;
 pub mod clip;
+pub mod cursor;
 pub mod damage;
+pub mod focus;
 pub mod font;
 pub mod frame;
 pub mod geom;

@@ -1,4 +1,4 @@
-//! `apex-ui [-a ADDR] [-s SESSION] [FILE ...]`: the acme-like window onto
+//! `apex-ui [-b] [-a ADDR] [-s SESSION] [FILE ...]`: the acme-like window onto
 //! an apex session. Without `-a` it uses the posted `apex` service and,
 //! when none answers, starts `apexd` detached first (as tmux starts its
 //! server), so one command gives a working editor. Files named on the
@@ -20,6 +20,10 @@ struct Args {
     /// The session to open.
     #[arg(short = 's', value_name = "SESSION", default_value = "main")]
     session: String,
+    /// Click to type: typing goes to the text last clicked, not to the
+    /// one under the pointer (acme's -b).
+    #[arg(short = 'b')]
+    click_to_type: bool,
     /// Files and directories to open in windows.
     files: Vec<PathBuf>,
 }
@@ -105,7 +109,7 @@ fn run(args: Args) -> Result<(), String> {
     host.listen_to_plumber();
     let title = format!("apex {}", args.session);
     let att = host.att.clone();
-    let shown = apex_ui::shell::run(host, title);
+    let shown = apex_ui::shell::run(host, title, args.click_to_type);
     // Leaving detaches; the session goes on in apexd.
     rt.block_on(async {
         let _ = att.flush().await;

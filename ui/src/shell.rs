@@ -6,6 +6,7 @@
 //! this UI as the host.
 
 use crate::app::Ui;
+use crate::focus::X11Focus;
 use crate::host::UiHost;
 use crate::input::{Event, Key};
 use crate::rect::Rect;
@@ -15,7 +16,7 @@ use winit::application::ApplicationHandler;
 use winit::event::{ElementState, Ime, MouseButton, MouseScrollDelta, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, EventLoop, EventLoopProxy};
 use winit::keyboard::{Key as WKey, ModifiersState, NamedKey};
-use winit::window::{Window, WindowId};
+use winit::window::{CustomCursor, Window, WindowId};
 
 /// Sent to the event loop when the link has news.
 #[derive(Debug, Clone, Copy)]
@@ -34,29 +35,67 @@ pub struct App {
     mods: ModifiersState,
     cursor: (i32, i32),
     pub error: Option<String>,
+    /// A redraw we asked for is pending (any other is an expose).
+    requested: bool,
+    /// The next frame is presented whole.
+    whole: bool,
+    /// Focus without a window manager, on X11.
+    focus: Option<X11Focus>,
+    /// acme's arrow and box pointers, once made.
+    cursors: (Option<CustomCursor>, Option<CustomCursor>),
+    /// The box pointer is shown.
+    boxed: bool,
 }
 
 impl App {
-    pub fn new(host: UiHost, title: String) -> App {
+    pub fn new(host: UiHost, title: String, click_to_type: bool) -> App {
+        let mut ui = Ui::new(host, 0, 0, 1.0);
+        ui.input.click_to_type = click_to_type;
         App {
-            ui: Ui::new(host, 0, 0, 1.0),
+            ui,
             title,
             surface: None,
             mods: ModifiersState::empty(),
             cursor: (0, 0),
             error: None,
+            requested: false,
+            whole: true,
+            focus: None,
+            cursors: (None, None),
+            boxed: false,
         }
     }
 
-    fn request_redraw(&self) {
+    fn request_redraw(&mut self) {
         if let Some(s) = &self.surface {
+            self.requested = true;
             s.window.request_redraw();
         }
     }
 
     fn input(&mut self, ev: Event) {
         self.ui.handle(ev);
+        self.pointer();
         self.request_redraw();
+    }
+
+    /// The pointer as the UI wants it: moved where acme moves it, and
+    /// the box while a layout box is held.
+    fn pointer(&mut self) {
+        let Some(s) = &self.surface else { return };
+        if let Some((x, y)) = self.ui.take_warp() {
+            if s.window.set_cursor_position(winit::dpi::PhysicalPosition::new(x, y)).is_ok() {
+                self.cursor = (x, y);
+            }
+        }
+        let boxed = self.ui.input.holding_box();
+        if boxed != self.boxed {
+            self.boxed = boxed;
+            let shape = if boxed { &self.cursors.1 } else { &self.cursors.0 };
+            if let Some(c) = shape {
+                s.window.set_cursor(c.clone());
+            }
+        }
     }
 
     /// Paints what changed and shows it: only the damaged rectangles are
@@ -78,7 +117,8 @@ impl App {
         // Only a buffer that holds the last frame (age 1) can take just
         // the damage; a new one, or one from frames ago, gets it all.
         let whole = [canvas.bounds()];
-        let rects: &[Rect] = if buffer.age() == 1 { &damage } else { &whole };
+        let all = std::mem::take(&mut self.whole) || buffer.age() != 1;
+        let rects: &[Rect] = if all { &whole } else { &damage };
         for r in rects {
             for y in r.y0..r.y1 {
                 let row = (y * canvas.width) as usize;
@@ -152,6 +192,16 @@ impl ApplicationHandler<Wake> for App {
             Ok(s) => {
                 // Text composed by an input method arrives as Ime::Commit.
                 s.window.set_ime_allowed(true);
+                let make = |shape: &crate::cursor::Shape| {
+                    let (w, h) = (shape.width(), shape.height());
+                    let source = CustomCursor::from_rgba(shape.rgba(), w, h, shape.hot.0, shape.hot.1).ok()?;
+                    Some(el.create_custom_cursor(source))
+                };
+                self.cursors = (make(&crate::cursor::ARROW), make(&crate::cursor::BOX));
+                if let Some(arrow) = &self.cursors.0 {
+                    s.window.set_cursor(arrow.clone());
+                }
+                self.focus = x11_window(&s.window).and_then(X11Focus::open);
                 self.ui.set_scale(s.window.scale_factor());
                 self.ui.use_system_clipboard();
                 s.window.request_redraw();
@@ -166,13 +216,28 @@ impl ApplicationHandler<Wake> for App {
 
     fn user_event(&mut self, _el: &ActiveEventLoop, _wake: Wake) {
         self.ui.woke();
+        self.pointer();
         self.request_redraw();
     }
 
     fn window_event(&mut self, el: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         match event {
             WindowEvent::CloseRequested => el.exit(),
-            WindowEvent::RedrawRequested => self.redraw(),
+            WindowEvent::RedrawRequested => {
+                // Not asked for by us: the X server exposed the window (it
+                // was uncovered or mapped again) and its pixels are gone.
+                let exposed = !std::mem::take(&mut self.requested);
+                if exposed {
+                    self.whole = true;
+                    // Mapped: no window manager gives it the keys.
+                    if let Some(f) = &self.focus {
+                        f.take();
+                    }
+                }
+                self.redraw();
+                // Painting may have moved what the pointer was over.
+                self.pointer();
+            }
             WindowEvent::Resized(_) => self.request_redraw(),
             WindowEvent::ScaleFactorChanged { scale_factor, .. } => {
                 self.ui.set_scale(scale_factor);
@@ -198,13 +263,20 @@ impl ApplicationHandler<Wake> for App {
                 });
             }
             WindowEvent::MouseWheel { delta, .. } => {
-                let lines = match delta {
-                    MouseScrollDelta::LineDelta(_, y) => -(y.round() as i32) * 3,
+                // A notch is X's button 4 or 5; a touchpad's pixels count
+                // a notch a line.
+                let notches = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => -(y.round() as i32),
                     MouseScrollDelta::PixelDelta(p) => -(p.y / f64::from(self.ui.fonts.line_height())) as i32,
                 };
                 let (x, y) = self.cursor;
-                if lines != 0 {
-                    self.input(Event::Wheel { lines, x, y });
+                if notches != 0 {
+                    self.input(Event::Wheel { notches, x, y });
+                }
+            }
+            WindowEvent::CursorEntered { .. } => {
+                if let Some(f) = &self.focus {
+                    f.take();
                 }
             }
             WindowEvent::Ime(Ime::Commit(text)) if !text.is_empty() => self.input(Event::Text(text)),
@@ -219,8 +291,19 @@ impl ApplicationHandler<Wake> for App {
     }
 }
 
-/// Runs the window until it is closed (or Exit is executed).
-pub fn run(host: UiHost, title: String) -> Result<(), String> {
+/// The X11 id of a window, when it is on an X display.
+fn x11_window(window: &Window) -> Option<u32> {
+    use winit::raw_window_handle::{HasWindowHandle, RawWindowHandle};
+    match window.window_handle().ok()?.as_raw() {
+        RawWindowHandle::Xlib(h) => u32::try_from(h.window).ok(),
+        RawWindowHandle::Xcb(h) => Some(h.window.get()),
+        _ => None,
+    }
+}
+
+/// Runs the window until it is closed (or Exit is executed); with
+/// `click_to_type`, typing goes to the text last clicked (acme's `-b`).
+pub fn run(host: UiHost, title: String, click_to_type: bool) -> Result<(), String> {
     let event_loop = EventLoop::<Wake>::with_user_event().build().map_err(|e| format!("no display: {e}"))?;
     let proxy: EventLoopProxy<Wake> = event_loop.create_proxy();
     // The link's news wakes the loop; no polling.
@@ -242,7 +325,7 @@ pub fn run(host: UiHost, title: String) -> Result<(), String> {
             }
         }
     });
-    let mut app = App::new(host, title);
+    let mut app = App::new(host, title, click_to_type);
     event_loop.run_app(&mut app).map_err(|e| e.to_string())?;
     match app.error {
         Some(e) => Err(e),

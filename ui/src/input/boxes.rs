@@ -2,7 +2,7 @@
 //! clicked grows it, dragged moves or resizes it; a column's box dragged
 //! moves the column's edge.
 
-use super::{InputError, frac_of, BoxDrag, Ctx, Held, Input};
+use super::{frac_of, BoxDrag, Ctx, Held, Input, InputError, Warp};
 use apex_core::{cols, Frac, Proposal};
 
 impl Input {
@@ -53,9 +53,11 @@ impl Input {
             }
             Held::Column(_) => None,
         };
-        match proposal {
-            Some(p) => apex_core::propose::apply(cx.node, &p).map(|_| ()).map_err(InputError::from),
-            None => Ok(()),
+        let Some(p) = proposal else { return Ok(()) };
+        apex_core::propose::apply(cx.node, &p)?;
+        if let Held::Window(w) = d.held {
+            self.warp = Some(Warp::LayoutBox(w));
         }
+        Ok(())
     }
 }

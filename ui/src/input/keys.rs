@@ -2,8 +2,8 @@
 //! erasing keys, cursor keys, Esc, the control keys, ^F's completion, and
 //! typing proposed to the leader while watching.
 
-use super::{InputError, Ctx, Effect, Input, Key, Predicted, Target};
-use apex_core::{look, BufferId, BufferOp, Origin, Proposal, Shard};
+use super::{Ctx, Effect, Input, InputError, Key, Predicted, Target};
+use apex_core::{look, show, BufferId, Origin, Proposal, Shard};
 
 impl Input {
     /// Watching: replaces `q0..q1` of the target's text with `text` and
@@ -30,8 +30,11 @@ impl Input {
         Ok(())
     }
 
-    /// Typed text replaces the selection; a run of typing is one undo
-    /// group.
+    /// Typed text goes in at the cursor. A selection is cut first
+    /// (snarfed, a step of its own, as acme's `texttype` cuts it); a run
+    /// of typing is one undo step until something commits it (a
+    /// newline, a cursor key, Esc, the mouse leaving or clicking), as
+    /// acme's `seq` counts steps.
     pub(super) fn typed(&mut self, s: &str, cx: &mut Ctx) -> Result<(), InputError> {
         let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
         let s: String = s
@@ -58,21 +61,47 @@ impl Input {
             }
             _ => s,
         };
-        if self.typed_from.is_none_or(|(tt, _)| tt != t) {
-            let group = cx.node.new_group()?;
-            cx.append(b, BufferOp::Mark { group })?;
-            self.typed_from = Some((t, q0));
-        }
         if let (Target::Tag(w), true) = (t, s.contains('\n')) {
             self.collapsed.remove(&w);
         }
         if !cx.node.leads(Shard::Buffer(b)) {
+            if self.typed_from.is_none_or(|(tt, _)| tt != t) {
+                self.typed_from = Some((t, q0));
+            }
             return self.propose_typing(t, b, q0, q1, &s, cx);
         }
-        cx.splice(b, q0, q1, &s)?;
-        let q = q0 + s.chars().count() as u64;
-        self.column_x = None;
-        cx.select(t, q, q)
+        let commits = s.contains('\n');
+        if q0 < q1 {
+            self.run = None;
+            self.typed_from = None;
+            self.new_step(b, cx)?;
+            let cut = cx.slice(t, q0, q1);
+            cx.snarf(cut)?;
+            cx.splice(b, q0, q1, "")?;
+            // Typing committed at this very key is the cut's step too.
+            if !commits {
+                self.new_step(b, cx)?;
+            }
+            self.run = Some(super::Run { target: t, q0, len: 0 });
+        } else if !self.run.is_some_and(|r| r.target == t && r.q0 + r.len == q0) {
+            let typed_from = self.typed_from;
+            self.new_step(b, cx)?;
+            self.typed_from = typed_from;
+            self.run = Some(super::Run { target: t, q0, len: 0 });
+        }
+        if self.typed_from.is_none_or(|(tt, _)| tt != t) {
+            self.typed_from = Some((t, q0));
+        }
+        let n = s.chars().count() as u64;
+        cx.splice(b, q0, q0, &s)?;
+        if let Some(r) = self.run.as_mut() {
+            r.len += n;
+        }
+        if commits {
+            self.run = None;
+        }
+        cx.select(t, q0 + n, q0 + n)?;
+        cx.show(t, q0 + n)
     }
 
     /// ^F (acme's `textcomplete`): the selection goes as typing would take
@@ -121,6 +150,7 @@ impl Input {
         let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
         let buf = cx.node.state.buffer(b)?;
         let len = buf.len();
+        let buf_text = buf.text.clone();
         // A watching UI's predicted cursor may be past the text it has.
         let (q0, q1) = (q0.min(len), q1.min(len));
         let at = |q: u64| buf.text.char(q as usize);
@@ -140,9 +170,10 @@ impl Input {
                 (from, q0)
             }
         };
-        let vertical = matches!(k, Key::Up | Key::Down);
-        if !vertical {
-            self.column_x = None;
+        // Keys that move the cursor or act on the text commit the run of
+        // typing (acme's `typecommit`); scrolling keys leave it going.
+        if !matches!(k, Key::Up | Key::Down | Key::PageUp | Key::PageDown) && !k.erases() {
+            self.run = None;
         }
         // In a tag, Up and Down fold and unfold it (acme's Tagup and
         // Tagdown); End unfolds it too.
@@ -193,42 +224,54 @@ impl Input {
                 let (a, z) = erase(if s == q0 { q0.saturating_sub(1) } else { s });
                 self.erase(t, b, a, z, cx)
             }
-            Key::Ctrl('a') => cx.select(t, line_start(q0), line_start(q0)),
-            Key::Ctrl('e') => cx.select(t, line_end(q1), line_end(q1)),
+            Key::Ctrl('a') => {
+                let q = line_start(q0);
+                cx.select(t, q, q)?;
+                cx.show(t, q)
+            }
+            Key::Ctrl('e') => {
+                let q = line_end(q1);
+                cx.select(t, q, q)?;
+                cx.show(t, q)
+            }
             Key::Left => {
                 let q = if q0 < q1 { q0 } else { q0.saturating_sub(1) };
-                cx.select(t, q, q)
+                cx.select(t, q, q)?;
+                cx.show(t, q)
             }
             Key::Right => {
                 let q = if q0 < q1 { q1 } else { (q1 + 1).min(len) };
-                cx.select(t, q, q)
+                cx.select(t, q, q)?;
+                cx.show(t, q)
             }
-            Key::Up | Key::Down => {
+            // In a body Up and Down scroll a third of the window, Page Up
+            // and Down two thirds (acme's `texttype`); the cursor stays.
+            Key::Up | Key::Down | Key::PageUp | Key::PageDown => {
                 let Some(frame) = cx.frame(t) else { return Ok(()) };
-                let Some((x, y)) = frame.point_of(q0) else { return Ok(()) };
-                let x = *self.column_x.get_or_insert(x);
-                let dy = if k == Key::Up { -frame.line_height } else { frame.line_height };
-                let y = y + dy;
-                if y < frame.rect.y0 || y >= frame.rect.y0 + frame.lines.len() as i32 * frame.line_height {
-                    // Off the frame: scroll a line, then move.
-                    self.scroll_lines(t, if k == Key::Up { -1 } else { 1 }, cx)?;
-                    let Some(frame) = cx.frame(t) else { return Ok(()) };
-                    let y = y.clamp(frame.rect.y0, frame.rect.y1 - 1);
-                    let q = frame.rune_at(x, y);
-                    return cx.select(t, q, q);
+                let max = frame.capacity() as i32;
+                let n = match k {
+                    Key::Up | Key::Down => max / 3,
+                    _ => 2 * max / 3,
+                };
+                let back = matches!(k, Key::Up | Key::PageUp);
+                self.scroll_lines(t, if back { -n } else { n }, cx)
+            }
+            // Home and End go to the insertion point first when it is off
+            // the screen above (Home) or below (End), else to the top or
+            // the end of the text.
+            Key::Home | Key::End => {
+                let Some(shown) = cx.shown(t) else { return Ok(()) };
+                let insertion = q0;
+                let off = match k {
+                    Key::Home => shown.org > insertion,
+                    _ => insertion > shown.end,
+                };
+                match (off, k) {
+                    (true, _) => cx.set_origin(t, show::back_lines(&buf_text, insertion, 1)),
+                    (false, Key::Home) if shown.org > 0 => cx.set_origin(t, 0),
+                    (false, Key::End) => cx.show(t, len),
+                    _ => Ok(()),
                 }
-                let q = frame.rune_at(x, y);
-                cx.select(t, q, q)
-            }
-            Key::Home => cx.set_origin(t, 0),
-            Key::End => {
-                let org = line_start(len);
-                cx.set_origin(t, org)
-            }
-            Key::PageUp | Key::PageDown => {
-                let Some(frame) = cx.frame(t) else { return Ok(()) };
-                let n = frame.capacity().max(2) as i32 - 1;
-                self.scroll_lines(t, if k == Key::PageUp { -n } else { n }, cx)
             }
             Key::Escape => {
                 // Esc selects what was typed since the last click; with
@@ -237,6 +280,7 @@ impl Input {
                     let text = cx.slice(t, q0, q1);
                     cx.snarf(text)?;
                     self.typed_from = None;
+                    self.run = None;
                     return self.erase(t, b, q0, q1, cx);
                 }
                 match self.typed_from {
@@ -284,6 +328,10 @@ impl Input {
         }
     }
 
+    /// Erases `q0..q1` as an erasing key does: what the run of typing
+    /// put there goes within the run's step; anything before it is a step
+    /// of its own (acme's `seq` moves on with each key; its typing cache
+    /// gives back what it holds without a record).
     pub(super) fn erase(&mut self, t: Target, b: BufferId, q0: u64, q1: u64, cx: &mut Ctx) -> Result<(), InputError> {
         if q0 >= q1 {
             return Ok(());
@@ -291,15 +339,28 @@ impl Input {
         if !cx.node.leads(Shard::Buffer(b)) {
             return self.propose_typing(t, b, q0, q1, "", cx);
         }
-        if self.typed_from.is_none_or(|(tt, _)| tt != t) {
-            let group = cx.node.new_group()?;
-            cx.append(b, BufferOp::Mark { group })?;
-            self.typed_from = Some((t, q0));
+        let typed_from = self.typed_from;
+        match self.run.filter(|r| r.target == t && r.q0 + r.len == q1) {
+            Some(r) if q0 >= r.q0 => {
+                cx.splice(b, q0, q1, "")?;
+                self.run = Some(super::Run { len: r.len - (q1 - q0), ..r });
+            }
+            Some(r) => {
+                cx.splice(b, r.q0, q1, "")?;
+                self.new_step(b, cx)?;
+                cx.splice(b, q0, r.q0, "")?;
+            }
+            None => {
+                self.new_step(b, cx)?;
+                cx.splice(b, q0, q1, "")?;
+            }
         }
-        if let Some((_, from)) = self.typed_from.as_mut() {
-            *from = (*from).min(q0);
-        }
-        cx.splice(b, q0, q1, "")?;
+        // Esc then selects from where the erasing left the cursor, or
+        // from where typing began if that is before it.
+        self.typed_from = match typed_from {
+            Some((tt, from)) if tt == t => Some((t, from.min(q0))),
+            _ => Some((t, q0)),
+        };
         cx.select(t, q0, q0)
     }
 }

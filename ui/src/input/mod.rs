@@ -13,6 +13,7 @@ use crate::frame::Frame;
 use crate::geom::{Metrics, Screen};
 use crate::rect::Rect;
 use apex_core::plumb::Plumb;
+use apex_core::show::Shown;
 use apex_core::{make, BufferId, BufferOp, ColumnId, Frac, Node, Op, Origin, Proposal, Shard, ViewId, WindowId};
 use std::collections::BTreeSet;
 
@@ -50,6 +51,13 @@ pub enum Key {
     Ctrl(char),
 }
 
+impl Key {
+    /// Whether the key erases text (and so continues a run of typing).
+    pub fn erases(self) -> bool {
+        matches!(self, Key::Backspace | Key::Delete | Key::Ctrl('h' | 'w' | 'u'))
+    }
+}
+
 /// An event from the shell, in pixels of the window.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -67,9 +75,9 @@ pub enum Event {
         x: i32,
         y: i32,
     },
-    /// Lines to scroll (positive: forward).
+    /// Notches of the wheel turned (positive: forward, down the text).
     Wheel {
-        lines: i32,
+        notches: i32,
         x: i32,
         y: i32,
     },
@@ -99,7 +107,9 @@ pub enum Effect {
     /// one is posted (acme's `look3`), before core's look rules; `from`
     /// is where a search starts when the text is in the body itself (the
     /// end of the word clicked).
-    Look { window: WindowId, text: String, plumb: Plumb, from: Option<u64> },
+    /// `word` is the word around a null click, looked for when `text`
+    /// names no file (acme's `expand`).
+    Look { window: WindowId, text: String, word: Option<String>, plumb: Plumb, from: Option<u64> },
     /// ^F: complete the file name `path` + `prefix` before the cursor,
     /// `path` relative to the window's directory unless rooted.
     Complete { window: Option<WindowId>, path: String, prefix: String },
@@ -172,17 +182,30 @@ enum Chord {
     Cancelled,
 }
 
-/// The input layer's own state: the focus, a sweep under way, the last
-/// click (for double-clicks) and the start of the current run of typing
-/// (for Esc).
+/// The input layer's own state: where the pointer is, the text last
+/// clicked, a sweep under way, the last click (for double-clicks) and
+/// the run of typing under way (for Esc and undo).
 #[derive(Debug, Default)]
 pub struct Input {
+    /// The text last clicked with button 1.
     pub focus: Option<Target>,
+    /// The text last clicked with any button (acme's `barttext`): where
+    /// typing goes with click-to-type.
+    clicked: Option<Target>,
+    /// Where the pointer was at the last event: typing goes to the text
+    /// under it, as in acme.
+    pointer: Option<(i32, i32)>,
+    /// acme's `-b`: typing goes to the text last clicked instead.
+    pub click_to_type: bool,
+    /// How far a wheel notch scrolls (`$mousescrollsize`).
+    pub scroll_size: ScrollSize,
     sweep: Option<Sweep>,
     last_click: Option<(Target, u64, u64)>,
+    /// Where Esc's selection of what was typed starts (acme's `eq0`).
     typed_from: Option<(Target, u64)>,
-    /// The column Up and Down keep, in pixels.
-    column_x: Option<i32>,
+    /// The run of typing not yet committed (acme's typing cache): one
+    /// undo step until a newline, a cursor key, Esc or the mouse ends it.
+    run: Option<Run>,
     /// Windows whose tag this UI shows on one line (Up in a tag; Down,
     /// End or a typed newline there expands it again, as in acme).
     pub collapsed: BTreeSet<WindowId>,
@@ -192,6 +215,78 @@ pub struct Input {
     held: Option<BoxDrag>,
     /// Typing not yet applied by the leader, when watching.
     predicted: Option<Predicted>,
+    /// Where the pointer is to be moved (acme's `moveto`).
+    pub warp: Option<Warp>,
+}
+
+/// Where acme moves the pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Warp {
+    /// The middle of a window's layout box, on the tag's first line: after
+    /// the box was clicked or dragged (acme's `winmousebut`).
+    LayoutBox(WindowId),
+    /// Onto the start of a body's selection, 4 pixels right and the
+    /// line's height less 4 down, so that another B3 there looks for the
+    /// same text again (acme's `look3`).
+    Selection(WindowId),
+    /// To a point: down with a body its tag pushed down as it grew, so
+    /// the pointer stays in the text it was in (acme's `winresize`).
+    Point(i32, i32),
+}
+
+/// Typing under way in a text since its last commit: it started at `q0`
+/// and is `len` runes long now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    target: Target,
+    q0: u64,
+    len: u64,
+}
+
+/// libdraw's `mousescrollsize`: lines a wheel notch scrolls, or a
+/// percentage of the lines the frame has room for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScrollSize {
+    Lines(u32),
+    Percent(u32),
+}
+
+impl Default for ScrollSize {
+    fn default() -> ScrollSize {
+        ScrollSize::Lines(1)
+    }
+}
+
+impl ScrollSize {
+    /// From `$mousescrollsize`'s value: `N` lines, or `N%` of the frame;
+    /// anything else (or nothing) is one line.
+    pub fn parse(setting: Option<&str>) -> ScrollSize {
+        let Some(v) = setting.map(str::trim) else { return ScrollSize::default() };
+        let number = |s: &str| s.trim().parse::<f64>().ok().filter(|n| n.is_finite() && *n >= 1.0);
+        match v.strip_suffix('%') {
+            Some(p) => number(p).map_or_else(ScrollSize::default, |n| ScrollSize::Percent(n.min(100.0) as u32)),
+            None => number(v).map_or_else(ScrollSize::default, |n| ScrollSize::Lines(n as u32)),
+        }
+    }
+
+    /// Lines a notch scrolls in a frame with room for `max_lines`; at
+    /// least one.
+    pub fn lines(self, max_lines: usize) -> i32 {
+        let n = match self {
+            ScrollSize::Lines(n) => n as usize,
+            ScrollSize::Percent(p) => p as usize * max_lines / 100,
+        };
+        n.clamp(1, i32::MAX as usize) as i32
+    }
+}
+
+impl Input {
+    /// An input layer with acme's defaults: point to type, and the wheel
+    /// as `$mousescrollsize` says.
+    pub fn new() -> Input {
+        let size = std::env::var("mousescrollsize").ok();
+        Input { scroll_size: ScrollSize::parse(size.as_deref()), ..Input::default() }
+    }
 }
 
 /// `part` of `whole` pixels as a layout fraction, within `0..=ONE`.
@@ -346,6 +441,25 @@ impl Ctx<'_> {
         Ok(make::settag(self.node, b, Origin::Keyboard)?)
     }
 
+    /// What the target's frame shows now.
+    fn shown(&mut self, t: Target) -> Option<Shown> {
+        let f = self.frame(t)?;
+        Some(Shown { org: f.org, end: f.end, lines: f.lines.len() as u32, max_lines: f.capacity() as u32 })
+    }
+
+    /// Scrolls a body so that rune `q` is shown, as acme's `textshow`
+    /// (a tag shows all its text).
+    fn show(&mut self, t: Target, q: u64) -> Result<(), InputError> {
+        let Target::Body(w) = t else { return Ok(()) };
+        let Some(shown) = self.shown(t) else { return Ok(()) };
+        let (b, _) = self.text_of(t).ok_or(InputError::Gone)?;
+        let events = self.node.state.window(w).is_ok_and(|w| w.event_reader.is_some());
+        match apex_core::show::show(&self.node.state.buffer(b)?.text, shown, q, events) {
+            Some(org) => self.set_origin(t, org),
+            None => Ok(()),
+        }
+    }
+
     /// The text of `q0..q1` of the target.
     fn slice(&self, t: Target, q0: u64, q1: u64) -> String {
         self.text_of(t)
@@ -365,17 +479,21 @@ impl Ctx<'_> {
 impl Input {
     /// Handles one event at `now_ms`; returns what the caller must do.
     pub fn handle(&mut self, ev: Event, now_ms: u64, cx: &mut Ctx) -> Vec<Effect> {
+        if let Event::Press { x, y, .. }
+        | Event::Release { x, y, .. }
+        | Event::Motion { x, y }
+        | Event::Wheel { x, y, .. } = ev
+        {
+            self.pointer_at(x, y, cx);
+        }
         let r = match ev {
             Event::Press { button, x, y } => self.press(button, x, y, now_ms, cx),
             Event::Motion { x, y } => self.motion(x, y, cx).map(|_| Vec::new()),
             Event::Release { button, x, y } => self.release(button, x, y, now_ms, cx),
-            Event::Wheel { lines, x, y } => match cx.hit(x, y) {
-                Some((t @ Target::Body(_), _)) => self.scroll_lines(t, lines, cx).map(|_| Vec::new()),
-                _ => Ok(Vec::new()),
-            },
+            Event::Wheel { notches, x, y } => self.wheel(notches, x, y, cx).map(|_| Vec::new()),
             Event::Text(s) => self.typed(&s, cx).map(|_| Vec::new()),
             // Ctrl-S is Put, for the window typing goes to.
-            Event::Key(Key::Ctrl('s')) => Ok(match self.focus.and_then(Ctx::window_of) {
+            Event::Key(Key::Ctrl('s')) => Ok(match self.typing_text(cx).and_then(Ctx::window_of) {
                 Some(w) => vec![Effect::Execute { window: Some(w), column: None, text: "Put".into(), arg: None }],
                 None => Vec::new(),
             }),
@@ -385,9 +503,53 @@ impl Input {
         r.unwrap_or_else(|e| vec![Effect::Refused(e)])
     }
 
+    /// Where the pointer was at the last event.
+    pub fn pointer(&self) -> Option<(i32, i32)> {
+        self.pointer
+    }
+
+    /// The pointer was moved (by this UI): typing follows it.
+    pub fn moved_pointer(&mut self, x: i32, y: i32) {
+        self.pointer = Some((x, y));
+    }
+
+    /// Whether a layout box is held down (the pointer is a box then).
+    pub fn holding_box(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// The pointer moved to (`x`, `y`). Leaving a text ends its run of
+    /// typing and what Esc would select, as acme's mouse thread commits
+    /// the text the mouse leaves.
+    fn pointer_at(&mut self, x: i32, y: i32, cx: &Ctx) {
+        let under = cx.hit(x, y).map(|(t, _)| t);
+        let before = self.pointer.and_then(|(px, py)| cx.hit(px, py)).map(|(t, _)| t);
+        self.pointer = Some((x, y));
+        if under != before && !self.click_to_type {
+            self.run = None;
+            self.typed_from = None;
+        }
+    }
+
+    /// The text typing goes to: the one under the pointer (acme), or with
+    /// click-to-type the one last clicked (acme's `-b`). A window's
+    /// layout box takes no typing. Before the pointer was ever seen, the
+    /// text last clicked.
+    pub fn typing_text(&self, cx: &Ctx) -> Option<Target> {
+        if self.click_to_type {
+            return self.clicked.or(self.focus);
+        }
+        let Some((x, y)) = self.pointer else { return self.focus };
+        if cx.layout_box(x, y).is_some() {
+            return None;
+        }
+        cx.hit(x, y).map(|(t, _)| t)
+    }
+
     /// Starts an undo step of its own in `b` (a chord's cut or paste).
     fn new_step(&mut self, b: BufferId, cx: &mut Ctx) -> Result<(), InputError> {
         self.typed_from = None;
+        self.run = None;
         let group = cx.node.new_group()?;
         cx.append(b, BufferOp::Mark { group })
     }
@@ -402,7 +564,7 @@ impl Input {
     /// The target typing goes to, and where its selection is (where the
     /// typing this UI sent the leader will have left it, when watching).
     fn typing_target(&self, cx: &Ctx) -> Option<(Target, BufferId, u64, u64)> {
-        let t = self.focus?;
+        let t = self.typing_text(cx)?;
         let (b, _, q0, q1) = cx.selection(t)?;
         match self.pending(cx, b) {
             Some(p) => Some((t, b, p.q, p.q)),

@@ -2,12 +2,19 @@
 //! and `textselect3`): clicks and sweeps that select, double-clicks, the
 //! chords, and B2 and B3 made into effects for the caller.
 
-use super::{InputError, BoxDrag, Chord, Ctx, Effect, Input, Sweep, Target, DOUBLE_CLICK_MS};
+use super::{BoxDrag, Chord, Ctx, Effect, Input, InputError, Sweep, Target, DOUBLE_CLICK_MS};
 use apex_core::plumb::Plumb;
 use apex_core::{look, BufferOp, Op, Origin, Shard};
 
 impl Input {
-    pub(super) fn press(&mut self, button: u8, x: i32, y: i32, now: u64, cx: &mut Ctx) -> Result<Vec<Effect>, InputError> {
+    pub(super) fn press(
+        &mut self,
+        button: u8,
+        x: i32,
+        y: i32,
+        now: u64,
+        cx: &mut Ctx,
+    ) -> Result<Vec<Effect>, InputError> {
         if let Some(d) = self.held.as_mut() {
             d.cancelled |= d.button != button;
             return Ok(Vec::new());
@@ -26,7 +33,11 @@ impl Input {
         }
         let Some(frame) = cx.frame(t) else { return Ok(Vec::new()) };
         let q = frame.rune_at(x, y);
-        self.column_x = None;
+        // A click commits the run of typing and ends what Esc would
+        // select (acme's mouse thread: `eq0 = ~0`, `wincommit`).
+        self.run = None;
+        self.typed_from = None;
+        self.clicked = Some(t);
         if button == 1 {
             self.focus = Some(t);
             self.typed_from = None;
@@ -141,6 +152,7 @@ impl Input {
         let swept = (s.anchor.min(q), s.anchor.max(q));
         let (mut q0, mut q1) = swept;
         let mut plumb = None;
+        let mut word = None;
         if q0 == q1 {
             let (b, _) = cx.text_of(s.target).ok_or(InputError::Gone)?;
             let buf = cx.node.state.buffer(b)?;
@@ -150,6 +162,8 @@ impl Input {
                 true => sel,
                 false => {
                     plumb = Plumb::around(buf, q0);
+                    let (w0, w1) = look::word(buf, q0);
+                    word = (button == 3 && w0 < w1).then(|| buf.slice(w0, w1).unwrap_or_default());
                     look::expand(buf, q0, button == 2)
                 }
             };
@@ -197,7 +211,7 @@ impl Input {
             (2, _) => vec![Effect::Execute { window, column, text, arg }],
             (3, Some(window)) => {
                 let from = matches!(s.target, Target::Body(_)).then_some(q1);
-                vec![Effect::Look { window, text, plumb, from }]
+                vec![Effect::Look { window, text, word, plumb, from }]
             }
             _ => Vec::new(),
         })

@@ -173,18 +173,26 @@ fn button_two_and_three_give_actions_and_the_wheel_scrolls() {
     r.send(Event::Press { button: 3, x, y });
     let fx = r.send(Event::Release { button: 3, x, y });
     let plumb = apex_core::plumb::Plumb { data: "line".into(), click: Some(2) };
-    assert_eq!(fx, vec![Effect::Look { window: r.w.window, text: "line".into(), plumb, from: Some(4) }]);
-    // The wheel moves the origin by lines; Page Down by a screen.
+    assert_eq!(
+        fx,
+        vec![Effect::Look { window: r.w.window, text: "line".into(), word: Some("line".into()), plumb, from: Some(4) }]
+    );
+    // A notch of the wheel moves the origin a line ($mousescrollsize
+    // unset); Page Down by two thirds of the window.
     let (x, y) = r.point(0);
-    r.send(Event::Wheel { lines: 3, x, y });
+    r.send(Event::Wheel { notches: 3, x, y });
     let org = |r: &Rig| r.node.state.buffer(r.w.body).unwrap().views[&ViewId::WindowBody(r.w.window)].org;
     assert_eq!(org(&r), "line 0\nline 1\nline 2\n".len() as u64);
     r.click(org(&r));
     r.key(Key::PageDown);
     assert!(org(&r) > 100, "a page further: {}", org(&r));
+    // Home goes to the insertion point first, when it is off the screen
+    // above (to the start of the line before it); then to the top.
+    r.key(Key::Home);
+    assert_eq!(org(&r), "line 0\nline 1\n".len() as u64);
     r.key(Key::Home);
     assert_eq!(org(&r), 0);
-    r.send(Event::Wheel { lines: -2, x, y });
+    r.send(Event::Wheel { notches: -2, x, y });
     assert_eq!(org(&r), 0, "not before the start");
 }
 

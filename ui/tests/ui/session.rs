@@ -552,7 +552,7 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     std::fs::remove_file(r.ns.join("plumb")).unwrap();
     let screen = r.ui().screen().unwrap();
     let body = screen.window(w.window).unwrap().body;
-    r.send(Event::Wheel { lines: -10, x: body.x0 + 5, y: body.y0 + 5 });
+    r.send(Event::Wheel { notches: -100, x: body.x0 + 5, y: body.y0 + 5 });
     let p = r.point(w.window, at + 3, false);
     r.click(3, p);
     let (gw, _) = go_window(&mut r).expect("file.go opened");

@@ -245,17 +245,21 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
         (!d.apex(&["read", &format!("main/acme/{number}/tag")]).contains(" Put ")).then_some(())
     });
 
-    // The clipboard: Esc selects what was typed, ^C snarfs it to the
-    // session and the display's clipboard; text another program puts on
-    // the clipboard is what ^V pastes.
-    d.xdotool(&["key", "Escape", "ctrl+c"]);
+    // The clipboard: a double-click selects the word typed, ^C (typed
+    // with the pointer over the body, where typing goes) snarfs it to
+    // the session and the display's clipboard; text another program puts
+    // on the clipboard is what ^V pastes.
+    let px: i32 = "first line ty".chars().map(|c| fonts.proportional.advance(c) as i32).sum();
+    let (x, y) = (geom.body.x0 + px, geom.body.y0 + m.line / 2);
+    d.xdotool(&["mousemove", "--window", &window, &x.to_string(), &y.to_string(), "click", "--repeat", "2", "1"]);
+    d.xdotool(&["key", "ctrl+c"]);
     let clip = wait_for("the clipboard to hold the snarf", || {
         let out =
             Command::new("xclip").args(["-o", "-selection", "clipboard"]).env("DISPLAY", &d.display).output().ok()?;
         let text = String::from_utf8_lossy(&out.stdout).to_string();
-        (text == " typed").then_some(text)
+        (text == "typed").then_some(text)
     });
-    assert_eq!(clip, " typed");
+    assert_eq!(clip, "typed");
     let mut outside = Command::new("xclip")
         .args(["-quiet", "-i", "-selection", "clipboard"])
         .env("DISPLAY", &d.display)
@@ -273,7 +277,7 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     });
     let _ = outside.kill();
     let _ = outside.wait();
-    assert_eq!(body, "first lineoutside\nsecond line\n", "the clipboard's text replaced the selection");
+    assert_eq!(body, "first line outside\nsecond line\n", "the clipboard's text replaced the selection");
 }
 
 /// The `layout` shard's holder, from `meta/leases`.

@@ -1,0 +1,116 @@
+//! What a view shows and where it scrolls to: acme's `textbacknl`
+//! (back over lines, a long line counted every 128 runes) and `textshow`
+//! (a rune off the screen is brought a quarter of the way down, one on
+//! it is left where it is). Every UI lays its frames out itself, so what
+//! the frame holds comes in as [`Shown`].
+
+use crate::text::Text;
+
+/// What a view's frame holds at its origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shown {
+    /// The first rune shown.
+    pub org: u64,
+    /// The rune after the last one shown.
+    pub end: u64,
+    /// Lines the frame shows text on.
+    pub lines: u32,
+    /// Lines it has room for.
+    pub max_lines: u32,
+}
+
+/// How far back from `p` the start of the `n`th line before it is, where
+/// a line longer than 128 runes counts as a line every 128 (acme's
+/// `textbacknl`); with `n` 0, the start of `p`'s own line.
+pub fn back_lines(text: &Text, mut p: u64, n: u32) -> u64 {
+    let p_max = text.len_chars() as u64;
+    p = p.min(p_max);
+    let at = |q: u64| text.char(q as usize);
+    let mut n = n;
+    if n == 0 && p > 0 && at(p - 1) != '\n' {
+        n = 1;
+    }
+    for _ in 0..n {
+        if p == 0 {
+            break;
+        }
+        // At a newline now: back over it.
+        p -= 1;
+        if p == 0 {
+            break;
+        }
+        let mut left = 127;
+        while left > 0 && p > 0 {
+            if at(p - 1) == '\n' {
+                break;
+            }
+            p -= 1;
+            left -= 1;
+        }
+    }
+    p
+}
+
+/// Where to put the origin so that `q` is shown (acme's `textshow`):
+/// `None` when it is shown already (the end of the text counts when it
+/// is on a line the frame shows); else a quarter of the frame above it,
+/// or three quarters when a program reads the window's events (it is
+/// likely typing at the bottom), never moving back when the rune is
+/// ahead.
+pub fn show(text: &Text, shown: Shown, q: u64, events_read: bool) -> Option<u64> {
+    let len = text.len_chars() as u64;
+    if shown.org <= q {
+        if len == 0 || q < shown.end {
+            return None;
+        }
+        if q == shown.end && shown.end == len {
+            // The end: shown when the last line has room below it.
+            let ends_line = text.char(len as usize - 1) == '\n';
+            if !ends_line || shown.lines < shown.max_lines {
+                return None;
+            }
+        }
+    }
+    let nl = if events_read { 3 * shown.max_lines / 4 } else { shown.max_lines / 4 };
+    let org = back_lines(text, q, nl);
+    // A long line: going back when the rune is ahead would not show it.
+    if q > shown.org && org < shown.org {
+        return Some(shown.end.max(shown.org + 1).min(q));
+    }
+    Some(org)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> Text {
+        Text::from(s)
+    }
+
+    #[test]
+    fn back_lines_goes_to_line_starts_and_counts_a_long_line_every_128_runes() {
+        let t = text("one\ntwo\nthree\n");
+        assert_eq!(back_lines(&t, 10, 0), 8, "the start of its own line");
+        assert_eq!(back_lines(&t, 8, 0), 8, "already there");
+        assert_eq!(back_lines(&t, 10, 1), 8);
+        assert_eq!(back_lines(&t, 8, 1), 4, "at a line start, one back is the line before");
+        assert_eq!(back_lines(&t, 10, 5), 0);
+        let long = text(&"x".repeat(300));
+        assert_eq!(back_lines(&long, 300, 1), 300 - 128);
+    }
+
+    #[test]
+    fn show_leaves_a_shown_rune_and_brings_another_a_quarter_down() {
+        let s: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let t = text(&s);
+        let line = |n: usize| s.lines().take(n).map(|l| l.len() as u64 + 1).sum::<u64>();
+        let shown = Shown { org: line(10), end: line(30), lines: 20, max_lines: 20 };
+        assert_eq!(show(&t, shown, line(15), false), None, "on the screen: stays");
+        assert_eq!(show(&t, shown, line(50), false), Some(line(45)), "a quarter of 20 lines above it");
+        assert_eq!(show(&t, shown, line(2), false), Some(0), "above: as far back as there is");
+        assert_eq!(show(&t, shown, line(50), true), Some(line(35)), "three quarters for an event reader");
+        let end = Shown { org: line(95), end: s.len() as u64, lines: 6, max_lines: 20 };
+        assert_eq!(show(&t, end, s.len() as u64, false), None, "the end, with room below it");
+    }
+}
