@@ -239,6 +239,13 @@ impl ApplicationHandler<Wake> for App {
                 self.pointer();
             }
             WindowEvent::Resized(_) => self.request_redraw(),
+            // Mapped again, or part of it uncovered (X's VisibilityNotify):
+            // what the server showed there is gone, so all of it is shown
+            // again, whatever the expose that comes with it finds.
+            WindowEvent::Occluded(false) => {
+                self.whole = true;
+                self.request_redraw();
+            }
             WindowEvent::ScaleFactorChanged { scale_factor, .. } => {
                 self.ui.set_scale(scale_factor);
                 self.request_redraw();

@@ -258,3 +258,138 @@ fn a_tab_of_any_width_lays_out_to_the_edge_at_most() {
         assert!((rect.x0..=rect.x1).contains(&x), "tab {tab}: b at {x} in {rect:?}");
     }
 }
+
+/// Undoes one step, as the `Undo` built-in does.
+fn undo(r: &mut Rig) {
+    propose::apply(&mut r.node, &Proposal::Undo { buffer: r.w.body }).unwrap();
+}
+
+#[test]
+fn one_undo_takes_back_what_one_acme_undo_does() {
+    // acme's seq: a run of typing is a step until a newline, a cursor
+    // key, Esc or the mouse commits it; an erase past the run, and the
+    // cut of a selection typing replaces, are steps of their own.
+    let mut r = Rig::new("abc\n");
+    r.click(3);
+    r.typed("d");
+    r.typed("e");
+    r.typed("\n");
+    r.typed("fg");
+    r.key(Key::Left);
+    r.typed("X");
+    assert_eq!(r.text(), "abcde\nfXg\n");
+    undo(&mut r);
+    assert_eq!(r.text(), "abcde\nfg\n", "the run after the cursor key");
+    undo(&mut r);
+    assert_eq!(r.text(), "abcde\n\n", "the run after the newline");
+    undo(&mut r);
+    assert_eq!(r.text(), "abc\n", "typing up to and with its newline");
+
+    // Backspace within the run is part of it; past the run, each is a
+    // step of its own.
+    let mut r = Rig::new("abc\n");
+    r.click(3);
+    r.typed("xy");
+    r.key(Key::Backspace);
+    r.key(Key::Backspace);
+    r.key(Key::Backspace);
+    r.key(Key::Backspace);
+    assert_eq!(r.text(), "a\n");
+    undo(&mut r);
+    assert_eq!(r.text(), "ab\n", "the last erase past the run");
+    undo(&mut r);
+    assert_eq!(r.text(), "abc\n", "the first");
+
+    // Typing over a selection cuts it (snarfed) as a step, then types.
+    let mut r = Rig::new("one two\n");
+    let (x0, y) = r.point(4);
+    let (x1, _) = r.point(7);
+    r.send(Event::Press { button: 1, x: x0, y });
+    r.send(Event::Motion { x: x1, y });
+    r.send(Event::Release { button: 1, x: x1, y });
+    assert_eq!(r.sel(), (4, 7));
+    r.typed("2");
+    assert_eq!(r.text(), "one 2\n");
+    assert_eq!(r.node.state.layout.snarf, "two", "the selection typed over is snarfed, as acme");
+    undo(&mut r);
+    assert_eq!(r.text(), "one \n");
+    undo(&mut r);
+    assert_eq!(r.text(), "one two\n");
+
+    // Esc's cut is a step; typing after it another.
+    let mut r = Rig::new("x\n");
+    r.click(1);
+    r.typed("abc");
+    r.key(Key::Escape);
+    assert_eq!(r.sel(), (1, 4), "Esc selects what was typed");
+    r.key(Key::Escape);
+    assert_eq!(r.text(), "x\n");
+    r.typed("z");
+    undo(&mut r);
+    assert_eq!(r.text(), "x\n");
+    undo(&mut r);
+    assert_eq!(r.text(), "xabc\n");
+}
+
+#[test]
+fn typing_goes_under_the_pointer_or_with_click_to_type_to_the_text_clicked() {
+    let mut r = Rig::new("body\n");
+    r.click(4);
+    // The pointer moves over the tag: typing goes there.
+    let (screen, m) = r.screen();
+    let tag = screen.window(r.w.window).unwrap().tag;
+    r.send(Event::Motion { x: tag.x1 - 4, y: tag.y0 + m.line / 2 });
+    r.typed("T");
+    assert_eq!(r.text(), "body\n");
+    assert!(r.tag().starts_with("T/tmp/input.txt"), "at the tag's own cursor: {}", r.tag());
+    // Over the window's layout box: nowhere.
+    let b = screen.window(r.w.window).unwrap().layout_box;
+    r.send(Event::Motion { x: b.x0 + 2, y: b.y0 + 2 });
+    r.typed("N");
+    assert!(!r.tag().contains('N') && !r.text().contains('N'));
+
+    // acme's -b: the text last clicked, wherever the pointer is.
+    let mut r = Rig::new("body\n");
+    r.input.click_to_type = true;
+    r.click(4);
+    r.send(Event::Motion { x: tag.x1 - 4, y: tag.y0 + m.line / 2 });
+    r.typed("B");
+    assert_eq!(r.text(), "bodyB\n");
+}
+
+#[test]
+fn scrolling_keys_and_the_wheel_move_as_acme_s_texttype() {
+    let text: String = (0..300).map(|i| format!("line {i}\n")).collect();
+    let mut r = Rig::new(&text);
+    let org = |r: &Rig| r.node.state.buffer(r.w.body).unwrap().views[&ViewId::WindowBody(r.w.window)].org;
+    let (screen, m) = r.screen();
+    let body = screen.window(r.w.window).unwrap().body;
+    let max = (body.height() / m.line) as usize;
+    let line = |n: usize| (0..n).map(|i| format!("line {i}\n").len() as u64).sum::<u64>();
+    r.click(0);
+    // Down: a third of the window; the cursor stays.
+    r.key(Key::Down);
+    assert_eq!(org(&r), line(max / 3));
+    assert_eq!(r.sel(), (0, 0));
+    r.key(Key::Up);
+    assert_eq!(org(&r), 0);
+    r.key(Key::PageDown);
+    assert_eq!(org(&r), line(2 * max / 3));
+    // End: the end of the text a quarter down (the cursor is on screen
+    // above); Home with the cursor off the screen above: to it first.
+    r.key(Key::End);
+    assert_eq!(org(&r), line(300 - max / 4));
+    r.key(Key::Home);
+    assert_eq!(org(&r), 0, "the line of the insertion point, the first");
+
+    // $mousescrollsize: lines, or a percentage of the window.
+    use apex_ui::input::ScrollSize;
+    assert_eq!(ScrollSize::parse(None).lines(40), 1);
+    assert_eq!(ScrollSize::parse(Some("7")).lines(40), 7);
+    assert_eq!(ScrollSize::parse(Some("50%")).lines(40), 20);
+    assert_eq!(ScrollSize::parse(Some("junk")).lines(40), 1);
+    r.input.scroll_size = ScrollSize::Lines(5);
+    let (x, y) = (body.x0 + 20, body.y0 + 5);
+    r.send(Event::Wheel { notches: 2, x, y });
+    assert_eq!(org(&r), line(10));
+}

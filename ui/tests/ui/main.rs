@@ -6,6 +6,7 @@
 mod input;
 mod plumber;
 mod reconnect;
+mod reflexes;
 mod render;
 mod session;
 mod support;

@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// Says a test cannot run (past the harness's capture); fails under CI.
-fn skipped(reason: &str) {
+pub(crate) fn skipped(reason: &str) {
     assert!(std::env::var_os("CI").is_none(), "CI must run every test, but: {reason}");
     let _ = writeln!(std::io::stderr(), "SKIPPED: {reason}");
 }
@@ -28,9 +28,9 @@ fn have(program: &str) -> bool {
 }
 
 /// Everything a test started, killed and removed on drop.
-struct Desk {
-    display: String,
-    ns: PathBuf,
+pub(crate) struct Desk {
+    pub(crate) display: String,
+    pub(crate) ns: PathBuf,
     xvfb: Child,
     uis: Vec<Child>,
 }
@@ -67,7 +67,7 @@ impl Drop for Desk {
     }
 }
 
-fn desk(name: &str) -> Option<Desk> {
+pub(crate) fn desk(name: &str) -> Option<Desk> {
     for tool in ["Xvfb", "xdotool", "import", "xclip"] {
         if !have(tool) {
             skipped(&format!("no {tool} (scripts/test installs xvfb, xdotool, imagemagick and xclip)"));
@@ -111,14 +111,14 @@ fn desk(name: &str) -> Option<Desk> {
 }
 
 impl Desk {
-    fn xdotool(&self, args: &[&str]) -> String {
+    pub(crate) fn xdotool(&self, args: &[&str]) -> String {
         let out = Command::new("xdotool").args(args).env("DISPLAY", &self.display).output().expect("run xdotool");
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 
     /// Starts `apex-ui` with `args` on this desk (the first starts the
     /// daemon); its window's X id, once it is mapped.
-    fn start_ui(&mut self, args: &[&Path]) -> String {
+    pub(crate) fn start_ui(&mut self, args: &[&Path]) -> String {
         let n = self.uis.len();
         let before = self.xdotool(&["search", "--name", "^apex main$"]);
         let log = self.ns.join(format!("ui{n}.log"));
@@ -143,19 +143,19 @@ impl Desk {
     }
 
     /// The session's state as the daemon has it (its snapshot).
-    fn state(&self) -> State {
+    pub(crate) fn state(&self) -> State {
         let snapshot =
             Command::new(sibling("apex")).args(["read", "main/snapshot"]).env("NAMESPACE", &self.ns).output().unwrap();
         State::from_snapshot(&snapshot.stdout).expect("a snapshot")
     }
 
     /// Runs `apex` against this desk's namespace.
-    fn apex(&self, args: &[&str]) -> String {
+    pub(crate) fn apex(&self, args: &[&str]) -> String {
         apex(&self.ns, args)
     }
 
     /// The root window as 8-bit RGB, and a PNG of it for people.
-    fn screenshot(&self, png: &Path) -> Vec<u8> {
+    pub(crate) fn screenshot(&self, png: &Path) -> Vec<u8> {
         let raw = self.ns.join("shot.rgb");
         for (fmt, out) in [("rgb", raw.as_path()), ("png", png)] {
             let target = format!("{fmt}:{}", out.display());
@@ -171,9 +171,9 @@ impl Desk {
 }
 
 /// The display's width: room for two 1024-pixel UIs side by side.
-const SCREEN_W: i32 = 2080;
+pub(crate) const SCREEN_W: i32 = 2080;
 
-fn pixel(rgb: &[u8], x: i32, y: i32) -> u32 {
+pub(crate) fn pixel(rgb: &[u8], x: i32, y: i32) -> u32 {
     let i = ((y * SCREEN_W + x) * 3) as usize;
     (u32::from(rgb[i]) << 16) | (u32::from(rgb[i + 1]) << 8) | u32::from(rgb[i + 2])
 }
@@ -289,7 +289,7 @@ fn layout_holder(d: &Desk) -> String {
 
 /// The pixels of `r` in a screenshot, `dx` to the right of where the
 /// layout puts it (the second UI's window sits there).
-fn crop(rgb: &[u8], r: Rect, dx: i32) -> Vec<u32> {
+pub(crate) fn crop(rgb: &[u8], r: Rect, dx: i32) -> Vec<u32> {
     (r.y0..r.y1).flat_map(|y| (r.x0..r.x1).map(move |x| (x, y))).map(|(x, y)| pixel(rgb, x + dx, y)).collect()
 }
 
