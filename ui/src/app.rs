@@ -314,11 +314,7 @@ impl Ui {
         let mut shown = std::collections::HashMap::new();
         for w in ids {
             if let Some(f) = self.frame(Target::Body(w)) {
-                let lines = f.lines.len() as u32;
-                shown.insert(
-                    w,
-                    apex_core::show::Shown { org: f.org, end: f.end, lines, max_lines: f.capacity() as u32 },
-                );
+                shown.insert(w, f.shown());
             }
         }
         shown

@@ -129,6 +129,12 @@ impl Frame {
         line.q1
     }
 
+    /// What the frame shows, for core's `show` (acme's `textshow`).
+    pub fn shown(&self) -> apex_core::show::Shown {
+        let lines = self.lines.len() as u32;
+        apex_core::show::Shown { org: self.org, end: self.end, lines, max_lines: self.capacity() as u32 }
+    }
+
     /// How many lines there are room for.
     pub fn capacity(&self) -> usize {
         (self.rect.height() / self.line_height.max(1)) as usize

@@ -443,8 +443,7 @@ impl Ctx<'_> {
 
     /// What the target's frame shows now.
     fn shown(&mut self, t: Target) -> Option<Shown> {
-        let f = self.frame(t)?;
-        Some(Shown { org: f.org, end: f.end, lines: f.lines.len() as u32, max_lines: f.capacity() as u32 })
+        self.frame(t).map(|f| f.shown())
     }
 
     /// Scrolls a body so that rune `q` is shown, as acme's `textshow`
