@@ -273,33 +273,25 @@ impl Ui {
         self.follow_body();
     }
 
-    /// The window whose body the pointer is in, and where that body
-    /// starts.
-    fn body_under_pointer(&mut self) -> Option<(apex_core::WindowId, i32)> {
-        let (x, y) = self.input.pointer()?;
-        let screen = self.screen()?;
-        let w = screen.columns.iter().flat_map(|c| &c.windows).find(|w| w.body.contains(x, y))?;
-        Some((w.id, w.body.y0))
-    }
-
     /// A tag that grew (typing, a tool's edit making the window dirty)
     /// pushed its body down under the pointer: the pointer goes down with
     /// it, so typing goes on in the body (acme's `winresize` moves the
-    /// mouse so).
+    /// mouse so). Then remembers which body the pointer is in, and where
+    /// that body starts.
     fn follow_body(&mut self) {
-        self.keep_pointer_in_body(self.pointer_body);
-        self.pointer_body = self.body_under_pointer();
-    }
-
-    fn keep_pointer_in_body(&mut self, before: Option<(apex_core::WindowId, i32)>) {
-        let Some((w, y0)) = before else { return };
-        let Some((x, y)) = self.input.pointer().filter(|_| self.input.warp.is_none()) else { return };
-        let Some(body) = self.screen().and_then(|s| s.window(w).map(|g| g.body)) else { return };
-        if body.y0 > y0 && y < body.y0 {
-            let to = (y + body.y0 - y0).min(body.y1 - 1);
-            self.input.moved_pointer(x, to);
-            self.input.warp = Some(Warp::Point(x, to));
+        let Some((x, mut y)) = self.input.pointer() else { return };
+        let Some(screen) = self.screen() else { return };
+        let moved = self.pointer_body.filter(|_| self.input.warp.is_none()).and_then(|(w, y0)| {
+            let body = screen.window(w)?.body;
+            (body.y0 > y0 && y < body.y0).then(|| (y + body.y0 - y0).min(body.y1 - 1))
+        });
+        if let Some(to) = moved {
+            y = to;
+            self.input.moved_pointer(x, y);
+            self.input.warp = Some(Warp::Point(x, y));
         }
+        let windows = screen.columns.iter().flat_map(|c| &c.windows);
+        self.pointer_body = windows.filter(|w| w.body.contains(x, y)).map(|w| (w.id, w.body.y0)).next();
     }
 
     /// The window the layout says has the focus.

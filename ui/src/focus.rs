@@ -17,6 +17,8 @@ pub struct X11Focus {
     conn: RustConnection,
     root: Window,
     window: Window,
+    /// A window manager ran when the window was made: focus is its.
+    managed: bool,
 }
 
 impl X11Focus {
@@ -25,7 +27,9 @@ impl X11Focus {
     pub fn open(window: u32) -> Option<X11Focus> {
         let (conn, screen) = x11rb::connect(None).ok()?;
         let root = conn.setup().roots.get(screen)?.root;
-        Some(X11Focus { conn, root, window })
+        let mut focus = X11Focus { conn, root, window, managed: false };
+        focus.managed = focus.window_manager();
+        Some(focus)
     }
 
     /// Whether a window manager runs: one that follows the EWMH names a
@@ -46,7 +50,7 @@ impl X11Focus {
     /// and no other window holds it; when the window goes, the focus
     /// goes back to following the pointer.
     pub fn take(&self) {
-        if self.window_manager() {
+        if self.managed {
             return;
         }
         let Some(now) = self.conn.get_input_focus().ok().and_then(|c| c.reply().ok()) else { return };

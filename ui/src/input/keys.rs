@@ -139,7 +139,7 @@ impl Input {
         if let (false, Some((view, q))) = (cx.node.leads(Shard::Buffer(b)), moved) {
             let now = cx.node.state.buffer(b).map_or(0, |x| x.version);
             let version = pending.map_or(now, |p| p.version.max(now));
-            if !matches!(k, Key::Backspace | Key::Delete | Key::Ctrl('h' | 'w' | 'u')) {
+            if !k.erases() {
                 self.predicted = Some(Predicted { buffer: b, view, version, q });
             }
         }
