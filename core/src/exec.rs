@@ -260,6 +260,18 @@ fn dir_of<H: Host>(h: &H, window: Option<WindowId>) -> Result<Option<String>> {
 
 /// Carries out one built-in.
 pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
+    // In a column's tag, Cut, Paste, Snarf and Zerox act on the last
+    // selection (acme's `seltext`): the window last clicked, a Zerox
+    // going to that window's column.
+    let selected;
+    let call = match (call.window, call.column, builtin.cmd) {
+        (None, Some(_), Cmd::Cut | Cmd::Paste | Cmd::Snarf | Cmd::Zerox) => {
+            let focus = h.state()?.layout.focus;
+            selected = Call { window: focus, column: None, arg: call.arg.clone() };
+            &selected
+        }
+        _ => call,
+    };
     let w = match call.window {
         Some(id) => Some(window(&*h.state()?, id)?),
         None if builtin.needs_window => return Err(ExecError::NeedsWindow(builtin.name)),

@@ -174,6 +174,37 @@ fn snarf_cut_paste_and_send() {
 }
 
 #[test]
+fn in_a_column_tag_cut_paste_snarf_and_zerox_act_on_the_last_selection() {
+    let in_column = |h: &mut TestHost, name: &str| {
+        let column = h.node.state.layout.columns[0].id;
+        let b = exec::lookup(name).unwrap();
+        exec::run(h, b, &Call { window: None, column: Some(column), arg: String::new() })
+    };
+    // No window yet: nothing to act on.
+    let mut h = host();
+    assert_eq!(h.node.state.layout.focus, None);
+    assert_eq!(in_column(&mut h, "Cut"), Err(ExecError::NeedsWindow("Cut")));
+    let w = h.window("/tmp/f", "hello world\n");
+    let other = h.window("/tmp/g", "other\n");
+    h.select(&w, 6, 11);
+    h.propose(Proposal::Focus { window: w.window }).unwrap();
+    in_column(&mut h, "Snarf").unwrap();
+    assert_eq!(h.node.state.layout.snarf, "world");
+    in_column(&mut h, "Cut").unwrap();
+    assert_eq!(h.text(w.body), "hello \n");
+    h.select(&w, 0, 5);
+    in_column(&mut h, "Paste").unwrap();
+    assert_eq!(h.text(w.body), "world \n", "Paste pastes into the last selection");
+    assert_eq!(h.text(other.body), "other\n");
+    // Zerox copies the window last clicked, into its own column.
+    let home = h.node.state.layout.find(w.window).unwrap().0;
+    in_column(&mut h, "Zerox").unwrap();
+    let copies: Vec<_> = h.node.state.windows.iter().filter(|(_, x)| x.body == w.body).map(|(id, _)| *id).collect();
+    assert_eq!(copies.len(), 2);
+    assert!(copies.iter().all(|c| h.node.state.layout.find(*c).unwrap().0 == home));
+}
+
+#[test]
 fn del_warns_once_about_changes_and_delete_does_not() {
     let mut h = host();
     let w = h.window("/tmp/changed", "text");
