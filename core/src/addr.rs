@@ -480,9 +480,15 @@ fn search(t: &mut Subject, pattern: &str, from: u64, forward: bool) -> Result<Ra
         }
     } else {
         let matches: Vec<std::ops::Range<usize>> = hay.find_all(&re, 0, len, false).iter().map(|f| f.whole()).collect();
-        let passed = |m: &std::ops::Range<usize>| skip_empty_at_start && m.is_empty() && m.end == start;
+        // Backward, an empty match where the search starts is passed over
+        // in both dialects (acme's `rxbexecute`: `?^?` from #0 wraps to
+        // the last line's start).
+        let passed = |m: &std::ops::Range<usize>| m.is_empty() && m.end == start;
         let before = matches.iter().rev().find(|m| m.end <= start && !passed(m)).cloned();
-        before.or_else(|| matches.iter().rev().find(|m| !passed(m)).cloned())
+        // Wrapped, the search begins again at the end, where an empty
+        // match (`^` after a final newline) is found first.
+        let at_end = || hay.find(&re, len, len).map(|f| f.whole()).filter(|m| !passed(m));
+        before.or_else(at_end).or_else(|| matches.iter().rev().find(|m| !passed(m)).cloned())
     };
     let to_range =
         |m: std::ops::Range<usize>| Range::new(rope.byte_to_char(m.start) as u64, rope.byte_to_char(m.end) as u64);
@@ -494,6 +500,17 @@ mod tests {
     use super::*;
 
     const TEXT: &str = "one\ntwo\nthree\nfour two\n";
+
+    #[test]
+    fn a_backward_search_from_an_empty_match_wraps_to_the_end() {
+        // acme: `?^?` written to a fresh window's addr (dot #0) answers
+        // the line start after the last newline.
+        let rope = Rope::from_str(TEXT);
+        let end = TEXT.chars().count() as u64;
+        let mut last = None;
+        let r = eval(&rope, "?^?", Range::at(0), Dialect::AddrFile, &mut last).unwrap();
+        assert_eq!((r.q0, r.q1), (end, end));
+    }
 
     fn at(addr: &str, dot: (u64, u64)) -> Result<(u64, u64)> {
         let rope = Rope::from_str(TEXT);

@@ -944,6 +944,10 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
         h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
     }
     for (f, changes) in &outcome.changes {
+        // An Edit that changes nothing here says nothing (acme).
+        if changes.iter().all(|c| c.q0 == c.q1 && c.text.is_empty()) {
+            continue;
+        }
         let (_, body, version) = g.seen[*f];
         let changes = changes.iter().map(|c| (c.q0, c.q1, c.text.clone())).collect();
         h.propose(Proposal::Splices { buffer: body, version, changes, origin: Origin::OtherFile })?;

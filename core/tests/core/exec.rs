@@ -420,6 +420,17 @@ fn edit_gathers_every_window_and_pipes_through_the_host() {
 }
 
 #[test]
+fn an_edit_that_changes_nothing_says_nothing() {
+    let mut h = host();
+    let a = h.window("/tmp/a", "no empty line\nhere\n");
+    let version = h.node.state.buffer(a.body).unwrap().version;
+    h.run("Edit", Some(&a), ",x/^$/d").unwrap();
+    assert_eq!(h.text(a.body), "no empty line\nhere\n");
+    assert_eq!(h.node.state.buffer(a.body).unwrap().version, version, "no change made");
+    assert!(h.window_named("/tmp/+Errors").is_none(), "nothing said");
+}
+
+#[test]
 fn dump_and_load_restore_windows_in_acme_s_format() {
     let mut h = host();
     h.machine.files.insert("/tmp/clean".into(), b"on disk".to_vec());

@@ -73,11 +73,11 @@ pub fn parse_one(text: &str) -> Result<(WinCtl, usize), CtlError> {
     ctl::parse_prefix(VERBS, text, EBADCTL)
 }
 
-/// Whether acme's `name` calls `name` bad: a blank or control character
-/// in it (`r[i] <= ' '`). acme sets such a name all the same and then
-/// answers with the error.
+/// Whether acme's `name` calls `name` bad: a control character in it
+/// (`r[i] < ' '`; a blank is fine). acme sets such a name all the same
+/// and then answers with the error.
 fn bad_name(name: &str) -> bool {
-    name.chars().any(|c| c <= ' ')
+    name.chars().any(|c| c < ' ')
 }
 
 /// Splits a write into its messages, in order, ending with the first

@@ -270,6 +270,8 @@ async fn rerrors_start_with_acmes_words() {
         (wrote(&format!("{id}/ctl"), "name\n").await, "ill-formed control message"),
         (wrote(&format!("{id}/ctl"), "font /x").await, "ill-formed control message"),
         (wrote(&format!("{id}/ctl"), "name a\tb\n").await, "bad character in file name"),
+        // acme refuses only control characters: a blank is a name's.
+        (wrote(&format!("{id}/ctl"), "name /tmp/a b\n").await, "ok"),
         (wrote(&format!("{id}/event"), "garbage\n").await, "bad event syntax"),
         (wrote(&format!("{id}/event"), "Mx0 999\n").await, "bad event syntax"),
         (wrote(&format!("{id}/event"), "M!0 1\n").await, "bad event syntax"),
