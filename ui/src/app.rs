@@ -38,6 +38,8 @@ pub struct Ui {
     lead_pressed: bool,
     /// The body the pointer was in after the last event, and its top.
     pointer_body: Option<(apex_core::WindowId, i32)>,
+    /// The faces `-f` and `-F` chose (the Go fonts by default).
+    font_choice: crate::font::Choice,
 }
 
 /// What a UI that another UI took the leases from shows at the right of
@@ -68,6 +70,7 @@ impl Ui {
             shown_status: None,
             lead_pressed: false,
             pointer_body: None,
+            font_choice: Default::default(),
         }
     }
 
@@ -143,10 +146,16 @@ impl Ui {
         (self.width, self.height) = (width.max(0), height.max(0));
     }
 
+    /// Draws with the faces `choice` names from now on.
+    pub fn choose_fonts(&mut self, choice: crate::font::Choice) {
+        self.font_choice = choice;
+        self.set_scale(self.fonts.scale);
+    }
+
     /// The window moved to a screen of another scale: new glyphs, a
     /// whole new frame.
     pub fn set_scale(&mut self, scale: f64) {
-        self.fonts = Fonts::new(scale);
+        self.fonts = Fonts::with(&self.font_choice, scale);
         self.painter.invalidate();
     }
 

@@ -1,11 +1,17 @@
-//! The two faces apex-ui draws with, embedded in the binary (see
-//! `ui/fonts/`): a proportional one, as acme's variable font, and a fixed
-//! one for windows whose `Font` setting asks for it. Glyphs are rasterized
-//! once per face and size by fontdue and kept in a cache; advances are
-//! whole pixels, so text positions are exact and a line lays out the same
-//! every time.
+//! The two faces apex-ui draws with: a proportional one, as acme's
+//! variable font, and a fixed one for windows whose `Font` setting asks
+//! for it. By default the Go fonts embedded in the binary (see
+//! `ui/fonts/`), sized so a line is 15 pixels at scale 1 as acme's
+//! default font makes it; `-f` and `-F` name others (a family and size,
+//! a file, or a plan9port font name mapped to the nearest system face).
+//! A character a face lacks is drawn from an installed face that has it,
+//! found through fontconfig. Glyphs are rasterized once per face and size
+//! by fontdue and kept in a cache; advances are whole pixels, so text
+//! positions are exact and a line lays out the same every time.
 
+use crate::fontconfig::{self, FontFile};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Which face.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,6 +34,14 @@ impl Face {
     }
 }
 
+/// Go Regular and Go Mono, by Bigelow & Holmes (BSD licence,
+/// `ui/fonts/Go-LICENSE.txt`).
+pub const GO_REGULAR: &[u8] = include_bytes!("../fonts/Go-Regular.ttf");
+pub const GO_MONO: &[u8] = include_bytes!("../fonts/Go-Mono.ttf");
+
+/// A line's height at scale 1 with the default faces: acme's.
+pub const LINE: u32 = 15;
+
 /// One rasterized glyph: coverage 0..=255, `width`×`height`, placed at
 /// `left` from the pen and `top` below the line's top.
 #[derive(Clone, Debug, Default)]
@@ -40,7 +54,126 @@ pub struct Glyph {
     pub coverage: Vec<u8>,
 }
 
-/// A face at one pixel size, with its glyph cache.
+/// A font's bytes and the face in them, and its size: what `-f` and
+/// `-F` resolve to.
+#[derive(Clone)]
+pub struct Source {
+    bytes: Arc<[u8]>,
+    index: u32,
+    /// Pixels at scale 1; `None` sizes the line to [`LINE`].
+    px: Option<f32>,
+}
+
+impl Source {
+    fn embedded(bytes: &'static [u8]) -> Source {
+        Source { bytes: Arc::from(bytes), index: 0, px: None }
+    }
+
+    fn file(f: &FontFile, px: Option<f32>) -> Result<Source, String> {
+        let bytes = std::fs::read(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?;
+        Ok(Source { bytes: Arc::from(bytes), index: f.index, px })
+    }
+
+    fn parse(&self, px: f32) -> Option<fontdue::Font> {
+        let settings = fontdue::FontSettings { scale: px, collection_index: self.index, ..Default::default() };
+        fontdue::Font::from_bytes(&*self.bytes, settings).ok()
+    }
+}
+
+/// The faces a UI draws with, as chosen at its start.
+#[derive(Clone)]
+pub struct Choice {
+    pub proportional: Source,
+    pub fixed: Source,
+}
+
+impl Default for Choice {
+    fn default() -> Choice {
+        Choice { proportional: Source::embedded(GO_REGULAR), fixed: Source::embedded(GO_MONO) }
+    }
+}
+
+/// Points to pixels at acme's 96 dots an inch... of a display at scale 1.
+fn points(pt: f32) -> f32 {
+    pt * 96.0 / 72.0
+}
+
+/// What a name of a font means: a file, a family with a size, or one of
+/// plan9port's names. Returns the source and, for a name mapped to
+/// something else, a note for standard error.
+pub fn resolve(name: &str, fixed: bool) -> Result<(Source, Option<String>), String> {
+    let name = name.trim();
+    // A font file, as it is.
+    let path = std::path::Path::new(name);
+    if path.is_file() && !name.ends_with(".font") {
+        let f = FontFile { path: path.to_path_buf(), index: 0 };
+        let src = Source::file(&f, None)?;
+        src.parse(16.0).ok_or_else(|| format!("{name}: not a font file fontdue reads (TrueType or OpenType)"))?;
+        return Ok((src, None));
+    }
+    // plan9port: fontsrv's /mnt/font/NAME/SIZE[a]/font, or a bitmap font
+    // under /lib/font/bit (its size in its name: euro.8.font).
+    let parts: Vec<&str> = name.split('/').filter(|p| !p.is_empty()).collect();
+    let plan9 = match parts.as_slice() {
+        ["mnt", "font", family, size, "font"] => {
+            let px = size.trim_end_matches('a').parse::<f32>().ok();
+            Some((family.to_string(), px))
+        }
+        [.., dir, file] if name.contains("/lib/font/bit/") || file.ends_with(".font") => {
+            let pt = file.split('.').filter_map(|s| s.parse::<f32>().ok()).next_back();
+            let family = match *dir {
+                d if d.starts_with("lucm") || d.starts_with("pelm") || d.contains("fixed") || d.contains("mono") => {
+                    "monospace"
+                }
+                "lucida" | "lucsans" | "luc" => "sans",
+                d if d.contains("times") => "serif",
+                _ if fixed => "monospace",
+                _ => "sans",
+            };
+            Some((family.to_string(), pt.map(points)))
+        }
+        _ => None,
+    };
+    if let Some((family, px)) = plan9 {
+        let found = fontconfig::named(&family).or_else(|| fontconfig::nearest(&family));
+        let (src, used) = match found {
+            Some(f) => (Source::file(&f, px)?, f.path.display().to_string()),
+            None => {
+                let fallback = if fixed { Choice::default().fixed } else { Choice::default().proportional };
+                (Source { px, ..fallback }, "the embedded Go font".to_string())
+            }
+        };
+        return Ok((src, Some(format!("{name} is plan9port's; drawing with the nearest here, {used}"))));
+    }
+    // A family (and style) with a size in points at the end: `Go Regular
+    // 11`, `DejaVu Sans Mono 10`.
+    let (family, pt) = match name.rsplit_once(' ') {
+        Some((f, s)) if s.parse::<f32>().is_ok_and(|p| p > 0.0 && p < 1000.0) => (f, s.parse().ok()),
+        _ => (name, None),
+    };
+    let px = pt.map(points);
+    if let Some(f) = fontconfig::named(family) {
+        return Ok((Source::file(&f, px)?, None));
+    }
+    // The embedded faces answer to their names without fontconfig.
+    match family.to_lowercase().as_str() {
+        "go" | "go regular" => return Ok((Source { px, ..Source::embedded(GO_REGULAR) }, None)),
+        "go mono" => return Ok((Source { px, ..Source::embedded(GO_MONO) }, None)),
+        _ => {}
+    }
+    match fontconfig::nearest(family) {
+        Some(f) => {
+            let note = format!("no font is named {family:?}; drawing with the nearest, {}", f.path.display());
+            Ok((Source::file(&f, px)?, Some(note)))
+        }
+        None => Err(format!(
+            "{family:?}: no such font, and no fontconfig to look for one: name a font file, or 'Go Regular SIZE'"
+        )),
+    }
+}
+
+/// A face at one pixel size, with its glyph cache and the faces that
+/// stand in for characters it lacks.
 pub struct Sized {
     font: fontdue::Font,
     px: f32,
@@ -48,32 +181,83 @@ pub struct Sized {
     pub height: u32,
     pub ascent: u32,
     glyphs: HashMap<char, Glyph>,
+    /// Faces found for characters this one lacks, and which has each.
+    fallbacks: Vec<fontdue::Font>,
+    fallback_files: HashMap<std::path::PathBuf, usize>,
 }
 
 impl Sized {
-    fn new(bytes: &'static [u8], px: f32) -> Sized {
-        let font = fontdue::Font::from_bytes(bytes, fontdue::FontSettings { scale: px, ..Default::default() })
-            .expect("the embedded fonts parse");
-        let lm = font.horizontal_line_metrics(px).expect("the embedded fonts are horizontal");
-        let ascent = lm.ascent.ceil() as u32;
-        let height = (lm.ascent - lm.descent + lm.line_gap).ceil().max(1.0) as u32;
-        Sized { font, px, height, ascent, glyphs: HashMap::new() }
+    fn new(src: &Source, scale: f32) -> Sized {
+        let parse =
+            |px: f32| src.parse(px).unwrap_or_else(|| Source::embedded(GO_REGULAR).parse(px).expect("Go parses"));
+        // The line's height per pixel of size, from the face's metrics.
+        let unit = parse(100.0);
+        let lm = unit.horizontal_line_metrics(100.0).expect("a horizontal face");
+        let per_px = (lm.ascent - lm.descent + lm.line_gap) / 100.0;
+        let px = match src.px {
+            Some(px) => px * scale,
+            None => LINE as f32 * scale / per_px,
+        };
+        let font = parse(px);
+        let lm = font.horizontal_line_metrics(px).expect("a horizontal face");
+        let height = match src.px {
+            Some(_) => (lm.ascent - lm.descent + lm.line_gap).ceil().max(1.0) as u32,
+            None => (LINE as f32 * scale).round().max(1.0) as u32,
+        };
+        let ascent = lm.ascent.round().clamp(0.0, height as f32) as u32;
+        Sized {
+            font,
+            px,
+            height,
+            ascent,
+            glyphs: HashMap::new(),
+            fallbacks: Vec::new(),
+            fallback_files: HashMap::new(),
+        }
+    }
+
+    /// The face that draws `c`: this one, or one found for it.
+    fn face_for(&mut self, c: char) -> Option<usize> {
+        if c.is_control() || c.is_whitespace() || self.font.lookup_glyph_index(c) != 0 {
+            return None;
+        }
+        if let Some(i) = self.fallbacks.iter().position(|f| f.lookup_glyph_index(c) != 0) {
+            return Some(i);
+        }
+        let file = fontconfig::covering(c)?;
+        if let Some(i) = self.fallback_files.get(&file.path) {
+            return Some(*i);
+        }
+        let font = Source::file(&file, None).ok()?.parse(self.px)?;
+        self.fallbacks.push(font);
+        let i = self.fallbacks.len() - 1;
+        self.fallback_files.insert(file.path, i);
+        (self.fallbacks[i].lookup_glyph_index(c) != 0).then_some(i)
     }
 
     /// The glyph for `c` (rasterized on first use).
     pub fn glyph(&mut self, c: char) -> &Glyph {
-        let (font, px, ascent) = (&self.font, self.px, self.ascent as i32);
-        self.glyphs.entry(c).or_insert_with(|| {
-            let (m, coverage) = font.rasterize(c, px);
-            Glyph {
+        if !self.glyphs.contains_key(&c) {
+            let by = self.face_for(c);
+            let font = by.map_or(&self.font, |i| &self.fallbacks[i]);
+            let (m, coverage) = font.rasterize(c, self.px);
+            let glyph = Glyph {
                 left: m.xmin,
-                top: ascent - (m.ymin + m.height as i32),
+                top: self.ascent as i32 - (m.ymin + m.height as i32),
                 width: m.width,
                 height: m.height,
                 advance: m.advance_width.round().max(0.0) as u32,
                 coverage,
-            }
-        })
+            };
+            self.glyphs.insert(c, glyph);
+        }
+        &self.glyphs[&c]
+    }
+
+    /// Whether `c` is drawn from another face, found because this one
+    /// lacks it.
+    pub fn borrowed(&mut self, c: char) -> bool {
+        self.face_for(c).is_some()
     }
 
     /// How far the pen moves for `c`.
@@ -89,18 +273,17 @@ pub struct Fonts {
     pub scale: f64,
 }
 
-/// The text size at scale 1, in pixels.
-pub const PX: f32 = 15.0;
-
 impl Fonts {
-    /// The faces for a window of HiDPI `scale` (winit's scale factor).
+    /// The default faces for a window of HiDPI `scale` (winit's scale
+    /// factor).
     pub fn new(scale: f64) -> Fonts {
-        let px = PX * scale.clamp(0.5, 8.0) as f32;
-        Fonts {
-            proportional: Sized::new(epaint_default_fonts::UBUNTU_LIGHT, px),
-            fixed: Sized::new(epaint_default_fonts::HACK_REGULAR, px),
-            scale,
-        }
+        Fonts::with(&Choice::default(), scale)
+    }
+
+    /// The faces `choice` names, at `scale`.
+    pub fn with(choice: &Choice, scale: f64) -> Fonts {
+        let s = scale.clamp(0.5, 8.0) as f32;
+        Fonts { proportional: Sized::new(&choice.proportional, s), fixed: Sized::new(&choice.fixed, s), scale }
     }
 
     pub fn face(&mut self, face: Face) -> &mut Sized {
@@ -133,5 +316,11 @@ mod tests {
         assert!(big.line_height() >= 2 * f.line_height() - 2, "HiDPI doubles the text");
         assert_eq!(Face::for_setting(Some(apex_core::dump::FONT_FIX)), Face::Fixed);
         assert_eq!(Face::for_setting(None), Face::Proportional);
+    }
+
+    #[test]
+    fn the_default_line_is_acme_s_fifteen_pixels() {
+        assert_eq!(Fonts::new(1.0).line_height(), LINE);
+        assert_eq!(Fonts::new(2.0).line_height(), 2 * LINE);
     }
 }

@@ -8,7 +8,10 @@
 //! - [`rect`]: `Rect`, the half-open rectangle of pixels.
 //! - [`frame`]: laying a text out in a rectangle (wrapping, tabs), runes to
 //!   points and back, as acme's libframe.
-//! - [`font`]: the two embedded faces and their glyph caches.
+//! - [`font`]: the two faces (the embedded Go fonts, or those `-f` and
+//!   `-F` name) and their glyph caches.
+//! - [`fontconfig`]: the system's fonts, through fontconfig loaded at run
+//!   time.
 //! - [`palette`]: acme's colours.
 //! - [`render`]: the headless renderer, drawing the model into a pixel
 //!   buffer, part by part.
@@ -38,6 +41,7 @@ pub mod cursor;
 pub mod damage;
 pub mod focus;
 pub mod font;
+pub mod fontconfig;
 pub mod frame;
 pub mod geom;
 pub mod host;

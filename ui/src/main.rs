@@ -1,4 +1,4 @@
-//! `apex-ui [-b] [-a ADDR] [-s SESSION] [FILE ...]`: the acme-like window onto
+//! `apex-ui [-b] [-f FONT] [-F FIXEDFONT] [-a ADDR] [-s SESSION] [FILE ...]`: the acme-like window onto
 //! an apex session. Without `-a` it uses the posted `apex` service and,
 //! when none answers, starts `apexd` detached first (as tmux starts its
 //! server), so one command gives a working editor. Files named on the
@@ -24,6 +24,13 @@ struct Args {
     /// one under the pointer (acme's -b).
     #[arg(short = 'b')]
     click_to_type: bool,
+    /// The variable-width font: a family and size ('Go Regular 11'), a
+    /// font file, or a plan9port name (mapped to the nearest here).
+    #[arg(short = 'f', value_name = "FONT")]
+    font: Option<String>,
+    /// The fixed-width font, named as for -f ('DejaVu Sans Mono 10').
+    #[arg(short = 'F', value_name = "FIXEDFONT")]
+    fixed_font: Option<String>,
     /// Files and directories to open in windows.
     files: Vec<PathBuf>,
 }
@@ -65,7 +72,27 @@ fn start_daemon(socket: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The faces `-f` and `-F` name; what was mapped to another face is
+/// said on standard error.
+fn fonts(args: &Args) -> Result<apex_ui::font::Choice, String> {
+    let mut choice = apex_ui::font::Choice::default();
+    for (name, fixed) in [(&args.font, false), (&args.fixed_font, true)] {
+        let Some(name) = name else { continue };
+        let (source, note) =
+            apex_ui::font::resolve(name, fixed).map_err(|e| format!("-{}: {e}", if fixed { 'F' } else { 'f' }))?;
+        if let Some(note) = note {
+            eprintln!("apex-ui: {note}");
+        }
+        match fixed {
+            true => choice.fixed = source,
+            false => choice.proportional = source,
+        }
+    }
+    Ok(choice)
+}
+
 fn run(args: Args) -> Result<(), String> {
+    let fonts = fonts(&args)?;
     let address = match &args.addr {
         Some(a) => apex_ninep::ns::service_address(a),
         None => {
@@ -109,7 +136,8 @@ fn run(args: Args) -> Result<(), String> {
     host.listen_to_plumber();
     let title = format!("apex {}", args.session);
     let att = host.att.clone();
-    let shown = apex_ui::shell::run(host, title, args.click_to_type);
+    let options = apex_ui::shell::Options { click_to_type: args.click_to_type, fonts };
+    let shown = apex_ui::shell::run(host, title, options);
     // Leaving detaches; the session goes on in apexd.
     rt.block_on(async {
         let _ = att.flush().await;

@@ -48,9 +48,10 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(host: UiHost, title: String, click_to_type: bool) -> App {
+    pub fn new(host: UiHost, title: String, options: Options) -> App {
         let mut ui = Ui::new(host, 0, 0, 1.0);
-        ui.input.click_to_type = click_to_type;
+        ui.input.click_to_type = options.click_to_type;
+        ui.choose_fonts(options.fonts);
         App {
             ui,
             title,
@@ -308,9 +309,17 @@ fn x11_window(window: &Window) -> Option<u32> {
     }
 }
 
-/// Runs the window until it is closed (or Exit is executed); with
-/// `click_to_type`, typing goes to the text last clicked (acme's `-b`).
-pub fn run(host: UiHost, title: String, click_to_type: bool) -> Result<(), String> {
+/// How the user asked the window to behave.
+#[derive(Default)]
+pub struct Options {
+    /// Typing goes to the text last clicked (acme's `-b`).
+    pub click_to_type: bool,
+    /// The faces (`-f`, `-F`).
+    pub fonts: crate::font::Choice,
+}
+
+/// Runs the window until it is closed (or Exit is executed).
+pub fn run(host: UiHost, title: String, options: Options) -> Result<(), String> {
     let event_loop = EventLoop::<Wake>::with_user_event().build().map_err(|e| format!("no display: {e}"))?;
     let proxy: EventLoopProxy<Wake> = event_loop.create_proxy();
     // The link's news wakes the loop; no polling.
@@ -332,7 +341,7 @@ pub fn run(host: UiHost, title: String, click_to_type: bool) -> Result<(), Strin
             }
         }
     });
-    let mut app = App::new(host, title, click_to_type);
+    let mut app = App::new(host, title, options);
     event_loop.run_app(&mut app).map_err(|e| e.to_string())?;
     match app.error {
         Some(e) => Err(e),

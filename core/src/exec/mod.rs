@@ -14,20 +14,27 @@
 //! opens a file or searches the body (`look`), as acme's `look3` does
 //! when no plumber takes the text.
 
-use crate::addr::{self, Range};
+use crate::addr::Range;
 use crate::buf::Buffer;
 use crate::cols;
 use crate::dump::{self, Dump};
-use crate::ecmd::{self, EditFile, Pipes};
+use crate::ecmd::Pipes;
 use crate::id::{BufferId, ColumnId, WindowId};
 use crate::look;
 use crate::op::{Origin, WindowFlags};
 use crate::propose::{Applied, Created, Proposal};
 use crate::row;
 use crate::shard::ViewId;
-use crate::show::Shown;
 use crate::state::State;
 use std::ops::Deref;
+
+mod edit;
+mod look3;
+
+pub use edit::edit;
+use look3::find_and_show;
+pub(crate) use look3::select_and_show;
+pub use look3::{look, look_file_or_word, look_from, open};
 
 /// What a caller provides: the state as it is now, a way to propose, and
 /// the machine.
@@ -780,226 +787,4 @@ fn putall<H: Host>(h: &mut H) -> Result<()> {
         }
     }
     warn(h, None, &missing)
-}
-
-/// Searches the body for `needle` after its selection (wrapping), selects
-/// it and scrolls to it. Text found nowhere is [`ExecError::NotFound`],
-/// which acme does not report (`look3`): callers say nothing of it.
-fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Option<u64>) -> Result<()> {
-    let (sel, version, _) = selection(h, w)?;
-    // The text is taken (its rope shared) and searched with the state let
-    // go: on the daemon, a search of a big body holds up no other request.
-    let text = h.state()?.buffer(w.body)?.text.clone();
-    let found = look::find_next(&text, needle, from.unwrap_or(sel.q1));
-    let (q0, q1) = found.ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
-    select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
-}
-
-pub(crate) fn select_and_show<H: Host>(
-    h: &mut H,
-    window: WindowId,
-    body: BufferId,
-    version: u64,
-    r: Range,
-) -> Result<()> {
-    let view = ViewId::WindowBody(window);
-    h.propose(Proposal::Select { buffer: body, view, version, q0: r.q0, q1: r.q1 })?;
-    let frame = h.shown(window);
-    let (org, now, shown) = {
-        let st = h.state()?;
-        let b = st.buffer(body)?;
-        let v = b.views.get(&view).copied().unwrap_or_default();
-        let events = st.window(window).is_ok_and(|w| w.event_reader.is_some());
-        let org = match frame {
-            Some(frame) => crate::show::show(&b.text, Shown { org: v.org, ..frame }, v.q0, events),
-            None => Some(look::show_origin(b, v.q0)),
-        };
-        (org, b.version, v.org)
-    };
-    match org {
-        Some(org) if org != shown => {
-            h.propose(Proposal::SetOrigin { buffer: body, view, version: now, org }).map(|_| ())
-        }
-        _ => Ok(()),
-    }
-}
-
-/// B3 on `text` in `window`: an existing file (with `:address`) opens or
-/// shows its window; anything else is searched for in the body.
-pub fn look<H: Host>(h: &mut H, window: WindowId, text: &str) -> Result<()> {
-    look_from(h, window, text, None)
-}
-
-/// [`look`], the search starting at `from` when the text was clicked in
-/// the body itself (acme's `look3` searches on from the end of the word
-/// clicked), else at the end of the body's selection.
-pub fn look_from<H: Host>(h: &mut H, window: WindowId, text: &str, from: Option<u64>) -> Result<()> {
-    look_file_or_word(h, window, text, None, from)
-}
-
-/// [`look_from`] of a null click's expansion: `text` is the file name
-/// around the click and `word` the word; when no file has that name, the
-/// word is what is looked for (acme's `expand`: `executes.` looks for
-/// `executes`).
-pub fn look_file_or_word<H: Host>(
-    h: &mut H,
-    window: WindowId,
-    text: &str,
-    word: Option<&str>,
-    from: Option<u64>,
-) -> Result<()> {
-    let w = window_ids(h, window)?;
-    let text = text.trim();
-    let (file, at) = look::file_and_addr(text);
-    let dir = dir_of(h, Some(window))?;
-    if file.starts_with('/') || dir.is_some() {
-        let path = resolve(dir.as_deref(), file);
-        if h.exists(&path) {
-            return open(h, &path, at);
-        }
-    }
-    find_and_show(h, w, word.filter(|w| !w.trim().is_empty()).unwrap_or(text), from)
-}
-
-fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {
-    window(&*h.state()?, id)
-}
-
-/// Shows `path` in its window (made and loaded if there is none), at
-/// `address` if given (acme's `openfile`).
-pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()> {
-    let found = look::window_named(&*h.state()?, path);
-    let (window, body) = match found {
-        Some(f) => f,
-        None => {
-            let p = Proposal::CreateWindow { body: None, column: None, name: path.to_string() };
-            let Created::Window(made) = h.propose(p)?.created else {
-                return Err(ExecError::Host(format!("{path}: no window was made")));
-            };
-            h.get(made.body, None)?;
-            // A file opened in a new window has nothing to undo, as acme's
-            // openfile loads it (a later Get can be undone).
-            h.propose(Proposal::ForgetUndo { buffer: made.body })?;
-            (made.window, made.body)
-        }
-    };
-    h.propose(Proposal::Focus { window })?;
-    let Some(address) = address else { return Ok(()) };
-    let (text, version) = {
-        let st = h.state()?;
-        let b = st.buffer(body)?;
-        (b.text.clone(), b.version)
-    };
-    // Evaluated with the state let go: a search holds up no one.
-    let cx = addr::Context { text: &text, flat: None, dialect: addr::Dialect::Sam, limit: None };
-    let r = addr::eval_in(&cx, address, Range::at(0), &mut None).map_err(host)?;
-    select_and_show(h, window, body, version, r)
-}
-
-/// The Edit command's view of the session: every window's text, in layout
-/// order, with the one it runs in.
-struct Gathered {
-    files: Vec<EditFile>,
-    seen: Vec<(WindowId, BufferId, u64)>,
-    current: usize,
-}
-
-fn gather(st: &State, window: Option<WindowId>) -> Gathered {
-    let mut g = Gathered { files: Vec::new(), seen: Vec::new(), current: 0 };
-    for placed in st.layout.columns.iter().flat_map(|c| &c.windows) {
-        let Ok(win) = st.window(placed.window) else { continue };
-        let Ok(b) = st.buffer(win.body) else { continue };
-        let dot = b
-            .views
-            .get(&ViewId::WindowBody(placed.window))
-            .map_or_else(Default::default, |v| Range::new(v.q0.min(b.len()), v.q1.min(b.len())));
-        if Some(placed.window) == window {
-            g.current = g.files.len();
-        }
-        let warned = win.flags.warned == Some(b.version);
-        g.files.push(EditFile { name: b.name.clone(), text: b.text.rope().clone(), dot, dirty: b.dirty, warned });
-        g.seen.push((placed.window, win.body, b.version));
-    }
-    g
-}
-
-/// `Edit COMMAND`: sam's language over every window's text, the changes
-/// proposed as one `Splices` per buffer at the version it saw (edits made
-/// meanwhile move them), then dots, `u`, and what it printed to `+Errors`.
-pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Result<()> {
-    let g = gather(&*h.state()?, window);
-    let outcome = match ecmd::run(command, &g.files, g.current, h) {
-        Ok(outcome) => outcome,
-        Err(e @ crate::edit::EditError::Modified { file, .. }) => {
-            // acme's winclean: the next `e` goes ahead.
-            let (w, _, version) = g.seen[file];
-            let flags = WindowFlags { warned: Some(version), ..h.state()?.window(w)?.flags.clone() };
-            h.propose(Proposal::Flags { window: w, flags })?;
-            return Err(e.into());
-        }
-        Err(e) => return Err(e.into()),
-    };
-    for (f, name) in &outcome.renamed {
-        let body = g.seen[*f].1;
-        h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
-    }
-    for (f, changes) in &outcome.changes {
-        // An Edit that changes nothing here says nothing (acme).
-        if changes.iter().all(|c| c.q0 == c.q1 && c.text.is_empty()) {
-            continue;
-        }
-        let (_, body, version) = g.seen[*f];
-        let changes = changes.iter().map(|c| (c.q0, c.q1, c.text.clone())).collect();
-        h.propose(Proposal::Splices { buffer: body, version, changes, origin: Origin::OtherFile })?;
-    }
-    for (f, dot) in &outcome.dots {
-        let (w, body, _) = g.seen[*f];
-        // The dot is in the text as the Edit left it: the version now,
-        // unless someone typed meanwhile.
-        let version = h.state()?.buffer(body)?.version;
-        let p = Proposal::Select { buffer: body, view: ViewId::WindowBody(w), version, q0: dot.q0, q1: dot.q1 };
-        let _ = h.propose(p);
-    }
-    for (f, count) in &outcome.undo {
-        let body = g.seen[*f].1;
-        for _ in 0..count.unsigned_abs() {
-            // With nothing (more) to undo or redo, `u` stops, silent.
-            let able = {
-                let st = h.state()?;
-                let b = st.buffer(body)?;
-                if *count > 0 {
-                    b.can_undo()
-                } else {
-                    b.can_redo()
-                }
-            };
-            if !able {
-                break;
-            }
-            let p = if *count > 0 { Proposal::Undo { buffer: body } } else { Proposal::Redo { buffer: body } };
-            h.propose(p)?;
-        }
-    }
-    for f in &outcome.cleaned {
-        h.propose(Proposal::Clean { buffer: g.seen[*f].1 })?;
-    }
-    // Output first: `D` may close the window whose +Errors it names.
-    warn(h, window, &outcome.printed)?;
-    for path in &outcome.open {
-        match path.is_empty() {
-            true => h.propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }).map(|_| ())?,
-            false => open(h, path, None)?,
-        }
-    }
-    // acme's D1: a window whose changes would be lost stays, and says so.
-    let mut kept = String::new();
-    for f in &outcome.close {
-        let w = g.seen[*f].0;
-        match clean_to_close(h, w, false) {
-            Ok(()) => h.propose(Proposal::DeleteWindow { window: w }).map(|_| ())?,
-            Err(e @ ExecError::Modified(_)) => kept += &format!("{e}\n"),
-            Err(e) => return Err(e),
-        }
-    }
-    warn(h, window, &kept)
 }

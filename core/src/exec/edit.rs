@@ -1,0 +1,119 @@
+//! `Edit`: sam's command language over every window's text (`ecmd`),
+//! its changes, dots, undos, names and output proposed through the host.
+
+use super::{clean_to_close, open, warn, ExecError, Host, Result};
+use crate::addr::Range;
+use crate::ecmd::{self, EditFile};
+use crate::id::{BufferId, WindowId};
+use crate::op::{Origin, WindowFlags};
+use crate::propose::Proposal;
+use crate::shard::ViewId;
+use crate::state::State;
+
+/// The Edit command's view of the session: every window's text, in layout
+/// order, with the one it runs in.
+struct Gathered {
+    files: Vec<EditFile>,
+    seen: Vec<(WindowId, BufferId, u64)>,
+    current: usize,
+}
+
+fn gather(st: &State, window: Option<WindowId>) -> Gathered {
+    let mut g = Gathered { files: Vec::new(), seen: Vec::new(), current: 0 };
+    for placed in st.layout.columns.iter().flat_map(|c| &c.windows) {
+        let Ok(win) = st.window(placed.window) else { continue };
+        let Ok(b) = st.buffer(win.body) else { continue };
+        let dot = b
+            .views
+            .get(&ViewId::WindowBody(placed.window))
+            .map_or_else(Default::default, |v| Range::new(v.q0.min(b.len()), v.q1.min(b.len())));
+        if Some(placed.window) == window {
+            g.current = g.files.len();
+        }
+        let warned = win.flags.warned == Some(b.version);
+        g.files.push(EditFile { name: b.name.clone(), text: b.text.rope().clone(), dot, dirty: b.dirty, warned });
+        g.seen.push((placed.window, win.body, b.version));
+    }
+    g
+}
+
+/// `Edit COMMAND`: sam's language over every window's text, the changes
+/// proposed as one `Splices` per buffer at the version it saw (edits made
+/// meanwhile move them), then dots, `u`, and what it printed to `+Errors`.
+pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Result<()> {
+    let g = gather(&*h.state()?, window);
+    let outcome = match ecmd::run(command, &g.files, g.current, h) {
+        Ok(outcome) => outcome,
+        Err(e @ crate::edit::EditError::Modified { file, .. }) => {
+            // acme's winclean: the next `e` goes ahead.
+            let (w, _, version) = g.seen[file];
+            let flags = WindowFlags { warned: Some(version), ..h.state()?.window(w)?.flags.clone() };
+            h.propose(Proposal::Flags { window: w, flags })?;
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for (f, name) in &outcome.renamed {
+        let body = g.seen[*f].1;
+        h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
+    }
+    for (f, changes) in &outcome.changes {
+        // An Edit that changes nothing here says nothing (acme).
+        if changes.iter().all(|c| c.q0 == c.q1 && c.text.is_empty()) {
+            continue;
+        }
+        let (_, body, version) = g.seen[*f];
+        let changes = changes.iter().map(|c| (c.q0, c.q1, c.text.clone())).collect();
+        h.propose(Proposal::Splices { buffer: body, version, changes, origin: Origin::OtherFile })?;
+    }
+    for (f, dot) in &outcome.dots {
+        let (w, body, _) = g.seen[*f];
+        // The dot is in the text as the Edit left it: the version now,
+        // unless someone typed meanwhile.
+        let version = h.state()?.buffer(body)?.version;
+        let p = Proposal::Select { buffer: body, view: ViewId::WindowBody(w), version, q0: dot.q0, q1: dot.q1 };
+        let _ = h.propose(p);
+    }
+    for (f, count) in &outcome.undo {
+        let body = g.seen[*f].1;
+        for _ in 0..count.unsigned_abs() {
+            // With nothing (more) to undo or redo, `u` stops, silent.
+            let able = {
+                let st = h.state()?;
+                let b = st.buffer(body)?;
+                if *count > 0 {
+                    b.can_undo()
+                } else {
+                    b.can_redo()
+                }
+            };
+            if !able {
+                break;
+            }
+            let p = if *count > 0 { Proposal::Undo { buffer: body } } else { Proposal::Redo { buffer: body } };
+            h.propose(p)?;
+        }
+    }
+    for f in &outcome.cleaned {
+        h.propose(Proposal::Clean { buffer: g.seen[*f].1 })?;
+    }
+    // Output first: `D` may close the window whose +Errors it names.
+    warn(h, window, &outcome.printed)?;
+    for path in &outcome.open {
+        match path.is_empty() {
+            true => h.propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }).map(|_| ())?,
+            false => open(h, path, None)?,
+        }
+    }
+    // acme's D1: a window whose changes would be lost stays, and says so.
+    let mut kept = String::new();
+    for f in &outcome.close {
+        let w = g.seen[*f].0;
+        match clean_to_close(h, w, false) {
+            Ok(()) => h.propose(Proposal::DeleteWindow { window: w }).map(|_| ())?,
+            Err(e @ ExecError::Modified(_)) => kept += &format!("{e}\n"),
+            Err(e) => return Err(e),
+        }
+    }
+    warn(h, window, &kept)
+}

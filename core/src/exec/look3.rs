@@ -1,0 +1,126 @@
+//! B3 as acme's `look3` carries it out when no plumber takes the text:
+//! an existing file opens (at its address) or shows its window; anything
+//! else is searched for in the body, and what is found is selected and
+//! shown (`textshow` where the host lays frames out).
+
+use super::{dir_of, host, resolve, selection, window, ExecError, Host, Result, Win};
+use crate::addr::{self, Range};
+use crate::id::{BufferId, WindowId};
+use crate::look;
+use crate::propose::{Created, Proposal};
+use crate::shard::ViewId;
+use crate::show::Shown;
+
+/// Searches the body for `needle` after its selection (wrapping), selects
+/// it and scrolls to it. Text found nowhere is [`ExecError::NotFound`],
+/// which acme does not report (`look3`): callers say nothing of it.
+pub(super) fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Option<u64>) -> Result<()> {
+    let (sel, version, _) = selection(h, w)?;
+    // The text is taken (its rope shared) and searched with the state let
+    // go: on the daemon, a search of a big body holds up no other request.
+    let text = h.state()?.buffer(w.body)?.text.clone();
+    let found = look::find_next(&text, needle, from.unwrap_or(sel.q1));
+    let (q0, q1) = found.ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
+    select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
+}
+
+pub(crate) fn select_and_show<H: Host>(
+    h: &mut H,
+    window: WindowId,
+    body: BufferId,
+    version: u64,
+    r: Range,
+) -> Result<()> {
+    let view = ViewId::WindowBody(window);
+    h.propose(Proposal::Select { buffer: body, view, version, q0: r.q0, q1: r.q1 })?;
+    let frame = h.shown(window);
+    let (org, now, shown) = {
+        let st = h.state()?;
+        let b = st.buffer(body)?;
+        let v = b.views.get(&view).copied().unwrap_or_default();
+        let events = st.window(window).is_ok_and(|w| w.event_reader.is_some());
+        let org = match frame {
+            Some(frame) => crate::show::show(&b.text, Shown { org: v.org, ..frame }, v.q0, events),
+            None => Some(look::show_origin(b, v.q0)),
+        };
+        (org, b.version, v.org)
+    };
+    match org {
+        Some(org) if org != shown => {
+            h.propose(Proposal::SetOrigin { buffer: body, view, version: now, org }).map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// B3 on `text` in `window`: an existing file (with `:address`) opens or
+/// shows its window; anything else is searched for in the body.
+pub fn look<H: Host>(h: &mut H, window: WindowId, text: &str) -> Result<()> {
+    look_from(h, window, text, None)
+}
+
+/// [`look`], the search starting at `from` when the text was clicked in
+/// the body itself (acme's `look3` searches on from the end of the word
+/// clicked), else at the end of the body's selection.
+pub fn look_from<H: Host>(h: &mut H, window: WindowId, text: &str, from: Option<u64>) -> Result<()> {
+    look_file_or_word(h, window, text, None, from)
+}
+
+/// [`look_from`] of a null click's expansion: `text` is the file name
+/// around the click and `word` the word; when no file has that name, the
+/// word is what is looked for (acme's `expand`: `executes.` looks for
+/// `executes`).
+pub fn look_file_or_word<H: Host>(
+    h: &mut H,
+    window: WindowId,
+    text: &str,
+    word: Option<&str>,
+    from: Option<u64>,
+) -> Result<()> {
+    let w = window_ids(h, window)?;
+    let text = text.trim();
+    let (file, at) = look::file_and_addr(text);
+    let dir = dir_of(h, Some(window))?;
+    if file.starts_with('/') || dir.is_some() {
+        let path = resolve(dir.as_deref(), file);
+        if h.exists(&path) {
+            return open(h, &path, at);
+        }
+    }
+    find_and_show(h, w, word.filter(|w| !w.trim().is_empty()).unwrap_or(text), from)
+}
+
+fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {
+    window(&*h.state()?, id)
+}
+
+/// Shows `path` in its window (made and loaded if there is none), at
+/// `address` if given (acme's `openfile`).
+pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()> {
+    let found = look::window_named(&*h.state()?, path);
+    let (window, body) = match found {
+        Some(f) => f,
+        None => {
+            let p = Proposal::CreateWindow { body: None, column: None, name: path.to_string() };
+            let Created::Window(made) = h.propose(p)?.created else {
+                return Err(ExecError::Host(format!("{path}: no window was made")));
+            };
+            h.get(made.body, None)?;
+            // A file opened in a new window has nothing to undo, as acme's
+            // openfile loads it (a later Get can be undone).
+            h.propose(Proposal::ForgetUndo { buffer: made.body })?;
+            (made.window, made.body)
+        }
+    };
+    h.propose(Proposal::Focus { window })?;
+    let Some(address) = address else { return Ok(()) };
+    let (text, version) = {
+        let st = h.state()?;
+        let b = st.buffer(body)?;
+        (b.text.clone(), b.version)
+    };
+    // Evaluated with the state let go: a search holds up no one.
+    let cx = addr::Context { text: &text, flat: None, dialect: addr::Dialect::Sam, limit: None };
+    let r = addr::eval_in(&cx, address, Range::at(0), &mut None).map_err(host)?;
+    select_and_show(h, window, body, version, r)
+}
