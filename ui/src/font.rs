@@ -135,7 +135,7 @@ pub fn resolve(name: &str, fixed: bool) -> Result<(Source, Option<String>), Stri
         _ => None,
     };
     if let Some((family, px)) = plan9 {
-        let found = fontconfig::named(&family).or_else(|| fontconfig::nearest(&family));
+        let found = fontconfig::named(&family).or_else(|| fontconfig::nearest(&family, fixed));
         let (src, used) = match found {
             Some(f) => (Source::file(&f, px)?, f.path.display().to_string()),
             None => {
@@ -161,7 +161,7 @@ pub fn resolve(name: &str, fixed: bool) -> Result<(Source, Option<String>), Stri
         "go mono" => return Ok((Source { px, ..Source::embedded(GO_MONO) }, None)),
         _ => {}
     }
-    match fontconfig::nearest(family) {
+    match fontconfig::nearest(family, fixed) {
         Some(f) => {
             let note = format!("no font is named {family:?}; drawing with the nearest, {}", f.path.display());
             Ok((Source::file(&f, px)?, Some(note)))

@@ -122,8 +122,9 @@ pub fn named(name: &str) -> Option<FontFile> {
 }
 
 /// The nearest installed face to `family` by fontconfig's own rules (its
-/// aliases: `sans`, `monospace`, and what the system maps them to).
-pub fn nearest(family: &str) -> Option<FontFile> {
+/// aliases: `sans`, `monospace`, and what the system maps them to); with
+/// `fixed`, a fixed-width face before any other.
+pub fn nearest(family: &str, fixed: bool) -> Option<FontFile> {
     let fc = library()?;
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let family = CString::new(family).ok()?;
@@ -131,6 +132,9 @@ pub fn nearest(family: &str) -> Option<FontFile> {
     unsafe {
         let pattern = Pattern(fc, (fc.FcPatternCreate)());
         (fc.FcPatternAddString)(pattern.1, sys::constants::FC_FAMILY.as_ptr(), family.as_ptr() as *const u8);
+        if fixed {
+            (fc.FcPatternAddString)(pattern.1, sys::constants::FC_FAMILY.as_ptr(), c"monospace".as_ptr() as *const u8);
+        }
         (fc.FcConfigSubstitute)(std::ptr::null_mut(), pattern.1, sys::FcMatchPattern);
         (fc.FcDefaultSubstitute)(pattern.1);
         let mut result = 0;

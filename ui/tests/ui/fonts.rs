@@ -44,6 +44,11 @@ fn fonts_are_named_by_family_and_size_by_file_or_by_plan9port_s_names() {
     assert!(note.unwrap().contains("plan9port"));
     let (_, note) = resolve("/lib/font/bit/lucsans/euro.8.font", false).unwrap();
     assert!(note.is_some());
+    // A family not installed: the nearest, fixed-width for -F, with a note.
+    let (src, note) = resolve("Nonexistent Mono 9", true).unwrap();
+    assert!(note.unwrap().contains("nearest"));
+    let mut f = Fonts::with(&Choice { fixed: src, ..Choice::default() }, 1.0);
+    assert_eq!(f.fixed.advance('i'), f.fixed.advance('m'), "a fixed-width face stands in");
     // The embedded face by its name.
     assert_eq!(resolve("Go Regular 11", false).unwrap().1, None);
     // A file that is no font is refused, saying so.
