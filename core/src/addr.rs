@@ -481,9 +481,10 @@ fn search(t: &mut Subject, pattern: &str, from: u64, forward: bool) -> Result<Ra
     } else {
         let matches: Vec<std::ops::Range<usize>> = hay.find_all(&re, 0, len, false).iter().map(|f| f.whole()).collect();
         // Backward, an empty match where the search starts is passed over
-        // in both dialects (acme's `rxbexecute`: `?^?` from #0 wraps to
-        // the last line's start).
-        let passed = |m: &std::ops::Range<usize>| m.is_empty() && m.end == start;
+        // by Edit, and by the addr file only at the very start, where
+        // acme's `rxbexecute` wraps instead (`?^?` from #0 is the line
+        // start after the last newline; from #4, #4).
+        let passed = |m: &std::ops::Range<usize>| m.is_empty() && m.end == start && (skip_empty_at_start || start == 0);
         let before = matches.iter().rev().find(|m| m.end <= start && !passed(m)).cloned();
         // Wrapped, the search begins again at the end, where an empty
         // match (`^` after a final newline) is found first.
@@ -510,6 +511,8 @@ mod tests {
         let mut last = None;
         let r = eval(&rope, "?^?", Range::at(0), Dialect::AddrFile, &mut last).unwrap();
         assert_eq!((r.q0, r.q1), (end, end));
+        // Elsewhere the empty match where it starts is the answer.
+        assert_eq!(at("?^?", (4, 4)).unwrap(), (4, 4));
     }
 
     fn at(addr: &str, dot: (u64, u64)) -> Result<(u64, u64)> {

@@ -61,7 +61,8 @@ pub fn tag_menu(name: &str, s: &TagState) -> String {
     t
 }
 
-/// Makes a clean buffer holding `text`, shown in `view`.
+/// Makes a clean buffer holding `text`, shown in `view` with its cursor
+/// at the end (these are tags).
 pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId) -> Result<BufferId> {
     let id = node.create_buffer_as(name)?;
     let shard = Shard::Buffer(id);
@@ -70,6 +71,12 @@ pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId) -> Res
         node.append(shard, Op::Buffer(op))?;
     }
     node.append(shard, Op::Buffer(BufferOp::ViewAdd { view }))?;
+    // The cursor at the end, where acme leaves a new tag's: typing there
+    // adds to it.
+    let end = text.chars().count() as u64;
+    if end > 0 {
+        node.append(shard, Op::Buffer(BufferOp::Select { view, q0: end, q1: end }))?;
+    }
     node.append(shard, Op::Buffer(BufferOp::Clean))?;
     Ok(id)
 }
@@ -103,6 +110,14 @@ pub struct NewWindow {
     pub body: BufferId,
 }
 
+/// The tag text of a window already showing `body`: the focused one if
+/// it shows it, else the first.
+fn clone_tag(state: &crate::state::State, body: BufferId) -> Option<String> {
+    let showing = |w: &WindowId| state.window(*w).is_ok_and(|x| x.body == body);
+    let clone = state.layout.focus.filter(showing).or_else(|| state.windows.keys().copied().find(showing))?;
+    Some(state.buffer(state.window(clone).ok()?.tag).ok()?.text.to_string())
+}
+
 fn require_leader(node: &Node, shard: Shard) -> Result<()> {
     match node.leads(shard) {
         true => Ok(()),
@@ -111,12 +126,18 @@ fn require_leader(node: &Node, shard: Shard) -> Result<()> {
 }
 
 /// Makes a window showing `body` (or a new empty buffer named `name`) in
-/// `column` (or the last column), below the column's last window.
+/// `column`, else the column of the window last clicked (acme's
+/// `makenewwindow`: the active column, or the last selection's), else the
+/// last column; below the column's last window. A second window on a
+/// body (Zerox) starts with the tag of one already showing it, the text
+/// typed after its `|` included, as acme's `wininit` copies its clone's.
 pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<ColumnId>, name: &str) -> Result<NewWindow> {
     require_leader(node, Shard::Layout)?;
-    let column = match column {
+    let layout = &node.state.layout;
+    let focused = layout.focus.and_then(|w| layout.find(w)).map(|(ci, _)| layout.columns[ci].id);
+    let column = match column.or(focused) {
         Some(c) => c,
-        None => node.state.layout.columns.last().map(|c| c.id).ok_or(Reject::NoColumn { column: ColumnId(0) })?,
+        None => layout.columns.last().map(|c| c.id).ok_or(Reject::NoColumn { column: ColumnId(0) })?,
     };
     let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
     let y = cols::new_window_y(col);
@@ -133,7 +154,9 @@ pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<Column
         Some(b) => b,
         None => node.create_buffer_as(&name)?,
     };
-    let tag = text_buffer(node, "", &window_tag(&name), ViewId::WindowTag(window))?;
+    let clone_tag = clone_tag(&node.state, body);
+    let tag_text = clone_tag.unwrap_or_else(|| window_tag(&name));
+    let tag = text_buffer(node, "", &tag_text, ViewId::WindowTag(window))?;
     node.append(Shard::Buffer(body), Op::Buffer(BufferOp::ViewAdd { view: ViewId::WindowBody(window) }))?;
     node.create_shard(Shard::Window(window))?;
     node.append(Shard::Window(window), Op::Window(WindowOp::Create { tag, body }))?;

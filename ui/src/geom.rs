@@ -34,7 +34,7 @@ impl Metrics {
     /// acme's sizes (Scrollwid 12, Scrollgap 4, Border 2) at `scale`.
     pub fn new(line: u32, scale: f64) -> Metrics {
         let px = |n: f64| ((n * scale).round() as i32).max(1);
-        Metrics { line: line as i32, border: px(1.0), scroll_bar: px(12.0), gap: px(4.0) }
+        Metrics { line: line as i32, border: px(2.0), scroll_bar: px(12.0), gap: px(4.0) }
     }
 
     /// Where text starts right of a scroll bar.
@@ -104,7 +104,9 @@ impl Screen {
         fonts: &mut Fonts,
         collapsed: &BTreeSet<WindowId>,
     ) -> Screen {
-        let row_tag = Rect::new(0, 0, width, m.line.min(height));
+        // The row tag's text starts where every other text does, right of
+        // a scroll bar's room (acme gives the row tag one too).
+        let row_tag = Rect::new(m.indent().min(width), 0, width, m.line.min(height));
         let top = (row_tag.y1 + m.border).min(height);
         let cols = &state.layout.columns;
         let mut columns = Vec::with_capacity(cols.len());
@@ -127,7 +129,10 @@ impl Screen {
                     false => tag_lines(state, p.window, tag_text, m, fonts),
                 };
                 let tag_line = Rect::new(x0, wy0, x1, (wy0 + lines * m.line).min(wy1));
-                let body_top = tag_line.y1;
+                // A pixel's rule under the tag, where a line of body fits
+                // below it (acme's `winresize`).
+                let rule = i32::from(tag_line.y1 + 1 + m.line <= wy1);
+                let body_top = tag_line.y1 + rule;
                 windows.push(WindowGeom {
                     id: p.window,
                     rect,

@@ -91,6 +91,23 @@ fn fonts(args: &Args) -> Result<apex_ui::font::Choice, String> {
     Ok(choice)
 }
 
+/// The column the `i`th file named at start opens in, as acme places
+/// them: eight to a column from the left, a guide and what the columns
+/// cannot hold in the last.
+fn start_column(host: &UiHost, i: usize, path: &str) -> Option<apex_core::ColumnId> {
+    let st = exec::Host::state(host).ok()?;
+    let columns = &st.layout.columns;
+    let guide = path.rsplit('/').next() == Some("guide");
+    let c = match guide {
+        true => columns.last(),
+        false => columns.get(i / START_PER_COLUMN).or(columns.last()),
+    };
+    c.map(|c| c.id)
+}
+
+/// How many of the files named at start acme puts in a column.
+const START_PER_COLUMN: usize = 8;
+
 fn run(args: Args) -> Result<(), String> {
     let fonts = fonts(&args)?;
     let address = match &args.addr {
@@ -124,12 +141,13 @@ fn run(args: Args) -> Result<(), String> {
     })?;
     let mut host = UiHost::new(att, &address, &session, rt.handle().clone(), apex_ninep::ns::namespace_dir(None));
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-    for f in &args.files {
+    for (i, f) in args.files.iter().enumerate() {
         let mut path = cwd.join(f).display().to_string();
         if Path::new(&path).is_dir() && !path.ends_with('/') {
             path.push('/');
         }
-        if let Err(e) = exec::open(&mut host, &path, None) {
+        let column = start_column(&host, i, &path);
+        if let Err(e) = exec::open_in(&mut host, &path, None, column) {
             let _ = exec::warn(&mut host, None, &format!("{}: {e}\n", f.display()));
         }
     }

@@ -120,11 +120,16 @@ fn text(canvas: &mut Canvas, fonts: &mut Fonts, style: Style, buffer: &Buffer, v
             canvas.glyph(&g, cell.x, line.y, palette::TEXT, rect);
         }
     }
-    // An empty selection is a tick at its place, as acme draws it.
+    // An empty selection is a tick at its place, as libframe draws it:
+    // a line with a small square at its top and at its bottom.
     if v.q0 == v.q1 {
         if let Some((x, y)) = frame.point_of(v.q0) {
             let w = (fonts.scale.round() as i32).max(1);
-            canvas.fill(Rect::new(x, y, x + w, y + line_height).clip(&rect), palette::TEXT);
+            let serif = 3 * w;
+            let (x0, y1) = (x - w, y + line_height);
+            canvas.fill(Rect::new(x, y, x + w, y1).clip(&rect), palette::TEXT);
+            canvas.fill(Rect::new(x0, y, x0 + serif, y + serif).clip(&rect), palette::TEXT);
+            canvas.fill(Rect::new(x0, y1 - serif, x0 + serif, y1).clip(&rect), palette::TEXT);
         }
     }
     frame
@@ -145,6 +150,8 @@ pub fn draw(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fon
 
 /// The row tag.
 pub fn row_tag(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fonts) {
+    let row = screen.row_tag;
+    canvas.fill(Rect::new(0, row.y0, row.x0, row.y1), palette::TAG);
     match state.layout.row_tag.and_then(|t| state.buffer(t).ok()) {
         Some(b) => {
             text(canvas, fonts, TAG_STYLE, b, ViewId::TopRow, screen.row_tag);
@@ -182,6 +189,8 @@ pub fn window_tag(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &m
     }
     canvas.border(wg.layout_box, m.border.max(1), palette::TAG_BORDER);
     text(canvas, fonts, TAG_STYLE, tag, ViewId::WindowTag(wg.id), wg.tag);
+    // The rule under the tag, in the tag's border colour.
+    canvas.fill(Rect::new(wg.rect.x0, wg.tag_line.y1, wg.rect.x1, wg.scroll.y0), palette::TAG_BORDER);
 }
 
 /// A window's body and scroll bar; the bar shows what part is visible.
@@ -198,7 +207,9 @@ pub fn window_body(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &
     };
     let frame = text(canvas, fonts, style, body, ViewId::WindowBody(wg.id), wg.body);
     canvas.fill(wg.scroll, palette::BODY_BORDER);
-    canvas.fill(thumb(wg.scroll, frame.org, frame.end, body.len()), palette::BODY);
+    // The thumb in the body's colour, its right edge the bar's (scrl.c).
+    let t = thumb(wg.scroll, frame.org, frame.end, body.len());
+    canvas.fill(Rect::new(t.x0, t.y0, t.x1 - 1, t.y1), palette::BODY);
 }
 
 /// A line of text of this UI's own (not a buffer's) on the tag colour,

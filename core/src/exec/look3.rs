@@ -5,7 +5,7 @@
 
 use super::{dir_of, host, resolve, selection, window, ExecError, Host, Result, Win};
 use crate::addr::{self, Range};
-use crate::id::{BufferId, WindowId};
+use crate::id::{BufferId, ColumnId, WindowId};
 use crate::look;
 use crate::propose::{Created, Proposal};
 use crate::shard::ViewId;
@@ -97,11 +97,17 @@ fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {
 /// Shows `path` in its window (made and loaded if there is none), at
 /// `address` if given (acme's `openfile`).
 pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()> {
+    open_in(h, path, address, None)
+}
+
+/// [`open`], a new window going to `column` (else where
+/// `Proposal::CreateWindow` puts one).
+pub fn open_in<H: Host>(h: &mut H, path: &str, address: Option<&str>, column: Option<ColumnId>) -> Result<()> {
     let found = look::window_named(&*h.state()?, path);
     let (window, body) = match found {
         Some(f) => f,
         None => {
-            let p = Proposal::CreateWindow { body: None, column: None, name: path.to_string() };
+            let p = Proposal::CreateWindow { body: None, column, name: path.to_string() };
             let Created::Window(made) = h.propose(p)?.created else {
                 return Err(ExecError::Host(format!("{path}: no window was made")));
             };

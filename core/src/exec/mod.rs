@@ -34,7 +34,7 @@ mod look3;
 pub use edit::edit;
 use look3::find_and_show;
 pub(crate) use look3::select_and_show;
-pub use look3::{look, look_file_or_word, look_from, open};
+pub use look3::{look, look_file_or_word, look_from, open, open_in};
 
 /// What a caller provides: the state as it is now, a way to propose, and
 /// the machine.

@@ -543,3 +543,34 @@ fn completion_finds_the_name_before_the_cursor_and_what_to_type() {
     assert_eq!(look::completion_at(&b, 10), None, "inside a word");
     assert_eq!(look::completion_at(&b, 4), Some((String::new(), String::new())), "after a blank");
 }
+
+#[test]
+fn a_new_window_goes_to_the_column_last_clicked_and_a_zerox_keeps_the_tag_typed() {
+    let mut h = host();
+    let first = h.node.state.layout.columns[0].id;
+    let last = h.node.state.layout.columns.last().unwrap().id;
+    let column_of = |h: &TestHost, w: WindowId| {
+        let l = &h.node.state.layout;
+        l.columns[l.find(w).unwrap().0].id
+    };
+    // Nothing clicked: the last column, as acme's makenewwindow.
+    let a = h.window("/tmp/a", "a\n");
+    assert_eq!(column_of(&h, a.window), last);
+    // A window clicked in the first column: new ones go there.
+    let p = Proposal::CreateWindow { body: None, column: Some(first), name: "/tmp/b".into() };
+    let Created::Window(b) = h.propose(p).unwrap().created else { panic!("a window") };
+    h.propose(Proposal::Focus { window: b.window }).unwrap();
+    let c = h.window("/tmp/c", "c\n");
+    assert_eq!(column_of(&h, c.window), first);
+    // Zerox: the copy's tag is the original's, what was typed after the
+    // bar included (acme's wininit copies its clone's tag).
+    let tag = h.node.state.buffer(b.tag).unwrap();
+    let (len, version) = (tag.len(), tag.version);
+    let p = Proposal::Insert { buffer: b.tag, version, q0: len, text: "mk test".into(), origin: Origin::Keyboard };
+    h.propose(p).unwrap();
+    h.run("Zerox", Some(&b), "").unwrap();
+    let copy = *h.node.state.windows.iter().find(|(id, w)| w.body == b.body && **id != b.window).unwrap().0;
+    let copy_tag = h.node.state.window(copy).unwrap().tag;
+    assert_eq!(h.text(copy_tag), h.text(b.tag));
+    assert!(h.text(copy_tag).ends_with("mk test"));
+}

@@ -59,6 +59,7 @@ fn without_a_window_manager_it_takes_keys_types_under_the_pointer_repaints_and_m
     let state = d.state();
     let (id, body_id) = apex_core::look::window_named(&state, &name).expect("the file's window");
     let number = state.layout.numbers[&id].0;
+    assert_eq!(state.layout.find(id).unwrap().0, 0, "a file named at start goes to the first column, as acme's");
     let mut fonts = Fonts::new(1.0);
     let m = Metrics::new(fonts.line_height(), 1.0);
     let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());

@@ -257,7 +257,7 @@ fn a_tag_shows_all_its_lines_unless_folded() {
     let w = screen.window(s.left.window).unwrap();
     // The menu line, `mk test`, and an empty line after the final newline.
     assert_eq!(w.tag_line.height(), 3 * m.line);
-    assert_eq!(w.body.y0, w.tag_line.y1);
+    assert_eq!(w.body.y0, w.tag_line.y1 + 1, "a pixel's rule under the tag, as acme draws it");
     assert_eq!(w.layout_box.height(), m.line, "the box stays on the first line");
     let mut canvas = Canvas::new(900, 600);
     draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m);
@@ -271,7 +271,7 @@ fn a_tag_shows_all_its_lines_unless_folded() {
     let folded: BTreeSet<WindowId> = [s.left.window].into();
     let screen = Screen::new(&s.node.state, 900, 600, &m, &mut fonts, &folded);
     let w = screen.window(s.left.window).unwrap();
-    assert_eq!((w.tag_line.height(), w.body.y0), (m.line, w.rect.y0 + m.line));
+    assert_eq!((w.tag_line.height(), w.body.y0), (m.line, w.rect.y0 + m.line + 1));
     // A tag never takes more than the window.
     let many = "\nx".repeat(200);
     let v = s.node.state.buffer(tag).unwrap().version;
@@ -281,4 +281,43 @@ fn a_tag_shows_all_its_lines_unless_folded() {
     let screen = Screen::new(&s.node.state, 900, 600, &m, &mut fonts, &BTreeSet::new());
     let w = screen.window(s.left.window).unwrap();
     assert!(w.tag_line.y1 <= w.rect.y1 && w.body.height() < m.line, "{w:?}");
+}
+
+#[test]
+fn borders_rules_ticks_and_the_thumb_are_drawn_as_acme_draws_them() {
+    let s = scene();
+    let (canvas, screen, mut fonts, m) = render(&s, 900, 600);
+    assert_eq!(m.border, 2, "acme's Border");
+    // Under the row tag and between the columns: two black pixels.
+    let row = screen.row_tag;
+    for y in row.y1..row.y1 + 2 {
+        assert_eq!(canvas.at(400, y), palette::RULE);
+    }
+    assert_eq!(canvas.at(400, row.y1 + 2), palette::TAG, "the column tag below");
+    let right = screen.columns[1].rect;
+    for x in right.x0 - 2..right.x0 {
+        assert_eq!(canvas.at(x, right.y0 + 40), palette::RULE);
+    }
+    // The row tag's text starts where a window tag's does, its left
+    // margin in the tag's colour.
+    assert_eq!(row.x0, m.indent());
+    assert_eq!(canvas.at(2, 2), palette::TAG);
+    // Under a window's tag a pixel's rule in the tag's border colour.
+    let w = screen.window(s.left.window).unwrap();
+    assert_eq!(canvas.at(w.body.x0 + 100, w.tag_line.y1), palette::TAG_BORDER);
+    assert_eq!(w.body.y0, w.tag_line.y1 + 1);
+    // The tick at the end of a tag, where acme leaves a new tag's cursor:
+    // a line with a square at its top and its bottom.
+    let tag = s.node.state.buffer(s.node.state.layout.row_tag.unwrap()).unwrap();
+    let frame = Frame::new(tag.text.rope(), 0, row, &mut fonts.proportional, m.line, 4);
+    let (x, y) = frame.point_of(tag.len()).expect("the end of the row tag is shown");
+    assert_eq!(tag.views[&ViewId::TopRow].q0, tag.len());
+    for (dx, dy) in [(-1, 0), (0, 0), (1, 0), (0, m.line / 2), (-1, m.line - 1), (1, m.line - 1)] {
+        assert_eq!(canvas.at(x + dx, y + dy), palette::TEXT, "the tick at ({dx}, {dy})");
+    }
+    assert_eq!(canvas.at(x + 1, y + m.line / 2), palette::TAG, "its middle is a line");
+    // The thumb: the body's colour, its right edge the bar's.
+    let bar = w.scroll;
+    assert_eq!(canvas.at(bar.x0 + 1, bar.y0 + 1), palette::BODY);
+    assert_eq!(canvas.at(bar.x1 - 1, bar.y0 + 1), palette::BODY_BORDER);
 }
