@@ -61,9 +61,10 @@ pub fn tag_menu(name: &str, s: &TagState) -> String {
     t
 }
 
-/// Makes a clean buffer holding `text`, shown in `view` with its cursor
-/// at the end (these are tags).
-pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId) -> Result<BufferId> {
+/// Makes a clean buffer holding `text`, shown in `view` (these are
+/// tags), its cursor at the end when `at_end` (where acme leaves the
+/// cursor of the row's and columns' tags and of a file's window).
+pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId, at_end: bool) -> Result<BufferId> {
     let id = node.create_buffer_as(name)?;
     let shard = Shard::Buffer(id);
     if !text.is_empty() {
@@ -71,10 +72,8 @@ pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId) -> Res
         node.append(shard, Op::Buffer(op))?;
     }
     node.append(shard, Op::Buffer(BufferOp::ViewAdd { view }))?;
-    // The cursor at the end, where acme leaves a new tag's: typing there
-    // adds to it.
     let end = text.chars().count() as u64;
-    if end > 0 {
+    if at_end && end > 0 {
         node.append(shard, Op::Buffer(BufferOp::Select { view, q0: end, q1: end }))?;
     }
     node.append(shard, Op::Buffer(BufferOp::Clean))?;
@@ -85,7 +84,7 @@ pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId) -> Res
 /// columns, as acme starts. The node becomes the layout's leader.
 pub fn init_session(node: &mut Node) -> Result<()> {
     node.create_shard(Shard::Layout)?;
-    let tag = text_buffer(node, "", ROW_TAG, ViewId::TopRow)?;
+    let tag = text_buffer(node, "", ROW_TAG, ViewId::TopRow, true)?;
     node.append(Shard::Layout, Op::Layout(LayoutOp::RowTag { tag }))?;
     add_column(node, Frac::ZERO)?;
     add_column(node, Frac(Frac::ONE.0 / 2))?;
@@ -96,7 +95,7 @@ pub fn init_session(node: &mut Node) -> Result<()> {
 pub fn add_column(node: &mut Node, x: Frac) -> Result<ColumnId> {
     require_leader(node, Shard::Layout)?;
     let column = ColumnId(node.alloc()?);
-    let tag = text_buffer(node, "", COLUMN_TAG, ViewId::ColumnTag(column))?;
+    let tag = text_buffer(node, "", COLUMN_TAG, ViewId::ColumnTag(column), true)?;
     node.append(Shard::Layout, Op::Layout(LayoutOp::ColumnAdd { column, tag, x }))?;
     Ok(column)
 }
@@ -155,8 +154,11 @@ pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<Column
         None => node.create_buffer_as(&name)?,
     };
     let clone_tag = clone_tag(&node.state, body);
+    // A file's window and a copy have the tag's cursor at its end; an
+    // unnamed new window (New, new/ctl) at its start, as acme leaves them.
+    let at_end = clone_tag.is_some() || !name.is_empty();
     let tag_text = clone_tag.unwrap_or_else(|| window_tag(&name));
-    let tag = text_buffer(node, "", &tag_text, ViewId::WindowTag(window))?;
+    let tag = text_buffer(node, "", &tag_text, ViewId::WindowTag(window), at_end)?;
     node.append(Shard::Buffer(body), Op::Buffer(BufferOp::ViewAdd { view: ViewId::WindowBody(window) }))?;
     node.create_shard(Shard::Window(window))?;
     node.append(Shard::Window(window), Op::Window(WindowOp::Create { tag, body }))?;

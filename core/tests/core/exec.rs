@@ -556,6 +556,13 @@ fn a_new_window_goes_to_the_column_last_clicked_and_a_zerox_keeps_the_tag_typed(
     // Nothing clicked: the last column, as acme's makenewwindow.
     let a = h.window("/tmp/a", "a\n");
     assert_eq!(column_of(&h, a.window), last);
+    // A file's window has its tag's cursor at the end; an unnamed one
+    // (New, new/ctl) at the start, as acme leaves them.
+    let cursor =
+        |h: &TestHost, tag: BufferId, w: WindowId| h.node.state.buffer(tag).unwrap().views[&ViewId::WindowTag(w)].q0;
+    assert_eq!(cursor(&h, a.tag, a.window), h.node.state.buffer(a.tag).unwrap().len());
+    let unnamed = h.window("", "");
+    assert_eq!(cursor(&h, unnamed.tag, unnamed.window), 0);
     // A window clicked in the first column: new ones go there.
     let p = Proposal::CreateWindow { body: None, column: Some(first), name: "/tmp/b".into() };
     let Created::Window(b) = h.propose(p).unwrap().created else { panic!("a window") };
