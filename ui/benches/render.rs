@@ -14,7 +14,10 @@
 //!   this process's resident memory against the file's size;
 //! - paging through it with Page Down, each page drawn;
 //! - a keystroke in a leading UI to pixels in a second, watching UI,
-//!   beside the daemon's flush-to-acknowledgement in the same run.
+//!   beside the daemon's flush-to-acknowledgement in the same run;
+//! - `apex-ui FILE` on a virtual display (Xvfb), from its start to its
+//!   first frame shown, beside attaching, opening and painting in
+//!   process.
 
 use apex_core::propose::{self, Created, Proposal};
 use apex_core::*;
@@ -213,6 +216,77 @@ fn main() {
     let org = ui.host.att.lock().node().unwrap().state.buffer(body).unwrap().views[&ViewId::WindowBody(w)].org;
     assert!(org > 0, "it scrolled");
     println!("scroll 100 MB by a page (Page Down, frame drawn): {:.3} ms per page (target <= 4 ms)", ms(per_page));
+    drop(ui);
+    drop(d);
+    let file = std::env::temp_dir().join(format!("apex-ui-bench-start-{}.rs", std::process::id()));
+    std::fs::write(&file, text_of_lines(10_000)).unwrap();
+    start_to_first_frame(&file);
+    let _ = std::fs::remove_file(&file);
+}
+
+/// `apex-ui FILE` on a virtual display, from its start to its first frame
+/// shown (it says when, under `$APEX_UI_TIMING`), beside the in-process
+/// reference: attaching, opening the file and painting the first frame
+/// in this process, to a fresh daemon each time as the program has.
+fn start_to_first_frame(file: &Path) {
+    let Some((mut xvfb, display)) = xvfb() else {
+        println!("start to first frame: not measured (no Xvfb here)");
+        return;
+    };
+    let runs = 5;
+    let mut program = Vec::new();
+    for _ in 0..runs {
+        let d = Daemon::start();
+        let mut ui = std::process::Command::new(env!("CARGO_BIN_EXE_apex-ui"))
+            .arg(file)
+            .env("DISPLAY", &display)
+            .env("NAMESPACE", &d.ns)
+            .env("APEX_UI_TIMING", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start apex-ui");
+        let err = std::io::BufReader::new(ui.stderr.take().unwrap());
+        let said = std::io::BufRead::lines(err).map_while(|l| l.ok()).find_map(|l| {
+            let ms = l.strip_prefix("apex-ui: first frame shown ")?.split(' ').next()?;
+            ms.parse::<f64>().ok()
+        });
+        let _ = ui.kill();
+        let _ = ui.wait();
+        program.push(said.expect("apex-ui said when its first frame was shown"));
+    }
+    let mut reference = Vec::new();
+    for _ in 0..runs {
+        let d = Daemon::start();
+        let t = Instant::now();
+        let mut ui = d.ui();
+        ui.resize(1024, 768);
+        open(&mut ui, file);
+        ui.paint();
+        reference.push(ms(t.elapsed()));
+    }
+    let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let (p, r) = (best(&program), best(&reference));
+    println!(
+        "start to first frame: apex-ui {p:.1} ms (best of {runs}); in-process attach, open and first paint {r:.1} ms ({:.1}x)",
+        p / r
+    );
+    // SAFETY: kill(2) with plain integers.
+    unsafe { libc::kill(xvfb.id() as i32, libc::SIGTERM) };
+    let _ = xvfb.wait();
+}
+
+/// A virtual display of its own (Xvfb picks a free one), if Xvfb is here.
+fn xvfb() -> Option<(std::process::Child, String)> {
+    let mut xvfb = std::process::Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(xvfb.stdout.take()?), &mut line).ok()?;
+    Some((xvfb, format!(":{}", line.trim())))
 }
 
 /// Hands freed memory back to the system, so resident figures count

@@ -108,7 +108,7 @@ fn start_column(host: &UiHost, i: usize, path: &str) -> Option<apex_core::Column
 /// How many of the files named at start acme puts in a column.
 const START_PER_COLUMN: usize = 8;
 
-fn run(args: Args) -> Result<(), String> {
+fn run(args: Args, started: Instant) -> Result<(), String> {
     let fonts = fonts(&args)?;
     let address = match &args.addr {
         Some(a) => apex_ninep::ns::service_address(a),
@@ -154,7 +154,7 @@ fn run(args: Args) -> Result<(), String> {
     host.listen_to_plumber();
     let title = format!("apex {}", args.session);
     let att = host.att.clone();
-    let options = apex_ui::shell::Options { click_to_type: args.click_to_type, fonts };
+    let options = apex_ui::shell::Options { click_to_type: args.click_to_type, fonts, started };
     let shown = apex_ui::shell::run(host, title, options);
     // Leaving detaches; the session goes on in apexd.
     rt.block_on(async {
@@ -165,11 +165,12 @@ fn run(args: Args) -> Result<(), String> {
 }
 
 fn main() {
+    let started = Instant::now();
     // A big buffer's Welcome or reload is built in memory a dropped one
     // freed, as in the daemon, not faulted in page by page again.
     apex_ninep::malloc::keep_freed_memory();
     let args = Args::parse();
-    if let Err(e) = run(args) {
+    if let Err(e) = run(args, started) {
         eprintln!("apex-ui: {e}");
         std::process::exit(1);
     }

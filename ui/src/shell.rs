@@ -45,6 +45,8 @@ pub struct App {
     cursors: (Option<CustomCursor>, Option<CustomCursor>),
     /// The box pointer is shown.
     boxed: bool,
+    /// When the program started, until the first frame is shown.
+    timing: Option<std::time::Instant>,
 }
 
 impl App {
@@ -64,6 +66,7 @@ impl App {
             focus: None,
             cursors: (None, None),
             boxed: false,
+            timing: std::env::var_os("APEX_UI_TIMING").map(|_| options.started),
         }
     }
 
@@ -138,10 +141,14 @@ impl App {
                 })
             })
             .collect();
-        let _ = match shown.is_empty() {
+        let presented = match shown.is_empty() {
             true => Ok(()),
             false => buffer.present_with_damage(&shown),
         };
+        if let (Some(started), Ok(())) = (self.timing, presented) {
+            self.timing = None;
+            eprintln!("apex-ui: first frame shown {:.1} ms after start", started.elapsed().as_secs_f64() * 1e3);
+        }
     }
 
     fn key(&mut self, key: &WKey, text: Option<&str>) {
@@ -310,12 +317,21 @@ fn x11_window(window: &Window) -> Option<u32> {
 }
 
 /// How the user asked the window to behave.
-#[derive(Default)]
 pub struct Options {
     /// Typing goes to the text last clicked (acme's `-b`).
     pub click_to_type: bool,
     /// The faces (`-f`, `-F`).
     pub fonts: crate::font::Choice,
+    /// When the program started: with `$APEX_UI_TIMING` set, the time to
+    /// the first frame shown is said on standard error (the benchmark's
+    /// start-to-first-frame).
+    pub started: std::time::Instant,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { click_to_type: false, fonts: Default::default(), started: std::time::Instant::now() }
+    }
 }
 
 /// Runs the window until it is closed (or Exit is executed).
