@@ -188,17 +188,15 @@ pub struct Sized {
 
 impl Sized {
     fn new(src: &Source, scale: f32) -> Sized {
-        let parse =
-            |px: f32| src.parse(px).unwrap_or_else(|| Source::embedded(GO_REGULAR).parse(px).expect("Go parses"));
-        // The line's height per pixel of size, from the face's metrics.
-        let unit = parse(100.0);
-        let lm = unit.horizontal_line_metrics(100.0).expect("a horizontal face");
+        // One parse: fontdue scales metrics and glyphs to any size asked.
+        let font = src.parse(40.0).unwrap_or_else(|| Source::embedded(GO_REGULAR).parse(40.0).expect("Go parses"));
+        let lm = font.horizontal_line_metrics(100.0).expect("a horizontal face");
+        // The line's height per pixel of size.
         let per_px = (lm.ascent - lm.descent + lm.line_gap) / 100.0;
         let px = match src.px {
             Some(px) => px * scale,
             None => LINE as f32 * scale / per_px,
         };
-        let font = parse(px);
         let lm = font.horizontal_line_metrics(px).expect("a horizontal face");
         let height = match src.px {
             Some(_) => (lm.ascent - lm.descent + lm.line_gap).ceil().max(1.0) as u32,

@@ -23,6 +23,17 @@ fn library() -> Option<&'static sys::Fc> {
     sys::statics::LIB_RESULT.as_ref().ok()
 }
 
+/// Loads fontconfig's configuration and font cache, which its first
+/// lookup would otherwise do: called on a thread of its own at start, so
+/// the first character a face lacks, looked for while a frame is drawn
+/// (the link's lock held), finds the work done.
+pub fn warm() {
+    let Some(fc) = library() else { return };
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: FcInit takes no arguments and may be called at any time.
+    unsafe { (fc.FcInit)() };
+}
+
 /// A pattern, destroyed when dropped.
 struct Pattern<'a>(&'a sys::Fc, *mut sys::FcPattern);
 

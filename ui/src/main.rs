@@ -110,6 +110,7 @@ const START_PER_COLUMN: usize = 8;
 
 fn run(args: Args, started: Instant) -> Result<(), String> {
     let fonts = fonts(&args)?;
+    std::thread::spawn(apex_ui::fontconfig::warm);
     let address = match &args.addr {
         Some(a) => apex_ninep::ns::service_address(a),
         None => {

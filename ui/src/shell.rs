@@ -210,7 +210,10 @@ impl ApplicationHandler<Wake> for App {
                     s.window.set_cursor(arrow.clone());
                 }
                 self.focus = x11_window(&s.window).and_then(X11Focus::open);
-                self.ui.set_scale(s.window.scale_factor());
+                // The faces are made again only for another scale.
+                if s.window.scale_factor() != self.ui.fonts.scale {
+                    self.ui.set_scale(s.window.scale_factor());
+                }
                 self.ui.use_system_clipboard();
                 s.window.request_redraw();
                 self.surface = Some(s);
