@@ -146,15 +146,24 @@ pub fn nearest(family: &str, fixed: bool) -> Option<FontFile> {
         if fixed {
             (fc.FcPatternAddString)(pattern.1, sys::constants::FC_FAMILY.as_ptr(), c"monospace".as_ptr() as *const u8);
         }
-        (fc.FcConfigSubstitute)(std::ptr::null_mut(), pattern.1, sys::FcMatchPattern);
-        (fc.FcDefaultSubstitute)(pattern.1);
-        let mut result = 0;
-        let found = Pattern(fc, (fc.FcFontMatch)(std::ptr::null_mut(), pattern.1, &mut result));
-        if found.1.is_null() {
-            return None;
-        }
+        let found = best_match(fc, &pattern)?;
         file_of(fc, found.1)
     }
+}
+
+/// The installed face that best matches `pattern`, by fontconfig's rules
+/// and the system's settings (the pattern is filled in with them).
+///
+/// SAFETY: `pattern` is a live pattern.
+unsafe fn best_match<'a>(fc: &'a sys::Fc, pattern: &Pattern<'a>) -> Option<Pattern<'a>> {
+    let mut result = 0;
+    // SAFETY: `pattern` is live; the default configuration is used.
+    let found = unsafe {
+        (fc.FcConfigSubstitute)(std::ptr::null_mut(), pattern.1, sys::FcMatchPattern);
+        (fc.FcDefaultSubstitute)(pattern.1);
+        Pattern(fc, (fc.FcFontMatch)(std::ptr::null_mut(), pattern.1, &mut result))
+    };
+    (!found.1.is_null()).then_some(found)
 }
 
 /// An installed face that has `c`, if fontconfig finds one.
@@ -169,13 +178,7 @@ pub fn covering(c: char) -> Option<FontFile> {
         let pattern = Pattern(fc, (fc.FcPatternCreate)());
         (fc.FcPatternAddCharSet)(pattern.1, sys::constants::FC_CHARSET.as_ptr(), chars);
         (fc.FcCharSetDestroy)(chars);
-        (fc.FcConfigSubstitute)(std::ptr::null_mut(), pattern.1, sys::FcMatchPattern);
-        (fc.FcDefaultSubstitute)(pattern.1);
-        let mut result = 0;
-        let found = Pattern(fc, (fc.FcFontMatch)(std::ptr::null_mut(), pattern.1, &mut result));
-        if found.1.is_null() {
-            return None;
-        }
+        let found = best_match(fc, &pattern)?;
         // The best match may still lack it: then nothing has it.
         let mut has: *mut sys::FcCharSet = std::ptr::null_mut();
         let r = (fc.FcPatternGetCharSet)(found.1, sys::constants::FC_CHARSET.as_ptr(), 0, &mut has);
