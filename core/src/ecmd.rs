@@ -67,8 +67,17 @@ pub struct Outcome {
     pub close: Vec<usize>,
 }
 
-/// Runs `src` with `current` the window it was executed in.
-pub fn run(src: &str, files: &[EditFile], current: usize, pipes: &mut dyn Pipes) -> Result<Outcome> {
+/// Runs `src` with `current` the window it was executed in. `last` is the
+/// last regular expression used, which `//` means: acme keeps one for the
+/// whole program (`lastpat`), so it carries from one Edit to the next,
+/// set even by an Edit that fails.
+pub fn run(
+    src: &str,
+    files: &[EditFile],
+    current: usize,
+    pipes: &mut dyn Pipes,
+    last: &mut Option<String>,
+) -> Result<Outcome> {
     let cmds = edit::parse(src)?;
     let flats: Vec<Haystack> = files.iter().map(|f| Haystack::new(&f.text)).collect();
     let mut r = Runner {
@@ -78,17 +87,23 @@ pub fn run(src: &str, files: &[EditFile], current: usize, pipes: &mut dyn Pipes)
         changes: BTreeMap::new(),
         dots: BTreeMap::new(),
         out: Outcome::default(),
-        last: None,
+        last: last.take(),
         nest: 0,
         written: Vec::new(),
         compiled: BTreeMap::new(),
         current,
     };
+    let mut ran = Ok(());
     for cmd in &cmds {
         let f = r.current;
         let dot = r.dot(f);
-        r.cmd(cmd, f, dot)?;
+        ran = r.cmd(cmd, f, dot);
+        if ran.is_err() {
+            break;
+        }
     }
+    last.clone_from(&r.last);
+    ran?;
     r.finish()
 }
 
@@ -455,7 +470,8 @@ impl Runner<'_> {
         }
         if made.is_empty() {
             if self.nest == 0 {
-                return Err(EditError::NoSubstitution(pattern.to_string()));
+                let used = if pattern.is_empty() { self.last.as_deref().unwrap_or_default() } else { pattern };
+                return Err(EditError::NoSubstitution(used.to_string()));
             }
             return Ok(());
         }
@@ -617,6 +633,11 @@ mod tests {
         }
     }
 
+    /// One run with no regexp before it.
+    fn run0(cmd: &str, files: &[EditFile], current: usize, pipes: &mut NoPipes) -> Result<Outcome> {
+        run(cmd, files, current, pipes, &mut None)
+    }
+
     fn file(name: &str, text: &str) -> EditFile {
         EditFile { name: name.into(), text: Rope::from_str(text), dot: Range::at(0), dirty: false, warned: false }
     }
@@ -624,7 +645,7 @@ mod tests {
     /// Runs `cmd` on `text` (dot #0) and returns the new text and dot.
     fn edit(text: &str, cmd: &str) -> Result<(String, Range, String)> {
         let files = [file("/f", text)];
-        let out = run(cmd, &files, 0, &mut NoPipes::default())?;
+        let out = run0(cmd, &files, 0, &mut NoPipes::default())?;
         let changed = apply(text, out.changes.get(&0).map(Vec::as_slice).unwrap_or_default());
         Ok((changed, out.dots.get(&0).copied().unwrap_or(files[0].dot), out.printed))
     }
@@ -683,7 +704,7 @@ mod tests {
         machine.files.insert("/d/e.txt".into(), b"disk\0 one\n".to_vec());
         let files = [file("/d/a.txt", "a\nb\n"), file("/d/b.txt", "two\n"), file("", "x\n")];
         let machine = std::cell::RefCell::new(machine);
-        let run_on = |cmd: &str, current: usize| run(cmd, &files, current, &mut *machine.borrow_mut());
+        let run_on = |cmd: &str, current: usize| run0(cmd, &files, current, &mut *machine.borrow_mut());
         // e: the whole text becomes the file's (NULs dropped); a relative
         // name is the window's directory's and renames it; clean after.
         let out = run_on("e e.txt", 0).unwrap();
@@ -724,10 +745,10 @@ mod tests {
         assert_eq!(machine.files["/d/a.txt"], b"a\nb\n");
         // e on a changed file is refused once (acme's winclean).
         let dirty = [EditFile { dirty: true, ..file("/d/a.txt", "a\n") }];
-        let e = run("e", &dirty, 0, &mut NoPipes::default()).unwrap_err();
+        let e = run0("e", &dirty, 0, &mut NoPipes::default()).unwrap_err();
         assert_eq!(e.to_string(), "/d/a.txt modified");
         let warned = [EditFile { warned: true, ..dirty[0].clone() }];
-        assert!(matches!(run("e", &warned, 0, &mut NoPipes::default()), Err(EditError::CantOpen { .. })));
+        assert!(matches!(run0("e", &warned, 0, &mut NoPipes::default()), Err(EditError::CantOpen { .. })));
     }
 
     #[test]
@@ -791,13 +812,13 @@ mod tests {
         assert_eq!(printed("1>upper"), "ONE\n");
         assert!(matches!(edit(t, "1|nosuch"), Err(EditError::Pipe(e)) if e.contains("not found")));
         let files = [file("/a.c", "x\n"), file("/b.h", "y\n"), file("/c.c", "z\n")];
-        let out = run("X/\\.c$/ ,s/./Q/", &files, 1, &mut NoPipes::default()).unwrap();
+        let out = run0("X/\\.c$/ ,s/./Q/", &files, 1, &mut NoPipes::default()).unwrap();
         assert_eq!(out.changes.keys().copied().collect::<Vec<_>>(), [0, 2]);
-        let out = run("Y/\\.c$/ ,d", &files, 0, &mut NoPipes::default()).unwrap();
+        let out = run0("Y/\\.c$/ ,d", &files, 0, &mut NoPipes::default()).unwrap();
         assert_eq!(out.changes.keys().copied().collect::<Vec<_>>(), [1]);
-        let out = run("X", &files, 0, &mut NoPipes::default()).unwrap();
+        let out = run0("X", &files, 0, &mut NoPipes::default()).unwrap();
         assert_eq!(out.printed, " +. /a.c\n +  /b.h\n +  /c.c\n");
-        let out = run("u 2", &files, 1, &mut NoPipes::default()).unwrap();
+        let out = run0("u 2", &files, 1, &mut NoPipes::default()).unwrap();
         assert_eq!(out.undo, [(1, 2)]);
     }
 }

@@ -143,6 +143,14 @@ impl Host for DaemonHost {
             format!("{word}: apexd has no window to close; the session goes on (a UI's {word} closes that UI)\n");
         exec::warn(self, self.window, &note)
     }
+
+    fn last_pattern(&self) -> Option<String> {
+        self.session.lock().expect("session lock").last_regex.clone()
+    }
+
+    fn set_last_pattern(&mut self, pattern: Option<String>) {
+        self.session.lock().expect("session lock").last_regex = pattern;
+    }
 }
 
 impl Daemon {

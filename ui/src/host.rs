@@ -46,6 +46,8 @@ pub struct UiHost {
     /// act on (`Ui::woke`); `wake` says one came.
     pub plumbed: Arc<Mutex<Vec<plumb::Message>>>,
     pub wake: Arc<tokio::sync::Notify>,
+    /// The last regular expression an Edit used, which `//` means.
+    last_pattern: Option<String>,
     /// A task is dialling the daemon again.
     dialling: Arc<std::sync::atomic::AtomicBool>,
     /// What each window's body frame shows, as the UI last laid it out:
@@ -82,6 +84,7 @@ impl UiHost {
             plumbed: Arc::default(),
             wake: Arc::default(),
             dialling: Arc::default(),
+            last_pattern: None,
             frames: Default::default(),
         }
     }
@@ -381,5 +384,13 @@ impl Host for UiHost {
 
     fn shown(&mut self, window: WindowId) -> Option<apex_core::show::Shown> {
         self.frames.get(&window).copied()
+    }
+
+    fn last_pattern(&self) -> Option<String> {
+        self.last_pattern.clone()
+    }
+
+    fn set_last_pattern(&mut self, pattern: Option<String>) {
+        self.last_pattern = pattern;
     }
 }

@@ -42,7 +42,10 @@ fn gather(st: &State, window: Option<WindowId>) -> Gathered {
 /// meanwhile move them), then dots, `u`, and what it printed to `+Errors`.
 pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Result<()> {
     let g = gather(&*h.state()?, window);
-    let outcome = match ecmd::run(command, &g.files, g.current, h) {
+    let mut last = h.last_pattern();
+    let ran = ecmd::run(command, &g.files, g.current, h, &mut last);
+    h.set_last_pattern(last);
+    let outcome = match ran {
         Ok(outcome) => outcome,
         Err(e @ crate::edit::EditError::Modified { file, .. }) => {
             // acme's winclean: the next `e` goes ahead.
@@ -51,8 +54,14 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
             h.propose(Proposal::Flags { window: w, flags })?;
             return Err(e.into());
         }
+        // acme's editerror drops every change the commands made.
         Err(e) => return Err(e.into()),
     };
+    apply(h, window, &g, &outcome)
+}
+
+/// Proposes what an Edit's commands did.
+fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, outcome: &ecmd::Outcome) -> Result<()> {
     for (f, name) in &outcome.renamed {
         let body = g.seen[*f].1;
         h.propose(Proposal::Name { buffer: body, name: name.clone() })?;

@@ -64,6 +64,11 @@ pub trait Host: Pipes {
     /// `Exit` (or `Abort`): a UI closes and leaves the session running;
     /// the daemon, which has no window to close, says so.
     fn exit(&mut self, abort: bool) -> Result<(), ExecError>;
+    /// The last regular expression used, which an empty one (`//`) means:
+    /// one for the host, as acme keeps one for the whole program, so it
+    /// carries from one Edit to the next.
+    fn last_pattern(&self) -> Option<String>;
+    fn set_last_pattern(&mut self, pattern: Option<String>);
     /// What `window`'s body frame shows at its origin, where the host
     /// lays it out (a UI): then a found text is shown as acme's
     /// `textshow` shows it (left where it is when on the screen, else a

@@ -86,7 +86,7 @@ proptest! {
             EditFile { name: "/f".into(), text: Rope::from_str(&text), dot, dirty: false, warned: false },
             EditFile { name: "/g".into(), text: Rope::from_str("a\nb\n"), dot: Range::at(0), dirty: true, warned: false },
         ];
-        if let Ok(out) = ecmd::run(&cmd, &files, 0, &mut Echo) {
+        if let Ok(out) = ecmd::run(&cmd, &files, 0, &mut Echo, &mut None) {
             for (f, changes) in &out.changes {
                 let original = files[*f].text.to_string();
                 let mut end = 0;

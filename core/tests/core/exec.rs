@@ -20,6 +20,7 @@ struct TestHost {
     node: Node,
     machine: Machine,
     proposed: Vec<Proposal>,
+    last_pattern: Option<String>,
 }
 
 impl ecmd::Pipes for TestHost {
@@ -88,12 +89,18 @@ impl Host for TestHost {
         self.machine.asked.push(if abort { "abort".into() } else { "exit".into() });
         Ok(())
     }
+    fn last_pattern(&self) -> Option<String> {
+        self.last_pattern.clone()
+    }
+    fn set_last_pattern(&mut self, pattern: Option<String>) {
+        self.last_pattern = pattern;
+    }
 }
 
 fn host() -> TestHost {
     let mut node = Node::server();
     make::init_session(&mut node).unwrap();
-    TestHost { node, machine: Machine::default(), proposed: Vec::new() }
+    TestHost { node, machine: Machine::default(), proposed: Vec::new(), last_pattern: None }
 }
 
 impl TestHost {
@@ -580,4 +587,25 @@ fn a_new_window_goes_to_the_column_last_clicked_and_a_zerox_keeps_the_tag_typed(
     let copy_tag = h.node.state.window(copy).unwrap().tag;
     assert_eq!(h.text(copy_tag), h.text(b.tag));
     assert!(h.text(copy_tag).ends_with("mk test"));
+}
+
+#[test]
+fn edit_patterns_carry_over_and_a_mistake_changes_nothing() {
+    let mut h = host();
+    let a = h.window("/tmp/a", "x\nfoo\n");
+    // No regexp yet: `/` fails, and the `a` before it is undone with it
+    // (acme's editerror truncates every edit log).
+    let e = h.run("Edit", Some(&a), "0a/top\n/").unwrap_err();
+    assert!(e.to_string().contains("no previous"), "{e}");
+    assert_eq!(h.text(a.body), "x\nfoo\n");
+    // A pattern one Edit used is `//` in the next, as acme's lastpat.
+    h.run("Edit", Some(&a), "/foo/").unwrap();
+    h.run("Edit", Some(&a), "0a/top\n/").unwrap();
+    assert_eq!(h.text(a.body), "topx\nfoo\n");
+    h.run("Edit", Some(&a), ",x/foo/c/bar/").unwrap();
+    let e = h.run("Edit", Some(&a), ",s//baz/").unwrap_err();
+    assert!(e.to_string().contains("foo"), "the empty regexp is the last one: {e}");
+    h.run("Edit", Some(&a), "/bar/").unwrap();
+    h.run("Edit", Some(&a), ",x//d").unwrap();
+    assert_eq!(h.text(a.body), "topx\n\n");
 }
