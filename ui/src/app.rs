@@ -512,9 +512,9 @@ impl Ui {
 
     /// Flushes and waits until the daemon has acknowledged everything
     /// this UI did (for Put, and for tests that read the daemon's files).
-    pub fn settle(&mut self) -> Result<(), String> {
+    pub fn settle(&mut self) -> Result<(), apex_core::exec::ExecError> {
         self.unflushed = false;
-        self.host.settle().map_err(|e| e.to_string())
+        self.host.settle()
     }
 
     /// Exit or Abort was executed.

@@ -9,6 +9,7 @@
 //! by fontdue and kept in a cache; advances are whole pixels, so text
 //! positions are exact and a line lays out the same every time.
 
+use crate::error::FontError;
 use crate::fontconfig::{self, FontFile};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -69,8 +70,8 @@ impl Source {
         Source { bytes: Arc::from(bytes), index: 0, px: None }
     }
 
-    fn file(f: &FontFile, px: Option<f32>) -> Result<Source, String> {
-        let bytes = std::fs::read(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?;
+    fn file(f: &FontFile, px: Option<f32>) -> Result<Source, FontError> {
+        let bytes = std::fs::read(&f.path).map_err(|source| FontError::Read { path: f.path.clone(), source })?;
         Ok(Source { bytes: Arc::from(bytes), index: f.index, px })
     }
 
@@ -101,14 +102,14 @@ fn points(pt: f32) -> f32 {
 /// What a name of a font means: a file, a family with a size, or one of
 /// plan9port's names. Returns the source and, for a name mapped to
 /// something else, a note for standard error.
-pub fn resolve(name: &str, fixed: bool) -> Result<(Source, Option<String>), String> {
+pub fn resolve(name: &str, fixed: bool) -> Result<(Source, Option<String>), FontError> {
     let name = name.trim();
     // A font file, as it is.
     let path = std::path::Path::new(name);
     if path.is_file() && !name.ends_with(".font") {
         let f = FontFile { path: path.to_path_buf(), index: 0 };
         let src = Source::file(&f, None)?;
-        src.parse(16.0).ok_or_else(|| format!("{name}: not a font file fontdue reads (TrueType or OpenType)"))?;
+        src.parse(16.0).ok_or_else(|| FontError::NotAFont(name.to_string()))?;
         return Ok((src, None));
     }
     // plan9port: fontsrv's /mnt/font/NAME/SIZE[a]/font, or a bitmap font
@@ -166,9 +167,7 @@ pub fn resolve(name: &str, fixed: bool) -> Result<(Source, Option<String>), Stri
             let note = format!("no font is named {family:?}; drawing with the nearest, {}", f.path.display());
             Ok((Source::file(&f, px)?, Some(note)))
         }
-        None => Err(format!(
-            "{family:?}: no such font, and no fontconfig to look for one: name a font file, or 'Go Regular SIZE'"
-        )),
+        None => Err(FontError::NoSuchFont(family.to_string())),
     }
 }
 

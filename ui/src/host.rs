@@ -164,18 +164,18 @@ impl UiHost {
     }
     /// Writes `text` to the session's file `path` (one message); the
     /// daemon's refusal as it worded it.
-    fn write(&self, path: &str, text: &str) -> Result<(), String> {
+    fn write(&self, path: &str, text: &str) -> Result<(), ExecError> {
         let (c, session) = (self.att.client(), self.session.clone());
         let path = format!("{session}/{path}");
         let text = text.to_string();
         self.rt.block_on(async move {
-            let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(|e| e.to_string())?;
+            let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(host)?;
             let f = c.open_path(root, &path, OWRITE).await;
             let _ = c.clunk(root).await;
-            let f = f.map_err(|e| format!("{path}: {e}"))?;
+            let f = f.map_err(|e| host(format!("{path}: {e}")))?;
             let r = c.write(f.fid, 0, text.as_bytes()).await;
             let _ = c.clunk(f.fid).await;
-            r.map(|_| ()).map_err(|e| e.to_string())
+            r.map(|_| ()).map_err(host)
         })
     }
 
@@ -211,12 +211,11 @@ impl UiHost {
     /// Flushes and waits until the daemon has acknowledged everything.
     /// Edit's `e`, `r` and `w` name files of apexd's machine; a UI that
     /// reaches apexd over the network has no way to them.
-    fn on_daemons_machine(&self) -> Result<(), String> {
+    fn on_daemons_machine(&self) -> Result<(), &'static str> {
         match self.local {
             true => Ok(()),
             false => Err("apexd runs on another machine and Edit's e, r and w use its files: \
-                          use Get and Put, or run the Edit through apexd's acme tree there"
-                .into()),
+                          use Get and Put, or run the Edit through apexd's acme tree there"),
         }
     }
 
@@ -335,7 +334,7 @@ impl Host for UiHost {
             Some(f) => format!("get {f}\n"),
             None => "get\n".into(),
         };
-        self.write(&format!("buffers/{}/ctl", buffer.0), &msg).map_err(host)
+        self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
     }
 
     fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
@@ -345,7 +344,7 @@ impl Host for UiHost {
             Some(f) => format!("put -v {version} {f}\n"),
             None => format!("put -v {version}\n"),
         };
-        self.write(&format!("buffers/{}/ctl", buffer.0), &msg).map_err(host)
+        self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
     }
 
     fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {

@@ -29,6 +29,7 @@
 //! - [`cursor`]: acme's arrow and box pointers as pictures.
 //! - [`focus`]: taking the keyboard focus on an X display with no window
 //!   manager.
+//! - [`error`]: why the UI could not start or go on.
 //! - [`shell`]: the winit window, drawn with softbuffer, woken by the
 //!   link's change subscription.
 //!
@@ -39,6 +40,7 @@ pub mod app;
 pub mod clip;
 pub mod cursor;
 pub mod damage;
+pub mod error;
 pub mod focus;
 pub mod font;
 pub mod fontconfig;

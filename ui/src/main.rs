@@ -6,6 +6,7 @@
 
 use apex_core::{exec, AttachmentKind, Shard};
 use apex_link::Attached;
+use apex_ui::error::UiError;
 use apex_ui::host::{UiHost, WAIT};
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -46,7 +47,7 @@ fn apexd_program() -> PathBuf {
 
 /// Starts `apexd` in a session of its own, detached from this terminal,
 /// and waits for its socket to answer.
-fn start_daemon(socket: &Path) -> Result<(), String> {
+fn start_daemon(socket: &Path) -> Result<(), UiError> {
     use std::os::unix::process::CommandExt;
     let program = apexd_program();
     let mut cmd = std::process::Command::new(&program);
@@ -61,11 +62,11 @@ fn start_daemon(socket: &Path) -> Result<(), String> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    cmd.spawn().map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
     let deadline = Instant::now() + WAIT;
     while std::os::unix::net::UnixStream::connect(socket).is_err() {
         if Instant::now() > deadline {
-            return Err(format!("started {} but {} did not answer", program.display(), socket.display()));
+            return Err(UiError::DaemonSilent { program, socket: socket.to_path_buf() });
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -74,12 +75,12 @@ fn start_daemon(socket: &Path) -> Result<(), String> {
 
 /// The faces `-f` and `-F` name; what was mapped to another face is
 /// said on standard error.
-fn fonts(args: &Args) -> Result<apex_ui::font::Choice, String> {
+fn fonts(args: &Args) -> Result<apex_ui::font::Choice, UiError> {
     let mut choice = apex_ui::font::Choice::default();
     for (name, fixed) in [(&args.font, false), (&args.fixed_font, true)] {
         let Some(name) = name else { continue };
-        let (source, note) =
-            apex_ui::font::resolve(name, fixed).map_err(|e| format!("-{}: {e}", if fixed { 'F' } else { 'f' }))?;
+        let (source, note) = apex_ui::font::resolve(name, fixed)
+            .map_err(|why| UiError::Font { flag: if fixed { 'F' } else { 'f' }, why })?;
         if let Some(note) = note {
             eprintln!("apex-ui: {note}");
         }
@@ -108,7 +109,7 @@ fn start_column(host: &UiHost, i: usize, path: &str) -> Option<apex_core::Column
 /// How many of the files named at start acme puts in a column.
 const START_PER_COLUMN: usize = 8;
 
-fn run(args: Args, started: Instant) -> Result<(), String> {
+fn run(args: Args, started: Instant) -> Result<(), UiError> {
     let fonts = fonts(&args)?;
     std::thread::spawn(apex_ui::fontconfig::warm);
     let address = match &args.addr {
@@ -129,19 +130,23 @@ fn run(args: Args, started: Instant) -> Result<(), String> {
         eprintln!("    apex ls {}                # its files; the session goes on until apexd stops", args.session);
         return Ok(());
     }
-    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Runtime::new().map_err(UiError::Runtime)?;
     let session = args.session.clone();
     let att = rt.block_on(async {
-        let client = apex_ninep::dial(&address, 1 << 20).await.map_err(|e| format!("dial {address}: {e}"))?;
-        let att = Attached::open(&client, &session, AttachmentKind::Ui, "apex-ui").await?;
+        let client = apex_ninep::dial(&address, 1 << 20)
+            .await
+            .map_err(|e| UiError::Dial { address: address.clone(), why: e.to_string() })?;
+        let att = Attached::open(&client, &session, AttachmentKind::Ui, "apex-ui")
+            .await
+            .map_err(|why| UiError::Attach { session: session.clone(), why })?;
         // The leases come by cooperative transfer from whoever has them.
         if !att.wait_for(WAIT, |l| l.leads(Shard::Layout)).await {
-            return Err(format!("{session}: the layout's lease did not come"));
+            return Err(UiError::NoLease(session.clone()));
         }
-        Ok::<_, String>(att)
+        Ok::<_, UiError>(att)
     })?;
     let mut host = UiHost::new(att, &address, &session, rt.handle().clone(), apex_ninep::ns::namespace_dir(None));
-    let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    let cwd = std::env::current_dir().map_err(UiError::Cwd)?;
     for (i, f) in args.files.iter().enumerate() {
         let mut path = cwd.join(f).display().to_string();
         if Path::new(&path).is_dir() && !path.ends_with('/') {

@@ -6,6 +6,7 @@
 //! this UI as the host.
 
 use crate::app::Ui;
+use crate::error::UiError;
 use crate::focus::X11Focus;
 use crate::host::UiHost;
 use crate::input::{Event, Key};
@@ -34,7 +35,7 @@ pub struct App {
     surface: Option<Surface>,
     mods: ModifiersState,
     cursor: (i32, i32),
-    pub error: Option<String>,
+    pub error: Option<UiError>,
     /// A redraw we asked for is pending (any other is an expose).
     requested: bool,
     /// The next frame is presented whole.
@@ -219,7 +220,7 @@ impl ApplicationHandler<Wake> for App {
                 self.surface = Some(s);
             }
             Err(e) => {
-                self.error = Some(format!("cannot open a window: {e}"));
+                self.error = Some(UiError::Window(e));
                 el.exit();
             }
         }
@@ -338,8 +339,8 @@ impl Default for Options {
 }
 
 /// Runs the window until it is closed (or Exit is executed).
-pub fn run(host: UiHost, title: String, options: Options) -> Result<(), String> {
-    let event_loop = EventLoop::<Wake>::with_user_event().build().map_err(|e| format!("no display: {e}"))?;
+pub fn run(host: UiHost, title: String, options: Options) -> Result<(), UiError> {
+    let event_loop = EventLoop::<Wake>::with_user_event().build().map_err(UiError::NoDisplay)?;
     let proxy: EventLoopProxy<Wake> = event_loop.create_proxy();
     // The link's news wakes the loop; no polling.
     let mut changes = host.att.changes();
@@ -361,7 +362,7 @@ pub fn run(host: UiHost, title: String, options: Options) -> Result<(), String> 
         }
     });
     let mut app = App::new(host, title, options);
-    event_loop.run_app(&mut app).map_err(|e| e.to_string())?;
+    event_loop.run_app(&mut app).map_err(UiError::EventLoop)?;
     match app.error {
         Some(e) => Err(e),
         None => Ok(()),

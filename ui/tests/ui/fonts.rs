@@ -52,7 +52,7 @@ fn fonts_are_named_by_family_and_size_by_file_or_by_plan9port_s_names() {
     // The embedded face by its name.
     assert_eq!(resolve("Go Regular 11", false).unwrap().1, None);
     // A file that is no font is refused, saying so.
-    let e = resolve("/etc/hostname", false).err().unwrap_or_default();
+    let e = resolve("/etc/hostname", false).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("not a font file"), "{e}");
 }
 
