@@ -17,6 +17,8 @@
 
 use crate::id::{ColumnId, WindowId};
 use crate::layout::{Column, Frac, Layout};
+use crate::show::Shown;
+use std::collections::BTreeMap;
 
 /// The smallest share a split gives a window before the policy turns to
 /// the tallest window instead: a sixty-fourth of the column.
@@ -53,6 +55,153 @@ pub fn new_window_y(col: &Column) -> Frac {
     match (bottom - top) / 2 >= MIN_SHARE {
         true => Frac(top + (bottom - top) / 2),
         false => split_tallest(&spans),
+    }
+}
+
+/// How a UI that leads the layout draws its columns, in pixels, so that a
+/// new window is placed as acme's `coladd` places it: the landing window
+/// keeps only the lines its text fills, and one too small is grown
+/// first. Local to the node that leads the layout (never replicated);
+/// without it (the daemon draws nothing) a new window halves the last.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lines {
+    /// A column's height below its tag, where its windows go.
+    pub height: u32,
+    /// One line of text.
+    pub line: u32,
+    /// The rule between two windows.
+    pub border: u32,
+    /// Each window's tag lines and what its body frame shows.
+    pub windows: BTreeMap<WindowId, Framed>,
+}
+
+/// What one window shows, as a UI last drew it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Framed {
+    pub tag_lines: u32,
+    pub body: Shown,
+}
+
+/// One window of a column in pixels, as a UI draws it.
+#[derive(Clone, Copy, Debug)]
+struct Drawn {
+    window: WindowId,
+    top: u32,
+    /// Where its body frame starts (below its tag and the tag's rule).
+    body: u32,
+    bottom: u32,
+    tag_lines: u32,
+}
+
+impl Lines {
+    /// A fraction of the column to pixels, as a UI rounds it (down).
+    fn px(&self, f: Frac) -> u32 {
+        ((u64::from(f.0) * u64::from(self.height)) / u64::from(Frac::ONE.0)) as u32
+    }
+
+    /// The smallest fraction a UI draws at pixel `px` or below it.
+    fn frac(&self, px: u32) -> Frac {
+        let f = (u64::from(px) * u64::from(Frac::ONE.0)).div_ceil(u64::from(self.height.max(1)));
+        Frac(f.min(u64::from(Frac::ONE.0)) as u32)
+    }
+
+    /// One line as a fraction of the column (at least 1).
+    pub fn line_frac(&self) -> u32 {
+        self.frac(self.line).0.max(1)
+    }
+
+    fn drawn(&self, col: &Column) -> Vec<Drawn> {
+        let n = col.windows.len();
+        (0..n)
+            .map(|i| {
+                let p = &col.windows[i];
+                let top = if i == 0 { 0 } else { self.px(p.y) };
+                let bottom = col.windows.get(i + 1).map_or(self.height, |q| self.px(q.y).saturating_sub(self.border));
+                let bottom = bottom.max(top);
+                let tag_lines = self.windows.get(&p.window).map_or(1, |f| f.tag_lines.max(1));
+                let tag_end = (top + tag_lines * self.line).min(bottom);
+                // A pixel's rule under the tag where a line of body fits.
+                let rule = u32::from(tag_end + 1 + self.line <= bottom);
+                Drawn { window: p.window, top, body: tag_end + rule, bottom, tag_lines }
+            })
+            .collect()
+    }
+
+    /// The lines `w`'s body frame has room for, drawn as `d`.
+    fn max_lines(&self, d: &Drawn) -> u32 {
+        (d.bottom - d.body) / self.line.max(1)
+    }
+
+    /// The lines of text `w`'s frame holds once it has room for `max`: all
+    /// it showed, or more when it was full (the text goes on).
+    fn filled(&self, w: WindowId, max: u32) -> u32 {
+        match self.windows.get(&w) {
+            Some(f) if f.body.lines < f.body.max_lines => f.body.lines.min(max),
+            Some(_) => max,
+            None => max / 2,
+        }
+    }
+}
+
+/// Where a new window goes in `col`, as acme's `coladd(c, nil, nil, y)`
+/// places it, with `y` in pixels (`None`: in the last window's body, half
+/// way down): the tops of the windows it moved first (growing the window
+/// it lands on when that has three lines or fewer), then its own top.
+/// Without `lines` (nothing draws the column), the bottom half of the
+/// last window (or of the tallest, see [`new_window_y`]).
+pub fn add(col: &Column, lines: Option<&Lines>, y: Option<u32>) -> (Vec<(WindowId, Frac)>, Frac) {
+    let halves = || (Vec::new(), new_window_y(col));
+    let Some(l) = lines.filter(|l| l.line > 0 && l.height > 2 * l.line) else { return halves() };
+    if col.windows.is_empty() {
+        return halves();
+    }
+    let mut col = col.clone();
+    let drawn = l.drawn(&col);
+    let last = drawn[drawn.len() - 1];
+    // By default, half of the last window's body.
+    let y = y.unwrap_or(last.body + (last.bottom - last.body) / 2);
+    // The window it lands on, and the one after it (if any).
+    let i = drawn.iter().position(|d| y < d.bottom).unwrap_or(drawn.len() - 1);
+    let landing = drawn[i].window;
+    let minimum = l.line + l.border + 1;
+    // A landing window too small is grown first (ten times at most).
+    let mut moved = Vec::new();
+    for _ in 0..10 {
+        let v = l.drawn(&col)[i];
+        if l.max_lines(&v) > 3 && v.bottom - v.body > minimum {
+            break;
+        }
+        let tops = grow(&col, landing, Grow::Some, l.line_frac());
+        if tops.iter().zip(&col.windows).all(|((w, t), p)| *w == p.window && *t == p.y) {
+            break;
+        }
+        for (w, t) in &tops {
+            if let Some(p) = col.windows.iter_mut().find(|p| p.window == *w) {
+                p.y = *t;
+            }
+        }
+        moved = tops;
+    }
+    let v = l.drawn(&col)[i];
+    let y_max = match col.windows.get(i + 1) {
+        Some(next) => l.px(next.y).saturating_sub(l.border),
+        None => l.height,
+    };
+    // It starts below the landing window's first tag line, and early
+    // enough to end before the next window.
+    let first_tag_line = v.top + l.line + l.border;
+    let y = y.max(first_tag_line).min(y_max.saturating_sub(minimum));
+    if y < first_tag_line {
+        return halves();
+    }
+    let y = y.min(y_max.saturating_sub(l.line * v.tag_lines + l.line + l.border + 1));
+    // The landing window keeps what its text fills, no more.
+    let keeps = y.min(v.body + l.filled(landing, l.max_lines(&v)) * l.line).max(v.body.min(v.top + l.line));
+    let top = l.frac(keeps + l.border);
+    let above = col.windows[i].y;
+    match top > above && top < Frac::ONE {
+        true => (moved, top),
+        false => halves(),
     }
 }
 

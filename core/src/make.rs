@@ -139,7 +139,7 @@ pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<Column
         None => layout.columns.last().map(|c| c.id).ok_or(Reject::NoColumn { column: ColumnId(0) })?,
     };
     let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
-    let y = cols::new_window_y(col);
+    let (moved, y) = cols::add(col, node.lines.as_ref(), None);
     if let Some(b) = body {
         node.state.buffer(b)?;
         require_leader(node, Shard::Buffer(b))?;
@@ -162,6 +162,7 @@ pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<Column
     node.append(Shard::Buffer(body), Op::Buffer(BufferOp::ViewAdd { view: ViewId::WindowBody(window) }))?;
     node.create_shard(Shard::Window(window))?;
     node.append(Shard::Window(window), Op::Window(WindowOp::Create { tag, body }))?;
+    move_tops(node, column, &moved)?;
     node.append(Shard::Layout, Op::Layout(LayoutOp::WindowAdd { window, column, y }))?;
     let number = node.state.layout.numbers[&window];
     Ok(NewWindow { window, number, tag, body })
@@ -239,11 +240,20 @@ pub fn arrange(node: &mut Node, column: ColumnId, tops: &[(WindowId, Frac)]) -> 
     if have != want || !rising || tops.iter().any(|(_, y)| *y > Frac::ONE) {
         return Err(Reject::Arrangement { column });
     }
-    let now: Vec<(WindowId, Frac)> = col.windows.iter().map(|p| (p.window, p.y)).collect();
-    for (window, y) in tops {
-        if !now.contains(&(*window, *y)) {
-            node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window: *window, column, y: *y }))?;
-        }
+    move_tops(node, column, tops)
+}
+
+/// Moves windows of `column` to new tops (in the column's order), one
+/// entry each that moves: those going up from the top down, then those
+/// going down from the bottom up, so the column keeps its order at every
+/// step (a move takes a window out and puts it back by its top).
+fn move_tops(node: &mut Node, column: ColumnId, tops: &[(WindowId, Frac)]) -> Result<()> {
+    let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
+    let now = |w: WindowId| col.windows.iter().find(|p| p.window == w).map(|p| p.y);
+    let up: Vec<_> = tops.iter().filter(|(w, y)| now(*w).is_some_and(|old| *y < old)).copied().collect();
+    let down: Vec<_> = tops.iter().rev().filter(|(w, y)| now(*w).is_some_and(|old| *y > old)).copied().collect();
+    for (window, y) in up.into_iter().chain(down) {
+        node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window, column, y }))?;
     }
     Ok(())
 }

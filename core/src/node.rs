@@ -34,6 +34,10 @@ pub struct Node {
     /// While a proposal is applied: every entry this node sequenced, in
     /// order (`propose::apply` reports them).
     journal: Option<Vec<(Shard, Seq)>>,
+    /// How the UI this node is draws its columns, for placing new windows
+    /// as acme does (`cols::add`); none in the daemon. Local, never
+    /// replicated: only the entries it leads to are.
+    pub lines: Option<crate::cols::Lines>,
 }
 
 impl Node {
@@ -48,6 +52,7 @@ impl Node {
             log,
             epochs: BTreeMap::new(),
             journal: None,
+            lines: None,
         };
         node.refresh_leases();
         node

@@ -13,7 +13,8 @@ pub struct Shown {
     pub org: u64,
     /// The rune after the last one shown.
     pub end: u64,
-    /// Lines the frame shows text on.
+    /// Lines the frame shows text on (libframe's `nlines`: not the empty
+    /// line after a final newline).
     pub lines: u32,
     /// Lines it has room for.
     pub max_lines: u32,

@@ -490,10 +490,13 @@ impl Ui {
             self.shown_status = status;
         }
         let (mut damage, screen) = {
-            let link = self.host.att.lock();
-            let Some(node) = link.node() else { return Vec::new() };
+            let mut link = self.host.att.lock();
+            let Some(node) = link.node_mut() else { return Vec::new() };
             let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
-            (self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m), screen)
+            let damage = self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m);
+            // New windows are placed by what is on the screen, as acme's.
+            node.lines = screen.lines(&m, self.painter.shown());
+            (damage, screen)
         };
         if let Some(text) = status {
             let (rect, _) = self.status_rect(&screen, text);

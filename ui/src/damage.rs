@@ -12,6 +12,7 @@ use crate::font::Fonts;
 use crate::geom::{Metrics, Screen};
 use crate::rect::Rect;
 use crate::render::{self, Canvas};
+use apex_core::show::Shown;
 use apex_core::{BufferId, ColumnId, State, View, ViewId, WindowId};
 use std::collections::HashMap;
 
@@ -53,6 +54,8 @@ pub struct Painter {
     screen: Option<Screen>,
     scale: Option<u64>,
     sigs: HashMap<Part, Sig>,
+    /// What each window's body frame showed when last drawn.
+    shown: HashMap<WindowId, Shown>,
 }
 
 impl Painter {
@@ -60,6 +63,11 @@ impl Painter {
     pub fn invalidate(&mut self) {
         self.screen = None;
         self.sigs.clear();
+    }
+
+    /// What each window's body frame shows, as last drawn.
+    pub fn shown(&self) -> &HashMap<WindowId, Shown> {
+        &self.shown
     }
 
     /// Brings `canvas` up to date with `state` on `screen`, drawing only
@@ -83,7 +91,7 @@ impl Painter {
             if canvas.width != screen.width || canvas.height != screen.height {
                 *canvas = Canvas::new(screen.width, screen.height);
             }
-            render::draw(canvas, state, screen, fonts, m);
+            self.shown = render::draw(canvas, state, screen, fonts, m).into_iter().collect();
             self.screen = Some(screen.clone());
             self.scale = Some(scale);
             self.sigs = sigs;
@@ -94,7 +102,7 @@ impl Painter {
             if self.sigs.get(&part) == Some(&sig) {
                 continue;
             }
-            damage.push(draw_part(canvas, state, screen, fonts, m, part));
+            damage.push(draw_part(canvas, state, screen, fonts, m, part, &mut self.shown));
             self.sigs.insert(part, sig);
         }
         damage.retain(|r| !r.is_empty());
@@ -125,7 +133,15 @@ fn signatures(state: &State, screen: &Screen) -> HashMap<Part, Sig> {
 }
 
 /// Draws one part; returns where.
-fn draw_part(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fonts, m: &Metrics, part: Part) -> Rect {
+fn draw_part(
+    canvas: &mut Canvas,
+    state: &State,
+    screen: &Screen,
+    fonts: &mut Fonts,
+    m: &Metrics,
+    part: Part,
+    shown: &mut HashMap<WindowId, Shown>,
+) -> Rect {
     match part {
         Part::RowTag => {
             render::row_tag(canvas, state, screen, fonts);
@@ -146,7 +162,9 @@ fn draw_part(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fo
         }
         Part::WindowBody(w) => {
             let Some(wg) = screen.window(w) else { return Rect::default() };
-            render::window_body(canvas, state, wg, fonts);
+            if let Some(s) = render::window_body(canvas, state, wg, fonts) {
+                shown.insert(w, s);
+            }
             render::body_area(wg)
         }
     }

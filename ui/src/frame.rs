@@ -131,7 +131,10 @@ impl Frame {
 
     /// What the frame shows, for core's `show` (acme's `textshow`).
     pub fn shown(&self) -> apex_core::show::Shown {
-        let lines = self.lines.len() as u32;
+        // Lines holding text, as libframe's nlines counts them: not the
+        // empty one after a final newline (or of an empty text).
+        let empty_last = self.lines.last().is_some_and(|l| l.cells.is_empty());
+        let lines = (self.lines.len() - usize::from(empty_last)) as u32;
         apex_core::show::Shown { org: self.org, end: self.end, lines, max_lines: self.capacity() as u32 }
     }
 

@@ -13,7 +13,9 @@
 use crate::font::{Face, Fonts};
 use crate::frame::Frame;
 use crate::rect::Rect;
+use apex_core::cols::{Framed, Lines};
 use apex_core::exec::DEFAULT_TAB;
+use apex_core::show::Shown;
 use apex_core::{ColumnId, Frac, State, WindowId};
 use std::collections::BTreeSet;
 
@@ -155,5 +157,21 @@ impl Screen {
 
     pub fn window(&self, id: WindowId) -> Option<&WindowGeom> {
         self.windows().find(|w| w.id == id)
+    }
+
+    /// How this screen draws its columns, for core to place a new window
+    /// as acme's `coladd` does: the columns' height, a line, the border,
+    /// and each window's tag lines with what its body frame `shown`.
+    pub fn lines(&self, m: &Metrics, shown: &std::collections::HashMap<WindowId, Shown>) -> Option<Lines> {
+        let area = self.columns.first()?.area;
+        let windows = self
+            .windows()
+            .filter_map(|w| {
+                let body = *shown.get(&w.id)?;
+                let tag_lines = (w.tag_line.height() / m.line.max(1)).max(1) as u32;
+                Some((w.id, Framed { tag_lines, body }))
+            })
+            .collect();
+        Some(Lines { height: area.height().max(0) as u32, line: m.line as u32, border: m.border as u32, windows })
     }
 }

@@ -9,7 +9,8 @@ use crate::geom::{ColumnGeom, Metrics, Screen, WindowGeom};
 use crate::palette::{self, Pixel};
 use crate::rect::Rect;
 use apex_core::exec::DEFAULT_TAB;
-use apex_core::{Buffer, State, ViewId};
+use apex_core::show::Shown;
+use apex_core::{Buffer, State, ViewId, WindowId};
 
 /// A pixel buffer.
 pub struct Canvas {
@@ -135,17 +136,26 @@ fn text(canvas: &mut Canvas, fonts: &mut Fonts, style: Style, buffer: &Buffer, v
     frame
 }
 
-/// Draws the whole screen of `state`.
-pub fn draw(canvas: &mut Canvas, state: &State, screen: &Screen, fonts: &mut Fonts, m: &Metrics) {
+/// Draws the whole screen of `state`; returns what each window's body
+/// frame shows.
+pub fn draw(
+    canvas: &mut Canvas,
+    state: &State,
+    screen: &Screen,
+    fonts: &mut Fonts,
+    m: &Metrics,
+) -> Vec<(WindowId, Shown)> {
     canvas.fill(canvas.bounds(), palette::RULE);
     row_tag(canvas, state, screen, fonts);
+    let mut shown = Vec::new();
     for col in &screen.columns {
         column(canvas, state, col, fonts);
         for wg in &col.windows {
             window_tag(canvas, state, wg, fonts, m);
-            window_body(canvas, state, wg, fonts);
+            shown.extend(window_body(canvas, state, wg, fonts).map(|s| (wg.id, s)));
         }
     }
+    shown
 }
 
 /// The row tag.
@@ -194,10 +204,11 @@ pub fn window_tag(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &m
 }
 
 /// A window's body and scroll bar; the bar shows what part is visible.
-pub fn window_body(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &mut Fonts) {
+/// Returns what the body's frame shows.
+pub fn window_body(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &mut Fonts) -> Option<Shown> {
     let Some((w, body)) = state.window(wg.id).ok().and_then(|w| Some((w, state.buffer(w.body).ok()?))) else {
         canvas.fill(body_area(wg), palette::BODY);
-        return;
+        return None;
     };
     canvas.fill(Rect::new(wg.scroll.x1, wg.body.y0, wg.body.x0, wg.body.y1), palette::BODY);
     let style = Style {
@@ -210,6 +221,7 @@ pub fn window_body(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &
     // The thumb in the body's colour, its right edge the bar's (scrl.c).
     let t = thumb(wg.scroll, frame.org, frame.end, body.len());
     canvas.fill(Rect::new(t.x0, t.y0, t.x1 - 1, t.y1), palette::BODY);
+    Some(frame.shown())
 }
 
 /// A line of text of this UI's own (not a buffer's) on the tag colour,

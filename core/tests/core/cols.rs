@@ -194,3 +194,99 @@ fn a_column_dragged_past_the_first_keeps_every_column_some_room() {
     let xs: Vec<u32> = n.state.layout.columns.iter().map(|c| c.x.0).collect();
     assert!(xs.windows(2).all(|p| p[1] >= p[0] + min), "{xs:?}");
 }
+
+/// What a UI 720 px tall with 15 px lines would draw: each window's tag
+/// one line, its body showing its text's lines (no wrapping) from the top.
+fn draw(n: &mut Node) {
+    let (height, line, border) = (720u32, 15u32, 2u32);
+    let px = |f: Frac| (u64::from(f.0) * u64::from(height) / u64::from(Frac::ONE.0)) as u32;
+    let mut windows = std::collections::BTreeMap::new();
+    for c in &n.state.layout.columns {
+        for (i, p) in c.windows.iter().enumerate() {
+            let top = if i == 0 { 0 } else { px(p.y) };
+            let bottom = c.windows.get(i + 1).map_or(height, |q| px(q.y) - border).max(top);
+            let tag_end = (top + line).min(bottom);
+            let body_top = tag_end + u32::from(tag_end + 1 + line <= bottom);
+            let max_lines = (bottom - body_top) / line;
+            let w = n.state.window(p.window).unwrap();
+            let text = n.state.buffer(w.body).unwrap().text.to_string();
+            let text_lines = text.split_inclusive('\n').count() as u32;
+            let body = show::Shown { org: 0, end: 0, lines: text_lines.min(max_lines), max_lines };
+            windows.insert(p.window, cols::Framed { tag_lines: 1, body });
+        }
+    }
+    n.lines = Some(cols::Lines { height, line, border, windows });
+}
+
+fn body_lines(n: &Node, w: WindowId) -> u32 {
+    n.lines.as_ref().unwrap().windows[&w].body.max_lines
+}
+
+fn fill(n: &mut Node, w: WindowId, text: &str) {
+    let body = n.state.window(w).unwrap().body;
+    let version = n.state.buffer(body).unwrap().version;
+    let p = Proposal::Insert { buffer: body, version, q0: 0, text: text.into(), origin: op::Origin::OtherFile };
+    propose::apply(n, &p).unwrap();
+}
+
+#[test]
+fn a_new_window_takes_what_the_last_window_s_text_leaves_as_acme_s_coladd() {
+    let mut n = session();
+    // A directory's window showing one line (acme's start, seen side by side).
+    let dir = new_window(&mut n, 1);
+    fill(&mut n, dir, "acme.log\tns/\n");
+    draw(&mut n);
+    let first = new_window(&mut n, 1);
+    draw(&mut n);
+    assert_eq!(body_lines(&n, dir), 1, "the landing window keeps the line its text fills");
+    assert!(body_lines(&n, first) > 40, "the new window takes the rest");
+    // An empty window keeps only its tag.
+    let second = new_window(&mut n, 1);
+    draw(&mut n);
+    assert_eq!(body_lines(&n, first), 0);
+    assert!(body_lines(&n, second) > 40);
+    // A full window is split half way down its body.
+    fill(&mut n, second, &"line\n".repeat(200));
+    draw(&mut n);
+    let before = body_lines(&n, second);
+    let third = new_window(&mut n, 1);
+    draw(&mut n);
+    let (kept, made) = (body_lines(&n, second), body_lines(&n, third));
+    assert!(kept.abs_diff(before / 2) <= 1 && made.abs_diff(before / 2) <= 2, "{before} -> {kept} + {made}");
+    check(&n);
+    // A landing window of three lines or fewer is grown first.
+    let mut n2 = session();
+    let small = {
+        // One column: a big full window above a small full one.
+        let big = new_window(&mut n2, 0);
+        fill(&mut n2, big, &"x\n".repeat(200));
+        let small = new_window(&mut n2, 0);
+        fill(&mut n2, small, &"x\n".repeat(200));
+        let col = n2.state.layout.columns[0].id;
+        propose::apply(&mut n2, &Proposal::Arrange { column: col, tops: vec![(big, Frac(0)), (small, Frac(950_000))] })
+            .unwrap();
+        small
+    };
+    draw(&mut n2);
+    assert!(body_lines(&n2, small) <= 3);
+    let newest = new_window(&mut n2, 0);
+    draw(&mut n2);
+    // Grown first, then split where its body's middle was before: the
+    // new window keeps what room is left below (acme's y is taken first).
+    assert!(body_lines(&n2, small) > 3, "grown before it was split: {}", body_lines(&n2, small));
+    assert_eq!(body_lines(&n2, newest), 1);
+    check(&n2);
+}
+
+#[test]
+fn hundreds_of_windows_placed_by_what_is_drawn_stay_ordered() {
+    let mut n = session();
+    for i in 0..300 {
+        let w = new_window(&mut n, i % 2);
+        if i % 3 == 0 {
+            fill(&mut n, w, &"x\n".repeat(i % 50 + 1));
+        }
+        draw(&mut n);
+        check(&n);
+    }
+}

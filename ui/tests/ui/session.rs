@@ -505,6 +505,31 @@ fn layout_boxes_grow_move_and_resize_windows_and_move_columns() {
 }
 
 #[test]
+fn a_new_window_leaves_the_one_it_lands_on_the_lines_its_text_fills_as_acme_does() {
+    let mut r = Rig::start("session-place", true);
+    let f = r.ns.join("one.txt");
+    std::fs::write(&f, "one line\n").unwrap();
+    let a = r.open(&f.display().to_string());
+    r.ui().paint();
+    let (ci, _) = r.daemon_state().layout.find(a.window).unwrap();
+    let line = r.ui().metrics().line;
+    // New in the column's tag (acme's coladd): the window it lands on
+    // keeps its one line of text; the new one takes the rest.
+    r.click_word(Some(ci), "New");
+    let screen = r.ui().screen().unwrap();
+    let col = screen.columns[ci].clone();
+    let made = col.windows.last().unwrap().id;
+    assert_ne!(made, a.window);
+    assert_eq!(screen.window(a.window).unwrap().body.height() / line, 1, "{col:?}");
+    assert!(screen.window(made).unwrap().body.height() > col.area.height() / 2, "{col:?}");
+    // Again: the empty window keeps only its tag.
+    r.click_word(Some(ci), "New");
+    let screen = r.ui().screen().unwrap();
+    assert_eq!(screen.window(made).unwrap().body.height() / line, 0);
+    assert_eq!(r.daemon_state().layout, r.ui().host.att.lock().node().unwrap().state.layout, "the daemon has it");
+}
+
+#[test]
 fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     let mut r = Rig::start("session-plumb", true);
     let go = r.ns.join("file.go");
