@@ -704,7 +704,7 @@ mod tests {
         machine.files.insert("/d/e.txt".into(), b"disk\0 one\n".to_vec());
         let files = [file("/d/a.txt", "a\nb\n"), file("/d/b.txt", "two\n"), file("", "x\n")];
         let machine = std::cell::RefCell::new(machine);
-        let run_on = |cmd: &str, current: usize| run0(cmd, &files, current, &mut *machine.borrow_mut());
+        let run_on = |cmd: &str, current: usize| run0(cmd, &files, current, &mut machine.borrow_mut());
         // e: the whole text becomes the file's (NULs dropped); a relative
         // name is the window's directory's and renames it; clean after.
         let out = run_on("e e.txt", 0).unwrap();
