@@ -40,6 +40,9 @@ pub struct Ui {
     pointer_body: Option<(apex_core::WindowId, i32)>,
     /// The faces `-f` and `-F` chose (the Go fonts by default).
     font_choice: crate::font::Choice,
+    /// The windows of the layout when this UI last looked, to find one
+    /// it has just made (`None` before the first look).
+    known_windows: Option<std::collections::BTreeSet<apex_core::WindowId>>,
 }
 
 /// What a UI that another UI took the leases from shows at the right of
@@ -53,7 +56,7 @@ pub const DISCONNECTED: &str = " apexd gone: reconnecting ";
 impl Ui {
     /// A UI of `width`×`height` pixels at `scale`.
     pub fn new(host: UiHost, width: i32, height: i32, scale: f64) -> Ui {
-        Ui {
+        let mut ui = Ui {
             host,
             fonts: Fonts::new(scale),
             input: Input::new(),
@@ -71,7 +74,10 @@ impl Ui {
             lead_pressed: false,
             pointer_body: None,
             font_choice: Default::default(),
-        }
+            known_windows: None,
+        };
+        ui.follow_new_window();
+        ui
     }
 
     /// Another UI leads this session's shards (it took the leases): this
@@ -278,6 +284,7 @@ impl Ui {
                 let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
             }
         }
+        self.follow_new_window();
         self.publish_snarf();
         self.follow_body();
     }
@@ -301,6 +308,27 @@ impl Ui {
         }
         let windows = screen.columns.iter().flat_map(|c| &c.windows);
         self.pointer_body = windows.filter(|w| w.body.contains(x, y)).map(|w| (w.id, w.body.y0)).next();
+    }
+
+    /// acme's `coladd` moves the pointer onto a window it makes, unless a
+    /// button is down: the newest window this UI made as the layout's
+    /// leader (by its own action, or a tool's through the daemon) since
+    /// it last looked. A watching UI's pointer stays where it is.
+    fn follow_new_window(&mut self) {
+        let (leads, now) = {
+            let link = self.host.att.lock();
+            let Some(node) = link.node() else { return };
+            let numbers = &node.state.layout.numbers;
+            (node.leads(apex_core::Shard::Layout), numbers.keys().copied().collect::<std::collections::BTreeSet<_>>())
+        };
+        let Some(before) = self.known_windows.replace(now.clone()) else { return };
+        if !leads || self.input.button_down() || self.input.warp.is_some() {
+            return;
+        }
+        let numbers = exec::Host::state(&self.host).map(|st| st.layout.numbers.clone()).unwrap_or_default();
+        if let Some(w) = now.difference(&before).max_by_key(|w| numbers.get(w).map(|n| n.0)) {
+            self.input.warp = Some(Warp::NewWindow(*w));
+        }
     }
 
     /// The window the layout says has the focus.
@@ -340,6 +368,10 @@ impl Ui {
                 Some(((b.x0 + b.x1) / 2, b.y0 + line / 2))
             }
             Warp::Point(x, y) => Some((x, y)),
+            Warp::NewWindow(w) => {
+                let g = screen.window(w)?;
+                Some((g.layout_box.x1 + 3, g.tag_line.y1 + 3))
+            }
             Warp::Selection(w) => {
                 let frame = self.frame(Target::Body(w))?;
                 let q0 = {
@@ -402,6 +434,7 @@ impl Ui {
     pub fn woke(&mut self) -> bool {
         self.report_events();
         self.take_plumbed();
+        self.follow_new_window();
         let closed = self.host.att.is_closed();
         if closed && self.lost {
             // Gone again before it was welcomed: dial on.

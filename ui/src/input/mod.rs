@@ -232,6 +232,9 @@ pub enum Warp {
     /// To a point: down with a body its tag pushed down as it grew, so
     /// the pointer stays in the text it was in (acme's `winresize`).
     Point(i32, i32),
+    /// Just right of and below a new window's layout box, in its body
+    /// (acme's `coladd`: "near the button, but in the body").
+    NewWindow(WindowId),
 }
 
 /// Typing under way in a text since its last commit: it started at `q0`
@@ -515,6 +518,11 @@ impl Input {
     /// Whether a layout box is held down (the pointer is a box then).
     pub fn holding_box(&self) -> bool {
         self.held.is_some()
+    }
+
+    /// Whether a button is down (on a text or a layout box).
+    pub fn button_down(&self) -> bool {
+        self.held.is_some() || self.sweep.is_some()
     }
 
     /// The pointer moved to (`x`, `y`). Leaving a text ends its run of

@@ -162,5 +162,21 @@ fn without_a_window_manager_it_takes_keys_types_under_the_pointer_repaints_and_m
     );
     let (fx, fy) = frame.point_of(found).expect("the needle on the screen");
     wait_for("the pointer on the needle", || (pointer(&d) == (fx + 4, fy + m.line - 4)).then_some(()));
+
+    // B2 on the column's New: the new window is placed as acme's coladd
+    // places it, and the pointer goes just right of and below its box.
+    let tag = screen.columns[0].tag;
+    let (x, y) = (tag.x0 + 6, tag.y0 + m.line / 2);
+    d.xdotool(&["mousemove", "--window", &window, &x.to_string(), &y.to_string(), "click", "2"]);
+    let state = wait_for("a new window", || {
+        let st = d.state();
+        (st.layout.columns[0].windows.len() == 2).then_some(st)
+    });
+    let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());
+    let made = *screen.columns[0].windows.last().unwrap();
+    assert_ne!(made.id, id);
+    wait_for("the pointer in the new window", || {
+        (pointer(&d) == (made.layout_box.x1 + 3, made.tag_line.y1 + 3)).then_some(())
+    });
     let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("reflexes: {}\n", png.display()).as_bytes());
 }

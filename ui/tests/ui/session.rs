@@ -522,10 +522,23 @@ fn a_new_window_leaves_the_one_it_lands_on_the_lines_its_text_fills_as_acme_does
     assert_ne!(made, a.window);
     assert_eq!(screen.window(a.window).unwrap().body.height() / line, 1, "{col:?}");
     assert!(screen.window(made).unwrap().body.height() > col.area.height() / 2, "{col:?}");
-    // Again: the empty window keeps only its tag.
+    // The pointer goes just right of and below its layout box, into its
+    // body, so what is typed next goes there.
+    let g = *screen.window(made).unwrap();
+    assert_eq!(r.ui().take_warp(), Some((g.layout_box.x1 + 3, g.tag_line.y1 + 3)));
+    r.typed("typed");
+    let body = r.daemon_state().window(made).unwrap().body;
+    r.ui().settle().unwrap();
+    assert_eq!(r.daemon_state().buffer(body).unwrap().text.to_string(), "typed");
+    // Again, twice: the typed window keeps its line; an empty one only
+    // its tag.
     r.click_word(Some(ci), "New");
     let screen = r.ui().screen().unwrap();
-    assert_eq!(screen.window(made).unwrap().body.height() / line, 0);
+    let second = screen.columns[ci].windows.last().unwrap().id;
+    assert_eq!(screen.window(made).unwrap().body.height() / line, 1);
+    r.click_word(Some(ci), "New");
+    let screen = r.ui().screen().unwrap();
+    assert_eq!(screen.window(second).unwrap().body.height() / line, 0);
     assert_eq!(r.daemon_state().layout, r.ui().host.att.lock().node().unwrap().state.layout, "the daemon has it");
 }
 
