@@ -205,6 +205,63 @@ pub fn add(col: &Column, lines: Option<&Lines>, y: Option<u32>) -> (Vec<(WindowI
     }
 }
 
+/// Where a new window for the text of window `near` goes in `col`, as
+/// acme's `makenewwindow(t)` places a file button 3 opened: below the
+/// text of the window with the most empty lines, when that is more than
+/// 15 lines or (more than 3) half the biggest window; else half way down
+/// `near` (when it is in `col` and not much smaller than the biggest) or
+/// the biggest window. A new window of fewer than two lines is grown.
+/// What [`add`] returns; without `lines`, as [`add`] places it.
+pub fn add_near(col: &Column, lines: Option<&Lines>, near: WindowId) -> (Vec<(WindowId, Frac)>, Frac) {
+    let Some(l) = lines.filter(|l| l.line > 0 && l.height > 2 * l.line) else { return add(col, None, None) };
+    let drawn = l.drawn(col);
+    if drawn.is_empty() {
+        return add(col, lines, None);
+    }
+    let room = |d: &Drawn| l.max_lines(d);
+    let empty = |d: &Drawn| room(d).saturating_sub(l.filled(d.window, room(d)));
+    // `>=`: of equals, the one lower down.
+    let (mut big, mut emptiest) = (drawn[0], drawn[0]);
+    for d in &drawn[1..] {
+        if room(d) >= room(&big) {
+            big = *d;
+        }
+        if empty(d) >= empty(&emptiest) {
+            emptiest = *d;
+        }
+    }
+    let el = empty(&emptiest);
+    let y = if el > 15 || (el > 3 && el > room(&big).saturating_sub(1) / 2) {
+        emptiest.body + l.filled(emptiest.window, room(&emptiest)) * l.line
+    } else {
+        if let Some(n) = drawn.iter().find(|d| d.window == near) {
+            if n.bottom - n.top > 2 * (big.bottom - big.top) / 3 {
+                big = *n;
+            }
+        }
+        (big.top + big.bottom) / 2
+    };
+    let (mut moved, top) = add(col, lines, Some(y));
+    // Too small to show two lines: grown, as acme's colgrow does.
+    let mut after = col.clone();
+    for (w, t) in &moved {
+        if let Some(p) = after.windows.iter_mut().find(|p| p.window == *w) {
+            p.y = *t;
+        }
+    }
+    let new = WindowId(u64::MAX);
+    let at = after.windows.partition_point(|p| p.y <= top);
+    after.windows.insert(at, crate::layout::Placed { window: new, y: top });
+    let d = l.drawn(&after)[at];
+    if l.max_lines(&d) >= 2 {
+        return (moved, top);
+    }
+    let grown = grow(&after, new, Grow::Some, l.line_frac());
+    let top = grown.iter().find(|(w, _)| *w == new).map_or(top, |(_, t)| *t);
+    moved = grown.into_iter().filter(|(w, _)| *w != new).collect();
+    (moved, top)
+}
+
 /// Where a window dropped at `y` in `col` lands (acme's `coldragwin` then
 /// `coladd` at `y`): inside the window it falls on, below that window's
 /// top and above its bottom, so both keep some room; the top of an empty

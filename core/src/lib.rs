@@ -45,6 +45,7 @@ pub mod addr;
 pub mod buf;
 pub mod bytes;
 pub mod cols;
+pub mod ctlword;
 pub mod dump;
 pub mod ecmd;
 pub mod edit;

@@ -131,6 +131,19 @@ fn require_leader(node: &Node, shard: Shard) -> Result<()> {
 /// body (Zerox) starts with the tag of one already showing it, the text
 /// typed after its `|` included, as acme's `wininit` copies its clone's.
 pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<ColumnId>, name: &str) -> Result<NewWindow> {
+    new_window_near(node, body, column, name, None)
+}
+
+/// [`new_window`] for the text of window `near` (a file button 3 opened:
+/// acme's `makenewwindow(t)`): placed in the largest empty space of the
+/// column, else splitting `near` or the biggest window (`cols::add_near`).
+pub fn new_window_near(
+    node: &mut Node,
+    body: Option<BufferId>,
+    column: Option<ColumnId>,
+    name: &str,
+    near: Option<WindowId>,
+) -> Result<NewWindow> {
     require_leader(node, Shard::Layout)?;
     let layout = &node.state.layout;
     let focused = layout.focus.and_then(|w| layout.find(w)).map(|(ci, _)| layout.columns[ci].id);
@@ -139,7 +152,10 @@ pub fn new_window(node: &mut Node, body: Option<BufferId>, column: Option<Column
         None => layout.columns.last().map(|c| c.id).ok_or(Reject::NoColumn { column: ColumnId(0) })?,
     };
     let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
-    let (moved, y) = cols::add(col, node.lines.as_ref(), None);
+    let (moved, y) = match near {
+        Some(near) => cols::add_near(col, node.lines.as_ref(), near),
+        None => cols::add(col, node.lines.as_ref(), None),
+    };
     if let Some(b) = body {
         node.state.buffer(b)?;
         require_leader(node, Shard::Buffer(b))?;

@@ -165,7 +165,7 @@ pub fn deliver<H: Host>(h: &mut H, m: &Message) -> exec::Result<()> {
         Some(f) => m.path(f),
         None => untitled(&*h.state()?),
     };
-    let p = Proposal::CreateWindow { body: None, column: None, name: name.clone() };
+    let p = Proposal::CreateWindow { body: None, column: None, name: name.clone(), near: None };
     let Created::Window(made) = h.propose(p)?.created else {
         return Err(exec::ExecError::Host(format!("{name}: no window was made")));
     };

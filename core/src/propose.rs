@@ -110,10 +110,14 @@ pub enum Proposal {
         text: String,
     },
     /// A new window on `body` (or a new buffer named `name`) in `column`.
+    /// `near`: the window whose text asked for it (a file opened by
+    /// button 3, acme's `makenewwindow(t)`): in its column it goes into
+    /// the largest empty space, else splits that window or the biggest.
     CreateWindow {
         body: Option<BufferId>,
         column: Option<ColumnId>,
         name: String,
+        near: Option<WindowId>,
     },
     DeleteWindow {
         window: WindowId,
@@ -448,8 +452,8 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             }
             return Ok(Created::Buffer(id));
         }
-        Proposal::CreateWindow { body, column, name } => {
-            return make::new_window(node, *body, *column, name).map(Created::Window);
+        Proposal::CreateWindow { body, column, name, near } => {
+            return make::new_window_near(node, *body, *column, name, *near).map(Created::Window);
         }
         Proposal::DeleteWindow { window } => make::delete_window(node, *window)?,
         Proposal::MoveWindow { window, column, y } => make::move_window(node, *window, *column, *y)?,

@@ -104,7 +104,7 @@ pub fn load<H: Host>(h: &mut H, d: &Dump) -> Result<()> {
     for r in &d.windows {
         let column = columns.get(r.column.min(columns.len().saturating_sub(1))).copied();
         if r.kind == Kind::Command {
-            h.start(Some(&r.dir).filter(|d| !d.is_empty()).map(|s| s.as_str()), &r.command)?;
+            h.start(Some(&r.dir).filter(|d| !d.is_empty()).map(|s| s.as_str()), &r.command, None)?;
             continue;
         }
         let name = r.tag.split([' ', '\t', '\n']).next().unwrap_or_default().to_string();
@@ -115,7 +115,9 @@ pub fn load<H: Host>(h: &mut H, d: &Dump) -> Result<()> {
         if r.kind == Kind::Zerox && body.is_none() {
             continue;
         }
-        let Created::Window(w) = h.propose(Proposal::CreateWindow { body, column, name: name.clone() })?.created else {
+        let Created::Window(w) =
+            h.propose(Proposal::CreateWindow { body, column, name: name.clone(), near: None })?.created
+        else {
             continue;
         };
         match r.kind {

@@ -411,7 +411,7 @@ pub fn ctl_proposal(s: &Session, b: BufferId, msg: &BufferCtl) -> Result<Proposa
         BufferCtl::Dirty => Proposal::Dirty { buffer: b },
         BufferCtl::Undo => Proposal::Undo { buffer: b },
         BufferCtl::Redo => Proposal::Redo { buffer: b },
-        BufferCtl::Window => Proposal::CreateWindow { body: Some(b), column: None, name: String::new() },
+        BufferCtl::Window => Proposal::CreateWindow { body: Some(b), column: None, name: String::new(), near: None },
         BufferCtl::Get(_) | BufferCtl::Put { .. } => return Err(Error::HostService),
     };
     Ok(p)

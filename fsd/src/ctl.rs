@@ -72,6 +72,8 @@ pub enum Unfit {
     TermScrollback(u64),
     #[error("bad character in file name {0:?}: a name holds no control character")]
     BadName(String),
+    #[error("exec -f {0:?}: write a blank in a font's name as %20 and % as %25")]
+    BadFont(String),
 }
 
 /// Whether `name` may name a buffer through apex's own files: no control

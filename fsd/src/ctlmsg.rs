@@ -18,8 +18,9 @@ pub enum SessionCtl {
     Buffer(Option<String>),
     /// Delete the window with this acme number.
     DelWindow(u64),
-    /// Run a command in a directory.
-    Exec { dir: String, command: String },
+    /// Run a command in a directory: for the window with acme number
+    /// `window` ($winid, $% and $samfile), with `font` as $font.
+    Exec { dir: String, command: String, window: Option<u64>, font: Option<String> },
     /// End a process of the session.
     Kill(u64),
     /// A new terminal.
@@ -37,8 +38,14 @@ const VERBS: &[Verb<SessionCtl>] = &[
     },
     Verb {
         name: "exec",
-        args: &[Arg::Word("DIR"), Arg::Rest("COMMAND")],
-        make: |v| SessionCtl::Exec { dir: v[0].word(), command: v[1].word() },
+        args: &[Arg::FlagWord("-w", "N"), Arg::FlagWord("-f", "FONT"), Arg::Word("DIR"), Arg::Rest("COMMAND")],
+        make: |v| SessionCtl::Exec {
+            dir: v[2].word(),
+            command: v[3].word(),
+            // Checked by `parse_session`: a number, a decodable font.
+            window: v[0].optional().map(|n| n.parse().unwrap_or(u64::MAX)),
+            font: v[1].optional(),
+        },
     },
     Verb { name: "kill", args: &[Arg::Number("PID")], make: |v| SessionCtl::Kill(v[0].number().unwrap_or_default()) },
     Verb {
@@ -90,6 +97,14 @@ pub fn parse_session(text: &str, state: &State) -> Result<Vec<SessionCtl>, CtlEr
             SessionCtl::Exec { dir, .. } if !Path::new(dir).is_dir() => {
                 return Err(Unfit::NotADirectory(dir.clone()));
             }
+            SessionCtl::Exec { window: Some(n), .. }
+                if u32::try_from(*n).ok().and_then(|n| state.layout.window_numbered(AcmeNumber(n))).is_none() =>
+            {
+                return Err(Unfit::NoWindow(*n));
+            }
+            SessionCtl::Exec { font: Some(f), .. } if apex_core::ctlword::decode(f).is_none() => {
+                return Err(Unfit::BadFont(f.clone()));
+            }
             SessionCtl::Kill(pid) if !state.meta.processes.contains_key(pid) => {
                 return Err(Unfit::NoProcess(*pid));
             }
@@ -119,7 +134,7 @@ mod tests {
         apex_core::make::init_session(&mut node).unwrap();
         let got = parse_session("window /tmp/a\n\nbuffer\nexec / ls -l\n", &node.state).unwrap();
         assert_eq!(got[0], SessionCtl::Window(Some("/tmp/a".into())));
-        assert_eq!(got[2], SessionCtl::Exec { dir: "/".into(), command: "ls -l".into() });
+        assert_eq!(got[2], SessionCtl::Exec { dir: "/".into(), command: "ls -l".into(), window: None, font: None });
         let e = parse_session("window\nkill 99\n", &node.state).unwrap_err().to_string();
         assert!(e.starts_with("ctl line 2 (\"kill 99\"): kill: no process 99"), "{e}");
         let e = parse_session("window\nfrob\n", &node.state).unwrap_err().to_string();

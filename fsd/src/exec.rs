@@ -103,9 +103,11 @@ impl Host for DaemonHost {
         Ok(())
     }
 
-    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
+    fn start(&mut self, dir: Option<&str>, command: &str, window: Option<WindowId>) -> Result<(), ExecError> {
         let dir = host::run_dir(dir);
-        self.block(host::exec(&self.daemon, self.n, &dir, command)).map(|_| ())
+        let window = window.and_then(|w| self.state().ok()?.layout.numbers.get(&w).copied());
+        let env = host::CommandEnv { window, font: None };
+        self.block(host::exec(&self.daemon, self.n, &dir, command, &env)).map(|_| ())
     }
 
     fn kill(&mut self, pid: u64) -> Result<(), ExecError> {

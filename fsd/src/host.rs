@@ -12,7 +12,7 @@ use crate::daemon::Daemon;
 use crate::error::Error;
 use apex_core::meta::Process;
 use apex_core::{exec, look};
-use apex_core::{AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
+use apex_core::{AcmeNumber, AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
@@ -127,7 +127,7 @@ pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<
     if let Some(f) = found {
         return Ok(f);
     }
-    let p = Proposal::CreateWindow { body: None, column: None, name: name.to_string() };
+    let p = Proposal::CreateWindow { body: None, column: None, name: name.to_string(), near: None };
     match daemon.propose(session, &format!("window {name}"), p).await?.created {
         apex_core::propose::Created::Window(w) => Ok((w.window, w.body)),
         _ => Err(Error::NoErrorsWindow),
@@ -144,14 +144,57 @@ pub async fn append_output(daemon: &Daemon, session: u64, b: BufferId, text: &st
     }
 }
 
-/// Runs `command` with `sh -c` in `dir`; returns its pid. Output goes to
-/// `DIR/+Errors` as it comes; the exit is recorded in the metalog.
-pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str) -> Result<u32, Error> {
+/// What acme puts in a command's environment: the window it was executed
+/// in (`$winid`, and its file's name as `$%` and `$samfile`) and the font
+/// of the UI that ran it (`$font`).
+#[derive(Clone, Debug, Default)]
+pub struct CommandEnv {
+    pub window: Option<AcmeNumber>,
+    pub font: Option<String>,
+}
+
+impl CommandEnv {
+    /// Sets (or, with no window, unsets, as acme's `run` does, so none
+    /// comes from the daemon's own environment) each variable.
+    fn apply(&self, daemon: &Daemon, session: u64, cmd: &mut tokio::process::Command) {
+        let named = self.window.and_then(|n| {
+            daemon
+                .with_session(session, |s| -> Result<Option<String>, Error> {
+                    let st = &s.view.state;
+                    let Some(w) = st.layout.window_numbered(n) else { return Ok(None) };
+                    Ok(Some(st.buffer(st.window(w)?.body)?.name.clone()))
+                })
+                .ok()
+                .flatten()
+        });
+        match self.window {
+            Some(n) => cmd.env("winid", n.0.to_string()),
+            None => cmd.env_remove("winid"),
+        };
+        for var in ["%", "samfile"] {
+            match named.as_deref().filter(|n| !n.is_empty()) {
+                Some(name) => cmd.env(var, name),
+                None => cmd.env_remove(var),
+            };
+        }
+        cmd.env_remove("acmeaddr");
+        if let Some(font) = &self.font {
+            cmd.env("font", font);
+        }
+    }
+}
+
+/// Runs `command` with `sh -c` in `dir`, with `env` as acme sets it;
+/// returns its pid. Output goes to `DIR/+Errors` as it comes; the exit is
+/// recorded in the metalog.
+pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: &CommandEnv) -> Result<u32, Error> {
     exec::absolute("exec", dir)?;
     if !Path::new(dir).is_dir() {
         return Err(Unfit::NotADirectory(dir.to_string()).into());
     }
-    let mut child = tokio::process::Command::new("sh")
+    let mut cmd = tokio::process::Command::new("sh");
+    env.apply(daemon, session, &mut cmd);
+    let mut child = cmd
         .arg("-c")
         .arg(command)
         .current_dir(dir)

@@ -185,8 +185,18 @@ pub fn parse(text: &str, state: &State) -> Result<Proposal, ProposalError> {
             Proposal::CreateBuffer { name: args.first().unwrap_or(&"").to_string(), text: body.into() }
         }
         "window" => match args.len() {
-            0 => Proposal::CreateWindow { body: None, column: None, name: body.trim_end_matches('\n').into() },
-            1 => Proposal::CreateWindow { body: Some(buffer("window [BUFFER]")?), column: None, name: String::new() },
+            0 => Proposal::CreateWindow {
+                body: None,
+                column: None,
+                name: body.trim_end_matches('\n').into(),
+                near: None,
+            },
+            1 => Proposal::CreateWindow {
+                body: Some(buffer("window [BUFFER]")?),
+                column: None,
+                name: String::new(),
+                near: None,
+            },
             _ => return Err(usage("window [BUFFER]")),
         },
         "delwindow" => {

@@ -617,7 +617,7 @@ impl Link {
     fn recover_tails(&mut self) {
         for tail in std::mem::take(&mut self.pending_tails) {
             let name = recovered_name(&tail.name);
-            let id = self.propose(Proposal::CreateWindow { body: None, column: None, name });
+            let id = self.propose(Proposal::CreateWindow { body: None, column: None, name, near: None });
             self.recovering.insert(id, tail);
         }
     }

@@ -36,7 +36,7 @@ const H: i32 = 1080;
 
 fn window(node: &mut Node, column: usize, name: &str, body: Option<BufferId>) -> make::NewWindow {
     let column = Some(node.state.layout.columns[column].id);
-    let p = Proposal::CreateWindow { body, column, name: name.into() };
+    let p = Proposal::CreateWindow { body, column, name: name.into(), near: None };
     match propose::apply(node, &p).unwrap().created {
         Created::Window(w) => w,
         other => panic!("{other:?}"),

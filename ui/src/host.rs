@@ -46,6 +46,9 @@ pub struct UiHost {
     /// act on (`Ui::woke`); `wake` says one came.
     pub plumbed: Arc<Mutex<Vec<plumb::Message>>>,
     pub wake: Arc<tokio::sync::Notify>,
+    /// The font the UI draws bodies with, as named by `-f` or `$font`:
+    /// the commands it runs get it as `$font`, as acme's do.
+    pub font: Option<String>,
     /// The last regular expression an Edit used, which `//` means.
     last_pattern: Option<String>,
     /// A task is dialling the daemon again.
@@ -85,6 +88,7 @@ impl UiHost {
             wake: Arc::default(),
             dialling: Arc::default(),
             last_pattern: None,
+            font: None,
             frames: Default::default(),
         }
     }
@@ -347,9 +351,17 @@ impl Host for UiHost {
         self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
     }
 
-    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
+    fn start(&mut self, dir: Option<&str>, command: &str, window: Option<WindowId>) -> Result<(), ExecError> {
         let dir = dir.filter(|d| std::path::Path::new(d).is_dir()).map(str::to_string).unwrap_or_else(|| self.cwd());
-        self.write("ctl", &format!("exec {dir} {command}\n")).map_err(|e| host(format!("{command}: {e}")))
+        let number = window.and_then(|w| self.state().ok()?.layout.numbers.get(&w).map(|n| n.0));
+        let mut flags = String::new();
+        if let Some(n) = number {
+            flags += &format!("-w {n} ");
+        }
+        if let Some(font) = &self.font {
+            flags += &format!("-f {} ", apex_core::ctlword::encode(font));
+        }
+        self.write("ctl", &format!("exec {flags}{dir} {command}\n")).map_err(|e| host(format!("{command}: {e}")))
     }
 
     fn kill(&mut self, pid: u64) -> Result<(), ExecError> {

@@ -109,7 +109,11 @@ fn start_column(host: &UiHost, i: usize, path: &str) -> Option<apex_core::Column
 /// How many of the files named at start acme puts in a column.
 const START_PER_COLUMN: usize = 8;
 
-fn run(args: Args, started: Instant) -> Result<(), UiError> {
+fn run(mut args: Args, started: Instant) -> Result<(), UiError> {
+    // acme's default font is $font, when set.
+    if args.font.is_none() {
+        args.font = std::env::var("font").ok().filter(|f| !f.trim().is_empty());
+    }
     let fonts = fonts(&args)?;
     std::thread::spawn(apex_ui::fontconfig::warm);
     let address = match &args.addr {
@@ -153,11 +157,12 @@ fn run(args: Args, started: Instant) -> Result<(), UiError> {
             path.push('/');
         }
         let column = start_column(&host, i, &path);
-        if let Err(e) = exec::open_in(&mut host, &path, None, column) {
+        if let Err(e) = exec::open_in(&mut host, &path, None, column, None) {
             let _ = exec::warn(&mut host, None, &format!("{}: {e}\n", f.display()));
         }
     }
     host.listen_to_plumber();
+    host.font = args.font.clone();
     let title = format!("apex {}", args.session);
     let att = host.att.clone();
     let options = apex_ui::shell::Options { click_to_type: args.click_to_type, fonts, started };

@@ -110,7 +110,9 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, outcome: &e
     warn(h, window, &outcome.printed)?;
     for path in &outcome.open {
         match path.is_empty() {
-            true => h.propose(Proposal::CreateWindow { body: None, column: None, name: String::new() }).map(|_| ())?,
+            true => h
+                .propose(Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None })
+                .map(|_| ())?,
             false => open(h, path, None)?,
         }
     }

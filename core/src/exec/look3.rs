@@ -84,7 +84,7 @@ pub fn look_file_or_word<H: Host>(
     if file.starts_with('/') || dir.is_some() {
         let path = resolve(dir.as_deref(), file);
         if h.exists(&path) {
-            return open(h, &path, at);
+            return open_in(h, &path, at, None, Some(window));
         }
     }
     find_and_show(h, w, word.filter(|w| !w.trim().is_empty()).unwrap_or(text), from)
@@ -97,17 +97,24 @@ fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {
 /// Shows `path` in its window (made and loaded if there is none), at
 /// `address` if given (acme's `openfile`).
 pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()> {
-    open_in(h, path, address, None)
+    open_in(h, path, address, None, None)
 }
 
 /// [`open`], a new window going to `column` (else where
-/// `Proposal::CreateWindow` puts one).
-pub fn open_in<H: Host>(h: &mut H, path: &str, address: Option<&str>, column: Option<ColumnId>) -> Result<()> {
+/// `Proposal::CreateWindow` puts one), placed for the text of window
+/// `near` when the file was named there (acme's `makenewwindow(t)`).
+pub fn open_in<H: Host>(
+    h: &mut H,
+    path: &str,
+    address: Option<&str>,
+    column: Option<ColumnId>,
+    near: Option<WindowId>,
+) -> Result<()> {
     let found = look::window_named(&*h.state()?, path);
     let (window, body) = match found {
         Some(f) => f,
         None => {
-            let p = Proposal::CreateWindow { body: None, column, name: path.to_string() };
+            let p = Proposal::CreateWindow { body: None, column, name: path.to_string(), near };
             let Created::Window(made) = h.propose(p)?.created else {
                 return Err(ExecError::Host(format!("{path}: no window was made")));
             };

@@ -49,8 +49,10 @@ pub trait Host: Pipes {
     /// Writes `buffer` to `file` (its name if none) and marks it clean.
     fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError>;
     /// Starts `command` in `dir` (the host's own directory when `None` or
-    /// missing), its output going to `DIR/+Errors`; does not wait.
-    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError>;
+    /// missing), its output going to `DIR/+Errors`; does not wait. With
+    /// the window it was executed in, the command gets acme's `$winid`,
+    /// `$%` and `$samfile` (its number and file name).
+    fn start(&mut self, dir: Option<&str>, command: &str, window: Option<WindowId>) -> Result<(), ExecError>;
     /// Ends a process this session started.
     fn kill(&mut self, pid: u64) -> Result<(), ExecError>;
     /// Whether `path` names a file or directory on the host.
@@ -256,7 +258,7 @@ pub fn execute<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Resu
         Some(builtin) => run(h, builtin, &call),
         None => {
             let dir = dir_of(h, window)?;
-            h.start(dir.as_deref(), text.trim())
+            h.start(dir.as_deref(), text.trim(), window)
         }
     }
 }
@@ -441,8 +443,9 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
             if arg.is_empty() {
                 return Ok(());
             }
+            // acme's Local runs with no window: no $winid.
             let dir = dir_of(h, w.map(|w| w.id))?;
-            h.start(dir.as_deref(), arg)
+            h.start(dir.as_deref(), arg, None)
         }
         Cmd::Look => {
             let w = need()?;
@@ -455,13 +458,13 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
         Cmd::New => {
             let column = column_of(h, call, w);
             if arg.is_empty() {
-                let p = Proposal::CreateWindow { body: None, column, name: String::new() };
+                let p = Proposal::CreateWindow { body: None, column, name: String::new(), near: None };
                 return h.propose(p).map(|_| ());
             }
             let dir = dir_of(h, w.map(|w| w.id))?;
             for name in arg.split_whitespace() {
                 let path = resolve(dir.as_deref(), name);
-                open(h, &path, None)?;
+                open_in(h, &path, None, None, w.map(|w| w.id))?;
             }
             Ok(())
         }
@@ -469,7 +472,7 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
             let Created::Column(column) = h.propose(Proposal::CreateColumn { x: None })?.created else {
                 return Err(ExecError::Host("Newcol: no column was made".into()));
             };
-            let p = Proposal::CreateWindow { body: None, column: Some(column), name: String::new() };
+            let p = Proposal::CreateWindow { body: None, column: Some(column), name: String::new(), near: None };
             h.propose(p).map(|_| ())
         }
         Cmd::Get => {
@@ -521,7 +524,8 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
         Cmd::Zerox => {
             let w = need()?;
             let column = column_of(h, call, Some(w));
-            h.propose(Proposal::CreateWindow { body: Some(w.body), column, name: String::new() }).map(|_| ())
+            h.propose(Proposal::CreateWindow { body: Some(w.body), column, name: String::new(), near: None })
+                .map(|_| ())
         }
     }
 }
@@ -725,7 +729,10 @@ pub fn warn<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Result<
     let found = look::window_named(&*h.state()?, &name);
     let body = match found {
         Some((_, body)) => body,
-        None => match h.propose(Proposal::CreateWindow { body: None, column: None, name: name.clone() })?.created {
+        None => match h
+            .propose(Proposal::CreateWindow { body: None, column: None, name: name.clone(), near: None })?
+            .created
+        {
             Created::Window(made) => made.body,
             _ => return Err(ExecError::Host(format!("no window {name} was made"))),
         },

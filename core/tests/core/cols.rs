@@ -14,7 +14,10 @@ fn session() -> Node {
 
 fn new_window(n: &mut Node, column: usize) -> WindowId {
     let column = Some(n.state.layout.columns[column].id);
-    match propose::apply(n, &Proposal::CreateWindow { body: None, column, name: String::new() }).unwrap().created {
+    match propose::apply(n, &Proposal::CreateWindow { body: None, column, name: String::new(), near: None })
+        .unwrap()
+        .created
+    {
         Created::Window(w) => w.window,
         other => panic!("{other:?}"),
     }
@@ -289,4 +292,61 @@ fn hundreds_of_windows_placed_by_what_is_drawn_stay_ordered() {
         draw(&mut n);
         check(&n);
     }
+}
+
+fn new_window_near(n: &mut Node, column: usize, near: WindowId) -> WindowId {
+    let column = Some(n.state.layout.columns[column].id);
+    let p = Proposal::CreateWindow { body: None, column, name: String::new(), near: Some(near) };
+    match propose::apply(n, &p).unwrap().created {
+        Created::Window(w) => w.window,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn span(n: &Node, w: WindowId) -> (u32, u32) {
+    let c = &n.state.layout.columns[n.state.layout.find(w).unwrap().0];
+    let i = c.windows.iter().position(|p| p.window == w).unwrap();
+    (c.windows[i].y.0, c.windows.get(i + 1).map_or(Frac::ONE.0, |p| p.y.0))
+}
+
+#[test]
+fn a_file_opened_from_a_window_goes_into_the_most_empty_space_or_splits_as_acme_s_makenewwindow() {
+    let mut n = session();
+    // Two full windows, the upper one much bigger: a file opened from the
+    // lower one splits the bigger half way down (not the last window).
+    let upper = new_window(&mut n, 0);
+    fill(&mut n, upper, &"x\n".repeat(300));
+    let lower = new_window(&mut n, 0);
+    fill(&mut n, lower, &"x\n".repeat(300));
+    let col = n.state.layout.columns[0].id;
+    let arrange = Proposal::Arrange { column: col, tops: vec![(upper, Frac(0)), (lower, Frac(750_000))] };
+    propose::apply(&mut n, &arrange).unwrap();
+    draw(&mut n);
+    let opened = new_window_near(&mut n, 0, lower);
+    let (o0, o1) = span(&n, opened);
+    assert!(o0.abs_diff(375_000) < 20_000 && o1 == 750_000, "half way down the biggest: {o0}..{o1}");
+    // The new window is empty: the next goes into its empty space, below
+    // its (no) text, leaving it its tag.
+    draw(&mut n);
+    let next = new_window_near(&mut n, 0, lower);
+    draw(&mut n);
+    assert_eq!(body_lines(&n, opened), 0);
+    assert_eq!(span(&n, next).1, 750_000);
+    // An upper window with most of the column and only two lines of text:
+    // the new window goes right below its text.
+    let mut n = session();
+    let notes = new_window(&mut n, 0);
+    fill(&mut n, notes, "one\ntwo\n");
+    let other = new_window(&mut n, 0);
+    fill(&mut n, other, &"x\n".repeat(300));
+    let col = n.state.layout.columns[0].id;
+    let arrange = Proposal::Arrange { column: col, tops: vec![(notes, Frac(0)), (other, Frac(800_000))] };
+    propose::apply(&mut n, &arrange).unwrap();
+    draw(&mut n);
+    let opened = new_window_near(&mut n, 0, other);
+    draw(&mut n);
+    assert_eq!(body_lines(&n, notes), 2, "the notes keep their two lines");
+    assert!(body_lines(&n, opened) > 20, "the new window takes the empty space: {}", body_lines(&n, opened));
+    assert!(span(&n, opened).1 == span(&n, other).0, "above the other window");
+    check(&n);
 }

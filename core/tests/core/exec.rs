@@ -14,6 +14,8 @@ struct Machine {
     files: BTreeMap<String, Vec<u8>>,
     /// Requests to the host, in order: `get B FILE`, `start DIR CMD`...
     asked: Vec<String>,
+    /// The $winid each `start` was given (its window's number).
+    winids: Vec<Option<u32>>,
 }
 
 struct TestHost {
@@ -61,7 +63,9 @@ impl Host for TestHost {
         self.machine.files.insert(name, buf.text.to_string().into_bytes());
         self.propose(Proposal::Clean { buffer: b }).map(|_| ())
     }
-    fn start(&mut self, dir: Option<&str>, command: &str) -> Result<(), ExecError> {
+    fn start(&mut self, dir: Option<&str>, command: &str, window: Option<WindowId>) -> Result<(), ExecError> {
+        let winid = window.and_then(|w| self.node.state.layout.numbers.get(&w).map(|n| n.0));
+        self.machine.winids.push(winid);
         self.machine.asked.push(format!("start {} {command}", dir.unwrap_or("-")));
         Ok(())
     }
@@ -105,8 +109,10 @@ fn host() -> TestHost {
 
 impl TestHost {
     fn window(&mut self, name: &str, text: &str) -> NewWindow {
-        let Created::Window(w) =
-            self.propose(Proposal::CreateWindow { body: None, column: None, name: name.into() }).unwrap().created
+        let Created::Window(w) = self
+            .propose(Proposal::CreateWindow { body: None, column: None, name: name.into(), near: None })
+            .unwrap()
+            .created
         else {
             panic!("a window")
         };
@@ -385,6 +391,9 @@ fn commands_local_kill_exit_and_abort_ask_the_host() {
     exec::execute(&mut h, Some(w.window), "ls -l").unwrap();
     h.run("Local", Some(&w), "mk").unwrap();
     assert_eq!(h.machine.asked, vec!["start /home/glenda/src ls -l", "start /home/glenda/src mk"]);
+    // A command gets its window's $winid; Local's none (acme's run(nil)).
+    let number = h.node.state.layout.numbers[&w.window].0;
+    assert_eq!(h.machine.winids, vec![Some(number), None]);
     let process = |command: &str| meta::Process {
         owner: AttachmentId::SERVER,
         command: command.into(),
@@ -571,7 +580,7 @@ fn a_new_window_goes_to_the_column_last_clicked_and_a_zerox_keeps_the_tag_typed(
     let unnamed = h.window("", "");
     assert_eq!(cursor(&h, unnamed.tag, unnamed.window), 0);
     // A window clicked in the first column: new ones go there.
-    let p = Proposal::CreateWindow { body: None, column: Some(first), name: "/tmp/b".into() };
+    let p = Proposal::CreateWindow { body: None, column: Some(first), name: "/tmp/b".into(), near: None };
     let Created::Window(b) = h.propose(p).unwrap().created else { panic!("a window") };
     h.propose(Proposal::Focus { window: b.window }).unwrap();
     let c = h.window("/tmp/c", "c\n");

@@ -95,7 +95,7 @@ fn windows_get_acme_numbers_in_order_never_reused() {
     let (mut n, b) = setup();
     let mk = |n: &mut Node, body| match propose::apply(
         n,
-        &Proposal::CreateWindow { body, column: None, name: "/tmp/a".into() },
+        &Proposal::CreateWindow { body, column: None, name: "/tmp/a".into(), near: None },
     )
     .unwrap()
     .created
@@ -138,9 +138,12 @@ fn windows_get_acme_numbers_in_order_never_reused() {
 #[test]
 fn select_and_exec_proposals_name_their_version() {
     let (mut n, b) = setup();
-    let w = match propose::apply(&mut n, &Proposal::CreateWindow { body: Some(b), column: None, name: String::new() })
-        .unwrap()
-        .created
+    let w = match propose::apply(
+        &mut n,
+        &Proposal::CreateWindow { body: Some(b), column: None, name: String::new(), near: None },
+    )
+    .unwrap()
+    .created
     {
         Created::Window(w) => w,
         other => panic!("{other:?}"),
@@ -195,7 +198,7 @@ fn splices_apply_as_one_undo_group_rebased_or_not_at_all() {
 fn tags_follow_the_buffer_as_acme_s_winsettag() {
     let mut n = Node::server();
     make::init_session(&mut n).unwrap();
-    let p = Proposal::CreateWindow { body: None, column: None, name: "/tmp/t.c".into() };
+    let p = Proposal::CreateWindow { body: None, column: None, name: "/tmp/t.c".into(), near: None };
     let Created::Window(w) = propose::apply(&mut n, &p).unwrap().created else { panic!("a window") };
     let tag = |n: &Node| n.state.buffer(w.tag).unwrap().text.to_string();
     assert_eq!(tag(&n), "/tmp/t.c Del Snarf | Look ");
@@ -231,7 +234,7 @@ fn the_event_reader_turns_a_file_windows_menu_off_and_on() {
     make::init_session(&mut n).unwrap();
     let mut window = |name: &str| match propose::apply(
         &mut n,
-        &Proposal::CreateWindow { body: None, column: None, name: name.into() },
+        &Proposal::CreateWindow { body: None, column: None, name: name.into(), near: None },
     )
     .unwrap()
     .created

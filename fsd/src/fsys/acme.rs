@@ -166,7 +166,7 @@ fn selection(s: &Session, w: &Win) -> srv::Result<(Range, u64)> {
 impl Fsys {
     /// Makes a window through `new` and returns its directory.
     pub(super) async fn acme_new(&self, n: u64) -> srv::Result<Place> {
-        let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
+        let p = Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None };
         match self.daemon.propose(n, "acme/new", p).await?.created {
             Created::Window(w) => Ok(Place::Win(n, w.number.0)),
             _ => Err("acme/new: no window was made".into()),

@@ -30,7 +30,7 @@ pub fn content(s: &Session, b: BufferId, file: BufferFile) -> srv::Result<Made> 
 impl Fsys {
     /// Opening `buffers/new` makes a window; the fid reads its body's number.
     pub(super) async fn buffers_new(&self, n: u64) -> srv::Result<Opened> {
-        let p = Proposal::CreateWindow { body: None, column: None, name: String::new() };
+        let p = Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None };
         let made = self.daemon.propose(n, "buffers/new", p).await?;
         let body = match made.created {
             apex_core::propose::Created::Window(w) => w.body,

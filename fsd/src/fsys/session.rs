@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::host;
 use crate::session::Session;
 use crate::tables::{self, MetaTable};
-use apex_core::Proposal;
+use apex_core::{AcmeNumber, Proposal};
 use apex_ninep::srv;
 
 /// A session file's content now.
@@ -98,7 +98,13 @@ impl Fsys {
             let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };
             match msg {
                 SessionCtl::Window(name) => {
-                    propose(Proposal::CreateWindow { body: None, column: None, name: name.unwrap_or_default() }).await?
+                    propose(Proposal::CreateWindow {
+                        body: None,
+                        column: None,
+                        name: name.unwrap_or_default(),
+                        near: None,
+                    })
+                    .await?
                 }
                 SessionCtl::Buffer(name) => {
                     propose(Proposal::CreateBuffer { name: name.unwrap_or_default(), text: String::new() }).await?
@@ -111,7 +117,12 @@ impl Fsys {
                     let window = self.daemon.look(n, numbered)?.ok_or_else(|| format!("ctl: no window {num}"))?;
                     propose(Proposal::DeleteWindow { window }).await?
                 }
-                SessionCtl::Exec { dir, command } => host::exec(&self.daemon, n, &dir, &command).await.map(|_| ())?,
+                SessionCtl::Exec { dir, command, window, font } => {
+                    let font = font.and_then(|f| apex_core::ctlword::decode(&f));
+                    let window = window.and_then(|w| u32::try_from(w).ok()).map(AcmeNumber);
+                    let env = host::CommandEnv { window, font };
+                    host::exec(&self.daemon, n, &dir, &command, &env).await.map(|_| ())?
+                }
                 SessionCtl::Kill(pid) => host::kill(&self.daemon, n, pid)?,
                 SessionCtl::Term(spec) => {
                     let id = crate::term::drive::start(&self.daemon, n, spec)?;

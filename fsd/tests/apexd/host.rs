@@ -102,6 +102,34 @@ async fn get_put_exec_and_kill() {
     c.clunk(meta.fid).await.unwrap();
     assert!(log.contains("\"ProcessExit\"") && log.contains("\"status\":3"), "{log}");
 
+    // acme's environment: $winid, $% and $samfile for the window the
+    // command ran from, $font for the UI's font (a blank written %20);
+    // without a window, none (not the daemon's own).
+    let named = work.join("notes.txt").display().to_string();
+    let window = write(&c, root, "main/ctl", &format!("window {named}")).await.map(|_| ());
+    window.unwrap();
+    let index = text(read(&c, root, "main/acme/index").await.unwrap());
+    let number = index.lines().find(|l| l.contains(&named)).and_then(|l| l.split_whitespace().next()).unwrap();
+    let shown = work.join("env.out");
+    // sh passes no variable named % on to what it runs: the shell's own
+    // environment is read.
+    let env = format!(
+        "tr '\\0' '\\n' < /proc/$$/environ | grep -E '^(winid|%|samfile|font)=' | LC_ALL=C sort > {}",
+        shown.display()
+    );
+    write(&c, root, "main/ctl", &format!("exec -w {number} -f Go%20Regular%2011 {dir} {env}")).await.unwrap();
+    let want = format!("%={named}\nfont=Go Regular 11\nsamfile={named}\nwinid={number}\n");
+    eventually("the command's environment", || async { std::fs::read_to_string(&shown).is_ok_and(|s| s == want) })
+        .await;
+    std::fs::remove_file(&shown).unwrap();
+    let env = env.replace("|font", "");
+    write(&c, root, "main/ctl", &format!("exec {dir} {env}")).await.unwrap();
+    eventually("no window's", || async { std::fs::read_to_string(&shown).is_ok_and(|s| s.is_empty()) }).await;
+    let e = write(&c, root, "main/ctl", &format!("exec -w 9999 {dir} true")).await.unwrap_err();
+    assert!(e.to_string().contains("no window 9999"), "{e}");
+    let e = write(&c, root, "main/ctl", &format!("exec -f 50% {dir} true")).await.unwrap_err();
+    assert!(e.to_string().contains("%20"), "{e}");
+
     // kill: a long command ends by SIGTERM.
     write(&c, root, "main/ctl", &format!("exec {dir} sleep 60")).await.unwrap();
     let procs = text(read(&c, root, "main/meta/processes").await.unwrap());

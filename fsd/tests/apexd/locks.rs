@@ -98,7 +98,8 @@ async fn deleting_a_session_answers_the_proposals_waiting_in_it() {
     let waiting = {
         let tree = tree.clone();
         tokio::spawn(async move {
-            let p = apex_core::Proposal::CreateWindow { body: None, column: None, name: "/tmp/never".into() };
+            let p =
+                apex_core::Proposal::CreateWindow { body: None, column: None, name: "/tmp/never".into(), near: None };
             tree.daemon.propose(main, "a window", p).await
         })
     };

@@ -24,7 +24,7 @@ impl Rig {
         let mut node = Node::server();
         make::init_session(&mut node).unwrap();
         let column = Some(node.state.layout.columns[0].id);
-        let p = Proposal::CreateWindow { body: None, column, name: "/tmp/input.txt".into() };
+        let p = Proposal::CreateWindow { body: None, column, name: "/tmp/input.txt".into(), near: None };
         let Created::Window(w) = propose::apply(&mut node, &p).unwrap().created else { panic!("a window") };
         if !text.is_empty() {
             let p = Proposal::Insert { buffer: w.body, version: 0, q0: 0, text: text.into(), origin: Origin::Keyboard };

@@ -24,7 +24,9 @@ struct Scene {
 fn window(node: &mut Node, column: usize, name: &str, text: &str) -> make::NewWindow {
     let column = Some(node.state.layout.columns[column].id);
     let Created::Window(w) =
-        propose::apply(node, &Proposal::CreateWindow { body: None, column, name: name.into() }).unwrap().created
+        propose::apply(node, &Proposal::CreateWindow { body: None, column, name: name.into(), near: None })
+            .unwrap()
+            .created
     else {
         panic!("a window")
     };
@@ -46,7 +48,7 @@ fn scene() -> Scene {
     let right = window(&mut node, 1, "/tmp/right.txt", "changed text\n");
     let Created::Window(z) = propose::apply(
         &mut node,
-        &Proposal::CreateWindow { body: Some(right.body), column: None, name: String::new() },
+        &Proposal::CreateWindow { body: Some(right.body), column: None, name: String::new(), near: None },
     )
     .unwrap()
     .created

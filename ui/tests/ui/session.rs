@@ -543,6 +543,20 @@ fn a_new_window_leaves_the_one_it_lands_on_the_lines_its_text_fills_as_acme_does
 }
 
 #[test]
+fn a_command_gets_acme_s_winid_and_the_ui_s_font() {
+    let mut r = Rig::start("session-env", true);
+    r.ui().host.font = Some("Go Regular 11".into());
+    let f = r.ns.join("notes.txt");
+    std::fs::write(&f, "notes\n").unwrap();
+    let a = r.open(&f.display().to_string());
+    r.ui().paint();
+    r.run(a, "printenv winid font >env.out");
+    let out = r.ns.join("env.out");
+    let want = format!("{}\nGo Regular 11\n", a.number);
+    wait_for("the command's environment", || std::fs::read_to_string(&out).ok().filter(|s| *s == want));
+}
+
+#[test]
 fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
     let mut r = Rig::start("session-plumb", true);
     let go = r.ns.join("file.go");
