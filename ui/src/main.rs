@@ -32,6 +32,10 @@ struct Args {
     /// The fixed-width font, named as for -f ('DejaVu Sans Mono 10').
     #[arg(short = 'F', value_name = "FIXEDFONT")]
     fixed_font: Option<String>,
+    /// Columns a new session starts with (acme's -c; a session that has
+    /// windows keeps its own).
+    #[arg(short = 'c', value_name = "NCOL", value_parser = clap::value_parser!(u16).range(1..=64))]
+    columns: Option<u16>,
     /// Files and directories to open in windows.
     files: Vec<PathBuf>,
 }
@@ -106,6 +110,25 @@ fn start_column(host: &UiHost, i: usize, path: &str) -> Option<apex_core::Column
     c.map(|c| c.id)
 }
 
+/// acme's `-c`: a session with no windows yet gets `n` columns (made as
+/// `Newcol` makes them, or empty ones taken away from the right).
+fn set_columns(host: &mut UiHost, n: usize) -> Result<(), exec::ExecError> {
+    let (fresh, have) = {
+        let st = exec::Host::state(host)?;
+        (st.windows.is_empty(), st.layout.columns.iter().map(|c| c.id).collect::<Vec<_>>())
+    };
+    if !fresh {
+        return Ok(());
+    }
+    for _ in have.len()..n {
+        exec::Host::propose(host, apex_core::Proposal::CreateColumn { x: None })?;
+    }
+    for column in have.iter().skip(n).rev() {
+        exec::Host::propose(host, apex_core::Proposal::DeleteColumn { column: *column })?;
+    }
+    Ok(())
+}
+
 /// How many of the files named at start acme puts in a column.
 const START_PER_COLUMN: usize = 8;
 
@@ -150,6 +173,9 @@ fn run(mut args: Args, started: Instant) -> Result<(), UiError> {
         Ok::<_, UiError>(att)
     })?;
     let mut host = UiHost::new(att, &address, &session, rt.handle().clone(), apex_ninep::ns::namespace_dir(None));
+    if let Some(n) = args.columns {
+        set_columns(&mut host, n.into())?;
+    }
     let cwd = std::env::current_dir().map_err(UiError::Cwd)?;
     for (i, f) in args.files.iter().enumerate() {
         let mut path = cwd.join(f).display().to_string();

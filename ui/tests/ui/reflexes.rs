@@ -180,3 +180,31 @@ fn without_a_window_manager_it_takes_keys_types_under_the_pointer_repaints_and_m
     });
     let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("reflexes: {}\n", png.display()).as_bytes());
 }
+
+/// acme's `-c`: a new session starts with that many columns, each made as
+/// `Newcol` makes one (at three fifths of the last); a session that has
+/// windows keeps its own.
+#[test]
+fn dash_c_gives_a_new_session_its_columns() {
+    let Some(mut d) = desk("columns") else { return };
+    sibling("apexd");
+    let file = d.ns.join("f.txt");
+    std::fs::write(&file, "f\n").unwrap();
+    let dash = std::path::Path::new;
+    d.start_ui(&[dash("-c"), dash("4"), &file]);
+    let state = wait_for("four columns and the file's window", || {
+        let st = d.state();
+        (st.layout.columns.len() == 4 && !st.windows.is_empty()).then_some(st)
+    });
+    let xs: Vec<u32> = state.layout.columns.iter().map(|c| c.x.0).collect();
+    // Each new column starts three fifths into the one before it.
+    for i in 2..4 {
+        let (a, b) = (xs[i - 1], xs[i]);
+        let want = a + 3 * (apex_core::Frac::ONE.0 - a) / 5;
+        assert!(b.abs_diff(want) <= 1, "column {i} at {b}, want {want}: {xs:?}");
+    }
+    // Once it has windows, a session keeps its columns (the UI sets them
+    // before it shows its window).
+    d.start_ui(&[dash("-c"), dash("1")]);
+    assert_eq!(d.state().layout.columns.len(), 4);
+}
