@@ -81,13 +81,16 @@ pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId, at_end
 }
 
 /// Lays out a fresh session: the layout shard, the top row's tag and two
-/// columns, as acme starts. The node becomes the layout's leader.
+/// columns, as acme starts (`rowadd` twice: the second three fifths
+/// across). The node becomes the layout's leader.
 pub fn init_session(node: &mut Node) -> Result<()> {
     node.create_shard(Shard::Layout)?;
     let tag = text_buffer(node, "", ROW_TAG, ViewId::TopRow, true)?;
     node.append(Shard::Layout, Op::Layout(LayoutOp::RowTag { tag }))?;
-    add_column(node, Frac::ZERO)?;
-    add_column(node, Frac(Frac::ONE.0 / 2))?;
+    for _ in 0..2 {
+        let x = cols::new_column_x(&node.state.layout);
+        add_column(node, x)?;
+    }
     Ok(())
 }
 

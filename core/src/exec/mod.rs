@@ -247,7 +247,12 @@ fn host(e: impl std::fmt::Display) -> ExecError {
 }
 
 /// Runs `text` as B2 does: a built-in by its first word, any other text as
-/// a command in the window's directory.
+/// a command in the window's directory. A command that starts with `|`,
+/// `<` or `>` works on the selection of the window (else of the window
+/// last clicked), as acme runs it with `rdsel` and `wrsel`: `|` replaces
+/// the selection with what the command makes of it, `<` with what the
+/// command prints, `>` sends it to the command, whose output goes to
+/// `+Errors`; so, Edit's `|`, `<` and `>` on dot.
 pub fn execute<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Result<()> {
     let (word, arg) = look::split_command(text);
     if word.is_empty() {
@@ -256,6 +261,17 @@ pub fn execute<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Resu
     let call = Call { window, column: None, arg: arg.to_string() };
     match lookup(word) {
         Some(builtin) => run(h, builtin, &call),
+        None if text.trim_start().starts_with(['|', '<', '>']) => {
+            let on = match window {
+                Some(w) => Some(w),
+                None => h.state()?.layout.focus,
+            };
+            match on {
+                Some(w) => edit::edit(h, Some(w), text.trim()),
+                // acme runs it with nothing to read or replace.
+                None => h.start(None, text.trim()[1..].trim_start(), None),
+            }
+        }
         None => {
             let dir = dir_of(h, window)?;
             h.start(dir.as_deref(), text.trim(), window)

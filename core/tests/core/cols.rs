@@ -350,3 +350,10 @@ fn a_file_opened_from_a_window_goes_into_the_most_empty_space_or_splits_as_acme_
     assert!(span(&n, opened).1 == span(&n, other).0, "above the other window");
     check(&n);
 }
+
+#[test]
+fn a_new_session_has_acme_s_two_columns_the_second_three_fifths_across() {
+    let n = session();
+    let xs: Vec<u32> = n.state.layout.columns.iter().map(|c| c.x.0).collect();
+    assert_eq!(xs, vec![0, 600_000]);
+}

@@ -618,3 +618,28 @@ fn edit_patterns_carry_over_and_a_mistake_changes_nothing() {
     h.run("Edit", Some(&a), ",x//d").unwrap();
     assert_eq!(h.text(a.body), "topx\n\n");
 }
+
+#[test]
+fn pipe_commands_work_on_the_selection_as_acme_s_rdsel_and_wrsel() {
+    let mut h = host();
+    let a = h.window("/tmp/a", "keep sel keep");
+    h.select(&a, 5, 8);
+    // `|cmd`: the selection through the command, replaced by its output.
+    exec::execute(&mut h, Some(a.window), "|tr a-z A-Z").unwrap();
+    assert_eq!(h.text(a.body), "keep SEL keep");
+    assert!(h.machine.asked.contains(&"pipe tr a-z A-Z".to_string()), "{:?}", h.machine.asked);
+    // `>cmd`: the selection to the command, its output to +Errors.
+    exec::execute(&mut h, Some(a.window), ">wc").unwrap();
+    assert_eq!(h.text(a.body), "keep SEL keep");
+    let (_, errors) = h.window_named("/tmp/+Errors").expect("+Errors");
+    assert_eq!(h.text(errors), "SEL");
+    // `<cmd`: the selection replaced by what the command prints.
+    exec::execute(&mut h, Some(a.window), "<date").unwrap();
+    assert_eq!(h.text(a.body), "keep  keep");
+    // From no window: the window last clicked.
+    h.select(&a, 0, 4);
+    propose::apply(&mut h.node, &Proposal::Focus { window: a.window }).unwrap();
+    exec::execute(&mut h, None, "|tr a-z A-Z").unwrap();
+    assert_eq!(h.text(a.body), "KEEP  keep");
+    assert!(!h.machine.asked.iter().any(|a| a.starts_with("start")), "{:?}", h.machine.asked);
+}
