@@ -148,11 +148,19 @@ impl Input {
 
     pub(super) fn key_in(&mut self, k: Key, cx: &mut Ctx) -> Result<(), InputError> {
         let Some((t, b, q0, q1)) = self.typing_target(cx) else { return Ok(()) };
-        let buf = cx.node.state.buffer(b)?;
-        let len = buf.len();
-        let buf_text = buf.text.clone();
+        let len = cx.node.state.buffer(b)?.len();
         // A watching UI's predicted cursor may be past the text it has.
         let (q0, q1) = (q0.min(len), q1.min(len));
+        // An erasing key with a selection cuts it first, into the snarf
+        // buffer, and then erases as it would from the selection's start,
+        // all one step (acme's `texttype` cuts before it looks at the key,
+        // under the key's `seq`): its range runs to the selection's end.
+        if q0 < q1 && matches!(k, Key::Backspace | Key::Ctrl('h' | 'w' | 'u')) {
+            let cut = cx.slice(t, q0, q1);
+            cx.snarf(cut)?;
+        }
+        let buf = cx.node.state.buffer(b)?;
+        let buf_text = buf.text.clone();
         let at = |q: u64| buf.text.char(q as usize);
         let line_start = |q: u64| look::show_origin(buf, q);
         let line_end = |q: u64| {
@@ -162,14 +170,7 @@ impl Input {
             }
             e
         };
-        // Erasing keys take the selection if there is one.
-        let erase = |from: u64| -> (u64, u64) {
-            if q0 < q1 {
-                (q0, q1)
-            } else {
-                (from, q0)
-            }
-        };
+        let erase = |from: u64| -> (u64, u64) { (from, q1) };
         // Keys that move the cursor or act on the text commit the run of
         // typing (acme's `typecommit`); scrolling keys leave it going.
         if !matches!(k, Key::Up | Key::Down | Key::PageUp | Key::PageDown) && !k.erases() {

@@ -316,6 +316,25 @@ fn one_undo_takes_back_what_one_acme_undo_does() {
     undo(&mut r);
     assert_eq!(r.text(), "one two\n");
 
+    // An erasing key over a selection cuts it (snarfed) and erases on
+    // from its start, one step (acme's texttype: the cut under the key's
+    // own seq), checked side by side: `line` selected in `one line`, then
+    // Backspace, leaves `one`.
+    for (k, left) in [(Key::Backspace, "one\n"), (Key::Ctrl('w'), "\n"), (Key::Ctrl('u'), "\n")] {
+        let mut r = Rig::new("one line\n");
+        let (x0, y) = r.point(4);
+        let (x1, _) = r.point(8);
+        r.send(Event::Press { button: 1, x: x0, y });
+        r.send(Event::Motion { x: x1, y });
+        r.send(Event::Release { button: 1, x: x1, y });
+        assert_eq!(r.sel(), (4, 8));
+        r.key(k);
+        assert_eq!(r.text(), left, "{k:?}");
+        assert_eq!(r.node.state.layout.snarf, "line", "{k:?}: the selection is snarfed");
+        undo(&mut r);
+        assert_eq!(r.text(), "one line\n", "{k:?}: one step");
+    }
+
     // Esc's cut is a step; typing after it another.
     let mut r = Rig::new("x\n");
     r.click(1);
