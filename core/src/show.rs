@@ -52,6 +52,62 @@ pub fn back_lines(text: &Text, mut p: u64, n: u32) -> u64 {
     p
 }
 
+/// Where `q` is as acme's Get remembers a view's places across the new
+/// text (`nlcount`): the newlines from `from` to it, and the runes after
+/// the last of them (from `from` when there is none).
+pub fn line_place(text: &Text, from: u64, q: u64) -> (u64, u64) {
+    let (mut lines, mut runes) = (0, 0);
+    let n = q.saturating_sub(from) as usize;
+    for c in text.rope().chars_at((from as usize).min(text.len_chars())).take(n) {
+        match c {
+            '\n' => (lines, runes) = (lines + 1, 0),
+            _ => runes += 1,
+        }
+    }
+    (lines, runes)
+}
+
+/// The rune `lines` newlines and then `runes` runes on from rune `from`
+/// of `text`, the runes stopping at the line's end and everything at the
+/// text's (`nlcounttopos`). A plain string: a Get places views in the
+/// text it read before it becomes the buffer's.
+pub fn line_pos_in(text: &str, from: u64, (lines, runes): (u64, u64)) -> u64 {
+    let mut q = from;
+    let mut chars = text.chars().skip(from as usize).peekable();
+    let mut left = lines;
+    while left > 0 {
+        let Some(c) = chars.next() else { return q };
+        q += 1;
+        if c == '\n' {
+            left -= 1;
+        }
+    }
+    let mut left = runes;
+    while left > 0 && chars.peek().is_some_and(|c| *c != '\n') {
+        chars.next();
+        q += 1;
+        left -= 1;
+    }
+    q
+}
+
+/// An origin in the middle of a line moved on to the next line's start,
+/// looking at most 256 runes ahead (acme's inexact `textsetorigin`).
+pub fn next_line_start(text: &str, org: u64) -> u64 {
+    let mut chars = text.chars().skip((org as usize).saturating_sub(1));
+    if org == 0 || chars.next().is_none_or(|c| c == '\n') {
+        return org;
+    }
+    let mut q = org;
+    for c in chars.take(256) {
+        q += 1;
+        if c == '\n' {
+            break;
+        }
+    }
+    q
+}
+
 /// Where to put the origin so that `q` is shown (acme's `textshow`):
 /// `None` when it is shown already (the end of the text counts when it
 /// is on a line the frame shows); else a quarter of the frame above it,
@@ -87,6 +143,20 @@ mod tests {
 
     fn text(s: &str) -> Text {
         Text::from(s)
+    }
+
+    #[test]
+    fn places_by_lines_and_runes_come_back_in_another_text() {
+        let old = text("one\ntwo\nthree\n");
+        assert_eq!(line_place(&old, 0, 10), (2, 2), "th|ree");
+        assert_eq!(line_place(&old, 8, 10), (0, 2));
+        let new = "1\n2\nthr\n";
+        assert_eq!(line_pos_in(new, 0, (2, 2)), 6);
+        assert_eq!(line_pos_in(new, 0, (2, 9)), 7, "the runes stop at the line's end");
+        assert_eq!(line_pos_in(new, 0, (9, 0)), 8, "the lines at the text's");
+        assert_eq!(line_pos_in(new, 6, (0, 1)), 7);
+        assert_eq!(next_line_start(new, 5), 8, "mid-line: on to the next line");
+        assert_eq!(next_line_start(new, 4), 4);
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::op::{Origin, WindowFlags};
 use crate::propose::{Applied, Created, Proposal};
 use crate::row;
 use crate::shard::ViewId;
+use crate::show;
 use crate::state::State;
 use std::ops::Deref;
 
@@ -606,7 +607,9 @@ pub fn file_or_name(what: &'static str, file: Option<String>, name: &str) -> Res
 /// What a Get that read `text` from `file` into buffer `b` proposes, in
 /// order (acme's `get`): the text replaced unless it is already the same,
 /// the buffer named `file` if the Get named one, marked clean, and its
-/// undo history forgotten. Whoever
+/// undo history forgotten; a Get of its own file then puts each window's
+/// selection and origin back by lines and runes, as acme's does, so the
+/// window stays where it was. Whoever
 /// read the file (the daemon, or a UI on its machine) proposes these.
 pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: String) -> Vec<Proposal> {
     // Compared piece by piece: no second copy of a big file.
@@ -614,6 +617,25 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
     let same = rope.len_bytes() == text.len() && *rope == text.as_str();
     let (version, len) = (buf.version, buf.len());
     let origin = Origin::OtherFile;
+    let renamed = named && buf.name != file;
+    // Each window's selection and origin in the new text, at the same
+    // lines and runes (acme's get, for a file read again under its name).
+    let kept: Vec<(ViewId, u64, u64, u64)> = match (same, renamed) {
+        // From or to an empty text everything is at the start.
+        (false, false) if len > 0 && !text.is_empty() => {
+            let t = &buf.text;
+            let windows = buf.views.iter().filter(|(v, _)| matches!(v, ViewId::WindowBody(_)));
+            windows
+                .map(|(v, at)| {
+                    let q0 = show::line_pos_in(&text, 0, show::line_place(t, 0, at.q0));
+                    let q1 = show::line_pos_in(&text, q0, show::line_place(t, at.q0, at.q1));
+                    let org = show::line_pos_in(&text, 0, show::line_place(t, 0, at.org));
+                    (*v, q0, q1, show::next_line_start(&text, org))
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let mut out = Vec::with_capacity(3);
     if !same {
         out.push(match (len, text.is_empty()) {
@@ -622,7 +644,6 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
             _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text, origin },
         });
     }
-    let renamed = named && buf.name != file;
     if renamed {
         out.push(Proposal::Name { buffer: b, name: file.to_string() });
     }
@@ -630,6 +651,11 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
     // acme's get starts the file afresh (textreset): no Undo across it.
     if !same || renamed || buf.can_undo() || buf.can_redo() {
         out.push(Proposal::ForgetUndo { buffer: b });
+    }
+    // As of the text just read (the version after its replacement).
+    for (view, q0, q1, org) in kept {
+        out.push(Proposal::Select { buffer: b, view, version: version + 1, q0, q1 });
+        out.push(Proposal::SetOrigin { buffer: b, view, version: version + 1, org });
     }
     out
 }

@@ -511,11 +511,11 @@ fn get_replaces_the_text_unless_it_is_the_same_names_and_cleans() {
     }
     // The same text again: nothing but clean (no edit, no undo step).
     assert_eq!(kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "one\n".into())), ["Clean"]);
-    // Other text: replaced; an empty file: deleted; a named other file:
-    // renamed too.
+    // Other text: replaced, the window's place kept by lines; an empty
+    // file: deleted; a named other file: renamed too.
     assert_eq!(
         kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "two\n".into())),
-        ["Replace", "Clean", "ForgetUndo"]
+        ["Replace", "Clean", "ForgetUndo", "Select", "SetOrigin"]
     );
     assert_eq!(
         kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, String::new())),
@@ -642,4 +642,29 @@ fn pipe_commands_work_on_the_selection_as_acme_s_rdsel_and_wrsel() {
     exec::execute(&mut h, None, "|tr a-z A-Z").unwrap();
     assert_eq!(h.text(a.body), "KEEP  keep");
     assert!(!h.machine.asked.iter().any(|a| a.starts_with("start")), "{:?}", h.machine.asked);
+}
+
+#[test]
+fn get_of_its_own_file_keeps_each_window_s_place_by_lines_as_acme() {
+    let mut h = host();
+    let old: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+    let w = h.window("/tmp/places.txt", &old);
+    let line_start =
+        |t: &str, n: usize| t.split_inclusive('\n').take(n - 1).map(|l| l.chars().count() as u64).sum::<u64>();
+    // The selection: `ne 5` of line 50; the window shows from line 40.
+    let at = line_start(&old, 50);
+    h.select(&w, at + 2, at + 6);
+    let version = h.node.state.buffer(w.body).unwrap().version;
+    let org = line_start(&old, 40);
+    h.propose(Proposal::SetOrigin { buffer: w.body, view: ViewId::WindowBody(w.window), version, org }).unwrap();
+    h.propose(Proposal::Clean { buffer: w.body }).unwrap();
+    // The file changed on disk: a line more at the top.
+    let new = format!("a new first line\n{old}");
+    h.machine.files.insert("/tmp/places.txt".into(), new.clone().into_bytes());
+    h.run("Get", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), new);
+    let at = line_start(&new, 50);
+    assert_eq!(h.sel(&w), (at + 2, at + 6), "the same line and runes, as acme's get");
+    let v = h.node.state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
+    assert_eq!(v.org, line_start(&new, 40), "the window still shows from line 40");
 }

@@ -11,4 +11,5 @@ mod reflexes;
 mod render;
 mod session;
 mod support;
+mod windows;
 mod xvfb;
