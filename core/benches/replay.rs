@@ -9,7 +9,7 @@
 //! a global allocator. Each timing is the best of several runs. Nothing
 //! here asserts a time: these machines are shared and noisy.
 //!
-//! malloc runs under apexd's policy (`apex_ninep::malloc`: freed memory is
+//! malloc runs under apexd's policy (`apex_sys::malloc`: freed memory is
 //! kept for reuse, not given back to the kernel and faulted in again);
 //! `--glibc-malloc` measures under glibc's defaults instead.
 
@@ -246,7 +246,7 @@ fn big_buffer() {
     );
 }
 
-/// apexd's malloc policy (`apex_ninep::malloc`, which this crate cannot
+/// apexd's malloc policy (`apex_sys::malloc`, which this crate cannot
 /// depend on): keep 256 MiB of freed heap, one arena, blocks under 8 MiB
 /// from the heap. The figures are for
 /// the state machine as the daemon runs it.
@@ -272,7 +272,7 @@ fn main() {
         "malloc: {}",
         match glibc {
             true => "glibc's defaults (--glibc-malloc)",
-            false => "apexd's policy, freed memory kept (apex_ninep::malloc; --glibc-malloc for glibc's defaults)",
+            false => "apexd's policy, freed memory kept (apex_sys::malloc; --glibc-malloc for glibc's defaults)",
         }
     );
     for name in trace::NAMES {

@@ -67,7 +67,7 @@ fn type_at_end(ui: &Attached, b: BufferId, text: &str) -> u64 {
 fn main() {
     // The clients here under the malloc policy of apex's programs (the
     // `apex` command, apex-mnt and the UI).
-    apex_ninep::malloc::keep_freed_memory();
+    apex_sys::malloc::keep_freed_memory();
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

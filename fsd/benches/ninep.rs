@@ -428,7 +428,7 @@ fn main() {
     }
     // apex's 9P client here, under the daemon's malloc policy (as the
     // `apex` command and apex-mnt run).
-    apex_ninep::malloc::keep_freed_memory();
+    apex_sys::malloc::keep_freed_memory();
     rt().block_on(measure());
 }
 

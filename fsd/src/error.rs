@@ -75,7 +75,7 @@ pub enum Error {
     HostService,
     /// A file a host service reads.
     #[error(transparent)]
-    File(#[from] apex_ninep::files::FileError),
+    File(#[from] apex_sys::files::FileError),
     /// A file or process a host service uses.
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },

@@ -26,7 +26,7 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
-    let text = tokio::task::spawn_blocking(move || apex_ninep::files::read_utf8("get", &path))
+    let text = tokio::task::spawn_blocking(move || apex_sys::files::read_utf8("get", &path))
         .await
         .map_err(|source| Error::Task { what: "get", source })??;
     // The log makes room for the file's text first: a full disk refuses
@@ -50,7 +50,7 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
 pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
     match get(daemon, session, b, file.clone()).await {
         Err(Error::Exec(exec::ExecError::Unnamed(_))) => Err(Error::Exec(exec::ExecError::NoFileName)),
-        Err(Error::File(apex_ninep::files::FileError::Read { path, source, .. })) => {
+        Err(Error::File(apex_sys::files::FileError::Read { path, source, .. })) => {
             let emptied = daemon.with_session(session, |s| {
                 let buf = s.view.state.buffer(b)?;
                 Ok::<_, Error>(exec::get_proposals(buf, b, &path, file.is_some(), String::new()))
@@ -58,7 +58,7 @@ pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<S
             for p in emptied {
                 daemon.propose(session, &format!("get {} {path} (unreadable)", b.0), p).await?;
             }
-            let why = apex_ninep::files::os_words(&source);
+            let why = apex_sys::files::os_words(&source);
             Err(Error::Exec(exec::ExecError::CantOpen { file: path, why }))
         }
         done => done,
@@ -315,14 +315,14 @@ pub struct ShellPipes;
 impl apex_core::ecmd::Pipes for ShellPipes {
     fn run(&mut self, command: &str, input: Option<&str>, file: &apex_core::ecmd::EditFile) -> Result<String, String> {
         let dir = command_dir(&file.name);
-        apex_ninep::shell::pipe(command, input, Some(Path::new(&dir)))
+        apex_sys::shell::pipe(command, input, Some(Path::new(&dir)))
     }
 
     fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
-        apex_ninep::files::read_for_edit(path)
+        apex_sys::files::read_for_edit(path)
     }
 
     fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
-        apex_ninep::files::write_for_edit(path, bytes)
+        apex_sys::files::write_for_edit(path, bytes)
     }
 }

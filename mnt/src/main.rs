@@ -59,7 +59,7 @@ fn detach(path: &Path) {
 
 fn main() -> anyhow::Result<()> {
     // Before the runtime starts its threads.
-    apex_ninep::malloc::keep_freed_memory();
+    apex_sys::malloc::keep_freed_memory();
     tokio::runtime::Runtime::new()?.block_on(run())
 }
 

@@ -402,7 +402,7 @@ impl Ui {
                 format!("{}/{path}", base.trim_end_matches('/'))
             }
         };
-        let entries = match apex_ninep::files::entries(&dir) {
+        let entries = match apex_sys::files::entries(&dir) {
             Ok(entries) => entries,
             Err(e) => {
                 let _ = exec::warn(&mut self.host, None, &format!("error attempting completion: {dir}: {e}\n"));

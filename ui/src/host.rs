@@ -239,19 +239,19 @@ impl UiHost {
 impl Pipes for UiHost {
     fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, String> {
         let dir = apex_core::look::window_dir(&file.name).filter(|d| std::path::Path::new(d).is_dir());
-        apex_ninep::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new))
+        apex_sys::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new))
     }
 
     // Files are the daemon's, as Get's and Put's are: on its machine the
     // UI reads and writes them itself; from elsewhere it cannot.
     fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
         self.on_daemons_machine()?;
-        apex_ninep::files::read_for_edit(path)
+        apex_sys::files::read_for_edit(path)
     }
 
     fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
         self.on_daemons_machine()?;
-        apex_ninep::files::write_for_edit(path, bytes)
+        apex_sys::files::write_for_edit(path, bytes)
     }
 }
 
@@ -317,10 +317,10 @@ impl Host for UiHost {
                 ExecError::Unnamed(_) => ExecError::NoFileName,
                 e => e,
             })?;
-            let (text, unreadable) = match apex_ninep::files::read_utf8("get", &file) {
+            let (text, unreadable) = match apex_sys::files::read_utf8("get", &file) {
                 Ok(text) => (text, None),
-                Err(apex_ninep::files::FileError::Read { source, .. }) => {
-                    (String::new(), Some(apex_ninep::files::os_words(&source)))
+                Err(apex_sys::files::FileError::Read { source, .. }) => {
+                    (String::new(), Some(apex_sys::files::os_words(&source)))
                 }
                 Err(e) => return Err(host(e)),
             };

@@ -205,7 +205,7 @@ fn main() {
     let started = Instant::now();
     // A big buffer's Welcome or reload is built in memory a dropped one
     // freed, as in the daemon, not faulted in page by page again.
-    apex_ninep::malloc::keep_freed_memory();
+    apex_sys::malloc::keep_freed_memory();
     let args = Args::parse();
     if let Err(e) = run(args, started) {
         eprintln!("apex-ui: {e}");

@@ -441,7 +441,7 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     // Large reads and writes reuse their buffers (see the daemon's policy).
-    apex_ninep::malloc::keep_freed_memory();
+    apex_sys::malloc::keep_freed_memory();
     let args = Args::parse();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     if let Err(e) = rt.block_on(run(args)) {

@@ -154,7 +154,7 @@ fn greeting(session: &str, acme: Option<&str>, posted: &[std::path::PathBuf]) ->
 
 fn main() -> anyhow::Result<()> {
     // Before the runtime starts its threads.
-    apex_ninep::malloc::keep_freed_memory();
+    apex_sys::malloc::keep_freed_memory();
     tokio::runtime::Runtime::new()?.block_on(run())
 }
 

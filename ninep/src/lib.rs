@@ -21,10 +21,6 @@
 //!   [`dial`] for `unix!PATH` and `tcp!HOST!PORT`.
 //! - [`ns`]: the plan9port namespace directory, the user name, and a
 //!   posted service's address (lib9's `getns`), for every client.
-//! - [`shell`]: a shell command with text in and out, for Edit's pipes.
-//! - [`files`]: a file or a directory's listing read as acme's Get reads it.
-//! - [`malloc`]: the malloc policy apex's long-running processes set first
-//!   (keep freed memory).
 //! - [`srv`]: [`srv::serve_conn`] (version, tags, the fid table, flush,
 //!   clean-up) over a [`srv::Serve`] (attach, walk, open, read, ...).
 //!
@@ -45,11 +41,8 @@ pub mod codec;
 pub mod error;
 pub mod fcall;
 pub mod fdpass;
-pub mod files;
 mod io;
-pub mod malloc;
 pub mod ns;
-pub mod shell;
 mod socket;
 pub mod srv;
 pub mod version;

@@ -1,4 +1,4 @@
-//! Fuzz the 9P decoder: `cargo fuzz run decode` in `fsd/ninep`. Whatever
+//! Fuzz the 9P decoder: `cargo fuzz run decode` in `ninep`. Whatever
 //! the bytes, framing and decoding return a value or an error, never panic,
 //! and anything that decodes encodes back to the same frame.
 #![no_main]

@@ -1,0 +1,13 @@
+//! apex-sys: what apex's programs ask of the system apart from 9P, shared
+//! by the daemon and the UI (and the malloc policy by every long-running
+//! program).
+//!
+//! - [`files`]: a file or a directory's listing read as acme's Get reads
+//!   it, and Edit's `e`, `r` and `w`.
+//! - [`shell`]: a shell command with text in and out, for Edit's pipes.
+//! - [`malloc`]: the malloc policy apex's long-running processes set first
+//!   (keep freed memory).
+
+pub mod files;
+pub mod malloc;
+pub mod shell;
