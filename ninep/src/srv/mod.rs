@@ -1,0 +1,165 @@
+//! The server side of a 9P2000 connection: version, tags, fids, flush.
+//!
+//! [`serve_conn`] runs one connection over any byte stream and leaves what
+//! files mean to a [`Serve`] implementation, as acme's `fsys.c` leaves it
+//! to `xfid.c`. It owns the protocol bookkeeping:
+//!
+//! - Tversion negotiates the dialect and msize (version(5)); a second one
+//!   aborts every outstanding request and clunks every fid.
+//! - Every other request runs as its own task, so a blocked read never
+//!   holds up the next request; replies go out in whatever order they
+//!   finish.
+//! - Tflush (flush(5)): a flushed Tread is cancelled and, as far as the
+//!   client can tell, never happened; any other request is let finish, so
+//!   its reply (say the Rwrite of a write already sequenced) precedes the
+//!   Rflush, which waits for it apart from the connection: the other
+//!   requests are answered meanwhile. `Serve::read` must therefore be
+//!   cancel-safe, and a request that is let finish must finish (the
+//!   daemon bounds a routed proposal's wait by the lease deadline).
+//! - The fid table: attach and walk create fids, clunk and remove end them,
+//!   "fid in use" / "unknown fid" are answered here, and so are reads and
+//!   writes on a fid not opened for them, and walks or opens of an open
+//!   fid. When the client hangs up, every fid is clunked.
+//! - A malformed message with a tag gets an Rerror and the connection goes
+//!   on; broken framing closes it.
+//! - A request whose `Serve` call panics is answered with an Rerror that
+//!   says so, and its tag is free again: a bug in one request never leaves
+//!   its client waiting forever.
+//!
+//! Split along its seams: `conn` (the fid table, requests in flight, a
+//! reset, the dispatch to `Serve`), `flush` (Tflush and [`flushed`]),
+//! `openfd` (plan9port's Topenfd and its pump), `wire` (frames in,
+//! replies out).
+
+mod conn;
+mod flush;
+mod openfd;
+#[cfg(test)]
+mod tests;
+mod wire;
+
+use crate::error::FrameError;
+use crate::fcall::{Msg, Qid, Stat};
+use std::future::Future;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+use conn::{Conn, Table};
+pub use flush::flushed;
+use wire::io_loop;
+
+/// A 9P error reply's text.
+pub type Error = String;
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// What the files of a 9P server mean. `Fid` is whatever a fid refers to:
+/// the connection keeps one per fid and hands it to each call.
+pub trait Serve: Send + Sync + 'static {
+    type Fid: Clone + Send + Sync + 'static;
+
+    /// Tattach: the root named by `aname`.
+    fn attach(&self, uname: &str, aname: &str) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    /// Twalk: the qids of the names walked, and the fid's new state if all
+    /// of them were (walk(5): a partial walk leaves newfid unset; an error
+    /// on the first name is an Rerror).
+    fn walk(
+        &self,
+        fid: &Self::Fid,
+        names: &[String],
+    ) -> impl Future<Output = Result<(Vec<Qid>, Option<Self::Fid>)>> + Send;
+    /// Topen: the qid and the fid's state once open. `iounit` is the
+    /// connection's.
+    fn open(&self, fid: &Self::Fid, mode: u8) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    /// Tcreate: the new file's qid and the fid's state, open on it.
+    fn create(
+        &self,
+        fid: &Self::Fid,
+        name: &str,
+        perm: u32,
+        mode: u8,
+    ) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    /// Tread: at most `count` bytes. Must be cancel-safe (a Tflush drops it).
+    fn read(&self, fid: &Self::Fid, offset: u64, count: u32) -> impl Future<Output = Result<Vec<u8>>> + Send;
+    /// Twrite: how many bytes were taken.
+    fn write(&self, fid: &Self::Fid, offset: u64, data: Vec<u8>) -> impl Future<Output = Result<u32>> + Send;
+    /// Tclunk, or the reset of a Tversion.
+    fn clunk(&self, fid: Self::Fid) -> impl Future<Output = ()> + Send;
+    /// The fid's connection ended without a clunk; by default the same.
+    fn hangup(&self, fid: Self::Fid) -> impl Future<Output = ()> + Send {
+        self.clunk(fid)
+    }
+    /// Tremove (the fid is clunked whatever the outcome).
+    fn remove(&self, fid: Self::Fid) -> impl Future<Output = Result<()>> + Send;
+    fn stat(&self, fid: &Self::Fid) -> impl Future<Output = Result<Stat>> + Send;
+    fn wstat(&self, fid: &Self::Fid, stat: Stat) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Per-connection settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The largest msize offered.
+    pub msize: u32,
+    /// The text of Tauth's Rerror.
+    pub no_auth: String,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { msize: crate::version::DEFAULT_MSIZE, no_auth: "authentication not required".into() }
+    }
+}
+
+/// Serves a Unix socket connection: as [`serve_conn`], and `Topenfd`
+/// too, which passes descriptors over the socket.
+pub async fn serve_unix<S: Serve>(
+    serve: Arc<S>,
+    stream: tokio::net::UnixStream,
+    config: Config,
+) -> std::result::Result<(), FrameError> {
+    let fd = stream.as_raw_fd();
+    // The stream's own halves: `tokio::io::split` locks on every poll.
+    let (r, w) = stream.into_split();
+    serve_halves(serve, r, w, config, Some(fd)).await
+}
+
+/// Serves one connection until the client hangs up or its framing breaks.
+///
+/// One task reads requests and writes replies: a request that completes
+/// at once (most do: stat, walk, a read of a plain file) is answered from
+/// here without a task of its own, and replies ready together go out in
+/// one write. A request that has to wait runs as its own task and sends its
+/// reply back through a channel.
+pub async fn serve_conn<S, T>(serve: Arc<S>, stream: T, config: Config) -> std::result::Result<(), FrameError>
+where
+    S: Serve,
+    T: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (r, w) = tokio::io::split(stream);
+    serve_halves(serve, r, w, config, None).await
+}
+
+async fn serve_halves<S: Serve>(
+    serve: Arc<S>,
+    mut r: impl AsyncRead + Unpin,
+    mut w: impl AsyncWrite + Unpin,
+    config: Config,
+    socket: Option<RawFd>,
+) -> std::result::Result<(), FrameError> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+    let conn = Arc::new(Conn {
+        serve,
+        fids: Mutex::new(Table::default()),
+        tasks: Mutex::new(Table::default()),
+        generation: std::sync::atomic::AtomicU64::new(0),
+        out: tx,
+        queued: std::sync::atomic::AtomicUsize::new(0),
+        msize: std::sync::atomic::AtomicU32::new(0),
+        socket,
+        passing: Mutex::new(Table::default()),
+    });
+    let result = io_loop(&conn, &mut r, &mut w, &mut rx, &config).await;
+    conn.reset(true).await;
+    result
+}

@@ -1,0 +1,176 @@
+//! The connection's reading and writing: frames in (a large Twrite's
+//! data straight into its buffer), replies out together in one write.
+
+use super::conn::{dispatch, Conn, Ready};
+use super::{Config, Serve};
+use crate::codec::{check, data_head, encode_frame, parse, with_data, LARGE};
+use crate::error::FrameError;
+use crate::fcall::{Fcall, Msg};
+use crate::io::write_two;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// Bytes asked of the socket per read.
+pub(super) const READ_CHUNK: usize = 256 * 1024;
+
+pub(super) async fn io_loop<S: Serve>(
+    conn: &Arc<Conn<S>>,
+    r: &mut (impl AsyncRead + Unpin),
+    w: &mut (impl AsyncWrite + Unpin),
+    rx: &mut mpsc::UnboundedReceiver<Msg>,
+    config: &Config,
+) -> std::result::Result<(), FrameError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut start = 0;
+    let mut large: Option<Large> = None;
+    let mut out = Vec::new();
+    let mut ready = Vec::new();
+    loop {
+        if let Some(l) = large.take_if(|l| l.data.len() == l.count) {
+            let parsed = with_data(&l.head, l.data);
+            if !received(conn, parsed, config, &mut Ready { list: &mut ready, rx, queued: &conn.queued }).await {
+                return Ok(());
+            }
+        }
+        // Every complete frame read so far.
+        while large.is_none() {
+            // Before Tversion, frames may be as large as we would ever allow.
+            let limit = match conn.msize.load(std::sync::atomic::Ordering::Relaxed) {
+                0 => config.msize,
+                m => m,
+            };
+            let Some(n) = check(&buf[start..], limit)? else {
+                // A large Twrite begun (its size checked): the rest of its
+                // data is read into a buffer of its own, which becomes the
+                // request's, rather than into this one and copied out. (A
+                // large Rread, which no client sends, goes so too, to be
+                // refused whole as it always was.)
+                if let Some((head, count)) = data_head(&buf[start..], LARGE / 4) {
+                    let mut data = Vec::with_capacity(count);
+                    data.extend_from_slice(&buf[start + head..]);
+                    large = Some(Large { head: buf[start..start + head].to_vec(), data, count });
+                    start = buf.len();
+                }
+                break;
+            };
+            let parsed = parse(&buf[start..start + n]);
+            start += n;
+            if !received(conn, parsed, config, &mut Ready { list: &mut ready, rx, queued: &conn.queued }).await {
+                return Ok(());
+            }
+        }
+        buf.drain(..start);
+        start = 0;
+        // The replies that are ready, in as few writes as may be.
+        Ready { list: &mut ready, rx, queued: &conn.queued }.take_queued();
+        if send_passing(conn, w, &mut out, &ready).await.is_err() {
+            return Ok(());
+        }
+        ready.clear();
+        // Polled in order, with no random draw each pass: replies that
+        // came meanwhile go out on the next pass either way (`try_recv`).
+        tokio::select! {
+            biased;
+            got = read_more(r, &mut buf, large.as_mut()) => {
+                if !got {
+                    return Ok(());
+                }
+            }
+            // A reply from a request that had to wait: written on the
+            // next pass, with whatever else is ready then.
+            Some(msg) = rx.recv() => {
+                conn.queued.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                ready.push(msg);
+            }
+        }
+    }
+}
+
+/// A large Twrite being read: its head, and its data so far, read into a
+/// buffer of its own ([`data_head`]).
+pub(super) struct Large {
+    pub(super) head: Vec<u8>,
+    pub(super) data: Vec<u8>,
+    pub(super) count: usize,
+}
+
+/// Answers a message read (`dispatch`), or with an Rerror one that did
+/// not parse; false when that has no tag to answer on: the stream can no
+/// longer be trusted, and the connection ends.
+pub(super) async fn received<S: Serve>(
+    conn: &Arc<Conn<S>>,
+    parsed: std::result::Result<Msg, crate::error::DecodeError>,
+    config: &Config,
+    ready: &mut Ready<'_>,
+) -> bool {
+    match parsed {
+        Ok(msg) => {
+            if let Fcall::Tversion { .. } = msg.body {
+                // Every request before it is aborted, every fid clunked,
+                // before it is answered (version(5)).
+                conn.reset(false).await;
+            }
+            dispatch(conn, msg, config, ready);
+            true
+        }
+        Err(e) => {
+            tracing::info!(error = %e, "malformed 9P message");
+            let Some(tag) = e.tag() else { return false };
+            ready.push(tag, Fcall::Rerror { ename: e.to_string() });
+            true
+        }
+    }
+}
+
+/// Writes `replies`: small ones gathered into one write, the data of a
+/// large Rread written from its own buffer rather than copied.
+pub(super) async fn send(w: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>, replies: &[Msg]) -> std::io::Result<()> {
+    out.clear();
+    for msg in replies {
+        if let Some(data) = encode_frame(msg, out, LARGE) {
+            write_two(w, out, data).await?;
+            out.clear();
+        }
+    }
+    if !out.is_empty() {
+        w.write_all(out).await?;
+    }
+    Ok(())
+}
+
+/// Reads more of the stream: onto `buf`, or into the data of the large
+/// Twrite being read, never past it; false at the end.
+pub(super) async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, large: Option<&mut Large>) -> bool {
+    let got = match large {
+        Some(l) => (&mut *r).take((l.count - l.data.len()) as u64).read_buf(&mut l.data).await,
+        None => {
+            buf.reserve(READ_CHUNK);
+            r.read_buf(buf).await
+        }
+    };
+    matches!(got, Ok(k) if k > 0)
+}
+
+/// Writes `replies`, each `Ropenfd` followed at once by its descriptor.
+pub(super) async fn send_passing<S: Serve>(
+    conn: &Conn<S>,
+    w: &mut (impl AsyncWrite + Unpin),
+    out: &mut Vec<u8>,
+    replies: &[Msg],
+) -> std::io::Result<()> {
+    let mut from = 0;
+    for (i, msg) in replies.iter().enumerate() {
+        if !matches!(msg.body, Fcall::Ropenfd { .. }) {
+            continue;
+        }
+        send(w, out, &replies[from..=i]).await?;
+        w.flush().await?;
+        from = i + 1;
+        let fd = conn.passing.lock().expect("passing lock").remove(&msg.tag);
+        if let (Some(socket), Some(fd)) = (conn.socket, fd) {
+            crate::fdpass::send_fd(socket, &fd).await?;
+        }
+    }
+    send(w, out, &replies[from..]).await
+}
