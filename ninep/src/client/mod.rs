@@ -1,0 +1,401 @@
+//! An async 9P2000 client: many requests in flight on one connection.
+//!
+//! `Client` is cheap to clone and may be used from many tasks at once: each
+//! request takes a free tag, registers for its reply and writes its frame.
+//! Replies are read by the requests waiting for them, with no task in
+//! between: whichever finds the socket readable reads what has come, hands
+//! every whole reply to whoever owns its tag, in whatever order the server
+//! answers, and keeps its own. So a lone request is answered by the
+//! read(2) of the task that sent it, as a plain socket client would be.
+//! Dropping a request's future before its reply sends a Tflush
+//! (flush(5)), and the tag is reused only after the Rflush, so a late
+//! reply can never be taken for another request's.
+//!
+//! The transport is a stream socket: `dial` opens `unix!PATH` or
+//! `tcp!HOST!PORT` as plan9port spells them.
+//!
+//! Split along its seams: `incoming` (the shared connection, replies
+//! read and handed over), `outgoing` (a request's frame written, `Sent`),
+//! `tags` (taken, waited on, flushed, freed).
+
+mod incoming;
+mod outgoing;
+mod tags;
+
+use crate::codec::{encode, parse_stats};
+use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM, NOFID, NOTAG};
+use crate::socket::{self, Filled, Incoming, Socket};
+use crate::version::{iounit, MIN_MSIZE, VERSION};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use incoming::Shared;
+use outgoing::Outgoing;
+pub use outgoing::Sent;
+use tags::{TagGuard, Tags};
+
+/// What a 9P call can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered Rerror.
+    #[error("{0}")]
+    Server(String),
+    #[error("connection closed")]
+    Hangup,
+    #[error("i/o: {0}")]
+    Io(String),
+    #[error("protocol: {0}")]
+    Protocol(String),
+    /// Every tag is taken: 65535 requests are in flight on the connection.
+    #[error("no free tags: 65535 requests in flight; wait for some to be answered")]
+    NoFreeTags,
+    #[error("bad address {0:?}: want unix!PATH or tcp!HOST!PORT")]
+    BadAddress(String),
+}
+
+impl From<std::io::Error> for ClientError {
+    fn from(e: std::io::Error) -> ClientError {
+        ClientError::Io(e.to_string())
+    }
+}
+
+type Result<T> = std::result::Result<T, ClientError>;
+
+/// A connection to a 9P2000 server.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+/// An open file: its fid and how much one read or write may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct File {
+    pub fid: u32,
+    pub qid: Qid,
+    pub iounit: u32,
+}
+
+/// Opens a plan9port-style address: `unix!PATH` or `tcp!HOST!PORT`.
+pub async fn dial(addr: &str, msize: u32) -> Result<Client> {
+    let bad = || ClientError::BadAddress(addr.to_string());
+    let parts: Vec<&str> = addr.split('!').collect();
+    match parts.as_slice() {
+        ["unix", path] => {
+            let stream = tokio::net::UnixStream::connect(path).await?;
+            crate::io::room_for(std::os::fd::AsRawFd::as_raw_fd(&stream), msize);
+            Client::handshake(stream, msize).await
+        }
+        ["tcp", host, port] => {
+            let port: u16 = port.parse().map_err(|_| bad())?;
+            Client::handshake(tokio::net::TcpStream::connect((*host, port)).await?, msize).await
+        }
+        _ => Err(bad()),
+    }
+}
+
+impl Client {
+    /// Speaks Tversion on `stream`, a connected Unix or TCP socket.
+    pub async fn handshake(stream: impl Socket, msize: u32) -> Result<Client> {
+        let io = socket::register(stream)?;
+        let mut out = Vec::new();
+        encode(&Msg { tag: NOTAG, body: Fcall::Tversion { msize, version: VERSION.into() } }, &mut out);
+        socket::write_two(&io, &out, &[]).await?;
+        let mut incoming = Incoming::default();
+        let reply = loop {
+            if let Some(msg) = incoming.next(msize).map_err(ClientError::Protocol)? {
+                break msg;
+            }
+            let mut ready = io.readable().await?;
+            match incoming.fill(&io, msize) {
+                Ok(Filled::Got { drained }) if drained => ready.clear_ready(),
+                Ok(Filled::Got { .. }) => {}
+                Ok(Filled::End) => return Err(ClientError::Hangup),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => ready.clear_ready(),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let msize = match reply {
+            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION && m > msize => {
+                return Err(ClientError::Protocol(format!("server agreed to msize {m}, over the {msize} asked for")))
+            }
+            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION && m < MIN_MSIZE => {
+                // Too small to carry a message's header and any data.
+                return Err(ClientError::Protocol(format!("server agreed to msize {m}, under the least, {MIN_MSIZE}")));
+            }
+            Msg { body: Fcall::Rversion { msize: m, version }, .. } if version == VERSION => m,
+            Msg { body: Fcall::Rversion { version, .. }, .. } => {
+                return Err(ClientError::Protocol(format!("server speaks {version:?}, not 9P2000")))
+            }
+            Msg { body: Fcall::Rerror { ename }, .. } => return Err(ClientError::Server(ename)),
+            other => return Err(ClientError::Protocol(format!("unexpected reply to Tversion: {other:?}"))),
+        };
+        let shared = Arc::new(Shared {
+            io,
+            writing: Arc::new(tokio::sync::Mutex::new(Vec::new())),
+            reading: Mutex::new(incoming),
+            released: tokio::sync::Notify::new(),
+            waiting: AtomicUsize::new(0),
+            tags: Mutex::new(Tags::default()),
+            free_fids: Mutex::new(Vec::new()),
+            next_fid: AtomicU32::new(0),
+            msize,
+            gone: tokio::sync::watch::Sender::new(false),
+        });
+        Ok(Client { shared })
+    }
+
+    /// Resolves when the connection has ended (the server hung up or the
+    /// stream broke); at once if it already has. While it waits, it reads
+    /// for every request on the connection, so the end is seen even when
+    /// none is in flight.
+    pub async fn closed(&self) {
+        let mut gone = self.shared.gone.subscribe();
+        while !*gone.borrow_and_update() {
+            tokio::select! {
+                biased;
+                _ = gone.changed() => {}
+                _ = self.shared.read_for(None) => {}
+            }
+        }
+    }
+
+    /// The negotiated msize.
+    pub fn msize(&self) -> u32 {
+        self.shared.msize
+    }
+
+    /// Sends one request and waits for its reply; Rerror becomes
+    /// `ClientError::Server`.
+    pub async fn rpc(&self, body: Fcall) -> Result<Fcall> {
+        self.send(body).await?.reply().await
+    }
+
+    /// Sends one request and returns once it is written, so requests sent
+    /// one after another reach the server in that order while their
+    /// replies are awaited apart. Dropping the `Sent` unanswered flushes it.
+    pub async fn send(&self, body: Fcall) -> Result<Sent> {
+        let tag = self.shared.tags.lock().expect("tag lock").take()?;
+        let is_flush = matches!(body, Fcall::Tflush { .. });
+        let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false, is_flush };
+        if *self.shared.gone.borrow() {
+            // Nothing more is read (the server hung up, or its framing
+            // broke while the stream stays open): no reply can come.
+            guard.answered = true;
+            self.shared.tags.lock().expect("tag lock").forget(tag);
+            return Err(ClientError::Hangup);
+        }
+        let msg = Msg { tag, body };
+        let sent = async {
+            // Most often no other frame is going out: the turn is taken
+            // without a wait's machinery.
+            let turn = match self.shared.writing.clone().try_lock_owned() {
+                Ok(turn) => turn,
+                Err(_) => self.shared.writing.clone().lock_owned().await,
+            };
+            Outgoing::new(self.shared.clone(), turn, msg).write().await
+        };
+        if let Err(e) = sent.await {
+            guard.answered = true;
+            self.shared.tags.lock().expect("tag lock").forget(tag);
+            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+            if matches!(e.kind(), BrokenPipe | ConnectionReset) {
+                // The server hung up while nothing was being read.
+                self.shared.end(&mut self.shared.reading.lock().expect("reading lock"));
+                return Err(ClientError::Hangup);
+            }
+            return Err(e.into());
+        }
+        Ok(Sent { guard })
+    }
+
+    fn new_fid(&self) -> u32 {
+        match self.shared.free_fids.lock().expect("fid lock").pop() {
+            Some(f) => f,
+            None => self.shared.next_fid.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    fn unexpected<T>(what: &str, r: Fcall) -> Result<T> {
+        Err(ClientError::Protocol(format!("unexpected reply to {what}: {r:?}")))
+    }
+
+    /// Attaches to `aname` as `uname`; returns the root fid.
+    pub async fn attach(&self, uname: &str, aname: &str) -> Result<u32> {
+        let fid = self.new_fid();
+        let t = Fcall::Tattach { fid, afid: NOFID, uname: uname.into(), aname: aname.into() };
+        match self.rpc(t).await? {
+            Fcall::Rattach { .. } => Ok(fid),
+            r => Self::unexpected("Tattach", r),
+        }
+    }
+
+    /// Walks from `fid` through `names` (any number: walks of at most 16
+    /// names each) to a new fid.
+    pub async fn walk(&self, fid: u32, names: &[&str]) -> Result<(u32, Vec<Qid>)> {
+        let newfid = self.new_fid();
+        let mut qids = Vec::new();
+        let mut from = fid;
+        let chunks: Vec<&[&str]> = if names.is_empty() { vec![&[][..]] } else { names.chunks(MAXWELEM).collect() };
+        for chunk in chunks {
+            let wnames = chunk.iter().map(|s| s.to_string()).collect();
+            let r = self.rpc(Fcall::Twalk { fid: from, newfid, wnames }).await;
+            match r {
+                Ok(Fcall::Rwalk { wqids }) if wqids.len() == chunk.len() => qids.extend(wqids),
+                Ok(Fcall::Rwalk { wqids }) if wqids.len() < chunk.len() => {
+                    self.abandon_walk(from, newfid).await;
+                    let at = qids.len() + wqids.len();
+                    return Err(ClientError::Server(format!("file does not exist: {}", names[..=at].join("/"))));
+                }
+                // More qids than names, or no Rwalk: the server is broken,
+                // and may have made newfid; it is clunked, never left.
+                Ok(r) => {
+                    let _ = self.clunk(newfid).await;
+                    return Self::unexpected("Twalk", r);
+                }
+                Err(e) => {
+                    self.abandon_walk(from, newfid).await;
+                    return Err(e);
+                }
+            }
+            from = newfid;
+        }
+        Ok((newfid, qids))
+    }
+
+    /// After a failed walk step: a newfid that already exists (a later
+    /// step walked it onto itself) is clunked; one never made is freed.
+    async fn abandon_walk(&self, from: u32, newfid: u32) {
+        if from == newfid {
+            let _ = self.clunk(newfid).await;
+        } else {
+            self.shared.free_fids.lock().expect("fid lock").push(newfid);
+        }
+    }
+
+    /// Opens `fid` with `mode` (OREAD, OWRITE, ORDWR, | OTRUNC).
+    pub async fn open(&self, fid: u32, mode: u8) -> Result<File> {
+        match self.rpc(Fcall::Topen { fid, mode }).await? {
+            Fcall::Ropen { qid, iounit: n } => Ok(File { fid, qid, iounit: self.io(n) }),
+            r => Self::unexpected("Topen", r),
+        }
+    }
+
+    /// Creates `name` in the directory `fid`, which becomes the new file.
+    pub async fn create(&self, fid: u32, name: &str, perm: u32, mode: u8) -> Result<File> {
+        match self.rpc(Fcall::Tcreate { fid, name: name.into(), perm, mode }).await? {
+            Fcall::Rcreate { qid, iounit: n } => Ok(File { fid, qid, iounit: self.io(n) }),
+            r => Self::unexpected("Tcreate", r),
+        }
+    }
+
+    /// The iounit to use: the server's, or msize - 24 when it says 0.
+    fn io(&self, n: u32) -> u32 {
+        match n {
+            0 => iounit(self.shared.msize),
+            n => n.min(iounit(self.shared.msize)),
+        }
+    }
+
+    /// One Tread.
+    pub async fn read(&self, fid: u32, offset: u64, count: u32) -> Result<Vec<u8>> {
+        let count = count.min(iounit(self.shared.msize));
+        match self.rpc(Fcall::Tread { fid, offset, count }).await? {
+            Fcall::Rread { data } => Ok(data),
+            r => Self::unexpected("Tread", r),
+        }
+    }
+
+    /// One Twrite; returns the count the server took.
+    pub async fn write(&self, fid: u32, offset: u64, data: &[u8]) -> Result<u32> {
+        match self.rpc(Fcall::Twrite { fid, offset, data: data.to_vec() }).await? {
+            Fcall::Rwrite { count } => Ok(count),
+            r => Self::unexpected("Twrite", r),
+        }
+    }
+
+    /// Reads `file` from offset 0 until a 0-byte read, as `9p read` does.
+    pub async fn read_all(&self, file: &File) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        loop {
+            let chunk = self.read(file.fid, out.len() as u64, file.iounit).await?;
+            if chunk.is_empty() {
+                return Ok(out);
+            }
+            out.extend_from_slice(&chunk);
+        }
+    }
+
+    /// Writes all of `data` from `offset`, one Twrite per iounit.
+    pub async fn write_all(&self, file: &File, mut offset: u64, data: &[u8]) -> Result<()> {
+        for chunk in data.chunks(file.iounit.max(1) as usize) {
+            let n = self.write(file.fid, offset, chunk).await?;
+            if n as usize != chunk.len() {
+                return Err(ClientError::Protocol(format!("short write: {n} of {} bytes", chunk.len())));
+            }
+            offset += n as u64;
+        }
+        Ok(())
+    }
+
+    /// The directory entries of an open directory, read to the end.
+    pub async fn read_dir(&self, file: &File) -> Result<Vec<Stat>> {
+        let mut out = Vec::new();
+        let mut offset = 0u64;
+        loop {
+            let chunk = self.read(file.fid, offset, file.iounit).await?;
+            if chunk.is_empty() {
+                return Ok(out);
+            }
+            offset += chunk.len() as u64;
+            out.extend(parse_stats(&chunk).map_err(|e| ClientError::Protocol(e.to_string()))?);
+        }
+    }
+
+    pub async fn stat(&self, fid: u32) -> Result<Stat> {
+        match self.rpc(Fcall::Tstat { fid }).await? {
+            Fcall::Rstat { stat } => Ok(*stat),
+            r => Self::unexpected("Tstat", r),
+        }
+    }
+
+    pub async fn wstat(&self, fid: u32, stat: Stat) -> Result<()> {
+        match self.rpc(Fcall::Twstat { fid, stat: Box::new(stat) }).await? {
+            Fcall::Rwstat => Ok(()),
+            r => Self::unexpected("Twstat", r),
+        }
+    }
+
+    /// Forgets `fid`; it may be reused afterwards.
+    pub async fn clunk(&self, fid: u32) -> Result<()> {
+        let r = self.rpc(Fcall::Tclunk { fid }).await;
+        // Clunk frees the fid whatever the reply (clunk(5)).
+        self.shared.free_fids.lock().expect("fid lock").push(fid);
+        match r? {
+            Fcall::Rclunk => Ok(()),
+            r => Self::unexpected("Tclunk", r),
+        }
+    }
+
+    pub async fn remove(&self, fid: u32) -> Result<()> {
+        let r = self.rpc(Fcall::Tremove { fid }).await;
+        self.shared.free_fids.lock().expect("fid lock").push(fid);
+        match r? {
+            Fcall::Rremove => Ok(()),
+            r => Self::unexpected("Tremove", r),
+        }
+    }
+
+    /// Walks from `root` to `path` (slash-separated) and opens it.
+    pub async fn open_path(&self, root: u32, path: &str, mode: u8) -> Result<File> {
+        let names: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let (fid, _) = self.walk(root, &names).await?;
+        match self.open(fid, mode).await {
+            Ok(f) => Ok(f),
+            Err(e) => {
+                let _ = self.clunk(fid).await;
+                Err(e)
+            }
+        }
+    }
+}
