@@ -32,7 +32,8 @@ use std::sync::{Arc, Mutex};
 use incoming::Shared;
 use outgoing::Outgoing;
 pub use outgoing::Sent;
-use tags::{TagGuard, Tags};
+use outgoing::TagGuard;
+use tags::Tags;
 
 /// What a 9P call can fail with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

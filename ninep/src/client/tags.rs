@@ -1,10 +1,8 @@
-//! The tags of a connection: taken, waited on, freed; a request dropped
-//! before its reply is flushed, and its tag reused only after the Rflush.
+//! The tags of a connection: taken, waited on by their requests, handed
+//! their replies, and freed (a flushed request's only after its Rflush).
 
-use super::incoming::Shared;
-use super::{Client, ClientError, Result};
+use super::{ClientError, Result};
 use crate::fcall::{Fcall, Msg, NOTAG};
-use std::sync::Arc;
 use std::task::Waker;
 
 /// The tags in use: a slot each, and the free ones on a stack. A tag
@@ -119,71 +117,11 @@ impl Tags {
     }
 }
 
-/// Frees a tag when its request ends; if the request ends without a reply
-/// (its future was dropped), flushes it first.
-pub(super) struct TagGuard {
-    pub(super) shared: Arc<Shared>,
-    pub(super) tag: u16,
-    pub(super) answered: bool,
-    /// Whether the request is a Tflush, which is never flushed itself.
-    pub(super) is_flush: bool,
-}
-
-impl Drop for TagGuard {
-    fn drop(&mut self) {
-        let shared = self.shared.clone();
-        let tag = self.tag;
-        if self.answered {
-            shared.tags.lock().expect("tag lock").free(tag);
-            return;
-        }
-        {
-            let mut tags = shared.tags.lock().expect("tag lock");
-            if tags.forget(tag) {
-                // Its reply came (another request read it): nothing to flush.
-                tags.free(tag);
-                return;
-            }
-        }
-        if self.is_flush {
-            // A Tflush given up (only when its task is dropped: the runtime
-            // is going away) is not flushed in turn, which would go on
-            // without end; its tag stays taken, as its Rflush may come.
-            return;
-        }
-        // The reply may still come: keep the tag taken until the Rflush.
-        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-        let client = Client { shared };
-        let mut flush = Box::pin(async move {
-            // Freed only once the Rflush came (or the connection ended): a
-            // Tflush waits its turn for a tag, first leaving the dropper's
-            // thread (it is polled there once, below: no timer is made
-            // there, so a runtime without one panics only this task).
-            let mut first = true;
-            while client.rpc(Fcall::Tflush { oldtag: tag }).await == Err(ClientError::NoFreeTags) {
-                if std::mem::take(&mut first) {
-                    tokio::task::yield_now().await;
-                } else {
-                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                }
-            }
-            client.shared.tags.lock().expect("tag lock").free(tag);
-        });
-        // Polled once here, so the Tflush is written before whatever the
-        // dropper does next (it goes at once unless another frame is going
-        // out or the socket is full): a request sent after the drop reaches
-        // the server after the flush. Waiting for the Rflush is a task's.
-        let mut cx = std::task::Context::from_waker(Waker::noop());
-        if std::future::Future::poll(flush.as_mut(), &mut cx).is_pending() {
-            rt.spawn(flush);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
     use std::task::{Context, Poll};
 
     fn reply(tag: u16) -> Msg {
