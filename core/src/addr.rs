@@ -59,8 +59,8 @@ pub enum AddrError {
     Syntax(String),
     #[error("address out of range: {0}")]
     Range(String),
-    #[error("bad regexp {pattern:?}: {why}")]
-    Regexp { pattern: String, why: String },
+    #[error(transparent)]
+    Regexp(#[from] crate::regx::RegexpError),
 }
 
 type Result<T> = std::result::Result<T, AddrError>;
@@ -589,7 +589,7 @@ mod tests {
         assert_eq!(at("/t[^w]/", (0, 0)), Ok((8, 10)));
         assert_eq!(at("/thr/,/four/", (0, 0)), Ok((8, 18)));
         assert!(matches!(at("/zebra/", (0, 0)), Err(AddrError::Range(_))));
-        assert!(matches!(at("/(/", (0, 0)), Err(AddrError::Regexp { .. })));
+        assert!(matches!(at("/(/", (0, 0)), Err(AddrError::Regexp(_))));
         // The addr file's quirk: ? runs to '/' or the end, so the closing
         // '?' makes the last letter optional.
         let rope = Rope::from_str(TEXT);

@@ -136,15 +136,7 @@ pub struct Buffer {
     pub group_marks: BTreeMap<AttachmentId, u64>,
 }
 
-/// A buffer's name is one line of `index`, of acme's `log` and of
-/// `meta/windows`: no newline. (Other control characters are the files'
-/// to refuse: acme's ctl sets such a name, then says it is bad.)
-pub fn check_name(name: &str) -> Result<()> {
-    match name.contains('\n') {
-        true => Err(Reject::BadName { name: name.to_string() }),
-        false => Ok(()),
-    }
-}
+pub use crate::op::check_name;
 
 impl Buffer {
     /// An empty, clean buffer.
@@ -353,7 +345,7 @@ impl Buffer {
             }
             BufferOp::Mark { group } => {
                 self.mark(*group);
-                crate::state::mark(&mut self.group_marks, group.issuer(), group.counter());
+                crate::id::mark(&mut self.group_marks, group.issuer(), group.counter());
             }
             BufferOp::Undo => {
                 let g = pop_nonempty(&mut self.undo).expect("checked");

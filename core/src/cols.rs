@@ -15,8 +15,9 @@
 //! has at least `ONE / n` and every split gives distinct, ordered places
 //! for hundreds of thousands of windows.
 
+use crate::frac::Frac;
 use crate::id::{ColumnId, WindowId};
-use crate::layout::{Column, Frac, Layout};
+use crate::layout::{Column, Layout};
 use crate::show::Shown;
 use std::collections::BTreeMap;
 

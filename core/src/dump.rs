@@ -9,7 +9,7 @@
 //! integer arithmetic (seven decimals, as acme's `%11.7f`), so a dump of
 //! one state is the same bytes everywhere.
 
-use crate::layout::Frac;
+use crate::frac::Frac;
 
 /// The variable-width font acme starts with (dump line 2).
 pub const FONT_VAR: &str = "/lib/font/bit/lucsans/euro.8.font";

@@ -375,7 +375,7 @@ impl Runner<'_> {
         if let Some(re) = self.compiled.get(&p) {
             return Ok(re.clone());
         }
-        let re = Regexp::new(&p)?;
+        let re = Regexp::new(&p).map_err(crate::addr::AddrError::from)?;
         self.compiled.insert(p, re.clone());
         Ok(re)
     }

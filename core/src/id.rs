@@ -176,6 +176,12 @@ impl fmt::Display for SessionUuid {
     }
 }
 
+/// Raises `issuer`'s high-water mark to `counter`.
+pub(crate) fn mark(marks: &mut std::collections::BTreeMap<AttachmentId, u64>, issuer: AttachmentId, counter: u64) {
+    let m = marks.entry(issuer).or_insert(0);
+    *m = (*m).max(counter);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,21 +15,7 @@ use crate::op::LayoutOp;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A position as a fraction: `Frac::ONE` (1,000,000) is the whole.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Frac(pub u32);
-
-impl Frac {
-    pub const ZERO: Frac = Frac(0);
-    pub const ONE: Frac = Frac(1_000_000);
-
-    fn check(self) -> Result<Frac> {
-        match self <= Frac::ONE {
-            true => Ok(self),
-            false => Err(Reject::Fraction(self.0)),
-        }
-    }
-}
+pub use crate::frac::Frac;
 
 /// A window's place in a column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,7 +139,7 @@ impl Layout {
             LayoutOp::ColumnAdd { column, tag, x } => {
                 let at = self.columns.partition_point(|c| c.x <= *x);
                 self.columns.insert(at, Column { id: *column, tag: *tag, x: *x, windows: Vec::new() });
-                crate::state::mark(&mut self.column_marks, column.issuer(), column.counter());
+                crate::id::mark(&mut self.column_marks, column.issuer(), column.counter());
             }
             LayoutOp::ColumnDel { column } => {
                 let i = self.column_index(*column)?;

@@ -68,11 +68,6 @@ pub fn split_command(text: &str) -> (&str, &str) {
     }
 }
 
-/// Whether `command`'s first word is a built-in (in `exec::BUILTINS`).
-pub fn is_builtin(command: &str) -> bool {
-    crate::exec::lookup(split_command(command).0).is_some()
-}
-
 /// The next occurrence of `needle` after rune `from`, wrapping to the
 /// start (acme's B3 search of plain text).
 pub fn find_next(text: &Text, needle: &str, from: u64) -> Option<(u64, u64)> {
@@ -264,9 +259,6 @@ mod tests {
     #[test]
     fn commands_names_and_searches() {
         assert_eq!(split_command("  Look foo bar \n"), ("Look", "foo bar"));
-        assert!(is_builtin("Del"));
-        assert!(is_builtin("Edit ,d"));
-        assert!(!is_builtin("ls -l"));
         let b = test_buffer("one two one two");
         let b = &b.text;
         assert_eq!(find_next(b, "two", 0), Some((4, 7)));

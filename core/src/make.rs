@@ -10,8 +10,8 @@
 
 use crate::cols;
 use crate::error::{Reject, Result};
+use crate::frac::Frac;
 use crate::id::{AcmeNumber, BufferId, ColumnId, WindowId};
-use crate::layout::Frac;
 use crate::node::Node;
 use crate::op::{BufferOp, LayoutOp, Op, Origin, WindowOp};
 use crate::shard::{Shard, ViewId};

@@ -6,7 +6,7 @@
 //! table and the fencing rule are `lease.rs`'s; this file keeps the rest.
 
 use crate::error::{Reject, Result};
-use crate::id::{AttachmentId, RuleId, SessionUuid, WindowId};
+use crate::id::{AttachmentId, RuleId, SessionUuid};
 use crate::lease::Leases;
 use crate::op::{AttachmentKind, MetaOp};
 use crate::shard::Shard;
@@ -31,13 +31,7 @@ pub struct Notification {
     pub text: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Process {
-    pub owner: AttachmentId,
-    pub command: String,
-    pub dir: String,
-    pub window: Option<WindowId>,
-}
+pub use crate::op::Process;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Setting {

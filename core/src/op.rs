@@ -5,10 +5,54 @@
 //! `win.rs`, `layout.rs`, `term.rs`, `meta.rs`). An op that does not belong
 //! on a shard is refused by [`Op::fits`] before anything looks at it.
 
+use crate::frac::Frac;
 use crate::id::{AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, SessionUuid, WindowId};
-use crate::layout::Frac;
 use crate::shard::{Shard, ShardKind, ViewId};
 use serde::{Deserialize, Serialize};
+
+/// A buffer's name is one line of `index`, of acme's `log` and of
+/// `meta/windows`: no newline. (Other control characters are the files'
+/// to refuse: acme's ctl sets such a name, then says it is bad.)
+pub fn check_name(name: &str) -> crate::Result<()> {
+    match name.contains('\n') {
+        true => Err(crate::Reject::BadName { name: name.to_string() }),
+        false => Ok(()),
+    }
+}
+
+/// One update of a terminal: what changed since the last, applied in
+/// this order (size, rows, cursor, modes, title, bells, exit).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TermUpdate {
+    /// The new size, `(cols, rows)`: rows are cut or padded at the bottom.
+    pub size: Option<(u16, u16)>,
+    /// Rows scrolled off and rows redrawn.
+    pub rows: crate::packed::Packed,
+    pub cursor: Option<crate::grid::Cursor>,
+    /// [`crate::grid::mode`] bits.
+    pub modes: Option<u32>,
+    pub title: Option<String>,
+    /// Bells rung since the last update.
+    pub bells: u32,
+    /// The process exited with this status (a signal's is 128 + its number).
+    pub exit: Option<i32>,
+}
+
+/// A command a session started (`meta/processes`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Process {
+    pub owner: crate::id::AttachmentId,
+    pub command: String,
+    pub dir: String,
+    pub window: Option<crate::id::WindowId>,
+}
+
+/// The tab width a window has when `Tab` never set one, in characters.
+pub const DEFAULT_TAB: u32 = 4;
+
+/// The widest tab `Tab` sets, in characters: wider than any window, and
+/// far from where a width in pixels would overflow.
+pub const MAX_TAB: u32 = 1000;
 
 /// Any op, tagged with the kind of shard it belongs on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,10 +74,10 @@ impl Op {
     pub fn admissible(&self) -> crate::Result<()> {
         match self {
             Op::Buffer(BufferOp::Create { name } | BufferOp::Rename { name } | BufferOp::Name { name }) => {
-                crate::buf::check_name(name)
+                check_name(name)
             }
             Op::Window(WindowOp::Flags(flags)) => {
-                let max = crate::exec::MAX_TAB;
+                let max = MAX_TAB;
                 match flags.tab {
                     Some(got) if !(1..=max).contains(&got) => Err(crate::Reject::TabWidth { got, max }),
                     _ => Ok(()),
@@ -237,7 +281,7 @@ pub enum TermOp {
     /// keeping `scrollback` rows that scroll off.
     Create { cols: u16, rows: u16, scrollback: u32, command: String, dir: String },
     /// What changed since the last update (boxed: entries stay small).
-    Update(Box<crate::term::TermUpdate>),
+    Update(Box<TermUpdate>),
 }
 
 /// What kind of party an attachment is.
@@ -326,7 +370,7 @@ pub enum MetaOp {
     ProcessStart {
         pid: u64,
         /// Boxed: entries are as large as their largest op.
-        process: Box<crate::meta::Process>,
+        process: Box<Process>,
     },
     ProcessExit {
         pid: u64,

@@ -9,8 +9,8 @@
 //! the retained edits are in the state, every leader rebases identically.
 
 use crate::error::{Reject, Result};
+use crate::frac::Frac;
 use crate::id::{AttachmentId, BufferId, ColumnId, Seq, WindowId};
-use crate::layout::Frac;
 use crate::make::{self, NewWindow};
 use crate::node::Node;
 use crate::op::{Action, BufferOp, LayoutOp, Op, Origin, WindowFlags, WindowOp};

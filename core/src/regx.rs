@@ -17,7 +17,6 @@
 //! after a final newline matches only a search begun at the very end.
 //! [`Haystack`] keeps those rules.
 
-use crate::addr::AddrError;
 use regex_automata::meta::Regex;
 use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input, MatchKind};
@@ -35,10 +34,18 @@ pub struct Regexp {
     exact: Option<Regex>,
 }
 
+/// A regexp that does not compile, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad regexp {pattern:?}: {why}")]
+pub struct RegexpError {
+    pub pattern: String,
+    pub why: String,
+}
+
 impl Regexp {
     /// Compiles an acme regexp.
-    pub fn new(pattern: &str) -> Result<Regexp, AddrError> {
-        let bad = |e: regex_automata::meta::BuildError| AddrError::Regexp {
+    pub fn new(pattern: &str) -> Result<Regexp, RegexpError> {
+        let bad = |e: regex_automata::meta::BuildError| RegexpError {
             pattern: pattern.to_string(),
             why: e.to_string().lines().last().unwrap_or("").trim().to_string(),
         };

@@ -56,12 +56,6 @@ enum Part {
     Layout(Box<Layout>),
 }
 
-/// Raises `issuer`'s high-water mark to `counter`.
-pub(crate) fn mark(marks: &mut BTreeMap<AttachmentId, u64>, issuer: AttachmentId, counter: u64) {
-    let m = marks.entry(issuer).or_insert(0);
-    *m = (*m).max(counter);
-}
-
 impl State {
     /// A state with only the metalog.
     pub fn new() -> State {
@@ -194,7 +188,7 @@ impl State {
             Shard::Layout | Shard::Meta => return,
         };
         let id = BufferId(id);
-        mark(&mut self.id_marks, id.issuer(), id.counter());
+        crate::id::mark(&mut self.id_marks, id.issuer(), id.counter());
     }
 
     /// Applies `entries` to `shard` in order, all or nothing: if one is

@@ -10,7 +10,7 @@
 use crate::error::{Reject, Result};
 use crate::grid::{Cursor, Row};
 use crate::op::TermOp;
-use crate::packed::{Packed, RowChanges};
+use crate::packed::RowChanges;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -27,23 +27,7 @@ pub const MAX_SIDE: u16 = 4096;
 /// and of a command a restarted daemon no longer follows.
 pub const ENDED_WITH_DAEMON: i32 = -1;
 
-/// One update of a terminal: what changed since the last, applied in
-/// this order (size, rows, cursor, modes, title, bells, exit).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TermUpdate {
-    /// The new size, `(cols, rows)`: rows are cut or padded at the bottom.
-    pub size: Option<(u16, u16)>,
-    /// Rows scrolled off and rows redrawn.
-    pub rows: Packed,
-    pub cursor: Option<Cursor>,
-    /// [`crate::grid::mode`] bits.
-    pub modes: Option<u32>,
-    pub title: Option<String>,
-    /// Bells rung since the last update.
-    pub bells: u32,
-    /// The process exited with this status (a signal's is 128 + its number).
-    pub exit: Option<i32>,
-}
+pub use crate::op::TermUpdate;
 
 /// A terminal's screen and what scrolled off it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -107,7 +107,7 @@ impl From<Error> for String {
 
 fn addr_words(e: &AddrError) -> String {
     match e {
-        AddrError::Regexp { .. } => format!("address out of range: {e}"),
+        AddrError::Regexp(_) => format!("address out of range: {e}"),
         e => e.to_string(),
     }
 }

@@ -23,7 +23,7 @@ use crate::id::{BufferId, ColumnId, WindowId};
 use crate::look;
 use crate::op::{Origin, WindowFlags};
 use crate::propose::{Applied, Created, Proposal};
-use crate::row;
+
 use crate::shard::ViewId;
 use crate::show;
 use crate::state::State;
@@ -31,6 +31,7 @@ use std::ops::Deref;
 
 mod edit;
 mod look3;
+mod row;
 
 pub use edit::edit;
 use look3::find_and_show;
@@ -207,6 +208,11 @@ pub const BUILTINS: &[Builtin] = &[
     b("Undo", Cmd::Undo, true, false),
     b("Zerox", Cmd::Zerox, true, false),
 ];
+
+/// Whether `command`'s first word is a built-in.
+pub fn is_builtin(command: &str) -> bool {
+    lookup(look::split_command(command).0).is_some()
+}
 
 /// The built-in named `name`.
 pub fn lookup(name: &str) -> Option<&'static Builtin> {
@@ -547,12 +553,8 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
     }
 }
 
-/// The tab width a window has when `Tab` never set one, in characters.
-pub const DEFAULT_TAB: u32 = 4;
-
-/// The widest tab `Tab` sets, in characters: wider than any window, and
-/// far from where a width in pixels would overflow.
-pub const MAX_TAB: u32 = 1000;
+/// A window's tab widths, kept with the window's flags.
+pub use crate::op::{DEFAULT_TAB, MAX_TAB};
 
 /// `path` as a name: absolute as it is, else under `dir`.
 pub(crate) fn resolve(dir: Option<&str>, path: &str) -> String {

@@ -157,7 +157,8 @@ fn the_table_has_every_acme_builtin_once() {
         "Tab", "Undo", "Zerox",
     ];
     assert_eq!(names, acme);
-    assert!(look::is_builtin("Del now") && !look::is_builtin("Delx"));
+    assert!(exec::is_builtin("Del now") && !exec::is_builtin("Delx"));
+    assert!(exec::is_builtin("Edit ,d") && !exec::is_builtin("ls -l"));
 }
 
 #[test]

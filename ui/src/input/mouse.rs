@@ -191,7 +191,7 @@ impl Input {
         if let (Some(_), Some((b, view))) = (reader, cx.text_of(s.target)) {
             let version = cx.node.state.buffer(b)?.version;
             let expanded = swept != (q0, q1);
-            let builtin = button == 2 && look::is_builtin(&text);
+            let builtin = button == 2 && apex_core::exec::is_builtin(&text);
             let flags = u32::from(builtin) | if expanded { 2 } else { 0 } | if arg.is_some() { 8 } else { 0 };
             let action = Box::new(apex_core::Action {
                 view: Some(view),

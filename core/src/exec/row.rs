@@ -3,10 +3,10 @@
 //! is its format) and made again from one, through core's built-ins'
 //! [`Host`].
 
+use super::{resolve, select_and_show, settings, ExecError, Host, Result, Win};
 use crate::addr::Range;
 use crate::cols;
 use crate::dump::{self, Dump, Kind, WindowRecord};
-use crate::exec::{resolve, select_and_show, settings, ExecError, Host, Result, Win};
 use crate::id::{BufferId, ColumnId};
 use crate::look;
 use crate::op::Origin;
