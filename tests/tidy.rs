@@ -1,8 +1,9 @@
 //! Tidy: repository-wide rules checked under `cargo test`, in the spirit of
 //! rust-analyzer's `tidy.rs`. Every Rust file opens with a `//!` module doc;
 //! apex-core stays pure (none of its dependencies does I/O or async, or
-//! reads the clock or randomness); no crate depends upward (core, ninep <-
-//! link <- {fsd, mnt, ui}); no source file grows past a size that hides its concept.
+//! reads the clock or randomness); no crate depends upward (core, ninep,
+//! sys <- link <- {fsd, mnt, ui}) and no crate's modules import each other
+//! in a cycle; no source file grows past a size that hides its concept.
 
 use std::path::{Path, PathBuf};
 
@@ -367,10 +368,10 @@ fn a_cycle(graph: &[(PathBuf, Vec<PathBuf>)]) -> Option<Vec<PathBuf>> {
 }
 
 #[test]
-fn the_daemon_and_the_clients_modules_import_no_cycle() {
-    // The daemon first: its layers (daemon, route, attach, fsys, host)
-    // only point down.
-    for krate in ["core", "fsd", "ninep", "sys", "link", "mnt"] {
+fn no_crate_s_modules_import_each_other_in_a_cycle() {
+    // Each crate reads from the bottom up: core's op.rs first, the
+    // daemon's layers (daemon, route, attach, fsys, host) only point down.
+    for krate in ["core", "fsd", "ninep", "sys", "link", "mnt", "ui"] {
         let src = root().join(krate).join("src");
         let graph = module_graph(&src);
         assert!(graph.iter().map(|(_, t)| t.len()).sum::<usize>() > 0 || krate == "mnt", "{krate}: no edges found");
