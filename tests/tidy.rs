@@ -323,11 +323,23 @@ fn module_graph(src: &Path) -> Vec<(PathBuf, Vec<PathBuf>)> {
                 }
             }
         }
+        // A module uses a child it declares only where it names it
+        // (`files::content`, `pub use files::X`): a folder's mod.rs that
+        // holds what its family means declares the family's files, which
+        // build on that meaning, without using them.
         for line in code.lines() {
             let decl = line.trim().trim_start_matches("pub ").trim_start_matches("pub(crate) ");
             if let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';')) {
+                let name = name.trim();
+                let used = code.match_indices(&format!("{name}::")).any(|(at, _)| {
+                    let before = code[..at].chars().last().unwrap_or(' ');
+                    !(before.is_alphanumeric() || before == '_' || before == ':')
+                });
+                if !used {
+                    continue;
+                }
                 let mut child = me.clone();
-                child.push(name.trim().to_string());
+                child.push(name.to_string());
                 to.extend(by_module.get(&child).cloned());
             }
         }
@@ -374,7 +386,10 @@ fn no_crate_s_modules_import_each_other_in_a_cycle() {
     for krate in ["core", "fsd", "ninep", "sys", "link", "mnt", "ui"] {
         let src = root().join(krate).join("src");
         let graph = module_graph(&src);
-        assert!(graph.iter().map(|(_, t)| t.len()).sum::<usize>() > 0 || krate == "mnt", "{krate}: no edges found");
+        assert!(
+            graph.iter().map(|(_, t)| t.len()).sum::<usize>() > 0 || ["mnt", "sys"].contains(&krate),
+            "{krate}: no edges found"
+        );
         if let Some(cycle) = a_cycle(&graph) {
             let names: Vec<String> =
                 cycle.iter().map(|p| p.strip_prefix(&src).unwrap().display().to_string()).collect();

@@ -43,7 +43,7 @@ pub enum Error {
     Addr(#[from] AddrError),
     /// A `proposals` write that is not a proposal.
     #[error(transparent)]
-    Proposal(#[from] crate::proposals::ProposalError),
+    Proposal(#[from] crate::session::proposals::ProposalError),
     /// A write to acme's `event` that is not an event.
     #[error(transparent)]
     Event(#[from] crate::acme::event::EventError),
@@ -94,7 +94,7 @@ pub enum Error {
     ProposalLost,
     /// A terminal's pty or program refused.
     #[error(transparent)]
-    Term(#[from] crate::term::proc::ProcError),
+    Term(#[from] crate::pty::proc::ProcError),
     #[error("no terminal {0} in this session (see terms/index)")]
     NoTerm(u64),
 }

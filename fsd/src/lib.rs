@@ -17,20 +17,20 @@
 //! - [`registry`]: the daemon's sessions and the registry log that makes
 //!   them; `/ctl`'s commands.
 //! - [`session`]: one session: its view node over the authoritative log,
-//!   its hub, proposal outcomes, each buffer's addr.
+//!   its hub, proposal outcomes, each buffer's addr; its `ctl` language
+//!   ([`session::ctl`]) and the `proposals` file's ([`session::proposals`]).
 //! - [`error`]: the daemon's typed errors.
-//! - [`ctl`]: the one shape of every ctl file's language, a verb table;
-//!   [`ctlmsg`]: a session's ctl messages.
+//! - [`ctl`]: the one shape of every ctl file's language, a verb table.
 //! - [`post`]: the namespace directory and the posted Unix socket, as
 //!   plan9port services do it.
-//! - [`entrytext`]: entries as lossless text lines.
-//! - [`proposals`]: the `proposals` file's language.
 //! - [`buffers`]: the meaning of `buffers/N/` files.
 //! - [`acme`]: the acme(4) tree's meaning: index and ctl fields, ctl
 //!   messages, events, looking things up.
-//! - [`tables`]: the text tables of `meta/`, leases and outcomes.
-//! - [`term`]: terminals: ptys, the VT emulator, the driver appending
-//!   their term shards, `terms/N/ctl`.
+//! - [`shards`]: entries as lossless text lines, and the text tables of
+//!   `meta/`, leases and outcomes.
+//! - [`pty`]: terminals below the session: the pty, its output, the VT
+//!   emulator; [`term`]: above it, the driver appending their term shards,
+//!   and `terms/N/ctl`.
 //!
 //! The binary `apexd` (`src/bin/apexd.rs`) posts the socket, makes the
 //! session `main`, and serves every connection with
@@ -46,18 +46,16 @@ pub mod acme;
 pub mod attach;
 pub mod buffers;
 pub mod ctl;
-pub mod ctlmsg;
 pub mod daemon;
-pub mod entrytext;
 pub mod error;
 pub mod exec;
 pub mod fsys;
 pub mod host;
 pub mod persist;
 pub mod post;
-pub mod proposals;
+pub mod pty;
 pub mod registry;
 pub mod route;
 pub mod session;
-pub mod tables;
+pub mod shards;
 pub mod term;

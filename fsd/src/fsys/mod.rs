@@ -29,7 +29,7 @@ use crate::attach::protocol;
 use crate::daemon::{gone, Daemon};
 use crate::registry::Registry;
 use crate::session::Session;
-use crate::tables::MetaTable;
+use crate::shards::tables::MetaTable;
 use apex_core::error::acme::EPERM;
 use apex_core::{BufferId, Shard, TermId, WindowId};
 use apex_ninep::codec::put_stat;

@@ -6,7 +6,7 @@
 //! place still exists is the state's business (`Fsys::check`); this file
 //! is only names, kinds and permissions.
 
-use crate::tables::MetaTable;
+use crate::shards::tables::MetaTable;
 use apex_core::{BufferId, Shard, TermId};
 use apex_ninep::Name;
 use compact_str::ToCompactString;
@@ -335,7 +335,7 @@ impl Place {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proposals::VERBS;
+    use crate::session::proposals::VERBS;
 
     /// apex(4) documents every file of the tree and every proposal verb:
     /// a file added here without its paragraph there fails this test.

@@ -11,11 +11,11 @@ use crate::attach::error::AttachError;
 use crate::attach::feed::{self, Readable, WELCOME_PART};
 use crate::attach::hub::{ConnId, Written};
 use crate::attach::protocol;
-use crate::ctlmsg::SessionCtl;
 use crate::error::Error;
 use crate::host;
+use crate::session::ctl::SessionCtl;
 use crate::session::Session;
-use crate::tables::{self, MetaTable};
+use crate::shards::tables::{self, MetaTable};
 use apex_core::{AcmeNumber, Proposal};
 use apex_ninep::srv;
 
@@ -78,7 +78,7 @@ impl Fsys {
             SessionFile::Proposals => {
                 let request = text.lines().next().unwrap_or("").to_string();
                 let p = self.daemon.with_session(n, |s| {
-                    crate::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
+                    crate::session::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
                 })?;
                 self.daemon.propose(n, &request, p).await?;
                 Ok(())
@@ -91,8 +91,9 @@ impl Fsys {
     /// then gives: a line naming each terminal it made.
     async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<String> {
         let mut reply = String::new();
-        let msgs =
-            self.daemon.with_session(n, |s| crate::ctlmsg::parse_session(text, &s.view.state).map_err(Error::from))?;
+        let msgs = self
+            .daemon
+            .with_session(n, |s| crate::session::ctl::parse_session(text, &s.view.state).map_err(Error::from))?;
         for msg in msgs {
             let request = format!("ctl {msg:?}");
             let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };

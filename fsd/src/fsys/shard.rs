@@ -9,7 +9,7 @@ use super::stream::Source;
 use super::Fsys;
 use crate::error::Error;
 use crate::session::Session;
-use crate::tables;
+use crate::shards::tables;
 use apex_core::Shard;
 use apex_ninep::srv;
 

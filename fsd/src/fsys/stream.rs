@@ -9,10 +9,10 @@
 
 use crate::acme::event::{follow, Version};
 use crate::daemon::Daemon;
-use crate::entrytext::{format_entry, format_registry};
 use crate::error::Error;
 use crate::registry::Registry;
 use crate::session::Session;
+use crate::shards::entrytext::{format_entry, format_registry};
 use apex_core::{BufferId, Entry, Reject, Seq, Shard, WindowId};
 
 /// What a stream is made from.

@@ -9,10 +9,10 @@ use super::made::{Made, TermText};
 use super::place::{Place, TermFile};
 use super::Fsys;
 use crate::error::Error;
+use crate::pty::output::Got;
+use crate::pty::proc::Running;
 use crate::session::Session;
 use crate::term::ctl::TermCtl;
-use crate::term::output::Got;
-use crate::term::proc::Running;
 use apex_core::term::Term;
 use apex_core::{Shard, TermId};
 use apex_ninep::srv;
@@ -84,7 +84,7 @@ impl Fsys {
             let t = term(s, id)?;
             match (s.terms.get(&id), t.exit) {
                 (Some(r), None) => Ok(r.clone()),
-                _ => Err(Error::Term(crate::term::proc::ProcError::Exited(id.0))),
+                _ => Err(Error::Term(crate::pty::proc::ProcError::Exited(id.0))),
             }
         })?
     }
@@ -161,12 +161,12 @@ impl Fsys {
                         None if tokio::time::Instant::now() < deadline => {
                             tokio::time::sleep(std::time::Duration::from_millis(5)).await
                         }
-                        None => return Err(Error::Term(crate::term::proc::ProcError::Busy(id.0))),
+                        None => return Err(Error::Term(crate::pty::proc::ProcError::Busy(id.0))),
                     }
                 };
                 match tokio::time::timeout_at(deadline, logged).await {
                     Ok(Ok(())) | Err(_) => Ok(()),
-                    Ok(Err(_)) => Err(Error::Term(crate::term::proc::ProcError::Exited(id.0))),
+                    Ok(Err(_)) => Err(Error::Term(crate::pty::proc::ProcError::Exited(id.0))),
                 }
             }
             TermCtl::Signal(signal) => Ok(self.running(n, id)?.signal(id.0, signal)?),

@@ -10,10 +10,10 @@
 //! or [`EXIT_GRACE`] after the program exited if something else holds
 //! the pty open.
 
-use super::emulator::Emulator;
-use super::proc::{self, Event, Pipes, Running, Spec};
 use crate::daemon::Daemon;
 use crate::error::Error;
+use crate::pty::emulator::Emulator;
+use crate::pty::proc::{self, Event, Pipes, Running, Spec};
 use apex_core::term::TermUpdate;
 use apex_core::{Op, Shard, TermId, TermOp};
 use std::sync::mpsc::RecvTimeoutError;

@@ -12,6 +12,3 @@
 
 pub mod ctl;
 pub mod drive;
-pub mod emulator;
-pub mod output;
-pub mod proc;

@@ -4,7 +4,7 @@
 
 use super::session::{new_buffer, read_lines};
 use super::*;
-use apex_fsd::entrytext::{parse_entry, parse_registry};
+use apex_fsd::shards::entrytext::{parse_entry, parse_registry};
 use apex_ninep::codec::{check, parse, to_bytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -3,7 +3,7 @@
 
 use super::*;
 use apex_core::{AttachmentId, Log, Node, RecordingHook, Shard, State};
-use apex_fsd::entrytext::parse_entry;
+use apex_fsd::shards::entrytext::parse_entry;
 
 pub async fn hash(c: &Client, root: u32) -> String {
     text(read(c, root, "main/hash").await.unwrap())

@@ -6,6 +6,9 @@
 //! A new session is laid out as acme starts (`make::init_session`), so
 //! tools can work in a session nobody is looking at.
 
+pub mod ctl;
+pub mod proposals;
+
 use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
 use crate::error::Error;
@@ -114,7 +117,7 @@ pub struct Session {
     taken_in: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// Its running terminals (a restored or exited one has none): dropping
     /// one ends its program.
-    pub terms: BTreeMap<apex_core::TermId, std::sync::Arc<crate::term::proc::Running>>,
+    pub terms: BTreeMap<apex_core::TermId, std::sync::Arc<crate::pty::proc::Running>>,
 }
 
 impl Session {

@@ -4,7 +4,7 @@
 //! applied.
 
 use crate::ctl::{self, Arg, CtlError, Unfit, Verb};
-use crate::term::proc::Spec;
+use crate::pty::proc::Spec;
 use apex_core::term::{SCROLLBACK_LIMIT, SCROLLBACK_MAX};
 use apex_core::{AcmeNumber, State};
 use std::path::Path;
@@ -24,7 +24,7 @@ pub enum SessionCtl {
     /// End a process of the session.
     Kill(u64),
     /// A new terminal.
-    Term(crate::term::proc::Spec),
+    Term(crate::pty::proc::Spec),
 }
 
 /// A session ctl's verbs.
