@@ -397,3 +397,43 @@ fn no_crate_s_modules_import_each_other_in_a_cycle() {
         }
     }
 }
+
+/// The daemon's top-level modules and those each imports, from the code:
+/// `ARCHITECTURE.md` shows this map between its markers, so its picture of
+/// fsd's layers cannot drift from the imports (`error`, which every
+/// module uses, left out).
+fn fsd_module_map() -> String {
+    let src = root().join("fsd").join("src");
+    let top = |f: &Path| -> Option<String> {
+        let rel = f.strip_prefix(&src).ok()?;
+        let first = rel.iter().next()?.to_string_lossy().to_string();
+        let name = first.trim_end_matches(".rs").to_string();
+        (name != "lib" && name != "error").then_some(name)
+    };
+    let mut map: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();
+    for (from, to) in module_graph(&src) {
+        let Some(a) = top(&from) else { continue };
+        let uses = map.entry(a.clone()).or_default();
+        uses.extend(to.iter().filter_map(|t| top(t)).filter(|b| *b != a));
+    }
+    map.iter()
+        .map(|(m, uses)| match uses.is_empty() {
+            true => format!("{m}\n"),
+            false => format!("{m} -> {}\n", uses.iter().cloned().collect::<Vec<_>>().join(", ")),
+        })
+        .collect()
+}
+
+#[test]
+fn architecture_md_maps_fsd_s_imports_as_they_are() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let (start, end) =
+        ("<!-- fsd imports: tests/tidy.rs keeps this true -->\n```\n", "```\n<!-- end of fsd imports -->");
+    let block = text.split(start).nth(1).and_then(|rest| rest.split(end).next());
+    let want = fsd_module_map();
+    assert_eq!(
+        block,
+        Some(want.as_str()),
+        "ARCHITECTURE.md's map of fsd's imports is not the code's; put this between its markers:\n{want}"
+    );
+}
