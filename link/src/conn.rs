@@ -6,6 +6,7 @@
 //! is awaited (the daemon handles them in order), and a Propose's reply,
 //! which comes only once the proposal is sequenced, is awaited apart.
 
+use crate::error::LinkError;
 use crate::link::Link;
 use apex_core::AttachmentKind;
 use apex_ninep::client::{Client, File};
@@ -48,10 +49,16 @@ struct Stash {
 
 impl Conn {
     /// Opens `session/attach` on `client`.
-    async fn open(client: &Client, session: &str) -> Result<Conn, String> {
+    async fn open(client: &Client, session: &str) -> Result<Conn, LinkError> {
         let user = std::env::var("USER").unwrap_or_else(|_| "none".into());
-        let root = client.attach(&user, session).await.map_err(|e| format!("attach {session:?}: {e}"))?;
-        let file = client.open_path(root, "attach", ORDWR).await.map_err(|e| format!("open {session}/attach: {e}"));
+        let root = client
+            .attach(&user, session)
+            .await
+            .map_err(|source| LinkError::Attach { session: session.to_string(), source })?;
+        let file = client
+            .open_path(root, "attach", ORDWR)
+            .await
+            .map_err(|source| LinkError::Open { session: session.to_string(), source });
         let _ = client.clunk(root).await;
         Ok(Conn { client: client.clone(), file: file? })
     }
@@ -65,12 +72,12 @@ pub struct Attached {
 
 impl Attached {
     /// Attaches to session `session` on `client` as `kind` named `name`.
-    pub async fn open(client: &Client, session: &str, kind: AttachmentKind, name: &str) -> Result<Attached, String> {
+    pub async fn open(client: &Client, session: &str, kind: AttachmentKind, name: &str) -> Result<Attached, LinkError> {
         Attached::with_link(client, session, Link::new(kind, name)).await
     }
 
     /// Attaches with an existing link (after `Link::reconnect`, to resume).
-    pub async fn with_link(client: &Client, session: &str, link: Link) -> Result<Attached, String> {
+    pub async fn with_link(client: &Client, session: &str, link: Link) -> Result<Attached, LinkError> {
         let conn = Conn::open(client, session).await?;
         let inner = Arc::new(Inner {
             conn: Mutex::new(conn),
@@ -93,7 +100,7 @@ impl Attached {
     /// old one went): the link asks to resume its attachment, and the
     /// daemon either continues it (within its grace) or attaches it anew,
     /// with what the daemon never acknowledged recovered.
-    pub async fn reconnect(&self, client: &Client, session: &str) -> Result<(), String> {
+    pub async fn reconnect(&self, client: &Client, session: &str) -> Result<(), LinkError> {
         let conn = Conn::open(client, session).await?;
         if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
             r.abort();
@@ -168,7 +175,7 @@ impl Attached {
 
     /// Flushes the link and writes its frames. Returns the first refusal
     /// (a fenced append says `fenced: ...`); the rest are still written.
-    pub async fn flush(&self) -> Result<(), String> {
+    pub async fn flush(&self) -> Result<(), LinkError> {
         if self.is_paused() {
             return Ok(());
         }
@@ -190,7 +197,7 @@ impl Attached {
             for piece in bytes.chunks(iounit.max(1)) {
                 match c.send(Fcall::Twrite { fid, offset: 0, data: piece.to_vec() }).await {
                     Ok(sent) => waits.push((sent, proposal)),
-                    Err(e) => return Err(format!("attach: write: {e}")),
+                    Err(e) => return Err(LinkError::Write(e)),
                 }
             }
         }
@@ -205,10 +212,9 @@ impl Attached {
                 continue;
             }
             if let Err(e) = sent.reply().await {
-                let e = e.to_string();
-                self.refuse(e.clone());
+                self.refuse(e.to_string());
                 if first.is_ok() {
-                    first = Err(e);
+                    first = Err(LinkError::Refused(e));
                 }
             }
         }
@@ -232,7 +238,7 @@ impl Attached {
     /// it writes what it had (a fenced tail is refused), then it applies
     /// what arrived meanwhile. For tests.
     #[cfg(feature = "test-support")]
-    pub async fn resume(&self) -> Result<(), String> {
+    pub async fn resume(&self) -> Result<(), LinkError> {
         self.inner.paused.store(false, std::sync::atomic::Ordering::SeqCst);
         let wrote = self.flush().await;
         let bad = {
@@ -242,7 +248,7 @@ impl Attached {
             self.with(|l| l.receive(bytes).err())
         };
         if let Some(e) = bad {
-            return Err(e.to_string());
+            return Err(LinkError::Frame(e.to_string()));
         }
         self.inner.changed.send_modify(|n| *n += 1);
         self.flush().await?;

@@ -31,9 +31,11 @@
 //! ```
 
 pub mod conn;
+pub mod error;
 pub mod link;
 mod welcome;
 pub mod wire;
 
 pub use conn::Attached;
+pub use error::LinkError;
 pub use link::{Event, Link, Submitted};

@@ -20,7 +20,7 @@ pub enum UiError {
     #[error("dial {address}: {why}")]
     Dial { address: String, why: String },
     #[error("{session}: {why}")]
-    Attach { session: String, why: String },
+    Attach { session: String, why: apex_link::LinkError },
     #[error("{0}: the layout's lease did not come (another UI holds it and does not answer)")]
     NoLease(String),
     #[error("cannot start the runtime: {0}")]

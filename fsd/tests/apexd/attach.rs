@@ -124,7 +124,7 @@ async fn two_uis_and_a_tool_take_over_fence_recover_and_agree() {
     // The stuck UI wakes: its late append is fenced, it shows fenced and
     // follows, and its tail lands in +Recovered.
     let wrote = ui1.resume().await;
-    assert!(wrote.as_ref().is_err_and(|e| e.starts_with("fenced:")), "{wrote:?}");
+    assert!(wrote.as_ref().is_err_and(|e| e.to_string().starts_with("fenced:")), "{wrote:?}");
     assert!(ui1.refused().iter().any(|e| e.starts_with("fenced: lease of buffer.") && e.contains("epoch")));
     assert!(ui1.wait_for(WAIT, |l| l.fenced()).await, "the first UI is watching");
     let recovered = |l: &Link| {

@@ -937,7 +937,7 @@ fn a_stopped_ui_that_lost_its_lease_finds_its_typing_in_recovered_and_is_told() 
     // The stopped UI wakes: its typing is in +Recovered, and it says so.
     let att = r.ui().host.att.clone();
     let wrote = r.rt.block_on(att.resume());
-    assert!(wrote.as_ref().is_err_and(|e| e.starts_with("fenced")), "its old tail is refused: {wrote:?}");
+    assert!(wrote.as_ref().is_err_and(|e| e.to_string().starts_with("fenced")), "its old tail is refused: {wrote:?}");
     let shown = wait_for("the UI to say where its typing went", || {
         r.ui().woke();
         errors(&mut r).filter(|e| e.contains("+Recovered"))
