@@ -201,7 +201,7 @@ impl Daemon {
     pub async fn settle(&self, durable: Option<Arc<Durable>>) -> Result<(), Error> {
         let Some(d) = durable else { return Ok(()) };
         if let Some(why) = d.failed() {
-            return Err(Error::Log(why));
+            return Err(crate::persist::durable::LogError::Failed(why).into());
         }
         d.settled(d.written()).await.map_err(Error::Log)
     }

@@ -51,8 +51,8 @@ pub enum Error {
     #[error(transparent)]
     Store(#[from] crate::persist::StoreError),
     /// A session's log refused to go on: nothing more is acknowledged.
-    #[error("{0}")]
-    Log(String),
+    #[error(transparent)]
+    Log(#[from] crate::persist::durable::LogError),
     #[error("session {0:?} is kept on disk but could not be brought back (see apexd's log); choose another name")]
     HeldBack(String),
     #[error("session was deleted")]

@@ -288,7 +288,7 @@ impl Registry {
                 if let Some(p) = &s.persisted {
                     if let Some(why) = p.failed() {
                         self.forget_dir(uuid.0);
-                        return Err(Error::Log(why));
+                        return Err(crate::persist::durable::LogError::Failed(why).into());
                     }
                 }
                 if let Err(e) = self.save(&next) {

@@ -9,6 +9,22 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
 
+/// Why a session's log takes nothing more: a write or a sync that failed
+/// (said as it was said then, with the file and what to do), or the log
+/// closed. Nothing more is acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("the session's log was closed")]
+    Closed,
+}
+
+/// A `--sync` that names no policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--sync {0:?}: want always (each acknowledgement waits for fdatasync) or interval (a sync every second behind them)")]
+pub struct BadSyncPolicy(pub String);
+
 /// When written entries are synced to the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncPolicy {
@@ -22,11 +38,11 @@ pub enum SyncPolicy {
 
 impl SyncPolicy {
     /// `always` or `interval` (every second), as `--sync` takes it.
-    pub fn parse(s: &str) -> Result<SyncPolicy, String> {
+    pub fn parse(s: &str) -> Result<SyncPolicy, BadSyncPolicy> {
         match s {
             "always" => Ok(SyncPolicy::Always),
             "interval" => Ok(SyncPolicy::Interval(Duration::from_secs(1))),
-            _ => Err(format!("--sync {s:?}: want always (each acknowledgement waits for fdatasync) or interval (a sync every second behind them)")),
+            _ => Err(BadSyncPolicy(s.to_string())),
         }
     }
 }
@@ -90,21 +106,21 @@ impl Durable {
 
     /// Waits until everything written before `upto` is on the disk, where
     /// the policy makes acknowledgements wait; at once otherwise.
-    pub async fn settled(&self, upto: u64) -> Result<(), String> {
+    pub async fn settled(&self, upto: u64) -> Result<(), LogError> {
         if self.policy != SyncPolicy::Always {
             return Ok(());
         }
         let mut synced = self.synced.subscribe();
         loop {
             if let Some(why) = self.failed.lock().expect("durable lock").clone() {
-                return Err(why);
+                return Err(LogError::Failed(why));
             }
             if *synced.borrow_and_update() >= upto {
                 return Ok(());
             }
             self.wake.notify_one();
             if synced.changed().await.is_err() {
-                return Err("the session's log was closed".into());
+                return Err(LogError::Closed);
             }
         }
     }

@@ -300,7 +300,8 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
             restored.repairs.push(said);
             break;
         }
-        let header = Header::decode(&bytes).map_err(|why| StoreError::Segment { path: path.clone(), why })?;
+        let header =
+            Header::decode(&bytes).map_err(|why| StoreError::Segment { path: path.clone(), why: why.to_string() })?;
         if header.uuid != uuid {
             let why = "it belongs to another session (its header's uuid differs)".to_string();
             return Err(StoreError::Segment { path: path.clone(), why });
@@ -418,7 +419,7 @@ impl Persisted {
 
     /// Makes room in the log for a request of `bytes` before it is
     /// applied; refuses (changing nothing) when the disk has none.
-    pub fn reserve(&self, bytes: u64) -> Result<(), String> {
+    pub fn reserve(&self, bytes: u64) -> Result<(), durable::LogError> {
         self.wal.lock().expect("wal lock").reserve(bytes)
     }
 

@@ -19,7 +19,7 @@
 //! at most a torn frame at the end of the last segment, which a restart
 //! cuts off.
 
-use super::durable::Durable;
+use super::durable::{Durable, LogError};
 use super::fault;
 use super::StoreError;
 use apex_core::{Entry, Shard, Sink};
@@ -46,6 +46,19 @@ pub struct Header {
     pub salt: u64,
 }
 
+/// Why a segment's first bytes are not a segment header.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("{0} bytes, shorter than a segment header ({HEADER_LEN})")]
+    Short(usize),
+    #[error("not an apex write-ahead log segment (bad magic)")]
+    Magic,
+    #[error("format version {0}, but this apexd reads version {VERSION}")]
+    Version(u32),
+    #[error("the header's checksum does not match")]
+    Checksum,
+}
+
 impl Header {
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut h = [0u8; HEADER_LEN];
@@ -60,20 +73,20 @@ impl Header {
     }
 
     /// The header of `bytes` (a segment's start), or why it is not one.
-    pub fn decode(bytes: &[u8]) -> Result<Header, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Header, HeaderError> {
         if bytes.len() < HEADER_LEN {
-            return Err(format!("{} bytes, shorter than a segment header ({HEADER_LEN})", bytes.len()));
+            return Err(HeaderError::Short(bytes.len()));
         }
         if &bytes[..8] != MAGIC {
-            return Err("not an apex write-ahead log segment (bad magic)".into());
+            return Err(HeaderError::Magic);
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
         if version != VERSION {
-            return Err(format!("format version {version}, but this apexd reads version {VERSION}"));
+            return Err(HeaderError::Version(version));
         }
         let crc = u32::from_le_bytes(bytes[44..48].try_into().expect("4 bytes"));
         if crc32c::crc32c(&bytes[..44]) != crc {
-            return Err("the header's checksum does not match".into());
+            return Err(HeaderError::Checksum);
         }
         Ok(Header {
             uuid: bytes[12..28].try_into().expect("16 bytes"),
@@ -311,9 +324,9 @@ impl Wal {
     /// (twice its size, and some for the entries the daemon adds), so
     /// their writes find space; refuses, changing nothing, when the disk
     /// has none.
-    pub fn reserve(&mut self, bytes: u64) -> Result<(), String> {
+    pub fn reserve(&mut self, bytes: u64) -> Result<(), LogError> {
         if let Some(why) = self.failed.clone().or_else(|| self.durable.failed()) {
-            return Err(why);
+            return Err(LogError::Failed(why));
         }
         let need = self.len + 2 * bytes + HEADROOM;
         if need <= self.reserved {
@@ -323,7 +336,7 @@ impl Wal {
         let path = self.dir.join(segment_name(self.header.segment));
         if !fault::room_for(upto - self.reserved) {
             let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
-            return Err(describe_write_error(&path, &e));
+            return Err(LogError::Failed(describe_write_error(&path, &e)));
         }
         let fd = std::os::fd::AsRawFd::as_raw_fd(&self.file);
         // SAFETY: fallocate(2) on a descriptor we own; it touches no memory
@@ -343,7 +356,7 @@ impl Wal {
                 self.reserved = upto;
                 return Ok(());
             }
-            return Err(describe_write_error(&path, &e));
+            return Err(LogError::Failed(describe_write_error(&path, &e)));
         }
         self.reserved = upto;
         Ok(())
@@ -457,6 +470,6 @@ mod tests {
         assert!(Header::decode(b"APEXWAL\0short").is_err());
         let mut magic = header.encode();
         magic[0] = b'X';
-        assert!(Header::decode(&magic).unwrap_err().contains("magic"));
+        assert_eq!(Header::decode(&magic), Err(HeaderError::Magic));
     }
 }
