@@ -398,7 +398,8 @@ fn no_crate_s_modules_import_each_other_in_a_cycle() {
     }
 }
 
-/// The daemon's top-level modules and those each imports, from the code:
+/// The daemon's top-level modules (a family's `files`, its 9P side, on
+/// its own) and those each imports, from the code:
 /// `ARCHITECTURE.md` shows this map between its markers, so its picture of
 /// fsd's layers cannot drift from the imports (`error`, which every
 /// module uses, left out).
@@ -407,7 +408,14 @@ fn fsd_module_map() -> String {
     let top = |f: &Path| -> Option<String> {
         let rel = f.strip_prefix(&src).ok()?;
         let first = rel.iter().next()?.to_string_lossy().to_string();
-        let name = first.trim_end_matches(".rs").to_string();
+        let mut name = first.trim_end_matches(".rs").to_string();
+        // A family's files (the 9P side) apart from what they mean, and
+        // the tree's dispatch (`fsys`) apart from what every family's
+        // files build on (`fsys::tree`, `fsys::fid`, ...).
+        let stem = rel.file_stem().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+        if rel.iter().count() == 2 && (stem == "files" || (name == "fsys" && stem != "mod")) {
+            name = format!("{name}::{stem}");
+        }
         (name != "lib" && name != "error").then_some(name)
     };
     let mut map: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> = Default::default();

@@ -4,8 +4,11 @@
 //! # Brief overview
 //!
 //! - [`fsys`]: [`fsys::Fsys`], the file tree, a `ninep::srv::Serve`:
-//!   fids, walks, stats, opens, and a module per family of files;
-//!   `fsys::place` names every file, `fsys::fid` is what a fid holds.
+//!   fids, walks, stats, opens, each request handed to its family's
+//!   `files` (`registry::files`, `session::files`, `shards::files`,
+//!   `buffers::files`, `acme::files`, `term::files`), which build on
+//!   `fsys::tree`; `fsys::place` names every file, `fsys::fid` is what a
+//!   fid holds.
 //! - [`daemon`]: [`daemon::Daemon`], the daemon apart from its files: the
 //!   registry of sessions (each behind its own lock), the clock, wake-ups,
 //!   waiting for a proposal's outcome.

@@ -19,11 +19,12 @@
 //!   `log` lines, made from the layout's entries as they are sequenced, and
 //!   per-window counts of open event files.
 //!
-//! The tree's side (walks, opens, reads, writes) is `fsys::acme`.
+//! The tree's side (walks, opens, reads, writes) is [`files`].
 
 pub mod ctl;
 pub mod event;
 pub mod fields;
+pub mod files;
 pub mod termwin;
 
 use apex_core::{AcmeNumber, BufferId, LayoutOp, Node, Op, Seq, Shard, WindowId};

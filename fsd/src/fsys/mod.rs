@@ -4,9 +4,13 @@
 //!
 //! - [`place`] names every file and its permissions; [`fid`] is what a
 //!   fid holds, one variant per kind of open file.
-//! - [`root`]: `/`; [`session`]: `/NAME/` and `meta/`; [`shard`]:
-//!   `shards/SHARD/`; [`buffer`]: `buffers/`; [`acme`]: the acme(4) tree
-//!   at `NAME/acme/`; [`term`]: `terms/`.
+//! - Each family's files are its own module's `files`, which this one
+//!   calls: `registry::files` (`/`), `session::files` (`/NAME/` and
+//!   `meta/`), `shards::files` (`shards/SHARD/`), `buffers::files`
+//!   (`buffers/`), `acme::files` (the acme(4) tree at `NAME/acme/`) and
+//!   `term::files` (`terms/`). They build on [`tree`] (the `Fsys` and the
+//!   services they share), [`fid`], [`made`], [`place`] and [`stream`],
+//!   never on this dispatch.
 //! - [`stream`] serves the blocking streams; [`made`] makes a file's
 //!   bytes after the lock, off the async workers when they are many.
 //!
@@ -14,26 +18,22 @@
 //! qid.path is a hash of the place, so a live file's never changes;
 //! qid.vers is a body's buffer version and 0 elsewhere.
 
-pub mod acme;
-pub mod buffer;
 pub mod fid;
 pub mod made;
 pub mod place;
-pub mod root;
-pub mod session;
-pub mod shard;
 pub mod stream;
-pub mod term;
+pub mod tree;
+
+pub use tree::Fsys;
 
 use crate::attach::protocol;
-use crate::daemon::{gone, Daemon};
-use crate::registry::Registry;
+use crate::daemon::gone;
 use crate::session::Session;
 use crate::shards::tables::MetaTable;
 use apex_core::error::acme::EPERM;
-use apex_core::{BufferId, Shard, TermId, WindowId};
+use apex_core::{BufferId, Shard, TermId};
 use apex_ninep::codec::put_stat;
-use apex_ninep::fcall::{Name, Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
+use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
 use apex_ninep::srv::{self, Serve};
 use fid::{Content, Fid, Opened};
 use made::{Made, Version};
@@ -41,18 +41,7 @@ use place::{
     lookup, AcmeFile, BufferFile, Place, RootFile, SessionDir, TermFile, WinFile, BUFFER, ROOT, SESSION, SESSION_DIRS,
     SHARD, TERM,
 };
-use stream::{Cursor, Fill, Source};
-
-/// The file tree over the daemon's sessions: what each file means, for
-/// `ninep::srv`. Clones share everything.
-#[derive(Clone)]
-pub struct Fsys {
-    pub daemon: Daemon,
-    pub user: Name,
-    /// On the `acme` service (`apexd --acme NAME`): the session whose acme
-    /// tree an attach with aname "" reaches.
-    pub acme_service: Option<String>,
-}
+use stream::Fill;
 
 /// Seconds since the epoch, for stat's times: the kernel's coarse clock,
 /// which is read without asking the (virtual) hardware, is exact enough
@@ -77,68 +66,11 @@ fn now_exactly() -> u32 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as u32)
 }
 
-/// The error for a write to a file that takes none.
-fn not_writable(place: Place) -> String {
-    let (name, _) = place.name_perm("");
-    format!("{EPERM}: {name} is not writable")
-}
-
 impl Fsys {
-    pub fn new(registry: Registry, user: &str) -> Fsys {
-        Fsys { daemon: Daemon::new(registry), user: Name::from(user), acme_service: None }
-    }
-
-    /// This tree as the `acme` service of session `name`: attaches with
-    /// aname "" reach its acme tree.
-    pub fn acme_service(&self, name: &str) -> Fsys {
-        Fsys { acme_service: Some(name.to_string()), ..self.clone() }
-    }
-
-    /// Runs `f` with the session `place` is in locked: a request on one
-    /// session waits for no other. The root's files and a session's own
-    /// directory need none (the registry has the sessions and their
-    /// names), so `f` gets none for them; it never locks the registry
-    /// while it holds a session.
-    fn at<R>(&self, place: Place, f: impl FnOnce(Option<&Session>) -> srv::Result<R>) -> srv::Result<R> {
-        match place {
-            Place::Session(n) => self.unlocked(n, f),
-            _ => match place.session() {
-                None => f(None),
-                Some(n) => self.daemon.look(n, |s| f(Some(s)))?,
-            },
-        }
-    }
-
-    /// Runs `f` with no session if session `n` exists (the registry is let
-    /// go before `f` runs).
-    fn unlocked<R>(&self, n: u64, f: impl FnOnce(Option<&Session>) -> srv::Result<R>) -> srv::Result<R> {
-        let exists = self.daemon.reg().has(n);
-        match exists {
-            true => f(None),
-            false => Err(gone().into()),
-        }
-    }
-
     /// Whether a stat of `place` reads its session's state: whether it
     /// exists, or its qid's version.
     fn stat_reads_state(place: Place) -> bool {
         Fsys::lives_in_state(place) || matches!(place, Place::Buffer1(_, _, BufferFile::Body))
-    }
-
-    /// Whether `place` is a shard, buffer or window of the state, which
-    /// may be deleted while its session lives.
-    fn lives_in_state(place: Place) -> bool {
-        matches!(
-            place,
-            Place::Shard(..)
-                | Place::Shard1(..)
-                | Place::Buffer(..)
-                | Place::Buffer1(..)
-                | Place::Win(..)
-                | Place::Win1(..)
-                | Place::Term(..)
-                | Place::Term1(..)
-        )
     }
 
     fn qid(s: Option<&Session>, place: Place) -> Qid {
@@ -158,23 +90,10 @@ impl Fsys {
     /// Whether `place` (in session `s`) still exists, with an error saying
     /// what is gone.
     fn check(s: Option<&Session>, place: Place) -> srv::Result<()> {
-        if !Fsys::lives_in_state(place) {
-            return Ok(());
-        }
-        let s = s.ok_or_else(gone)?;
         match place {
-            Place::Shard(_, shard) | Place::Shard1(_, shard, _) => {
-                s.view.log.shard(shard).map(|_| ()).map_err(|_| format!("shard {shard} was deleted"))
-            }
-            Place::Buffer(_, b) | Place::Buffer1(_, b, _) => {
-                s.view.state.buffer(b).map(|_| ()).map_err(|_| format!("buffer {} was deleted", b.0))
-            }
-            Place::Term(_, t) | Place::Term1(_, t, _) => match s.view.state.terms.contains_key(&t) {
-                true => Ok(()),
-                false => Err(format!("terminal {} was closed", t.0)),
-            },
-            _ if place.in_acme() => acme::check(s, place),
-            _ => Ok(()),
+            _ if !Fsys::lives_in_state(place) => Ok(()),
+            _ if place.in_acme() => crate::acme::files::check(s.ok_or_else(gone)?, place),
+            _ => Fsys::check_state(s, place),
         }
     }
 
@@ -225,7 +144,7 @@ impl Fsys {
     fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
         Fsys::check(Some(s), place)?;
         if place.in_acme() {
-            return acme::children(s, place);
+            return crate::acme::files::children(s, place);
         }
         Ok(match place {
             Place::Session(n) => {
@@ -286,7 +205,7 @@ impl Fsys {
             return Some(place.parent());
         }
         if place.in_acme() {
-            return acme::step(s?, place, name);
+            return crate::acme::files::step(s?, place, name);
         }
         let next = match place {
             Place::Root => {
@@ -313,13 +232,6 @@ impl Fsys {
         Fsys::check(s, next).ok().map(|_| next)
     }
 
-    /// A plain file's content now: taken under the lock, made into bytes
-    /// after it (`Made`).
-    async fn content(&self, place: Place) -> srv::Result<Vec<u8>> {
-        let made = self.content_made(place)?;
-        Ok(made.made().await)
-    }
-
     /// A plain file's content now, as a fid keeps it (a text as its
     /// rope's copy).
     async fn version(&self, place: Place) -> srv::Result<Version> {
@@ -329,19 +241,19 @@ impl Fsys {
 
     fn content_made(&self, place: Place) -> srv::Result<Made> {
         if let Place::Root1(file) = place {
-            return Ok(root::content(&self.daemon, file));
+            return Ok(crate::registry::files::content(&self.daemon, file));
         }
         self.at(place, |s| {
             Fsys::check(s, place)?;
             let s = s.ok_or_else(gone)?;
             match place {
-                _ if place.in_acme() => acme::content(s, place),
-                Place::Session1(_, file) => Ok(session::content(s, file)),
-                Place::Meta1(_, table) => Ok(session::meta_content(s, table)),
-                Place::Shard1(_, shard, file) => shard::content(s, shard, file),
-                Place::Buffer1(_, b, file) => buffer::content(s, b, file),
-                Place::TermsIndex(_) => Ok(term::index(s).into()),
-                Place::Term1(_, t, file) => term::content(s, t, file),
+                _ if place.in_acme() => crate::acme::files::content(s, place),
+                Place::Session1(_, file) => Ok(crate::session::files::content(s, file)),
+                Place::Meta1(_, table) => Ok(crate::session::files::meta_content(s, table)),
+                Place::Shard1(_, shard, file) => crate::shards::files::content(s, shard, file),
+                Place::Buffer1(_, b, file) => crate::buffers::files::content(s, b, file),
+                Place::TermsIndex(_) => Ok(crate::term::files::index(s).into()),
+                Place::Term1(_, t, file) => crate::term::files::content(s, t, file),
                 _ => Ok(Made::Bytes(Vec::new())),
             }
         })
@@ -403,20 +315,6 @@ impl Fsys {
         let mut opened = fid.lock();
         let content = opened.content().ok_or("read of a fid that is not open; open it first")?;
         content.read(offset, count, place.is_dir())
-    }
-
-    /// A stream of entries or events that keeps `shards` from compaction
-    /// while it is open.
-    fn open_reader(&self, n: u64, shards: &[Shard], source: Source, event_of: Option<WindowId>) -> srv::Result<Opened> {
-        // Opened and counted under one lock: no entry comes in between.
-        let cursor = self.daemon.with_hub_quiet(n, |s| {
-            let cursor = Cursor::open_in(source, s)?;
-            for shard in shards {
-                s.hub.start_reading(*shard);
-            }
-            Ok::<_, String>(cursor)
-        })??;
-        Ok(Opened::Stream { cursor, reading: shards.to_vec(), event_of })
     }
 
     /// What a fid going away ends: its attach connection (a clunk ends the
@@ -497,7 +395,7 @@ impl Serve for Fsys {
         let mut place = fid.place;
         let mut qids = Vec::new();
         for (i, name) in names.iter().enumerate() {
-            let next = if let Some(n) = acme::walks_into_new(place, name) {
+            let next = if let Some(n) = crate::acme::files::walks_into_new(place, name) {
                 // Any walk through acme's `new` makes a window.
                 Some(Box::pin(self.acme_new(n)).await?)
             } else if name == ".." && self.is_service_root(place) {
@@ -598,7 +496,7 @@ impl Serve for Fsys {
                 // acme's data and xdata read the window's body while the
                 // window lives, as acme does.
                 (Some(_), Place::Win1(n, number, file)) => {
-                    let w = self.daemon.look(n, |s| acme::window(s, number))??;
+                    let w = self.daemon.look(n, |s| crate::acme::files::window(s, number))??;
                     self.data_read(n, w.body, count, file == WinFile::Xdata)
                 }
                 (Some(b), _) => self.data_read(n, b, count, false),
@@ -622,7 +520,7 @@ impl Serve for Fsys {
             Place::Shard1(n, shard, file) => self.shard_write(n, shard, file, data)?,
             Place::Buffer1(n, b, file) => Box::pin(self.buffer_write(fid, n, b, file, data)).await?,
             Place::Term1(n, t, file) => Box::pin(self.term_write(n, t, file, data)).await?,
-            place => return Err(not_writable(place)),
+            place => return Err(place::not_writable(place)),
         }
         // Acknowledged once written, and synced where the policy says.
         self.daemon.settle(durable).await?;

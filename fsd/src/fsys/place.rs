@@ -332,6 +332,12 @@ impl Place {
     }
 }
 
+/// The error for a write to a file that takes none.
+pub fn not_writable(place: Place) -> String {
+    let (name, _) = place.name_perm("");
+    format!("{}: {name} is not writable", apex_core::error::acme::EPERM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

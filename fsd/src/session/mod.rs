@@ -7,6 +7,7 @@
 //! tools can work in a session nobody is looking at.
 
 pub mod ctl;
+pub mod files;
 pub mod proposals;
 
 use crate::acme::Acme;

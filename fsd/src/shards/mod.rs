@@ -4,4 +4,5 @@
 //! `fsys::shard` and `fsys::session`.
 
 pub mod entrytext;
+pub mod files;
 pub mod tables;

@@ -12,3 +12,4 @@
 
 pub mod ctl;
 pub mod drive;
+pub mod files;

@@ -6,6 +6,8 @@
 //! a whole, against a copy of the registry's state, before any is applied,
 //! so a bad line changes nothing.
 
+pub mod files;
+
 use crate::attach::hub::HubConfig;
 use crate::ctl::{self, Arg, CtlError, Verb};
 use crate::error::Error;

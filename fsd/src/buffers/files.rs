@@ -3,12 +3,12 @@
 //! of length 0 empties it), `name`, `ctl`, `addr`, `data` (read and write
 //! at the addr, as acme's) and `event` (a stream of its changes).
 
-use super::fid::{utf8, Content, Fid, Opened};
-use super::made::Made;
-use super::place::{BufferFile, Place};
-use super::stream::Source;
-use super::Fsys;
 use crate::buffers::{self, BufferCtl};
+use crate::fsys::fid::{utf8, Content, Fid, Opened};
+use crate::fsys::made::Made;
+use crate::fsys::place::{BufferFile, Place};
+use crate::fsys::stream::Source;
+use crate::fsys::tree::Fsys;
 use crate::host;
 use crate::session::Session;
 use apex_core::{BufferId, Proposal, Shard};
@@ -29,7 +29,7 @@ pub fn content(s: &Session, b: BufferId, file: BufferFile) -> srv::Result<Made> 
 
 impl Fsys {
     /// Opening `buffers/new` makes a window; the fid reads its body's number.
-    pub(super) async fn buffers_new(&self, n: u64) -> srv::Result<Opened> {
+    pub(crate) async fn buffers_new(&self, n: u64) -> srv::Result<Opened> {
         let p = Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None };
         let made = self.daemon.propose(n, "buffers/new", p).await?;
         let body = match made.created {
@@ -39,7 +39,7 @@ impl Fsys {
         Ok(Opened::Content(Content::made(format!("{}\n", body.0).into_bytes())))
     }
 
-    pub(super) async fn buffer_open(&self, n: u64, b: BufferId, file: BufferFile, mode: u8) -> srv::Result<Opened> {
+    pub(crate) async fn buffer_open(&self, n: u64, b: BufferId, file: BufferFile, mode: u8) -> srv::Result<Opened> {
         let place = Place::Buffer1(n, b, file);
         Ok(match file {
             BufferFile::Event => self.open_reader(n, &[Shard::Buffer(b)], Source::Event(n, b), None)?,
@@ -48,17 +48,21 @@ impl Fsys {
                 if mode & OTRUNC != 0 {
                     self.truncate(n, b).await?;
                 }
-                Opened::Text { content: Content::of(self.version(place).await?), tail: Vec::new() }
+                let made = self.made_in(place, |s| content(s, b, file))?;
+                Opened::Text { content: Content::of(made.version().await), tail: Vec::new() }
             }
             BufferFile::Addr => {
                 self.daemon.with_session(n, |s| buffers::addr_open(s, b))?;
-                Opened::Addr { content: Content::made(self.content(place).await?), body: b }
+                let made = self.made_in(place, |s| content(s, b, file))?;
+                Opened::Addr { content: Content::made(made.made().await), body: b }
             }
-            BufferFile::Name | BufferFile::Ctl => Opened::Content(Content::made(self.content(place).await?)),
+            BufferFile::Name | BufferFile::Ctl => {
+                Opened::Content(Content::made(self.made_in(place, |s| content(s, b, file))?.made().await))
+            }
         })
     }
 
-    pub(super) async fn buffer_write(
+    pub(crate) async fn buffer_write(
         &self,
         fid: &Fid,
         n: u64,
@@ -116,7 +120,7 @@ impl Fsys {
     }
 
     /// Empties a body (open with OTRUNC, wstat length 0).
-    pub(super) async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
+    pub(crate) async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
         match self.daemon.with_session(n, |s| buffers::truncate(s, b))? {
             Some(p) => {
                 self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()).map_err(String::from)
@@ -128,7 +132,7 @@ impl Fsys {
     /// A body write: appended at the end; a rune cut by the write boundary
     /// waits for the fid's next write. Text that is not UTF-8 is refused
     /// here; acme's body takes any bytes as acme does (`Fid::acme_text`).
-    pub(super) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
         let (text, waited) = match fid.place.in_acme() {
             true => (fid.acme_text(data), None),
             false => fid.whole_runes(data, "body").map(|(text, waited)| (text, Some(waited)))?,
@@ -152,7 +156,7 @@ impl Fsys {
     /// with no lock held, so a regular expression over a big body holds up
     /// no other request; it is made again if the buffer or its address
     /// changed meanwhile, and the third time under the lock.
-    pub(super) async fn addr_write(&self, n: u64, b: BufferId, addr: &str) -> srv::Result<()> {
+    pub(crate) async fn addr_write(&self, n: u64, b: BufferId, addr: &str) -> srv::Result<()> {
         for _ in 0..2 {
             let search = self.daemon.with_hub_quiet(n, |s| buffers::addr_search(s, b))??;
             let found = match search.is_big() {
@@ -170,13 +174,13 @@ impl Fsys {
     }
 
     /// A `data` read (of `buffers/N/data`, acme's `data` or `xdata`).
-    pub(super) fn data_read(&self, n: u64, b: BufferId, count: u32, x: bool) -> srv::Result<Vec<u8>> {
+    pub(crate) fn data_read(&self, n: u64, b: BufferId, count: u32, x: bool) -> srv::Result<Vec<u8>> {
         Ok(self.daemon.with_session(n, |s| buffers::data_read(s, b, count, x))?)
     }
 
     /// A `data` write: the proposal at the address's version, then the
     /// address follows the new text.
-    pub(super) async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
+    pub(crate) async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
         let Some((p, at)) = self.daemon.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
         let request = format!("data write {} ({} bytes)", b.0, text.len());
         self.daemon.propose(n, &request, p).await?;

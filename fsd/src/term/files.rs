@@ -4,11 +4,11 @@
 //! (the grid as text), and `ctl` (resize, signal, kill, close; reading it
 //! describes the terminal).
 
-use super::fid::{Fid, Opened};
-use super::made::{Made, TermText};
-use super::place::{Place, TermFile};
-use super::Fsys;
 use crate::error::Error;
+use crate::fsys::fid::{Fid, Opened};
+use crate::fsys::made::{Made, TermText};
+use crate::fsys::place::{Place, TermFile};
+use crate::fsys::tree::Fsys;
 use crate::pty::output::Got;
 use crate::pty::proc::Running;
 use crate::session::Session;
@@ -89,20 +89,20 @@ impl Fsys {
         })?
     }
 
-    pub(super) async fn term_open(&self, n: u64, id: TermId, file: TermFile) -> srv::Result<Opened> {
+    pub(crate) async fn term_open(&self, n: u64, id: TermId, file: TermFile) -> srv::Result<Opened> {
         if file == TermFile::Cons {
             // A reader reads what comes from now on.
             let at = self.daemon.look(n, |s| s.terms.get(&id).map_or(0, |r| r.output.now()))?;
             return Ok(Opened::Cons { at });
         }
         // Its text and scrollback as their rows, shared: not a copy per open.
-        let version = self.version(Place::Term1(n, id, file)).await?;
-        Ok(Opened::Content(super::fid::Content::of(version)))
+        let version = self.made_in(Place::Term1(n, id, file), |s| content(s, id, file))?.version().await;
+        Ok(Opened::Content(crate::fsys::fid::Content::of(version)))
     }
 
     /// Reads a terminal's output, waiting until there is some; end of file
     /// once its pty closed (or it has none).
-    pub(super) async fn term_read_cons(&self, n: u64, id: TermId, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+    pub(crate) async fn term_read_cons(&self, n: u64, id: TermId, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         let Some(output) = self.daemon.look(n, |s| s.terms.get(&id).map(|r| r.output.clone()))? else {
             return Ok(Vec::new());
         };
@@ -128,11 +128,11 @@ impl Fsys {
         }
     }
 
-    pub(super) async fn term_write(&self, n: u64, id: TermId, file: TermFile, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn term_write(&self, n: u64, id: TermId, file: TermFile, data: Vec<u8>) -> srv::Result<()> {
         match file {
             TermFile::Cons => Ok(self.running(n, id)?.input(id.0, data).map_err(Error::from)?),
             TermFile::Ctl => {
-                let text = super::fid::utf8(data)?;
+                let text = crate::fsys::fid::utf8(data)?;
                 let msgs = crate::term::ctl::parse(&text).map_err(Error::from)?;
                 // Checked whole before any is done: a message that needs
                 // the program refuses the write if it has exited.
@@ -144,7 +144,7 @@ impl Fsys {
                 }
                 Ok(())
             }
-            _ => Err(super::not_writable(Place::Term1(n, id, file))),
+            _ => Err(crate::fsys::place::not_writable(Place::Term1(n, id, file))),
         }
     }
 

@@ -2,12 +2,12 @@
 //! stream that keeps the shard from compaction while open), `lease` (read
 //! the lease; write "reclaim" to take it back) and `info`.
 
-use super::fid::{utf8, Opened};
-use super::made::Made;
-use super::place::{Place, ShardFile};
-use super::stream::Source;
-use super::Fsys;
 use crate::error::Error;
+use crate::fsys::fid::{utf8, Opened};
+use crate::fsys::made::Made;
+use crate::fsys::place::{Place, ShardFile};
+use crate::fsys::stream::Source;
+use crate::fsys::tree::Fsys;
 use crate::session::Session;
 use crate::shards::tables;
 use apex_core::Shard;
@@ -24,17 +24,20 @@ pub fn content(s: &Session, shard: Shard, file: ShardFile) -> srv::Result<Made> 
 }
 
 impl Fsys {
-    pub(super) async fn shard_open(&self, n: u64, shard: Shard, file: ShardFile) -> srv::Result<Opened> {
+    pub(crate) async fn shard_open(&self, n: u64, shard: Shard, file: ShardFile) -> srv::Result<Opened> {
         match file {
             ShardFile::Entries => self.open_reader(n, &[shard], Source::Entries(n, shard), None),
-            file => Ok(Opened::Content(super::fid::Content::made(self.content(Place::Shard1(n, shard, file)).await?))),
+            file => {
+                let made = self.made_in(Place::Shard1(n, shard, file), |s| content(s, shard, file))?;
+                Ok(Opened::Content(crate::fsys::fid::Content::made(made.made().await)))
+            }
         }
     }
 
     /// A write to `shards/SHARD/lease`.
-    pub(super) fn shard_write(&self, n: u64, shard: Shard, file: ShardFile, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) fn shard_write(&self, n: u64, shard: Shard, file: ShardFile, data: Vec<u8>) -> srv::Result<()> {
         if file != ShardFile::Lease {
-            return Err(super::not_writable(Place::Shard1(n, shard, file)));
+            return Err(crate::fsys::place::not_writable(Place::Shard1(n, shard, file)));
         }
         match utf8(data)?.trim() {
             // As the deadline reclaims a stuck holder's lease: the holder is

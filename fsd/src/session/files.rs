@@ -3,15 +3,15 @@
 //! (made off the lock), `proposals` (write one, read the recent
 //! outcomes), `attach` (the attach protocol), and the tables of `meta/`.
 
-use super::fid::{utf8, Fid, Opened};
-use super::made::Made;
-use super::place::{Place, SessionFile};
-use super::Fsys;
 use crate::attach::error::AttachError;
 use crate::attach::feed::{self, Readable, WELCOME_PART};
 use crate::attach::hub::{ConnId, Written};
 use crate::attach::protocol;
 use crate::error::Error;
+use crate::fsys::fid::{utf8, Fid, Opened};
+use crate::fsys::made::Made;
+use crate::fsys::place::{Place, SessionFile};
+use crate::fsys::tree::Fsys;
 use crate::host;
 use crate::session::ctl::SessionCtl;
 use crate::session::Session;
@@ -37,7 +37,7 @@ pub fn meta_content(s: &Session, table: MetaTable) -> Made {
 }
 
 impl Fsys {
-    pub(super) async fn session_open(&self, n: u64, file: SessionFile, mode: u8) -> srv::Result<Opened> {
+    pub(crate) async fn session_open(&self, n: u64, file: SessionFile, mode: u8) -> srv::Result<Opened> {
         if file == SessionFile::Attach {
             if mode & 3 != 2 {
                 return Err("attach: open it read-write (ORDWR): the protocol goes both ways".into());
@@ -45,10 +45,11 @@ impl Fsys {
             return Ok(Opened::Attach(self.daemon.with_hub(n, |s, _| s.hub.open())?));
         }
         // As a fid keeps it: a snapshot in parts, its texts not copied.
-        Ok(Opened::Content(super::fid::Content::of(self.version(Place::Session1(n, file)).await?)))
+        let made = self.made_in(Place::Session1(n, file), |s| Ok(content(s, file)))?;
+        Ok(Opened::Content(crate::fsys::fid::Content::of(made.version().await)))
     }
 
-    pub(super) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> srv::Result<()> {
         if file == SessionFile::Attach {
             let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
             match self.daemon.with_hub(n, |s, now| protocol::write(s, conn, &data, now))?? {
@@ -71,7 +72,7 @@ impl Fsys {
             SessionFile::Ctl => {
                 let reply = self.session_ctl(n, &text).await?;
                 if let Some(c) = fid.lock().content() {
-                    c.bytes = super::made::Version::Plain(reply.into_bytes());
+                    c.bytes = crate::fsys::made::Version::Plain(reply.into_bytes());
                 }
                 Ok(())
             }
@@ -83,7 +84,7 @@ impl Fsys {
                 self.daemon.propose(n, &request, p).await?;
                 Ok(())
             }
-            _ => Err(super::not_writable(Place::Session1(n, file))),
+            _ => Err(crate::fsys::place::not_writable(Place::Session1(n, file))),
         }
     }
 
@@ -136,7 +137,7 @@ impl Fsys {
 
     /// Reads the attach stream, waiting until there is something. A big
     /// Welcome is read in parts of [`WELCOME_PART`] bytes.
-    pub(super) async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+    pub(crate) async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
         loop {
             let mut wake = self.daemon.subscribe_to(n);

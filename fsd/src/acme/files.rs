@@ -6,17 +6,17 @@
 //! any lock; a ctl write applies its messages one by one and stops at
 //! the first refusal with the earlier ones kept, as acme does.
 
-use super::fid::{utf8, Content, Fid, Opened};
-use super::made::Made;
-use super::Fsys;
 use crate::acme::ctl::{self, WinCtl};
 use crate::acme::event::{self, Act, WriteBack};
 use crate::acme::{fields, termwin};
 use crate::buffers;
 use crate::daemon::gone;
 use crate::error::Error;
+use crate::fsys::fid::{utf8, Content, Fid, Opened};
+use crate::fsys::made::Made;
 use crate::fsys::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
 use crate::fsys::stream::Source;
+use crate::fsys::tree::Fsys;
 use crate::host;
 use crate::session::Session;
 use apex_core::addr::Range;
@@ -131,7 +131,7 @@ pub fn content(s: &Session, place: Place) -> srv::Result<Made> {
         Place::Win1(_, number, file) if is_term(s, number) => {
             let (id, t) = termwin::term_of(state, number).ok_or_else(deleted)?;
             match file {
-                WinFile::Body => Made::Term(Box::new(t.clone()), super::made::TermText::All),
+                WinFile::Body => Made::Term(Box::new(t.clone()), crate::fsys::made::TermText::All),
                 WinFile::Tag => termwin::tag(id, t).into(),
                 WinFile::Ctl => fields::term_ctl(id, t).into(),
                 _ => Made::Bytes(Vec::new()),
@@ -165,7 +165,7 @@ fn selection(s: &Session, w: &Win) -> srv::Result<(Range, u64)> {
 
 impl Fsys {
     /// Makes a window through `new` and returns its directory.
-    pub(super) async fn acme_new(&self, n: u64) -> srv::Result<Place> {
+    pub(crate) async fn acme_new(&self, n: u64) -> srv::Result<Place> {
         let p = Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None };
         match self.daemon.propose(n, "acme/new", p).await?.created {
             Created::Window(w) => Ok(Place::Win(n, w.number.0)),
@@ -178,7 +178,7 @@ impl Fsys {
     }
 
     /// Opens an acme file: what each one does at open beyond its content.
-    pub(super) async fn acme_open(&self, place: Place, mode: u8) -> srv::Result<Opened> {
+    pub(crate) async fn acme_open(&self, place: Place, mode: u8) -> srv::Result<Opened> {
         if mode & 3 == apex_ninep::fcall::OEXEC || mode & apex_ninep::fcall::ORCLOSE != 0 {
             return Err(format!("{EPERM}: acme's files open for reading or writing only (no OEXEC, no ORCLOSE)"));
         }
@@ -269,7 +269,8 @@ impl Fsys {
         let first = match first {
             Ok(first) => first,
             Err(e) => {
-                self.let_go(Place::Win1(n, w.number, WinFile::Event), opened, false).await;
+                self.stop_reading(n, &shards);
+                self.acme_clunk(n, Some(w.id), None, None).await;
                 return Err(e);
             }
         };
@@ -277,7 +278,8 @@ impl Fsys {
             let p = Proposal::EventReader { window: w.id, reader: Some(AttachmentId::SERVER) };
             if let Err(e) = self.daemon.propose(n, "event open", p).await {
                 // No fid comes of this open: give back what it took.
-                self.let_go(Place::Win1(n, w.number, WinFile::Event), opened, false).await;
+                self.stop_reading(n, &shards);
+                self.acme_clunk(n, Some(w.id), None, None).await;
                 return Err(e.into());
             }
         }
@@ -303,7 +305,7 @@ impl Fsys {
 
     /// A wrsel fid's clunk selects what its writes put in (acme's
     /// `xfidclose`).
-    pub(super) async fn wrsel_close(&self, n: u64, window: WindowId, body: BufferId, from: (u64, u64), at: (u64, u64)) {
+    pub(crate) async fn wrsel_close(&self, n: u64, window: WindowId, body: BufferId, from: (u64, u64), at: (u64, u64)) {
         let range = self.daemon.look(n, |s| {
             let b = s.view.state.buffer(body).ok()?;
             let q0 = b.rebase(from.1, from.0).ok()?.min(b.len());
@@ -317,7 +319,7 @@ impl Fsys {
         }
     }
 
-    pub(super) async fn acme_clunk(
+    pub(crate) async fn acme_clunk(
         &self,
         n: u64,
         event_of: Option<WindowId>,
@@ -382,7 +384,7 @@ impl Fsys {
     }
 
     /// Reads `log`: blocks until a line exists, returns exactly one.
-    pub(super) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+    pub(crate) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
         loop {
             let mut wake = self.daemon.subscribe_to(n);
             {
@@ -404,7 +406,7 @@ impl Fsys {
     }
 
     /// A write to an acme file.
-    pub(super) async fn acme_write(&self, fid: &Fid, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn acme_write(&self, fid: &Fid, data: Vec<u8>) -> srv::Result<()> {
         let place = fid.place;
         match place {
             Place::Acme1(_, AcmeFile::Label) => Ok(()),
@@ -526,7 +528,7 @@ impl Fsys {
     }
 
     /// A ctl fid going away lets go of the window's ctl lock it holds.
-    pub(super) fn ctl_unlock_on_clunk(&self, place: super::place::Place, fid: usize) {
+    pub(crate) fn ctl_unlock_on_clunk(&self, place: crate::fsys::place::Place, fid: usize) {
         let Place::Win1(n, number, WinFile::Ctl) = place else { return };
         let _ = self.daemon.with_hub_quiet(n, |s| {
             let Ok(w) = window(s, number) else { return };

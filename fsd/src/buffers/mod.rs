@@ -7,6 +7,8 @@
 //! which remembers the version it was set at, so an edit made meanwhile by
 //! the leader moves the write instead of being overwritten.
 
+pub mod files;
+
 use crate::ctl::{self, Arg, Unfit, Verb};
 use crate::error::Error;
 use crate::session::{Addr, Session};
