@@ -2,7 +2,7 @@
 //! the attach protocol's deadlines run on, the wake-ups it asks for,
 //! change notification for blocked readers, and waiting for a routed
 //! proposal's outcome. The file tree ([`crate::fsys`]), the host
-//! ([`crate::host`], [`crate::exec`]) and the binary act through it.
+//! ([`crate::host`], [`crate::host::headless`]) and the binary act through it.
 //!
 //! Invariant: every change to a session goes through `with_session` or
 //! `with_hub`, which wake blocked readers after it; a deadline the hub

@@ -15,8 +15,8 @@
 //! - [`route`]: where a proposal goes, for every writer.
 //! - [`attach`]: the attach protocol's daemon side (hub data, protocol,
 //!   leases, what each connection reads).
-//! - [`exec`], [`host`]: the daemon as core's `exec::Host`; get, put and
-//!   exec on the daemon's machine.
+//! - [`host`]: get, put and exec on the daemon's machine, and
+//!   [`host::headless`], the daemon as core's `exec::Host`.
 //! - [`registry`]: the daemon's sessions and the registry log that makes
 //!   them; `/ctl`'s commands.
 //! - [`session`]: one session: its view node over the authoritative log,
@@ -51,7 +51,6 @@ pub mod buffers;
 pub mod ctl;
 pub mod daemon;
 pub mod error;
-pub mod exec;
 pub mod fsys;
 pub mod host;
 pub mod persist;

@@ -7,6 +7,8 @@
 //! File and process work happens outside any lock; only the
 //! proposals that record it take their session's lock, briefly.
 
+pub mod headless;
+
 use crate::ctl::Unfit;
 use crate::daemon::Daemon;
 use crate::error::Error;
