@@ -11,7 +11,7 @@
 
 use crate::attach::error::AttachError;
 use crate::attach::hub::{Pending, Reply, Written};
-use crate::attach::lease::{pass_on, reclaim};
+use crate::attach::lease::{fenced, pass_on, reclaim};
 use crate::session::Session;
 use apex_core::{AttachmentId, Epoch, Proposal, Shard};
 use apex_link::wire::{Outcome, Refusal, ServerMsg};
@@ -98,6 +98,22 @@ pub(crate) fn reclaim_stuck(s: &mut Session, now: u64) {
         reclaim(s, shard);
         pass_on(s, shard, now);
     }
+}
+
+/// A `reclaim` written to `shards/SHARD/lease`: the server takes the lease
+/// back as the deadline does for a stuck holder (the holder is fenced),
+/// and what waited for the shard goes where it belongs now.
+pub(crate) fn reclaim_by_hand(s: &mut Session, shard: Shard, now: u64) -> Result<(), apex_core::Reject> {
+    // The hub's clock, which a proposal routed again takes its deadline
+    // from.
+    s.hub.now = now;
+    let holder = s.view.log.lease(shard)?.holder;
+    let op = s.view.log.reclaim_op(shard)?;
+    s.view.push_meta(op)?;
+    fenced(s, holder);
+    pass_on(s, shard, now);
+    redispatch(s);
+    Ok(())
 }
 
 /// The holder's outcome of routed proposal `id`.

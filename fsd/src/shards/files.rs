@@ -42,18 +42,9 @@ impl Fsys {
         match utf8(data)?.trim() {
             // As the deadline reclaims a stuck holder's lease: the holder is
             // fenced, and what waited for it goes where it belongs now.
-            "reclaim" => self.daemon.with_hub(n, |s, now| {
-                // The hub's clock, which a proposal routed below takes its
-                // deadline from.
-                s.hub.now = now;
-                let holder = s.view.log.lease(shard).map_err(|e| e.to_string())?.holder;
-                let op = s.view.log.reclaim_op(shard).map_err(|e| e.to_string())?;
-                s.view.push_meta(op).map_err(|e| e.to_string())?;
-                crate::attach::lease::fenced(s, holder);
-                crate::attach::lease::pass_on(s, shard, now);
-                crate::route::redispatch(s);
-                Ok(())
-            })?,
+            "reclaim" => self
+                .daemon
+                .with_hub(n, |s, now| crate::route::reclaim_by_hand(s, shard, now).map_err(|e| e.to_string()))?,
             other => Err(format!(
                 "lease: unknown request {other:?}; expected \"reclaim\" (the server takes the lease back). \
                  Leases are asked for and given up through the attach protocol (NAME/attach)"
