@@ -161,6 +161,27 @@ impl Daemon {
         }
     }
 
+    /// Builds a proposal from session `n` and submits it under the one
+    /// lock, so nothing comes between what it was made from and its
+    /// place in the queue; waits for its outcome after. `None` when
+    /// `build` finds nothing to do.
+    pub async fn propose_from(
+        &self,
+        n: u64,
+        request: &str,
+        build: impl FnOnce(&Session) -> Result<Option<Proposal>, Error>,
+    ) -> Result<Option<Applied>, Error> {
+        let submitted = self.with_hub(n, |s, now| match build(s)? {
+            Some(p) => Ok(Some(route::submit(s, request, p, None, now))),
+            None => Ok::<_, Error>(None),
+        })??;
+        match submitted {
+            Some(Written::Wait(id, rx)) => self.outcome(n, id, rx).await.map(Some),
+            Some(Written::Done) => unreachable!("submit always answers through its channel"),
+            None => Ok(None),
+        }
+    }
+
     /// Waits for proposal `id`'s outcome. If the request waiting is
     /// flushed meanwhile, the proposal is withdrawn where it can still be
     /// (flush(5): the write then fails, having changed nothing), and its

@@ -138,13 +138,13 @@ impl Fsys {
             false => fid.whole_runes(data, "body").map(|(text, waited)| (text, Some(waited)))?,
         };
         let request = format!("body write {} ({} bytes)", b.0, text.len());
-        let written = async {
-            if let Some(p) = self.daemon.with_session(n, |s| buffers::body_append(s, b, text))? {
-                self.daemon.propose(n, &request, p).await?;
-            }
-            Ok(())
-        };
-        let written: srv::Result<()> = written.await;
+        // Built and queued under one lock; its outcome awaited after.
+        let written: srv::Result<()> = self
+            .daemon
+            .propose_from(n, &request, |s| buffers::body_append(s, b, text))
+            .await
+            .map(|_| ())
+            .map_err(Into::into);
         if let (Err(_), Some(waited)) = (&written, waited) {
             // Refused: the rune this write cut is not carried either.
             fid.put_back(waited);
