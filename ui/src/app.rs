@@ -76,7 +76,7 @@ impl Ui {
             font_choice: Default::default(),
             known_windows: None,
         };
-        ui.follow_new_window();
+        ui.follow_new_window(false);
         ui
     }
 
@@ -284,7 +284,7 @@ impl Ui {
                 let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
             }
         }
-        self.follow_new_window();
+        self.follow_new_window(true);
         self.publish_snarf();
         self.follow_body();
     }
@@ -311,10 +311,11 @@ impl Ui {
     }
 
     /// acme's `coladd` moves the pointer onto a window it makes, unless a
-    /// button is down: the newest window this UI made as the layout's
-    /// leader (by its own action, or a tool's through the daemon) since
-    /// it last looked. A watching UI's pointer stays where it is.
-    fn follow_new_window(&mut self) {
+    /// button is down: with `warp`, after this UI's own action, the
+    /// newest window it made as the layout's leader since it last looked.
+    /// Windows made for another UI or a tool are only noted. A watching
+    /// UI's pointer stays where it is.
+    fn follow_new_window(&mut self, warp: bool) {
         let (leads, now) = {
             let link = self.host.att.lock();
             let Some(node) = link.node() else { return };
@@ -322,7 +323,7 @@ impl Ui {
             (node.leads(apex_core::Shard::Layout), numbers.keys().copied().collect::<std::collections::BTreeSet<_>>())
         };
         let Some(before) = self.known_windows.replace(now.clone()) else { return };
-        if !leads || self.input.button_down() || self.input.warp.is_some() {
+        if !warp || !leads || self.input.button_down() || self.input.warp.is_some() {
             return;
         }
         let numbers = exec::Host::state(&self.host).map(|st| st.layout.numbers.clone()).unwrap_or_default();
@@ -434,7 +435,9 @@ impl Ui {
     pub fn woke(&mut self) -> bool {
         self.report_events();
         self.take_plumbed();
-        self.follow_new_window();
+        // A window another UI or a tool made moves nobody's pointer here:
+        // it is only noted, as known.
+        self.follow_new_window(false);
         let closed = self.host.att.is_closed();
         if closed && self.lost {
             // Gone again before it was welcomed: dial on.

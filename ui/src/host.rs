@@ -326,7 +326,12 @@ impl Host for UiHost {
             };
             let proposals = exec::get_proposals(self.state()?.buffer(buffer)?, buffer, &file, named, text);
             for p in proposals {
-                self.propose(p)?;
+                // A window's place put back is a nicety (see `keeps_place`).
+                let place = exec::keeps_place(&p);
+                match self.propose(p) {
+                    Err(_) if place => {}
+                    r => r.map(|_| ())?,
+                }
             }
             if let Some(why) = unreadable {
                 return Err(ExecError::CantOpen { file, why });

@@ -259,7 +259,8 @@ fn host(e: impl std::fmt::Display) -> ExecError {
 /// last clicked), as acme runs it with `rdsel` and `wrsel`: `|` replaces
 /// the selection with what the command makes of it, `<` with what the
 /// command prints, `>` sends it to the command, whose output goes to
-/// `+Errors`; so, Edit's `|`, `<` and `>` on dot.
+/// `+Errors`. The host runs it in the background, as any command (the
+/// daemon reads the selection and puts the output in its place).
 pub fn execute<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Result<()> {
     let (word, arg) = look::split_command(text);
     if word.is_empty() {
@@ -273,11 +274,8 @@ pub fn execute<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Resu
                 Some(w) => Some(w),
                 None => h.state()?.layout.focus,
             };
-            match on {
-                Some(w) => edit::edit(h, Some(w), text.trim()),
-                // acme runs it with nothing to read or replace.
-                None => h.start(None, text.trim()[1..].trim_start(), None),
-            }
+            let dir = dir_of(h, on)?;
+            h.start(dir.as_deref(), text.trim(), on)
         }
         None => {
             let dir = dir_of(h, window)?;
@@ -660,6 +658,13 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
         out.push(Proposal::SetOrigin { buffer: b, view, version: version + 1, org });
     }
     out
+}
+
+/// Whether `p` is one of the proposals [`get_proposals`] makes to put a
+/// window's selection or origin back: one refused (an edit came between
+/// and moved it past the text) leaves the Get done all the same.
+pub fn keeps_place(p: &Proposal) -> bool {
+    matches!(p, Proposal::Select { .. } | Proposal::SetOrigin { .. })
 }
 
 /// acme's `winclean`: whether `window` may lose its changes. A changed

@@ -40,7 +40,14 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     })?;
     let request = format!("get {} {file}", b.0);
     for p in proposals {
-        daemon.propose(session, &request, p).await?;
+        // Where a window's selection and origin go back to is a nicety:
+        // an edit that came between (rebased past the text) must not
+        // make the Get fail after its text is in.
+        let place = exec::keeps_place(&p);
+        match daemon.propose(session, &request, p).await {
+            Err(_) if place => {}
+            r => r.map(|_| ())?,
+        }
     }
     Ok(())
 }
@@ -194,19 +201,41 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     if !Path::new(dir).is_dir() {
         return Err(Unfit::NotADirectory(dir.to_string()).into());
     }
+    // acme's `|cmd`, `<cmd` and `>cmd`: on the selection of the window it
+    // ran from (without one, the command alone).
+    let line = command;
+    let (pipe, command) = match command.trim_start().strip_prefix(['|', '<', '>']) {
+        Some(rest) => (command.trim_start().chars().next(), rest.trim_start()),
+        None => (None, command),
+    };
+    let on = match (pipe, env.window) {
+        (Some(c), Some(n)) => Some((c, selection(daemon, session, n)?)),
+        _ => None,
+    };
+    let reads = on.as_ref().is_some_and(|(c, _)| *c != '<');
     let mut cmd = tokio::process::Command::new("sh");
     env.apply(daemon, session, &mut cmd);
     let mut child = cmd
         .arg("-c")
         .arg(command)
         .current_dir(dir)
-        .stdin(Stdio::null())
+        .stdin(if reads { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .map_err(|source| Error::Io { what: "exec: sh".into(), source })?;
     let pid = child.id().ok_or(Error::ExitedAtOnce)?;
+    if let (Some(mut stdin), Some((_, sel))) = (child.stdin.take(), &on) {
+        let text = sel.text.clone();
+        tokio::spawn(async move {
+            // A command that reads none of it is not waited for.
+            let _ = tokio::io::AsyncWriteExt::write_all(&mut stdin, text.as_bytes()).await;
+        });
+    }
+    // `|` and `<` replace the selection with what the command prints.
+    let replaces = on.filter(|(c, _)| *c != '>').map(|(_, sel)| sel);
+    let command = line;
     let errors = look::errors_name(dir);
     let made = errors_window(daemon, session, &errors).await;
     let body = made.and_then(|(window, body)| {
@@ -231,6 +260,16 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     };
     tracing::info!(session, pid, dir, command, "exec");
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    let printed = match replaces.is_some() {
+        true => child.stdout.take().map(|mut out| {
+            tokio::spawn(async move {
+                let mut all = Vec::new();
+                let _ = out.read_to_end(&mut all).await;
+                all
+            })
+        }),
+        false => None,
+    };
     for mut out in [child.stdout.take().map(Either::Out), child.stderr.take().map(Either::Err)].into_iter().flatten() {
         let tx = tx.clone();
         tokio::spawn(async move {
@@ -272,11 +311,55 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
             Err(_) => -1,
         };
         tracing::info!(session, pid, status, "exit");
+        // What `|` and `<` printed replaces the selection, whatever the
+        // exit status (acme's wrsel), as of the text it was read from.
+        if let (Some(sel), Some(printed)) = (replaces, printed) {
+            let text = String::from_utf8_lossy(&printed.await.unwrap_or_default()).into_owned();
+            let n = text.chars().count() as u64;
+            let p = Proposal::splice(sel.body, sel.version, sel.q0, sel.q1, text, Origin::OtherFile);
+            if daemon.propose(session, "pipe output", p).await.is_ok() {
+                let version = daemon
+                    .look(session, |s| s.view.state.buffer(sel.body).map(|b| b.version))
+                    .ok()
+                    .and_then(Result::ok);
+                if let Some(version) = version {
+                    let view = apex_core::ViewId::WindowBody(sel.window);
+                    let (q0, q1) = (sel.q0, sel.q0 + n);
+                    let select = Proposal::Select { buffer: sel.body, view, version, q0, q1 };
+                    let _ = daemon.propose(session, "pipe output", select).await;
+                }
+            }
+        }
         let _ = daemon.with_session(session, |s| {
             s.view.push_meta(MetaOp::ProcessExit { pid: pid.into(), status }).map(|_| ()).map_err(Error::from)
         });
     });
     Ok(pid)
+}
+
+/// A window's selection as a command piped it: its text, and where it
+/// was in which version of the body.
+struct Selection {
+    window: WindowId,
+    body: BufferId,
+    version: u64,
+    q0: u64,
+    q1: u64,
+    text: String,
+}
+
+/// The selection of the window numbered `n`.
+fn selection(daemon: &Daemon, session: u64, n: AcmeNumber) -> Result<Selection, Error> {
+    daemon.look(session, |s| {
+        let st = &s.view.state;
+        let window = st.layout.window_numbered(n).ok_or(Unfit::NoWindow(u64::from(n.0)))?;
+        let body = st.window(window)?.body;
+        let b = st.buffer(body)?;
+        let v = b.views.get(&apex_core::ViewId::WindowBody(window)).copied().unwrap_or_default();
+        let (q0, q1) = (v.q0.min(b.len()), v.q1.min(b.len()));
+        let text = b.slice(q0, q1).unwrap_or_default();
+        Ok::<_, Error>(Selection { window, body, version: b.version, q0, q1, text })
+    })?
 }
 
 /// One of a child's two output pipes.

@@ -38,12 +38,12 @@ const VERBS: &[Verb<SessionCtl>] = &[
     },
     Verb {
         name: "exec",
-        args: &[Arg::FlagWord("-w", "N"), Arg::FlagWord("-f", "FONT"), Arg::Word("DIR"), Arg::Rest("COMMAND")],
+        args: &[Arg::Flag("-w", "N"), Arg::FlagWord("-f", "FONT"), Arg::Word("DIR"), Arg::Rest("COMMAND")],
         make: |v| SessionCtl::Exec {
             dir: v[2].word(),
             command: v[3].word(),
-            // Checked by `parse_session`: a number, a decodable font.
-            window: v[0].optional().map(|n| n.parse().unwrap_or(u64::MAX)),
+            // Checked by `parse_session`: a window, a decodable font.
+            window: v[0].number(),
             font: v[1].optional(),
         },
     },

@@ -125,6 +125,39 @@ async fn get_put_exec_and_kill() {
     let env = env.replace("|font", "");
     write(&c, root, "main/ctl", &format!("exec {dir} {env}")).await.unwrap();
     eventually("no window's", || async { std::fs::read_to_string(&shown).is_ok_and(|s| s.is_empty()) }).await;
+    // acme's |, < and >: on the window's selection, in the background;
+    // what | and < print takes the selection's place and is selected.
+    let piped = work.join("pipe.txt").display().to_string();
+    write(&c, root, "main/ctl", &format!("window {piped}")).await.unwrap();
+    let index = text(read(&c, root, "main/acme/index").await.unwrap());
+    let number = index.lines().find(|l| l.contains(&piped)).and_then(|l| l.split_whitespace().next()).unwrap();
+    let body = format!("main/acme/{number}/body");
+    write(&c, root, &body, "keep sel keep").await.unwrap();
+    let addr = c.open_path(root, &format!("main/acme/{number}/addr"), ORDWR).await.unwrap();
+    c.write(addr.fid, 0, b"#5,#8").await.unwrap();
+    write(&c, root, &format!("main/acme/{number}/ctl"), "dot=addr\n").await.unwrap();
+    c.clunk(addr.fid).await.unwrap();
+    write(&c, root, "main/ctl", &format!("exec -w {number} {dir} |tr a-z A-Z")).await.unwrap();
+    eventually("| to replace the selection", || async {
+        text(read(&c, root, &body).await.unwrap()) == "keep SEL keep"
+    })
+    .await;
+    write(&c, root, "main/ctl", &format!("exec -w {number} {dir} <echo hi")).await.unwrap();
+    eventually("< to replace the selection", || async {
+        text(read(&c, root, &body).await.unwrap()) == "keep hi\n keep"
+    })
+    .await;
+    let rdsel = text(read(&c, root, &format!("main/acme/{number}/rdsel")).await.unwrap());
+    assert_eq!(rdsel, "hi\n", "what it printed is selected");
+    write(&c, root, "main/ctl", &format!("exec -w {number} {dir} >wc -c")).await.unwrap();
+    eventually(">'s output in +Errors", || async {
+        let Some(eb) = buffer_named(&c, root, &errors).await else { return false };
+        text(read(&c, root, &format!("main/buffers/{eb}/body")).await.unwrap()).lines().any(|l| l.trim() == "3")
+    })
+    .await;
+    assert_eq!(text(read(&c, root, &body).await.unwrap()), "keep hi\n keep", "> changes nothing");
+    let e = write(&c, root, "main/ctl", &format!("exec -w abc {dir} true")).await.unwrap_err();
+    assert!(e.to_string().contains("-w N"), "{e}");
     let e = write(&c, root, "main/ctl", &format!("exec -w 9999 {dir} true")).await.unwrap_err();
     assert!(e.to_string().contains("no window 9999"), "{e}");
     let e = write(&c, root, "main/ctl", &format!("exec -f 50% {dir} true")).await.unwrap_err();
