@@ -117,6 +117,9 @@ impl Input {
             return Ok(Vec::new());
         }
         if q0 < q1 {
+            // Cut, as typing cuts it (acme's texttype snarfs it).
+            let cut = cx.slice(t, q0, q1);
+            cx.snarf(cut)?;
             self.erase(t, b, q0, q1, cx)?;
         }
         let buf = cx.node.state.buffer(b)?;
