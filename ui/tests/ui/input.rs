@@ -335,6 +335,17 @@ fn one_undo_takes_back_what_one_acme_undo_does() {
         assert_eq!(r.text(), "one line\n", "{k:?}: one step");
     }
 
+    // ^F over a selection cuts it too, before it completes.
+    let mut r = Rig::new("x sel\n");
+    let (x0, y) = r.point(2);
+    let (x1, _) = r.point(5);
+    r.send(Event::Press { button: 1, x: x0, y });
+    r.send(Event::Motion { x: x1, y });
+    r.send(Event::Release { button: 1, x: x1, y });
+    r.send(Event::Key(Key::Ctrl('f')));
+    assert_eq!(r.text(), "x \n");
+    assert_eq!(r.node.state.layout.snarf, "sel", "^F snarfs the selection it replaces");
+
     // Esc's cut is a step; typing after it another.
     let mut r = Rig::new("x\n");
     r.click(1);
