@@ -58,6 +58,15 @@ impl Rig {
         (x, y + line / 3)
     }
 
+    /// A button-1 sweep from rune `q0` to rune `q1` of the body.
+    fn sweep(&mut self, q0: u64, q1: u64) {
+        let (x0, y) = self.point(q0);
+        let (x1, _) = self.point(q1);
+        self.send(Event::Press { button: 1, x: x0, y });
+        self.send(Event::Motion { x: x1, y });
+        self.send(Event::Release { button: 1, x: x1, y });
+    }
+
     fn click(&mut self, q: u64) {
         let (x, y) = self.point(q);
         self.send(Event::Press { button: 1, x, y });
@@ -302,11 +311,7 @@ fn one_undo_takes_back_what_one_acme_undo_does() {
 
     // Typing over a selection cuts it (snarfed) as a step, then types.
     let mut r = Rig::new("one two\n");
-    let (x0, y) = r.point(4);
-    let (x1, _) = r.point(7);
-    r.send(Event::Press { button: 1, x: x0, y });
-    r.send(Event::Motion { x: x1, y });
-    r.send(Event::Release { button: 1, x: x1, y });
+    r.sweep(4, 7);
     assert_eq!(r.sel(), (4, 7));
     r.typed("2");
     assert_eq!(r.text(), "one 2\n");
@@ -322,11 +327,7 @@ fn one_undo_takes_back_what_one_acme_undo_does() {
     // Backspace, leaves `one`.
     for (k, left) in [(Key::Backspace, "one\n"), (Key::Ctrl('w'), "\n"), (Key::Ctrl('u'), "\n")] {
         let mut r = Rig::new("one line\n");
-        let (x0, y) = r.point(4);
-        let (x1, _) = r.point(8);
-        r.send(Event::Press { button: 1, x: x0, y });
-        r.send(Event::Motion { x: x1, y });
-        r.send(Event::Release { button: 1, x: x1, y });
+        r.sweep(4, 8);
         assert_eq!(r.sel(), (4, 8));
         r.key(k);
         assert_eq!(r.text(), left, "{k:?}");
@@ -337,11 +338,7 @@ fn one_undo_takes_back_what_one_acme_undo_does() {
 
     // ^F over a selection cuts it too, before it completes.
     let mut r = Rig::new("x sel\n");
-    let (x0, y) = r.point(2);
-    let (x1, _) = r.point(5);
-    r.send(Event::Press { button: 1, x: x0, y });
-    r.send(Event::Motion { x: x1, y });
-    r.send(Event::Release { button: 1, x: x1, y });
+    r.sweep(2, 5);
     r.send(Event::Key(Key::Ctrl('f')));
     assert_eq!(r.text(), "x \n");
     assert_eq!(r.node.state.layout.snarf, "sel", "^F snarfs the selection it replaces");
