@@ -2,6 +2,23 @@
 //! it), `ctl` (windows, buffers, commands, kills), `hash` and `snapshot`
 //! (made off the lock), `proposals` (write one, read the recent
 //! outcomes), `attach` (the attach protocol), and the tables of `meta/`.
+//!
+//! Reading `attach` keeps the stream's bytes in the order they were
+//! taken. A Welcome is taken and handed to its encoder with no await
+//! between, so a flushed read does not lose it; a big one is encoded in
+//! parts on a blocking thread, each part waking the readers, its sender
+//! dropped before the last wake-up however the encoder ends, so no reader
+//! waits for a part that never comes. Bytes a read took and could not
+//! return (flushed while it waited for the log to settle, or the settling
+//! failed) are put back (`feed::unread`), and until the read answers or
+//! puts them back the connection's next read waits (`Taken`); replies of
+//! two reads outstanding at once may still cross (apex(4) asks for one
+//! at a time). A read that panicked holding bytes breaks the stream
+//! (`Taken::break_off`) rather than lock a session its panic may have
+//! poisoned; a read that finds it broken takes the connection as hung up
+//! (`protocol::broken`: its grace, for the resume the error asks for).
+//! A flush that comes after the Rread was queued loses that reply, as
+//! flush(5) allows.
 
 use crate::attach::error::AttachError;
 use crate::attach::feed::{self, Readable, WELCOME_PART};
