@@ -62,8 +62,8 @@ struct Tail {
 }
 
 /// A whole snapshot's state, or why it did not decode.
-fn decode_snapshot(snapshot: &[u8]) -> Result<State, String> {
-    State::from_snapshot(snapshot).map_err(|e| e.to_string())
+fn decode_snapshot(snapshot: &[u8]) -> Result<State, apex_core::Reject> {
+    State::from_snapshot(snapshot)
 }
 
 /// The mirror hook: shard creations and deletions queued for the stream.
@@ -409,7 +409,7 @@ impl Link {
     /// A Welcome decoded as it arrived, now whole.
     fn decoded(&mut self, decoded: welcome::Decoded) -> Result<(), FrameError> {
         self.streaming = None;
-        let (attachment, token, state) = decoded.map_err(FrameError::Decode)?;
+        let (attachment, token, state) = decoded.map_err(|e| FrameError::Decode(e.to_string()))?;
         self.welcome(attachment, token, state);
         Ok(())
     }
@@ -497,7 +497,7 @@ impl Link {
     }
 
     /// A Welcome's state, or why its snapshot did not decode.
-    fn welcome(&mut self, attachment: AttachmentId, token: u64, state: Result<State, String>) {
+    fn welcome(&mut self, attachment: AttachmentId, token: u64, state: Result<State, apex_core::Reject>) {
         let state = match state {
             Ok(s) => s,
             Err(e) => {

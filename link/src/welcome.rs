@@ -12,14 +12,28 @@
 //! one, like every other message, is decoded whole where it lies.
 
 use crate::wire::{FrameError, FRAME_MAX, MESSAGE_MAX, MORE};
-use apex_core::{AttachmentId, State};
+use apex_core::{AttachmentId, Reject, State};
 use serde::Deserialize;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 /// What the decoder made of a Welcome: its attachment and token, and its
 /// state or why the snapshot did not decode.
-pub(crate) type Decoded = Result<(AttachmentId, u64, Result<State, String>), String>;
+pub(crate) type Decoded = Result<(AttachmentId, u64, Result<State, Reject>), WelcomeError>;
+
+/// Why a Welcome that came in pieces could not be read (its snapshot's
+/// own fault is the `Reject` beside the rest).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum WelcomeError {
+    #[error("welcome: {0}")]
+    Head(postcard::Error),
+    #[error("welcome: message {0} is not a Welcome")]
+    NotWelcome(u32),
+    #[error("the Welcome's decoder failed")]
+    DecoderFailed,
+    #[error("the Welcome was decoded already")]
+    DecodedAlready,
+}
 
 /// A Welcome in pieces being decoded: its frames' bytes are fed to the
 /// decoder as they are read, headers taken out.
@@ -125,8 +139,8 @@ impl Streaming {
         self.to_decoder = None;
         match self.decoder.take().map(JoinHandle::join) {
             Some(Ok(decoded)) => decoded,
-            Some(Err(_)) => Err("the Welcome's decoder failed".into()),
-            None => Err("the Welcome was decoded already".into()),
+            Some(Err(_)) => Err(WelcomeError::DecoderFailed),
+            None => Err(WelcomeError::DecodedAlready),
         }
     }
 }
@@ -137,11 +151,11 @@ impl Streaming {
 fn decode(rx: mpsc::Receiver<Vec<u8>>) -> Decoded {
     let mut de = postcard::Deserializer::from_flavor(Parts { rx, part: Vec::new(), at: 0, joined: Vec::new() });
     let (variant, attachment, token, _len, format) =
-        <(u32, AttachmentId, u64, u64, u8)>::deserialize(&mut de).map_err(|e| format!("welcome: {e}"))?;
+        <(u32, AttachmentId, u64, u64, u8)>::deserialize(&mut de).map_err(WelcomeError::Head)?;
     if variant != 0 {
-        return Err(format!("welcome: message {variant} is not a Welcome"));
+        return Err(WelcomeError::NotWelcome(variant));
     }
-    let state = State::decode_snapshot(format, &mut de).map_err(|e| e.to_string());
+    let state = State::decode_snapshot(format, &mut de);
     Ok((attachment, token, state))
 }
 
