@@ -8,6 +8,23 @@
 //! `with_hub`, which wake blocked readers after it; a deadline the hub
 //! sets (`Hub::wakeups`) arms the session's one timer, which ticks the
 //! hub then (and the tick arms it for the next deadline left).
+//!
+//! Change notification: `changed_in(n)` after a change in session `n`
+//! wakes the readers subscribed to it (`subscribe_to(n)`) and to the
+//! registry (`subscribe`), but no other session's; `changed`, a change to
+//! the registry such as a session ended, wakes them all. A session's
+//! channel is made at its first subscriber and let go when nobody waits
+//! on it. Invariant: a reader subscribes to the channel of the session
+//! whose state it waits on, or to the registry's, which every change
+//! moves, as it does the generation a read's content counts.
+//!
+//! Memory: after every locked change a persisted session may be due a
+//! snapshot, which lets the entries it covers go; a session kept nowhere
+//! lets go of the entries no connection or `entries` reader needs each
+//! time its log has taken in `EPHEMERAL_LOG_BYTES` (8 MiB: the texts its
+//! entries held are then reused by the next writes rather than fresh
+//! pages faulted in), so memory does not grow with all that was ever
+//! written. `table_sizes` and `log_bytes` let the tests check it.
 
 use crate::attach::hub::Written;
 use crate::attach::protocol;

@@ -4,6 +4,30 @@
 //! encoded off its session's lock where it was framed (a snapshot grows with
 //! the session's buffers), and the compaction of entries every connection
 //! has had.
+//!
+//! In detail, what each connection reads (`read`, `read_deferred`): control messages
+//! and every shard's new entries, framed once the connection has read what
+//! was framed before; a Welcome's state is copied when it is queued and
+//! framed as a hole in the connection's bytes, handed out
+//! (`Readable::Welcome`) to be encoded with no lock held and put in place
+//! (`welcomed`), or, when big, encoded on a blocking thread in parts of
+//! `WELCOME_PART` that go into the hole as reads come to it (`in_parts`; a
+//! read finding none yet waits; `None` ends them, and an encoder gone
+//! without it leaves the hole `Broken`: every read of that connection
+//! fails, since part of a Welcome was read; so does a small Welcome whose
+//! encoding panicked, `unfinished`), so a client can decode the first while
+//! the rest is encoded; once the hole is filled the read goes on to frame
+//! what came meanwhile; a read that takes all there is gets it as it is,
+//! not copied. So the order of what a connection reads is what it was
+//! framed in: a Welcome, then errors (a refused resume's reaches the
+//! replica that Welcome makes), then entries, then acks, answers and routed
+//! proposals; compaction up to the lowest cursor of the live connections,
+//! never a shard with an open `entries`/`event` reader. A live connection
+//! that read nothing since the last compaction point, has no read waiting
+//! (`Waiting`: a client blocked in a read is reading, however long the
+//! writes that wake it hold the lock) and is behind is sent a fresh Welcome
+//! there (`welcome_stalled`; `welcome` lives here): its cursors move to the
+//! end, so a client that stopped reading holds back no entry.
 
 use super::error::AttachError;
 use super::hub::{Conn, ConnId, Filling, Hole, Taken, WelcomeJob};
