@@ -26,8 +26,12 @@ fn is_exec_char(c: char) -> bool {
 /// The range a null click at `q` acts on: the run of command (`exec`) or
 /// file-name characters around it. Returns `q..q` when there is none.
 pub fn expand(buffer: &Buffer, q: u64, exec: bool) -> (u64, u64) {
+    run_around(buffer, q, |c| if exec { is_exec_char(c) && c != ':' } else { is_file_char(c) })
+}
+
+/// The run of characters `keep` takes around `q` (`q..q` for none).
+fn run_around(buffer: &Buffer, q: u64, keep: impl Fn(char) -> bool) -> (u64, u64) {
     let len = buffer.len();
-    let keep = |c: char| if exec { is_exec_char(c) && c != ':' } else { is_file_char(c) };
     let (mut q0, mut q1) = (q.min(len), q.min(len));
     while q1 < len && keep(buffer.text.char(q1 as usize)) {
         q1 += 1;
@@ -48,15 +52,7 @@ pub fn is_word_char(c: char) -> bool {
 /// The word around `q` (acme's `expand` when `expandfile` finds no file):
 /// `q..q` when there is none.
 pub fn word(buffer: &Buffer, q: u64) -> (u64, u64) {
-    let len = buffer.len();
-    let (mut q0, mut q1) = (q.min(len), q.min(len));
-    while q1 < len && is_word_char(buffer.text.char(q1 as usize)) {
-        q1 += 1;
-    }
-    while q0 > 0 && is_word_char(buffer.text.char(q0 as usize - 1)) {
-        q0 -= 1;
-    }
-    (q0, q1)
+    run_around(buffer, q, is_word_char)
 }
 
 /// The first word of a command and the rest (the argument), trimmed.

@@ -324,7 +324,10 @@ impl Host for UiHost {
                 }
                 Err(e) => return Err(host(e)),
             };
-            let proposals = exec::get_proposals(self.state()?.buffer(buffer)?, buffer, &file, named, text);
+            // A copy (ropes share their nodes), so the link's lock is not
+            // held while the text is compared and the places counted.
+            let buf = self.state()?.buffer(buffer)?.clone();
+            let proposals = exec::get_proposals(&buf, buffer, &file, named, text);
             for p in proposals {
                 // A window's place put back is a nicety (see `keeps_place`).
                 let place = exec::keeps_place(&p);

@@ -331,11 +331,7 @@ impl Fsys {
                 });
             }
             Opened::Stream { reading, event_of, .. } => {
-                let _ = self.daemon.with_hub_quiet(n, |s| {
-                    for shard in reading {
-                        s.hub.stop_reading(shard);
-                    }
-                });
+                self.stop_reading(n, &reading);
                 if event_of.is_some() {
                     self.acme_clunk(n, event_of, None, None).await;
                 }

@@ -34,10 +34,10 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     // The log makes room for the file's text first: a full disk refuses
     // the Get unchanged.
     daemon.reserve(session, text.len() as u64)?;
-    let proposals = daemon.with_session(session, |s| {
-        let buf = s.view.state.buffer(b)?;
-        Ok::<_, Error>(exec::get_proposals(buf, b, &file, named, text))
-    })?;
+    // A copy taken under the lock (ropes share their nodes); the text
+    // compared and the places counted after it, holding up no one.
+    let buf = daemon.with_session(session, |s| Ok::<_, Error>(s.view.state.buffer(b)?.clone()))?;
+    let proposals = exec::get_proposals(&buf, b, &file, named, text);
     let request = format!("get {} {file}", b.0);
     for p in proposals {
         // Where a window's selection and origin go back to is a nicety:
@@ -203,8 +203,7 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     }
     // acme's `|cmd`, `<cmd` and `>cmd`: on the selection of the window it
     // ran from (without one, the command alone).
-    let line = command;
-    let (pipe, command) = match command.trim_start().strip_prefix(['|', '<', '>']) {
+    let (pipe, run) = match command.trim_start().strip_prefix(['|', '<', '>']) {
         Some(rest) => (command.trim_start().chars().next(), rest.trim_start()),
         None => (None, command),
     };
@@ -217,7 +216,7 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     env.apply(daemon, session, &mut cmd);
     let mut child = cmd
         .arg("-c")
-        .arg(command)
+        .arg(run)
         .current_dir(dir)
         .stdin(if reads { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
@@ -235,7 +234,6 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     }
     // `|` and `<` replace the selection with what the command prints.
     let replaces = on.filter(|(c, _)| *c != '>').map(|(_, sel)| sel);
-    let command = line;
     let errors = look::errors_name(dir);
     let made = errors_window(daemon, session, &errors).await;
     let body = made.and_then(|(window, body)| {

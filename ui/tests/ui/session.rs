@@ -343,7 +343,7 @@ impl Rig {
 
     /// A sweep with `button` from rune `from` to `to` of `w`'s body, with
     /// `chords` pressed and let go while it is held.
-    fn sweep(&mut self, w: Win, button: u8, from: u64, to: u64, chords: &[u8]) {
+    pub(crate) fn sweep(&mut self, w: Win, button: u8, from: u64, to: u64, chords: &[u8]) {
         let a = self.point(w.window, from, false);
         let z = self.point(w.window, to, false);
         self.send(Event::Press { button, x: a.0, y: a.1 });

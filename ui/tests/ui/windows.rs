@@ -57,3 +57,21 @@ fn a_command_gets_acme_s_winid_and_the_ui_s_font() {
     let want = format!("{}\nGo Regular 11\n", a.number);
     wait_for("the command's environment", || std::fs::read_to_string(&out).ok().filter(|s| *s == want));
 }
+
+#[test]
+fn a_pipe_command_from_a_tag_replaces_the_body_s_selection_through_the_daemon() {
+    let mut r = Rig::start("session-pipe", true);
+    let f = r.ns.join("pipe.txt");
+    std::fs::write(&f, "keep sel keep\n").unwrap();
+    let a = r.open(&f.display().to_string());
+    r.ui().paint();
+    r.sweep(a, 1, 5, 8, &[]);
+    r.run(a, "|tr a-z A-Z");
+    // The daemon runs it in the background and puts what it printed in
+    // the selection's place: the UI is not held up meanwhile.
+    wait_for("the selection replaced", || {
+        let link = r.ui().host.att.lock();
+        let text = link.node()?.state.buffer(a.body).ok()?.text.to_string();
+        (text == "keep SEL keep\n").then_some(())
+    });
+}
