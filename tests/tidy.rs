@@ -2,7 +2,8 @@
 //! rust-analyzer's `tidy.rs`. Every Rust file opens with a `//!` module doc;
 //! apex-core stays pure (none of its dependencies does I/O or async, or
 //! reads the clock or randomness); no crate depends upward (core, ninep,
-//! sys <- link <- {fsd, mnt, ui}) and no crate's modules import each other
+//! sys <- link <- {fsd, mnt, ui}); library code's errors are typed up to
+//! the 9P edge and no crate's modules import each other
 //! in a cycle; no source file grows past a size that hides its concept.
 
 use std::path::{Path, PathBuf};
@@ -94,6 +95,43 @@ fn core_is_pure() {
     }
 }
 
+/// Where an error may still be its words: the 9P server's edge, where a
+/// `Serve` error becomes an Rerror's text (and a plain-text `Serve`, as the
+/// tests write, names its error `String`), and the UI, whose errors its
+/// own issue types.
+const WORDS_MAY_BE_ERRORS: &[&str] = &["ninep/src/srv/", "ui/"];
+
+/// Library code carries its errors typed up to the edge: no
+/// `Result<_, String>` (or `&'static str`) and no `FromStr` whose error is
+/// a `String`. Tests, benches and binaries are edges of their own.
+#[test]
+fn errors_are_typed_up_to_the_edge() {
+    let mut found = Vec::new();
+    for p in all_rust_files() {
+        let rel = p.strip_prefix(root()).unwrap().display().to_string();
+        let library = rel.split('/').nth(1) == Some("src") && !rel.contains("/src/bin/") && !rel.contains("/tests");
+        if !library || WORDS_MAY_BE_ERRORS.iter().any(|w| rel.starts_with(w)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        // A file's own unit tests come last, after `#[cfg(test)]`.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (i, line) in code.lines().enumerate() {
+            let words = ["String>", "&'static str>", "&str>"].iter().any(|w| line.contains(&format!(", {w}")));
+            if (line.contains("Result<") && words) || line.contains("type Err = String") || line.contains("srv::Result")
+            {
+                found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "errors as words outside the 9P edge and ui/: give each a thiserror enum whose Display is the text, \
+         made words only at the edge:\n{}",
+        found.join("\n")
+    );
+}
+
 /// The crate graph: each crate and the apex crates it may depend on
 /// (normal, dev and build dependencies alike). core, ninep and sys (what
 /// the programs ask of the system) sit at the bottom, link above core and
@@ -103,7 +141,7 @@ fn core_is_pure() {
 const LAYERS: &[(&str, &str, &[&str])] = &[
     ("core", "apex-core", &[]),
     ("ninep", "apex-ninep", &[]),
-    ("sys", "apex-sys", &[]),
+    ("sys", "apex-sys", &["apex-core"]),
     ("link", "apex-link", &["apex-core", "apex-ninep"]),
     ("fsd", "apex-fsd", &["apex-core", "apex-ninep", "apex-sys", "apex-link"]),
     ("mnt", "apex-mnt", &["apex-core", "apex-ninep", "apex-sys", "apex-link", "apex-tests"]),

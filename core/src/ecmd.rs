@@ -5,6 +5,7 @@
 //! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
 
 use crate::addr::{Context, Dialect, Range};
+pub use crate::edit::PipeError;
 use crate::edit::{self, Cmd, EditError, FileCmd, Kind, Loop, Pipe, Position};
 use crate::regx::{Found, Haystack, Regexp};
 use ropey::Rope;
@@ -28,11 +29,11 @@ pub struct EditFile {
 /// Runs a shell command for `<`, `>` and `|`: `input` on its standard
 /// input (none for `<`), its output returned.
 pub trait Pipes {
-    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> std::result::Result<String, String>;
+    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> std::result::Result<String, PipeError>;
     /// `e` and `r`: the file's bytes, or why not (acme's `%r`).
-    fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, String>;
+    fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, PipeError>;
     /// `w`: writes the bytes to the file, or says why not.
-    fn save(&mut self, path: &str, bytes: &[u8]) -> std::result::Result<(), String>;
+    fn save(&mut self, path: &str, bytes: &[u8]) -> std::result::Result<(), PipeError>;
 }
 
 /// One change, in the original text's runes.
@@ -615,19 +616,19 @@ mod tests {
     }
 
     impl Pipes for NoPipes {
-        fn run(&mut self, command: &str, input: Option<&str>, _: &EditFile) -> std::result::Result<String, String> {
+        fn run(&mut self, command: &str, input: Option<&str>, _: &EditFile) -> std::result::Result<String, PipeError> {
             match command {
                 "upper" => Ok(input.unwrap_or_default().to_uppercase()),
                 "date" => Ok("today\n".into()),
-                _ => Err(format!("{command}: not found")),
+                _ => Err(PipeError::NotFound(command.into())),
             }
         }
 
-        fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, String> {
-            self.files.get(path).cloned().ok_or_else(|| "No such file or directory".to_string())
+        fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, PipeError> {
+            self.files.get(path).cloned().ok_or_else(|| PipeError::System("No such file or directory".into()))
         }
 
-        fn save(&mut self, path: &str, bytes: &[u8]) -> std::result::Result<(), String> {
+        fn save(&mut self, path: &str, bytes: &[u8]) -> std::result::Result<(), PipeError> {
             self.files.insert(path.to_string(), bytes.to_vec());
             Ok(())
         }
@@ -810,7 +811,7 @@ mod tests {
         assert_eq!(text_after(t, "2|upper"), "one\nTWO\nthree\n");
         assert_eq!(text_after(t, "0<date"), "today\none\ntwo\nthree\n");
         assert_eq!(printed("1>upper"), "ONE\n");
-        assert!(matches!(edit(t, "1|nosuch"), Err(EditError::Pipe(e)) if e.contains("not found")));
+        assert!(matches!(edit(t, "1|nosuch"), Err(EditError::Pipe(e)) if e.to_string().contains("not found")));
         let files = [file("/a.c", "x\n"), file("/b.h", "y\n"), file("/c.c", "z\n")];
         let out = run0("X/\\.c$/ ,s/./Q/", &files, 1, &mut NoPipes::default()).unwrap();
         assert_eq!(out.changes.keys().copied().collect::<Vec<_>>(), [0, 2]);

@@ -132,16 +132,44 @@ pub enum EditError {
     #[error("Edit: changes out of order or overlapping at #{0}: each command's changes must be in sequence")]
     Overlap(u64),
     #[error("Edit: {0}")]
-    Pipe(String),
+    Pipe(#[from] PipeError),
     #[error("Edit: no such file {0:?}")]
     NoSuchFile(String),
     #[error("Edit: no file name")]
     NoFileName,
     #[error("Edit: can't open {file}: {why}")]
-    CantOpen { file: String, why: String },
+    CantOpen { file: String, why: PipeError },
     /// acme's winclean before `e`: `NAME modified`, once.
     #[error("{} modified", if name.is_empty() { "unnamed file" } else { name.as_str() })]
     Modified { file: usize, name: String },
+}
+
+/// Why the host could not do what an Edit command asked of it outside
+/// the text: run a command (`<`, `>`, `|`) or read or write a file (`e`,
+/// `r`, `w`). The words are the system's, as acme's `%r` gives them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PipeError {
+    /// The shell could not be started or waited for.
+    #[error("{command}: {why}")]
+    Start { command: String, why: String },
+    /// The command exited unsuccessfully: its status and its standard
+    /// error.
+    #[error("{command}: {status} {stderr}")]
+    Failed { command: String, status: String, stderr: String },
+    #[error("{command}: its output is not UTF-8 text")]
+    NotText { command: String },
+    #[error("{0}: not found")]
+    NotFound(String),
+    /// `e` or `r` of a directory, which acme's e_cmd refuses.
+    #[error("is a directory")]
+    IsADirectory,
+    /// The system refused the file (its words, without Rust's "(os
+    /// error N)").
+    #[error("{0}")]
+    System(String),
+    /// The files are another machine's (a UI away from its daemon).
+    #[error("{0}")]
+    Elsewhere(&'static str),
 }
 
 type Result<T> = std::result::Result<T, EditError>;

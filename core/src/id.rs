@@ -144,12 +144,17 @@ impl<'de> Deserialize<'de> for SessionUuid {
     }
 }
 
+/// Text that is not a uuid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a uuid (8-4-4-4-12 hex digits)")]
+pub struct BadUuid(pub String);
+
 impl std::str::FromStr for SessionUuid {
-    type Err = String;
+    type Err = BadUuid;
 
     /// The canonical 8-4-4-4-12 hex form.
-    fn from_str(text: &str) -> std::result::Result<SessionUuid, String> {
-        let bad = || format!("{text:?} is not a uuid (8-4-4-4-12 hex digits)");
+    fn from_str(text: &str) -> std::result::Result<SessionUuid, BadUuid> {
+        let bad = || BadUuid(text.to_string());
         let groups: Vec<&str> = text.split('-').collect();
         if groups.iter().map(|g| g.len()).collect::<Vec<_>>() != [8, 4, 4, 4, 12] {
             return Err(bad());

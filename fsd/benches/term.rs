@@ -207,7 +207,7 @@ fn logged_updates(state: &Path, n: u64) -> (Vec<apex_core::Entry>, u64) {
                     bytes += postcard::to_allocvec(&(shard, &entry)).unwrap().len() as u64 + 8;
                     entries.push(entry);
                 }
-                Ok(())
+                Ok::<_, wal::Unapplied>(())
             });
         }
     }

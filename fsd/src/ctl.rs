@@ -85,12 +85,6 @@ pub fn fit_name(name: &str) -> Result<(), Unfit> {
     }
 }
 
-impl From<CtlError> for String {
-    fn from(e: CtlError) -> String {
-        e.to_string()
-    }
-}
-
 /// One argument's form, with the name the usage gives it.
 #[derive(Clone, Copy, Debug)]
 pub enum Arg {

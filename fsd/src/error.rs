@@ -11,8 +11,14 @@ use apex_core::exec::ExecError;
 use apex_core::Reject;
 use apex_link::wire::Refusal;
 
+/// An outcome of the daemon's, by default refused with an [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A file of the tree does not do what was asked of it.
+    #[error(transparent)]
+    Fs(#[from] crate::fsys::error::FsError),
     /// Core refused: a proposal applied by the view node, a log operation.
     #[error(transparent)]
     Rejected(#[from] Reject),
@@ -97,12 +103,6 @@ pub enum Error {
     Term(#[from] crate::pty::proc::ProcError),
     #[error("no terminal {0} in this session (see terms/index)")]
     NoTerm(u64),
-}
-
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
 }
 
 fn addr_words(e: &AddrError) -> String {

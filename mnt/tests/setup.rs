@@ -242,6 +242,7 @@ impl OneFile {
 
 impl apex_ninep::srv::Serve for OneFile {
     type Fid = OneFid;
+    type Error = String;
 
     async fn attach(&self, _: &str, _: &str) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
         Ok((OneFile::qid(&OneFid::Root), OneFid::Root))

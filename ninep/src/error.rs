@@ -30,6 +30,16 @@ pub enum DecodeError {
     BadStat { tag: Option<u16>, size: usize },
 }
 
+/// Either, as a stream of replies meets them: the client ends the
+/// connection on both.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    #[error(transparent)]
+    Frame(#[from] FrameError),
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
 impl DecodeError {
     /// The tag of the message, when the frame got that far: a server
     /// answers Rerror on it; without one it closes the connection.

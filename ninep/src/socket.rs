@@ -152,18 +152,18 @@ pub struct Incoming {
 impl Incoming {
     /// The next whole message read so far, if there is one; an error when
     /// the stream's framing broke (nothing after it can be trusted).
-    pub fn next(&mut self, msize: u32) -> Result<Option<Msg>, String> {
+    pub fn next(&mut self, msize: u32) -> Result<Option<Msg>, crate::error::StreamError> {
         if let Some((_, data, count)) = &self.large {
             if data.len() < *count {
                 return Ok(None);
             }
             let (head, data, _) = self.large.take().expect("checked above");
-            return with_data(&head, data).map(Some).map_err(|e| e.to_string());
+            return Ok(Some(with_data(&head, data)?));
         }
-        if let Some(n) = check(&self.buf, msize).map_err(|e| e.to_string())? {
-            let msg = parse(&self.buf[..n]).map_err(|e| e.to_string());
+        if let Some(n) = check(&self.buf, msize)? {
+            let msg = parse(&self.buf[..n]);
             self.buf.drain(..n);
-            return msg.map(Some);
+            return Ok(Some(msg?));
         }
         // As soon as its head is in: the server is trusted with the room
         // (`fill` makes room for the whole frame once its size is known).

@@ -46,6 +46,7 @@ impl Drop for DropCount<'_> {
 
 impl Serve for Mem {
     type Fid = String;
+    type Error = String;
     async fn attach(&self, _: &str, _: &str) -> srv::Result<(Qid, String)> {
         Ok((qid(""), String::new()))
     }

@@ -1,6 +1,7 @@
 //! Reading a file as acme's Get does, for every process that loads files
 //! into buffers (the daemon, and a UI on the daemon's machine).
 
+use apex_core::ecmd::PipeError;
 use std::path::Path;
 
 /// A file's text, or a directory's listing as acme shows one: the names
@@ -54,14 +55,14 @@ pub fn os_words(e: &std::io::Error) -> String {
 
 /// Edit's `e` and `r`: a file's bytes (a directory is refused, as acme's
 /// e_cmd refuses one).
-pub fn read_for_edit(path: &str) -> Result<Vec<u8>, String> {
+pub fn read_for_edit(path: &str) -> Result<Vec<u8>, PipeError> {
     if Path::new(path).is_dir() {
-        return Err("is a directory".into());
+        return Err(PipeError::IsADirectory);
     }
-    std::fs::read(path).map_err(|e| os_words(&e))
+    std::fs::read(path).map_err(|e| PipeError::System(os_words(&e)))
 }
 
 /// Edit's `w`: writes the bytes, making the file if need be.
-pub fn write_for_edit(path: &str, bytes: &[u8]) -> Result<(), String> {
-    std::fs::write(path, bytes).map_err(|e| os_words(&e))
+pub fn write_for_edit(path: &str, bytes: &[u8]) -> Result<(), PipeError> {
+    std::fs::write(path, bytes).map_err(|e| PipeError::System(os_words(&e)))
 }

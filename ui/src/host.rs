@@ -5,7 +5,7 @@
 //! `buffers/N/ctl` (a put writes exactly the version this UI flushed and
 //! the daemon acknowledged), commands through the session's `ctl`.
 
-use apex_core::ecmd::{EditFile, Pipes};
+use apex_core::ecmd::{EditFile, PipeError, Pipes};
 use apex_core::exec::{self, ExecError, Host};
 use apex_core::propose::Applied;
 use apex_core::{look, plumb, BufferId, Proposal, State, WindowId};
@@ -215,11 +215,13 @@ impl UiHost {
     /// Flushes and waits until the daemon has acknowledged everything.
     /// Edit's `e`, `r` and `w` name files of apexd's machine; a UI that
     /// reaches apexd over the network has no way to them.
-    fn on_daemons_machine(&self) -> Result<(), &'static str> {
+    fn on_daemons_machine(&self) -> Result<(), PipeError> {
         match self.local {
             true => Ok(()),
-            false => Err("apexd runs on another machine and Edit's e, r and w use its files: \
-                          use Get and Put, or run the Edit through apexd's acme tree there"),
+            false => Err(PipeError::Elsewhere(
+                "apexd runs on another machine and Edit's e, r and w use its files: \
+                          use Get and Put, or run the Edit through apexd's acme tree there",
+            )),
         }
     }
 
@@ -237,19 +239,19 @@ impl UiHost {
 }
 
 impl Pipes for UiHost {
-    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, String> {
+    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, PipeError> {
         let dir = apex_core::look::window_dir(&file.name).filter(|d| std::path::Path::new(d).is_dir());
         apex_sys::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new))
     }
 
     // Files are the daemon's, as Get's and Put's are: on its machine the
     // UI reads and writes them itself; from elsewhere it cannot.
-    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, PipeError> {
         self.on_daemons_machine()?;
         apex_sys::files::read_for_edit(path)
     }
 
-    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), PipeError> {
         self.on_daemons_machine()?;
         apex_sys::files::write_for_edit(path, bytes)
     }

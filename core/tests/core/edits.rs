@@ -10,13 +10,13 @@ use ropey::Rope;
 struct Echo;
 
 impl Pipes for Echo {
-    fn run(&mut self, _: &str, input: Option<&str>, _: &EditFile) -> Result<String, String> {
+    fn run(&mut self, _: &str, input: Option<&str>, _: &EditFile) -> Result<String, ecmd::PipeError> {
         Ok(input.unwrap_or("out\n").to_string())
     }
-    fn load(&mut self, _: &str) -> Result<Vec<u8>, String> {
+    fn load(&mut self, _: &str) -> Result<Vec<u8>, ecmd::PipeError> {
         Ok(b"file\n".to_vec())
     }
-    fn save(&mut self, _: &str, _: &[u8]) -> Result<(), String> {
+    fn save(&mut self, _: &str, _: &[u8]) -> Result<(), ecmd::PipeError> {
         Ok(())
     }
 }

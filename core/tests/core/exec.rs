@@ -26,14 +26,14 @@ struct TestHost {
 }
 
 impl ecmd::Pipes for TestHost {
-    fn run(&mut self, command: &str, input: Option<&str>, _: &ecmd::EditFile) -> Result<String, String> {
+    fn run(&mut self, command: &str, input: Option<&str>, _: &ecmd::EditFile) -> Result<String, ecmd::PipeError> {
         self.machine.asked.push(format!("pipe {command}"));
         Ok(input.unwrap_or_default().to_uppercase())
     }
-    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
-        self.machine.files.get(path).cloned().ok_or_else(|| "No such file or directory".to_string())
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, ecmd::PipeError> {
+        self.machine.files.get(path).cloned().ok_or_else(|| ecmd::PipeError::System("No such file or directory".into()))
     }
-    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), ecmd::PipeError> {
         self.machine.files.insert(path.to_string(), bytes.to_vec());
         Ok(())
     }

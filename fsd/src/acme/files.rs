@@ -11,7 +11,8 @@ use crate::acme::event::{self, Act, WriteBack};
 use crate::acme::{fields, termwin};
 use crate::buffers;
 use crate::daemon::gone;
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
 use crate::fsys::fid::{utf8, Content, Fid, Opened};
 use crate::fsys::made::Made;
 use crate::fsys::place::{lookup, AcmeFile, Place, SessionDir, WinFile, ACME, WINDOW};
@@ -20,12 +21,10 @@ use crate::fsys::tree::Fsys;
 use crate::host;
 use crate::session::Session;
 use apex_core::addr::Range;
-use apex_core::error::acme::{EDEL, EDIRTY, EINUSE, EPERM};
 use apex_core::exec::{self, ExecError};
 use apex_core::look;
 use apex_core::propose::Created;
 use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Seq, Shard, ViewId, WindowId};
-use apex_ninep::srv;
 
 /// A window's ids as the tree needs them.
 #[derive(Clone, Copy, Debug)]
@@ -37,14 +36,14 @@ pub struct Win {
 }
 
 /// The live window numbered `number` in session `s`.
-pub fn window(s: &Session, number: u32) -> srv::Result<Win> {
+pub fn window(s: &Session, number: u32) -> Result<Win> {
     let id = s.view.state.layout.window_numbered(AcmeNumber(number)).ok_or_else(deleted)?;
     let w = s.view.state.window(id).map_err(|_| deleted())?;
     Ok(Win { id, tag: w.tag, body: w.body, number })
 }
 
-fn deleted() -> String {
-    EDEL.to_string()
+fn deleted() -> Error {
+    Error::WindowDeleted
 }
 
 /// The files a terminal's window has.
@@ -91,7 +90,7 @@ pub fn walks_into_new(place: Place, name: &str) -> Option<u64> {
 
 /// What the acme tree's directories list: acme's files, then the windows
 /// by number.
-pub fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
+pub fn children(s: &Session, place: Place) -> Result<Vec<Place>> {
     Ok(match place {
         Place::Dir(n, SessionDir::Acme) => {
             let mut v: Vec<Place> = ACME.iter().map(|(_, f, _)| Place::Acme1(n, *f)).collect();
@@ -104,12 +103,12 @@ pub fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
         Place::Acme1(_, AcmeFile::Acme | AcmeFile::Draw | AcmeFile::New) => Vec::new(),
         Place::Win(n, number) if is_term(s, number) => TERM_FILES.iter().map(|f| Place::Win1(n, number, *f)).collect(),
         Place::Win(n, number) => WINDOW.iter().map(|(_, f, _)| Place::Win1(n, number, *f)).collect(),
-        _ => return Err("not a directory".into()),
+        _ => return Err(FsError::NotADirectory.into()),
     })
 }
 
 /// Whether an acme place still exists.
-pub fn check(s: &Session, place: Place) -> srv::Result<()> {
+pub fn check(s: &Session, place: Place) -> Result<()> {
     match place {
         Place::Win(_, number) if is_term(s, number) => Ok(()),
         Place::Win1(_, number, file) if is_term(s, number) => match TERM_FILES.contains(&file) {
@@ -122,7 +121,7 @@ pub fn check(s: &Session, place: Place) -> srv::Result<()> {
 }
 
 /// A plain acme file's content now.
-pub fn content(s: &Session, place: Place) -> srv::Result<Made> {
+pub fn content(s: &Session, place: Place) -> Result<Made> {
     let state = &s.view.state;
     // A body is copied (its rope shared) and made into bytes after the lock.
     let text_of = |b: BufferId| state.buffer(b).map(|b| Made::Text(b.text.clone())).map_err(|_| deleted());
@@ -157,7 +156,7 @@ fn body_view(w: &Win) -> ViewId {
 }
 
 /// The body's selection as of its version.
-fn selection(s: &Session, w: &Win) -> srv::Result<(Range, u64)> {
+fn selection(s: &Session, w: &Win) -> Result<(Range, u64)> {
     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
     let v = b.views.get(&body_view(w)).map(|v| Range::new(v.q0, v.q1)).unwrap_or_default();
     Ok((v, b.version))
@@ -165,40 +164,39 @@ fn selection(s: &Session, w: &Win) -> srv::Result<(Range, u64)> {
 
 impl Fsys {
     /// Makes a window through `new` and returns its directory.
-    pub(crate) async fn acme_new(&self, n: u64) -> srv::Result<Place> {
+    pub(crate) async fn acme_new(&self, n: u64) -> Result<Place> {
         let p = Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None };
         match self.daemon.propose(n, "acme/new", p).await?.created {
             Created::Window(w) => Ok(Place::Win(n, w.number.0)),
-            _ => Err("acme/new: no window was made".into()),
+            _ => Err(FsError::NoWindowMade("acme/new").into()),
         }
     }
 
-    fn acme_window(&self, n: u64, number: u32) -> srv::Result<Win> {
+    fn acme_window(&self, n: u64, number: u32) -> Result<Win> {
         self.daemon.look(n, |s| window(s, number))?
     }
 
     /// Opens an acme file: what each one does at open beyond its content.
-    pub(crate) async fn acme_open(&self, place: Place, mode: u8) -> srv::Result<Opened> {
+    pub(crate) async fn acme_open(&self, place: Place, mode: u8) -> Result<Opened> {
         if mode & 3 == apex_ninep::fcall::OEXEC || mode & apex_ninep::fcall::ORCLOSE != 0 {
-            return Err(format!("{EPERM}: acme's files open for reading or writing only (no OEXEC, no ORCLOSE)"));
+            return Err(FsError::AcmeOpenMode.into());
         }
         // Taken under the lock; made into bytes after it.
         let made = || async {
             let made = self.daemon.look(place.session().ok_or_else(gone)?, |s| content(s, place))??;
-            Ok::<_, String>(Content::of(made.version().await))
+            Ok::<_, Error>(Content::of(made.version().await))
         };
         let term_window = match place {
             Place::Win1(n, number, _) => self.daemon.look(n, |s| is_term(s, number))?,
             _ => false,
         };
         match place {
-            Place::Win1(_, number, _) if term_window && mode & 3 != apex_ninep::fcall::OREAD => Err(format!(
-                "{EPERM}: a terminal's window is read-only; type into terms/{}/cons",
-                number - termwin::TERMS_FROM
-            )),
+            Place::Win1(_, number, _) if term_window && mode & 3 != apex_ninep::fcall::OREAD => {
+                Err(FsError::TermWindowReadOnly(number - termwin::TERMS_FROM).into())
+            }
             Place::Win1(..) if term_window => Ok(Opened::Content(made().await?)),
             Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {
-                Err(format!("{EPERM}: editout is open only while an Edit pipe command runs"))
+                Err(FsError::EditoutClosed.into())
             }
             Place::Acme1(n, AcmeFile::Log) => Ok(Opened::Log { next: self.daemon.look(n, |s| s.acme.log_end())? }),
             Place::Acme1(_, AcmeFile::Cons) => Ok(Opened::Text { content: made().await?, tail: Vec::new() }),
@@ -222,7 +220,7 @@ impl Fsys {
                             let text = b.check_range(sel.q0, sel.q1).ok().map(|()| b.text.rope().clone());
                             let st = s.acme.windows.entry(w.id).or_default();
                             if st.rdsel_open {
-                                return Err(format!("{EINUSE}: rdsel is open"));
+                                return Err(Error::from(FsError::RdselInUse));
                             }
                             st.rdsel_open = true;
                             Ok(text)
@@ -258,7 +256,7 @@ impl Fsys {
 
     /// The first open of a window's event file tells the window's leader
     /// (the UI then reports B2/B3 actions instead of acting).
-    async fn acme_event_open(&self, n: u64, w: &Win) -> srv::Result<Opened> {
+    async fn acme_event_open(&self, n: u64, w: &Win) -> Result<Opened> {
         let shards = [Shard::Buffer(w.tag), Shard::Buffer(w.body)];
         let opened = self.open_reader(n, &shards, Source::Window(n, w.id), Some(w.id))?;
         let first = self.daemon.with_session(n, |s| {
@@ -291,7 +289,7 @@ impl Fsys {
     /// After a body write dot moves to the end of the text written (the
     /// body's end), unless the window is `noscroll` (acme's `textshow`
     /// in `xfidwrite`).
-    async fn dot_after_write(&self, n: u64, w: &Win) -> srv::Result<()> {
+    async fn dot_after_write(&self, n: u64, w: &Win) -> Result<()> {
         let at = self.daemon.look(n, |s| {
             let scroll = s.view.state.window(w.id).is_ok_and(|win| win.flags.scroll);
             let b = s.view.state.buffer(w.body).ok()?;
@@ -300,7 +298,7 @@ impl Fsys {
         })?;
         let Some((end, version)) = at else { return Ok(()) };
         let p = Proposal::Select { buffer: w.body, view: body_view(w), version, q0: end, q1: end };
-        self.daemon.propose(n, "body write dot", p).await.map(|_| ()).map_err(String::from)
+        self.daemon.propose(n, "body write dot", p).await.map(|_| ())
     }
 
     /// A wrsel fid's clunk selects what its writes put in (acme's
@@ -368,7 +366,7 @@ impl Fsys {
     }
 
     /// Proposes the window's flags changed by `f`, if that changes them.
-    async fn change_flags(&self, n: u64, w: WindowId, f: impl FnOnce(&mut apex_core::WindowFlags)) -> srv::Result<()> {
+    async fn change_flags(&self, n: u64, w: WindowId, f: impl FnOnce(&mut apex_core::WindowFlags)) -> Result<()> {
         let flags = {
             let shared = self.daemon.session(n)?;
             let s = shared.lock().expect("session lock");
@@ -384,14 +382,14 @@ impl Fsys {
     }
 
     /// Reads `log`: blocks until a line exists, returns exactly one.
-    pub(crate) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+    pub(crate) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> Result<Vec<u8>> {
         loop {
             let mut wake = self.daemon.subscribe_to(n);
             {
                 let shared = self.daemon.session(n)?;
                 let s = shared.lock().expect("session lock");
                 let mut opened = fid.lock();
-                let Opened::Log { next } = &mut *opened else { return Err("log is not open".into()) };
+                let Opened::Log { next } = &mut *opened else { return Err(FsError::Unopened("log").into()) };
                 if let Some((at, line)) = s.acme.log_line(*next) {
                     *next = at + 1;
                     let mut bytes = line.text().into_bytes();
@@ -406,7 +404,7 @@ impl Fsys {
     }
 
     /// A write to an acme file.
-    pub(crate) async fn acme_write(&self, fid: &Fid, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn acme_write(&self, fid: &Fid, data: Vec<u8>) -> Result<()> {
         let place = fid.place;
         match place {
             Place::Acme1(_, AcmeFile::Label) => Ok(()),
@@ -434,20 +432,17 @@ impl Fsys {
                     }
                 }
             }
-            _ => {
-                let (name, _) = place.name_perm("");
-                Err(format!("{EPERM}: {name} is not writable"))
-            }
+            _ => Err(crate::fsys::place::not_writable(place).into()),
         }
     }
 
-    async fn window_write(&self, fid: &Fid, n: u64, w: &Win, file: WinFile, text: &str) -> srv::Result<()> {
+    async fn window_write(&self, fid: &Fid, n: u64, w: &Win, file: WinFile, text: &str) -> Result<()> {
         match file {
             WinFile::Addr => self.addr_write(n, w.body, text).await,
             WinFile::Data | WinFile::Xdata => self.data_write(n, w.body, text).await,
             WinFile::Tag => {
                 match self.daemon.with_session(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))? {
-                    Some(p) => self.daemon.propose(n, "tag write", p).await.map(|_| ()).map_err(String::from),
+                    Some(p) => self.daemon.propose(n, "tag write", p).await.map(|_| ()),
                     None => Ok(()),
                 }
             }
@@ -455,7 +450,7 @@ impl Fsys {
             WinFile::Event => self.event_write(n, w, text).await,
             WinFile::Wrsel => {
                 let Opened::Wrsel { at: (q, version), .. } = *fid.lock() else {
-                    return Err("wrsel is not open".into());
+                    return Err(FsError::Unopened("wrsel").into());
                 };
                 if text.is_empty() {
                     return Ok(());
@@ -467,25 +462,25 @@ impl Fsys {
                 let now = self.daemon.with_session(n, |s| {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
                     let at = b.rebase(version, q).unwrap_or(q);
-                    Ok::<_, String>((at + text.chars().count() as u64, b.version))
+                    Ok::<_, Error>((at + text.chars().count() as u64, b.version))
                 })?;
                 if let Opened::Wrsel { at, .. } = &mut *fid.lock() {
                     *at = now;
                 }
                 Ok(())
             }
-            _ => Err(format!("{EPERM}: this file is not writable")),
+            _ => Err(FsError::NotWritable("this file".into()).into()),
         }
     }
 
-    fn body_name(&self, n: u64, w: &Win) -> srv::Result<String> {
+    fn body_name(&self, n: u64, w: &Win) -> Result<String> {
         let shared = self.daemon.session(n)?;
         let s = shared.lock().expect("session lock");
         Ok(s.view.state.buffer(w.body).map_err(|_| deleted())?.name.clone())
     }
 
     /// Appends `text` to the window named `name` (made if missing).
-    async fn append_errors(&self, n: u64, name: &str, text: &str) -> srv::Result<()> {
+    async fn append_errors(&self, n: u64, name: &str, text: &str) -> Result<()> {
         if text.is_empty() {
             return Ok(());
         }
@@ -496,7 +491,7 @@ impl Fsys {
 
     /// A window's ctl write: each message in order, stopping at the first
     /// bad one (earlier ones stay applied).
-    async fn window_ctl(&self, n: u64, w: &Win, text: &str, fid: usize) -> srv::Result<()> {
+    async fn window_ctl(&self, n: u64, w: &Win, text: &str, fid: usize) -> Result<()> {
         for msg in ctl::parse_all(text) {
             self.apply_ctl(n, w, &msg?, fid).await?;
         }
@@ -507,18 +502,16 @@ impl Fsys {
     /// acme's second `lock` waits for the first to end (forever, if its
     /// holder never does), this refuses it; an `unlock` with no lock held
     /// is refused where acme's crashes.
-    fn ctl_lock(&self, n: u64, w: &Win, fid: usize, take: bool) -> srv::Result<()> {
+    fn ctl_lock(&self, n: u64, w: &Win, fid: usize, take: bool) -> Result<()> {
         self.daemon.with_hub_quiet(n, |s| {
             let st = s.acme.windows.entry(w.id).or_default();
             match (take, st.ctl_lock) {
-                (true, Some(holder)) if holder != fid => {
-                    Err(format!("{EINUSE}: the window's ctl is locked by another fid"))
-                }
+                (true, Some(holder)) if holder != fid => Err(FsError::CtlLocked.into()),
                 (true, _) => {
                     st.ctl_lock = Some(fid);
                     Ok(())
                 }
-                (false, None) => Err(format!("{}: unlock without lock", apex_core::error::acme::EBADCTL)),
+                (false, None) => Err(FsError::UnlockWithoutLock.into()),
                 (false, Some(_)) => {
                     st.ctl_lock = None;
                     Ok(())
@@ -540,10 +533,9 @@ impl Fsys {
         });
     }
 
-    async fn apply_ctl(&self, n: u64, w: &Win, msg: &WinCtl, fid: usize) -> srv::Result<()> {
+    async fn apply_ctl(&self, n: u64, w: &Win, msg: &WinCtl, fid: usize) -> Result<()> {
         let request = format!("acme ctl {msg:?}");
-        let propose =
-            |p: Proposal| async move { self.daemon.propose(n, &request, p).await.map(|_| ()).map_err(String::from) };
+        let propose = |p: Proposal| async move { self.daemon.propose(n, &request, p).await.map(|_| ()) };
         match msg {
             WinCtl::Lock => self.ctl_lock(n, w, fid, true),
             WinCtl::Unlock => self.ctl_lock(n, w, fid, false),
@@ -555,10 +547,7 @@ impl Fsys {
                 let (r, version) = self.daemon.with_session(n, |s| buffers::addr_now(s, w.body))?;
                 if r.q0 > r.q1 {
                     // acme takes `#5,#2` into addr but dies on this.
-                    return Err(format!(
-                        "address out of range: addr is #{},#{}, backwards; set addr in order before dot=addr",
-                        r.q0, r.q1
-                    ));
+                    return Err(FsError::AddrBackwards { q0: r.q0, q1: r.q1 }.into());
                 }
                 propose(Proposal::Select { buffer: w.body, view: body_view(w), version, q0: r.q0, q1: r.q1 }).await
             }
@@ -568,7 +557,7 @@ impl Fsys {
                 self.daemon.propose(n, "acme ctl clean", Proposal::Clean { buffer: w.body }).await?;
                 let can = self.daemon.with_session(n, |s| {
                     let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
-                    Ok::<_, String>(b.can_undo() || b.can_redo())
+                    Ok::<_, Error>(b.can_undo() || b.can_redo())
                 })?;
                 match can {
                     true => propose(Proposal::ForgetUndo { buffer: w.body }).await,
@@ -588,7 +577,7 @@ impl Fsys {
             WinCtl::Cleartag => {
                 let p = self.daemon.with_session(n, |s| {
                     let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
-                    Ok::<_, String>(look::cleartag_range(tag).map(|(q0, q1)| Proposal::Delete {
+                    Ok::<_, Error>(look::cleartag_range(tag).map(|(q0, q1)| Proposal::Delete {
                         buffer: w.tag,
                         version: tag.version,
                         q0,
@@ -605,7 +594,7 @@ impl Fsys {
                 // acme's winclean, conservative: a changed file is refused
                 // once, in ctl's words, and warned of in +Errors.
                 if let Some(e) = self.refused_once(n, w).await? {
-                    return Err(format!("{EDIRTY}: {e}; del again to discard the changes, or put"));
+                    return Err(FsError::Dirty(e).into());
                 }
                 propose(Proposal::DeleteWindow { window: w.id }).await
             }
@@ -638,7 +627,7 @@ impl Fsys {
                     let v = b.views.get(&body_view(w)).copied().unwrap_or_default();
                     // Scroll so the selection's line is the first shown.
                     let org = look::show_origin(b, v.q0);
-                    Ok::<_, String>((org != v.org).then_some(Proposal::SetOrigin {
+                    Ok::<_, Error>((org != v.org).then_some(Proposal::SetOrigin {
                         buffer: w.body,
                         view: body_view(w),
                         version: b.version,
@@ -656,7 +645,7 @@ impl Fsys {
     /// acme's `winclean(w, TRUE)` for ctl: if the window's changes would
     /// be lost, warns `NAME modified` in +Errors, remembers the warning
     /// (the same message again goes ahead) and returns it.
-    async fn refused_once(&self, n: u64, w: &Win) -> srv::Result<Option<ExecError>> {
+    async fn refused_once(&self, n: u64, w: &Win) -> Result<Option<ExecError>> {
         let id = w.id;
         let checked = self
             .daemon
@@ -668,7 +657,7 @@ impl Fsys {
         Ok(checked)
     }
 
-    fn log_op(&self, n: u64, w: &Win, op: &'static str) -> srv::Result<()> {
+    fn log_op(&self, n: u64, w: &Win, op: &'static str) -> Result<()> {
         let name = self.body_name(n, w)?;
         self.daemon.with_session(n, |s| {
             s.acme.log(w.number, op, name);
@@ -678,7 +667,7 @@ impl Fsys {
 
     /// Renames the window: the body's name, and with it the tag's first
     /// word (core's `make::settag`, run with every proposal).
-    async fn rename(&self, n: u64, w: &Win, name: &str) -> srv::Result<()> {
+    async fn rename(&self, n: u64, w: &Win, name: &str) -> Result<()> {
         self.daemon.propose(n, "acme ctl name", Proposal::Name { buffer: w.body, name: name.to_string() }).await?;
         self.daemon.with_session(n, |s| {
             s.acme.note_name(w.id, name);
@@ -687,7 +676,7 @@ impl Fsys {
     }
 
     /// A write to `event`: each message asks apex to act as the UI would.
-    async fn event_write(&self, n: u64, w: &Win, text: &str) -> srv::Result<()> {
+    async fn event_write(&self, n: u64, w: &Win, text: &str) -> Result<()> {
         let lengths = {
             let shared = self.daemon.session(n)?;
             let s = shared.lock().expect("session lock");
@@ -702,7 +691,7 @@ impl Fsys {
 
     /// Carries out one written-back action, as the UI would: B2 runs a
     /// built-in or a command, B3 opens a file or searches (core's rules).
-    async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> srv::Result<()> {
+    async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> Result<()> {
         let (text, end) = {
             let shared = self.daemon.session(n)?;
             let s = shared.lock().expect("session lock");

@@ -66,9 +66,3 @@ impl AttachError {
         matches!(self, AttachError::WelcomeUnfinished | AttachError::StreamBroken)
     }
 }
-
-impl From<AttachError> for String {
-    fn from(e: AttachError) -> String {
-        e.to_string()
-    }
-}

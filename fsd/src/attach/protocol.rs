@@ -364,18 +364,31 @@ fn hello(
     Ok(())
 }
 
+/// Why a resume was refused (the client is attached anew instead).
+#[derive(Debug, thiserror::Error)]
+enum NoResume {
+    #[error("no such attachment is waiting (its grace ran out, or it never was)")]
+    NotWaiting,
+    #[error("the resume token is wrong")]
+    WrongToken,
+    #[error("that attachment is still connected")]
+    StillConnected,
+    #[error("a lease it held was reclaimed meanwhile")]
+    LeaseReclaimed,
+}
+
 /// The connection in its grace that `r` names, if it may resume.
-fn resumable(s: &Session, r: Resume) -> Result<ConnId, &'static str> {
-    let id = s.hub.conn_of(r.attachment).ok_or("no such attachment is waiting (its grace ran out, or it never was)")?;
+fn resumable(s: &Session, r: Resume) -> Result<ConnId, NoResume> {
+    let id = s.hub.conn_of(r.attachment).ok_or(NoResume::NotWaiting)?;
     let c = &s.hub.conns[&id];
     if c.token != r.token {
-        return Err("the resume token is wrong");
+        return Err(NoResume::WrongToken);
     }
     if c.grace_until.is_none() {
-        return Err("that attachment is still connected");
+        return Err(NoResume::StillConnected);
     }
     if c.lost_lease {
-        return Err("a lease it held was reclaimed meanwhile");
+        return Err(NoResume::LeaseReclaimed);
     }
     Ok(id)
 }

@@ -4,6 +4,8 @@
 //! at the addr, as acme's) and `event` (a stream of its changes).
 
 use crate::buffers::{self, BufferCtl};
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
 use crate::fsys::fid::{utf8, Content, Fid, Opened};
 use crate::fsys::made::Made;
 use crate::fsys::place::{BufferFile, Place};
@@ -13,11 +15,10 @@ use crate::host;
 use crate::session::Session;
 use apex_core::{BufferId, Proposal, Shard};
 use apex_ninep::fcall::OTRUNC;
-use apex_ninep::srv;
 
 /// A buffer file's content now.
-pub fn content(s: &Session, b: BufferId, file: BufferFile) -> srv::Result<Made> {
-    let buffer = || s.view.state.buffer(b).map_err(|e| e.to_string());
+pub fn content(s: &Session, b: BufferId, file: BufferFile) -> Result<Made> {
+    let buffer = || s.view.state.buffer(b);
     Ok(match file {
         BufferFile::Body => Made::Text(buffer()?.text.clone()),
         BufferFile::Name => format!("{}\n", buffer()?.name).into(),
@@ -29,17 +30,17 @@ pub fn content(s: &Session, b: BufferId, file: BufferFile) -> srv::Result<Made> 
 
 impl Fsys {
     /// Opening `buffers/new` makes a window; the fid reads its body's number.
-    pub(crate) async fn buffers_new(&self, n: u64) -> srv::Result<Opened> {
+    pub(crate) async fn buffers_new(&self, n: u64) -> Result<Opened> {
         let p = Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None };
         let made = self.daemon.propose(n, "buffers/new", p).await?;
         let body = match made.created {
             apex_core::propose::Created::Window(w) => w.body,
-            _ => return Err("buffers/new: no window was made".into()),
+            _ => return Err(FsError::NoWindowMade("buffers/new").into()),
         };
         Ok(Opened::Content(Content::made(format!("{}\n", body.0).into_bytes())))
     }
 
-    pub(crate) async fn buffer_open(&self, n: u64, b: BufferId, file: BufferFile, mode: u8) -> srv::Result<Opened> {
+    pub(crate) async fn buffer_open(&self, n: u64, b: BufferId, file: BufferFile, mode: u8) -> Result<Opened> {
         let place = Place::Buffer1(n, b, file);
         Ok(match file {
             BufferFile::Event => self.open_reader(n, &[Shard::Buffer(b)], Source::Event(n, b), None)?,
@@ -69,7 +70,7 @@ impl Fsys {
         b: BufferId,
         file: BufferFile,
         data: Vec<u8>,
-    ) -> srv::Result<()> {
+    ) -> Result<()> {
         if file == BufferFile::Body {
             return self.body_write(fid, n, b, data).await;
         }
@@ -77,7 +78,7 @@ impl Fsys {
         match file {
             BufferFile::Name => {
                 let name = text.trim_end_matches('\n');
-                crate::ctl::fit_name(name).map_err(|e| e.to_string())?;
+                crate::ctl::fit_name(name)?;
                 let p = Proposal::Name { buffer: b, name: name.to_string() };
                 self.daemon.propose(n, "name write", p).await?;
                 self.note_buffer_name(n, b)
@@ -88,15 +89,13 @@ impl Fsys {
             }
             BufferFile::Addr => self.addr_write(n, b, &text).await,
             BufferFile::Data => self.data_write(n, b, &text).await,
-            BufferFile::Event => {
-                Err("event: writing events back is done through the acme tree (NAME/acme/N/event)".into())
-            }
+            BufferFile::Event => Err(FsError::EventWriteBack.into()),
             BufferFile::Body => unreachable!("handled above"),
         }
     }
 
     /// The acme tree's record of window names after a buffer was renamed.
-    fn note_buffer_name(&self, n: u64, b: BufferId) -> srv::Result<()> {
+    fn note_buffer_name(&self, n: u64, b: BufferId) -> Result<()> {
         self.daemon.with_session(n, |s| {
             s.acme.note_buffer_name(&s.view.state, b);
             Ok(())
@@ -104,7 +103,7 @@ impl Fsys {
     }
 
     /// A write to `buffers/N/ctl`.
-    async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
+    async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> Result<()> {
         let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
         for msg in msgs {
             match msg {
@@ -120,11 +119,9 @@ impl Fsys {
     }
 
     /// Empties a body (open with OTRUNC, wstat length 0).
-    pub(crate) async fn truncate(&self, n: u64, b: BufferId) -> srv::Result<()> {
+    pub(crate) async fn truncate(&self, n: u64, b: BufferId) -> Result<()> {
         match self.daemon.with_session(n, |s| buffers::truncate(s, b))? {
-            Some(p) => {
-                self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()).map_err(String::from)
-            }
+            Some(p) => self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
             None => Ok(()),
         }
     }
@@ -132,14 +129,14 @@ impl Fsys {
     /// A body write: appended at the end; a rune cut by the write boundary
     /// waits for the fid's next write. Text that is not UTF-8 is refused
     /// here; acme's body takes any bytes as acme does (`Fid::acme_text`).
-    pub(crate) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn body_write(&self, fid: &Fid, n: u64, b: BufferId, data: Vec<u8>) -> Result<()> {
         let (text, waited) = match fid.place.in_acme() {
             true => (fid.acme_text(data), None),
             false => fid.whole_runes(data, "body").map(|(text, waited)| (text, Some(waited)))?,
         };
         let request = format!("body write {} ({} bytes)", b.0, text.len());
         // Built and queued under one lock; its outcome awaited after.
-        let written: srv::Result<()> = self
+        let written: Result<()> = self
             .daemon
             .propose_from(n, &request, |s| buffers::body_append(s, b, text))
             .await
@@ -156,13 +153,15 @@ impl Fsys {
     /// with no lock held, so a regular expression over a big body holds up
     /// no other request; it is made again if the buffer or its address
     /// changed meanwhile, and the third time under the lock.
-    pub(crate) async fn addr_write(&self, n: u64, b: BufferId, addr: &str) -> srv::Result<()> {
+    pub(crate) async fn addr_write(&self, n: u64, b: BufferId, addr: &str) -> Result<()> {
         for _ in 0..2 {
             let search = self.daemon.with_hub_quiet(n, |s| buffers::addr_search(s, b))??;
             let found = match search.is_big() {
                 true => {
                     let addr = addr.to_string();
-                    tokio::task::spawn_blocking(move || search.eval(&addr)).await.map_err(|e| format!("addr: {e}"))?
+                    tokio::task::spawn_blocking(move || search.eval(&addr))
+                        .await
+                        .map_err(|source| Error::Task { what: "addr", source })?
                 }
                 false => search.eval(addr),
             }?;
@@ -174,13 +173,13 @@ impl Fsys {
     }
 
     /// A `data` read (of `buffers/N/data`, acme's `data` or `xdata`).
-    pub(crate) fn data_read(&self, n: u64, b: BufferId, count: u32, x: bool) -> srv::Result<Vec<u8>> {
+    pub(crate) fn data_read(&self, n: u64, b: BufferId, count: u32, x: bool) -> Result<Vec<u8>> {
         Ok(self.daemon.with_session(n, |s| buffers::data_read(s, b, count, x))?)
     }
 
     /// A `data` write: the proposal at the address's version, then the
     /// address follows the new text.
-    pub(crate) async fn data_write(&self, n: u64, b: BufferId, text: &str) -> srv::Result<()> {
+    pub(crate) async fn data_write(&self, n: u64, b: BufferId, text: &str) -> Result<()> {
         let Some((p, at)) = self.daemon.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
         let request = format!("data write {} ({} bytes)", b.0, text.len());
         self.daemon.propose(n, &request, p).await?;

@@ -11,8 +11,9 @@ use super::made::Version;
 use super::place::Place;
 use super::stream::Cursor;
 use crate::attach::hub::ConnId;
+use crate::error::Result;
+use crate::fsys::error::FsError;
 use apex_core::{BufferId, Shard, WindowId};
-use apex_ninep::srv;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A file's bytes as one read sees them.
@@ -39,16 +40,14 @@ impl Content {
 
     /// Reads `count` bytes at `offset`; for a directory, whole stat
     /// entries only, from 0 or where the last read ended.
-    pub fn read(&mut self, offset: u64, count: u32, dir: bool) -> srv::Result<Vec<u8>> {
+    pub fn read(&mut self, offset: u64, count: u32, dir: bool) -> Result<Vec<u8>> {
         let bytes = match &self.bytes {
             _ if !dir => return Ok(self.bytes.range(offset.try_into().unwrap_or(usize::MAX), count as usize)),
             Version::Plain(bytes) => bytes,
-            Version::Text(_) | Version::Snapshot(_) | Version::Rows(_) => {
-                return Err("a directory's listing is made whole".into())
-            }
+            Version::Text(_) | Version::Snapshot(_) | Version::Rows(_) => return Err(FsError::ListingNotWhole.into()),
         };
         if offset != 0 && offset != self.dir_end {
-            return Err(format!("directory read at offset {offset}; continue at {} or start again at 0", self.dir_end));
+            return Err(FsError::DirectoryOffset { offset, end: self.dir_end }.into());
         }
         let from = (offset as usize).min(bytes.len());
         let want = (count as usize).min(bytes.len() - from);
@@ -61,7 +60,7 @@ impl Content {
             end += n;
         }
         if end == from && from < bytes.len() {
-            return Err(format!("read of {count} bytes is too small for a directory entry"));
+            return Err(FsError::DirectoryCount(count).into());
         }
         self.dir_end = end as u64;
         Ok(bytes[from..end].to_vec())
@@ -166,10 +165,10 @@ impl Fid {
     /// `buffers/N/` does this). With it, the bytes that waited before,
     /// for `put_back` should the write be refused after all; a write that
     /// is not UTF-8 leaves them waiting.
-    pub fn whole_runes(&self, data: Vec<u8>, file: &str) -> srv::Result<(String, Vec<u8>)> {
+    pub fn whole_runes(&self, data: Vec<u8>, file: &'static str) -> Result<(String, Vec<u8>)> {
         let mut opened = self.lock();
         let Opened::Text { tail, .. } = &mut *opened else {
-            return utf8(data).map(|t| (t, Vec::new())).map_err(|_| format!("{file}: write is not UTF-8 text"));
+            return utf8(data).map(|t| (t, Vec::new())).map_err(|_| FsError::NotUtf8(Some(file)).into());
         };
         let before = tail.clone();
         let bytes = match tail.is_empty() {
@@ -183,7 +182,7 @@ impl Fid {
         // One validation: a rune cut by the write's end waits for the next.
         let Some((text, cut)) = text_and_cut(bytes) else {
             *tail = before;
-            return Err(format!("{file}: write is not UTF-8 text"));
+            return Err(FsError::NotUtf8(Some(file)).into());
         };
         *tail = cut;
         Ok((text, before))
@@ -228,10 +227,10 @@ pub fn acme_runes(bytes: &[u8]) -> (String, &[u8]) {
 }
 
 /// A write's bytes as text.
-pub fn utf8(data: Vec<u8>) -> srv::Result<String> {
+pub fn utf8(data: Vec<u8>) -> Result<String> {
     match text_and_cut(data) {
         Some((text, cut)) if cut.is_empty() => Ok(text),
-        _ => Err("write is not UTF-8 text".to_string()),
+        _ => Err(FsError::NotUtf8(None).into()),
     }
 }
 

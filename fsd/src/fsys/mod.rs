@@ -18,6 +18,7 @@
 //! qid.path is a hash of the place, so a live file's never changes;
 //! qid.vers is a body's buffer version and 0 elsewhere.
 
+pub mod error;
 pub mod fid;
 pub mod made;
 pub mod place;
@@ -28,13 +29,14 @@ pub use tree::Fsys;
 
 use crate::attach::protocol;
 use crate::daemon::gone;
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
 use crate::session::Session;
 use crate::shards::tables::MetaTable;
-use apex_core::error::acme::EPERM;
 use apex_core::{BufferId, Shard, TermId};
 use apex_ninep::codec::put_stat;
 use apex_ninep::fcall::{Qid, Stat, DMAPPEND, DMDIR, OTRUNC, QTAPPEND, QTDIR, QTFILE};
-use apex_ninep::srv::{self, Serve};
+use apex_ninep::srv::Serve;
 use fid::{Content, Fid, Opened};
 use made::{Made, Version};
 use place::{
@@ -89,7 +91,7 @@ impl Fsys {
 
     /// Whether `place` (in session `s`) still exists, with an error saying
     /// what is gone.
-    fn check(s: Option<&Session>, place: Place) -> srv::Result<()> {
+    fn check(s: Option<&Session>, place: Place) -> Result<()> {
         match place {
             _ if !Fsys::lives_in_state(place) => Ok(()),
             _ if place.in_acme() => crate::acme::files::check(s.ok_or_else(gone)?, place),
@@ -99,7 +101,7 @@ impl Fsys {
 
     /// A session directory's stat needs its label, which a stat of the
     /// root's listing takes from each session in turn.
-    fn stat_in(&self, s: Option<&Session>, place: Place) -> srv::Result<Stat> {
+    fn stat_in(&self, s: Option<&Session>, place: Place) -> Result<Stat> {
         Fsys::check(s, place)?;
         // A session directory is named as the registry names it (its
         // session is not locked here: see `at`).
@@ -134,14 +136,14 @@ impl Fsys {
     /// A stat that needs nothing of the state (most files' names and
     /// modes are fixed) takes no session lock: many clients' stats of one
     /// session do not queue on it.
-    fn stat_of(&self, place: Place) -> srv::Result<Stat> {
+    fn stat_of(&self, place: Place) -> Result<Stat> {
         match place.session() {
             Some(n) if !Fsys::stat_reads_state(place) => self.unlocked(n, |s| self.stat_in(s, place)),
             _ => self.at(place, |s| self.stat_in(s, place)),
         }
     }
 
-    fn children(s: &Session, place: Place) -> srv::Result<Vec<Place>> {
+    fn children(s: &Session, place: Place) -> Result<Vec<Place>> {
         Fsys::check(Some(s), place)?;
         if place.in_acme() {
             return crate::acme::files::children(s, place);
@@ -169,11 +171,11 @@ impl Fsys {
                 v
             }
             Place::Term(n, t) => TERM.iter().map(|(_, f, _)| Place::Term1(n, t, *f)).collect(),
-            _ => return Err("not a directory".into()),
+            _ => return Err(FsError::NotADirectory.into()),
         })
     }
 
-    fn listing(&self, place: Place) -> srv::Result<Vec<u8>> {
+    fn listing(&self, place: Place) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         if place == Place::Root {
             // The root's files, then each session, its lock taken in turn.
@@ -190,7 +192,7 @@ impl Fsys {
             }
             return Ok(out);
         }
-        let n = place.session().ok_or("not a directory")?;
+        let n = place.session().ok_or(FsError::NotADirectory)?;
         self.daemon.look(n, |s| {
             for p in Fsys::children(s, place)? {
                 put_stat(&mut out, &self.stat_in(Some(s), p)?);
@@ -234,12 +236,12 @@ impl Fsys {
 
     /// A plain file's content now, as a fid keeps it (a text as its
     /// rope's copy).
-    async fn version(&self, place: Place) -> srv::Result<Version> {
+    async fn version(&self, place: Place) -> Result<Version> {
         let made = self.content_made(place)?;
         Ok(made.version().await)
     }
 
-    fn content_made(&self, place: Place) -> srv::Result<Made> {
+    fn content_made(&self, place: Place) -> Result<Made> {
         if let Place::Root1(file) = place {
             return Ok(crate::registry::files::content(&self.daemon, file));
         }
@@ -260,7 +262,7 @@ impl Fsys {
     }
 
     /// Reads a stream, waiting at its end for more.
-    async fn read_stream(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
+    async fn read_stream(&self, fid: &Fid, offset: u64, count: u32) -> Result<Vec<u8>> {
         loop {
             // Subscribe before looking, so a change in between still wakes
             // us: to the fid's session, or (the registry's) to all.
@@ -270,7 +272,9 @@ impl Fsys {
             };
             let again = {
                 let mut opened = fid.lock();
-                let Opened::Stream { cursor, .. } = &mut *opened else { return Err("stream is not open".into()) };
+                let Opened::Stream { cursor, .. } = &mut *opened else {
+                    return Err(FsError::Unopened("stream").into());
+                };
                 if let Some(bytes) = cursor.take(offset, count)? {
                     return Ok(bytes);
                 }
@@ -297,7 +301,7 @@ impl Fsys {
     /// file as it is now (so rdwr and re-reads work, as on acme's
     /// synthetic files); later offsets go on reading the version that read
     /// made. The two `new` files and `rdsel` keep what their open made.
-    async fn read_content(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
+    async fn read_content(&self, fid: &Fid, offset: u64, count: u32) -> Result<Vec<u8>> {
         let place = fid.place;
         let fixed =
             matches!(place, Place::Root1(RootFile::New) | Place::BuffersNew(_) | Place::Win1(_, _, WinFile::Rdsel));
@@ -313,7 +317,7 @@ impl Fsys {
             }
         }
         let mut opened = fid.lock();
-        let content = opened.content().ok_or("read of a fid that is not open; open it first")?;
+        let content = opened.content().ok_or(FsError::NotOpen)?;
         content.read(offset, count, place.is_dir())
     }
 
@@ -363,10 +367,11 @@ impl Fsys {
 /// small read, most requests, costs a small allocation and copy.
 impl Serve for Fsys {
     type Fid = Fid;
+    type Error = Error;
 
-    async fn attach(&self, _uname: &str, aname: &str) -> srv::Result<(Qid, Fid)> {
+    async fn attach(&self, _uname: &str, aname: &str) -> Result<(Qid, Fid)> {
         let reg = self.daemon.reg();
-        let session = |name: &str| reg.by_name(name).ok_or_else(|| format!("no session {name:?} (see /index)"));
+        let session = |name: &str| reg.by_name(name).ok_or_else(|| FsError::NoSession(name.to_string()));
         let place = match aname.trim_matches('/') {
             // acme's own children attach with a numeric directory context,
             // which means nothing here: they get the acme tree too.
@@ -376,17 +381,15 @@ impl Serve for Fsys {
             }
             "" => Place::Root,
             name if name.ends_with("/acme") => Place::Dir(session(&name[..name.len() - 5])?, SessionDir::Acme),
-            name if name.contains('/') => {
-                return Err(format!("attach {aname:?}: an attach name is \"\" (the root) or a session name"))
-            }
-            name => Place::Session(reg.by_name(name).ok_or_else(|| format!("no session {name:?} (see /index)"))?),
+            name if name.contains('/') => return Err(FsError::BadAttachName(aname.to_string()).into()),
+            name => Place::Session(reg.by_name(name).ok_or_else(|| FsError::NoSession(name.to_string()))?),
         };
         drop(reg);
         let qid = self.at(place, |s| Ok(Fsys::qid(s, place)))?;
         Ok((qid, Fid::at(place)))
     }
 
-    async fn walk(&self, fid: &Fid, names: &[String]) -> srv::Result<(Vec<Qid>, Option<Fid>)> {
+    async fn walk(&self, fid: &Fid, names: &[String]) -> Result<(Vec<Qid>, Option<Fid>)> {
         self.at(fid.place, |s| Fsys::check(s, fid.place))?;
         let mut place = fid.place;
         let mut qids = Vec::new();
@@ -406,15 +409,15 @@ impl Serve for Fsys {
                     place = p;
                     qids.push(self.at(p, |s| Ok(Fsys::qid(s, p)))?);
                 }
-                None if i == 0 && !place.is_dir() => return Err(format!("not a directory: cannot walk to {name:?}")),
-                None if i == 0 => return Err(format!("file does not exist: {name}")),
+                None if i == 0 && !place.is_dir() => return Err(FsError::WalkFromFile(name.clone()).into()),
+                None if i == 0 => return Err(FsError::NoSuchFile(name.clone()).into()),
                 None => return Ok((qids, None)),
             }
         }
         Ok((qids, Some(Fid::at(place))))
     }
 
-    async fn open(&self, fid: &Fid, mode: u8) -> srv::Result<(Qid, Fid)> {
+    async fn open(&self, fid: &Fid, mode: u8) -> Result<(Qid, Fid)> {
         let place = fid.place;
         self.at(place, |s| Fsys::check(s, place))?;
         let (name, perm) = place.name_perm("");
@@ -423,16 +426,16 @@ impl Serve for Fsys {
         let wants_write = matches!(mode & 3, 1 | 2) || truncates;
         let wants_read = matches!(mode & 3, 0 | 2);
         if place.is_dir() && wants_write {
-            return Err(format!("{EPERM}: {name} is a directory"));
+            return Err(FsError::IsADirectory(name.to_string()).into());
         }
         if perm == 0 {
-            return Err(format!("{EPERM}: {name} cannot be opened"));
+            return Err(FsError::CannotOpen(name.to_string()).into());
         }
         if wants_write && perm & 0o222 == 0 {
-            return Err(format!("{EPERM}: {name} is read-only"));
+            return Err(FsError::ReadOnly(name.to_string()).into());
         }
         if wants_read && perm & 0o444 == 0 {
-            return Err(format!("{EPERM}: {name} is write-only; open it with OWRITE"));
+            return Err(FsError::WriteOnly(name.to_string()).into());
         }
         // Counted before the content is made, so a change racing the open
         // makes the first read look again.
@@ -455,21 +458,19 @@ impl Serve for Fsys {
         Ok((qid, Fid::opened(place, opened)))
     }
 
-    async fn create(&self, fid: &Fid, name: &str, _: u32, _: u8) -> srv::Result<(Qid, Fid)> {
+    async fn create(&self, fid: &Fid, name: &str, _: u32, _: u8) -> Result<(Qid, Fid)> {
         if fid.place.in_acme() {
-            return Err(format!("{EPERM}: cannot create {name:?}; windows are made by walking to new"));
+            return Err(FsError::CreateInAcme(name.to_string()).into());
         }
-        Err(format!(
-            "cannot create {name:?}: sessions are made by writing \"new NAME\" to /ctl, buffers by opening buffers/new"
-        ))
+        Err(FsError::Create(name.to_string()).into())
     }
 
-    async fn read(&self, fid: &Fid, offset: u64, count: u32) -> srv::Result<Vec<u8>> {
+    async fn read(&self, fid: &Fid, offset: u64, count: u32) -> Result<Vec<u8>> {
         let place = fid.place;
         let n = place.session().unwrap_or(0);
         // What the fid holds says how it reads.
         let data_of = match &*fid.lock() {
-            Opened::Walked => return Err("read of a fid that is not open; open it first".into()),
+            Opened::Walked => return Err(FsError::NotOpen.into()),
             Opened::Data { body, .. } => Some(*body),
             _ => None,
         };
@@ -481,7 +482,7 @@ impl Serve for Fsys {
             // mount reads past what it wrote.
             Place::Session1(_, place::SessionFile::Ctl) => {
                 let mut opened = fid.lock();
-                let c = opened.content().ok_or("read of a fid that is not open; open it first")?;
+                let c = opened.content().ok_or(FsError::NotOpen)?;
                 let Version::Plain(reply) = &mut c.bytes else { return Ok(Vec::new()) };
                 let n = (count as usize).min(reply.len());
                 Ok(reply.drain(..n).collect())
@@ -501,7 +502,7 @@ impl Serve for Fsys {
         }
     }
 
-    async fn write(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> srv::Result<u32> {
+    async fn write(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> Result<u32> {
         let count = data.len() as u32;
         // The session's log makes room first: a full disk refuses the
         // write before it changes anything.
@@ -516,7 +517,7 @@ impl Serve for Fsys {
             Place::Shard1(n, shard, file) => self.shard_write(n, shard, file, data)?,
             Place::Buffer1(n, b, file) => Box::pin(self.buffer_write(fid, n, b, file, data)).await?,
             Place::Term1(n, t, file) => Box::pin(self.term_write(n, t, file, data)).await?,
-            place => return Err(place::not_writable(place)),
+            place => return Err(place::not_writable(place).into()),
         }
         // Acknowledged once written, and synced where the policy says.
         self.daemon.settle(durable).await?;
@@ -534,23 +535,21 @@ impl Serve for Fsys {
         Box::pin(self.let_go(fid.place, fid.take(), true)).await;
     }
 
-    async fn remove(&self, fid: Fid) -> srv::Result<()> {
+    async fn remove(&self, fid: Fid) -> Result<()> {
         let (name, _) = fid.place.name_perm("");
         let acme = fid.place.in_acme();
         self.clunk(fid).await;
         if acme {
-            return Err(format!("{EPERM}: cannot remove {name}; delete a window with ctl \"delete\""));
+            return Err(FsError::RemoveInAcme(name.to_string()).into());
         }
-        Err(format!(
-            "cannot remove {name}: end a session with \"del NAME\" in /ctl, a window with \"delwindow N\" in its session's ctl"
-        ))
+        Err(FsError::Remove(name.to_string()).into())
     }
 
-    async fn stat(&self, fid: &Fid) -> srv::Result<Stat> {
+    async fn stat(&self, fid: &Fid) -> Result<Stat> {
         self.stat_of(fid.place)
     }
 
-    async fn wstat(&self, fid: &Fid, stat: Stat) -> srv::Result<()> {
+    async fn wstat(&self, fid: &Fid, stat: Stat) -> Result<()> {
         // Editors and shells truncate with wstat(length 0); outside acme's
         // tree accept a wstat that changes nothing but the length, as
         // plan9port's file servers do, and for a body let length 0 empty it.
@@ -558,17 +557,17 @@ impl Serve for Fsys {
         let only_length = stat.name.is_empty() && stat.mode == keep.mode && stat.mtime == keep.mtime;
         if fid.place.in_acme() {
             // acme refuses every wstat (acme-fs.md §1).
-            return Err(format!("{EPERM}: acme's files take no wstat; open with OTRUNC, which acme ignores"));
+            return Err(FsError::WstatInAcme.into());
         }
         if !only_length {
             let (name, _) = fid.place.name_perm("");
-            return Err(format!("{name}: wstat can change nothing here but the length"));
+            return Err(FsError::WstatChanges(name.to_string()).into());
         }
         if let Place::Buffer1(n, b, BufferFile::Body) = fid.place {
             match stat.length {
                 0 => Box::pin(self.truncate(n, b)).await?,
                 u64::MAX => {}
-                _ => return Err("body: wstat sets no length but 0, which empties it; write to add text".into()),
+                _ => return Err(FsError::WstatLength.into()),
             }
         }
         Ok(())

@@ -333,9 +333,9 @@ impl Place {
 }
 
 /// The error for a write to a file that takes none.
-pub fn not_writable(place: Place) -> String {
+pub fn not_writable(place: Place) -> super::error::FsError {
     let (name, _) = place.name_perm("");
-    format!("{}: {name} is not writable", apex_core::error::acme::EPERM)
+    super::error::FsError::NotWritable(name.to_string())
 }
 
 #[cfg(test)]

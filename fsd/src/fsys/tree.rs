@@ -10,11 +10,12 @@ use super::made::Made;
 use super::place::Place;
 use super::stream::{Cursor, Source};
 use crate::daemon::{gone, Daemon};
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
 use crate::registry::Registry;
 use crate::session::Session;
 use apex_core::{Shard, WindowId};
 use apex_ninep::fcall::Name;
-use apex_ninep::srv;
 
 /// The file tree over the daemon's sessions: what each file means, for
 /// `ninep::srv`. Clones share everything.
@@ -43,7 +44,7 @@ impl Fsys {
     /// directory need none (the registry has the sessions and their
     /// names), so `f` gets none for them; it never locks the registry
     /// while it holds a session.
-    pub(crate) fn at<R>(&self, place: Place, f: impl FnOnce(Option<&Session>) -> srv::Result<R>) -> srv::Result<R> {
+    pub(crate) fn at<R>(&self, place: Place, f: impl FnOnce(Option<&Session>) -> Result<R>) -> Result<R> {
         match place {
             Place::Session(n) => self.unlocked(n, f),
             _ => match place.session() {
@@ -55,11 +56,11 @@ impl Fsys {
 
     /// Runs `f` with no session if session `n` exists (the registry is let
     /// go before `f` runs).
-    pub(crate) fn unlocked<R>(&self, n: u64, f: impl FnOnce(Option<&Session>) -> srv::Result<R>) -> srv::Result<R> {
+    pub(crate) fn unlocked<R>(&self, n: u64, f: impl FnOnce(Option<&Session>) -> Result<R>) -> Result<R> {
         let exists = self.daemon.reg().has(n);
         match exists {
             true => f(None),
-            false => Err(gone().into()),
+            false => Err(gone()),
         }
     }
 
@@ -87,14 +88,14 @@ impl Fsys {
         shards: &[Shard],
         source: Source,
         event_of: Option<WindowId>,
-    ) -> srv::Result<Opened> {
+    ) -> Result<Opened> {
         // Opened and counted under one lock: no entry comes in between.
         let cursor = self.daemon.with_hub_quiet(n, |s| {
             let cursor = Cursor::open_in(source, s)?;
             for shard in shards {
                 s.hub.start_reading(*shard);
             }
-            Ok::<_, String>(cursor)
+            Ok::<_, Error>(cursor)
         })??;
         Ok(Opened::Stream { cursor, reading: shards.to_vec(), event_of })
     }
@@ -102,21 +103,21 @@ impl Fsys {
     /// Whether `place` (in session `s`) still exists, with an error saying
     /// what is gone: shards, buffers and terminals (the acme tree's
     /// windows are `acme::files::check`'s).
-    pub(crate) fn check_state(s: Option<&Session>, place: Place) -> srv::Result<()> {
+    pub(crate) fn check_state(s: Option<&Session>, place: Place) -> Result<()> {
         if !Fsys::lives_in_state(place) {
             return Ok(());
         }
         let s = s.ok_or_else(gone)?;
         match place {
             Place::Shard(_, shard) | Place::Shard1(_, shard, _) => {
-                s.view.log.shard(shard).map(|_| ()).map_err(|_| format!("shard {shard} was deleted"))
+                s.view.log.shard(shard).map(|_| ()).map_err(|_| FsError::ShardGone(shard).into())
             }
             Place::Buffer(_, b) | Place::Buffer1(_, b, _) => {
-                s.view.state.buffer(b).map(|_| ()).map_err(|_| format!("buffer {} was deleted", b.0))
+                s.view.state.buffer(b).map(|_| ()).map_err(|_| Error::BufferGone(b.0))
             }
             Place::Term(_, t) | Place::Term1(_, t, _) => match s.view.state.terms.contains_key(&t) {
                 true => Ok(()),
-                false => Err(format!("terminal {} was closed", t.0)),
+                false => Err(FsError::TermClosed(t.0).into()),
             },
             _ => Ok(()),
         }
@@ -133,7 +134,7 @@ impl Fsys {
 
     /// The content of `place` as `f` makes it from its session, under
     /// the session's lock, once the place is known to exist.
-    pub(crate) fn made_in(&self, place: Place, f: impl FnOnce(&Session) -> srv::Result<Made>) -> srv::Result<Made> {
+    pub(crate) fn made_in(&self, place: Place, f: impl FnOnce(&Session) -> Result<Made>) -> Result<Made> {
         self.at(place, |s| {
             Fsys::check_state(s, place)?;
             f(s.ok_or_else(gone)?)

@@ -41,12 +41,15 @@ impl Deref for StateGuard<'_> {
     }
 }
 
-fn host_err(e: impl Into<String>) -> ExecError {
-    ExecError::Host(e.into())
+fn host_err(e: impl std::fmt::Display) -> ExecError {
+    ExecError::Host(e.to_string())
 }
 
 impl DaemonHost {
-    fn block<T, E: Into<String>>(&self, f: impl std::future::Future<Output = Result<T, E>>) -> Result<T, ExecError> {
+    fn block<T, E: std::fmt::Display>(
+        &self,
+        f: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, ExecError> {
         self.rt.block_on(f).map_err(host_err)
     }
 
@@ -65,15 +68,20 @@ impl DaemonHost {
 }
 
 impl Pipes for DaemonHost {
-    fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, String> {
+    fn run(
+        &mut self,
+        command: &str,
+        input: Option<&str>,
+        file: &EditFile,
+    ) -> Result<String, apex_core::ecmd::PipeError> {
         ShellPipes.run(command, input, file)
     }
 
-    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, apex_core::ecmd::PipeError> {
         ShellPipes.load(path)
     }
 
-    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), apex_core::ecmd::PipeError> {
         ShellPipes.save(path, bytes)
     }
 }

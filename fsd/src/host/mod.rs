@@ -395,17 +395,24 @@ pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), Error> {
 /// fails is an error, and the Edit changes nothing.
 pub struct ShellPipes;
 
+use apex_core::ecmd::PipeError;
+
 impl apex_core::ecmd::Pipes for ShellPipes {
-    fn run(&mut self, command: &str, input: Option<&str>, file: &apex_core::ecmd::EditFile) -> Result<String, String> {
+    fn run(
+        &mut self,
+        command: &str,
+        input: Option<&str>,
+        file: &apex_core::ecmd::EditFile,
+    ) -> Result<String, PipeError> {
         let dir = command_dir(&file.name);
         apex_sys::shell::pipe(command, input, Some(Path::new(&dir)))
     }
 
-    fn load(&mut self, path: &str) -> Result<Vec<u8>, String> {
+    fn load(&mut self, path: &str) -> Result<Vec<u8>, PipeError> {
         apex_sys::files::read_for_edit(path)
     }
 
-    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), String> {
+    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), PipeError> {
         apex_sys::files::write_for_edit(path, bytes)
     }
 }

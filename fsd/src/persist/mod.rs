@@ -313,9 +313,9 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
         let (ending, whole) = wal::scan(&bytes, &header, |shard: Shard, entry, _| {
             // An entry the state already has is one a snapshot covers.
             if entry.seq <= state.applied(shard) {
-                return Ok(());
+                return Ok::<_, wal::Unapplied>(());
             }
-            state.apply(shard, &entry).map_err(|e| format!("entry {shard}:{} does not apply: {e}", entry.seq))?;
+            state.apply(shard, &entry).map_err(|reject| wal::Unapplied { shard, seq: entry.seq, reject })?;
             restored.entries += 1;
             Ok(())
         });

@@ -150,14 +150,23 @@ pub enum Ending {
     Bad { offset: u64, why: String },
 }
 
+/// A whole frame whose entry the state refuses: damage all the same.
+#[derive(Debug, thiserror::Error)]
+#[error("entry {shard}:{seq} does not apply: {reject}")]
+pub struct Unapplied {
+    pub shard: Shard,
+    pub seq: u64,
+    pub reject: apex_core::Reject,
+}
+
 /// Reads segment `bytes` (the whole file), giving each frame's entry to
 /// `each` in order; a frame that does not decode is damage. Stops at the
 /// first frame that does not check and says how the segment ended and
 /// how many bytes were whole frames.
-pub fn scan(
+pub fn scan<E: std::fmt::Display>(
     bytes: &[u8],
     header: &Header,
-    mut each: impl FnMut(Shard, Entry, u64) -> Result<(), String>,
+    mut each: impl FnMut(Shard, Entry, u64) -> Result<(), E>,
 ) -> (Ending, u64) {
     let mut at = HEADER_LEN;
     while at < bytes.len() {
@@ -182,8 +191,11 @@ pub fn scan(
                 false => (Ending::Bad { offset, why }, offset),
             };
         }
-        let decoded = postcard::from_bytes::<(Shard, Entry)>(payload).map_err(|e| format!("does not decode: {e}"));
-        if let Err(why) = decoded.and_then(|(shard, entry)| each(shard, entry, offset)) {
+        let why = match postcard::from_bytes::<(Shard, Entry)>(payload) {
+            Err(e) => Some(format!("does not decode: {e}")),
+            Ok((shard, entry)) => each(shard, entry, offset).err().map(|e| e.to_string()),
+        };
+        if let Some(why) = why {
             return (Ending::Bad { offset, why }, offset);
         }
         at += end;
@@ -437,7 +449,7 @@ mod tests {
             let mut got = Vec::new();
             let end = scan(bytes, &header, |s, e, _| {
                 got.push((s, e.seq));
-                Ok(())
+                Ok::<_, Unapplied>(())
             });
             (got, end)
         };
@@ -463,7 +475,7 @@ mod tests {
         let mut n = 0;
         let (ending, _) = scan(&stale, &other, |_, _, _| {
             n += 1;
-            Ok(())
+            Ok::<_, Unapplied>(())
         });
         assert_eq!(n, 0);
         assert!(matches!(ending, Ending::Bad { offset, .. } if offset == HEADER_LEN as u64), "{ending:?}");

@@ -3,13 +3,13 @@
 //! `registry` (the registry log as it grows).
 
 use crate::daemon::Daemon;
+use crate::error::Result;
 use crate::fsys::fid::{utf8, Content, Opened};
 use crate::fsys::made::Made;
 use crate::fsys::place::RootFile;
 use crate::fsys::stream::Cursor;
 use crate::fsys::tree::Fsys;
 use crate::registry::parse_ctl;
-use apex_ninep::srv;
 
 /// A root file's content now: `index` takes each session's lock in turn.
 pub fn content(daemon: &Daemon, file: RootFile) -> Made {
@@ -22,7 +22,7 @@ pub fn content(daemon: &Daemon, file: RootFile) -> Made {
 }
 
 impl Fsys {
-    pub(crate) async fn root_open(&self, file: RootFile) -> srv::Result<Opened> {
+    pub(crate) async fn root_open(&self, file: RootFile) -> Result<Opened> {
         Ok(match file {
             RootFile::New => {
                 let number = self.daemon.reg().create(None)?;
@@ -42,7 +42,7 @@ impl Fsys {
         })
     }
 
-    pub(crate) fn root_write(&self, file: RootFile, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) fn root_write(&self, file: RootFile, data: Vec<u8>) -> Result<()> {
         match file {
             RootFile::Ctl => {
                 let cmds = parse_ctl(&utf8(data)?)?;
@@ -53,7 +53,7 @@ impl Fsys {
                 self.daemon.changed();
                 Ok(ran?)
             }
-            _ => Err(crate::fsys::place::not_writable(crate::fsys::place::Place::Root1(file))),
+            _ => Err(crate::fsys::place::not_writable(crate::fsys::place::Place::Root1(file)).into()),
         }
     }
 }

@@ -24,7 +24,8 @@ use crate::attach::error::AttachError;
 use crate::attach::feed::{self, Readable, WELCOME_PART};
 use crate::attach::hub::{ConnId, Written};
 use crate::attach::protocol;
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
 use crate::fsys::fid::{utf8, Fid, Opened};
 use crate::fsys::made::Made;
 use crate::fsys::place::{Place, SessionFile};
@@ -34,7 +35,6 @@ use crate::session::ctl::SessionCtl;
 use crate::session::Session;
 use crate::shards::tables::{self, MetaTable};
 use apex_core::{AcmeNumber, Proposal};
-use apex_ninep::srv;
 
 /// A session file's content now.
 pub fn content(s: &Session, file: SessionFile) -> Made {
@@ -54,10 +54,10 @@ pub fn meta_content(s: &Session, table: MetaTable) -> Made {
 }
 
 impl Fsys {
-    pub(crate) async fn session_open(&self, n: u64, file: SessionFile, mode: u8) -> srv::Result<Opened> {
+    pub(crate) async fn session_open(&self, n: u64, file: SessionFile, mode: u8) -> Result<Opened> {
         if file == SessionFile::Attach {
             if mode & 3 != 2 {
-                return Err("attach: open it read-write (ORDWR): the protocol goes both ways".into());
+                return Err(FsError::AttachMode.into());
             }
             return Ok(Opened::Attach(self.daemon.with_hub(n, |s, _| s.hub.open())?));
         }
@@ -66,9 +66,9 @@ impl Fsys {
         Ok(Opened::Content(crate::fsys::fid::Content::of(made.version().await)))
     }
 
-    pub(crate) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> Result<()> {
         if file == SessionFile::Attach {
-            let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
+            let Opened::Attach(conn) = *fid.lock() else { return Err(FsError::Unopened("attach").into()) };
             match self.daemon.with_hub(n, |s, now| protocol::write(s, conn, &data, now))?? {
                 Written::Done => {}
                 Written::Wait(id, rx) => {
@@ -101,13 +101,13 @@ impl Fsys {
                 self.daemon.propose(n, &request, p).await?;
                 Ok(())
             }
-            _ => Err(crate::fsys::place::not_writable(Place::Session1(n, file))),
+            _ => Err(crate::fsys::place::not_writable(Place::Session1(n, file)).into()),
         }
     }
 
     /// A write to the session's `ctl`; returns what a read of the fid
     /// then gives: a line naming each terminal it made.
-    async fn session_ctl(&self, n: u64, text: &str) -> srv::Result<String> {
+    async fn session_ctl(&self, n: u64, text: &str) -> Result<String> {
         let mut reply = String::new();
         let msgs = self
             .daemon
@@ -133,7 +133,7 @@ impl Fsys {
                         let k = u32::try_from(num).ok()?;
                         s.view.state.layout.window_numbered(apex_core::AcmeNumber(k))
                     };
-                    let window = self.daemon.look(n, numbered)?.ok_or_else(|| format!("ctl: no window {num}"))?;
+                    let window = self.daemon.look(n, numbered)?.ok_or(FsError::NoWindow(num))?;
                     propose(Proposal::DeleteWindow { window }).await?
                 }
                 SessionCtl::Exec { dir, command, window, font } => {
@@ -154,8 +154,8 @@ impl Fsys {
 
     /// Reads the attach stream, waiting until there is something. A big
     /// Welcome is read in parts of [`WELCOME_PART`] bytes.
-    pub(crate) async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
-        let Opened::Attach(conn) = *fid.lock() else { return Err("attach: not open".into()) };
+    pub(crate) async fn read_attach(&self, n: u64, fid: &Fid, count: u32) -> Result<Vec<u8>> {
+        let Opened::Attach(conn) = *fid.lock() else { return Err(FsError::Unopened("attach").into()) };
         loop {
             let mut wake = self.daemon.subscribe_to(n);
             let read = |s: &mut crate::session::Session| {
@@ -224,9 +224,9 @@ impl Fsys {
 impl Fsys {
     /// `conn`'s stream broke: the error to answer with, the connection
     /// taken as hung up.
-    fn stream_broke(&self, n: u64, conn: ConnId, e: AttachError) -> String {
+    fn stream_broke(&self, n: u64, conn: ConnId, e: AttachError) -> Error {
         hung_up(&self.daemon, n, conn);
-        e.to_string()
+        e.into()
     }
 }
 

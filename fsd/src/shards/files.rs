@@ -2,7 +2,8 @@
 //! stream that keeps the shard from compaction while open), `lease` (read
 //! the lease; write "reclaim" to take it back) and `info`.
 
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
 use crate::fsys::fid::{utf8, Opened};
 use crate::fsys::made::Made;
 use crate::fsys::place::{Place, ShardFile};
@@ -11,12 +12,11 @@ use crate::fsys::tree::Fsys;
 use crate::session::Session;
 use crate::shards::tables;
 use apex_core::Shard;
-use apex_ninep::srv;
 
 /// A shard file's content now.
-pub fn content(s: &Session, shard: Shard, file: ShardFile) -> srv::Result<Made> {
+pub fn content(s: &Session, shard: Shard, file: ShardFile) -> Result<Made> {
     Ok(match file {
-        ShardFile::Lease => format!("{}\n", tables::lease_fields(s.view.log.lease(shard).map_err(|e| e.to_string())?)),
+        ShardFile::Lease => format!("{}\n", tables::lease_fields(s.view.log.lease(shard)?)),
         ShardFile::Info => tables::shard_info(s, shard).map_err(Error::from)?,
         ShardFile::Entries => String::new(),
     }
@@ -24,7 +24,7 @@ pub fn content(s: &Session, shard: Shard, file: ShardFile) -> srv::Result<Made> 
 }
 
 impl Fsys {
-    pub(crate) async fn shard_open(&self, n: u64, shard: Shard, file: ShardFile) -> srv::Result<Opened> {
+    pub(crate) async fn shard_open(&self, n: u64, shard: Shard, file: ShardFile) -> Result<Opened> {
         match file {
             ShardFile::Entries => self.open_reader(n, &[shard], Source::Entries(n, shard), None),
             file => {
@@ -35,20 +35,17 @@ impl Fsys {
     }
 
     /// A write to `shards/SHARD/lease`.
-    pub(crate) fn shard_write(&self, n: u64, shard: Shard, file: ShardFile, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) fn shard_write(&self, n: u64, shard: Shard, file: ShardFile, data: Vec<u8>) -> Result<()> {
         if file != ShardFile::Lease {
-            return Err(crate::fsys::place::not_writable(Place::Shard1(n, shard, file)));
+            return Err(crate::fsys::place::not_writable(Place::Shard1(n, shard, file)).into());
         }
         match utf8(data)?.trim() {
             // As the deadline reclaims a stuck holder's lease: the holder is
             // fenced, and what waited for it goes where it belongs now.
-            "reclaim" => self
-                .daemon
-                .with_hub(n, |s, now| crate::route::reclaim_by_hand(s, shard, now).map_err(|e| e.to_string()))?,
-            other => Err(format!(
-                "lease: unknown request {other:?}; expected \"reclaim\" (the server takes the lease back). \
-                 Leases are asked for and given up through the attach protocol (NAME/attach)"
-            )),
+            "reclaim" => {
+                self.daemon.with_hub(n, |s, now| crate::route::reclaim_by_hand(s, shard, now))?.map_err(Error::from)
+            }
+            other => Err(FsError::LeaseRequest(other.to_string()).into()),
         }
     }
 }

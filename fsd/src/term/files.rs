@@ -4,7 +4,8 @@
 //! (the grid as text), and `ctl` (resize, signal, kill, close; reading it
 //! describes the terminal).
 
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
 use crate::fsys::fid::{Fid, Opened};
 use crate::fsys::made::{Made, TermText};
 use crate::fsys::place::{Place, TermFile};
@@ -15,7 +16,6 @@ use crate::session::Session;
 use crate::term::ctl::TermCtl;
 use apex_core::term::Term;
 use apex_core::{Shard, TermId};
-use apex_ninep::srv;
 use std::sync::Arc;
 
 /// How long a resize may wait for the terminal's driver to log the new
@@ -50,7 +50,7 @@ pub fn index(s: &Session) -> String {
 }
 
 /// A terminal file's content now.
-pub fn content(s: &Session, id: TermId, file: TermFile) -> srv::Result<Made> {
+pub fn content(s: &Session, id: TermId, file: TermFile) -> Result<Made> {
     let t = term(s, id)?;
     Ok(match file {
         // The screen is small; the scrollback's rows are shared, not copied.
@@ -89,7 +89,7 @@ impl Fsys {
         })?
     }
 
-    pub(crate) async fn term_open(&self, n: u64, id: TermId, file: TermFile) -> srv::Result<Opened> {
+    pub(crate) async fn term_open(&self, n: u64, id: TermId, file: TermFile) -> Result<Opened> {
         if file == TermFile::Cons {
             // A reader reads what comes from now on.
             let at = self.daemon.look(n, |s| s.terms.get(&id).map_or(0, |r| r.output.now()))?;
@@ -102,14 +102,14 @@ impl Fsys {
 
     /// Reads a terminal's output, waiting until there is some; end of file
     /// once its pty closed (or it has none).
-    pub(crate) async fn term_read_cons(&self, n: u64, id: TermId, fid: &Fid, count: u32) -> srv::Result<Vec<u8>> {
+    pub(crate) async fn term_read_cons(&self, n: u64, id: TermId, fid: &Fid, count: u32) -> Result<Vec<u8>> {
         let Some(output) = self.daemon.look(n, |s| s.terms.get(&id).map(|r| r.output.clone()))? else {
             return Ok(Vec::new());
         };
         loop {
             let at = match &*fid.lock() {
                 Opened::Cons { at } => *at,
-                _ => return Err("cons: not open".into()),
+                _ => return Err(FsError::Unopened("cons").into()),
             };
             match output.read(at, count as usize) {
                 Got::Bytes(bytes, next) => {
@@ -128,7 +128,7 @@ impl Fsys {
         }
     }
 
-    pub(crate) async fn term_write(&self, n: u64, id: TermId, file: TermFile, data: Vec<u8>) -> srv::Result<()> {
+    pub(crate) async fn term_write(&self, n: u64, id: TermId, file: TermFile, data: Vec<u8>) -> Result<()> {
         match file {
             TermFile::Cons => Ok(self.running(n, id)?.input(id.0, data).map_err(Error::from)?),
             TermFile::Ctl => {
@@ -144,7 +144,7 @@ impl Fsys {
                 }
                 Ok(())
             }
-            _ => Err(crate::fsys::place::not_writable(Place::Term1(n, id, file))),
+            _ => Err(crate::fsys::place::not_writable(Place::Term1(n, id, file)).into()),
         }
     }
 

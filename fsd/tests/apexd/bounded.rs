@@ -143,13 +143,13 @@ async fn a_client_that_never_reads_leaves_one_welcome_queued_and_is_told_to_read
         let propose = frame(&ClientMsg::Propose { id: sent, proposal: Proposal::Mark { buffer } });
         match tree.write(&attach, 0, propose).await {
             Ok(_) => sent += 1,
-            Err(e) => break e,
+            Err(e) => break e.to_string(),
         }
         assert!(sent <= 10_000, "answers pile up without end");
     };
     assert!(refused.contains("messages wait unread; read the file"), "{refused}");
     let lease = frame(&ClientMsg::Lease { shard: apex_core::Shard::Buffer(buffer), ttl_ms: 1 });
-    let refused = tree.write(&attach, 0, lease).await.unwrap_err();
+    let refused = tree.write(&attach, 0, lease).await.unwrap_err().to_string();
     assert!(refused.contains("messages wait unread"), "a lease's expiry would add one more: {refused}");
     // Only what adds to the unread is refused: a Resync (its Welcome takes
     // the queued one's place) is not.

@@ -103,7 +103,7 @@ impl Client {
         socket::write_two(&io, &out, &[]).await?;
         let mut incoming = Incoming::default();
         let reply = loop {
-            if let Some(msg) = incoming.next(msize).map_err(ClientError::Protocol)? {
+            if let Some(msg) = incoming.next(msize).map_err(|e| ClientError::Protocol(e.to_string()))? {
                 break msg;
             }
             let mut ready = io.readable().await?;

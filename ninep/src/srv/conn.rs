@@ -140,7 +140,7 @@ impl<S: Serve> Conn<S> {
         Ok(match body {
             Fcall::Tattach { fid, uname, aname, .. } => {
                 self.fid_free(fid)?;
-                let (qid, state) = s.attach(&uname, &aname).await?;
+                let (qid, state) = s.attach(&uname, &aname).await.map_err(ename)?;
                 self.set_fid(fid, state, None);
                 Fcall::Rattach { qid }
             }
@@ -149,7 +149,7 @@ impl<S: Serve> Conn<S> {
                 if newfid != fid {
                     self.fid_free(newfid)?;
                 }
-                let (wqids, state) = s.walk(&from, &wnames).await?;
+                let (wqids, state) = s.walk(&from, &wnames).await.map_err(ename)?;
                 if wqids.len() == wnames.len() {
                     let state = state.ok_or("walk finished without a fid")?;
                     self.set_fid(newfid, state, None);
@@ -157,40 +157,45 @@ impl<S: Serve> Conn<S> {
                 Fcall::Rwalk { wqids }
             }
             Fcall::Topen { fid, mode } => {
-                let (qid, state) = s.open(&self.unopened(fid, "open")?, mode).await?;
+                let (qid, state) = s.open(&self.unopened(fid, "open")?, mode).await.map_err(ename)?;
                 self.set_fid(fid, state, Some(mode));
                 Fcall::Ropen { qid, iounit: io }
             }
             Fcall::Tcreate { fid, name, perm, mode } => {
-                let (qid, state) = s.create(&self.unopened(fid, "create")?, &name, perm, mode).await?;
+                let (qid, state) = s.create(&self.unopened(fid, "create")?, &name, perm, mode).await.map_err(ename)?;
                 self.set_fid(fid, state, Some(mode));
                 Fcall::Rcreate { qid, iounit: io }
             }
             Fcall::Tread { fid, offset, count } => {
-                let mut data = s.read(&self.opened(fid, false)?, offset, count.min(io)).await?;
+                let mut data = s.read(&self.opened(fid, false)?, offset, count.min(io)).await.map_err(ename)?;
                 data.truncate(count.min(io) as usize);
                 Fcall::Rread { data }
             }
             Fcall::Twrite { fid, offset, data } => {
-                Fcall::Rwrite { count: s.write(&self.opened(fid, true)?, offset, data).await? }
+                Fcall::Rwrite { count: s.write(&self.opened(fid, true)?, offset, data).await.map_err(ename)? }
             }
             Fcall::Tclunk { fid } => {
                 s.clunk(self.take_fid(fid)?).await;
                 Fcall::Rclunk
             }
             Fcall::Tremove { fid } => {
-                s.remove(self.take_fid(fid)?).await?;
+                s.remove(self.take_fid(fid)?).await.map_err(ename)?;
                 Fcall::Rremove
             }
-            Fcall::Tstat { fid } => Fcall::Rstat { stat: Box::new(s.stat(&self.fid(fid)?).await?) },
+            Fcall::Tstat { fid } => Fcall::Rstat { stat: Box::new(s.stat(&self.fid(fid)?).await.map_err(ename)?) },
             Fcall::Twstat { fid, stat } => {
-                s.wstat(&self.fid(fid)?, *stat).await?;
+                s.wstat(&self.fid(fid)?, *stat).await.map_err(ename)?;
                 Fcall::Rwstat
             }
             Fcall::Topenfd { fid, mode } => self.openfd(tag, fid, mode).await?,
             other => return Err(format!("unexpected 9P message type {}: send T-messages", other.ty())),
         })
     }
+}
+
+/// A `Serve` error's words, the Rerror's text.
+pub(super) fn ename(e: impl std::fmt::Display) -> String {
+    e.to_string()
 }
 
 /// Polls a request, a panic caught and made its outcome (an Rerror), so

@@ -50,17 +50,23 @@ use conn::{Conn, Table};
 pub use flush::flushed;
 use wire::io_loop;
 
-/// A 9P error reply's text.
+/// A 9P error reply's text: what the connection itself refuses with (an
+/// unknown fid, a read of a fid open for writing), and what a `Serve`
+/// whose errors are plain text may use as its `Error`.
 pub type Error = String;
-pub type Result<T> = std::result::Result<T, Error>;
+/// A request's outcome; `E` is a `Serve`'s own error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What the files of a 9P server mean. `Fid` is whatever a fid refers to:
 /// the connection keeps one per fid and hands it to each call.
 pub trait Serve: Send + Sync + 'static {
     type Fid: Clone + Send + Sync + 'static;
+    /// Why a request was refused. Its `Display` is the Rerror's text: the
+    /// error stays typed up to this edge and becomes words only here.
+    type Error: std::fmt::Display + Send + 'static;
 
     /// Tattach: the root named by `aname`.
-    fn attach(&self, uname: &str, aname: &str) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    fn attach(&self, uname: &str, aname: &str) -> impl Future<Output = Result<(Qid, Self::Fid), Self::Error>> + Send;
     /// Twalk: the qids of the names walked, and the fid's new state if all
     /// of them were (walk(5): a partial walk leaves newfid unset; an error
     /// on the first name is an Rerror).
@@ -68,10 +74,10 @@ pub trait Serve: Send + Sync + 'static {
         &self,
         fid: &Self::Fid,
         names: &[String],
-    ) -> impl Future<Output = Result<(Vec<Qid>, Option<Self::Fid>)>> + Send;
+    ) -> impl Future<Output = Result<(Vec<Qid>, Option<Self::Fid>), Self::Error>> + Send;
     /// Topen: the qid and the fid's state once open. `iounit` is the
     /// connection's.
-    fn open(&self, fid: &Self::Fid, mode: u8) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    fn open(&self, fid: &Self::Fid, mode: u8) -> impl Future<Output = Result<(Qid, Self::Fid), Self::Error>> + Send;
     /// Tcreate: the new file's qid and the fid's state, open on it.
     fn create(
         &self,
@@ -79,11 +85,21 @@ pub trait Serve: Send + Sync + 'static {
         name: &str,
         perm: u32,
         mode: u8,
-    ) -> impl Future<Output = Result<(Qid, Self::Fid)>> + Send;
+    ) -> impl Future<Output = Result<(Qid, Self::Fid), Self::Error>> + Send;
     /// Tread: at most `count` bytes. Must be cancel-safe (a Tflush drops it).
-    fn read(&self, fid: &Self::Fid, offset: u64, count: u32) -> impl Future<Output = Result<Vec<u8>>> + Send;
+    fn read(
+        &self,
+        fid: &Self::Fid,
+        offset: u64,
+        count: u32,
+    ) -> impl Future<Output = Result<Vec<u8>, Self::Error>> + Send;
     /// Twrite: how many bytes were taken.
-    fn write(&self, fid: &Self::Fid, offset: u64, data: Vec<u8>) -> impl Future<Output = Result<u32>> + Send;
+    fn write(
+        &self,
+        fid: &Self::Fid,
+        offset: u64,
+        data: Vec<u8>,
+    ) -> impl Future<Output = Result<u32, Self::Error>> + Send;
     /// Tclunk, or the reset of a Tversion.
     fn clunk(&self, fid: Self::Fid) -> impl Future<Output = ()> + Send;
     /// The fid's connection ended without a clunk; by default the same.
@@ -91,9 +107,9 @@ pub trait Serve: Send + Sync + 'static {
         self.clunk(fid)
     }
     /// Tremove (the fid is clunked whatever the outcome).
-    fn remove(&self, fid: Self::Fid) -> impl Future<Output = Result<()>> + Send;
-    fn stat(&self, fid: &Self::Fid) -> impl Future<Output = Result<Stat>> + Send;
-    fn wstat(&self, fid: &Self::Fid, stat: Stat) -> impl Future<Output = Result<()>> + Send;
+    fn remove(&self, fid: Self::Fid) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    fn stat(&self, fid: &Self::Fid) -> impl Future<Output = Result<Stat, Self::Error>> + Send;
+    fn wstat(&self, fid: &Self::Fid, stat: Stat) -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
 /// Per-connection settings.

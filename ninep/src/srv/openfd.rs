@@ -20,7 +20,7 @@ impl<S: Serve> Conn<S> {
             return Err("openfd passes a file descriptor, which needs a Unix socket connection: use open".into());
         }
         let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
-        let (qid, state) = self.serve.open(&self.unopened(fid, "openfd")?, mode).await?;
+        let (qid, state) = self.serve.open(&self.unopened(fid, "openfd")?, mode).await.map_err(super::conn::ename)?;
         self.take_fid(fid)?;
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| format!("openfd: socketpair: {e}"))?;
         ours.set_nonblocking(true).map_err(|e| format!("openfd: {e}"))?;

@@ -36,6 +36,7 @@ struct Keep(Mutex<Vec<Vec<u8>>>);
 
 impl Serve for Keep {
     type Fid = ();
+    type Error = String;
     async fn attach(&self, _: &str, _: &str) -> Result<(Qid, ())> {
         Ok((Qid::default(), ()))
     }

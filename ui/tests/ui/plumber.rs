@@ -49,6 +49,7 @@ fn qid(f: File) -> Qid {
 
 impl Serve for Plumber {
     type Fid = File;
+    type Error = String;
 
     async fn attach(&self, _uname: &str, _aname: &str) -> Result<(Qid, File)> {
         Ok((qid(File::Root), File::Root))
