@@ -1,10 +1,11 @@
 //! Tidy: repository-wide rules checked under `cargo test`, in the spirit of
 //! rust-analyzer's `tidy.rs`. Every Rust file opens with a `//!` module doc;
 //! apex-core stays pure (none of its dependencies does I/O or async, or
-//! reads the clock or randomness); no crate depends upward (core, ninep,
-//! sys <- link <- {fsd, mnt, ui}); library code's errors are typed up to
-//! the 9P edge and no crate's modules import each other
-//! in a cycle; no source file grows past a size that hides its concept.
+//! reads the clock or randomness); no crate depends upward (core, ninep
+//! <- sys, link <- {fsd, mnt, ui}) and no crate's modules import each
+//! other in a cycle; library code's errors are typed up to the 9P edge;
+//! the daemon's file layer never appends; no source file grows past a
+//! size that hides its concept.
 
 use std::path::{Path, PathBuf};
 
@@ -132,10 +133,39 @@ fn errors_are_typed_up_to_the_edge() {
     );
 }
 
+/// The daemon's file layer (`fsys/` and each family's `files.rs`) reaches
+/// a session only through the daemon's verbs (`read`, `change`, and
+/// `tend` for a reader's own place) and changes the log only by
+/// proposing: it never takes the view node to change it, and never locks
+/// a session by hand.
+#[test]
+fn files_never_append() {
+    let mut found = Vec::new();
+    for p in all_rust_files() {
+        let rel = p.strip_prefix(root()).unwrap().display().to_string();
+        if !(rel.starts_with("fsd/src/fsys/") || (rel.starts_with("fsd/src/") && rel.ends_with("/files.rs"))) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (i, line) in code.lines().enumerate() {
+            if ["view_mut(", "daemon.session(", "\"session lock\""].iter().any(|w| line.contains(w)) {
+                found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the file layer reaches a session through Daemon::read, change or tend and changes the log by \
+         proposing (Daemon::propose), or through the module that owns the change (route, attach, term::drive):\n{}",
+        found.join("\n")
+    );
+}
+
 /// The crate graph: each crate and the apex crates it may depend on
-/// (normal, dev and build dependencies alike). core, ninep and sys (what
-/// the programs ask of the system) sit at the bottom, link above core and
-/// ninep, and the programs above link; mnt and ui never reach into the
+/// (normal, dev and build dependencies alike). core and ninep sit at the
+/// bottom; sys (what the programs ask of the system, for core's `Pipes`
+/// among others) and link above them, and the programs above those; mnt and ui never reach into the
 /// daemon. The root's folders are these crates, one each, and
 /// ARCHITECTURE.md draws the same graph.
 const LAYERS: &[(&str, &str, &[&str])] = &[
@@ -161,7 +191,7 @@ fn no_dependency_points_upward() {
                 assert!(
                     !apex.contains(&d.as_str()) || may.contains(&d.as_str()),
                     "{name} [{table}] depends on {d}; it may use only {may:?} \
-                     (core, ninep <- link <- {{fsd, mnt, ui}}; mnt and ui never on fsd)"
+                     (core, ninep <- sys, link <- {{fsd, mnt, ui}}; mnt and ui never on fsd)"
                 );
             }
         }

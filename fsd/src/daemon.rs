@@ -4,10 +4,13 @@
 //! proposal's outcome. The file tree ([`crate::fsys`]), the host
 //! ([`crate::host`], [`crate::host::headless`]) and the binary act through it.
 //!
-//! Invariant: every change to a session goes through `with_session` or
-//! `with_hub`, which wake blocked readers after it; a deadline the hub
-//! sets (`Hub::wakeups`) arms the session's one timer, which ticks the
-//! hub then (and the tick arms it for the next deadline left).
+//! A session is reached through two verbs: [`Daemon::read`] looks at it
+//! and [`Daemon::change`] changes it, with the clock. Invariant: every
+//! change goes through `change`, which wakes blocked readers after it; a
+//! deadline the hub sets (`Hub::wakeups`) arms the session's one timer,
+//! which ticks the hub then (and the tick arms it for the next deadline
+//! left). What a reader keeps for itself (where it is, what it holds
+//! from compaction) is kept through [`Daemon::tend`], which wakes nobody.
 //!
 //! Change notification: `changed_in(n)` after a change in session `n`
 //! wakes the readers subscribed to it (`subscribe_to(n)`) and to the
@@ -28,11 +31,11 @@
 
 use crate::attach::hub::Written;
 use crate::attach::protocol;
+use crate::attach::route;
 use crate::error::Error;
 use crate::persist::durable::Durable;
 use crate::persist::SnapshotJob;
 use crate::registry::{Registry, Shared};
-use crate::route;
 use crate::session::Session;
 use apex_core::propose::Applied;
 use apex_core::Proposal;
@@ -63,13 +66,13 @@ pub struct Daemon {
 /// connection or `entries` reader still needs them: otherwise every text
 /// ever written would stay in memory beside the buffers.
 fn snapshot_due(s: &mut Session) -> Option<SnapshotJob> {
-    let Some(persisted) = s.persisted.as_ref() else {
+    let Some(persisted) = s.persisted() else {
         if s.ephemeral_log_due() {
             crate::attach::feed::compact_covered(s);
         }
         return None;
     };
-    let job = persisted.snapshot_due(&s.view.state)?;
+    let job = persisted.snapshot_due(&s.view().state)?;
     crate::attach::feed::compact_covered(s);
     Some(job)
 }
@@ -120,19 +123,21 @@ impl Daemon {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    /// Runs `f` on session `number`'s attach state, then wakes readers and
-    /// arms a timer for every deadline it set.
-    pub fn with_hub<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
+    /// The one way to change session `number`: runs `f` on it under its
+    /// lock with the daemon's clock, then keeps what follows every change
+    /// (acme's tree synced, the log flushed, a due snapshot written), wakes
+    /// the readers waiting on it and arms a timer for every deadline `f`
+    /// set. What appends to the log is the orchestration's (`route`,
+    /// `attach`, `registry`): the file layer proposes.
+    pub fn change<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
         let now = self.now_ms();
         let shared = self.session(number)?;
         let (r, timer, snapshot) = {
             let mut s = shared.lock().expect("session lock");
             let s = &mut *s;
             let r = f(s, now);
-            s.acme.sync(&s.view);
-            s.flush_log();
-            let earliest = std::mem::take(&mut s.hub.wakeups).into_iter().min();
-            (r, earliest.and_then(|at| s.hub.timer.arm(at)), snapshot_due(s))
+            s.settle_change();
+            (r, s.hub_mut().arm_timer(), snapshot_due(s))
         };
         self.changed_in(number);
         write_snapshot(snapshot);
@@ -140,6 +145,29 @@ impl Daemon {
             tokio::spawn(self.clone().run_timer(number, armed));
         }
         Ok(r)
+    }
+
+    /// Keeps what one reader holds for itself in session `number` (where
+    /// its stream is, the shards it holds from compaction, an open addr, a
+    /// window's ctl lock), waking nobody: a read that woke the others would
+    /// wake itself again through them, without end. Nothing it changes is
+    /// the session's state or anything another client reads.
+    /// It never panics on a lock a panic left poisoned (it runs in drop
+    /// guards, perhaps while one unwinds): the session is taken as it is.
+    pub fn tend<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, Error> {
+        let shared = self.session(number)?;
+        let mut s = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let r = f(&mut s);
+        s.flush_log();
+        Ok(r)
+    }
+
+    /// The one way to look at session `number`: runs `f` on it under its
+    /// lock, changing nothing.
+    pub fn read<R>(&self, number: u64, f: impl FnOnce(&Session) -> R) -> Result<R, Error> {
+        let shared = self.session(number)?;
+        let s = shared.lock().expect("session lock");
+        Ok(f(&s))
     }
 
     /// Session `number`'s timer task: ticks the hub at the time it is
@@ -156,8 +184,8 @@ impl Daemon {
             // The session gone ends it: its hub refuses the tick, or its
             // timer's sender is dropped with it.
             let going_on = tokio::select! {
-                () = due => self.with_hub(number, |s, now| {
-                    s.hub.timer.fired();
+                () = due => self.change(number, |s, now| {
+                    s.hub_mut().timer.fired();
                     protocol::tick(s, now)
                 }).is_ok(),
                 rearmed = armed.changed() => rearmed.is_ok(),
@@ -172,7 +200,7 @@ impl Daemon {
     /// server leads the shard it touches, otherwise sent to the holder;
     /// returns once it is sequenced or refused.
     pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, Error> {
-        match self.with_hub(n, |s, now| route::submit(s, request, p, None, now))? {
+        match self.change(n, |s, now| route::submit(s, request, p, None, now))? {
             Written::Wait(id, rx) => self.outcome(n, id, rx).await,
             Written::Done => unreachable!("submit always answers through its channel"),
         }
@@ -188,7 +216,7 @@ impl Daemon {
         request: &str,
         build: impl FnOnce(&Session) -> Result<Option<Proposal>, Error>,
     ) -> Result<Option<Applied>, Error> {
-        let submitted = self.with_hub(n, |s, now| match build(s)? {
+        let submitted = self.change(n, |s, now| match build(s)? {
             Some(p) => Ok(Some(route::submit(s, request, p, None, now))),
             None => Ok::<_, Error>(None),
         })??;
@@ -219,7 +247,7 @@ impl Daemon {
             got = &mut rx => return said(got),
             () = srv::flushed() => {}
         }
-        self.with_hub(n, |s, now| route::withdraw(s, id, now))?;
+        self.change(n, |s, now| route::withdraw(s, id, now))?;
         said(rx.await)
     }
 
@@ -229,7 +257,7 @@ impl Daemon {
     pub fn reserve(&self, n: u64, bytes: u64) -> Result<Option<Arc<Durable>>, Error> {
         let shared = self.session(n)?;
         let s = shared.lock().expect("session lock");
-        let Some(p) = &s.persisted else { return Ok(None) };
+        let Some(p) = &s.persisted() else { return Ok(None) };
         p.reserve(bytes).map_err(Error::Log)?;
         Ok(Some(p.durable()))
     }
@@ -248,14 +276,14 @@ impl Daemon {
     pub fn durable(&self, n: u64) -> Option<Arc<Durable>> {
         let shared = self.session(n).ok()?;
         let s = shared.lock().expect("session lock");
-        s.persisted.as_ref().map(|p| p.durable())
+        s.persisted().as_ref().map(|p| p.durable())
     }
 
     /// Every session's attach tables' sizes ([`crate::attach::hub::Hub::sizes`]): what
     /// a test checks does not grow with the fids and proposals that came
     /// and went.
     pub fn table_sizes(&self) -> Vec<[usize; 6]> {
-        self.all().iter().map(|s| s.lock().expect("session lock").hub.sizes()).collect()
+        self.all().iter().map(|s| s.lock().expect("session lock").hub().sizes()).collect()
     }
 
     /// Every session's log's bytes ([`Session::log_bytes`]), for tests.
@@ -277,13 +305,6 @@ impl Daemon {
     /// Every session, to lock one by one.
     pub fn all(&self) -> Vec<Shared> {
         self.reg().sessions().cloned().collect()
-    }
-
-    /// Runs `f` on session `number` under its lock, changing nothing.
-    pub fn look<R>(&self, number: u64, f: impl FnOnce(&Session) -> R) -> Result<R, Error> {
-        let shared = self.session(number)?;
-        let s = shared.lock().expect("session lock");
-        Ok(f(&s))
     }
 
     /// The registry changed (a session made, renamed or ended): wakes
@@ -309,35 +330,6 @@ impl Daemon {
             c.send_modify(|g| *g = g.wrapping_add(1));
         }
         self.changes.send_modify(|g| *g = g.wrapping_add(1));
-    }
-
-    /// Runs `f` on session `number` under the lock, then wakes readers.
-    pub fn with_session<R, E: From<Error>>(
-        &self,
-        number: u64,
-        f: impl FnOnce(&mut Session) -> Result<R, E>,
-    ) -> Result<R, E> {
-        let shared = self.session(number)?;
-        let (r, snapshot) = {
-            let mut s = shared.lock().expect("session lock");
-            let s = &mut *s;
-            let r = f(s);
-            s.acme.sync(&s.view);
-            s.flush_log();
-            (r, snapshot_due(s))
-        };
-        self.changed_in(number);
-        write_snapshot(snapshot);
-        r
-    }
-
-    /// `with_hub` without waking readers: a read changes nothing others see.
-    pub fn with_hub_quiet<R>(&self, n: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, Error> {
-        let shared = self.session(n)?;
-        let mut s = shared.lock().expect("session lock");
-        let r = f(&mut s);
-        s.flush_log();
-        Ok(r)
     }
 }
 

@@ -4,7 +4,7 @@
 //! to do it right.
 
 use crate::attach::error::AttachError;
-use crate::ctl::CtlError;
+use crate::fsys::ctl::CtlError;
 use apex_core::addr::AddrError;
 use apex_core::error::acme::{EADDR, EDEL, ESHUTDOWN};
 use apex_core::exec::ExecError;
@@ -38,7 +38,7 @@ pub enum Error {
     /// A message that parsed does not fit the state (a host service checks
     /// again when it runs).
     #[error(transparent)]
-    Unfit(#[from] crate::ctl::Unfit),
+    Unfit(#[from] crate::fsys::ctl::Unfit),
     /// A built-in or host service refused (acme's words).
     #[error(transparent)]
     Exec(#[from] ExecError),

@@ -8,13 +8,17 @@
 //!   `files` (`registry::files`, `session::files`, `shards::files`,
 //!   `buffers::files`, `acme::files`, `term::files`), which build on
 //!   `fsys::tree`; `fsys::place` names every file, `fsys::fid` is what a
-//!   fid holds.
+//!   fid holds, `fsys::error` why a file refuses, `fsys::ctl` the one
+//!   shape of every ctl file's language (a verb table), `fsys::post` the
+//!   namespace directory and the posted Unix socket, as plan9port
+//!   services do it.
 //! - [`daemon`]: [`daemon::Daemon`], the daemon apart from its files: the
-//!   registry of sessions (each behind its own lock), the clock, wake-ups,
-//!   waiting for a proposal's outcome.
-//! - [`route`]: where a proposal goes, for every writer.
+//!   registry of sessions (each behind its own lock), reached through two
+//!   verbs (`read`, `change`), the clock, wake-ups, waiting for a
+//!   proposal's outcome.
 //! - [`attach`]: the attach protocol's daemon side (hub data, protocol,
-//!   leases, what each connection reads).
+//!   leases, what each connection reads) and [`attach::route`], where a
+//!   proposal goes, for every writer.
 //! - [`host`]: get, put and exec on the daemon's machine, and
 //!   [`host::headless`], the daemon as core's `exec::Host`.
 //! - [`registry`]: the daemon's sessions and the registry log that makes
@@ -23,9 +27,8 @@
 //!   its hub, proposal outcomes, each buffer's addr; its `ctl` language
 //!   ([`session::ctl`]) and the `proposals` file's ([`session::proposals`]).
 //! - [`error`]: the daemon's typed errors.
-//! - [`ctl`]: the one shape of every ctl file's language, a verb table.
-//! - [`post`]: the namespace directory and the posted Unix socket, as
-//!   plan9port services do it.
+//! - [`persist`]: the state directory: each session's write-ahead log
+//!   and snapshots, the registry's log.
 //! - [`buffers`]: the meaning of `buffers/N/` files.
 //! - [`acme`]: the acme(4) tree's meaning: index and ctl fields, ctl
 //!   messages, events, looking things up.
@@ -48,16 +51,13 @@
 pub mod acme;
 pub mod attach;
 pub mod buffers;
-pub mod ctl;
 pub mod daemon;
 pub mod error;
 pub mod fsys;
 pub mod host;
 pub mod persist;
-pub mod post;
 pub mod pty;
 pub mod registry;
-pub mod route;
 pub mod session;
 pub mod shards;
 pub mod term;

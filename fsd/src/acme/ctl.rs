@@ -1,11 +1,11 @@
 //! A window's `ctl` messages (acme-fs.md §2), parsed as acme parses them
-//! ([`crate::ctl::parse_prefix`]): each matched by prefix, the argument-less ones with the newline
+//! ([`crate::fsys::ctl::parse_prefix`]): each matched by prefix, the argument-less ones with the newline
 //! optional, the others running to the next newline, runs of newlines
 //! skipped. The tree applies them in order and stops at the first bad one,
 //! keeping the earlier ones (`win` sends `name DIR/-host\n0\n` and needs the
 //! name to stick).
 
-use crate::ctl::{self, Arg, CtlError, Verb};
+use crate::fsys::ctl::{self, Arg, CtlError, Verb};
 use apex_core::error::acme::EBADCTL;
 
 /// One ctl message.

@@ -37,8 +37,8 @@ pub struct Win {
 
 /// The live window numbered `number` in session `s`.
 pub fn window(s: &Session, number: u32) -> Result<Win> {
-    let id = s.view.state.layout.window_numbered(AcmeNumber(number)).ok_or_else(deleted)?;
-    let w = s.view.state.window(id).map_err(|_| deleted())?;
+    let id = s.view().state.layout.window_numbered(AcmeNumber(number)).ok_or_else(deleted)?;
+    let w = s.view().state.window(id).map_err(|_| deleted())?;
     Ok(Win { id, tag: w.tag, body: w.body, number })
 }
 
@@ -53,7 +53,7 @@ const TERM_FILES: &[WinFile] = &[WinFile::Body, WinFile::Ctl, WinFile::Tag];
 /// window); a layout's window of that number, should there ever be one,
 /// comes first.
 fn is_term(s: &Session, number: u32) -> bool {
-    termwin::term_of(&s.view.state, number).is_some() && window(s, number).is_err()
+    termwin::term_of(&s.view().state, number).is_some() && window(s, number).is_err()
 }
 
 /// Whether a walk from `place` may resolve root names and window numbers
@@ -94,8 +94,8 @@ pub fn children(s: &Session, place: Place) -> Result<Vec<Place>> {
     Ok(match place {
         Place::Dir(n, SessionDir::Acme) => {
             let mut v: Vec<Place> = ACME.iter().map(|(_, f, _)| Place::Acme1(n, *f)).collect();
-            let mut numbers: Vec<u32> = s.view.state.layout.numbers.values().map(|a| a.0).collect();
-            numbers.extend(s.view.state.terms.keys().map(|t| termwin::number(*t)));
+            let mut numbers: Vec<u32> = s.view().state.layout.numbers.values().map(|a| a.0).collect();
+            numbers.extend(s.view().state.terms.keys().map(|t| termwin::number(*t)));
             numbers.sort_unstable();
             v.extend(numbers.into_iter().map(|m| Place::Win(n, m)));
             v
@@ -122,7 +122,7 @@ pub fn check(s: &Session, place: Place) -> Result<()> {
 
 /// A plain acme file's content now.
 pub fn content(s: &Session, place: Place) -> Result<Made> {
-    let state = &s.view.state;
+    let state = &s.view().state;
     // A body is copied (its rope shared) and made into bytes after the lock.
     let text_of = |b: BufferId| state.buffer(b).map(|b| Made::Text(b.text.clone())).map_err(|_| deleted());
     Ok(match place {
@@ -157,7 +157,7 @@ fn body_view(w: &Win) -> ViewId {
 
 /// The body's selection as of its version.
 fn selection(s: &Session, w: &Win) -> Result<(Range, u64)> {
-    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+    let b = s.view().state.buffer(w.body).map_err(|_| deleted())?;
     let v = b.views.get(&body_view(w)).map(|v| Range::new(v.q0, v.q1)).unwrap_or_default();
     Ok((v, b.version))
 }
@@ -173,7 +173,7 @@ impl Fsys {
     }
 
     fn acme_window(&self, n: u64, number: u32) -> Result<Win> {
-        self.daemon.look(n, |s| window(s, number))?
+        self.daemon.read(n, |s| window(s, number))?
     }
 
     /// Opens an acme file: what each one does at open beyond its content.
@@ -183,11 +183,11 @@ impl Fsys {
         }
         // Taken under the lock; made into bytes after it.
         let made = || async {
-            let made = self.daemon.look(place.session().ok_or_else(gone)?, |s| content(s, place))??;
+            let made = self.daemon.read(place.session().ok_or_else(gone)?, |s| content(s, place))??;
             Ok::<_, Error>(Content::of(made.version().await))
         };
         let term_window = match place {
-            Place::Win1(n, number, _) => self.daemon.look(n, |s| is_term(s, number))?,
+            Place::Win1(n, number, _) => self.daemon.read(n, |s| is_term(s, number))?,
             _ => false,
         };
         match place {
@@ -198,40 +198,40 @@ impl Fsys {
             Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {
                 Err(FsError::EditoutClosed.into())
             }
-            Place::Acme1(n, AcmeFile::Log) => Ok(Opened::Log { next: self.daemon.look(n, |s| s.acme.log_end())? }),
+            Place::Acme1(n, AcmeFile::Log) => Ok(Opened::Log { next: self.daemon.read(n, |s| s.acme().log_end())? }),
             Place::Acme1(_, AcmeFile::Cons) => Ok(Opened::Text { content: made().await?, tail: Vec::new() }),
             Place::Win1(n, number, file) => {
                 let w = self.acme_window(n, number)?;
                 match file {
                     WinFile::Addr => {
-                        self.daemon.with_session(n, |s| buffers::addr_open(s, w.body))?;
+                        self.daemon.change(n, |s, _| buffers::addr_open(s, w.body))??;
                         Ok(Opened::Addr { content: made().await?, body: w.body })
                     }
                     WinFile::Data | WinFile::Xdata => Ok(Opened::Data { body: w.body, ends_nomark: true }),
                     WinFile::Event => self.acme_event_open(n, &w).await,
                     WinFile::Rdsel => {
-                        let (sel, _) = self.daemon.look(n, |s| selection(s, &w))??;
+                        let (sel, _) = self.daemon.read(n, |s| selection(s, &w))??;
                         // The text and the claim under one lock (nothing is
                         // left claimed if the open fails); the text a copy
                         // of the rope (its nodes shared), the selection
                         // made of it with no lock held: it may be big.
-                        let text = self.daemon.with_session(n, |s| {
-                            let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                        let text = self.daemon.change(n, |s, _| {
+                            let b = s.view().state.buffer(w.body).map_err(|_| deleted())?;
                             let text = b.check_range(sel.q0, sel.q1).ok().map(|()| b.text.rope().clone());
-                            let st = s.acme.windows.entry(w.id).or_default();
+                            let st = s.acme_mut().windows.entry(w.id).or_default();
                             if st.rdsel_open {
                                 return Err(Error::from(FsError::RdselInUse));
                             }
                             st.rdsel_open = true;
                             Ok(text)
-                        })?;
+                        })??;
                         let bytes = text
                             .map(|t| t.slice(sel.q0 as usize..sel.q1 as usize).to_string().into_bytes())
                             .unwrap_or_default();
                         Ok(Opened::Rdsel { content: Content::made(bytes), window: w.id })
                     }
                     WinFile::Wrsel => {
-                        let (sel, version) = self.daemon.look(n, |s| selection(s, &w))??;
+                        let (sel, version) = self.daemon.read(n, |s| selection(s, &w))??;
                         if sel.q1 > sel.q0 {
                             let p = Proposal::Delete {
                                 buffer: w.body,
@@ -242,7 +242,7 @@ impl Fsys {
                             };
                             self.daemon.propose(n, "wrsel open", p).await?;
                         }
-                        let (_, version) = self.daemon.look(n, |s| selection(s, &w))??;
+                        let (_, version) = self.daemon.read(n, |s| selection(s, &w))??;
                         // Its close ends nomark, as a data fid's does.
                         Ok(Opened::Wrsel { window: w.id, body: w.body, at: (sel.q0, version), from: (sel.q0, version) })
                     }
@@ -259,10 +259,10 @@ impl Fsys {
     async fn acme_event_open(&self, n: u64, w: &Win) -> Result<Opened> {
         let shards = [Shard::Buffer(w.tag), Shard::Buffer(w.body)];
         let opened = self.open_reader(n, &shards, Source::Window(n, w.id), Some(w.id))?;
-        let first = self.daemon.with_session(n, |s| {
-            let st = s.acme.windows.entry(w.id).or_default();
+        let first = self.daemon.change(n, |s, _| {
+            let st = s.acme_mut().windows.entry(w.id).or_default();
             st.event_opens += 1;
-            Ok(st.event_opens == 1)
+            st.event_opens == 1
         });
         let first = match first {
             Ok(first) => first,
@@ -278,7 +278,7 @@ impl Fsys {
                 // No fid comes of this open: give back what it took.
                 self.stop_reading(n, &shards);
                 self.acme_clunk(n, Some(w.id), None, None).await;
-                return Err(e.into());
+                return Err(e);
             }
         }
         Ok(opened)
@@ -290,9 +290,9 @@ impl Fsys {
     /// body's end), unless the window is `noscroll` (acme's `textshow`
     /// in `xfidwrite`).
     async fn dot_after_write(&self, n: u64, w: &Win) -> Result<()> {
-        let at = self.daemon.look(n, |s| {
-            let scroll = s.view.state.window(w.id).is_ok_and(|win| win.flags.scroll);
-            let b = s.view.state.buffer(w.body).ok()?;
+        let at = self.daemon.read(n, |s| {
+            let scroll = s.view().state.window(w.id).is_ok_and(|win| win.flags.scroll);
+            let b = s.view().state.buffer(w.body).ok()?;
             let dot = b.views.get(&body_view(w)).map(|v| (v.q0, v.q1));
             (scroll && dot != Some((b.len(), b.len()))).then_some((b.len(), b.version))
         })?;
@@ -304,8 +304,8 @@ impl Fsys {
     /// A wrsel fid's clunk selects what its writes put in (acme's
     /// `xfidclose`).
     pub(crate) async fn wrsel_close(&self, n: u64, window: WindowId, body: BufferId, from: (u64, u64), at: (u64, u64)) {
-        let range = self.daemon.look(n, |s| {
-            let b = s.view.state.buffer(body).ok()?;
+        let range = self.daemon.read(n, |s| {
+            let b = s.view().state.buffer(body).ok()?;
             let q0 = b.rebase(from.1, from.0).ok()?.min(b.len());
             let q1 = b.rebase(at.1, at.0).ok()?.min(b.len());
             Some((q0.min(q1), q1.max(q0), b.version))
@@ -327,18 +327,17 @@ impl Fsys {
         if let Some(w) = rdsel {
             // (A window deleted meanwhile took its state with it: none is
             // made again here.)
-            let _ = self.daemon.with_session(n, |s| -> Result<(), Error> {
-                if let Some(st) = s.acme.windows.get_mut(&w) {
+            let _ = self.daemon.change(n, |s, _| {
+                if let Some(st) = s.acme_mut().windows.get_mut(&w) {
                     st.rdsel_open = false;
                 }
-                Ok(())
             });
         }
         if let Some(w) = event_of {
-            let last = self.daemon.with_session(n, |s| -> Result<bool, Error> {
-                let Some(st) = s.acme.windows.get_mut(&w) else { return Ok(false) };
+            let last = self.daemon.change(n, |s, _| {
+                let Some(st) = s.acme_mut().windows.get_mut(&w) else { return false };
                 st.event_opens = st.event_opens.saturating_sub(1);
-                Ok(st.event_opens == 0)
+                st.event_opens == 0
             });
             if matches!(last, Ok(true)) {
                 // With it the tag menu comes back and the dump settings go
@@ -349,8 +348,8 @@ impl Fsys {
         if let Some(b) = data_of {
             let windows: Vec<WindowId> = self
                 .daemon
-                .look(n, |s| {
-                    s.view
+                .read(n, |s| {
+                    s.view()
                         .state
                         .windows
                         .iter()
@@ -367,11 +366,9 @@ impl Fsys {
 
     /// Proposes the window's flags changed by `f`, if that changes them.
     async fn change_flags(&self, n: u64, w: WindowId, f: impl FnOnce(&mut apex_core::WindowFlags)) -> Result<()> {
-        let flags = {
-            let shared = self.daemon.session(n)?;
-            let s = shared.lock().expect("session lock");
-            s.view.state.window(w).map_err(|_| deleted())?.flags.clone()
-        };
+        let flags = self
+            .daemon
+            .read(n, |s| Ok::<_, Error>(s.view().state.window(w).map_err(|_| deleted())?.flags.clone()))??;
         let mut new = flags.clone();
         f(&mut new);
         if new == flags {
@@ -385,17 +382,18 @@ impl Fsys {
     pub(crate) async fn read_log(&self, n: u64, fid: &Fid, count: u32) -> Result<Vec<u8>> {
         loop {
             let mut wake = self.daemon.subscribe_to(n);
-            {
-                let shared = self.daemon.session(n)?;
-                let s = shared.lock().expect("session lock");
+            let line = self.daemon.read(n, |s| {
                 let mut opened = fid.lock();
-                let Opened::Log { next } = &mut *opened else { return Err(FsError::Unopened("log").into()) };
-                if let Some((at, line)) = s.acme.log_line(*next) {
+                let Opened::Log { next } = &mut *opened else { return Err(Error::from(FsError::Unopened("log"))) };
+                let line = s.acme().log_line(*next).map(|(at, line)| {
                     *next = at + 1;
-                    let mut bytes = line.text().into_bytes();
-                    bytes.truncate(count as usize);
-                    return Ok(bytes);
-                }
+                    line.text().into_bytes()
+                });
+                Ok(line)
+            })??;
+            if let Some(mut bytes) = line {
+                bytes.truncate(count as usize);
+                return Ok(bytes);
             }
             if wake.changed().await.is_err() {
                 return Ok(Vec::new());
@@ -440,12 +438,10 @@ impl Fsys {
         match file {
             WinFile::Addr => self.addr_write(n, w.body, text).await,
             WinFile::Data | WinFile::Xdata => self.data_write(n, w.body, text).await,
-            WinFile::Tag => {
-                match self.daemon.with_session(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))? {
-                    Some(p) => self.daemon.propose(n, "tag write", p).await.map(|_| ()),
-                    None => Ok(()),
-                }
-            }
+            WinFile::Tag => match self.daemon.read(n, |s| buffers::append(s, w.tag, text, Origin::FileWrite))?? {
+                Some(p) => self.daemon.propose(n, "tag write", p).await.map(|_| ()),
+                None => Ok(()),
+            },
             WinFile::Ctl => self.window_ctl(n, w, text, fid.token()).await,
             WinFile::Event => self.event_write(n, w, text).await,
             WinFile::Wrsel => {
@@ -459,11 +455,11 @@ impl Fsys {
                     Proposal::Insert { buffer: w.body, version, q0: q, text: text.into(), origin: Origin::OtherFile };
                 self.daemon.propose(n, "wrsel write", p).await?;
                 // The next write goes after this one, at the version now.
-                let now = self.daemon.with_session(n, |s| {
-                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                let now = self.daemon.read(n, |s| {
+                    let b = s.view().state.buffer(w.body).map_err(|_| deleted())?;
                     let at = b.rebase(version, q).unwrap_or(q);
                     Ok::<_, Error>((at + text.chars().count() as u64, b.version))
-                })?;
+                })??;
                 if let Opened::Wrsel { at, .. } = &mut *fid.lock() {
                     *at = now;
                 }
@@ -474,9 +470,7 @@ impl Fsys {
     }
 
     fn body_name(&self, n: u64, w: &Win) -> Result<String> {
-        let shared = self.daemon.session(n)?;
-        let s = shared.lock().expect("session lock");
-        Ok(s.view.state.buffer(w.body).map_err(|_| deleted())?.name.clone())
+        self.daemon.read(n, |s| Ok(s.view().state.buffer(w.body).map_err(|_| deleted())?.name.clone()))?
     }
 
     /// Appends `text` to the window named `name` (made if missing).
@@ -503,8 +497,8 @@ impl Fsys {
     /// holder never does), this refuses it; an `unlock` with no lock held
     /// is refused where acme's crashes.
     fn ctl_lock(&self, n: u64, w: &Win, fid: usize, take: bool) -> Result<()> {
-        self.daemon.with_hub_quiet(n, |s| {
-            let st = s.acme.windows.entry(w.id).or_default();
+        self.daemon.tend(n, |s| {
+            let st = s.acme_mut().windows.entry(w.id).or_default();
             match (take, st.ctl_lock) {
                 (true, Some(holder)) if holder != fid => Err(FsError::CtlLocked.into()),
                 (true, _) => {
@@ -523,9 +517,9 @@ impl Fsys {
     /// A ctl fid going away lets go of the window's ctl lock it holds.
     pub(crate) fn ctl_unlock_on_clunk(&self, place: crate::fsys::place::Place, fid: usize) {
         let Place::Win1(n, number, WinFile::Ctl) = place else { return };
-        let _ = self.daemon.with_hub_quiet(n, |s| {
+        let _ = self.daemon.tend(n, |s| {
             let Ok(w) = window(s, number) else { return };
-            if let Some(st) = s.acme.windows.get_mut(&w.id) {
+            if let Some(st) = s.acme_mut().windows.get_mut(&w.id) {
                 if st.ctl_lock == Some(fid) {
                     st.ctl_lock = None;
                 }
@@ -540,25 +534,25 @@ impl Fsys {
             WinCtl::Lock => self.ctl_lock(n, w, fid, true),
             WinCtl::Unlock => self.ctl_lock(n, w, fid, false),
             WinCtl::AddrDot => {
-                let (sel, _) = self.daemon.look(n, |s| selection(s, w))??;
-                Ok(self.daemon.with_session(n, |s| buffers::set_addr(s, w.body, sel))?)
+                let (sel, _) = self.daemon.read(n, |s| selection(s, w))??;
+                Ok(self.daemon.change(n, |s, _| buffers::set_addr(s, w.body, sel))??)
             }
             WinCtl::DotAddr => {
-                let (r, version) = self.daemon.with_session(n, |s| buffers::addr_now(s, w.body))?;
+                let (r, version) = self.daemon.read(n, |s| buffers::addr_now(s, w.body))??;
                 if r.q0 > r.q1 {
                     // acme takes `#5,#2` into addr but dies on this.
                     return Err(FsError::AddrBackwards { q0: r.q0, q1: r.q1 }.into());
                 }
                 propose(Proposal::Select { buffer: w.body, view: body_view(w), version, q0: r.q0, q1: r.q1 }).await
             }
-            WinCtl::LimitAddr => Ok(self.daemon.with_session(n, |s| buffers::limit_to_addr(s, w.body))?),
+            WinCtl::LimitAddr => Ok(self.daemon.change(n, |s, _| buffers::limit_to_addr(s, w.body))??),
             WinCtl::Clean => {
                 // acme's clean also forgets the undo history.
                 self.daemon.propose(n, "acme ctl clean", Proposal::Clean { buffer: w.body }).await?;
-                let can = self.daemon.with_session(n, |s| {
-                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                let can = self.daemon.read(n, |s| {
+                    let b = s.view().state.buffer(w.body).map_err(|_| deleted())?;
                     Ok::<_, Error>(b.can_undo() || b.can_redo())
-                })?;
+                })??;
                 match can {
                     true => propose(Proposal::ForgetUndo { buffer: w.body }).await,
                     false => Ok(()),
@@ -575,8 +569,8 @@ impl Fsys {
             WinCtl::Dumpdir(d) => self.change_flags(n, w.id, |f| f.dumpdir = Some(d.clone())).await,
             WinCtl::Font(p) => self.change_flags(n, w.id, |f| f.font = Some(p.clone())).await,
             WinCtl::Cleartag => {
-                let p = self.daemon.with_session(n, |s| {
-                    let tag = s.view.state.buffer(w.tag).map_err(|_| deleted())?;
+                let p = self.daemon.read(n, |s| {
+                    let tag = s.view().state.buffer(w.tag).map_err(|_| deleted())?;
                     Ok::<_, Error>(look::cleartag_range(tag).map(|(q0, q1)| Proposal::Delete {
                         buffer: w.tag,
                         version: tag.version,
@@ -584,7 +578,7 @@ impl Fsys {
                         q1,
                         origin: Origin::OtherFile,
                     }))
-                })?;
+                })??;
                 match p {
                     Some(p) => propose(p).await,
                     None => Ok(()),
@@ -602,9 +596,9 @@ impl Fsys {
             WinCtl::Get => {
                 // acme's get: the write succeeds; a changed file is refused
                 // once and whatever goes wrong is said in +Errors.
-                let checked = self
-                    .daemon
-                    .look(n, |s| s.view.state.buffer(w.body).is_ok_and(|b| !b.is_empty() && !look::is_dir(&b.name)))?;
+                let checked = self.daemon.read(n, |s| {
+                    s.view().state.buffer(w.body).is_ok_and(|b| !b.is_empty() && !look::is_dir(&b.name))
+                })?;
                 if checked && self.refused_once(n, w).await?.is_some() {
                     return Ok(());
                 }
@@ -622,8 +616,8 @@ impl Fsys {
             }
             WinCtl::Name(name) => self.rename(n, w, name).await,
             WinCtl::Show => {
-                let p = self.daemon.with_session(n, |s| {
-                    let b = s.view.state.buffer(w.body).map_err(|_| deleted())?;
+                let p = self.daemon.read(n, |s| {
+                    let b = s.view().state.buffer(w.body).map_err(|_| deleted())?;
                     let v = b.views.get(&body_view(w)).copied().unwrap_or_default();
                     // Scroll so the selection's line is the first shown.
                     let org = look::show_origin(b, v.q0);
@@ -633,7 +627,7 @@ impl Fsys {
                         version: b.version,
                         org,
                     }))
-                })?;
+                })??;
                 match p {
                     Some(p) => propose(p).await,
                     None => Ok(()),
@@ -659,30 +653,22 @@ impl Fsys {
 
     fn log_op(&self, n: u64, w: &Win, op: &'static str) -> Result<()> {
         let name = self.body_name(n, w)?;
-        self.daemon.with_session(n, |s| {
-            s.acme.log(w.number, op, name);
-            Ok(())
-        })
+        self.daemon.change(n, |s, _| s.acme_mut().log(w.number, op, name))
     }
 
     /// Renames the window: the body's name, and with it the tag's first
     /// word (core's `make::settag`, run with every proposal).
     async fn rename(&self, n: u64, w: &Win, name: &str) -> Result<()> {
         self.daemon.propose(n, "acme ctl name", Proposal::Name { buffer: w.body, name: name.to_string() }).await?;
-        self.daemon.with_session(n, |s| {
-            s.acme.note_name(w.id, name);
-            Ok(())
-        })
+        self.daemon.change(n, |s, _| s.acme_mut().note_name(w.id, name))
     }
 
     /// A write to `event`: each message asks apex to act as the UI would.
     async fn event_write(&self, n: u64, w: &Win, text: &str) -> Result<()> {
-        let lengths = {
-            let shared = self.daemon.session(n)?;
-            let s = shared.lock().expect("session lock");
-            let len = |b| s.view.state.buffer(b).map(|b| b.len()).map_err(|_| deleted());
-            (len(w.tag)?, len(w.body)?)
-        };
+        let lengths = self.daemon.read(n, |s| {
+            let len = |b| s.view().state.buffer(b).map(|b| b.len()).map_err(|_| deleted());
+            Ok::<_, Error>((len(w.tag)?, len(w.body)?))
+        })??;
         for wb in event::parse_writeback(text, lengths).map_err(Error::from)? {
             self.act(n, w, wb).await?;
         }
@@ -692,16 +678,14 @@ impl Fsys {
     /// Carries out one written-back action, as the UI would: B2 runs a
     /// built-in or a command, B3 opens a file or searches (core's rules).
     async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> Result<()> {
-        let (text, end) = {
-            let shared = self.daemon.session(n)?;
-            let s = shared.lock().expect("session lock");
-            let b = s.view.state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
+        let (text, end) = self.daemon.read(n, |s| {
+            let b = s.view().state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
             let (q0, q1) = match wb.q0 == wb.q1 {
                 true => look::expand(b, wb.q0, wb.act == Act::Execute),
                 false => (wb.q0, wb.q1),
             };
-            (b.slice(q0, q1).unwrap_or_default(), q1)
-        };
+            Ok::<_, Error>((b.slice(q0, q1).unwrap_or_default(), q1))
+        })??;
         // A look at text in the body searches on from its end, so it finds
         // the next occurrence (acme's look3); from the tag, after dot.
         let from = (!wb.tag).then_some(end);
@@ -709,9 +693,9 @@ impl Fsys {
             return Ok(());
         }
         let id = w.id;
-        let last = |s: &Session, b: BufferId| s.view.log.shard(Shard::Buffer(b)).map_or(0, |l| l.last());
-        let before = self.daemon.with_hub_quiet(n, |s| {
-            s.acme.event_runs([w.body, w.tag], wb.origin);
+        let last = |s: &Session, b: BufferId| s.view().log.shard(Shard::Buffer(b)).map_or(0, |l| l.last());
+        let before = self.daemon.tend(n, |s| {
+            s.acme_mut().event_runs([w.body, w.tag], wb.origin);
             (last(s, w.body), last(s, w.tag))
         })?;
         // Said done however this request ends (aborted with its
@@ -723,9 +707,9 @@ impl Fsys {
         };
         // The daemon's undo and redo made for this event are reported
         // with its origin letter.
-        let _ = self.daemon.with_hub_quiet(n, |s| {
+        let _ = self.daemon.tend(n, |s| {
             for (b, from) in [(w.body, before.0), (w.tag, before.1)] {
-                let made: Vec<Seq> = match s.view.log.entries_after(Shard::Buffer(b), from) {
+                let made: Vec<Seq> = match s.view().log.entries_after(Shard::Buffer(b), from) {
                     Ok(it) => it
                         .filter(|e| {
                             e.attachment == AttachmentId::SERVER
@@ -739,7 +723,7 @@ impl Fsys {
                     Err(_) => Vec::new(),
                 };
                 for seq in made {
-                    s.acme.note_origin(b, seq, wb.origin);
+                    s.acme_mut().note_origin(b, seq, wb.origin);
                 }
             }
         });
@@ -773,9 +757,6 @@ impl Drop for EventRunning<'_> {
     fn drop(&mut self) {
         // Never a panic here (it may run while one unwinds): a poisoned
         // lock is taken as it is.
-        if let Ok(shared) = self.daemon.session(self.n) {
-            let mut s = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            s.acme.event_ran(self.buffers, self.c1);
-        }
+        let _ = self.daemon.tend(self.n, |s| s.acme_mut().event_ran(self.buffers, self.c1));
     }
 }

@@ -72,9 +72,9 @@ pub fn read(s: &mut Session, conn: ConnId, count: u32) -> Result<Option<Vec<u8>>
 /// framed after it wait until [`welcomed`] puts its frames in place.
 pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readable, AttachError> {
     // Reading, however far behind: not to be sent a Welcome for stalling.
-    s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?.read_lately = true;
+    s.hub_mut().conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?.read_lately = true;
     loop {
-        let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
+        let c = s.hub_mut().conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
         if c.taken.is_broken() {
             return Err(AttachError::StreamBroken);
         }
@@ -89,7 +89,7 @@ pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readab
             fill(s, conn);
             compact(s);
         }
-        let c = s.hub.conns.get_mut(&conn).expect("still there");
+        let c = s.hub_mut().conns.get_mut(&conn).expect("still there");
         if c.hole.as_ref().is_some_and(|h| h.at == c.out_read) {
             if let Some(waiting) = at_hole(c)? {
                 return Ok(waiting);
@@ -124,7 +124,7 @@ pub fn read_deferred(s: &mut Session, conn: ConnId, count: u32) -> Result<Readab
 /// read: the read was flushed before it could answer, and a flushed read
 /// never happened (flush(5)).
 pub fn unread(s: &mut Session, conn: ConnId, bytes: Vec<u8>) {
-    let Some(c) = s.hub.conns.get_mut(&conn) else { return };
+    let Some(c) = s.hub_mut().conns.get_mut(&conn) else { return };
     let n = bytes.len();
     if c.out_read == c.out.len() {
         // All there was (a Welcome's part, say): back as it is, before
@@ -145,7 +145,7 @@ pub fn unread(s: &mut Session, conn: ConnId, bytes: Vec<u8>) {
 /// Marks `conn`'s bytes just read as held by a read that has yet to
 /// answer with them: later reads wait until it lets go ([`Taken::release`]).
 pub fn hold(s: &mut Session, conn: ConnId) -> Option<std::sync::Arc<Taken>> {
-    let c = s.hub.conns.get_mut(&conn)?;
+    let c = s.hub_mut().conns.get_mut(&conn)?;
     c.taken.hold();
     Some(c.taken.clone())
 }
@@ -201,7 +201,7 @@ fn at_hole(c: &mut Conn) -> Result<Option<Readable>, AttachError> {
 /// The Welcome [`read_deferred`] gave out is being encoded in parts, sent
 /// through `parts` as they are made, and then `None`, its end.
 pub fn in_parts(s: &mut Session, conn: ConnId, parts: std::sync::mpsc::Receiver<Option<Vec<u8>>>) {
-    if let Some(h) = s.hub.conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
+    if let Some(h) = s.hub_mut().conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
         h.filling = Filling::Parts(parts);
     }
 }
@@ -209,7 +209,7 @@ pub fn in_parts(s: &mut Session, conn: ConnId, parts: std::sync::mpsc::Receiver<
 /// The Welcome [`read_deferred`] gave out could not be encoded: every read
 /// of the connection fails from here (its readers are to be woken).
 pub fn unfinished(s: &mut Session, conn: ConnId) {
-    if let Some(h) = s.hub.conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
+    if let Some(h) = s.hub_mut().conns.get_mut(&conn).and_then(|c| c.hole.as_mut()) {
         h.filling = Filling::Broken;
     }
 }
@@ -218,7 +218,7 @@ pub fn unfinished(s: &mut Session, conn: ConnId) {
 /// framed. When they are all that is left to read, they become what is
 /// read, as they are (a snapshot's frames are not copied again).
 pub fn welcomed(s: &mut Session, conn: ConnId, frames: Vec<u8>) {
-    let Some(c) = s.hub.conns.get_mut(&conn) else { return };
+    let Some(c) = s.hub_mut().conns.get_mut(&conn) else { return };
     if let Some(h) = c.hole.take() {
         if h.at == c.out_read && h.at == c.out.len() {
             c.out = frames;
@@ -235,7 +235,8 @@ const ENTRIES_PER_FRAME: usize = 4096;
 /// Frames what the connection has not had: control messages first, then
 /// entries, the metalog first.
 fn fill(s: &mut Session, conn: ConnId) {
-    let c = s.hub.conns.get_mut(&conn).expect("live");
+    let (hub, view) = s.hub_and_view();
+    let c = hub.conns.get_mut(&conn).expect("live");
     if c.attachment.is_none() {
         return;
     }
@@ -265,12 +266,12 @@ fn fill(s: &mut Session, conn: ConnId) {
             Some(_) => c.out.extend_from_slice(&job.frame()),
         }
     }
-    for (shard, log) in s.view.log.shards() {
+    for (shard, log) in view.log.shards() {
         let from = c.sent.get(shard).copied().unwrap_or(0);
         if log.last() <= from {
             continue;
         }
-        let Ok(after) = s.view.log.entries_after(*shard, from) else {
+        let Ok(after) = view.log.entries_after(*shard, from) else {
             // Compacted past this connection: cannot happen, the compaction
             // point is the lowest cursor; start it again from a snapshot.
             c.control.push_back(ServerMsg::Error { text: format!("{shard}: entries after {from} were compacted") });
@@ -293,7 +294,7 @@ fn fill(s: &mut Session, conn: ConnId) {
         c.out.extend_from_slice(&apex_link::wire::frame(m));
     }
     // Deleted shards need no cursor.
-    let log = &s.view.log;
+    let log = &view.log;
     c.sent.retain(|sh, _| log.shard(*sh).is_ok());
 }
 
@@ -301,9 +302,9 @@ fn fill(s: &mut Session, conn: ConnId) {
 /// marks.
 pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
     // A copy (ropes share their nodes), encoded when read, off the lock.
-    let state = Box::new(s.view.state.clone());
-    let sent: BTreeMap<Shard, Seq> = s.view.log.shards().map(|(sh, l)| (*sh, l.last())).collect();
-    let c = s.hub.conns.get_mut(&conn).expect("live");
+    let state = Box::new(s.view().state.clone());
+    let sent: BTreeMap<Shard, Seq> = s.view().log.shards().map(|(sh, l)| (*sh, l.last())).collect();
+    let c = s.hub_mut().conns.get_mut(&conn).expect("live");
     c.sent = sent;
     c.grace_until = None;
     if let Some(queued) = c.welcomes.back_mut() {
@@ -324,19 +325,19 @@ pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
 /// client attaching is welcomed with a snapshot). A shard someone reads
 /// the `entries` of keeps its own.
 pub fn compact_covered(s: &mut Session) {
-    if s.hub.conns.values().any(|c| c.attachment.is_some() && c.grace_until.is_none()) {
+    if s.hub().conns.values().any(|c| c.attachment.is_some() && c.grace_until.is_none()) {
         welcome_stalled(s);
         return compact(s);
     }
     let points: Vec<_> = s
-        .view
+        .view()
         .log
         .shards()
-        .filter(|(shard, log)| s.hub.entry_readers.get(shard).is_none_or(|n| *n == 0) && log.last() > log.base)
+        .filter(|(shard, log)| s.hub().entry_readers.get(shard).is_none_or(|n| *n == 0) && log.last() > log.base)
         .map(|(shard, log)| (*shard, log.last()))
         .collect();
     for (shard, upto) in points {
-        let _ = s.view.log.compact(shard, upto);
+        let _ = s.view_mut().log.compact(shard, upto);
     }
 }
 
@@ -352,7 +353,7 @@ impl Drop for Waiting {
 
 /// A read of `conn` is about to wait (it found nothing to read).
 pub fn waiting(s: &Session, conn: ConnId) -> Option<Waiting> {
-    let count = s.hub.conns.get(&conn)?.waiting.clone();
+    let count = s.hub().conns.get(&conn)?.waiting.clone();
     count.fetch_add(1, Ordering::AcqRel);
     Some(Waiting(count))
 }
@@ -363,9 +364,9 @@ pub fn waiting(s: &Session, conn: ConnId) -> Option<Waiting> {
 /// holds back no entry, and catches up from that Welcome if it reads
 /// again. Every connection is then counted as not having read.
 fn welcome_stalled(s: &mut Session) {
-    let log = &s.view.log;
-    let stalled: Vec<(ConnId, AttachmentId)> = s
-        .hub
+    let (hub, view) = s.hub_and_view();
+    let log = &view.log;
+    let stalled: Vec<(ConnId, AttachmentId)> = hub
         .conns
         .iter_mut()
         .filter_map(|(id, c)| {
@@ -384,14 +385,14 @@ fn welcome_stalled(s: &mut Session) {
 /// Drops `shard`'s entries that every attached connection has been sent
 /// (all of them with none attached), unless someone reads its `entries`.
 pub fn compact_shard(s: &mut Session, shard: Shard) {
-    if s.hub.entry_readers.get(&shard).is_some_and(|n| *n > 0) {
+    if s.hub().entry_readers.get(&shard).is_some_and(|n| *n > 0) {
         return;
     }
-    let Ok(log) = s.view.log.shard(shard) else { return };
-    let conns = s.hub.conns.values().filter(|c| c.attachment.is_some() && c.grace_until.is_none());
+    let Ok(log) = s.view().log.shard(shard) else { return };
+    let conns = s.hub().conns.values().filter(|c| c.attachment.is_some() && c.grace_until.is_none());
     let low = conns.map(|c| c.sent.get(&shard).copied().unwrap_or(0)).min().unwrap_or(log.last());
     if low > log.base {
-        let _ = s.view.log.compact(shard, low);
+        let _ = s.view_mut().log.compact(shard, low);
     }
 }
 
@@ -399,13 +400,13 @@ pub fn compact_shard(s: &mut Session, shard: Shard) {
 fn compact(s: &mut Session) {
     // A connection in its grace resumes from a snapshot: it holds nothing back.
     let conns: Vec<&Conn> =
-        s.hub.conns.values().filter(|c| c.attachment.is_some() && c.grace_until.is_none()).collect();
+        s.hub().conns.values().filter(|c| c.attachment.is_some() && c.grace_until.is_none()).collect();
     if conns.is_empty() {
         return;
     }
     let mut points = Vec::new();
-    for (shard, log) in s.view.log.shards() {
-        if s.hub.entry_readers.get(shard).is_some_and(|n| *n > 0) {
+    for (shard, log) in s.view().log.shards() {
+        if s.hub().entry_readers.get(shard).is_some_and(|n| *n > 0) {
             continue;
         }
         let low = conns.iter().map(|c| c.sent.get(shard).copied().unwrap_or(0)).min().unwrap_or(0);
@@ -414,6 +415,6 @@ fn compact(s: &mut Session) {
         }
     }
     for (shard, upto) in points {
-        let _ = s.view.log.compact(shard, upto);
+        let _ = s.view_mut().log.compact(shard, upto);
     }
 }

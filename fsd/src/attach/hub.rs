@@ -3,7 +3,7 @@
 //! waiting for an outcome, the leases asked for and the tools' bounded
 //! leases. What acts on it is above it: [`super::protocol`] (the frames a
 //! connection writes), [`super::lease`] (leadership moves),
-//! [`super::feed`] (what a connection reads) and [`crate::route`] (where
+//! [`super::feed`] (what a connection reads) and [`crate::attach::route`] (where
 //! a proposal goes). Sans I/O: time arrives as milliseconds from the
 //! caller (the daemon owns the clock), and the times the hub wants to be
 //! woken at are collected in `wakeups`.
@@ -239,6 +239,13 @@ impl Timer {
 }
 
 impl Hub {
+    /// Arms the session's timer for the earliest deadline set since the
+    /// last call: the receiver for a new task to run it, if one is due.
+    pub fn arm_timer(&mut self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        let earliest = std::mem::take(&mut self.wakeups).into_iter().min()?;
+        self.timer.arm(earliest)
+    }
+
     pub fn new(config: HubConfig, token_seed: u64) -> Hub {
         Hub { config, token_seed, next_conn: 1, next_pending: 1, ..Hub::default() }
     }

@@ -14,15 +14,15 @@ use apex_core::{AttachmentId, MetaOp, Shard};
 /// A tool's bounded lease, held or asked for, is left to it: the shard
 /// comes to this UI when it ends.
 pub(crate) fn ask_for_all(s: &mut Session, a: AttachmentId, now: u64) -> Result<(), AttachError> {
-    s.hub.leading_ui = Some(a);
+    s.hub_mut().leading_ui = Some(a);
     let shards: Vec<Shard> =
-        s.view.log.shards().map(|(sh, _)| *sh).filter(|sh| !sh.is_pinned() && *sh != Shard::Meta).collect();
+        s.view().log.shards().map(|(sh, _)| *sh).filter(|sh| !sh.is_pinned() && *sh != Shard::Meta).collect();
     for shard in shards {
-        if let Some(b) = s.hub.bounded.get_mut(&shard) {
+        if let Some(b) = s.hub_mut().bounded.get_mut(&shard) {
             b.return_to = a;
             continue;
         }
-        if let Some(k) = s.hub.asks.get_mut(&shard).filter(|k| k.ttl_ms.is_some() && k.by != a) {
+        if let Some(k) = s.hub_mut().asks.get_mut(&shard).filter(|k| k.ttl_ms.is_some() && k.by != a) {
             k.return_to = Some(a);
             continue;
         }
@@ -40,54 +40,54 @@ pub(crate) fn ask(
     ttl_ms: Option<u64>,
     now: u64,
 ) -> Result<(), AttachError> {
-    let lease = *s.view.log.lease(shard)?;
+    let lease = *s.view().log.lease(shard)?;
     if lease.holder == by && lease.released.is_none() {
         return Ok(());
     }
-    let deadline = now + s.hub.config.deadline_ms;
-    s.hub.asks.insert(shard, Ask { by, deadline, ttl_ms, return_to: None });
+    let deadline = now + s.hub().config.deadline_ms;
+    s.hub_mut().asks.insert(shard, Ask { by, deadline, ttl_ms, return_to: None });
     if lease.is_free() {
         grant_asked(s, shard, now);
         return Ok(());
     }
-    s.view.push_meta(MetaOp::LeaseRequest { shard, by })?;
-    s.hub.wakeups.push(deadline);
+    s.view_mut().push_meta(MetaOp::LeaseRequest { shard, by })?;
+    s.hub_mut().wakeups.push(deadline);
     Ok(())
 }
 
 /// Grants `shard` to whoever asked for it, if that one is still here; the
 /// lease must be free (released or the server's).
 pub(crate) fn grant_asked(s: &mut Session, shard: Shard, now: u64) {
-    let Some(ask) = s.hub.asks.remove(&shard) else { return };
-    if !s.view.state.meta.attachments.contains_key(&ask.by) {
+    let Some(ask) = s.hub_mut().asks.remove(&shard) else { return };
+    if !s.view().state.meta.attachments.contains_key(&ask.by) {
         // It went meanwhile: the server leads rather than nobody.
         reclaim(s, shard);
         return;
     }
-    let Ok(lease) = s.view.log.lease(shard).copied() else { return };
+    let Ok(lease) = s.view().log.lease(shard).copied() else { return };
     if !lease.is_free() {
         reclaim(s, shard);
     }
-    let Ok(op) = s.view.log.grant_op(shard, ask.by) else { return };
-    if s.view.push_meta(op).is_err() {
+    let Ok(op) = s.view().log.grant_op(shard, ask.by) else { return };
+    if s.view_mut().push_meta(op).is_err() {
         return;
     }
     if let Some(ttl) = ask.ttl_ms {
         let before = if lease.holder == ask.by { AttachmentId::SERVER } else { lease.holder };
         let return_to = ask.return_to.unwrap_or(before);
-        s.hub.bounded.insert(shard, Bounded { holder: ask.by, expires: now + ttl, return_to });
-        s.hub.wakeups.push(now + ttl);
+        s.hub_mut().bounded.insert(shard, Bounded { holder: ask.by, expires: now + ttl, return_to });
+        s.hub_mut().wakeups.push(now + ttl);
     }
 }
 
 /// The server takes `shard` back (epoch + 1): the view node leads it.
 pub(crate) fn reclaim(s: &mut Session, shard: Shard) {
-    let Ok(lease) = s.view.log.lease(shard).copied() else { return };
+    let Ok(lease) = s.view().log.lease(shard).copied() else { return };
     if lease.holder == AttachmentId::SERVER && lease.released.is_none() {
         return;
     }
-    if let Ok(op) = s.view.log.reclaim_op(shard) {
-        if s.view.push_meta(op).is_ok() {
+    if let Ok(op) = s.view().log.reclaim_op(shard) {
+        if s.view_mut().push_meta(op).is_ok() {
             fenced(s, lease.holder);
         }
     }
@@ -97,9 +97,9 @@ pub(crate) fn reclaim(s: &mut Session, shard: Shard) {
 /// go: a bounded lease goes back to whoever lent it, an ask waiting for
 /// it is granted.
 pub(crate) fn pass_on(s: &mut Session, shard: Shard, now: u64) {
-    if let Some(b) = s.hub.bounded.remove(&shard) {
+    if let Some(b) = s.hub_mut().bounded.remove(&shard) {
         give_back(s, shard, b.return_to);
-    } else if s.hub.asks.contains_key(&shard) {
+    } else if s.hub().asks.contains_key(&shard) {
         grant_asked(s, shard, now);
     }
 }
@@ -107,8 +107,8 @@ pub(crate) fn pass_on(s: &mut Session, shard: Shard, now: u64) {
 /// `holder` lost a lease to the server: in its resume grace, it may no
 /// longer resume (its replica leads what it does not).
 pub(crate) fn fenced(s: &mut Session, holder: AttachmentId) {
-    if let Some(id) = s.hub.conn_of(holder) {
-        let c = s.hub.conns.get_mut(&id).expect("found");
+    if let Some(id) = s.hub().conn_of(holder) {
+        let c = s.hub_mut().conns.get_mut(&id).expect("found");
         if c.grace_until.is_some() {
             c.lost_lease = true;
         }
@@ -118,32 +118,32 @@ pub(crate) fn fenced(s: &mut Session, holder: AttachmentId) {
 /// After a bounded lease: back to the UI that had it, if it is still
 /// attached; otherwise the server keeps it.
 pub(crate) fn give_back(s: &mut Session, shard: Shard, to: AttachmentId) {
-    if to == AttachmentId::SERVER || !s.view.state.meta.attachments.contains_key(&to) {
+    if to == AttachmentId::SERVER || !s.view().state.meta.attachments.contains_key(&to) {
         return;
     }
-    if let Ok(op) = s.view.log.grant_op(shard, to) {
-        let _ = s.view.push_meta(op);
+    if let Ok(op) = s.view().log.grant_op(shard, to) {
+        let _ = s.view_mut().push_meta(op);
     }
 }
 
 /// Ends attachment `a`: Detach, then its leases go back to the server.
 pub(crate) fn end(s: &mut Session, a: AttachmentId) {
-    if s.view.push_meta(MetaOp::Detach { attachment: a }).is_err() {
+    if s.view_mut().push_meta(MetaOp::Detach { attachment: a }).is_err() {
         return;
     }
-    let held: Vec<Shard> = s.view.log.held_by(a).into_keys().filter(|sh| *sh != Shard::Meta).collect();
+    let held: Vec<Shard> = s.view().log.held_by(a).into_keys().filter(|sh| *sh != Shard::Meta).collect();
     for shard in held {
         reclaim(s, shard);
-        let b = s.hub.bounded.remove(&shard);
+        let b = s.hub_mut().bounded.remove(&shard);
         if let Some(b) = b.filter(|b| b.holder == a) {
             give_back(s, shard, b.return_to);
         }
     }
-    s.hub.asks.retain(|_, k| k.by != a);
-    if s.hub.leading_ui == Some(a) {
-        s.hub.leading_ui = None;
+    s.hub_mut().asks.retain(|_, k| k.by != a);
+    if s.hub().leading_ui == Some(a) {
+        s.hub_mut().leading_ui = None;
     }
-    for p in s.hub.pending.values_mut() {
+    for p in s.hub_mut().pending.values_mut() {
         if p.sent_to == Some(a) {
             p.sent_to = None;
         }

@@ -7,9 +7,8 @@
 //! - [`lease`]: leadership moves (ask, grant, reclaim, give back).
 //! - [`feed`]: what each connection reads.
 //! - [`error`]: why a frame was refused.
-//!
-//! Proposal routing is [`crate::route`]: it serves every writer, not only
-//! attached clients.
+//! - [`route`]: where a proposal goes, for every writer (a tool's write
+//!   to a file as much as an attached client's `Propose`).
 //!
 //! The client's side (frames, the link, the connection driver) is the
 //! `apex-link` crate, re-exported here as [`wire`], [`link`] and [`conn`]
@@ -20,5 +19,6 @@ pub mod feed;
 pub mod hub;
 pub mod lease;
 pub mod protocol;
+pub mod route;
 
 pub use apex_link::{conn, link, wire};

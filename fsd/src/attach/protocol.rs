@@ -17,7 +17,7 @@ use super::error::AttachError;
 use super::feed::welcome;
 use super::hub::{Ask, Bounded, ConnId, Written};
 use super::lease::{ask, ask_for_all, end, give_back, grant_asked, reclaim};
-use crate::route::{self, answer, redispatch, submit};
+use crate::attach::route::{self, answer, redispatch, submit};
 use crate::session::Session;
 use apex_core::{AttachmentId, AttachmentKind, MetaOp, Seq, Shard};
 use apex_link::wire::{ClientMsg, Resume, ServerMsg, MAX_LEASE_TTL_MS};
@@ -36,8 +36,8 @@ const MAX_UNREAD: usize = 4096;
 /// One Twrite's bytes. It may complete at most one frame; that frame's
 /// outcome is the write's. A refused write leaves nothing behind.
 pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Written, AttachError> {
-    s.hub.now = now;
-    let c = s.hub.conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
+    s.hub_mut().now = now;
+    let c = s.hub_mut().conns.get_mut(&conn).ok_or(AttachError::ConnectionGone)?;
     if c.grace_until.is_some() {
         // Only a broken stream's fid outlives its hang-up: it takes
         // nothing more (a Welcome for it would end its grace).
@@ -67,7 +67,7 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
         matches!(msg, ClientMsg::Append { .. } | ClientMsg::CreateShard { .. } | ClientMsg::DeleteShard { .. });
     let out = handle(s, conn, msg, now);
     if out.is_err() && diverges {
-        if let Some(a) = s.hub.conns.get(&conn).and_then(|c| c.attachment) {
+        if let Some(a) = s.hub().conns.get(&conn).and_then(|c| c.attachment) {
             welcome(s, conn, a);
         }
     }
@@ -79,11 +79,11 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
 /// (it is in its grace already, waiting for the resume its client was
 /// told to make, which closing the broken fid first must not spoil).
 pub fn clunk(s: &mut Session, conn: ConnId, now: u64) {
-    s.hub.now = now;
-    if s.hub.conns.get(&conn).is_some_and(|c| c.grace_until.is_some()) {
+    s.hub_mut().now = now;
+    if s.hub().conns.get(&conn).is_some_and(|c| c.grace_until.is_some()) {
         return;
     }
-    if let Some(c) = s.hub.conns.remove(&conn) {
+    if let Some(c) = s.hub_mut().conns.remove(&conn) {
         if let Some(a) = c.attachment {
             end(s, a);
         }
@@ -94,11 +94,12 @@ pub fn clunk(s: &mut Session, conn: ConnId, now: u64) {
 /// The connection went without a clunk: the attachment waits out its
 /// grace for a resume.
 pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
-    s.hub.now = now;
-    let grace = s.hub.config.grace_ms;
-    let Some(c) = s.hub.conns.get_mut(&conn) else { return };
+    s.hub_mut().now = now;
+    let grace = s.hub().config.grace_ms;
+    let hub = s.hub_mut();
+    let Some(c) = hub.conns.get_mut(&conn) else { return };
     if c.attachment.is_none() {
-        s.hub.conns.remove(&conn);
+        hub.conns.remove(&conn);
         return;
     }
     if c.grace_until.is_some() {
@@ -107,10 +108,10 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
     }
     c.grace_until = Some(now + grace);
     c.frames.clear();
-    s.hub.wakeups.push(now + grace);
+    hub.wakeups.push(now + grace);
     // The clocks of the proposals it was sent stop while it is away.
     if let Some(a) = c.attachment {
-        for p in s.hub.pending.values_mut().filter(|p| p.sent_to == Some(a)) {
+        for p in s.hub_mut().pending.values_mut().filter(|p| p.sent_to == Some(a)) {
             p.pause(a, now);
         }
     }
@@ -121,7 +122,7 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
 /// attachment waits out its grace, holding back no compaction, and its
 /// client can attach again and resume it, as the error it reads says.
 pub fn broken(s: &mut Session, conn: ConnId, now: u64) {
-    if s.hub.conns.get(&conn).is_some_and(|c| c.attachment.is_some() && c.grace_until.is_none()) {
+    if s.hub().conns.get(&conn).is_some_and(|c| c.attachment.is_some() && c.grace_until.is_none()) {
         hangup(s, conn, now);
     }
 }
@@ -130,15 +131,16 @@ pub fn broken(s: &mut Session, conn: ConnId, now: u64) {
 /// deadline are reclaimed and granted, graces that ran out end their
 /// attachments, bounded leases that expired go back.
 pub fn tick(s: &mut Session, now: u64) {
-    s.hub.now = now;
-    let late: Vec<(Shard, Ask)> = s.hub.asks.iter().filter(|(_, a)| a.deadline <= now).map(|(k, v)| (*k, *v)).collect();
+    s.hub_mut().now = now;
+    let late: Vec<(Shard, Ask)> =
+        s.hub().asks.iter().filter(|(_, a)| a.deadline <= now).map(|(k, v)| (*k, *v)).collect();
     for (shard, ask) in late {
-        let Ok(lease) = s.view.log.lease(shard) else {
-            s.hub.asks.remove(&shard);
+        let Ok(lease) = s.view().log.lease(shard) else {
+            s.hub_mut().asks.remove(&shard);
             continue;
         };
         if lease.holder == ask.by && lease.released.is_none() {
-            s.hub.asks.remove(&shard);
+            s.hub_mut().asks.remove(&shard);
             continue;
         }
         tracing::info!(session = %s.label(), %shard, holder = %lease.holder, "lease not released by the deadline; reclaimed");
@@ -146,7 +148,7 @@ pub fn tick(s: &mut Session, now: u64) {
         grant_asked(s, shard, now);
     }
     let ended: Vec<(ConnId, AttachmentId)> = s
-        .hub
+        .hub()
         .conns
         .iter()
         .filter(|(_, c)| c.grace_until.is_some_and(|t| t <= now))
@@ -154,26 +156,26 @@ pub fn tick(s: &mut Session, now: u64) {
         .collect();
     for (id, a) in ended {
         tracing::info!(session = %s.label(), attachment = %a, "resume grace ran out; detached");
-        s.hub.conns.remove(&id);
+        s.hub_mut().conns.remove(&id);
         end(s, a);
     }
     let expired: Vec<(Shard, Bounded)> =
-        s.hub.bounded.iter().filter(|(_, b)| b.expires <= now).map(|(k, v)| (*k, *v)).collect();
+        s.hub().bounded.iter().filter(|(_, b)| b.expires <= now).map(|(k, v)| (*k, *v)).collect();
     for (shard, b) in expired {
-        s.hub.bounded.remove(&shard);
-        if s.view.log.lease(shard).is_ok_and(|l| l.holder == b.holder) {
+        s.hub_mut().bounded.remove(&shard);
+        if s.view().log.lease(shard).is_ok_and(|l| l.holder == b.holder) {
             reclaim(s, shard);
             give_back(s, shard, b.return_to);
-            if let Some(id) = s.hub.live_conn_of(b.holder) {
+            if let Some(id) = s.hub().live_conn_of(b.holder) {
                 let text = format!("lease of {shard} expired; later appends are fenced");
-                s.hub.conns.get_mut(&id).expect("found").control.push_back(ServerMsg::Error { text });
+                s.hub_mut().conns.get_mut(&id).expect("found").control.push_back(ServerMsg::Error { text });
             }
         }
     }
     route::reclaim_stuck(s, now);
     redispatch(s);
     if let Some(at) = next_deadline(s, now) {
-        s.hub.wakeups.push(at);
+        s.hub_mut().wakeups.push(at);
     }
 }
 
@@ -181,15 +183,15 @@ pub fn tick(s: &mut Session, now: u64) {
 /// resume grace's, a bounded lease's, a routed proposal's. (One already
 /// past was acted on, or waits for something else: it arms nothing.)
 fn next_deadline(s: &Session, now: u64) -> Option<u64> {
-    let asks = s.hub.asks.values().map(|a| a.deadline);
-    let graces = s.hub.conns.values().filter_map(|c| c.grace_until);
-    let bounded = s.hub.bounded.values().map(|b| b.expires);
-    let routed = s.hub.pending.values().map(|p| p.deadline);
+    let asks = s.hub().asks.values().map(|a| a.deadline);
+    let graces = s.hub().conns.values().filter_map(|c| c.grace_until);
+    let bounded = s.hub().bounded.values().map(|b| b.expires);
+    let routed = s.hub().pending.values().map(|p| p.deadline);
     asks.chain(graces).chain(bounded).chain(routed).filter(|at| *at > now).min()
 }
 
 fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Written, AttachError> {
-    let c = &s.hub.conns[&conn];
+    let c = &s.hub().conns[&conn];
     let Some(a) = c.attachment else {
         return match msg {
             ClientMsg::Hello { kind, name, resume } => hello(s, conn, kind, &name, resume, now).map(|_| Written::Done),
@@ -200,14 +202,14 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
     match msg {
         ClientMsg::Hello { .. } => Err(AttachError::AlreadyAttached(a)),
         ClientMsg::Propose { .. } | ClientMsg::Lease { .. } | ClientMsg::CreateShard { .. }
-            if s.hub.conns[&conn].control.len() >= MAX_UNREAD =>
+            if s.hub().conns[&conn].control.len() >= MAX_UNREAD =>
         {
             // Each may add a message that waits for the client to read it
             // (an answer, a lease's expiry, an ack): one that never reads
             // may not make more. (Only such frames are refused, never an
             // append or an answer, which the session needs whatever the
             // client reads.)
-            Err(AttachError::Unread(s.hub.conns[&conn].control.len()))
+            Err(AttachError::Unread(s.hub().conns[&conn].control.len()))
         }
         ClientMsg::Append { shard, entries, generation, answers } => {
             let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
@@ -218,7 +220,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
                 // was left of its deadline, not a new one: a holder that
                 // keeps sending bad appends is stuck all the same.)
                 for id in ids {
-                    if let Some(p) = s.hub.pending.get_mut(&id).filter(|p| p.sent_to == Some(a)) {
+                    if let Some(p) = s.hub_mut().pending.get_mut(&id).filter(|p| p.sent_to == Some(a)) {
                         p.pause(a, now);
                         p.sent_to = None;
                     }
@@ -236,31 +238,31 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             if shard.is_pinned() || shard == Shard::Layout || shard_issuer(shard) != Some(a) {
                 return Err(AttachError::NotItsShard(shard));
             }
-            s.view.create_shard_for(shard, a)?;
-            s.hub.conns.get_mut(&conn).expect("live").sent.insert(shard, 0);
-            match s.hub.leading_ui.filter(|l| *l != a && kind == AttachmentKind::Ui) {
+            s.view_mut().create_shard_for(shard, a)?;
+            s.hub_mut().conns.get_mut(&conn).expect("live").sent.insert(shard, 0);
+            match s.hub().leading_ui.filter(|l| *l != a && kind == AttachmentKind::Ui) {
                 Some(leader) => ask(s, shard, leader, None, now).map(|_| Written::Done),
                 None => Ok(Written::Done),
             }
         }
         ClientMsg::DeleteShard { shard } => {
-            let lease = s.view.log.lease(shard)?;
+            let lease = s.view().log.lease(shard)?;
             if lease.holder != a || lease.released.is_some() {
                 return Err(AttachError::NotTheLeader { shard, holder: lease.holder });
             }
-            s.view.delete_shard(shard)?;
-            s.hub.asks.remove(&shard);
-            s.hub.bounded.remove(&shard);
+            s.view_mut().delete_shard(shard)?;
+            s.hub_mut().asks.remove(&shard);
+            s.hub_mut().bounded.remove(&shard);
             // An unread ack of a shard gone says nothing any more.
-            let c = s.hub.conns.get_mut(&conn).expect("live");
+            let c = s.hub_mut().conns.get_mut(&conn).expect("live");
             c.control.retain(|m| !matches!(m, ServerMsg::Acked { shard: acked, .. } if *acked == shard));
             Ok(Written::Done)
         }
         ClientMsg::Release { shard, seq } => {
-            let op = s.view.log.release_op(shard, a, seq)?;
-            s.view.push_meta(op)?;
-            let bounded = s.hub.bounded.remove(&shard).filter(|b| b.holder == a);
-            if s.hub.asks.contains_key(&shard) {
+            let op = s.view().log.release_op(shard, a, seq)?;
+            s.view_mut().push_meta(op)?;
+            let bounded = s.hub_mut().bounded.remove(&shard).filter(|b| b.holder == a);
+            if s.hub().asks.contains_key(&shard) {
                 grant_asked(s, shard, now);
             } else {
                 reclaim(s, shard);
@@ -278,7 +280,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             if kind != AttachmentKind::Tool || !matches!(shard, Shard::Buffer(_)) {
                 return Err(AttachError::BoundedLeaseNotHere(shard));
             }
-            if s.hub.bounded.values().any(|b| b.holder == a) || s.hub.asks.values().any(|k| k.by == a) {
+            if s.hub().bounded.values().any(|b| b.holder == a) || s.hub().asks.values().any(|k| k.by == a) {
                 return Err(AttachError::OneBoundedLease);
             }
             if !(1..=MAX_LEASE_TTL_MS).contains(&ttl_ms) {
@@ -287,7 +289,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             ask(s, shard, a, Some(ttl_ms), now).map(|_| Written::Done)
         }
         ClientMsg::Notify { text } => {
-            s.view.push_meta(MetaOp::Notify { from: a, text })?;
+            s.view_mut().push_meta(MetaOp::Notify { from: a, text })?;
             Ok(Written::Done)
         }
         ClientMsg::Resync => {
@@ -324,9 +326,9 @@ fn hello(
     if let Some(r) = resume {
         match resumable(s, r) {
             Ok(old) => {
-                let token = s.hub.mint();
-                let was = s.hub.conns.remove(&old).expect("found");
-                let c = s.hub.conns.get_mut(&conn).expect("live");
+                let token = s.hub_mut().mint();
+                let was = s.hub_mut().conns.remove(&old).expect("found");
+                let c = s.hub_mut().conns.get_mut(&conn).expect("live");
                 c.attachment = Some(r.attachment);
                 c.kind = was.kind;
                 c.token = token;
@@ -335,7 +337,7 @@ fn hello(
                 c.control.extend(answers);
                 welcome(s, conn, r.attachment);
                 // Proposals it had not answered go to it again.
-                for p in s.hub.pending.values_mut() {
+                for p in s.hub_mut().pending.values_mut() {
                     if p.sent_to == Some(r.attachment) {
                         p.sent_to = None;
                     }
@@ -345,14 +347,14 @@ fn hello(
             }
             Err(why) => {
                 let text = format!("resume of {} refused: {why}; attached anew", r.attachment);
-                s.hub.conns.get_mut(&conn).expect("live").control.push_back(ServerMsg::Error { text });
+                s.hub_mut().conns.get_mut(&conn).expect("live").control.push_back(ServerMsg::Error { text });
             }
         }
     }
-    let a = s.view.log.next_attachment()?;
-    s.view.push_meta(MetaOp::Attach { attachment: a, kind, name: name.to_string() })?;
-    let token = s.hub.mint();
-    let c = s.hub.conns.get_mut(&conn).expect("live");
+    let a = s.view_mut().log.next_attachment()?;
+    s.view_mut().push_meta(MetaOp::Attach { attachment: a, kind, name: name.to_string() })?;
+    let token = s.hub_mut().mint();
+    let c = s.hub_mut().conns.get_mut(&conn).expect("live");
     c.attachment = Some(a);
     c.kind = kind;
     c.token = token;
@@ -379,8 +381,8 @@ enum NoResume {
 
 /// The connection in its grace that `r` names, if it may resume.
 fn resumable(s: &Session, r: Resume) -> Result<ConnId, NoResume> {
-    let id = s.hub.conn_of(r.attachment).ok_or(NoResume::NotWaiting)?;
-    let c = &s.hub.conns[&id];
+    let id = s.hub().conn_of(r.attachment).ok_or(NoResume::NotWaiting)?;
+    let c = &s.hub().conns[&id];
     if c.token != r.token {
         return Err(NoResume::WrongToken);
     }
@@ -411,12 +413,12 @@ fn append(
     if n == 0 {
         return Ok(());
     }
-    s.view.accept_all(shard, entries).map_err(|(i, reject)| match n {
+    s.view_mut().accept_all(shard, entries).map_err(|(i, reject)| match n {
         1 => AttachError::Rejected(reject),
         _ => AttachError::EntryRefused { reject, at: i + 1, of: n },
     })?;
-    let last = s.view.log.last(shard);
-    let c = s.hub.conns.get_mut(&conn).expect("live");
+    let last = s.view().log.last(shard);
+    let c = s.hub_mut().conns.get_mut(&conn).expect("live");
     // The replica has these if it made them after our last Welcome and
     // has had everything before them; otherwise they are sent to it.
     let first = last + 1 - n as Seq;

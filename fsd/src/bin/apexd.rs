@@ -212,7 +212,7 @@ async fn run() -> anyhow::Result<()> {
     }
     // Posted once the state directory is ours and read: a second daemon
     // on it, refused, leaves no socket behind.
-    let unix = apex_fsd::post::post(&dir, "apex")?;
+    let unix = apex_fsd::fsys::post::post(&dir, "apex")?;
     for name in std::iter::once(args.session.as_str()).chain(args.acme.as_deref()) {
         // A session kept but not brought back keeps its name (said above).
         if registry.by_name(name).is_none() && !registry.is_held_back(name) {
@@ -224,7 +224,7 @@ async fn run() -> anyhow::Result<()> {
     tracing::info!(socket = %dir.join("apex").display(), "serving");
     let mut posted = vec![dir.join("apex")];
     if let Some(name) = &args.acme {
-        let listener = apex_fsd::post::post(&dir, "acme")?;
+        let listener = apex_fsd::fsys::post::post(&dir, "acme")?;
         posted.push(dir.join("acme"));
         let acme = Arc::new(tree.acme_service(name));
         let config = Config { msize: ACME_MSIZE, no_auth: "acme: authentication not required".into() };
@@ -269,7 +269,7 @@ async fn run() -> anyhow::Result<()> {
     }
     // A clean stop: every session's log on disk before exiting.
     for session in tree.daemon.all() {
-        let durable = session.lock().expect("session lock").persisted.as_ref().map(|p| p.durable());
+        let durable = session.lock().expect("session lock").persisted().as_ref().map(|p| p.durable());
         if let Some(d) = durable {
             d.sync();
         }

@@ -18,7 +18,7 @@ use apex_ninep::fcall::OTRUNC;
 
 /// A buffer file's content now.
 pub fn content(s: &Session, b: BufferId, file: BufferFile) -> Result<Made> {
-    let buffer = || s.view.state.buffer(b);
+    let buffer = || s.view().state.buffer(b);
     Ok(match file {
         BufferFile::Body => Made::Text(buffer()?.text.clone()),
         BufferFile::Name => format!("{}\n", buffer()?.name).into(),
@@ -53,7 +53,7 @@ impl Fsys {
                 Opened::Text { content: Content::of(made.version().await), tail: Vec::new() }
             }
             BufferFile::Addr => {
-                self.daemon.with_session(n, |s| buffers::addr_open(s, b))?;
+                self.daemon.change(n, |s, _| buffers::addr_open(s, b))??;
                 let made = self.made_in(place, |s| content(s, b, file))?;
                 Opened::Addr { content: Content::made(made.made().await), body: b }
             }
@@ -78,7 +78,7 @@ impl Fsys {
         match file {
             BufferFile::Name => {
                 let name = text.trim_end_matches('\n');
-                crate::ctl::fit_name(name)?;
+                crate::fsys::ctl::fit_name(name)?;
                 let p = Proposal::Name { buffer: b, name: name.to_string() };
                 self.daemon.propose(n, "name write", p).await?;
                 self.note_buffer_name(n, b)
@@ -96,21 +96,21 @@ impl Fsys {
 
     /// The acme tree's record of window names after a buffer was renamed.
     fn note_buffer_name(&self, n: u64, b: BufferId) -> Result<()> {
-        self.daemon.with_session(n, |s| {
-            s.acme.note_buffer_name(&s.view.state, b);
-            Ok(())
+        self.daemon.change(n, |s, _| {
+            let (acme, view) = s.acme_and_view();
+            acme.note_buffer_name(&view.state, b)
         })
     }
 
     /// A write to `buffers/N/ctl`.
     async fn buffer_ctl(&self, n: u64, b: BufferId, text: &str) -> Result<()> {
-        let msgs = self.daemon.with_session(n, |s| buffers::parse_ctl(text, s, b))?;
+        let msgs = self.daemon.read(n, |s| buffers::parse_ctl(text, s, b))??;
         for msg in msgs {
             match msg {
                 BufferCtl::Get(file) => host::get(&self.daemon, n, b, file).await?,
                 BufferCtl::Put { version, file } => host::put(&self.daemon, n, b, version, file).await?,
                 msg => {
-                    let p = self.daemon.with_session(n, |s| buffers::ctl_proposal(s, b, &msg))?;
+                    let p = self.daemon.read(n, |s| buffers::ctl_proposal(s, b, &msg))??;
                     self.daemon.propose(n, &format!("ctl {} {msg:?}", b.0), p).await?;
                 }
             }
@@ -120,7 +120,7 @@ impl Fsys {
 
     /// Empties a body (open with OTRUNC, wstat length 0).
     pub(crate) async fn truncate(&self, n: u64, b: BufferId) -> Result<()> {
-        match self.daemon.with_session(n, |s| buffers::truncate(s, b))? {
+        match self.daemon.read(n, |s| buffers::truncate(s, b))?? {
             Some(p) => self.daemon.propose(n, &format!("body truncate {}", b.0), p).await.map(|_| ()),
             None => Ok(()),
         }
@@ -136,12 +136,8 @@ impl Fsys {
         };
         let request = format!("body write {} ({} bytes)", b.0, text.len());
         // Built and queued under one lock; its outcome awaited after.
-        let written: Result<()> = self
-            .daemon
-            .propose_from(n, &request, |s| buffers::body_append(s, b, text))
-            .await
-            .map(|_| ())
-            .map_err(Into::into);
+        let written: Result<()> =
+            self.daemon.propose_from(n, &request, |s| buffers::body_append(s, b, text)).await.map(|_| ());
         if let (Err(_), Some(waited)) = (&written, waited) {
             // Refused: the rune this write cut is not carried either.
             fid.put_back(waited);
@@ -155,7 +151,7 @@ impl Fsys {
     /// changed meanwhile, and the third time under the lock.
     pub(crate) async fn addr_write(&self, n: u64, b: BufferId, addr: &str) -> Result<()> {
         for _ in 0..2 {
-            let search = self.daemon.with_hub_quiet(n, |s| buffers::addr_search(s, b))??;
+            let search = self.daemon.tend(n, |s| buffers::addr_search(s, b))??;
             let found = match search.is_big() {
                 true => {
                     let addr = addr.to_string();
@@ -165,29 +161,29 @@ impl Fsys {
                 }
                 false => search.eval(addr),
             }?;
-            if self.daemon.with_session(n, |s| buffers::addr_found(s, found))? {
+            if self.daemon.change(n, |s, _| buffers::addr_found(s, found))?? {
                 return Ok(());
             }
         }
-        Ok(self.daemon.with_session(n, |s| buffers::addr_write(s, b, addr))?)
+        self.daemon.change(n, |s, _| buffers::addr_write(s, b, addr))?
     }
 
     /// A `data` read (of `buffers/N/data`, acme's `data` or `xdata`).
     pub(crate) fn data_read(&self, n: u64, b: BufferId, count: u32, x: bool) -> Result<Vec<u8>> {
-        Ok(self.daemon.with_session(n, |s| buffers::data_read(s, b, count, x))?)
+        self.daemon.change(n, |s, _| buffers::data_read(s, b, count, x))?
     }
 
     /// A `data` write: the proposal at the address's version, then the
     /// address follows the new text.
     pub(crate) async fn data_write(&self, n: u64, b: BufferId, text: &str) -> Result<()> {
-        let Some((p, at)) = self.daemon.with_session(n, |s| buffers::data_write(s, b, text))? else { return Ok(()) };
+        let Some((p, at)) = self.daemon.read(n, |s| buffers::data_write(s, b, text))?? else { return Ok(()) };
         let request = format!("data write {} ({} bytes)", b.0, text.len());
         self.daemon.propose(n, &request, p).await?;
-        let moves = self.daemon.with_session(n, |s| buffers::selections_past(s, b, at, text))?;
+        let moves = self.daemon.read(n, |s| buffers::selections_past(s, b, at, text))??;
         for p in moves {
             // Best effort: the user may have moved the selection meanwhile.
             let _ = self.daemon.propose(n, "data write (selection)", p).await;
         }
-        Ok(self.daemon.with_session(n, |s| buffers::data_written(s, b, at, text))?)
+        self.daemon.change(n, |s, _| buffers::data_written(s, b, at, text))?
     }
 }

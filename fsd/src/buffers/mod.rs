@@ -9,8 +9,8 @@
 
 pub mod files;
 
-use crate::ctl::{self, Arg, Unfit, Verb};
 use crate::error::Error;
+use crate::fsys::ctl::{self, Arg, Unfit, Verb};
 use crate::session::{Addr, Session};
 use apex_core::addr::{self, Dialect, Range};
 use apex_core::regx::Haystack;
@@ -18,7 +18,7 @@ use apex_core::{Buffer, BufferId, Origin, Proposal};
 use std::fmt::Write;
 
 fn buffer(s: &Session, b: BufferId) -> Result<&Buffer, Error> {
-    s.view.state.buffer(b).map_err(|_| Error::BufferGone(b.0))
+    s.view().state.buffer(b).map_err(|_| Error::BufferGone(b.0))
 }
 
 /// The proposal that appends `text` to the body, as a write to acme's
@@ -89,16 +89,18 @@ pub fn truncate(s: &Session, b: BufferId) -> Result<Option<Proposal>, Error> {
 /// Buffer `b`'s address, made if it has none. The addresses of buffers
 /// deleted since go first: the table holds the live buffers' at most.
 fn addr_of(s: &mut Session, b: BufferId) -> &mut Addr {
-    let live = &s.view.state.buffers;
-    s.addrs.retain(|b, _| live.contains_key(b));
-    s.addrs.entry(b).or_default()
+    let live: Vec<BufferId> = s.addrs().keys().filter(|b| s.view().state.buffer(**b).is_err()).copied().collect();
+    for gone in live {
+        s.addrs_mut().remove(&gone);
+    }
+    s.addrs_mut().entry(b).or_default()
 }
 
 /// The addr as of the buffer's current version: rebased through the edits
 /// since it was set, clamped if those are no longer kept.
 fn current_addr(s: &Session, b: BufferId) -> Result<Range, Error> {
     let buf = buffer(s, b)?;
-    let a = s.addrs.get(&b).cloned().unwrap_or_default();
+    let a = s.addrs().get(&b).cloned().unwrap_or_default();
     let len = buf.len();
     let moved = |q: u64| buf.rebase(a.version, q).unwrap_or(q).min(len);
     Ok(Range::new(moved(a.range.q0), moved(a.range.q1)))
@@ -118,7 +120,7 @@ pub fn addr_open(s: &mut Session, b: BufferId) -> Result<(), Error> {
 
 /// A clunk of an opened `addr` fid.
 pub fn addr_close(s: &mut Session, b: BufferId) {
-    if let Some(a) = s.addrs.get_mut(&b) {
+    if let Some(a) = s.addrs_mut().get_mut(&b) {
         a.opened = a.opened.saturating_sub(1);
     }
 }
@@ -169,17 +171,17 @@ pub struct AddrFound {
 /// Takes what evaluating an address in buffer `b` needs, under the lock.
 pub fn addr_search(s: &Session, b: BufferId) -> Result<AddrSearch, Error> {
     let dot = current_addr(s, b)?;
-    let a = s.addrs.get(&b);
+    let a = s.addrs().get(&b);
     let buf = buffer(s, b)?;
     let version = buf.version;
-    let flat = (s.flat.buffer == Some((b, version))).then(|| s.flat.text.clone());
+    let flat = (s.flat().buffer == Some((b, version))).then(|| s.flat().text.clone());
     Ok(AddrSearch {
         b,
         version,
         dot,
         limit: a.and_then(|a| a.limit).map(|l| rebased(buf, l)),
-        last: s.last_regex.clone(),
-        last_before: s.last_regex.clone(),
+        last: s.last_regex().map(str::to_string),
+        last_before: s.last_regex().map(str::to_string),
         text: buf.text.clone(),
         flat,
     })
@@ -210,19 +212,19 @@ pub fn addr_found(s: &mut Session, found: AddrFound) -> Result<bool, Error> {
     let AddrFound { search, range, flat } = found;
     let b = search.b;
     let buf = buffer(s, b)?;
-    let limit = s.addrs.get(&b).and_then(|a| a.limit).map(|l| rebased(buf, l));
+    let limit = s.addrs().get(&b).and_then(|a| a.limit).map(|l| rebased(buf, l));
     let unchanged = buf.version == search.version
         && current_addr(s, b)? == search.dot
         && limit == search.limit
-        && s.last_regex == search.last_before;
+        && s.last_regex() == search.last_before.as_deref();
     if !unchanged {
         return Ok(false);
     }
-    s.flat = crate::session::FlatText { buffer: Some((b, search.version)), text: flat };
+    s.set_flat(crate::session::FlatText { buffer: Some((b, search.version)), text: flat });
     let a = addr_of(s, b);
     a.range = range;
     a.version = search.version;
-    s.last_regex = search.last;
+    s.set_last_regex(search.last);
     Ok(true)
 }
 
@@ -281,7 +283,7 @@ pub fn data_read(s: &mut Session, b: BufferId, count: u32, upto_q1: bool) -> Res
 /// the address's start lands now, or nothing to do.
 pub fn data_write(s: &Session, b: BufferId, text: &str) -> Result<Option<(Proposal, u64)>, Error> {
     let buf = buffer(s, b)?;
-    let a = s.addrs.get(&b).cloned().unwrap_or(Addr { version: buf.version, ..Addr::default() });
+    let a = s.addrs().get(&b).cloned().unwrap_or(Addr { version: buf.version, ..Addr::default() });
     // A backwards address (`#5,#2`) replaces nothing: acme inserts at q0.
     let Range { q0, q1 } = a.range;
     let q1 = q1.max(q0);
@@ -337,12 +339,12 @@ pub fn ctl_read(s: &Session, b: BufferId) -> Result<String, Error> {
     let _ = writeln!(out, "name {}", buf.name);
     // The acme windows showing it (their `acme/N/` and $winid), in order.
     let mut numbers: Vec<u32> = s
-        .view
+        .view()
         .state
         .windows
         .iter()
         .filter(|(_, w)| w.body == b)
-        .filter_map(|(id, _)| s.view.state.layout.numbers.get(id).map(|n| n.0))
+        .filter_map(|(id, _)| s.view().state.layout.numbers.get(id).map(|n| n.0))
         .collect();
     numbers.sort_unstable();
     let _ = writeln!(out, "winid {}", numbers.iter().map(u32::to_string).collect::<Vec<_>>().join(" "));
@@ -440,7 +442,7 @@ mod tests {
     #[test]
     fn a_ctl_write_is_checked_whole() {
         let mut s = Session::new(1, "t", [0; 16]).unwrap();
-        let b = s.view.create_buffer_as("/tmp/named").unwrap();
+        let b = s.view_mut().create_buffer_as("/tmp/named").unwrap();
         let got = parse_ctl("dirty\nclean\n\nput\n", &s, b).unwrap();
         assert_eq!(got, vec![BufferCtl::Dirty, BufferCtl::Clean, BufferCtl::Put { version: None, file: None }]);
         let e = parse_ctl("dirty\nget rel/path\n", &s, b).unwrap_err().to_string();
@@ -452,9 +454,9 @@ mod tests {
     #[test]
     fn an_address_searched_off_the_lock_is_kept_only_if_nothing_changed_meanwhile() {
         let mut s = Session::new(1, "t", [0; 16]).unwrap();
-        let b = s.view.create_buffer_as("/tmp/searched").unwrap();
+        let b = s.view_mut().create_buffer_as("/tmp/searched").unwrap();
         let insert = |s: &mut Session, q0: u64, text: &str| {
-            let version = s.view.state.buffer(b).unwrap().version;
+            let version = s.view().state.buffer(b).unwrap().version;
             let p = Proposal::Insert { buffer: b, version, q0, text: text.into(), origin: Origin::FileWrite };
             s.propose("test", &p).unwrap();
         };

@@ -18,10 +18,12 @@
 //! qid.path is a hash of the place, so a live file's never changes;
 //! qid.vers is a body's buffer version and 0 elsewhere.
 
+pub mod ctl;
 pub mod error;
 pub mod fid;
 pub mod made;
 pub mod place;
+pub mod post;
 pub mod stream;
 pub mod tree;
 
@@ -78,7 +80,9 @@ impl Fsys {
     fn qid(s: Option<&Session>, place: Place) -> Qid {
         let path = place.qid_path();
         let vers = match (place, s) {
-            (Place::Buffer1(_, b, BufferFile::Body), Some(s)) => s.view.state.buffer(b).map_or(0, |b| b.version as u32),
+            (Place::Buffer1(_, b, BufferFile::Body), Some(s)) => {
+                s.view().state.buffer(b).map_or(0, |b| b.version as u32)
+            }
             _ => 0,
         };
         let ty = match place {
@@ -156,18 +160,18 @@ impl Fsys {
             }
             Place::Dir(n, SessionDir::Meta) => MetaTable::ALL.iter().map(|(_, t)| Place::Meta1(n, *t)).collect(),
             Place::Dir(n, SessionDir::Shards) => {
-                s.view.log.shards().map(|(shard, _)| Place::Shard(n, *shard)).collect()
+                s.view().log.shards().map(|(shard, _)| Place::Shard(n, *shard)).collect()
             }
             Place::Dir(n, SessionDir::Buffers) => {
                 let mut v = vec![Place::BuffersNew(n)];
-                v.extend(s.view.state.buffers.keys().map(|b| Place::Buffer(n, *b)));
+                v.extend(s.view().state.buffers.keys().map(|b| Place::Buffer(n, *b)));
                 v
             }
             Place::Shard(n, shard) => SHARD.iter().map(|(_, f, _)| Place::Shard1(n, shard, *f)).collect(),
             Place::Buffer(n, b) => BUFFER.iter().map(|(_, f, _)| Place::Buffer1(n, b, *f)).collect(),
             Place::Dir(n, SessionDir::Terms) => {
                 let mut v = vec![Place::TermsIndex(n)];
-                v.extend(s.view.state.terms.keys().map(|t| Place::Term(n, *t)));
+                v.extend(s.view().state.terms.keys().map(|t| Place::Term(n, *t)));
                 v
             }
             Place::Term(n, t) => TERM.iter().map(|(_, f, _)| Place::Term1(n, t, *f)).collect(),
@@ -193,7 +197,7 @@ impl Fsys {
             return Ok(out);
         }
         let n = place.session().ok_or(FsError::NotADirectory)?;
-        self.daemon.look(n, |s| {
+        self.daemon.read(n, |s| {
             for p in Fsys::children(s, place)? {
                 put_stat(&mut out, &self.stat_in(Some(s), p)?);
             }
@@ -329,7 +333,7 @@ impl Fsys {
         let Some(n) = place.session() else { return };
         match opened {
             Opened::Attach(conn) => {
-                let _ = self.daemon.with_hub(n, |s, now| match hangup {
+                let _ = self.daemon.change(n, |s, now| match hangup {
                     true => protocol::hangup(s, conn, now),
                     false => protocol::clunk(s, conn, now),
                 });
@@ -341,7 +345,7 @@ impl Fsys {
                 }
             }
             Opened::Addr { body, .. } => {
-                let _ = self.daemon.with_hub_quiet(n, |s| crate::buffers::addr_close(s, body));
+                let _ = self.daemon.tend(n, |s| crate::buffers::addr_close(s, body));
             }
             Opened::Data { body, ends_nomark: true } => self.acme_clunk(n, None, Some(body), None).await,
             Opened::Wrsel { window, body, at, from } => {
@@ -493,7 +497,7 @@ impl Serve for Fsys {
                 // acme's data and xdata read the window's body while the
                 // window lives, as acme does.
                 (Some(_), Place::Win1(n, number, file)) => {
-                    let w = self.daemon.look(n, |s| crate::acme::files::window(s, number))??;
+                    let w = self.daemon.read(n, |s| crate::acme::files::window(s, number))??;
                     self.data_read(n, w.body, count, file == WinFile::Xdata)
                 }
                 (Some(b), _) => self.data_read(n, b, count, false),

@@ -82,19 +82,19 @@ impl Cursor {
     pub fn open_in(source: Source, s: &Session) -> Result<Cursor, Error> {
         let mut next_tag = 0;
         let mut versions = [None, None];
-        let version_of = |s: &Session, b| s.view.state.buffer(b).ok().map(|b| b.version);
+        let version_of = |s: &Session, b| s.view().state.buffer(b).ok().map(|b| b.version);
         let start = match source {
             Source::Registry => 0,
-            Source::Entries(_, shard) => s.view.log.shard(shard).map_or(0, |l| l.base),
+            Source::Entries(_, shard) => s.view().log.shard(shard).map_or(0, |l| l.base),
             Source::Event(_, b) => {
                 versions[0] = version_of(s, b);
-                s.view.log.last(Shard::Buffer(b))
+                s.view().log.last(Shard::Buffer(b))
             }
             Source::Window(_, w) => {
-                let win = s.view.state.window(w).map_err(|_| Error::WindowDeleted)?;
-                next_tag = s.view.log.last(Shard::Buffer(win.tag));
+                let win = s.view().state.window(w).map_err(|_| Error::WindowDeleted)?;
+                next_tag = s.view().log.last(Shard::Buffer(win.tag));
                 versions = [version_of(s, win.body), version_of(s, win.tag)];
-                s.view.log.last(Shard::Buffer(win.body))
+                s.view().log.last(Shard::Buffer(win.body))
             }
         };
         Ok(Cursor::starting(source, start, next_tag, versions))
@@ -139,7 +139,7 @@ impl Cursor {
             // The registry's lines under its lock; a session's entries and
             // events under the session's alone.
             None => self.fill_in(Scope::Registry(&daemon.reg())),
-            Some(n) => match daemon.look(n, |s| self.fill_in(Scope::Session(s))) {
+            Some(n) => match daemon.read(n, |s| self.fill_in(Scope::Session(s))) {
                 Ok(filled) => filled,
                 Err(_) if matches!(self.source, Source::Entries(..)) => Ok(Fill::End),
                 Err(_) => self.fill_in(Scope::Gone),
@@ -162,7 +162,7 @@ impl Cursor {
                 }
             }
             (Source::Entries(_, shard), Scope::Session(session)) => {
-                let entries = match session.view.log.entries_after(shard, self.next) {
+                let entries = match session.view().log.entries_after(shard, self.next) {
                     Ok(it) => it,
                     Err(Reject::UnknownShard { .. }) => return Ok(Fill::End),
                     Err(e) => return Err(e.into()),
@@ -185,7 +185,7 @@ impl Cursor {
                 // A pending read of a deleted window fails, as in acme.
                 let gone = || Error::WindowShutDown;
                 let Scope::Session(session) = scope else { return Err(gone()) };
-                let win = session.view.state.window(w).map_err(|_| gone())?;
+                let win = session.view().state.window(w).map_err(|_| gone())?;
                 let [body_version, tag_version] = &mut self.versions;
                 let shards =
                     [(win.tag, &mut self.next_tag, tag_version, true), (win.body, &mut self.next, body_version, false)];
@@ -215,17 +215,17 @@ fn follow_buffer(
     tag: bool,
     out: &mut Vec<u8>,
 ) -> Option<Result<bool, Error>> {
-    let buffer = session.view.state.buffer(b).ok()?;
-    let entries = match session.view.log.entries_after(Shard::Buffer(b), *next) {
+    let buffer = session.view().state.buffer(b).ok()?;
+    let entries = match session.view().log.entries_after(Shard::Buffer(b), *next) {
         Ok(it) => it.take(BATCH).collect::<Vec<&Entry>>(),
         Err(e) => return Some(Err(e.into())),
     };
-    let origin = |seq| session.acme.origin(b, seq);
+    let origin = |seq| session.acme().origin(b, seq);
     let n = follow(buffer, &entries, version, tag, &origin, out, FILL);
     if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
         *next = e.seq;
     }
-    if version.is_none() && *next >= session.view.log.last(Shard::Buffer(b)) {
+    if version.is_none() && *next >= session.view().log.last(Shard::Buffer(b)) {
         // A reader that fell further behind than the edits kept lost
         // track of the buffer's version; caught up, it is the buffer's,
         // and later undos are reported again.

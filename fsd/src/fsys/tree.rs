@@ -49,7 +49,7 @@ impl Fsys {
             Place::Session(n) => self.unlocked(n, f),
             _ => match place.session() {
                 None => f(None),
-                Some(n) => self.daemon.look(n, |s| f(Some(s)))?,
+                Some(n) => self.daemon.read(n, |s| f(Some(s)))?,
             },
         }
     }
@@ -90,10 +90,10 @@ impl Fsys {
         event_of: Option<WindowId>,
     ) -> Result<Opened> {
         // Opened and counted under one lock: no entry comes in between.
-        let cursor = self.daemon.with_hub_quiet(n, |s| {
+        let cursor = self.daemon.tend(n, |s| {
             let cursor = Cursor::open_in(source, s)?;
             for shard in shards {
-                s.hub.start_reading(*shard);
+                s.hub_mut().start_reading(*shard);
             }
             Ok::<_, Error>(cursor)
         })??;
@@ -110,12 +110,12 @@ impl Fsys {
         let s = s.ok_or_else(gone)?;
         match place {
             Place::Shard(_, shard) | Place::Shard1(_, shard, _) => {
-                s.view.log.shard(shard).map(|_| ()).map_err(|_| FsError::ShardGone(shard).into())
+                s.view().log.shard(shard).map(|_| ()).map_err(|_| FsError::ShardGone(shard).into())
             }
             Place::Buffer(_, b) | Place::Buffer1(_, b, _) => {
-                s.view.state.buffer(b).map(|_| ()).map_err(|_| Error::BufferGone(b.0))
+                s.view().state.buffer(b).map(|_| ()).map_err(|_| Error::BufferGone(b.0))
             }
-            Place::Term(_, t) | Place::Term1(_, t, _) => match s.view.state.terms.contains_key(&t) {
+            Place::Term(_, t) | Place::Term1(_, t, _) => match s.view().state.terms.contains_key(&t) {
                 true => Ok(()),
                 false => Err(FsError::TermClosed(t.0).into()),
             },
@@ -125,9 +125,9 @@ impl Fsys {
 
     /// Stops holding `shards` from compaction for a reader that goes.
     pub(crate) fn stop_reading(&self, n: u64, shards: &[Shard]) {
-        let _ = self.daemon.with_hub_quiet(n, |s| {
+        let _ = self.daemon.tend(n, |s| {
             for shard in shards {
-                s.hub.stop_reading(*shard);
+                s.hub_mut().stop_reading(*shard);
             }
         });
     }

@@ -37,7 +37,7 @@ pub struct StateGuard<'a>(MutexGuard<'a, Session>);
 impl Deref for StateGuard<'_> {
     type Target = State;
     fn deref(&self) -> &State {
-        &self.0.view.state
+        &self.0.view().state
     }
 }
 
@@ -55,14 +55,13 @@ impl DaemonHost {
 
     fn log(&self, buffer: BufferId, op: &'static str) {
         let Some(window) = self.window else { return };
-        let _ = self.daemon.with_session(self.n, |s| -> Result<(), Error> {
-            let number = s.view.state.layout.numbers.get(&window).map(|a| a.0);
-            let shown = s.view.state.window(window).is_ok_and(|w| w.body == buffer);
-            let name = s.view.state.buffer(buffer).map(|b| b.name.clone()).unwrap_or_default();
+        let _ = self.daemon.change(self.n, |s, _| {
+            let number = s.view().state.layout.numbers.get(&window).map(|a| a.0);
+            let shown = s.view().state.window(window).is_ok_and(|w| w.body == buffer);
+            let name = s.view().state.buffer(buffer).map(|b| b.name.clone()).unwrap_or_default();
             if let (Some(number), true) = (number, shown) {
-                s.acme.log(number, op, name);
+                s.acme_mut().log(number, op, name);
             }
-            Ok(())
         });
     }
 }
@@ -155,11 +154,11 @@ impl Host for DaemonHost {
     }
 
     fn last_pattern(&self) -> Option<String> {
-        self.session.lock().expect("session lock").last_regex.clone()
+        self.session.lock().expect("session lock").last_regex().map(str::to_string)
     }
 
     fn set_last_pattern(&mut self, pattern: Option<String>) {
-        self.session.lock().expect("session lock").last_regex = pattern;
+        self.session.lock().expect("session lock").set_last_regex(pattern);
     }
 }
 

@@ -9,9 +9,9 @@
 
 pub mod headless;
 
-use crate::ctl::Unfit;
 use crate::daemon::Daemon;
 use crate::error::Error;
+use crate::fsys::ctl::Unfit;
 use apex_core::meta::Process;
 use apex_core::{exec, look};
 use apex_core::{AcmeNumber, AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
@@ -24,7 +24,7 @@ use tokio::io::AsyncReadExt;
 /// a directory lists its entries), names it so if a file was given, and
 /// marks it clean.
 pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
-    let name = daemon.with_session(session, |s| Ok::<_, Error>(s.view.state.buffer(b)?.name.clone()))?;
+    let name = daemon.read(session, |s| Ok::<_, Error>(s.view().state.buffer(b)?.name.clone()))??;
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
@@ -36,7 +36,7 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     daemon.reserve(session, text.len() as u64)?;
     // A copy taken under the lock (ropes share their nodes); the text
     // compared and the places counted after it, holding up no one.
-    let buf = daemon.with_session(session, |s| Ok::<_, Error>(s.view.state.buffer(b)?.clone()))?;
+    let buf = daemon.read(session, |s| Ok::<_, Error>(s.view().state.buffer(b)?.clone()))??;
     let proposals = exec::get_proposals(&buf, b, &file, named, text);
     let request = format!("get {} {file}", b.0);
     for p in proposals {
@@ -60,10 +60,10 @@ pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<S
     match get(daemon, session, b, file.clone()).await {
         Err(Error::Exec(exec::ExecError::Unnamed(_))) => Err(Error::Exec(exec::ExecError::NoFileName)),
         Err(Error::File(apex_sys::files::FileError::Read { path, source, .. })) => {
-            let emptied = daemon.with_session(session, |s| {
-                let buf = s.view.state.buffer(b)?;
+            let emptied = daemon.read(session, |s| {
+                let buf = s.view().state.buffer(b)?;
                 Ok::<_, Error>(exec::get_proposals(buf, b, &path, file.is_some(), String::new()))
-            })?;
+            })??;
             for p in emptied {
                 daemon.propose(session, &format!("get {} {path} (unreadable)", b.0), p).await?;
             }
@@ -84,13 +84,13 @@ pub async fn put(
     version: Option<u64>,
     file: Option<String>,
 ) -> Result<(), Error> {
-    let (text, at, name) = daemon.with_session(session, |s| {
-        let buf = s.view.state.buffer(b)?;
+    let (text, at, name) = daemon.read(session, |s| {
+        let buf = s.view().state.buffer(b)?;
         if let Some(asked) = version.filter(|v| *v != buf.version) {
             return Err(Error::from(Unfit::StaleVersion { buffer: b.0, at: buf.version, asked }));
         }
         Ok((buf.text.rope().clone(), buf.version, buf.name.clone()))
-    })?;
+    })??;
     let file = exec::file_or_name("put", file, &name)?;
     let path = file.clone();
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
@@ -103,13 +103,13 @@ pub async fn put(
     .await
     .map_err(|source| Error::Task { what: "put", source })?
     .map_err(|source| Error::Io { what: format!("put: {file}"), source })?;
-    daemon.with_session(session, |s| {
-        let now = s.view.state.buffer(b)?.version;
+    daemon.read(session, |s| {
+        let now = s.view().state.buffer(b)?.version;
         match now == at {
             true => Ok(()),
             false => Err(Error::PutRaced { at, file: file.clone(), now }),
         }
-    })?;
+    })??;
     // The leader marks it clean; a change that raced this stays dirty
     // (Clean applies to the version the leader has, as acme's put does).
     daemon.propose(session, &format!("put {} {file}", b.0), Proposal::Clean { buffer: b }).await?;
@@ -132,7 +132,7 @@ pub fn run_dir(dir: Option<&str>) -> String {
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
 pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<(WindowId, BufferId), Error> {
-    let found = daemon.with_session(session, |s| Ok::<_, Error>(look::window_named(&s.view.state, name)))?;
+    let found = daemon.read(session, |s| Ok::<_, Error>(look::window_named(&s.view().state, name)))??;
     if let Some(f) = found {
         return Ok(f);
     }
@@ -145,7 +145,7 @@ pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<
 
 /// Appends command output to the errors buffer, keeping it clean.
 pub async fn append_output(daemon: &Daemon, session: u64, b: BufferId, text: &str) {
-    let Ok(Some(p)) = daemon.with_session(session, |s| crate::buffers::append(s, b, text, Origin::OtherFile)) else {
+    let Ok(Ok(Some(p))) = daemon.read(session, |s| crate::buffers::append(s, b, text, Origin::OtherFile)) else {
         return;
     };
     if daemon.propose(session, "exec output", p).await.is_ok() {
@@ -168,12 +168,13 @@ impl CommandEnv {
     fn apply(&self, daemon: &Daemon, session: u64, cmd: &mut tokio::process::Command) {
         let named = self.window.and_then(|n| {
             daemon
-                .with_session(session, |s| -> Result<Option<String>, Error> {
-                    let st = &s.view.state;
+                .read(session, |s| -> Result<Option<String>, Error> {
+                    let st = &s.view().state;
                     let Some(w) = st.layout.window_numbered(n) else { return Ok(None) };
                     Ok(Some(st.buffer(st.window(w)?.body)?.name.clone()))
                 })
                 .ok()
+                .and_then(Result::ok)
                 .flatten()
         });
         match self.window {
@@ -237,17 +238,19 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     let errors = look::errors_name(dir);
     let made = errors_window(daemon, session, &errors).await;
     let body = made.and_then(|(window, body)| {
-        daemon.with_session(session, |s| {
-            let process = Process {
-                owner: AttachmentId::SERVER,
-                command: command.to_string(),
-                dir: dir.to_string(),
-                window: Some(window),
-            };
-            let op = MetaOp::ProcessStart { pid: pid.into(), process: Box::new(process) };
-            s.view.push_meta(op)?;
-            Ok(body)
-        })
+        daemon
+            .change(session, |s, _| {
+                let process = Process {
+                    owner: AttachmentId::SERVER,
+                    command: command.to_string(),
+                    dir: dir.to_string(),
+                    window: Some(window),
+                };
+                let op = MetaOp::ProcessStart { pid: pid.into(), process: Box::new(process) };
+                s.view_mut().push_meta(op)?;
+                Ok(body)
+            })
+            .and_then(|pushed| pushed)
     });
     let body = match body {
         Ok(b) => b,
@@ -317,7 +320,7 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
             let p = Proposal::splice(sel.body, sel.version, sel.q0, sel.q1, text, Origin::OtherFile);
             if daemon.propose(session, "pipe output", p).await.is_ok() {
                 let version = daemon
-                    .look(session, |s| s.view.state.buffer(sel.body).map(|b| b.version))
+                    .read(session, |s| s.view().state.buffer(sel.body).map(|b| b.version))
                     .ok()
                     .and_then(Result::ok);
                 if let Some(version) = version {
@@ -328,9 +331,7 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
                 }
             }
         }
-        let _ = daemon.with_session(session, |s| {
-            s.view.push_meta(MetaOp::ProcessExit { pid: pid.into(), status }).map(|_| ()).map_err(Error::from)
-        });
+        let _ = daemon.change(session, |s, _| s.view_mut().push_meta(MetaOp::ProcessExit { pid: pid.into(), status }));
     });
     Ok(pid)
 }
@@ -348,8 +349,8 @@ struct Selection {
 
 /// The selection of the window numbered `n`.
 fn selection(daemon: &Daemon, session: u64, n: AcmeNumber) -> Result<Selection, Error> {
-    daemon.look(session, |s| {
-        let st = &s.view.state;
+    daemon.read(session, |s| {
+        let st = &s.view().state;
         let window = st.layout.window_numbered(n).ok_or(Unfit::NoWindow(u64::from(n.0)))?;
         let body = st.window(window)?.body;
         let b = st.buffer(body)?;
@@ -377,10 +378,10 @@ impl Either {
 
 /// Ends process `pid` of the session (SIGTERM to its process group).
 pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), Error> {
-    daemon.with_session(session, |s| match s.view.state.meta.processes.contains_key(&pid) {
+    daemon.read(session, |s| match s.view().state.meta.processes.contains_key(&pid) {
         true => Ok(()),
         false => Err(Error::from(Unfit::NoProcess(pid))),
-    })?;
+    })??;
     let pgid = i32::try_from(pid).map_err(|_| Error::BadPid(pid))?;
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     if unsafe { libc::kill(-pgid, libc::SIGTERM) } != 0 {

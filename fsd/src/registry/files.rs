@@ -15,7 +15,9 @@ use crate::registry::parse_ctl;
 pub fn content(daemon: &Daemon, file: RootFile) -> Made {
     match file {
         RootFile::Index => {
-            daemon.all().iter().map(|s| s.lock().expect("session lock").index_line()).collect::<String>().into()
+            let numbers: Vec<u64> = daemon.reg().state.sessions.keys().copied().collect();
+            // A session deleted meanwhile is not listed.
+            numbers.into_iter().filter_map(|n| daemon.read(n, |s| s.index_line()).ok()).collect::<String>().into()
         }
         _ => Made::Bytes(Vec::new()),
     }
@@ -26,7 +28,7 @@ impl Fsys {
         Ok(match file {
             RootFile::New => {
                 let number = self.daemon.reg().create(None)?;
-                let name = self.daemon.look(number, |s| s.label().to_string())?;
+                let name = self.daemon.read(number, |s| s.label().to_string())?;
                 self.daemon.changed();
                 tracing::info!(session = %name, "session created through /new");
                 Opened::Content(Content::made(format!("{name}\n").into_bytes()))

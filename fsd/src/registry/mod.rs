@@ -9,8 +9,8 @@
 pub mod files;
 
 use crate::attach::hub::HubConfig;
-use crate::ctl::{self, Arg, CtlError, Verb};
 use crate::error::Error;
+use crate::fsys::ctl::{self, Arg, CtlError, Verb};
 use crate::persist::{Store, StoreError};
 use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
@@ -73,7 +73,7 @@ const VERBS: &[Verb<Command>] = &[
 /// and scrollback, and says it ended with the daemon.
 fn end_terms(s: &mut Session) {
     let running: Vec<(apex_core::TermId, String)> =
-        s.view.state.terms.iter().filter(|(_, t)| t.exit.is_none()).map(|(id, t)| (*id, t.title.clone())).collect();
+        s.view().state.terms.iter().filter(|(_, t)| t.exit.is_none()).map(|(id, t)| (*id, t.title.clone())).collect();
     for (id, title) in running {
         let shard = apex_core::Shard::Term(id);
         let title = match title.is_empty() {
@@ -85,7 +85,7 @@ fn end_terms(s: &mut Session) {
             exit: Some(apex_core::term::ENDED_WITH_DAEMON),
             ..Default::default()
         };
-        if let Err(e) = s.view.append(shard, Op::Term(TermOp::Update(Box::new(update)))) {
+        if let Err(e) = s.view_mut().append(shard, Op::Term(TermOp::Update(Box::new(update)))) {
             tracing::warn!(term = %shard, error = %e, "could not mark a terminal ended");
         }
     }
@@ -97,10 +97,10 @@ fn end_terms(s: &mut Session) {
 /// here follows them, and their pids may since belong to other programs,
 /// which `kill` must never reach.
 fn end_processes(s: &mut Session) {
-    let listed: Vec<u64> = s.view.state.meta.processes.keys().copied().collect();
+    let listed: Vec<u64> = s.view().state.meta.processes.keys().copied().collect();
     for pid in listed {
         let exit = MetaOp::ProcessExit { pid, status: apex_core::term::ENDED_WITH_DAEMON };
-        if let Err(e) = s.view.push_meta(exit) {
+        if let Err(e) = s.view_mut().push_meta(exit) {
             tracing::warn!(pid, error = %e, "could not mark a process ended");
         }
     }
@@ -150,9 +150,9 @@ impl Registry {
                             tracing::warn!(session = %info.name, "{said}");
                         }
                         let mut s = Session::restore(number, st, persisted);
-                        s.hub.config = self.attach;
+                        s.hub_mut().config = self.attach;
                         let attached: Vec<AttachmentId> = s
-                            .view
+                            .view()
                             .state
                             .meta
                             .attachments
@@ -286,8 +286,8 @@ impl Registry {
                 let persisted = self.store.as_ref().map(|st| st.create_session(uuid.0)).transpose()?;
                 let mut s = Session::start(*session, name, uuid.0, persisted)?;
                 s.flush_log();
-                s.hub.config = self.attach;
-                if let Some(p) = &s.persisted {
+                s.hub_mut().config = self.attach;
+                if let Some(p) = &s.persisted() {
                     if let Some(why) = p.failed() {
                         self.forget_dir(uuid.0);
                         return Err(crate::persist::durable::LogError::Failed(why).into());
@@ -305,7 +305,7 @@ impl Registry {
                     // Whoever still holds it (a built-in running on it)
                     // waits for no proposal of it: their writers hear it
                     // was lost, now.
-                    gone.lock().expect("session lock").hub.pending.clear();
+                    gone.lock().expect("session lock").hub_mut().pending.clear();
                 }
                 if let Some(info) = self.state.sessions.get(session) {
                     self.forget_dir(info.uuid.0);
@@ -385,18 +385,18 @@ mod tests {
         let id = {
             let s = r.get(n).unwrap();
             let mut s = s.lock().unwrap();
-            let id = TermId(s.view.alloc().unwrap());
+            let id = TermId(s.view_mut().alloc().unwrap());
             let shard = Shard::Term(id);
-            s.view.create_shard(shard).unwrap();
+            s.view_mut().create_shard(shard).unwrap();
             let create = TermOp::Create { cols: 20, rows: 2, scrollback: 10, command: "rc".into(), dir: "/".into() };
-            s.view.append(shard, Op::Term(create)).unwrap();
+            s.view_mut().append(shard, Op::Term(create)).unwrap();
             let rows = apex_core::packed::RowChanges {
                 scrolled: vec![apex_core::grid::Row::plain("% date")],
                 lines: vec![(0, apex_core::grid::Row::plain("% echo hi"))],
             };
             let update =
                 apex_core::term::TermUpdate { rows: apex_core::packed::Packed::pack(&rows), ..Default::default() };
-            s.view.append(shard, Op::Term(TermOp::Update(Box::new(update)))).unwrap();
+            s.view_mut().append(shard, Op::Term(TermOp::Update(Box::new(update)))).unwrap();
             s.flush_log();
             id
         };
@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(restored.sessions, 1);
         let s = r.get(n).unwrap();
         let s = s.lock().unwrap();
-        let t = &s.view.state.terms[&id];
+        let t = &s.view().state.terms[&id];
         assert_eq!(t.scrollback_text(), "% date\n");
         assert_eq!(t.exit, Some(apex_core::term::ENDED_WITH_DAEMON));
         assert!(t.title.contains("ended with apexd"), "{:?}", t.title);
@@ -432,7 +432,7 @@ mod tests {
         r.run(&parse_ctl("rename main work\ndel 1\nnew 1").unwrap()).unwrap();
         assert_eq!(r.by_name("work"), Some(1));
         assert_eq!(r.by_name("1"), Some(3), "numbers are never reused");
-        assert_eq!(r.get(1).unwrap().lock().unwrap().view.state.meta.label, "work");
+        assert_eq!(r.get(1).unwrap().lock().unwrap().view().state.meta.label, "work");
         // Replaying the log gives the same state.
         let mut replay = registry::Registry::new();
         for e in r.entries_after(0) {

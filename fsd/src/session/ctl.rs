@@ -1,9 +1,9 @@
 //! A session's `ctl` language (`SessionCtl`): windows, buffers, commands
 //! and kills, several in one write, one per line (the shape is
-//! [`crate::ctl`]'s); each is checked against the session before any is
+//! [`crate::fsys::ctl`]'s); each is checked against the session before any is
 //! applied.
 
-use crate::ctl::{self, Arg, CtlError, Unfit, Verb};
+use crate::fsys::ctl::{self, Arg, CtlError, Unfit, Verb};
 use crate::pty::proc::Spec;
 use apex_core::term::{SCROLLBACK_LIMIT, SCROLLBACK_MAX};
 use apex_core::{AcmeNumber, State};

@@ -41,8 +41,8 @@ pub fn content(s: &Session, file: SessionFile) -> Made {
     match file {
         SessionFile::Id => format!("{}\n", s.uuid()).into(),
         SessionFile::Label => format!("{}\n", s.label()).into(),
-        SessionFile::Hash => Made::Hash(Box::new(s.view.state.clone())),
-        SessionFile::Snapshot => Made::Snapshot(Box::new(s.view.state.clone())),
+        SessionFile::Hash => Made::Hash(Box::new(s.view().state.clone())),
+        SessionFile::Snapshot => Made::Snapshot(Box::new(s.view().state.clone())),
         SessionFile::Proposals => tables::outcomes(s).into(),
         SessionFile::Ctl | SessionFile::Attach => Made::Bytes(Vec::new()),
     }
@@ -50,7 +50,7 @@ pub fn content(s: &Session, file: SessionFile) -> Made {
 
 /// A table of `meta/` now.
 pub fn meta_content(s: &Session, table: MetaTable) -> Made {
-    tables::meta_table(&s.view.state, table).into()
+    tables::meta_table(&s.view().state, table).into()
 }
 
 impl Fsys {
@@ -59,7 +59,7 @@ impl Fsys {
             if mode & 3 != 2 {
                 return Err(FsError::AttachMode.into());
             }
-            return Ok(Opened::Attach(self.daemon.with_hub(n, |s, _| s.hub.open())?));
+            return Ok(Opened::Attach(self.daemon.change(n, |s, _| s.hub_mut().open())?));
         }
         // As a fid keeps it: a snapshot in parts, its texts not copied.
         let made = self.made_in(Place::Session1(n, file), |s| Ok(content(s, file)))?;
@@ -69,7 +69,7 @@ impl Fsys {
     pub(crate) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> Result<()> {
         if file == SessionFile::Attach {
             let Opened::Attach(conn) = *fid.lock() else { return Err(FsError::Unopened("attach").into()) };
-            match self.daemon.with_hub(n, |s, now| protocol::write(s, conn, &data, now))?? {
+            match self.daemon.change(n, |s, now| protocol::write(s, conn, &data, now))?? {
                 Written::Done => {}
                 Written::Wait(id, rx) => {
                     self.daemon.outcome(n, id, rx).await?;
@@ -80,7 +80,7 @@ impl Fsys {
         let text = utf8(data)?;
         match file {
             SessionFile::Label => {
-                let old = self.daemon.look(n, |s| s.label().to_string())?;
+                let old = self.daemon.read(n, |s| s.label().to_string())?;
                 // Said whatever the outcome, as for /ctl's commands.
                 let renamed = self.daemon.reg().rename(&old, text.trim_end_matches('\n'));
                 self.daemon.changed();
@@ -95,9 +95,9 @@ impl Fsys {
             }
             SessionFile::Proposals => {
                 let request = text.lines().next().unwrap_or("").to_string();
-                let p = self.daemon.with_session(n, |s| {
-                    crate::session::proposals::parse(&text, &s.view.state).map_err(|why| s.refuse(&request, why))
-                })?;
+                let p = self.daemon.change(n, |s, _| {
+                    crate::session::proposals::parse(&text, &s.view().state).map_err(|why| s.refuse(&request, why))
+                })??;
                 self.daemon.propose(n, &request, p).await?;
                 Ok(())
             }
@@ -111,7 +111,7 @@ impl Fsys {
         let mut reply = String::new();
         let msgs = self
             .daemon
-            .with_session(n, |s| crate::session::ctl::parse_session(text, &s.view.state).map_err(Error::from))?;
+            .read(n, |s| crate::session::ctl::parse_session(text, &s.view().state).map_err(Error::from))??;
         for msg in msgs {
             let request = format!("ctl {msg:?}");
             let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };
@@ -131,9 +131,9 @@ impl Fsys {
                 SessionCtl::DelWindow(num) => {
                     let numbered = |s: &Session| {
                         let k = u32::try_from(num).ok()?;
-                        s.view.state.layout.window_numbered(apex_core::AcmeNumber(k))
+                        s.view().state.layout.window_numbered(apex_core::AcmeNumber(k))
                     };
-                    let window = self.daemon.look(n, numbered)?.ok_or(FsError::NoWindow(num))?;
+                    let window = self.daemon.read(n, numbered)?.ok_or(FsError::NoWindow(num))?;
                     propose(Proposal::DeleteWindow { window }).await?
                 }
                 SessionCtl::Exec { dir, command, window, font } => {
@@ -165,7 +165,7 @@ impl Fsys {
                 let waiting = matches!(got, Readable::Nothing).then(|| feed::waiting(s, conn)).flatten();
                 Ok::<_, AttachError>((got, held, waiting))
             };
-            let got = match self.daemon.with_hub_quiet(n, read)? {
+            let got = match self.daemon.tend(n, read)? {
                 Err(e) if e.breaks_stream() => return Err(self.stream_broke(n, conn, e)),
                 got => got?,
             };
@@ -185,7 +185,7 @@ impl Fsys {
                     // are made, so the client decodes the first while the
                     // rest is encoded.
                     let (tx, parts) = std::sync::mpsc::channel();
-                    self.daemon.with_hub_quiet(n, |s| feed::in_parts(s, conn, parts))?;
+                    self.daemon.tend(n, |s| feed::in_parts(s, conn, parts))?;
                     let parts = Parts { tx: Some(tx), daemon: self.daemon.clone(), n };
                     tokio::task::spawn_blocking(move || {
                         let whole = job.frame_in_parts(WELCOME_PART, |part| parts.send(Some(part)));
@@ -204,10 +204,10 @@ impl Fsys {
                     let frames = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.frame()));
                     let Ok(frames) = frames else {
                         tracing::error!("a Welcome could not be encoded; its connection's stream is broken");
-                        self.daemon.with_hub_quiet(n, |s| feed::unfinished(s, conn))?;
+                        self.daemon.tend(n, |s| feed::unfinished(s, conn))?;
                         return Err(self.stream_broke(n, conn, AttachError::WelcomeUnfinished));
                     };
-                    self.daemon.with_hub_quiet(n, |s| feed::welcomed(s, conn, frames))?;
+                    self.daemon.tend(n, |s| feed::welcomed(s, conn, frames))?;
                     // Another read of this fid may be waiting for it.
                     self.daemon.changed_in(n);
                     continue;
@@ -234,7 +234,7 @@ impl Fsys {
 /// its grace for a resume and holds nothing back, and its readers are
 /// woken to say so too.
 fn hung_up(daemon: &crate::daemon::Daemon, n: u64, conn: ConnId) {
-    let _ = daemon.with_hub(n, |s, now| protocol::broken(s, conn, now));
+    let _ = daemon.change(n, |s, now| protocol::broken(s, conn, now));
 }
 
 /// Where a big Welcome's encoder sends its parts, waking the readers with
@@ -308,7 +308,7 @@ impl Drop for Unread {
                     rt.spawn(async move { hung_up(&daemon, n, conn) });
                 }
             } else {
-                let _ = self.daemon.with_hub_quiet(self.n, |s| feed::unread(s, self.conn, bytes));
+                let _ = self.daemon.tend(self.n, |s| feed::unread(s, self.conn, bytes));
                 if let Some(h) = self.held.take() {
                     h.release();
                 }

@@ -5,6 +5,13 @@
 //!
 //! A new session is laid out as acme starts (`make::init_session`), so
 //! tools can work in a session nobody is looking at.
+//!
+//! Its fields are its own: others look through accessors and change it
+//! through [`crate::daemon::Daemon::change`]. Architecture invariant:
+//! only the orchestration (`attach`, its `route`, `registry`, `host`'s
+//! process records, `term::drive`) takes [`Session::view_mut`], the one
+//! way to append to its log; the file layer proposes (tidy's
+//! `files_never_append`).
 
 pub mod ctl;
 pub mod files;
@@ -98,30 +105,116 @@ impl Default for FlatText {
 /// A session: its view node (SERVER over the authority log).
 pub struct Session {
     /// The registry's number for it: never reused in the daemon's life.
-    pub number: u64,
-    pub view: Node,
+    number: u64,
+    view: Node,
     outcomes: VecDeque<Outcome>,
     next_proposal: u64,
-    pub addrs: BTreeMap<BufferId, Addr>,
+    addrs: BTreeMap<BufferId, Addr>,
     /// The attach protocol's connections and leadership moves.
-    pub hub: Hub,
+    hub: Hub,
     /// The acme tree's state: its log and per-window counts.
-    pub acme: Acme,
-    pub flat: FlatText,
+    acme: Acme,
+    flat: FlatText,
     /// The last regexp an address used, which `//` reuses: one for the
     /// session, as acme keeps one for the whole program (`rxcompile`).
-    pub last_regex: Option<String>,
+    last_regex: Option<String>,
     /// Its write-ahead log, unless the daemon keeps nothing.
-    pub persisted: Option<Persisted>,
+    persisted: Option<Persisted>,
     /// Without one, the bytes of entries stored since its log was last
     /// compacted.
     taken_in: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// Its running terminals (a restored or exited one has none): dropping
     /// one ends its program.
-    pub terms: BTreeMap<apex_core::TermId, std::sync::Arc<crate::pty::proc::Running>>,
+    terms: BTreeMap<apex_core::TermId, std::sync::Arc<crate::pty::proc::Running>>,
 }
 
 impl Session {
+    /// The session's view node: its state and authority log. Only the
+    /// orchestration appends to it ([`Session::view_mut`]).
+    pub fn view(&self) -> &Node {
+        &self.view
+    }
+
+    /// The view node to change: for what sequences entries (`route`,
+    /// `attach`, `registry`, `host`'s process records). The file layer
+    /// never takes it (tidy checks): its changes are proposals.
+    pub(crate) fn view_mut(&mut self) -> &mut Node {
+        &mut self.view
+    }
+
+    /// The registry's number for it.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    pub fn hub_mut(&mut self) -> &mut Hub {
+        &mut self.hub
+    }
+
+    /// The hub to change beside the view to read: the attach protocol's
+    /// connections follow the log they send.
+    pub fn hub_and_view(&mut self) -> (&mut Hub, &Node) {
+        (&mut self.hub, &self.view)
+    }
+
+    /// acme's tree to change beside the view to read.
+    pub fn acme_and_view(&mut self) -> (&mut Acme, &Node) {
+        (&mut self.acme, &self.view)
+    }
+
+    pub fn acme(&self) -> &Acme {
+        &self.acme
+    }
+
+    pub fn acme_mut(&mut self) -> &mut Acme {
+        &mut self.acme
+    }
+
+    /// The `addr` files' state, by body.
+    pub fn addrs(&self) -> &BTreeMap<BufferId, Addr> {
+        &self.addrs
+    }
+
+    pub fn addrs_mut(&mut self) -> &mut BTreeMap<BufferId, Addr> {
+        &mut self.addrs
+    }
+
+    /// The body last flattened for a search, kept for the next.
+    pub fn flat(&self) -> &FlatText {
+        &self.flat
+    }
+
+    pub fn set_flat(&mut self, flat: FlatText) {
+        self.flat = flat;
+    }
+
+    /// The last regexp an address used (`//` reuses it).
+    pub fn last_regex(&self) -> Option<&str> {
+        self.last_regex.as_deref()
+    }
+
+    pub fn set_last_regex(&mut self, re: Option<String>) {
+        self.last_regex = re;
+    }
+
+    /// Its write-ahead log, unless the daemon keeps nothing.
+    pub fn persisted(&self) -> Option<&Persisted> {
+        self.persisted.as_ref()
+    }
+
+    /// Its running terminals.
+    pub fn terms(&self) -> &BTreeMap<apex_core::TermId, std::sync::Arc<crate::pty::proc::Running>> {
+        &self.terms
+    }
+
+    pub fn terms_mut(&mut self) -> &mut BTreeMap<apex_core::TermId, std::sync::Arc<crate::pty::proc::Running>> {
+        &mut self.terms
+    }
+
     /// A fresh session labelled `label` with identity `uuid`.
     pub fn new(number: u64, label: &str, uuid: [u8; 16]) -> Result<Session, Reject> {
         Session::start(number, label, uuid, None)
@@ -207,6 +300,13 @@ impl Session {
     /// Writes the log frames of the entries stored since the last time:
     /// before the session's lock is let go, so no one sees an entry that
     /// is not in the file.
+    /// What follows every change: acme's tree follows the state, and what
+    /// the change stored goes to the log's file.
+    pub fn settle_change(&mut self) {
+        self.acme.sync(&self.view);
+        self.flush_log();
+    }
+
     pub fn flush_log(&self) {
         if let Some(p) = &self.persisted {
             p.flush();

@@ -16,7 +16,7 @@ use apex_core::Shard;
 /// A shard file's content now.
 pub fn content(s: &Session, shard: Shard, file: ShardFile) -> Result<Made> {
     Ok(match file {
-        ShardFile::Lease => format!("{}\n", tables::lease_fields(s.view.log.lease(shard)?)),
+        ShardFile::Lease => format!("{}\n", tables::lease_fields(s.view().log.lease(shard)?)),
         ShardFile::Info => tables::shard_info(s, shard).map_err(Error::from)?,
         ShardFile::Entries => String::new(),
     }
@@ -42,9 +42,10 @@ impl Fsys {
         match utf8(data)?.trim() {
             // As the deadline reclaims a stuck holder's lease: the holder is
             // fenced, and what waited for it goes where it belongs now.
-            "reclaim" => {
-                self.daemon.with_hub(n, |s, now| crate::route::reclaim_by_hand(s, shard, now))?.map_err(Error::from)
-            }
+            "reclaim" => self
+                .daemon
+                .change(n, |s, now| crate::attach::route::reclaim_by_hand(s, shard, now))?
+                .map_err(Error::from),
             other => Err(FsError::LeaseRequest(other.to_string()).into()),
         }
     }

@@ -102,7 +102,7 @@ pub fn meta_table(state: &State, table: MetaTable) -> String {
 
 /// `shards/SHARD/info`: what the log retains of the shard.
 pub fn shard_info(session: &Session, shard: Shard) -> Result<String, Reject> {
-    let log = session.view.log.shard(shard)?;
+    let log = session.view().log.shard(shard)?;
     Ok(format!("base {}\nlast {}\n", log.base, log.last()))
 }
 

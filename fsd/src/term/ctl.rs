@@ -1,8 +1,8 @@
 //! A terminal's `ctl` language (`terms/N/ctl`): `resize COLS ROWS`,
 //! `signal NAME`, `kill`, `close`, one per line, the whole write parsed
-//! before any is done (the shape is [`crate::ctl`]'s).
+//! before any is done (the shape is [`crate::fsys::ctl`]'s).
 
-use crate::ctl::{self, Arg, CtlError, Unfit, Verb};
+use crate::fsys::ctl::{self, Arg, CtlError, Unfit, Verb};
 use apex_core::term::MAX_SIDE;
 
 /// A message of a terminal's `ctl`.

@@ -28,10 +28,24 @@ pub const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Terminals running at once in one session.
 pub const MAX_RUNNING: usize = 256;
 
+/// Closes terminal `id` of session `n`: its shard deleted and its
+/// program ended (as its `Running` goes, off the session's lock).
+pub fn close(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Error> {
+    let running = daemon.change(n, |s, _| {
+        if !s.view().state.terms.contains_key(&id) {
+            return Err(Error::NoTerm(id.0));
+        }
+        s.view_mut().delete_shard(Shard::Term(id))?;
+        Ok(s.terms_mut().remove(&id))
+    })??;
+    drop(running);
+    Ok(())
+}
+
 /// Runs a new terminal in session `n`: its pty and program, its term
 /// shard (created and led by the daemon), and its driver thread.
 pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
-    let running_now = daemon.look(n, |s| s.terms.values().filter(|r| !r.exited()).count())?;
+    let running_now = daemon.read(n, |s| s.terms().values().filter(|r| !r.exited()).count())?;
     if running_now >= MAX_RUNNING {
         return Err(Error::Term(proc::ProcError::TooMany(MAX_RUNNING)));
     }
@@ -45,12 +59,12 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
         dir: spec.dir.clone(),
     };
     let held = running.clone();
-    let id = daemon.with_hub(n, move |s, _| -> Result<TermId, apex_core::Reject> {
-        let id = TermId(s.view.alloc()?);
+    let id = daemon.change(n, move |s, _| -> Result<TermId, apex_core::Reject> {
+        let id = TermId(s.view_mut().alloc()?);
         let shard = Shard::Term(id);
-        s.view.create_shard(shard)?;
-        s.view.append(shard, Op::Term(create))?;
-        s.terms.insert(id, held);
+        s.view_mut().create_shard(shard)?;
+        s.view_mut().append(shard, Op::Term(create))?;
+        s.terms_mut().insert(id, held);
         Ok(id)
     })??;
     let (driver, weak) = (daemon.clone(), Arc::downgrade(&running));
@@ -62,11 +76,7 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
     if let Err(e) = spawned {
         // Nothing would read its pty: the terminal goes (its program with it).
         tracing::warn!(session = n, term = id.0, error = %e, "no thread for a terminal's driver");
-        let closed = daemon.with_hub(n, |s, _| {
-            let _ = s.view.delete_shard(Shard::Term(id));
-            s.terms.remove(&id)
-        });
-        drop(closed);
+        let _ = close(daemon, n, id);
         return Err(Error::Io { what: "term: a thread for its driver".into(), source: e });
     }
     Ok(id)
@@ -84,11 +94,11 @@ enum Appended {
 
 fn append(daemon: &Daemon, n: u64, id: TermId, u: TermUpdate) -> Appended {
     let shard = Shard::Term(id);
-    let done = daemon.with_hub(n, |s, _| {
-        if !s.view.state.terms.contains_key(&id) {
+    let done = daemon.change(n, |s, _| {
+        if !s.view().state.terms.contains_key(&id) {
             return Appended::Gone;
         }
-        let appended = match s.view.append(shard, Op::Term(TermOp::Update(Box::new(u)))) {
+        let appended = match s.view_mut().append(shard, Op::Term(TermOp::Update(Box::new(u)))) {
             Ok(_) => Appended::Done,
             Err(e) => {
                 tracing::warn!(term = %shard, error = %e, "a terminal update was refused; sending the screen again");

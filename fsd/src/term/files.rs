@@ -15,7 +15,7 @@ use crate::pty::proc::Running;
 use crate::session::Session;
 use crate::term::ctl::TermCtl;
 use apex_core::term::Term;
-use apex_core::{Shard, TermId};
+use apex_core::TermId;
 use std::sync::Arc;
 
 /// How long a resize may wait for the terminal's driver to log the new
@@ -23,7 +23,7 @@ use std::sync::Arc;
 const RESIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn term(s: &Session, id: TermId) -> Result<&Term, Error> {
-    s.view.state.terms.get(&id).ok_or(Error::NoTerm(id.0))
+    s.view().state.terms.get(&id).ok_or(Error::NoTerm(id.0))
 }
 
 /// A terminal's state as a word: `running`, or `exit:STATUS`.
@@ -38,9 +38,9 @@ fn status(t: &Term) -> String {
 /// directory and command, one terminal per line.
 pub fn index(s: &Session) -> String {
     let mut out = String::new();
-    for (id, t) in &s.view.state.terms {
+    for (id, t) in &s.view().state.terms {
         // No pid once exited: it may be another process's by now.
-        let pid = match (s.terms.get(id), t.exit) {
+        let pid = match (s.terms().get(id), t.exit) {
             (Some(r), None) => r.pid.to_string(),
             _ => "-".to_string(),
         };
@@ -61,7 +61,7 @@ pub fn content(s: &Session, id: TermId, file: TermFile) -> Result<Made> {
             let mut out = format!("command {}\ndir {}\nsize {}x{}\n", t.command, t.dir, t.cols, t.rows);
             // The pid its program had, beside its exit once exited (index
             // drops it then: a script may take the pid from there).
-            if let Some(r) = s.terms.get(&id) {
+            if let Some(r) = s.terms().get(&id) {
                 out += &format!("pid {}\n", r.pid);
             }
             out += &format!("scrollback {} of {}\n", t.scrollback.len(), t.limit);
@@ -80,9 +80,9 @@ pub fn content(s: &Session, id: TermId, file: TermFile) -> Result<Made> {
 impl Fsys {
     /// A terminal's process, if it is running (`ended` refuses otherwise).
     fn running(&self, n: u64, id: TermId) -> Result<Arc<Running>, Error> {
-        self.daemon.look(n, |s| {
+        self.daemon.read(n, |s| {
             let t = term(s, id)?;
-            match (s.terms.get(&id), t.exit) {
+            match (s.terms().get(&id), t.exit) {
                 (Some(r), None) => Ok(r.clone()),
                 _ => Err(Error::Term(crate::pty::proc::ProcError::Exited(id.0))),
             }
@@ -92,7 +92,7 @@ impl Fsys {
     pub(crate) async fn term_open(&self, n: u64, id: TermId, file: TermFile) -> Result<Opened> {
         if file == TermFile::Cons {
             // A reader reads what comes from now on.
-            let at = self.daemon.look(n, |s| s.terms.get(&id).map_or(0, |r| r.output.now()))?;
+            let at = self.daemon.read(n, |s| s.terms().get(&id).map_or(0, |r| r.output.now()))?;
             return Ok(Opened::Cons { at });
         }
         // Its text and scrollback as their rows, shared: not a copy per open.
@@ -103,7 +103,7 @@ impl Fsys {
     /// Reads a terminal's output, waiting until there is some; end of file
     /// once its pty closed (or it has none).
     pub(crate) async fn term_read_cons(&self, n: u64, id: TermId, fid: &Fid, count: u32) -> Result<Vec<u8>> {
-        let Some(output) = self.daemon.look(n, |s| s.terms.get(&id).map(|r| r.output.clone()))? else {
+        let Some(output) = self.daemon.read(n, |s| s.terms().get(&id).map(|r| r.output.clone()))? else {
             return Ok(Vec::new());
         };
         loop {
@@ -171,16 +171,7 @@ impl Fsys {
             }
             TermCtl::Signal(signal) => Ok(self.running(n, id)?.signal(id.0, signal)?),
             TermCtl::Kill => Ok(self.running(n, id)?.kill(id.0)?),
-            TermCtl::Close => {
-                let running = self.daemon.with_hub(n, |s, _| {
-                    term(s, id)?;
-                    s.view.delete_shard(Shard::Term(id))?;
-                    Ok::<_, Error>(s.terms.remove(&id))
-                })??;
-                // Its program ends as it goes (off the session's lock).
-                drop(running);
-                Ok(())
-            }
+            TermCtl::Close => crate::term::drive::close(&self.daemon, n, id),
         }
     }
 }

@@ -107,7 +107,7 @@ async fn deadlines_by_the_thousand_keep_one_timer() {
     let shard = Shard::Buffer(BufferId(id.parse().unwrap()));
     let attach = attached_tool(&tree, &root, "lessee").await;
     let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
-    let last = tree.daemon.with_hub_quiet(1, |s| s.view.log.last(shard)).unwrap();
+    let last = tree.daemon.read(1, |s| s.view().log.last(shard)).unwrap();
     let mut before = None;
     for i in 0..2_000 {
         let lease = frame(&ClientMsg::Lease { shard, ttl_ms: 3_600_000 });
@@ -230,16 +230,16 @@ async fn a_client_waiting_in_a_read_is_reading_however_long_a_write_holds_the_lo
         let (tree, attach) = (tree.clone(), attach.clone());
         async move { tree.read(&attach, 0, 1 << 20).await.unwrap() }
     });
-    let waiting = || tree.daemon.with_hub_quiet(1, |s| s.hub.waiting_reads()).unwrap();
+    let waiting = || tree.daemon.read(1, |s| s.hub().waiting_reads()).unwrap();
     while waiting() == 0 {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     let buffer = apex_core::BufferId(id.parse().unwrap());
     let text = "x".repeat(apex_fsd::session::EPHEMERAL_LOG_BYTES as usize + 1);
     tree.daemon
-        .with_hub_quiet(1, |s| {
+        .tend(1, |s| {
             for _ in 0..2 {
-                let version = s.view.state.buffer(buffer).unwrap().version;
+                let version = s.view().state.buffer(buffer).unwrap().version;
                 let p = apex_core::Proposal::Insert {
                     buffer,
                     version,
@@ -281,7 +281,7 @@ async fn windows_made_read_and_deleted_by_the_hundred_leave_no_state_behind() {
     let (tree, _, _) = tree_with_a_buffer().await;
     let acme = tree.acme_service("main");
     let (_, root) = acme.attach("glenda", "").await.unwrap();
-    let kept = |tree: &Fsys| tree.daemon.with_hub_quiet(1, |s| (s.acme.windows.len(), s.addrs.len())).unwrap();
+    let kept = |tree: &Fsys| tree.daemon.read(1, |s| (s.acme().windows.len(), s.addrs().len())).unwrap();
     for _ in 0..200 {
         let (_, ctl) = acme.walk(&root, &at(&["new", "ctl"])).await.unwrap();
         let (_, ctl) = acme.open(&ctl.unwrap(), ORDWR).await.unwrap();

@@ -77,10 +77,10 @@ pub struct World {
 impl World {
     pub fn new(seed: u64) -> World {
         let mut s = Session::new(1, "chaos", [7; 16]).unwrap();
-        s.hub.config = hub::HubConfig { deadline_ms: DEADLINE, grace_ms: GRACE };
+        s.hub_mut().config = hub::HubConfig { deadline_ms: DEADLINE, grace_ms: GRACE };
         let mirror = Log::mirror(&State::new(), Box::new(RecordingHook::default()));
         let mut archive = Node::new(AttachmentId(1 << 23), State::new(), mirror);
-        archive.catch_up(&s.view.log).unwrap();
+        archive.catch_up(&s.view().log).unwrap();
         World {
             s,
             now: 0,
@@ -95,12 +95,12 @@ impl World {
     }
 
     fn archive(&mut self) {
-        self.archive.catch_up(&self.s.view.log).expect("the archive follows every entry");
+        self.archive.catch_up(&self.s.view().log).expect("the archive follows every entry");
     }
 
     pub fn join(&mut self, kind: AttachmentKind) -> usize {
         let name = format!("c{}", self.clients.len());
-        let conn = self.s.hub.open();
+        let conn = self.s.hub_mut().open();
         self.clients.push(Client {
             link: Link::new(kind, &name),
             conn: Some(conn),
@@ -164,7 +164,7 @@ impl World {
                 }
             }
         }
-        self.s.hub.wakeups.clear();
+        self.s.hub_mut().wakeups.clear();
         moved
     }
 
@@ -196,7 +196,7 @@ impl World {
     pub fn advance(&mut self, ms: u64) {
         self.now += ms;
         protocol::tick(&mut self.s, self.now);
-        self.s.hub.wakeups.clear();
+        self.s.hub_mut().wakeups.clear();
         self.archive();
     }
 
@@ -225,7 +225,7 @@ impl World {
     pub fn reconnect(&mut self, i: usize) {
         if self.clients[i].conn.is_none() && !self.clients[i].gone {
             self.clients[i].link.reconnect();
-            self.clients[i].conn = Some(self.s.hub.open());
+            self.clients[i].conn = Some(self.s.hub_mut().open());
         }
     }
 
@@ -279,7 +279,7 @@ impl World {
                 assert_eq!(node.state.applied(*shard), log.last(), "client {i}: {shard} applied and stored agree");
             }
         }
-        let daemon = &self.s.view;
+        let daemon = &self.s.view();
         for (shard, log) in daemon.log.shards() {
             assert_eq!(daemon.state.applied(*shard), log.last(), "daemon: {shard}");
         }
@@ -304,7 +304,7 @@ impl World {
             self.settle();
         }
         self.check();
-        let want = self.s.view.state.hash();
+        let want = self.s.view().state.hash();
         assert_eq!(self.archive.state.hash(), want, "the archive replayed every entry");
         for (i, c) in self.clients.iter().enumerate() {
             if c.conn.is_none() {
@@ -339,16 +339,16 @@ impl World {
             if node.state.hash() != want {
                 panic!(
                     "client {i} disagrees with the daemon: {}\nrefusals {:?}\nleases {:?}",
-                    diff(&node.state, &self.s.view.state),
+                    diff(&node.state, &self.s.view().state),
                     self.refusals,
-                    self.s.view.log.held_by(node.attachment)
+                    self.s.view().log.held_by(node.attachment)
                 );
             }
             assert!(c.link.quiet(), "client {i} has everything acknowledged: {:?}", c.link.unsettled());
         }
         // A proposal lands at most once (a +Recovered copy of a fenced
         // tail aside).
-        let state = &self.s.view.state;
+        let state = &self.s.view().state;
         for m in &self.markers {
             let n: usize = state
                 .buffers
@@ -411,7 +411,7 @@ fn diff(a: &State, b: &State) -> String {
 }
 
 fn text_of(w: &World, b: BufferId) -> String {
-    w.s.view.state.buffer(b).unwrap().text.to_string()
+    w.s.view().state.buffer(b).unwrap().text.to_string()
 }
 
 /// A window made by UI `ui`, which leads the layout; its body buffer.
@@ -426,7 +426,7 @@ pub fn window(w: &mut World, ui: usize, name: &str) -> BufferId {
 fn bodies(w: &World) -> Vec<BufferId> {
     // A window whose body's entries were lost with a fenced tail has a
     // shard but no buffer; it is left out.
-    let state = &w.s.view.state;
+    let state = &w.s.view().state;
     state.windows.values().map(|win| win.body).filter(|b| state.buffers.contains_key(b)).collect()
 }
 
@@ -445,7 +445,7 @@ fn a_ui_leads_types_and_is_acked() {
     assert!(matches!(w.link(tool).submit(p), Submitted::Sent(_)));
     w.settle();
     assert_eq!(text_of(&w, b), "!!", "both landed, the tool's through the UI");
-    assert!(w.s.view.state.buffer(b).is_ok(), "the daemon has the UI's window");
+    assert!(w.s.view().state.buffer(b).is_ok(), "the daemon has the UI's window");
     let b = w.type_in(ui, "hello").expect("it leads the buffers");
     w.settle();
     w.check();
@@ -490,7 +490,7 @@ fn a_zombie_leader_is_reclaimed_fenced_and_its_tail_recovered() {
     w.advance(DEADLINE);
     w.settle();
     assert!(w.link(newcomer).leads(Shard::Layout), "reclaimed at the deadline and granted");
-    let before = w.s.view.state.buffers.len();
+    let before = w.s.view().state.buffers.len();
     w.pause(a, false);
     w.settle();
     assert!(w.refusals.iter().any(|r| r.starts_with("fenced:")), "the late tail is fenced: {:?}", w.refusals);
@@ -498,11 +498,11 @@ fn a_zombie_leader_is_reclaimed_fenced_and_its_tail_recovered() {
     assert!(events.iter().any(|e| matches!(e, Event::Recovered { .. })), "recovered: {events:?}");
     let recovered: Vec<BufferId> = bodies(&w).into_iter().filter(|b| text_of(&w, *b).contains("zzzzz")).collect();
     assert_eq!(recovered.len(), 1, "one +Recovered buffer holds the tail");
-    let buf = w.s.view.state.buffer(recovered[0]).unwrap();
+    let buf = w.s.view().state.buffer(recovered[0]).unwrap();
     assert_eq!(buf.name, "/home/glenda/+Recovered");
     assert!(buf.dirty, "marked dirty");
-    assert!(w.s.view.state.buffers.len() > before);
-    let notes = &w.s.view.state.meta.notifications;
+    assert!(w.s.view().state.buffers.len() > before);
+    let notes = &w.s.view().state.meta.notifications;
     assert!(notes.values().any(|n| n.text.contains("recovered 5 entries")), "{notes:?}");
     w.quiesce();
 }
@@ -537,7 +537,7 @@ fn a_resume_after_the_grace_is_refused_and_the_client_comes_back_new() {
     node.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
     w.hangup(a);
     w.advance(GRACE + 1);
-    assert!(!w.s.view.state.meta.attachments.contains_key(&first), "detached when the grace ran out");
+    assert!(!w.s.view().state.meta.attachments.contains_key(&first), "detached when the grace ran out");
     w.reconnect(a);
     w.settle();
     let events = w.link(a).events();
@@ -554,7 +554,7 @@ fn tool_proposals_go_to_the_leading_ui_and_follow_a_takeover() {
     let tool = w.join(AttachmentKind::Tool);
     w.settle();
     let b = window(&mut w, ui, "/tmp/t");
-    let version = w.s.view.state.buffer(b).unwrap().version;
+    let version = w.s.view().state.buffer(b).unwrap().version;
     let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
     let id = w.link(tool).propose(p);
     w.settle();
@@ -563,7 +563,7 @@ fn tool_proposals_go_to_the_leading_ui_and_follow_a_takeover() {
     assert!(answered.iter().any(|e| matches!(e, Event::Answer { id: i, result: Ok(_) } if *i == id)), "{answered:?}");
     // A proposal waiting at a zombie holder moves to the next holder.
     w.pause(ui, true);
-    let version = w.s.view.state.buffer(b).unwrap().version;
+    let version = w.s.view().state.buffer(b).unwrap().version;
     let p = Proposal::Insert { buffer: b, version, q0: 0, text: "again ".into(), origin: Origin::OtherFile };
     w.link(tool).propose(p);
     w.send(tool);
@@ -586,7 +586,7 @@ fn a_proposal_a_stuck_holder_never_answers_is_applied_by_the_server_at_the_deadl
     let b = window(&mut w, ui, "/tmp/stuck");
     w.settle();
     w.pause(ui, true);
-    let version = w.s.view.state.buffer(b).unwrap().version;
+    let version = w.s.view().state.buffer(b).unwrap().version;
     let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
     let id = w.link(tool).propose(p);
     w.send(tool);
@@ -595,7 +595,7 @@ fn a_proposal_a_stuck_holder_never_answers_is_applied_by_the_server_at_the_deadl
     w.advance(1);
     w.settle();
     assert!(text_of(&w, b).starts_with("tool "), "applied by the view node: {}", text_of(&w, b));
-    assert_eq!(w.s.view.log.lease(Shard::Buffer(b)).unwrap().holder, AttachmentId::SERVER, "reclaimed");
+    assert_eq!(w.s.view().log.lease(Shard::Buffer(b)).unwrap().holder, AttachmentId::SERVER, "reclaimed");
     let answered = w.link(tool).events();
     assert!(answered.iter().any(|e| matches!(e, Event::Answer { id: i, result: Ok(_) } if *i == id)), "{answered:?}");
     // The holder wakes: the copy it was sent is stale and dropped.
@@ -617,7 +617,7 @@ fn a_holder_that_keeps_resuming_without_answering_loses_the_lease_at_the_deadlin
     let b = window(&mut w, ui, "/tmp/flapping");
     w.settle();
     w.pause(ui, true);
-    let version = w.s.view.state.buffer(b).unwrap().version;
+    let version = w.s.view().state.buffer(b).unwrap().version;
     let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
     w.link(tool).propose(p);
     w.send(tool);
@@ -651,9 +651,9 @@ fn a_holder_away_longer_than_the_deadline_resumes_and_answers_what_it_was_sent()
     w.settle();
     let b = window(&mut w, ui, "/tmp/away");
     w.settle();
-    let holder = w.s.view.log.lease(Shard::Buffer(b)).unwrap().holder;
+    let holder = w.s.view().log.lease(Shard::Buffer(b)).unwrap().holder;
     w.pause(ui, true);
-    let version = w.s.view.state.buffer(b).unwrap().version;
+    let version = w.s.view().state.buffer(b).unwrap().version;
     let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
     w.link(tool).propose(p);
     w.send(tool);
@@ -665,7 +665,7 @@ fn a_holder_away_longer_than_the_deadline_resumes_and_answers_what_it_was_sent()
     w.send(ui);
     w.advance(1);
     w.settle();
-    assert_eq!(w.s.view.log.lease(Shard::Buffer(b)).unwrap().holder, holder, "it kept its lease");
+    assert_eq!(w.s.view().log.lease(Shard::Buffer(b)).unwrap().holder, holder, "it kept its lease");
     assert!(text_of(&w, b).starts_with("tool "), "it answered: {:?}", text_of(&w, b));
     w.quiesce();
 }
@@ -682,14 +682,15 @@ fn a_flushed_proposal_its_holder_applied_before_hanging_up_is_answered_as_applie
     w.settle();
     let b = window(&mut w, ui, "/tmp/flushed");
     w.settle();
-    let version = w.s.view.state.buffer(b).unwrap().version;
+    let version = w.s.view().state.buffer(b).unwrap().version;
     let p = Proposal::Insert { buffer: b, version, q0: 0, text: "tool ".into(), origin: Origin::OtherFile };
-    let Written::Wait(id, mut outcome) = apex_fsd::route::submit(&mut w.s, "a tool's write", p, None, w.now) else {
+    let Written::Wait(id, mut outcome) = apex_fsd::attach::route::submit(&mut w.s, "a tool's write", p, None, w.now)
+    else {
         panic!("a proposal is answered on its channel")
     };
     w.recv(ui);
     w.hangup(ui);
-    apex_fsd::route::withdraw(&mut w.s, id, w.now);
+    apex_fsd::attach::route::withdraw(&mut w.s, id, w.now);
     w.reconnect(ui);
     w.settle();
     let landed = text_of(&w, b).matches("tool ").count();
@@ -714,8 +715,8 @@ fn tables_do_not_grow_with_the_proposals_that_went_through() {
             }
         }
         w.settle();
-        assert_eq!(w.s.view.state.layout.snarf, format!("{round}.{}", round - 1), "every proposal went through");
-        sizes.push((w.s.hub.sizes(), w.link(ui).acted_len(), w.link(tool).events().len()));
+        assert_eq!(w.s.view().state.layout.snarf, format!("{round}.{}", round - 1), "every proposal went through");
+        sizes.push((w.s.hub().sizes(), w.link(ui).acted_len(), w.link(tool).events().len()));
     }
     assert_eq!(sizes[0].0, sizes[1].0, "the hub's tables: {sizes:?}");
     assert!(sizes.iter().all(|(_, acted, _)| *acted <= 1000), "the leader remembers only what is in flight: {sizes:?}");
@@ -733,7 +734,7 @@ fn refusals_cross_the_wire_typed() {
     w.settle();
     let b = window(&mut w, ui, "/tmp/typed");
     w.settle();
-    let version = w.s.view.state.buffer(b).unwrap().version;
+    let version = w.s.view().state.buffer(b).unwrap().version;
     // Routed to the leading UI, refused by its core: the tool sees why by
     // variant, and the text is core's.
     let p = Proposal::Insert { buffer: b, version, q0: 99, text: "x".into(), origin: Origin::OtherFile };
@@ -800,7 +801,7 @@ fn a_refused_resume_is_said_after_the_welcome_it_came_with() {
     // The client shows the error in the replica the Welcome makes; said
     // before it, it went into the replica being replaced.
     let mut w = World::new(8);
-    let conn = w.s.hub.open();
+    let conn = w.s.hub_mut().open();
     let resume = apex_fsd::attach::wire::Resume { attachment: AttachmentId(1 << 20), token: 7 };
     let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: "late".into(), resume: Some(resume) };
     protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap();
@@ -826,7 +827,7 @@ fn bad_frames_are_refused_and_change_nothing() {
     let ui = w.join(AttachmentKind::Ui);
     w.settle();
     let conn = w.clients[ui].conn.unwrap();
-    let h = w.s.view.state.hash();
+    let h = w.s.view().state.hash();
     let two =
         [apex_fsd::attach::wire::frame(&ClientMsg::Resync), apex_fsd::attach::wire::frame(&ClientMsg::Resync)].concat();
     let e = protocol::write(&mut w.s, conn, &two, w.now).unwrap_err();
@@ -844,8 +845,8 @@ fn bad_frames_are_refused_and_change_nothing() {
     let e = protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&other), w.now).unwrap_err();
     assert_eq!(e, AttachError::NotItsShard(Shard::Buffer(BufferId(5 << 40 | 1))));
     assert!(e.to_string().contains("own range"), "{e}");
-    assert_eq!(w.s.view.state.hash(), h, "nothing changed");
-    let fresh = w.s.hub.open();
+    assert_eq!(w.s.view().state.hash(), h, "nothing changed");
+    let fresh = w.s.hub_mut().open();
     let e = protocol::write(&mut w.s, fresh, &apex_fsd::attach::wire::frame(&ClientMsg::Resync), w.now).unwrap_err();
     assert_eq!(e, AttachError::NotHello);
     // The good client goes on undisturbed.
@@ -907,7 +908,7 @@ fn chaos(seed: u64, steps: usize) {
                 let bs = bodies(&w);
                 if !bs.is_empty() {
                     let b = bs[w.rng.below(bs.len() as u64) as usize];
-                    let version = w.s.view.state.buffer(b).unwrap().version;
+                    let version = w.s.view().state.buffer(b).unwrap().version;
                     // A text of its own, to check it lands at most once.
                     let text = format!("[{step}]");
                     w.markers.push(text.clone());

@@ -67,7 +67,7 @@ fn read_while_encoded(
 /// A connection that said Hello as `name`, asking to resume an
 /// attachment the daemon never had when `resume`.
 fn hello(w: &mut World, name: &str, resume: bool) -> ConnId {
-    let conn = w.s.hub.open();
+    let conn = w.s.hub_mut().open();
     let resume = resume.then_some(apex_fsd::attach::wire::Resume { attachment: AttachmentId(1 << 20), token: 7 });
     let hello = ClientMsg::Hello { kind: AttachmentKind::Ui, name: name.into(), resume };
     protocol::write(&mut w.s, conn, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap();
@@ -238,9 +238,9 @@ fn a_read_that_lost_the_bytes_it_held_breaks_its_connection_which_resumes_anew()
         w.type_in(ui, "typed while the reader is away\n");
     }
     w.settle();
-    assert!(w.s.view.log.shard(Shard::Buffer(b)).unwrap().base > 0, "compacted past the broken connection");
+    assert!(w.s.view().log.shard(Shard::Buffer(b)).unwrap().base > 0, "compacted past the broken connection");
     // A new connection resumes the attachment.
-    let again = w.s.hub.open();
+    let again = w.s.hub_mut().open();
     let hello =
         ClientMsg::Hello { kind: AttachmentKind::Ui, name: "gap".into(), resume: Some(Resume { attachment, token }) };
     protocol::write(&mut w.s, again, &apex_fsd::attach::wire::frame(&hello), w.now).unwrap();

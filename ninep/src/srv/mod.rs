@@ -57,6 +57,10 @@ pub type Error = String;
 /// A request's outcome; `E` is a `Serve`'s own error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A walk's outcome: the qids of the names walked, and the new fid's
+/// state if all of them were.
+pub type Walked<F> = (Vec<Qid>, Option<F>);
+
 /// What the files of a 9P server mean. `Fid` is whatever a fid refers to:
 /// the connection keeps one per fid and hands it to each call.
 pub trait Serve: Send + Sync + 'static {
@@ -74,7 +78,7 @@ pub trait Serve: Send + Sync + 'static {
         &self,
         fid: &Self::Fid,
         names: &[String],
-    ) -> impl Future<Output = Result<(Vec<Qid>, Option<Self::Fid>), Self::Error>> + Send;
+    ) -> impl Future<Output = Result<Walked<Self::Fid>, Self::Error>> + Send;
     /// Topen: the qid and the fid's state once open. `iounit` is the
     /// connection's.
     fn open(&self, fid: &Self::Fid, mode: u8) -> impl Future<Output = Result<(Qid, Self::Fid), Self::Error>> + Send;

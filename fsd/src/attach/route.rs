@@ -27,11 +27,11 @@ pub fn submit(
     from: Option<(AttachmentId, u64)>,
     now: u64,
 ) -> Written {
-    s.hub.now = now;
+    s.hub_mut().now = now;
     let (tx, rx) = oneshot::channel();
-    let id = s.hub.next_pending;
-    s.hub.next_pending += 1;
-    let deadline = now + s.hub.config.deadline_ms;
+    let id = s.hub().next_pending;
+    s.hub_mut().next_pending += 1;
+    let deadline = now + s.hub().config.deadline_ms;
     let request = request.to_string();
     let pending = Pending {
         request,
@@ -44,11 +44,11 @@ pub fn submit(
         flushed: false,
         paused: None,
     };
-    s.hub.pending.insert(id, pending);
+    s.hub_mut().pending.insert(id, pending);
     route(s, id);
-    if s.hub.pending.get(&id).is_some_and(|p| p.sent_to.is_none()) {
+    if s.hub().pending.get(&id).is_some_and(|p| p.sent_to.is_none()) {
         // Waiting for a holder in its grace, or for a grant: due then too.
-        s.hub.wakeups.push(deadline);
+        s.hub_mut().wakeups.push(deadline);
     }
     Written::Wait(id, rx)
 }
@@ -58,8 +58,8 @@ pub fn submit(
 /// it, its outcome is awaited (it may have applied it already), and it is
 /// dropped if that one loses the lease first.
 pub fn withdraw(s: &mut Session, id: u64, now: u64) {
-    s.hub.now = now;
-    let Some(p) = s.hub.pending.get_mut(&id) else { return };
+    s.hub_mut().now = now;
+    let Some(p) = s.hub_mut().pending.get_mut(&id) else { return };
     p.flushed = true;
     if p.sent_to.is_none() {
         route(s, id);
@@ -72,21 +72,21 @@ pub fn withdraw(s: &mut Session, id: u64, now: u64) {
 /// wakes) and the view node applies them on the next `redispatch`.
 pub(crate) fn reclaim_stuck(s: &mut Session, now: u64) {
     let late: Vec<(Shard, Option<(AttachmentId, Epoch)>)> = s
-        .hub
+        .hub()
         .pending
         .values()
         .filter(|p| p.deadline <= now)
         .map(|p| (p.proposal.target(), p.sent_to.map(|a| (a, p.sent_epoch))))
         .collect();
     for (shard, sent) in late {
-        let Ok(lease) = s.view.log.lease(shard).copied() else { continue };
+        let Ok(lease) = s.view().log.lease(shard).copied() else { continue };
         if lease.holder == AttachmentId::SERVER || lease.released.is_some() {
             continue;
         }
         // Sent to a holder that is connected, still has the lease it was
         // sent at, and did not answer. A holder whose connection went is
         // waited for until its resume grace ends (which reclaims then).
-        let live = s.hub.live_conn_of(lease.holder).is_some();
+        let live = s.hub().live_conn_of(lease.holder).is_some();
         let stuck = live && sent == Some((lease.holder, lease.epoch));
         if !stuck {
             continue;
@@ -106,10 +106,10 @@ pub(crate) fn reclaim_stuck(s: &mut Session, now: u64) {
 pub(crate) fn reclaim_by_hand(s: &mut Session, shard: Shard, now: u64) -> Result<(), apex_core::Reject> {
     // The hub's clock, which a proposal routed again takes its deadline
     // from.
-    s.hub.now = now;
-    let holder = s.view.log.lease(shard)?.holder;
-    let op = s.view.log.reclaim_op(shard)?;
-    s.view.push_meta(op)?;
+    s.hub_mut().now = now;
+    let holder = s.view().log.lease(shard)?.holder;
+    let op = s.view().log.reclaim_op(shard)?;
+    s.view_mut().push_meta(op)?;
     fenced(s, holder);
     pass_on(s, shard, now);
     redispatch(s);
@@ -118,27 +118,27 @@ pub(crate) fn reclaim_by_hand(s: &mut Session, shard: Shard, now: u64) -> Result
 
 /// The holder's outcome of routed proposal `id`.
 pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome) -> Result<(), AttachError> {
-    let ours = s.hub.pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
+    let ours = s.hub().pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
     if !ours {
         return Err(AttachError::NoSuchProposal { id, attachment: a });
     }
-    let target = s.hub.pending[&id].proposal.target();
-    let still_leads = s.view.log.lease(target).is_ok_and(|l| l.holder == a && l.released.is_none());
+    let target = s.hub().pending[&id].proposal.target();
+    let still_leads = s.view().log.lease(target).is_ok_and(|l| l.holder == a && l.released.is_none());
     if result.is_err() && !still_leads {
         // It lost the lease before it could act: the next holder will.
-        s.hub.pending.get_mut(&id).expect("found").sent_to = None;
+        s.hub_mut().pending.get_mut(&id).expect("found").sent_to = None;
         return Ok(());
     }
-    let p = s.hub.pending.remove(&id).expect("found");
+    let p = s.hub_mut().pending.remove(&id).expect("found");
     finish(s, p, result);
     Ok(())
 }
 
 /// Sends a pending proposal where it belongs now.
 fn route(s: &mut Session, id: u64) {
-    let Some(p) = s.hub.pending.get(&id) else { return };
+    let Some(p) = s.hub().pending.get(&id) else { return };
     let target = p.proposal.target();
-    let (holder, epoch) = match s.view.log.lease(target) {
+    let (holder, epoch) = match s.view().log.lease(target) {
         Ok(l) if l.released.is_some() => (None, 0), // between holders: wait for the grant
         Ok(l) => (Some(l.holder), l.epoch),
         Err(_) => (Some(AttachmentId::SERVER), 0), // the view node says what is wrong
@@ -147,7 +147,7 @@ fn route(s: &mut Session, id: u64) {
     // epoch: it may have applied it, and sends what it made now.
     let may_have_applied = matches!(p.paused, Some((h, _)) if Some(h) == holder && p.sent_epoch == epoch);
     if p.flushed && !may_have_applied {
-        let mut p = s.hub.pending.remove(&id).expect("found");
+        let mut p = s.hub_mut().pending.remove(&id).expect("found");
         // Not with anyone who may apply it: as if it never was.
         p.sent_to = None;
         let why = "write flushed before it was applied: nothing changed";
@@ -161,13 +161,13 @@ fn route(s: &mut Session, id: u64) {
     // watching UI's keystrokes are a run of them): one waits while an
     // earlier one to the same shard is still waiting to be sent.
     let earlier_waits =
-        s.hub.pending.range(..id).any(|(_, q)| q.sent_to.is_none() && !q.flushed && q.proposal.target() == target);
+        s.hub().pending.range(..id).any(|(_, q)| q.sent_to.is_none() && !q.flushed && q.proposal.target() == target);
     if earlier_waits {
         return;
     }
     match holder {
         Some(AttachmentId::SERVER) => {
-            let p = s.hub.pending.remove(&id).expect("found");
+            let p = s.hub_mut().pending.remove(&id).expect("found");
             // Applied here: its text goes into the entry as it is (no copy
             // of a bulk write).
             let Pending { request, proposal, sent_to, reply, from, .. } = p;
@@ -175,20 +175,21 @@ fn route(s: &mut Session, id: u64) {
             finish(s, Waiter { request, sent_to, reply, from }, result);
         }
         Some(holder) => {
-            let Some(cid) = s.hub.live_conn_of(holder) else { return }; // in its grace: wait
+            let Some(cid) = s.hub().live_conn_of(holder) else { return }; // in its grace: wait
             let proposal = p.proposal.clone();
-            let due = s.hub.now + s.hub.config.deadline_ms;
-            let p = s.hub.pending.get_mut(&id).expect("found");
+            let hub = s.hub_mut();
+            let (now, due) = (hub.now, hub.now + hub.config.deadline_ms);
+            let p = hub.pending.get_mut(&id).expect("found");
             // Each holder it is sent to has the whole deadline to answer,
             // once: sent again after a resume, it has what was left.
             p.deadline = match p.paused.take() {
-                Some((h, left)) if h == holder && p.sent_epoch == epoch => s.hub.now + left,
+                Some((h, left)) if h == holder && p.sent_epoch == epoch => now + left,
                 _ => due,
             };
             p.sent_to = Some(holder);
             p.sent_epoch = epoch;
-            s.hub.wakeups.push(p.deadline);
-            s.hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, epoch, proposal });
+            hub.wakeups.push(p.deadline);
+            hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, epoch, proposal });
         }
         None => {}
     }
@@ -199,13 +200,13 @@ fn route(s: &mut Session, id: u64) {
 /// the copy sent at the old epoch).
 pub(crate) fn redispatch(s: &mut Session) {
     let ids: Vec<u64> = s
-        .hub
+        .hub()
         .pending
         .iter()
         .filter(|(_, p)| match p.sent_to {
             None => true,
             Some(a) => !s
-                .view
+                .view()
                 .log
                 .lease(p.proposal.target())
                 .is_ok_and(|l| l.holder == a && l.released.is_none() && l.epoch == p.sent_epoch),
@@ -213,7 +214,7 @@ pub(crate) fn redispatch(s: &mut Session) {
         .map(|(id, _)| *id)
         .collect();
     for id in ids {
-        if let Some(p) = s.hub.pending.get_mut(&id) {
+        if let Some(p) = s.hub_mut().pending.get_mut(&id) {
             p.sent_to = None;
         }
         route(s, id);
@@ -242,8 +243,8 @@ fn finish(s: &mut Session, p: impl Into<Waiter>, result: Outcome) {
     if let Some((a, id)) = p.from {
         // To its connection, or the one waiting out its grace (a resume
         // takes the answer over).
-        if let Some(conn) = s.hub.conn_of(a) {
-            let c = s.hub.conns.get_mut(&conn).expect("found");
+        if let Some(conn) = s.hub().conn_of(a) {
+            let c = s.hub_mut().conns.get_mut(&conn).expect("found");
             c.control.push_back(ServerMsg::Answer { id, result: result.clone() });
         }
     }
