@@ -450,7 +450,7 @@ fn a_cycle(graph: &[(PathBuf, Vec<PathBuf>)]) -> Option<Vec<PathBuf>> {
 #[test]
 fn no_crate_s_modules_import_each_other_in_a_cycle() {
     // Each crate reads from the bottom up: core's op.rs first, the
-    // daemon's layers (daemon, route, attach, fsys, host) only point down.
+    // daemon's layers (fsys, the families, host, daemon, attach) only point down.
     for krate in ["core", "fsd", "ninep", "sys", "link", "mnt", "ui"] {
         let src = root().join(krate).join("src");
         let graph = module_graph(&src);
