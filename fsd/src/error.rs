@@ -94,6 +94,9 @@ pub enum Error {
     PutRaced { at: u64, file: String, now: u64 },
     #[error("exec: could not make the errors window")]
     NoErrorsWindow,
+    /// `open`: the file's window went before it could be named.
+    #[error("open {0}: no window shows it (it was deleted meanwhile); open it again")]
+    NotShown(String),
     #[error("exec: the command exited before it could be recorded")]
     ExitedAtOnce,
     #[error("proposal lost: its session was deleted")]

@@ -10,11 +10,17 @@
 //! led shard is answered by flushing and releasing at the last seq.
 //!
 //! When a lease is taken away while this replica has entries the daemon
-//! never stored (a zombie leader that was reclaimed), the replica has
-//! diverged: it asks for a fresh Welcome and, from the old replica, turns
-//! each fenced buffer tail into proposals that make a `DIR/+Recovered`
-//! window holding the buffer's text with the tail applied, marked dirty,
-//! with a note in `meta/notifications`. Nothing typed is silently lost.
+//! never stored (a daemon restarted, a connection lost past its grace, a
+//! zombie leader that was reclaimed), the replica has diverged: it asks
+//! for a fresh Welcome and, from the old replica, takes each buffer's
+//! unstored tail. Where nobody else changed the buffer past the tail's
+//! base, the tail simply goes on: appended again where this replica
+//! leads the buffer, proposed where another does. Only a real conflict
+//! (someone else changed the buffer since) makes a window,
+//! `FILE+Recovered`, one per buffer, that says what happened and holds
+//! each piece to put back and where it was, with a note in
+//! `meta/notifications`; a tag's typing and `+Errors`' output never do.
+//! Nothing typed is silently lost.
 
 use crate::welcome::{self, Streaming};
 use crate::wire::{frame, ClientMsg, FrameError, Frames, Outcome, Refusal, Resume, ServerMsg};
@@ -50,15 +56,40 @@ pub enum Submitted {
     Sent(u64),
 }
 
-/// A fenced buffer tail, waiting to be recovered.
+/// A fenced buffer tail that conflicts with another's changes, waiting
+/// to be recovered into a window of its own.
 #[derive(Clone, Debug)]
 struct Tail {
     from: AttachmentId,
     epoch: Epoch,
     buffer: BufferId,
     name: String,
+    /// The buffer's text as this replica had it, the tail applied.
     text: String,
+    /// What the tail changed, in the text of its time: where, what was
+    /// put in and how many runes were taken out.
+    pieces: Vec<Piece>,
+    /// The daemon no longer has the buffer (started anew, or it was
+    /// deleted), rather than another having changed it.
+    gone: bool,
     entries: usize,
+}
+
+/// One run of a tail's edits: typing and its backspaces folded together.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Piece {
+    at: u64,
+    inserted: String,
+    deleted: u64,
+}
+
+/// A tail nobody else's changes came after, to go on as proposals (this
+/// replica does not lead its buffer now): its splices from `version`.
+#[derive(Clone, Debug)]
+struct Replay {
+    buffer: BufferId,
+    version: u64,
+    splices: Vec<(u64, u64, String, Origin)>,
 }
 
 /// A whole snapshot's state, or why it did not decode.
@@ -111,6 +142,8 @@ pub struct Link {
     deferred: Vec<(u64, Epoch, Proposal)>,
     /// Fenced tails found at a Welcome, to recover once it is applied.
     pending_tails: Vec<Tail>,
+    /// Unconflicted tails of buffers another leads, to propose once it is.
+    pending_replays: Vec<Replay>,
     /// Tails being recovered, by the id of the proposal that makes their
     /// window.
     recovering: BTreeMap<u64, Tail>,
@@ -152,6 +185,7 @@ impl Link {
             deferred: Vec::new(),
             pending_tails: Vec::new(),
             recovering: BTreeMap::new(),
+            pending_replays: Vec::new(),
             next_proposal: 1,
             led_layout: false,
             events: Vec::new(),
@@ -562,6 +596,15 @@ impl Link {
             .filter(|(s, _)| **s != Shard::Meta)
             .filter_map(|(s, _)| old.log.lease(*s).ok().filter(|l| l.holder == old.attachment).map(|l| (*s, l.epoch)))
             .collect();
+        // Entries routed proposals made here: the daemon routes those
+        // proposals again to whoever leads now, so they are never this
+        // replica's to put back (a flushed write stays unwritten).
+        let routed: BTreeSet<(Shard, Seq)> = self
+            .acted
+            .values()
+            .filter_map(|a| a.result.as_ref().ok())
+            .flat_map(|applied| applied.entries.iter().copied())
+            .collect();
         // Ids from here on the daemon has never seen (taken before any
         // shard is made again below).
         let unseen = node.state.next_id_counter(node.attachment);
@@ -592,29 +635,55 @@ impl Link {
             let kept = resumed && node.led().get(shard) == Some(epoch);
             if kept {
                 let have = node.log.last(*shard);
-                let rest: Vec<Entry> = unacked.into_iter().filter(|e| e.seq > have).collect();
+                let rest: Vec<Entry> = unacked.iter().filter(|e| e.seq > have).cloned().collect();
                 if node.accept_all(*shard, rest).is_ok() {
                     continue;
                 }
             }
             self.events.push(Event::Fenced { shard: *shard });
-            if let Shard::Buffer(b) = shard {
-                if let Ok(buf) = old.state.buffer(*b) {
-                    self.pending_tails.push(Tail {
-                        from: old.attachment,
-                        epoch: *epoch,
-                        buffer: *b,
-                        name: buf.name.clone(),
-                        text: buf.text.to_string(),
-                        entries: old.log.last(*shard).saturating_sub(acked) as usize,
-                    });
+            let Shard::Buffer(b) = shard else { continue };
+            let Ok(buf) = old.state.buffer(*b) else { continue };
+            // Nobody else wrote to it past the tail's base, and all of
+            // the tail is this replica's own: it goes on.
+            let untouched = node.log.shard(*shard).is_ok()
+                && node.log.last(*shard) == acked
+                && !unacked.iter().any(|e| routed.contains(&(*shard, e.seq)));
+            if untouched && node.leads(*shard) && unacked.iter().all(|e| node.append(*shard, e.op.clone()).is_ok()) {
+                continue;
+            }
+            if untouched && !node.leads(*shard) {
+                if let Ok(now) = node.state.buffer(*b) {
+                    let splices = unacked.iter().filter_map(|e| splice_of(&e.op)).collect();
+                    self.pending_replays.push(Replay { buffer: *b, version: now.version, splices });
+                    continue;
                 }
             }
+            // A conflict. A tag's typing and +Errors' output are not kept.
+            let is_tag = old.state.windows.values().any(|w| w.tag == *b);
+            if is_tag || buf.name.ends_with("+Errors") {
+                continue;
+            }
+            let splices: Vec<_> = unacked.iter().filter_map(|e| splice_of(&e.op)).collect();
+            self.pending_tails.push(Tail {
+                from: old.attachment,
+                epoch: *epoch,
+                buffer: *b,
+                name: buf.name.clone(),
+                text: buf.text.to_string(),
+                pieces: pieces(&splices),
+                gone: node.log.shard(*shard).is_err(),
+                entries: old.log.last(*shard).saturating_sub(acked) as usize,
+            });
         }
         node.refresh_counters();
     }
 
     fn recover_tails(&mut self) {
+        for r in std::mem::take(&mut self.pending_replays) {
+            for (version, (q0, q1, text, origin)) in (r.version..).zip(r.splices) {
+                self.propose(Proposal::splice(r.buffer, version, q0, q1, text, origin));
+            }
+        }
         for tail in std::mem::take(&mut self.pending_tails) {
             let name = recovered_name(&tail.name);
             let id = self.propose(Proposal::CreateWindow { body: None, column: None, name, near: None });
@@ -632,19 +701,17 @@ impl Link {
                 return;
             }
         };
-        if !tail.text.is_empty() {
-            self.propose(Proposal::Insert {
-                buffer: body,
-                version: 0,
-                q0: 0,
-                text: tail.text.clone(),
-                origin: Origin::OtherFile,
-            });
-        }
+        self.propose(Proposal::Insert {
+            buffer: body,
+            version: 0,
+            q0: 0,
+            text: recovery_text(&tail),
+            origin: Origin::OtherFile,
+        });
         self.propose(Proposal::Dirty { buffer: body });
         let text = format!(
-            "recovered {} entries of buffer {} ({}) that {} typed at epoch {} after its lease was taken; \
-             the text with them is in {}",
+            "recovered {} entries of buffer {} ({}) that {} typed at epoch {} and another changed since; \
+             what to put back is in {}",
             tail.entries,
             tail.buffer.0,
             tail.name,
@@ -749,13 +816,80 @@ fn shard_counter(shard: Shard) -> Option<u64> {
     }
 }
 
-/// Where a fenced tail of the buffer named `name` is recovered: the
-/// `+Recovered` window of its directory, as `+Errors` is for commands.
+/// Where a conflicting tail of the buffer named `name` is recovered: a
+/// window named after its file (`FILE+Recovered`, in the file's
+/// directory), one per buffer; `+Recovered` for an unnamed one.
 pub fn recovered_name(name: &str) -> String {
-    match name.rfind('/') {
-        Some(i) => format!("{}/+Recovered", &name[..i]),
-        None => "+Recovered".to_string(),
+    format!("{name}+Recovered")
+}
+
+/// An entry's op as a splice, if it is one.
+fn splice_of(op: &Op) -> Option<(u64, u64, String, Origin)> {
+    match op {
+        Op::Buffer(apex_core::BufferOp::Splice { q0, q1, text, origin }) => Some((*q0, *q1, text.clone(), *origin)),
+        _ => None,
     }
+}
+
+/// A tail's splices as the pieces a person puts back: typing at one
+/// place runs on into one piece, and a backspace takes back what that
+/// piece put in before it takes out what was there.
+fn pieces(splices: &[(u64, u64, String, Origin)]) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::new();
+    for (q0, q1, text, _) in splices {
+        if let Some(last) = out.last_mut() {
+            let end = last.at + last.inserted.chars().count() as u64;
+            if q0 == q1 && *q0 == end {
+                last.inserted.push_str(text);
+                continue;
+            }
+            if q0 == q1 && *q0 == last.at && last.deleted == 0 {
+                last.inserted.insert_str(0, text);
+                continue;
+            }
+            if text.is_empty() && *q1 == end && *q0 >= last.at {
+                let keep = (q0 - last.at) as usize;
+                last.inserted = last.inserted.chars().take(keep).collect();
+                continue;
+            }
+        }
+        out.push(Piece { at: *q0, inserted: text.clone(), deleted: q1 - q0 });
+    }
+    out.retain(|p| !p.inserted.is_empty() || p.deleted > 0);
+    out
+}
+
+/// A `+Recovered` window's text: what happened, how to merge, each piece
+/// and where it was, then the whole text as this replica had it.
+fn recovery_text(tail: &Tail) -> String {
+    let name = if tail.name.is_empty() { "an unnamed buffer" } else { tail.name.as_str() };
+    let why = match tail.gone {
+        true => "the daemon no longer has that text (it was started anew, or the window deleted)",
+        false => "another changed the text since",
+    };
+    let mut t = format!(
+        "{name}: attachment {} typed this at epoch {}, and the daemon never stored it; {why},\n\
+         so it was not put back by itself. To merge, put each piece back where it belongs (an address\n\
+         is where it was in the text of that time), then Del this window.\n\n",
+        tail.from, tail.epoch
+    );
+    for p in &tail.pieces {
+        let what = match (p.deleted, p.inserted.is_empty()) {
+            (0, _) => "insert".to_string(),
+            (n, true) => format!("delete {n} runes"),
+            (n, false) => format!("replace {n} runes with"),
+        };
+        t += &format!("#{}: {what}\n", p.at);
+        for line in p.inserted.split_inclusive('\n') {
+            t += &format!("\t{}", line);
+        }
+        if !p.inserted.is_empty() && !p.inserted.ends_with('\n') {
+            t.push('\n');
+        }
+    }
+    t += "\nThe whole text as it was here, with them:\n\n";
+    t += &tail.text;
+    t
 }
 
 /// `ServerMsg::Welcome` (its first variant), borrowing its snapshot; any
@@ -768,6 +902,29 @@ enum WelcomeIn<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tail_s_typing_and_backspaces_fold_into_the_pieces_a_person_puts_back() {
+        let k = Origin::Keyboard;
+        let splice = |q0: u64, q1: u64, t: &str| (q0, q1, t.to_string(), k);
+        // "hello" typed at 10, two backspaces, "p!" typed; then a word
+        // deleted at 40 and a line replaced at 3.
+        let mut s: Vec<_> =
+            "hello".chars().enumerate().map(|(i, c)| splice(10 + i as u64, 10 + i as u64, &c.to_string())).collect();
+        s.extend([splice(14, 15, ""), splice(13, 14, ""), splice(13, 13, "p"), splice(14, 14, "!")]);
+        s.extend([splice(40, 45, ""), splice(3, 8, "new\n")]);
+        assert_eq!(
+            pieces(&s),
+            [
+                Piece { at: 10, inserted: "help!".into(), deleted: 0 },
+                Piece { at: 40, inserted: String::new(), deleted: 5 },
+                Piece { at: 3, inserted: "new\n".into(), deleted: 5 },
+            ]
+        );
+        // Typed and all erased: nothing to put back.
+        assert!(pieces(&[splice(0, 0, "x"), splice(0, 1, "")]).is_empty());
+        assert_eq!(recovered_name("/tmp/notes"), "/tmp/notes+Recovered");
+    }
 
     #[test]
     fn a_welcome_is_read_in_place_and_nothing_else_is_taken_for_one() {

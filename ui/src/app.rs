@@ -475,8 +475,8 @@ impl Ui {
     }
 
     /// Says in `+Errors` what the link reported: typing this UI made but
-    /// never got to the daemon (its lease was taken while it was stopped)
-    /// is in `+Recovered`; a proposal the leader refused; the daemon's own
+    /// never got to the daemon and could not simply go on (another changed
+    /// the text meanwhile) is in `FILE+Recovered`; a proposal the leader refused; the daemon's own
     /// messages.
     fn report_events(&mut self) {
         let mut events = std::mem::take(&mut self.host.events);
@@ -489,7 +489,8 @@ impl Ui {
                         .and_then(|st| st.buffer(into).ok().map(|b| b.name.clone()))
                         .unwrap_or_else(|| "+Recovered".into());
                     format!(
-                        "apex-ui: this UI lost its lease while stopped; {entries} edits it had not sent are in {name}\n"
+                        "apex-ui: {entries} edits this UI had not sent could not go back where they were (another \
+                         changed that text meanwhile, or the daemon no longer has it); they are in {name}\n"
                     )
                 }
                 apex_link::Event::Answer { result: Err(e), .. } => {

@@ -93,42 +93,20 @@ impl UiHost {
         }
     }
 
-    /// Reads the plumber's `edit` port, as acme does from its start, if a
-    /// plumber is posted as `plumb` in the namespace: each message is
-    /// queued in `plumbed` and the UI woken. Without a plumber, nothing
-    /// (acme does not wait for one either).
+    /// Reads the plumber's `edit` port, as acme does: each message is
+    /// queued in `plumbed` and the UI woken. Whenever no plumber is posted
+    /// as `plumb` in the namespace, or the one there goes away, it looks
+    /// again every [`PLUMB_RETRY`] (acme's `startplumbing` every 2 s), so
+    /// a plumber started after the UI, or again, is found.
     pub fn listen_to_plumber(&self) {
         let socket = self.namespace.join("plumb");
-        if !socket.exists() {
-            return;
-        }
-        let address = format!("unix!{}", socket.display());
         let (queue, wake) = (self.plumbed.clone(), self.wake.clone());
         self.rt.spawn(async move {
-            let Ok(c) = apex_ninep::dial(&address, (PLUMB_MESSAGE + 24) as u32).await else { return };
-            let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
-            let Ok(port) = c.open_path(root, "edit", apex_ninep::fcall::OREAD).await else { return };
-            let mut bytes = Vec::new();
-            while let Ok(got) = c.read(port.fid, 0, port.iounit.max(PLUMB_MESSAGE as u32)).await {
-                if got.is_empty() {
-                    return;
+            loop {
+                if socket.exists() {
+                    read_edit_port(&format!("unix!{}", socket.display()), &queue, &wake).await;
                 }
-                bytes.extend_from_slice(&got);
-                loop {
-                    match plumb::Message::parse(&bytes) {
-                        Ok(Some((m, used))) => {
-                            bytes.drain(..used);
-                            queue.lock().expect("plumbed lock").push(m);
-                            wake.notify_one();
-                        }
-                        Ok(None) => break,
-                        // Not a message: what is left cannot be framed.
-                        Err(_) => {
-                            bytes.clear();
-                            break;
-                        }
-                    }
-                }
+                tokio::time::sleep(PLUMB_RETRY).await;
             }
         });
     }
@@ -413,5 +391,38 @@ impl Host for UiHost {
 
     fn set_last_pattern(&mut self, pattern: Option<String>) {
         self.last_pattern = pattern;
+    }
+}
+
+/// How often a UI looks for a plumber while it has none.
+pub const PLUMB_RETRY: Duration = Duration::from_secs(2);
+
+/// Reads the `edit` port of the plumber at `address` until it goes away,
+/// each whole message queued and the UI woken.
+async fn read_edit_port(address: &str, queue: &Arc<Mutex<Vec<plumb::Message>>>, wake: &Arc<tokio::sync::Notify>) {
+    let Ok(c) = apex_ninep::dial(address, (PLUMB_MESSAGE + 24) as u32).await else { return };
+    let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
+    let Ok(port) = c.open_path(root, "edit", apex_ninep::fcall::OREAD).await else { return };
+    let mut bytes = Vec::new();
+    while let Ok(got) = c.read(port.fid, 0, port.iounit.max(PLUMB_MESSAGE as u32)).await {
+        if got.is_empty() {
+            return;
+        }
+        bytes.extend_from_slice(&got);
+        loop {
+            match plumb::Message::parse(&bytes) {
+                Ok(Some((m, used))) => {
+                    bytes.drain(..used);
+                    queue.lock().expect("plumbed lock").push(m);
+                    wake.notify_one();
+                }
+                Ok(None) => break,
+                // Not a message: what is left cannot be framed.
+                Err(_) => {
+                    bytes.clear();
+                    break;
+                }
+            }
+        }
     }
 }

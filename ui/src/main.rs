@@ -50,15 +50,27 @@ fn apexd_program() -> PathBuf {
 }
 
 /// Starts `apexd` in a session of its own, detached from this terminal,
-/// and waits for its socket to answer.
-fn start_daemon(socket: &Path) -> Result<(), UiError> {
+/// serving `session` (and posting its `acme`), and waits for its socket
+/// to answer. What the daemon says until then is kept in a file of its
+/// own: if it exits first (a state directory in use, a namespace
+/// directory not ours), its words are the error.
+fn start_daemon(socket: &Path, session: &str) -> Result<(), UiError> {
     use std::os::unix::process::CommandExt;
     let program = apexd_program();
+    let said = std::env::temp_dir().join(format!("apexd-started-by-apex-ui-{}.err", std::process::id()));
+    let stderr =
+        std::fs::File::create(&said).map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
+    // Unlinked at once: the daemon writes on into it, and nothing is
+    // left behind however this ends. What it said is read back through
+    // a descriptor of our own.
+    let mut words =
+        std::fs::File::open(&said).map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
+    let _ = std::fs::remove_file(&said);
     let mut cmd = std::process::Command::new(&program);
-    cmd.arg("-q")
+    cmd.args(["-q", "--session", session])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stderr(stderr);
     // SAFETY: setsid is async-signal-safe and touches no memory of ours.
     unsafe {
         cmd.pre_exec(|| {
@@ -66,11 +78,19 @@ fn start_daemon(socket: &Path) -> Result<(), UiError> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
+    let mut child = cmd.spawn().map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
+    let mut said = || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut words, &mut text);
+        text.trim().to_string()
+    };
     let deadline = Instant::now() + WAIT;
     while std::os::unix::net::UnixStream::connect(socket).is_err() {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(UiError::DaemonFailed { program, status, said: said() });
+        }
         if Instant::now() > deadline {
-            return Err(UiError::DaemonSilent { program, socket: socket.to_path_buf() });
+            return Err(UiError::DaemonSilent { program, socket: socket.to_path_buf(), said: said() });
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -144,7 +164,7 @@ fn run(mut args: Args, started: Instant) -> Result<(), UiError> {
         None => {
             let socket = apex_ninep::ns::namespace_dir(None).join("apex");
             if std::os::unix::net::UnixStream::connect(&socket).is_err() {
-                start_daemon(&socket)?;
+                start_daemon(&socket, &args.session)?;
             }
             format!("unix!{}", socket.display())
         }

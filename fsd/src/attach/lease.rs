@@ -7,7 +7,7 @@
 use super::error::AttachError;
 use super::hub::{Ask, Bounded};
 use crate::session::Session;
-use apex_core::{AttachmentId, MetaOp, Shard};
+use apex_core::{AttachmentId, AttachmentKind, MetaOp, Shard};
 
 /// A UI asks for every shard a UI leads (the layout, windows, buffers):
 /// at attach, and again with `Lead`.
@@ -126,7 +126,30 @@ pub(crate) fn give_back(s: &mut Session, shard: Shard, to: AttachmentId) {
     }
 }
 
-/// Ends attachment `a`: Detach, then its leases go back to the server.
+/// The leading UI went: the UI attached most recently of those still
+/// connected (the one that watched it, most likely) leads again, as if
+/// it had said `Lead`; with none, the server keeps the shards.
+fn lead_passes_on(s: &mut Session) {
+    let hub = s.hub();
+    let next = s
+        .view()
+        .state
+        .meta
+        .attachments
+        .iter()
+        .filter(|(id, at)| at.kind == AttachmentKind::Ui && hub.live_conn_of(**id).is_some())
+        .map(|(id, _)| *id)
+        .next_back();
+    if let Some(ui) = next {
+        let now = s.hub().now;
+        if ask_for_all(s, ui, now).is_ok() {
+            tracing::info!(session = %s.label(), attachment = %ui, "leads again: the leading UI went");
+        }
+    }
+}
+
+/// Ends attachment `a`: Detach, then its leases go back to the server,
+/// and if it was the leading UI, to the UI that is left.
 pub(crate) fn end(s: &mut Session, a: AttachmentId) {
     if s.view_mut().push_meta(MetaOp::Detach { attachment: a }).is_err() {
         return;
@@ -142,6 +165,7 @@ pub(crate) fn end(s: &mut Session, a: AttachmentId) {
     s.hub_mut().asks.retain(|_, k| k.by != a);
     if s.hub().leading_ui == Some(a) {
         s.hub_mut().leading_ui = None;
+        lead_passes_on(s);
     }
     for p in s.hub_mut().pending.values_mut() {
         if p.sent_to == Some(a) {

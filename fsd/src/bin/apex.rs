@@ -1,7 +1,9 @@
 //! apex: a 9P client for scripts, in the shape of plan9port's 9p(1).
 //!
 //! `apex [-a ADDR] ls [-l] PATH`, `read PATH`, `write [-l] PATH`, `rdwr
-//! PATH`, `stat PATH`, plus `apex new [NAME]` and `apex sessions`.
+//! PATH`, `stat PATH`, plus `apex new [NAME]`, `apex sessions`, `apex open
+//! FILE[:ADDR]` and `apex edit FILE` (open, then wait for the window to
+//! close: an $EDITOR).
 //! Without `-a`, a PATH whose first element names a service posted in the
 //! namespace directory is a path in that service (`acme/index`, as 9p
 //! reads it); any other PATH is in the posted `apex`. With `-a ADDR`
@@ -58,6 +60,27 @@ enum Cmd {
     New { name: Option<String> },
     /// List the sessions (the root's index).
     Sessions,
+    /// Show FILE in its window in the session (made and loaded if there
+    /// is none), at ADDR if given, as B3 on file:addr or the plumber
+    /// opens it; the window appears in the session's UI. Prints the
+    /// window's acme number.
+    Open {
+        /// The session (default main).
+        #[arg(short = 's', default_value = "main")]
+        session: String,
+        /// FILE or FILE:ADDR (file.c:12, file.c:/main/); relative to the
+        /// current directory.
+        file: String,
+    },
+    /// As open, then wait until the window is closed: for $EDITOR (as
+    /// plan9port's E), so `git commit` edits its message in apex.
+    Edit {
+        /// The session (default main).
+        #[arg(short = 's', default_value = "main")]
+        session: String,
+        /// FILE or FILE:ADDR.
+        file: String,
+    },
     /// Attach to SESSION as a UI, lead it, make a window named NAME and
     /// type into it one rune every -i milliseconds until interrupted: a
     /// headless leader for scripts and tests. Reports `window N`,
@@ -345,6 +368,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let f = open(&c, root, "index", OREAD).await?;
             out.write_all(&c.read_all(&f).await?)?;
         }
+        Cmd::Open { session, file } => {
+            let (c, root, _) = mounts.path("").await?;
+            let number = open_file(&c, root, &session, &file).await?;
+            writeln!(out, "{number}")?;
+        }
+        Cmd::Edit { session, file } => {
+            let (c, root, _) = mounts.path("").await?;
+            // The log is opened first: the window's del cannot come
+            // before it is read from.
+            let log = open(&c, root, &format!("{session}/acme/log"), OREAD).await?;
+            let number = open_file(&c, root, &session, &file).await?;
+            wait_for_del(&c, &log, number).await?;
+        }
         Cmd::Lead { interval, flush, session, name } => {
             drop(out);
             let (c, _, _) = mounts.path("").await?;
@@ -352,6 +388,40 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `apex open`: asks session `session`'s ctl to open `file` (made
+/// absolute here: the daemon has no current directory of ours); the
+/// window's acme number.
+async fn open_file(c: &Client, root: u32, session: &str, file: &str) -> anyhow::Result<u32> {
+    let (name, address) = apex_core::look::file_and_addr(file);
+    let mut path = std::env::current_dir()?.join(name).display().to_string();
+    if let Some(a) = address {
+        path = format!("{path}:{a}");
+    }
+    let ctl = format!("{session}/ctl");
+    let f = open(c, root, &ctl, ORDWR).await?;
+    c.write(f.fid, 0, format!("open {path}\n").as_bytes()).await.map_err(|e| anyhow::anyhow!("open {file}: {e}"))?;
+    let reply = c.read(f.fid, 0, f.iounit).await?;
+    c.clunk(f.fid).await?;
+    let reply = String::from_utf8_lossy(&reply);
+    reply.trim().parse().map_err(|_| anyhow::anyhow!("open {file}: {ctl} answered {reply:?}, not a window number"))
+}
+
+/// `apex edit`: reads acme's `log` until window `number` is deleted (a
+/// line `N del NAME`), as plan9port's E waits.
+async fn wait_for_del(c: &Client, log: &File, number: u32) -> anyhow::Result<()> {
+    loop {
+        let line = c.read(log.fid, 0, log.iounit).await?;
+        if line.is_empty() {
+            anyhow::bail!("edit: the session ended before window {number} was closed");
+        }
+        let line = String::from_utf8_lossy(&line);
+        let mut words = line.split_whitespace();
+        if words.next() == Some(&number.to_string()) && words.next() == Some("del") {
+            return Ok(());
+        }
+    }
 }
 
 /// `apex lead`: see its help.

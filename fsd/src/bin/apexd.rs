@@ -37,11 +37,16 @@ struct Args {
     /// seconds.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     resume_grace: f64,
-    /// Also post `acme` in the namespace directory, serving session NAME's
-    /// acme(4) tree at its root, so unmodified acme clients (win, acme-lsp,
-    /// 9p read acme/index) find it. The session is made if missing.
+    /// The session whose acme(4) tree is posted as `acme` in the namespace
+    /// directory, as acme posts itself, so unmodified acme clients (win,
+    /// acme-lsp, 9p read acme/index) find it (default: --session's). The
+    /// session is made if missing. Where a live server (a running acme)
+    /// holds `acme` already, it is left alone.
     #[arg(long, value_name = "NAME")]
     acme: Option<String>,
+    /// Post no `acme` service.
+    #[arg(long, conflicts_with = "acme")]
+    no_acme: bool,
     /// Say nothing at start (where it posted, what to try).
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -121,6 +126,35 @@ fn parse_tcp(addr: &str) -> anyhow::Result<std::net::SocketAddr> {
         );
     }
     Ok(std::net::SocketAddr::new(ip, port))
+}
+
+/// Posts `acme`, serving session `name`'s acme tree, and says whether it
+/// did. A live server holding `acme` (a running plan9port acme) is left
+/// alone, and so is any other reason it cannot be posted: apexd serves on
+/// without it, and says why.
+fn post_acme(dir: &std::path::Path, tree: &Arc<Fsys>, name: &str, quiet: bool) -> bool {
+    let listener = match apex_fsd::fsys::post::post(dir, "acme") {
+        Ok(l) => l,
+        Err(e) => {
+            let why = match e {
+                apex_fsd::fsys::post::PostError::Live { path } => format!(
+                    "{} is served already (a running acme?): left alone; session {name}'s acme tree is at {name}/acme in apex",
+                    path.display()
+                ),
+                e => format!("acme not posted: {e}"),
+            };
+            tracing::warn!("{why}");
+            if !quiet {
+                eprintln!("apexd: {why}");
+            }
+            return false;
+        }
+    };
+    let acme = Arc::new(tree.acme_service(name));
+    let config = Config { msize: ACME_MSIZE, no_auth: "acme: authentication not required".into() };
+    tracing::info!(socket = %dir.join("acme").display(), session = %name, "serving acme");
+    tokio::spawn(serve_listener(listener, acme, config));
+    true
 }
 
 /// What apexd says when it starts: where it is, and what to try.
@@ -210,10 +244,8 @@ async fn run() -> anyhow::Result<()> {
             );
         }
     }
-    // Posted once the state directory is ours and read: a second daemon
-    // on it, refused, leaves no socket behind.
-    let unix = apex_fsd::fsys::post::post(&dir, "apex")?;
-    for name in std::iter::once(args.session.as_str()).chain(args.acme.as_deref()) {
+    let acme_session = (!args.no_acme).then(|| args.acme.clone().unwrap_or_else(|| args.session.clone()));
+    for name in std::iter::once(args.session.as_str()).chain(acme_session.as_deref()) {
         // A session kept but not brought back keeps its name (said above).
         if registry.by_name(name).is_none() && !registry.is_held_back(name) {
             registry.create(Some(name)).map_err(anyhow::Error::msg)?;
@@ -221,15 +253,31 @@ async fn run() -> anyhow::Result<()> {
     }
     let tree = Arc::new(Fsys::new(registry, &apex_ninep::ns::user_name()));
     let config = Config { msize: args.msize, ..Config::default() };
+    // `acme` first, then `apex`: whoever finds `apex` answering (apex-ui,
+    // waiting for the daemon it started) finds `acme` there too. Both
+    // once the state directory is ours and read: a second daemon on it,
+    // refused, leaves no socket behind.
+    let apex_socket = dir.join("apex");
+    if std::os::unix::net::UnixStream::connect(&apex_socket).is_ok() {
+        return Err(apex_fsd::fsys::post::PostError::Live { path: apex_socket }.into());
+    }
+    let acme_posted = match &acme_session {
+        Some(name) => post_acme(&dir, &tree, name, args.quiet).then_some(name.as_str()),
+        None => None,
+    };
+    let unix = match apex_fsd::fsys::post::post(&dir, "apex") {
+        Ok(l) => l,
+        Err(e) => {
+            if acme_posted.is_some() {
+                let _ = std::fs::remove_file(dir.join("acme"));
+            }
+            return Err(e.into());
+        }
+    };
     tracing::info!(socket = %dir.join("apex").display(), "serving");
     let mut posted = vec![dir.join("apex")];
-    if let Some(name) = &args.acme {
-        let listener = apex_fsd::fsys::post::post(&dir, "acme")?;
+    if acme_posted.is_some() {
         posted.push(dir.join("acme"));
-        let acme = Arc::new(tree.acme_service(name));
-        let config = Config { msize: ACME_MSIZE, no_auth: "acme: authentication not required".into() };
-        tracing::info!(socket = %dir.join("acme").display(), session = %name, "serving acme");
-        tokio::spawn(serve_listener(listener, acme, config));
     }
     for addr in listen {
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("listen on {addr}"))?;
@@ -244,7 +292,7 @@ async fn run() -> anyhow::Result<()> {
         });
     }
     if !args.quiet {
-        eprint!("{}", greeting(&args.session, args.acme.as_deref(), &posted));
+        eprint!("{}", greeting(&args.session, acme_posted, &posted));
     }
     let stop = async {
         let mut term =

@@ -116,6 +116,25 @@ pub async fn put(
     Ok(())
 }
 
+/// Shows `file` in its window in session `session`, made and loaded if
+/// there is none, at `address` if given (core's `exec::open`, as B3 on
+/// `file:addr` opens it), and returns the window's acme number. A
+/// directory's window is named with its slash, as acme names it.
+pub async fn open(daemon: &Daemon, session: u64, file: &str, address: Option<&str>) -> Result<u32, Error> {
+    let mut name = file.to_string();
+    if Path::new(&name).is_dir() && !name.ends_with('/') {
+        name.push('/');
+    }
+    let (shown, address) = (name.clone(), address.map(str::to_string));
+    daemon.with_host(session, None, move |h| exec::open(h, &shown, address.as_deref())).await?;
+    daemon
+        .read(session, |s| {
+            let st = &s.view().state;
+            look::window_named(st, &name).and_then(|(w, _)| st.layout.numbers.get(&w)).map(|n| n.0)
+        })?
+        .ok_or(Error::NotShown(file.to_string()))
+}
+
 /// The directory commands run in for a window named `name`: its own if it
 /// exists, else the daemon's.
 pub fn command_dir(name: &str) -> String {

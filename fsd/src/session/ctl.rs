@@ -25,6 +25,10 @@ pub enum SessionCtl {
     Kill(u64),
     /// A new terminal.
     Term(crate::pty::proc::Spec),
+    /// Show a file in its window, made and loaded if there is none, at an
+    /// address if one follows a colon (acme's openfile, as B3 on
+    /// `file:addr` or the plumber's edit port does): `apex open`.
+    Open { file: String, address: Option<String> },
 }
 
 /// A session ctl's verbs.
@@ -48,6 +52,15 @@ const VERBS: &[Verb<SessionCtl>] = &[
         },
     },
     Verb { name: "kill", args: &[Arg::Number("PID")], make: |v| SessionCtl::Kill(v[0].number().unwrap_or_default()) },
+    Verb {
+        name: "open",
+        args: &[Arg::Rest("FILE[:ADDR]")],
+        make: |v| {
+            let text = v[0].word();
+            let (file, address) = apex_core::look::file_and_addr(&text);
+            SessionCtl::Open { file: file.to_string(), address: address.map(str::to_string) }
+        },
+    },
     Verb {
         name: "term",
         args: &[
@@ -107,6 +120,12 @@ pub fn parse_session(text: &str, state: &State) -> Result<Vec<SessionCtl>, CtlEr
             }
             SessionCtl::Kill(pid) if !state.meta.processes.contains_key(pid) => {
                 return Err(Unfit::NoProcess(*pid));
+            }
+            SessionCtl::Open { file, .. } if !Path::new(file).is_absolute() => {
+                return Err(Unfit::RelativeFile(file.clone()));
+            }
+            SessionCtl::Open { file, .. } if crate::fsys::ctl::fit_name(file).is_err() => {
+                return Err(Unfit::BadName(file.clone()));
             }
             SessionCtl::Term(spec) if spec.cols == 0 => return Err(Unfit::TermSize),
             SessionCtl::Term(spec) if spec.scrollback > SCROLLBACK_MAX => {

@@ -106,7 +106,8 @@ impl Fsys {
     }
 
     /// A write to the session's `ctl`; returns what a read of the fid
-    /// then gives: a line naming each terminal it made.
+    /// then gives: a line naming each terminal it made and each window a
+    /// file was opened in.
     async fn session_ctl(&self, n: u64, text: &str) -> Result<String> {
         let mut reply = String::new();
         let msgs = self
@@ -146,6 +147,10 @@ impl Fsys {
                 SessionCtl::Term(spec) => {
                     let id = crate::term::drive::start(&self.daemon, n, spec)?;
                     reply += &format!("{}\n", id.0);
+                }
+                SessionCtl::Open { file, address } => {
+                    let number = host::open(&self.daemon, n, &file, address.as_deref()).await?;
+                    reply += &format!("{number}\n");
                 }
             }
         }

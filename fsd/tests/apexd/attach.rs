@@ -122,27 +122,34 @@ async fn two_uis_and_a_tool_take_over_fence_recover_and_agree() {
     ui2.flush().await.unwrap();
 
     // The stuck UI wakes: its late append is fenced, it shows fenced and
-    // follows, and its tail lands in +Recovered.
+    // follows, and its tail, which the second UI's typing came after, lands
+    // in the file's +Recovered window: the piece and where it was, and the
+    // text as the first UI had it.
     let wrote = ui1.resume().await;
     assert!(wrote.as_ref().is_err_and(|e| e.to_string().starts_with("fenced:")), "{wrote:?}");
     assert!(ui1.refused().iter().any(|e| e.starts_with("fenced: lease of buffer.") && e.contains("epoch")));
     assert!(ui1.wait_for(WAIT, |l| l.fenced()).await, "the first UI is watching");
     let recovered = |l: &Link| {
         l.node().is_some_and(|n| {
-            n.state.buffers.values().any(|b| b.name == "/tmp/apex/+Recovered" && b.text.to_string() == "> hello! late")
+            n.state.buffers.values().any(|b| {
+                let t = b.text.to_string();
+                b.name == "/tmp/apex/notes+Recovered"
+                    && t.contains("\n#8: insert\n\t late\n")
+                    && t.ends_with("\n> hello! late")
+            })
         })
     };
-    assert!(ui2.wait_for(WAIT, recovered).await, "the late tail is in /tmp/apex/+Recovered");
+    assert!(ui2.wait_for(WAIT, recovered).await, "the late tail is in /tmp/apex/notes+Recovered");
     eventually(&c, root, "main/meta/notifications", |n| n.contains("recovered 1 entries of buffer")).await;
     assert!(!text(read(&c, root, &path).await.unwrap()).contains("late"), "no fenced entry was applied");
     let recovered_ids: Vec<BufferId> = ui2.with(|l| {
         let n = l.node().unwrap();
-        n.state.buffers.iter().filter(|(_, b)| b.name == "/tmp/apex/+Recovered").map(|(id, _)| *id).collect()
+        n.state.buffers.iter().filter(|(_, b)| b.name == "/tmp/apex/notes+Recovered").map(|(id, _)| *id).collect()
     });
     assert_eq!(recovered_ids.len(), 1, "one +Recovered per fenced attachment and buffer");
     let recovered_id = recovered_ids[0];
     let ctl = format!("main/buffers/{}/ctl", recovered_id.0);
-    eventually(&c, root, &ctl, |t| t.contains("dirty 1") && t.contains("length 13")).await;
+    eventually(&c, root, &ctl, |t| t.contains("dirty 1")).await;
 
     // The first UI follows the second.
     ui2.with(|l| type_at(l, body, 0, "3"));
@@ -152,14 +159,24 @@ async fn two_uis_and_a_tool_take_over_fence_recover_and_agree() {
     assert!(ui1.wait_for(WAIT, follows).await);
     converge(&c, root, &[&ui1, &ui2, &tool]).await;
 
-    // Clunking ends an attachment: Detach, and its leases go back.
+    // Clunking ends an attachment: Detach, and its leases go to the UI
+    // left watching, which leads and applies proposals again.
     ui2.close().await;
-    eventually(&c, root, "main/shards/layout/lease", |l| l.split_whitespace().next() == Some("0")).await;
-    // With no UI leading, proposals go to the view node again.
+    assert!(
+        ui1.wait_for(WAIT, |l| l.leads(Shard::Layout) && l.leads(Shard::Buffer(body))).await,
+        "the first UI leads again"
+    );
     let version = ui1.with(|l| l.node().unwrap().state.buffer(body).unwrap().version);
     write(&c, root, "main/proposals", &format!("insert {} {version} 0\nv", body.0)).await.unwrap();
     assert!(text(read(&c, root, &path).await.unwrap()).starts_with("v32"));
-    converge(&c, root, &[&ui1, &tool]).await;
+    // With no UI at all, the leases go back to the server and proposals
+    // to the view node.
+    ui1.close().await;
+    eventually(&c, root, "main/shards/layout/lease", |l| l.split_whitespace().next() == Some("0")).await;
+    let version = tool.with(|l| l.node().unwrap().state.buffer(body).unwrap().version);
+    write(&c, root, "main/proposals", &format!("insert {} {version} 0\nw", body.0)).await.unwrap();
+    assert!(text(read(&c, root, &path).await.unwrap()).starts_with("wv32"));
+    converge(&c, root, &[&tool]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -529,4 +546,40 @@ async fn the_change_subscription_wakes_a_follower_for_entries_answers_and_leases
     })
     .await;
     assert!(!tool.is_closed());
+}
+
+/// When the UI that led goes (it closes, or hangs up and its grace runs
+/// out), the UI left watching leads again by itself, with what the other
+/// made meanwhile; `Lead` is only for taking it while the other is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watching_ui_leads_again_when_the_leader_goes() {
+    let d = Daemon::start_with("lead-back", &["--resume-grace".into(), "0.2".into()]);
+    let c1 = d.client().await;
+    let ui1 = Attached::open(&c1, "main", AttachmentKind::Ui, "ui1").await.unwrap();
+    assert!(ui1.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
+    // A second UI takes the lead; the first watches.
+    let c2 = d.client().await;
+    let ui2 = Attached::open(&c2, "main", AttachmentKind::Ui, "ui2").await.unwrap();
+    assert!(ui2.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
+    assert!(ui1.wait_for(WAIT, |l| !l.leads(Shard::Layout)).await, "the first watches");
+    let made = ui2.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/apex/made").unwrap());
+    ui2.flush().await.unwrap();
+    // It closes: the first leads again, the window made meanwhile too.
+    ui2.close().await;
+    let leads_all =
+        |l: &Link| [Shard::Layout, Shard::Window(made.window), Shard::Buffer(made.body)].iter().all(|s| l.leads(*s));
+    assert!(ui1.wait_for(WAIT, leads_all).await, "the watching UI leads again once the other closed");
+
+    // A leader killed (`apex lead`, SIGKILL) hangs up: it is waited for
+    // through its grace, then the same.
+    let mut lead = std::process::Command::new(env!("CARGO_BIN_EXE_apex"))
+        .args(["lead", "-i", "1000", "main", "/tmp/apex/lead"])
+        .env("NAMESPACE", &d.dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run apex lead");
+    assert!(ui1.wait_for(WAIT, |l| !l.leads(Shard::Layout)).await, "apex lead took the lead");
+    lead.kill().unwrap();
+    lead.wait().unwrap();
+    assert!(ui1.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "after the killed leader's grace");
 }

@@ -472,9 +472,12 @@ fn a_second_ui_takes_over_cooperatively_and_nothing_is_lost() {
     w.quiesce();
 }
 
-#[test]
-fn a_zombie_leader_is_reclaimed_fenced_and_its_tail_recovered() {
-    let mut w = World::new(3);
+/// A leader stopped with five runes typed into /home/glenda/notes and
+/// not sent, reclaimed at the deadline for a newcomer, which types
+/// `newcomer` into the buffer first if asked; then the zombie wakes.
+/// Returns the world, the zombie, the buffer and the buffers there were.
+fn zombie_wakes(seed: u64, newcomer_types: bool) -> (World, usize, BufferId, usize) {
+    let mut w = World::new(seed);
     let a = w.join(AttachmentKind::Ui);
     w.settle();
     let b = window(&mut w, a, "/home/glenda/notes");
@@ -490,16 +493,44 @@ fn a_zombie_leader_is_reclaimed_fenced_and_its_tail_recovered() {
     w.advance(DEADLINE);
     w.settle();
     assert!(w.link(newcomer).leads(Shard::Layout), "reclaimed at the deadline and granted");
+    if newcomer_types {
+        let node = w.link(newcomer).node_mut().unwrap();
+        let op = BufferOp::Splice { q0: 0, q1: 0, text: "newcomer ".into(), origin: Origin::Keyboard };
+        node.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+        w.settle();
+    }
     let before = w.s.view().state.buffers.len();
     w.pause(a, false);
     w.settle();
     assert!(w.refusals.iter().any(|r| r.starts_with("fenced:")), "the late tail is fenced: {:?}", w.refusals);
+    (w, a, b, before)
+}
+
+#[test]
+fn a_zombie_leader_is_reclaimed_fenced_and_its_untouched_tail_goes_on_quietly() {
+    let (mut w, a, b, before) = zombie_wakes(3, false);
+    // Nobody wrote to the buffer after the tail's base: the runes are
+    // simply there (proposed to the newcomer, which leads it now).
+    let events = w.link(a).events();
+    assert!(!events.iter().any(|e| matches!(e, Event::Recovered { .. })), "nothing to recover: {events:?}");
+    assert_eq!(text_of(&w, b), "zzzzz", "the tail went on in its own buffer");
+    assert_eq!(w.s.view().state.buffers.len(), before, "no +Recovered window");
+    w.quiesce();
+}
+
+#[test]
+fn a_zombie_leader_s_tail_that_another_s_typing_came_after_is_recovered_beside_its_file() {
+    let (mut w, a, b, before) = zombie_wakes(5, true);
     let events = w.link(a).events();
     assert!(events.iter().any(|e| matches!(e, Event::Recovered { .. })), "recovered: {events:?}");
+    assert_eq!(text_of(&w, b), "newcomer ", "the tail is not mixed into another's text");
     let recovered: Vec<BufferId> = bodies(&w).into_iter().filter(|b| text_of(&w, *b).contains("zzzzz")).collect();
     assert_eq!(recovered.len(), 1, "one +Recovered buffer holds the tail");
     let buf = w.s.view().state.buffer(recovered[0]).unwrap();
-    assert_eq!(buf.name, "/home/glenda/+Recovered");
+    assert_eq!(buf.name, "/home/glenda/notes+Recovered", "named after its file");
+    let text = buf.text.to_string();
+    assert!(text.contains("#0: insert\n\tzzzzz\n"), "the piece and where it was: {text}");
+    assert!(text.contains("To merge"), "how to merge: {text}");
     assert!(buf.dirty, "marked dirty");
     assert!(w.s.view().state.buffers.len() > before);
     let notes = &w.s.view().state.meta.notifications;

@@ -248,3 +248,154 @@ fn ctl_writes_of_several_lines_are_checked_whole() {
     let now = ok(&d, &["read", &ctl], "");
     assert!(now.contains("dirty 1\n") && now.contains("name /tmp/n\n"), "{now}");
 }
+
+/// The README's shell examples that talk to a daemon, as a reader
+/// pastes them (`9p` read as `apex`, its twin; `/tmp/` a scratch
+/// directory; a stream the README says Ctrl-C ends is ended after a
+/// moment): each block runs in bash, `-e`, against a fresh daemon. The
+/// mount's block needs FUSE and is the mount tests'; building and PATH
+/// are the README's first lines.
+#[test]
+fn the_readme_s_examples_work_as_pasted() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let blocks = sh_blocks(&readme);
+    let talking: Vec<&String> =
+        blocks.iter().filter(|b| (b.contains("apex ") || b.contains("9p ")) && !b.contains("apex-mnt")).collect();
+    assert!(talking.len() >= 4, "the README's examples were found: {blocks:#?}");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_apex")).parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    for block in talking {
+        let d = Daemon::start("readme");
+        let scratch = d.dir.join("scratch");
+        std::fs::create_dir_all(&scratch).unwrap();
+        let script: String = block
+            .lines()
+            .map(|l| {
+                let l = l.trim().replace("9p ", "apex ").replace("/tmp", &scratch.display().to_string());
+                match l.split_once(" # ") {
+                    Some((command, comment)) if comment.contains("Ctrl-C ends it") => {
+                        format!("timeout 1 {command} || [ $? = 124 ]\n")
+                    }
+                    _ => format!("{l}\n"),
+                }
+            })
+            .collect();
+        let mut child = Command::new("bash")
+            .args(["-e", "-c", &script])
+            .env("PATH", &path)
+            .env("NAMESPACE", &d.dir)
+            .current_dir(&scratch)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run bash");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "this README example failed as pasted:\n{script}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The text of each ```sh block.
+fn sh_blocks(md: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in md.lines() {
+        match (&mut current, line.trim_start()) {
+            (None, l) if l.starts_with("```sh") => current = Some(String::new()),
+            (Some(_), l) if l.starts_with("```") => blocks.extend(current.take()),
+            (Some(b), _) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    blocks
+}
+
+/// `apex open FILE:ADDR` shows the file in its window at the address (and
+/// names the window); `apex edit` does the same and returns once the
+/// window is closed, so it serves as git's editor: the message typed into
+/// the window and Put is the commit's.
+#[test]
+fn apex_open_shows_a_file_at_its_address_and_apex_edit_serves_as_git_s_editor() {
+    let d = Daemon::start("open");
+    let work = d.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), "one\ntwo\nthree\n").unwrap();
+    let in_work = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_apex"))
+            .args(args)
+            .env("NAMESPACE", &d.dir)
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, number, err) = in_work(&["open", "notes.txt:2"]);
+    assert!(ok, "{err}");
+    let number = number.trim().to_string();
+    assert_eq!(apex(&d, &["read", &format!("main/acme/{number}/rdsel")], "").1, "two\n", "at its address");
+    let tag = apex(&d, &["read", &format!("main/acme/{number}/tag")], "").1;
+    assert!(tag.starts_with(&format!("{}/notes.txt ", work.display())), "named in full: {tag}");
+    let (_, again, _) = in_work(&["open", "notes.txt:/three/"]);
+    assert_eq!(again.trim(), number, "the same window");
+    assert_eq!(apex(&d, &["read", &format!("main/acme/{number}/rdsel")], "").1, "three");
+    // A relative name through the ctl itself is refused, saying why.
+    let (ok, _, err) = apex(&d, &["write", "main/ctl"], "open notes.txt\n");
+    assert!(!ok && err.contains("not an absolute path"), "{err}");
+
+    // git's editor.
+    let git = |args: &[&str]| {
+        let out = Command::new("git").args(args).current_dir(&work).output().expect("run git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "notes.txt"]);
+    let mut commit = Command::new("git")
+        .args(["-c", "user.name=apex", "-c", "user.email=apex@example.org", "commit", "-q"])
+        .env("GIT_EDITOR", format!("{} edit", env!("CARGO_BIN_EXE_apex")))
+        .env("NAMESPACE", &d.dir)
+        .current_dir(&work)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("run git commit");
+    let message = work.join(".git/COMMIT_EDITMSG").display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let number = loop {
+        let index = apex(&d, &["read", "main/acme/index"], "").1;
+        if let Some(l) = index.lines().find(|l| l.split_whitespace().nth(5) == Some(message.as_str())) {
+            break l.split_whitespace().next().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "the commit message's window: {index}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(commit.try_wait().unwrap().is_none(), "git waits while the window is open");
+    for (file, text) in [("addr", ","), ("data", "typed in apex\n"), ("ctl", "put\n"), ("ctl", "del\n")] {
+        let (ok, _, err) = apex(&d, &["write", &format!("main/acme/{number}/{file}")], text);
+        assert!(ok, "{file} {text:?}: {err}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while commit.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "git commit to return once the window is closed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(commit.wait().unwrap().success());
+    assert_eq!(git(&["log", "-1", "--format=%s"]).trim(), "typed in apex");
+}

@@ -10,6 +10,7 @@ mod reconnect;
 mod reflexes;
 mod render;
 mod session;
+mod start;
 mod support;
 mod windows;
 mod xvfb;

@@ -202,3 +202,24 @@ fn the_plumber_s_edit_port_opens_files_at_their_address_and_shows_data() {
         crate::session::errors(&mut r).filter(|e| e.contains("plumb: /no/such/file.c")).map(|_| ())
     });
 }
+
+#[test]
+fn a_plumber_started_after_the_ui_is_found() {
+    use crate::session::Rig;
+    use crate::support::wait_for;
+    let mut r = Rig::start("plumb-late", true);
+    // Listening before any plumber is posted: nothing to read yet.
+    r.ui().host.listen_to_plumber();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let plumber = post(&r.rt, &r.ns);
+    let file = r.ns.join("late.txt");
+    std::fs::write(&file, "found\n").unwrap();
+    plumber.edit.send(delivered(&r.ns.display().to_string(), "", "late.txt")).unwrap();
+    let name = file.display().to_string();
+    wait_for("the late plumber's file to open", || {
+        r.ui().woke();
+        let link = r.ui().host.att.lock();
+        let st = &link.node().unwrap().state;
+        apex_core::look::window_named(st, &name).map(|_| ())
+    });
+}

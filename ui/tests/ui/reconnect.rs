@@ -1,7 +1,9 @@
 //! Losing the daemon: the UI says so, keeps taking typing, dials again,
 //! and either resumes its attachment (the connection went, the daemon
-//! did not: nothing is lost and nothing is recovered) or, with a daemon
-//! started anew, is attached anew with what it typed in `+Recovered`.
+//! did not: nothing is lost and nothing is recovered), or is attached
+//! anew: what it typed goes on where nobody else wrote meanwhile (a
+//! daemon restarted on its state, even by kill -9), and only a real
+//! conflict, or a daemon started anew, puts it in `FILE+Recovered`.
 
 use crate::session::{attach_at, daemon, errors, Rig};
 use crate::support::wait_for;
@@ -91,9 +93,9 @@ fn typed_then_daemon_gone(r: &mut Rig) -> (PathBuf, crate::session::Win) {
     (file, w)
 }
 
-/// The body of the `+Recovered` window beside `file`, once it is there.
+/// The body of `file`'s `+Recovered` window, once it is there.
 fn recovered(r: &Rig, file: &Path) -> String {
-    let name = file.with_file_name("+Recovered").display().to_string();
+    let name = format!("{}+Recovered", file.display());
     let line = wait_for(&format!("{name} in the index"), || {
         windows(r).lines().find(|l| l.split_whitespace().nth(5) == Some(name.as_str())).map(str::to_string)
     });
@@ -144,9 +146,10 @@ fn a_daemon_started_anew_gets_the_ui_s_typing_in_recovered() {
     r.daemon = daemon(&r.ns, &[]);
     r.reconnected();
     // The new daemon's session never had that window: the UI's text
-    // comes back as a dirty +Recovered window beside the file's name.
+    // comes back as a dirty FILE+Recovered window, saying why.
     let body = recovered(&r, &file);
     assert!(body.contains("text kept offline\n"), "{body:?}");
+    assert!(body.contains("no longer has that text"), "{body:?}");
     // The daemon said why, in +Errors (it arrives as the UI catches up).
     wait_for("the refused resume in +Errors", || {
         r.ui().woke();
@@ -155,7 +158,7 @@ fn a_daemon_started_anew_gets_the_ui_s_typing_in_recovered() {
 }
 
 #[test]
-fn a_daemon_restarted_on_its_state_keeps_the_window_and_recovers_the_typing_it_never_had() {
+fn a_daemon_restarted_on_its_state_keeps_the_window_and_the_typing_it_never_had() {
     let state = std::env::temp_dir().join(format!("apex-ui-kept-state-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state);
     let kept = ["--state", state.to_str().unwrap()];
@@ -163,10 +166,94 @@ fn a_daemon_restarted_on_its_state_keeps_the_window_and_recovers_the_typing_it_n
     let (file, w) = typed_then_daemon_gone(&mut r);
     r.daemon = daemon(&r.ns, &kept);
     r.reconnected();
-    // The restarted daemon brought the window back as it had it; what the
-    // UI typed while it was gone comes back in +Recovered.
-    assert_eq!(r.served(w, "body"), "text kept\n");
-    let body = recovered(&r, &file);
-    assert!(body.contains("offline"), "{body:?}");
+    // The restarted daemon brought the window back as it had it, and
+    // nobody wrote there since: what the UI typed while it was gone simply
+    // goes on in its own window, quietly.
+    wait_for("the offline typing in its window", || (r.served(w, "body") == "text kept offline\n").then_some(()));
+    assert!(!windows(&r).contains("+Recovered"), "nothing to recover: {}", windows(&r));
+    let _ = file;
+    let _ = std::fs::remove_dir_all(&state);
+}
+
+/// Two file windows with typing the daemon has; the daemon killed
+/// (SIGKILL) and more typed into both while it is gone. With
+/// `second_party`, the daemon is first started on its state elsewhere and
+/// a tool writes into the second file's buffer. Then the daemon comes back
+/// where the UI dials; the two files and windows.
+fn two_windows_typed_through_a_kill_9(
+    r: &mut Rig,
+    kept: &[&str],
+    second_party: bool,
+) -> [(PathBuf, crate::session::Win); 2] {
+    let mut ws = Vec::new();
+    for name in ["one.txt", "two.txt"] {
+        let file = r.ns.join(name);
+        std::fs::write(&file, "text\n").unwrap();
+        let w = r.open(&file.display().to_string());
+        ws.push((file, w));
+    }
+    for (_, w) in &ws {
+        let at = r.point(w.window, 4, false);
+        r.click(1, at);
+        r.typed(" kept");
+    }
+    r.ui().settle().unwrap();
+    let _ = r.daemon.kill();
+    let _ = r.daemon.wait();
+    r.lose_connection();
+    for (_, w) in &ws {
+        let at = r.point(w.window, 9, false);
+        r.click(1, at);
+        r.typed(" offline");
+    }
+    if second_party {
+        let elsewhere = r.ns.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        let mut other = daemon(&elsewhere, kept);
+        let mut writer = std::process::Command::new(crate::support::sibling("apex"))
+            .args(["write", &format!("main/acme/{}/body", ws[1].1.number)])
+            .env("NAMESPACE", &elsewhere)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut writer.stdin.take().unwrap(), b"theirs\n").unwrap();
+        assert!(writer.wait().unwrap().success(), "the second party's write");
+        // SAFETY: kill(2) with plain integers: a clean stop, log synced.
+        unsafe { libc::kill(other.id() as i32, libc::SIGTERM) };
+        let _ = other.wait();
+    }
+    r.daemon = daemon(&r.ns, kept);
+    r.reconnected();
+    [ws.remove(0), ws.remove(0)]
+}
+
+#[test]
+fn kill_9_while_typing_in_two_windows_loses_nothing_and_recovers_nothing() {
+    let state = std::env::temp_dir().join(format!("apex-ui-kill9-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let kept = ["--state", state.to_str().unwrap()];
+    let mut r = Rig::start_with("reconnect-kill9", true, &kept);
+    let [(_, one), (_, two)] = two_windows_typed_through_a_kill_9(&mut r, &kept, false);
+    for w in [one, two] {
+        wait_for("every typed rune in its own window", || (r.served(w, "body") == "text kept offline\n").then_some(()));
+    }
+    assert!(!windows(&r).contains("+Recovered"), "no +Recovered window: {}", windows(&r));
+    let _ = std::fs::remove_dir_all(&state);
+}
+
+#[test]
+fn kill_9_with_a_second_party_editing_one_buffer_recovers_that_buffer_only() {
+    let state = std::env::temp_dir().join(format!("apex-ui-kill9-2nd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let kept = ["--state", state.to_str().unwrap()];
+    let mut r = Rig::start_with("reconnect-kill9-2nd", true, &kept);
+    let [(_, one), (two_file, two)] = two_windows_typed_through_a_kill_9(&mut r, &kept, true);
+    wait_for("the untouched window's typing", || (r.served(one, "body") == "text kept offline\n").then_some(()));
+    assert_eq!(r.served(two, "body"), "text kept\ntheirs\n", "the second party's text stands");
+    let body = recovered(&r, &two_file);
+    assert!(body.contains("insert\n\t offline\n"), "what to put back and where: {body}");
+    let index = windows(&r);
+    assert_eq!(index.matches("+Recovered").count(), 1, "exactly one +Recovered window: {index}");
     let _ = std::fs::remove_dir_all(&state);
 }

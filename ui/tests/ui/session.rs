@@ -917,7 +917,7 @@ fn a_second_ui_leads_the_first_watches_types_through_proposals_and_leads_again()
 }
 
 #[test]
-fn a_stopped_ui_that_lost_its_lease_finds_its_typing_in_recovered_and_is_told() {
+fn a_stopped_ui_that_lost_its_lease_keeps_its_typing_or_finds_it_in_recovered_and_is_told() {
     let mut r = Rig::start_with("session-fenced", true, &["--lease-deadline", "300"]);
     let file = r.ns.join("stuck.txt");
     std::fs::write(&file, "text\n").unwrap();
@@ -932,21 +932,47 @@ fn a_stopped_ui_that_lost_its_lease_finds_its_typing_in_recovered_and_is_told() 
     // Another UI comes; the stopped one does not hand over, so the daemon
     // takes the leases at the deadline and gives them to the newcomer.
     let second = attach(&r.rt, &r.ns, true);
-    let text = r.apex(&["read", &format!("main/acme/{}/body", w.number)]);
-    assert_eq!(text, "text\n", "the unsent typing is not the daemon's");
-    // The stopped UI wakes: its typing is in +Recovered, and it says so.
+    let body = format!("main/acme/{}/body", w.number);
+    assert_eq!(r.apex(&["read", &body]), "text\n", "the unsent typing is not the daemon's");
+    // The stopped UI wakes: nobody else wrote there meanwhile, so its
+    // typing simply goes on, proposed to the newcomer; nothing recovered.
     let att = r.ui().host.att.clone();
     let wrote = r.rt.block_on(att.resume());
     assert!(wrote.as_ref().is_err_and(|e| e.to_string().starts_with("fenced")), "its old tail is refused: {wrote:?}");
+    wait_for("the typing to go on", || (r.apex(&["read", &body]) == "text unsent\n").then_some(()));
+    r.ui().woke();
+    assert!(!r.windows().contains("+Recovered"), "nothing to recover: {}", r.windows());
+
+    // The newcomer goes; this UI leads again. Stopped again with typing
+    // not sent, and this time a third UI writes there first: that is a
+    // conflict, recovered beside the file, and the UI says so.
+    r.rt.block_on(second.host.att.close());
+    wait_for("this UI to lead again", || r.ui().host.att.with(|l| l.leads(apex_core::Shard::Layout)).then_some(()));
+    r.ui().settle().unwrap();
+    r.ui().host.att.pause();
+    r.typed(" late");
+    let third = attach(&r.rt, &r.ns, true);
+    let mut writer = std::process::Command::new(crate::support::sibling("apex"))
+        .args(["write", &body])
+        .env("NAMESPACE", &r.ns)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut writer.stdin.take().unwrap(), b"third\n").unwrap();
+    assert!(writer.wait().unwrap().success());
+    let att = r.ui().host.att.clone();
+    let _ = r.rt.block_on(att.resume());
     let shown = wait_for("the UI to say where its typing went", || {
         r.ui().woke();
         errors(&mut r).filter(|e| e.contains("+Recovered"))
     });
-    assert!(shown.contains("lost its lease while stopped"), "{shown}");
+    let name = format!("{}+Recovered", file.display());
+    assert!(shown.contains(&name) && shown.contains("another changed that text"), "{shown}");
     let windows = r.windows();
-    let recovered = windows.lines().find(|l| l.contains("+Recovered")).expect("a +Recovered window");
+    let recovered = windows.lines().find(|l| l.contains(&name)).expect("a FILE+Recovered window");
     let n = recovered.split(' ').next().unwrap();
-    let body = r.apex(&["read", &format!("main/acme/{n}/body")]);
-    assert!(body.contains(" unsent"), "{body}");
-    r.rt.block_on(second.host.att.close());
+    let text = r.apex(&["read", &format!("main/acme/{n}/body")]);
+    assert!(text.contains("insert\n\t late\n"), "the piece to put back: {text}");
+    assert_eq!(r.apex(&["read", &body]), "text unsent\nthird\n", "nothing of it mixed into the text");
+    r.rt.block_on(third.host.att.close());
 }

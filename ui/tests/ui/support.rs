@@ -39,3 +39,19 @@ pub fn apex(ns: &Path, args: &[&str]) -> String {
     assert!(out.status.success(), "apex {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).to_string()
 }
+
+/// Stops the daemons an `apex-ui` started with namespace `ns`: each runs
+/// in a session of its own, found by the namespace in its environment.
+pub fn stop_daemons_started_in(ns: &Path) {
+    let mark = format!("NAMESPACE={}", ns.display());
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let ours = env.split(|b| *b == 0).any(|v| v == mark.as_bytes());
+        if ours && String::from_utf8_lossy(&cmd).contains("apexd") {
+            // SAFETY: kill(2) with plain integers.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
+}

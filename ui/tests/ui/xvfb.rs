@@ -45,19 +45,7 @@ impl Drop for Desk {
                 let _ = writeln!(std::io::stderr(), "apex-ui {n} said:\n{log}");
             }
         }
-        // The daemon apex-ui started runs in a session of its own: find
-        // it by the namespace in its environment.
-        let mark = format!("NAMESPACE={}", self.ns.display());
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-            let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-            let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            let ours = env.split(|b| *b == 0).any(|v| v == mark.as_bytes());
-            if ours && String::from_utf8_lossy(&cmd).contains("apexd") {
-                // SAFETY: kill(2) with plain integers.
-                unsafe { libc::kill(pid, libc::SIGTERM) };
-            }
-        }
+        crate::support::stop_daemons_started_in(&self.ns);
         // SIGTERM, not SIGKILL: Xvfb removes its lock file and socket, so
         // the next server that picks this display finds none left over.
         // SAFETY: kill(2) with plain integers.
