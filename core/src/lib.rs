@@ -52,6 +52,7 @@ pub mod edit;
 pub mod entry;
 pub mod error;
 pub mod exec;
+pub mod format;
 pub mod frac;
 pub mod grid;
 pub mod id;

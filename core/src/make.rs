@@ -11,7 +11,7 @@
 use crate::cols;
 use crate::error::{Reject, Result};
 use crate::frac::Frac;
-use crate::id::{AcmeNumber, BufferId, ColumnId, WindowId};
+use crate::id::{AcmeNumber, BufferId, ColumnId, TermId, WindowId};
 use crate::node::Node;
 use crate::op::{BufferOp, LayoutOp, Op, Origin, WindowOp};
 use crate::shard::{Shard, ViewId};
@@ -185,6 +185,16 @@ pub fn new_window_near(
     node.append(Shard::Layout, Op::Layout(LayoutOp::WindowAdd { window, column, y }))?;
     let number = node.state.layout.numbers[&window];
     Ok(NewWindow { window, number, tag, body })
+}
+
+/// Makes a window showing terminal `term` in `column` (else where
+/// [`new_window`] puts one): an empty body named as the terminal's
+/// window (`Term::window_name`), the terminal drawn in its place.
+pub fn new_term_window(node: &mut Node, term: TermId, column: Option<ColumnId>) -> Result<NewWindow> {
+    let name = node.state.terms.get(&term).ok_or(Reject::NoTerm { term })?.window_name(term);
+    let made = new_window(node, None, column, &name)?;
+    node.append(Shard::Window(made.window), Op::Window(WindowOp::Term { term: Some(term) }))?;
+    Ok(made)
 }
 
 /// Removes a window: out of the layout, its views off its buffers, its tag

@@ -6,7 +6,7 @@
 //! on a shard is refused by [`Op::fits`] before anything looks at it.
 
 use crate::frac::Frac;
-use crate::id::{AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, SessionUuid, WindowId};
+use crate::id::{AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, SessionUuid, TermId, WindowId};
 use crate::shard::{Shard, ShardKind, ViewId};
 use serde::{Deserialize, Serialize};
 
@@ -248,6 +248,9 @@ pub enum WindowOp {
     EventOpen { reader: AttachmentId },
     /// The event file was closed.
     EventClose,
+    /// The window shows terminal `term` in its body's place (`None`: its
+    /// body again). Last, so logs written before it decode as they were.
+    Term { term: Option<TermId> },
 }
 
 /// Ops on the layout shard: the top row, its columns and window placement.

@@ -10,7 +10,7 @@
 
 use crate::error::{Reject, Result};
 use crate::frac::Frac;
-use crate::id::{AttachmentId, BufferId, ColumnId, Seq, WindowId};
+use crate::id::{AttachmentId, BufferId, ColumnId, Seq, TermId, WindowId};
 use crate::make::{self, NewWindow};
 use crate::node::Node;
 use crate::op::{Action, BufferOp, LayoutOp, Op, Origin, WindowFlags, WindowOp};
@@ -121,6 +121,12 @@ pub enum Proposal {
     },
     DeleteWindow {
         window: WindowId,
+    },
+    /// A new window showing terminal `term` (named `DIR/-term.N`, as win
+    /// names its windows) in `column`, else where `CreateWindow` puts one.
+    TermWindow {
+        term: TermId,
+        column: Option<ColumnId>,
     },
     /// Move a window to `y` in `column`; the window below its old place
     /// takes the room it leaves.
@@ -240,7 +246,9 @@ impl Proposal {
     /// The shard whose holder should receive this proposal.
     pub fn target(&self) -> Shard {
         match self {
-            Proposal::CreateBuffer { .. } | Proposal::CreateWindow { .. } => Shard::Layout,
+            Proposal::CreateBuffer { .. } | Proposal::CreateWindow { .. } | Proposal::TermWindow { .. } => {
+                Shard::Layout
+            }
             Proposal::DeleteWindow { .. } | Proposal::MoveWindow { .. } => Shard::Layout,
             Proposal::CreateColumn { .. } | Proposal::DeleteColumn { .. } | Proposal::Snarf { .. } => Shard::Layout,
             Proposal::Focus { .. } | Proposal::Arrange { .. } | Proposal::MoveColumn { .. } => Shard::Layout,
@@ -456,6 +464,9 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             return make::new_window_near(node, *body, *column, name, *near).map(Created::Window);
         }
         Proposal::DeleteWindow { window } => make::delete_window(node, *window)?,
+        Proposal::TermWindow { term, column } => {
+            return make::new_term_window(node, *term, *column).map(Created::Window);
+        }
         Proposal::MoveWindow { window, column, y } => make::move_window(node, *window, *column, *y)?,
         Proposal::CreateColumn { x } => {
             let x = x.unwrap_or_else(|| crate::cols::new_column_x(&node.state.layout));

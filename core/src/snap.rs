@@ -12,7 +12,7 @@ use crate::text::Text;
 use postcard::ser_flavors::Flavor;
 
 /// First byte of every snapshot; bumped when the encoding changes.
-pub const SNAPSHOT_FORMAT: u8 = 1;
+pub use crate::format::{reading_format, OLDEST_SNAPSHOT_FORMAT, SNAPSHOT_FORMAT};
 
 /// Hashes what postcard writes, in large updates: postcard writes small
 /// fields a byte at a time, and blake3 is fastest fed megabytes at once,
@@ -143,10 +143,15 @@ impl State {
     where
         D: serde::Deserializer<'de>,
     {
-        if format != SNAPSHOT_FORMAT {
-            return Err(Reject::Snapshot(format!("format {format}, this build reads format {SNAPSHOT_FORMAT}")));
+        if !(OLDEST_SNAPSHOT_FORMAT..=SNAPSHOT_FORMAT).contains(&format) {
+            return Err(Reject::Snapshot(format!(
+                "format {format}, this build reads formats {OLDEST_SNAPSHOT_FORMAT} to {SNAPSHOT_FORMAT}"
+            )));
         }
-        let mut state = <State as serde::Deserialize>::deserialize(d).map_err(|e| Reject::Snapshot(e.to_string()))?;
+        let state = crate::format::reading(format, || {
+            <State as serde::Deserialize>::deserialize(d).map_err(|e| Reject::Snapshot(e.to_string()))
+        });
+        let mut state = state?;
         for b in state.buffers.values_mut() {
             b.restore();
         }

@@ -158,6 +158,12 @@ impl Term {
         Ok(())
     }
 
+    /// The name of terminal `id`'s window: `DIR/-term.N`, as win names
+    /// its windows `DIR/-sysname`.
+    pub fn window_name(&self, id: crate::id::TermId) -> String {
+        format!("{}/-term.{}", self.dir.trim_end_matches('/'), id.0)
+    }
+
     /// The grid as text, one line per row (the `screen` file).
     pub fn screen(&self) -> String {
         lines(self.grid.iter())

@@ -275,6 +275,11 @@ impl Ui {
                     Ok(())
                 }
                 Effect::Refused(why) => Err(exec::ExecError::Host(why.to_string())),
+                Effect::TermInput { term, bytes } => {
+                    let (rt, c, session) = (self.host.rt.clone(), self.host.att.client(), self.host.session.clone());
+                    self.host.terms.type_into(&rt, c, &session, term, bytes);
+                    Ok(())
+                }
             };
             // A search that found nothing says nothing, as acme's look3.
             if let Err(e) = result.or_else(|e| match e {
@@ -533,6 +538,26 @@ impl Ui {
             let damage = self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m);
             // New windows are placed by what is on the screen, as acme's.
             node.lines = screen.lines(&m, self.painter.shown());
+            // The leading UI gives each terminal its window's size.
+            let sizes: Vec<(apex_core::TermId, (u16, u16))> = match node.leads(apex_core::Shard::Layout) {
+                true => screen
+                    .columns
+                    .iter()
+                    .flat_map(|c| &c.windows)
+                    .filter_map(|wg| {
+                        let term = node.state.window(wg.id).ok()?.term?;
+                        let t = node.state.terms.get(&term).filter(|t| t.exit.is_none())?;
+                        let fits = crate::termdraw::fits(&mut self.fonts, wg.body);
+                        (fits != (t.cols, t.rows)).then_some((term, fits))
+                    })
+                    .collect(),
+                false => Vec::new(),
+            };
+            drop(link);
+            for (term, size) in sizes {
+                let (rt, c) = (self.host.rt.clone(), self.host.att.client());
+                self.host.terms.fit(&rt, c, &self.host.session.clone(), term, size);
+            }
             (damage, screen)
         };
         if let Some(text) = status {

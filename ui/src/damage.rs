@@ -2,7 +2,7 @@
 //! column's tag, a window's tag, a window's body) has a signature: the
 //! things its pixels depend on — its rectangle, its buffer's id and
 //! version (every splice bumps it), the view's selection and origin, the
-//! face and tab width, the dirty box. A part whose signature is what it
+//! face and tab width, the dirty box, a terminal's last update. A part whose signature is what it
 //! was last frame is left alone; a changed part is drawn again and its
 //! rectangle reported, so the shell copies and presents only those. When
 //! the arrangement itself changes (a resize, a window moved, a tag that
@@ -13,7 +13,7 @@ use crate::geom::{Metrics, Screen};
 use crate::rect::Rect;
 use crate::render::{self, Canvas};
 use apex_core::show::Shown;
-use apex_core::{BufferId, ColumnId, State, View, ViewId, WindowId};
+use apex_core::{BufferId, ColumnId, Seq, Shard, State, TermId, View, ViewId, WindowId};
 use std::collections::HashMap;
 
 /// A part of the screen drawn on its own.
@@ -39,8 +39,17 @@ struct TextSig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Sig {
     Text(Option<TextSig>),
-    WindowTag { text: Option<TextSig>, dirty: bool },
-    WindowBody { text: Option<TextSig>, font: Option<String>, tab: Option<u32> },
+    WindowTag {
+        text: Option<TextSig>,
+        dirty: bool,
+    },
+    /// A body, or the terminal shown in its place as of its last update.
+    WindowBody {
+        text: Option<TextSig>,
+        font: Option<String>,
+        tab: Option<u32>,
+        term: Option<(TermId, Seq)>,
+    },
 }
 
 fn text_sig(state: &State, buffer: BufferId, view: ViewId) -> Option<TextSig> {
@@ -126,7 +135,8 @@ fn signatures(state: &State, screen: &Screen) -> HashMap<Part, Sig> {
             sigs.insert(Part::WindowTag(wg.id), Sig::WindowTag { text: tag, dirty });
             let body = w.and_then(|w| text_sig(state, w.body, ViewId::WindowBody(wg.id)));
             let (font, tab) = w.map_or((None, None), |w| (w.flags.font.clone(), w.flags.tab));
-            sigs.insert(Part::WindowBody(wg.id), Sig::WindowBody { text: body, font, tab });
+            let term = w.and_then(|w| w.term).map(|t| (t, state.applied.get(&Shard::Term(t)).copied().unwrap_or(0)));
+            sigs.insert(Part::WindowBody(wg.id), Sig::WindowBody { text: body, font, tab, term });
         }
     }
     sigs

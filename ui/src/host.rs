@@ -56,6 +56,8 @@ pub struct UiHost {
     /// What each window's body frame shows, as the UI last laid it out:
     /// a text a built-in finds is shown as acme's `textshow` shows it.
     pub frames: std::collections::HashMap<WindowId, apex_core::show::Shown>,
+    /// What goes to the terminals the windows show.
+    pub terms: crate::terms::Terminals,
 }
 
 /// The replica's state under the link's lock.
@@ -90,6 +92,7 @@ impl UiHost {
             last_pattern: None,
             font: None,
             frames: Default::default(),
+            terms: Default::default(),
         }
     }
 
@@ -354,6 +357,19 @@ impl Host for UiHost {
 
     fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
         self.write("ctl", &format!("kill {pid}\n")).map_err(|e| host(format!("kill {pid}: {e}")))
+    }
+
+    // The daemon runs the terminal and shows it in a new window, which
+    // this UI, leading the layout, makes.
+    fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError> {
+        let mut msg = "term".to_string();
+        if let Some(d) = dir.filter(|d| !d.contains(char::is_whitespace)) {
+            msg += &format!(" -d {d}");
+        }
+        if let Some(c) = command {
+            msg += &format!(" {c}");
+        }
+        self.write("ctl", &format!("{msg}\n")).map_err(|e| host(format!("Win: {e}")))
     }
 
     fn exists(&mut self, path: &str) -> bool {

@@ -13,8 +13,8 @@
 //! - [`fontconfig`]: the system's fonts, through fontconfig loaded at run
 //!   time.
 //! - [`palette`]: acme's colours.
-//! - [`render`]: the headless renderer, drawing the model into a pixel
-//!   buffer, part by part.
+//! - [`render`]: the headless renderer, drawing the model into a
+//!   [`canvas`] (a pixel buffer), part by part.
 //! - [`damage`]: what changed since the last frame, so only that is drawn
 //!   and presented.
 //! - [`input`]: mouse and keyboard events made edits of the led replica
@@ -30,6 +30,9 @@
 //! - [`focus`]: taking the keyboard focus on an X display with no window
 //!   manager.
 //! - [`error`]: why the UI could not start or go on.
+//! - [`termdraw`]: a terminal's grid drawn in a window's body;
+//!   [`terms`]: what is typed into it and the size it is given, sent to
+//!   the daemon's `terms/N/` files.
 //! - [`shell`]: the winit window, drawn with softbuffer, woken by the
 //!   link's change subscription.
 //!
@@ -37,6 +40,7 @@
 //! never depends on the daemon (`tests/tidy.rs` checks).
 
 pub mod app;
+pub mod canvas;
 pub mod clip;
 pub mod cursor;
 pub mod damage;
@@ -52,3 +56,5 @@ pub mod palette;
 pub mod rect;
 pub mod render;
 pub mod shell;
+pub mod termdraw;
+pub mod terms;

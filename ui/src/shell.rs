@@ -166,7 +166,10 @@ impl App {
             WKey::Named(NamedKey::PageUp) => Some(Key::PageUp),
             WKey::Named(NamedKey::PageDown) => Some(Key::PageDown),
             WKey::Named(NamedKey::Escape) => Some(Key::Escape),
+            WKey::Named(NamedKey::Insert) => Some(Key::Insert),
+            WKey::Named(f) => function_key(f).map(Key::F),
             WKey::Character(c) if ctrl => c.chars().next().map(|c| Key::Ctrl(c.to_ascii_lowercase())),
+            WKey::Character(c) if self.mods.alt_key() => c.chars().next().map(Key::Alt),
             _ => None,
         };
         match (k, key) {
@@ -181,6 +184,25 @@ impl App {
             }
         }
     }
+}
+
+/// F1 to F12's number.
+fn function_key(k: &NamedKey) -> Option<u8> {
+    const KEYS: [NamedKey; 12] = [
+        NamedKey::F1,
+        NamedKey::F2,
+        NamedKey::F3,
+        NamedKey::F4,
+        NamedKey::F5,
+        NamedKey::F6,
+        NamedKey::F7,
+        NamedKey::F8,
+        NamedKey::F9,
+        NamedKey::F10,
+        NamedKey::F11,
+        NamedKey::F12,
+    ];
+    KEYS.iter().position(|f| f == k).map(|i| i as u8 + 1)
 }
 
 impl ApplicationHandler<Wake> for App {

@@ -57,6 +57,10 @@ pub trait Host: Pipes {
     fn start(&mut self, dir: Option<&str>, command: &str, window: Option<WindowId>) -> Result<(), ExecError>;
     /// Ends a process this session started.
     fn kill(&mut self, pid: u64) -> Result<(), ExecError>;
+    /// Starts a terminal in `dir` (the host's own directory when `None`)
+    /// running `command` (the user's shell when `None`), shown in a new
+    /// window: `Win`.
+    fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError>;
     /// Whether `path` names a file or directory on the host.
     fn exists(&mut self, path: &str) -> bool;
     fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError>;
@@ -157,6 +161,8 @@ pub enum Cmd {
     Sort,
     Tab,
     Undo,
+    /// apex's own: a terminal in a window (acme runs plan9port's `win`).
+    Win,
     Zerox,
 }
 
@@ -206,6 +212,7 @@ pub const BUILTINS: &[Builtin] = &[
     b("Sort", Cmd::Sort, false, false),
     b("Tab", Cmd::Tab, false, false),
     b("Undo", Cmd::Undo, true, false),
+    b("Win", Cmd::Win, false, false),
     b("Zerox", Cmd::Zerox, true, false),
 ];
 
@@ -460,6 +467,13 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
             warn(h, Some(w.id), &format!("/mnt/acme/{n}/\n"))
         }
         Cmd::Kill => kill(h, arg),
+        Cmd::Win => {
+            // In the directory of the window it is run from, as win
+            // starts in the directory acme runs it in; the argument, if
+            // any, is the command (else the user's shell).
+            let dir = dir_of(h, w.map(|w| w.id))?;
+            h.start_term(dir.as_deref(), (!arg.is_empty()).then_some(arg))
+        }
         Cmd::Local => {
             if arg.is_empty() {
                 return Ok(());

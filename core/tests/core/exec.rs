@@ -73,6 +73,10 @@ impl Host for TestHost {
         self.machine.asked.push(format!("kill {pid}"));
         Ok(())
     }
+    fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError> {
+        self.machine.asked.push(format!("term {dir:?} {command:?}"));
+        Ok(())
+    }
     fn exists(&mut self, path: &str) -> bool {
         self.machine.files.contains_key(path)
     }
@@ -156,7 +160,10 @@ fn the_table_has_every_acme_builtin_once() {
         "Kill", "Load", "Local", "Look", "New", "Newcol", "Paste", "Put", "Putall", "Redo", "Send", "Snarf", "Sort",
         "Tab", "Undo", "Zerox",
     ];
-    assert_eq!(names, acme);
+    // And apex's own: Win, a terminal in a window (acme runs win).
+    let ours: Vec<&str> = names.iter().copied().filter(|n| *n != "Win").collect();
+    assert_eq!(ours, acme);
+    assert!(names.contains(&"Win"));
     assert!(exec::is_builtin("Del now") && !exec::is_builtin("Delx"));
     assert!(exec::is_builtin("Edit ,d") && !exec::is_builtin("ls -l"));
 }
@@ -383,6 +390,15 @@ fn font_tab_indent_incl_are_replicated_settings() {
     let other = h.window("/tmp/t", "");
     h.run("Tab", None, "2").unwrap();
     assert_eq!((h.flags(&w).tab, h.flags(&other).tab), (Some(2), Some(2)));
+}
+
+#[test]
+fn win_opens_a_terminal_in_the_window_s_directory() {
+    let mut h = host();
+    let w = h.window("/home/glenda/src/f.c", "");
+    h.run("Win", Some(&w), "").unwrap();
+    h.run("Win", None, "htop").unwrap();
+    assert_eq!(h.machine.asked, vec!["term Some(\"/home/glenda/src\") None", "term None Some(\"htop\")"]);
 }
 
 #[test]

@@ -63,7 +63,8 @@ pub fn index(state: &State) -> String {
         }
     }
     for (id, t) in &state.terms {
-        if state.layout.window_numbered(apex_core::AcmeNumber(termwin::number(*id))).is_none() {
+        let shown = state.windows.values().any(|w| w.term == Some(*id));
+        if !shown && state.layout.window_numbered(apex_core::AcmeNumber(termwin::number(*id))).is_none() {
             let _ = writeln!(out, "{}{}", termwin::five(*id, t), termwin::tag(*id, t));
         }
     }

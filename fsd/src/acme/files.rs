@@ -24,7 +24,7 @@ use apex_core::addr::Range;
 use apex_core::exec::{self, ExecError};
 use apex_core::look;
 use apex_core::propose::Created;
-use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Seq, Shard, ViewId, WindowId};
+use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Seq, Shard, TermId, ViewId, WindowId};
 
 /// A window's ids as the tree needs them.
 #[derive(Clone, Copy, Debug)]
@@ -107,6 +107,14 @@ pub fn children(s: &Session, place: Place) -> Result<Vec<Place>> {
     })
 }
 
+/// The terminal a layout window numbered `number` shows, if it shows one:
+/// its body is the terminal's text, read-only, as a terminal's own
+/// window's is.
+fn shown_term(s: &Session, number: u32) -> Option<TermId> {
+    let id = s.view().state.layout.window_numbered(AcmeNumber(number))?;
+    s.view().state.window(id).ok()?.term.filter(|t| s.view().state.terms.contains_key(t))
+}
+
 /// Whether an acme place still exists.
 pub fn check(s: &Session, place: Place) -> Result<()> {
     match place {
@@ -141,7 +149,10 @@ pub fn content(s: &Session, place: Place) -> Result<Made> {
             match file {
                 WinFile::Ctl => fields::ctl(state, w.id, number).ok_or_else(deleted)?.into(),
                 WinFile::Addr => buffers::addr_read(s, w.body)?.into(),
-                WinFile::Body => text_of(w.body)?,
+                WinFile::Body => match shown_term(s, number).and_then(|t| state.terms.get(&t)) {
+                    Some(t) => Made::Term(Box::new(t.clone()), crate::fsys::made::TermText::All),
+                    None => text_of(w.body)?,
+                },
                 WinFile::Tag => text_of(w.tag)?,
                 _ => Made::Bytes(Vec::new()),
             }
@@ -190,9 +201,19 @@ impl Fsys {
             Place::Win1(n, number, _) => self.daemon.read(n, |s| is_term(s, number))?,
             _ => false,
         };
+        // A layout window showing a terminal: its text is the terminal's.
+        let shows = match place {
+            Place::Win1(n, number, WinFile::Body | WinFile::Data | WinFile::Xdata | WinFile::Wrsel) => {
+                self.daemon.read(n, |s| shown_term(s, number))?
+            }
+            _ => None,
+        };
         match place {
             Place::Win1(_, number, _) if term_window && mode & 3 != apex_ninep::fcall::OREAD => {
                 Err(FsError::TermWindowReadOnly(number - termwin::TERMS_FROM).into())
+            }
+            Place::Win1(..) if shows.is_some() && mode & 3 != apex_ninep::fcall::OREAD => {
+                Err(FsError::TermWindowReadOnly(shows.map_or(0, |t| t.0 as u32)).into())
             }
             Place::Win1(..) if term_window => Ok(Opened::Content(made().await?)),
             Place::Acme1(_, AcmeFile::Editout) | Place::Win1(_, _, WinFile::Editout) => {

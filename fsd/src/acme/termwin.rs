@@ -28,7 +28,7 @@ pub fn term_of(state: &State, number: u32) -> Option<(TermId, &Term)> {
 
 /// `DIR/-term.N`.
 pub fn name(id: TermId, t: &Term) -> String {
-    format!("{}/-term.{}", t.dir.trim_end_matches('/'), id.0)
+    t.window_name(id)
 }
 
 /// The window's tag, as acme makes a fresh window's.

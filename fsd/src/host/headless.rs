@@ -121,6 +121,11 @@ impl Host for DaemonHost {
         host::kill(&self.daemon, self.n, pid).map_err(host_err)
     }
 
+    fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError> {
+        let spec = crate::session::ctl::term_spec(dir, command);
+        self.block(crate::term::drive::start_shown(&self.daemon, self.n, spec)).map(|_| ())
+    }
+
     fn exists(&mut self, path: &str) -> bool {
         Path::new(path).exists()
     }

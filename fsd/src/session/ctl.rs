@@ -79,6 +79,13 @@ const VERBS: &[Verb<SessionCtl>] = &[
     },
 ];
 
+/// A terminal as `term` makes one with no size given: in `dir` (the
+/// daemon's home if none, or if it is not a directory), 80 by 24.
+pub fn term_spec(dir: Option<&str>, command: Option<&str>) -> Spec {
+    let dir = dir.filter(|d| Path::new(d).is_dir()).map_or_else(home, str::to_string);
+    Spec { dir, cols: 80, rows: 24, scrollback: SCROLLBACK_LIMIT, command: command.map(str::to_string) }
+}
+
 /// Where a terminal starts unless told: the daemon's home, else `/`.
 fn home() -> String {
     std::env::var("HOME").ok().filter(|h| Path::new(h).is_absolute()).unwrap_or_else(|| "/".into())

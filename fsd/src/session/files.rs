@@ -145,7 +145,7 @@ impl Fsys {
                 }
                 SessionCtl::Kill(pid) => host::kill(&self.daemon, n, pid)?,
                 SessionCtl::Term(spec) => {
-                    let id = crate::term::drive::start(&self.daemon, n, spec)?;
+                    let id = crate::term::drive::start_shown(&self.daemon, n, spec).await?;
                     reply += &format!("{}\n", id.0);
                 }
                 SessionCtl::Open { file, address } => {

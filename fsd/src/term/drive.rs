@@ -28,6 +28,15 @@ pub const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Terminals running at once in one session.
 pub const MAX_RUNNING: usize = 256;
 
+/// Runs a new terminal in session `n` ([`start`]) and shows it in a new
+/// window of its own (`DIR/-term.N`), as win's are shown.
+pub async fn start_shown(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
+    let id = start(daemon, n, spec)?;
+    let p = apex_core::Proposal::TermWindow { term: id, column: None };
+    daemon.propose(n, &format!("term window {}", id.0), p).await?;
+    Ok(id)
+}
+
 /// Closes terminal `id` of session `n`: its shard deleted and its
 /// program ended (as its `Running` goes, off the session's lock).
 pub fn close(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Error> {

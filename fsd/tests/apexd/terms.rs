@@ -111,8 +111,9 @@ async fn a_shell_runs_what_is_typed_and_the_files_say_so() {
     let text_file = text(read(&c, root, &format!("main/terms/{n}/text")).await.unwrap());
     assert!(text_file.ends_with(&screen), "text ends with the screen");
 
-    // In the acme tree it is a read-only window DIR/-term.N whose body is
-    // its text.
+    // It is shown in a window of the layout named DIR/-term.N (every UI
+    // draws it there), listed once in the acme tree, whose body is its
+    // text, read-only.
     let index = text(read(&c, root, "main/acme/index").await.unwrap());
     let name = format!("{dir}/-term.{n}");
     let line = index.lines().find(|l| l.contains(&name)).unwrap_or_else(|| panic!("{name} in {index}"));
@@ -125,7 +126,9 @@ async fn a_shell_runs_what_is_typed_and_the_files_say_so() {
     assert!(ctl.starts_with(&format!("{number:11} ")), "{ctl}");
     let e = write(&c, root, &format!("main/acme/{number}/body"), "x").await.unwrap_err().to_string();
     assert!(e.contains(&format!("read-only; type into terms/{n}/cons")), "{e}");
-    assert!(c.walk(root, &["main", "acme", &number.to_string(), "event"]).await.is_err(), "no event file");
+    assert_eq!(index.matches(&name).count(), 1, "listed once: {index}");
+    let windows = text(read(&c, root, "main/meta/windows").await.unwrap());
+    assert!(windows.lines().any(|l| l.starts_with(&format!("{number} "))), "a window of the layout: {windows}");
 
     // A program's exit status is reported; the screen stays.
     type_in(&c, root, n, "exit 7\n").await;

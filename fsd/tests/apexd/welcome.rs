@@ -4,7 +4,7 @@
 //! follows it, and an encoder that stops short breaks its connection
 //! alone; bytes a flushed read took are put back, and read next, in order.
 
-use super::chaos::{window, World};
+use super::chaos::world::{window, World};
 use apex_core::{AttachmentId, AttachmentKind, BufferOp, Op, Origin, Shard};
 use apex_fsd::attach::error::AttachError;
 use apex_fsd::attach::hub::ConnId;

@@ -328,7 +328,8 @@ impl Input {
                 self.typed_from = None;
                 apex_core::propose::apply(cx.node, &p).map(|_| ()).map_err(InputError::from)
             }
-            Key::Ctrl(_) => Ok(()),
+            // Keys only a terminal's program takes.
+            Key::Ctrl(_) | Key::Alt(_) | Key::Insert | Key::F(_) => Ok(()),
         }
     }
 

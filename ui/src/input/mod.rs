@@ -14,13 +14,16 @@ use crate::geom::{Metrics, Screen};
 use crate::rect::Rect;
 use apex_core::plumb::Plumb;
 use apex_core::show::Shown;
-use apex_core::{make, BufferId, BufferOp, ColumnId, Frac, Node, Op, Origin, Proposal, Shard, ViewId, WindowId};
+use apex_core::{
+    make, BufferId, BufferOp, ColumnId, Frac, Node, Op, Origin, Proposal, Shard, TermId, ViewId, WindowId,
+};
 use std::collections::BTreeSet;
 
 mod boxes;
 mod keys;
 mod mouse;
 mod scroll;
+pub mod termkeys;
 
 /// A text on the screen that takes clicks and typing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,8 +50,13 @@ pub enum Key {
     Escape,
     /// A control character: `h`, `w`, `u`, `a`, `e`, `z` (undo), `y` (redo),
     /// `c`, `x`, `v` (snarf, cut, paste), `s` (Put), `f` (complete a file
-    /// name).
+    /// name); in a terminal, whatever the program makes of it.
     Ctrl(char),
+    /// Alt with a character (a terminal's program gets ESC and it).
+    Alt(char),
+    Insert,
+    /// A function key, F1 to F12.
+    F(u8),
 }
 
 impl Key {
@@ -115,6 +123,8 @@ pub enum Effect {
     Complete { window: Option<WindowId>, path: String, prefix: String },
     /// The event was refused (the replica refused its edit, say).
     Refused(InputError),
+    /// Bytes typed into the terminal a window shows, for its program.
+    TermInput { term: TermId, bytes: Vec<u8> },
 }
 
 /// Everything the input layer needs besides its own state.
@@ -493,6 +503,17 @@ impl Input {
             Event::Motion { x, y } => self.motion(x, y, cx).map(|_| Vec::new()),
             Event::Release { button, x, y } => self.release(button, x, y, now_ms, cx),
             Event::Wheel { notches, x, y } => self.wheel(notches, x, y, cx).map(|_| Vec::new()),
+            // Typing into a terminal's window goes to its program, every
+            // key as xterm sends it.
+            Event::Text(s) if self.typing_term(cx).is_some() => {
+                let term = self.typing_term(cx).expect("checked");
+                Ok(vec![Effect::TermInput { term, bytes: termkeys::text(&s) }])
+            }
+            Event::Key(k) if self.typing_term(cx).is_some() => {
+                let term = self.typing_term(cx).expect("checked");
+                let modes = cx.node.state.terms.get(&term).map_or(0, |t| t.modes);
+                Ok(termkeys::key(k, modes).map(|bytes| Effect::TermInput { term, bytes }).into_iter().collect())
+            }
             Event::Text(s) => self.typed(&s, cx).map(|_| Vec::new()),
             // Ctrl-S is Put, for the window typing goes to.
             Event::Key(Key::Ctrl('s')) => Ok(match self.typing_text(cx).and_then(Ctx::window_of) {
@@ -551,6 +572,13 @@ impl Input {
             return None;
         }
         cx.hit(x, y).map(|(t, _)| t)
+    }
+
+    /// The terminal typing goes to, if the text typing goes to is the
+    /// body of a window showing one.
+    pub fn typing_term(&self, cx: &Ctx) -> Option<TermId> {
+        let Some(Target::Body(w)) = self.typing_text(cx) else { return None };
+        cx.node.state.window(w).ok()?.term.filter(|t| cx.node.state.terms.contains_key(t))
     }
 
     /// Starts an undo step of its own in `b` (a chord's cut or paste).

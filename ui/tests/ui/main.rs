@@ -12,5 +12,6 @@ mod render;
 mod session;
 mod start;
 mod support;
+mod terminal;
 mod windows;
 mod xvfb;

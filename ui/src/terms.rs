@@ -1,0 +1,74 @@
+//! What the UI sends the terminals its windows show, through the
+//! daemon's files: what is typed goes to `terms/N/cons`, in order, each
+//! terminal through a fid of its own kept open by a writer task (so a
+//! keystroke is one Twrite, never an open); the size a window gives a
+//! terminal goes to `terms/N/ctl` as `resize COLS ROWS` (the pty's
+//! SIGWINCH), once per size.
+
+use apex_core::TermId;
+use apex_ninep::fcall::OWRITE;
+use apex_ninep::Client;
+use std::collections::HashMap;
+use tokio::sync::mpsc;
+
+/// The terminals' writers and the sizes asked for.
+#[derive(Default)]
+pub struct Terminals {
+    writers: HashMap<TermId, mpsc::UnboundedSender<Vec<u8>>>,
+    sized: HashMap<TermId, (u16, u16)>,
+}
+
+impl Terminals {
+    /// Sends `bytes` to terminal `term`'s program. A writer whose fid
+    /// failed (the terminal closed, the connection went) is made again
+    /// at the next keystroke.
+    pub fn type_into(&mut self, rt: &tokio::runtime::Handle, c: Client, session: &str, term: TermId, bytes: Vec<u8>) {
+        if let Some(tx) = self.writers.get(&term) {
+            match tx.send(bytes) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(bytes)) => {
+                    self.writers.remove(&term);
+                    return self.type_into(rt, c, session, term, bytes);
+                }
+            }
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let _ = tx.send(bytes);
+        self.writers.insert(term, tx);
+        let path = format!("{session}/terms/{}/cons", term.0);
+        rt.spawn(async move {
+            let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
+            let f = c.open_path(root, &path, OWRITE).await;
+            let _ = c.clunk(root).await;
+            let Ok(f) = f else { return };
+            while let Some(bytes) = rx.recv().await {
+                if c.write(f.fid, 0, &bytes).await.is_err() {
+                    break;
+                }
+            }
+            let _ = c.clunk(f.fid).await;
+        });
+    }
+
+    /// Asks for terminal `term` to be `cols` by `rows`, unless that was
+    /// the last size asked for it.
+    pub fn fit(&mut self, rt: &tokio::runtime::Handle, c: Client, session: &str, term: TermId, size: (u16, u16)) {
+        if self.sized.insert(term, size) == Some(size) {
+            return;
+        }
+        let path = format!("{session}/terms/{}/ctl", term.0);
+        rt.spawn(async move {
+            let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
+            let f = c.open_path(root, &path, OWRITE).await;
+            let _ = c.clunk(root).await;
+            let Ok(f) = f else { return };
+            let _ = c.write(f.fid, 0, format!("resize {} {}\n", size.0, size.1).as_bytes()).await;
+            let _ = c.clunk(f.fid).await;
+        });
+    }
+
+    /// The size last asked for terminal `term`.
+    pub fn asked(&self, term: TermId) -> Option<(u16, u16)> {
+        self.sized.get(&term).copied()
+    }
+}

@@ -1,0 +1,113 @@
+//! Terminal windows under Xvfb: a shell in a window of its own, drawn in
+//! the fixed-width face; keys typed with xdotool reach it (read back
+//! through `terms/N/screen`), SGR colours show on screen in the palette
+//! made for acme's body, the window's size is the pty's (`stty size`,
+//! and again after the X window is resized), and `Win` opens one.
+
+use crate::support::wait_for;
+use crate::xvfb::{desk, pixel, Desk};
+use apex_core::State;
+use apex_ui::font::Fonts;
+use apex_ui::geom::{Metrics, Screen};
+use apex_ui::rect::Rect;
+use apex_ui::termdraw;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Writes `text` to the session's `ctl`.
+fn ctl(d: &Desk, text: &str) {
+    let mut w = Command::new(crate::support::sibling("apex"))
+        .args(["write", "main/ctl"])
+        .env("NAMESPACE", &d.ns)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    w.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    assert!(w.wait().unwrap().success(), "ctl {text:?}");
+}
+
+/// The body rectangle of the window showing terminal `term`, laid out
+/// at `w`×`h` as the UI lays it out, and the terminal's size there.
+fn body_of(state: &State, term: u64, w: i32, h: i32) -> (Rect, (u16, u16)) {
+    let mut fonts = Fonts::new(1.0);
+    let m = Metrics::new(fonts.line_height(), 1.0);
+    let screen = Screen::new(state, w, h, &m, &mut fonts, &Default::default());
+    let (id, _) = state.windows.iter().find(|(_, x)| x.term == Some(apex_core::TermId(term))).expect("its window");
+    let body = screen.window(*id).expect("on the screen").body;
+    (body, termdraw::fits(&mut fonts, body))
+}
+
+#[test]
+fn a_shell_in_a_terminal_window_takes_keys_shows_colours_and_has_the_window_s_size() {
+    let Some(mut d) = desk("terminal") else { return };
+    let window = d.start_ui(&[]);
+    ctl(&d, &format!("term -d {} sh\n", d.ns.display()));
+    let term: u64 = wait_for("the terminal", || {
+        d.apex(&["read", "main/terms/index"]).split_whitespace().next().and_then(|n| n.parse().ok())
+    });
+    let screen_of = |d: &Desk| d.apex(&["read", &format!("main/terms/{term}/screen")]);
+    // The window the daemon made for it, laid out as the UI lays it out.
+    let state = wait_for("its window", || {
+        let st = d.state();
+        st.windows.values().any(|w| w.term == Some(apex_core::TermId(term))).then_some(st)
+    });
+    let (body, size) = body_of(&state, term, 1024, 768);
+    // The UI gave the terminal its window's size.
+    wait_for("the pty to take the window's size", || {
+        let ctl = d.apex(&["read", &format!("main/terms/{term}/ctl")]);
+        ctl.contains(&format!("size {}x{}", size.0, size.1)).then_some(())
+    });
+
+    // Typing with the pointer over it goes to the shell.
+    d.xdotool(&["windowfocus", "--sync", &window]);
+    let (x, y) = (body.x0 + 20, body.y0 + 20);
+    d.xdotool(&["mousemove", "--window", &window, &x.to_string(), &y.to_string()]);
+    d.xdotool(&["type", "--delay", "10", "printf '\\033[31mRED\\033[0m %s\\n' done; stty size"]);
+    d.xdotool(&["key", "Return"]);
+    let shown = wait_for("the shell to run what was typed", || {
+        let s = screen_of(&d);
+        s.lines().any(|l| l.starts_with("RED done")).then_some(s)
+    });
+    assert!(shown.contains(&format!("{} {}", size.1, size.0)), "stty size is the window's: {shown}");
+
+    // RED in the palette's red, where the screen says.
+    let png =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("apex-ui-terminal-{}.png", std::process::id()));
+    // Glyphs are anti-aliased: a pixel is the palette's red blended with
+    // the body; its hue says which.
+    let red = termdraw::ANSI_ON_BODY[1];
+    let reddish = |p: u32| {
+        let (r, g, b) = ((p >> 16) & 0xff, (p >> 8) & 0xff, p & 0xff);
+        r > g + 60 && r > b + 60
+    };
+    assert!(reddish(red));
+    wait_for("the red text on screen", || {
+        let rgb = d.screenshot(&png);
+        let found = (body.y0..body.y1)
+            .flat_map(|py| (body.x0..body.x1).map(move |px| (px, py)))
+            .filter(|(px, py)| reddish(pixel(&rgb, *px, *py)))
+            .count();
+        (found > 20).then_some(())
+    });
+    let _ = writeln!(std::io::stderr(), "terminal screenshot: {}", png.display());
+
+    // Keys as a terminal sends them: ^U erases the line, ^C interrupts.
+    d.xdotool(&["type", "--delay", "10", "sleep 30"]);
+    d.xdotool(&["key", "Return"]);
+    d.xdotool(&["key", "ctrl+c"]);
+    d.xdotool(&["type", "--delay", "10", "echo after-$?"]);
+    d.xdotool(&["key", "Return"]);
+    wait_for("^C to interrupt sleep", || screen_of(&d).lines().any(|l| l.starts_with("after-130")).then_some(()));
+
+    // The X window resized: the terminal's size follows.
+    d.xdotool(&["windowsize", &window, "800", "600"]);
+    let (_, small) = body_of(&d.state(), term, 800, 600);
+    assert_ne!(small, size);
+    wait_for("the pty to take the new size", || {
+        let ctl = d.apex(&["read", &format!("main/terms/{term}/ctl")]);
+        ctl.contains(&format!("size {}x{}", small.0, small.1)).then_some(())
+    });
+    d.xdotool(&["type", "--delay", "10", "stty size"]);
+    d.xdotool(&["key", "Return"]);
+    wait_for("stty size to say it", || screen_of(&d).contains(&format!("{} {}", small.1, small.0)).then_some(()));
+}
