@@ -91,10 +91,10 @@ fn main() {
     insert(&mut node, c.body, 0, &text_of_lines(10_000));
     window(&mut node, 1, "/tmp/d.rs", Some(c.body));
     let screen = Screen::new(&node.state, W, H, &m, &mut fonts, &Default::default());
-    draw(&mut canvas, &node.state, &screen, &mut fonts, &m); // warm the glyph cache
+    draw(&mut canvas, &node.state, &screen, &mut fonts, &m, &Default::default()); // warm the glyph cache
     let frame = best_of(20, || {
         let t = Instant::now();
-        draw(&mut canvas, &node.state, &screen, &mut fonts, &m);
+        draw(&mut canvas, &node.state, &screen, &mut fonts, &m, &Default::default());
         t.elapsed()
     });
     println!("full frame: {:.3} ms ({:.1}x the fill; target <= 4 ms)", ms(frame), ms(frame) / ms(fill));

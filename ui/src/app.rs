@@ -535,6 +535,7 @@ impl Ui {
             let mut link = self.host.att.lock();
             let Some(node) = link.node_mut() else { return Vec::new() };
             let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
+            self.painter.term_views.clone_from(&self.input.term_views);
             let damage = self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m);
             // New windows are placed by what is on the screen, as acme's.
             node.lines = screen.lines(&m, self.painter.shown());

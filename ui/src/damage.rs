@@ -49,6 +49,7 @@ enum Sig {
         font: Option<String>,
         tab: Option<u32>,
         term: Option<(TermId, Seq)>,
+        view: Option<crate::termview::TermView>,
     },
 }
 
@@ -65,6 +66,9 @@ pub struct Painter {
     sigs: HashMap<Part, Sig>,
     /// What each window's body frame showed when last drawn.
     shown: HashMap<WindowId, Shown>,
+    /// How this UI looks at each terminal shown (scrolled, selected):
+    /// set by the UI before it paints.
+    pub term_views: crate::termview::TermViews,
 }
 
 impl Painter {
@@ -91,7 +95,7 @@ impl Painter {
         m: &Metrics,
     ) -> Vec<Rect> {
         let scale = fonts.scale.to_bits();
-        let sigs = signatures(state, screen);
+        let sigs = signatures(state, screen, &self.term_views);
         let same_arrangement = self.screen.as_ref() == Some(screen)
             && self.scale == Some(scale)
             && canvas.width == screen.width
@@ -100,7 +104,7 @@ impl Painter {
             if canvas.width != screen.width || canvas.height != screen.height {
                 *canvas = Canvas::new(screen.width, screen.height);
             }
-            self.shown = render::draw(canvas, state, screen, fonts, m).into_iter().collect();
+            self.shown = render::draw(canvas, state, screen, fonts, m, &self.term_views).into_iter().collect();
             self.screen = Some(screen.clone());
             self.scale = Some(scale);
             self.sigs = sigs;
@@ -111,16 +115,54 @@ impl Painter {
             if self.sigs.get(&part) == Some(&sig) {
                 continue;
             }
-            damage.push(draw_part(canvas, state, screen, fonts, m, part, &mut self.shown));
+            damage.push(self.draw_part(canvas, state, screen, fonts, m, part));
             self.sigs.insert(part, sig);
         }
         damage.retain(|r| !r.is_empty());
         damage
     }
+
+    /// Draws one part; returns where.
+    fn draw_part(
+        &mut self,
+        canvas: &mut Canvas,
+        state: &State,
+        screen: &Screen,
+        fonts: &mut Fonts,
+        m: &Metrics,
+        part: Part,
+    ) -> Rect {
+        match part {
+            Part::RowTag => {
+                render::row_tag(canvas, state, screen, fonts);
+                screen.row_tag
+            }
+            Part::ColumnTag(c) => {
+                let Some(col) = screen.columns.iter().find(|x| x.id == c) else { return Rect::default() };
+                render::column(canvas, state, col, fonts);
+                match col.windows.is_empty() {
+                    true => Rect::new(col.rect.x0, col.rect.y0, col.rect.x1, col.rect.y1),
+                    false => col.tag_line,
+                }
+            }
+            Part::WindowTag(w) => {
+                let Some(wg) = screen.window(w) else { return Rect::default() };
+                render::window_tag(canvas, state, wg, fonts, m);
+                wg.tag_line
+            }
+            Part::WindowBody(w) => {
+                let Some(wg) = screen.window(w) else { return Rect::default() };
+                if let Some(s) = render::window_body(canvas, state, wg, fonts, &self.term_views) {
+                    self.shown.insert(w, s);
+                }
+                render::body_area(wg)
+            }
+        }
+    }
 }
 
 /// The signature of every part on `screen`.
-fn signatures(state: &State, screen: &Screen) -> HashMap<Part, Sig> {
+fn signatures(state: &State, screen: &Screen, views: &crate::termview::TermViews) -> HashMap<Part, Sig> {
     let mut sigs = HashMap::new();
     let row = state.layout.row_tag.and_then(|b| text_sig(state, b, ViewId::TopRow));
     sigs.insert(Part::RowTag, Sig::Text(row));
@@ -136,46 +178,9 @@ fn signatures(state: &State, screen: &Screen) -> HashMap<Part, Sig> {
             let body = w.and_then(|w| text_sig(state, w.body, ViewId::WindowBody(wg.id)));
             let (font, tab) = w.map_or((None, None), |w| (w.flags.font.clone(), w.flags.tab));
             let term = w.and_then(|w| w.term).map(|t| (t, state.applied.get(&Shard::Term(t)).copied().unwrap_or(0)));
-            sigs.insert(Part::WindowBody(wg.id), Sig::WindowBody { text: body, font, tab, term });
+            let view = views.get(&wg.id).copied();
+            sigs.insert(Part::WindowBody(wg.id), Sig::WindowBody { text: body, font, tab, term, view });
         }
     }
     sigs
-}
-
-/// Draws one part; returns where.
-fn draw_part(
-    canvas: &mut Canvas,
-    state: &State,
-    screen: &Screen,
-    fonts: &mut Fonts,
-    m: &Metrics,
-    part: Part,
-    shown: &mut HashMap<WindowId, Shown>,
-) -> Rect {
-    match part {
-        Part::RowTag => {
-            render::row_tag(canvas, state, screen, fonts);
-            screen.row_tag
-        }
-        Part::ColumnTag(c) => {
-            let Some(col) = screen.columns.iter().find(|x| x.id == c) else { return Rect::default() };
-            render::column(canvas, state, col, fonts);
-            match col.windows.is_empty() {
-                true => Rect::new(col.rect.x0, col.rect.y0, col.rect.x1, col.rect.y1),
-                false => col.tag_line,
-            }
-        }
-        Part::WindowTag(w) => {
-            let Some(wg) = screen.window(w) else { return Rect::default() };
-            render::window_tag(canvas, state, wg, fonts, m);
-            wg.tag_line
-        }
-        Part::WindowBody(w) => {
-            let Some(wg) = screen.window(w) else { return Rect::default() };
-            if let Some(s) = render::window_body(canvas, state, wg, fonts) {
-                shown.insert(w, s);
-            }
-            render::body_area(wg)
-        }
-    }
 }

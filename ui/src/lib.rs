@@ -32,7 +32,8 @@
 //! - [`error`]: why the UI could not start or go on.
 //! - [`termdraw`]: a terminal's grid drawn in a window's body;
 //!   [`terms`]: what is typed into it and the size it is given, sent to
-//!   the daemon's `terms/N/` files.
+//!   the daemon's `terms/N/` files; [`termview`]: how far back a window is
+//!   scrolled in its terminal and what is selected there.
 //! - [`shell`]: the winit window, drawn with softbuffer, woken by the
 //!   link's change subscription.
 //!
@@ -58,3 +59,4 @@ pub mod render;
 pub mod shell;
 pub mod termdraw;
 pub mod terms;
+pub mod termview;

@@ -70,6 +70,7 @@ pub fn draw(
     screen: &Screen,
     fonts: &mut Fonts,
     m: &Metrics,
+    views: &crate::termview::TermViews,
 ) -> Vec<(WindowId, Shown)> {
     canvas.fill(canvas.bounds(), palette::RULE);
     row_tag(canvas, state, screen, fonts);
@@ -78,7 +79,7 @@ pub fn draw(
         column(canvas, state, col, fonts);
         for wg in &col.windows {
             window_tag(canvas, state, wg, fonts, m);
-            shown.extend(window_body(canvas, state, wg, fonts).map(|s| (wg.id, s)));
+            shown.extend(window_body(canvas, state, wg, fonts, views).map(|s| (wg.id, s)));
         }
     }
     shown
@@ -131,19 +132,28 @@ pub fn window_tag(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &m
 
 /// A window's body and scroll bar; the bar shows what part is visible.
 /// Returns what the body's frame shows.
-pub fn window_body(canvas: &mut Canvas, state: &State, wg: &WindowGeom, fonts: &mut Fonts) -> Option<Shown> {
+pub fn window_body(
+    canvas: &mut Canvas,
+    state: &State,
+    wg: &WindowGeom,
+    fonts: &mut Fonts,
+    views: &crate::termview::TermViews,
+) -> Option<Shown> {
     let Some((w, body)) = state.window(wg.id).ok().and_then(|w| Some((w, state.buffer(w.body).ok()?))) else {
         canvas.fill(body_area(wg), palette::BODY);
         return None;
     };
     if let Some(t) = w.term.and_then(|t| state.terms.get(&t)) {
         canvas.fill(Rect::new(wg.scroll.x1, wg.body.y0, wg.body.x0, wg.body.y1), palette::BODY);
-        // The screen at the bottom of its scrollback, as a terminal shows it.
-        let top = t.scrollback.len();
-        crate::termdraw::draw(canvas, fonts, t, top, wg.body);
+        // Where the window is scrolled to in its scrollback; the bottom,
+        // as a terminal shows it, unless scrolled back.
+        let view = views.get(&wg.id);
+        let shown = (wg.body.height() / (fonts.line_height() as i32).max(1)).max(1) as usize;
+        let top = crate::termview::top(view, t, shown);
+        crate::termdraw::draw(canvas, fonts, t, top, wg.body, view.and_then(|v| v.sel));
         canvas.fill(wg.scroll, palette::BODY_BORDER);
-        let all = (t.scrollback.len() + t.grid.len()) as u64;
-        let th = thumb(wg.scroll, top as u64, all, all);
+        let all = crate::termview::rows(t) as u64;
+        let th = thumb(wg.scroll, top as u64, (top + shown) as u64, all);
         canvas.fill(Rect::new(th.x0, th.y0, th.x1 - 1, th.y1), palette::BODY);
         return None;
     }

@@ -9,6 +9,7 @@ use crate::canvas::Canvas;
 use crate::font::{Face, Fonts};
 use crate::palette::{self, Pixel};
 use crate::rect::Rect;
+use crate::termview::Cell;
 use apex_core::grid::{style, Color, CursorShape, Row, Style};
 use apex_core::term::Term;
 
@@ -88,7 +89,7 @@ pub fn cell_width(fonts: &mut Fonts) -> i32 {
 /// Draws the rows `top..` of `t` (its scrollback then its screen, as one
 /// sequence; the screen's first row is `t.scrollback.len()`) into `rect`,
 /// and the cursor when the screen's rows are shown.
-pub fn draw(canvas: &mut Canvas, fonts: &mut Fonts, t: &Term, top: usize, rect: Rect) {
+pub fn draw(canvas: &mut Canvas, fonts: &mut Fonts, t: &Term, top: usize, rect: Rect, sel: Option<(Cell, Cell)>) {
     canvas.fill(rect, palette::BODY);
     let line = fonts.line_height() as i32;
     let cell = cell_width(fonts);
@@ -101,6 +102,15 @@ pub fn draw(canvas: &mut Canvas, fonts: &mut Fonts, t: &Term, top: usize, rect: 
             Some(i) => t.grid.get(i),
         };
         let Some(row) = row else { break };
+        // The selection under the text, in the body's selection colour.
+        if let Some((a, b)) = sel.map(|(a, b)| if a <= b { (a, b) } else { (b, a) }) {
+            if (a.row..=b.row).contains(&n) {
+                let from = if n == a.row { a.col as i32 } else { 0 };
+                let to = if n == b.row { b.col as i32 } else { i32::from(t.cols) };
+                let r = Rect::new(rect.x0 + from * cell, y, rect.x0 + to * cell, y + line).clip(&rect);
+                canvas.fill(r, palette::BODY_SELECTION);
+            }
+        }
         draw_row(canvas, fonts, row, rect, y, cell, line);
         if let Some(i) = n.checked_sub(back) {
             let c = t.cursor;

@@ -24,6 +24,7 @@ mod keys;
 mod mouse;
 mod scroll;
 pub mod termkeys;
+mod termmouse;
 
 /// A text on the screen that takes clicks and typing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,6 +228,10 @@ pub struct Input {
     predicted: Option<Predicted>,
     /// Where the pointer is to be moved (acme's `moveto`).
     pub warp: Option<Warp>,
+    /// How this UI looks at each terminal a window shows.
+    pub term_views: crate::termview::TermViews,
+    /// A button held over a terminal's text.
+    term_sweep: Option<termmouse::TermSweep>,
 }
 
 /// Where acme moves the pointer.
@@ -497,6 +502,9 @@ impl Input {
         | Event::Wheel { x, y, .. } = ev
         {
             self.pointer_at(x, y, cx);
+        }
+        if let Some(effects) = self.term_mouse(&ev, cx) {
+            return effects;
         }
         let r = match ev {
             Event::Press { button, x, y } => self.press(button, x, y, now_ms, cx),

@@ -13,5 +13,6 @@ mod session;
 mod start;
 mod support;
 mod terminal;
+mod termwin;
 mod windows;
 mod xvfb;

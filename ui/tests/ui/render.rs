@@ -64,7 +64,7 @@ fn render(s: &Scene, width: i32, height: i32) -> (Canvas, Screen, Fonts, Metrics
     let m = Metrics::new(fonts.line_height(), 1.0);
     let screen = Screen::new(&s.node.state, width, height, &m, &mut fonts, &Default::default());
     let mut canvas = Canvas::new(width, height);
-    draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m);
+    draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m, &Default::default());
     (canvas, screen, fonts, m)
 }
 
@@ -262,7 +262,7 @@ fn a_tag_shows_all_its_lines_unless_folded() {
     assert_eq!(w.body.y0, w.tag_line.y1 + 1, "a pixel's rule under the tag, as acme draws it");
     assert_eq!(w.layout_box.height(), m.line, "the box stays on the first line");
     let mut canvas = Canvas::new(900, 600);
-    draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m);
+    draw(&mut canvas, &s.node.state, &screen, &mut fonts, &m, &Default::default());
     let second = Rect::new(w.tag.x0, w.tag.y0 + m.line, w.tag.x1, w.tag.y0 + 2 * m.line);
     assert!(pixels(&canvas, second).iter().any(|p| dark(*p)), "`mk test` drawn on the tag's second line");
     assert_eq!(canvas.at(w.body.x1 - 2, w.tag.y0 + 2 * m.line + 2), palette::TAG, "the third line is tag");

@@ -1,8 +1,9 @@
 //! Terminal windows under Xvfb: a shell in a window of its own, drawn in
 //! the fixed-width face; keys typed with xdotool reach it (read back
 //! through `terms/N/screen`), SGR colours show on screen in the palette
-//! made for acme's body, the window's size is the pty's (`stty size`,
-//! and again after the X window is resized), and `Win` opens one.
+//! made for acme's body, ^C interrupts, `vi` takes the alternate screen
+//! and gives it back, and the window's size is the pty's (`stty size`,
+//! and again after the X window is resized).
 
 use crate::support::wait_for;
 use crate::xvfb::{desk, pixel, Desk};
@@ -98,6 +99,19 @@ fn a_shell_in_a_terminal_window_takes_keys_shows_colours_and_has_the_window_s_si
     d.xdotool(&["type", "--delay", "10", "echo after-$?"]);
     d.xdotool(&["key", "Return"]);
     wait_for("^C to interrupt sleep", || screen_of(&d).lines().any(|l| l.starts_with("after-130")).then_some(()));
+
+    // A full-screen program takes the alternate screen and gives it back.
+    let alt = |d: &Desk| {
+        d.state().terms.get(&apex_core::TermId(term)).is_some_and(|t| t.modes & apex_core::grid::mode::ALT_SCREEN != 0)
+    };
+    d.xdotool(&["type", "--delay", "10", "vi"]);
+    d.xdotool(&["key", "Return"]);
+    wait_for("vi on the alternate screen", || {
+        (alt(&d) && screen_of(&d).lines().any(|l| l.trim_end() == "~")).then_some(())
+    });
+    d.xdotool(&["type", "--delay", "10", ":q"]);
+    d.xdotool(&["key", "Return"]);
+    wait_for("the shell's screen back", || (!alt(&d) && screen_of(&d).contains("after-130")).then_some(()));
 
     // The X window resized: the terminal's size follows.
     d.xdotool(&["windowsize", &window, "800", "600"]);

@@ -1,0 +1,117 @@
+//! A terminal's window, headless over a real daemon: what is typed with
+//! the pointer over it goes to its program; the wheel scrolls back
+//! through its scrollback and new output leaves a scrolled view alone;
+//! acme's mouse works on its text (button 1 selects, the 1-2 chord
+//! snarfs, 1-3 pastes by typing the snarf into the program, button 2
+//! executes a word of it).
+
+use crate::session::{errors, Rig};
+use crate::support::{sibling, wait_for};
+use apex_core::{TermId, WindowId};
+use apex_ui::input::Event;
+use apex_ui::rect::Rect;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Writes `text` to the session file `path`.
+fn write(r: &Rig, path: &str, text: &str) {
+    let mut w = Command::new(sibling("apex"))
+        .args(["write", path])
+        .env("NAMESPACE", &r.ns)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    w.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    assert!(w.wait().unwrap().success(), "write {path}");
+}
+
+/// The window the UI shows terminal `term` in, and its body.
+fn shown(r: &mut Rig, term: TermId) -> Option<(WindowId, Rect)> {
+    r.ui().woke();
+    let w = {
+        let link = r.ui().host.att.lock();
+        let st = &link.node()?.state;
+        st.windows.iter().find(|(_, w)| w.term == Some(term)).map(|(id, _)| *id)?
+    };
+    r.ui().paint();
+    let body = r.ui().screen()?.window(w)?.body;
+    Some((w, body))
+}
+
+/// The terminal's rows (scrollback then screen) in the UI's replica.
+fn rows(r: &mut Rig, term: TermId) -> Vec<String> {
+    r.ui().woke();
+    let link = r.ui().host.att.lock();
+    let Some(t) = link.node().and_then(|n| n.state.terms.get(&term)) else { return Vec::new() };
+    t.scrollback.iter().map(|row| row.text.clone()).chain(t.grid.iter().map(|row| row.text.clone())).collect()
+}
+
+#[test]
+fn a_terminal_s_window_scrolls_back_and_takes_acme_s_mouse() {
+    let mut r = Rig::start("termwin", true);
+    write(&r, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
+    let term = TermId(wait_for("the terminal", || {
+        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
+    }));
+    let (w, body) = wait_for("its window", || shown(&mut r, term));
+    let line = r.ui().fonts.line_height() as i32;
+    let cell = apex_ui::termdraw::cell_width(&mut r.ui().fonts);
+    let (x, y) = (body.x0 + cell, body.y0 + line / 2);
+
+    // Typed with the pointer over it: to the shell.
+    r.send(Event::Motion { x, y });
+    r.send(Event::Text("seq 1 200; echo made-it\n".into()));
+    wait_for("the output", || rows(&mut r, term).iter().any(|l| l == "made-it").then_some(()));
+    let all = rows(&mut r, term).len();
+    assert!(all > 200, "the scrollback keeps what scrolled off: {all} rows");
+
+    // The wheel scrolls back; new output leaves the view where it is; at
+    // the bottom again it follows.
+    r.send(Event::Wheel { notches: -2, x, y });
+    let top = r.ui().input.term_views.get(&w).and_then(|v| v.top).expect("scrolled back");
+    r.send(Event::Text("echo more\n".into()));
+    wait_for("more output", || rows(&mut r, term).iter().any(|l| l == "more").then_some(()));
+    r.ui().paint();
+    assert_eq!(r.ui().input.term_views[&w].top, Some(top), "left where it was");
+    r.send(Event::Wheel { notches: 50, x, y });
+    assert_eq!(r.ui().input.term_views[&w].top, None, "at the bottom it follows again");
+
+    // Button 1 sweeps "made-it"; the 1-2 chord snarfs it.
+    let shown_rows = (body.height() / line) as usize;
+    let texts = rows(&mut r, term);
+    let bottom = texts.len().saturating_sub(shown_rows);
+    let at = texts.iter().rposition(|l| l == "made-it").unwrap();
+    let ry = body.y0 + (at - bottom) as i32 * line + line / 2;
+    let (x0, x7) = (body.x0 + cell / 2, body.x0 + 7 * cell + cell / 2);
+    r.send(Event::Press { button: 1, x: x0, y: ry });
+    r.send(Event::Motion { x: x7, y: ry });
+    r.send(Event::Press { button: 2, x: x7, y: ry });
+    r.send(Event::Release { button: 2, x: x7, y: ry });
+    r.send(Event::Release { button: 1, x: x7, y: ry });
+    r.ui().settle().unwrap();
+    let snarf = { r.ui().host.att.lock().node().unwrap().state.layout.snarf.clone() };
+    assert_eq!(snarf, "made-it", "the chord snarfed the terminal's text");
+
+    // 1-3 pastes: the snarf is typed into the shell.
+    r.send(Event::Press { button: 1, x: x0, y: ry });
+    r.send(Event::Press { button: 3, x: x0, y: ry });
+    r.send(Event::Release { button: 3, x: x0, y: ry });
+    r.send(Event::Release { button: 1, x: x0, y: ry });
+    r.send(Event::Text("\n".into()));
+    wait_for("the pasted command to run", || {
+        rows(&mut r, term).iter().any(|l| l.contains("made-it: not found")).then_some(())
+    });
+
+    // Button 2 on a word of the text executes it, in the window's
+    // directory: `made-it` is no command there either, said in +Errors.
+    let texts = rows(&mut r, term);
+    let bottom = texts.len().saturating_sub(shown_rows);
+    let at = texts.iter().rposition(|l| l == "made-it").unwrap();
+    let ry = body.y0 + (at - bottom) as i32 * line + line / 2;
+    r.send(Event::Press { button: 2, x: x0, y: ry });
+    r.send(Event::Release { button: 2, x: x0, y: ry });
+    wait_for("the command's complaint in +Errors", || {
+        r.ui().woke();
+        errors(&mut r).filter(|e| e.contains("made-it")).map(|_| ())
+    });
+}
