@@ -359,6 +359,10 @@ impl Host for UiHost {
         self.write("ctl", &format!("kill {pid}\n")).map_err(|e| host(format!("kill {pid}: {e}")))
     }
 
+    fn close_term(&mut self, term: apex_core::TermId) -> Result<(), ExecError> {
+        self.write(&format!("terms/{}/ctl", term.0), "close\n").map_err(|e| host(format!("Del: {e}")))
+    }
+
     // The daemon runs the terminal and shows it in a new window, which
     // this UI, leading the layout, makes.
     fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError> {

@@ -15,11 +15,13 @@ use crate::state::State;
 struct Gathered {
     files: Vec<EditFile>,
     seen: Vec<(WindowId, BufferId, u64)>,
+    /// Which files are terminals' text: searched, never changed.
+    terms: Vec<bool>,
     current: usize,
 }
 
 fn gather(st: &State, window: Option<WindowId>) -> Gathered {
-    let mut g = Gathered { files: Vec::new(), seen: Vec::new(), current: 0 };
+    let mut g = Gathered { files: Vec::new(), seen: Vec::new(), terms: Vec::new(), current: 0 };
     for placed in st.layout.columns.iter().flat_map(|c| &c.windows) {
         let Ok(win) = st.window(placed.window) else { continue };
         let Ok(b) = st.buffer(win.body) else { continue };
@@ -31,8 +33,16 @@ fn gather(st: &State, window: Option<WindowId>) -> Gathered {
             g.current = g.files.len();
         }
         let warned = win.flags.warned == Some(b.version);
-        g.files.push(EditFile { name: b.name.clone(), text: b.text.rope().clone(), dot, dirty: b.dirty, warned });
+        // A terminal's window: its text is the terminal's (scrollback and
+        // screen), for searches.
+        let term = win.term.and_then(|t| st.terms.get(&t));
+        let (text, dot) = match term {
+            Some(t) => (ropey::Rope::from_str(&t.text()), Range::default()),
+            None => (b.text.rope().clone(), dot),
+        };
+        g.files.push(EditFile { name: b.name.clone(), text, dot, dirty: b.dirty, warned });
         g.seen.push((placed.window, win.body, b.version));
+        g.terms.push(term.is_some());
     }
     g
 }
@@ -62,6 +72,13 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
 
 /// Proposes what an Edit's commands did.
 fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, outcome: &ecmd::Outcome) -> Result<()> {
+    // A terminal's text changes only by its program: an Edit that would
+    // change it changes nothing at all.
+    let changed = outcome.changes.iter().filter(|(_, c)| c.iter().any(|c| c.q0 != c.q1 || !c.text.is_empty()));
+    let renamed = outcome.renamed.iter().map(|(f, _)| f);
+    if let Some(f) = changed.map(|(f, _)| f).chain(renamed).find(|f| g.terms[**f]) {
+        return Err(ExecError::TermText(g.files[*f].name.clone()));
+    }
     for (f, name) in &outcome.renamed {
         let body = g.seen[*f].1;
         h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
@@ -75,7 +92,8 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, outcome: &e
         let changes = changes.iter().map(|c| (c.q0, c.q1, c.text.clone())).collect();
         h.propose(Proposal::Splices { buffer: body, version, changes, origin: Origin::OtherFile })?;
     }
-    for (f, dot) in &outcome.dots {
+    // (A terminal's text has no dot of the window's to set.)
+    for (f, dot) in outcome.dots.iter().filter(|d| !g.terms[*d.0]) {
         let (w, body, _) = g.seen[*f];
         // The dot is in the text as the Edit left it: the version now,
         // unless someone typed meanwhile.

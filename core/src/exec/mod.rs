@@ -61,6 +61,8 @@ pub trait Host: Pipes {
     /// running `command` (the user's shell when `None`), shown in a new
     /// window: `Win`.
     fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError>;
+    /// Ends terminal `term`: its program, and its shard.
+    fn close_term(&mut self, term: crate::id::TermId) -> Result<(), ExecError>;
     /// Whether `path` names a file or directory on the host.
     fn exists(&mut self, path: &str) -> bool;
     fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError>;
@@ -101,6 +103,12 @@ pub enum ExecError {
     Modified(String),
     #[error("can't delete column; {0} is running an application")]
     Running(String),
+    /// An Edit would change a terminal's text.
+    #[error("Edit: {0} is a terminal: its text changes only by its program; type into it")]
+    TermText(String),
+    /// `Del` on a terminal's window whose program runs: warned once.
+    #[error("{0}: its program is still running; Del again to end it")]
+    TermRunning(String),
     #[error("Kill: no process {0}")]
     NoProcess(String),
     /// A file named for the daemon's machine must be named in full.
@@ -361,6 +369,16 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
         Cmd::Send => send(h, need()?),
         Cmd::Del | Cmd::Delete => {
             let w = need()?;
+            // A terminal's window: Del warns once while its program runs;
+            // then, and with Delete, the window goes and the terminal ends.
+            let term = h.state()?.window(w.id)?.term.filter(|t| h.state().is_ok_and(|st| st.terms.contains_key(t)));
+            if let Some(t) = term {
+                if builtin.cmd == Cmd::Del {
+                    running_to_close(h, w.id, t)?;
+                }
+                h.propose(Proposal::DeleteWindow { window: w.id })?;
+                return h.close_term(t);
+            }
             if builtin.cmd == Cmd::Del {
                 let (event_reader, copies) = {
                     let st = h.state()?;
@@ -702,6 +720,24 @@ pub fn clean_to_close<H: Host>(h: &mut H, window: WindowId, conservative: bool) 
     let flags = WindowFlags { warned: Some(version), ..flags };
     h.propose(Proposal::Flags { window, flags })?;
     Err(ExecError::Modified(name))
+}
+
+/// acme's `winclean` for a terminal's window: while its program runs,
+/// warns once (remembered in the window's flags, as a dirty file's
+/// warning is) and refuses; a second `Del` goes ahead.
+fn running_to_close<H: Host>(h: &mut H, window: WindowId, term: crate::id::TermId) -> Result<()> {
+    let (flags, name, version) = {
+        let st = h.state()?;
+        let w = st.window(window)?;
+        let b = st.buffer(w.body)?;
+        let running = st.terms.get(&term).is_some_and(|t| t.exit.is_none());
+        if !running || w.flags.warned == Some(b.version) {
+            return Ok(());
+        }
+        (w.flags.clone(), b.name.clone(), b.version)
+    };
+    h.propose(Proposal::Flags { window, flags: WindowFlags { warned: Some(version), ..flags } })?;
+    Err(ExecError::TermRunning(name))
 }
 
 /// Replaces `sel` with the snarf buffer and selects what was pasted.

@@ -77,6 +77,10 @@ impl Host for TestHost {
         self.machine.asked.push(format!("term {dir:?} {command:?}"));
         Ok(())
     }
+    fn close_term(&mut self, term: apex_core::TermId) -> Result<(), ExecError> {
+        self.machine.asked.push(format!("close term {}", term.0));
+        Ok(())
+    }
     fn exists(&mut self, path: &str) -> bool {
         self.machine.files.contains_key(path)
     }
@@ -390,6 +394,46 @@ fn font_tab_indent_incl_are_replicated_settings() {
     let other = h.window("/tmp/t", "");
     h.run("Tab", None, "2").unwrap();
     assert_eq!((h.flags(&w).tab, h.flags(&other).tab), (Some(2), Some(2)));
+}
+
+#[test]
+fn del_on_a_running_terminal_s_window_warns_once_then_ends_it() {
+    let mut h = host();
+    let make_term = |h: &mut TestHost| {
+        let id = apex_core::TermId(h.node.alloc().unwrap());
+        h.node.create_shard(Shard::Term(id)).unwrap();
+        let create = apex_core::TermOp::Create {
+            cols: 80,
+            rows: 24,
+            scrollback: 100,
+            command: "sh".into(),
+            dir: "/home/glenda".into(),
+        };
+        h.node.append(Shard::Term(id), apex_core::Op::Term(create)).unwrap();
+        let Created::Window(w) = h.propose(Proposal::TermWindow { term: id, column: None }).unwrap().created else {
+            panic!("a window")
+        };
+        (id, w)
+    };
+    let (id, w) = make_term(&mut h);
+    assert_eq!(h.node.state.buffer(w.body).unwrap().name, format!("/home/glenda/-term.{}", id.0));
+    let e = h.run("Del", Some(&w), "").unwrap_err().to_string();
+    assert!(e.contains("its program is still running; Del again"), "{e}");
+    assert!(h.node.state.windows.contains_key(&w.window), "warned, not closed");
+    h.run("Del", Some(&w), "").unwrap();
+    assert!(!h.node.state.windows.contains_key(&w.window));
+    assert_eq!(h.machine.asked, vec![format!("close term {}", id.0)]);
+    // Edit searches a terminal's text and refuses to change it.
+    let (_, tw) = make_term(&mut h);
+    let t = h.node.state.window(tw.window).unwrap().term.unwrap();
+    h.node.state.terms.get_mut(&t).unwrap().grid[0] = apex_core::grid::Row::plain("$ make");
+    let e = h.run("Edit", Some(&tw), ",s/make/made/").unwrap_err().to_string();
+    assert!(e.contains("is a terminal: its text changes only by its program"), "{e}");
+    h.run("Edit", Some(&tw), ",x/make/ p").unwrap();
+    // Delete does not ask.
+    let (id, w) = make_term(&mut h);
+    h.run("Delete", Some(&w), "").unwrap();
+    assert_eq!(h.machine.asked.last(), Some(&format!("close term {}", id.0)));
 }
 
 #[test]

@@ -121,6 +121,10 @@ impl Host for DaemonHost {
         host::kill(&self.daemon, self.n, pid).map_err(host_err)
     }
 
+    fn close_term(&mut self, term: apex_core::TermId) -> Result<(), ExecError> {
+        crate::term::drive::close(&self.daemon, self.n, term).map_err(host_err)
+    }
+
     fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError> {
         let spec = crate::session::ctl::term_spec(dir, command);
         self.block(crate::term::drive::start_shown(&self.daemon, self.n, spec)).map(|_| ())

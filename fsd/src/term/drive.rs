@@ -28,6 +28,18 @@ pub const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Terminals running at once in one session.
 pub const MAX_RUNNING: usize = 256;
 
+/// Closes terminal `id` of session `n` ([`close`]) and the windows that
+/// showed it, as closing win's window ends win.
+pub async fn close_shown(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Error> {
+    close(daemon, n, id)?;
+    let windows: Vec<apex_core::WindowId> = daemon
+        .read(n, |s| s.view().state.windows.iter().filter(|(_, w)| w.term == Some(id)).map(|(w, _)| *w).collect())?;
+    for window in windows {
+        let _ = daemon.propose(n, &format!("term {} closed", id.0), apex_core::Proposal::DeleteWindow { window }).await;
+    }
+    Ok(())
+}
+
 /// Runs a new terminal in session `n` ([`start`]) and shows it in a new
 /// window of its own (`DIR/-term.N`), as win's are shown.
 pub async fn start_shown(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {

@@ -171,7 +171,7 @@ impl Fsys {
             }
             TermCtl::Signal(signal) => Ok(self.running(n, id)?.signal(id.0, signal)?),
             TermCtl::Kill => Ok(self.running(n, id)?.kill(id.0)?),
-            TermCtl::Close => crate::term::drive::close(&self.daemon, n, id),
+            TermCtl::Close => crate::term::drive::close_shown(&self.daemon, n, id).await,
         }
     }
 }

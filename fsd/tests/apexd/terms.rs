@@ -145,10 +145,12 @@ async fn a_shell_runs_what_is_typed_and_the_files_say_so() {
         assert!(e.contains("has exited"), "{msg}: {e}");
     }
     assert_eq!(text(read(&c, root, "main/hash").await.unwrap()), hash);
-    // close removes it.
+    // close removes it, and the window that showed it.
     write(&c, root, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();
     assert_eq!(text(read(&c, root, "main/terms/index").await.unwrap()), "");
     assert!(read(&c, root, &format!("main/terms/{n}/screen")).await.is_err());
+    let index = text(read(&c, root, "main/acme/index").await.unwrap());
+    assert!(!index.contains(&name), "its window went with it: {index}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
