@@ -11,6 +11,14 @@ use apex_ninep::Client;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
+/// The daemon's file `path` (from its root) open for writing.
+async fn open_for_writing(c: &Client, path: &str) -> Option<apex_ninep::File> {
+    let root = c.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
+    let f = c.open_path(root, path, OWRITE).await;
+    let _ = c.clunk(root).await;
+    f.ok()
+}
+
 /// The terminals' writers and the sizes asked for.
 #[derive(Default)]
 pub struct Terminals {
@@ -37,10 +45,7 @@ impl Terminals {
         self.writers.insert(term, tx);
         let path = format!("{session}/terms/{}/cons", term.0);
         rt.spawn(async move {
-            let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
-            let f = c.open_path(root, &path, OWRITE).await;
-            let _ = c.clunk(root).await;
-            let Ok(f) = f else { return };
+            let Some(f) = open_for_writing(&c, &path).await else { return };
             while let Some(bytes) = rx.recv().await {
                 if c.write(f.fid, 0, &bytes).await.is_err() {
                     break;
@@ -58,10 +63,7 @@ impl Terminals {
         }
         let path = format!("{session}/terms/{}/ctl", term.0);
         rt.spawn(async move {
-            let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
-            let f = c.open_path(root, &path, OWRITE).await;
-            let _ = c.clunk(root).await;
-            let Ok(f) = f else { return };
+            let Some(f) = open_for_writing(&c, &path).await else { return };
             let _ = c.write(f.fid, 0, format!("resize {} {}\n", size.0, size.1).as_bytes()).await;
             let _ = c.clunk(f.fid).await;
         });

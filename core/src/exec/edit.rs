@@ -75,7 +75,7 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, outcome: &e
     // A terminal's text changes only by its program: an Edit that would
     // change it changes nothing at all.
     let changed = outcome.changes.iter().filter(|(_, c)| c.iter().any(|c| c.q0 != c.q1 || !c.text.is_empty()));
-    let renamed = outcome.renamed.iter().map(|(f, _)| f);
+    let renamed = outcome.renamed.keys();
     if let Some(f) = changed.map(|(f, _)| f).chain(renamed).find(|f| g.terms[**f]) {
         return Err(ExecError::TermText(g.files[*f].name.clone()));
     }

@@ -33,6 +33,18 @@ pub fn namespace(name: &str) -> PathBuf {
     ns
 }
 
+/// Writes `text` to `path` with `apex write` against the namespace `ns`.
+pub fn apex_write(ns: &Path, path: &str, text: &str) {
+    let mut w = Command::new(sibling("apex"))
+        .args(["write", path])
+        .env("NAMESPACE", ns)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut w.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    assert!(w.wait().unwrap().success(), "apex write {path}");
+}
+
 /// Runs `apex` against the namespace `ns`; its output.
 pub fn apex(ns: &Path, args: &[&str]) -> String {
     let out = Command::new(sibling("apex")).args(args).env("NAMESPACE", ns).output().expect("run apex");

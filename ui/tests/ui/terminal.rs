@@ -13,18 +13,10 @@ use apex_ui::geom::{Metrics, Screen};
 use apex_ui::rect::Rect;
 use apex_ui::termdraw;
 use std::io::Write;
-use std::process::{Command, Stdio};
 
 /// Writes `text` to the session's `ctl`.
 fn ctl(d: &Desk, text: &str) {
-    let mut w = Command::new(crate::support::sibling("apex"))
-        .args(["write", "main/ctl"])
-        .env("NAMESPACE", &d.ns)
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    w.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    assert!(w.wait().unwrap().success(), "ctl {text:?}");
+    crate::support::apex_write(&d.ns, "main/ctl", text);
 }
 
 /// The body rectangle of the window showing terminal `term`, laid out

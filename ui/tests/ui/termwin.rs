@@ -6,23 +6,14 @@
 //! executes a word of it).
 
 use crate::session::{errors, Rig};
-use crate::support::{sibling, wait_for};
+use crate::support::wait_for;
 use apex_core::{TermId, WindowId};
 use apex_ui::input::Event;
 use apex_ui::rect::Rect;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 /// Writes `text` to the session file `path`.
 fn write(r: &Rig, path: &str, text: &str) {
-    let mut w = Command::new(sibling("apex"))
-        .args(["write", path])
-        .env("NAMESPACE", &r.ns)
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
-    w.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
-    assert!(w.wait().unwrap().success(), "write {path}");
+    crate::support::apex_write(&r.ns, path, text);
 }
 
 /// The window the UI shows terminal `term` in, and its body.
