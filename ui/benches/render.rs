@@ -17,7 +17,11 @@
 //!   beside the daemon's flush-to-acknowledgement in the same run;
 //! - `apex-ui FILE` on a virtual display (Xvfb), from its start to its
 //!   first frame shown, beside attaching, opening and painting in
-//!   process.
+//!   process;
+//! - a terminal window: `seq 1 2000000` from the command typed to the
+//!   prompt after it drawn, beside xterm and xterm running tmux under Xvfb
+//!   (at the same size, in the same run); a keystroke in it to its echo
+//!   drawn, p50 and p99.
 
 use apex_core::propose::{self, Created, Proposal};
 use apex_core::*;
@@ -179,6 +183,8 @@ fn main() {
     assert!(d.rt.block_on(lead_back.wait_for(WAIT, |l| l.leads(Shard::Layout))));
     drop(leader);
 
+    terminal(&d, &mut ui);
+
     // A 100 MB file: opened as `apex-ui FILE` opens it (the daemon reads
     // it, the text comes to the UI's replica over the link), its first
     // frame drawn; the UI's resident memory against the file's size; then
@@ -276,6 +282,140 @@ fn start_to_first_frame(file: &Path) {
     let _ = xvfb.wait();
 }
 
+/// The rows of terminal `term` in the UI's replica: scrollback, screen.
+fn term_rows(ui: &Ui, term: TermId) -> Vec<String> {
+    let link = ui.host.att.lock();
+    let Some(t) = link.node().and_then(|n| n.state.terms.get(&term)) else { return Vec::new() };
+    t.scrollback.iter().map(|r| r.text.clone()).chain(t.grid.iter().map(|r| r.text.clone())).collect()
+}
+
+/// Whether the terminal's last line with anything on it is a shell's
+/// prompt (`$` or `#`), holding `typed` after it.
+fn at_prompt(rows: &[String], typed: &str) -> bool {
+    rows.iter().rev().find(|r| !r.trim().is_empty()).is_some_and(|r| {
+        let r = r.trim_end();
+        r.ends_with(&format!("${typed}"))
+            || r.ends_with(&format!("#{typed}"))
+            || r.ends_with(&format!("$ {typed}"))
+            || r.ends_with(&format!("# {typed}"))
+    })
+}
+
+/// Paints `ui` until `done` holds of terminal `term`'s rows; how long.
+fn paint_until(ui: &mut Ui, term: TermId, what: &str, done: impl Fn(&[String]) -> bool) -> Duration {
+    let t = Instant::now();
+    loop {
+        ui.woke();
+        ui.paint();
+        if done(&term_rows(ui, term)) {
+            return t.elapsed();
+        }
+        if t.elapsed() > Duration::from_secs(120) {
+            let rows = term_rows(ui, term);
+            panic!("the terminal never got to {what}; its last rows: {:?}", &rows[rows.len().saturating_sub(5)..]);
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// A terminal window's figures (see the module doc).
+fn terminal(d: &Daemon, ui: &mut Ui) {
+    let dir = d.ns.display().to_string();
+    exec::Host::start_term(&mut ui.host, Some(&dir), Some("sh")).expect("a terminal");
+    let (w, term) = {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            ui.woke();
+            let found = {
+                let link = ui.host.att.lock();
+                let st = &link.node().unwrap().state;
+                st.windows.iter().find_map(|(id, w)| Some((*id, w.term?)))
+            };
+            if let Some(f) = found {
+                break f;
+            }
+            assert!(Instant::now() < deadline, "the terminal's window");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    ui.paint();
+    let body = ui.screen().unwrap().window(w).unwrap().body;
+    ui.handle(Event::Motion { x: body.x0 + 5, y: body.y0 + 5 });
+    paint_until(ui, term, "its first prompt", |rows| at_prompt(rows, ""));
+    let size = {
+        let link = ui.host.att.lock();
+        let t = &link.node().unwrap().state.terms[&term];
+        (t.cols, t.rows)
+    };
+    ui.handle(Event::Text("seq 1 2000000; echo seq-done\n".into()));
+    let apex = paint_until(ui, term, "the prompt after seq", |rows| {
+        rows.iter().any(|r| r == "seq-done") && at_prompt(rows, "")
+    });
+    // A rune typed, then erased: each keystroke's echo drawn. Keys come
+    // 30 ms apart, as fast typing does: the daemon sends a terminal's
+    // updates at most one a frame (16 ms), so keys sent back to back
+    // would measure that flood limit instead.
+    let mut echo = Vec::new();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(30));
+        let t = Instant::now();
+        ui.handle(Event::Text("x".into()));
+        paint_until(ui, term, "the echo", |rows| at_prompt(rows, "x"));
+        echo.push(t.elapsed());
+        std::thread::sleep(Duration::from_millis(30));
+        let t = Instant::now();
+        ui.handle(Event::Key(Key::Backspace));
+        paint_until(ui, term, "the erase", |rows| at_prompt(rows, ""));
+        echo.push(t.elapsed());
+    }
+    echo.sort();
+    let q = |p: f64| ms(echo[((echo.len() as f64 * p) as usize).min(echo.len() - 1)]);
+    let (cols, rows) = size;
+    let (xterm, tmux) = match (xvfb(), which("xterm")) {
+        (Some((mut x, display)), true) => {
+            let run = |args: &[&str]| {
+                let t = Instant::now();
+                let ok = std::process::Command::new("xterm")
+                    .args(["-display", &display, "-geometry", &format!("{cols}x{rows}"), "-e"])
+                    .args(args)
+                    .status()
+                    .is_ok_and(|s| s.success());
+                ok.then(|| t.elapsed())
+            };
+            let xterm = run(&["sh", "-c", "seq 1 2000000"]);
+            let socket = format!("apex-bench-{}", std::process::id());
+            let tmux = which("tmux")
+                .then(|| run(&["tmux", "-L", &socket, "-f", "/dev/null", "new-session", "seq 1 2000000"]))
+                .flatten();
+            // SAFETY: kill(2) with plain integers.
+            unsafe { libc::kill(x.id() as i32, libc::SIGTERM) };
+            let _ = x.wait();
+            (xterm, tmux)
+        }
+        _ => (None, None),
+    };
+    let beside = |name: &str, r: Option<Duration>| match r {
+        Some(r) => format!("{name} {:.0} ms ({:.2}x apex's time)", ms(r), ms(r) / ms(apex)),
+        None => format!("{name}: not measured (not installed here)"),
+    };
+    println!(
+        "terminal window ({cols}x{rows}), seq 1 2000000 to the prompt drawn: apex {:.0} ms; {}; {} (goal: at least xterm's speed)",
+        ms(apex),
+        beside("xterm", xterm),
+        beside("xterm running tmux", tmux)
+    );
+    println!(
+        "terminal window, keystroke to its echo drawn: p50 {:.3} ms, p99 {:.3} ms (goal p99 <= 8 ms)",
+        q(0.5),
+        q(0.99)
+    );
+}
+
+/// Whether `program` is on the PATH.
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}
+
 /// A virtual display of its own (Xvfb picks a free one), if Xvfb is here.
 fn xvfb() -> Option<(std::process::Child, String)> {
     let mut xvfb = std::process::Command::new("Xvfb")
@@ -365,19 +505,19 @@ impl Drop for Daemon {
     }
 }
 
-/// `apexd` from this build (release when benchmarking), built if missing.
+/// `apexd` from this build (release when benchmarking), built first:
+/// cargo builds it only when the sources changed, and a daemon from an
+/// older build would measure the wrong thing.
 fn apexd() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
     let path = dir.join("apexd");
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = std::process::Command::new(cargo);
-        build.args(["build", "-p", "apex-fsd", "--bins"]);
-        if dir.ends_with("release") {
-            build.arg("--release");
-        }
-        assert!(build.status().unwrap().success(), "cargo build -p apex-fsd failed");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build.args(["build", "-p", "apex-fsd", "--bins"]);
+    if dir.ends_with("release") {
+        build.arg("--release");
     }
+    assert!(build.status().unwrap().success(), "cargo build -p apex-fsd failed");
     path
 }

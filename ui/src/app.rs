@@ -486,6 +486,7 @@ impl Ui {
     fn report_events(&mut self) {
         let mut events = std::mem::take(&mut self.host.events);
         events.extend(self.host.att.with(|l| l.events()));
+        events.extend(std::mem::take(&mut *self.host.later.lock().expect("later lock")));
         for e in events {
             let text = match e {
                 apex_link::Event::Recovered { into, entries, .. } => {

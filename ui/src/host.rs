@@ -58,6 +58,9 @@ pub struct UiHost {
     pub frames: std::collections::HashMap<WindowId, apex_core::show::Shown>,
     /// What goes to the terminals the windows show.
     pub terms: crate::terms::Terminals,
+    /// What a request not waited for said when it failed, for the UI to
+    /// report when it next wakes.
+    pub later: Arc<Mutex<Vec<apex_link::Event>>>,
 }
 
 /// The replica's state under the link's lock.
@@ -93,6 +96,7 @@ impl UiHost {
             font: None,
             frames: Default::default(),
             terms: Default::default(),
+            later: Arc::default(),
         }
     }
 
@@ -373,7 +377,35 @@ impl Host for UiHost {
         if let Some(c) = command {
             msg += &format!(" {c}");
         }
-        self.write("ctl", &format!("{msg}\n")).map_err(|e| host(format!("Win: {e}")))
+        // Not waited for: the daemon answers once the terminal's window
+        // is made, which this UI (leading the layout) makes when it next
+        // wakes. A refusal is said then, in +Errors.
+        self.connected()?;
+        let (c, path, later, wake) =
+            (self.att.client(), format!("{}/ctl", self.session), self.later.clone(), self.wake.clone());
+        self.rt.spawn(async move {
+            let root = c.attach(&apex_ninep::ns::user_name(), "").await;
+            let written = match root {
+                Ok(root) => {
+                    let f = c.open_path(root, &path, OWRITE).await;
+                    let _ = c.clunk(root).await;
+                    match f {
+                        Ok(f) => {
+                            let r = c.write(f.fid, 0, format!("{msg}\n").as_bytes()).await;
+                            let _ = c.clunk(f.fid).await;
+                            r.map(|_| ())
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = written {
+                later.lock().expect("later lock").push(apex_link::Event::Error(format!("Win: {e}")));
+                wake.notify_one();
+            }
+        });
+        Ok(())
     }
 
     fn exists(&mut self, path: &str) -> bool {

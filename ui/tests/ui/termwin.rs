@@ -106,3 +106,31 @@ fn a_terminal_s_window_scrolls_back_and_takes_acme_s_mouse() {
         errors(&mut r).filter(|e| e.contains("made-it")).map(|_| ())
     });
 }
+
+/// `Win`, executed in a UI, starts a terminal in a window of its own in
+/// the directory of the window it ran from, without waiting on itself
+/// (the UI makes that window when it next wakes).
+#[test]
+fn win_opens_a_terminal_window_in_the_window_s_directory() {
+    let mut r = Rig::start("termwin-win", true);
+    let dir = r.ns.join("src");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.c");
+    std::fs::write(&file, "int x;\n").unwrap();
+    let w = r.open(&file.display().to_string());
+    apex_core::exec::execute(&mut r.ui().host, Some(w.window), "Win").unwrap();
+    let term = wait_for("Win's terminal in a window", || {
+        r.ui().woke();
+        let link = r.ui().host.att.lock();
+        let st = &link.node()?.state;
+        st.windows.values().find_map(|x| x.term)
+    });
+    let ctl = wait_for("the terminal", || {
+        let c = r.apex(&["read", &format!("main/terms/{}/ctl", term.0)]);
+        (!c.is_empty()).then_some(c)
+    });
+    assert!(ctl.contains(&format!("dir {}", dir.display())), "in the window's directory: {ctl}");
+    // The UI made the window itself: it never stopped leading the layout
+    // (a UI that blocked on its own request would have lost it).
+    assert!(r.ui().host.att.with(|l| l.leads(apex_core::Shard::Layout)), "still leading");
+}
