@@ -3,7 +3,8 @@
 //! through its scrollback and new output leaves a scrolled view alone;
 //! acme's mouse works on its text (button 1 selects, the 1-2 chord
 //! snarfs, 1-3 pastes by typing the snarf into the program, button 2
-//! executes a word of it).
+//! executes a word of it); `Win` from a UI; a watching UI draws the same
+//! terminal.
 
 use crate::session::{errors, Rig};
 use crate::support::wait_for;
@@ -133,4 +134,43 @@ fn win_opens_a_terminal_window_in_the_window_s_directory() {
     // The UI made the window itself: it never stopped leading the layout
     // (a UI that blocked on its own request would have lost it).
     assert!(r.ui().host.att.with(|l| l.leads(apex_core::Shard::Layout)), "still leading");
+}
+
+/// A watching UI draws the same terminal: both UIs' pixels of its window
+/// are the same, grid and colours, as output goes on.
+#[test]
+fn a_watching_ui_draws_the_same_terminal() {
+    let mut r = Rig::start("termwin-watch", true);
+    write(&r, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
+    let term = TermId(wait_for("the terminal", || {
+        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
+    }));
+    let (_, body) = wait_for("its window", || shown(&mut r, term));
+    // A second UI takes the lead; this one watches.
+    let mut second = crate::session::attach(&r.rt, &r.ns, true);
+    write(&r, &format!("main/terms/{}/cons", term.0), "printf '\\033[32mgreen\\033[0m %s\\n' shared\n");
+    let same = wait_for("both UIs to draw the same terminal", || {
+        r.ui().woke();
+        second.woke();
+        r.ui().paint();
+        second.paint();
+        let shows = |ui: &apex_ui::app::Ui| {
+            let link = ui.host.att.lock();
+            let t = link.node()?.state.terms.get(&term)?;
+            t.grid.iter().any(|row| row.text == "green shared").then_some(())
+        };
+        shows(r.ui())?;
+        shows(&second)?;
+        let pixels = |ui: &apex_ui::app::Ui| -> Vec<u32> {
+            (body.y0..body.y1)
+                .flat_map(|y| (body.x0..body.x1).map(move |x| (x, y)))
+                .map(|(x, y)| ui.canvas.at(x, y))
+                .collect()
+        };
+        let (a, b) = (pixels(r.ui()), pixels(&second));
+        (a == b).then_some(a)
+    });
+    assert!(same.iter().any(|p| *p != apex_ui::palette::BODY), "something is drawn there");
+    assert!(!r.ui().host.att.with(|l| l.leads(apex_core::Shard::Layout)), "the first watches");
+    r.rt.block_on(second.host.att.close());
 }
