@@ -235,6 +235,28 @@ impl Ui {
         self.unflushed = true;
         for e in effects {
             let result = match e {
+                // A command in a terminal's text runs where its shell is,
+                // and a name in it is looked up there (the program's
+                // current directory, which the window's name does not say).
+                Effect::Execute { window: Some(w), text, arg: None, .. }
+                    if exec::lookup(apex_core::look::split_command(&text).0).is_none()
+                        && self.shell_dir(w).is_some() =>
+                {
+                    let dir = self.shell_dir(w);
+                    exec::Host::start(&mut self.host, dir.as_deref(), text.trim(), Some(w))
+                }
+                Effect::Look { window, text, word, plumb, from }
+                    if !text.starts_with('/') && self.shell_dir(window).is_some() =>
+                {
+                    let dir = self.shell_dir(window).unwrap_or_default();
+                    let text = format!("{}/{text}", dir.trim_end_matches('/'));
+                    let plumb = apex_core::plumb::Plumb { data: text.clone(), ..plumb };
+                    self.host.frames = self.frames_shown();
+                    match self.host.plumb(window, &plumb) {
+                        Ok(true) => Ok(()),
+                        _ => exec::look_file_or_word(&mut self.host, window, &text, word.as_deref(), from),
+                    }
+                }
                 Effect::Execute { text, .. } if text.trim() == "Lead" => {
                     self.lead();
                     Ok(())
@@ -338,6 +360,13 @@ impl Ui {
     }
 
     /// The window the layout says has the focus.
+    /// The current directory of the shell in the terminal window `w`
+    /// shows, if it shows one whose program the daemon can see.
+    fn shell_dir(&self, w: apex_core::WindowId) -> Option<String> {
+        let term = self.host.att.with(|l| l.node()?.state.window(w).ok()?.term)?;
+        self.host.term_cwd(term)
+    }
+
     fn focused(&self) -> Option<apex_core::WindowId> {
         exec::Host::state(&self.host).ok().and_then(|st| st.layout.focus)
     }

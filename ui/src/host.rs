@@ -151,6 +151,22 @@ impl UiHost {
             false => Ok(()),
         }
     }
+    /// The current directory of the program in terminal `term` (its
+    /// `ctl`'s `cwd`), where a relative name in its output is.
+    pub fn term_cwd(&self, term: apex_core::TermId) -> Option<String> {
+        let (c, path) = (self.att.client(), format!("{}/terms/{}/ctl", self.session, term.0));
+        let text = self.rt.block_on(async move {
+            let root = c.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
+            let f = c.open_path(root, &path, apex_ninep::fcall::OREAD).await;
+            let _ = c.clunk(root).await;
+            let f = f.ok()?;
+            let bytes = c.read_all(&f).await;
+            let _ = c.clunk(f.fid).await;
+            bytes.ok()
+        })?;
+        String::from_utf8_lossy(&text).lines().find_map(|l| l.strip_prefix("cwd ").map(str::to_string))
+    }
+
     /// Writes `text` to the session's file `path` (one message); the
     /// daemon's refusal as it worded it.
     fn write(&self, path: &str, text: &str) -> Result<(), ExecError> {

@@ -316,6 +316,18 @@ impl Running {
         self.events.lock().expect("term events").take();
     }
 
+    /// The current directory of what runs in the terminal's foreground
+    /// (the interactive shell, when it waits for a command): where a
+    /// relative name in its output is. Linux's `/proc`; none elsewhere
+    /// or once the program is gone.
+    pub fn cwd(&self) -> Option<std::path::PathBuf> {
+        if self.reaped.load(Ordering::SeqCst) {
+            return None;
+        }
+        let group = self.master.lock().expect("term master").process_group_leader().unwrap_or(self.pid as i32);
+        std::fs::read_link(format!("/proc/{group}/cwd")).ok()
+    }
+
     /// Sends `signal` to the foreground process group of the terminal
     /// (the program's own group if the pty names none).
     pub fn signal(&self, term: u64, signal: i32) -> Result<(), ProcError> {

@@ -63,6 +63,11 @@ pub fn content(s: &Session, id: TermId, file: TermFile) -> Result<Made> {
             // drops it then: a script may take the pid from there).
             if let Some(r) = s.terms().get(&id) {
                 out += &format!("pid {}\n", r.pid);
+                // The shell's current directory, for relative names in
+                // its output (what a UI's button 2 and 3 resolve against).
+                if let Some(cwd) = r.cwd() {
+                    out += &format!("cwd {}\n", cwd.display());
+                }
             }
             out += &format!("scrollback {} of {}\n", t.scrollback.len(), t.limit);
             if !t.title.is_empty() {

@@ -174,3 +174,38 @@ fn a_watching_ui_draws_the_same_terminal() {
     assert!(!r.ui().host.att.with(|l| l.leads(apex_core::Shard::Layout)), "the first watches");
     r.rt.block_on(second.host.att.close());
 }
+
+/// Button 3 on a relative name in a terminal's output looks it up where
+/// the shell is now (its `cwd`, which `terms/N/ctl` says), not where the
+/// terminal started.
+#[test]
+fn button_three_on_a_name_in_a_terminal_looks_where_the_shell_is() {
+    let mut r = Rig::start("termwin-cwd", true);
+    let sub = r.ns.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("note.txt"), "found\n").unwrap();
+    write(&r, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
+    let term = TermId(wait_for("the terminal", || {
+        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
+    }));
+    let (_, body) = wait_for("its window", || shown(&mut r, term));
+    write(&r, &format!("main/terms/{}/cons", term.0), "cd sub; ls\n");
+    wait_for("ls in sub", || rows(&mut r, term).iter().any(|l| l == "note.txt").then_some(()));
+    let ctl = r.apex(&["read", &format!("main/terms/{}/ctl", term.0)]);
+    assert!(ctl.contains(&format!("cwd {}", sub.display())), "{ctl}");
+    let line = r.ui().fonts.line_height() as i32;
+    let cell = apex_ui::termdraw::cell_width(&mut r.ui().fonts);
+    let texts = rows(&mut r, term);
+    let shown_rows = (body.height() / line) as usize;
+    let bottom = texts.len().saturating_sub(shown_rows);
+    let at = texts.iter().rposition(|l| l == "note.txt").unwrap();
+    let (x, y) = (body.x0 + cell + cell / 2, body.y0 + (at - bottom) as i32 * line + line / 2);
+    r.send(Event::Press { button: 3, x, y });
+    r.send(Event::Release { button: 3, x, y });
+    let name = sub.join("note.txt").display().to_string();
+    wait_for("the file opened from the shell's directory", || {
+        r.ui().woke();
+        let link = r.ui().host.att.lock();
+        apex_core::look::window_named(&link.node()?.state, &name).map(|_| ())
+    });
+}
