@@ -232,6 +232,8 @@ pub struct Input {
     pub term_views: crate::termview::TermViews,
     /// A button held over a terminal's text.
     term_sweep: Option<termmouse::TermSweep>,
+    /// The last button-1 click on a terminal's text, for a double-click.
+    term_click: Option<(WindowId, crate::termview::Cell, u64)>,
 }
 
 /// Where acme moves the pointer.
@@ -503,7 +505,7 @@ impl Input {
         {
             self.pointer_at(x, y, cx);
         }
-        if let Some(effects) = self.term_mouse(&ev, cx) {
+        if let Some(effects) = self.term_mouse(&ev, now_ms, cx) {
             return effects;
         }
         let r = match ev {

@@ -8,7 +8,7 @@
 //! that asked for the mouse (vim's `mouse=a`, htop) gets its reports.
 
 use super::termkeys;
-use super::{Ctx, Effect, Event, Input, Key, Target};
+use super::{Ctx, Effect, Event, Input, Key, Target, DOUBLE_CLICK_MS};
 use crate::rect::Rect;
 use crate::termview::{self, Cell};
 use apex_core::grid::mode;
@@ -52,7 +52,7 @@ impl Input {
 
     /// Handles a mouse event over (or begun over) a terminal's window;
     /// `None` when it is not one.
-    pub(super) fn term_mouse(&mut self, ev: &Event, cx: &mut Ctx) -> Option<Vec<Effect>> {
+    pub(super) fn term_mouse(&mut self, ev: &Event, now: u64, cx: &mut Ctx) -> Option<Vec<Effect>> {
         let (x, y) = match *ev {
             Event::Press { x, y, .. } | Event::Release { x, y, .. } | Event::Motion { x, y } => (x, y),
             Event::Wheel { x, y, .. } => (x, y),
@@ -86,7 +86,7 @@ impl Input {
                 }
                 Vec::new()
             }
-            Event::Release { button, .. } => self.term_release(cx, w, term, button, at),
+            Event::Release { button, .. } => self.term_release(cx, w, term, button, at, now),
             _ => Vec::new(),
         })
     }
@@ -127,7 +127,7 @@ impl Input {
         Vec::new()
     }
 
-    fn term_release(&mut self, cx: &mut Ctx, w: WindowId, term: TermId, button: u8, at: Cell) -> Vec<Effect> {
+    fn term_release(&mut self, cx: &mut Ctx, w: WindowId, term: TermId, button: u8, at: Cell, now: u64) -> Vec<Effect> {
         let Some(s) = self.term_sweep.filter(|s| s.button == button) else { return Vec::new() };
         self.term_sweep = None;
         if s.chorded {
@@ -135,8 +135,23 @@ impl Input {
         }
         let Some(t) = cx.node.state.terms.get(&term) else { return Vec::new() };
         if button == 1 {
-            let view = self.term_views.entry(w).or_default();
-            view.sel = Some((s.from, at)).filter(|(a, b)| a != b);
+            // A second click at the same cell soon after selects the word
+            // there, else the whole line (acme's double-click, as far as a
+            // terminal's text has words and lines).
+            let double = s.from == at
+                && self.term_click.is_some_and(|(lw, lc, t)| lw == w && lc == at && now - t <= DOUBLE_CLICK_MS);
+            let sel = match double {
+                true => {
+                    self.term_click = None;
+                    let line = (Cell { row: at.row, col: 0 }, Cell { row: at.row, col: t.cols });
+                    Some(termview::word_at(t, at).map_or(line, |(_, a, b)| (a, b)))
+                }
+                false => {
+                    self.term_click = (s.from == at).then_some((w, at, now));
+                    Some((s.from, at)).filter(|(a, b)| a != b)
+                }
+            };
+            self.term_views.entry(w).or_default().sel = sel;
             return Vec::new();
         }
         // The text swept, else the selection if the click is in it, else

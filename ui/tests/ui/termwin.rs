@@ -1,7 +1,8 @@
 //! A terminal's window, headless over a real daemon: what is typed with
 //! the pointer over it goes to its program; the wheel scrolls back
 //! through its scrollback and new output leaves a scrolled view alone;
-//! acme's mouse works on its text (button 1 selects, the 1-2 chord
+//! acme's mouse works on its text (button 1 selects, a double-click
+//! the word, the 1-2 chord
 //! snarfs, 1-3 pastes by typing the snarf into the program, button 2
 //! executes a word of it); `Win` from a UI; a watching UI draws the same
 //! terminal.
@@ -83,6 +84,19 @@ fn a_terminal_s_window_scrolls_back_and_takes_acme_s_mouse() {
     r.ui().settle().unwrap();
     let snarf = { r.ui().host.att.lock().node().unwrap().state.layout.snarf.clone() };
     assert_eq!(snarf, "made-it", "the chord snarfed the terminal's text");
+
+    // A double-click selects the word clicked (here all of "made-it").
+    let x3 = body.x0 + 3 * cell + cell / 2;
+    for (ev, t) in [
+        (Event::Press { button: 1, x: x3, y: ry }, 10_000_000),
+        (Event::Release { button: 1, x: x3, y: ry }, 10_000_050),
+        (Event::Press { button: 1, x: x3, y: ry }, 10_000_200),
+        (Event::Release { button: 1, x: x3, y: ry }, 10_000_250),
+    ] {
+        r.ui().handle_at(ev, t);
+    }
+    let sel = r.ui().input.term_views[&w].sel.expect("selected");
+    assert_eq!((sel.0.col, sel.1.col, sel.0.row), (0, 7, at), "the word: {sel:?}");
 
     // 1-3 pastes: the snarf is typed into the shell.
     r.send(Event::Press { button: 1, x: x0, y: ry });
