@@ -31,6 +31,17 @@ fn shown(r: &mut Rig, term: TermId) -> Option<(WindowId, Rect)> {
     Some((w, body))
 }
 
+/// A shell in a terminal of the session, and the window the UI shows it
+/// in, with that window's body.
+fn terminal(r: &mut Rig) -> (TermId, WindowId, Rect) {
+    write(r, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
+    let term = TermId(wait_for("the terminal", || {
+        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
+    }));
+    let (w, body) = wait_for("its window", || shown(r, term));
+    (term, w, body)
+}
+
 /// The terminal's rows (scrollback then screen) in the UI's replica.
 fn rows(r: &mut Rig, term: TermId) -> Vec<String> {
     r.ui().woke();
@@ -42,11 +53,7 @@ fn rows(r: &mut Rig, term: TermId) -> Vec<String> {
 #[test]
 fn a_terminal_s_window_scrolls_back_and_takes_acme_s_mouse() {
     let mut r = Rig::start("termwin", true);
-    write(&r, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
-    let term = TermId(wait_for("the terminal", || {
-        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
-    }));
-    let (w, body) = wait_for("its window", || shown(&mut r, term));
+    let (term, w, body) = terminal(&mut r);
     let line = r.ui().fonts.line_height() as i32;
     let cell = apex_ui::termdraw::cell_width(&mut r.ui().fonts);
     let (x, y) = (body.x0 + cell, body.y0 + line / 2);
@@ -155,11 +162,7 @@ fn win_opens_a_terminal_window_in_the_window_s_directory() {
 #[test]
 fn a_watching_ui_draws_the_same_terminal() {
     let mut r = Rig::start("termwin-watch", true);
-    write(&r, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
-    let term = TermId(wait_for("the terminal", || {
-        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
-    }));
-    let (_, body) = wait_for("its window", || shown(&mut r, term));
+    let (term, _, body) = terminal(&mut r);
     // A second UI takes the lead; this one watches.
     let mut second = crate::session::attach(&r.rt, &r.ns, true);
     write(&r, &format!("main/terms/{}/cons", term.0), "printf '\\033[32mgreen\\033[0m %s\\n' shared\n");
@@ -198,11 +201,7 @@ fn button_three_on_a_name_in_a_terminal_looks_where_the_shell_is() {
     let sub = r.ns.join("sub");
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::write(sub.join("note.txt"), "found\n").unwrap();
-    write(&r, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
-    let term = TermId(wait_for("the terminal", || {
-        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
-    }));
-    let (_, body) = wait_for("its window", || shown(&mut r, term));
+    let (term, _, body) = terminal(&mut r);
     write(&r, &format!("main/terms/{}/cons", term.0), "cd sub; ls\n");
     wait_for("ls in sub", || rows(&mut r, term).iter().any(|l| l == "note.txt").then_some(()));
     let ctl = r.apex(&["read", &format!("main/terms/{}/ctl", term.0)]);
