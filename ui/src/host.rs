@@ -372,6 +372,11 @@ impl Host for UiHost {
         if let Some(font) = &self.font {
             flags += &format!("-f {} ", apex_core::ctlword::encode(font));
         }
+        // What this UI did is the daemon's first (a `|cmd` pipes the
+        // selection this UI just made): the flush's write is answered
+        // once the daemon has applied it.
+        let att = self.att.clone();
+        self.rt.block_on(async move { att.flush().await }).map_err(host)?;
         self.write("ctl", &format!("exec {flags}{dir} {command}\n")).map_err(|e| host(format!("{command}: {e}")))
     }
 
