@@ -651,7 +651,9 @@ impl Link {
             if untouched && node.leads(*shard) && unacked.iter().all(|e| node.append(*shard, e.op.clone()).is_ok()) {
                 continue;
             }
-            if untouched && !node.leads(*shard) {
+            // Proposed, only a tail of plain typing goes on: an undo's
+            // edits are no splices to propose.
+            if untouched && !node.leads(*shard) && unacked.iter().all(|e| proposable(&e.op)) {
                 if let Ok(now) = node.state.buffer(*b) {
                     let splices = unacked.iter().filter_map(|e| splice_of(&e.op)).collect();
                     self.pending_replays.push(Replay { buffer: *b, version: now.version, splices });
@@ -823,6 +825,14 @@ pub fn recovered_name(name: &str) -> String {
     format!("{name}+Recovered")
 }
 
+/// Whether an op of a tail that goes on by proposals is carried by them:
+/// its splices are proposed; selections, origins and undo marks are the
+/// leader's to make again.
+fn proposable(op: &Op) -> bool {
+    use apex_core::BufferOp as B;
+    matches!(op, Op::Buffer(B::Splice { .. } | B::Select { .. } | B::SetOrigin { .. } | B::Mark { .. }))
+}
+
 /// An entry's op as a splice, if it is one.
 fn splice_of(op: &Op) -> Option<(u64, u64, String, Origin)> {
     match op {
@@ -924,6 +934,11 @@ mod tests {
         // Typed and all erased: nothing to put back.
         assert!(pieces(&[splice(0, 0, "x"), splice(0, 1, "")]).is_empty());
         assert_eq!(recovered_name("/tmp/notes"), "/tmp/notes+Recovered");
+        // Proposed again, plain typing only: an undo in the tail is no
+        // splice, so such a tail is recovered instead.
+        let splice = Op::Buffer(apex_core::BufferOp::Splice { q0: 0, q1: 0, text: "x".into(), origin: k });
+        assert!(proposable(&splice));
+        assert!(!proposable(&Op::Buffer(apex_core::BufferOp::Undo)));
     }
 
     #[test]

@@ -234,21 +234,24 @@ impl Ui {
         };
         self.unflushed = true;
         for e in effects {
-            let result = match e {
-                // A command in a terminal's text runs where its shell is,
-                // and a name in it is looked up there (the program's
-                // current directory, which the window's name does not say).
+            // A command in a terminal's text runs where its shell is, and a
+            // name in it is looked up there (the program's current
+            // directory, which the window's name does not say).
+            let shell = match &e {
                 Effect::Execute { window: Some(w), text, arg: None, .. }
-                    if exec::lookup(apex_core::look::split_command(&text).0).is_none()
-                        && self.shell_dir(w).is_some() =>
+                    if exec::lookup(apex_core::look::split_command(text).0).is_none() =>
                 {
-                    let dir = self.shell_dir(w);
-                    exec::Host::start(&mut self.host, dir.as_deref(), text.trim(), Some(w))
+                    self.shell_dir(*w)
                 }
-                Effect::Look { window, text, word, plumb, from }
-                    if !text.starts_with('/') && self.shell_dir(window).is_some() =>
-                {
-                    let dir = self.shell_dir(window).unwrap_or_default();
+                Effect::Look { window, text, .. } if !text.starts_with('/') => self.shell_dir(*window),
+                _ => None,
+            };
+            let result = match e {
+                Effect::Execute { window: Some(w), text, .. } if shell.is_some() => {
+                    exec::Host::start(&mut self.host, shell.as_deref(), text.trim(), Some(w))
+                }
+                Effect::Look { window, text, word, plumb, from } if shell.is_some() => {
+                    let dir = shell.as_deref().unwrap_or_default();
                     let text = format!("{}/{text}", dir.trim_end_matches('/'));
                     let plumb = apex_core::plumb::Plumb { data: text.clone(), ..plumb };
                     self.host.frames = self.frames_shown();
@@ -359,7 +362,6 @@ impl Ui {
         }
     }
 
-    /// The window the layout says has the focus.
     /// The current directory of the shell in the terminal window `w`
     /// shows, if it shows one whose program the daemon can see.
     fn shell_dir(&self, w: apex_core::WindowId) -> Option<String> {
@@ -367,6 +369,7 @@ impl Ui {
         self.host.term_cwd(term)
     }
 
+    /// The window the layout says has the focus.
     fn focused(&self) -> Option<apex_core::WindowId> {
         exec::Host::state(&self.host).ok().and_then(|st| st.layout.focus)
     }

@@ -156,10 +156,7 @@ impl UiHost {
     pub fn term_cwd(&self, term: apex_core::TermId) -> Option<String> {
         let (c, path) = (self.att.client(), format!("{}/terms/{}/ctl", self.session, term.0));
         let text = self.rt.block_on(async move {
-            let root = c.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
-            let f = c.open_path(root, &path, apex_ninep::fcall::OREAD).await;
-            let _ = c.clunk(root).await;
-            let f = f.ok()?;
+            let f = crate::terms::open_file(&c, &path, apex_ninep::fcall::OREAD).await.ok()?;
             let bytes = c.read_all(&f).await;
             let _ = c.clunk(f.fid).await;
             bytes.ok()
@@ -174,10 +171,7 @@ impl UiHost {
         let path = format!("{session}/{path}");
         let text = text.to_string();
         self.rt.block_on(async move {
-            let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(host)?;
-            let f = c.open_path(root, &path, OWRITE).await;
-            let _ = c.clunk(root).await;
-            let f = f.map_err(|e| host(format!("{path}: {e}")))?;
+            let f = crate::terms::open_file(&c, &path, OWRITE).await.map_err(|e| host(format!("{path}: {e}")))?;
             let r = c.write(f.fid, 0, text.as_bytes()).await;
             let _ = c.clunk(f.fid).await;
             r.map(|_| ()).map_err(host)
@@ -405,23 +399,7 @@ impl Host for UiHost {
         let (c, path, later, wake) =
             (self.att.client(), format!("{}/ctl", self.session), self.later.clone(), self.wake.clone());
         self.rt.spawn(async move {
-            let root = c.attach(&apex_ninep::ns::user_name(), "").await;
-            let written = match root {
-                Ok(root) => {
-                    let f = c.open_path(root, &path, OWRITE).await;
-                    let _ = c.clunk(root).await;
-                    match f {
-                        Ok(f) => {
-                            let r = c.write(f.fid, 0, format!("{msg}\n").as_bytes()).await;
-                            let _ = c.clunk(f.fid).await;
-                            r.map(|_| ())
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                Err(e) => Err(e),
-            };
-            if let Err(e) = written {
+            if let Err(e) = crate::terms::write_file(&c, &path, format!("{msg}\n").as_bytes()).await {
                 later.lock().expect("later lock").push(apex_link::Event::Error(format!("Win: {e}")));
                 wake.notify_one();
             }

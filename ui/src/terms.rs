@@ -11,12 +11,21 @@ use apex_ninep::Client;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
-/// The daemon's file `path` (from its root) open for writing.
-async fn open_for_writing(c: &Client, path: &str) -> Option<apex_ninep::File> {
-    let root = c.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
-    let f = c.open_path(root, path, OWRITE).await;
+/// The daemon's file `path` (from its root) open in `mode`: how the UI
+/// reaches a session's files beside its attachment.
+pub async fn open_file(c: &Client, path: &str, mode: u8) -> Result<apex_ninep::File, apex_ninep::ClientError> {
+    let root = c.attach(&apex_ninep::ns::user_name(), "").await?;
+    let f = c.open_path(root, path, mode).await;
     let _ = c.clunk(root).await;
-    f.ok()
+    f
+}
+
+/// Writes `bytes` to the daemon's file `path` in one write.
+pub async fn write_file(c: &Client, path: &str, bytes: &[u8]) -> Result<(), apex_ninep::ClientError> {
+    let f = open_file(c, path, OWRITE).await?;
+    let r = c.write(f.fid, 0, bytes).await;
+    let _ = c.clunk(f.fid).await;
+    r.map(|_| ())
 }
 
 /// The terminals' writers and the sizes asked for.
@@ -45,7 +54,7 @@ impl Terminals {
         self.writers.insert(term, tx);
         let path = format!("{session}/terms/{}/cons", term.0);
         rt.spawn(async move {
-            let Some(f) = open_for_writing(&c, &path).await else { return };
+            let Ok(f) = open_file(&c, &path, OWRITE).await else { return };
             while let Some(bytes) = rx.recv().await {
                 if c.write(f.fid, 0, &bytes).await.is_err() {
                     break;
@@ -63,9 +72,7 @@ impl Terminals {
         }
         let path = format!("{session}/terms/{}/ctl", term.0);
         rt.spawn(async move {
-            let Some(f) = open_for_writing(&c, &path).await else { return };
-            let _ = c.write(f.fid, 0, format!("resize {} {}\n", size.0, size.1).as_bytes()).await;
-            let _ = c.clunk(f.fid).await;
+            let _ = write_file(&c, &path, format!("resize {} {}\n", size.0, size.1).as_bytes()).await;
         });
     }
 
