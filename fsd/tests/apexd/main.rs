@@ -47,6 +47,10 @@ impl Daemon {
             .arg(&dir)
             .args((!keep).then_some("--ephemeral"))
             .args(extra)
+            // The terminals it runs start the user's shell: with a home of
+            // the test's own it reads none of the user's start-up files,
+            // which may be slow or stuck (a stale lock of a tool they run).
+            .env("HOME", &dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
