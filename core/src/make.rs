@@ -29,21 +29,58 @@ pub fn window_tag(name: &str) -> String {
 
 /// What a window's tag menu depends on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TagState {
+pub struct TagState<'a> {
     /// The window offers the file menu (Undo, Redo, Put): not while a tool
     /// reads the events of a file window (acme's `filemenu`).
     pub menu: bool,
     pub can_undo: bool,
     pub can_redo: bool,
     pub dirty: bool,
+    /// A terminal window's title or exit status ([`term_status`]).
+    pub term: Option<&'a str>,
+}
+
+/// Longest terminal title a tag shows, in chars.
+pub const TITLE_MAX: usize = 80;
+
+/// What a terminal's window shows of it in its tag, after `Del Snarf`:
+/// how its program ended once it has (`exit 2`, `signal 9`), else the
+/// title it set, on one line, without a bar (which ends a tag's menu),
+/// at most [`TITLE_MAX`] chars.
+pub fn term_status(term: &crate::term::Term) -> String {
+    match term.exit {
+        Some(crate::term::ENDED_WITH_DAEMON) => "ended with the daemon".into(),
+        Some(status) if status > 128 => format!("signal {}", status - 128),
+        Some(status) => format!("exit {status}"),
+        None => term
+            .title
+            .chars()
+            .map(|c| match c {
+                '|' => '¦',
+                c if c.is_control() => ' ',
+                c => c,
+            })
+            .take(TITLE_MAX)
+            .collect::<String>()
+            .trim()
+            .to_string(),
+    }
 }
 
 /// The part of a tag before its `|` (acme's `winsettag`): the name, `Del
 /// Snarf`, then `Undo` and `Redo` when there is something to undo or redo
 /// and `Put` when a named file is modified (with the menu on), and `Get`
-/// for a directory. It ends with a blank.
+/// for a directory; a terminal's window ends it with the terminal's
+/// status. It ends with a blank.
 pub fn tag_menu(name: &str, s: &TagState) -> String {
     let mut t = format!("{name} Del Snarf ");
+    if let Some(status) = s.term {
+        if !status.is_empty() {
+            t += status;
+            t += " ";
+        }
+        return t;
+    }
     if s.menu {
         if s.can_undo {
             t += "Undo ";
@@ -305,12 +342,15 @@ fn tag_name_end(tag: &str) -> usize {
 /// replaced from the first rune that differs through the bar, which goes
 /// back in, so a tool reading the events sees what acme's would; `origin`
 /// is whose change it follows (acme reports it with the window's owner).
-pub fn settag(node: &mut Node, buffer: BufferId, origin: Origin) -> Result<()> {
-    let Ok(b) = node.state.buffer(buffer) else { return Ok(()) };
+/// Whether a tag changed.
+pub fn settag(node: &mut Node, buffer: BufferId, origin: Origin) -> Result<bool> {
+    let Ok(b) = node.state.buffer(buffer) else { return Ok(false) };
     let (name, can_undo, can_redo, dirty) = (b.name.clone(), b.can_undo(), b.can_redo(), b.differs_from_file());
-    let windows: Vec<(BufferId, bool)> =
-        node.state.windows.values().filter(|w| w.body == buffer).map(|w| (w.tag, w.flags.menu)).collect();
-    for (tag, menu) in windows {
+    let status = |w: &crate::win::Window| w.term.and_then(|t| node.state.terms.get(&t)).map(term_status);
+    let windows: Vec<(BufferId, bool, Option<String>)> =
+        node.state.windows.values().filter(|w| w.body == buffer).map(|w| (w.tag, w.flags.menu, status(w))).collect();
+    let mut changed = false;
+    for (tag, menu, term) in windows {
         if !node.leads(Shard::Buffer(tag)) {
             continue;
         }
@@ -323,8 +363,9 @@ pub fn settag(node: &mut Node, buffer: BufferId, origin: Origin) -> Result<()> {
             let op = BufferOp::Splice { q0: 0, q1, text: name.clone(), origin };
             node.append(Shard::Buffer(tag), Op::Buffer(op))?;
             text.replace_range(..name_end, &name);
+            changed = true;
         }
-        let menu_text = tag_menu(&name, &TagState { menu, can_undo, can_redo, dirty });
+        let menu_text = tag_menu(&name, &TagState { menu, can_undo, can_redo, dirty, term: term.as_deref() });
         // The menu part runs through the bar; a tag without one is all
         // menu, and gets one.
         let end = text.find('|').map_or(text.len(), |bar| bar + 1);
@@ -338,6 +379,20 @@ pub fn settag(node: &mut Node, buffer: BufferId, origin: Origin) -> Result<()> {
         let text: String = want[prefix..].iter().collect();
         let op = BufferOp::Splice { q0, q1, text, origin };
         node.append(Shard::Buffer(tag), Op::Buffer(op))?;
+        changed = true;
     }
-    Ok(())
+    Ok(changed)
+}
+
+/// Brings the tags of terminal `term`'s windows up to date with its
+/// title and exit ([`settag`]): the daemon does after each update it
+/// appends, a UI when it draws, each for the tags it leads. Whether a
+/// tag changed.
+pub fn settag_term(node: &mut Node, term: TermId) -> Result<bool> {
+    let bodies: Vec<BufferId> = node.state.windows.values().filter(|w| w.term == Some(term)).map(|w| w.body).collect();
+    let mut changed = false;
+    for body in bodies {
+        changed |= settag(node, body, Origin::OtherFile)?;
+    }
+    Ok(changed)
 }

@@ -227,6 +227,18 @@ impl Ui {
             // What this UI does not lead goes to the leader as proposals;
             // their answers come back on the link.
             let outbox = std::mem::take(&mut cx.outbox);
+            // Built-ins look in a terminal's text after this UI's own
+            // selection of it.
+            self.host.term_selections = self
+                .input
+                .term_views
+                .iter()
+                .filter_map(|(w, v)| {
+                    let (a, b) = v.sel.map(|(a, b)| (a.min(b), a.max(b)))?;
+                    let t = node_terms(link.node()?, *w)?;
+                    Some((*w, (crate::termview::offset(t, a), crate::termview::offset(t, b))))
+                })
+                .collect();
             for p in outbox {
                 let _ = link.submit(p);
             }
@@ -252,6 +264,8 @@ impl Ui {
                 }
                 Effect::Look { window, text, word, plumb, from } if shell.is_some() => {
                     let dir = shell.as_deref().unwrap_or_default();
+                    // No such file: the text itself is looked for.
+                    let word = word.or_else(|| Some(text.clone()));
                     let text = format!("{}/{text}", dir.trim_end_matches('/'));
                     let plumb = apex_core::plumb::Plumb { data: text.clone(), ..plumb };
                     self.host.frames = self.frames_shown();
@@ -306,6 +320,9 @@ impl Ui {
                     Ok(())
                 }
             };
+            if let Some((w, q0, q1)) = self.host.term_found.take() {
+                self.show_term_text(w, q0, q1);
+            }
             // A search that found nothing says nothing, as acme's look3.
             if let Err(e) = result.or_else(|e| match e {
                 exec::ExecError::NotFound(_) => Ok(()),
@@ -317,6 +334,25 @@ impl Ui {
         self.follow_new_window(true);
         self.publish_snarf();
         self.follow_body();
+    }
+
+    /// Selects `q0..q1` of window `w`'s terminal text (runes of its
+    /// `text`) and scrolls the view there when it is not in sight: a
+    /// quarter down, as acme's `textshow` shows what it finds.
+    fn show_term_text(&mut self, w: apex_core::WindowId, q0: u64, q1: u64) {
+        let Some(body) = self.screen().and_then(|s| s.window(w).map(|g| g.body)) else { return };
+        let shown = (body.height() / (self.fonts.line_height() as i32).max(1)).max(1) as usize;
+        let link = self.host.att.lock();
+        let Some(t) = link.node().and_then(|n| node_terms(n, w)) else { return };
+        let (a, b) = (crate::termview::cell_of(t, q0), crate::termview::cell_of(t, q1));
+        let view = self.input.term_views.entry(w).or_default();
+        view.sel = Some((a, b));
+        let top = crate::termview::top(Some(view), t, shown);
+        if a.row < top || a.row >= top + shown {
+            let bottom = crate::termview::rows(t).saturating_sub(shown);
+            let to = a.row.saturating_sub(shown / 4).min(bottom);
+            view.top = (to < bottom).then_some(to);
+        }
     }
 
     /// A tag that grew (typing, a tool's edit making the window dirty)
@@ -409,6 +445,18 @@ impl Ui {
             Warp::NewWindow(w) => {
                 let g = screen.window(w)?;
                 Some((g.layout_box.x1 + 3, g.tag_line.y1 + 3))
+            }
+            Warp::Selection(w) if self.input.term_views.get(&w).is_some_and(|v| v.sel.is_some()) => {
+                // The start of the selection in a terminal's text.
+                let body = screen.window(w)?.body;
+                let link = self.host.att.lock();
+                let t = node_terms(link.node()?, w)?;
+                let shown = (body.height() / line.max(1)).max(1) as usize;
+                let view = self.input.term_views.get(&w);
+                let (a, _) = view?.sel?;
+                let row = a.row.checked_sub(crate::termview::top(view, t, shown))?;
+                let cell = crate::termdraw::cell_width(&mut self.fonts);
+                Some((body.x0 + i32::from(a.col) * cell + 4, body.y0 + row as i32 * line + line - 4))
             }
             Warp::Selection(w) => {
                 let frame = self.frame(Target::Body(w))?;
@@ -567,6 +615,11 @@ impl Ui {
         let (mut damage, screen) = {
             let mut link = self.host.att.lock();
             let Some(node) = link.node_mut() else { return Vec::new() };
+            // A terminal's title and exit show in the tags this UI leads.
+            let terms: Vec<apex_core::TermId> = node.state.windows.values().filter_map(|w| w.term).collect();
+            for term in terms {
+                self.unflushed |= apex_core::make::settag_term(node, term).unwrap_or(false);
+            }
             let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
             self.painter.term_views.clone_from(&self.input.term_views);
             let damage = self.painter.paint(&mut self.canvas, &node.state, &screen, &mut self.fonts, &m);
@@ -620,4 +673,9 @@ impl Ui {
     pub fn exiting(&self) -> bool {
         self.host.exit
     }
+}
+
+/// The terminal window `w` shows.
+fn node_terms(node: &apex_core::Node, w: apex_core::WindowId) -> Option<&apex_core::term::Term> {
+    node.state.terms.get(&node.state.window(w).ok()?.term?)
 }

@@ -61,6 +61,12 @@ pub struct UiHost {
     /// What a request not waited for said when it failed, for the UI to
     /// report when it next wakes.
     pub later: Arc<Mutex<Vec<apex_link::Event>>>,
+    /// This UI's selections of the terminals' texts, in runes of each
+    /// terminal's `text`, as they were when the built-in started.
+    pub term_selections: std::collections::HashMap<WindowId, (u64, u64)>,
+    /// What a built-in found in a terminal's text, for the UI to select
+    /// and show (its views of terminals are its own).
+    pub term_found: Option<(WindowId, u64, u64)>,
 }
 
 /// The replica's state under the link's lock.
@@ -97,6 +103,8 @@ impl UiHost {
             frames: Default::default(),
             terms: Default::default(),
             later: Arc::default(),
+            term_selections: Default::default(),
+            term_found: None,
         }
     }
 
@@ -434,6 +442,16 @@ impl Host for UiHost {
 
     fn shown(&mut self, window: WindowId) -> Option<apex_core::show::Shown> {
         self.frames.get(&window).copied()
+    }
+
+    fn term_selection(&mut self, window: WindowId) -> Option<(u64, u64)> {
+        self.term_selections.get(&window).copied()
+    }
+
+    fn show_term_text(&mut self, window: WindowId, q0: u64, q1: u64) -> Result<(), ExecError> {
+        self.term_found = Some((window, q0, q1));
+        self.term_selections.insert(window, (q0, q1));
+        Ok(())
     }
 
     fn last_pattern(&self) -> Option<String> {

@@ -87,6 +87,39 @@ pub fn text(t: &Term, a: Cell, b: Cell) -> String {
     out
 }
 
+/// Where cell `at` is in the terminal's `text` (scrollback, then screen,
+/// a newline after every row), in runes: the inverse of [`cell_of`].
+pub fn offset(t: &Term, at: Cell) -> u64 {
+    let before: u64 = (0..at.row).filter_map(|i| row(t, i)).map(|r| r.text.chars().count() as u64 + 1).sum();
+    let Some(r) = row(t, at.row) else { return before };
+    let mut col = 0u16;
+    let mut chars = 0u64;
+    for (_, s) in r.styles() {
+        if col >= at.col {
+            break;
+        }
+        col += if s.flags & style::WIDE != 0 { 2 } else { 1 };
+        chars += 1;
+    }
+    before + chars
+}
+
+/// The cell at rune `q` of the terminal's `text` (a newline is the cell
+/// after its row's last char).
+pub fn cell_of(t: &Term, q: u64) -> Cell {
+    let mut left = q;
+    for i in 0..rows(t) {
+        let Some(r) = row(t, i) else { break };
+        let n = r.text.chars().count() as u64;
+        if left <= n {
+            let col = r.styles().take(left as usize).map(|(_, s)| if s.flags & style::WIDE != 0 { 2 } else { 1 }).sum();
+            return Cell { row: i, col };
+        }
+        left -= n + 1;
+    }
+    Cell { row: rows(t).saturating_sub(1), col: 0 }
+}
+
 /// The run of file-name characters around `at` (acme's expansion of a
 /// null click), and the cells it covers.
 pub fn word_at(t: &Term, at: Cell) -> Option<(String, Cell, Cell)> {
@@ -136,5 +169,23 @@ mod tests {
         let (w, w0, w1) = word_at(&t, Cell { row: 3, col: 5 }).unwrap();
         assert_eq!((w.as_str(), w0.col, w1.col), ("b.c", 4, 7));
         assert!(word_at(&t, Cell { row: 3, col: 3 }).is_none(), "a blank");
+        // Cells and runes of the text (Look's offsets) map both ways.
+        let whole = t.text();
+        let q = whole.find("b.c").unwrap() as u64;
+        assert_eq!(cell_of(&t, q), Cell { row: 3, col: 4 });
+        assert_eq!(offset(&t, Cell { row: 3, col: 4 }), q);
+        assert_eq!(offset(&t, cell_of(&t, q + 3)), q + 3);
+        assert_eq!(cell_of(&t, 0), Cell { row: 0, col: 0 });
+    }
+
+    #[test]
+    fn a_wide_char_is_one_rune_over_two_cells() {
+        let mut t = term(&[], &["x"]);
+        let wide = apex_core::grid::Style { flags: style::WIDE, ..Default::default() };
+        t.grid[0] =
+            Row { text: "日本x".into(), runs: vec![apex_core::grid::Run { len: 2, style: wide }], wrapped: false };
+        assert_eq!(cell_of(&t, 2), Cell { row: 0, col: 4 });
+        assert_eq!(offset(&t, Cell { row: 0, col: 4 }), 2);
+        assert_eq!(offset(&t, Cell { row: 0, col: 2 }), 1);
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{dir_of, host, resolve, selection, window, ExecError, Host, Result, Win};
 use crate::addr::{self, Range};
-use crate::id::{BufferId, ColumnId, WindowId};
+use crate::id::{BufferId, ColumnId, TermId, WindowId};
 use crate::look;
 use crate::propose::{Created, Proposal};
 use crate::shard::ViewId;
@@ -15,6 +15,10 @@ use crate::show::Shown;
 /// it and scrolls to it. Text found nowhere is [`ExecError::NotFound`],
 /// which acme does not report (`look3`): callers say nothing of it.
 pub(super) fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Option<u64>) -> Result<()> {
+    let term = h.state()?.window(w.id)?.term;
+    if let Some(term) = term {
+        return find_in_term(h, w.id, term, needle, from);
+    }
     let (sel, version, _) = selection(h, w)?;
     // The text is taken (its rope shared) and searched with the state let
     // go: on the daemon, a search of a big body holds up no other request.
@@ -22,6 +26,30 @@ pub(super) fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Opti
     let found = look::find_next(&text, needle, from.unwrap_or(sel.q1));
     let (q0, q1) = found.ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
     select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
+}
+
+/// [`find_and_show`] in a terminal's window: its text (scrollback, then
+/// screen) searched after the host's selection of it, wrapping, and what
+/// is found selected and shown where the host keeps that selection (a
+/// UI's own, as a terminal's text has no dot in the session).
+fn find_in_term<H: Host>(h: &mut H, window: WindowId, term: TermId, needle: &str, from: Option<u64>) -> Result<()> {
+    let text = crate::text::Text::from(
+        h.state()?.terms.get(&term).ok_or(ExecError::from(crate::error::Reject::NoTerm { term }))?.text().as_str(),
+    );
+    let from = from.or_else(|| h.term_selection(window).map(|(_, q1)| q1)).unwrap_or(0);
+    let (q0, q1) = look::find_next(&text, needle, from).ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
+    h.show_term_text(window, q0, q1)
+}
+
+/// The text selected in `w`: in its body, or of its terminal where the
+/// host keeps a selection of it (what `Look` with no argument looks for).
+pub(super) fn selected_text<H: Host>(h: &mut H, w: Win) -> Result<String> {
+    let term = h.state()?.window(w.id)?.term;
+    let Some(term) = term else { return Ok(selection(h, w)?.2) };
+    let Some((q0, q1)) = h.term_selection(w.id) else { return Ok(String::new()) };
+    let st = h.state()?;
+    let t = st.terms.get(&term).ok_or(ExecError::from(crate::error::Reject::NoTerm { term }))?;
+    Ok(t.text().chars().skip(q0 as usize).take(q1.saturating_sub(q0) as usize).collect())
 }
 
 pub(crate) fn select_and_show<H: Host>(

@@ -87,6 +87,21 @@ pub trait Host: Pipes {
         let _ = window;
         None
     }
+    /// What the host has selected of terminal window `window`'s text,
+    /// in runes of the terminal's `text` (scrollback, then screen): a UI
+    /// keeps its own selection of a terminal's text, which has no dot in
+    /// the session. None where nothing is, or no UI draws it (the daemon).
+    fn term_selection(&mut self, window: WindowId) -> Option<(u64, u64)> {
+        let _ = window;
+        None
+    }
+    /// Selects `q0..q1` of terminal window `window`'s text and shows it
+    /// (a UI scrolls its view of the scrollback there). Where no UI draws
+    /// it (the daemon) there is no view to move: found is all it is.
+    fn show_term_text(&mut self, window: WindowId, q0: u64, q1: u64) -> Result<(), ExecError> {
+        let _ = (window, q0, q1);
+        Ok(())
+    }
 }
 
 /// Why a built-in did nothing (or stopped). Its text is what acme would
@@ -504,7 +519,7 @@ pub fn run<H: Host>(h: &mut H, builtin: &Builtin, call: &Call) -> Result<()> {
             let w = need()?;
             let needle = match arg_opt {
                 Some(a) => a.to_string(),
-                None => selection(h, w)?.2,
+                None => look3::selected_text(h, w)?,
             };
             find_and_show(h, w, &needle, None)
         }

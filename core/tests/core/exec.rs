@@ -719,3 +719,40 @@ fn get_of_its_own_file_keeps_each_window_s_place_by_lines_as_acme() {
     let v = h.node.state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
     assert_eq!(v.org, line_start(&new, 40), "the window still shows from line 40");
 }
+
+#[test]
+fn a_terminal_s_tag_shows_its_title_then_how_it_ended() {
+    let mut h = host();
+    let id = apex_core::TermId(h.node.alloc().unwrap());
+    h.node.create_shard(Shard::Term(id)).unwrap();
+    let create =
+        apex_core::TermOp::Create { cols: 80, rows: 24, scrollback: 100, command: "sh".into(), dir: "/tmp".into() };
+    h.node.append(Shard::Term(id), apex_core::Op::Term(create)).unwrap();
+    let Created::Window(w) = h.propose(Proposal::TermWindow { term: id, column: None }).unwrap().created else {
+        panic!("a window")
+    };
+    let tag = |h: &TestHost| h.node.state.buffer(w.tag).unwrap().text.to_string();
+    let name = format!("/tmp/-term.{}", id.0);
+    assert_eq!(tag(&h), format!("{name} Del Snarf | Look "));
+    let update = |h: &mut TestHost, u: apex_core::term::TermUpdate| {
+        h.node.append(Shard::Term(id), apex_core::Op::Term(apex_core::TermOp::Update(Box::new(u)))).unwrap();
+        apex_core::make::settag_term(&mut h.node, id).unwrap()
+    };
+    // The user's own words after the bar stay.
+    let end = tag(&h).chars().count() as u64;
+    let op = apex_core::BufferOp::Splice { q0: end, q1: end, text: "Send".into(), origin: apex_core::Origin::Keyboard };
+    h.node.append(Shard::Buffer(w.tag), apex_core::Op::Buffer(op)).unwrap();
+    let title = |t: &str| apex_core::term::TermUpdate { title: Some(t.into()), ..Default::default() };
+    assert!(update(&mut h, title("glenda@box: ~/src | make\x07")));
+    assert_eq!(tag(&h), format!("{name} Del Snarf glenda@box: ~/src ¦ make | Look Send"));
+    assert!(!update(&mut h, title("glenda@box: ~/src | make\x07")), "the same title changes nothing");
+    assert!(update(&mut h, title("")));
+    assert_eq!(tag(&h), format!("{name} Del Snarf | Look Send"));
+    for (status, shown) in
+        [(0, "exit 0"), (130, "signal 2"), (apex_core::term::ENDED_WITH_DAEMON, "ended with the daemon")]
+    {
+        let u = apex_core::term::TermUpdate { exit: Some(status), ..Default::default() };
+        update(&mut h, u);
+        assert_eq!(tag(&h), format!("{name} Del Snarf {shown} | Look Send"));
+    }
+}

@@ -119,8 +119,16 @@ fn append(daemon: &Daemon, n: u64, id: TermId, u: TermUpdate) -> Appended {
         if !s.view().state.terms.contains_key(&id) {
             return Appended::Gone;
         }
+        let shows_in_tag = u.title.is_some() || u.exit.is_some();
         let appended = match s.view_mut().append(shard, Op::Term(TermOp::Update(Box::new(u)))) {
-            Ok(_) => Appended::Done,
+            Ok(_) => {
+                // The title and the exit show in the window's tag, where
+                // the daemon leads it (else its leader does).
+                if shows_in_tag {
+                    let _ = apex_core::make::settag_term(s.view_mut(), id);
+                }
+                Appended::Done
+            }
             Err(e) => {
                 tracing::warn!(term = %shard, error = %e, "a terminal update was refused; sending the screen again");
                 Appended::Refused

@@ -458,7 +458,8 @@ impl Ctx<'_> {
         }
         let op = BufferOp::Splice { q0, q1, text: text.to_string(), origin: Origin::Keyboard };
         self.append(b, op)?;
-        Ok(make::settag(self.node, b, Origin::Keyboard)?)
+        make::settag(self.node, b, Origin::Keyboard)?;
+        Ok(())
     }
 
     /// What the target's frame shows now.

@@ -157,10 +157,10 @@ impl Input {
         // The text swept, else the selection if the click is in it, else
         // the word clicked (acme's expansion of a null click).
         let sel = self.term_views.get(&w).and_then(|v| v.sel).map(|(a, b)| if a <= b { (a, b) } else { (b, a) });
-        let text = match (s.from != at, sel) {
-            (true, _) => termview::text(t, s.from, at),
-            (false, Some((a, b))) if (a..b).contains(&at) => termview::text(t, a, b),
-            _ => termview::word_at(t, at).map(|(word, _, _)| word).unwrap_or_default(),
+        let (text, end) = match (s.from != at, sel) {
+            (true, _) => (termview::text(t, s.from, at), s.from.max(at)),
+            (false, Some((a, b))) if (a..b).contains(&at) => (termview::text(t, a, b), b),
+            _ => termview::word_at(t, at).map(|(word, _, end)| (word, end)).unwrap_or_default(),
         };
         let text = text.trim().to_string();
         if text.is_empty() {
@@ -170,7 +170,10 @@ impl Input {
             2 => vec![Effect::Execute { window: Some(w), column: None, text, arg: None }],
             3 => {
                 let plumb = Plumb { data: text.clone(), click: None };
-                vec![Effect::Look { window: w, text, word: None, plumb, from: None }]
+                // A search goes on from the end of what was clicked, as
+                // acme's look3 searches on in the body.
+                let from = Some(termview::offset(t, end));
+                vec![Effect::Look { window: w, text, word: None, plumb, from }]
             }
             _ => Vec::new(),
         }

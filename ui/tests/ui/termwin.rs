@@ -222,3 +222,64 @@ fn button_three_on_a_name_in_a_terminal_looks_where_the_shell_is() {
         apex_core::look::window_named(&link.node()?.state, &name).map(|_| ())
     });
 }
+
+/// The tag shows the terminal's title while its program runs and how
+/// it ended after; `Look` finds text in the scrollback, selects it and
+/// scrolls the view to it, and with no argument looks for what is
+/// selected of the terminal's text, on after it.
+#[test]
+fn the_tag_shows_the_title_and_look_searches_the_scrollback() {
+    let mut r = Rig::start("termwin-look", true);
+    let (term, w, body) = terminal(&mut r);
+    let tag_of = |r: &mut Rig| -> String {
+        r.ui().woke();
+        r.ui().paint();
+        let link = r.ui().host.att.lock();
+        let st = &link.node().unwrap().state;
+        st.buffer(st.window(w).unwrap().tag).unwrap().text.to_string()
+    };
+    let cons = format!("main/terms/{}/cons", term.0);
+    write(&r, &cons, "printf '\\033]0;building | %s\\007' apex\n");
+    let tag = wait_for("the title in the tag", || Some(tag_of(&mut r)).filter(|t| t.contains("building ¦ apex")));
+    assert!(tag.starts_with(&format!("{}/-term.{} Del Snarf building ¦ apex |", r.ns.display(), term.0)), "{tag}");
+
+    // Two needles, both scrolled far off the screen.
+    write(&r, &cons, "seq 1 200; printf 'needle-%s\\n' here; seq 1 200; printf 'needle-%s\\n' here; seq 1 200\n");
+    wait_for("the output", || (rows(&mut r, term).iter().filter(|l| *l == "needle-here").count() == 2).then_some(()));
+    let needles: Vec<usize> =
+        rows(&mut r, term).iter().enumerate().filter(|(_, l)| *l == "needle-here").map(|(i, _)| i).collect();
+
+    // `Look needle-here`, swept with button 2 in the tag.
+    let tag = tag_of(&mut r);
+    let end = tag.chars().count() as u64;
+    let pointer = r.point(w, end, true);
+    r.send(Event::Motion { x: pointer.0, y: pointer.1 });
+    r.typed("needle-here");
+    let tag = tag_of(&mut r);
+    let look = tag.chars().count() - "Look needle-here".len();
+    let (from, to) = (r.point(w, look as u64, true), r.point(w, tag.chars().count() as u64, true));
+    r.send(Event::Press { button: 2, x: from.0, y: from.1 });
+    r.send(Event::Motion { x: to.0, y: to.1 });
+    r.send(Event::Release { button: 2, x: to.0, y: to.1 });
+    let line = r.ui().fonts.line_height() as i32;
+    let shown_rows = (body.height() / line) as usize;
+    let check = |r: &mut Rig, row: usize| {
+        let v = r.ui().input.term_views[&w];
+        let (a, b) = v.sel.expect("Look selected what it found");
+        assert_eq!((a.row, a.col, b.row, b.col), (row, 0, row, 11), "{v:?}");
+        let top = v.top.expect("scrolled back to it");
+        assert!((top..top + shown_rows).contains(&row), "row {row} shown from {top}");
+    };
+    check(&mut r, needles[0]);
+
+    // `Look` alone: the selection, found again after itself.
+    let at = r.point(w, look as u64 + 1, true);
+    r.click(2, at);
+    check(&mut r, needles[1]);
+    r.click(2, at);
+    check(&mut r, needles[0]);
+
+    // The program ends: the tag says how.
+    write(&r, &cons, "exit 3\n");
+    wait_for("the exit in the tag", || Some(tag_of(&mut r)).filter(|t| t.contains("Del Snarf exit 3 |")));
+}
