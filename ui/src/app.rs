@@ -587,6 +587,7 @@ impl Ui {
                 // versions, so the next frame is drawn whole.
                 apex_link::Event::Welcome { .. } => {
                     self.painter.invalidate();
+                    self.host.terms.forget();
                     // Welcomed on a new connection: attached again.
                     if !std::mem::replace(&mut self.lost, false) {
                         continue;

@@ -76,6 +76,14 @@ impl Terminals {
         });
     }
 
+    /// Attached anew (the daemon restarted, or the connection went): the
+    /// writers' fids were on the old connection, and the daemon may have
+    /// another size for each terminal. Both are made again as needed.
+    pub fn forget(&mut self) {
+        self.writers.clear();
+        self.sized.clear();
+    }
+
     /// The size last asked for terminal `term`.
     pub fn asked(&self, term: TermId) -> Option<(u16, u16)> {
         self.sized.get(&term).copied()

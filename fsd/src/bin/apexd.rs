@@ -187,6 +187,11 @@ fn greeting(session: &str, acme: Option<&str>, posted: &[std::path::PathBuf]) ->
 }
 
 fn main() -> anyhow::Result<()> {
+    // A terminal's keeper: this binary, run by apexd itself.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(apex_fsd::pty::keeper::ARG) {
+        apex_fsd::pty::keeper::main(&argv[2..]);
+    }
     // Before the runtime starts its threads.
     apex_sys::malloc::keep_freed_memory();
     tokio::runtime::Runtime::new()?.block_on(run())
@@ -252,6 +257,8 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     let tree = Arc::new(Fsys::new(registry, &apex_ninep::ns::user_name()));
+    // Terminals their keepers kept while no daemon ran go on.
+    apex_fsd::term::drive::start_taken_up(&tree.daemon);
     let config = Config { msize: args.msize, ..Config::default() };
     // `acme` first, then `apex`: whoever finds `apex` answering (apex-ui,
     // waiting for the daemon it started) finds `acme` there too. Both
@@ -321,6 +328,11 @@ async fn run() -> anyhow::Result<()> {
         if let Some(d) = durable {
             d.sync();
         }
+    }
+    // A kept session's terminals live on in their keepers, for the next
+    // daemon to take up: nothing here ends them on the way out.
+    if state_dir(&args)?.is_some() {
+        std::process::exit(0);
     }
     Ok(())
 }

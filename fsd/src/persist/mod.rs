@@ -413,6 +413,17 @@ impl Persisted {
         self.wal.lock().expect("wal lock").failed.clone()
     }
 
+    /// The session's directory.
+    pub fn dir(&self) -> PathBuf {
+        self.wal.lock().expect("wal lock").dir().to_path_buf()
+    }
+
+    /// Where terminal `id`'s keeper waits for a daemon after this one
+    /// (`pty/ID` in the session's directory).
+    pub fn keeper_socket(&self, id: apex_core::TermId) -> PathBuf {
+        self.dir().join("pty").join(id.0.to_string())
+    }
+
     pub fn durable(&self) -> Arc<Durable> {
         self.wal.lock().expect("wal lock").durable.clone()
     }

@@ -133,6 +133,26 @@ impl Emulator {
         }
     }
 
+    /// An emulator for a terminal taken up from its keeper: showing the
+    /// screen its replicas have ([`super::repaint`]), and knowing they
+    /// have it, so only what the program does next goes out.
+    pub fn resume(t: &apex_core::term::Term) -> Emulator {
+        let mut e = Emulator::new(t.cols, t.rows);
+        e.feed(&super::repaint::repaint(t));
+        e.scrolled.clear();
+        e.shown.clone_from(&t.grid);
+        e.shown_size = (t.cols, t.rows);
+        e.size_changed = false;
+        e.cursor = t.cursor;
+        e.modes = t.modes;
+        e.title.clone_from(&t.title);
+        let mut h = e.heard.0.lock().expect("listener");
+        h.title = None;
+        h.bells = 0;
+        drop(h);
+        e
+    }
+
     /// Feeds the program's output; returns the answers it asked for, to be
     /// written to the pty.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {

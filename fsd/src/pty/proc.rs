@@ -9,12 +9,17 @@
 //! (the program's exit).
 
 use super::output::Output;
-use portable_pty::{CommandBuilder, MasterPty, PtySize};
+use super::{fdpass, keeper};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Input waiting for a program that does not read it, beyond which a
 /// `cons` write is refused.
@@ -34,12 +39,8 @@ pub struct Spec {
 impl Spec {
     /// The command line shown in `ctl` and `terms/index`.
     pub fn shown(&self) -> String {
-        self.command.clone().unwrap_or_else(default_shell)
+        self.command.clone().unwrap_or_else(keeper::default_shell)
     }
-}
-
-fn default_shell() -> String {
-    std::env::var("SHELL").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into())
 }
 
 /// What the driver hears from a terminal's threads.
@@ -57,6 +58,8 @@ pub enum Event {
 pub enum ProcError {
     #[error("term: cannot open a pty: {0}")]
     Pty(String),
+    #[error("term: its keeper: {0}")]
+    Keeper(String),
     #[error("term: cannot run {command:?}: {why}")]
     Spawn { command: String, why: String },
     #[error("terminal {0} has exited; its screen stays until ctl close")]
@@ -77,7 +80,10 @@ pub enum ProcError {
 /// program (SIGHUP, then SIGKILL to its process group).
 pub struct Running {
     pub pid: u32,
-    master: Mutex<Box<dyn MasterPty + Send>>,
+    master: OwnedFd,
+    /// The keeper's socket: its hang-up on drop ends an ephemeral
+    /// terminal's keeper.
+    keeper: UnixStream,
     input: mpsc::Sender<Vec<u8>>,
     waiting: Arc<AtomicUsize>,
     pub output: Arc<Output>,
@@ -127,60 +133,95 @@ fn ready(fd: &impl AsRawFd, events: i16) -> bool {
     n > 0 && p.revents != 0
 }
 
-/// The program ends (SIGKILL, then reaped) unless `disarm`ed: a spawn
-/// that fails halfway leaves nothing running.
-struct Started(Option<u32>);
+/// How long a keeper may take to start its program and hand its pty over.
+const KEEPER_WAIT: Duration = Duration::from_secs(10);
 
-impl Started {
-    fn disarm(&mut self) -> u32 {
-        self.0.take().unwrap_or(0)
-    }
-}
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            // SAFETY: kill(2) with plain integers.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            std::thread::spawn(move || wait(pid));
-        }
-    }
-}
-
-/// Opens a pty and runs the spec's program on it.
-pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
-    let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
-    let pair = portable_pty::native_pty_system().openpty(size).map_err(|e| ProcError::Pty(e.to_string()))?;
-    let mut cmd = match &spec.command {
-        Some(c) => {
-            let mut cmd = CommandBuilder::new("/bin/sh");
-            cmd.args(["-c", c]);
-            cmd
-        }
-        None => CommandBuilder::new(default_shell()),
+/// Opens a pty and runs the spec's program on it, through a keeper
+/// ([`super::keeper`]) that outlives this daemon when `keep` names where
+/// it waits for the next one.
+pub fn spawn(spec: Spec, keep: Option<&Path>) -> Result<(Running, Pipes), ProcError> {
+    let orders = keeper::Orders {
+        listen: keep.map(Path::to_path_buf),
+        cols: spec.cols,
+        rows: spec.rows,
+        dir: spec.dir.clone(),
+        command: spec.command.clone(),
     };
-    cmd.cwd(&spec.dir);
-    cmd.env("TERM", "xterm-256color");
-    cmd.env("COLORTERM", "truecolor");
-    let child =
-        pair.slave.spawn_command(cmd).map_err(|e| ProcError::Spawn { command: spec.shown(), why: e.to_string() })?;
-    // Only the program holds the pty's other end: its exit closes it.
-    drop(pair.slave);
-    let mut started = Started(child.process_id());
-    // Waited for with waitpid, which keeps the signal's number.
-    drop(child);
+    let keeper_error = |e: std::io::Error| ProcError::Keeper(e.to_string());
+    let exe = std::env::current_exe().map_err(keeper_error)?;
+    let (ours, theirs) = UnixStream::pair().map_err(keeper_error)?;
+    let theirs_fd = theirs.as_raw_fd();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg(keeper::ARG).args(orders.args()).stdin(Stdio::null()).stdout(Stdio::null());
+    // SAFETY: dup2(2) only, which is async-signal-safe, between fork and
+    // exec; it leaves the new descriptor open across exec.
+    unsafe {
+        cmd.pre_exec(move || match libc::dup2(theirs_fd, keeper::DAEMON_FD) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
+    }
+    let mut child = cmd.spawn().map_err(keeper_error)?;
+    drop(theirs);
+    // The keeper is this daemon's child until it ends: reaped here.
+    std::thread::Builder::new()
+        .name("term-keeper".into())
+        .spawn(move || {
+            let _ = child.wait();
+        })
+        .map_err(keeper_error)?;
+    ours.set_read_timeout(Some(KEEPER_WAIT)).map_err(keeper_error)?;
+    let (line, fd) = fdpass::recv(&ours).map_err(keeper_error)?;
+    ours.set_read_timeout(None).map_err(keeper_error)?;
+    let (pid, master) = match (line.split_once(' '), fd) {
+        (Some(("pid", pid)), Some(fd)) => (pid.parse().map_err(|_| ProcError::Keeper(line.clone()))?, fd),
+        (Some(("error", why)), _) if why.starts_with("cannot run") => {
+            return Err(ProcError::Spawn { command: spec.shown(), why: why.to_string() })
+        }
+        (Some(("error", why)), _) => return Err(ProcError::Pty(why.to_string())),
+        _ => return Err(ProcError::Keeper(format!("it said {line:?}"))),
+    };
+    run(pid, master, ours)
+}
+
+/// Takes up terminal whose keeper waits at `socket` (a daemon before
+/// this one started it): `Ok(None)` when its program has ended since
+/// (its status, from what the keeper left), `Err` when nobody keeps it.
+pub fn adopt(socket: &Path) -> Result<Result<(Running, Pipes), i32>, ProcError> {
+    let keeper_error = |e: std::io::Error| ProcError::Keeper(e.to_string());
+    let dialled = fdpass::short_name(socket).and_then(|(name, _dir)| UnixStream::connect(name));
+    let conn = match dialled {
+        Ok(c) => c,
+        Err(e) => {
+            let status = std::fs::read_to_string(keeper::exit_path(socket)).ok();
+            return match status.and_then(|s| s.trim().parse().ok()) {
+                Some(status) => Ok(Err(status)),
+                None => Err(keeper_error(e)),
+            };
+        }
+    };
+    conn.set_read_timeout(Some(KEEPER_WAIT)).map_err(keeper_error)?;
+    let (line, fd) = fdpass::recv(&conn).map_err(keeper_error)?;
+    conn.set_read_timeout(None).map_err(keeper_error)?;
+    match (line.split_once(' '), fd) {
+        (Some(("pid", pid)), Some(fd)) => {
+            let pid = pid.parse().map_err(|_| ProcError::Keeper(line.clone()))?;
+            run(pid, fd, conn).map(Ok)
+        }
+        _ => Err(ProcError::Keeper(format!("it said {line:?}"))),
+    }
+}
+
+/// The threads of a terminal whose program `pid` runs on the pty whose
+/// master is `master`, its keeper on `keeper`.
+fn run(pid: u32, master: OwnedFd, keeper: UnixStream) -> Result<(Running, Pipes), ProcError> {
     let pty_error = |e: std::io::Error| ProcError::Pty(e.to_string());
-    let master_fd = pair.master.as_raw_fd().ok_or_else(|| ProcError::Pty("the pty has no descriptor".into()))?;
-    // SAFETY: the master's descriptor is open for as long as `pair.master`.
-    let borrowed = unsafe { BorrowedFd::borrow_raw(master_fd) };
-    let (read_fd, write_fd) =
-        (borrowed.try_clone_to_owned().map_err(pty_error)?, borrowed.try_clone_to_owned().map_err(pty_error)?);
+    let (read_fd, write_fd) = (master.try_clone().map_err(pty_error)?, master.try_clone().map_err(pty_error)?);
     let (events_tx, events) = mpsc::sync_channel(64);
     let (input, input_rx) = mpsc::channel::<Vec<u8>>();
     let waiting = Arc::new(AtomicUsize::new(0));
     let output = Arc::new(Output::default());
     let closing = Arc::new(AtomicBool::new(false));
-    let pid = started.0.unwrap_or(0);
     let spawn_error = |e: std::io::Error| ProcError::Pty(e.to_string());
 
     let (tx, out, shut) = (events_tx.clone(), output.clone(), closing.clone());
@@ -237,20 +278,35 @@ pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
         .map_err(spawn_error)?;
     let (tx, reaped) = (events_tx.clone(), Arc::new(AtomicBool::new(false)));
     let r = reaped.clone();
+    let hang_up = keeper.try_clone().map_err(spawn_error)?;
     std::thread::Builder::new()
         .name(format!("term-wait-{pid}"))
         .spawn(move || {
-            let status = wait(pid);
+            // The keeper says how the program ended; a keeper gone without
+            // a word took the program's parent with it: the program is
+            // hung up on, and nothing says how it ends.
+            let status = loop {
+                match fdpass::recv(&keeper) {
+                    Ok((line, _)) => match line.strip_prefix("exit ").and_then(|s| s.parse().ok()) {
+                        Some(status) => break status,
+                        None => continue,
+                    },
+                    Err(_) => {
+                        // SAFETY: kill(2) with plain integers.
+                        unsafe { libc::kill(-(pid as i32), libc::SIGHUP) };
+                        break apex_core::term::ENDED_WITH_DAEMON;
+                    }
+                }
+            };
             r.store(true, Ordering::SeqCst);
             let _ = tx.send(Event::Exited(status));
         })
         .map_err(spawn_error)?;
-    // From here the waiter reaps it.
-    let pid = started.disarm();
     let answers = Answers { input: input.clone(), waiting: waiting.clone() };
     let running = Running {
         pid,
-        master: Mutex::new(pair.master),
+        master,
+        keeper: hang_up,
         input,
         waiting,
         output,
@@ -259,24 +315,6 @@ pub fn spawn(spec: Spec) -> Result<(Running, Pipes), ProcError> {
         events: Mutex::new(Some(events_tx)),
     };
     Ok((running, Pipes { events, answers }))
-}
-
-/// Waits for process `pid` and says how it ended.
-fn wait(pid: u32) -> i32 {
-    let mut status = 0;
-    loop {
-        let r = unsafe { libc::waitpid(pid as i32, &mut status, 0) };
-        if r == pid as i32 {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return 255;
-        }
-    }
-    match libc::WIFSIGNALED(status) {
-        true => 128 + libc::WTERMSIG(status),
-        false => libc::WEXITSTATUS(status),
-    }
 }
 
 impl Running {
@@ -301,13 +339,36 @@ impl Running {
         rows: u16,
     ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, ProcError> {
         let events = self.events.lock().expect("term events").clone().ok_or(ProcError::Exited(term))?;
-        let size = PtySize { rows, cols, pixel_width: 0, pixel_height: 0 };
-        self.master.lock().expect("term master").resize(size).map_err(|e| ProcError::Resize(e.to_string()))?;
+        let size = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: TIOCSWINSZ with a winsize that lives for the call.
+        if unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &size) } != 0 {
+            return Err(ProcError::Resize(std::io::Error::last_os_error().to_string()));
+        }
         let (done, rx) = tokio::sync::oneshot::channel();
         match events.try_send(Event::Resize(cols, rows, done)) {
             Ok(()) => Ok(Some(rx)),
             Err(mpsc::TrySendError::Full(_)) => Ok(None),
             Err(mpsc::TrySendError::Disconnected(_)) => Err(ProcError::Exited(term)),
+        }
+    }
+
+    /// The terminal's foreground process group (the program's own if the
+    /// pty names none).
+    fn foreground(&self) -> i32 {
+        // SAFETY: tcgetpgrp(3) on a descriptor this holds.
+        match unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) } {
+            group if group > 0 => group,
+            _ => self.pid as i32,
+        }
+    }
+
+    /// Asks full-screen programs to draw their screen again (SIGWINCH to
+    /// the foreground group): after a daemon took up a terminal whose
+    /// last output the one before it may not have logged.
+    pub fn redraw(&self) {
+        if !self.reaped.load(Ordering::SeqCst) {
+            // SAFETY: kill(2) with plain integers.
+            unsafe { libc::kill(-self.foreground(), libc::SIGWINCH) };
         }
     }
 
@@ -324,7 +385,7 @@ impl Running {
         if self.reaped.load(Ordering::SeqCst) {
             return None;
         }
-        let group = self.master.lock().expect("term master").process_group_leader().unwrap_or(self.pid as i32);
+        let group = self.foreground();
         std::fs::read_link(format!("/proc/{group}/cwd")).ok()
     }
 
@@ -334,7 +395,7 @@ impl Running {
         if self.reaped.load(Ordering::SeqCst) {
             return Err(ProcError::Exited(term));
         }
-        let group = self.master.lock().expect("term master").process_group_leader().unwrap_or(self.pid as i32);
+        let group = self.foreground();
         match unsafe { libc::kill(-group, signal) } {
             0 => Ok(()),
             _ => Err(ProcError::Signal(std::io::Error::last_os_error())),
@@ -364,6 +425,8 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.kill(0);
+        // An ephemeral terminal's keeper ends when its daemon hangs up.
+        let _ = self.keeper.shutdown(std::net::Shutdown::Both);
         self.closing.store(true, Ordering::SeqCst);
         self.output.end();
     }

@@ -69,24 +69,63 @@ const VERBS: &[Verb<Command>] = &[
     },
 ];
 
-/// Terminals cannot outlive their pty: a restored one keeps its screen
-/// and scrollback, and says it ended with the daemon.
-fn end_terms(s: &mut Session) {
+/// Takes up a restored session's terminals from their keepers (which
+/// outlive a daemon that keeps its sessions): a terminal whose keeper
+/// answers runs on, its driver started with the daemon; one whose
+/// program ended meanwhile gets the status its keeper left; one nobody
+/// keeps (an ephemeral daemon's, a keeper gone) keeps its screen and
+/// scrollback and says it ended with the daemon. What the keepers left
+/// in the session's `pty` directory for terminals not running is swept.
+fn take_up_terms(s: &mut Session) {
     let running: Vec<(apex_core::TermId, String)> =
         s.view().state.terms.iter().filter(|(_, t)| t.exit.is_none()).map(|(id, t)| (*id, t.title.clone())).collect();
-    for (id, title) in running {
+    let keep = |id| s.persisted().map(|p| p.keeper_socket(id));
+    let found: Vec<_> = running.into_iter().map(|(id, title)| (id, title, keep(id))).collect();
+    let mut kept = Vec::new();
+    for (id, title, socket) in found {
         let shard = apex_core::Shard::Term(id);
-        let title = match title.is_empty() {
-            true => "[ended with apexd]".to_string(),
-            false => format!("{title} [ended with apexd]"),
-        };
-        let update = apex_core::term::TermUpdate {
-            title: Some(title),
-            exit: Some(apex_core::term::ENDED_WITH_DAEMON),
-            ..Default::default()
+        let taken = socket.as_deref().map(crate::pty::proc::adopt);
+        let update = match taken {
+            Some(Ok(Ok((running, pipes)))) => {
+                tracing::info!(term = %shard, "taken up from its keeper");
+                s.take_up(id, running, pipes);
+                kept.push(id);
+                continue;
+            }
+            Some(Ok(Err(status))) => apex_core::term::TermUpdate { exit: Some(status), ..Default::default() },
+            failed => {
+                if let Some(Err(e)) = failed {
+                    tracing::info!(term = %shard, error = %e, "no keeper: it ended with the daemon");
+                }
+                let title = match title.is_empty() {
+                    true => "[ended with apexd]".to_string(),
+                    false => format!("{title} [ended with apexd]"),
+                };
+                apex_core::term::TermUpdate {
+                    title: Some(title),
+                    exit: Some(apex_core::term::ENDED_WITH_DAEMON),
+                    ..Default::default()
+                }
+            }
         };
         if let Err(e) = s.view_mut().append(shard, Op::Term(TermOp::Update(Box::new(update)))) {
             tracing::warn!(term = %shard, error = %e, "could not mark a terminal ended");
+        }
+    }
+    if let Some(dir) = s.persisted().map(|p| p.dir().join("pty")) {
+        sweep_keepers(&dir, &kept);
+    }
+}
+
+/// Removes what keepers left in `dir` for terminals other than `kept`:
+/// sockets of keepers gone, statuses read.
+fn sweep_keepers(dir: &std::path::Path, kept: &[apex_core::TermId]) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let id = name.split('.').next().and_then(|n| n.parse::<u64>().ok());
+        if id.is_none_or(|id| !kept.contains(&apex_core::TermId(id)) || name.contains('.')) {
+            let _ = std::fs::remove_file(e.path());
         }
     }
 }
@@ -163,7 +202,7 @@ impl Registry {
                         for a in attached {
                             crate::attach::lease::end(&mut s, a);
                         }
-                        end_terms(&mut s);
+                        take_up_terms(&mut s);
                         end_processes(&mut s);
                         s.flush_log();
                         restored.sessions += 1;

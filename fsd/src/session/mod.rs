@@ -126,6 +126,9 @@ pub struct Session {
     /// Its running terminals (a restored or exited one has none): dropping
     /// one ends its program.
     terms: BTreeMap<apex_core::TermId, std::sync::Arc<crate::pty::proc::Running>>,
+    /// Terminals a restore took up from their keepers, whose drivers the
+    /// daemon has yet to start (`term::drive::start_taken_up`).
+    taken_up: Vec<(apex_core::TermId, crate::pty::proc::Pipes)>,
 }
 
 impl Session {
@@ -215,6 +218,22 @@ impl Session {
         &mut self.terms
     }
 
+    /// Keeps a terminal taken up from its keeper until its driver starts.
+    pub fn take_up(
+        &mut self,
+        id: apex_core::TermId,
+        running: crate::pty::proc::Running,
+        pipes: crate::pty::proc::Pipes,
+    ) {
+        self.terms.insert(id, std::sync::Arc::new(running));
+        self.taken_up.push((id, pipes));
+    }
+
+    /// The terminals taken up whose drivers are to start.
+    pub fn drain_taken_up(&mut self) -> Vec<(apex_core::TermId, crate::pty::proc::Pipes)> {
+        std::mem::take(&mut self.taken_up)
+    }
+
     /// A fresh session labelled `label` with identity `uuid`.
     pub fn new(number: u64, label: &str, uuid: [u8; 16]) -> Result<Session, Reject> {
         Session::start(number, label, uuid, None)
@@ -270,6 +289,7 @@ impl Session {
             persisted,
             taken_in: None,
             terms: BTreeMap::new(),
+            taken_up: Vec::new(),
         }
     }
 

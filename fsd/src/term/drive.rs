@@ -16,6 +16,7 @@ use crate::pty::emulator::Emulator;
 use crate::pty::proc::{self, Event, Pipes, Running, Spec};
 use apex_core::term::TermUpdate;
 use apex_core::{Op, Shard, TermId, TermOp};
+use std::os::unix::fs::DirBuilderExt;
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -70,7 +71,17 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
     if running_now >= MAX_RUNNING {
         return Err(Error::Term(proc::ProcError::TooMany(MAX_RUNNING)));
     }
-    let (running, pipes) = proc::spawn(spec.clone())?;
+    // The id first: a kept session's terminal is kept under it.
+    let id = daemon.change(n, |s, _| s.view_mut().alloc().map(TermId))??;
+    let keep = daemon.read(n, |s| s.persisted().map(|p| p.keeper_socket(id)))?;
+    if let Some(dir) = keep.as_deref().and_then(std::path::Path::parent) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| Error::Io { what: format!("term: {}", dir.display()), source: e })?;
+    }
+    let (running, pipes) = proc::spawn(spec.clone(), keep.as_deref())?;
     let running = Arc::new(running);
     let create = TermOp::Create {
         cols: spec.cols,
@@ -80,20 +91,14 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
         dir: spec.dir.clone(),
     };
     let held = running.clone();
-    let id = daemon.change(n, move |s, _| -> Result<TermId, apex_core::Reject> {
-        let id = TermId(s.view_mut().alloc()?);
+    daemon.change(n, move |s, _| -> Result<(), apex_core::Reject> {
         let shard = Shard::Term(id);
         s.view_mut().create_shard(shard)?;
         s.view_mut().append(shard, Op::Term(create))?;
         s.terms_mut().insert(id, held);
-        Ok(id)
+        Ok(())
     })??;
-    let (driver, weak) = (daemon.clone(), Arc::downgrade(&running));
-    let runtime = tokio::runtime::Handle::current();
-    let spawned = std::thread::Builder::new().name(format!("term-{}", id.0)).spawn(move || {
-        let _inside = runtime.enter();
-        drive_guarded(&driver, n, id, (spec.cols, spec.rows), pipes, weak);
-    });
+    let spawned = spawn_driver(daemon, n, id, Emulator::new(spec.cols, spec.rows), pipes, Arc::downgrade(&running));
     if let Err(e) = spawned {
         // Nothing would read its pty: the terminal goes (its program with it).
         tracing::warn!(session = n, term = id.0, error = %e, "no thread for a terminal's driver");
@@ -101,6 +106,55 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
         return Err(Error::Io { what: "term: a thread for its driver".into(), source: e });
     }
     Ok(id)
+}
+
+/// Starts terminal `id`'s driver thread.
+fn spawn_driver(
+    daemon: &Daemon,
+    n: u64,
+    id: TermId,
+    emu: Emulator,
+    pipes: Pipes,
+    running: Weak<Running>,
+) -> std::io::Result<()> {
+    let driver = daemon.clone();
+    let runtime = tokio::runtime::Handle::current();
+    std::thread::Builder::new().name(format!("term-{}", id.0)).spawn(move || {
+        let _inside = runtime.enter();
+        drive_guarded(&driver, n, id, emu, pipes, running);
+    })?;
+    Ok(())
+}
+
+/// Starts the drivers of the terminals a restore took up from their
+/// keepers (`registry`'s `take_up_terms`): each goes on from the screen
+/// its shard has, and its program is asked to draw again (what the
+/// daemon before read last may not have reached the log).
+pub fn start_taken_up(daemon: &Daemon) {
+    for shared in daemon.all() {
+        let (n, taken) = {
+            let mut s = shared.lock().expect("session lock");
+            let taken = s.drain_taken_up();
+            let taken: Vec<_> = taken
+                .into_iter()
+                .filter_map(|(id, pipes)| {
+                    let emu = Emulator::resume(s.view().state.terms.get(&id)?);
+                    let running = s.terms().get(&id)?.clone();
+                    Some((id, emu, pipes, running))
+                })
+                .collect();
+            (s.number(), taken)
+        };
+        for (id, emu, pipes, running) in taken {
+            match spawn_driver(daemon, n, id, emu, pipes, Arc::downgrade(&running)) {
+                Ok(()) => running.redraw(),
+                Err(e) => {
+                    tracing::warn!(session = n, term = id.0, error = %e, "no thread for a terminal's driver");
+                    let _ = close(daemon, n, id);
+                }
+            }
+        }
+    }
 }
 
 /// What became of an update.
@@ -146,8 +200,8 @@ fn append(daemon: &Daemon, n: u64, id: TermId, u: TermUpdate) -> Appended {
 /// The driver, and what ends it: a panic in the emulator ends the
 /// program and says so in the terminal's title, instead of leaving a
 /// terminal that says it runs with nobody reading its pty.
-fn drive_guarded(daemon: &Daemon, n: u64, id: TermId, size: (u16, u16), pipes: Pipes, running: Weak<Running>) {
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drive(daemon, n, id, size, &pipes)));
+fn drive_guarded(daemon: &Daemon, n: u64, id: TermId, emu: Emulator, pipes: Pipes, running: Weak<Running>) {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drive(daemon, n, id, emu, &pipes)));
     if let Err(panic) = ran {
         let why =
             panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
@@ -172,8 +226,7 @@ fn drive_guarded(daemon: &Daemon, n: u64, id: TermId, size: (u16, u16), pipes: P
     }
 }
 
-fn drive(daemon: &Daemon, n: u64, id: TermId, (cols, rows): (u16, u16), pipes: &Pipes) {
-    let mut emu = Emulator::new(cols, rows);
+fn drive(daemon: &Daemon, n: u64, id: TermId, mut emu: Emulator, pipes: &Pipes) {
     let mut last = Instant::now() - FRAME;
     let mut dirty = false;
     let mut eof = false;

@@ -257,3 +257,53 @@ fn kill_9_with_a_second_party_editing_one_buffer_recovers_that_buffer_only() {
     assert_eq!(index.matches("+Recovered").count(), 1, "exactly one +Recovered window: {index}");
     let _ = std::fs::remove_dir_all(&state);
 }
+
+/// A shell in a terminal window lives through a kill -9 of the daemon:
+/// the next daemon takes it up from its keeper, and typing in the window
+/// reaches the same shell, its variables as they were.
+#[test]
+fn a_shell_in_a_window_lives_through_a_kill_9_of_the_daemon() {
+    let state = std::env::temp_dir().join(format!("apex-ui-kill9-term-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let kept = ["--state", state.to_str().unwrap()];
+    let mut r = Rig::start_with("reconnect-term", true, &kept);
+    crate::support::apex_write(&r.ns, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
+    let term = apex_core::TermId(wait_for("the terminal", || {
+        r.apex(&["read", "main/terms/index"]).split_whitespace().next()?.parse().ok()
+    }));
+    let rows = |r: &mut Rig| -> Vec<String> {
+        r.ui().woke();
+        r.ui().paint();
+        let link = r.ui().host.att.lock();
+        let Some(t) = link.node().and_then(|n| n.state.terms.get(&term)) else { return Vec::new() };
+        t.scrollback.iter().map(|row| row.text.clone()).chain(t.grid.iter().map(|row| row.text.clone())).collect()
+    };
+    let over = |r: &mut Rig| -> Option<(i32, i32)> {
+        r.ui().woke();
+        r.ui().paint();
+        let w = {
+            let link = r.ui().host.att.lock();
+            let st = &link.node()?.state;
+            st.windows.iter().find(|(_, w)| w.term == Some(term)).map(|(id, _)| *id)?
+        };
+        let body = r.ui().screen()?.window(w)?.body;
+        Some((body.x0 + 10, body.y0 + 5))
+    };
+    let (x, y) = wait_for("its window", || over(&mut r));
+    r.send(apex_ui::input::Event::Motion { x, y });
+    r.typed("X=lives; echo set-$X\n");
+    wait_for("the shell's answer", || rows(&mut r).iter().any(|l| l == "set-lives").then_some(()));
+
+    let _ = r.daemon.kill();
+    let _ = r.daemon.wait();
+    r.lose_connection();
+    r.daemon = daemon(&r.ns, &kept);
+    r.reconnected();
+    let (x, y) = wait_for("its window again", || over(&mut r));
+    r.send(apex_ui::input::Event::Motion { x, y });
+    r.typed("echo $X-on\n");
+    wait_for("the same shell's answer", || rows(&mut r).iter().any(|l| l == "lives-on").then_some(()));
+    let index = r.apex(&["read", "main/terms/index"]);
+    assert!(index.contains(" running "), "{index}");
+    let _ = std::fs::remove_dir_all(&state);
+}

@@ -1,0 +1,261 @@
+//! A terminal's keeper: the small process (`apexd keep-term ...`) that
+//! opens a terminal's pty, runs its program and waits for it, so the
+//! terminal lives on when the daemon goes, as a tmux pane lives on when
+//! its client goes. The daemon reads and writes the pty itself, through
+//! the descriptor the keeper hands it ([`super::fdpass`]); the keeper only
+//! holds the pty open and says how the program ended.
+//!
+//! It speaks lines on Unix sockets: to each daemon that connects, `pid
+//! N` with the pty's descriptor; when the program ends, `exit STATUS`
+//! (a signal's: 128 + its number). The daemon that started it is on
+//! descriptor 3. A keeper told to `--listen PATH` (a daemon that keeps
+//! its sessions) waits there for the daemons that come after, writes
+//! the status to `PATH.exit` for one that comes only after the program
+//! ended, and ends the program if `PATH` is removed (the session's
+//! directory deleted: nobody will come). Without `--listen` (an
+//! ephemeral daemon) the terminal ends with the daemon that started it.
+
+use super::fdpass;
+use portable_pty::{CommandBuilder, PtySize};
+use std::io::Read;
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// apexd's first argument that makes it a keeper.
+pub const ARG: &str = "keep-term";
+/// The descriptor the starting daemon's socket is on.
+pub const DAEMON_FD: RawFd = 3;
+/// How often a listening keeper looks whether its socket is still named.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// Why a keeper could not keep a terminal: its text goes to the daemon
+/// as `error TEXT`.
+#[derive(Debug, thiserror::Error)]
+pub enum KeeperError {
+    #[error("usage: apexd keep-term [--listen PATH] COLS ROWS DIR [COMMAND]")]
+    Usage,
+    #[error("{0:?}: not a size (1 to 65535 cells)")]
+    Size(String),
+    #[error("cannot open a pty: {0}")]
+    Pty(String),
+    #[error("cannot run {command:?}: {why}")]
+    Run { command: String, why: String },
+    #[error("the program has no pid")]
+    NoPid,
+    #[error("cannot listen on {path}: {source}")]
+    Listen { path: PathBuf, source: std::io::Error },
+    #[error("cannot hand the pty over: {0}")]
+    HandOver(std::io::Error),
+}
+
+/// What a keeper is told to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Orders {
+    pub listen: Option<PathBuf>,
+    pub cols: u16,
+    pub rows: u16,
+    pub dir: String,
+    /// Run with `sh -c`; none runs the login shell.
+    pub command: Option<String>,
+}
+
+impl Orders {
+    /// The arguments after [`ARG`].
+    pub fn args(&self) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = Vec::new();
+        if let Some(p) = &self.listen {
+            a.push("--listen".into());
+            a.push(p.into());
+        }
+        a.extend([self.cols.to_string().into(), self.rows.to_string().into(), self.dir.clone().into()]);
+        a.extend(self.command.clone().map(Into::into));
+        a
+    }
+
+    /// Parses the arguments after [`ARG`].
+    pub fn parse(args: &[String]) -> Result<Orders, KeeperError> {
+        let (listen, rest) = match args {
+            [flag, path, rest @ ..] if flag == "--listen" => (Some(PathBuf::from(path)), rest),
+            rest => (None, rest),
+        };
+        let [cols, rows, dir, command @ ..] = rest else { return Err(KeeperError::Usage) };
+        let side = |s: &str| s.parse::<u16>().ok().filter(|n| *n > 0).ok_or_else(|| KeeperError::Size(s.into()));
+        let command = match command {
+            [] => None,
+            [c] => Some(c.clone()),
+            _ => return Err(KeeperError::Usage),
+        };
+        Ok(Orders { listen, cols: side(cols)?, rows: side(rows)?, dir: dir.clone(), command })
+    }
+}
+
+/// The login shell: `$SHELL`, else `/bin/sh`.
+pub fn default_shell() -> String {
+    std::env::var("SHELL").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into())
+}
+
+/// Runs a keeper; the process ends with it. Errors before the program
+/// runs go to the daemon as `error WHY`.
+pub fn main(args: &[String]) -> ! {
+    // SAFETY: plain libc calls on this process, before any thread.
+    unsafe {
+        libc::setsid();
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    // SAFETY: the daemon starts a keeper with its socket on DAEMON_FD.
+    let daemon = unsafe { UnixStream::from_raw_fd(DAEMON_FD) };
+    let orders = match Orders::parse(args) {
+        Ok(o) => o,
+        Err(why) => {
+            let _ = fdpass::send(&daemon, &format!("error {why}"), None);
+            std::process::exit(2);
+        }
+    };
+    match keep(&orders, daemon.try_clone()) {
+        Ok(never) => match never {},
+        Err(why) => {
+            let _ = fdpass::send(&daemon, &format!("error {why}"), None);
+            std::process::exit(1);
+        }
+    }
+}
+
+enum Never {}
+
+fn keep(orders: &Orders, daemon: std::io::Result<UnixStream>) -> Result<Never, KeeperError> {
+    let daemon = daemon.map_err(KeeperError::HandOver)?;
+    let size = PtySize { rows: orders.rows, cols: orders.cols, pixel_width: 0, pixel_height: 0 };
+    let pair = portable_pty::native_pty_system().openpty(size).map_err(|e| KeeperError::Pty(e.to_string()))?;
+    let mut cmd = match &orders.command {
+        Some(c) => {
+            let mut cmd = CommandBuilder::new("/bin/sh");
+            cmd.args(["-c", c]);
+            cmd
+        }
+        None => CommandBuilder::new(default_shell()),
+    };
+    cmd.cwd(&orders.dir);
+    cmd.env("TERM", "xterm-256color");
+    cmd.env("COLORTERM", "truecolor");
+    let shown = orders.command.clone().unwrap_or_else(default_shell);
+    let child = pair.slave.spawn_command(cmd).map_err(|e| KeeperError::Run { command: shown, why: e.to_string() })?;
+    // Only the program holds the pty's other end: its exit closes it.
+    drop(pair.slave);
+    let pid = child.process_id().ok_or(KeeperError::NoPid)?;
+    // Waited for with waitpid, which keeps the signal's number.
+    drop(child);
+    let master = pair.master.as_raw_fd().ok_or_else(|| KeeperError::Pty("the pty has no descriptor".into()))?;
+    let listener = match &orders.listen {
+        Some(path) => Some(bind(path).map_err(|source| {
+            end_program(pid);
+            KeeperError::Listen { path: path.clone(), source }
+        })?),
+        None => None,
+    };
+    let connected = Arc::new(Mutex::new(Vec::new()));
+    hand_over(&daemon, pid, master, &connected, orders.listen.is_none()).map_err(|e| {
+        end_program(pid);
+        KeeperError::HandOver(e)
+    })?;
+    if let Some((listener, inode)) = listener {
+        let conns = connected.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let _ = hand_over(&conn, pid, master, &conns, false);
+            }
+        });
+        let path = orders.listen.clone().expect("listening");
+        std::thread::spawn(move || loop {
+            std::thread::sleep(LOOK_EVERY);
+            if std::fs::symlink_metadata(&path).map(|m| m.ino()).ok() != Some(inode) {
+                end_program(pid);
+            }
+        });
+    }
+    let status = wait(pid);
+    if let Some(path) = &orders.listen {
+        let exit = exit_path(path);
+        let tmp = exit.with_extension("exit.new");
+        if std::fs::write(&tmp, status.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, &exit);
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    for conn in connected.lock().expect("keeper connections").iter() {
+        let _ = fdpass::send(conn, &format!("exit {status}"), None);
+    }
+    drop(pair.master);
+    std::process::exit(0);
+}
+
+/// Waits for process `pid` and says how it ended.
+fn wait(pid: u32) -> i32 {
+    let mut status = 0;
+    loop {
+        let r = unsafe { libc::waitpid(pid as i32, &mut status, 0) };
+        if r == pid as i32 {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return 255;
+        }
+    }
+    match libc::WIFSIGNALED(status) {
+        true => 128 + libc::WTERMSIG(status),
+        false => libc::WEXITSTATUS(status),
+    }
+}
+
+/// Where a listening keeper leaves its program's status.
+pub fn exit_path(socket: &std::path::Path) -> PathBuf {
+    let mut name = socket.as_os_str().to_owned();
+    name.push(".exit");
+    PathBuf::from(name)
+}
+
+/// Binds `path` (a stale socket there is replaced), and its inode.
+fn bind(path: &std::path::Path) -> std::io::Result<(UnixListener, u64)> {
+    let _ = std::fs::remove_file(path);
+    let (name, _dir) = fdpass::short_name(path)?;
+    let listener = UnixListener::bind(&name)?;
+    let inode = std::fs::symlink_metadata(path)?.ino();
+    Ok((listener, inode))
+}
+
+/// Sends `conn` the pid and the pty, and keeps it to say the exit on; a
+/// thread watches for its hang-up, which ends the program when
+/// `ends_with_it` (the daemon that started an ephemeral terminal).
+fn hand_over(
+    conn: &UnixStream,
+    pid: u32,
+    master: RawFd,
+    connected: &Arc<Mutex<Vec<UnixStream>>>,
+    ends_with_it: bool,
+) -> std::io::Result<()> {
+    fdpass::send(conn, &format!("pid {pid}"), Some(master))?;
+    let mut watch = conn.try_clone()?;
+    connected.lock().expect("keeper connections").push(conn.try_clone()?);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        while matches!(watch.read(&mut buf), Ok(n) if n > 0) {}
+        if ends_with_it {
+            end_program(pid);
+        }
+    });
+    Ok(())
+}
+
+/// Hangs up on the program's process group, as a closing terminal does,
+/// then kills what is left of it.
+fn end_program(pid: u32) {
+    // SAFETY: kill(2) with plain integers.
+    unsafe { libc::kill(-(pid as i32), libc::SIGHUP) };
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: as above.
+    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+}
