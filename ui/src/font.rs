@@ -55,6 +55,35 @@ pub struct Glyph {
     pub coverage: Vec<u8>,
 }
 
+/// How far an italic glyph leans: a fifth of a pixel right per pixel up.
+const SLANT: f32 = 0.2;
+
+impl Glyph {
+    /// The glyph sheared [`SLANT`] to the right above `baseline` (from
+    /// the line's top) and to the left below it, each row's shift split
+    /// between the two pixels it falls on.
+    pub fn slanted(&self, baseline: i32) -> Glyph {
+        if self.width == 0 || self.height == 0 {
+            return self.clone();
+        }
+        let shift = |gy: usize| (baseline - (self.top + gy as i32)) as f32 * SLANT;
+        let lowest = shift(self.height - 1).floor();
+        let width = self.width + (shift(0) - lowest).ceil() as usize + 1;
+        let mut coverage = vec![0u8; width * self.height];
+        for gy in 0..self.height {
+            let dx = shift(gy) - lowest;
+            let (whole, part) = (dx.floor() as usize, dx.fract());
+            for gx in 0..self.width {
+                let a = f32::from(self.coverage[gy * self.width + gx]);
+                let at = gy * width + gx + whole;
+                coverage[at] = (f32::from(coverage[at]) + a * (1.0 - part)).round().min(255.0) as u8;
+                coverage[at + 1] = (f32::from(coverage[at + 1]) + a * part).round().min(255.0) as u8;
+            }
+        }
+        Glyph { left: self.left + lowest as i32, top: self.top, width, height: self.height, advance: self.advance, coverage }
+    }
+}
+
 /// A font's bytes and the face in them, and its size: what `-f` and
 /// `-F` resolve to.
 #[derive(Clone)]
@@ -180,6 +209,8 @@ pub struct Sized {
     pub height: u32,
     pub ascent: u32,
     glyphs: HashMap<char, Glyph>,
+    /// Glyphs slanted for italic ([`Glyph::slanted`]).
+    slanted: HashMap<char, Glyph>,
     /// Faces found for characters this one lacks, and which has each.
     fallbacks: Vec<fontdue::Font>,
     fallback_files: HashMap<std::path::PathBuf, usize>,
@@ -208,6 +239,7 @@ impl Sized {
             height,
             ascent,
             glyphs: HashMap::new(),
+            slanted: HashMap::new(),
             fallbacks: Vec::new(),
             fallback_files: HashMap::new(),
         }
@@ -249,6 +281,17 @@ impl Sized {
             self.glyphs.insert(c, glyph);
         }
         &self.glyphs[&c]
+    }
+
+    /// The glyph for `c` slanted as italic: a face has no italic of its
+    /// own here, so the upright one is sheared about the baseline.
+    pub fn italic(&mut self, c: char) -> &Glyph {
+        if !self.slanted.contains_key(&c) {
+            let baseline = self.ascent as i32;
+            let g = self.glyph(c).slanted(baseline);
+            self.slanted.insert(c, g);
+        }
+        &self.slanted[&c]
     }
 
     /// Whether `c` is drawn from another face, found because this one
@@ -313,6 +356,29 @@ mod tests {
         assert!(big.line_height() >= 2 * f.line_height() - 2, "HiDPI doubles the text");
         assert_eq!(Face::for_setting(Some(apex_core::dump::FONT_FIX)), Face::Fixed);
         assert_eq!(Face::for_setting(None), Face::Proportional);
+    }
+
+    #[test]
+    fn an_italic_glyph_leans_right_above_the_baseline() {
+        let mut f = Fonts::new(1.0);
+        let face = f.face(Face::Fixed);
+        let upright = face.glyph('l').clone();
+        let italic = face.italic('l').clone();
+        // The middle of the ink in a row, in pixels from the pen.
+        let middle = |g: &Glyph, gy: usize| {
+            let row = &g.coverage[gy * g.width..(gy + 1) * g.width];
+            let ink: f32 = row.iter().map(|a| f32::from(*a)).sum();
+            row.iter().enumerate().map(|(x, a)| (g.left + x as i32) as f32 * f32::from(*a)).sum::<f32>() / ink
+        };
+        let inked = |gy: usize| upright.coverage[gy * upright.width..(gy + 1) * upright.width].iter().any(|a| *a > 128);
+        let top = (0..upright.height).find(|gy| inked(*gy)).expect("ink");
+        let bottom = (0..upright.height).rev().find(|gy| inked(*gy)).expect("ink");
+        let lean = |g: &Glyph| middle(g, top) - middle(g, bottom);
+        let leaned = lean(&italic) - lean(&upright);
+        assert!(leaned > SLANT * (bottom - top) as f32 * 0.8, "it leans {leaned} over {} rows", bottom - top);
+        let ink = |g: &Glyph| g.coverage.iter().map(|a| u32::from(*a)).sum::<u32>();
+        assert!(ink(&italic).abs_diff(ink(&upright)) * 20 < ink(&upright), "the same ink, moved");
+        assert!(italic.top == upright.top && italic.height == upright.height);
     }
 
     #[test]

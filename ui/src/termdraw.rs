@@ -137,7 +137,10 @@ fn draw_row(canvas: &mut Canvas, fonts: &mut Fonts, row: &Row, rect: Rect, y: i3
         }
         if s.flags & style::HIDDEN == 0 && !c.is_whitespace() {
             let face = fonts.face(Face::Fixed);
-            let g = face.glyph(c).clone();
+            let g = match s.flags & style::ITALIC != 0 {
+                true => face.italic(c).clone(),
+                false => face.glyph(c).clone(),
+            };
             canvas.glyph(&g, x, y, fg, r);
             // No bold face: bold is the glyph again, a pixel right.
             if s.flags & style::BOLD != 0 {
@@ -225,6 +228,30 @@ mod tests {
             let r = contrast(*c, palette::BODY);
             assert!(r >= 4.5, "colour {i} ({c:06x}) is {r:.2}:1 on the body");
         }
+    }
+
+    /// Italic is drawn slanted: the same text in the same cells, other
+    /// pixels, the top of the `l` further right than its foot.
+    #[test]
+    fn italic_is_drawn_slanted() {
+        let mut fonts = Fonts::new(1.0);
+        let cell = cell_width(&mut fonts);
+        let line = fonts.line_height() as i32;
+        let rect = Rect::new(0, 0, 4 * cell, line);
+        let ink = |italic: bool, fonts: &mut Fonts| {
+            let mut canvas = Canvas::new(rect.x1, rect.y1);
+            canvas.fill(rect, palette::BODY);
+            let flags = if italic { style::ITALIC } else { 0 };
+            let row = Row { text: "l".into(), runs: vec![apex_core::grid::Run { len: 1, style: Style { flags, ..Style::default() } }], wrapped: false };
+            draw_row(&mut canvas, fonts, &row, rect, 0, cell, line);
+            // The leftmost inked column of the top and bottom inked rows.
+            let left = |y: i32| (0..rect.x1).find(|x| canvas.at(*x, y) != palette::BODY);
+            let rows: Vec<i32> = (0..line).filter(|y| left(*y).is_some()).collect();
+            (left(rows[0]).unwrap(), left(*rows.last().unwrap()).unwrap())
+        };
+        let (top, foot) = ink(false, &mut fonts);
+        let (itop, ifoot) = ink(true, &mut fonts);
+        assert!(itop - ifoot > top - foot, "roman {top}/{foot}, italic {itop}/{ifoot}");
     }
 
     #[test]
