@@ -80,7 +80,14 @@ impl Glyph {
                 coverage[at + 1] = (f32::from(coverage[at + 1]) + a * part).round().min(255.0) as u8;
             }
         }
-        Glyph { left: self.left + lowest as i32, top: self.top, width, height: self.height, advance: self.advance, coverage }
+        Glyph {
+            left: self.left + lowest as i32,
+            top: self.top,
+            width,
+            height: self.height,
+            advance: self.advance,
+            coverage,
+        }
     }
 }
 

@@ -242,7 +242,11 @@ mod tests {
             let mut canvas = Canvas::new(rect.x1, rect.y1);
             canvas.fill(rect, palette::BODY);
             let flags = if italic { style::ITALIC } else { 0 };
-            let row = Row { text: "l".into(), runs: vec![apex_core::grid::Run { len: 1, style: Style { flags, ..Style::default() } }], wrapped: false };
+            let row = Row {
+                text: "l".into(),
+                runs: vec![apex_core::grid::Run { len: 1, style: Style { flags, ..Style::default() } }],
+                wrapped: false,
+            };
             draw_row(&mut canvas, fonts, &row, rect, 0, cell, line);
             // The leftmost inked column of the top and bottom inked rows.
             let left = |y: i32| (0..rect.x1).find(|x| canvas.at(*x, y) != palette::BODY);

@@ -5,6 +5,7 @@
 //! terminal outlives the daemon that started it. The driver above them, which appends the
 //! term shards, and `terms/N/ctl`'s language are `term`.
 
+pub mod cwd;
 pub mod emulator;
 pub mod fdpass;
 pub mod keeper;

@@ -84,6 +84,8 @@ pub struct Running {
     /// The keeper's socket: its hang-up on drop ends an ephemeral
     /// terminal's keeper.
     keeper: UnixStream,
+    /// The directory the program last reported with OSC 7.
+    reported_cwd: Arc<Mutex<Option<std::path::PathBuf>>>,
     input: mpsc::Sender<Vec<u8>>,
     waiting: Arc<AtomicUsize>,
     pub output: Arc<Output>,
@@ -224,12 +226,14 @@ fn run(pid: u32, master: OwnedFd, keeper: UnixStream) -> Result<(Running, Pipes)
     let closing = Arc::new(AtomicBool::new(false));
     let spawn_error = |e: std::io::Error| ProcError::Pty(e.to_string());
 
-    let (tx, out, shut) = (events_tx.clone(), output.clone(), closing.clone());
+    let reported_cwd = Arc::new(Mutex::new(None));
+    let (tx, out, shut, cwd) = (events_tx.clone(), output.clone(), closing.clone(), reported_cwd.clone());
     std::thread::Builder::new()
         .name(format!("term-read-{pid}"))
         .spawn(move || {
             let mut buf = vec![0u8; 64 << 10];
             let mut pty = std::fs::File::from(read_fd);
+            let mut osc7 = super::cwd::Osc7::default();
             while !shut.load(Ordering::SeqCst) {
                 if !ready(&pty, libc::POLLIN) {
                     continue;
@@ -237,6 +241,9 @@ fn run(pid: u32, master: OwnedFd, keeper: UnixStream) -> Result<(Running, Pipes)
                 match pty.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
+                        if let Some(dir) = osc7.scan(&buf[..n]) {
+                            *cwd.lock().expect("reported cwd") = Some(dir);
+                        }
                         out.push(&buf[..n]);
                         if tx.send(Event::Output(buf[..n].to_vec())).is_err() {
                             break;
@@ -307,6 +314,7 @@ fn run(pid: u32, master: OwnedFd, keeper: UnixStream) -> Result<(Running, Pipes)
         pid,
         master,
         keeper: hang_up,
+        reported_cwd,
         input,
         waiting,
         output,
@@ -379,14 +387,16 @@ impl Running {
 
     /// The current directory of what runs in the terminal's foreground
     /// (the interactive shell, when it waits for a command): where a
-    /// relative name in its output is. Linux's `/proc`; none elsewhere
-    /// or once the program is gone.
+    /// relative name in its output is. Linux's `/proc`; where that cannot
+    /// be read (another user's program, no `/proc`, the program gone),
+    /// the last directory the program reported with OSC 7.
     pub fn cwd(&self) -> Option<std::path::PathBuf> {
+        let reported = || self.reported_cwd.lock().expect("reported cwd").clone();
         if self.reaped.load(Ordering::SeqCst) {
-            return None;
+            return reported();
         }
         let group = self.foreground();
-        std::fs::read_link(format!("/proc/{group}/cwd")).ok()
+        std::fs::read_link(format!("/proc/{group}/cwd")).ok().or_else(reported)
     }
 
     /// Sends `signal` to the foreground process group of the terminal

@@ -130,10 +130,16 @@ async fn a_shell_runs_what_is_typed_and_the_files_say_so() {
     let windows = text(read(&c, root, "main/meta/windows").await.unwrap());
     assert!(windows.lines().any(|l| l.starts_with(&format!("{number} "))), "a window of the layout: {windows}");
 
+    // Where the shell is: /proc's word while it runs (a shell's OSC 7
+    // report aside), the last OSC 7 once it is gone.
+    type_in(&c, root, n, "cd /; printf '\\033]7;file://localhost/osc%%207\\007'\n").await;
+    eventually(&c, root, &format!("main/terms/{n}/ctl"), |s| s.contains("\ncwd /\n")).await;
+
     // A program's exit status is reported; the screen stays.
     type_in(&c, root, n, "exit 7\n").await;
     let ctl = exited(&c, root, n).await;
     assert!(ctl.ends_with("exit 7\n"), "{ctl}");
+    assert!(ctl.contains("\ncwd /osc 7\n"), "the reported directory: {ctl}");
     assert!(text(read(&c, root, "main/terms/index").await.unwrap()).contains(" exit:7 "));
     assert!(text(read(&c, root, &format!("main/terms/{n}/screen")).await.unwrap()).contains("made-42"));
     // Now the terminal refuses input, signals and resizes, changing nothing.
