@@ -394,8 +394,8 @@ impl Host for UiHost {
     // this UI, leading the layout, makes.
     fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError> {
         let mut msg = "term".to_string();
-        if let Some(d) = dir.filter(|d| !d.contains(char::is_whitespace)) {
-            msg += &format!(" -d {d}");
+        if let Some(d) = dir {
+            msg += &format!(" -d {}", apex_core::ctlword::encode(d));
         }
         if let Some(c) = command {
             msg += &format!(" {c}");

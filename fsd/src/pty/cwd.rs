@@ -74,23 +74,8 @@ fn parse(seq: &[u8]) -> Option<PathBuf> {
     if !(host.is_empty() || host == "localhost" || Some(host) == hostname().as_deref()) {
         return None;
     }
-    let bytes = decode(path)?;
-    Some(PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes)))
-}
-
-fn decode(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut bytes = s.bytes();
-    while let Some(b) = bytes.next() {
-        match b {
-            b'%' => {
-                let hex = [bytes.next()?, bytes.next()?];
-                out.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
-            }
-            b => out.push(b),
-        }
-    }
-    Some(out)
+    // Percent-encoded as a URL is, as a ctl word is.
+    apex_core::ctlword::decode(path).map(PathBuf::from)
 }
 
 /// This machine's name.

@@ -73,7 +73,8 @@ const VERBS: &[Verb<SessionCtl>] = &[
             // The size and scrollback are checked by `parse_session`.
             let (cols, rows) = v[1].optional().map_or(Some((80, 24)), |s| size(&s)).unwrap_or((0, 0));
             let scrollback = v[2].number().map_or(SCROLLBACK_LIMIT, |n| n.min(u32::MAX as u64) as u32);
-            let dir = v[0].optional().unwrap_or_else(home);
+            // A directory with blanks comes as one ctl word (`%20`).
+            let dir = v[0].optional().map(|d| apex_core::ctlword::decode(&d).unwrap_or(d)).unwrap_or_else(home);
             SessionCtl::Term(Spec { dir, cols, rows, scrollback, command: v[3].optional() })
         },
     },
@@ -170,6 +171,12 @@ mod tests {
         let t = parse_session("term -s 100x30 -l 50 -d /tmp top -d 1", &node.state).unwrap();
         let want = Spec { dir: "/tmp".into(), cols: 100, rows: 30, scrollback: 50, command: Some("top -d 1".into()) };
         assert_eq!(t, [SessionCtl::Term(want)]);
+        let blanks = std::env::temp_dir().join(format!("apex ctl {}", std::process::id()));
+        std::fs::create_dir_all(&blanks).unwrap();
+        let msg = format!("term -d {}", apex_core::ctlword::encode(&blanks.display().to_string()));
+        let t = parse_session(&msg, &node.state).unwrap();
+        assert!(matches!(&t[0], SessionCtl::Term(s) if Path::new(&s.dir) == blanks), "{t:?}");
+        let _ = std::fs::remove_dir(&blanks);
         for (bad, says) in [
             ("term -s 0x24", "2 to 4096 columns"),
             ("term -s 1x24", "2 to 4096 columns"),

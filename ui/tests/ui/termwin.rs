@@ -130,12 +130,13 @@ fn a_terminal_s_window_scrolls_back_and_takes_acme_s_mouse() {
 }
 
 /// `Win`, executed in a UI, starts a terminal in a window of its own in
-/// the directory of the window it ran from, without waiting on itself
+/// the directory of the window it ran from (blanks and all), without waiting on itself
 /// (the UI makes that window when it next wakes).
 #[test]
 fn win_opens_a_terminal_window_in_the_window_s_directory() {
     let mut r = Rig::start("termwin-win", true);
-    let dir = r.ns.join("src");
+    // A blank in the name: the directory still reaches the daemon whole.
+    let dir = r.ns.join("my src");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("f.c");
     std::fs::write(&file, "int x;\n").unwrap();
