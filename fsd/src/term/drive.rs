@@ -131,6 +131,7 @@ fn spawn_driver(
 /// its shard has, and its program is asked to draw again (what the
 /// daemon before read last may not have reached the log).
 pub fn start_taken_up(daemon: &Daemon) {
+    give_windows(daemon);
     for shared in daemon.all() {
         let (n, taken) = {
             let mut s = shared.lock().expect("session lock");
@@ -153,6 +154,30 @@ pub fn start_taken_up(daemon: &Daemon) {
                     let _ = close(daemon, n, id);
                 }
             }
+        }
+    }
+}
+
+/// Gives every terminal of every session that no window shows a window
+/// of its own (one made before terminals had windows, or whose window a
+/// tool deleted), as at start every lease is the daemon's: every term
+/// shard is drawn in a window.
+fn give_windows(daemon: &Daemon) {
+    for shared in daemon.all() {
+        let n = shared.lock().expect("session lock").number();
+        let made = daemon.change(n, |s, _| {
+            let state = &s.view().state;
+            let shown: std::collections::BTreeSet<TermId> = state.windows.values().filter_map(|w| w.term).collect();
+            let bare: Vec<TermId> = state.terms.keys().filter(|t| !shown.contains(t)).copied().collect();
+            for term in bare {
+                let p = apex_core::Proposal::TermWindow { term, column: None };
+                if let Err(e) = apex_core::propose::apply(s.view_mut(), &p) {
+                    tracing::warn!(session = n, term = term.0, error = %e, "no window for a terminal");
+                }
+            }
+        });
+        if let Err(e) = made {
+            tracing::warn!(session = n, error = %e, "no windows for its terminals");
         }
     }
 }

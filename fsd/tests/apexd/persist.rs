@@ -817,3 +817,29 @@ async fn an_ephemeral_daemon_s_terminals_end_with_it() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Every terminal is shown in a window: one whose window a tool deleted
+/// gets a window of its own again when a daemon starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_no_window_shows_gets_one_at_start() {
+    let mut k = Kept::new("term-window");
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    let n: u64 = start_term(&c, root).await.parse().unwrap();
+    let term = apex_core::TermId(n);
+    let state = |bytes: Vec<u8>| State::from_snapshot(&bytes).unwrap();
+    let st = state(read(&c, root, "main/snapshot").await.unwrap());
+    let (window, _) = st.windows.iter().find(|(_, w)| w.term == Some(term)).expect("its window");
+    let number = st.layout.numbers[window].0;
+    write(&c, root, "main/ctl", &format!("delwindow {number}\n")).await.unwrap();
+    let st = state(read(&c, root, "main/snapshot").await.unwrap());
+    assert!(!st.windows.values().any(|w| w.term == Some(term)), "no window shows it");
+    drop(c);
+    k.stop();
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    let st = state(read(&c, root, "main/snapshot").await.unwrap());
+    assert_eq!(st.windows.values().filter(|w| w.term == Some(term)).count(), 1, "a window again");
+    let index = text(read(&c, root, "main/acme/index").await.unwrap());
+    assert!(index.contains(&format!("/-term.{n} ")), "{index}");
+}

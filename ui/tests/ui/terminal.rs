@@ -3,7 +3,8 @@
 //! through `terms/N/screen`), SGR colours show on screen in the palette
 //! made for acme's body, ^C interrupts, `vi` takes the alternate screen
 //! and gives it back, and the window's size is the pty's (`stty size`,
-//! and again after the X window is resized).
+//! and again after the X window is resized); the wheel scrolls back,
+//! button 1 sweeps a command in the scrollback and button 2 runs it.
 
 use crate::support::wait_for;
 use crate::xvfb::{desk, pixel, Desk};
@@ -116,4 +117,43 @@ fn a_shell_in_a_terminal_window_takes_keys_shows_colours_and_has_the_window_s_si
     d.xdotool(&["type", "--delay", "10", "stty size"]);
     d.xdotool(&["key", "Return"]);
     wait_for("stty size to say it", || screen_of(&d).contains(&format!("{} {}", small.1, small.0)).then_some(()));
+
+    // The wheel scrolls back to a command in the scrollback; button 1
+    // sweeps it and button 2 on the selection runs it, where the shell is.
+    d.xdotool(&["type", "--delay", "10", "echo 'touch b2-made'; seq 1 100"]);
+    d.xdotool(&["key", "Return"]);
+    let rows: Vec<String> = wait_for("seq to end at a prompt", || {
+        let st = d.state();
+        let t = st.terms.get(&apex_core::TermId(term))?;
+        let rows: Vec<String> =
+            t.scrollback.iter().map(|r| r.text.clone()).chain(t.grid.iter().map(|r| r.text.clone())).collect();
+        let last = rows.iter().rev().find(|l| !l.trim().is_empty())?;
+        (rows.iter().any(|l| l == "100") && last.trim_end().ends_with(['$', '#'])).then_some(rows)
+    });
+    let at = rows.iter().rposition(|l| l == "touch b2-made").expect("the command's line");
+    let (body, _) = body_of(&d.state(), term, 800, 600);
+    let mut fonts = Fonts::new(1.0);
+    let (line, cell) = (fonts.line_height() as i32, termdraw::cell_width(&mut fonts));
+    let shown = (body.height() / line) as usize;
+    let bottom = rows.len() - shown;
+    assert!(at < bottom, "the command scrolled off: row {at} of {}", rows.len());
+    // Up to the oldest row (a notch scrolls a few rows; more notches
+    // than needed stop there).
+    let notches = bottom.div_ceil(3) + 5;
+    assert!(at < shown, "row {at} shows from the top");
+    let (mx, my) = (body.x0 + body.width() / 2, body.y0 + body.height() / 2);
+    d.xdotool(&["mousemove", "--window", &window, &mx.to_string(), &my.to_string()]);
+    for _ in 0..notches {
+        d.xdotool(&["click", "4"]);
+    }
+    let y = (body.y0 + at as i32 * line + line / 2).to_string();
+    let (x0, x1) = (body.x0 + cell / 2, body.x0 + 13 * cell + cell / 2);
+    d.xdotool(&["mousemove", "--window", &window, &x0.to_string(), &y]);
+    d.xdotool(&["mousedown", "1"]);
+    d.xdotool(&["mousemove", "--window", &window, &x1.to_string(), &y]);
+    d.xdotool(&["mouseup", "1"]);
+    d.xdotool(&["mousemove", "--window", &window, &(x0 + 3 * cell).to_string(), &y]);
+    d.xdotool(&["click", "2"]);
+    let made = d.ns.join("b2-made");
+    wait_for("button 2 to run the swept command", || made.exists().then_some(()));
 }
