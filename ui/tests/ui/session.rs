@@ -67,6 +67,8 @@ pub(crate) fn daemon(ns: &std::path::Path, args: &[&str]) -> Child {
         // Nothing is kept unless a test names a state directory.
         .args((!args.contains(&"--state")).then_some("--ephemeral"))
         .args(args)
+        // Its terminals' shells read none of the user's start-up files.
+        .env("HOME", ns)
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -117,6 +117,9 @@ impl Desk {
             // The daemon the first UI starts keeps its sessions here,
             // not in the user's state directory.
             .env("XDG_STATE_HOME", self.ns.join("state"))
+            // The shells its terminals start read none of the user's
+            // start-up files.
+            .env("HOME", &self.ns)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
