@@ -7,7 +7,9 @@
 //!
 //! It speaks lines on Unix sockets: to each daemon that connects, `pid
 //! N` with the pty's descriptor; when the program ends, `exit STATUS`
-//! (a signal's: 128 + its number). The daemon that started it is on
+//! (a signal's: 128 + its number). A daemon closing the terminal says
+//! `close` first, and no status is kept for another. The daemon that
+//! started it is on
 //! descriptor 3. A keeper told to `--listen PATH` (a daemon that keeps
 //! its sessions) waits there for the daemons that come after, writes
 //! the status to `PATH.exit` for one that comes only after the program
@@ -17,11 +19,11 @@
 
 use super::fdpass;
 use portable_pty::{CommandBuilder, PtySize};
-use std::io::Read;
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,6 +31,9 @@ use std::time::Duration;
 pub const ARG: &str = "keep-term";
 /// The descriptor the starting daemon's socket is on.
 pub const DAEMON_FD: RawFd = 3;
+/// What a daemon says before it ends a terminal it closes: the keeper
+/// leaves no status for a next daemon.
+pub const CLOSE: &str = "close";
 /// How often a listening keeper looks whether its socket is still named.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
@@ -107,6 +112,8 @@ pub fn main(args: &[String]) -> ! {
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    // Holding no directory of the daemon's (the program gets its own).
+    let _ = std::env::set_current_dir("/");
     // SAFETY: the daemon starts a keeper with its socket on DAEMON_FD.
     let daemon = unsafe { UnixStream::from_raw_fd(DAEMON_FD) };
     let orders = match Orders::parse(args) {
@@ -158,15 +165,17 @@ fn keep(orders: &Orders, daemon: std::io::Result<UnixStream>) -> Result<Never, K
         None => None,
     };
     let connected = Arc::new(Mutex::new(Vec::new()));
-    hand_over(&daemon, pid, master, &connected, orders.listen.is_none()).map_err(|e| {
+    let closed = Arc::new(AtomicBool::new(false));
+    let keeper = Keeper { pid, master, connected: connected.clone(), closed: closed.clone() };
+    keeper.hand_over(&daemon, orders.listen.is_none()).map_err(|e| {
         end_program(pid);
         KeeperError::HandOver(e)
     })?;
     if let Some((listener, inode)) = listener {
-        let conns = connected.clone();
+        let keeper = keeper.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let _ = hand_over(&conn, pid, master, &conns, false);
+                let _ = keeper.hand_over(&conn, false);
             }
         });
         let path = orders.listen.clone().expect("listening");
@@ -178,12 +187,14 @@ fn keep(orders: &Orders, daemon: std::io::Result<UnixStream>) -> Result<Never, K
         });
     }
     let status = wait(pid);
-    if let Some(path) = &orders.listen {
+    if let Some(path) = orders.listen.as_ref().filter(|_| !closed.load(Ordering::SeqCst)) {
         let exit = exit_path(path);
         let tmp = exit.with_extension("exit.new");
         if std::fs::write(&tmp, status.to_string()).is_ok() {
             let _ = std::fs::rename(&tmp, &exit);
         }
+    }
+    if let Some(path) = &orders.listen {
         let _ = std::fs::remove_file(path);
     }
     for conn in connected.lock().expect("keeper connections").iter() {
@@ -227,27 +238,38 @@ fn bind(path: &std::path::Path) -> std::io::Result<(UnixListener, u64)> {
     Ok((listener, inode))
 }
 
-/// Sends `conn` the pid and the pty, and keeps it to say the exit on; a
-/// thread watches for its hang-up, which ends the program when
-/// `ends_with_it` (the daemon that started an ephemeral terminal).
-fn hand_over(
-    conn: &UnixStream,
+/// What every connection's thread needs of the keeper.
+#[derive(Clone)]
+struct Keeper {
     pid: u32,
     master: RawFd,
-    connected: &Arc<Mutex<Vec<UnixStream>>>,
-    ends_with_it: bool,
-) -> std::io::Result<()> {
-    fdpass::send(conn, &format!("pid {pid}"), Some(master))?;
-    let mut watch = conn.try_clone()?;
-    connected.lock().expect("keeper connections").push(conn.try_clone()?);
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 64];
-        while matches!(watch.read(&mut buf), Ok(n) if n > 0) {}
-        if ends_with_it {
-            end_program(pid);
-        }
-    });
-    Ok(())
+    connected: Arc<Mutex<Vec<UnixStream>>>,
+    /// A daemon closed the terminal: no status is left for another.
+    closed: Arc<AtomicBool>,
+}
+
+impl Keeper {
+    /// Sends `conn` the pid and the pty, and keeps it to say the exit on;
+    /// a thread reads what the daemon says ([`CLOSE`]) until it hangs up,
+    /// which ends the program when `ends_with_it` (the daemon that
+    /// started an ephemeral terminal).
+    fn hand_over(&self, conn: &UnixStream, ends_with_it: bool) -> std::io::Result<()> {
+        fdpass::send(conn, &format!("pid {}", self.pid), Some(self.master))?;
+        let said = conn.try_clone()?;
+        self.connected.lock().expect("keeper connections").push(conn.try_clone()?);
+        let (pid, closed) = (self.pid, self.closed.clone());
+        std::thread::spawn(move || {
+            while let Ok((line, _)) = fdpass::recv(&said) {
+                if line == CLOSE {
+                    closed.store(true, Ordering::SeqCst);
+                }
+            }
+            if ends_with_it {
+                end_program(pid);
+            }
+        });
+        Ok(())
+    }
 }
 
 /// Hangs up on the program's process group, as a closing terminal does,

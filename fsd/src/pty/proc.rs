@@ -135,6 +135,9 @@ fn ready(fd: &impl AsRawFd, events: i16) -> bool {
     n > 0 && p.revents != 0
 }
 
+/// The running binary, by the kernel's name for it.
+const SELF_EXE: &str = "/proc/self/exe";
+
 /// How long a keeper may take to start its program and hand its pty over.
 const KEEPER_WAIT: Duration = Duration::from_secs(10);
 
@@ -150,7 +153,12 @@ pub fn spawn(spec: Spec, keep: Option<&Path>) -> Result<(Running, Pipes), ProcEr
         command: spec.command.clone(),
     };
     let keeper_error = |e: std::io::Error| ProcError::Keeper(e.to_string());
-    let exe = std::env::current_exe().map_err(keeper_error)?;
+    // This very binary, even when a rebuild replaced the file it ran from
+    // (the keeper speaks its daemon's protocol).
+    let exe = match Path::new(SELF_EXE).exists() {
+        true => std::path::PathBuf::from(SELF_EXE),
+        false => std::env::current_exe().map_err(keeper_error)?,
+    };
     let (ours, theirs) = UnixStream::pair().map_err(keeper_error)?;
     let theirs_fd = theirs.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
@@ -434,6 +442,8 @@ impl Running {
 /// keeps running, as it would after any terminal closed.
 impl Drop for Running {
     fn drop(&mut self) {
+        // Nobody will ask the keeper how the program ended.
+        let _ = fdpass::send(&self.keeper, keeper::CLOSE, None);
         let _ = self.kill(0);
         // An ephemeral terminal's keeper ends when its daemon hangs up.
         let _ = self.keeper.shutdown(std::net::Shutdown::Both);

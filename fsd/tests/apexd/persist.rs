@@ -842,4 +842,17 @@ async fn a_terminal_no_window_shows_gets_one_at_start() {
     assert_eq!(st.windows.values().filter(|w| w.term == Some(term)).count(), 1, "a window again");
     let index = text(read(&c, root, "main/acme/index").await.unwrap());
     assert!(index.contains(&format!("/-term.{n} ")), "{index}");
+    // Closed, its keeper goes and leaves nothing behind.
+    write(&c, root, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();
+    let sessions = k.state.join("sessions");
+    let session = std::fs::read_dir(&sessions).unwrap().next().unwrap().unwrap().path();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<_> = std::fs::read_dir(session.join("pty")).unwrap().flatten().map(|e| e.file_name()).collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "its keeper left {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
