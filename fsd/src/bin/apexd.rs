@@ -322,6 +322,11 @@ async fn run() -> anyhow::Result<()> {
     for socket in posted {
         let _ = std::fs::remove_file(&socket);
     }
+    let kept = state_dir(&args)?.is_some();
+    if kept {
+        // What the terminals' programs wrote is logged or left in the pty.
+        apex_fsd::term::drive::stop_reading(&tree.daemon);
+    }
     // A clean stop: every session's log on disk before exiting.
     for session in tree.daemon.all() {
         let durable = session.lock().expect("session lock").persisted().as_ref().map(|p| p.durable());
@@ -331,7 +336,7 @@ async fn run() -> anyhow::Result<()> {
     }
     // A kept session's terminals live on in their keepers, for the next
     // daemon to take up: nothing here ends them on the way out.
-    if state_dir(&args)?.is_some() {
+    if kept {
         std::process::exit(0);
     }
     Ok(())

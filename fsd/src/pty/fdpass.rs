@@ -73,8 +73,14 @@ pub fn recv(stream: &UnixStream) -> io::Result<(String, Option<OwnedFd>)> {
             let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
             while !cmsg.is_null() {
                 if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                    let raw = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const RawFd);
-                    fd = Some(OwnedFd::from_raw_fd(raw));
+                    // Every descriptor sent is this process's now: the
+                    // first kept, any more closed (owned, then dropped).
+                    let data = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                    for i in 0..data / std::mem::size_of::<RawFd>() {
+                        let at = (libc::CMSG_DATA(cmsg) as *const RawFd).add(i);
+                        let got = OwnedFd::from_raw_fd(std::ptr::read_unaligned(at));
+                        fd.get_or_insert(got);
+                    }
                 }
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }

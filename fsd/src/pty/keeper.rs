@@ -23,7 +23,6 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +33,9 @@ pub const DAEMON_FD: RawFd = 3;
 /// What a daemon says before it ends a terminal it closes: the keeper
 /// leaves no status for a next daemon.
 pub const CLOSE: &str = "close";
+/// `signal N`: what a daemon says to signal the program's own process
+/// group, which only the keeper knows to be still the program's.
+pub const SIGNAL: &str = "signal";
 /// How often a listening keeper looks whether its socket is still named.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
@@ -157,37 +159,50 @@ fn keep(orders: &Orders, daemon: std::io::Result<UnixStream>) -> Result<Never, K
     // Waited for with waitpid, which keeps the signal's number.
     drop(child);
     let master = pair.master.as_raw_fd().ok_or_else(|| KeeperError::Pty("the pty has no descriptor".into()))?;
+    let keeper = Keeper { pid, master, state: Arc::new(Mutex::new(Program::default())) };
     let listener = match &orders.listen {
         Some(path) => Some(bind(path).map_err(|source| {
-            end_program(pid);
+            keeper.end_program();
             KeeperError::Listen { path: path.clone(), source }
         })?),
         None => None,
     };
-    let connected = Arc::new(Mutex::new(Vec::new()));
-    let closed = Arc::new(AtomicBool::new(false));
-    let keeper = Keeper { pid, master, connected: connected.clone(), closed: closed.clone() };
     keeper.hand_over(&daemon, orders.listen.is_none()).map_err(|e| {
-        end_program(pid);
+        keeper.end_program();
         KeeperError::HandOver(e)
     })?;
     if let Some((listener, inode)) = listener {
-        let keeper = keeper.clone();
+        let k = keeper.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
-                let _ = keeper.hand_over(&conn, false);
+                let _ = k.hand_over(&conn, false);
             }
         });
-        let path = orders.listen.clone().expect("listening");
-        std::thread::spawn(move || loop {
-            std::thread::sleep(LOOK_EVERY);
-            if std::fs::symlink_metadata(&path).map(|m| m.ino()).ok() != Some(inode) {
-                end_program(pid);
+        let (k, path) = (keeper.clone(), orders.listen.clone().expect("listening"));
+        std::thread::spawn(move || {
+            // Gone twice running (not a passing error of the file system).
+            let mut gone = 0;
+            loop {
+                std::thread::sleep(LOOK_EVERY);
+                gone = match std::fs::symlink_metadata(&path) {
+                    Ok(m) if m.ino() != inode => gone + 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => gone + 1,
+                    _ => 0,
+                };
+                if gone >= 2 {
+                    k.end_program();
+                }
             }
         });
     }
-    let status = wait(pid);
-    if let Some(path) = orders.listen.as_ref().filter(|_| !closed.load(Ordering::SeqCst)) {
+    // Waited for without reaping, so its pid is no other's while anything
+    // here may still signal it; then, under the lock, marked ended and
+    // reaped, and the exit said to every daemon handed the pty.
+    wait_exited(pid);
+    let mut program = keeper.state.lock().expect("keeper state");
+    let status = reap(pid);
+    program.exit = Some(status);
+    if let Some(path) = orders.listen.as_ref().filter(|_| !program.closed) {
         let exit = exit_path(path);
         let tmp = exit.with_extension("exit.new");
         if std::fs::write(&tmp, status.to_string()).is_ok() {
@@ -197,17 +212,34 @@ fn keep(orders: &Orders, daemon: std::io::Result<UnixStream>) -> Result<Never, K
     if let Some(path) = &orders.listen {
         let _ = std::fs::remove_file(path);
     }
-    for conn in connected.lock().expect("keeper connections").iter() {
+    for conn in &program.connected {
         let _ = fdpass::send(conn, &format!("exit {status}"), None);
     }
+    drop(program);
     drop(pair.master);
     std::process::exit(0);
 }
 
-/// Waits for process `pid` and says how it ended.
-fn wait(pid: u32) -> i32 {
+/// Waits until process `pid` has ended, leaving it to be reaped.
+fn wait_exited(pid: u32) {
+    loop {
+        // SAFETY: waitid(2) fills the siginfo it is given.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+/// Reaps process `pid` and says how it ended (a signal's: 128 + its
+/// number).
+fn reap(pid: u32) -> i32 {
     let mut status = 0;
     loop {
+        // SAFETY: waitpid(2) writes the status it is given.
         let r = unsafe { libc::waitpid(pid as i32, &mut status, 0) };
         if r == pid as i32 {
             break;
@@ -238,46 +270,76 @@ fn bind(path: &std::path::Path) -> std::io::Result<(UnixListener, u64)> {
     Ok((listener, inode))
 }
 
-/// What every connection's thread needs of the keeper.
+/// The program as the keeper's threads share it, under one lock.
+#[derive(Default)]
+struct Program {
+    /// Reaped, with this status: its pid may be another's now.
+    exit: Option<i32>,
+    /// The daemons handed the pty, to say the exit to.
+    connected: Vec<UnixStream>,
+    /// A daemon closed the terminal: no status is left for another.
+    closed: bool,
+}
+
+/// What every thread of the keeper needs.
 #[derive(Clone)]
 struct Keeper {
     pid: u32,
     master: RawFd,
-    connected: Arc<Mutex<Vec<UnixStream>>>,
-    /// A daemon closed the terminal: no status is left for another.
-    closed: Arc<AtomicBool>,
+    state: Arc<Mutex<Program>>,
 }
 
 impl Keeper {
-    /// Sends `conn` the pid and the pty, and keeps it to say the exit on;
-    /// a thread reads what the daemon says ([`CLOSE`]) until it hangs up,
-    /// which ends the program when `ends_with_it` (the daemon that
-    /// started an ephemeral terminal).
+    /// Sends `conn` the pid and the pty (or, once the program ended, its
+    /// status), and keeps it to say the exit on; a thread reads what the
+    /// daemon says ([`CLOSE`], [`SIGNAL`]) until it hangs up, which ends
+    /// the program when `ends_with_it` (the daemon that started an
+    /// ephemeral terminal).
     fn hand_over(&self, conn: &UnixStream, ends_with_it: bool) -> std::io::Result<()> {
+        let mut program = self.state.lock().expect("keeper state");
+        if let Some(status) = program.exit {
+            return fdpass::send(conn, &format!("exit {status}"), None);
+        }
         fdpass::send(conn, &format!("pid {}", self.pid), Some(self.master))?;
         let said = conn.try_clone()?;
-        self.connected.lock().expect("keeper connections").push(conn.try_clone()?);
-        let (pid, closed) = (self.pid, self.closed.clone());
+        program.connected.push(conn.try_clone()?);
+        drop(program);
+        let keeper = self.clone();
         std::thread::spawn(move || {
             while let Ok((line, _)) = fdpass::recv(&said) {
-                if line == CLOSE {
-                    closed.store(true, Ordering::SeqCst);
+                match line.split_once(' ') {
+                    _ if line == CLOSE => keeper.state.lock().expect("keeper state").closed = true,
+                    Some((SIGNAL, n)) => {
+                        if let Ok(n) = n.parse() {
+                            keeper.signal(n);
+                        }
+                    }
+                    _ => {}
                 }
             }
             if ends_with_it {
-                end_program(pid);
+                keeper.end_program();
             }
         });
         Ok(())
     }
-}
 
-/// Hangs up on the program's process group, as a closing terminal does,
-/// then kills what is left of it.
-fn end_program(pid: u32) {
-    // SAFETY: kill(2) with plain integers.
-    unsafe { libc::kill(-(pid as i32), libc::SIGHUP) };
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: as above.
-    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+    /// Sends `signal` to the program's process group unless it was
+    /// reaped (when its pid may name another's).
+    fn signal(&self, signal: i32) {
+        let program = self.state.lock().expect("keeper state");
+        if program.exit.is_none() {
+            // SAFETY: kill(2) with plain integers; the group's leader is
+            // this process's unreaped child.
+            unsafe { libc::kill(-(self.pid as i32), signal) };
+        }
+    }
+
+    /// Hangs up on the program's process group, as a closing terminal
+    /// does, then kills what is left of it.
+    fn end_program(&self) {
+        self.signal(libc::SIGHUP);
+        std::thread::sleep(Duration::from_millis(200));
+        self.signal(libc::SIGKILL);
+    }
 }

@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -125,6 +125,8 @@ impl Answers {
 
 /// How long a pty thread waits before looking whether its terminal closed.
 const LOOK_AGAIN: i32 = 200;
+/// [`LOOK_AGAIN`], as a time.
+pub const LOOK_AGAIN_TIME: Duration = Duration::from_millis(LOOK_AGAIN as u64);
 
 /// Waits until `fd` is ready for `events` or [`LOOK_AGAIN`] ms pass;
 /// whether it is (ready, hung up or in error).
@@ -137,6 +139,11 @@ fn ready(fd: &impl AsRawFd, events: i16) -> bool {
 
 /// The running binary, by the kernel's name for it.
 const SELF_EXE: &str = "/proc/self/exe";
+
+/// How long a keeper that kept a terminal may take to hand its pty over
+/// to a daemon starting (one after another: a stuck keeper holds up the
+/// start only this long).
+const ADOPT_WAIT: Duration = Duration::from_secs(2);
 
 /// How long a keeper may take to start its program and hand its pty over.
 const KEEPER_WAIT: Duration = Duration::from_secs(10);
@@ -162,17 +169,27 @@ pub fn spawn(spec: Spec, keep: Option<&Path>) -> Result<(Running, Pipes), ProcEr
     let (ours, theirs) = UnixStream::pair().map_err(keeper_error)?;
     let theirs_fd = theirs.as_raw_fd();
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg(keeper::ARG).args(orders.args()).stdin(Stdio::null()).stdout(Stdio::null());
-    // SAFETY: dup2(2) only, which is async-signal-safe, between fork and
-    // exec; it leaves the new descriptor open across exec.
+    // Named as what it is in ps; it outlives the daemon's standard error
+    // (a pipe to a log a user waits on), so it has none.
+    cmd.arg0("apexd").arg(keeper::ARG).args(orders.args());
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    // SAFETY: dup2(2) and fcntl(2) only, which are async-signal-safe,
+    // between fork and exec: the socket on DAEMON_FD, open across exec.
     unsafe {
-        cmd.pre_exec(move || match libc::dup2(theirs_fd, keeper::DAEMON_FD) {
-            -1 => Err(std::io::Error::last_os_error()),
-            _ => Ok(()),
+        cmd.pre_exec(move || {
+            let r = match theirs_fd == keeper::DAEMON_FD {
+                true => libc::fcntl(theirs_fd, libc::F_SETFD, 0),
+                false => libc::dup2(theirs_fd, keeper::DAEMON_FD),
+            };
+            match r {
+                -1 => Err(std::io::Error::last_os_error()),
+                _ => Ok(()),
+            }
         });
     }
     let mut child = cmd.spawn().map_err(keeper_error)?;
     drop(theirs);
+    let keeper_pid = child.id();
     // The keeper is this daemon's child until it ends: reaped here.
     std::thread::Builder::new()
         .name("term-keeper".into())
@@ -180,18 +197,26 @@ pub fn spawn(spec: Spec, keep: Option<&Path>) -> Result<(Running, Pipes), ProcEr
             let _ = child.wait();
         })
         .map_err(keeper_error)?;
-    ours.set_read_timeout(Some(KEEPER_WAIT)).map_err(keeper_error)?;
-    let (line, fd) = fdpass::recv(&ours).map_err(keeper_error)?;
-    ours.set_read_timeout(None).map_err(keeper_error)?;
+    // A keeper that started but is not taken up leaves nothing running:
+    // killed, it lets go of the pty, and the program is hung up on.
+    let abandon = |e: ProcError| {
+        // SAFETY: kill(2) with plain integers; the keeper is this
+        // daemon's unreaped child or being reaped by the thread above.
+        unsafe { libc::kill(keeper_pid as i32, libc::SIGKILL) };
+        e
+    };
+    ours.set_read_timeout(Some(KEEPER_WAIT)).map_err(keeper_error).map_err(abandon)?;
+    let (line, fd) = fdpass::recv(&ours).map_err(keeper_error).map_err(abandon)?;
+    ours.set_read_timeout(None).map_err(keeper_error).map_err(abandon)?;
     let (pid, master) = match (line.split_once(' '), fd) {
-        (Some(("pid", pid)), Some(fd)) => (pid.parse().map_err(|_| ProcError::Keeper(line.clone()))?, fd),
+        (Some(("pid", pid)), Some(fd)) => (pid.parse().map_err(|_| abandon(ProcError::Keeper(line.clone())))?, fd),
         (Some(("error", why)), _) if why.starts_with("cannot run") => {
             return Err(ProcError::Spawn { command: spec.shown(), why: why.to_string() })
         }
         (Some(("error", why)), _) => return Err(ProcError::Pty(why.to_string())),
-        _ => return Err(ProcError::Keeper(format!("it said {line:?}"))),
+        _ => return Err(abandon(ProcError::Keeper(format!("it said {line:?}")))),
     };
-    run(pid, master, ours)
+    run(pid, master, ours, keep.map(keeper::exit_path)).map_err(abandon)
 }
 
 /// Takes up terminal whose keeper waits at `socket` (a daemon before
@@ -199,32 +224,39 @@ pub fn spawn(spec: Spec, keep: Option<&Path>) -> Result<(Running, Pipes), ProcEr
 /// (its status, from what the keeper left), `Err` when nobody keeps it.
 pub fn adopt(socket: &Path) -> Result<Result<(Running, Pipes), i32>, ProcError> {
     let keeper_error = |e: std::io::Error| ProcError::Keeper(e.to_string());
+    let exit_file = keeper::exit_path(socket);
     let dialled = fdpass::short_name(socket).and_then(|(name, _dir)| UnixStream::connect(name));
     let conn = match dialled {
         Ok(c) => c,
-        Err(e) => {
-            let status = std::fs::read_to_string(keeper::exit_path(socket)).ok();
-            return match status.and_then(|s| s.trim().parse().ok()) {
-                Some(status) => Ok(Err(status)),
-                None => Err(keeper_error(e)),
-            };
-        }
+        Err(e) => return left_status(&exit_file).map(Err).ok_or_else(|| keeper_error(e)),
     };
-    conn.set_read_timeout(Some(KEEPER_WAIT)).map_err(keeper_error)?;
+    conn.set_read_timeout(Some(ADOPT_WAIT)).map_err(keeper_error)?;
     let (line, fd) = fdpass::recv(&conn).map_err(keeper_error)?;
     conn.set_read_timeout(None).map_err(keeper_error)?;
     match (line.split_once(' '), fd) {
         (Some(("pid", pid)), Some(fd)) => {
             let pid = pid.parse().map_err(|_| ProcError::Keeper(line.clone()))?;
-            run(pid, fd, conn).map(Ok)
+            run(pid, fd, conn, Some(exit_file)).map(Ok)
         }
+        // It ended as this daemon asked.
+        (Some(("exit", status)), _) => status.parse().map(Err).map_err(|_| ProcError::Keeper(line.clone())),
         _ => Err(ProcError::Keeper(format!("it said {line:?}"))),
     }
 }
 
+/// The status a keeper left in `exit_file`, if it did.
+fn left_status(exit_file: &Path) -> Option<i32> {
+    std::fs::read_to_string(exit_file).ok()?.trim().parse().ok()
+}
+
 /// The threads of a terminal whose program `pid` runs on the pty whose
 /// master is `master`, its keeper on `keeper`.
-fn run(pid: u32, master: OwnedFd, keeper: UnixStream) -> Result<(Running, Pipes), ProcError> {
+fn run(
+    pid: u32,
+    master: OwnedFd,
+    keeper: UnixStream,
+    exit_file: Option<PathBuf>,
+) -> Result<(Running, Pipes), ProcError> {
     let pty_error = |e: std::io::Error| ProcError::Pty(e.to_string());
     let (read_fd, write_fd) = (master.try_clone().map_err(pty_error)?, master.try_clone().map_err(pty_error)?);
     let (events_tx, events) = mpsc::sync_channel(64);
@@ -298,8 +330,8 @@ fn run(pid: u32, master: OwnedFd, keeper: UnixStream) -> Result<(Running, Pipes)
         .name(format!("term-wait-{pid}"))
         .spawn(move || {
             // The keeper says how the program ended; a keeper gone without
-            // a word took the program's parent with it: the program is
-            // hung up on, and nothing says how it ends.
+            // a word may have left the status in its file, else nothing
+            // says how the program ends (its keeper was killed).
             let status = loop {
                 match fdpass::recv(&keeper) {
                     Ok((line, _)) => match line.strip_prefix("exit ").and_then(|s| s.parse().ok()) {
@@ -307,9 +339,7 @@ fn run(pid: u32, master: OwnedFd, keeper: UnixStream) -> Result<(Running, Pipes)
                         None => continue,
                     },
                     Err(_) => {
-                        // SAFETY: kill(2) with plain integers.
-                        unsafe { libc::kill(-(pid as i32), libc::SIGHUP) };
-                        break apex_core::term::ENDED_WITH_DAEMON;
+                        break exit_file.as_deref().and_then(left_status).unwrap_or(apex_core::term::ENDED_WITH_DAEMON)
                     }
                 }
             };
@@ -370,22 +400,34 @@ impl Running {
 
     /// The terminal's foreground process group (the program's own if the
     /// pty names none).
-    fn foreground(&self) -> i32 {
+    fn foreground(&self) -> Option<i32> {
         // SAFETY: tcgetpgrp(3) on a descriptor this holds.
         match unsafe { libc::tcgetpgrp(self.master.as_raw_fd()) } {
-            group if group > 0 => group,
-            _ => self.pid as i32,
+            group if group > 0 => Some(group),
+            _ => None,
         }
     }
 
-    /// Asks full-screen programs to draw their screen again (SIGWINCH to
-    /// the foreground group): after a daemon took up a terminal whose
-    /// last output the one before it may not have logged.
-    pub fn redraw(&self) {
-        if !self.reaped.load(Ordering::SeqCst) {
-            // SAFETY: kill(2) with plain integers.
-            unsafe { libc::kill(-self.foreground(), libc::SIGWINCH) };
+    /// Makes full-screen programs draw their whole screen again, as tmux
+    /// does when a client attaches: the pty a row shorter and back (two
+    /// SIGWINCHes with a real change of size), after a daemon took up a
+    /// terminal whose last output the one before it may not have logged.
+    pub fn redraw(&self, cols: u16, rows: u16) {
+        if self.reaped.load(Ordering::SeqCst) || rows < 2 {
+            return;
         }
+        for rows in [rows - 1, rows] {
+            let size = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+            // SAFETY: TIOCSWINSZ with a winsize that lives for the call.
+            unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &size) };
+        }
+    }
+
+    /// Reads no more of the program's output (what it writes waits in the
+    /// pty for the next daemon): a clean stop, before the last updates
+    /// are logged.
+    pub fn stop_reading(&self) {
+        self.closing.store(true, Ordering::SeqCst);
     }
 
     /// The driver has ended: resizes are refused from now on.
@@ -403,7 +445,7 @@ impl Running {
         if self.reaped.load(Ordering::SeqCst) {
             return reported();
         }
-        let group = self.foreground();
+        let group = self.foreground().unwrap_or(self.pid as i32);
         std::fs::read_link(format!("/proc/{group}/cwd")).ok().or_else(reported)
     }
 
@@ -413,7 +455,12 @@ impl Running {
         if self.reaped.load(Ordering::SeqCst) {
             return Err(ProcError::Exited(term));
         }
-        let group = self.foreground();
+        let Some(group) = self.foreground() else {
+            // Only the keeper knows the program's own group is still its.
+            return fdpass::send(&self.keeper, &format!("{} {signal}", keeper::SIGNAL), None)
+                .map_err(ProcError::Signal);
+        };
+        // SAFETY: kill(2) with plain integers; the pty names the group now.
         match unsafe { libc::kill(-group, signal) } {
             0 => Ok(()),
             _ => Err(ProcError::Signal(std::io::Error::last_os_error())),
@@ -423,10 +470,7 @@ impl Running {
     /// Ends the program and whatever runs in the foreground (SIGKILL).
     pub fn kill(&self, term: u64) -> Result<(), ProcError> {
         self.signal(term, libc::SIGKILL)?;
-        if !self.reaped.load(Ordering::SeqCst) {
-            // SAFETY: kill(2) with plain integers.
-            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
-        }
+        let _ = fdpass::send(&self.keeper, &format!("{} {}", keeper::SIGNAL, libc::SIGKILL), None);
         Ok(())
     }
 

@@ -111,6 +111,8 @@ fn take_up_terms(s: &mut Session) {
         if let Err(e) = s.view_mut().append(shard, Op::Term(TermOp::Update(Box::new(update)))) {
             tracing::warn!(term = %shard, error = %e, "could not mark a terminal ended");
         }
+        // Its window's tag says so (every tag is the daemon's at start).
+        let _ = apex_core::make::settag_term(s.view_mut(), id);
     }
     if let Some(dir) = s.persisted().map(|p| p.dir().join("pty")) {
         sweep_keepers(&dir, &kept);

@@ -44,7 +44,11 @@ pub async fn close_shown(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Erro
 /// Runs a new terminal in session `n` ([`start`]) and shows it in a new
 /// window of its own (`DIR/-term.N`), as win's are shown.
 pub async fn start_shown(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
-    let id = start(daemon, n, spec)?;
+    // Starting a keeper forks, execs and waits for its answer: off the
+    // runtime's threads.
+    let starter = daemon.clone();
+    let started = tokio::task::spawn_blocking(move || start(&starter, n, spec)).await;
+    let id = started.map_err(|e| Error::Io { what: "term: its start".into(), source: std::io::Error::other(e) })??;
     let p = apex_core::Proposal::TermWindow { term: id, column: None };
     daemon.propose(n, &format!("term window {}", id.0), p).await?;
     Ok(id)
@@ -139,16 +143,17 @@ pub fn start_taken_up(daemon: &Daemon) {
             let taken: Vec<_> = taken
                 .into_iter()
                 .filter_map(|(id, pipes)| {
-                    let emu = Emulator::resume(s.view().state.terms.get(&id)?);
+                    let t = s.view().state.terms.get(&id)?;
+                    let (emu, size) = (Emulator::resume(t), (t.cols, t.rows));
                     let running = s.terms().get(&id)?.clone();
-                    Some((id, emu, pipes, running))
+                    Some((id, emu, size, pipes, running))
                 })
                 .collect();
             (s.number(), taken)
         };
-        for (id, emu, pipes, running) in taken {
+        for (id, emu, (cols, rows), pipes, running) in taken {
             match spawn_driver(daemon, n, id, emu, pipes, Arc::downgrade(&running)) {
-                Ok(()) => running.redraw(),
+                Ok(()) => running.redraw(cols, rows),
                 Err(e) => {
                     tracing::warn!(session = n, term = id.0, error = %e, "no thread for a terminal's driver");
                     let _ = close(daemon, n, id);
@@ -156,6 +161,23 @@ pub fn start_taken_up(daemon: &Daemon) {
             }
         }
     }
+}
+
+/// A clean stop: every terminal's output is read no further (what its
+/// program writes waits in the pty for the next daemon) and what was
+/// read is logged, so nothing read is lost between two daemons.
+pub fn stop_reading(daemon: &Daemon) {
+    let running: Vec<Arc<Running>> = daemon
+        .all()
+        .iter()
+        .flat_map(|s| s.lock().expect("session lock").terms().values().cloned().collect::<Vec<_>>())
+        .collect();
+    for r in &running {
+        r.stop_reading();
+    }
+    // A reader sees the flag within a poll; its driver logs what it read
+    // within a frame after.
+    std::thread::sleep(proc::LOOK_AGAIN_TIME + 4 * FRAME);
 }
 
 /// Gives every terminal of every session that no window shows a window

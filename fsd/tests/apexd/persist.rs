@@ -761,6 +761,13 @@ async fn a_terminal_outlives_its_daemon_and_the_next_takes_it_up() {
     let (c, root) = k.client().await;
     let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
     assert!(ctl.ends_with("exit 7\n"), "{ctl}");
+    // Its window's tag says so, as the daemon has it before any UI.
+    let st = State::from_snapshot(&read(&c, root, "main/snapshot").await.unwrap()).unwrap();
+    let term = apex_core::TermId(n.parse().unwrap());
+    let (window, _) = st.windows.iter().find(|(_, w)| w.term == Some(term)).expect("its window");
+    let number = st.layout.numbers[window].0;
+    let tag = text(read(&c, root, &format!("main/acme/{number}/tag")).await.unwrap());
+    assert!(tag.contains(&format!("/-term.{n} Del Snarf exit 7 |")), "{tag}");
     let e = write(&c, root, &cons, "ls\n").await.unwrap_err().to_string();
     assert!(e.contains("has exited"), "{e}");
     write(&c, root, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();

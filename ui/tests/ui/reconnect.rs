@@ -265,6 +265,8 @@ fn kill_9_with_a_second_party_editing_one_buffer_recovers_that_buffer_only() {
 fn a_shell_in_a_window_lives_through_a_kill_9_of_the_daemon() {
     let state = std::env::temp_dir().join(format!("apex-ui-kill9-term-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state);
+    // Removed pass or fail: its terminal's keeper ends the shell then.
+    let _removed = Removed(state.clone());
     let kept = ["--state", state.to_str().unwrap()];
     let mut r = Rig::start_with("reconnect-term", true, &kept);
     crate::support::apex_write(&r.ns, "main/ctl", &format!("term -d {} sh\n", r.ns.display()));
@@ -305,5 +307,13 @@ fn a_shell_in_a_window_lives_through_a_kill_9_of_the_daemon() {
     wait_for("the same shell's answer", || rows(&mut r).iter().any(|l| l == "lives-on").then_some(()));
     let index = r.apex(&["read", "main/terms/index"]);
     assert!(index.contains(" running "), "{index}");
-    let _ = std::fs::remove_dir_all(&state);
+}
+
+/// A directory removed when it goes out of scope, pass or fail.
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
