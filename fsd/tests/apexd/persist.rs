@@ -707,6 +707,18 @@ async fn start_term(c: &Client, root: u32) -> String {
     n
 }
 
+/// Types `line` into the terminal whose `cons` is named, kills the daemon
+/// at once (SIGKILL), lets the program go on with no daemon for a while,
+/// and starts the next; a client of it.
+async fn typed_then_killed(k: &mut Kept, (c, root): (Client, u32), cons: &str, line: &str) -> (Client, u32) {
+    write(&c, root, cons, line).await.unwrap();
+    drop(c);
+    k.kill9();
+    std::thread::sleep(Duration::from_millis(1500));
+    k.start(&[], &[]);
+    k.client().await
+}
+
 /// A terminal outlives its daemon, as a tmux pane outlives its client:
 /// its keeper holds the program and the pty while no daemon runs, and the
 /// next daemon takes it up. After a clean stop the shell is the same
@@ -744,21 +756,11 @@ async fn a_terminal_outlives_its_daemon_and_the_next_takes_it_up() {
     // no daemon running is on the screen of the next. (The echo of the
     // command line may be lost: the daemon killed may have read it from
     // the pty and not yet logged it.)
-    write(&c, root, &cons, "sleep 1; echo while-away\n").await.unwrap();
-    drop(c);
-    k.kill9();
-    std::thread::sleep(Duration::from_millis(1500));
-    k.start(&[], &[]);
-    let (c, root) = k.client().await;
+    let (c, root) = typed_then_killed(&mut k, (c, root), &cons, "sleep 1; echo while-away\n").await;
     term_screen_has(&k, &c, root, &n, "while-away\n").await;
 
     // The program ends while no daemon runs: the next says how.
-    write(&c, root, &cons, "sleep 1; exit 7\n").await.unwrap();
-    drop(c);
-    k.kill9();
-    std::thread::sleep(Duration::from_millis(1500));
-    k.start(&[], &[]);
-    let (c, root) = k.client().await;
+    let (c, root) = typed_then_killed(&mut k, (c, root), &cons, "sleep 1; exit 7\n").await;
     let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
     assert!(ctl.ends_with("exit 7\n"), "{ctl}");
     // Its window's tag says so, as the daemon has it before any UI.
