@@ -157,3 +157,39 @@ fn a_shell_in_a_terminal_window_takes_keys_shows_colours_and_has_the_window_s_si
     let made = d.ns.join("b2-made");
     wait_for("button 2 to run the swept command", || made.exists().then_some(()));
 }
+
+/// Under Xvfb, a second apex-ui on the session leads and the first
+/// watches: both draw the terminal's window the same, colours and all.
+#[test]
+fn a_watching_ui_draws_the_terminal_as_the_leading_one_does() {
+    let Some(mut d) = desk("terminal-two") else { return };
+    d.start_ui(&[]);
+    ctl(&d, &format!("term -d {} sh\n", d.ns.display()));
+    let term: u64 = wait_for("the terminal", || {
+        d.apex(&["read", "main/terms/index"]).split_whitespace().next().and_then(|n| n.parse().ok())
+    });
+    let state = wait_for("its window", || {
+        let st = d.state();
+        st.windows.values().any(|w| w.term == Some(apex_core::TermId(term))).then_some(st)
+    });
+    let (body, _) = body_of(&state, term, 1024, 768);
+    let second = d.start_ui(&[]);
+    d.xdotool(&["windowmove", "--sync", &second, &crate::xvfb::SECOND_X.to_string(), "0"]);
+    let cons = format!("main/terms/{term}/cons");
+    crate::support::apex_write(
+        &d.ns,
+        &cons,
+        "printf '\\033[32mgreen\\033[0m and \\033[1;34mblue\\033[0m %s\\n' shared\n",
+    );
+    let png = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("apex-ui-terminal-two-{}.png", std::process::id()));
+    let green = |p: u32| {
+        let (r, g, b) = ((p >> 16) & 0xff, (p >> 8) & 0xff, p & 0xff);
+        g > r + 40 && g > b + 40
+    };
+    wait_for("both UIs to draw the terminal alike, in colour", || {
+        let rgb = d.screenshot(&png);
+        let (mine, theirs) = (crate::xvfb::crop(&rgb, body, 0), crate::xvfb::crop(&rgb, body, crate::xvfb::SECOND_X));
+        (mine == theirs && mine.iter().filter(|p| green(**p)).count() > 10).then_some(())
+    });
+}

@@ -285,7 +285,7 @@ pub(crate) fn crop(rgb: &[u8], r: Rect, dx: i32) -> Vec<u32> {
 }
 
 /// Where the second UI's window is moved to.
-const SECOND_X: i32 = 1050;
+pub(crate) const SECOND_X: i32 = 1050;
 
 #[test]
 fn two_apex_uis_share_a_session_the_watching_one_follows_and_lead_and_a_box_drag_work() {
