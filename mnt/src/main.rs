@@ -78,7 +78,7 @@ async fn run() -> anyhow::Result<()> {
         [a, m] => (a.clone(), PathBuf::from(m)),
         _ => unreachable!("clap takes one or two"),
     };
-    let address = apex_ninep::ns::service_address(&addr);
+    let address = apex_ninep::ns::service_address(&addr)?;
     let client = apex_ninep::dial(&address, args.msize).await.with_context(|| format!("dial {address}"))?;
     let user = apex_ninep::ns::user_name();
     let root = client.attach(&user, &args.aname).await.with_context(|| format!("attach {:?}", args.aname))?;

@@ -57,6 +57,51 @@ fn password_name(uid: libc::uid_t) -> Option<String> {
     }
 }
 
+/// Why a namespace directory is not to be trusted (plan9port's `getns`
+/// refuses the same): whoever owns it, or can write in it, can put a
+/// server of theirs where a client looks for yours, and read everything
+/// the client sends.
+#[derive(Debug, thiserror::Error)]
+pub enum NsError {
+    #[error("namespace directory {dir} belongs to {owner} (uid {uid}), not you: a server there is theirs; remove it, or set $NAMESPACE to a directory of yours")]
+    Owner { dir: PathBuf, owner: String, uid: u32 },
+    #[error("namespace directory {dir} has mode {mode:o}; it must be 0700, as others can reach what is posted there (chmod 700 {dir})")]
+    Mode { dir: PathBuf, mode: u32 },
+    #[error("namespace directory {dir}: permission denied (it is not yours to read)")]
+    Denied { dir: PathBuf },
+    #[error("namespace directory {dir}: {err}")]
+    Io { dir: PathBuf, err: std::io::Error },
+}
+
+/// Checks that `dir` is the user's own and closed to others: the rule
+/// for a namespace directory a server posts in and a client dials into.
+/// A directory that does not exist passes (there is nothing to dial).
+pub fn check_dir(dir: &Path) -> Result<(), NsError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = match std::fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(NsError::Denied { dir: dir.to_path_buf() })
+        }
+        Err(err) => return Err(NsError::Io { dir: dir.to_path_buf(), err }),
+    };
+    if !meta.is_dir() {
+        return Err(NsError::Io { dir: dir.to_path_buf(), err: std::io::Error::other("not a directory") });
+    }
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    if meta.uid() != me {
+        let owner = password_name(meta.uid()).unwrap_or_else(|| meta.uid().to_string());
+        return Err(NsError::Owner { dir: dir.to_path_buf(), owner, uid: meta.uid() });
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(NsError::Mode { dir: dir.to_path_buf(), mode });
+    }
+    Ok(())
+}
+
 /// The namespace directory: `flag` if given, else `$NAMESPACE`, else
 /// `/tmp/ns.$USER.$DISPLAY`.
 pub fn namespace_dir(flag: Option<&Path>) -> PathBuf {
@@ -71,17 +116,45 @@ pub fn namespace_dir(flag: Option<&Path>) -> PathBuf {
 }
 
 /// A plan9port address: `unix!PATH` and `tcp!HOST!PORT` as they are; a bare
-/// name is the service of that name posted in the namespace directory.
-pub fn service_address(addr: &str) -> String {
+/// name is the service of that name posted in the namespace directory,
+/// which must be the user's own and closed to others ([`check_dir`]).
+pub fn service_address(addr: &str) -> Result<String, NsError> {
     if addr.contains('!') {
-        return addr.to_string();
+        return Ok(addr.to_string());
     }
-    format!("unix!{}", namespace_dir(None).join(addr).display())
+    let dir = namespace_dir(None);
+    check_dir(&dir)?;
+    Ok(format!("unix!{}", dir.join(addr).display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namespace_directory_must_be_ours_and_closed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::env::temp_dir().join(format!("apex-ns-check-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        assert!(check_dir(&d).is_ok(), "none yet: nothing to dial");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        check_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = check_dir(&d).unwrap_err().to_string();
+        assert!(e.contains("mode 777; it must be 0700"), "{e}");
+        // Another's: /proc's owner is root, a file is no directory; as
+        // root, a directory of nobody's.
+        let theirs = d.join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        // SAFETY: chown(2) on a path we made; 65534 is nobody.
+        let path = std::ffi::CString::new(theirs.as_os_str().as_encoded_bytes()).unwrap();
+        if unsafe { libc::chown(path.as_ptr(), 65534, 65534) } == 0 {
+            let e = check_dir(&theirs).unwrap_err().to_string();
+            assert!(e.contains("belongs to") && e.contains("not you"), "{e}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn display_is_canonicalised_as_plan9port_does() {
@@ -95,9 +168,10 @@ mod tests {
     #[test]
     fn the_flag_wins_and_addresses_pass_through() {
         assert_eq!(namespace_dir(Some(Path::new("/x"))), PathBuf::from("/x"));
-        assert_eq!(service_address("tcp!127.0.0.1!564"), "tcp!127.0.0.1!564");
-        assert!(service_address("acme").starts_with("unix!/"));
-        assert!(service_address("acme").ends_with("/acme"));
+        assert_eq!(service_address("tcp!127.0.0.1!564").unwrap(), "tcp!127.0.0.1!564");
+        if let Ok(a) = service_address("acme") {
+            assert!(a.starts_with("unix!/") && a.ends_with("/acme"), "{a}");
+        }
     }
 
     #[test]

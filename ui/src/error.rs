@@ -31,6 +31,8 @@ pub enum UiError {
     Font { flag: char, why: FontError },
     #[error("dial {address}: {why}")]
     Dial { address: String, why: String },
+    #[error("{0}")]
+    Namespace(apex_ninep::ns::NsError),
     #[error("{session}: {why}")]
     Attach { session: String, why: apex_link::LinkError },
     #[error("{0}: the layout's lease did not come (another UI holds it and does not answer)")]

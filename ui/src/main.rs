@@ -160,9 +160,11 @@ fn run(mut args: Args, started: Instant) -> Result<(), UiError> {
     let fonts = fonts(&args)?;
     std::thread::spawn(apex_ui::fontconfig::warm);
     let address = match &args.addr {
-        Some(a) => apex_ninep::ns::service_address(a),
+        Some(a) => apex_ninep::ns::service_address(a).map_err(UiError::Namespace)?,
         None => {
-            let socket = apex_ninep::ns::namespace_dir(None).join("apex");
+            let dir = apex_ninep::ns::namespace_dir(None);
+            apex_ninep::ns::check_dir(&dir).map_err(UiError::Namespace)?;
+            let socket = dir.join("apex");
             if std::os::unix::net::UnixStream::connect(&socket).is_err() {
                 start_daemon(&socket, &args.session)?;
             }

@@ -186,9 +186,12 @@ fn long_lines(entries: &[Stat], now: i64) -> Vec<String> {
 /// Where a dial went wrong, said so a new user knows what to do.
 fn dial_error(addr: &str, e: impl std::fmt::Display) -> anyhow::Error {
     let Some(path) = addr.strip_prefix("unix!") else { return anyhow::anyhow!("dial {addr}: {e}") };
-    match std::path::Path::new(path).exists() {
-        false => anyhow::anyhow!("dial {addr}: no socket at {path}: start the daemon with apexd (or give -a)"),
-        true => anyhow::anyhow!(
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            anyhow::anyhow!("dial {addr}: permission denied: {path} is not yours to reach")
+        }
+        Err(_) => anyhow::anyhow!("dial {addr}: no socket at {path}: start the daemon with apexd (or give -a)"),
+        Ok(_) => anyhow::anyhow!(
             "dial {addr}: {e}: nobody serves {path}; it is stale if apexd died (start apexd again: it replaces it)"
         ),
     }
@@ -209,17 +212,19 @@ struct Mounts {
 
 impl Mounts {
     /// The server a PATH is on, and the path there (see the module doc).
-    fn resolve<'p>(&self, path: &'p str) -> (String, &'p str) {
+    fn resolve<'p>(&self, path: &'p str) -> Result<(String, &'p str), apex_ninep::ns::NsError> {
         if let Some(a) = &self.addr {
-            return (apex_ninep::ns::service_address(a), path);
+            return Ok((apex_ninep::ns::service_address(a)?, path));
         }
         let trimmed = path.trim_start_matches('/');
         let (first, rest) = trimmed.split_once('/').unwrap_or((trimmed, ""));
-        let posted = apex_ninep::ns::namespace_dir(None).join(first);
+        let dir = apex_ninep::ns::namespace_dir(None);
+        apex_ninep::ns::check_dir(&dir)?;
+        let posted = dir.join(first);
         if !first.is_empty() && std::fs::symlink_metadata(&posted).is_ok_and(|m| m.file_type().is_socket()) {
-            return (format!("unix!{}", posted.display()), rest);
+            return Ok((format!("unix!{}", posted.display()), rest));
         }
-        (apex_ninep::ns::service_address("apex"), path)
+        Ok((apex_ninep::ns::service_address("apex")?, path))
     }
 
     async fn at(&mut self, addr: &str) -> anyhow::Result<&Mount> {
@@ -235,7 +240,7 @@ impl Mounts {
 
     /// The connection and the path there for a user's PATH.
     async fn path<'p>(&mut self, path: &'p str) -> anyhow::Result<(Client, u32, &'p str)> {
-        let (addr, rest) = self.resolve(path);
+        let (addr, rest) = self.resolve(path)?;
         let m = self.at(&addr).await?;
         Ok((m.c.clone(), m.root, rest))
     }

@@ -158,6 +158,16 @@ fn post_acme(dir: &std::path::Path, tree: &Arc<Fsys>, name: &str, quiet: bool) -
 }
 
 /// What apexd says when it starts: where it is, and what to try.
+/// What a TCP listener gives away, said at start whenever one is open
+/// (until authenticated remote access replaces it).
+fn tcp_warning(addr: &std::net::SocketAddr) -> String {
+    format!(
+        "apexd: WARNING: tcp!{}!{} has no authentication: every user of this machine can connect to it and act          as you: run commands (exec, term), and read and write your files (get, put). Use the namespace          directory's socket to keep sessions to yourself.",
+        addr.ip(),
+        addr.port()
+    )
+}
+
 fn greeting(session: &str, acme: Option<&str>, posted: &[std::path::PathBuf]) -> String {
     let mut g = String::new();
     for p in posted {
@@ -289,6 +299,8 @@ async fn run() -> anyhow::Result<()> {
     for addr in listen {
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("listen on {addr}"))?;
         tracing::info!(%addr, "serving on tcp");
+        // Said even with -q: this is the daemon's account, open to all.
+        eprintln!("{}", tcp_warning(&addr));
         let (tree, config) = (tree.clone(), config.clone());
         tokio::spawn(async move {
             while let Ok((conn, peer)) = listener.accept().await {

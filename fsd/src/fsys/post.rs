@@ -9,7 +9,7 @@
 //! daemon serves there, which is an error.
 
 use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why a service could not be posted.
@@ -17,42 +17,29 @@ use std::path::{Path, PathBuf};
 pub enum PostError {
     #[error("namespace directory {dir}: {err}")]
     Dir { dir: PathBuf, err: std::io::Error },
-    #[error("namespace directory {dir} belongs to uid {owner}, not you (uid {me}): remove it or use --namespace")]
-    Owner { dir: PathBuf, owner: u32, me: u32 },
-    #[error("namespace directory {dir} has mode {mode:o}; it must be 0700 (chmod 700 {dir})")]
-    Mode { dir: PathBuf, mode: u32 },
+    /// Another's, or open to others: clients refuse it too.
+    #[error("{0}")]
+    Namespace(#[from] apex_ninep::ns::NsError),
     #[error("{path} is served by a running daemon already; stop it or use another --namespace")]
     Live { path: PathBuf },
     #[error("cannot post {path}: {err}")]
     Bind { path: PathBuf, err: std::io::Error },
 }
 
-/// Makes or checks the namespace directory.
+/// Makes or checks the namespace directory: made 0700, or the user's own
+/// and closed to others (`apex_ninep::ns::check_dir`, the rule clients
+/// dial by).
 pub fn ensure_dir(dir: &Path) -> Result<(), PostError> {
     let err = |err| PostError::Dir { dir: dir.to_path_buf(), err };
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {
             // The umask may have cut the mode; set it exactly.
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
-            return Ok(());
+            Ok(())
         }
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(err(e)),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(apex_ninep::ns::check_dir(dir)?),
+        Err(e) => Err(err(e)),
     }
-    let meta = std::fs::metadata(dir).map_err(err)?;
-    if !meta.is_dir() {
-        return Err(err(std::io::Error::other("not a directory")));
-    }
-    // SAFETY: getuid has no preconditions.
-    let me = unsafe { libc::getuid() };
-    if meta.uid() != me {
-        return Err(PostError::Owner { dir: dir.to_path_buf(), owner: meta.uid(), me });
-    }
-    let mode = meta.mode() & 0o777;
-    if mode != 0o700 {
-        return Err(PostError::Mode { dir: dir.to_path_buf(), mode });
-    }
-    Ok(())
 }
 
 /// Posts `service` in `dir`: the listening socket.
@@ -81,6 +68,7 @@ pub fn post(dir: &Path, service: &str) -> Result<tokio::net::UnixListener, PostE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     fn scratch(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("apex-post-{name}-{}", std::process::id()));

@@ -80,6 +80,23 @@ fn apexd_listens_on_loopback_only_and_says_why() {
         assert_eq!(out.status.code(), Some(1), "{addr}: {said}");
         assert!(said.contains(addr) && (said.contains("loopback") || said.contains("localhost")), "{said}");
     }
+    // A loopback listener is served, and what it gives away is said at
+    // start, -q or not.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("tcp!127.0.0.1!{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), addr.as_ref(), "--ephemeral".as_ref()])
+        .arg("-q")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(line.contains(&format!("WARNING: {addr} has no authentication")), "{line}");
+    assert!(line.contains("every user of this machine") && line.contains("exec, term"), "{line}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -97,9 +114,34 @@ fn apex_reads_posted_services_first_then_the_apex_service() {
     let (good, _, err) = apex_in(&nowhere, &["read", "main/hash"], "");
     assert!(!good && err.contains("no socket at") && err.contains("apexd"), "{err}");
     std::fs::create_dir_all(&nowhere).unwrap();
+    std::fs::set_permissions(&nowhere, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     drop(std::os::unix::net::UnixListener::bind(nowhere.join("apex")).unwrap());
     let (good, _, err) = apex_in(&nowhere, &["read", "main/hash"], "");
     assert!(!good && err.contains("stale"), "{err}");
+}
+
+/// A client dials into no namespace directory another could have posted
+/// in, as plan9port's `getns` refuses it: one open to others, or one that
+/// is another user's, is refused with what is wrong and how to fix it.
+#[test]
+fn apex_refuses_a_namespace_directory_another_could_have_posted_in() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = crate::acme::acme_daemon("newcomer-ns-rules");
+    ok(&d, &["read", "main/hash"], "");
+    std::fs::set_permissions(&d.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (good, _, err) = apex(&d, &["read", "main/hash"], "");
+    std::fs::set_permissions(&d.dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(!good && err.contains("mode 777; it must be 0700") && err.contains("chmod 700"), "{err}");
+    // Another user's (root can make it so; others cannot, and need not).
+    let path = std::ffi::CString::new(d.dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: chown(2) on a directory this test made; 65534 is nobody.
+    if unsafe { libc::chown(path.as_ptr(), 65534, 65534) } == 0 {
+        let (good, _, err) = apex(&d, &["-a", "apex", "read", "main/hash"], "");
+        // SAFETY: as above, back to this user.
+        unsafe { libc::chown(path.as_ptr(), libc::getuid(), libc::getgid()) };
+        assert!(!good && err.contains("belongs to") && err.contains("not you"), "{err}");
+    }
+    ok(&d, &["read", "main/hash"], "");
 }
 
 #[test]
