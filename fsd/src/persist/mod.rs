@@ -40,6 +40,12 @@ pub enum StoreError {
     Io { path: PathBuf, error: std::io::Error },
     #[error("{path} is in use by another apexd; stop it, or give this one --state DIR or --ephemeral")]
     Locked { path: PathBuf },
+    /// An existing state directory others can read or write, or not the
+    /// user's: left as it is.
+    #[error(
+        "state directory {path} (mode {mode:04o}, uid {owner}) is not a directory of yours closed to others          (uid {me}, mode 0700): sessions hold every text you edit; give --state a directory of its own          (it is made 0700 if missing), or chmod 700 it if it is yours alone"
+    )]
+    Exposed { path: PathBuf, mode: u32, owner: u32, me: u32 },
     #[error(
         "{path}: {why}; the session is not started (the log before it is gone): restore the file from a backup, \
          or delete the session's directory, and the session with it, at the next start"
@@ -117,12 +123,28 @@ impl Store {
     /// Opens (making it, mode 0700) the state directory `root`, refusing
     /// one another apexd uses.
     pub fn open(root: &Path, options: Options) -> Result<Store, StoreError> {
+        match std::fs::metadata(root) {
+            // Made 0700 (its parents too, when missing).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(root)
+                    .map_err(|e| StoreError::io(root, e))?;
+                // The umask may have cut the mode; set it exactly.
+                std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700))
+                    .map_err(|e| StoreError::io(root, e))?;
+            }
+            Err(e) => return Err(StoreError::io(root, e)),
+            // One that exists is left as it is, and must be closed to
+            // others: sessions hold every text edited.
+            Ok(meta) => check_private(root, &meta)?,
+        }
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(root.join("sessions"))
             .map_err(|e| StoreError::io(root, e))?;
-        std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700)).map_err(|e| StoreError::io(root, e))?;
         let path = root.join("lock");
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -209,6 +231,19 @@ impl Store {
         let persisted = Persisted::start(&dir, uuid, next, self.options)?;
         Ok((state, persisted, restored))
     }
+}
+
+/// Refuses a state directory that is not a directory of this user's
+/// closed to others.
+fn check_private(root: &Path, meta: &std::fs::Metadata) -> Result<(), StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    let (mode, owner) = (meta.mode() & 0o7777, meta.uid());
+    if !meta.is_dir() || owner != me || mode & 0o077 != 0 {
+        return Err(StoreError::Exposed { path: root.to_path_buf(), mode, owner, me });
+    }
+    Ok(())
 }
 
 pub fn session_dir(root: &Path, uuid: [u8; 16]) -> PathBuf {
@@ -364,7 +399,7 @@ fn set_aside(dir: &Path, path: &Path, len: u64, later: &[(u64, PathBuf)]) -> Res
         }
         n += 1;
     };
-    std::fs::create_dir(&aside).map_err(|e| StoreError::io(&aside, e))?;
+    std::fs::DirBuilder::new().mode(0o700).create(&aside).map_err(|e| StoreError::io(&aside, e))?;
     let name = path.file_name().expect("a segment has a name");
     std::fs::copy(path, aside.join(name)).map_err(|e| StoreError::io(path, e))?;
     cut(path, len)?;

@@ -499,6 +499,9 @@ async fn damaged_files_are_found_named_and_salvaged_and_the_other_sessions_start
     drop(c);
     k.stop();
     assert!(dir.join("salvaged.0").is_dir(), "the rest is moved aside");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.join("salvaged.0")).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o700, "what is set aside is as private as the log");
     assert!(k.said().contains("salvaged"), "{}", k.said());
     let (report, ok) = k.check();
     assert!(ok, "{report}");
@@ -864,4 +867,36 @@ async fn a_terminal_no_window_shows_gets_one_at_start() {
         assert!(Instant::now() < deadline, "its keeper left {left:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `--state` never changes an existing directory's mode: one others can
+/// read or write (a 1777 one, as /tmp) is refused, saying how to fix it,
+/// and left as it was; a missing one is made 0700.
+#[test]
+fn a_state_directory_open_to_others_is_refused_and_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let k = Kept::new("state-mode");
+    let shared = k.state.with_file_name("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .arg("--namespace")
+        .arg(&k.ns)
+        .arg("--state")
+        .arg(&shared)
+        .arg("-q")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("mode 1777") && said.contains("chmod 700"), "{said}");
+    let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o1777, "left as it was, sticky bit and all");
+    assert!(!k.ns.join("apex").exists(), "nothing posted");
+    let mut k2 = Kept::new("state-mode-fresh");
+    k2.state = k2.state.join("deeper");
+    k2.start(&[], &[]);
+    k2.stop();
+    assert_eq!(std::fs::metadata(&k2.state).unwrap().permissions().mode() & 0o777, 0o700, "made 0700");
 }
