@@ -113,6 +113,8 @@ pub enum Reject {
     TabWidth { got: u32, max: u32 },
     #[error("bad character in file name {name:?}: a name is one line, with no newline")]
     BadName { name: String },
+    #[error("a file name of {len} bytes is too long: at most {max}")]
+    NameTooLong { len: usize, max: usize },
 }
 
 /// Core's result type.

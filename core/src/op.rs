@@ -10,10 +10,17 @@ use crate::id::{AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, S
 use crate::shard::{Shard, ShardKind, ViewId};
 use serde::{Deserialize, Serialize};
 
+/// The longest buffer name, in bytes (Linux's PATH_MAX).
+pub const NAME_MAX: usize = 4096;
+
 /// A buffer's name is one line of `index`, of acme's `log` and of
-/// `meta/windows`: no newline. (Other control characters are the files'
-/// to refuse: acme's ctl sets such a name, then says it is bad.)
+/// `meta/windows`: no newline, and at most [`NAME_MAX`] bytes. (Other
+/// control characters are the files' to refuse: acme's ctl sets such a
+/// name, then says it is bad.)
 pub fn check_name(name: &str) -> crate::Result<()> {
+    if name.len() > NAME_MAX {
+        return Err(crate::Reject::NameTooLong { len: name.len(), max: NAME_MAX });
+    }
     match name.contains('\n') {
         true => Err(crate::Reject::BadName { name: name.to_string() }),
         false => Ok(()),

@@ -49,6 +49,8 @@ pub struct SessionInfo {
 pub enum RegistryError {
     #[error("bad session name {0:?}: no '/', no blanks, not empty, not one of {RESERVED_NAMES:?}")]
     BadName(String),
+    #[error("a session name of {len} bytes is too long: at most {max}")]
+    NameTooLong { len: usize, max: usize },
     #[error("session {0:?} exists already")]
     NameTaken(String),
     #[error("no session {0:?} (see /index)")]
@@ -61,8 +63,14 @@ pub enum RegistryError {
     Sequence { got: Seq, want: Seq },
 }
 
+/// The longest session name, in bytes.
+pub const SESSION_NAME_MAX: usize = 255;
+
 /// Whether `name` may label a session.
 pub fn check_name(name: &str) -> Result<(), RegistryError> {
+    if name.len() > SESSION_NAME_MAX {
+        return Err(RegistryError::NameTooLong { len: name.len(), max: SESSION_NAME_MAX });
+    }
     let bad = name.is_empty()
         || name.contains('/')
         || name.chars().any(|c| c.is_whitespace() || c.is_control())

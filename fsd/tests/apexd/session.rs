@@ -236,3 +236,34 @@ async fn meta_tables_leases_and_a_replay_of_every_shard() {
     }
     assert_eq!(node.state.hash().to_hex().to_string(), hash(&c, root).await.trim());
 }
+
+/// Names are bounded wherever they enter: a session's at 255 bytes (the
+/// registry is rewritten whole on every change), a buffer's at 4,096,
+/// through the registry's ctl, a buffer's ctl and acme's; each refusal
+/// says the bound and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_are_bounded_where_they_enter() {
+    let d = Daemon::start("names");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let long_session = "s".repeat(256);
+    for msg in [format!("new {long_session}\n"), format!("rename main {long_session}\n")] {
+        let e = write(&c, root, "ctl", &msg).await.unwrap_err().to_string();
+        assert!(e.contains("256 bytes is too long: at most 255"), "{e}");
+    }
+    write(&c, root, "ctl", &format!("new {}\n", "s".repeat(255))).await.unwrap();
+    let index = text(read(&c, root, "index").await.unwrap());
+    assert!(index.contains("main") && !index.contains(&long_session), "{index}");
+
+    let n = new_buffer(&c, root).await;
+    let long_file = format!("/{}", "f".repeat(4096));
+    let e = write(&c, root, &format!("main/buffers/{n}/ctl"), &format!("name {long_file}\n")).await.unwrap_err();
+    assert!(e.to_string().contains("4097 bytes is too long: at most 4096"), "{e}");
+    let before = text(read(&c, root, "main/acme/index").await.unwrap());
+    let f = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
+    let e = c.write(f.fid, 0, format!("name {long_file}\n").as_bytes()).await.unwrap_err().to_string();
+    assert!(e.contains("too long"), "{e}");
+    c.clunk(f.fid).await.unwrap();
+    let index = text(read(&c, root, "main/acme/index").await.unwrap());
+    assert!(!index.contains(&long_file) && index.len() >= before.len(), "{index}");
+}
