@@ -7,7 +7,10 @@
 //! - [`shell`]: a shell command with text in and out, for Edit's pipes.
 //! - [`malloc`]: the malloc policy apex's long-running processes set first
 //!   (keep freed memory).
+//! - [`fds`]: the daemon's descriptor limit, raised at start and given
+//!   back to the programs it starts.
 
+pub mod fds;
 pub mod files;
 pub mod malloc;
 pub mod shell;

@@ -14,6 +14,7 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
     let start = |why: String| PipeError::Start { command: command.into(), why };
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped());
+    crate::fds::original_limit_for(&mut cmd);
     cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() });
     if let Some(d) = dir {
         cmd.current_dir(d);

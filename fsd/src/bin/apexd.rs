@@ -91,10 +91,62 @@ fn state_dir(args: &Args) -> anyhow::Result<Option<PathBuf>> {
 /// 131072).
 const ACME_MSIZE: u32 = 64 << 20;
 
-/// Serves every connection to `listener` until the listener fails.
+/// Serves every connection to `listener`, for as long as the daemon runs.
 async fn serve_listener(listener: tokio::net::UnixListener, tree: Arc<Fsys>, config: Config) {
-    while let Ok((conn, _)) = listener.accept().await {
-        spawn_unix(conn, tree.clone(), config.clone());
+    let mut failing = Failing::default();
+    loop {
+        if let Some((conn, _)) = failing.accepted(listener.accept().await, "acme").await {
+            spawn_unix(conn, tree.clone(), config.clone());
+        }
+    }
+}
+
+/// How long the daemon waits after an accept failed before the next.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// An accept loop's failures: said when they start (and how many there
+/// were when they end), never the end of the daemon.
+#[derive(Default)]
+struct Failing {
+    since: Option<std::time::Instant>,
+    count: u64,
+}
+
+impl Failing {
+    /// What an accept gave; on a failure (descriptors run out, `EMFILE`
+    /// or `ENFILE`) it is said, the loop backs off and serves on.
+    async fn accepted<T>(&mut self, r: std::io::Result<T>, listener: &str) -> Option<T> {
+        match r {
+            Ok(conn) => {
+                if let Some(since) = self.since.take() {
+                    tracing::error!(
+                        listener,
+                        refused = self.count,
+                        for_ms = since.elapsed().as_millis() as u64,
+                        "accepting again"
+                    );
+                    self.count = 0;
+                }
+                Some(conn)
+            }
+            Err(e) => {
+                if self.since.is_none() {
+                    let short = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                    let fds = apex_sys::fds::usage().map(|(open, limit)| format!("{open} of {limit} open"));
+                    tracing::error!(
+                        listener,
+                        error = %e,
+                        descriptors = fds.unwrap_or_default(),
+                        out_of_descriptors = short,
+                        "cannot accept a connection; backing off and serving on"
+                    );
+                    self.since = Some(std::time::Instant::now());
+                }
+                self.count += 1;
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                None
+            }
+        }
     }
 }
 
@@ -204,15 +256,21 @@ fn main() -> anyhow::Result<()> {
     }
     // Before the runtime starts its threads.
     apex_sys::malloc::keep_freed_memory();
-    tokio::runtime::Runtime::new()?.block_on(run())
+    // Room for many connections and terminals; what it runs gets the
+    // limit back.
+    let limits = apex_sys::fds::raise();
+    tokio::runtime::Runtime::new()?.block_on(run(limits))
 }
 
-async fn run() -> anyhow::Result<()> {
+async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    if let Some((before, after)) = limits {
+        tracing::info!(before, after, "descriptor limit");
+    }
     let args = Args::parse();
     if args.check {
         let Some(dir) = state_dir(&args)? else {
@@ -303,7 +361,9 @@ async fn run() -> anyhow::Result<()> {
         eprintln!("{}", tcp_warning(&addr));
         let (tree, config) = (tree.clone(), config.clone());
         tokio::spawn(async move {
-            while let Ok((conn, peer)) = listener.accept().await {
+            let mut failing = Failing::default();
+            loop {
+                let Some((conn, peer)) = failing.accepted(listener.accept().await, "tcp").await else { continue };
                 tracing::info!(%peer, "tcp connection");
                 let _ = conn.set_nodelay(true);
                 tokio::spawn(serve_conn(tree.clone(), conn, config.clone()));
@@ -322,11 +382,13 @@ async fn run() -> anyhow::Result<()> {
         }
     };
     tokio::pin!(stop);
+    let mut failing = Failing::default();
     loop {
         tokio::select! {
             accepted = unix.accept() => {
-                let (conn, _) = accepted.context("accept")?;
-                spawn_unix(conn, tree.clone(), config.clone());
+                if let Some((conn, _)) = failing.accepted(accepted, "apex").await {
+                    spawn_unix(conn, tree.clone(), config.clone());
+                }
             }
             _ = &mut stop => break,
         }

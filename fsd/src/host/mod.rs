@@ -234,6 +234,9 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     let reads = on.as_ref().is_some_and(|(c, _)| *c != '<');
     let mut cmd = tokio::process::Command::new("sh");
     env.apply(daemon, session, &mut cmd);
+    // SAFETY: one async-signal-safe call between fork and exec: the
+    // descriptor limit the daemon had before it raised its own.
+    unsafe { cmd.pre_exec(|| apex_sys::fds::restore_original()) };
     let mut child = cmd
         .arg("-c")
         .arg(run)

@@ -72,6 +72,8 @@ pub enum ProcError {
     Busy(u64),
     #[error("term: {0} terminals run in this session already; close one first")]
     TooMany(usize),
+    #[error("term: the daemon has {open} of its {limit} descriptors open; close a terminal or a connection first, or raise its hard limit (ulimit -Hn)")]
+    NoDescriptors { open: u64, limit: u64 },
     #[error("signal: {0}")]
     Signal(std::io::Error),
 }
@@ -173,10 +175,13 @@ pub fn spawn(spec: Spec, keep: Option<&Path>) -> Result<(Running, Pipes), ProcEr
     // (a pipe to a log a user waits on), so it has none.
     cmd.arg0("apexd").arg(keeper::ARG).args(orders.args());
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-    // SAFETY: dup2(2) and fcntl(2) only, which are async-signal-safe,
-    // between fork and exec: the socket on DAEMON_FD, open across exec.
+    // SAFETY: setrlimit(2), dup2(2) and fcntl(2) only, which are
+    // async-signal-safe, between fork and exec: the socket on DAEMON_FD,
+    // open across exec.
     unsafe {
         cmd.pre_exec(move || {
+            // The limit the daemon had before it raised its own.
+            apex_sys::fds::restore_original()?;
             let r = match theirs_fd == keeper::DAEMON_FD {
                 true => libc::fcntl(theirs_fd, libc::F_SETFD, 0),
                 false => libc::dup2(theirs_fd, keeper::DAEMON_FD),

@@ -28,6 +28,9 @@ pub const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// Terminals running at once in one session.
 pub const MAX_RUNNING: usize = 256;
+/// Descriptors left free for connections and files: a terminal is
+/// refused when fewer would be (it takes about eight).
+pub const FDS_KEPT: u64 = 48;
 
 /// Closes terminal `id` of session `n` ([`close`]) and the windows that
 /// showed it, as closing win's window ends win.
@@ -74,6 +77,12 @@ pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
     let running_now = daemon.read(n, |s| s.terms().values().filter(|r| !r.exited()).count())?;
     if running_now >= MAX_RUNNING {
         return Err(Error::Term(proc::ProcError::TooMany(MAX_RUNNING)));
+    }
+    // A terminal takes a few descriptors; connections and files keep
+    // the room they need.
+    if let Some((open, limit)) = apex_sys::fds::usage().filter(|(open, limit)| open + FDS_KEPT > *limit) {
+        tracing::error!(session = n, open, limit, "a new terminal refused: descriptors run short");
+        return Err(Error::Term(proc::ProcError::NoDescriptors { open, limit }));
     }
     // The id first: a kept session's terminal is kept under it.
     let id = daemon.change(n, |s, _| s.view_mut().alloc().map(TermId))??;
