@@ -1,14 +1,95 @@
 //! Reading a file as acme's Get does, for every process that loads files
-//! into buffers (the daemon, and a UI on the daemon's machine).
+//! into buffers (the daemon, and a UI on the daemon's machine): regular
+//! files and directories only, and no file past a limit, so no name a
+//! user gives can grow the reader without bound.
 
 use apex_core::ecmd::PipeError;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The most bytes of one file any command reads ([`set_max_file`]); zero
+/// until set: then [`default_max_file`].
+static MAX_FILE: AtomicU64 = AtomicU64::new(0);
+
+/// The limit when none is set: the smaller of 4 GiB and half the
+/// machine's memory, so a 1 GB log opens and `/dev/zero`'s like cannot
+/// take the machine.
+pub fn default_max_file() -> u64 {
+    // SAFETY: sysconf(3) with plain constants.
+    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let half = (pages.max(0) as u64).saturating_mul(size.max(0) as u64) / 2;
+    match half {
+        0 => 4 << 30,
+        half => half.min(4 << 30),
+    }
+}
+
+/// Sets the most bytes of one file a command reads (apexd's `--max-file`).
+pub fn set_max_file(bytes: u64) {
+    MAX_FILE.store(bytes.max(1), Ordering::Relaxed);
+}
+
+/// The most bytes of one file a command reads.
+pub fn max_file() -> u64 {
+    match MAX_FILE.load(Ordering::Relaxed) {
+        0 => default_max_file(),
+        n => n,
+    }
+}
+
+/// A regular file's bytes, up to [`max_file`]: a device, FIFO or socket is
+/// refused (it may never end, or never answer), and so is a file larger
+/// than the limit, or one that grows past it while read.
+pub fn read_file(path: &str) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Opened without blocking (a FIFO with no writer would wait forever),
+    // then checked for what it is, by the descriptor: the name may have
+    // been replaced since any look at it.
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        let kind = kind_of(&meta.file_type());
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {kind}, not a regular file: only files and directories are read"),
+        ));
+    }
+    let limit = max_file();
+    let too_big = |len: u64| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {len} bytes or more, over the {limit}-byte limit on one file (apexd --max-file)"),
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, in words.
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    match () {
+        _ if t.is_char_device() => "a character device",
+        _ if t.is_block_device() => "a block device",
+        _ if t.is_fifo() => "a FIFO",
+        _ if t.is_socket() => "a socket",
+        _ if t.is_dir() => "a directory",
+        _ => "not a regular file",
+    }
+}
 
 /// A file's text, or a directory's listing as acme shows one: the names
 /// in order, one a line, a directory's with a `/` after it.
 pub fn read_text(path: &str) -> std::io::Result<Vec<u8>> {
     if !Path::new(path).is_dir() {
-        return std::fs::read(path);
+        return read_file(path);
     }
     let mut names: Vec<String> = entries(path)?
         .into_iter()
@@ -59,10 +140,25 @@ pub fn read_for_edit(path: &str) -> Result<Vec<u8>, PipeError> {
     if Path::new(path).is_dir() {
         return Err(PipeError::IsADirectory);
     }
-    std::fs::read(path).map_err(|e| PipeError::System(os_words(&e)))
+    read_file(path).map_err(|e| PipeError::System(os_words(&e)))
 }
 
 /// Edit's `w`: writes the bytes, making the file if need be.
 pub fn write_for_edit(path: &str, bytes: &[u8]) -> Result<(), PipeError> {
     std::fs::write(path, bytes).map_err(|e| PipeError::System(os_words(&e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_are_read_and_none_past_the_limit() {
+        let e = read_file("/dev/zero").unwrap_err().to_string();
+        assert!(e.contains("a character device"), "{e}");
+        let e = read_for_edit("/dev/null").unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "Edit's r too: {e}");
+        assert!(read_text("/").is_ok(), "a directory is listed");
+        assert!(default_max_file() >= 1 << 20 && default_max_file() <= 4 << 30);
+    }
 }

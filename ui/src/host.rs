@@ -420,7 +420,7 @@ impl Host for UiHost {
     }
 
     fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError> {
-        std::fs::read(path).map_err(|e| host(format!("can't open load file {path}: {e}")))
+        apex_sys::files::read_file(path).map_err(|e| host(format!("can't open load file {path}: {e}")))
     }
 
     fn write_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), ExecError> {

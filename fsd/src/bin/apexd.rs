@@ -70,6 +70,11 @@ struct Args {
     /// damage, moving the rest aside.
     #[arg(long)]
     salvage: bool,
+    /// The most bytes of one file a command reads (get, Edit's e and r,
+    /// Load); larger files are refused with a message (default: the
+    /// smaller of 4 GiB and half the machine's memory).
+    #[arg(long, value_name = "BYTES")]
+    max_file: Option<u64>,
     /// Write a session's snapshot once its log has grown by this much.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", hide = true)]
     snapshot_bytes: u64,
@@ -272,6 +277,10 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
         tracing::info!(before, after, "descriptor limit");
     }
     let args = Args::parse();
+    if let Some(bytes) = args.max_file {
+        anyhow::ensure!(bytes > 0, "--max-file 0: give the most bytes of one file a command may read");
+        apex_sys::files::set_max_file(bytes);
+    }
     if args.check {
         let Some(dir) = state_dir(&args)? else {
             anyhow::bail!("--check reads a state directory; --ephemeral has none")

@@ -135,7 +135,7 @@ impl Host for DaemonHost {
     }
 
     fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError> {
-        std::fs::read(path).map_err(|e| host_err(format!("can't open load file {path}: {e}")))
+        apex_sys::files::read_file(path).map_err(|e| host_err(format!("can't open load file {path}: {e}")))
     }
 
     fn write_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), ExecError> {

@@ -174,3 +174,36 @@ async fn get_put_exec_and_kill() {
     })
     .await;
 }
+
+/// `get` reads regular files and directories only, and no file past
+/// `--max-file`: `/dev/zero` (which never ends), a FIFO (which may never
+/// answer) and a file over the limit are refused with why, the buffer as
+/// it was, the daemon's memory untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_refuses_what_never_ends_or_is_too_big() {
+    let d = Daemon::start_with("host-limits", &["--max-file".into(), "1000".into()]);
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let n = new_buffer(&c, root).await;
+    let b = |f: &str| format!("main/buffers/{n}/{f}");
+    write(&c, root, &b("body"), "kept\n").await.unwrap();
+    let fifo = d.dir.join("fifo");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo(3) on a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let big = d.dir.join("big");
+    std::fs::write(&big, "x".repeat(1001)).unwrap();
+    let fits = d.dir.join("fits");
+    std::fs::write(&fits, "y".repeat(1000)).unwrap();
+    for (file, says) in [
+        ("/dev/zero".to_string(), "is a character device, not a regular file"),
+        (fifo.display().to_string(), "is a FIFO, not a regular file"),
+        (big.display().to_string(), "over the 1000-byte limit on one file (apexd --max-file)"),
+    ] {
+        let e = write(&c, root, &b("ctl"), &format!("get {file}")).await.unwrap_err().to_string();
+        assert!(e.contains(says), "get {file}: {e}");
+        assert_eq!(text(read(&c, root, &b("body")).await.unwrap()), "kept\n", "get {file} changed nothing");
+    }
+    write(&c, root, &b("ctl"), &format!("get {}", fits.display())).await.unwrap();
+    assert_eq!(text(read(&c, root, &b("body")).await.unwrap()).len(), 1000, "a file at the limit is read");
+}
