@@ -143,6 +143,99 @@ pub fn read_for_edit(path: &str) -> Result<Vec<u8>, PipeError> {
     read_file(path).map_err(|e| PipeError::System(os_words(&e)))
 }
 
+/// How [`write_replacing`] wrote a file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Written {
+    /// A new file beside it, renamed over it: a failure midway left the
+    /// old text whole.
+    Replaced,
+    /// In place, as a rename could not keep what the file is; why.
+    InPlace(&'static str),
+}
+
+/// Writes a file whole or not at all: `fill` writes the text into a new
+/// file beside `path`'s target (a symlink is written through), which
+/// takes the old one's mode (and owner, where this process may give it)
+/// and is renamed over it once on disk. Where a rename cannot keep what
+/// the file is (other hard links to it, an owner this process cannot
+/// give, a directory it cannot write in), it is written in place, and
+/// the result says why.
+pub fn write_replacing(
+    path: &Path,
+    fill: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<Written> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let target = match std::fs::canonicalize(path) {
+        Ok(t) => t,
+        // A new file (or a dangling link's target, made as a plain file).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),
+        Err(e) => return Err(e),
+    };
+    let old = match std::fs::metadata(&target) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let in_place = match &old {
+        Some(m) if !m.is_file() => Some("it is not a regular file"),
+        Some(m) if m.nlink() > 1 => Some("it has other hard links, which a rename would part from it"),
+        Some(m) if m.uid() != me && me != 0 => Some("it belongs to another user, whom a new file could not belong to"),
+        _ => None,
+    };
+    let in_place_write = |why| -> std::io::Result<Written> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&target)?);
+        fill(&mut f)?;
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        Ok(Written::InPlace(why))
+    };
+    if let Some(why) = in_place {
+        return in_place_write(why);
+    }
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mode = old.as_ref().map_or(0o666, |m| m.mode() & 0o7777);
+    let mut made = None;
+    for n in 0..100 {
+        let tmp = dir.join(format!(".{name}.put.{}.{n}", std::process::id()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp) {
+            Ok(f) => {
+                made = Some((tmp, f));
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && old.is_some() => {
+                return in_place_write("its directory cannot be written in");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let Some((tmp, file)) = made else {
+        return Err(std::io::Error::other(format!("no free name beside {}", target.display())));
+    };
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(file);
+        fill(&mut f)?;
+        let file = f.into_inner().map_err(|e| e.into_error())?;
+        if let Some(m) = &old {
+            // The mode exactly (the umask cut the one asked for), and
+            // the owner where this process may give it.
+            file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
+            let _ = std::os::unix::fs::fchown(&file, Some(m.uid()), Some(m.gid()));
+        }
+        file.sync_all()?;
+        std::fs::rename(&tmp, &target)?;
+        // The rename itself on disk.
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(Written::Replaced)
+}
+
 /// Edit's `w`: writes the bytes, making the file if need be.
 pub fn write_for_edit(path: &str, bytes: &[u8]) -> Result<(), PipeError> {
     std::fs::write(path, bytes).map_err(|e| PipeError::System(os_words(&e)))
@@ -151,6 +244,44 @@ pub fn write_for_edit(path: &str, bytes: &[u8]) -> Result<(), PipeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_is_replaced_whole_through_its_link_keeping_its_mode() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let d = std::env::temp_dir().join(format!("apex-sys-put-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let file = d.join("f");
+        std::fs::write(&file, "old\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let inode = std::fs::metadata(&file).unwrap().ino();
+        let w = write_replacing(&link, &|w| w.write_all(b"new\n")).unwrap();
+        assert_eq!(w, Written::Replaced);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+        let m = std::fs::metadata(&file).unwrap();
+        assert_ne!(m.ino(), inode, "a new file, renamed over the old");
+        assert_eq!(m.mode() & 0o7777, 0o640, "the old one's mode");
+        // A failure midway leaves the old text whole, and nothing beside.
+        let failed = write_replacing(&file, &|w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::other("the disk is full"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 2, "no temporary file left");
+        // Another hard link: written in place, and said why.
+        std::fs::hard_link(&file, d.join("other")).unwrap();
+        let w = write_replacing(&file, &|w| w.write_all(b"linked\n")).unwrap();
+        assert!(matches!(w, Written::InPlace(why) if why.contains("hard links")), "{w:?}");
+        assert_eq!(std::fs::read_to_string(d.join("other")).unwrap(), "linked\n", "both names see it");
+        // A new file.
+        let w = write_replacing(&d.join("fresh"), &|w| w.write_all(b"made\n")).unwrap();
+        assert_eq!((w, std::fs::read_to_string(d.join("fresh")).unwrap()), (Written::Replaced, "made\n".into()));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn only_regular_files_are_read_and_none_past_the_limit() {

@@ -15,7 +15,6 @@ use crate::fsys::ctl::Unfit;
 use apex_core::meta::Process;
 use apex_core::{exec, look};
 use apex_core::{AcmeNumber, AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
-use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 use tokio::io::AsyncReadExt;
@@ -93,16 +92,30 @@ pub async fn put(
     })??;
     let file = exec::file_or_name("put", file, &name)?;
     let path = file.clone();
-    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        for chunk in text.chunks() {
-            f.write_all(chunk.as_bytes())?;
-        }
-        f.into_inner().map_err(|e| e.into_error())?.sync_all()
+    // Whole or not at all: beside the file, then renamed over it.
+    let written = tokio::task::spawn_blocking(move || {
+        apex_sys::files::write_replacing(Path::new(&path), &|f| {
+            for chunk in text.chunks() {
+                f.write_all(chunk.as_bytes())?;
+            }
+            Ok(())
+        })
     })
     .await
     .map_err(|source| Error::Task { what: "put", source })?
     .map_err(|source| Error::Io { what: format!("put: {file}"), source })?;
+    if let apex_sys::files::Written::InPlace(why) = written {
+        // Said where acme users look: the directory's +Errors.
+        let dir = Path::new(&file).parent().map(|d| d.display().to_string()).unwrap_or_default();
+        let warning = format!(
+            "put: {file}: written in place, as {why}: a failure midway (a full disk) would have left it part old, \
+             part new\n"
+        );
+        tracing::warn!("{}", warning.trim_end());
+        if let Ok((_, body)) = errors_window(daemon, session, &look::errors_name(&dir)).await {
+            append_output(daemon, session, body, &warning).await;
+        }
+    }
     daemon.read(session, |s| {
         let now = s.view().state.buffer(b)?.version;
         match now == at {

@@ -2,6 +2,7 @@
 //! the daemon raises its soft limit to the hard one (its programs get the
 //! old one back), serves on when `accept` fails for want of them, says
 //! so, and refuses a new terminal with a message when they run short.
+//! Room on disk: a put that cannot finish leaves the file as it was.
 
 use crate::{read, text, write};
 use apex_ninep::dial;
@@ -19,7 +20,9 @@ struct Limited {
 }
 
 impl Limited {
-    fn start(name: &str, soft: u64, hard: u64) -> Limited {
+    /// With descriptor limits `soft` and `hard`, and files no larger
+    /// than `fsize` bytes (a write past it fails, as on a full disk).
+    fn start(name: &str, (soft, hard): (u64, u64), fsize: Option<u64>) -> Limited {
         let dir = std::env::temp_dir().join(format!("apex-limits-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -32,10 +35,18 @@ impl Limited {
         unsafe {
             cmd.pre_exec(move || {
                 let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
-                match libc::setrlimit(libc::RLIMIT_NOFILE, &lim) {
-                    0 => Ok(()),
-                    _ => Err(std::io::Error::last_os_error()),
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
                 }
+                if let Some(bytes) = fsize {
+                    // A write past it fails (EFBIG) instead of a signal.
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    let lim = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+                    if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
             });
         }
         let child = cmd.spawn().expect("start apexd");
@@ -79,7 +90,7 @@ fn socket(dir: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_out_of_descriptors_is_said_and_survived() {
-    let mut d = Limited::start("fds", 40, 200);
+    let mut d = Limited::start("fds", (40, 200), None);
     assert_eq!(soft_limit(&d.child.id().to_string()), 200, "raised to the hard limit");
     let c = dial(&socket(&d.dir), 1 << 20).await.unwrap();
     let root = c.attach("glenda", "").await.unwrap();
@@ -136,4 +147,53 @@ async fn running_out_of_descriptors_is_said_and_survived() {
         write(&again, r, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();
     }
     assert!(d.alive());
+}
+
+/// `put` writes beside the file and renames: a write that fails midway
+/// (here a file-size limit, as a full disk fails it) leaves the old text
+/// whole; where a rename cannot keep what the file is (another hard link
+/// to it), it is written in place and `+Errors` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_that_cannot_finish_leaves_the_file_as_it_was() {
+    let d = Limited::start("put", (1024, 1024), Some(20_000));
+    let c = dial(&socket(&d.dir), 1 << 20).await.unwrap();
+    let root = c.attach("glenda", "").await.unwrap();
+    let file = d.dir.join("notes.txt");
+    let old: String = (0..100).map(|i| format!("old line {i}\n")).collect();
+    std::fs::write(&file, &old).unwrap();
+    let n = crate::session::new_buffer(&c, root).await;
+    let ctl = format!("main/buffers/{n}/ctl");
+    write(&c, root, &ctl, &format!("get {}", file.display())).await.unwrap();
+    write(&c, root, &format!("main/buffers/{n}/body"), &"new text, longer than the disk has room for\n".repeat(1000))
+        .await
+        .unwrap();
+    let e = write(&c, root, &ctl, "put").await.unwrap_err().to_string();
+    assert!(e.contains("put") && e.contains("too large"), "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), old, "the old text, whole");
+    let beside: Vec<_> = std::fs::read_dir(&d.dir).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(!beside.iter().any(|n| n.to_string_lossy().contains(".put.")), "nothing left beside it: {beside:?}");
+
+    // Another name for the file: written in place, and said.
+    std::fs::hard_link(&file, d.dir.join("also.txt")).unwrap();
+    let body = format!("main/buffers/{n}/body");
+    let f = c.open_path(root, &body, apex_ninep::fcall::OWRITE | apex_ninep::fcall::OTRUNC).await.unwrap();
+    c.write(f.fid, 0, b"short\n").await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+    write(&c, root, &ctl, "put").await.unwrap();
+    assert_eq!(std::fs::read_to_string(d.dir.join("also.txt")).unwrap(), "short\n", "both names see it");
+    let errors = format!("{}/+Errors", d.dir.display());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let index = text(read(&c, root, "main/acme/index").await.unwrap());
+        let number = index.lines().find(|l| l.contains(&errors)).and_then(|l| l.split_whitespace().next());
+        let said = match number {
+            Some(w) => text(read(&c, root, &format!("main/acme/{w}/body")).await.unwrap()),
+            None => String::new(),
+        };
+        if said.contains("written in place, as it has other hard links") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "nothing said in {errors}: {index}{said}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
