@@ -1,9 +1,10 @@
-//! Named crash points and an injected full disk, compiled into test
-//! (debug) builds only, so a test hits each on purpose rather than by
-//! luck. `APEXD_CRASH_AT=POINT` aborts the daemon the first time it
-//! reaches POINT, `POINT:N` the Nth time; `APEXD_FULL_AFTER=BYTES` gives
-//! the log's reservations that much disk in all, then ENOSPC. A release
-//! build has neither.
+//! Named crash points and an injected full disk, compiled in with the
+//! `fault-injection` feature only (the tests turn it on, in any
+//! profile), so a test hits each on purpose rather than by luck.
+//! `APEXD_CRASH_AT=POINT` aborts the daemon the first time it reaches
+//! POINT, `POINT:N` the Nth time; `APEXD_FULL_AFTER=BYTES` gives
+//! the log's reservations that much disk in all, then ENOSPC. A build
+//! without the feature has neither.
 
 /// Half of a frame written, then the crash.
 pub const MID_FRAME: &str = "mid-frame";
@@ -14,7 +15,7 @@ pub const MID_COMPACTION: &str = "mid-compaction";
 
 /// Whether the daemon should crash at `point` now.
 pub fn crash_at(point: &str) -> bool {
-    #[cfg(debug_assertions)]
+    #[cfg(feature = "fault-injection")]
     {
         use std::sync::atomic::{AtomicU64, Ordering};
         static AT: std::sync::OnceLock<Option<(String, u64)>> = std::sync::OnceLock::new();
@@ -31,7 +32,7 @@ pub fn crash_at(point: &str) -> bool {
             _ => false,
         }
     }
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(feature = "fault-injection"))]
     {
         let _ = point;
         false
@@ -49,7 +50,7 @@ pub fn crash() -> ! {
 /// reservation); with `APEXD_FULL_AFTER=BYTES`, it holds that many in
 /// all.
 pub fn room_for(bytes: u64) -> bool {
-    #[cfg(debug_assertions)]
+    #[cfg(feature = "fault-injection")]
     {
         use std::sync::atomic::{AtomicU64, Ordering};
         static LIMIT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
@@ -65,7 +66,7 @@ pub fn room_for(bytes: u64) -> bool {
         TAKEN.store(taken + bytes, Ordering::Relaxed);
         true
     }
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(feature = "fault-injection"))]
     {
         let _ = bytes;
         true
