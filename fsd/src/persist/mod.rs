@@ -61,6 +61,12 @@ pub enum StoreError {
     Damaged { path: PathBuf, offset: u64, why: String },
     #[error("{path}: {why}; the session is not started")]
     Segment { path: PathBuf, why: String },
+    #[error(
+        "{path} is missing, and segment {next} follows it: the entries it held are gone; the session is not \
+         started: restore the file from a backup, or `apexd --salvage` starts it from the entries before it and \
+         moves the later segments aside"
+    )]
+    Missing { path: PathBuf, next: u64 },
 }
 
 impl StoreError {
@@ -315,6 +321,9 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
     restored.from_segment = from;
     let segments = wal::segments(dir)?;
     let last = segments.last().map(|(n, _)| *n);
+    // The segments from the snapshot's on follow one another: a missing
+    // one is acknowledged entries gone.
+    let mut next = from;
     for (i, (n, path)) in segments.iter().enumerate() {
         if *n < from {
             // Covered by the snapshot; a crash mid-compaction left it.
@@ -323,6 +332,23 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
             }
             continue;
         }
+        if *n != next {
+            let missing = dir.join(wal::segment_name(next));
+            match repair {
+                Repair::Fix { salvage: true } => {
+                    let moved = set_aside_segments(dir, &segments[i..])?;
+                    restored.repairs.push(format!(
+                        "{}: salvaged: segment {next} is missing; kept the entries before it, moved segment {n} \
+                         and the later ones to {}",
+                        missing.display(),
+                        moved.display()
+                    ));
+                    break;
+                }
+                _ => return Err(StoreError::Missing { path: missing, next: *n }),
+            }
+        }
+        next = n + 1;
         let bytes = std::fs::read(path).map_err(|e| StoreError::io(path, e))?;
         let is_last = Some(*n) == last;
         // A crash while a segment was being started leaves less than its
@@ -388,9 +414,8 @@ fn cut(path: &Path, len: u64) -> Result<(), StoreError> {
     f.set_len(len).and_then(|_| f.sync_all()).map_err(|e| StoreError::io(path, e))
 }
 
-/// Moves what follows byte `len` of `path`, and every later segment, to
-/// a directory of its own beside them; returns it.
-fn set_aside(dir: &Path, path: &Path, len: u64, later: &[(u64, PathBuf)]) -> Result<PathBuf, StoreError> {
+/// A fresh `salvaged.N` directory beside a session's segments.
+fn salvage_dir(dir: &Path) -> Result<PathBuf, StoreError> {
     let mut n = 0;
     let aside = loop {
         let d = dir.join(format!("salvaged.{n}"));
@@ -400,14 +425,34 @@ fn set_aside(dir: &Path, path: &Path, len: u64, later: &[(u64, PathBuf)]) -> Res
         n += 1;
     };
     std::fs::DirBuilder::new().mode(0o700).create(&aside).map_err(|e| StoreError::io(&aside, e))?;
-    let name = path.file_name().expect("a segment has a name");
-    std::fs::copy(path, aside.join(name)).map_err(|e| StoreError::io(path, e))?;
-    cut(path, len)?;
-    for (_, p) in later {
+    Ok(aside)
+}
+
+/// Moves `segments` whole to a directory of their own beside them;
+/// returns it.
+fn set_aside_segments(dir: &Path, segments: &[(u64, PathBuf)]) -> Result<PathBuf, StoreError> {
+    let aside = salvage_dir(dir)?;
+    move_into(dir, &aside, segments)?;
+    Ok(aside)
+}
+
+/// Moves `segments` from `dir` into `aside`, the moves synced.
+fn move_into(dir: &Path, aside: &Path, segments: &[(u64, PathBuf)]) -> Result<(), StoreError> {
+    for (_, p) in segments {
         let to = aside.join(p.file_name().expect("a segment has a name"));
         std::fs::rename(p, &to).map_err(|e| StoreError::io(p, e))?;
     }
-    sync_dir(dir)?;
+    sync_dir(dir)
+}
+
+/// Moves what follows byte `len` of `path`, and every later segment, to
+/// a directory of its own beside them; returns it.
+fn set_aside(dir: &Path, path: &Path, len: u64, later: &[(u64, PathBuf)]) -> Result<PathBuf, StoreError> {
+    let aside = salvage_dir(dir)?;
+    let name = path.file_name().expect("a segment has a name");
+    std::fs::copy(path, aside.join(name)).map_err(|e| StoreError::io(path, e))?;
+    cut(path, len)?;
+    move_into(dir, &aside, later)?;
     Ok(aside)
 }
 

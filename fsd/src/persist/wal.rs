@@ -169,27 +169,27 @@ pub fn scan<E: std::fmt::Display>(
     mut each: impl FnMut(Shard, Entry, u64) -> Result<(), E>,
 ) -> (Ending, u64) {
     let mut at = HEADER_LEN;
+    // A frame that does not check is a torn write only if no whole frames
+    // follow it (two in a row, so a checksum that matches by chance over
+    // megabytes of garbage decides nothing); else it is damage.
+    let ended = |offset: u64, why: String| match frames_follow(bytes, header, offset as usize + 1) {
+        Some(next) => (Ending::Bad { offset, why: format!("{why}; whole frames follow at offset {next}") }, offset),
+        None => (Ending::Torn { offset, why }, offset),
+    };
     while at < bytes.len() {
         let offset = at as u64;
         let rest = &bytes[at..];
         if rest.len() < FRAME_HEAD {
-            return (Ending::Torn { offset, why: format!("{} bytes of a frame's head", rest.len()) }, offset);
+            return ended(offset, format!("{} bytes of a frame's head", rest.len()));
         }
-        let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+        let Some((len, payload)) = frame_at(rest) else {
+            let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes"));
+            return ended(offset, format!("a frame of {len} bytes with {} there", rest.len() - FRAME_HEAD));
+        };
         let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
         let end = FRAME_HEAD + len as usize;
-        if rest.len() < end {
-            let why = format!("a frame of {len} bytes with {} there", rest.len() - FRAME_HEAD);
-            return (Ending::Torn { offset, why }, offset);
-        }
-        let payload = &rest[FRAME_HEAD..end];
-        let last = rest.len() == end;
         if frame_crc(header.salt, len, payload) != crc {
-            let why = "checksum mismatch".to_string();
-            return match last {
-                true => (Ending::Torn { offset, why }, offset),
-                false => (Ending::Bad { offset, why }, offset),
-            };
+            return ended(offset, "checksum mismatch".to_string());
         }
         let why = match postcard::from_bytes::<(Shard, Entry)>(payload) {
             Err(e) => Some(format!("does not decode: {e}")),
@@ -201,6 +201,38 @@ pub fn scan<E: std::fmt::Display>(
         at += end;
     }
     (Ending::Clean, at as u64)
+}
+
+/// The frame at the start of `rest`: its length and payload, if `rest`
+/// holds all of it (checked or not).
+fn frame_at(rest: &[u8]) -> Option<(u32, &[u8])> {
+    let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
+    let end = FRAME_HEAD.checked_add(len as usize)?;
+    Some((len, rest.get(FRAME_HEAD..end)?))
+}
+
+/// Whether the frame at `rest`'s start checks out; its length in all.
+fn checks(rest: &[u8], header: &Header) -> Option<usize> {
+    let (len, payload) = frame_at(rest)?;
+    let crc = u32::from_le_bytes(rest.get(4..8)?.try_into().ok()?);
+    (frame_crc(header.salt, len, payload) == crc).then_some(FRAME_HEAD + len as usize)
+}
+
+/// The first offset at or past `from` where two whole frames in a row
+/// check out (or one that ends the segment exactly), if any.
+fn frames_follow(bytes: &[u8], header: &Header, from: usize) -> Option<u64> {
+    (from..bytes.len().saturating_sub(FRAME_HEAD - 1)).find_map(|p| {
+        // Both frames' extents first, cheap and rarely plausible at
+        // random; only then their checksums.
+        let (len, _) = frame_at(&bytes[p..])?;
+        let after = p + FRAME_HEAD + len as usize;
+        let at_end = after == bytes.len() && len > 0;
+        if !at_end {
+            frame_at(&bytes[after..])?;
+        }
+        checks(&bytes[p..], header)?;
+        (at_end || checks(&bytes[after..], header).is_some()).then_some(p as u64)
+    })
 }
 
 /// The log a session writes: its current segment, appended to as entries
@@ -467,8 +499,25 @@ mod tests {
         let (got, (ending, _)) = read(&bad);
         assert_eq!(got.len(), 1);
         assert!(matches!(ending, Ending::Bad { .. }), "{ending:?}");
-        // Another salt (a stale segment's frames under a new header): the
-        // first frame does not check.
+        // A bit flipped in the first frame's length: it seems to run past
+        // the end, as a torn write would, but whole frames follow: damage.
+        let mut long = bytes.clone();
+        long[HEADER_LEN + 2] ^= 0x10;
+        let (got, (ending, _)) = read(&long);
+        assert_eq!(got.len(), 0);
+        assert!(
+            matches!(&ending, Ending::Bad { offset, why } if *offset == HEADER_LEN as u64 && why.contains("whole frames follow")),
+            "{ending:?}"
+        );
+        // Garbage after the last whole frame, with no whole frame in it: torn.
+        let mut garbage = bytes.clone();
+        garbage.extend_from_slice(&[0xff; 40]);
+        let (got, (ending, _)) = read(&garbage);
+        assert_eq!(got.len(), 3);
+        assert!(matches!(ending, Ending::Torn { .. }), "{ending:?}");
+        // Another salt (a stale segment's frames under a new header): no
+        // frame is this segment's, so none is whole: all of it is a tail a
+        // crash left, not damage to what was acknowledged.
         let other = Header { salt: 99, ..header };
         let mut stale = other.encode().to_vec();
         stale.extend_from_slice(&bytes[HEADER_LEN..]);
@@ -478,7 +527,7 @@ mod tests {
             Ok::<_, Unapplied>(())
         });
         assert_eq!(n, 0);
-        assert!(matches!(ending, Ending::Bad { offset, .. } if offset == HEADER_LEN as u64), "{ending:?}");
+        assert!(matches!(ending, Ending::Torn { offset, .. } if offset == HEADER_LEN as u64), "{ending:?}");
         assert!(Header::decode(b"APEXWAL\0short").is_err());
         let mut magic = header.encode();
         magic[0] = b'X';

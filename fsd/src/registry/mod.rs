@@ -187,8 +187,11 @@ impl Registry {
                 }
                 match store.load_session(info.uuid.0) {
                     Ok((st, persisted, r)) => {
+                        // Every cut and salvage is said where the user
+                        // sees it, whatever the log level.
                         for said in &r.repairs {
                             tracing::warn!(session = %info.name, "{said}");
+                            eprintln!("apexd: session {:?}: {said}", info.name);
                         }
                         let mut s = Session::restore(number, st, persisted);
                         s.hub_mut().config = self.attach;

@@ -512,11 +512,13 @@ async fn damaged_files_are_found_named_and_salvaged_and_the_other_sessions_start
     let h = apex_fsd::persist::wal::Header::decode(&bytes).unwrap();
     let stale = apex_fsd::persist::wal::Header { salt: h.salt ^ 1, ..h };
     bytes[..apex_fsd::persist::wal::HEADER_LEN].copy_from_slice(&stale.encode());
-    // More than one frame, so the first failing one is not the tail.
+    // Its frames are not this segment's (none checks under its salt): not
+    // whole frames, so a tail a crash left, which a restart cuts, saying so.
     if bytes.len() > apex_fsd::persist::wal::HEADER_LEN {
         std::fs::write(&seg, &bytes).unwrap();
         let (report, ok) = k.check();
-        assert!(!ok && report.contains(&format!("offset {}", apex_fsd::persist::wal::HEADER_LEN)), "{report}");
+        let at = format!("offset {}", apex_fsd::persist::wal::HEADER_LEN);
+        assert!(ok && report.contains("a restart would do this") && report.contains(&at), "{report}");
     }
 }
 
@@ -899,4 +901,64 @@ fn a_state_directory_open_to_others_is_refused_and_left_alone() {
     k2.start(&[], &[]);
     k2.stop();
     assert_eq!(std::fs::metadata(&k2.state).unwrap().permissions().mode() & 0o777, 0o700, "made 0700");
+}
+
+/// One flipped bit in a frame's length makes it seem to run past the
+/// segment's end, as a torn write would; but whole frames follow it, so
+/// it is damage: the session is held back, naming the file, the offset
+/// and `--salvage`, and `--check` fails. A missing segment (a gap in
+/// their numbers) is damage too. Nothing acknowledged is cut silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flipped_length_or_a_missing_segment_is_damage_not_a_torn_tail() {
+    let mut k = Kept::new("flipped");
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    let b = lines(&c, root, 200).await;
+    drop(c);
+    k.stop();
+    let dir = k.session_dir("main");
+    let seg = segments(&dir).pop().unwrap();
+    let good = std::fs::read(&seg).unwrap();
+    let mut flipped = good.clone();
+    flipped[apex_fsd::persist::wal::HEADER_LEN + 2] ^= 0x10;
+    std::fs::write(&seg, &flipped).unwrap();
+    let (report, ok) = k.check();
+    assert!(!ok && report.contains("DAMAGED") && report.contains("whole frames follow"), "{report}");
+    k.start(&[], &[]);
+    let said = k.said();
+    assert!(said.contains(&seg.display().to_string()) && said.contains("--salvage"), "{said}");
+    let (c, root) = k.client().await;
+    assert!(read(&c, root, "main/id").await.is_err(), "held back, not cut");
+    drop(c);
+    k.stop();
+    assert_eq!(std::fs::read(&seg).unwrap(), flipped, "the file as it was");
+    std::fs::write(&seg, &good).unwrap();
+
+    // Two more starts, two more segments; the middle one goes missing.
+    for round in 0..2 {
+        k.start(&[], &[]);
+        let (c, root) = k.client().await;
+        write(&c, root, &format!("main/buffers/{b}/body"), &format!("round {round}\n")).await.unwrap();
+        drop(c);
+        k.stop();
+    }
+    let all = segments(&dir);
+    assert!(all.len() >= 3, "{all:?}");
+    let middle = all[all.len() - 2].clone();
+    std::fs::remove_file(&middle).unwrap();
+    let (report, ok) = k.check();
+    assert!(!ok && report.contains(&format!("{} is missing", middle.display())), "{report}");
+    k.start(&[], &[]);
+    assert!(k.said().contains("is missing") && k.said().contains("--salvage"), "{}", k.said());
+    let (c, root) = k.client().await;
+    assert!(read(&c, root, "main/id").await.is_err(), "held back");
+    drop(c);
+    k.stop();
+    k.start(&[], &["--salvage"]);
+    let (c, root) = k.client().await;
+    let body = text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap());
+    assert!(body.contains("line 199\n") && !body.contains("round 1"), "the entries before the gap: {body:?}");
+    drop(c);
+    k.stop();
+    assert!(k.said().contains("salvaged: segment"), "{}", k.said());
 }
