@@ -123,6 +123,15 @@ impl Daemon {
         self.epoch.elapsed().as_millis() as u64
     }
 
+    /// Writes the snapshots restored sessions are due (a log grown past
+    /// the size over restarts that never got to snapshot it).
+    pub fn snapshot_restored(&self) {
+        for shared in self.all() {
+            let job = snapshot_due(&mut shared.lock().expect("session lock"));
+            write_snapshot(job);
+        }
+    }
+
     /// The one way to change session `number`: runs `f` on it under its
     /// lock with the daemon's clock, then keeps what follows every change
     /// (acme's tree synced, the log flushed, a due snapshot written), wakes

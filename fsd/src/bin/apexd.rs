@@ -336,6 +336,8 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     let tree = Arc::new(Fsys::new(registry, &apex_ninep::ns::user_name()));
     // Terminals their keepers kept while no daemon ran go on.
     apex_fsd::term::drive::start_taken_up(&tree.daemon);
+    // A log that grew past the snapshot size over restarts is snapshotted.
+    tree.daemon.snapshot_restored();
     let config = Config { msize: args.msize, ..Config::default() };
     // `acme` first, then `apex`: whoever finds `apex` answering (apex-ui,
     // waiting for the daemon it started) finds `acme` there too. Both
@@ -412,9 +414,11 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     }
     // A clean stop: every session's log on disk before exiting.
     for session in tree.daemon.all() {
-        let durable = session.lock().expect("session lock").persisted().as_ref().map(|p| p.durable());
-        if let Some(d) = durable {
+        let persisted = session.lock().expect("session lock").persisted().map(|p| (p.durable(), p.wal.clone()));
+        if let Some((d, wal)) = persisted {
             d.sync();
+            // The segment is closed: its room to spare goes back.
+            wal.lock().expect("wal lock").release_room();
         }
     }
     // A kept session's terminals live on in their keepers, for the next

@@ -235,6 +235,9 @@ impl Store {
         // Past every segment read and every one the snapshot covers.
         let next = restored.last_segment.map_or(0, |n| n + 1).max(restored.from_segment);
         let persisted = Persisted::start(&dir, uuid, next, self.options)?;
+        // The log since the snapshot counts across restarts: a daemon
+        // restarted often still snapshots.
+        persisted.wal.lock().expect("wal lock").since_snapshot = restored.tail_bytes;
         Ok((state, persisted, restored))
     }
 }
@@ -291,6 +294,9 @@ pub struct Restored {
     pub from_segment: u64,
     /// What was cut off or moved aside, said for the log.
     pub repairs: Vec<String>,
+    /// Frame bytes in the segments replayed past the snapshot: the log
+    /// since it, which the next snapshot counts from.
+    pub tail_bytes: u64,
 }
 
 /// What a replay may change: a restart cuts a torn tail (and, salvaging,
@@ -382,6 +388,12 @@ pub fn replay(dir: &Path, uuid: [u8; 16], repair: Repair) -> Result<(State, Rest
         });
         restored.segments += 1;
         restored.last_segment = Some(*n);
+        restored.tail_bytes += whole.saturating_sub(wal::HEADER_LEN as u64);
+        if repair != Repair::Nothing {
+            // A closed segment keeps no room set aside past its frames
+            // (a daemon killed while it was the current one left some).
+            wal::release_reservation(path, bytes.len() as u64);
+        }
         match ending {
             Ending::Clean => {}
             Ending::Torn { offset, why } if is_last => {

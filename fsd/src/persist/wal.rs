@@ -37,6 +37,9 @@ const FRAME_HEAD: usize = 8;
 const FLUSH_AT: usize = 1 << 20;
 /// Room kept past a request's own for the entries the daemon adds.
 const HEADROOM: u64 = 1 << 20;
+/// The least room set aside past a request's own, on a disk that has no
+/// more.
+const SMALLEST_ROOM: u64 = 16 << 10;
 
 /// A segment's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -350,6 +353,8 @@ impl Wal {
         self.flush();
         let path = self.dir.join(segment_name(self.header.segment));
         self.file.sync_data().map_err(|e| StoreError::io(&path, e))?;
+        // Its room set aside past the frames goes back to the disk.
+        release_reservation(&path, self.len);
         let header = Header { uuid: self.uuid, segment: self.header.segment + 1, salt: (self.salts)() };
         let file = start_segment(&self.dir, &header)?;
         self.durable.switch(file.try_clone().map_err(|e| StoreError::io(&self.dir, e))?);
@@ -364,6 +369,13 @@ impl Wal {
         Ok(header.segment)
     }
 
+    /// Gives back the room set aside past the frames: the daemon stops.
+    pub fn release_room(&mut self) {
+        self.flush();
+        release_reservation(&self.dir.join(segment_name(self.header.segment)), self.len);
+        self.reserved = self.len;
+    }
+
     /// Allocates room for the entries a request of `bytes` may make
     /// (twice its size, and some for the entries the daemon adds), so
     /// their writes find space; refuses, changing nothing, when the disk
@@ -376,11 +388,27 @@ impl Wal {
         if need <= self.reserved {
             return Ok(());
         }
-        let upto = need + HEADROOM;
+        // Room to spare first; on a disk without it, as much as the
+        // request itself needs, then refused.
         let path = self.dir.join(segment_name(self.header.segment));
+        let mut last = None;
+        for upto in [need + HEADROOM, self.len + 2 * bytes + SMALLEST_ROOM] {
+            if upto <= self.reserved {
+                return Ok(());
+            }
+            match self.allocate(upto) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.expect("tried");
+        Err(LogError::Failed(describe_write_error(&path, &e)))
+    }
+
+    /// Sets the segment's space aside up to `upto` bytes.
+    fn allocate(&mut self, upto: u64) -> std::io::Result<()> {
         if !fault::room_for(upto - self.reserved) {
-            let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
-            return Err(LogError::Failed(describe_write_error(&path, &e)));
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
         }
         let fd = std::os::fd::AsRawFd::as_raw_fd(&self.file);
         // SAFETY: fallocate(2) on a descriptor we own; it touches no memory
@@ -396,15 +424,27 @@ impl Wal {
         if r != 0 {
             let e = std::io::Error::last_os_error();
             // A file system without fallocate: writes find out themselves.
-            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-                self.reserved = upto;
-                return Ok(());
+            if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(e);
             }
-            return Err(LogError::Failed(describe_write_error(&path, &e)));
         }
         self.reserved = upto;
         Ok(())
     }
+}
+
+/// Gives back a segment's space set aside past its first `len` bytes
+/// (`fallocate`'s KEEP_SIZE room): a closed segment keeps none. A
+/// truncation to its length frees blocks past it (a punched hole past
+/// the end does not, on ext4).
+pub fn release_reservation(path: &Path, len: u64) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(file) = std::fs::OpenOptions::new().write(true).open(path) else { return };
+    let Ok(meta) = file.metadata() else { return };
+    if meta.len() != len || meta.blocks() * 512 <= len.next_multiple_of(meta.blksize().max(512)) {
+        return;
+    }
+    let _ = file.set_len(len);
 }
 
 impl Drop for Wal {

@@ -962,3 +962,58 @@ async fn a_flipped_length_or_a_missing_segment_is_damage_not_a_torn_tail() {
     k.stop();
     assert!(k.said().contains("salvaged: segment"), "{}", k.said());
 }
+
+/// A daemon restarted often still snapshots: the log since the last
+/// snapshot counts across restarts, and a start with a tail past the size
+/// snapshots at once; a closed segment gives back the room set aside past
+/// its frames; and on a disk with little room, writes are still taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarts_snapshot_give_room_back_and_a_small_disk_takes_writes() {
+    use std::os::unix::fs::MetadataExt;
+    let mut k = Kept::new("restarts");
+    let snap = |k: &Kept| k.session_dir("main").join(apex_fsd::persist::snapshot::FILE);
+    // Each run writes less than the size; together they write more.
+    for round in 0..5 {
+        k.start(&[], &["--snapshot-bytes", "6000"]);
+        let (c, root) = k.client().await;
+        let n = new_buffer(&c, root).await;
+        for i in 0..15 {
+            let line = format!("round {round} line {i}: some text to make the log grow\n");
+            write(&c, root, &format!("main/buffers/{n}/body"), &line).await.unwrap();
+        }
+        drop(c);
+        k.stop();
+    }
+    assert!(snap(&k).exists(), "a snapshot, though no run alone wrote enough: {:?}", segments(&k.session_dir("main")));
+    assert!(segments(&k.session_dir("main")).len() < 5, "segments covered are gone");
+    // Closed segments hold no room past their frames.
+    for seg in segments(&k.session_dir("main")) {
+        let m = std::fs::metadata(&seg).unwrap();
+        let slack = (m.blocks() * 512).saturating_sub(m.len());
+        assert!(slack < 64 << 10, "{} keeps {slack} bytes set aside", seg.display());
+    }
+
+    // A long tail and a smaller size: the start itself snapshots.
+    let mut k = Kept::new("long-tail");
+    k.start(&[], &["--snapshot-bytes", "100000000"]);
+    let (c, root) = k.client().await;
+    lines(&c, root, 200).await;
+    drop(c);
+    k.stop();
+    assert!(!snap(&k).exists());
+    k.start(&[], &["--snapshot-bytes", "4000"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !snap(&k).exists() {
+        assert!(Instant::now() < deadline, "no snapshot at start: {}", k.said());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    k.stop();
+
+    // A disk with 2 MiB in all: less than the room the log sets aside
+    // to spare, more than the writes need.
+    let mut k = Kept::new("small-disk");
+    k.start(&[("APEXD_FULL_AFTER", "2097152")], &[]);
+    let (c, root) = k.client().await;
+    let b = lines(&c, root, 20).await;
+    assert!(text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap()).contains("line 19\n"));
+}
