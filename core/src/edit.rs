@@ -158,6 +158,9 @@ pub enum PipeError {
     Failed { command: String, status: String, stderr: String },
     #[error("{command}: its output is not UTF-8 text")]
     NotText { command: String },
+    /// The command printed more than a command may add: it was killed.
+    #[error("{command}: printed more than {max} bytes, the most one command may add; it was killed")]
+    TooMuch { command: String, max: u64 },
     #[error("{0}: not found")]
     NotFound(String),
     /// `e` or `r` of a directory, which acme's e_cmd refuses.

@@ -4,7 +4,7 @@
 //! fails is an error, so the Edit changes nothing.
 
 use apex_core::ecmd::PipeError;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 /// `input` on its standard input.
 pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<String, PipeError> {
     let start = |why: String| PipeError::Start { command: command.into(), why };
+    let max = output_max();
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped());
     crate::fds::original_limit_for(&mut cmd);
@@ -29,16 +30,72 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
         }
         _ => None,
     };
-    let out = child.wait_with_output().map_err(|e| start(e.to_string()))?;
+    // What it says of a failure, read beside its output (a little of it).
+    let pid = child.id() as i32;
+    let errors = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let (mut said, mut all, mut buf) = (Vec::new(), 0u64, [0u8; 8192]);
+            while let Ok(n) = e.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                all += n as u64;
+                if said.len() < STDERR_KEPT {
+                    said.extend_from_slice(&buf[..n]);
+                }
+                if all > max {
+                    // SAFETY: kill(2) with plain integers; the child is
+                    // not reaped until this thread's end is waited for.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    break;
+                }
+            }
+            (said, all > max)
+        })
+    });
+    let mut printed = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        out.take(max + 1).read_to_end(&mut printed).map_err(|e| start(e.to_string()))?;
+    }
+    let too_much = printed.len() as u64 > max;
+    if too_much {
+        // It would go on for ever (`yes`): ended, and said.
+        let _ = child.kill();
+    }
+    // Its standard error to its end before it is reaped: the thread
+    // reading it may kill it by its pid, which must still be its.
+    let (said, flooded) = errors.and_then(|e| e.join().ok()).unwrap_or_default();
+    let status = child.wait().map_err(|e| start(e.to_string()))?;
     if let Some(f) = feeder {
         let _ = f.join();
     }
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(PipeError::Failed { command: command.into(), status: out.status.to_string(), stderr: why });
+    if too_much || flooded {
+        return Err(PipeError::TooMuch { command: command.into(), max: max });
     }
-    String::from_utf8(out.stdout).map_err(|_| PipeError::NotText { command: command.into() })
+    if !status.success() {
+        let why = String::from_utf8_lossy(&said).trim().to_string();
+        return Err(PipeError::Failed { command: command.into(), status: status.to_string(), stderr: why });
+    }
+    String::from_utf8(printed).map_err(|_| PipeError::NotText { command: command.into() })
 }
+
+/// The most a command may add to a buffer or `+Errors` unless set
+/// ([`set_output_max`]): past it, it is killed and the cap said.
+pub const OUTPUT_MAX: u64 = 64 << 20;
+
+static OUTPUT_SET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(OUTPUT_MAX);
+
+/// Sets the most one command may add (apexd's `--max-output`).
+pub fn set_output_max(bytes: u64) {
+    OUTPUT_SET.store(bytes.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The most one command may add.
+pub fn output_max() -> u64 {
+    OUTPUT_SET.load(std::sync::atomic::Ordering::Relaxed)
+}
+/// How much of a failed command's standard error is kept to say why.
+const STDERR_KEPT: usize = 64 << 10;
 
 #[cfg(test)]
 mod tests {
@@ -50,5 +107,17 @@ mod tests {
         assert_eq!(pipe("pwd", None, Some(Path::new("/"))).unwrap(), "/\n");
         let e = pipe("echo oops >&2; exit 3", None, None).unwrap_err().to_string();
         assert!(e.contains("oops") && e.contains('3'), "{e}");
+    }
+
+    #[test]
+    fn a_command_that_prints_for_ever_is_killed_and_said() {
+        for flood in ["yes", "yes 1>&2"] {
+            let e = pipe(flood, None, None).unwrap_err();
+            assert!(matches!(e, PipeError::TooMuch { .. }), "{flood}: {e}");
+            assert!(e.to_string().contains("the most one command may add; it was killed"), "{e}");
+        }
+        assert_eq!(pipe("echo fine", None, None).unwrap(), "fine\n");
+        let e = pipe("echo why >&2; exit 3", None, None).unwrap_err().to_string();
+        assert!(e.contains("why"), "{e}");
     }
 }

@@ -75,6 +75,11 @@ struct Args {
     /// smaller of 4 GiB and half the machine's memory).
     #[arg(long, value_name = "BYTES")]
     max_file: Option<u64>,
+    /// The most one command may add to a window (B2's output into
+    /// +Errors, Edit's < and |); past it the command is killed and that
+    /// is said.
+    #[arg(long, default_value_t = apex_sys::shell::OUTPUT_MAX, value_name = "BYTES")]
+    max_output: u64,
     /// Write a session's snapshot once its log has grown by this much.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", hide = true)]
     snapshot_bytes: u64,
@@ -277,6 +282,8 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
         tracing::info!(before, after, "descriptor limit");
     }
     let args = Args::parse();
+    anyhow::ensure!(args.max_output > 0, "--max-output 0: give the most bytes one command may add");
+    apex_sys::shell::set_output_max(args.max_output);
     if let Some(bytes) = args.max_file {
         anyhow::ensure!(bytes > 0, "--max-file 0: give the most bytes of one file a command may read");
         apex_sys::files::set_max_file(bytes);

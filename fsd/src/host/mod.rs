@@ -296,12 +296,24 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     };
     tracing::info!(session, pid, dir, command, "exec");
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    let max = apex_sys::shell::output_max();
+    // Past the most a command may add, its process group is killed (not
+    // yet reaped: the group is still its) and the cap said.
+    let stop = move || {
+        // SAFETY: kill(2) with plain integers; the child is reaped only
+        // after its output is read to its end.
+        unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+    };
     let printed = match replaces.is_some() {
-        true => child.stdout.take().map(|mut out| {
+        true => child.stdout.take().map(|out| {
             tokio::spawn(async move {
                 let mut all = Vec::new();
-                let _ = out.read_to_end(&mut all).await;
-                all
+                let _ = tokio::io::AsyncReadExt::take(out, max + 1).read_to_end(&mut all).await;
+                let flooded = all.len() as u64 > max;
+                if flooded {
+                    stop();
+                }
+                (all, flooded)
             })
         }),
         false => None,
@@ -323,9 +335,20 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
     }
     drop(tx);
     let daemon = daemon.clone();
+    let command = command.to_string();
     tokio::spawn(async move {
         let mut tail = Vec::new();
+        let mut added = 0u64;
         while let Some(bytes) = rx.recv().await {
+            added += bytes.len() as u64;
+            if added > max {
+                stop();
+                let said = format!(
+                    "\n{command}: printed more than {max} bytes, the most one command may add; it was killed\n"
+                );
+                append_output(&daemon, session, body, &said).await;
+                break;
+            }
             tail.extend_from_slice(&bytes);
             // Keep an incomplete rune for the next chunk.
             let cut = match std::str::from_utf8(&tail) {
@@ -350,7 +373,15 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
         // What `|` and `<` printed replaces the selection, whatever the
         // exit status (acme's wrsel), as of the text it was read from.
         if let (Some(sel), Some(printed)) = (replaces, printed) {
-            let text = String::from_utf8_lossy(&printed.await.unwrap_or_default()).into_owned();
+            let (printed, flooded) = printed.await.unwrap_or_default();
+            if flooded {
+                let said = format!("\n{command}: printed more than {max} bytes, the most one command may add; it was killed; the selection is as it was\n");
+                append_output(&daemon, session, body, &said).await;
+                let _ = daemon
+                    .change(session, |s, _| s.view_mut().push_meta(MetaOp::ProcessExit { pid: pid.into(), status }));
+                return;
+            }
+            let text = String::from_utf8_lossy(&printed).into_owned();
             let n = text.chars().count() as u64;
             let p = Proposal::splice(sel.body, sel.version, sel.q0, sel.q1, text, Origin::OtherFile);
             if daemon.propose(session, "pipe output", p).await.is_ok() {

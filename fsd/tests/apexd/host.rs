@@ -207,3 +207,42 @@ async fn get_refuses_what_never_ends_or_is_too_big() {
     write(&c, root, &b("ctl"), &format!("get {}", fits.display())).await.unwrap();
     assert_eq!(text(read(&c, root, &b("body")).await.unwrap()).len(), 1000, "a file at the limit is read");
 }
+
+/// A command that prints for ever (`yes`) adds at most `--max-output`
+/// bytes to `+Errors`: then it is killed and the cap said; `<` the same
+/// leaves the selection as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_that_never_ends_is_capped_and_its_command_killed() {
+    let d = Daemon::start_with("host-flood", &["--max-output".into(), "100000".into()]);
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let work = d.dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let dir = work.display().to_string();
+    write(&c, root, "main/ctl", &format!("exec {dir} yes")).await.unwrap();
+    let errors = format!("{dir}/+Errors");
+    eventually("the errors window", || async { buffer_named(&c, root, &errors).await.is_some() }).await;
+    let eb = buffer_named(&c, root, &errors).await.unwrap();
+    eventually("the cap said", || async {
+        let body = text(read(&c, root, &format!("main/buffers/{eb}/body")).await.unwrap());
+        body.contains("yes: printed more than 100000 bytes, the most one command may add; it was killed")
+    })
+    .await;
+    eventually("yes to end", || async { text(read(&c, root, "main/meta/processes").await.unwrap()).is_empty() }).await;
+    let body = text(read(&c, root, &format!("main/buffers/{eb}/body")).await.unwrap());
+    assert!(body.len() < 120_000, "{} bytes in +Errors", body.len());
+
+    // `<yes` into a window's selection: killed, the selection as it was.
+    let f = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
+    let number = text(c.read(f.fid, 0, 64).await.unwrap()).split_whitespace().next().unwrap().to_string();
+    c.write(f.fid, 0, format!("name {dir}/f\n").as_bytes()).await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+    write(&c, root, &format!("main/acme/{number}/body"), "keep this").await.unwrap();
+    write(&c, root, "main/ctl", &format!("exec -w {number} {dir} <yes")).await.unwrap();
+    eventually("the cap said again", || async {
+        let body = text(read(&c, root, &format!("main/buffers/{eb}/body")).await.unwrap());
+        body.contains("the selection is as it was")
+    })
+    .await;
+    assert_eq!(text(read(&c, root, &format!("main/acme/{number}/body")).await.unwrap()), "keep this");
+}
