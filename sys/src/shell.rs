@@ -70,7 +70,7 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
         let _ = f.join();
     }
     if too_much || flooded {
-        return Err(PipeError::TooMuch { command: command.into(), max: max });
+        return Err(PipeError::TooMuch { command: command.into(), max });
     }
     if !status.success() {
         let why = String::from_utf8_lossy(&said).trim().to_string();
