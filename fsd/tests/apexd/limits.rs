@@ -3,6 +3,8 @@
 //! old one back), serves on when `accept` fails for want of them, says
 //! so, and refuses a new terminal with a message when they run short.
 //! Room on disk: a put that cannot finish leaves the file as it was.
+//! Memory: a client that sends requests and never reads the replies
+//! holds back its own requests, not the daemon's memory.
 
 use crate::{read, text, write};
 use apex_ninep::dial;
@@ -22,7 +24,14 @@ struct Limited {
 impl Limited {
     /// With descriptor limits `soft` and `hard`, and files no larger
     /// than `fsize` bytes (a write past it fails, as on a full disk).
-    fn start(name: &str, (soft, hard): (u64, u64), fsize: Option<u64>) -> Limited {
+    fn start(name: &str, nofile: (u64, u64), fsize: Option<u64>) -> Limited {
+        Limited::start_capped(name, nofile, fsize, None)
+    }
+
+    /// [`Limited::start`], its address space capped at `space` bytes: a
+    /// daemon that grew without bound fails inside itself, not the
+    /// machine's OOM killer on another process.
+    fn start_capped(name: &str, (soft, hard): (u64, u64), fsize: Option<u64>, space: Option<u64>) -> Limited {
         let dir = std::env::temp_dir().join(format!("apex-limits-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -37,6 +46,12 @@ impl Limited {
                 let lim = libc::rlimit { rlim_cur: soft, rlim_max: hard };
                 if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                if let Some(bytes) = space {
+                    let lim = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+                    if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 if let Some(bytes) = fsize {
                     // A write past it fails (EFBIG) instead of a signal.
@@ -196,4 +211,112 @@ async fn a_put_that_cannot_finish_leaves_the_file_as_it_was() {
         assert!(Instant::now() < deadline, "nothing said in {errors}: {index}{said}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The daemon's resident memory, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches(" kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+/// Pipelined reads of half a megabyte each, never read back: the daemon
+/// answers a few megabytes' worth, then reads no more requests until the
+/// client reads (backpressure); it stays small, serves others meanwhile,
+/// and lets go when the client hangs up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_replies_cannot_grow_the_daemon() {
+    use apex_ninep::codec::to_bytes;
+    use apex_ninep::fcall::{Fcall, Msg, OREAD};
+    use tokio::io::AsyncWriteExt;
+    // Under a cap of 2 GiB: unbounded, 5,000 replies of half a megabyte
+    // would end it.
+    let mut d = Limited::start_capped("replies", (1024, 1024), None, Some(2 << 30));
+    let c = dial(&socket(&d.dir), 1 << 20).await.unwrap();
+    let root = c.attach("glenda", "").await.unwrap();
+    let n = crate::session::new_buffer(&c, root).await;
+    let body = format!("main/buffers/{n}/body");
+    // Half a megabyte, written in pieces a message holds.
+    let half = "0123456789abcdef".repeat(1 << 15);
+    for piece in half.as_bytes().chunks(64 << 10) {
+        write(&c, root, &body, std::str::from_utf8(piece).unwrap()).await.unwrap();
+    }
+    let before = rss(d.child.id());
+
+    let mut s = tokio::net::UnixStream::connect(d.dir.join("apex")).await.unwrap();
+    let msize = 1u32 << 20;
+    let mut setup = to_bytes(&Msg { tag: 0xffff, body: Fcall::Tversion { msize, version: "9P2000".into() } });
+    setup.extend(to_bytes(&Msg {
+        tag: 1,
+        body: Fcall::Tattach { fid: 1, afid: u32::MAX, uname: "glenda".into(), aname: String::new() },
+    }));
+    let names: Vec<String> = body.split('/').map(str::to_string).collect();
+    setup.extend(to_bytes(&Msg { tag: 2, body: Fcall::Twalk { fid: 1, newfid: 2, wnames: names } }));
+    setup.extend(to_bytes(&Msg { tag: 3, body: Fcall::Topen { fid: 2, mode: OREAD } }));
+    s.write_all(&setup).await.unwrap();
+    // Its four replies: the fid is open for reading.
+    let mut got = Vec::new();
+    let mut replies = Vec::new();
+    while replies.len() < 4 {
+        let mut chunk = [0u8; 4096];
+        let k = tokio::io::AsyncReadExt::read(&mut s, &mut chunk).await.unwrap();
+        assert!(k > 0, "the daemon hung up: {}", d.said());
+        got.extend_from_slice(&chunk[..k]);
+        while let Some(n) = apex_ninep::codec::check(&got, msize).unwrap() {
+            replies.push(apex_ninep::codec::parse(&got[..n]).unwrap());
+            got.drain(..n);
+        }
+    }
+    let iounit = match &replies[3].body {
+        Fcall::Ropen { iounit, .. } => *iounit,
+        other => panic!("{other:?}"),
+    };
+    let count = match &replies[0].body {
+        Fcall::Rversion { msize, .. } => iounit.min(msize - 24).max(1),
+        other => panic!("{other:?}"),
+    };
+    // One read answered first: the file's text is made, and a reply is
+    // half a megabyte.
+    s.write_all(&to_bytes(&Msg { tag: 9, body: Fcall::Tread { fid: 2, offset: 0, count } })).await.unwrap();
+    loop {
+        let mut chunk = vec![0u8; 1 << 16];
+        let k = tokio::io::AsyncReadExt::read(&mut s, &mut chunk).await.unwrap();
+        got.extend_from_slice(&chunk[..k]);
+        if let Some(n) = apex_ninep::codec::check(&got, msize).unwrap() {
+            let m = apex_ninep::codec::parse(&got[..n]).unwrap();
+            assert!(matches!(&m.body, Fcall::Rread { data } if data.len() == 1 << 19), "{m:?}");
+            got.drain(..n);
+            break;
+        }
+    }
+    // 5,000 reads of a megabyte each, written from a task (the daemon
+    // stops reading them once its replies wait), never a reply read.
+    let (_, mut w) = s.into_split();
+    let writer = tokio::spawn(async move {
+        for i in 0..5000u32 {
+            let tag = 10 + (i % 60000) as u16;
+            let read = to_bytes(&Msg { tag, body: Fcall::Tread { fid: 2, offset: 0, count } });
+            if w.write_all(&read).await.is_err() {
+                break;
+            }
+        }
+        w
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(d.alive(), "the daemon lives: {}", d.said());
+    let grown = rss(d.child.id()).saturating_sub(before);
+    assert!(grown < 64 << 20, "the daemon grew by {} MB for one client's unread replies", grown >> 20);
+    // Others are served meanwhile.
+    let hash = text(read(&c, root, "main/hash").await.unwrap());
+    assert_eq!(hash.trim().len(), 64);
+    writer.abort();
+    assert!(d.alive());
 }

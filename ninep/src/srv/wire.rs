@@ -33,8 +33,19 @@ pub(super) async fn io_loop<S: Serve>(
                 return Ok(());
             }
         }
-        // Every complete frame read so far.
+        // Every complete frame read so far, as long as the replies made
+        // for them fit in OUT_MAX: a client that does not read its replies
+        // holds back its own requests, not the daemon's memory.
+        // (Requests read but not yet answered because the replies ready
+        // fill OUT_MAX wait until those are written.)
+        let (mut held_back, mut counted, mut bytes) = (false, 0, 0);
         while large.is_none() {
+            bytes += ready_bytes(&ready[counted..]);
+            counted = ready.len();
+            if bytes > OUT_MAX {
+                held_back = true;
+                break;
+            }
             // Before Tversion, frames may be as large as we would ever allow.
             let limit = match conn.msize.load(std::sync::atomic::Ordering::Relaxed) {
                 0 => config.msize,
@@ -68,6 +79,10 @@ pub(super) async fn io_loop<S: Serve>(
             return Ok(());
         }
         ready.clear();
+        if held_back {
+            // Written: the requests held back are answered next.
+            continue;
+        }
         // Polled in order, with no random draw each pass: replies that
         // came meanwhile go out on the next pass either way (`try_recv`).
         tokio::select! {
@@ -85,6 +100,21 @@ pub(super) async fn io_loop<S: Serve>(
             }
         }
     }
+}
+
+/// The most reply bytes made ready before they are written: past it, no
+/// more requests are answered until they are.
+pub(super) const OUT_MAX: usize = 4 << 20;
+
+/// About how many bytes `replies` take to write.
+fn ready_bytes(replies: &[Msg]) -> usize {
+    replies
+        .iter()
+        .map(|m| match &m.body {
+            Fcall::Rread { data } => data.len() + 16,
+            _ => 64,
+        })
+        .sum()
 }
 
 /// A large Twrite being read: its head, and its data so far, read into a
