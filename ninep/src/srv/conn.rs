@@ -12,6 +12,10 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
+/// The most fids one connection may hold (each holds what its file
+/// made, a snapshot's copy say): past it a new one is refused.
+pub const MAX_FIDS: usize = 1 << 16;
+
 /// A fid's state and, once opened, the mode it was opened with.
 pub(super) type Slot<F> = (F, Option<u8>);
 
@@ -91,11 +95,17 @@ impl<S: Serve> Conn<S> {
         }
     }
 
+    /// Whether `fid` may be made: unused, and the connection under
+    /// [`MAX_FIDS`].
     pub(super) fn fid_free(&self, fid: u32) -> Result<()> {
-        match self.fids.lock().expect("fid lock").contains_key(&fid) {
-            true => Err(format!("fid {fid} in use")),
-            false => Ok(()),
+        let fids = self.fids.lock().expect("fid lock");
+        if fids.contains_key(&fid) {
+            return Err(format!("fid {fid} in use"));
         }
+        if fids.len() >= MAX_FIDS {
+            return Err(format!("{MAX_FIDS} fids are in use on this connection, the most there may be: clunk some"));
+        }
+        Ok(())
     }
 
     pub(super) fn set_fid(&self, fid: u32, state: S::Fid, mode: Option<u8>) {

@@ -46,6 +46,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+pub use conn::MAX_FIDS;
 use conn::{Conn, Table};
 pub use flush::flushed;
 use wire::io_loop;

@@ -133,3 +133,57 @@ async fn a_large_writes_data_is_read_up_to_its_frames_end_and_no_further() {
     // came, then its last 130,000.
     assert_eq!(asked[3..5], [230_000, 130_000], "reads asked for: {asked:?}");
 }
+
+/// Keeps every byte written to it.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl tokio::io::AsyncWrite for Capture {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A connection holds at most MAX_FIDS fids: the next walk to a new one
+/// is refused, saying so, and a clunk makes room again.
+#[tokio::test]
+async fn fids_per_connection_are_bounded() {
+    let mut script = frame(NOTAG, Fcall::Tversion { msize: 1 << 16, version: "9P2000".into() });
+    script.extend(frame(1, Fcall::Tattach { fid: 0, afid: crate::fcall::NOFID, uname: "u".into(), aname: "".into() }));
+    for fid in 1..MAX_FIDS as u32 {
+        script.extend(frame(2, Fcall::Twalk { fid: 0, newfid: fid, wnames: Vec::new() }));
+    }
+    script.extend(frame(3, Fcall::Twalk { fid: 0, newfid: MAX_FIDS as u32, wnames: Vec::new() }));
+    script.extend(frame(4, Fcall::Tclunk { fid: 1 }));
+    script.extend(frame(5, Fcall::Twalk { fid: 0, newfid: MAX_FIDS as u32, wnames: Vec::new() }));
+    let out = Capture::default();
+    let input = Script { pieces: vec![script].into(), asked: Arc::default() };
+    serve_halves(Arc::new(Keep::default()), input, out.clone(), Config::default(), None).await.unwrap();
+    let bytes = out.0.lock().unwrap().clone();
+    let mut replies = Vec::new();
+    let mut at = 0;
+    while let Some(n) = crate::codec::check(&bytes[at..], 1 << 16).unwrap() {
+        replies.push(crate::codec::parse(&bytes[at..at + n]).unwrap());
+        at += n;
+    }
+    let by_tag = |tag: u16| replies.iter().filter(|m| m.tag == tag).map(|m| m.body.clone()).collect::<Vec<_>>();
+    assert!(matches!(&by_tag(3)[..], [Fcall::Rerror { ename }] if ename.contains("clunk some")), "{:?}", by_tag(3));
+    assert!(matches!(&by_tag(5)[..], [Fcall::Rwalk { .. }]), "room again after a clunk: {:?}", by_tag(5));
+}
