@@ -52,12 +52,17 @@ pub fn original_limit_for(cmd: &mut std::process::Command) {
 
 /// Descriptors this process has open, and may have.
 pub fn usage() -> Option<(u64, u64)> {
-    let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit(2) fills the rlimit it is given.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return None;
     }
+    // Counting them takes one more: none left is all of them open.
+    let open = match std::fs::read_dir("/proc/self/fd") {
+        Ok(dir) => dir.count() as u64,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => lim.rlim_cur,
+        Err(_) => return None,
+    };
     Some((open, lim.rlim_cur))
 }
 

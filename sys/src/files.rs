@@ -165,17 +165,16 @@ pub fn write_replacing(
     fill: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> std::io::Result<Written> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let target = match std::fs::canonicalize(path) {
-        Ok(t) => t,
-        // A new file (or a dangling link's target, made as a plain file).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),
-        Err(e) => return Err(e),
-    };
+    let target = target_of(path)?;
     let old = match std::fs::metadata(&target) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
+    if old.is_some() && !writable(&target) {
+        // As writing it in place would be refused: a read-only file stays.
+        return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+    }
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     let in_place = match &old {
@@ -194,46 +193,91 @@ pub fn write_replacing(
         return in_place_write(why);
     }
     let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mode = old.as_ref().map_or(0o666, |m| m.mode() & 0o7777);
     let mut made = None;
     for n in 0..100 {
-        let tmp = dir.join(format!(".{name}.put.{}.{n}", std::process::id()));
-        match std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp) {
+        // A short name beside it, whatever the length of its own.
+        let tmp = dir.join(format!(".put.{}.{n}", std::process::id()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(mode & 0o777).open(&tmp) {
             Ok(f) => {
                 made = Some((tmp, f));
                 break;
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && old.is_some() => {
-                return in_place_write("its directory cannot be written in");
-            }
+            Err(_) if old.is_some() => return in_place_write("no file could be made beside it"),
             Err(e) => return Err(e),
         }
     }
     let Some((tmp, file)) = made else {
         return Err(std::io::Error::other(format!("no free name beside {}", target.display())));
     };
-    let written = (|| -> std::io::Result<()> {
+    let written = (|| -> std::io::Result<Option<&'static str>> {
         let mut f = std::io::BufWriter::new(file);
         fill(&mut f)?;
         let file = f.into_inner().map_err(|e| e.into_error())?;
         if let Some(m) = &old {
-            // The mode exactly (the umask cut the one asked for), and
-            // the owner where this process may give it.
+            // The owner first (a change of owner clears set-id bits),
+            // then the mode exactly; a group this process cannot give
+            // means the file is written in place instead.
+            if (m.uid(), m.gid()) != (file.metadata()?.uid(), file.metadata()?.gid())
+                && std::os::unix::fs::fchown(&file, Some(m.uid()), Some(m.gid())).is_err()
+            {
+                return Ok(Some("its owner or group could not be given to a new file"));
+            }
             file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode))?;
-            let _ = std::os::unix::fs::fchown(&file, Some(m.uid()), Some(m.gid()));
         }
         file.sync_all()?;
-        std::fs::rename(&tmp, &target)?;
-        // The rename itself on disk.
-        std::fs::File::open(dir)?.sync_all()
+        if std::fs::rename(&tmp, &target).is_err() && old.is_some() {
+            return Ok(Some("it could not be renamed over (a mount, say)"));
+        }
+        Ok(None)
     })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
+    match written {
+        Ok(None) => {
+            // The rename on disk; the file is replaced either way.
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(Written::Replaced)
+        }
+        Ok(Some(why)) => {
+            let _ = std::fs::remove_file(&tmp);
+            in_place_write(why)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    Ok(Written::Replaced)
+}
+
+/// The file a write to `path` reaches: through symbolic links, to a
+/// target that may not exist yet (a dangling link is written through).
+fn target_of(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&at)?;
+                at = match to.is_absolute() {
+                    true => to,
+                    false => at.parent().unwrap_or(Path::new("/")).join(to),
+                };
+            }
+            Ok(_) => return Ok(at),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(at),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!("{}: too many levels of symbolic links", path.display())))
+}
+
+/// Whether this process may write `path` (access(2), as a write in place
+/// would find out).
+fn writable(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: access(2) reads the NUL-terminated path it is given.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// Edit's `w`: writes the bytes, making the file if need be.
@@ -277,6 +321,17 @@ mod tests {
         let w = write_replacing(&file, &|w| w.write_all(b"linked\n")).unwrap();
         assert!(matches!(w, Written::InPlace(why) if why.contains("hard links")), "{w:?}");
         assert_eq!(std::fs::read_to_string(d.join("other")).unwrap(), "linked\n", "both names see it");
+        // A dangling link is written through, and stays a link.
+        let dangling = d.join("dangling");
+        std::os::unix::fs::symlink("target-to-be", &dangling).unwrap();
+        write_replacing(&dangling, &|w| w.write_all(b"through\n")).unwrap();
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(d.join("target-to-be")).unwrap(), "through\n");
+        // A set-id mode is kept.
+        std::fs::remove_file(d.join("other")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o2750)).unwrap();
+        write_replacing(&file, &|w| w.write_all(b"setgid\n")).unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o7777, 0o2750);
         // A new file.
         let w = write_replacing(&d.join("fresh"), &|w| w.write_all(b"made\n")).unwrap();
         assert_eq!((w, std::fs::read_to_string(d.join("fresh")).unwrap()), (Written::Replaced, "made\n".into()));

@@ -16,6 +16,8 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdout(Stdio::piped()).stderr(Stdio::piped());
     crate::fds::original_limit_for(&mut cmd);
+    // A group of its own: a flood is ended with whatever it started.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     cmd.stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() });
     if let Some(d) = dir {
         cmd.current_dir(d);
@@ -44,9 +46,10 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
                     said.extend_from_slice(&buf[..n]);
                 }
                 if all > max {
-                    // SAFETY: kill(2) with plain integers; the child is
-                    // not reaped until this thread's end is waited for.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    // SAFETY: kill(2) with plain integers; the child (its
+                    // group's leader) is not reaped until this thread's
+                    // end is waited for.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
                     break;
                 }
             }
@@ -54,13 +57,13 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
         })
     });
     let mut printed = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        out.take(max + 1).read_to_end(&mut printed).map_err(|e| start(e.to_string()))?;
-    }
+    let read = child.stdout.take().map(|out| out.take(max + 1).read_to_end(&mut printed));
     let too_much = printed.len() as u64 > max;
-    if too_much {
-        // It would go on for ever (`yes`): ended, and said.
-        let _ = child.kill();
+    if too_much || matches!(read, Some(Err(_))) {
+        // It would go on for ever (`yes`), or cannot be read: ended, with
+        // what it started.
+        // SAFETY: kill(2) with plain integers; the child is not reaped.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
     }
     // Its standard error to its end before it is reaped: the thread
     // reading it may kill it by its pid, which must still be its.
@@ -71,6 +74,9 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
     }
     if too_much || flooded {
         return Err(PipeError::TooMuch { command: command.into(), max });
+    }
+    if let Some(Err(e)) = read {
+        return Err(start(e.to_string()));
     }
     if !status.success() {
         let why = String::from_utf8_lossy(&said).trim().to_string();
@@ -117,6 +123,9 @@ mod tests {
             assert!(e.to_string().contains("the most one command may add; it was killed"), "{e}");
         }
         assert_eq!(pipe("echo fine", None, None).unwrap(), "fine\n");
+        // What it started in the background goes with it.
+        let e = pipe("sleep 1000 & yes", None, None).unwrap_err();
+        assert!(matches!(e, PipeError::TooMuch { .. }), "{e}");
         let e = pipe("echo why >&2; exit 3", None, None).unwrap_err().to_string();
         assert!(e.contains("why"), "{e}");
     }

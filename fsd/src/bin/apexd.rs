@@ -224,7 +224,9 @@ fn post_acme(dir: &std::path::Path, tree: &Arc<Fsys>, name: &str, quiet: bool) -
 /// (until authenticated remote access replaces it).
 fn tcp_warning(addr: &std::net::SocketAddr) -> String {
     format!(
-        "apexd: WARNING: tcp!{}!{} has no authentication: every user of this machine can connect to it and act          as you: run commands (exec, term), and read and write your files (get, put). Use the namespace          directory's socket to keep sessions to yourself.",
+        "apexd: WARNING: tcp!{}!{} has no authentication: every user of this machine can connect to it and act \
+         as you: run commands (exec, term), and read and write your files (get, put). Use the namespace \
+         directory's socket to keep sessions to yourself.",
         addr.ip(),
         addr.port()
     )

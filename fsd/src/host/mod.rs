@@ -363,6 +363,12 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
         if !tail.is_empty() {
             append_output(&daemon, session, body, &String::from_utf8_lossy(&tail)).await;
         }
+        // What `|` and `<` printed, read to its end before the command is
+        // reaped: its reader may kill the group, which must still be its.
+        let printed = match printed {
+            Some(task) => Some(task.await.unwrap_or_default()),
+            None => None,
+        };
         let status = match child.wait().await {
             Ok(st) => {
                 st.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&st).unwrap_or(0))
@@ -372,8 +378,7 @@ pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: 
         tracing::info!(session, pid, status, "exit");
         // What `|` and `<` printed replaces the selection, whatever the
         // exit status (acme's wrsel), as of the text it was read from.
-        if let (Some(sel), Some(printed)) = (replaces, printed) {
-            let (printed, flooded) = printed.await.unwrap_or_default();
+        if let (Some(sel), Some((printed, flooded))) = (replaces, printed) {
             if flooded {
                 let said = format!("\n{command}: printed more than {max} bytes, the most one command may add; it was killed; the selection is as it was\n");
                 append_output(&daemon, session, body, &said).await;

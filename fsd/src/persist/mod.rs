@@ -43,7 +43,9 @@ pub enum StoreError {
     /// An existing state directory others can read or write, or not the
     /// user's: left as it is.
     #[error(
-        "state directory {path} (mode {mode:04o}, uid {owner}) is not a directory of yours closed to others          (uid {me}, mode 0700): sessions hold every text you edit; give --state a directory of its own          (it is made 0700 if missing), or chmod 700 it if it is yours alone"
+        "state directory {path} (mode {mode:04o}, uid {owner}) is not a directory of yours closed to others \
+         (uid {me}, mode 0700): sessions hold every text you edit; give --state a directory of its own \
+         (it is made 0700 if missing), or chmod 700 it if it is yours alone"
     )]
     Exposed { path: PathBuf, mode: u32, owner: u32, me: u32 },
     #[error(

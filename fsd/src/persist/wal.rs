@@ -176,8 +176,14 @@ pub fn scan<E: std::fmt::Display>(
     // follow it (two in a row, so a checksum that matches by chance over
     // megabytes of garbage decides nothing); else it is damage.
     let ended = |offset: u64, why: String| match frames_follow(bytes, header, offset as usize + 1) {
-        Some(next) => (Ending::Bad { offset, why: format!("{why}; whole frames follow at offset {next}") }, offset),
-        None => (Ending::Torn { offset, why }, offset),
+        Follows::Frames(next) => {
+            (Ending::Bad { offset, why: format!("{why}; whole frames follow at offset {next}") }, offset)
+        }
+        Follows::Unknown => {
+            let why = format!("{why}; what follows is too much to tell a torn write from damage");
+            (Ending::Bad { offset, why }, offset)
+        }
+        Follows::Nothing => (Ending::Torn { offset, why }, offset),
     };
     while at < bytes.len() {
         let offset = at as u64;
@@ -221,21 +227,41 @@ fn checks(rest: &[u8], header: &Header) -> Option<usize> {
     (frame_crc(header.salt, len, payload) == crc).then_some(FRAME_HEAD + len as usize)
 }
 
-/// The first offset at or past `from` where two whole frames in a row
-/// check out (or one that ends the segment exactly), if any.
-fn frames_follow(bytes: &[u8], header: &Header, from: usize) -> Option<u64> {
-    (from..bytes.len().saturating_sub(FRAME_HEAD - 1)).find_map(|p| {
+/// What follows a frame that does not check.
+enum Follows {
+    /// Two whole frames in a row (or one that ends the segment), here.
+    Frames(u64),
+    /// No whole frame: a torn write's tail.
+    Nothing,
+    /// More checksums than the segment twice over were tried: damage is
+    /// assumed (held back, never cut).
+    Unknown,
+}
+
+/// Looks past `from` for two whole frames in a row (or one that ends the
+/// segment exactly).
+fn frames_follow(bytes: &[u8], header: &Header, from: usize) -> Follows {
+    // Text full of NULs makes a plausible length at every other byte; the
+    // checksums tried are bounded, so a start never takes hours.
+    let mut budget = 2 * bytes.len() as u64 + (1 << 20);
+    for p in from..bytes.len().saturating_sub(FRAME_HEAD - 1) {
         // Both frames' extents first, cheap and rarely plausible at
         // random; only then their checksums.
-        let (len, _) = frame_at(&bytes[p..])?;
+        let Some((len, _)) = frame_at(&bytes[p..]) else { continue };
         let after = p + FRAME_HEAD + len as usize;
         let at_end = after == bytes.len() && len > 0;
-        if !at_end {
-            frame_at(&bytes[after..])?;
+        if !at_end && frame_at(&bytes[after..]).is_none() {
+            continue;
         }
-        checks(&bytes[p..], header)?;
-        (at_end || checks(&bytes[after..], header).is_some()).then_some(p as u64)
-    })
+        budget = match budget.checked_sub(u64::from(len)) {
+            Some(b) => b,
+            None => return Follows::Unknown,
+        };
+        if checks(&bytes[p..], header).is_some() && (at_end || checks(&bytes[after..], header).is_some()) {
+            return Follows::Frames(p as u64);
+        }
+    }
+    Follows::Nothing
 }
 
 /// The log a session writes: its current segment, appended to as entries

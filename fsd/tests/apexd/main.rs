@@ -10,6 +10,7 @@ mod chaos;
 mod events;
 mod fidelity;
 mod host;
+mod keepers;
 mod limits;
 mod locks;
 mod newcomer;

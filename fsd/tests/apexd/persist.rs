@@ -12,15 +12,15 @@ use std::time::{Duration, Instant};
 
 /// A namespace and a state directory that outlive the daemons started on
 /// them; everything killed and removed on drop.
-struct Kept {
-    ns: PathBuf,
-    state: PathBuf,
-    daemon: Option<Child>,
-    log: PathBuf,
+pub(crate) struct Kept {
+    pub(crate) ns: PathBuf,
+    pub(crate) state: PathBuf,
+    pub(crate) daemon: Option<Child>,
+    pub(crate) log: PathBuf,
 }
 
 impl Kept {
-    fn new(name: &str) -> Kept {
+    pub(crate) fn new(name: &str) -> Kept {
         let base = std::env::temp_dir().join(format!("apex-persist-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
@@ -29,7 +29,7 @@ impl Kept {
 
     /// Starts apexd on the state directory with `env` set and `args`
     /// added; waits for it to answer.
-    fn start(&mut self, env: &[(&str, &str)], args: &[&str]) {
+    pub(crate) fn start(&mut self, env: &[(&str, &str)], args: &[&str]) {
         assert!(self.daemon.is_none(), "one daemon at a time");
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_apexd"));
@@ -52,11 +52,11 @@ impl Kept {
     }
 
     /// What the daemons said on standard error, all of it.
-    fn said(&self) -> String {
+    pub(crate) fn said(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn kill9(&mut self) {
+    pub(crate) fn kill9(&mut self) {
         if let Some(mut d) = self.daemon.take() {
             let _ = d.kill();
             let _ = d.wait();
@@ -64,7 +64,7 @@ impl Kept {
     }
 
     /// SIGTERM, and the exit waited for.
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut d) = self.daemon.take() {
             // SAFETY: kill(2) with plain integers.
             unsafe { libc::kill(d.id() as i32, libc::SIGTERM) };
@@ -87,7 +87,7 @@ impl Kept {
         }
     }
 
-    async fn client(&self) -> (Client, u32) {
+    pub(crate) async fn client(&self) -> (Client, u32) {
         let c = dial(&format!("unix!{}", self.ns.join("apex").display()), 1 << 20)
             .await
             .unwrap_or_else(|e| panic!("dial apexd: {e}; it said: {}", self.said()));
@@ -103,12 +103,12 @@ impl Kept {
     }
 
     /// Session `name`'s uuid, from the saved registry.
-    fn uuid(&self, name: &str) -> [u8; 16] {
+    pub(crate) fn uuid(&self, name: &str) -> [u8; 16] {
         let reg = apex_fsd::persist::load_registry(&self.state).unwrap().expect("a registry");
         reg.sessions.values().find(|i| i.name == name).map(|i| i.uuid.0).expect("the session is registered")
     }
 
-    fn session_dir(&self, name: &str) -> PathBuf {
+    pub(crate) fn session_dir(&self, name: &str) -> PathBuf {
         session_dir(&self.state, self.uuid(name))
     }
 
@@ -136,7 +136,7 @@ fn body(state: &State, b: u64) -> String {
     state.buffer(apex_core::BufferId(b)).map(|b| b.text.to_string()).unwrap_or_default()
 }
 
-fn segments(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn segments(dir: &Path) -> Vec<PathBuf> {
     apex_fsd::persist::wal::segments(dir).unwrap().into_iter().map(|(_, p)| p).collect()
 }
 
@@ -687,187 +687,6 @@ async fn with_sync_always_concurrent_writers_are_acknowledged_and_kept() {
     let kept = body(&k.replayed("main"), b);
     for line in &acked {
         assert!(kept.contains(line.as_str()), "{line:?} acknowledged, then lost");
-    }
-}
-
-/// Waits until terminal `n`'s screen has `want`; the screen.
-async fn term_screen_has(k: &Kept, c: &Client, root: u32, n: &str, want: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let s = text(read(c, root, &format!("main/terms/{n}/screen")).await.unwrap());
-        if s.contains(want) {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "no {want:?} on terminal {n}'s screen: {s}\n{}", k.said());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Starts a terminal running `/bin/sh` in `/`, 30x5; its number.
-async fn start_term(c: &Client, root: u32) -> String {
-    let f = c.open_path(root, "main/ctl", apex_ninep::fcall::ORDWR).await.unwrap();
-    c.write(f.fid, 0, b"term -d / -s 30x5 /bin/sh\n").await.unwrap();
-    let n = text(c.read(f.fid, 0, 64).await.unwrap()).trim().to_string();
-    c.clunk(f.fid).await.unwrap();
-    n
-}
-
-/// Types `line` into the terminal whose `cons` is named, kills the daemon
-/// at once (SIGKILL), lets the program go on with no daemon for a while,
-/// and starts the next; a client of it.
-async fn typed_then_killed(k: &mut Kept, (c, root): (Client, u32), cons: &str, line: &str) -> (Client, u32) {
-    write(&c, root, cons, line).await.unwrap();
-    drop(c);
-    k.kill9();
-    std::thread::sleep(Duration::from_millis(1500));
-    k.start(&[], &[]);
-    k.client().await
-}
-
-/// A terminal outlives its daemon, as a tmux pane outlives its client:
-/// its keeper holds the program and the pty while no daemon runs, and the
-/// next daemon takes it up. After a clean stop the shell is the same
-/// process with the same variables, its screen and scrollback as they
-/// were; what it printed while no daemon ran shows after a SIGKILL; an
-/// exit meanwhile is reported with its status; and a keeper whose
-/// session directory is removed ends its program.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_terminal_outlives_its_daemon_and_the_next_takes_it_up() {
-    let mut k = Kept::new("term");
-    k.start(&[], &[]);
-    let (c, root) = k.client().await;
-    let n = start_term(&c, root).await;
-    let cons = format!("main/terms/{n}/cons");
-    write(&c, root, &cons, "X=kept; seq 1 20; echo $X-$((1+1))\n").await.unwrap();
-    let screen = term_screen_has(&k, &c, root, &n, "\nkept-2\n").await;
-    let scrollback = text(read(&c, root, &format!("main/terms/{n}/scrollback")).await.unwrap());
-    assert!(scrollback.contains("1\n2\n3\n"), "{scrollback}");
-    let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
-    let pid = ctl.lines().find_map(|l| l.strip_prefix("pid ")).expect("a pid").to_string();
-    drop(c);
-
-    // A clean stop, and a start: the same shell, untouched.
-    k.stop();
-    k.start(&[], &[]);
-    let (c, root) = k.client().await;
-    assert_eq!(text(read(&c, root, &format!("main/terms/{n}/screen")).await.unwrap()), screen);
-    assert_eq!(text(read(&c, root, &format!("main/terms/{n}/scrollback")).await.unwrap()), scrollback);
-    let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
-    assert!(ctl.contains(&format!("pid {pid}\n")) && !ctl.contains("exit"), "the same program runs: {ctl}");
-    write(&c, root, &cons, "echo $X-again\n").await.unwrap();
-    term_screen_has(&k, &c, root, &n, "kept-again").await;
-
-    // SIGKILL while the program is about to print: what it printed with
-    // no daemon running is on the screen of the next. (The echo of the
-    // command line may be lost: the daemon killed may have read it from
-    // the pty and not yet logged it.)
-    let (c, root) = typed_then_killed(&mut k, (c, root), &cons, "sleep 1; echo while-away\n").await;
-    term_screen_has(&k, &c, root, &n, "while-away\n").await;
-
-    // The program ends while no daemon runs: the next says how.
-    let (c, root) = typed_then_killed(&mut k, (c, root), &cons, "sleep 1; exit 7\n").await;
-    let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
-    assert!(ctl.ends_with("exit 7\n"), "{ctl}");
-    // Its window's tag says so, as the daemon has it before any UI.
-    let st = State::from_snapshot(&read(&c, root, "main/snapshot").await.unwrap()).unwrap();
-    let term = apex_core::TermId(n.parse().unwrap());
-    let (window, _) = st.windows.iter().find(|(_, w)| w.term == Some(term)).expect("its window");
-    let number = st.layout.numbers[window].0;
-    let tag = text(read(&c, root, &format!("main/acme/{number}/tag")).await.unwrap());
-    assert!(tag.contains(&format!("/-term.{n} Del Snarf exit 7 |")), "{tag}");
-    let e = write(&c, root, &cons, "ls\n").await.unwrap_err().to_string();
-    assert!(e.contains("has exited"), "{e}");
-    write(&c, root, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();
-    assert_eq!(text(read(&c, root, "main/terms/index").await.unwrap()), "");
-
-    // Nobody will come for a terminal whose session directory is gone:
-    // its keeper ends it.
-    let m = start_term(&c, root).await;
-    let ctl = text(read(&c, root, &format!("main/terms/{m}/ctl")).await.unwrap());
-    let pid = ctl.lines().find_map(|l| l.strip_prefix("pid ")).expect("a pid").to_string();
-    drop(c);
-    k.kill9();
-    let sessions = k.state.join("sessions");
-    assert!(Path::new(&format!("/proc/{pid}")).exists(), "it runs with no daemon");
-    std::fs::remove_dir_all(&sessions).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{pid}")).exists() {
-        assert!(Instant::now() < deadline, "terminal {m}'s program {pid} outlived its session's directory");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// An ephemeral daemon's terminals end with it: their keepers end them
-/// when it hangs up.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_ephemeral_daemon_s_terminals_end_with_it() {
-    let mut k = Kept::new("term-ephemeral");
-    let ns = k.ns.clone();
-    let log = std::fs::File::create(&k.log).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_apexd"))
-        .arg("--namespace")
-        .arg(&ns)
-        .args(["--ephemeral", "-q"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    k.daemon = Some(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::os::unix::net::UnixStream::connect(ns.join("apex")).is_err() {
-        assert!(Instant::now() < deadline, "apexd did not answer: {}", k.said());
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let (c, root) = k.client().await;
-    let n = start_term(&c, root).await;
-    let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
-    let pid = ctl.lines().find_map(|l| l.strip_prefix("pid ")).expect("a pid").to_string();
-    drop(c);
-    assert!(Path::new(&format!("/proc/{pid}")).exists(), "it runs");
-    k.kill9();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{pid}")).exists() {
-        assert!(Instant::now() < deadline, "the program {pid} outlived its ephemeral daemon");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Every terminal is shown in a window: one whose window a tool deleted
-/// gets a window of its own again when a daemon starts.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_terminal_no_window_shows_gets_one_at_start() {
-    let mut k = Kept::new("term-window");
-    k.start(&[], &[]);
-    let (c, root) = k.client().await;
-    let n: u64 = start_term(&c, root).await.parse().unwrap();
-    let term = apex_core::TermId(n);
-    let state = |bytes: Vec<u8>| State::from_snapshot(&bytes).unwrap();
-    let st = state(read(&c, root, "main/snapshot").await.unwrap());
-    let (window, _) = st.windows.iter().find(|(_, w)| w.term == Some(term)).expect("its window");
-    let number = st.layout.numbers[window].0;
-    write(&c, root, "main/ctl", &format!("delwindow {number}\n")).await.unwrap();
-    let st = state(read(&c, root, "main/snapshot").await.unwrap());
-    assert!(!st.windows.values().any(|w| w.term == Some(term)), "no window shows it");
-    drop(c);
-    k.stop();
-    k.start(&[], &[]);
-    let (c, root) = k.client().await;
-    let st = state(read(&c, root, "main/snapshot").await.unwrap());
-    assert_eq!(st.windows.values().filter(|w| w.term == Some(term)).count(), 1, "a window again");
-    let index = text(read(&c, root, "main/acme/index").await.unwrap());
-    assert!(index.contains(&format!("/-term.{n} ")), "{index}");
-    // Closed, its keeper goes and leaves nothing behind.
-    write(&c, root, &format!("main/terms/{n}/ctl"), "close\n").await.unwrap();
-    let sessions = k.state.join("sessions");
-    let session = std::fs::read_dir(&sessions).unwrap().next().unwrap().unwrap().path();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left: Vec<_> = std::fs::read_dir(session.join("pty")).unwrap().flatten().map(|e| e.file_name()).collect();
-        if left.is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "its keeper left {left:?}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
