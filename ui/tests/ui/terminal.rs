@@ -58,9 +58,16 @@ fn a_shell_in_a_terminal_window_takes_keys_shows_colours_and_has_the_window_s_si
     d.xdotool(&["mousemove", "--window", &window, &x.to_string(), &y.to_string()]);
     d.xdotool(&["type", "--delay", "10", "printf '\\033[31mRED\\033[0m %s\\n' done; stty size"]);
     d.xdotool(&["key", "Return"]);
+    // Both commands' output: printf's, then stty's (a line of two numbers).
     let shown = wait_for("the shell to run what was typed", || {
         let s = screen_of(&d);
-        s.lines().any(|l| l.starts_with("RED done")).then_some(s)
+        let lines: Vec<&str> = s.lines().collect();
+        let at = lines.iter().position(|l| l.starts_with("RED done"))?;
+        let sized = lines[at + 1..].iter().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 2 && w.iter().all(|n| n.parse::<u16>().is_ok())
+        });
+        sized.then_some(s)
     });
     assert!(shown.contains(&format!("{} {}", size.1, size.0)), "stty size is the window's: {shown}");
 
