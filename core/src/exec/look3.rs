@@ -33,9 +33,8 @@ pub(super) fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Opti
 /// is found selected and shown where the host keeps that selection (a
 /// UI's own, as a terminal's text has no dot in the session).
 fn find_in_term<H: Host>(h: &mut H, window: WindowId, term: TermId, needle: &str, from: Option<u64>) -> Result<()> {
-    let text = crate::text::Text::from(
-        h.state()?.terms.get(&term).ok_or(ExecError::from(crate::error::Reject::NoTerm { term }))?.text().as_str(),
-    );
+    // Its text is made, and searched, with the state let go.
+    let text = crate::text::Text::from(term_of(h, term)?.text().as_str());
     let from = from.or_else(|| h.term_selection(window).map(|(_, q1)| q1)).unwrap_or(0);
     let (q0, q1) = look::find_next(&text, needle, from).ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
     h.show_term_text(window, q0, q1)
@@ -47,9 +46,15 @@ pub(super) fn selected_text<H: Host>(h: &mut H, w: Win) -> Result<String> {
     let term = h.state()?.window(w.id)?.term;
     let Some(term) = term else { return Ok(selection(h, w)?.2) };
     let Some((q0, q1)) = h.term_selection(w.id) else { return Ok(String::new()) };
-    let st = h.state()?;
-    let t = st.terms.get(&term).ok_or(ExecError::from(crate::error::Reject::NoTerm { term }))?;
+    let t = term_of(h, term)?;
     Ok(t.text().chars().skip(q0 as usize).take(q1.saturating_sub(q0) as usize).collect())
+}
+
+/// Terminal `term` as the state has it, copied out (its scrollback's rows
+/// shared, not copied), so its text is made with no lock held: on the
+/// daemon, a million rows of scrollback hold up no other request.
+fn term_of<H: Host>(h: &H, term: TermId) -> Result<crate::term::Term> {
+    h.state()?.terms.get(&term).cloned().ok_or(ExecError::from(crate::error::Reject::NoTerm { term }))
 }
 
 pub(crate) fn select_and_show<H: Host>(

@@ -32,6 +32,21 @@ async fn start_term(c: &Client, root: u32) -> String {
     n
 }
 
+/// The pid of terminal `n`'s program, as its `ctl` says it.
+async fn program_of(c: &Client, root: u32, n: &str) -> String {
+    let ctl = text(read(c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
+    ctl.lines().find_map(|l| l.strip_prefix("pid ")).expect("a pid").to_string()
+}
+
+/// Waits until process `pid` is gone; `why` if it is not within 10 s.
+fn wait_gone(pid: &str, why: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(Instant::now() < deadline, "{why}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Types `line` into the terminal whose `cons` is named, kills the daemon
 /// at once (SIGKILL), lets the program go on with no daemon for a while,
 /// and starts the next; a client of it.
@@ -62,8 +77,7 @@ async fn a_terminal_outlives_its_daemon_and_the_next_takes_it_up() {
     let screen = term_screen_has(&k, &c, root, &n, "\nkept-2\n").await;
     let scrollback = text(read(&c, root, &format!("main/terms/{n}/scrollback")).await.unwrap());
     assert!(scrollback.contains("1\n2\n3\n"), "{scrollback}");
-    let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
-    let pid = ctl.lines().find_map(|l| l.strip_prefix("pid ")).expect("a pid").to_string();
+    let pid = program_of(&c, root, &n).await;
     drop(c);
 
     // A clean stop, and a start: the same shell, untouched.
@@ -103,18 +117,13 @@ async fn a_terminal_outlives_its_daemon_and_the_next_takes_it_up() {
     // Nobody will come for a terminal whose session directory is gone:
     // its keeper ends it.
     let m = start_term(&c, root).await;
-    let ctl = text(read(&c, root, &format!("main/terms/{m}/ctl")).await.unwrap());
-    let pid = ctl.lines().find_map(|l| l.strip_prefix("pid ")).expect("a pid").to_string();
+    let pid = program_of(&c, root, &m).await;
     drop(c);
     k.kill9();
     let sessions = k.state.join("sessions");
     assert!(Path::new(&format!("/proc/{pid}")).exists(), "it runs with no daemon");
     std::fs::remove_dir_all(&sessions).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{pid}")).exists() {
-        assert!(Instant::now() < deadline, "terminal {m}'s program {pid} outlived its session's directory");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_gone(&pid, &format!("terminal {m}'s program {pid} outlived its session's directory"));
 }
 
 /// An ephemeral daemon's terminals end with it: their keepers end them
@@ -140,16 +149,11 @@ async fn an_ephemeral_daemon_s_terminals_end_with_it() {
     }
     let (c, root) = k.client().await;
     let n = start_term(&c, root).await;
-    let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
-    let pid = ctl.lines().find_map(|l| l.strip_prefix("pid ")).expect("a pid").to_string();
+    let pid = program_of(&c, root, &n).await;
     drop(c);
     assert!(Path::new(&format!("/proc/{pid}")).exists(), "it runs");
     k.kill9();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Path::new(&format!("/proc/{pid}")).exists() {
-        assert!(Instant::now() < deadline, "the program {pid} outlived its ephemeral daemon");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_gone(&pid, &format!("the program {pid} outlived its ephemeral daemon"));
 }
 
 /// Every terminal is shown in a window: one whose window a tool deleted
