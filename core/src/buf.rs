@@ -13,6 +13,14 @@
 //! Undoing a group reverses its changes last to first and pushes the group,
 //! now holding the reversals, onto `redo`; redo does the same the other way.
 //! A fresh edit clears `redo`, as in acme.
+//!
+//! The lists are bounded by bytes ([`Buffer::undo_bytes`]): past the
+//! buffer's limit (256 MiB unless an `UndoLimit` op set it, and never
+//! below four times the body's size) the oldest groups go first, then the
+//! redo groups furthest from now; the newest undo group always stays, so
+//! even an Edit of a million changes can be undone. The count is derived
+//! from the groups, not stored, and the rule is `apply`'s, so every
+//! replica drops the same groups at the same entry.
 
 use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, GroupId};
@@ -26,6 +34,17 @@ use std::sync::Arc;
 
 /// Edits each buffer keeps for rebasing proposals made at older versions.
 pub const HISTORY_LIMIT: usize = 10_000;
+
+/// The bytes of undo and redo history a buffer keeps unless told
+/// otherwise (`BufferOp::UndoLimit`); a larger body raises it to four times
+/// its size.
+pub const UNDO_LIMIT: u64 = 256 << 20;
+
+/// What a change holds besides the runes it removed, and a group besides
+/// its changes, as the bound counts them: about their size in memory, so
+/// a million one-rune changes are not counted as nothing.
+const CHANGE_COST: u64 = 40;
+const GROUP_COST: u64 = 48;
 
 /// One retained edit: runes `q0..q0+deleted` became `inserted` runes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +114,13 @@ struct Group {
     changes: Vec<Change>,
 }
 
+impl Group {
+    /// What the group holds, as the undo bound counts it.
+    fn cost(&self) -> u64 {
+        GROUP_COST + self.changes.iter().map(|c| CHANGE_COST + c.removed.len() as u64).sum::<u64>()
+    }
+}
+
 /// Which button acted, for the last recorded action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ActionKind {
@@ -134,6 +160,23 @@ pub struct Buffer {
     pub last_action: Option<(ActionKind, Action)>,
     /// Highest undo-group counter each attachment has marked here.
     pub group_marks: BTreeMap<AttachmentId, u64>,
+    /// The most bytes of undo and redo history kept (if the body's four
+    /// times is not more). Last: snapshots before format 3 end without it.
+    #[serde(deserialize_with = "undo_limit_as_stored")]
+    undo_limit: u64,
+    /// What `undo` and `redo` hold, as [`Group::cost`] counts it. Derived,
+    /// so not encoded: `restore` counts it after decoding.
+    #[serde(skip)]
+    undo_bytes: u64,
+}
+
+/// A buffer's undo limit from a snapshot: format 3's encoding holds it;
+/// older ones do not, and then nothing is read and the default holds.
+fn undo_limit_as_stored<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
+    match crate::format::reading_format() {
+        ..=2 => Ok(UNDO_LIMIT),
+        _ => u64::deserialize(d),
+    }
 }
 
 pub use crate::op::check_name;
@@ -155,7 +198,22 @@ impl Buffer {
             clean_at: Some(0),
             last_action: None,
             group_marks: BTreeMap::new(),
+            undo_limit: UNDO_LIMIT,
+            undo_bytes: 0,
         }
+    }
+
+    /// The bytes of undo and redo history held, as the bound counts them:
+    /// the runes each change removed, and a little for each change and
+    /// group.
+    pub fn undo_bytes(&self) -> u64 {
+        self.undo_bytes
+    }
+
+    /// The undo bound set for this buffer ([`UNDO_LIMIT`] unless changed);
+    /// the history may grow to four times the body's size if that is more.
+    pub fn undo_limit(&self) -> u64 {
+        self.undo_limit
     }
 
     /// Length in runes.
@@ -256,7 +314,7 @@ impl Buffer {
                 Some(g) => self.check_reversible(g),
                 None => Err(Reject::NothingToRedo),
             },
-            BufferOp::ForgetUndo => Ok(()),
+            BufferOp::ForgetUndo | BufferOp::UndoLimit { .. } => Ok(()),
             BufferOp::ExecAt(a) | BufferOp::LookAt(a) => {
                 if a.version > self.version {
                     return Err(Reject::FutureVersion { got: a.version, current: self.version });
@@ -296,17 +354,24 @@ impl Buffer {
     /// Sets what is derived, not encoded, after a snapshot is decoded.
     pub(crate) fn restore(&mut self) {
         self.len = self.text.len_chars() as u64;
+        self.undo_bytes = self.undo.iter().chain(&self.redo).map(|g| g.cost()).sum();
     }
 
     /// Applies `op`. `Create` is the state's to handle and does nothing
     /// here. On error the buffer is unchanged.
     pub fn apply(&mut self, op: &BufferOp) -> Result<()> {
         self.check(op)?;
+        self.apply_checked(op);
+        self.bound_undo();
+        Ok(())
+    }
+
+    fn apply_checked(&mut self, op: &BufferOp) {
         match op {
             BufferOp::Create { .. } => {}
             BufferOp::Splice { q0, q1, text, .. } => {
                 let (removed, inserted) = self.splice(*q0, *q1, text);
-                self.redo.clear();
+                self.clear_redo();
                 self.record(Change { q0: *q0, removed, inserted });
                 self.dirty = true;
             }
@@ -329,10 +394,10 @@ impl Buffer {
             // acme (ctl's `name` marks a new undo step, then renames).
             BufferOp::Rename { name } if *name != self.name => {
                 let old = std::mem::replace(&mut self.name, name.clone());
-                self.redo.clear();
+                self.clear_redo();
                 let serial = self.take_serial();
                 let change = Change { q0: RENAMED, removed: old, inserted: 0 };
-                self.undo.push(Arc::new(Group { id: None, serial, changes: vec![change] }));
+                self.push_undo(Group { id: None, serial, changes: vec![change] });
             }
             BufferOp::Rename { .. } => {}
             BufferOp::Dirty => {
@@ -348,26 +413,87 @@ impl Buffer {
                 crate::id::mark(&mut self.group_marks, group.issuer(), group.counter());
             }
             BufferOp::Undo => {
-                let g = pop_nonempty(&mut self.undo).expect("checked");
+                // Empty groups above the one undone go with it.
+                while self.undo.last().is_some_and(|g| g.changes.is_empty()) {
+                    self.undo.pop();
+                    self.undo_bytes -= GROUP_COST;
+                }
+                let g = self.undo.pop().expect("checked");
+                self.undo_bytes -= g.cost();
                 let g = self.reverse(Arc::unwrap_or_clone(g));
+                self.undo_bytes += g.cost();
                 self.redo.push(Arc::new(g));
                 self.dirty = self.clean_at != Some(self.top_serial());
             }
             BufferOp::Redo => {
                 let g = self.redo.pop().expect("checked");
+                self.undo_bytes -= g.cost();
                 let g = self.reverse(Arc::unwrap_or_clone(g));
-                self.undo.push(Arc::new(g));
+                self.push_undo(g);
                 self.dirty = self.clean_at != Some(self.top_serial());
             }
             BufferOp::ForgetUndo => {
                 self.undo.clear();
                 self.redo.clear();
+                self.undo_bytes = 0;
                 self.clean_at = (!self.dirty).then_some(0);
             }
             BufferOp::ExecAt(a) => self.last_action = Some((ActionKind::Exec, (**a).clone())),
             BufferOp::LookAt(a) => self.last_action = Some((ActionKind::Look, (**a).clone())),
+            BufferOp::UndoLimit { bytes } => self.undo_limit = *bytes,
         }
-        Ok(())
+    }
+
+    fn push_undo(&mut self, g: Group) {
+        self.undo_bytes += g.cost();
+        self.undo.push(Arc::new(g));
+    }
+
+    fn clear_redo(&mut self) {
+        self.undo_bytes -= self.redo.iter().map(|g| g.cost()).sum::<u64>();
+        self.redo.clear();
+    }
+
+    /// Drops the oldest undo groups, then the redo groups furthest from
+    /// now, while the history holds more than the bound; never the newest
+    /// group with changes, nor the next redo.
+    fn bound_undo(&mut self) {
+        if self.undo_bytes <= self.undo_limit {
+            return;
+        }
+        let bound = self.undo_limit.max((self.text.len_bytes() as u64).saturating_mul(4));
+        if self.undo_bytes <= bound {
+            return;
+        }
+        let newest = self.undo.iter().rposition(|g| !g.changes.is_empty()).unwrap_or(self.undo.len());
+        let mut dropped_serial = None;
+        let mut n = 0;
+        while n < newest && self.undo_bytes > bound {
+            let g = &self.undo[n];
+            self.undo_bytes -= g.cost();
+            if !g.changes.is_empty() {
+                dropped_serial = Some(g.serial);
+            }
+            n += 1;
+        }
+        self.undo.drain(..n);
+        let next_redo = self.redo.len().saturating_sub(1);
+        let mut n = 0;
+        while n < next_redo && self.undo_bytes > bound {
+            self.undo_bytes -= self.redo[n].cost();
+            n += 1;
+        }
+        self.redo.drain(..n);
+        // With every group left undone, the text is now as the newest
+        // dropped group left it: clean there if the file was, and the
+        // text before it can no longer be reached.
+        if let Some(s) = dropped_serial {
+            self.clean_at = match self.clean_at {
+                Some(c) if c == s => Some(0),
+                Some(0) => None,
+                other => other,
+            };
+        }
     }
 
     /// Replaces runes `q0..q1` with `text`, moves every view, records the
@@ -406,18 +532,20 @@ impl Buffer {
         let after_rename = self.undo.last().is_some_and(|g| g.changes.last().is_some_and(|c| c.q0 == RENAMED));
         if self.undo.is_empty() || after_rename {
             let serial = self.take_serial();
-            self.undo.push(Arc::new(Group { id: None, serial, changes: Vec::new() }));
+            self.push_undo(Group { id: None, serial, changes: Vec::new() });
         }
         // Copied first only if a copy of the state shares it.
         let changes = &mut Arc::make_mut(self.undo.last_mut().expect("just ensured")).changes;
         // Typing and backspacing make runs of adjacent changes; one change
         // per run undoes the same and keeps the list small.
+        self.undo_bytes += change.removed.len() as u64;
         if let Some(prev) = changes.last_mut() {
             if prev.coalesce(&change) {
                 return;
             }
         }
         changes.push(change);
+        self.undo_bytes += CHANGE_COST;
     }
 
     fn mark(&mut self, id: GroupId) {
@@ -426,7 +554,7 @@ impl Buffer {
             Some(g) if g.changes.is_empty() => Arc::make_mut(g).id = Some(id),
             _ => {
                 let serial = self.take_serial();
-                self.undo.push(Arc::new(Group { id: Some(id), serial, changes: Vec::new() }));
+                self.push_undo(Group { id: Some(id), serial, changes: Vec::new() });
             }
         }
     }
@@ -476,18 +604,10 @@ impl Buffer {
     }
 }
 
-fn pop_nonempty(stack: &mut Vec<Arc<Group>>) -> Option<Arc<Group>> {
-    while let Some(g) = stack.pop() {
-        if !g.changes.is_empty() {
-            return Some(g);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::id::GroupId;
     use crate::op::Origin;
 
     fn splice(b: &mut Buffer, q0: u64, q1: u64, text: &str) {
@@ -565,5 +685,127 @@ mod tests {
         assert_eq!(b.text.to_string(), "y");
         assert_eq!(copy.len(), 0);
         assert_eq!(copy.redo.len(), 0);
+    }
+
+    /// What the undo and redo lists hold, counted afresh.
+    fn recount(b: &Buffer) -> u64 {
+        b.undo.iter().chain(&b.redo).map(|g| g.cost()).sum()
+    }
+
+    fn mark(b: &mut Buffer, n: u64) {
+        b.apply(&BufferOp::Mark { group: GroupId(n) }).unwrap();
+    }
+
+    #[test]
+    fn the_undo_count_follows_every_op_as_a_recount_would() {
+        let mut b = Buffer::new("/x".into());
+        // A small, fixed pseudo-random walk over the ops that change the
+        // lists: the count kept along the way equals a recount each time.
+        let mut seed = 12345u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for i in 0..3000 {
+            let len = b.len();
+            let op = match next(10) {
+                0..=3 => {
+                    let q0 = next(len + 1);
+                    let q1 = q0 + next(len - q0 + 1).min(20);
+                    let text = ["", "a", "héllo", "\n", "xyz"][next(5) as usize];
+                    BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }
+                }
+                4 => BufferOp::Mark { group: GroupId(i) },
+                5 | 6 => BufferOp::Undo,
+                7 => BufferOp::Redo,
+                8 => BufferOp::Rename { name: format!("/n{}", next(3)) },
+                _ => BufferOp::UndoLimit { bytes: 200 + next(2000) },
+            };
+            let _ = b.apply(&op);
+            assert_eq!(b.undo_bytes(), recount(&b), "after op {i}: {op:?}");
+        }
+        // What was kept still undoes, step by step, inside the text.
+        while b.can_undo() {
+            b.apply(&BufferOp::Undo).unwrap();
+        }
+        b.apply(&BufferOp::ForgetUndo).unwrap();
+        assert_eq!(b.undo_bytes(), 0);
+    }
+
+    #[test]
+    fn past_its_limit_a_buffer_drops_its_oldest_undo_groups_and_keeps_the_newest() {
+        let mut b = Buffer::new("/x".into());
+        b.apply(&BufferOp::UndoLimit { bytes: 10_000 }).unwrap();
+        let block = "x".repeat(1000);
+        for n in 1..=30 {
+            // Truncate and write again, as the 300 rounds did.
+            mark(&mut b, n);
+            let len = b.len();
+            splice(&mut b, 0, len, "");
+            splice(&mut b, 0, 0, &block);
+        }
+        assert!(b.undo_bytes() <= 10_000, "{} bytes held", b.undo_bytes());
+        assert!(b.undo_bytes() > 9_000, "as much kept as the limit allows: {}", b.undo_bytes());
+        assert_eq!(b.undo_bytes(), recount(&b));
+        // The newest rounds undo; then there is nothing more to undo.
+        let mut undone = 0;
+        while b.can_undo() {
+            b.apply(&BufferOp::Undo).unwrap();
+            undone += 1;
+        }
+        assert!((5..30).contains(&undone), "{undone} rounds undone");
+        assert_eq!(b.text.to_string(), block, "each kept round undoes to the block before it");
+        assert!(b.differs_from_file(), "the empty text it was clean at can no longer be reached");
+        // The body's size raises the bound: four times a 100 KB body.
+        let mut b = Buffer::new("/y".into());
+        b.apply(&BufferOp::UndoLimit { bytes: 1000 }).unwrap();
+        splice(&mut b, 0, 0, &"y".repeat(100_000));
+        for n in 1..=3 {
+            mark(&mut b, n);
+            splice(&mut b, 0, 100_000, &"z".repeat(100_000));
+        }
+        assert!(b.undo_bytes() > 300_000 && b.undo_bytes() <= 400_000, "{}", b.undo_bytes());
+    }
+
+    #[test]
+    fn the_newest_group_stays_however_large() {
+        let mut b = Buffer::new("/x".into());
+        splice(&mut b, 0, 0, &"ab".repeat(5000));
+        b.apply(&BufferOp::Clean).unwrap();
+        b.apply(&BufferOp::UndoLimit { bytes: 100 }).unwrap();
+        mark(&mut b, 1);
+        // One group of 5,000 substitutions, as one Edit makes.
+        for q in (0..10_000).step_by(2) {
+            splice(&mut b, q, q + 1, "c");
+        }
+        assert!(b.undo_bytes() > 5000 * CHANGE_COST, "{}", b.undo_bytes());
+        b.apply(&BufferOp::Undo).unwrap();
+        assert_eq!(b.text.to_string(), "ab".repeat(5000));
+        assert!(!b.differs_from_file(), "undone to where it was clean");
+        // Undone, it is the next redo, which stays too.
+        b.apply(&BufferOp::Redo).unwrap();
+        assert_eq!(b.text.to_string(), "cb".repeat(5000));
+    }
+
+    #[test]
+    fn a_snapshot_before_format_3_decodes_with_the_default_limit() {
+        let mut node = crate::Node::server();
+        crate::make::init_session(&mut node).unwrap();
+        let w = crate::make::new_window(&mut node, None, None, "/tmp/old").unwrap();
+        node.append(
+            crate::Shard::Buffer(w.body),
+            crate::Op::Buffer(BufferOp::Splice { q0: 0, q1: 0, text: "hello".into(), origin: Origin::Keyboard }),
+        )
+        .unwrap();
+        let old = crate::format::older::snapshot(&node.state, 2);
+        let back = crate::State::from_snapshot(&old).expect("format 2 decodes");
+        assert_eq!(back.hash(), node.state.hash());
+        let body = back.buffer(w.body).unwrap();
+        assert_eq!((body.undo_limit(), body.undo_bytes()), (UNDO_LIMIT, recount(body)));
+        assert!(body.undo_bytes() > 0);
+        // A limit set is kept by this format's snapshots.
+        node.append(crate::Shard::Buffer(w.body), crate::Op::Buffer(BufferOp::UndoLimit { bytes: 77 })).unwrap();
+        let back = crate::State::from_snapshot(&node.state.to_snapshot()).unwrap();
+        assert_eq!(back.buffer(w.body).unwrap().undo_limit(), 77);
     }
 }

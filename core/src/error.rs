@@ -115,6 +115,12 @@ pub enum Reject {
     BadName { name: String },
     #[error("a file name of {len} bytes is too long: at most {max}")]
     NameTooLong { len: usize, max: usize },
+    #[error("one entry's text of {len} bytes is too long: at most {max}; a longer text goes in several entries (op::pieces)")]
+    SpliceTooLong { len: usize, max: usize },
+    #[error("a chord argument of {len} bytes is too long: at most {max}")]
+    ArgTooLong { len: usize, max: usize },
+    #[error("the rest of a snarf was to follow its first {at} bytes, but the snarf buffer holds {len}: another snarf came between")]
+    SnarfMoved { at: u64, len: u64 },
 }
 
 /// Core's result type.

@@ -127,7 +127,10 @@ impl Layout {
                 self.find(*window).map(|_| ()).ok_or(Reject::NoWindow { window: *window })
             }
             LayoutOp::Focus { window: Some(w) } => self.find(*w).map(|_| ()).ok_or(Reject::NoWindow { window: *w }),
-            LayoutOp::Focus { window: None } | LayoutOp::Snarf { .. } => Ok(()),
+            LayoutOp::SnarfMore { at, .. } if *at != self.snarf.len() as u64 => {
+                Err(Reject::SnarfMoved { at: *at, len: self.snarf.len() as u64 })
+            }
+            LayoutOp::Focus { window: None } | LayoutOp::Snarf { .. } | LayoutOp::SnarfMore { .. } => Ok(()),
         }
     }
 
@@ -170,6 +173,7 @@ impl Layout {
             }
             LayoutOp::Focus { window } => self.focus = *window,
             LayoutOp::Snarf { text } => self.snarf.clone_from(text),
+            LayoutOp::SnarfMore { text, .. } => self.snarf.push_str(text),
         }
         Ok(())
     }

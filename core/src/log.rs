@@ -47,6 +47,12 @@ impl ShardLog {
     pub fn last(&self) -> Seq {
         self.base + self.entries.len() as Seq
     }
+
+    /// Entry `seq`, if it is retained.
+    pub fn get(&self, seq: Seq) -> Option<&Entry> {
+        let i = seq.checked_sub(self.base + 1)?;
+        self.entries.get(usize::try_from(i).ok()?)
+    }
 }
 
 /// What a mirror tells the daemon about shards its node makes or drops, on

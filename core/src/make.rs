@@ -105,8 +105,7 @@ pub fn text_buffer(node: &mut Node, name: &str, text: &str, view: ViewId, at_end
     let id = node.create_buffer_as(name)?;
     let shard = Shard::Buffer(id);
     if !text.is_empty() {
-        let op = BufferOp::Splice { q0: 0, q1: 0, text: text.to_string(), origin: Origin::OtherFile };
-        node.append(shard, Op::Buffer(op))?;
+        node.append_splice(id, 0, 0, text, Origin::OtherFile)?;
     }
     node.append(shard, Op::Buffer(BufferOp::ViewAdd { view }))?;
     let end = text.chars().count() as u64;
@@ -377,8 +376,7 @@ pub fn settag(node: &mut Node, buffer: BufferId, origin: Origin) -> Result<bool>
         let prefix = have.iter().zip(&want).take_while(|(a, b)| a == b).count();
         let (q0, q1) = (prefix as u64, have.len() as u64);
         let text: String = want[prefix..].iter().collect();
-        let op = BufferOp::Splice { q0, q1, text, origin };
-        node.append(Shard::Buffer(tag), Op::Buffer(op))?;
+        node.append_splice(tag, q0, q1, &text, origin)?;
         changed = true;
     }
     Ok(changed)

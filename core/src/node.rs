@@ -16,7 +16,7 @@ use crate::entry::Entry;
 use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, BufferId, Epoch, GroupId, Seq, COUNTER_MAX};
 use crate::log::Log;
-use crate::op::{BufferOp, MetaOp, Op};
+use crate::op::{BufferOp, LayoutOp, MetaOp, Op, Origin};
 use crate::shard::Shard;
 use crate::state::State;
 use std::collections::BTreeMap;
@@ -139,6 +139,34 @@ impl Node {
             j.push((shard, entry.seq));
         }
         Ok(self.log.push(shard, entry))
+    }
+
+    /// Appends the splice of `q0..q1` of `buffer` with `text` as entries
+    /// of at most [`crate::op::SPLICE_MAX`] bytes each: the first replaces
+    /// the range, the rest insert after it. They undo as one (no mark
+    /// comes between them).
+    pub fn append_splice(&mut self, buffer: BufferId, q0: u64, q1: u64, text: &str, origin: Origin) -> Result<()> {
+        let shard = Shard::Buffer(buffer);
+        let (mut q0, mut q1) = (q0, q1);
+        for piece in crate::op::pieces(text) {
+            self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece.to_string(), origin }))?;
+            q0 += piece.chars().count() as u64;
+            q1 = q0;
+        }
+        Ok(())
+    }
+
+    /// Sets the session's snarf buffer to `text`, in entries of at most
+    /// [`crate::op::SPLICE_MAX`] bytes (`Snarf`, then `SnarfMore`).
+    pub fn append_snarf(&mut self, text: &str) -> Result<()> {
+        let mut at = 0;
+        for (i, piece) in crate::op::pieces(text).into_iter().enumerate() {
+            let text = piece.to_string();
+            let op = if i == 0 { LayoutOp::Snarf { text } } else { LayoutOp::SnarfMore { at, text } };
+            self.append(Shard::Layout, Op::Layout(op))?;
+            at += piece.len() as u64;
+        }
+        Ok(())
     }
 
     /// Accepts an entry sequenced elsewhere: checked by the log, applied,

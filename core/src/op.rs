@@ -77,12 +77,26 @@ impl Op {
     /// where an entry is made or admitted (`Node::append`, the authority's
     /// `accept`), and a replay or a follower still takes an old one. A
     /// buffer's name is one line (no newline); a window's tab is `Tab`'s
-    /// range (a UI lays it out in pixels).
+    /// range (a UI lays it out in pixels); a splice's text and a chord's
+    /// argument are at most [`SPLICE_MAX`] bytes, so that no entry, and no
+    /// message that carries entries, is large.
     pub fn admissible(&self) -> crate::Result<()> {
         match self {
             Op::Buffer(BufferOp::Create { name } | BufferOp::Rename { name } | BufferOp::Name { name }) => {
                 check_name(name)
             }
+            Op::Buffer(BufferOp::Splice { text, .. })
+            | Op::Layout(LayoutOp::Snarf { text } | LayoutOp::SnarfMore { text, .. })
+                if text.len() > SPLICE_MAX =>
+            {
+                Err(crate::Reject::SpliceTooLong { len: text.len(), max: SPLICE_MAX })
+            }
+            Op::Buffer(BufferOp::ExecAt(a) | BufferOp::LookAt(a)) => match &a.arg {
+                Some(arg) if arg.len() > SPLICE_MAX => {
+                    Err(crate::Reject::ArgTooLong { len: arg.len(), max: SPLICE_MAX })
+                }
+                _ => Ok(()),
+            },
             Op::Window(WindowOp::Flags(flags)) => {
                 let max = MAX_TAB;
                 match flags.tab {
@@ -157,6 +171,30 @@ pub struct Action {
     pub origin: Origin,
 }
 
+/// The most bytes of text one `Splice` entry carries (and a chord's
+/// argument): a longer text goes in several, one undo group all the same
+/// ([`crate::Node::append_splice`]).
+pub const SPLICE_MAX: usize = 1 << 20;
+
+/// `text` cut into pieces of at most [`SPLICE_MAX`] bytes, each whole
+/// runes; one empty piece for an empty text.
+pub fn pieces(text: &str) -> Vec<&str> {
+    let mut out = Vec::with_capacity(text.len() / SPLICE_MAX + 1);
+    let mut rest = text;
+    loop {
+        let mut cut = rest.len().min(SPLICE_MAX);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (piece, after) = rest.split_at(cut);
+        out.push(piece);
+        if after.is_empty() {
+            return out;
+        }
+        rest = after;
+    }
+}
+
 /// Ops on a buffer shard: one text with its views, history and undo.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BufferOp {
@@ -191,8 +229,12 @@ pub enum BufferOp {
     /// A B3 action on this buffer's text.
     LookAt(Box<Action>),
     /// Set the file name as an undo step of its own, as acme's ctl `name`
-    /// does. Last, so logs written before it decode as they were.
+    /// does. After the ops before it, so logs written before it decode
+    /// as they were.
     Rename { name: String },
+    /// Keep at most `bytes` of undo and redo history (or four times the
+    /// body's size, if more). Last, for the same reason.
+    UndoLimit { bytes: u64 },
 }
 
 /// Per-window switches set by `ctl` messages and the UI.
@@ -282,6 +324,10 @@ pub enum LayoutOp {
     Focus { window: Option<WindowId> },
     /// The session's snarf buffer (Snarf, Cut; what Paste inserts).
     Snarf { text: String },
+    /// More of it: a snarf over [`SPLICE_MAX`] bytes goes in pieces, each
+    /// to follow the `at` bytes before it (or refused: another snarf came
+    /// between).
+    SnarfMore { at: u64, text: String },
 }
 
 /// Ops on a term shard: the grid a daemon-side emulator produced.

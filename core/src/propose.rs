@@ -174,6 +174,18 @@ pub enum Proposal {
         column: ColumnId,
         x: Frac,
     },
+    /// Bound the buffer's undo history at `bytes` (`buffers/N/ctl`'s
+    /// `undolimit`).
+    UndoLimit {
+        buffer: BufferId,
+        bytes: u64,
+    },
+    /// Append to the session's snarf buffer: a client sends a snarf of
+    /// over [`crate::op::SPLICE_MAX`] bytes as `Snarf` and these.
+    SnarfMore {
+        at: u64,
+        text: String,
+    },
 }
 
 /// What a proposal made, beyond its entries.
@@ -188,11 +200,49 @@ pub enum Created {
 /// The outcome of an applied proposal.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Applied {
-    /// Every entry the leader appended for it, as (shard, seq) in order,
-    /// metalog entries (on the authority) included; the entries themselves
-    /// are in the log.
-    pub entries: Vec<(Shard, Seq)>,
+    /// Every entry the leader appended for it, in order, metalog entries
+    /// (on the authority) included, as runs of one shard's consecutive
+    /// seqs: an Edit of a million changes is one run, and its outcome
+    /// small. The entries themselves are in the log.
+    pub entries: Vec<Run>,
     pub created: Created,
+}
+
+/// Entries `first..=last` of one shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Run {
+    pub shard: Shard,
+    pub first: Seq,
+    pub last: Seq,
+}
+
+impl Run {
+    /// Each (shard, seq) of the run.
+    pub fn each(self) -> impl Iterator<Item = (Shard, Seq)> {
+        (self.first..=self.last).map(move |seq| (self.shard, seq))
+    }
+}
+
+impl std::fmt::Display for Run {
+    /// `shard:seq`, or `shard:first-last` for more than one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.first == self.last {
+            true => write!(f, "{}:{}", self.shard, self.first),
+            false => write!(f, "{}:{}-{}", self.shard, self.first, self.last),
+        }
+    }
+}
+
+/// `journal` (each entry made, in order) as runs.
+fn runs(journal: Vec<(Shard, Seq)>) -> Vec<Run> {
+    let mut out: Vec<Run> = Vec::new();
+    for (shard, seq) in journal {
+        match out.last_mut() {
+            Some(r) if r.shard == shard && r.last.checked_add(1) == Some(seq) => r.last = seq,
+            _ => out.push(Run { shard, first: seq, last: seq }),
+        }
+    }
+    out
 }
 
 impl Proposal {
@@ -237,6 +287,7 @@ impl Proposal {
             | Proposal::Redo { buffer }
             | Proposal::Mark { buffer }
             | Proposal::ForgetUndo { buffer }
+            | Proposal::UndoLimit { buffer, .. }
             | Proposal::Exec { buffer, .. }
             | Proposal::Look { buffer, .. } => Some(*buffer),
             _ => None,
@@ -250,7 +301,10 @@ impl Proposal {
                 Shard::Layout
             }
             Proposal::DeleteWindow { .. } | Proposal::MoveWindow { .. } => Shard::Layout,
-            Proposal::CreateColumn { .. } | Proposal::DeleteColumn { .. } | Proposal::Snarf { .. } => Shard::Layout,
+            Proposal::CreateColumn { .. }
+            | Proposal::DeleteColumn { .. }
+            | Proposal::Snarf { .. }
+            | Proposal::SnarfMore { .. } => Shard::Layout,
             Proposal::Focus { .. } | Proposal::Arrange { .. } | Proposal::MoveColumn { .. } => Shard::Layout,
             Proposal::Flags { window, .. } | Proposal::EventReader { window, .. } => Shard::Window(*window),
             p => Shard::Buffer(p.buffer().expect("every other proposal names a buffer")),
@@ -298,7 +352,7 @@ fn apply_with(node: &mut Node, proposal: &Proposal, text: Option<String>) -> Res
             let _ = make::settag(node, b, proposal.tag_origin());
         }
     }
-    let entries = node.take_journal();
+    let entries = runs(node.take_journal());
     Ok(Applied { entries, created: created? })
 }
 
@@ -346,7 +400,7 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
     }
-    buffer_op(node, buffer, BufferOp::Splice { q0, q1, text, origin })
+    node.append_splice(buffer, q0, q1, &text, origin)
 }
 
 /// Several edits as one undo group: every range rebased and checked
@@ -380,7 +434,7 @@ fn splices(
         buffer_op(node, buffer, BufferOp::Mark { group })?;
     }
     for (q0, q1, text) in rebased.into_iter().rev() {
-        buffer_op(node, buffer, BufferOp::Splice { q0, q1, text: text.clone(), origin })?;
+        node.append_splice(buffer, q0, q1, text, origin)?;
     }
     Ok(())
 }
@@ -423,6 +477,7 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             buffer_op(node, *buffer, BufferOp::Mark { group })?
         }
         Proposal::ForgetUndo { buffer } => buffer_op(node, *buffer, BufferOp::ForgetUndo)?,
+        Proposal::UndoLimit { buffer, bytes } => buffer_op(node, *buffer, BufferOp::UndoLimit { bytes: *bytes })?,
         Proposal::Flags { window, flags } => window_op(node, *window, WindowOp::Flags(Box::new(flags.clone())))?,
         Proposal::EventReader { window, reader } => {
             let op = match reader {
@@ -454,8 +509,7 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
         Proposal::CreateBuffer { name, text } => {
             let id = node.create_buffer_as(name)?;
             if !text.is_empty() {
-                let op = BufferOp::Splice { q0: 0, q1: 0, text: text.clone(), origin: Origin::OtherFile };
-                buffer_op(node, id, op)?;
+                node.append_splice(id, 0, 0, text, Origin::OtherFile)?;
                 buffer_op(node, id, BufferOp::Clean)?;
             }
             return Ok(Created::Buffer(id));
@@ -477,7 +531,17 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             if !node.leads(Shard::Layout) {
                 return Err(Reject::NotLeader { shard: Shard::Layout });
             }
-            node.append(Shard::Layout, Op::Layout(LayoutOp::Snarf { text: text.clone() }))?;
+            node.append_snarf(text)?;
+        }
+        Proposal::SnarfMore { at, text } => {
+            if !node.leads(Shard::Layout) {
+                return Err(Reject::NotLeader { shard: Shard::Layout });
+            }
+            let mut at = *at;
+            for piece in crate::op::pieces(text) {
+                node.append(Shard::Layout, Op::Layout(LayoutOp::SnarfMore { at, text: piece.to_string() }))?;
+                at += piece.len() as u64;
+            }
         }
         Proposal::Arrange { column, tops } => make::arrange(node, *column, tops)?,
         Proposal::MoveColumn { column, x } => {

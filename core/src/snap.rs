@@ -191,6 +191,12 @@ impl SnapshotParts {
         self.len == 0
     }
 
+    /// The bytes the parts hold of their own: the encoding of all but the
+    /// texts, which are shared with the state they came from.
+    pub fn held(&self) -> usize {
+        self.rest.len()
+    }
+
     /// How many texts are kept as they are, not encoded (every buffer's,
     /// unless the encoding surprised `into_snapshot_parts`).
     pub fn texts_kept(&self) -> usize {

@@ -33,6 +33,7 @@
 pub mod conn;
 pub mod error;
 pub mod link;
+mod tail;
 mod welcome;
 pub mod wire;
 

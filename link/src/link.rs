@@ -22,6 +22,8 @@
 //! `meta/notifications`; a tag's typing and `+Errors`' output never do.
 //! Nothing typed is silently lost.
 
+pub use crate::tail::recovered_name;
+use crate::tail::{pieces, proposable, recovery_text, splice_of, Replay, Tail};
 use crate::welcome::{self, Streaming};
 use crate::wire::{frame, ClientMsg, FrameError, Frames, Outcome, Refusal, Resume, ServerMsg};
 use apex_core::propose::{self, Applied, Created};
@@ -54,42 +56,6 @@ pub enum Submitted {
     Applied(Outcome),
     /// Sent to the holder as the proposal with this id.
     Sent(u64),
-}
-
-/// A fenced buffer tail that conflicts with another's changes, waiting
-/// to be recovered into a window of its own.
-#[derive(Clone, Debug)]
-struct Tail {
-    from: AttachmentId,
-    epoch: Epoch,
-    buffer: BufferId,
-    name: String,
-    /// The buffer's text as this replica had it, the tail applied.
-    text: String,
-    /// What the tail changed, in the text of its time: where, what was
-    /// put in and how many runes were taken out.
-    pieces: Vec<Piece>,
-    /// The daemon no longer has the buffer (started anew, or it was
-    /// deleted), rather than another having changed it.
-    gone: bool,
-    entries: usize,
-}
-
-/// One run of a tail's edits: typing and its backspaces folded together.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Piece {
-    at: u64,
-    inserted: String,
-    deleted: u64,
-}
-
-/// A tail nobody else's changes came after, to go on as proposals (this
-/// replica does not lead its buffer now): its splices from `version`.
-#[derive(Clone, Debug)]
-struct Replay {
-    buffer: BufferId,
-    version: u64,
-    splices: Vec<(u64, u64, String, Origin)>,
 }
 
 /// A whole snapshot's state, or why it did not decode.
@@ -310,6 +276,11 @@ impl Link {
         self.outbox.drain(..).collect()
     }
 
+    /// The sizes of the frames waiting to be written.
+    pub fn waiting_frames(&self) -> Vec<usize> {
+        self.outbox.iter().map(|(f, _)| f.len()).collect()
+    }
+
     /// Makes a change the way a leader or a follower must: applied here
     /// at once when this link leads the shard it touches, otherwise sent
     /// as a proposal to the holder (its outcome comes as `Event::Answer`).
@@ -324,9 +295,38 @@ impl Link {
     /// Sends a proposal to the holder of the shard it touches; its outcome
     /// comes back as `Event::Answer` with the returned id.
     pub fn propose(&mut self, proposal: Proposal) -> u64 {
+        // A long snarf goes in pieces, each a proposal of its own; the
+        // last one's outcome is the snarf's.
+        if let Proposal::Snarf { text } = &proposal {
+            if text.len() > apex_core::op::SPLICE_MAX {
+                let (mut id, mut at) = (0, 0);
+                for (i, piece) in apex_core::op::pieces(text).into_iter().enumerate() {
+                    let text = piece.to_string();
+                    id = self.propose(match i {
+                        0 => Proposal::Snarf { text },
+                        _ => Proposal::SnarfMore { at, text },
+                    });
+                    at += piece.len() as u64;
+                }
+                return id;
+            }
+        }
         let id = self.next_proposal;
         self.next_proposal += 1;
-        self.send(ClientMsg::Propose { id, proposal });
+        let msg = ClientMsg::Propose { id, proposal };
+        let size = crate::wire::size_of(&msg);
+        if size > crate::wire::CLIENT_MESSAGE_MAX {
+            // The daemon would refuse it whole; say why here, as its
+            // answer, and send nothing.
+            let why = format!(
+                "a change of {size} bytes is more than one proposal carries ({} bytes): make it where this client \
+                 leads the text (Lead), or in parts",
+                crate::wire::CLIENT_MESSAGE_MAX
+            );
+            self.events.push(Event::Answer { id, result: Err(Refusal::Said(why)) });
+            return id;
+        }
+        self.send(msg);
         id
     }
 
@@ -381,10 +381,10 @@ impl Link {
                 self.answers = rest;
                 let answers: Vec<_> = mine.into_iter().map(|(id, _, r)| (id, r)).collect();
                 let late = shard == Shard::Layout || !answers.is_empty();
-                let msg = ClientMsg::Append { shard, entries, generation: self.generation, answers };
+                let msgs = crate::wire::append_messages(shard, entries, self.generation, answers);
                 match late {
-                    true => late_msgs.push(msg),
-                    false => out.push(msg),
+                    true => late_msgs.extend(msgs),
+                    false => out.extend(msgs),
                 }
             }
         }
@@ -603,7 +603,7 @@ impl Link {
             .acted
             .values()
             .filter_map(|a| a.result.as_ref().ok())
-            .flat_map(|applied| applied.entries.iter().copied())
+            .flat_map(|applied| applied.entries.iter().flat_map(|r| r.each()))
             .collect();
         // Ids from here on the daemon has never seen (taken before any
         // shard is made again below).
@@ -703,13 +703,22 @@ impl Link {
                 return;
             }
         };
-        self.propose(Proposal::Insert {
-            buffer: body,
-            version: 0,
-            q0: 0,
-            text: recovery_text(&tail),
-            origin: Origin::OtherFile,
-        });
+        // In pieces each one splice: the window is new, so the k-th is
+        // made at version k, after the pieces before it.
+        let text = recovery_text(&tail);
+        let mut q0 = 0;
+        for (version, piece) in apex_core::op::pieces(&text).into_iter().enumerate() {
+            let text = piece.to_string();
+            let runes = piece.chars().count() as u64;
+            self.propose(Proposal::Insert {
+                buffer: body,
+                version: version as u64,
+                q0,
+                text,
+                origin: Origin::OtherFile,
+            });
+            q0 += runes;
+        }
         self.propose(Proposal::Dirty { buffer: body });
         let text = format!(
             "recovered {} entries of buffer {} ({}) that {} typed at epoch {} and another changed since; \
@@ -818,90 +827,6 @@ fn shard_counter(shard: Shard) -> Option<u64> {
     }
 }
 
-/// Where a conflicting tail of the buffer named `name` is recovered: a
-/// window named after its file (`FILE+Recovered`, in the file's
-/// directory), one per buffer; `+Recovered` for an unnamed one.
-pub fn recovered_name(name: &str) -> String {
-    format!("{name}+Recovered")
-}
-
-/// Whether an op of a tail that goes on by proposals is carried by them:
-/// its splices are proposed; selections, origins and undo marks are the
-/// leader's to make again.
-fn proposable(op: &Op) -> bool {
-    use apex_core::BufferOp as B;
-    matches!(op, Op::Buffer(B::Splice { .. } | B::Select { .. } | B::SetOrigin { .. } | B::Mark { .. }))
-}
-
-/// An entry's op as a splice, if it is one.
-fn splice_of(op: &Op) -> Option<(u64, u64, String, Origin)> {
-    match op {
-        Op::Buffer(apex_core::BufferOp::Splice { q0, q1, text, origin }) => Some((*q0, *q1, text.clone(), *origin)),
-        _ => None,
-    }
-}
-
-/// A tail's splices as the pieces a person puts back: typing at one
-/// place runs on into one piece, and a backspace takes back what that
-/// piece put in before it takes out what was there.
-fn pieces(splices: &[(u64, u64, String, Origin)]) -> Vec<Piece> {
-    let mut out: Vec<Piece> = Vec::new();
-    for (q0, q1, text, _) in splices {
-        if let Some(last) = out.last_mut() {
-            let end = last.at + last.inserted.chars().count() as u64;
-            if q0 == q1 && *q0 == end {
-                last.inserted.push_str(text);
-                continue;
-            }
-            if q0 == q1 && *q0 == last.at && last.deleted == 0 {
-                last.inserted.insert_str(0, text);
-                continue;
-            }
-            if text.is_empty() && *q1 == end && *q0 >= last.at {
-                let keep = (q0 - last.at) as usize;
-                last.inserted = last.inserted.chars().take(keep).collect();
-                continue;
-            }
-        }
-        out.push(Piece { at: *q0, inserted: text.clone(), deleted: q1 - q0 });
-    }
-    out.retain(|p| !p.inserted.is_empty() || p.deleted > 0);
-    out
-}
-
-/// A `+Recovered` window's text: what happened, how to merge, each piece
-/// and where it was, then the whole text as this replica had it.
-fn recovery_text(tail: &Tail) -> String {
-    let name = if tail.name.is_empty() { "an unnamed buffer" } else { tail.name.as_str() };
-    let why = match tail.gone {
-        true => "the daemon no longer has that text (it was started anew, or the window deleted)",
-        false => "another changed the text since",
-    };
-    let mut t = format!(
-        "{name}: attachment {} typed this at epoch {}, and the daemon never stored it; {why},\n\
-         so it was not put back by itself. To merge, put each piece back where it belongs (an address\n\
-         is where it was in the text of that time), then Del this window.\n\n",
-        tail.from, tail.epoch
-    );
-    for p in &tail.pieces {
-        let what = match (p.deleted, p.inserted.is_empty()) {
-            (0, _) => "insert".to_string(),
-            (n, true) => format!("delete {n} runes"),
-            (n, false) => format!("replace {n} runes with"),
-        };
-        t += &format!("#{}: {what}\n", p.at);
-        for line in p.inserted.split_inclusive('\n') {
-            t += &format!("\t{}", line);
-        }
-        if !p.inserted.is_empty() && !p.inserted.ends_with('\n') {
-            t.push('\n');
-        }
-    }
-    t += "\nThe whole text as it was here, with them:\n\n";
-    t += &tail.text;
-    t
-}
-
 /// `ServerMsg::Welcome` (its first variant), borrowing its snapshot; any
 /// other message does not decode as this.
 #[derive(Debug, PartialEq, serde::Deserialize)]
@@ -913,32 +838,42 @@ enum WelcomeIn<'a> {
 mod tests {
     use super::*;
 
+    /// A proposal more than one message carries is answered here, with
+    /// why, and not sent; a long snarf goes as several proposals, each a
+    /// message under the daemon's limit.
     #[test]
-    fn a_tail_s_typing_and_backspaces_fold_into_the_pieces_a_person_puts_back() {
-        let k = Origin::Keyboard;
-        let splice = |q0: u64, q1: u64, t: &str| (q0, q1, t.to_string(), k);
-        // "hello" typed at 10, two backspaces, "p!" typed; then a word
-        // deleted at 40 and a line replaced at 3.
-        let mut s: Vec<_> =
-            "hello".chars().enumerate().map(|(i, c)| splice(10 + i as u64, 10 + i as u64, &c.to_string())).collect();
-        s.extend([splice(14, 15, ""), splice(13, 14, ""), splice(13, 13, "p"), splice(14, 14, "!")]);
-        s.extend([splice(40, 45, ""), splice(3, 8, "new\n")]);
-        assert_eq!(
-            pieces(&s),
-            [
-                Piece { at: 10, inserted: "help!".into(), deleted: 0 },
-                Piece { at: 40, inserted: String::new(), deleted: 5 },
-                Piece { at: 3, inserted: "new\n".into(), deleted: 5 },
-            ]
-        );
-        // Typed and all erased: nothing to put back.
-        assert!(pieces(&[splice(0, 0, "x"), splice(0, 1, "")]).is_empty());
-        assert_eq!(recovered_name("/tmp/notes"), "/tmp/notes+Recovered");
-        // Proposed again, plain typing only: an undo in the tail is no
-        // splice, so such a tail is recovered instead.
-        let splice = Op::Buffer(apex_core::BufferOp::Splice { q0: 0, q1: 0, text: "x".into(), origin: k });
-        assert!(proposable(&splice));
-        assert!(!proposable(&Op::Buffer(apex_core::BufferOp::Undo)));
+    fn a_proposal_too_big_to_send_is_refused_here_and_a_long_snarf_goes_in_pieces() {
+        let mut link = Link::new(AttachmentKind::Ui, "ui");
+        link.take_frames();
+        let text = "x".repeat(crate::wire::CLIENT_MESSAGE_MAX + 10);
+        let buffer = BufferId(7);
+        let id = link.propose(Proposal::Insert { buffer, version: 0, q0: 0, text, origin: Origin::Keyboard });
+        assert!(link.take_frames().is_empty(), "nothing sent");
+        match link.events().as_slice() {
+            [Event::Answer { id: got, result: Err(e) }] => {
+                assert_eq!(*got, id);
+                assert!(e.to_string().contains("more than one proposal carries"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let snarf = "s".repeat(3 * apex_core::op::SPLICE_MAX + 5);
+        link.propose(Proposal::Snarf { text: snarf.clone() });
+        let frames = link.take_frames();
+        assert_eq!(frames.len(), 4);
+        let mut got = String::new();
+        for (f, _) in &frames {
+            assert!(f.len() <= crate::wire::CLIENT_MESSAGE_MAX + 4);
+            let mut fr = Frames::from_a_client();
+            fr.push(f);
+            match fr.next_msg::<ClientMsg>().unwrap() {
+                Some(ClientMsg::Propose {
+                    proposal: Proposal::Snarf { text } | Proposal::SnarfMore { text, .. },
+                    ..
+                }) => got += &text,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(got == snarf, "the pieces make the snarf");
     }
 
     #[test]

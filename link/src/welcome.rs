@@ -245,7 +245,7 @@ mod tests {
         let w = make::new_window(&mut node, None, None, "/tmp/big").unwrap();
         let text = "aé€😀 MARK\n".repeat(FRAME_MAX / 15);
         let splice = |q0, text: &str, origin| Op::Buffer(BufferOp::Splice { q0, q1: q0, text: text.into(), origin });
-        node.append(Shard::Buffer(w.body), splice(0, &text, Origin::FileWrite)).unwrap();
+        node.append_splice(w.body, 0, 0, &text, Origin::FileWrite).unwrap();
         node.append(Shard::Buffer(w.body), splice(3, "typed", Origin::Keyboard)).unwrap();
         let t = TermId(node.alloc().unwrap());
         node.create_shard(Shard::Term(t)).unwrap();

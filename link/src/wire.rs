@@ -11,6 +11,7 @@
 //! outcome.
 
 use apex_core::error::Reject;
+use apex_core::op::SPLICE_MAX;
 use apex_core::propose::Applied;
 use apex_core::{AttachmentId, AttachmentKind, Entry, Epoch, Proposal, Seq, Shard, State};
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,12 @@ pub const MORE: u32 = 1 << 31;
 /// The largest message reassembled from pieces: a Welcome carries a whole
 /// snapshot.
 pub const MESSAGE_MAX: usize = 1 << 30;
+
+/// The largest message a client sends the daemon, which holds no more of
+/// one unfinished: no entry carries more than [`apex_core::op::SPLICE_MAX`]
+/// bytes of text, and a link sends a long run of entries as several
+/// appends (see [`append_messages`]).
+pub const CLIENT_MESSAGE_MAX: usize = FRAME_MAX;
 
 /// Why a proposal was not applied, as it crosses the wire: core's
 /// refusal, by variant, or what a holder or the daemon said. Its text is
@@ -136,8 +143,35 @@ pub fn frame<M: Serialize>(msg: &M) -> Vec<u8> {
     frame_sized(msg, size_of(msg))
 }
 
+/// `ClientMsg::Append`s of `shard`'s `entries`, in order, each under
+/// [`CLIENT_MESSAGE_MAX`] (unless one entry alone is not); `answers` ride
+/// with the last, so they stand or fall with all of it.
+pub fn append_messages(
+    shard: Shard,
+    entries: Vec<Entry>,
+    generation: u64,
+    answers: Vec<(u64, Outcome)>,
+) -> Vec<ClientMsg> {
+    // Room for the message's own fields and the answers (which name runs
+    // of entries, so are small; a half of the message at the least).
+    let room = CLIENT_MESSAGE_MAX.saturating_sub(64 * 1024 + size_of(&answers)).max(CLIENT_MESSAGE_MAX / 2);
+    let mut out = Vec::new();
+    let (mut run, mut bytes) = (Vec::new(), 0);
+    for e in entries {
+        let n = size_of(&e);
+        if !run.is_empty() && bytes + n > room {
+            out.push(ClientMsg::Append { shard, entries: std::mem::take(&mut run), generation, answers: Vec::new() });
+            bytes = 0;
+        }
+        bytes += n;
+        run.push(e);
+    }
+    out.push(ClientMsg::Append { shard, entries: run, generation, answers });
+    out
+}
+
 /// The size of `msg`'s postcard encoding.
-fn size_of<M: Serialize + ?Sized>(msg: &M) -> usize {
+pub fn size_of<M: Serialize + ?Sized>(msg: &M) -> usize {
     postcard::serialize_with_flavor(msg, postcard::ser_flavors::Size::default()).expect("postcard sizes any message")
 }
 
@@ -312,7 +346,7 @@ impl<F: FnMut(Vec<u8>) -> bool> postcard::ser_flavors::Flavor for Pieces<F> {
 pub enum FrameError {
     #[error("attach: frame of {0} bytes is over the limit of {FRAME_MAX}: send a larger message in pieces (u32 header with bit 31 set on every piece but the last)")]
     TooLarge(usize),
-    #[error("attach: message of over {0} bytes is over the limit of {MESSAGE_MAX}")]
+    #[error("attach: a message of more than {0} bytes is refused: a client's messages are at most {CLIENT_MESSAGE_MAX} bytes (a text goes in entries of at most {SPLICE_MAX} bytes, many entries in several appends), the daemon's at most {MESSAGE_MAX}")]
     MessageTooLarge(usize),
     #[error("attach: bad frame: {0}")]
     Decode(String),
@@ -321,13 +355,33 @@ pub enum FrameError {
 /// Room a frame buffer keeps between messages: a few 9P writes' worth.
 const KEEP_ROOM: usize = 4 << 20;
 
+/// The most room kept once every frame is read: small frames' room is
+/// reused, a large one's given back.
+const IDLE_ROOM: usize = 64 << 10;
+
 /// Reassembles frames from bytes that arrive in arbitrary pieces.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Frames {
     buf: Vec<u8>,
+    /// The largest message taken: a message declared longer is refused
+    /// as its headers arrive, so no more than this is ever held for one.
+    limit: usize,
+}
+
+impl Default for Frames {
+    /// Frames of the daemon's messages (a Welcome may be large).
+    fn default() -> Frames {
+        Frames { buf: Vec::new(), limit: MESSAGE_MAX }
+    }
 }
 
 impl Frames {
+    /// Frames of a client's messages, as the daemon takes them: at most
+    /// [`CLIENT_MESSAGE_MAX`] bytes each.
+    pub fn from_a_client() -> Frames {
+        Frames { buf: Vec::new(), limit: CLIENT_MESSAGE_MAX }
+    }
+
     pub fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
@@ -364,8 +418,8 @@ impl Frames {
                 return Err(FrameError::TooLarge(n));
             }
             total += n;
-            if total > MESSAGE_MAX {
-                return Err(FrameError::MessageTooLarge(MESSAGE_MAX));
+            if total > self.limit {
+                return Err(FrameError::MessageTooLarge(self.limit));
             }
             if self.buf.len() < at + 4 + n {
                 return Ok(None);
@@ -398,8 +452,11 @@ impl Frames {
         let got = f(&self.buf[..end]);
         self.buf.drain(..n);
         // A big frame's room is given back once it is read, so that one
-        // 100 MB message does not stay resident for the connection's life.
-        if self.buf.capacity() > KEEP_ROOM && self.buf.len() < self.buf.capacity() / 4 {
+        // 100 MB message does not stay resident for the connection's life,
+        // nor a few megabytes for a connection that goes quiet.
+        if self.buf.is_empty() && self.buf.capacity() > IDLE_ROOM {
+            self.buf = Vec::new();
+        } else if self.buf.capacity() > KEEP_ROOM && self.buf.len() < self.buf.capacity() / 4 {
             self.buf.shrink_to(self.buf.len().max(KEEP_ROOM));
         }
         Ok(Some(got))
@@ -486,8 +543,7 @@ mod tests {
         let b = node.create_buffer_as("/tmp/big").unwrap();
         // Past one frame, so the snapshot's bytes cross a piece's edge.
         let text = "the snapshot crosses frames\n".repeat((FRAME_MAX + 1000) / 28);
-        let op = apex_core::BufferOp::Splice { q0: 0, q1: 0, text, origin: apex_core::Origin::FileWrite };
-        node.append(Shard::Buffer(b), apex_core::Op::Buffer(op)).unwrap();
+        node.append_splice(b, 0, 0, &text, apex_core::Origin::FileWrite).unwrap();
         for state in [apex_core::State::new(), node.state.clone()] {
             let msg = ServerMsg::Welcome { attachment: AttachmentId(5), token: 1 << 40, snapshot: state.to_snapshot() };
             let streamed = frame_welcome(AttachmentId(5), 1 << 40, &state);
@@ -539,6 +595,46 @@ mod tests {
     }
 
     #[test]
+    fn many_entries_go_in_appends_under_the_client_limit_the_answers_with_the_last() {
+        let shard = Shard::Buffer(apex_core::BufferId(3));
+        let text = "e".repeat(apex_core::op::SPLICE_MAX);
+        let entries: Vec<Entry> = (1..=9)
+            .map(|seq| Entry {
+                seq,
+                attachment: AttachmentId(1),
+                epoch: 1,
+                op: apex_core::Op::Buffer(apex_core::BufferOp::Splice {
+                    q0: 0,
+                    q1: 0,
+                    text: text.clone(),
+                    origin: apex_core::Origin::Keyboard,
+                }),
+            })
+            .collect();
+        let answers = vec![(5, Err(Refusal::Said("no".into())))];
+        let msgs = append_messages(shard, entries.clone(), 2, answers.clone());
+        assert!(msgs.len() >= 3, "{} appends", msgs.len());
+        let mut again = Vec::new();
+        for (i, m) in msgs.iter().enumerate() {
+            assert!(size_of(m) <= CLIENT_MESSAGE_MAX, "append {i} is {} bytes", size_of(m));
+            let ClientMsg::Append { entries, answers: a, generation, .. } = m else { panic!() };
+            assert_eq!(*generation, 2);
+            assert_eq!(a.is_empty(), i + 1 < msgs.len(), "answers only with the last");
+            again.extend(entries.iter().cloned());
+        }
+        assert!(again == entries, "every entry, in order");
+        // The daemon's frames take each; one over the limit is refused.
+        let mut f = Frames::from_a_client();
+        f.push(&frame(&msgs[0]));
+        assert!(f.next_msg::<ClientMsg>().unwrap().is_some());
+        let over = frame(&ClientMsg::Notify { text: "n".repeat(CLIENT_MESSAGE_MAX) });
+        f.push(&over[..4 + FRAME_MAX]);
+        assert_eq!(f.whole(), Ok(None), "a first piece of at most the limit waits for more");
+        f.push(&over[4 + FRAME_MAX..4 + FRAME_MAX + 4]);
+        assert_eq!(f.whole(), Err(FrameError::MessageTooLarge(CLIENT_MESSAGE_MAX)));
+    }
+
+    #[test]
     fn bad_frames_are_errors_not_panics() {
         let mut f = Frames::default();
         f.push(&[3, 0, 0, 0, 0xff, 0xff, 0xff]);
@@ -561,7 +657,7 @@ mod tests {
         }
         assert!(f.buf.capacity() >= 40 << 20);
         assert_eq!(f.next_msg::<ClientMsg>().unwrap(), Some(big));
-        assert!(f.buf.capacity() <= KEEP_ROOM, "{} bytes kept", f.buf.capacity());
+        assert!(f.buf.capacity() <= IDLE_ROOM, "{} bytes kept by a quiet connection", f.buf.capacity());
         // Small frames keep their room: no shrinking on every message.
         let small = frame(&ClientMsg::Resync);
         f.push(&small);

@@ -9,8 +9,15 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Runs `command` in `dir` (the caller's own directory if `None`) with
-/// `input` on its standard input.
-pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<String, PipeError> {
+/// `input` on its standard input. `started` is told its pid (its process
+/// group's) once it runs, so that a caller can let it be killed: a
+/// command that never ends, or never prints, holds the Edit until then.
+pub fn pipe(
+    command: &str,
+    input: Option<&str>,
+    dir: Option<&Path>,
+    started: impl FnOnce(u32),
+) -> Result<String, PipeError> {
     let start = |why: String| PipeError::Start { command: command.into(), why };
     let max = output_max();
     let mut cmd = Command::new("sh");
@@ -23,6 +30,7 @@ pub fn pipe(command: &str, input: Option<&str>, dir: Option<&Path>) -> Result<St
         cmd.current_dir(d);
     }
     let mut child = cmd.spawn().map_err(|e| start(format!("sh: {e}")))?;
+    started(child.id());
     // Fed from a thread, so a command that writes before it has read all
     // of its input cannot deadlock against us.
     let feeder = match (input, child.stdin.take()) {
@@ -109,24 +117,26 @@ mod tests {
 
     #[test]
     fn text_goes_through_and_failures_say_why() {
-        assert_eq!(pipe("tr a-z A-Z", Some("abc\n"), None).unwrap(), "ABC\n");
-        assert_eq!(pipe("pwd", None, Some(Path::new("/"))).unwrap(), "/\n");
-        let e = pipe("echo oops >&2; exit 3", None, None).unwrap_err().to_string();
+        let mut started = None;
+        assert_eq!(pipe("tr a-z A-Z", Some("abc\n"), None, |pid| started = Some(pid)).unwrap(), "ABC\n");
+        assert!(started.is_some(), "told its pid");
+        assert_eq!(pipe("pwd", None, Some(Path::new("/")), |_| {}).unwrap(), "/\n");
+        let e = pipe("echo oops >&2; exit 3", None, None, |_| {}).unwrap_err().to_string();
         assert!(e.contains("oops") && e.contains('3'), "{e}");
     }
 
     #[test]
     fn a_command_that_prints_for_ever_is_killed_and_said() {
         for flood in ["yes", "yes 1>&2"] {
-            let e = pipe(flood, None, None).unwrap_err();
+            let e = pipe(flood, None, None, |_| {}).unwrap_err();
             assert!(matches!(e, PipeError::TooMuch { .. }), "{flood}: {e}");
             assert!(e.to_string().contains("the most one command may add; it was killed"), "{e}");
         }
-        assert_eq!(pipe("echo fine", None, None).unwrap(), "fine\n");
+        assert_eq!(pipe("echo fine", None, None, |_| {}).unwrap(), "fine\n");
         // What it started in the background goes with it.
-        let e = pipe("sleep 1000 & yes", None, None).unwrap_err();
+        let e = pipe("sleep 1000 & yes", None, None, |_| {}).unwrap_err();
         assert!(matches!(e, PipeError::TooMuch { .. }), "{e}");
-        let e = pipe("echo why >&2; exit 3", None, None).unwrap_err().to_string();
+        let e = pipe("echo why >&2; exit 3", None, None, |_| {}).unwrap_err().to_string();
         assert!(e.contains("why"), "{e}");
     }
 }

@@ -244,7 +244,7 @@ impl UiHost {
 impl Pipes for UiHost {
     fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, PipeError> {
         let dir = apex_core::look::window_dir(&file.name).filter(|d| std::path::Path::new(d).is_dir());
-        apex_sys::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new))
+        apex_sys::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new), |_| {})
     }
 
     // Files are the daemon's, as Get's and Put's are: on its machine the

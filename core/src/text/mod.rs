@@ -159,6 +159,17 @@ impl Text {
         }
     }
 
+    /// Length in bytes of the UTF-8, without making the run.
+    pub fn len_bytes(&self) -> usize {
+        match &self.run {
+            None => self.rope.len_bytes(),
+            Some(run) => {
+                let replaced = self.rope.char_to_byte(run.at + run.replaced) - self.rope.char_to_byte(run.at);
+                self.rope.len_bytes() - replaced + run.text.len()
+            }
+        }
+    }
+
     /// Length in runes, without making the run.
     pub fn len_chars(&self) -> usize {
         match &self.run {
@@ -242,12 +253,14 @@ mod tests {
             let removed = text.splice(q0, q1, s);
             let gone: String = want.splice(q0..q1, s.chars()).collect();
             assert_eq!(removed, gone, "edit {i}: {q0}..{q1} {s:?}");
+            assert_eq!(text.len_bytes(), want.iter().map(|c| c.len_utf8()).sum::<usize>(), "edit {i}");
             if read_every > 0 && i % read_every == 0 {
                 assert_eq!(text.to_string(), want.iter().collect::<String>(), "after edit {i}");
             }
         }
         assert_eq!(text.to_string(), want.iter().collect::<String>());
         assert_eq!(text.len_chars(), want.len());
+        assert_eq!(text.len_bytes(), want.iter().map(|c| c.len_utf8()).sum::<usize>());
     }
 
     #[test]

@@ -112,3 +112,49 @@ fn forgetting_undo_leaves_nothing_to_undo_and_the_text_clean() {
     assert_eq!(text(&n, b), "hello");
     assert!(!n.state.buffer(b).unwrap().dirty);
 }
+
+/// A long text goes into the log in entries of at most `SPLICE_MAX`
+/// bytes, whole runes each, and undoes as the one change it was; an entry
+/// with more is refused where entries are made, and a long snarf goes in
+/// pieces too.
+#[test]
+fn a_long_text_is_several_bounded_entries_that_undo_as_one() {
+    let mut n = Node::server();
+    make::init_session(&mut n).unwrap();
+    let b = n.create_buffer_as("f").unwrap();
+    let s = Shard::Buffer(b);
+    n.append(s, splice(0, 0, "before after")).unwrap();
+    // Runes of one to four bytes, so that pieces are cut between runes.
+    let long = "aé☺𝄞".repeat((2 * op::SPLICE_MAX + 1000) / 10);
+    let before = n.log.last(s);
+    let p = Proposal::Replace { buffer: b, version: 1, q0: 6, q1: 7, text: long.clone(), origin: Origin::Keyboard };
+    propose::apply(&mut n, &p).unwrap();
+    let made: Vec<_> = n.log.entries_after(s, before).unwrap().cloned().collect();
+    let splices: Vec<&String> = made
+        .iter()
+        .filter_map(|e| match &e.op {
+            Op::Buffer(BufferOp::Splice { text, .. }) => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(splices.len(), 3, "{} entries", made.len());
+    assert!(splices.iter().all(|t| t.len() <= op::SPLICE_MAX));
+    assert!(text(&n, b) == format!("before{long}after"), "the text is the replacement");
+    n.append(s, op(BufferOp::Undo)).unwrap();
+    assert_eq!(text(&n, b), "before after", "one undo takes all of it back");
+    // Made by hand, a longer entry is refused, and changes nothing.
+    let over = "x".repeat(op::SPLICE_MAX + 1);
+    assert!(matches!(n.append(s, splice(0, 0, &over)), Err(Reject::SpliceTooLong { .. })));
+    assert_eq!(text(&n, b), "before after");
+    // A snarf in pieces is the whole snarf.
+    let snarf = "s☺".repeat(op::SPLICE_MAX / 2);
+    propose::apply(&mut n, &Proposal::Snarf { text: snarf.clone() }).unwrap();
+    assert!(n.state.layout.snarf == snarf, "the snarf is whole");
+    let at = snarf.len() as u64;
+    propose::apply(&mut n, &Proposal::SnarfMore { at, text: "!".into() }).unwrap();
+    assert_eq!(n.state.layout.snarf.len(), snarf.len() + 1);
+    // One that does not follow (another snarf came between) is refused.
+    let stale = Proposal::SnarfMore { at, text: "?".into() };
+    assert!(matches!(propose::apply(&mut n, &stale), Err(Reject::SnarfMoved { .. })));
+    assert_eq!(n.state.layout.snarf.len(), snarf.len() + 1);
+}

@@ -29,6 +29,11 @@ pub enum AttachError {
     StreamBroken,
     #[error("attach: the first frame must be Hello {{ kind, name, resume }}")]
     NotHello,
+    #[error(
+        "attach: the session's connections hold {held} bytes of messages not yet whole, at most {max} in all; \
+         finish a message before starting another, or close the attach files left half-written"
+    )]
+    Unfinished { held: usize, max: usize },
     #[error("attach: already attached as {0}; Hello comes once")]
     AlreadyAttached(AttachmentId),
     #[error("attach: cannot create {0}: a client creates buffer and window shards with ids of its own range")]

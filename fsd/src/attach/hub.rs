@@ -311,7 +311,7 @@ impl Hub {
                 attachment: None,
                 kind: AttachmentKind::Tool,
                 token: 0,
-                frames: Frames::default(),
+                frames: Frames::from_a_client(),
                 out: Vec::new(),
                 out_read: 0,
                 control: VecDeque::new(),

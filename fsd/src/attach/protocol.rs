@@ -29,6 +29,10 @@ fn ui_or_tool(kind: AttachmentKind) -> &'static str {
     }
 }
 
+/// The most bytes of messages not yet whole the connections of a session
+/// hold in all (each holds at most `CLIENT_MESSAGE_MAX`).
+pub const UNFINISHED_MAX: usize = 64 << 20;
+
 /// Messages a connection may leave unread (acks, answers, proposals)
 /// before its proposals are refused.
 const MAX_UNREAD: usize = 4096;
@@ -53,7 +57,18 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
             return Err(e.into());
         }
     };
-    let Some(n) = whole else { return Ok(Written::Done) };
+    let Some(n) = whole else {
+        // Each connection holds at most a client's message unfinished;
+        // the session's hold no more than UNFINISHED_MAX in all, however
+        // many attach files are opened and left half-written.
+        let held: usize = s.hub().conns.values().map(|c| c.frames.pending()).sum();
+        if held > UNFINISHED_MAX {
+            let c = s.hub_mut().conns.get_mut(&conn).expect("live");
+            c.frames.truncate(before);
+            return Err(AttachError::Unfinished { held: held - bytes.len(), max: UNFINISHED_MAX });
+        }
+        return Ok(Written::Done);
+    };
     if c.frames.pending() > n {
         let extra = c.frames.pending() - n;
         c.frames.truncate(before);
@@ -73,6 +88,15 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
     }
     redispatch(s);
     out
+}
+
+/// Whether some of the entries `applied` made on `shard` were taken from
+/// `a` (in an earlier append of the same flush).
+fn partly_taken(s: &Session, a: AttachmentId, shard: Shard, applied: &apex_core::propose::Applied) -> bool {
+    applied.entries.iter().filter(|run| run.shard == shard).any(|run| {
+        let log = s.view().log.shard(run.shard).ok();
+        log.and_then(|l| l.get(run.first)).is_some_and(|e| e.attachment == a)
+    })
 }
 
 /// The fid was clunked: the attachment ends now, unless its stream broke
@@ -212,14 +236,27 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             Err(AttachError::Unread(s.hub().conns[&conn].control.len()))
         }
         ClientMsg::Append { shard, entries, generation, answers } => {
-            let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
             if let Err(e) = append(s, conn, a, shard, entries, generation) {
-                // Its proposals' entries were not taken: whoever holds the
-                // shard now acts on them again.
-                // (If that is this one again, at the same epoch, with what
-                // was left of its deadline, not a new one: a holder that
-                // keeps sending bad appends is stuck all the same.)
-                for id in ids {
+                for (id, result) in answers {
+                    // A long change comes in several appends, its answers
+                    // with the last: if an earlier one was taken, part of
+                    // it stands, and acting on it again would make that
+                    // part twice. It is refused, saying so (the rest comes
+                    // back to its leader as a fenced tail, recovered).
+                    if let Ok(applied) = &result {
+                        if partly_taken(s, a, shard, applied) {
+                            let why = "the change was cut short: its leader lost the lease while sending it, \
+                                       and only its first part was taken; the rest is in that leader's +Recovered window";
+                            let _ = answer(s, a, id, Err(why.to_string().into()));
+                            continue;
+                        }
+                    }
+                    // Its proposals' entries were not taken: whoever holds
+                    // the shard now acts on them again.
+                    // (If that is this one again, at the same epoch, with
+                    // what was left of its deadline, not a new one: a
+                    // holder that keeps sending bad appends is stuck all
+                    // the same.)
                     if let Some(p) = s.hub_mut().pending.get_mut(&id).filter(|p| p.sent_to == Some(a)) {
                         p.pause(a, now);
                         p.sent_to = None;

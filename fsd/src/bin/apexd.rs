@@ -83,6 +83,10 @@ struct Args {
     /// Write a session's snapshot once its log has grown by this much.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", hide = true)]
     snapshot_bytes: u64,
+    /// The most bytes open `snapshot` files of different moments may hold
+    /// at once (their texts apart).
+    #[arg(long, default_value_t = apex_fsd::fsys::made::SNAPSHOTS_HELD_MAX, value_name = "BYTES", hide = true)]
+    snapshots_held: usize,
 }
 
 /// The state directory the flags name, or none for `--ephemeral`.
@@ -342,7 +346,9 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
             registry.create(Some(name)).map_err(anyhow::Error::msg)?;
         }
     }
-    let tree = Arc::new(Fsys::new(registry, &apex_ninep::ns::user_name()));
+    let mut tree = Fsys::new(registry, &apex_ninep::ns::user_name());
+    tree.snapshots = apex_fsd::fsys::made::SharedSnapshots::at_most(args.snapshots_held);
+    let tree = Arc::new(tree);
     // Terminals their keepers kept while no daemon ran go on.
     apex_fsd::term::drive::start_taken_up(&tree.daemon);
     // A log that grew past the snapshot size over restarts is snapshotted.

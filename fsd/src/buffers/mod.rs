@@ -337,6 +337,8 @@ pub fn ctl_read(s: &Session, b: BufferId) -> Result<String, Error> {
     let _ = writeln!(out, "dirty {}", u8::from(buf.dirty));
     let _ = writeln!(out, "views {}", buf.views.keys().map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
     let _ = writeln!(out, "name {}", buf.name);
+    let _ = writeln!(out, "undo {}", buf.undo_bytes());
+    let _ = writeln!(out, "undolimit {}", buf.undo_limit());
     // The acme windows showing it (their `acme/N/` and $winid), in order.
     let mut numbers: Vec<u32> = s
         .view()
@@ -359,6 +361,9 @@ pub enum BufferCtl {
     Dirty,
     Undo,
     Redo,
+    /// Keep at most this many bytes of undo history (or four times the
+    /// body's size, if more).
+    UndoLimit(u64),
     /// Show the buffer in a new window.
     Window,
     /// Replace the text with a file's (the buffer's name if none).
@@ -378,6 +383,11 @@ const VERBS: &[Verb<BufferCtl>] = &[
     Verb { name: "dirty", args: &[], make: |_| BufferCtl::Dirty },
     Verb { name: "undo", args: &[], make: |_| BufferCtl::Undo },
     Verb { name: "redo", args: &[], make: |_| BufferCtl::Redo },
+    Verb {
+        name: "undolimit",
+        args: &[Arg::Number("BYTES")],
+        make: |v| BufferCtl::UndoLimit(v[0].number().unwrap_or(0)),
+    },
     Verb { name: "window", args: &[], make: |_| BufferCtl::Window },
     Verb { name: "get", args: &[Arg::Optional("FILE")], make: |v| BufferCtl::Get(v[0].optional()) },
     Verb {
@@ -415,6 +425,7 @@ pub fn ctl_proposal(s: &Session, b: BufferId, msg: &BufferCtl) -> Result<Proposa
         BufferCtl::Dirty => Proposal::Dirty { buffer: b },
         BufferCtl::Undo => Proposal::Undo { buffer: b },
         BufferCtl::Redo => Proposal::Redo { buffer: b },
+        BufferCtl::UndoLimit(bytes) => Proposal::UndoLimit { buffer: b, bytes: *bytes },
         BufferCtl::Window => Proposal::CreateWindow { body: Some(b), column: None, name: String::new(), near: None },
         BufferCtl::Get(_) | BufferCtl::Put { .. } => return Err(Error::HostService),
     };
@@ -430,10 +441,11 @@ mod tests {
         let p = |line| ctl::parse_line(VERBS, line);
         assert_eq!(p("name /tmp/a b"), Ok(BufferCtl::Name("/tmp/a b".into())));
         assert_eq!(p("clean"), Ok(BufferCtl::Clean));
+        assert_eq!(p("undolimit 1048576"), Ok(BufferCtl::UndoLimit(1 << 20)));
         assert_eq!(p("put -v 3 /tmp/x"), Ok(BufferCtl::Put { version: Some(3), file: Some("/tmp/x".into()) }));
         assert_eq!(p("put"), Ok(BufferCtl::Put { version: None, file: None }));
         assert_eq!(p("get /etc/motd"), Ok(BufferCtl::Get(Some("/etc/motd".into()))));
-        for bad in ["nme x", "name", "put -v x", "put a b", ""] {
+        for bad in ["nme x", "name", "put -v x", "put a b", "", "undolimit", "undolimit 1M", "undolimit -1"] {
             let e = p(bad).unwrap_err().to_string();
             assert!(e.contains("expected") || e.contains("version number"), "{bad:?}: {e}");
         }

@@ -61,6 +61,8 @@ pub enum FsError {
     Unopened(&'static str),
     #[error("a directory's listing is made whole")]
     ListingNotWhole,
+    #[error("snapshot: open snapshots of other moments hold {held} bytes already, at most {max}: close some and open it again")]
+    SnapshotsHeld { held: usize, max: usize },
     #[error("directory read at offset {offset}; continue at {end} or start again at 0")]
     DirectoryOffset { offset: u64, end: u64 },
     #[error("read of {0} bytes is too small for a directory entry")]

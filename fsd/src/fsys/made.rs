@@ -6,6 +6,7 @@
 //! a fid: its version is the rope's copy, and each read copies out only
 //! the range it returns ([`Version`]).
 
+use super::error::FsError;
 use apex_core::grid::Row;
 use apex_core::snap::SnapshotParts;
 use apex_core::term::Term;
@@ -91,8 +92,71 @@ async fn off_the_workers<T: Send + 'static>(big: bool, make: impl FnOnce() -> T 
 pub enum Version {
     Plain(Vec<u8>),
     Text(Text),
-    Snapshot(SnapshotParts),
+    /// Shared by every fid that opened the session's snapshot at the same
+    /// count of changes ([`SharedSnapshots`]).
+    Snapshot(Arc<SnapshotParts>),
     Rows(Rows),
+}
+
+/// Each session's snapshot parts as last made, kept only while a fid
+/// holds them: fids that open `snapshot` with nothing changed in between
+/// share one, so 20,000 opens hold one encoding of the state, not 20,000.
+/// Snapshots of different moments are not shared: those held at once may
+/// hold [`SNAPSHOTS_HELD_MAX`] bytes of their own in all, past which
+/// another is refused (one always may be).
+#[derive(Clone)]
+pub struct SharedSnapshots {
+    inner: Arc<std::sync::Mutex<Held>>,
+    max: usize,
+}
+
+impl Default for SharedSnapshots {
+    fn default() -> SharedSnapshots {
+        SharedSnapshots::at_most(SNAPSHOTS_HELD_MAX)
+    }
+}
+
+/// The most bytes snapshot versions held at once may hold of their own
+/// (their texts are shared with the sessions').
+pub const SNAPSHOTS_HELD_MAX: usize = 1 << 30;
+
+#[derive(Default)]
+struct Held {
+    /// Each session's parts as last made, and its count of changes then
+    /// ([`crate::session::Session::changes`]).
+    by_session: std::collections::BTreeMap<u64, (u64, std::sync::Weak<SnapshotParts>)>,
+    /// Every version a fid may still hold, and what it holds.
+    live: Vec<(std::sync::Weak<SnapshotParts>, usize)>,
+}
+
+impl SharedSnapshots {
+    /// Versions that hold at most `max` bytes of their own at once.
+    pub fn at_most(max: usize) -> SharedSnapshots {
+        SharedSnapshots { inner: Arc::default(), max }
+    }
+
+    /// Session `n`'s parts made after `changes` changes, if a fid still
+    /// holds them.
+    pub fn get(&self, n: u64, changes: u64) -> Option<Arc<SnapshotParts>> {
+        let held = self.inner.lock().expect("snapshot lock");
+        held.by_session.get(&n).filter(|(c, _)| *c == changes).and_then(|(_, parts)| parts.upgrade())
+    }
+
+    /// Remembers `parts`, made of session `n` after `changes` changes (or
+    /// more: the count is read before the state is taken, so the parts
+    /// are never older than it says); refused if the versions held
+    /// already hold too much.
+    pub fn put(&self, n: u64, changes: u64, parts: &Arc<SnapshotParts>) -> Result<(), FsError> {
+        let mut held = self.inner.lock().expect("snapshot lock");
+        held.live.retain(|(parts, _)| parts.strong_count() > 0);
+        let (now, more) = (held.live.iter().map(|(_, n)| n).sum::<usize>(), parts.held());
+        if !held.live.is_empty() && now + more > self.max {
+            return Err(FsError::SnapshotsHeld { held: now, max: self.max });
+        }
+        held.live.push((Arc::downgrade(parts), more));
+        held.by_session.insert(n, (changes, Arc::downgrade(parts)));
+        Ok(())
+    }
 }
 
 /// A terminal's text as lines, a newline after each row, kept as the
@@ -215,7 +279,9 @@ impl Made {
                 Version::Rows(off_the_workers(big, move || Rows::of(*t, which)).await)
             }
             // Its terminals' rows are encoded with the rest: many take a while.
-            Made::Snapshot(st) => Version::Snapshot(off_the_workers(big, move || st.into_snapshot_parts()).await),
+            Made::Snapshot(st) => {
+                Version::Snapshot(Arc::new(off_the_workers(big, move || st.into_snapshot_parts()).await))
+            }
             made => Version::Plain(made.made().await),
         }
     }

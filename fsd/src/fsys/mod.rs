@@ -241,8 +241,28 @@ impl Fsys {
     /// A plain file's content now, as a fid keeps it (a text as its
     /// rope's copy).
     async fn version(&self, place: Place) -> Result<Version> {
+        if let Place::Session1(n, place::SessionFile::Snapshot) = place {
+            return self.snapshot_version(n, || self.content_made(place)).await;
+        }
         let made = self.content_made(place)?;
         Ok(made.version().await)
+    }
+
+    /// Session `n`'s snapshot as a fid keeps it, shared with every fid
+    /// that opened it with nothing changed since; `made` makes it anew.
+    pub(crate) async fn snapshot_version(&self, n: u64, made: impl FnOnce() -> Result<Made>) -> Result<Version> {
+        // The session's count of changes, read under its lock: a change is
+        // counted before the lock is let go, so before its writer hears it
+        // was made, and the state made after is never older than it says.
+        let (changes, shared) = self.daemon.read(n, |s| (s.changes(), self.snapshots.get(n, s.changes())))?;
+        if let Some(parts) = shared {
+            return Ok(Version::Snapshot(parts));
+        }
+        let version = made()?.version().await;
+        if let Version::Snapshot(parts) = &version {
+            self.snapshots.put(n, changes, parts)?;
+        }
+        Ok(version)
     }
 
     fn content_made(&self, place: Place) -> Result<Made> {

@@ -26,11 +26,18 @@ pub struct Fsys {
     /// On the `acme` service (`apexd --acme NAME`): the session whose acme
     /// tree an attach with aname "" reaches.
     pub acme_service: Option<String>,
+    /// Snapshot versions shared by fids that opened them unchanged.
+    pub snapshots: super::made::SharedSnapshots,
 }
 
 impl Fsys {
     pub fn new(registry: Registry, user: &str) -> Fsys {
-        Fsys { daemon: Daemon::new(registry), user: Name::from(user), acme_service: None }
+        Fsys {
+            daemon: Daemon::new(registry),
+            user: Name::from(user),
+            acme_service: None,
+            snapshots: Default::default(),
+        }
     }
 
     /// This tree as the `acme` service of session `name`: attaches with

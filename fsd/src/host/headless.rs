@@ -9,7 +9,7 @@
 
 use crate::daemon::Daemon;
 use crate::error::Error;
-use crate::host::{self, ShellPipes};
+use crate::host;
 use crate::registry::Shared;
 use crate::session::Session;
 use apex_core::ecmd::{EditFile, Pipes};
@@ -73,15 +73,15 @@ impl Pipes for DaemonHost {
         input: Option<&str>,
         file: &EditFile,
     ) -> Result<String, apex_core::ecmd::PipeError> {
-        ShellPipes.run(command, input, file)
+        host::edit_pipe(&self.daemon, self.n, self.window, command, input, file)
     }
 
     fn load(&mut self, path: &str) -> Result<Vec<u8>, apex_core::ecmd::PipeError> {
-        ShellPipes.load(path)
+        apex_sys::files::read_for_edit(path)
     }
 
     fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), apex_core::ecmd::PipeError> {
-        ShellPipes.save(path, bytes)
+        apex_sys::files::write_for_edit(path, bytes)
     }
 }
 

@@ -461,30 +461,32 @@ pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), Error> {
     Ok(())
 }
 
-/// The shell for an Edit command's pipes (`<`, `>`, `|`): `sh -c` in the
-/// window's directory (the daemon's own for a window without one), the
-/// text on its standard input, its standard output back. A command that
-/// fails is an error, and the Edit changes nothing.
-pub struct ShellPipes;
-
-use apex_core::ecmd::PipeError;
-
-impl apex_core::ecmd::Pipes for ShellPipes {
-    fn run(
-        &mut self,
-        command: &str,
-        input: Option<&str>,
-        file: &apex_core::ecmd::EditFile,
-    ) -> Result<String, PipeError> {
-        let dir = command_dir(&file.name);
-        apex_sys::shell::pipe(command, input, Some(Path::new(&dir)))
+/// Runs an Edit command's pipe (`<`, `>`, `|`): `sh -c` in the window's
+/// directory (the daemon's own for a window without one), the text on its
+/// standard input, its standard output back; a command that fails is an
+/// error, and the Edit changes nothing. While it runs it is one of the
+/// session's processes, in `window`, as acme's Edit pipes are its
+/// commands: `Kill` (or the root's `kill PID`) ends one that never does.
+pub fn edit_pipe(
+    daemon: &Daemon,
+    session: u64,
+    window: Option<WindowId>,
+    command: &str,
+    input: Option<&str>,
+    file: &apex_core::ecmd::EditFile,
+) -> Result<String, apex_core::ecmd::PipeError> {
+    let dir = command_dir(&file.name);
+    let mut running = None;
+    let out = apex_sys::shell::pipe(command, input, Some(Path::new(&dir)), |pid| {
+        let process = Process { owner: AttachmentId::SERVER, command: command.to_string(), dir: dir.clone(), window };
+        let op = MetaOp::ProcessStart { pid: pid.into(), process: Box::new(process) };
+        if matches!(daemon.change(session, |s, _| s.view_mut().push_meta(op)), Ok(Ok(_))) {
+            running = Some(pid);
+        }
+    });
+    if let Some(pid) = running {
+        let status = i32::from(out.is_err());
+        let _ = daemon.change(session, |s, _| s.view_mut().push_meta(MetaOp::ProcessExit { pid: pid.into(), status }));
     }
-
-    fn load(&mut self, path: &str) -> Result<Vec<u8>, PipeError> {
-        apex_sys::files::read_for_edit(path)
-    }
-
-    fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), PipeError> {
-        apex_sys::files::write_for_edit(path, bytes)
-    }
+    out
 }

@@ -61,9 +61,14 @@ impl Fsys {
             }
             return Ok(Opened::Attach(self.daemon.change(n, |s, _| s.hub_mut().open())?));
         }
-        // As a fid keeps it: a snapshot in parts, its texts not copied.
-        let made = self.made_in(Place::Session1(n, file), |s| Ok(content(s, file)))?;
-        Ok(Opened::Content(crate::fsys::fid::Content::of(made.version().await)))
+        // As a fid keeps it: a snapshot in parts, its texts not copied
+        // and its parts shared.
+        let made = || self.made_in(Place::Session1(n, file), |s| Ok(content(s, file)));
+        let version = match file {
+            SessionFile::Snapshot => self.snapshot_version(n, made).await?,
+            _ => made()?.version().await,
+        };
+        Ok(Opened::Content(crate::fsys::fid::Content::of(version)))
     }
 
     pub(crate) async fn session_write(&self, fid: &Fid, n: u64, file: SessionFile, data: Vec<u8>) -> Result<()> {

@@ -129,6 +129,9 @@ pub struct Session {
     /// Terminals a restore took up from their keepers, whose drivers the
     /// daemon has yet to start (`term::drive::start_taken_up`).
     taken_up: Vec<(apex_core::TermId, crate::pty::proc::Pipes)>,
+    /// Changes settled so far: read under the lock with the state, it
+    /// names the state exactly (a snapshot made of it is shared by it).
+    changes: u64,
 }
 
 impl Session {
@@ -290,6 +293,7 @@ impl Session {
             taken_in: None,
             terms: BTreeMap::new(),
             taken_up: Vec::new(),
+            changes: 0,
         }
     }
 
@@ -325,6 +329,12 @@ impl Session {
     pub fn settle_change(&mut self) {
         self.acme.sync(&self.view);
         self.flush_log();
+        self.changes += 1;
+    }
+
+    /// Changes settled so far (see [`Session::settle_change`]).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     pub fn flush_log(&self) {
@@ -371,7 +381,7 @@ impl Session {
     /// Records the outcome of a proposal under `request`.
     pub fn note_outcome(&mut self, request: &str, result: &wire::Outcome) {
         let verdict = match result {
-            Ok(a) => Verdict::Made(a.entries.iter().map(|(s, seq)| format!("{s}:{seq}")).collect::<Vec<_>>().join(" ")),
+            Ok(a) => Verdict::Made(a.entries.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" ")),
             Err(e) => Verdict::Refused(e.to_string()),
         };
         self.record(request, verdict);

@@ -267,16 +267,67 @@ async fn a_session_with_a_big_buffer_attaches_in_frames_of_at_most_4_mib() {
     over.extend_from_slice(&[0; 16]);
     let err = c.write(f.fid, 0, &over).await.unwrap_err().to_string();
     assert!(err.contains("over the limit") && err.contains("pieces"), "{err}");
-    // And a big message in pieces from the client is taken.
-    let note = ClientMsg::Notify { text: "n".repeat(FRAME_MAX + 100) };
-    let bytes = frame(&note);
-    assert!(bytes.len() > FRAME_MAX + 8);
-    for piece in bytes.chunks(1 << 19) {
+    // A client's message is at most 4 MiB: one in pieces is taken up to
+    // there, and refused at the header that would take it past, so an
+    // open holds no more than that of an unfinished message.
+    let note = ClientMsg::Notify { text: "n".repeat(3 << 20) };
+    for piece in frame(&note).chunks(1 << 19) {
         c.write(f.fid, 0, piece).await.unwrap();
     }
     let notes = text(read(&c, root, "meta/notifications").await.unwrap());
     assert!(notes.contains(&"n".repeat(1000)), "the long notification landed");
+    let over = frame(&ClientMsg::Notify { text: "o".repeat(FRAME_MAX + 100) });
+    let (first, rest) = over.split_at(4 + FRAME_MAX);
+    assert!(u32::from_le_bytes(first[..4].try_into().unwrap()) & MORE != 0, "a message in pieces");
+    for piece in first.chunks(1 << 19) {
+        c.write(f.fid, 0, piece).await.unwrap();
+    }
+    let err = c.write(f.fid, 0, rest).await.unwrap_err().to_string();
+    assert!(err.contains(&format!("more than {FRAME_MAX} bytes is refused")), "{err}");
+    assert!(err.contains("several appends"), "it says how: {err}");
     c.clunk(f.fid).await.unwrap();
+    let notes = text(read(&c, root, "meta/notifications").await.unwrap());
+    assert!(!notes.contains("ooo"), "nothing of it landed");
+}
+
+/// A UI leading a buffer pastes 9 MB into it and sets a 3 MB snarf: its
+/// replica makes them entries of at most a megabyte of text, the link
+/// sends them in appends of at most 4 MiB, and the daemon takes them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_paste_goes_to_the_daemon_in_bounded_pieces() {
+    use apex_fsd::attach::wire::CLIENT_MESSAGE_MAX;
+    let d = Daemon::start("attach-paste");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let c1 = d.client().await;
+    let ui = Attached::open(&c1, "main", AttachmentKind::Ui, "ui").await.unwrap();
+    assert!(ui.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
+    let body = ui.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/apex/paste").unwrap().body);
+    let line = "a line of the paste, with a rune or two: é ☺\n";
+    let paste = line.repeat((9 << 20) / line.len());
+    let snarf = "s".repeat(3 << 20);
+    ui.with(|l| {
+        let version = l.node().unwrap().state.buffer(body).unwrap().version;
+        let insert = Proposal::Insert { buffer: body, version, q0: 0, text: paste.clone(), origin: Origin::Keyboard };
+        assert!(matches!(l.submit(insert), apex_fsd::attach::link::Submitted::Applied(Ok(_))));
+        assert!(matches!(
+            l.submit(Proposal::Snarf { text: snarf.clone() }),
+            apex_fsd::attach::link::Submitted::Applied(Ok(_))
+        ));
+        l.flush();
+        let sizes = l.waiting_frames();
+        assert!(sizes.len() >= 3, "{sizes:?}");
+        assert!(sizes.iter().all(|n| *n <= CLIENT_MESSAGE_MAX + 4), "every message under the limit: {sizes:?}");
+    });
+    ui.flush().await.unwrap();
+    let got = eventually(&c, root, &format!("main/buffers/{}/body", body.0), |t| t.len() == paste.len()).await;
+    assert!(got == paste, "the paste arrived whole");
+    converge(&c, root, &[&ui]).await;
+    // One undo takes it all back.
+    write(&c, root, &format!("main/buffers/{}/ctl", body.0), "undo").await.unwrap();
+    eventually(&c, root, &format!("main/buffers/{}/body", body.0), |t| t.is_empty()).await;
+    let snarfed = ui.with(|l| l.node().unwrap().state.layout.snarf.len());
+    assert_eq!(snarfed, snarf.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -582,4 +633,52 @@ async fn the_watching_ui_leads_again_when_the_leader_goes() {
     lead.kill().unwrap();
     lead.wait().unwrap();
     assert!(ui1.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "after the killed leader's grace");
+}
+
+/// A client that opens attach again and again, leaving a message of 4 MiB
+/// unfinished in each, cannot make the session hold more than 64 MiB of
+/// them: the next is refused, saying why, while whole messages are taken
+/// as ever; closing one makes room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_written_attach_files_hold_a_bounded_amount_in_all() {
+    use apex_fsd::attach::protocol::UNFINISHED_MAX;
+    use apex_fsd::attach::wire::{frame, ClientMsg, FRAME_MAX, MORE};
+    let d = Daemon::start("attach-unfinished");
+    let c = d.client().await;
+    let root = c.attach("glenda", "main").await.unwrap();
+    // One piece of a longer message: a header with MORE and its 4 MiB.
+    let mut piece = (FRAME_MAX as u32 | MORE).to_le_bytes().to_vec();
+    piece.resize(4 + FRAME_MAX, b'n');
+    let mut open = Vec::new();
+    let refused = loop {
+        let f = c.open_path(root, "attach", apex_ninep::fcall::ORDWR).await.unwrap();
+        let mut sent = Ok(());
+        for chunk in piece.chunks(1 << 19) {
+            if let Err(e) = c.write(f.fid, 0, chunk).await {
+                sent = Err(e.to_string());
+                break;
+            }
+        }
+        open.push(f);
+        if let Err(e) = sent {
+            break e;
+        }
+        assert!(open.len() <= UNFINISHED_MAX / piece.len() + 1, "{} attach files hold 4 MiB each", open.len());
+    };
+    assert!(refused.contains("not yet whole") && refused.contains("finish a message"), "{refused}");
+    assert_eq!(open.len(), UNFINISHED_MAX / piece.len() + 1, "the one past the bound is refused");
+    // A whole message on a fresh connection is taken meanwhile.
+    let f = c.open_path(root, "attach", apex_ninep::fcall::ORDWR).await.unwrap();
+    let hello = ClientMsg::Hello { kind: AttachmentKind::Tool, name: "whole".into(), resume: None };
+    c.write(f.fid, 0, &frame(&hello)).await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+    // Closing a half-written one makes room for another.
+    c.clunk(open.remove(0).fid).await.unwrap();
+    let f = c.open_path(root, "attach", apex_ninep::fcall::ORDWR).await.unwrap();
+    for chunk in piece.chunks(1 << 19) {
+        c.write(f.fid, 0, chunk).await.unwrap();
+    }
+    for f in open.into_iter().chain([f]) {
+        c.clunk(f.fid).await.unwrap();
+    }
 }

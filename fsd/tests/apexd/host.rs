@@ -246,3 +246,57 @@ async fn output_that_never_ends_is_capped_and_its_command_killed() {
     .await;
     assert_eq!(text(read(&c, root, &format!("main/acme/{number}/body")).await.unwrap()), "keep this");
 }
+
+/// An Edit whose pipe never ends (nor prints) holds only the request that
+/// ran it: its command is one of the session's processes while it runs,
+/// so `Kill` (here the root's `kill PID`) ends it, and then the Edit fails, changing nothing, and the
+/// request returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_pipe_that_never_ends_is_a_process_kill_ends() {
+    let d = Daemon::start("edit-pipe");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let f = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
+    let number = text(c.read(f.fid, 0, 64).await.unwrap()).split_whitespace().next().unwrap().to_string();
+    c.write(f.fid, 0, format!("name {}/f\n", d.dir.display()).as_bytes()).await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+    let w = |file: &str| format!("main/acme/{number}/{file}");
+    write(&c, root, &w("body"), "keep this\n").await.unwrap();
+    // Run from the tag as a person would, by a B2 the event file reports
+    // and the reader writes back.
+    let word = "Edit ,|sleep 600";
+    write(&c, root, &w("tag"), &format!(" {word}")).await.unwrap();
+    let c = std::sync::Arc::new(c);
+    // Opened first: an event reader takes the file menu off the tag.
+    let ev = c.open_path(root, &w("event"), ORDWR).await.unwrap();
+    let tag = text(read(&c, root, &w("tag")).await.unwrap());
+    let q0 = tag[..tag.find(word).expect("the word in the tag")].chars().count();
+    let q1 = q0 + word.chars().count();
+    let running = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let done = c.write(ev.fid, 0, format!("Mx{q0} {q1}\n").as_bytes()).await;
+            c.clunk(ev.fid).await.unwrap();
+            done
+        })
+    };
+    eventually("the pipe among the processes", || async {
+        text(read(&c, root, "main/meta/processes").await.unwrap()).contains("sleep 600")
+    })
+    .await;
+    // The daemon serves on meanwhile.
+    assert_eq!(text(read(&c, root, &w("body")).await.unwrap()), "keep this\n");
+    let procs = text(read(&c, root, "main/meta/processes").await.unwrap());
+    let pid = procs.lines().find(|l| l.contains("sleep 600")).and_then(|l| l.split_whitespace().next()).unwrap();
+    write(&c, root, "main/ctl", &format!("kill {pid}")).await.unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(20), running).await.expect("the Edit's request returns");
+    done.unwrap().unwrap();
+    eventually("the pipe gone from the processes", || async {
+        !text(read(&c, root, "main/meta/processes").await.unwrap()).contains("sleep 600")
+    })
+    .await;
+    assert_eq!(text(read(&c, root, &w("body")).await.unwrap()), "keep this\n", "the Edit changed nothing");
+    let errors = buffer_named(&c, root, &format!("{}/+Errors", d.dir.display())).await.expect("+Errors");
+    let said = text(read(&c, root, &format!("main/buffers/{errors}/body")).await.unwrap());
+    assert!(said.contains("sleep 600"), "the failure is said: {said}");
+}

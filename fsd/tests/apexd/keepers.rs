@@ -50,8 +50,12 @@ fn wait_gone(pid: &str, why: &str) {
 /// Types `line` into the terminal whose `cons` is named, kills the daemon
 /// at once (SIGKILL), lets the program go on with no daemon for a while,
 /// and starts the next; a client of it.
-async fn typed_then_killed(k: &mut Kept, (c, root): (Client, u32), cons: &str, line: &str) -> (Client, u32) {
-    write(&c, root, cons, line).await.unwrap();
+async fn typed_then_killed(k: &mut Kept, (c, root): (Client, u32), n: &str, line: &str) -> (Client, u32) {
+    write(&c, root, &format!("main/terms/{n}/cons"), line).await.unwrap();
+    // Typed input is queued for the pty (a write to cons does not wait on
+    // the program): killed before it is written, it would be lost. The
+    // shell's echo says it got there.
+    term_screen_has(k, &c, root, n, line.trim_end()).await;
     drop(c);
     k.kill9();
     std::thread::sleep(Duration::from_millis(1500));
@@ -92,14 +96,12 @@ async fn a_terminal_outlives_its_daemon_and_the_next_takes_it_up() {
     term_screen_has(&k, &c, root, &n, "kept-again").await;
 
     // SIGKILL while the program is about to print: what it printed with
-    // no daemon running is on the screen of the next. (The echo of the
-    // command line may be lost: the daemon killed may have read it from
-    // the pty and not yet logged it.)
-    let (c, root) = typed_then_killed(&mut k, (c, root), &cons, "sleep 1; echo while-away\n").await;
+    // no daemon running is on the screen of the next.
+    let (c, root) = typed_then_killed(&mut k, (c, root), &n, "sleep 1; echo while-away\n").await;
     term_screen_has(&k, &c, root, &n, "while-away\n").await;
 
     // The program ends while no daemon runs: the next says how.
-    let (c, root) = typed_then_killed(&mut k, (c, root), &cons, "sleep 1; exit 7\n").await;
+    let (c, root) = typed_then_killed(&mut k, (c, root), &n, "sleep 1; exit 7\n").await;
     let ctl = text(read(&c, root, &format!("main/terms/{n}/ctl")).await.unwrap());
     assert!(ctl.ends_with("exit 7\n"), "{ctl}");
     // Its window's tag says so, as the daemon has it before any UI.

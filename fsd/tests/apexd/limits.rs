@@ -320,3 +320,215 @@ async fn a_client_that_never_reads_its_replies_cannot_grow_the_daemon() {
     writer.abort();
     assert!(d.alive());
 }
+
+/// The value of `key` in a `key value` ctl read.
+fn ctl_value(ctl: &str, key: &str) -> u64 {
+    let line =
+        ctl.lines().find_map(|l| l.strip_prefix(&format!("{key} "))).unwrap_or_else(|| panic!("no {key}: {ctl}"));
+    line.trim().parse().unwrap()
+}
+
+/// Undo history is bounded by bytes: rounds of emptying a body and
+/// writing a megabyte into it keep no more history than the buffer's
+/// limit, in memory and in the snapshot, across a restart; the newest
+/// rounds still undo, and a bad limit is refused with what is expected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_history_is_bounded_in_memory_and_in_snapshots() {
+    use apex_ninep::fcall::{OTRUNC, OWRITE};
+    let mut k = crate::persist::Kept::new("undo-bound");
+    k.start(&[], &["--snapshot-bytes", "2000000"]);
+    let (c, root) = k.client().await;
+    let n = crate::session::new_buffer(&c, root).await;
+    let (ctl, body) = (format!("main/buffers/{n}/ctl"), format!("main/buffers/{n}/body"));
+    let state = text(read(&c, root, &ctl).await.unwrap());
+    assert_eq!((ctl_value(&state, "undolimit"), ctl_value(&state, "undo")), (256 << 20, 0), "{state}");
+    for bad in ["undolimit", "undolimit 4M", "undolimit -1"] {
+        let e = write(&c, root, &ctl, bad).await.expect_err(bad).to_string();
+        assert!(e.contains("BYTES"), "{bad}: {e}");
+    }
+    write(&c, root, &ctl, "undolimit 4194304").await.unwrap();
+    let block = "0123456789abcdef".repeat(1 << 16);
+    for round in 0..24 {
+        let f = c.open_path(root, &body, OWRITE | OTRUNC).await.unwrap();
+        let mine = format!("round {round}\n{}", &block[10..]);
+        for piece in mine.as_bytes().chunks(256 << 10) {
+            c.write(f.fid, 0, piece).await.unwrap();
+        }
+        c.clunk(f.fid).await.unwrap();
+    }
+    // Unbounded, 24 rounds would hold 24 MiB.
+    let held = ctl_value(&text(read(&c, root, &ctl).await.unwrap()), "undo");
+    assert!((3 << 20..=4 << 20).contains(&held), "{held} bytes of history held");
+    drop(c);
+    k.stop();
+    let snapshot = k.session_dir("main").join(apex_fsd::persist::snapshot::FILE);
+    let size = std::fs::metadata(&snapshot).map(|m| m.len()).unwrap_or_else(|e| panic!("a snapshot: {e}"));
+    assert!(size < 6 << 20, "the snapshot holds {size} bytes for a 1 MiB body and 4 MiB of history");
+
+    // After a restart the limit and the history are as they were.
+    k.start(&[], &[]);
+    let (c, root) = k.client().await;
+    let state = text(read(&c, root, &ctl).await.unwrap());
+    assert_eq!((ctl_value(&state, "undolimit"), ctl_value(&state, "undo")), (4 << 20, held), "{state}");
+    // Each undo takes back one write: the newest rounds come back whole.
+    let mut undone = 0;
+    while write(&c, root, &ctl, "undo").await.is_ok() {
+        undone += 1;
+        let now = text(read(&c, root, &body).await.unwrap());
+        // A round is five writes: the truncation and four pieces.
+        if undone % 5 == 0 {
+            let round = 23 - undone / 5;
+            let want = format!("round {round}\n{}", &block[10..]);
+            assert!(
+                now == want,
+                "after {undone} undos the body is not round {round}'s: {:?}",
+                &now[..now.len().min(20)]
+            );
+        }
+    }
+    assert!((10..24 * 5).contains(&undone), "{undone} writes undone before the history ran out");
+    println!("undo bound 4 MiB, 24 rounds of 1 MiB: {held} bytes held, snapshot {size} bytes, {undone} writes undone");
+}
+
+/// 20,000 fids open on `snapshot` share one version of the session
+/// (nothing changed between their opens), and what they held is freed
+/// when their client hangs up: a second client doing the same grows the
+/// daemon no further.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_fids_share_their_snapshot_and_a_hang_up_frees_them() {
+    use apex_ninep::fcall::OREAD;
+    let mut d = Limited::start_capped("fids", (1024, 1024), None, Some(4 << 30));
+    let before = {
+        let c = dial(&socket(&d.dir), 1 << 20).await.unwrap();
+        let root = c.attach("glenda", "").await.unwrap();
+        // Some history, so that the snapshot is 20 KB: its text, gone
+        // from the body, kept for undo.
+        let n = crate::session::new_buffer(&c, root).await;
+        let body = format!("main/buffers/{n}/body");
+        write(&c, root, &body, &"some history\n".repeat(1500)).await.unwrap();
+        let f = c.open_path(root, &body, apex_ninep::fcall::OWRITE | apex_ninep::fcall::OTRUNC).await.unwrap();
+        c.clunk(f.fid).await.unwrap();
+        let size = read(&c, root, "main/snapshot").await.unwrap().len();
+        assert!(size > 19_000, "a snapshot of {size} bytes");
+        rss(d.child.id())
+    };
+    let mut figures = Vec::new();
+    for round in 0..2 {
+        let c = std::sync::Arc::new(dial(&socket(&d.dir), 1 << 20).await.unwrap());
+        let root = c.attach("glenda", "").await.unwrap();
+        for _ in 0..20 {
+            let mut batch = tokio::task::JoinSet::new();
+            for _ in 0..1000 {
+                let c = c.clone();
+                batch.spawn(async move { c.open_path(root, "main/snapshot", OREAD).await.map(|_| ()) });
+            }
+            while let Some(r) = batch.join_next().await {
+                r.unwrap().unwrap();
+            }
+        }
+        let open = rss(d.child.id());
+        assert!(d.alive(), "{}", d.said());
+        drop(c);
+        // The hang-up is seen, and the fids let go, in a moment: a fresh
+        // connection's walk is served after it.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let c = dial(&socket(&d.dir), 1 << 20).await.unwrap();
+        c.attach("glenda", "").await.unwrap();
+        figures.push((round, open, rss(d.child.id())));
+    }
+    for (round, open, after) in &figures {
+        println!(
+            "round {round}: 20,000 snapshot fids: {} KB before, {} KB open ({} bytes a fid), {} KB after the hang-up",
+            before >> 10,
+            open >> 10,
+            open.saturating_sub(before) / 20_000,
+            after >> 10
+        );
+    }
+    let (_, first_open, _) = figures[0];
+    assert!(first_open < before + (32 << 20), "20,000 fids took {} MB", (first_open - before) >> 20);
+    let (_, _, first_after) = figures[0];
+    let (_, _, second_after) = figures[1];
+    assert!(
+        second_after < first_after + (4 << 20),
+        "the first client's fids were not freed: {} MB more",
+        (second_after - first_after) >> 20
+    );
+    assert!(d.alive());
+}
+
+/// Snapshots of different moments are not shared: open at once, what
+/// they hold of their own is bounded (here by the hidden
+/// `--snapshots-held` at 1 MiB), past which another open is refused with
+/// a message; closing one makes room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_of_different_moments_held_at_once_are_bounded() {
+    use apex_ninep::fcall::{OREAD, OTRUNC, OWRITE};
+    let mut k = crate::persist::Kept::new("snapshots-held");
+    k.start(&[], &["--snapshots-held", "1048576"]);
+    let (c, root) = k.client().await;
+    let n = crate::session::new_buffer(&c, root).await;
+    let body = format!("main/buffers/{n}/body");
+    // 400 KB of history in every snapshot: written, then emptied.
+    write(&c, root, &body, &"history\n".repeat(50_000)).await.unwrap();
+    let f = c.open_path(root, &body, OWRITE | OTRUNC).await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+    let mut open = Vec::new();
+    let refused = loop {
+        // A change between opens: each is a snapshot of its own moment.
+        write(&c, root, &body, "x").await.unwrap();
+        match c.open_path(root, "main/snapshot", OREAD).await {
+            Ok(f) => open.push(f),
+            Err(e) => break e.to_string(),
+        }
+        assert!(open.len() < 10, "ten snapshots of 400 KB held under a bound of 1 MiB");
+    };
+    assert_eq!(open.len(), 2, "{refused}");
+    assert!(refused.contains("close some"), "{refused}");
+    // One closed makes room for another, which reads whole.
+    c.clunk(open.remove(0).fid).await.unwrap();
+    let again = c.open_path(root, "main/snapshot", OREAD).await.unwrap();
+    let snapshot = c.read_all(&again).await.unwrap();
+    assert!(apex_core::State::from_snapshot(&snapshot).is_ok_and(|s| s.buffers.len() > 1));
+    c.clunk(again.fid).await.unwrap();
+}
+
+/// An idle connection costs the daemon a few kilobytes, whether it has
+/// only attached or has sent a large write before going quiet: 500 of
+/// each, held open at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_costs_a_few_kilobytes() {
+    let d = Limited::start_capped("idle", (4096, 4096), None, Some(4 << 30));
+    let warm = dial(&socket(&d.dir), 1 << 20).await.unwrap();
+    let root = warm.attach("glenda", "").await.unwrap();
+    let n = crate::session::new_buffer(&warm, root).await;
+    let body = format!("main/buffers/{n}/body");
+    let piece = "x".repeat(200 << 10);
+    let mut figures = Vec::new();
+    let mut idle = Vec::new();
+    for busy in [false, true] {
+        let before = rss(d.child.id());
+        for _ in 0..500 {
+            let c = dial(&socket(&d.dir), 1 << 20).await.unwrap();
+            let root = c.attach("glenda", "").await.unwrap();
+            if busy {
+                write(&c, root, &body, &piece).await.unwrap();
+            }
+            idle.push(c);
+        }
+        let after = rss(d.child.id());
+        let each = after.saturating_sub(before) / 500;
+        let what = if busy { "after a 200 KB write" } else { "only attached" };
+        println!(
+            "500 idle connections, {what}: {} KB before, {} KB after: {each} bytes each",
+            before >> 10,
+            after >> 10
+        );
+        figures.push(each);
+    }
+    // The busy ones' text is in the buffer: 100 MB, which is not theirs.
+    let text = 500 * (200 << 10) as u64;
+    assert!(figures[0] < 64 << 10, "an idle connection costs {} bytes", figures[0]);
+    assert!(figures[1] < text / 500 + (128 << 10), "an idle connection that wrote costs {} bytes", figures[1]);
+    drop(idle);
+}

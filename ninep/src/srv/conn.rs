@@ -283,6 +283,17 @@ impl Ready<'_> {
     }
 }
 
+/// The most the reads waiting on one connection may ask for in all (each
+/// counted as what its reply may hold, at most the iounit).
+pub(super) const WAITING_READS_MAX: usize = 64 << 20;
+
+fn too_many_waiting(waiting: usize) -> String {
+    format!(
+        "{waiting} bytes of reads wait on this connection already, and reads that wait ask for at most \
+         {WAITING_READS_MAX} in all: flush some, or read with a smaller count"
+    )
+}
+
 /// Answers `msg`: a reply ready at once goes onto `ready` (written by the
 /// io loop with the others, with no wake-up through the channel); one that
 /// has to wait comes through the channel from its task. (A Tversion's
@@ -356,6 +367,13 @@ pub(super) fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config,
                 return;
             }
             let cancelable = matches!(body, Fcall::Tread { .. });
+            let read_bytes = match &body {
+                Fcall::Tread { count, .. } => {
+                    let io = iounit(conn.msize.load(std::sync::atomic::Ordering::Relaxed));
+                    (*count).min(io) as usize
+                }
+                _ => 0,
+            };
             let (ty, changes) = (body.ty(), body.changes());
             let flushed =
                 (!matches!(body, Fcall::Tread { .. } | Fcall::Tstat { .. })).then(|| Arc::new(Signal::default()));
@@ -376,6 +394,17 @@ pub(super) fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config,
             // The task registers itself under the lock, so it cannot finish
             // and unregister before it is registered.
             let mut tasks = conn.tasks.lock().expect("task lock");
+            // Reads that wait (on a stream) may all be answered at once,
+            // each with as much as it asked: past a bound, a read that
+            // would wait is refused instead (it never happened, as with a
+            // flush), so a client cannot grow the daemon by its replies.
+            let waiting: usize = tasks.values().map(|f| f.read_bytes).sum();
+            if read_bytes > 0 && waiting + read_bytes > WAITING_READS_MAX {
+                drop(tasks);
+                drop(request);
+                reply(Fcall::Rerror { ename: too_many_waiting(waiting) });
+                return;
+            }
             let done = Arc::new(Signal::default());
             let replied = RaiseOnDrop(done.clone());
             let task = tokio::spawn(async move {
@@ -387,7 +416,7 @@ pub(super) fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config,
                 c.reply(tag, reply);
                 drop(replied);
             });
-            tasks.insert(tag, InFlight { task, cancelable, flushed, done });
+            tasks.insert(tag, InFlight { task, cancelable, flushed, done, read_bytes });
         }
         body => reply(Fcall::Rerror { ename: format!("unexpected 9P message type {} with tag {tag}", body.ty()) }),
     }

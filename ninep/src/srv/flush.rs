@@ -14,6 +14,8 @@ pub(super) struct InFlight {
     /// Set once the request's reply is queued (its tag is free after), or
     /// its task is gone without one (aborted by a Tversion or hang-up).
     pub(super) done: Arc<Signal>,
+    /// A waiting read's count: what its reply may hold.
+    pub(super) read_bytes: usize,
 }
 
 /// A flag set once, which tasks may wait for. Every request that may be

@@ -1,7 +1,7 @@
 //! The connection loop's own tests: replies in order after a flush,
 //! the fid table's answers.
 
-use super::conn::Ready;
+use super::conn::{Ready, WAITING_READS_MAX};
 use super::*;
 use crate::fcall::{Fcall, NOTAG, OWRITE};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -30,9 +30,10 @@ fn a_reply_made_here_follows_those_tasks_queued_before() {
     assert_eq!(queued.load(SeqCst), 0);
 }
 
-/// Keeps what is written to it, in order; every fid is the same.
+/// Keeps what is written to it, in order; every fid is the same. With
+/// `stalls`, a read waits for ever (a stream nothing is written to).
 #[derive(Default)]
-struct Keep(Mutex<Vec<Vec<u8>>>);
+struct Keep(Mutex<Vec<Vec<u8>>>, bool);
 
 impl Serve for Keep {
     type Fid = ();
@@ -50,6 +51,9 @@ impl Serve for Keep {
         Err("no create".into())
     }
     async fn read(&self, _: &(), _: u64, _: u32) -> Result<Vec<u8>> {
+        if self.1 {
+            std::future::pending::<()>().await;
+        }
         Ok(Vec::new())
     }
     async fn write(&self, _: &(), _: u64, data: Vec<u8>) -> Result<u32> {
@@ -186,4 +190,39 @@ async fn fids_per_connection_are_bounded() {
     let by_tag = |tag: u16| replies.iter().filter(|m| m.tag == tag).map(|m| m.body.clone()).collect::<Vec<_>>();
     assert!(matches!(&by_tag(3)[..], [Fcall::Rerror { ename }] if ename.contains("clunk some")), "{:?}", by_tag(3));
     assert!(matches!(&by_tag(5)[..], [Fcall::Rwalk { .. }]), "room again after a clunk: {:?}", by_tag(5));
+}
+
+/// Reads that wait may ask for WAITING_READS_MAX bytes in all: past it a
+/// read that would wait is refused, saying so, while one answered at once
+/// (a stat) is served as ever.
+#[tokio::test]
+async fn reads_that_wait_are_bounded_by_what_they_ask_for() {
+    let count = 1u32 << 20;
+    let mut script = frame(NOTAG, Fcall::Tversion { msize: count + 24, version: "9P2000".into() });
+    script.extend(frame(1, Fcall::Tattach { fid: 0, afid: crate::fcall::NOFID, uname: "u".into(), aname: "".into() }));
+    script.extend(frame(1, Fcall::Topen { fid: 0, mode: 0 }));
+    let reads = (WAITING_READS_MAX / count as usize) as u16 + 3;
+    for tag in 10..10 + reads {
+        script.extend(frame(tag, Fcall::Tread { fid: 0, offset: 0, count }));
+    }
+    script.extend(frame(2, Fcall::Tstat { fid: 0 }));
+    let out = Capture::default();
+    let input = Script { pieces: vec![script].into(), asked: Arc::default() };
+    let config = Config { msize: count + 24, ..Config::default() };
+    serve_halves(Arc::new(Keep(Mutex::default(), true)), input, out.clone(), config, None).await.unwrap();
+    let bytes = out.0.lock().unwrap().clone();
+    let mut replies = Vec::new();
+    let mut at = 0;
+    while let Some(n) = crate::codec::check(&bytes[at..], count + 24).unwrap() {
+        replies.push(crate::codec::parse(&bytes[at..at + n]).unwrap());
+        at += n;
+    }
+    let refused: Vec<_> = replies
+        .iter()
+        .filter(|m| matches!(&m.body, Fcall::Rerror { ename } if ename.contains("reads wait on this connection")))
+        .map(|m| m.tag)
+        .collect();
+    let first_refused = 10 + (WAITING_READS_MAX / count as usize) as u16;
+    assert_eq!(refused, (first_refused..10 + reads).collect::<Vec<_>>(), "{replies:?}");
+    assert!(replies.iter().any(|m| m.tag == 2 && matches!(m.body, Fcall::Rstat { .. })), "a stat is answered");
 }

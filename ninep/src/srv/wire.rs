@@ -11,8 +11,14 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-/// Bytes asked of the socket per read.
+/// Bytes asked of the socket per read while a message is coming.
 pub(super) const READ_CHUNK: usize = 256 * 1024;
+
+/// Room for the read between messages, and the most a buffer keeps while
+/// the connection is quiet: an idle connection holds a few kilobytes, not
+/// the room its largest message needed (500 that had each sent a 200 KB
+/// write held 130 MB).
+pub(super) const IDLE_ROOM: usize = 8 * 1024;
 
 pub(super) async fn io_loop<S: Serve>(
     conn: &Arc<Conn<S>>,
@@ -73,12 +79,18 @@ pub(super) async fn io_loop<S: Serve>(
         }
         buf.drain(..start);
         start = 0;
+        if buf.is_empty() && buf.capacity() > IDLE_ROOM {
+            buf = Vec::new();
+        }
         // The replies that are ready, in as few writes as may be.
         Ready { list: &mut ready, rx, queued: &conn.queued }.take_queued();
         if send_passing(conn, w, &mut out, &ready).await.is_err() {
             return Ok(());
         }
         ready.clear();
+        if out.capacity() > 8 * IDLE_ROOM {
+            out = Vec::new();
+        }
         if held_back {
             // Written: the requests held back are answered next.
             continue;
@@ -175,7 +187,8 @@ pub(super) async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8
     let got = match large {
         Some(l) => (&mut *r).take((l.count - l.data.len()) as u64).read_buf(&mut l.data).await,
         None => {
-            buf.reserve(READ_CHUNK);
+            // Between messages a little; in one, enough for bulk.
+            buf.reserve(if buf.is_empty() { IDLE_ROOM } else { READ_CHUNK });
             r.read_buf(buf).await
         }
     };

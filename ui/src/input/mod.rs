@@ -456,8 +456,11 @@ impl Ctx<'_> {
         if q0 == q1 && text.is_empty() {
             return Ok(());
         }
-        let op = BufferOp::Splice { q0, q1, text: text.to_string(), origin: Origin::Keyboard };
-        self.append(b, op)?;
+        // Led here, a long paste goes in entries of bounded size.
+        match self.node.leads(Shard::Buffer(b)) {
+            true => self.node.append_splice(b, q0, q1, text, Origin::Keyboard)?,
+            false => self.append(b, BufferOp::Splice { q0, q1, text: text.to_string(), origin: Origin::Keyboard })?,
+        }
         make::settag(self.node, b, Origin::Keyboard)?;
         Ok(())
     }

@@ -189,6 +189,10 @@ impl Input {
         // reported to it (acme's event file), not carried out here.
         let reader = window.and_then(|w| cx.node.state.window(w).ok()).and_then(|w| w.event_reader);
         if let (Some(_), Some((b, view))) = (reader, cx.text_of(s.target)) {
+            // The action's entry holds at most SPLICE_MAX bytes of an
+            // argument: a longer one is not reported (acme reports only
+            // its first 256 runes anyway).
+            let arg = arg.filter(|a| a.len() <= apex_core::op::SPLICE_MAX);
             let version = cx.node.state.buffer(b)?.version;
             let expanded = swept != (q0, q1);
             let builtin = button == 2 && apex_core::exec::is_builtin(&text);
