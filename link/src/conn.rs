@@ -193,11 +193,20 @@ impl Attached {
         let (fid, iounit) = (file.fid, file.iounit as usize);
         let mut waits = Vec::new();
         let mut first = Ok(());
-        for (bytes, proposal) in frames {
+        let mut frames = std::collections::VecDeque::from(frames);
+        while let Some((bytes, proposal)) = frames.pop_front() {
             for piece in bytes.chunks(iounit.max(1)) {
                 match c.send(Fcall::Twrite { fid, offset: 0, data: piece.to_vec() }).await {
                     Ok(sent) => waits.push((sent, proposal)),
-                    Err(e) => return Err(LinkError::Write(e)),
+                    Err(e) => {
+                        // The connection is gone: this frame never arrived
+                        // whole, nor did those after it. They wait for the
+                        // next connection (`Link::reconnect` keeps the
+                        // proposals among them).
+                        frames.push_front((bytes, proposal));
+                        self.with(|l| l.put_back(frames));
+                        return Err(LinkError::Write(e));
+                    }
                 }
             }
         }

@@ -162,17 +162,23 @@ impl Link {
     }
 
     /// Starts over on a new connection, asking to resume this attachment.
-    /// Anything framed but not written is dropped; unacked entries are
-    /// sent again after the Welcome.
+    /// Proposals framed but not written go after the Hello; anything else
+    /// framed but not written is dropped, and unacked entries are sent
+    /// again after the Welcome.
     pub fn reconnect(&mut self) {
         self.frames.clear();
         self.streaming = None;
-        self.outbox.clear();
+        // Proposals never written (a watching UI's typing while the
+        // connection was down) go after the Hello: the daemon never saw
+        // them, so they cannot be made twice. Whatever else was framed
+        // is made again from the state after the Welcome.
+        let unsent: Vec<(Vec<u8>, bool)> = self.outbox.drain(..).filter(|(_, waits)| *waits).collect();
         self.answers.clear();
         // A resumed attachment is sent its unanswered proposals again.
         self.deferred.clear();
         let resume = self.node.as_ref().map(|n| Resume { attachment: n.attachment, token: self.token });
         self.send(ClientMsg::Hello { kind: self.kind, name: self.name.clone(), resume });
+        self.outbox.extend(unsent);
         // Nothing more goes out until the Welcome says where we stand.
         self.resyncing = self.node.is_some();
         // A recovery proposal in flight when the connection went may never
@@ -274,6 +280,14 @@ impl Link {
     /// write waits for a proposal's outcome.
     pub fn take_frames(&mut self) -> Vec<(Vec<u8>, bool)> {
         self.outbox.drain(..).collect()
+    }
+
+    /// Frames taken but not written whole (the connection went), back at
+    /// the front, in order.
+    pub fn put_back(&mut self, frames: VecDeque<(Vec<u8>, bool)>) {
+        for frame in frames.into_iter().rev() {
+            self.outbox.push_front(frame);
+        }
     }
 
     /// The sizes of the frames waiting to be written.

@@ -17,9 +17,28 @@ use tokio::io::unix::AsyncFd;
 pub type Io = AsyncFd<std::fs::File>;
 
 /// A connected stream socket a client can run on: its descriptor, made
-/// non-blocking.
-pub trait Socket {
+/// non-blocking. Sealed: the client reads and writes the descriptor as a
+/// stream socket, so only the kinds here are one.
+///
+/// ```compile_fail
+/// struct Mine;
+/// impl apex_ninep::Socket for Mine {
+///     fn into_fd(self) -> std::io::Result<std::os::fd::OwnedFd> {
+///         unreachable!()
+///     }
+/// }
+/// ```
+pub trait Socket: sealed::Sealed {
     fn into_fd(self) -> std::io::Result<OwnedFd>;
+}
+
+mod sealed {
+    /// Implemented only here: no other type can be a [`super::Socket`].
+    pub trait Sealed {}
+    impl Sealed for std::os::unix::net::UnixStream {}
+    impl Sealed for std::net::TcpStream {}
+    impl Sealed for tokio::net::UnixStream {}
+    impl Sealed for tokio::net::TcpStream {}
 }
 
 impl Socket for std::os::unix::net::UnixStream {

@@ -536,6 +536,24 @@ fn dump_and_load_restore_windows_in_acme_s_format() {
     assert_eq!(fresh.node.state.windows.values().filter(|w| w.body == body).count(), 2, "with its Zerox");
     fresh.machine.files.insert("/tmp/bad.dump".into(), b"/\nf\n".to_vec());
     assert!(matches!(fresh.run("Load", None, "/tmp/bad.dump"), Err(ExecError::Load(_))));
+
+    // Load where the windows are still open: as acme's rowload, the
+    // dump's windows are made beside them (acme's `coladd` for each, no
+    // lookup of what is open), so there are two of each now.
+    let before = h.node.state.layout.columns.iter().map(|c| c.windows.len()).sum::<usize>();
+    h.run("Load", None, "").unwrap();
+    let after = h.node.state.layout.columns.iter().map(|c| c.windows.len()).sum::<usize>();
+    assert_eq!(after, 2 * before, "the dump's windows beside the open ones");
+    let named = |h: &TestHost, name: &str| {
+        h.node.state.windows.values().filter(|w| h.node.state.buffer(w.body).is_ok_and(|b| b.name == name)).count()
+    };
+    assert_eq!(named(&h, "/tmp/changed"), 2);
+    // Each still has room in its column: a top below the one before it.
+    for c in &h.node.state.layout.columns {
+        for pair in c.windows.windows(2) {
+            assert!(pair[0].y < pair[1].y, "a window squeezed to nothing: {:?}", c.windows);
+        }
+    }
 }
 
 #[test]

@@ -374,6 +374,20 @@ async fn acme_lsp_follows_the_log_and_edits_through_addr_and_data() {
     ui.with(|l| make::delete_window(l.node_mut().unwrap(), copy.window).unwrap());
     ui.flush().await.unwrap();
     assert_eq!(text(c.read(log.fid, 0, 8192).await.unwrap()), format!("{} del {file}\n", copy.number.0));
+    // A terminal's window is announced as every window is (acme's log
+    // says `new` for each), and `del` when it goes.
+    let main = d.client().await;
+    let mroot = main.attach("glenda", "").await.unwrap();
+    let tctl = main.open_path(mroot, "main/ctl", ORDWR).await.unwrap();
+    main.write(tctl.fid, 0, b"term -d / -s 30x5 /bin/sh\n").await.unwrap();
+    let t = text(main.read(tctl.fid, 0, 64).await.unwrap()).trim().to_string();
+    main.clunk(tctl.fid).await.unwrap();
+    let line = text(c.read(log.fid, 0, 8192).await.unwrap());
+    assert!(line.ends_with(&format!(" new /-term.{t}\n")), "{line}");
+    let number = line.split_whitespace().next().unwrap().to_string();
+    let term_ctl = open(&c, root, &format!("{number}/ctl"), OWRITE).await;
+    put(&c, &term_ctl, "delete").await.unwrap();
+    assert_eq!(text(c.read(log.fid, 0, 8192).await.unwrap()), format!("{number} del /-term.{t}\n"));
 
     // Position: open addr, addr=dot, read addr (the UI put dot at 14).
     ui.with(|l| {

@@ -10,6 +10,15 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use tokio::io::unix::AsyncFdReadyGuard;
 
+impl Shared {
+    /// The tag table, even if a panic elsewhere poisoned its lock: a
+    /// request dropped while that one unwinds frees its tag rather than
+    /// panic in its drop (which would abort the process).
+    pub(super) fn tags_anyway(&self) -> std::sync::MutexGuard<'_, super::tags::Tags> {
+        self.tags.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 pub(super) struct Shared {
     pub(super) io: Io,
     /// Held while a frame is written, so frames go out whole; the buffer
@@ -57,7 +66,7 @@ impl Shared {
             loop {
                 match reading.next(self.msize) {
                     Ok(Some(msg)) => {
-                        if let Some(body) = self.tags.lock().expect("tag lock").hand_over(msg, mine) {
+                        if let Some(body) = self.tags_anyway().hand_over(msg, mine) {
                             own = Some(body);
                         }
                     }
@@ -101,7 +110,7 @@ impl Shared {
         // Nothing written after this could be read as a frame.
         socket::shut_writes(&self.io);
         self.gone.send_replace(true);
-        self.tags.lock().expect("tag lock").forget_all();
+        self.tags_anyway().forget_all();
         // Whoever waits for the reading lock looks again, and finds it over.
         self.released.notify_waiters();
     }
@@ -113,7 +122,7 @@ impl Shared {
             Ok(ready) => ready,
             Err(e) => {
                 tracing::debug!(error = %e, "9P socket failed");
-                self.end(&mut self.reading.lock().expect("reading lock"));
+                self.end(&mut self.reading.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
                 return None;
             }
         };
@@ -150,7 +159,8 @@ impl Shared {
         let mut reading = match self.reading.try_lock() {
             Ok(reading) => reading,
             Err(TryLockError::WouldBlock) => return None,
-            Err(TryLockError::Poisoned(_)) => panic!("reading lock poisoned"),
+            // A panic while reading left it: what was read is as it was.
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
         let got = self.pump(&mut reading, ready, mine);
         drop(reading);

@@ -176,14 +176,16 @@ impl Client {
     /// one after another reach the server in that order while their
     /// replies are awaited apart. Dropping the `Sent` unanswered flushes it.
     pub async fn send(&self, body: Fcall) -> Result<Sent> {
-        let tag = self.shared.tags.lock().expect("tag lock").take()?;
+        let tag = self.shared.tags_anyway().take()?;
         let is_flush = matches!(body, Fcall::Tflush { .. });
-        let mut guard = TagGuard { shared: self.shared.clone(), tag, answered: false, is_flush };
+        let on_wire = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut guard =
+            TagGuard { shared: self.shared.clone(), tag, answered: false, is_flush, on_wire: on_wire.clone() };
         if *self.shared.gone.borrow() {
             // Nothing more is read (the server hung up, or its framing
             // broke while the stream stays open): no reply can come.
             guard.answered = true;
-            self.shared.tags.lock().expect("tag lock").forget(tag);
+            self.shared.tags_anyway().forget(tag);
             return Err(ClientError::Hangup);
         }
         let msg = Msg { tag, body };
@@ -194,15 +196,15 @@ impl Client {
                 Ok(turn) => turn,
                 Err(_) => self.shared.writing.clone().lock_owned().await,
             };
-            Outgoing::new(self.shared.clone(), turn, msg).write().await
+            Outgoing::new(self.shared.clone(), turn, msg, on_wire).write().await
         };
         if let Err(e) = sent.await {
             guard.answered = true;
-            self.shared.tags.lock().expect("tag lock").forget(tag);
+            self.shared.tags_anyway().forget(tag);
             use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
             if matches!(e.kind(), BrokenPipe | ConnectionReset) {
                 // The server hung up while nothing was being read.
-                self.shared.end(&mut self.shared.reading.lock().expect("reading lock"));
+                self.shared.end(&mut self.shared.reading.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
                 return Err(ClientError::Hangup);
             }
             return Err(e.into());

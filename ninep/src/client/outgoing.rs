@@ -29,14 +29,30 @@ pub(super) struct Outgoing {
     /// The task finishing a frame given up: if it is dropped too (the
     /// runtime is going away), the connection's framing is lost.
     pub(super) finishing: bool,
+    /// Set once a byte of the frame is written: the request's `TagGuard`
+    /// flushes only a request the server may have seen.
+    pub(super) on_wire: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Outgoing {
     /// Encodes `msg` into the buffer the turn to write holds.
-    pub(super) fn new(shared: Arc<Shared>, mut out: tokio::sync::OwnedMutexGuard<Vec<u8>>, msg: Msg) -> Outgoing {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        mut out: tokio::sync::OwnedMutexGuard<Vec<u8>>,
+        msg: Msg,
+        on_wire: Arc<std::sync::atomic::AtomicBool>,
+    ) -> Outgoing {
         out.clear();
         let bulk = encode_frame(&msg, &mut out, LARGE).is_some();
-        Outgoing { shared, out: Some(out), msg, bulk, written: 0, finishing: false }
+        Outgoing { shared, out: Some(out), msg, bulk, written: 0, finishing: false, on_wire }
+    }
+
+    /// Counts `n` more bytes written.
+    fn wrote(&mut self, n: usize) {
+        if n > 0 {
+            self.written += n;
+            self.on_wire.store(true, std::sync::atomic::Ordering::Release);
+        }
     }
 
     /// What is left to write: of the head, and of the data.
@@ -60,7 +76,7 @@ impl Outgoing {
             // Part of a frame went and the rest cannot: nothing after it
             // would be read as a frame, nor would it be answered as one.
             self.out = None;
-            self.shared.end(&mut self.shared.reading.lock().expect("reading lock"));
+            self.shared.end(&mut self.shared.reading.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         }
         written
     }
@@ -71,7 +87,8 @@ impl Outgoing {
         let (head, data) = self.left();
         let nothing_left = head.is_empty() && data.is_empty();
         if !nothing_left && !*self.shared.gone.borrow() {
-            self.written += socket::try_write(&self.shared.io, head, data)?;
+            let n = socket::try_write(&self.shared.io, head, data)?;
+            self.wrote(n);
         }
         let (head, data) = self.left();
         if !(head.is_empty() && data.is_empty()) {
@@ -106,7 +123,8 @@ impl Outgoing {
                 _ = gone.changed() => continue,
                 _ = shared.read_for(None) => continue,
             };
-            self.written += socket::write_some(&mut room, head, data)?;
+            let n = socket::write_some(&mut room, head, data)?;
+            self.wrote(n);
         }
         Ok(())
     }
@@ -122,13 +140,21 @@ impl Drop for Outgoing {
         let finish = match tokio::runtime::Handle::try_current() {
             Ok(rt) if !self.finishing => rt,
             _ => {
-                shared.end(&mut shared.reading.lock().expect("reading lock"));
+                shared.end(&mut shared.reading.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
                 return;
             }
         };
         let msg = std::mem::replace(&mut self.msg, Msg { tag: NOTAG, body: Fcall::Rclunk });
-        let mut rest =
-            Outgoing { shared, out: self.out.take(), msg, bulk: self.bulk, written: self.written, finishing: true };
+        let on_wire = self.on_wire.clone();
+        let mut rest = Outgoing {
+            shared,
+            out: self.out.take(),
+            msg,
+            bulk: self.bulk,
+            written: self.written,
+            finishing: true,
+            on_wire,
+        };
         // Should it fail, `rest` is dropped part-written and, finishing,
         // ends the connection.
         finish.spawn(async move {
@@ -162,7 +188,7 @@ impl Sent {
             tokio::select! {
                 biased;
                 // Handed over by whoever read it, or the connection ended.
-                got = std::future::poll_fn(|cx| shared.tags.lock().expect("tag lock").poll_reply(tag, cx)) => break got,
+                got = std::future::poll_fn(|cx| shared.tags_anyway().poll_reply(tag, cx)) => break got,
                 got = shared.read_for(Some(tag)) => {
                     if got.is_some() {
                         break got;
@@ -187,6 +213,9 @@ pub(super) struct TagGuard {
     pub(super) answered: bool,
     /// Whether the request is a Tflush, which is never flushed itself.
     pub(super) is_flush: bool,
+    /// Whether a byte of the request went out: one dropped before that
+    /// never reached the server, and is not flushed.
+    pub(super) on_wire: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Drop for TagGuard {
@@ -194,11 +223,16 @@ impl Drop for TagGuard {
         let shared = self.shared.clone();
         let tag = self.tag;
         if self.answered {
-            shared.tags.lock().expect("tag lock").free(tag);
+            shared.tags_anyway().free(tag);
             return;
         }
         {
-            let mut tags = shared.tags.lock().expect("tag lock");
+            let mut tags = shared.tags_anyway();
+            if !self.on_wire.load(std::sync::atomic::Ordering::Acquire) {
+                // Never sent: nothing to flush, and no reply can come.
+                tags.free(tag);
+                return;
+            }
             if tags.forget(tag) {
                 // Its reply came (another request read it): nothing to flush.
                 tags.free(tag);
@@ -227,7 +261,7 @@ impl Drop for TagGuard {
                     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
                 }
             }
-            client.shared.tags.lock().expect("tag lock").free(tag);
+            client.shared.tags_anyway().free(tag);
         });
         // Polled once here, so the Tflush is written before whatever the
         // dropper does next (it goes at once unless another frame is going
@@ -237,5 +271,135 @@ impl Drop for TagGuard {
         if std::future::Future::poll(flush.as_mut(), &mut cx).is_pending() {
             rt.spawn(flush);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::codec::{check, parse, to_bytes};
+    use crate::fcall::{Fcall, Msg};
+    use crate::Client;
+    use std::io::{Read, Write};
+
+    const MSIZE: u32 = 8 << 20;
+
+    /// A server on `theirs` that answers Tversion, then waits for `go`
+    /// before it reads more, answering writes and flushes; what it got.
+    fn server(
+        mut theirs: std::os::unix::net::UnixStream,
+        go: std::sync::mpsc::Receiver<()>,
+    ) -> std::thread::JoinHandle<Vec<Fcall>> {
+        std::thread::spawn(move || {
+            let (mut got, mut buf, mut seen) = (Vec::new(), vec![0u8; 1 << 16], Vec::new());
+            let mut versioned = false;
+            while let Ok(n) = theirs.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                while let Some(k) = check(&got, MSIZE).unwrap() {
+                    let msg = parse(&got[..k]).unwrap();
+                    got.drain(..k);
+                    let reply = match &msg.body {
+                        Fcall::Tversion { .. } => Fcall::Rversion { msize: MSIZE, version: "9P2000".into() },
+                        Fcall::Tflush { .. } => Fcall::Rflush,
+                        Fcall::Twrite { data, .. } => Fcall::Rwrite { count: data.len() as u32 },
+                        _ => Fcall::Rerror { ename: "no".into() },
+                    };
+                    if versioned {
+                        seen.push(msg.body.clone());
+                    }
+                    theirs.write_all(&to_bytes(&Msg { tag: msg.tag, body: reply })).unwrap();
+                    if !versioned {
+                        versioned = true;
+                        let _ = go.recv();
+                    }
+                }
+            }
+            seen
+        })
+    }
+
+    /// A request given up while it waited for its turn to write (another
+    /// frame was going out) never reached the server: no Tflush goes for
+    /// it, and its tag is free at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_given_up_before_any_byte_went_out_is_not_flushed() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (go, wait) = std::sync::mpsc::channel();
+        let server = server(theirs, wait);
+        let client = std::sync::Arc::new(Client::handshake(ours, MSIZE).await.unwrap());
+        // A write larger than the socket holds: it keeps the turn while
+        // the server does not read.
+        let big = {
+            let client = client.clone();
+            tokio::spawn(
+                async move { client.rpc(Fcall::Twrite { fid: 1, offset: 0, data: vec![b'x'; 6 << 20] }).await },
+            )
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let given_up =
+            tokio::time::timeout(std::time::Duration::from_millis(50), client.send(Fcall::Tclunk { fid: 9 })).await;
+        assert!(given_up.is_err(), "it waited for the turn");
+        go.send(()).unwrap();
+        assert!(matches!(big.await.unwrap(), Ok(Fcall::Rwrite { count }) if count == 6 << 20));
+        drop(client);
+        let seen = server.join().unwrap();
+        let kinds: Vec<u8> = seen.iter().map(|m| m.ty()).collect();
+        assert!(!seen.iter().any(|m| matches!(m, Fcall::Tflush { .. } | Fcall::Tclunk { .. })), "{kinds:?}");
+    }
+
+    /// A request dropped after a panic poisoned the tag table's lock (in
+    /// another thread) frees its tag and flushes; its drop does not
+    /// panic in turn.
+    #[tokio::test]
+    async fn a_request_dropped_after_a_panic_held_the_tag_lock_does_not_panic() {
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 512];
+            let mut seen = Vec::new();
+            while let Ok(n) = theirs.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                while let Some(k) = check(&got, 8192).unwrap() {
+                    let msg = parse(&got[..k]).unwrap();
+                    got.drain(..k);
+                    let reply = match &msg.body {
+                        Fcall::Tversion { .. } => Fcall::Rversion { msize: 8192, version: "9P2000".into() },
+                        Fcall::Tflush { .. } => Fcall::Rflush,
+                        _ => continue,
+                    };
+                    seen.push(msg.body.clone());
+                    theirs.write_all(&to_bytes(&Msg { tag: msg.tag, body: reply })).unwrap();
+                }
+            }
+            seen
+        });
+        let client = Client::handshake(ours, 8192).await.unwrap();
+        let sent = client.send(Fcall::Tclunk { fid: 7 }).await.unwrap();
+        let shared = client.shared.clone();
+        let poisoned = std::thread::spawn(move || {
+            let _held = shared.tags.lock().unwrap();
+            panic!("a panic while the tag table is held");
+        })
+        .join();
+        assert!(poisoned.is_err() && client.shared.tags.is_poisoned());
+        drop(sent);
+        // The Tflush went and its Rflush came: the tag is free again.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let in_use = || {
+            let tags = client.shared.tags_anyway();
+            tags.slots.iter().filter(|s| !matches!(s, crate::client::tags::Slot::Free)).count()
+        };
+        while in_use() > 0 {
+            assert!(std::time::Instant::now() < deadline, "the dropped request's tag was never freed");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        drop(client);
+        let seen = server.join().unwrap();
+        assert!(seen.iter().any(|m| matches!(m, Fcall::Tflush { .. })), "{seen:?}");
     }
 }

@@ -287,6 +287,36 @@ fn a_holder_away_longer_than_the_deadline_resumes_and_answers_what_it_was_sent()
 }
 
 #[test]
+fn a_watching_ui_s_typing_while_its_connection_is_down_lands_when_it_is_back() {
+    // A UI that leads nothing (another attached after it and took the
+    // lead) types by proposals. Typed while its connection is down, they
+    // are not lost: they go after its Hello, once, whether it resumes or
+    // is attached anew.
+    for grace_passes in [false, true] {
+        let mut w = World::new(13);
+        let watcher = w.join(AttachmentKind::Ui);
+        w.settle();
+        let b = window(&mut w, watcher, "/tmp/watched");
+        w.settle();
+        let leader = w.join(AttachmentKind::Ui);
+        w.settle();
+        assert!(w.link(leader).leads(Shard::Buffer(b)), "the last UI to attach leads");
+        assert!(!w.link(watcher).leads(Shard::Buffer(b)), "the first watches");
+        w.hangup(watcher);
+        let version = w.link(watcher).node().unwrap().state.buffer(b).unwrap().version;
+        let p = Proposal::Insert { buffer: b, version, q0: 0, text: "typed away ".into(), origin: Origin::Keyboard };
+        w.link(watcher).propose(p);
+        if grace_passes {
+            w.advance(10 * DEADLINE);
+        }
+        w.reconnect(watcher);
+        w.settle();
+        assert_eq!(text_of(&w, b).matches("typed away ").count(), 1, "grace passed: {grace_passes}");
+        w.quiesce();
+    }
+}
+
+#[test]
 fn a_flushed_proposal_its_holder_applied_before_hanging_up_is_answered_as_applied() {
     // flush(5): the write's reply comes before the Rflush, or the write
     // never happens. The holder applied it, then its connection dropped
