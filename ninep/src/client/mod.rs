@@ -94,6 +94,35 @@ pub async fn dial(addr: &str, msize: u32) -> Result<Client> {
     }
 }
 
+/// `names` cut into the walks that carry them: at most [`MAXWELEM`]
+/// names each, and no Twalk over `msize` bytes (sixteen long names can be
+/// more than a small msize holds). One empty walk for no names.
+fn walks<'a>(names: &'a [&'a str], msize: u32) -> Result<Vec<&'a [&'a str]>> {
+    // size[4] type[1] tag[2] fid[4] newfid[4] nwname[2], then s[2] each.
+    const HEAD: usize = 4 + 1 + 2 + 4 + 4 + 2;
+    if names.is_empty() {
+        return Ok(vec![&names[..0]]);
+    }
+    let mut out = Vec::new();
+    let (mut start, mut size) = (0, HEAD);
+    for (i, name) in names.iter().enumerate() {
+        let n = 2 + name.len();
+        if HEAD + n > msize as usize {
+            return Err(ClientError::Protocol(format!(
+                "a file name of {} bytes does not fit a Twalk of at most {msize} bytes",
+                name.len()
+            )));
+        }
+        if i > start && (i - start == MAXWELEM || size + n > msize as usize) {
+            out.push(&names[start..i]);
+            (start, size) = (i, HEAD);
+        }
+        size += n;
+    }
+    out.push(&names[start..]);
+    Ok(out)
+}
+
 impl Client {
     /// Speaks Tversion on `stream`, a connected Unix or TCP socket.
     pub async fn handshake(stream: impl Socket, msize: u32) -> Result<Client> {
@@ -234,12 +263,12 @@ impl Client {
     }
 
     /// Walks from `fid` through `names` (any number: walks of at most 16
-    /// names each) to a new fid.
+    /// names each, and each within the msize) to a new fid.
     pub async fn walk(&self, fid: u32, names: &[&str]) -> Result<(u32, Vec<Qid>)> {
+        let chunks = walks(names, self.shared.msize)?;
         let newfid = self.new_fid();
         let mut qids = Vec::new();
         let mut from = fid;
-        let chunks: Vec<&[&str]> = if names.is_empty() { vec![&[][..]] } else { names.chunks(MAXWELEM).collect() };
         for chunk in chunks {
             let wnames = chunk.iter().map(|s| s.to_string()).collect();
             let r = self.rpc(Fcall::Twalk { fid: from, newfid, wnames }).await;
@@ -400,5 +429,28 @@ impl Client {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::walks;
+
+    /// Walks carry at most sixteen names and fit the msize: forty names of
+    /// 200 bytes under an msize of 1,024 go four to a walk; a name no
+    /// Twalk can carry is refused before anything is sent.
+    #[test]
+    fn walks_hold_sixteen_names_and_fit_the_msize() {
+        let long = "n".repeat(200);
+        let names: Vec<&str> = (0..40).map(|_| long.as_str()).collect();
+        let w = walks(&names, 1024).unwrap();
+        assert_eq!(w.iter().map(|c| c.len()).collect::<Vec<_>>(), [4; 10]);
+        for c in &w {
+            assert!(17 + c.iter().map(|n| 2 + n.len()).sum::<usize>() <= 1024);
+        }
+        let short: Vec<&str> = (0..40).map(|_| "a").collect();
+        assert_eq!(walks(&short, 8192).unwrap().iter().map(|c| c.len()).collect::<Vec<_>>(), [16, 16, 8]);
+        assert!(walks(&[long.as_str()], 100).is_err());
+        assert_eq!(walks(&[], 100).unwrap(), [&[] as &[&str]]);
     }
 }

@@ -238,12 +238,14 @@ impl Drop for TagGuard {
                 tags.free(tag);
                 return;
             }
-        }
-        if self.is_flush {
-            // A Tflush given up (only when its task is dropped: the runtime
-            // is going away) is not flushed in turn, which would go on
-            // without end; its tag stays taken, as its Rflush may come.
-            return;
+            if self.is_flush {
+                // A Tflush given up (its task dropped) is not flushed in
+                // turn, which would go on without end; its tag stays
+                // taken, as its Rflush may come, and that frees it (under
+                // this same lock, so a reply read meanwhile is not missed).
+                tags.abandon(tag);
+                return;
+            }
         }
         // The reply may still come: keep the tag taken until the Rflush.
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
@@ -401,5 +403,47 @@ mod tests {
         drop(client);
         let seen = server.join().unwrap();
         assert!(seen.iter().any(|m| matches!(m, Fcall::Tflush { .. })), "{seen:?}");
+    }
+
+    /// A Tflush given up before its Rflush came keeps its tag only until
+    /// that Rflush is read: then the tag is free again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_flush_given_up_frees_its_tag_when_its_rflush_comes() {
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let server = std::thread::spawn(move || {
+            let (mut got, mut buf) = (Vec::new(), vec![0u8; 4096]);
+            while let Ok(n) = theirs.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                while let Some(k) = check(&got, MSIZE).unwrap() {
+                    let msg = parse(&got[..k]).unwrap();
+                    got.drain(..k);
+                    let reply = match &msg.body {
+                        Fcall::Tversion { .. } => Fcall::Rversion { msize: MSIZE, version: "9P2000".into() },
+                        Fcall::Tflush { .. } => {
+                            // Answered only once the client gave it up.
+                            let _ = wait.recv();
+                            Fcall::Rflush
+                        }
+                        _ => Fcall::Rerror { ename: "no".into() },
+                    };
+                    theirs.write_all(&to_bytes(&Msg { tag: msg.tag, body: reply })).unwrap();
+                }
+            }
+        });
+        let client = Client::handshake(ours, MSIZE).await.unwrap();
+        let flush = client.send(Fcall::Tflush { oldtag: 77 }).await.unwrap();
+        drop(flush);
+        go.send(()).unwrap();
+        // Another request's read takes the Rflush in passing.
+        assert!(client.rpc(Fcall::Tclunk { fid: 1 }).await.is_err());
+        let in_use =
+            client.shared.tags_anyway().slots.iter().filter(|s| !matches!(s, super::super::tags::Slot::Free)).count();
+        assert_eq!(in_use, 0, "the given-up Tflush's tag is free");
+        drop(client);
+        server.join().unwrap();
     }
 }

@@ -26,6 +26,9 @@ pub(super) enum Slot {
     /// or left when the connection ended: in use until freed, so a late
     /// reply is never taken for another request's.
     Taken,
+    /// Given up with no one to free it (a Tflush whose task was
+    /// dropped): freed when its reply comes.
+    Abandoned,
 }
 
 impl Tags {
@@ -48,6 +51,10 @@ impl Tags {
     /// for it (flushed, or never asked for). Its tag stays in use.
     pub(super) fn hand_over(&mut self, reply: Msg, mine: Option<u16>) -> Option<Fcall> {
         let slot = self.slots.get_mut(reply.tag as usize)?;
+        if matches!(slot, Slot::Abandoned) {
+            self.free(reply.tag);
+            return None;
+        }
         let Slot::Waiting(waker) = slot else { return None };
         if Some(reply.tag) == mine {
             *slot = Slot::Taken;
@@ -77,7 +84,7 @@ impl Tags {
                 Slot::Answered(body) => Poll::Ready(Some(body)),
                 _ => unreachable!("just matched"),
             },
-            Slot::Free | Slot::Taken => Poll::Ready(None),
+            Slot::Free | Slot::Taken | Slot::Abandoned => Poll::Ready(None),
         }
     }
 
@@ -91,6 +98,15 @@ impl Tags {
             *slot = Slot::Taken;
         }
         answered
+    }
+
+    /// `tag` is given up and nobody will free it: its reply frees it.
+    pub(super) fn abandon(&mut self, tag: u16) {
+        if let Some(slot) = self.slots.get_mut(tag as usize) {
+            if matches!(slot, Slot::Waiting(_) | Slot::Taken) {
+                *slot = Slot::Abandoned;
+            }
+        }
     }
 
     /// The connection has ended: no more replies come, and every request
