@@ -205,11 +205,23 @@ impl Client {
     /// one after another reach the server in that order while their
     /// replies are awaited apart. Dropping the `Sent` unanswered flushes it.
     pub async fn send(&self, body: Fcall) -> Result<Sent> {
+        self.send_making(body, None).await
+    }
+
+    /// [`Client::send`] of a request that may make fid `made` on the
+    /// server: given up, it is clunked once the request is over.
+    async fn send_making(&self, body: Fcall, made: Option<u32>) -> Result<Sent> {
         let tag = self.shared.tags_anyway().take()?;
         let is_flush = matches!(body, Fcall::Tflush { .. });
         let on_wire = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut guard =
-            TagGuard { shared: self.shared.clone(), tag, answered: false, is_flush, on_wire: on_wire.clone() };
+        let mut guard = TagGuard {
+            shared: self.shared.clone(),
+            tag,
+            answered: false,
+            is_flush,
+            on_wire: on_wire.clone(),
+            clunk_after: made,
+        };
         if *self.shared.gone.borrow() {
             // Nothing more is read (the server hung up, or its framing
             // broke while the stream stays open): no reply can come.
@@ -271,7 +283,12 @@ impl Client {
         let mut from = fid;
         for chunk in chunks {
             let wnames = chunk.iter().map(|s| s.to_string()).collect();
-            let r = self.rpc(Fcall::Twalk { fid: from, newfid, wnames }).await;
+            // Given up meanwhile (an interrupt, a timeout), the walk is
+            // flushed and then newfid clunked: a late Rwalk made it.
+            let r = async {
+                self.send_making(Fcall::Twalk { fid: from, newfid, wnames }, Some(newfid)).await?.reply().await
+            }
+            .await;
             match r {
                 Ok(Fcall::Rwalk { wqids }) if wqids.len() == chunk.len() => qids.extend(wqids),
                 Ok(Fcall::Rwalk { wqids }) if wqids.len() < chunk.len() => {

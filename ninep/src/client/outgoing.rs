@@ -216,6 +216,24 @@ pub(super) struct TagGuard {
     /// Whether a byte of the request went out: one dropped before that
     /// never reached the server, and is not flushed.
     pub(super) on_wire: Arc<std::sync::atomic::AtomicBool>,
+    /// A fid the request may make on the server (a Twalk's newfid): given
+    /// up, the request is flushed and then the fid clunked, so a walk the
+    /// server answered late leaves nothing behind (and the fid is used
+    /// again only after).
+    pub(super) clunk_after: Option<u32>,
+}
+
+impl TagGuard {
+    /// Clunks `clunk_after`, if any, on a task: the request it came from
+    /// is over.
+    fn clunk_made(&mut self) {
+        let Some(fid) = self.clunk_after.take() else { return };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let client = Client { shared: self.shared.clone() };
+        rt.spawn(async move {
+            let _ = client.clunk(fid).await;
+        });
+    }
 }
 
 impl Drop for TagGuard {
@@ -231,11 +249,15 @@ impl Drop for TagGuard {
             if !self.on_wire.load(std::sync::atomic::Ordering::Acquire) {
                 // Never sent: nothing to flush, and no reply can come.
                 tags.free(tag);
+                drop(tags);
+                self.clunk_made();
                 return;
             }
             if tags.forget(tag) {
                 // Its reply came (another request read it): nothing to flush.
                 tags.free(tag);
+                drop(tags);
+                self.clunk_made();
                 return;
             }
             if self.is_flush {
@@ -250,6 +272,7 @@ impl Drop for TagGuard {
         // The reply may still come: keep the tag taken until the Rflush.
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
         let client = Client { shared };
+        let made = self.clunk_after.take();
         let mut flush = Box::pin(async move {
             // Freed only once the Rflush came (or the connection ended): a
             // Tflush waits its turn for a tag, first leaving the dropper's
@@ -264,6 +287,11 @@ impl Drop for TagGuard {
                 }
             }
             client.shared.tags_anyway().free(tag);
+            // The request is over (answered before the Rflush, or never
+            // done): what it may have made goes.
+            if let Some(fid) = made {
+                let _ = client.clunk(fid).await;
+            }
         });
         // Polled once here, so the Tflush is written before whatever the
         // dropper does next (it goes at once unless another frame is going
@@ -445,5 +473,77 @@ mod tests {
         assert_eq!(in_use, 0, "the given-up Tflush's tag is free");
         drop(client);
         server.join().unwrap();
+    }
+
+    /// A walk given up while the server takes its time: the Twalk is
+    /// flushed, and when the server answers it after all (its Rwalk before
+    /// the Rflush), the new fid it made is clunked, not left on the server.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_walk_given_up_and_answered_late_leaves_no_fid_behind() {
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let server = std::thread::spawn(move || {
+            let (mut got, mut buf, mut seen) = (Vec::new(), vec![0u8; 4096], Vec::new());
+            let mut walk_tag = None;
+            while let Ok(n) = theirs.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                while let Some(k) = check(&got, MSIZE).unwrap() {
+                    let msg = parse(&got[..k]).unwrap();
+                    got.drain(..k);
+                    let mut replies = Vec::new();
+                    match &msg.body {
+                        Fcall::Tversion { .. } => {
+                            replies.push((msg.tag, Fcall::Rversion { msize: MSIZE, version: "9P2000".into() }))
+                        }
+                        // Held until the client has given the walk up.
+                        Fcall::Twalk { .. } => walk_tag = Some(msg.tag),
+                        Fcall::Tflush { oldtag } => {
+                            let _ = wait.recv();
+                            // The walk was done meanwhile: its Rwalk first.
+                            assert_eq!(Some(*oldtag), walk_tag);
+                            replies.push((*oldtag, Fcall::Rwalk { wqids: vec![Default::default()] }));
+                            replies.push((msg.tag, Fcall::Rflush));
+                        }
+                        Fcall::Tclunk { .. } => replies.push((msg.tag, Fcall::Rclunk)),
+                        _ => replies.push((msg.tag, Fcall::Rerror { ename: "no".into() })),
+                    }
+                    if !matches!(msg.body, Fcall::Tversion { .. }) {
+                        seen.push(msg.body.clone());
+                    }
+                    for (tag, body) in replies {
+                        theirs.write_all(&to_bytes(&Msg { tag, body })).unwrap();
+                    }
+                }
+            }
+            seen
+        });
+        let client = Client::handshake(ours, MSIZE).await.unwrap();
+        let walk = tokio::time::timeout(std::time::Duration::from_millis(100), client.walk(0, &["slow"])).await;
+        assert!(walk.is_err(), "the walk was given up");
+        go.send(()).unwrap();
+        // The clunk follows the Rflush; another request's read takes the
+        // replies in passing, and a round trip after it sees it done.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let _ = client.rpc(Fcall::Tstat { fid: 99 }).await;
+            let idle = client.shared.tags_anyway().slots.iter().all(|s| matches!(s, super::super::tags::Slot::Free));
+            if idle {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the walk's clean-up never ended");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        drop(client);
+        let seen = server.join().unwrap();
+        let newfid = seen.iter().find_map(|m| match m {
+            Fcall::Twalk { newfid, .. } => Some(*newfid),
+            _ => None,
+        });
+        let flushed = seen.iter().position(|m| matches!(m, Fcall::Tflush { .. })).expect("the walk was flushed");
+        let clunked = seen.iter().position(|m| matches!(m, Fcall::Tclunk { fid } if Some(*fid) == newfid));
+        assert!(clunked.is_some_and(|c| c > flushed), "the late walk's fid is clunked after the flush: {seen:?}");
     }
 }
