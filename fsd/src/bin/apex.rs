@@ -43,8 +43,8 @@ enum Cmd {
     },
     /// Copy a file to standard output, until a 0-byte read.
     Read { path: String },
-    /// Copy standard input to a file, one write per input read (-l: one
-    /// write per line, newline included).
+    /// Copy standard input to a file in writes filled to the iounit (-l:
+    /// one write per line, newline included).
     Write {
         #[arg(short = 'l')]
         lines: bool,
@@ -310,13 +310,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
                     line.clear();
                 }
             } else {
+                // Each write filled to the iounit: a pipe's reads come
+                // 64 KiB at a time, and a bulk copy should not go in
+                // writes that small.
                 let mut buf = vec![0u8; f.iounit as usize];
                 loop {
-                    let n = stdin.read(&mut buf)?;
-                    if n == 0 {
+                    let mut n = 0;
+                    while n < buf.len() {
+                        match stdin.read(&mut buf[n..]) {
+                            Ok(0) => break,
+                            Ok(k) => n += k,
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    if n > 0 {
+                        write(&buf[..n]).await?;
+                    }
+                    if n < buf.len() {
                         break;
                     }
-                    write(&buf[..n]).await?;
                 }
             }
         }

@@ -335,3 +335,26 @@ fn the_apex_command_speaks_like_9p() {
     let (ok, out, _) = apex(&d, &["-A", "games", "read", "id"], "");
     assert!(ok && out.trim().len() == 36, "{out}");
 }
+
+/// `apex write` fills each Twrite to the iounit: 3 MiB through a pipe
+/// (whose reads come 64 KiB at a time) is a handful of writes, not 48;
+/// each write to a body is one change of its version.
+#[test]
+fn apex_write_fills_each_write_to_the_iounit() {
+    let d = Daemon::start("cmd-fill");
+    let (ok, n, _) = apex(&d, &["read", "main/buffers/new"], "");
+    assert!(ok);
+    let n = n.trim().to_string();
+    let version = || {
+        let (_, ctl, _) = apex(&d, &["read", &format!("main/buffers/{n}/ctl")], "");
+        ctl.lines().find_map(|l| l.strip_prefix("version ")).unwrap().trim().parse::<u64>().unwrap()
+    };
+    let before = version();
+    let text = "0123456789abcdef".repeat(3 << 16);
+    let (ok, _, err) = apex(&d, &["write", &format!("main/buffers/{n}/body")], &text);
+    assert!(ok, "{err}");
+    let (_, body, _) = apex(&d, &["read", &format!("main/buffers/{n}/body")], "");
+    assert!(body == text, "the text went whole");
+    let writes = version() - before;
+    assert!(writes <= 4, "3 MiB went in {writes} writes");
+}
