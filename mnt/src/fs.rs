@@ -632,7 +632,11 @@ impl Iterator for Plus<'_> {
         if let Some(stat) = self.sent.take() {
             let mut names = self.names.clone();
             names.push(stat.name.to_string());
-            self.mount.inodes().looked_up(names, stat, None);
+            let (_, stale) = self.mount.inodes().looked_up(names, stat, None);
+            if let Some(fid) = stale {
+                // Its inode is another file's now: the fid on the old one goes.
+                self.mount.clunk_later(fid);
+            }
         }
         let (inode, stat, name) = self.items.next()?;
         self.at += 1;

@@ -57,8 +57,11 @@ impl Inodes {
     }
 
     /// Records a lookup of the file `names` with `stat`, walked as `fid`
-    /// if one was. Returns its number and, when the inode already had a
-    /// fid, the new one, which the caller clunks.
+    /// if one was. Returns its number and a fid the caller clunks: the
+    /// new one when the inode already had a fid on the same file, or the
+    /// old one when the file at this qid is another now (a server gave a
+    /// deleted file's qid.path to a new one: the old fid is on the file
+    /// that went).
     pub fn looked_up(&mut self, names: Vec<String>, stat: Stat, fid: Option<u32>) -> (u64, Option<u32>) {
         let ino = self.number(&stat.qid);
         match self.nodes.get_mut(&ino) {
@@ -66,6 +69,7 @@ impl Inodes {
                 node.lookups += 1;
                 // The root is walked to by no names, whatever a server
                 // that gives another file its qid says.
+                let another = ino != ROOT && node.names != names;
                 if ino != ROOT {
                     node.names = names;
                 }
@@ -74,6 +78,10 @@ impl Inodes {
                     (None, f) => {
                         node.fid = f;
                         (ino, None)
+                    }
+                    (Some(old), new) if another => {
+                        node.fid = new;
+                        (ino, Some(old))
                     }
                     (Some(_), spare) => (ino, spare),
                 }
@@ -132,11 +140,20 @@ mod tests {
         assert_eq!((a, spare), (7, None));
         // A second lookup keeps the first fid and hands back the new one.
         assert_eq!(t.looked_up(vec!["a".into()], stat(5), Some(2)), (7, Some(2)));
+        // Another file given a gone one's qid.path: the node takes the new
+        // fid (on the file there now) and hands back the old one.
+        assert_eq!(t.looked_up(vec!["c".into()], stat(5), Some(3)), (7, Some(1)));
+        assert_eq!(t.get(7).unwrap().fid, Some(3));
+        assert_eq!(t.looked_up(vec!["c".into()], stat(5), Some(4)), (7, Some(4)));
+        // Seen in a listing only (no fid walked): the old fid goes all the same.
+        let (b, _) = t.looked_up(vec!["b".into()], stat(9), Some(8));
+        assert_eq!(t.looked_up(vec!["e".into()], stat(9), None), (b, Some(8)));
+        assert_eq!(t.get(b).unwrap().fid, None);
         // readdirplus entries have no fid yet.
         let (b, _) = t.looked_up(vec!["b".into()], stat(9), None);
         assert_eq!(t.get(b).unwrap().fid, None);
-        assert_eq!(t.forget(a, 1), None);
-        assert_eq!(t.forget(a, 1), Some(1));
+        assert_eq!(t.forget(a, 3), None);
+        assert_eq!(t.forget(a, 1), Some(3));
         assert!(t.get(a).is_none());
         assert_eq!(t.forget(ROOT, 5), None);
         assert_eq!(t.len(), 2);
