@@ -182,13 +182,15 @@ impl Attached {
         let _turn = self.inner.writing.lock().await;
         // Checked again under the link's lock, which `pause` takes too: a
         // flush that raced a pause writes nothing made after it.
-        let frames = self.with(|l| match self.is_paused() {
+        let outgoing = self.with(|l| match self.is_paused() {
             true => Vec::new(),
             false => {
                 l.flush();
-                l.take_frames()
+                l.take_outgoing()
             }
         });
+        // Framed here, with the link let go: typing goes on meanwhile.
+        let frames: Vec<(Vec<u8>, bool)> = outgoing.into_iter().map(|(o, waits)| (o.into_frames(), waits)).collect();
         let Conn { client: c, file } = self.conn();
         let (fid, iounit) = (file.fid, file.iounit as usize);
         let mut waits = Vec::new();

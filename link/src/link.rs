@@ -58,6 +58,32 @@ pub enum Submitted {
     Sent(u64),
 }
 
+/// A message on its way out: framed when it is taken, or already framed
+/// (frames taken and put back).
+#[derive(Debug)]
+pub enum Outgoing {
+    Message(ClientMsg),
+    Frames(Vec<u8>),
+}
+
+impl Outgoing {
+    /// Its frames.
+    pub fn into_frames(self) -> Vec<u8> {
+        match self {
+            Outgoing::Message(msg) => frame(&msg),
+            Outgoing::Frames(bytes) => bytes,
+        }
+    }
+
+    /// How many bytes its frames take.
+    pub fn framed_len(&self) -> usize {
+        match self {
+            Outgoing::Message(msg) => crate::wire::framed_len(crate::wire::size_of(msg)),
+            Outgoing::Frames(bytes) => bytes.len(),
+        }
+    }
+}
+
 /// A whole snapshot's state, or why it did not decode.
 fn decode_snapshot(snapshot: &[u8]) -> Result<State, apex_core::Reject> {
     State::from_snapshot(snapshot)
@@ -85,9 +111,11 @@ pub struct Link {
     pub(crate) frames: Frames,
     /// A Welcome in pieces being decoded as it arrives.
     pub(crate) streaming: Option<Streaming>,
-    /// Frames to write, and whether each is a Propose (whose write
-    /// returns only once the proposal is sequenced).
-    outbox: VecDeque<(Vec<u8>, bool)>,
+    /// What to write, and whether each is a Propose (whose write returns
+    /// only once the proposal is sequenced). Messages are framed by
+    /// whoever takes them, off this link's lock (a flush after a 100 MB
+    /// open is that much to encode).
+    outbox: VecDeque<(Outgoing, bool)>,
     /// Per led shard, the last seq framed as Append.
     flushed: BTreeMap<Shard, Seq>,
     /// Per shard, the last seq the daemon acknowledged storing.
@@ -172,7 +200,7 @@ impl Link {
         // connection was down) go after the Hello: the daemon never saw
         // them, so they cannot be made twice. Whatever else was framed
         // is made again from the state after the Welcome.
-        let unsent: Vec<(Vec<u8>, bool)> = self.outbox.drain(..).filter(|(_, waits)| *waits).collect();
+        let unsent: Vec<(Outgoing, bool)> = self.outbox.drain(..).filter(|(_, waits)| *waits).collect();
         self.answers.clear();
         // A resumed attachment is sent its unanswered proposals again.
         self.deferred.clear();
@@ -190,7 +218,7 @@ impl Link {
 
     fn send(&mut self, msg: ClientMsg) {
         let waits = matches!(msg, ClientMsg::Propose { .. });
-        self.outbox.push_back((frame(&msg), waits));
+        self.outbox.push_back((Outgoing::Message(msg), waits));
     }
 
     /// Asks for every shard a UI leads (a watching UI's `Lead`).
@@ -279,20 +307,26 @@ impl Link {
     /// Frames to write, each in Twrites of its own, with whether its
     /// write waits for a proposal's outcome.
     pub fn take_frames(&mut self) -> Vec<(Vec<u8>, bool)> {
+        self.take_outgoing().into_iter().map(|(o, waits)| (o.into_frames(), waits)).collect()
+    }
+
+    /// What to write, not yet framed: [`Outgoing::into_frames`] is the
+    /// caller's, with this link let go.
+    pub fn take_outgoing(&mut self) -> Vec<(Outgoing, bool)> {
         self.outbox.drain(..).collect()
     }
 
     /// Frames taken but not written whole (the connection went), back at
     /// the front, in order.
     pub fn put_back(&mut self, frames: VecDeque<(Vec<u8>, bool)>) {
-        for frame in frames.into_iter().rev() {
-            self.outbox.push_front(frame);
+        for (bytes, waits) in frames.into_iter().rev() {
+            self.outbox.push_front((Outgoing::Frames(bytes), waits));
         }
     }
 
     /// The sizes of the frames waiting to be written.
     pub fn waiting_frames(&self) -> Vec<usize> {
-        self.outbox.iter().map(|(f, _)| f.len()).collect()
+        self.outbox.iter().map(|(o, _)| o.framed_len()).collect()
     }
 
     /// Makes a change the way a leader or a follower must: applied here
@@ -851,6 +885,21 @@ enum WelcomeIn<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a link has to send is handed out unframed, to be framed off
+    /// its lock; the sizes it reports are the frames'.
+    #[test]
+    fn messages_are_framed_by_whoever_takes_them() {
+        let mut link = Link::new(AttachmentKind::Ui, "ui");
+        let hello = frame(&ClientMsg::Hello { kind: AttachmentKind::Ui, name: "ui".into(), resume: None });
+        link.propose(Proposal::Snarf { text: "s".repeat(crate::wire::FRAME_MAX) });
+        let sizes = link.waiting_frames();
+        let out = link.take_outgoing();
+        assert!(out.iter().all(|(o, _)| matches!(o, Outgoing::Message(_))), "nothing framed under the link");
+        let frames: Vec<Vec<u8>> = out.into_iter().map(|(o, _)| o.into_frames()).collect();
+        assert_eq!(frames[0], hello);
+        assert_eq!(sizes, frames.iter().map(Vec::len).collect::<Vec<_>>());
+    }
 
     /// A proposal more than one message carries is answered here, with
     /// why, and not sent; a long snarf goes as several proposals, each a

@@ -170,6 +170,12 @@ pub fn append_messages(
     out
 }
 
+/// The bytes of the frames of a message whose encoding is `n` bytes: a
+/// header per [`FRAME_MAX`] bytes (one for an empty message).
+pub fn framed_len(n: usize) -> usize {
+    n + 4 * n.div_ceil(FRAME_MAX).max(1)
+}
+
 /// The size of `msg`'s postcard encoding.
 pub fn size_of<M: Serialize + ?Sized>(msg: &M) -> usize {
     postcard::serialize_with_flavor(msg, postcard::ser_flavors::Size::default()).expect("postcard sizes any message")
