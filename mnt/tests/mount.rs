@@ -75,7 +75,8 @@ fn a_plain_servers_file_lists_reads_and_writes_whole_at_a_small_msize() {
     // A file with a real length (apexd's all have 0) is read through the
     // page cache, whose reads are larger than an 8168-byte Tread: each
     // must be filled, as a short one is the end of the file to the cache;
-    // and a write larger than that goes on where the server stopped.
+    // and the server takes at most 1,000 bytes of a write: the writer goes
+    // on from where it stopped.
     if !fuse_available() {
         return;
     }
@@ -99,6 +100,19 @@ fn a_plain_servers_file_lists_reads_and_writes_whole_at_a_small_msize() {
     assert_eq!(s.ok("stat -c %a $M/numbers").trim(), "600");
     s.ok("touch -m -d @-100000 $M/numbers");
     assert_eq!(s.ok("stat -c %Y $M/numbers").trim(), "0");
+}
+
+#[test]
+fn a_write_the_server_takes_part_of_stops_there() {
+    // At an msize of 2048 a page is three Twrites; the server takes 1,000
+    // bytes of the first. The mount stops there (what it sends after would
+    // land at the wrong place), and the writer goes on from there.
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start_on_one_file("short", Vec::new(), &["--msize", "2048"]);
+    s.ok("seq 1 20000 > $T/numbers && cat $T/numbers > $M/numbers");
+    s.ok("cmp $T/numbers $M/numbers");
 }
 
 #[test]

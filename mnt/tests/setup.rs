@@ -213,6 +213,11 @@ pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
 /// The one file.
 struct OneFile(std::sync::Mutex<Kept>);
 
+/// The most of one write the one-file server takes: less than the
+/// iounit of a 2048 msize, so a page written through such a mount is
+/// three Twrites of which the first is short.
+const TAKES: usize = 1000;
+
 /// What a wstat changes of the one file, and its bytes. It is
 /// append-only (DMAPPEND), as a log file on a Plan 9 server is, and will
 /// not have that bit cleared.
@@ -305,11 +310,14 @@ impl apex_ninep::srv::Serve for OneFile {
             return Err("is a directory".into());
         }
         let data = &mut self.0.lock().unwrap().data;
+        // It takes at most TAKES bytes of a write, as a 9P server may: the
+        // mount must stop there and the writer go on from where it did.
+        let bytes = &bytes[..bytes.len().min(TAKES)];
         let end = offset as usize + bytes.len();
         if data.len() < end {
             data.resize(end, 0);
         }
-        data[offset as usize..end].copy_from_slice(&bytes);
+        data[offset as usize..end].copy_from_slice(bytes);
         Ok(bytes.len() as u32)
     }
 
