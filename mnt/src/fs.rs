@@ -138,11 +138,13 @@ impl Mount {
         }
     }
 
-    /// A new fid on inode `ino`, for opening.
-    async fn clone_fid(&self, ino: u64) -> Result<u32> {
+    /// A new fid on inode `ino`, for opening: clunked when the request
+    /// ends, however it ends (an interrupt drops it halfway), unless it is
+    /// kept.
+    async fn clone_fid(&self, ino: u64) -> Result<Walked<'_>> {
         let fid = self.fid_of(ino).await?;
         let (new, _) = self.client.walk(fid, &[]).await.map_err(|e| failed("clone", &ino.to_string(), e))?;
-        Ok(new)
+        Ok(Walked { mount: self, fid: Some(new) })
     }
 
     /// Walks from directory `parent` to `name` and records the lookup.
@@ -238,6 +240,33 @@ impl Mount {
 
 /// The items of a directory handle from one index on ([`Mount::dir_items`]):
 /// its number, its stat (none for "." and ".."), its name.
+/// A fid a request walked to: clunked (on a task) when the request ends
+/// without keeping it, so an interrupted open or create leaves nothing
+/// on the server.
+struct Walked<'a> {
+    mount: &'a Mount,
+    fid: Option<u32>,
+}
+
+impl Walked<'_> {
+    fn fid(&self) -> u32 {
+        self.fid.expect("kept only once")
+    }
+
+    /// The fid, now the caller's to clunk.
+    fn keep(mut self) -> u32 {
+        self.fid.take().expect("kept only once")
+    }
+}
+
+impl Drop for Walked<'_> {
+    fn drop(&mut self) {
+        if let Some(fid) = self.fid.take() {
+            self.mount.clunk_later(fid);
+        }
+    }
+}
+
 struct DirItems<'a> {
     mount: &'a Mount,
     handle: Arc<Handle>,
@@ -327,8 +356,8 @@ impl Filesystem for Mount {
                 // As 9pfuse does: a truncation to 0 is an open with OTRUNC,
                 // which synthetic files understand where wstat may not.
                 let fid = self.clone_fid(inode).await?;
-                let opened = self.client.open(fid, OWRITE | OTRUNC).await;
-                self.clunk_later(fid);
+                let opened = self.client.open(fid.fid(), OWRITE | OTRUNC).await;
+                drop(fid);
                 opened.map_err(|e| failed("truncate", &inode.to_string(), e))?;
             } else if set.size.is_some() || set.mode.is_some() || set.mtime.is_some() {
                 let mut st = Stat::dont_touch();
@@ -360,14 +389,12 @@ impl Filesystem for Mount {
             if flags as i32 & libc::O_TRUNC != 0 {
                 mode |= OTRUNC;
             }
-            let fid = self.clone_fid(inode).await?;
-            let file = match self.client.open(fid, mode).await {
+            let walked = self.clone_fid(inode).await?;
+            let file = match self.client.open(walked.fid(), mode).await {
                 Ok(f) => f,
-                Err(e) => {
-                    self.clunk_later(fid);
-                    return Err(failed("open", &self.names(inode).unwrap_or_default().join("/"), e));
-                }
+                Err(e) => return Err(failed("open", &self.names(inode).unwrap_or_default().join("/"), e)),
             };
+            let fid = walked.keep();
             let direct = self.inodes().get(inode).is_none_or(|n| synthetic(&n.stat));
             let fh = self.handles.add(Handle::File { fid, iounit: file.iounit, cached: !direct });
             Ok(ReplyOpen { fh, flags: if direct { FOPEN_DIRECT_IO } else { 0 } })
@@ -465,11 +492,11 @@ impl Filesystem for Mount {
         self.stoppable(req.unique, async {
             let fid = self.clone_fid(inode).await?;
             let what = || self.names(inode).unwrap_or_default().join("/");
-            let listed = match self.client.open(fid, OREAD).await {
+            let listed = match self.client.open(fid.fid(), OREAD).await {
                 Ok(f) => self.client.read_dir(&f).await,
                 Err(e) => Err(e),
             };
-            self.clunk_later(fid);
+            drop(fid);
             let mut entries = listed.map_err(|e| failed("opendir", &what(), e))?;
             // The kernel refuses a whole listing for one name it cannot
             // link (and would never forget the lookups of those after it).
@@ -522,21 +549,13 @@ impl Filesystem for Mount {
     async fn create(&self, req: Request, parent: Inode, name: &OsStr, mode: u32, flags: u32) -> Result<ReplyCreated> {
         self.stoppable(req.unique, async {
             let name = utf8(name)?;
-            let fid = self.clone_fid(parent).await?;
-            let file = match self.client.create(fid, name, mode & 0o777, access_mode(flags)).await {
+            let walked = self.clone_fid(parent).await?;
+            let file = match self.client.create(walked.fid(), name, mode & 0o777, access_mode(flags)).await {
                 Ok(f) => f,
-                Err(e) => {
-                    self.clunk_later(fid);
-                    return Err(failed("create", name, e));
-                }
+                Err(e) => return Err(failed("create", name, e)),
             };
-            let (ino, stat) = match self.look(parent, name).await {
-                Ok(found) => found,
-                Err(e) => {
-                    self.clunk_later(file.fid);
-                    return Err(e);
-                }
-            };
+            let (ino, stat) = self.look(parent, name).await?;
+            walked.keep();
             let cached = !synthetic(&stat);
             let fh = self.handles.add(Handle::File { fid: file.fid, iounit: file.iounit, cached });
             let flags = if cached { 0 } else { FOPEN_DIRECT_IO };
@@ -549,8 +568,8 @@ impl Filesystem for Mount {
         self.stoppable(req.unique, async {
             let name = utf8(name)?;
             let fid = self.clone_fid(parent).await?;
-            let made = self.client.create(fid, name, DMDIR | (mode & 0o777), OREAD).await;
-            self.clunk_later(fid);
+            let made = self.client.create(fid.fid(), name, DMDIR | (mode & 0o777), OREAD).await;
+            drop(fid);
             made.map_err(|e| failed("mkdir", name, e))?;
             let (ino, stat) = self.look(parent, name).await?;
             Ok(self.entry(ino, &stat))

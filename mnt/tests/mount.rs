@@ -116,6 +116,41 @@ fn a_write_the_server_takes_part_of_stops_there() {
 }
 
 #[test]
+fn an_open_given_up_leaves_no_fid_on_the_server() {
+    // The server is slow to open: the caller is interrupted, the mount
+    // gives the open up after its second of grace; when the server opens
+    // after all, the fid the mount walked for it is clunked, not left.
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start_on_one_file("given-up", b"some text\n".to_vec(), &[]);
+    let one = s.one.clone().expect("the one-file server");
+    s.ok("cat $M/numbers > /dev/null");
+    let settle = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = one.fids();
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = one.fids();
+            if now == last {
+                return now;
+            }
+            assert!(Instant::now() < deadline, "{what}: the server's fids never settled");
+            last = now;
+        }
+    };
+    let before = settle("before");
+    one.stall.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (ok, _, _) = s.sh("timeout -s INT 1 cat $M/numbers");
+    assert!(!ok, "the cat was interrupted");
+    std::thread::sleep(Duration::from_millis(1500));
+    one.release();
+    let after = settle("after");
+    assert!(after <= before, "{} fids left on the server ({before} before)", after - before);
+    s.ok("cat $M/numbers > /dev/null");
+}
+
+#[test]
 fn a_blocked_stream_reader_follows_and_ctrl_c_ends_it() {
     if !fuse_available() {
         return;

@@ -34,6 +34,8 @@ pub struct Setup {
     pub dir: PathBuf,
     apexd: Option<Child>,
     mnt: Option<Child>,
+    /// The one-file server, when it is the one mounted.
+    pub one: Option<std::sync::Arc<OneFile>>,
 }
 
 pub fn mounted(dir: &Path) -> bool {
@@ -73,7 +75,7 @@ impl Setup {
             .stderr(Stdio::null())
             .spawn()
             .expect("start apexd");
-        let mut s = Setup { dir, apexd: Some(apexd), mnt: None };
+        let mut s = Setup { dir, apexd: Some(apexd), mnt: None, one: None };
         wait_for("apexd's socket", || s.dir.join("ns/apex").exists());
         let socket = s.dir.join("ns/apex");
         s.mount(&socket, log_level, args);
@@ -87,8 +89,8 @@ impl Setup {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("m")).unwrap();
         let socket = dir.join("one-file");
-        serve_one_file(&socket, content);
-        let mut s = Setup { dir, apexd: None, mnt: None };
+        let one = serve_one_file(&socket, content);
+        let mut s = Setup { dir, apexd: None, mnt: None, one: Some(one) };
         s.mount(&socket, Some("info"), args);
         s
     }
@@ -193,11 +195,17 @@ impl Drop for Setup {
 /// a 9P tree of one directory holding one file, `numbers`, whose stat
 /// gives its real length, as a disk's files do (apexd's files all have
 /// length 0): the path through the kernel's page cache.
-pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
+pub fn serve_one_file(socket: &Path, content: Vec<u8>) -> std::sync::Arc<OneFile> {
     let listener = std::os::unix::net::UnixListener::bind(socket).expect("bind the one-file server");
     listener.set_nonblocking(true).unwrap();
-    let file = OneFile(std::sync::Mutex::new(Kept { name: "numbers".into(), data: content, mode: 0o644, mtime: 0 }));
+    let file = OneFile {
+        kept: std::sync::Mutex::new(Kept { name: "numbers".into(), data: content, mode: 0o644, mtime: 0 }),
+        live: std::sync::Arc::default(),
+        stall: std::sync::atomic::AtomicBool::new(false),
+        released: tokio::sync::Notify::new(),
+    };
     let file = std::sync::Arc::new(file);
+    let served = file.clone();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
@@ -208,10 +216,53 @@ pub fn serve_one_file(socket: &Path, content: Vec<u8>) {
             }
         });
     });
+    served
 }
 
 /// The one file.
-struct OneFile(std::sync::Mutex<Kept>);
+pub struct OneFile {
+    kept: std::sync::Mutex<Kept>,
+    /// Fids the server holds (a fid's value counts itself while it lives).
+    pub live: std::sync::Arc<std::sync::atomic::AtomicI64>,
+    /// Opens of the file wait while this is set, until `release`.
+    pub stall: std::sync::atomic::AtomicBool,
+    released: tokio::sync::Notify,
+}
+
+impl OneFile {
+    /// Lets the stalled opens go on.
+    pub fn release(&self) {
+        self.stall.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.released.notify_waiters();
+    }
+
+    /// Fids held now.
+    pub fn fids(&self) -> i64 {
+        self.live.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Counts itself in its server's `live` while it exists.
+pub struct Live(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl Live {
+    fn new(count: &std::sync::Arc<std::sync::atomic::AtomicI64>) -> Live {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Live(count.clone())
+    }
+}
+
+impl Clone for Live {
+    fn clone(&self) -> Live {
+        Live::new(&self.0)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
 
 /// The most of one write the one-file server takes: less than the
 /// iounit of a 2048 msize, so a page written through such a mount is
@@ -230,18 +281,28 @@ struct Kept {
 
 /// A fid of the one-file tree: its root, or the file.
 #[derive(Clone)]
-enum OneFid {
+pub struct OneFid {
+    kind: Kind,
+    _live: Live,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Kind {
     Root,
     File,
 }
 
 impl OneFile {
-    fn qid(fid: &OneFid) -> apex_ninep::fcall::Qid {
+    fn qid(kind: Kind) -> apex_ninep::fcall::Qid {
         use apex_ninep::fcall::{Qid, QTDIR, QTFILE};
-        match fid {
-            OneFid::Root => Qid { ty: QTDIR, vers: 0, path: 1 },
-            OneFid::File => Qid { ty: QTFILE, vers: 0, path: 2 },
+        match kind {
+            Kind::Root => Qid { ty: QTDIR, vers: 0, path: 1 },
+            Kind::File => Qid { ty: QTFILE, vers: 0, path: 2 },
         }
+    }
+
+    fn fid(&self, kind: Kind) -> OneFid {
+        OneFid { kind, _live: Live::new(&self.live) }
     }
 }
 
@@ -250,7 +311,7 @@ impl apex_ninep::srv::Serve for OneFile {
     type Error = String;
 
     async fn attach(&self, _: &str, _: &str) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
-        Ok((OneFile::qid(&OneFid::Root), OneFid::Root))
+        Ok((OneFile::qid(Kind::Root), self.fid(Kind::Root)))
     }
 
     async fn walk(
@@ -258,20 +319,31 @@ impl apex_ninep::srv::Serve for OneFile {
         fid: &OneFid,
         names: &[String],
     ) -> apex_ninep::srv::Result<(Vec<apex_ninep::fcall::Qid>, Option<OneFid>)> {
-        match (fid, names) {
+        match (fid.kind, names) {
             (_, []) => Ok((Vec::new(), Some(fid.clone()))),
-            (OneFid::Root, [name]) if *name == self.0.lock().unwrap().name => {
-                Ok((vec![OneFile::qid(&OneFid::File)], Some(OneFid::File)))
+            (Kind::Root, [name]) if *name == self.kept.lock().unwrap().name => {
+                Ok((vec![OneFile::qid(Kind::File)], Some(self.fid(Kind::File))))
             }
             _ => Err("file does not exist".into()),
         }
     }
 
     async fn open(&self, fid: &OneFid, mode: u8) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
-        if matches!(fid, OneFid::File) && mode & apex_ninep::fcall::OTRUNC != 0 {
-            self.0.lock().unwrap().data.clear();
+        if fid.kind == Kind::File {
+            // Held while the test says, as a server slow to open would.
+            let released = self.released.notified();
+            tokio::pin!(released);
+            // Enabled before the flag is looked at: a release in between
+            // is not missed.
+            released.as_mut().enable();
+            if self.stall.load(std::sync::atomic::Ordering::SeqCst) {
+                released.await;
+            }
         }
-        Ok((OneFile::qid(fid), fid.clone()))
+        if fid.kind == Kind::File && mode & apex_ninep::fcall::OTRUNC != 0 {
+            self.kept.lock().unwrap().data.clear();
+        }
+        Ok((OneFile::qid(fid.kind), fid.clone()))
     }
 
     async fn create(
@@ -285,12 +357,12 @@ impl apex_ninep::srv::Serve for OneFile {
     }
 
     async fn read(&self, fid: &OneFid, offset: u64, count: u32) -> apex_ninep::srv::Result<Vec<u8>> {
-        if let OneFid::Root = fid {
+        if fid.kind == Kind::Root {
             // The file, and entries no file name can be (a server's own
             // idea of names), which the mount leaves out.
             let mut listing = Vec::new();
             if offset == 0 {
-                let mut entry = self.stat(&OneFid::File).await?;
+                let mut entry = self.stat(&self.fid(Kind::File)).await?;
                 apex_ninep::codec::put_stat(&mut listing, &entry);
                 for name in ["", ".", "..", "a/b", "nul\0in it"] {
                     entry.name = name.into();
@@ -300,16 +372,16 @@ impl apex_ninep::srv::Serve for OneFile {
             }
             return Ok(listing);
         }
-        let data = &self.0.lock().unwrap().data;
+        let data = &self.kept.lock().unwrap().data;
         let from = (offset as usize).min(data.len());
         Ok(data[from..(from + count as usize).min(data.len())].to_vec())
     }
 
     async fn write(&self, fid: &OneFid, offset: u64, bytes: Vec<u8>) -> apex_ninep::srv::Result<u32> {
-        if matches!(fid, OneFid::Root) {
+        if fid.kind == Kind::Root {
             return Err("is a directory".into());
         }
-        let data = &mut self.0.lock().unwrap().data;
+        let data = &mut self.kept.lock().unwrap().data;
         // It takes at most TAKES bytes of a write, as a 9P server may: the
         // mount must stop there and the writer go on from where it did.
         let bytes = &bytes[..bytes.len().min(TAKES)];
@@ -329,16 +401,16 @@ impl apex_ninep::srv::Serve for OneFile {
 
     async fn stat(&self, fid: &OneFid) -> apex_ninep::srv::Result<apex_ninep::fcall::Stat> {
         use apex_ninep::fcall::{Stat, DMDIR};
-        let (name, mode, length, mtime) = match fid {
-            OneFid::Root => ("/".to_string(), DMDIR | 0o755, 0, 0),
-            OneFid::File => {
-                let file = self.0.lock().unwrap();
+        let (name, mode, length, mtime) = match fid.kind {
+            Kind::Root => ("/".to_string(), DMDIR | 0o755, 0, 0),
+            Kind::File => {
+                let file = self.kept.lock().unwrap();
                 (file.name.clone(), apex_ninep::fcall::DMAPPEND | file.mode, file.data.len() as u64, file.mtime)
             }
         };
         let who = "glenda";
         Ok(Stat {
-            qid: OneFile::qid(fid),
+            qid: OneFile::qid(fid.kind),
             mode,
             length,
             mtime,
@@ -351,8 +423,8 @@ impl apex_ninep::srv::Serve for OneFile {
     }
 
     async fn wstat(&self, fid: &OneFid, stat: apex_ninep::fcall::Stat) -> apex_ninep::srv::Result<()> {
-        let mut file = self.0.lock().unwrap();
-        if let OneFid::File = fid {
+        let mut file = self.kept.lock().unwrap();
+        if fid.kind == Kind::File {
             if stat.mode != u32::MAX && stat.mode & apex_ninep::fcall::DMAPPEND == 0 {
                 return Err("numbers is append-only; its mode keeps DMAPPEND".into());
             }

@@ -12,6 +12,9 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
+/// A fid's mode while an open or create of it is under way.
+pub(super) const OPENING: u8 = 0xff;
+
 /// The most fids one connection may hold (each holds what its file
 /// made, a snapshot's copy say): past it a new one is refused.
 pub const MAX_FIDS: usize = 1 << 16;
@@ -75,14 +78,64 @@ impl<S: Serve> Conn<S> {
     pub(super) fn unopened(&self, fid: u32, what: &str) -> Result<S::Fid> {
         match self.slot(fid)? {
             (f, None) => Ok(f),
+            (_, Some(OPENING)) => Err(format!("{what} of fid {fid}, which is being opened")),
             (_, Some(_)) => Err(format!("{what} of open fid {fid}")),
+        }
+    }
+
+    /// An unopened fid, marked as being opened (no other open or walk
+    /// may use it meanwhile): an open or create starts.
+    pub(super) fn begin_open(&self, fid: u32, what: &str) -> Result<S::Fid> {
+        let mut fids = self.fids.lock().expect("fid lock");
+        match fids.get_mut(&fid) {
+            Some((f, mode @ None)) => {
+                *mode = Some(OPENING);
+                Ok(f.clone())
+            }
+            Some((_, Some(OPENING))) => Err(format!("{what} of fid {fid}, which is being opened")),
+            Some((_, Some(_))) => Err(format!("{what} of open fid {fid}")),
+            None => Err(format!("unknown fid {fid}")),
+        }
+    }
+
+    /// Takes `fid` out of the table if it is still being opened (an
+    /// openfd's fid moves over to its pump); false if it was clunked.
+    pub(super) fn take_opening(&self, fid: u32) -> bool {
+        let mut fids = self.fids.lock().expect("fid lock");
+        let still = matches!(fids.get(&fid), Some((_, Some(OPENING))));
+        if still {
+            fids.remove(&fid);
+        }
+        still
+    }
+
+    /// The open of `fid` ended with `opened` (`None`: it failed). False
+    /// when the fid was clunked meanwhile (and perhaps walked to anew):
+    /// then the caller lets go of what the open made.
+    pub(super) fn end_open(&self, fid: u32, opened: Option<(S::Fid, u8)>) -> Option<S::Fid> {
+        let mut fids = self.fids.lock().expect("fid lock");
+        let still = matches!(fids.get(&fid), Some((_, Some(OPENING))));
+        match (still, opened) {
+            (true, Some((state, mode))) => {
+                fids.insert(fid, (state, Some(mode)));
+                None
+            }
+            (true, None) => {
+                if let Some((_, mode)) = fids.get_mut(&fid) {
+                    *mode = None;
+                }
+                None
+            }
+            (false, opened) => opened.map(|(state, _)| state),
         }
     }
 
     /// An opened fid whose mode allows reading (`write` false) or writing.
     pub(super) fn opened(&self, fid: u32, write: bool) -> Result<S::Fid> {
         let (f, mode) = self.slot(fid)?;
-        let Some(mode) = mode else { return Err(format!("fid {fid} is not open: open it first")) };
+        let Some(mode) = mode.filter(|m| *m != OPENING) else {
+            return Err(format!("fid {fid} is not open: open it first"));
+        };
         let (reads, writes) = match mode & 3 {
             OREAD | OEXEC => (true, false),
             OWRITE => (false, true),
@@ -142,6 +195,31 @@ impl<S: Serve> Conn<S> {
         }
     }
 
+    /// Settles an open's or create's outcome with the fid table: its qid
+    /// if it stands; its error if it failed (the fid is unopened again);
+    /// an error if the fid was clunked meanwhile, when what the open made
+    /// is clunked in turn, not left.
+    async fn ended_open(
+        &self,
+        fid: u32,
+        mode: u8,
+        outcome: std::result::Result<(crate::fcall::Qid, S::Fid), S::Error>,
+    ) -> Result<crate::fcall::Qid> {
+        match outcome {
+            Ok((qid, state)) => match self.end_open(fid, Some((state, mode))) {
+                None => Ok(qid),
+                Some(orphan) => {
+                    self.serve.clunk(orphan).await;
+                    Err(format!("fid {fid} was clunked while it was being opened"))
+                }
+            },
+            Err(e) => {
+                self.end_open(fid, None);
+                Err(ename(e))
+            }
+        }
+    }
+
     /// Runs one request (not Tversion or Tflush) to its outcome. (Its
     /// future is boxed per request: one level, holding the request once.)
     pub(super) async fn handle(self: Arc<Self>, tag: u16, body: Fcall) -> Result<Fcall> {
@@ -167,13 +245,13 @@ impl<S: Serve> Conn<S> {
                 Fcall::Rwalk { wqids }
             }
             Fcall::Topen { fid, mode } => {
-                let (qid, state) = s.open(&self.unopened(fid, "open")?, mode).await.map_err(ename)?;
-                self.set_fid(fid, state, Some(mode));
+                let from = self.begin_open(fid, "open")?;
+                let qid = self.ended_open(fid, mode, s.open(&from, mode).await).await?;
                 Fcall::Ropen { qid, iounit: io }
             }
             Fcall::Tcreate { fid, name, perm, mode } => {
-                let (qid, state) = s.create(&self.unopened(fid, "create")?, &name, perm, mode).await.map_err(ename)?;
-                self.set_fid(fid, state, Some(mode));
+                let from = self.begin_open(fid, "create")?;
+                let qid = self.ended_open(fid, mode, s.create(&from, &name, perm, mode).await).await?;
                 Fcall::Rcreate { qid, iounit: io }
             }
             Fcall::Tread { fid, offset, count } => {

@@ -20,8 +20,20 @@ impl<S: Serve> Conn<S> {
             return Err("openfd passes a file descriptor, which needs a Unix socket connection: use open".into());
         }
         let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
-        let (qid, state) = self.serve.open(&self.unopened(fid, "openfd")?, mode).await.map_err(super::conn::ename)?;
-        self.take_fid(fid)?;
+        let from = self.begin_open(fid, "openfd")?;
+        let (qid, state) = match self.serve.open(&from, mode).await {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.end_open(fid, None);
+                return Err(super::conn::ename(e));
+            }
+        };
+        // The fid moves over to the pump, unless it was clunked meanwhile:
+        // then what the open made is clunked in turn.
+        if !self.take_opening(fid) {
+            self.serve.clunk(state).await;
+            return Err(format!("fid {fid} was clunked while it was being opened"));
+        }
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| format!("openfd: socketpair: {e}"))?;
         ours.set_nonblocking(true).map_err(|e| format!("openfd: {e}"))?;
         let ours = tokio::net::UnixStream::from_std(ours).map_err(|e| format!("openfd: {e}"))?;
