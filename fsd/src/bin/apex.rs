@@ -43,8 +43,8 @@ enum Cmd {
     },
     /// Copy a file to standard output, until a 0-byte read.
     Read { path: String },
-    /// Copy standard input to a file in writes filled to the iounit (-l:
-    /// one write per line, newline included).
+    /// Copy standard input to a file in writes filled to the iounit while
+    /// input keeps coming (-l: one write per line, newline included).
     Write {
         #[arg(short = 'l')]
         lines: bool,
@@ -310,15 +310,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
                     line.clear();
                 }
             } else {
-                // Each write filled to the iounit: a pipe's reads come
-                // 64 KiB at a time, and a bulk copy should not go in
-                // writes that small.
+                // Each write filled to the iounit while more input comes
+                // at once (a pipe's reads come 64 KiB at a time, and a bulk
+                // copy should not go in writes that small); what came is
+                // written when no more does for a moment, so typed lines
+                // go as they are typed.
                 let mut buf = vec![0u8; f.iounit as usize];
-                loop {
+                let mut ended = false;
+                while !ended {
                     let mut n = 0;
-                    while n < buf.len() {
+                    while n < buf.len() && (n == 0 || more_input_soon()) {
                         match stdin.read(&mut buf[n..]) {
-                            Ok(0) => break,
+                            Ok(0) => {
+                                ended = true;
+                                break;
+                            }
                             Ok(k) => n += k,
                             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                             Err(e) => return Err(e.into()),
@@ -326,9 +332,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
                     }
                     if n > 0 {
                         write(&buf[..n]).await?;
-                    }
-                    if n < buf.len() {
-                        break;
                     }
                 }
             }
@@ -536,4 +539,12 @@ fn main() {
         eprintln!("apex: {e}");
         std::process::exit(1);
     }
+}
+
+/// Whether standard input has more to read within a moment (or has
+/// ended): a writer that keeps a pipe full refills it well within that.
+fn more_input_soon() -> bool {
+    let mut fd = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+    // SAFETY: poll(2) on one pollfd that lives for the call.
+    unsafe { libc::poll(&mut fd, 1, 10) > 0 }
 }

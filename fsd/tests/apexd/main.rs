@@ -336,9 +336,9 @@ fn the_apex_command_speaks_like_9p() {
     assert!(ok && out.trim().len() == 36, "{out}");
 }
 
-/// `apex write` fills each Twrite to the iounit: 3 MiB through a pipe
-/// (whose reads come 64 KiB at a time) is a handful of writes, not 48;
-/// each write to a body is one change of its version.
+/// `apex write` fills each Twrite to the iounit while input keeps coming:
+/// 3 MiB through a pipe (whose reads come 64 KiB at a time) is a handful
+/// of writes, not 48; each write to a body is one change of its version.
 #[test]
 fn apex_write_fills_each_write_to_the_iounit() {
     let d = Daemon::start("cmd-fill");
@@ -356,5 +356,7 @@ fn apex_write_fills_each_write_to_the_iounit() {
     let (_, body, _) = apex(&d, &["read", &format!("main/buffers/{n}/body")], "");
     assert!(body == text, "the text went whole");
     let writes = version() - before;
-    assert!(writes <= 4, "3 MiB went in {writes} writes");
+    // 48 at 64 KiB; a handful at the iounit, a few more should the
+    // feeding thread be slow to refill the pipe now and then.
+    assert!(writes <= 12, "3 MiB went in {writes} writes");
 }
