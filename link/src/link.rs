@@ -200,7 +200,16 @@ impl Link {
         // connection was down) go after the Hello: the daemon never saw
         // them, so they cannot be made twice. Whatever else was framed
         // is made again from the state after the Welcome.
-        let unsent: Vec<(Outgoing, bool)> = self.outbox.drain(..).filter(|(_, waits)| *waits).collect();
+        // (Not a +Recovered window's: its tail is proposed again after
+        // the Welcome, below.)
+        let recovering = &self.recovering;
+        let unsent: Vec<(Outgoing, bool)> = self
+            .outbox
+            .drain(..)
+            .filter(|(o, waits)| {
+                *waits && !matches!(o, Outgoing::Message(ClientMsg::Propose { id, .. }) if recovering.contains_key(id))
+            })
+            .collect();
         self.answers.clear();
         // A resumed attachment is sent its unanswered proposals again.
         self.deferred.clear();

@@ -198,8 +198,9 @@ impl Mount {
     /// request it waits on is flushed): EINTR then. Every request that
     /// waits on the server and is not a read or write is run so: a stopped
     /// server never leaves a process that cannot be stopped, and a live
-    /// one's answer stands. (A walk or open let go so may leave its fid on
-    /// the server, which answers it late; its number is never reused.)
+    /// one's answer stands. (A walk let go so is flushed and its new fid
+    /// clunked by the client; a fid an open, create or truncate walked is
+    /// a `Walked`, clunked however the call ends.)
     async fn stoppable<T>(&self, unique: u64, call: impl std::future::Future<Output = Result<T>>) -> Result<T> {
         self.inflight.run_patiently(unique, PATIENCE, call).await.unwrap_or_else(|_| Err(libc::EINTR.into()))
     }
@@ -651,11 +652,7 @@ impl Iterator for Plus<'_> {
         if let Some(stat) = self.sent.take() {
             let mut names = self.names.clone();
             names.push(stat.name.to_string());
-            let (_, stale) = self.mount.inodes().looked_up(names, stat, None);
-            if let Some(fid) = stale {
-                // Its inode is another file's now: the fid on the old one goes.
-                self.mount.clunk_later(fid);
-            }
+            self.mount.inodes().looked_up(names, stat, None);
         }
         let (inode, stat, name) = self.items.next()?;
         self.at += 1;

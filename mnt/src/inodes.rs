@@ -68,8 +68,10 @@ impl Inodes {
             Some(node) => {
                 node.lookups += 1;
                 // The root is walked to by no names, whatever a server
-                // that gives another file its qid says.
-                let another = ino != ROOT && node.names != names;
+                // that gives another file its qid says. Only a fresh walk
+                // says which file is there now: a listing read before a
+                // rename still has the old names.
+                let another = ino != ROOT && fid.is_some() && node.names != names;
                 if ino != ROOT {
                     node.names = names;
                 }
@@ -79,8 +81,8 @@ impl Inodes {
                         node.fid = f;
                         (ino, None)
                     }
-                    (Some(old), new) if another => {
-                        node.fid = new;
+                    (Some(old), Some(new)) if another => {
+                        node.fid = Some(new);
                         (ino, Some(old))
                     }
                     (Some(_), spare) => (ino, spare),
@@ -145,10 +147,12 @@ mod tests {
         assert_eq!(t.looked_up(vec!["c".into()], stat(5), Some(3)), (7, Some(1)));
         assert_eq!(t.get(7).unwrap().fid, Some(3));
         assert_eq!(t.looked_up(vec!["c".into()], stat(5), Some(4)), (7, Some(4)));
-        // Seen in a listing only (no fid walked): the old fid goes all the same.
+        // A listing (no fid walked) may be older than a rename: it says
+        // nothing of which file is there, and the fid stays.
         let (b, _) = t.looked_up(vec!["b".into()], stat(9), Some(8));
-        assert_eq!(t.looked_up(vec!["e".into()], stat(9), None), (b, Some(8)));
-        assert_eq!(t.get(b).unwrap().fid, None);
+        assert_eq!(t.looked_up(vec!["e".into()], stat(9), None), (b, None));
+        assert_eq!(t.get(b).unwrap().fid, Some(8));
+        assert_eq!(t.forget(b, 2), Some(8));
         // readdirplus entries have no fid yet.
         let (b, _) = t.looked_up(vec!["b".into()], stat(9), None);
         assert_eq!(t.get(b).unwrap().fid, None);

@@ -319,13 +319,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 let mut ended = false;
                 while !ended {
                     let mut n = 0;
-                    while n < buf.len() && (n == 0 || more_input_soon()) {
+                    // A trickle (`tail -f`) is held no longer than 50 ms
+                    // from its first byte.
+                    let mut first: Option<std::time::Instant> = None;
+                    let fresh = |first: Option<std::time::Instant>| {
+                        first.is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(50))
+                    };
+                    while n < buf.len() && (n == 0 || (fresh(first) && more_input_soon())) {
                         match stdin.read(&mut buf[n..]) {
                             Ok(0) => {
                                 ended = true;
                                 break;
                             }
-                            Ok(k) => n += k,
+                            Ok(k) => {
+                                first.get_or_insert_with(std::time::Instant::now);
+                                n += k;
+                            }
                             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                             Err(e) => return Err(e.into()),
                         }

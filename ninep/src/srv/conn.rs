@@ -12,9 +12,6 @@ use std::os::fd::{OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
-/// A fid's mode while an open or create of it is under way.
-pub(super) const OPENING: u8 = 0xff;
-
 /// The most fids one connection may hold (each holds what its file
 /// made, a snapshot's copy say): past it a new one is refused.
 pub const MAX_FIDS: usize = 1 << 16;
@@ -26,9 +23,29 @@ pub(super) type Slot<F> = (F, Option<u8>);
 /// process, as SipHash is, at a fraction of its cost per lookup.
 pub(super) type Table<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
+/// An open under way: should it end without an outcome (its task
+/// aborted, or a panic in `Serve::open`), the fid is no longer marked.
+pub(super) struct Opening<'a, S: Serve> {
+    pub(super) conn: &'a Conn<S>,
+    pub(super) fid: u32,
+    pub(super) number: u64,
+}
+
+impl<S: Serve> Drop for Opening<'_, S> {
+    fn drop(&mut self) {
+        let _ = self.conn.end_open(self.fid, self.number, None);
+    }
+}
+
 pub(super) struct Conn<S: Serve> {
     pub(super) serve: Arc<S>,
     pub(super) fids: Mutex<Table<u32, Slot<S::Fid>>>,
+    /// Fids an open, create or openfd is under way on, each with that
+    /// open's number: one that ends finds out whether its fid is still
+    /// the one it opened (not clunked, perhaps walked to anew, meanwhile).
+    /// Locked after `fids`, never before.
+    pub(super) opening: Mutex<Table<u32, u64>>,
+    pub(super) next_open: std::sync::atomic::AtomicU64,
     /// Requests in flight: their task, whether a Tflush may cancel it,
     /// and how one that is let finish hears it was flushed.
     pub(super) tasks: Mutex<Table<u16, InFlight>>,
@@ -76,66 +93,68 @@ impl<S: Serve> Conn<S> {
 
     /// A fid not yet opened (walk and open need one).
     pub(super) fn unopened(&self, fid: u32, what: &str) -> Result<S::Fid> {
-        match self.slot(fid)? {
+        let slot = self.slot(fid)?;
+        if self.opening.lock().expect("opening lock").contains_key(&fid) {
+            return Err(format!("{what} of fid {fid}, which is being opened"));
+        }
+        match slot {
             (f, None) => Ok(f),
-            (_, Some(OPENING)) => Err(format!("{what} of fid {fid}, which is being opened")),
             (_, Some(_)) => Err(format!("{what} of open fid {fid}")),
         }
     }
 
-    /// An unopened fid, marked as being opened (no other open or walk
-    /// may use it meanwhile): an open or create starts.
-    pub(super) fn begin_open(&self, fid: u32, what: &str) -> Result<S::Fid> {
-        let mut fids = self.fids.lock().expect("fid lock");
-        match fids.get_mut(&fid) {
-            Some((f, mode @ None)) => {
-                *mode = Some(OPENING);
-                Ok(f.clone())
+    /// An unopened fid, marked as being opened by the open numbered as
+    /// returned (no other open or walk may use it meanwhile).
+    pub(super) fn begin_open(&self, fid: u32, what: &str) -> Result<(S::Fid, u64)> {
+        let fids = self.fids.lock().expect("fid lock");
+        let mut opening = self.opening.lock().expect("opening lock");
+        match fids.get(&fid) {
+            _ if opening.contains_key(&fid) => Err(format!("{what} of fid {fid}, which is being opened")),
+            Some((f, None)) => {
+                let number = self.next_open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                opening.insert(fid, number);
+                Ok((f.clone(), number))
             }
-            Some((_, Some(OPENING))) => Err(format!("{what} of fid {fid}, which is being opened")),
             Some((_, Some(_))) => Err(format!("{what} of open fid {fid}")),
             None => Err(format!("unknown fid {fid}")),
         }
     }
 
-    /// Takes `fid` out of the table if it is still being opened (an
-    /// openfd's fid moves over to its pump); false if it was clunked.
-    pub(super) fn take_opening(&self, fid: u32) -> bool {
+    /// Open `number` of `fid` ended with `opened` (`None`: it failed, or
+    /// was given up). Returns what it made when the fid is no longer the
+    /// one it opened (clunked meanwhile, perhaps walked to anew): the
+    /// caller lets go of it.
+    pub(super) fn end_open(&self, fid: u32, number: u64, opened: Option<(S::Fid, u8)>) -> Option<S::Fid> {
         let mut fids = self.fids.lock().expect("fid lock");
-        let still = matches!(fids.get(&fid), Some((_, Some(OPENING))));
-        if still {
-            fids.remove(&fid);
+        let mut opening = self.opening.lock().expect("opening lock");
+        if opening.get(&fid) != Some(&number) {
+            return opened.map(|(state, _)| state);
         }
-        still
+        opening.remove(&fid);
+        if let Some((state, mode)) = opened {
+            fids.insert(fid, (state, Some(mode)));
+        }
+        None
     }
 
-    /// The open of `fid` ended with `opened` (`None`: it failed). False
-    /// when the fid was clunked meanwhile (and perhaps walked to anew):
-    /// then the caller lets go of what the open made.
-    pub(super) fn end_open(&self, fid: u32, opened: Option<(S::Fid, u8)>) -> Option<S::Fid> {
+    /// Takes `fid` out of the table if open `number` of it is still under
+    /// way (an openfd's fid moves over to its pump); false if it was
+    /// clunked meanwhile.
+    pub(super) fn take_opening(&self, fid: u32, number: u64) -> bool {
         let mut fids = self.fids.lock().expect("fid lock");
-        let still = matches!(fids.get(&fid), Some((_, Some(OPENING))));
-        match (still, opened) {
-            (true, Some((state, mode))) => {
-                fids.insert(fid, (state, Some(mode)));
-                None
-            }
-            (true, None) => {
-                if let Some((_, mode)) = fids.get_mut(&fid) {
-                    *mode = None;
-                }
-                None
-            }
-            (false, opened) => opened.map(|(state, _)| state),
+        let mut opening = self.opening.lock().expect("opening lock");
+        if opening.get(&fid) != Some(&number) {
+            return false;
         }
+        opening.remove(&fid);
+        fids.remove(&fid);
+        true
     }
 
     /// An opened fid whose mode allows reading (`write` false) or writing.
     pub(super) fn opened(&self, fid: u32, write: bool) -> Result<S::Fid> {
         let (f, mode) = self.slot(fid)?;
-        let Some(mode) = mode.filter(|m| *m != OPENING) else {
-            return Err(format!("fid {fid} is not open: open it first"));
-        };
+        let Some(mode) = mode else { return Err(format!("fid {fid} is not open: open it first")) };
         let (reads, writes) = match mode & 3 {
             OREAD | OEXEC => (true, false),
             OWRITE => (false, true),
@@ -166,7 +185,10 @@ impl<S: Serve> Conn<S> {
     }
 
     pub(super) fn take_fid(&self, fid: u32) -> Result<S::Fid> {
-        self.fids.lock().expect("fid lock").remove(&fid).map(|(f, _)| f).ok_or_else(|| format!("unknown fid {fid}"))
+        let mut fids = self.fids.lock().expect("fid lock");
+        // An open under way on it finds, when it ends, that it is gone.
+        self.opening.lock().expect("opening lock").remove(&fid);
+        fids.remove(&fid).map(|(f, _)| f).ok_or_else(|| format!("unknown fid {fid}"))
     }
 
     /// Aborts every request and clunks every fid (or, when the
@@ -186,7 +208,11 @@ impl<S: Serve> Conn<S> {
         for (_, f) in tasks {
             let _ = f.task.await;
         }
-        let fids: Vec<S::Fid> = self.fids.lock().expect("fid lock").drain().map(|(_, (f, _))| f).collect();
+        let fids: Vec<S::Fid> = {
+            let mut fids = self.fids.lock().expect("fid lock");
+            self.opening.lock().expect("opening lock").clear();
+            fids.drain().map(|(_, (f, _))| f).collect()
+        };
         for f in fids {
             match hangup {
                 true => self.serve.hangup(f).await,
@@ -201,12 +227,14 @@ impl<S: Serve> Conn<S> {
     /// is clunked in turn, not left.
     async fn ended_open(
         &self,
-        fid: u32,
+        guard: Opening<'_, S>,
         mode: u8,
         outcome: std::result::Result<(crate::fcall::Qid, S::Fid), S::Error>,
     ) -> Result<crate::fcall::Qid> {
+        let (fid, number) = (guard.fid, guard.number);
+        std::mem::forget(guard);
         match outcome {
-            Ok((qid, state)) => match self.end_open(fid, Some((state, mode))) {
+            Ok((qid, state)) => match self.end_open(fid, number, Some((state, mode))) {
                 None => Ok(qid),
                 Some(orphan) => {
                     self.serve.clunk(orphan).await;
@@ -214,7 +242,7 @@ impl<S: Serve> Conn<S> {
                 }
             },
             Err(e) => {
-                self.end_open(fid, None);
+                self.end_open(fid, number, None);
                 Err(ename(e))
             }
         }
@@ -245,13 +273,15 @@ impl<S: Serve> Conn<S> {
                 Fcall::Rwalk { wqids }
             }
             Fcall::Topen { fid, mode } => {
-                let from = self.begin_open(fid, "open")?;
-                let qid = self.ended_open(fid, mode, s.open(&from, mode).await).await?;
+                let (from, number) = self.begin_open(fid, "open")?;
+                let guard = Opening { conn: &self, fid, number };
+                let qid = self.ended_open(guard, mode, s.open(&from, mode).await).await?;
                 Fcall::Ropen { qid, iounit: io }
             }
             Fcall::Tcreate { fid, name, perm, mode } => {
-                let from = self.begin_open(fid, "create")?;
-                let qid = self.ended_open(fid, mode, s.create(&from, &name, perm, mode).await).await?;
+                let (from, number) = self.begin_open(fid, "create")?;
+                let guard = Opening { conn: &self, fid, number };
+                let qid = self.ended_open(guard, mode, s.create(&from, &name, perm, mode).await).await?;
                 Fcall::Rcreate { qid, iounit: io }
             }
             Fcall::Tread { fid, offset, count } => {

@@ -172,6 +172,8 @@ async fn serve_halves<S: Serve>(
     let conn = Arc::new(Conn {
         serve,
         fids: Mutex::new(Table::default()),
+        opening: Mutex::new(Table::default()),
+        next_open: std::sync::atomic::AtomicU64::new(0),
         tasks: Mutex::new(Table::default()),
         generation: std::sync::atomic::AtomicU64::new(0),
         out: tx,

@@ -20,23 +20,34 @@ impl<S: Serve> Conn<S> {
             return Err("openfd passes a file descriptor, which needs a Unix socket connection: use open".into());
         }
         let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
-        let from = self.begin_open(fid, "openfd")?;
-        let (qid, state) = match self.serve.open(&from, mode).await {
-            Ok(opened) => opened,
-            Err(e) => {
-                self.end_open(fid, None);
-                return Err(super::conn::ename(e));
-            }
-        };
+        let (from, number) = self.begin_open(fid, "openfd")?;
+        let guard = super::conn::Opening { conn: &**self, fid, number };
+        // Failed, the guard unmarks the fid as it goes.
+        let (qid, state) = self.serve.open(&from, mode).await.map_err(super::conn::ename)?;
         // The fid moves over to the pump, unless it was clunked meanwhile:
-        // then what the open made is clunked in turn.
-        if !self.take_opening(fid) {
+        // then what the open made is clunked in turn. Either way it is no
+        // longer marked.
+        let taken = self.take_opening(fid, number);
+        std::mem::forget(guard);
+        if !taken {
             self.serve.clunk(state).await;
             return Err(format!("fid {fid} was clunked while it was being opened"));
         }
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| format!("openfd: socketpair: {e}"))?;
-        ours.set_nonblocking(true).map_err(|e| format!("openfd: {e}"))?;
-        let ours = tokio::net::UnixStream::from_std(ours).map_err(|e| format!("openfd: {e}"))?;
+        let pair = std::os::unix::net::UnixStream::pair().map_err(|e| format!("openfd: socketpair: {e}")).and_then(
+            |(ours, theirs)| {
+                ours.set_nonblocking(true).map_err(|e| format!("openfd: {e}"))?;
+                let ours = tokio::net::UnixStream::from_std(ours).map_err(|e| format!("openfd: {e}"))?;
+                Ok((ours, theirs))
+            },
+        );
+        let (ours, theirs) = match pair {
+            Ok(pair) => pair,
+            Err(e) => {
+                // The fid left the table for the pump: it is let go here.
+                self.serve.clunk(state).await;
+                return Err(e);
+            }
+        };
         let unixfd = theirs.as_raw_fd() as u32;
         self.passing.lock().expect("passing lock").insert(tag, OwnedFd::from(theirs));
         tokio::spawn(pump(self.serve.clone(), state, mode, ours, io));
