@@ -313,15 +313,17 @@ mod tests {
 
     const MSIZE: u32 = 8 << 20;
 
-    /// A server on `theirs` that answers Tversion, then waits for `go`
-    /// before it reads more, answering writes and flushes; what it got.
-    fn server(
+    /// Serves `theirs` on a thread: Tversion is answered (and then, with
+    /// `hold`, nothing more is read until it says go); every other message
+    /// read is noted and given to `answer`, whose replies (tag, body) are
+    /// written. Ends when the client hangs up, with what was noted.
+    fn serve(
         mut theirs: std::os::unix::net::UnixStream,
-        go: std::sync::mpsc::Receiver<()>,
+        hold: Option<std::sync::mpsc::Receiver<()>>,
+        mut answer: impl FnMut(&Msg) -> Vec<(u16, Fcall)> + Send + 'static,
     ) -> std::thread::JoinHandle<Vec<Fcall>> {
         std::thread::spawn(move || {
             let (mut got, mut buf, mut seen) = (Vec::new(), vec![0u8; 1 << 16], Vec::new());
-            let mut versioned = false;
             while let Ok(n) = theirs.read(&mut buf) {
                 if n == 0 {
                     break;
@@ -330,24 +332,35 @@ mod tests {
                 while let Some(k) = check(&got, MSIZE).unwrap() {
                     let msg = parse(&got[..k]).unwrap();
                     got.drain(..k);
-                    let reply = match &msg.body {
-                        Fcall::Tversion { .. } => Fcall::Rversion { msize: MSIZE, version: "9P2000".into() },
-                        Fcall::Tflush { .. } => Fcall::Rflush,
-                        Fcall::Twrite { data, .. } => Fcall::Rwrite { count: data.len() as u32 },
-                        _ => Fcall::Rerror { ename: "no".into() },
+                    let replies = match &msg.body {
+                        Fcall::Tversion { .. } => {
+                            vec![(msg.tag, Fcall::Rversion { msize: MSIZE, version: "9P2000".into() })]
+                        }
+                        _ => {
+                            seen.push(msg.body.clone());
+                            answer(&msg)
+                        }
                     };
-                    if versioned {
-                        seen.push(msg.body.clone());
+                    for (tag, body) in replies {
+                        theirs.write_all(&to_bytes(&Msg { tag, body })).unwrap();
                     }
-                    theirs.write_all(&to_bytes(&Msg { tag: msg.tag, body: reply })).unwrap();
-                    if !versioned {
-                        versioned = true;
+                    if let (Fcall::Tversion { .. }, Some(go)) = (&msg.body, &hold) {
                         let _ = go.recv();
                     }
                 }
             }
             seen
         })
+    }
+
+    /// Answers writes and flushes.
+    fn writes_and_flushes(msg: &Msg) -> Vec<(u16, Fcall)> {
+        let reply = match &msg.body {
+            Fcall::Tflush { .. } => Fcall::Rflush,
+            Fcall::Twrite { data, .. } => Fcall::Rwrite { count: data.len() as u32 },
+            _ => Fcall::Rerror { ename: "no".into() },
+        };
+        vec![(msg.tag, reply)]
     }
 
     /// A request given up while it waited for its turn to write (another
@@ -357,7 +370,7 @@ mod tests {
     async fn a_request_given_up_before_any_byte_went_out_is_not_flushed() {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
         let (go, wait) = std::sync::mpsc::channel();
-        let server = server(theirs, wait);
+        let server = serve(theirs, Some(wait), writes_and_flushes);
         let client = std::sync::Arc::new(Client::handshake(ours, MSIZE).await.unwrap());
         // A write larger than the socket holds: it keeps the turn while
         // the server does not read.
@@ -384,31 +397,12 @@ mod tests {
     /// panic in turn.
     #[tokio::test]
     async fn a_request_dropped_after_a_panic_held_the_tag_lock_does_not_panic() {
-        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let server = std::thread::spawn(move || {
-            let mut got = Vec::new();
-            let mut buf = [0u8; 512];
-            let mut seen = Vec::new();
-            while let Ok(n) = theirs.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-                while let Some(k) = check(&got, 8192).unwrap() {
-                    let msg = parse(&got[..k]).unwrap();
-                    got.drain(..k);
-                    let reply = match &msg.body {
-                        Fcall::Tversion { .. } => Fcall::Rversion { msize: 8192, version: "9P2000".into() },
-                        Fcall::Tflush { .. } => Fcall::Rflush,
-                        _ => continue,
-                    };
-                    seen.push(msg.body.clone());
-                    theirs.write_all(&to_bytes(&Msg { tag: msg.tag, body: reply })).unwrap();
-                }
-            }
-            seen
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let server = serve(theirs, None, |msg| match msg.body {
+            Fcall::Tflush { .. } => vec![(msg.tag, Fcall::Rflush)],
+            _ => Vec::new(),
         });
-        let client = Client::handshake(ours, 8192).await.unwrap();
+        let client = Client::handshake(ours, MSIZE).await.unwrap();
         let sent = client.send(Fcall::Tclunk { fid: 7 }).await.unwrap();
         let shared = client.shared.clone();
         let poisoned = std::thread::spawn(move || {
@@ -437,30 +431,15 @@ mod tests {
     /// that Rflush is read: then the tag is free again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_flush_given_up_frees_its_tag_when_its_rflush_comes() {
-        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
         let (go, wait) = std::sync::mpsc::channel::<()>();
-        let server = std::thread::spawn(move || {
-            let (mut got, mut buf) = (Vec::new(), vec![0u8; 4096]);
-            while let Ok(n) = theirs.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-                while let Some(k) = check(&got, MSIZE).unwrap() {
-                    let msg = parse(&got[..k]).unwrap();
-                    got.drain(..k);
-                    let reply = match &msg.body {
-                        Fcall::Tversion { .. } => Fcall::Rversion { msize: MSIZE, version: "9P2000".into() },
-                        Fcall::Tflush { .. } => {
-                            // Answered only once the client gave it up.
-                            let _ = wait.recv();
-                            Fcall::Rflush
-                        }
-                        _ => Fcall::Rerror { ename: "no".into() },
-                    };
-                    theirs.write_all(&to_bytes(&Msg { tag: msg.tag, body: reply })).unwrap();
-                }
+        let server = serve(theirs, None, move |msg| match msg.body {
+            // Answered only once the client gave it up.
+            Fcall::Tflush { .. } => {
+                let _ = wait.recv();
+                vec![(msg.tag, Fcall::Rflush)]
             }
+            _ => vec![(msg.tag, Fcall::Rerror { ename: "no".into() })],
         });
         let client = Client::handshake(ours, MSIZE).await.unwrap();
         let flush = client.send(Fcall::Tflush { oldtag: 77 }).await.unwrap();
@@ -480,45 +459,23 @@ mod tests {
     /// the Rflush), the new fid it made is clunked, not left on the server.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_walk_given_up_and_answered_late_leaves_no_fid_behind() {
-        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
         let (go, wait) = std::sync::mpsc::channel::<()>();
-        let server = std::thread::spawn(move || {
-            let (mut got, mut buf, mut seen) = (Vec::new(), vec![0u8; 4096], Vec::new());
-            let mut walk_tag = None;
-            while let Ok(n) = theirs.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-                while let Some(k) = check(&got, MSIZE).unwrap() {
-                    let msg = parse(&got[..k]).unwrap();
-                    got.drain(..k);
-                    let mut replies = Vec::new();
-                    match &msg.body {
-                        Fcall::Tversion { .. } => {
-                            replies.push((msg.tag, Fcall::Rversion { msize: MSIZE, version: "9P2000".into() }))
-                        }
-                        // Held until the client has given the walk up.
-                        Fcall::Twalk { .. } => walk_tag = Some(msg.tag),
-                        Fcall::Tflush { oldtag } => {
-                            let _ = wait.recv();
-                            // The walk was done meanwhile: its Rwalk first.
-                            assert_eq!(Some(*oldtag), walk_tag);
-                            replies.push((*oldtag, Fcall::Rwalk { wqids: vec![Default::default()] }));
-                            replies.push((msg.tag, Fcall::Rflush));
-                        }
-                        Fcall::Tclunk { .. } => replies.push((msg.tag, Fcall::Rclunk)),
-                        _ => replies.push((msg.tag, Fcall::Rerror { ename: "no".into() })),
-                    }
-                    if !matches!(msg.body, Fcall::Tversion { .. }) {
-                        seen.push(msg.body.clone());
-                    }
-                    for (tag, body) in replies {
-                        theirs.write_all(&to_bytes(&Msg { tag, body })).unwrap();
-                    }
-                }
+        let mut walk_tag = None;
+        let server = serve(theirs, None, move |msg| match msg.body {
+            // Held until the client has given the walk up.
+            Fcall::Twalk { .. } => {
+                walk_tag = Some(msg.tag);
+                Vec::new()
             }
-            seen
+            Fcall::Tflush { oldtag } => {
+                let _ = wait.recv();
+                // The walk was done meanwhile: its Rwalk first.
+                assert_eq!(Some(oldtag), walk_tag);
+                vec![(oldtag, Fcall::Rwalk { wqids: vec![Default::default()] }), (msg.tag, Fcall::Rflush)]
+            }
+            Fcall::Tclunk { .. } => vec![(msg.tag, Fcall::Rclunk)],
+            _ => vec![(msg.tag, Fcall::Rerror { ename: "no".into() })],
         });
         let client = Client::handshake(ours, MSIZE).await.unwrap();
         let walk = tokio::time::timeout(std::time::Duration::from_millis(100), client.walk(0, &["slow"])).await;
