@@ -23,8 +23,11 @@ pub(super) type Slot<F> = (F, Option<u8>);
 /// process, as SipHash is, at a fraction of its cost per lookup.
 pub(super) type Table<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-/// An open under way: should it end without an outcome (its task
-/// aborted, or a panic in `Serve::open`), the fid is no longer marked.
+/// An open under way: however it ends (an error, its task aborted, a
+/// panic in `Serve::open`), the fid is no longer marked when this goes.
+/// After the open was settled (`end_open`, `take_opening`) the mark is
+/// no longer this open's, and dropping it does nothing: numbers are
+/// never used twice.
 pub(super) struct Opening<'a, S: Serve> {
     pub(super) conn: &'a Conn<S>,
     pub(super) fid: u32,
@@ -231,19 +234,14 @@ impl<S: Serve> Conn<S> {
         mode: u8,
         outcome: std::result::Result<(crate::fcall::Qid, S::Fid), S::Error>,
     ) -> Result<crate::fcall::Qid> {
-        let (fid, number) = (guard.fid, guard.number);
-        std::mem::forget(guard);
-        match outcome {
-            Ok((qid, state)) => match self.end_open(fid, number, Some((state, mode))) {
-                None => Ok(qid),
-                Some(orphan) => {
-                    self.serve.clunk(orphan).await;
-                    Err(format!("fid {fid} was clunked while it was being opened"))
-                }
-            },
-            Err(e) => {
-                self.end_open(fid, number, None);
-                Err(ename(e))
+        let fid = guard.fid;
+        // Failed, the guard unmarks the fid as it goes.
+        let (qid, state) = outcome.map_err(ename)?;
+        match self.end_open(fid, guard.number, Some((state, mode))) {
+            None => Ok(qid),
+            Some(orphan) => {
+                self.serve.clunk(orphan).await;
+                Err(format!("fid {fid} was clunked while it was being opened"))
             }
         }
     }

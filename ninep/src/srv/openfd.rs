@@ -28,7 +28,7 @@ impl<S: Serve> Conn<S> {
         // then what the open made is clunked in turn. Either way it is no
         // longer marked.
         let taken = self.take_opening(fid, number);
-        std::mem::forget(guard);
+        drop(guard);
         if !taken {
             self.serve.clunk(state).await;
             return Err(format!("fid {fid} was clunked while it was being opened"));
