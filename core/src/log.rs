@@ -139,6 +139,23 @@ impl Log {
         }
     }
 
+    /// Takes over from `old` the entries this log's state has (those up to
+    /// each shard's applied seq), so readers behind find them still: the
+    /// log of a session put back to an earlier state (a change undone),
+    /// whose later entries are dropped. A shard `old` kept no further
+    /// back than the state keeps none.
+    pub fn keep_entries_of(&mut self, old: Log) {
+        for (shard, mut kept) in old.shards {
+            let Some(now) = self.shards.get_mut(&shard) else { continue };
+            let upto = now.base;
+            if kept.base > upto || kept.last() < upto {
+                continue;
+            }
+            kept.entries.truncate((upto - kept.base) as usize);
+            *now = kept;
+        }
+    }
+
     /// Tells `sink` of every entry stored from now on.
     pub fn set_sink(&mut self, sink: Box<dyn Sink>) {
         self.sink = Some(sink);

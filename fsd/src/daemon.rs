@@ -137,15 +137,18 @@ impl Daemon {
     /// (acme's tree synced, the log flushed, a due snapshot written), wakes
     /// the readers waiting on it and arms a timer for every deadline `f`
     /// set. What appends to the log is the orchestration's (`route`,
-    /// `attach`, `registry`): the file layer proposes.
+    /// `attach`, `registry`): the file layer proposes. A change the log's
+    /// file did not take is undone, and the error says why.
     pub fn change<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
         let now = self.now_ms();
         let shared = self.session(number)?;
         let (r, timer, snapshot) = {
             let mut s = shared.lock().expect("session lock");
             let s = &mut *s;
+            s.begin_change();
             let r = f(s, now);
-            s.settle_change();
+            // A change the log did not take was undone: its writer hears why.
+            let r = s.settle_change().map(|()| r).map_err(Error::Log);
             (r, s.hub_mut().arm_timer(), snapshot_due(s))
         };
         self.changed_in(number);
@@ -153,7 +156,7 @@ impl Daemon {
         if let Some(armed) = timer {
             tokio::spawn(self.clone().run_timer(number, armed));
         }
-        Ok(r)
+        r
     }
 
     /// Keeps what one reader holds for itself in session `number` (where
@@ -166,8 +169,9 @@ impl Daemon {
     pub fn tend<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, Error> {
         let shared = self.session(number)?;
         let mut s = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        s.begin_change();
         let r = f(&mut s);
-        s.flush_log();
+        s.settle_quietly();
         Ok(r)
     }
 

@@ -283,3 +283,22 @@ fn a_run_of_entries_applies_all_or_nothing() {
     assert_eq!(n.state.buffer(b).unwrap().text.to_string(), "Hello world");
     assert_eq!(n.log.last(shard), 4);
 }
+
+/// A log put back to an earlier state keeps the entries that state has,
+/// for readers behind, and none of those after it.
+#[test]
+fn a_log_put_back_to_an_earlier_state_keeps_the_entries_it_has() {
+    let (mut n, b) = setup();
+    let shard = Shard::Buffer(b);
+    let earlier = n.state.clone();
+    n.append(shard, splice(5, 5, " world")).unwrap();
+    let made = n.create_buffer_as("g").unwrap();
+    let mut log = Log::authority_from(&earlier);
+    assert!(log.entries_after(shard, 0).is_err(), "a log from a state alone keeps nothing");
+    log.keep_entries_of(std::mem::replace(&mut n.log, Log::authority()));
+    let kept: Vec<Seq> = log.entries_after(shard, 0).unwrap().map(|e| e.seq).collect();
+    assert_eq!(kept, (1..=earlier.applied(shard)).collect::<Vec<_>>());
+    assert_eq!(log.last(shard), earlier.applied(shard));
+    assert!(log.shard(Shard::Buffer(made)).is_err(), "a shard made later is not there");
+    assert_eq!(log.last(Shard::Meta), earlier.applied(Shard::Meta));
+}

@@ -9,7 +9,7 @@
 //! woken at are collected in `wakeups`.
 
 use apex_core::{AttachmentId, AttachmentKind, Epoch, Proposal, Seq, Shard, State};
-use apex_link::wire::{Frames, Outcome, ServerMsg};
+use apex_link::wire::{Frames, Outcome, Refusal, ServerMsg};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -204,6 +204,50 @@ pub struct Hub {
     pub(crate) now: u64,
 }
 
+/// A writer's outcome held until the change that decided it settles.
+pub(crate) enum Settling {
+    /// Told the outcome, or that the change was undone.
+    Decided(Reply),
+    /// A routed proposal its holder answered: told the outcome, or, if
+    /// the change is undone, pending again.
+    Answered(u64, Box<Pending>),
+}
+
+impl Settling {
+    /// The change is in the log: the writer hears `outcome`.
+    pub(crate) fn settled(self, outcome: Outcome) {
+        let reply = match self {
+            Settling::Decided(reply) => Some(reply),
+            Settling::Answered(_, mut p) => p.reply.take(),
+        };
+        if let Some(reply) = reply {
+            let _ = reply.send(outcome);
+        }
+    }
+
+    /// The change was undone (`why`): the writer hears so, or its
+    /// proposal, answered by a change that was undone, waits again.
+    pub(crate) fn undone(self, hub: &mut Hub, why: &str) {
+        match self {
+            Settling::Answered(id, p) => {
+                hub.pending.insert(id, *p);
+            }
+            Settling::Decided(reply) => {
+                let _ = reply.send(Err(Refusal::Said(why.to_string())));
+            }
+        }
+    }
+}
+
+/// The hub where a change began: the next proposal id, and how many
+/// control messages each connection had queued (a change only adds them;
+/// reads, which take them, are changes of their own).
+#[derive(Debug, Default)]
+pub struct ChangeMarks {
+    pub(crate) pending: u64,
+    pub(crate) control: BTreeMap<ConnId, usize>,
+}
+
 /// A session's one timer: the time its task sleeps until (`u64::MAX`
 /// when nothing is due). Every deadline arms it, an earlier one first;
 /// each tick arms it for the next deadline left (`protocol::tick`), so a
@@ -244,6 +288,15 @@ impl Hub {
     pub fn arm_timer(&mut self) -> Option<tokio::sync::watch::Receiver<u64>> {
         let earliest = std::mem::take(&mut self.wakeups).into_iter().min()?;
         self.timer.arm(earliest)
+    }
+
+    /// Where a change begins: what [`crate::attach::protocol::undone`]
+    /// takes back if the change is undone.
+    pub fn marks(&self) -> ChangeMarks {
+        ChangeMarks {
+            pending: self.next_pending,
+            control: self.conns.iter().map(|(id, c)| (*id, c.control.len())).collect(),
+        }
     }
 
     pub fn new(config: HubConfig, token_seed: u64) -> Hub {

@@ -15,12 +15,12 @@
 
 use super::error::AttachError;
 use super::feed::welcome;
-use super::hub::{Ask, Bounded, ConnId, Written};
+use super::hub::{Ask, Bounded, ChangeMarks, ConnId, Written};
 use super::lease::{ask, ask_for_all, end, give_back, grant_asked, reclaim};
 use crate::attach::route::{self, answer, redispatch, submit};
 use crate::session::Session;
 use apex_core::{AttachmentId, AttachmentKind, MetaOp, Seq, Shard};
-use apex_link::wire::{ClientMsg, Resume, ServerMsg, MAX_LEASE_TTL_MS};
+use apex_link::wire::{ClientMsg, Refusal, Resume, ServerMsg, MAX_LEASE_TTL_MS};
 
 fn ui_or_tool(kind: AttachmentKind) -> &'static str {
     match kind {
@@ -148,6 +148,36 @@ pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
 pub fn broken(s: &mut Session, conn: ConnId, now: u64) {
     if s.hub().conns.get(&conn).is_some_and(|c| c.attachment.is_some() && c.grace_until.is_none()) {
         hangup(s, conn, now);
+    }
+}
+
+/// The change that began at `marks` was undone (the log's file did not
+/// take it; `Session::roll_back` put the state back): what it told the
+/// connections is taken back, the proposals it routed are refused to
+/// their writers (`why`), and every attached connection's stream is
+/// broken, so its client resumes and is welcomed with the state as it is
+/// now, its own entries since its last acknowledgement sent again.
+pub fn undone(s: &mut Session, marks: &ChangeMarks, why: &str) {
+    let now = s.hub().now;
+    let hub = s.hub_mut();
+    let made: Vec<u64> = hub.pending.range(marks.pending..).map(|(id, _)| *id).collect();
+    for id in made {
+        if let Some(reply) = hub.pending.remove(&id).and_then(|p| p.reply) {
+            let _ = reply.send(Err(Refusal::Said(why.to_string())));
+        }
+    }
+    for (id, c) in hub.conns.iter_mut() {
+        c.control.truncate(marks.control.get(id).copied().unwrap_or(0));
+    }
+    let attached: Vec<ConnId> = hub
+        .conns
+        .iter()
+        .filter(|(_, c)| c.attachment.is_some() && c.grace_until.is_none())
+        .map(|(id, _)| *id)
+        .collect();
+    for conn in attached {
+        s.hub().conns[&conn].taken.break_off();
+        broken(s, conn, now);
     }
 }
 

@@ -10,7 +10,7 @@
 //! outcome.
 
 use crate::attach::error::AttachError;
-use crate::attach::hub::{Pending, Reply, Written};
+use crate::attach::hub::{Pending, Reply, Settling, Written};
 use crate::attach::lease::{fenced, pass_on, reclaim};
 use crate::session::Session;
 use apex_core::{AttachmentId, Epoch, Proposal, Shard};
@@ -129,8 +129,17 @@ pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome)
         s.hub_mut().pending.get_mut(&id).expect("found").sent_to = None;
         return Ok(());
     }
-    let p = s.hub_mut().pending.remove(&id).expect("found");
-    finish(s, p, result);
+    let mut p = s.hub_mut().pending.remove(&id).expect("found");
+    // Its writer hears once the change is in the log; if the change is
+    // undone, the proposal is pending again, for the holder's resumed
+    // replica to answer again (it sends again what it made).
+    let reply = p.reply.take();
+    let told = Waiter { request: p.request.clone(), sent_to: p.sent_to, reply: None, from: p.from };
+    finish(s, told, result.clone());
+    if reply.is_some() {
+        p.reply = reply;
+        s.reply_when_settled(Settling::Answered(id, Box::new(p)), result);
+    }
     Ok(())
 }
 
@@ -251,7 +260,6 @@ fn finish(s: &mut Session, p: impl Into<Waiter>, result: Outcome) {
     if let Some(reply) = p.reply.take() {
         // The waiting request acknowledges as soon as it hears: the
         // entries are in the log first.
-        s.flush_log();
-        let _ = reply.send(result);
+        s.reply_when_settled(Settling::Decided(reply), result);
     }
 }

@@ -3,8 +3,10 @@
 //! profile), so a test hits each on purpose rather than by luck.
 //! `APEXD_CRASH_AT=POINT` aborts the daemon the first time it reaches
 //! POINT, `POINT:N` the Nth time; `APEXD_FULL_AFTER=BYTES` gives
-//! the log's reservations that much disk in all, then ENOSPC. A build
-//! without the feature has neither.
+//! the log's reservations that much disk in all, then ENOSPC;
+//! `APEXD_WRITES_FAIL_WHILE=PATH` fails every write of the log with EIO
+//! (half of it written) while PATH exists. A build without the feature
+//! has none of them.
 
 /// Half of a frame written, then the crash.
 pub const MID_FRAME: &str = "mid-frame";
@@ -70,5 +72,44 @@ pub fn room_for(bytes: u64) -> bool {
     {
         let _ = bytes;
         true
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+thread_local! {
+    /// Writes this thread's logs make before they fail (a unit test's
+    /// disk that fails in the middle of a change).
+    static WRITES_BEFORE_FAILING: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// The logs written on this thread fail from their `n`th write on
+/// (counted from 0), or never again (`None`).
+#[cfg(feature = "fault-injection")]
+pub fn fail_writes_on_this_thread_after(n: Option<u32>) {
+    WRITES_BEFORE_FAILING.with(|w| w.set(n));
+}
+
+/// Whether the log's next write should fail (`APEXD_WRITES_FAIL_WHILE`):
+/// a disk that fails a write after its room was set aside.
+pub fn write_fails() -> bool {
+    #[cfg(feature = "fault-injection")]
+    {
+        static WHILE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+        let here = WRITES_BEFORE_FAILING.with(|w| match w.get() {
+            Some(0) => true,
+            Some(n) => {
+                w.set(Some(n - 1));
+                false
+            }
+            None => false,
+        });
+        here || WHILE
+            .get_or_init(|| std::env::var_os("APEXD_WRITES_FAIL_WHILE").map(Into::into))
+            .as_ref()
+            .is_some_and(|p| p.exists())
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        false
     }
 }

@@ -497,14 +497,37 @@ impl Persisted {
         Box::new(wal::WalSink(self.wal.clone()))
     }
 
-    /// Writes what the entries stored since the last flush made.
-    pub fn flush(&self) {
-        self.wal.lock().expect("wal lock").flush();
+    /// Ends a change: writes what the entries it stored made, or says why
+    /// they are not in the file (then none of the change is).
+    pub fn flush(&self) -> Result<(), durable::LogError> {
+        self.wal.lock().expect("wal lock").flush()
     }
 
-    /// Why the log refuses to go on, if it does.
-    pub fn failed(&self) -> Option<String> {
-        self.wal.lock().expect("wal lock").failed.clone()
+    /// Stops the log for good: nothing more is taken or acknowledged until
+    /// the daemon restarts (and replays what the files hold).
+    pub fn stop(&self, why: String) {
+        tracing::error!(error = %why, "the session's log stops");
+        let mut wal = self.wal.lock().expect("wal lock");
+        wal.durable.fail(why.clone());
+        wal.broken = Some(why);
+    }
+
+    /// The state the files hold now: the snapshot and every segment since,
+    /// the one being written included. A snapshot being put in place may
+    /// delete segments under the reading; the reading is then made again.
+    pub fn state_on_disk(&self) -> Result<State, StoreError> {
+        let dir = self.dir();
+        let mut tries = 0;
+        loop {
+            match replay(&dir, self.uuid, Repair::Nothing) {
+                Ok((state, _)) => return Ok(state),
+                Err(_) if tries < 3 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The session's directory.
@@ -534,7 +557,7 @@ impl Persisted {
     pub fn snapshot_due(&self, state: &State) -> Option<SnapshotJob> {
         use std::sync::atomic::Ordering;
         let mut wal = self.wal.lock().expect("wal lock");
-        if wal.since_snapshot < self.snapshot_bytes || wal.failed.is_some() {
+        if wal.since_snapshot < self.snapshot_bytes || wal.broken.is_some() {
             return None;
         }
         if self.snapshotting.swap(true, Ordering::AcqRel) {

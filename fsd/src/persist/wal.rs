@@ -17,7 +17,11 @@
 //! log, follower or tool sees an entry before it is in the file, and a
 //! process crash keeps everything acknowledged. A crash mid-write leaves
 //! at most a torn frame at the end of the last segment, which a restart
-//! cuts off.
+//! cuts off. A write that fails cuts the file back to where the change
+//! began (`settled`), so the file holds whole changes only, and says so
+//! when the change ends (`flush`): the session then goes back to what
+//! the file holds and serves on. Only a file that cannot be cut back
+//! stops the log for good (`Wal::broken`).
 
 use super::durable::{Durable, LogError};
 use super::fault;
@@ -273,14 +277,21 @@ pub struct Wal {
     header: Header,
     /// Bytes of whole frames in the current segment, header included.
     len: u64,
+    /// `len` when the change being stored began: what a failed write
+    /// cuts the segment back to (a big change is written in parts).
+    settled: u64,
     /// The segment's space allocated up to here (past its end), so a
     /// write there cannot find the disk full.
     reserved: u64,
     /// Frame bytes written since the last snapshot began.
     pub since_snapshot: u64,
     buf: Vec<u8>,
-    /// The first write that failed: nothing is acknowledged after it.
-    pub failed: Option<String>,
+    /// Why a write of the change being stored failed: nothing more of it
+    /// is framed, and its end (`flush`) says so.
+    failed: Option<String>,
+    /// Why the log takes nothing more: a failed write whose part could not
+    /// be cut off the file, so what follows would not be read back.
+    pub broken: Option<String>,
     pub durable: Arc<Durable>,
     /// Fresh salts (the daemon's randomness).
     salts: Box<dyn FnMut() -> u64 + Send>,
@@ -304,10 +315,12 @@ impl Wal {
             file,
             header,
             len: HEADER_LEN as u64,
+            settled: HEADER_LEN as u64,
             reserved: HEADER_LEN as u64,
             since_snapshot: 0,
             buf: Vec::new(),
             failed: None,
+            broken: None,
             durable,
             salts,
         })
@@ -325,20 +338,36 @@ impl Wal {
     /// locked change stored (`flush`); a megabyte of them is written at
     /// once.
     pub fn append(&mut self, shard: Shard, entry: &Entry) {
-        if self.failed.is_some() {
+        if self.failed.is_some() || self.broken.is_some() {
             return;
         }
         frame(self.header.salt, shard, entry, &mut self.buf);
         if self.buf.len() >= FLUSH_AT {
-            self.flush();
+            self.write_out();
         }
     }
 
-    /// Writes the frames appended since the last flush with one write(2).
-    /// Called before the session's lock is let go: no one sees an entry,
-    /// and nothing is acknowledged, before it is in the file.
-    pub fn flush(&mut self) {
-        if self.buf.is_empty() || self.failed.is_some() {
+    /// Ends the change being stored: writes the frames appended since the
+    /// last write with one write(2). Called before the session's lock is
+    /// let go: no one sees an entry, and nothing is acknowledged, before
+    /// it is in the file. A write of it that failed is said here, the
+    /// file cut back to where the change began; the next change starts
+    /// afresh.
+    pub fn flush(&mut self) -> Result<(), LogError> {
+        self.write_out();
+        if let Some(why) = self.broken.clone() {
+            return Err(LogError::Failed(why));
+        }
+        if let Some(why) = self.failed.take() {
+            return Err(LogError::Failed(why));
+        }
+        self.settled = self.len;
+        Ok(())
+    }
+
+    /// Writes the frames appended so far.
+    fn write_out(&mut self) {
+        if self.buf.is_empty() || self.failed.is_some() || self.broken.is_some() {
             self.buf.clear();
             return;
         }
@@ -347,7 +376,15 @@ impl Wal {
             let _ = self.file.write_all(&self.buf[..self.buf.len() / 2 + 1]);
             fault::crash();
         }
-        match self.file.write_all(&self.buf) {
+        let written = match fault::write_fails() {
+            true => {
+                // As a disk that fails mid-write leaves it: part written.
+                let _ = self.file.write_all(&self.buf[..self.buf.len() / 2 + 1]);
+                Err(std::io::Error::from_raw_os_error(libc::EIO))
+            }
+            false => self.file.write_all(&self.buf),
+        };
+        match written {
             Ok(()) => {
                 self.len += n;
                 self.since_snapshot += n;
@@ -355,14 +392,29 @@ impl Wal {
             }
             Err(e) => {
                 let path = self.dir.join(segment_name(self.header.segment));
-                tracing::error!(path = %path.display(), error = %e, "write-ahead log write failed");
-                // Whatever part was written is cut off, so a restart finds
-                // whole frames; if even that fails, the torn frame is the
-                // last thing in the file and a restart cuts it.
-                let _ = self.file.set_len(self.len);
-                let why = describe_write_error(&path, &e);
-                self.durable.fail(why.clone());
-                self.failed = Some(why);
+                tracing::error!(path = %path.display(), error = %e, "write-ahead log write failed; the change is undone");
+                // The change's part already written goes too, so the file
+                // ends with the last whole change. A file that cannot be
+                // cut keeps a torn frame at its end, which a restart cuts;
+                // nothing may follow it, so the log stops.
+                match self.file.set_len(self.settled) {
+                    Ok(()) => {
+                        self.since_snapshot = self.since_snapshot.saturating_sub(self.len - self.settled);
+                        self.len = self.settled;
+                        // The cut gave back the room set aside past it.
+                        self.reserved = self.len;
+                        self.failed = Some(describe_write_error(&path, &e));
+                    }
+                    Err(cut) => {
+                        let why = format!(
+                            "the write-ahead log {} could not be written ({e}) nor cut back ({cut}); \
+                             nothing more is accepted until apexd restarts",
+                            path.display()
+                        );
+                        self.durable.fail(why.clone());
+                        self.broken = Some(why);
+                    }
+                }
             }
         }
         self.buf.clear();
@@ -376,7 +428,7 @@ impl Wal {
     /// new segment's number: every segment before it is covered by a
     /// snapshot of the state now.
     pub fn rotate(&mut self) -> Result<u64, StoreError> {
-        self.flush();
+        debug_assert!(self.buf.is_empty(), "a segment ends between changes");
         let path = self.dir.join(segment_name(self.header.segment));
         self.file.sync_data().map_err(|e| StoreError::io(&path, e))?;
         // Its room set aside past the frames goes back to the disk.
@@ -387,6 +439,7 @@ impl Wal {
         self.file = file;
         self.header = header;
         self.len = HEADER_LEN as u64;
+        self.settled = self.len;
         self.reserved = HEADER_LEN as u64;
         self.since_snapshot = 0;
         // The room the writes already accepted may still need; a full disk
@@ -397,7 +450,7 @@ impl Wal {
 
     /// Gives back the room set aside past the frames: the daemon stops.
     pub fn release_room(&mut self) {
-        self.flush();
+        let _ = self.flush();
         release_reservation(&self.dir.join(segment_name(self.header.segment)), self.len);
         self.reserved = self.len;
     }
@@ -407,7 +460,7 @@ impl Wal {
     /// their writes find space; refuses, changing nothing, when the disk
     /// has none.
     pub fn reserve(&mut self, bytes: u64) -> Result<(), LogError> {
-        if let Some(why) = self.failed.clone().or_else(|| self.durable.failed()) {
+        if let Some(why) = self.broken.clone().or_else(|| self.durable.failed()) {
             return Err(LogError::Failed(why));
         }
         let need = self.len + 2 * bytes + HEADROOM;
@@ -476,7 +529,7 @@ pub fn release_reservation(path: &Path, len: u64) {
 impl Drop for Wal {
     /// Frames stored but not yet written (a change cut short) go too.
     fn drop(&mut self) {
-        self.flush();
+        let _ = self.flush();
     }
 }
 
@@ -484,11 +537,11 @@ impl Drop for Wal {
 fn describe_write_error(path: &Path, e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) => format!(
-            "no space: the write-ahead log {} could not be written ({e}); free some space, then restart apexd",
+            "no space: the write-ahead log {} could not be written ({e}); nothing was changed: free some space and try again",
             path.display()
         ),
         _ => format!(
-            "the write-ahead log {} could not be written ({e}); nothing more is accepted until apexd restarts",
+            "the write-ahead log {} could not be written ({e}); the change was undone: the session is as the log holds it",
             path.display()
         ),
     }
@@ -598,5 +651,48 @@ mod tests {
         let mut magic = header.encode();
         magic[0] = b'X';
         assert_eq!(Header::decode(&magic), Err(HeaderError::Magic));
+    }
+
+    /// A change written in parts (past `FLUSH_AT`) whose later part fails:
+    /// the file is cut back to where the change began, the change's end
+    /// says why, and the next change is written after the last whole one.
+    #[test]
+    fn a_change_whose_later_part_fails_leaves_the_file_as_before_it() {
+        let dir = std::env::temp_dir().join(format!("apex-wal-cut-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let durable = Durable::new(super::super::durable::SyncPolicy::Always);
+        let mut wal = Wal::create(&dir, [3; 16], 0, durable, Box::new(|| 42)).unwrap();
+        let shard = Shard::Buffer(apex_core::BufferId(1));
+        wal.append(shard, &entry(1, "kept"));
+        wal.flush().unwrap();
+        let path = dir.join(segment_name(0));
+        let before = std::fs::metadata(&path).unwrap().len();
+        // Two megabytes of entries: the first megabyte is written as it
+        // comes, the second write fails.
+        fault::fail_writes_on_this_thread_after(Some(1));
+        let big = "x".repeat(FLUSH_AT / 2);
+        wal.append(shard, &entry(2, &big));
+        wal.append(shard, &entry(3, &big));
+        assert!(std::fs::metadata(&path).unwrap().len() > before, "part of the change was written");
+        wal.append(shard, &entry(4, &big));
+        wal.append(shard, &entry(5, &big));
+        let why = wal.flush().expect_err("its second part failed").to_string();
+        fault::fail_writes_on_this_thread_after(None);
+        assert!(why.contains("could not be written") && why.contains("undone"), "{why}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), before, "cut back to the change's start");
+        // The log goes on: the next change lands after the last whole one.
+        wal.append(shard, &entry(2, "next"));
+        wal.flush().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let mut seqs = Vec::new();
+        let (ending, _) = scan(&bytes, &wal.header, |_, e, _| {
+            seqs.push(e.seq);
+            Ok::<_, Unapplied>(())
+        });
+        assert_eq!((ending, seqs), (Ending::Clean, vec![1, 2]));
+        assert!(wal.broken.is_none() && wal.reserve(10).is_ok());
+        drop(wal);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -209,7 +209,14 @@ impl Registry {
                         }
                         take_up_terms(&mut s);
                         end_processes(&mut s);
-                        s.flush_log();
+                        if let Err(e) = s.settle_log() {
+                            tracing::error!(session = %info.name, "not restored: {e}");
+                            eprintln!("apexd: session {:?} not restored: {e}", info.name);
+                            restored.held_back += 1;
+                            state.sessions.remove(&number);
+                            self.held_back.insert(number, info);
+                            continue;
+                        }
                         restored.sessions += 1;
                         restored.entries += r.entries;
                         self.sessions.insert(number, Arc::new(Mutex::new(s)));
@@ -329,13 +336,10 @@ impl Registry {
             RegistryOp::SessionNew { session, name, uuid } => {
                 let persisted = self.store.as_ref().map(|st| st.create_session(uuid.0)).transpose()?;
                 let mut s = Session::start(*session, name, uuid.0, persisted)?;
-                s.flush_log();
                 s.hub_mut().config = self.attach;
-                if let Some(p) = &s.persisted() {
-                    if let Some(why) = p.failed() {
-                        self.forget_dir(uuid.0);
-                        return Err(crate::persist::durable::LogError::Failed(why).into());
-                    }
+                if let Err(e) = s.settle_log() {
+                    self.forget_dir(uuid.0);
+                    return Err(e.into());
                 }
                 if let Err(e) = self.save(&next) {
                     self.forget_dir(uuid.0);
@@ -360,7 +364,11 @@ impl Registry {
                 if let Some(s) = self.sessions.get(session) {
                     let mut s = s.lock().expect("session lock");
                     s.relabel(name)?;
-                    s.flush_log();
+                    // The registry, saved, has the name: a label the
+                    // session's log did not take is only said.
+                    if let Err(e) = s.settle_change() {
+                        tracing::warn!(session = %name, error = %e, "the session's own label was not changed");
+                    }
                 }
             }
         }
@@ -441,7 +449,7 @@ mod tests {
             let update =
                 apex_core::term::TermUpdate { rows: apex_core::packed::Packed::pack(&rows), ..Default::default() };
             s.view_mut().append(shard, Op::Term(TermOp::Update(Box::new(update)))).unwrap();
-            s.flush_log();
+            s.settle_log().unwrap();
             id
         };
         // The daemon ends (its store let go) and starts again.

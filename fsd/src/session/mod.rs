@@ -16,6 +16,7 @@
 pub mod ctl;
 pub mod files;
 pub mod proposals;
+mod rollback;
 
 use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
@@ -132,6 +133,11 @@ pub struct Session {
     /// Changes settled so far: read under the lock with the state, it
     /// names the state exactly (a snapshot made of it is shared by it).
     changes: u64,
+    /// Outcomes for writers waiting on routed proposals, told once the
+    /// change that decided them is in the log (or that it was undone).
+    replies: Vec<(crate::attach::hub::Settling, wire::Outcome)>,
+    /// The hub where the change under way began, for undoing it.
+    began: crate::attach::hub::ChangeMarks,
 }
 
 impl Session {
@@ -294,6 +300,8 @@ impl Session {
             terms: BTreeMap::new(),
             taken_up: Vec::new(),
             changes: 0,
+            replies: Vec::new(),
+            began: Default::default(),
         }
     }
 
@@ -321,15 +329,25 @@ impl Session {
             .sum()
     }
 
-    /// Writes the log frames of the entries stored since the last time:
-    /// before the session's lock is let go, so no one sees an entry that
-    /// is not in the file.
+    /// Marks where a change begins, so that it can be undone.
+    pub fn begin_change(&mut self) {
+        self.began = self.hub.marks();
+    }
+
     /// What follows every change: acme's tree follows the state, and what
-    /// the change stored goes to the log's file.
-    pub fn settle_change(&mut self) {
-        self.acme.sync(&self.view);
-        self.flush_log();
+    /// the change stored goes to the log's file before the session's lock
+    /// is let go, so no one sees an entry that is not in the file. A
+    /// change the file did not take is undone ([`Session::roll_back`]):
+    /// the error says so.
+    pub fn settle_change(&mut self) -> Result<(), crate::persist::durable::LogError> {
+        let settled = self.settle_log();
         self.changes += 1;
+        if let Err(e) = &settled {
+            self.roll_back(e);
+        }
+        // After the log: acme's tree never follows an undone entry.
+        self.acme.sync(&self.view);
+        settled
     }
 
     /// Changes settled so far (see [`Session::settle_change`]).
@@ -337,10 +355,25 @@ impl Session {
         self.changes
     }
 
-    pub fn flush_log(&self) {
-        if let Some(p) = &self.persisted {
-            p.flush();
+    /// Writes what was stored since the last time, then tells the writers
+    /// whose proposals it decided; if the file did not take it, they hear
+    /// that instead (or a proposal a holder answered waits again), and the
+    /// caller undoes the change.
+    pub fn settle_log(&mut self) -> Result<(), crate::persist::durable::LogError> {
+        let flushed = self.persisted.as_ref().map_or(Ok(()), |p| p.flush());
+        for (waiting, outcome) in std::mem::take(&mut self.replies) {
+            match &flushed {
+                Ok(()) => waiting.settled(outcome),
+                Err(e) => waiting.undone(&mut self.hub, &e.to_string()),
+            }
         }
+        flushed
+    }
+
+    /// Tells a writer its routed proposal's outcome once the change that
+    /// decided it is in the log (`settle_log`).
+    pub(crate) fn reply_when_settled(&mut self, waiting: crate::attach::hub::Settling, outcome: wire::Outcome) {
+        self.replies.push((waiting, outcome));
     }
 
     pub fn label(&self) -> &str {

@@ -250,7 +250,16 @@ fn append(daemon: &Daemon, n: u64, id: TermId, u: TermUpdate) -> Appended {
         crate::attach::feed::compact_shard(s, shard);
         appended
     });
-    done.unwrap_or(Appended::Gone)
+    match done {
+        Ok(appended) => appended,
+        // The log's file did not take it and the change was undone: the
+        // screen is sent whole again, as for a refusal.
+        Err(crate::error::Error::Log(e)) => {
+            tracing::warn!(term = %shard, error = %e, "a terminal update was undone; sending the screen again");
+            Appended::Refused
+        }
+        Err(_) => Appended::Gone,
+    }
 }
 
 /// The driver, and what ends it: a panic in the emulator ends the

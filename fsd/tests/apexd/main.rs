@@ -16,6 +16,7 @@ mod locks;
 mod newcomer;
 mod persist;
 mod protocol;
+mod rollback;
 mod session;
 mod stuck;
 mod terms;

@@ -96,7 +96,7 @@ impl Kept {
     }
 
     /// `apexd --check` on the state directory: its report and success.
-    fn check(&self) -> (String, bool) {
+    pub(crate) fn check(&self) -> (String, bool) {
         let out =
             Command::new(env!("CARGO_BIN_EXE_apexd")).arg("--check").arg("--state").arg(&self.state).output().unwrap();
         (String::from_utf8_lossy(&out.stdout).to_string(), out.status.success())

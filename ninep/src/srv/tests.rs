@@ -105,7 +105,9 @@ fn frame(tag: u16, body: Fcall) -> Vec<u8> {
 /// A large Twrite's data is read into a buffer of its own: once its
 /// head (here cut between reads) and some data are in, each read asks
 /// for no more than what is left of the frame, so the read that ends
-/// it ends exactly there, and the frames after it are read as ever.
+/// it ends exactly there, and the frames after it are read as ever; nor
+/// for more than has come, so the buffer is never more than twice what
+/// the peer sent (one that declares msize bytes and stalls holds little).
 #[tokio::test]
 async fn a_large_writes_data_is_read_up_to_its_frames_end_and_no_further() {
     let (one, two): (Vec<u8>, Vec<u8>) = ((0..300_000u32).map(|i| i as u8).collect(), vec![b'z'; 280_000]);
@@ -133,9 +135,10 @@ async fn a_large_writes_data_is_read_up_to_its_frames_end_and_no_further() {
     assert!(*keep.0.lock().unwrap() == [one, two], "both writes whole, in order");
     let asked = asked.lock().unwrap().clone();
     // The setup, the head's first 10 bytes, the rest of it with 70,000
-    // of data: then the frame's 230,000 bytes left, of which 100,000
-    // came, then its last 130,000.
-    assert_eq!(asked[3..5], [230_000, 130_000], "reads asked for: {asked:?}");
+    // of data: then as much again (70,000 of the 100,000 that came), as
+    // much again (the other 30,000), the room left in that (110,000, of
+    // which the last piece gives all), and the frame's last 20,000.
+    assert_eq!(asked[3..7], [70_000, 140_000, 110_000, 20_000], "reads asked for: {asked:?}");
 }
 
 /// Keeps every byte written to it.

@@ -64,7 +64,7 @@ pub(super) async fn io_loop<S: Serve>(
                 // large Rread, which no client sends, goes so too, to be
                 // refused whole as it always was.)
                 if let Some((head, count)) = data_head(&buf[start..], LARGE / 4) {
-                    let mut data = Vec::with_capacity(count);
+                    let mut data = Vec::with_capacity((2 * (buf.len() - start - head)).min(count));
                     data.extend_from_slice(&buf[start + head..]);
                     large = Some(Large { head: buf[start..start + head].to_vec(), data, count });
                     start = buf.len();
@@ -130,11 +130,26 @@ fn ready_bytes(replies: &[Msg]) -> usize {
 }
 
 /// A large Twrite being read: its head, and its data so far, read into a
-/// buffer of its own ([`data_head`]).
+/// buffer of its own ([`data_head`]). The buffer grows with what comes,
+/// to twice that at most, never past the count: a peer that declares a
+/// write of msize bytes and stalls holds no more than twice what it sent
+/// (the data is copied once more in all as it doubles).
 pub(super) struct Large {
     pub(super) head: Vec<u8>,
     pub(super) data: Vec<u8>,
     pub(super) count: usize,
+}
+
+impl Large {
+    /// Room for the next read: as much again as has come, up to the count.
+    fn room(&mut self) -> usize {
+        let len = self.data.len();
+        if self.data.capacity() == len {
+            let to = (2 * len).max(LARGE / 4).min(self.count);
+            self.data.reserve_exact(to - len);
+        }
+        (self.data.capacity() - len).min(self.count - len)
+    }
 }
 
 /// Answers a message read (`dispatch`), or with an Rerror one that did
@@ -185,7 +200,10 @@ pub(super) async fn send(w: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>, r
 /// Twrite being read, never past it; false at the end.
 pub(super) async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8>, large: Option<&mut Large>) -> bool {
     let got = match large {
-        Some(l) => (&mut *r).take((l.count - l.data.len()) as u64).read_buf(&mut l.data).await,
+        Some(l) => {
+            let room = l.room();
+            (&mut *r).take(room as u64).read_buf(&mut l.data).await
+        }
         None => {
             // Between messages a little; in one, enough for bulk.
             buf.reserve(if buf.is_empty() { IDLE_ROOM } else { READ_CHUNK });

@@ -86,7 +86,10 @@ impl World {
         }
     }
 
+    /// Ends a change as the daemon does (`Daemon::change`): writers hear
+    /// the outcomes it decided; then the archive follows the log.
     pub(crate) fn archive(&mut self) {
+        self.s.settle_change().expect("a session kept nowhere takes every change");
         self.archive.catch_up(&self.s.view().log).expect("the archive follows every entry");
     }
 
