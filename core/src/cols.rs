@@ -25,6 +25,17 @@ use std::collections::BTreeMap;
 /// the tallest window instead: a sixty-fourth of the column.
 pub const MIN_SHARE: u32 = Frac::ONE.0 / 64;
 
+/// A window's span in a column button 3 filled (`Grow::Full`): acme
+/// hides the others there (`colgrow`), and button 1 or 2 on the filling
+/// window's box gives them their tags back. Any other window keeps at
+/// least its tag on every screen, however its span maps to pixels.
+pub const HIDDEN: u32 = 1;
+
+/// Whether each window of `col`, in order, is hidden ([`HIDDEN`]).
+pub fn hidden(col: &Column) -> Vec<bool> {
+    spans(col, None).iter().map(|(_, top, bottom)| bottom - top <= HIDDEN).collect()
+}
+
 /// Each window's span `(window, top, bottom)` in `col`, leaving out
 /// `except` (a window being moved): the window above it takes its room.
 fn spans(col: &Column, except: Option<WindowId>) -> Vec<(WindowId, u32, u32)> {
@@ -329,7 +340,7 @@ pub fn grow(col: &Column, window: WindowId, how: Grow, line: u32) -> Vec<(Window
     let n = spans.len() as u32;
     // Each other window's least height, so that all of them still fit.
     let keep = match how {
-        Grow::Full => 1,
+        Grow::Full => HIDDEN,
         _ => line.clamp(1, (Frac::ONE.0 / n.max(1)).max(1)),
     };
     let mut heights: Vec<u32> = spans.iter().map(|(_, t, b)| b - t).collect();

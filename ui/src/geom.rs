@@ -95,6 +95,38 @@ fn at(f: Frac, from: i32, to: i32) -> i32 {
     from + ((i64::from(f.0) * i64::from((to - from).max(0))) / i64::from(Frac::ONE.0)) as i32
 }
 
+/// The windows' tops in a column's area `y0..y1`, from where their
+/// positions put them (`placed`), moved so that each keeps its tag line
+/// and border (acme's `colresize` gives every window at least that much),
+/// pushed up from the bottom where they run past it; in a column too short
+/// for that, spread evenly, so a squeezed window still has a row of
+/// pixels to click. A window button 3 hid (`cols::hidden`) stays where
+/// it is, hidden, as acme hides it.
+fn reachable_tops(placed: &[i32], hidden: &[bool], y0: i32, y1: i32, m: &Metrics) -> Vec<i32> {
+    let mut tops: Vec<i32> = placed.iter().map(|y| (*y).clamp(y0, y1)).collect();
+    let shown: Vec<usize> = (0..tops.len()).filter(|&j| !hidden.get(j).copied().unwrap_or(false)).collect();
+    let Some(&first) = shown.first() else { return tops };
+    tops[first] = y0;
+    let n = shown.len() as i32;
+    let least = m.line + m.border;
+    if n * least > y1 - y0 {
+        let each = ((y1 - y0) / n).max(1);
+        for (k, &j) in shown.iter().enumerate() {
+            tops[j] = (y0 + k as i32 * each).min(y1);
+        }
+        return tops;
+    }
+    for k in 1..shown.len() {
+        tops[shown[k]] = tops[shown[k]].max(tops[shown[k - 1]] + least);
+    }
+    let mut limit = y1 - least;
+    for &j in shown.iter().rev() {
+        tops[j] = tops[j].min(limit);
+        limit = tops[j] - least;
+    }
+    tops
+}
+
 impl Screen {
     /// The screen of `state`'s layout in a `width`×`height` window, the
     /// tags of `collapsed` windows one line high.
@@ -121,9 +153,11 @@ impl Screen {
             let tag = Rect::new((x0 + m.indent()).min(x1), top, x1, tag_line.y1);
             let area = Rect::new(x0, (tag_line.y1 + m.border).min(height), x1, height);
             let mut windows = Vec::with_capacity(c.windows.len());
+            let placed: Vec<i32> = c.windows.iter().map(|p| at(p.y, area.y0, area.y1)).collect();
+            let tops = reachable_tops(&placed, &apex_core::cols::hidden(c), area.y0, area.y1, m);
             for (j, p) in c.windows.iter().enumerate() {
-                let wy0 = if j == 0 { area.y0 } else { at(p.y, area.y0, area.y1) };
-                let wy1 = c.windows.get(j + 1).map_or(area.y1, |n| at(n.y, area.y0, area.y1) - m.border).max(wy0);
+                let wy0 = tops[j];
+                let wy1 = tops.get(j + 1).map_or(area.y1, |n| n - m.border).max(wy0);
                 let rect = Rect::new(x0, wy0, x1, wy1);
                 let tag_text = Rect::new((x0 + m.indent()).min(x1), wy0, x1, wy1);
                 let lines = match collapsed.contains(&p.window) {

@@ -420,3 +420,57 @@ fn scrolling_keys_and_the_wheel_move_as_acme_s_texttype() {
     r.send(Event::Wheel { notches: 2, x, y });
     assert_eq!(org(&r), line(10));
 }
+
+/// A window whose top another's squeezes to within a pixel keeps its
+/// tag line, as acme's `colresize` keeps one for every window, and the
+/// windows below it give way, pushed up from the column's bottom: typing
+/// over that tag reaches it. In a column too short for every tag, each
+/// window still has a row of pixels of its own.
+#[test]
+fn a_squeezed_window_keeps_its_tag_line_and_typing_over_it_reaches_it() {
+    let mut r = Rig::new("first\n");
+    let column = r.node.state.layout.columns[0].id;
+    let mut made = vec![r.w.window];
+    for i in 0..3 {
+        let p = Proposal::CreateWindow { body: None, column: Some(column), name: format!("/tmp/w{i}"), near: None };
+        let Created::Window(w) = propose::apply(&mut r.node, &p).unwrap().created else { panic!("a window") };
+        made.push(w.window);
+    }
+    // The second window's top put just above the third's, and the last
+    // near the very bottom: both would be less than a pixel high (a
+    // thousandth of the column is about half a pixel here).
+    let y =
+        |r: &Rig, w: WindowId| r.node.state.layout.find(w).map(|(c, i)| r.node.state.layout.columns[c].windows[i].y);
+    let third = y(&r, made[2]).unwrap();
+    let moves = [(made[1], Frac(third.0 - 1_000)), (made[3], Frac(Frac::ONE.0 - 1_000))];
+    for (window, y) in moves {
+        r.node.append(Shard::Layout, Op::Layout(LayoutOp::WindowMove { window, column, y })).unwrap();
+    }
+    let (screen, m) = r.screen();
+    let rects: Vec<_> = made.iter().map(|w| *screen.window(*w).unwrap()).collect();
+    for pair in rects.windows(2) {
+        assert!(pair[0].rect.y1 < pair[1].rect.y0, "in order, apart: {rects:?}");
+    }
+    for g in &rects {
+        assert!(g.tag_line.height() >= m.line, "a tag line each: {g:?}");
+        assert!(g.rect.y1 <= screen.columns[0].area.y1, "within the column: {g:?}");
+    }
+    let squeezed = rects[1].tag;
+    r.send(Event::Motion { x: squeezed.x1 - 4, y: squeezed.y0 + m.line / 2 });
+    r.typed("Q");
+    let tag_of =
+        |r: &Rig, w: WindowId| r.node.state.buffer(r.node.state.window(w).unwrap().tag).unwrap().text.to_string();
+    assert!(tag_of(&r, made[1]).ends_with('Q'), "typing reached the squeezed window's tag: {}", tag_of(&r, made[1]));
+
+    // Eighty windows in a column 600 pixels high: no room for every tag,
+    // but every window has pixels of its own, in order.
+    for i in 0..80 {
+        let p = Proposal::CreateWindow { body: None, column: Some(column), name: format!("/tmp/many{i}"), near: None };
+        propose::apply(&mut r.node, &p).unwrap();
+    }
+    let (screen, _) = r.screen();
+    let tops: Vec<i32> = screen.columns[0].windows.iter().map(|g| g.rect.y0).collect();
+    assert_eq!(tops.len(), 84);
+    assert!(tops.windows(2).all(|t| t[0] < t[1]), "{tops:?}");
+    assert!(*tops.last().unwrap() < screen.columns[0].area.y1);
+}
