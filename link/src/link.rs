@@ -196,6 +196,9 @@ impl Link {
     pub fn reconnect(&mut self) {
         self.frames.clear();
         self.streaming = None;
+        // Welcomes are counted per connection, as the daemon counts them:
+        // an append says which of this connection's it was made after.
+        self.generation = 0;
         // Proposals never written (a watching UI's typing while the
         // connection was down) go after the Hello: the daemon never saw
         // them, so they cannot be made twice. Whatever else was framed
@@ -958,5 +961,24 @@ mod tests {
         for other in [ServerMsg::Acked { shard: Shard::Layout, seq: 3 }, ServerMsg::Error { text: "no".into() }] {
             assert!(postcard::from_bytes::<WelcomeIn>(&postcard::to_allocvec(&other).unwrap()).is_err(), "{other:?}");
         }
+    }
+
+    /// The link counts the Welcomes of its connection as the daemon
+    /// counts those it sent on it, so an append made after the daemon's
+    /// latest is told from one made before it, after a reconnect too (a
+    /// count over the link's life would match the daemon's by chance).
+    #[test]
+    fn welcomes_are_counted_per_connection_as_the_daemon_counts_them() {
+        let mut link = Link::new(AttachmentKind::Ui, "ui");
+        let welcome = || {
+            let snapshot = apex_core::State::new().to_snapshot();
+            frame(&ServerMsg::Welcome { attachment: AttachmentId(1), token: 9, snapshot })
+        };
+        link.receive(welcome()).unwrap();
+        link.receive(welcome()).unwrap();
+        assert_eq!(link.generation, 2, "a second Welcome on one connection");
+        link.reconnect();
+        link.receive(welcome()).unwrap();
+        assert_eq!(link.generation, 1, "the new connection's first, as the daemon's count of it");
     }
 }
