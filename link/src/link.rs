@@ -726,6 +726,11 @@ impl Link {
                 continue;
             }
             let splices: Vec<_> = unacked.iter().filter_map(|e| splice_of(&e.op)).collect();
+            // No text in it (a buffer made and shown, say, whose shard the
+            // daemon discarded): nothing to recover.
+            if splices.is_empty() {
+                continue;
+            }
             self.pending_tails.push(Tail {
                 from: old.attachment,
                 epoch: *epoch,

@@ -128,6 +128,9 @@ pub(crate) struct Pending {
     /// The attachment it was sent to, if it went to one, and the epoch of
     /// that attachment's lease then.
     pub(crate) sent_to: Option<AttachmentId>,
+    /// The holder it was last sent to, kept when it is taken back: if it
+    /// goes elsewhere, that holder may have applied it (`taken_from`).
+    pub(crate) last_sent_to: Option<AttachmentId>,
     pub(crate) sent_epoch: Epoch,
     pub(crate) reply: Option<Reply>,
     /// The proposing attachment and its id, for `Answer`.
@@ -183,6 +186,12 @@ pub struct Hub {
     pub(crate) conns: BTreeMap<ConnId, Conn>,
     pub(crate) next_conn: ConnId,
     pub(crate) pending: BTreeMap<u64, Pending>,
+    /// Proposals taken from the holder they were sent to (its lease
+    /// reclaimed, or the writer flushed them) and acted on elsewhere: if
+    /// that holder applied one and answers late, the shards it made for
+    /// it are discarded (`route::discard_made`). Cleared when it answers
+    /// or its attachment ends.
+    pub(crate) taken_from: BTreeMap<u64, AttachmentId>,
     pub(crate) next_pending: u64,
     pub(crate) asks: BTreeMap<Shard, Ask>,
     pub(crate) bounded: BTreeMap<Shard, Bounded>,
@@ -324,7 +333,14 @@ impl Hub {
     /// what is live, whatever went before (for tests).
     pub fn sizes(&self) -> [usize; 6] {
         let unread = self.conns.values().map(|c| c.control.len()).sum();
-        [self.conns.len(), self.pending.len(), self.asks.len(), self.bounded.len(), self.entry_readers.len(), unread]
+        [
+            self.conns.len(),
+            self.pending.len() + self.taken_from.len(),
+            self.asks.len(),
+            self.bounded.len(),
+            self.entry_readers.len(),
+            unread,
+        ]
     }
 
     /// Reads of every connection waiting for something to read (for tests).

@@ -163,6 +163,7 @@ pub(crate) fn end(s: &mut Session, a: AttachmentId) {
         }
     }
     s.hub_mut().asks.retain(|_, k| k.by != a);
+    s.hub_mut().taken_from.retain(|_, h| *h != a);
     if s.hub().leading_ui == Some(a) {
         s.hub_mut().leading_ui = None;
         lead_passes_on(s);

@@ -268,6 +268,11 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         ClientMsg::Append { shard, entries, generation, answers } => {
             if let Err(e) = append(s, conn, a, shard, entries, generation) {
                 for (id, result) in answers {
+                    // Taken from it and acted on elsewhere meanwhile: what
+                    // it made for it goes.
+                    if route::answered_late(s, a, id, &result) {
+                        continue;
+                    }
                     // A long change comes in several appends, its answers
                     // with the last: if an earlier one was taken, part of
                     // it stands, and acting on it again would make that

@@ -13,8 +13,9 @@ use crate::attach::error::AttachError;
 use crate::attach::hub::{Pending, Reply, Settling, Written};
 use crate::attach::lease::{fenced, pass_on, reclaim};
 use crate::session::Session;
-use apex_core::{AttachmentId, Epoch, Proposal, Shard};
+use apex_core::{AttachmentId, Epoch, Proposal, Seq, Shard};
 use apex_link::wire::{Outcome, Refusal, ServerMsg};
+use std::collections::BTreeMap;
 use tokio::sync::oneshot;
 
 /// A proposal from a file of the tree (or a Propose frame): applied now
@@ -37,6 +38,7 @@ pub fn submit(
         request,
         proposal,
         sent_to: None,
+        last_sent_to: None,
         sent_epoch: 0,
         reply: Some(tx),
         from,
@@ -120,6 +122,9 @@ pub(crate) fn reclaim_by_hand(s: &mut Session, shard: Shard, now: u64) -> Result
 pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome) -> Result<(), AttachError> {
     let ours = s.hub().pending.get(&id).is_some_and(|p| p.sent_to == Some(a));
     if !ours {
+        if answered_late(s, a, id, &result) {
+            return Ok(());
+        }
         return Err(AttachError::NoSuchProposal { id, attachment: a });
     }
     let target = s.hub().pending[&id].proposal.target();
@@ -143,6 +148,70 @@ pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome)
     Ok(())
 }
 
+/// The answer of `a` to proposal `id`, which was taken from it and acted
+/// on elsewhere: whatever shards it made for it (sent before the answer,
+/// and taken, since they were its own) are discarded, so a stalled holder
+/// that wakes leaves no window in no layout, no column tag nothing shows
+/// and no second buffer of the name. False if `id` was not taken from `a`.
+pub(crate) fn answered_late(s: &mut Session, a: AttachmentId, id: u64, result: &Outcome) -> bool {
+    if s.hub().taken_from.get(&id) != Some(&a) {
+        return false;
+    }
+    s.hub_mut().taken_from.remove(&id);
+    if let Ok(applied) = result {
+        discard_made(s, a, applied);
+    }
+    true
+}
+
+/// Deletes the shards `a` made for a proposal (`applied`): each that its
+/// entries began (from seq 1), that nothing was appended to since, that
+/// the layout does not place and no window or column shows.
+fn discard_made(s: &mut Session, a: AttachmentId, applied: &apex_core::propose::Applied) {
+    // Per shard: begun by it, and how far its entries went.
+    let mut runs: BTreeMap<Shard, (bool, Seq)> = BTreeMap::new();
+    for run in &applied.entries {
+        let (begun, last) = runs.entry(run.shard).or_insert((false, 0));
+        *begun |= run.first == 1;
+        *last = (*last).max(run.last);
+    }
+    let made: Vec<Shard> = runs
+        .into_iter()
+        .filter(|(shard, (begun, _))| *begun && matches!(shard, Shard::Buffer(_) | Shard::Window(_)))
+        .filter(|(shard, _)| made_by(*shard) == Some(a))
+        .filter(|(shard, (_, last))| s.view().log.shard(*shard).is_ok_and(|l| l.last() == *last))
+        .map(|(shard, _)| shard)
+        .collect();
+    // Windows first: a buffer is discarded only if no window shows it.
+    let (windows, buffers): (Vec<Shard>, Vec<Shard>) = made.into_iter().partition(|s| matches!(s, Shard::Window(_)));
+    for shard in windows {
+        let Shard::Window(w) = shard else { continue };
+        if s.view().state.layout.find(w).is_none() {
+            let _ = s.view_mut().delete_shard(shard);
+        }
+    }
+    for shard in buffers {
+        let Shard::Buffer(b) = shard else { continue };
+        let state = &s.view().state;
+        let shown = state.windows.values().any(|w| w.tag == b || w.body == b)
+            || state.layout.columns.iter().any(|c| c.tag == b)
+            || state.layout.row_tag == Some(b);
+        if !shown {
+            let _ = s.view_mut().delete_shard(shard);
+        }
+    }
+    tracing::info!(session = %s.label(), attachment = %a, "discarded what a holder made for a proposal taken from it");
+}
+
+/// The attachment whose id range `shard`'s id is in.
+fn made_by(shard: Shard) -> Option<AttachmentId> {
+    match shard {
+        Shard::Buffer(b) => Some(b.issuer()),
+        Shard::Window(w) => Some(apex_core::BufferId(w.0).issuer()),
+        _ => None,
+    }
+}
+
 /// Sends a pending proposal where it belongs now.
 fn route(s: &mut Session, id: u64) {
     let Some(p) = s.hub().pending.get(&id) else { return };
@@ -155,7 +224,16 @@ fn route(s: &mut Session, id: u64) {
     // The holder it went to hung up and resumes, still leading at that
     // epoch: it may have applied it, and sends what it made now.
     let may_have_applied = matches!(p.paused, Some((h, _)) if Some(h) == holder && p.sent_epoch == epoch);
+    // Where it went before, if it goes elsewhere now (or nowhere, flushed):
+    // that holder may have applied it too.
+    let was = p.last_sent_to;
+    let taken = |s: &mut Session, to: Option<AttachmentId>| {
+        if let Some(h) = was.filter(|h| Some(*h) != to) {
+            s.hub_mut().taken_from.insert(id, h);
+        }
+    };
     if p.flushed && !may_have_applied {
+        taken(s, None);
         let mut p = s.hub_mut().pending.remove(&id).expect("found");
         // Not with anyone who may apply it: as if it never was.
         p.sent_to = None;
@@ -176,6 +254,7 @@ fn route(s: &mut Session, id: u64) {
     }
     match holder {
         Some(AttachmentId::SERVER) => {
+            taken(s, holder);
             let p = s.hub_mut().pending.remove(&id).expect("found");
             // Applied here: its text goes into the entry as it is (no copy
             // of a bulk write).
@@ -185,6 +264,8 @@ fn route(s: &mut Session, id: u64) {
         }
         Some(holder) => {
             let Some(cid) = s.hub().live_conn_of(holder) else { return }; // in its grace: wait
+            taken(s, Some(holder));
+            let Some(p) = s.hub().pending.get(&id) else { return };
             let proposal = p.proposal.clone();
             let hub = s.hub_mut();
             let (now, due) = (hub.now, hub.now + hub.config.deadline_ms);
@@ -196,6 +277,7 @@ fn route(s: &mut Session, id: u64) {
                 _ => due,
             };
             p.sent_to = Some(holder);
+            p.last_sent_to = Some(holder);
             p.sent_epoch = epoch;
             hub.wakeups.push(p.deadline);
             hub.conns.get_mut(&cid).expect("found").control.push_back(ServerMsg::Proposal { id, epoch, proposal });

@@ -12,6 +12,7 @@
 //! prints itself; `APEX_CHAOS_SEED=N` replays one, `APEX_CHAOS_SEEDS=N`
 //! runs more.
 
+mod stalled;
 pub(crate) mod world;
 
 use world::*;

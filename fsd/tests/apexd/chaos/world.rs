@@ -137,9 +137,10 @@ impl World {
                     continue;
                 }
                 if std::env::var("APEX_CHAOS_TRACE").is_ok() {
-                    if let ClientMsg::Append { shard, entries, .. } = &msg {
+                    if let ClientMsg::Append { shard, entries, answers, .. } = &msg {
                         let seqs: Vec<String> = entries.iter().map(|e| format!("{}:{:?}", e.seq, e.op)).collect();
-                        eprintln!("  client {i} append {shard} {seqs:?} -> {r:?}");
+                        let ids: Vec<u64> = answers.iter().map(|(id, _)| *id).collect();
+                        eprintln!("  client {i} append {shard} {seqs:?} answers {ids:?} -> {r:?}");
                     }
                     if !matches!(msg, ClientMsg::Append { .. }) {
                         eprintln!(
