@@ -259,6 +259,50 @@ pub fn delete_window(node: &mut Node, window: WindowId) -> Result<()> {
     Ok(())
 }
 
+/// The windows the layout does not place, in id order.
+pub fn unplaced(state: &crate::State) -> Vec<WindowId> {
+    let placed: std::collections::BTreeSet<WindowId> =
+        state.layout.columns.iter().flat_map(|c| c.windows.iter().map(|p| p.window)).collect();
+    if placed.len() == state.windows.len() && state.windows.keys().all(|w| placed.contains(w)) {
+        return Vec::new();
+    }
+    state.windows.keys().filter(|w| !placed.contains(w)).copied().collect()
+}
+
+/// Mends the layout where a leader that lost it left it wrong (a leader
+/// stalled past its deadline, whose layout entries were fenced while its
+/// own shards' were taken): places every window the layout does not
+/// place that this node leads, where a new window would go, and drops
+/// the place of every window that is gone; returns how many of each.
+/// The maker of a window (or its deleter) never sees either while it
+/// leads the layout but mid-recipe, so a node that leads the layout and
+/// sees one is the one left to mend it.
+pub fn mend_layout(node: &mut Node) -> Result<(usize, usize)> {
+    if !node.leads(Shard::Layout) {
+        return Ok((0, 0));
+    }
+    let state = &node.state;
+    let gone: Vec<WindowId> = state
+        .layout
+        .columns
+        .iter()
+        .flat_map(|c| c.windows.iter().map(|p| p.window))
+        .filter(|w| !state.windows.contains_key(w))
+        .collect();
+    for &window in &gone {
+        node.append(Shard::Layout, Op::Layout(LayoutOp::WindowDel { window }))?;
+    }
+    let lost: Vec<WindowId> = unplaced(&node.state).into_iter().filter(|w| node.leads(Shard::Window(*w))).collect();
+    for &window in &lost {
+        let Some(column) = node.state.layout.columns.last().map(|c| c.id) else { break };
+        let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
+        let (moved, y) = cols::add(col, node.lines.as_ref(), None);
+        move_tops(node, column, &moved)?;
+        node.append(Shard::Layout, Op::Layout(LayoutOp::WindowAdd { window, column, y }))?;
+    }
+    Ok((lost.len(), gone.len()))
+}
+
 /// Moves `window` so its top is at `y` in `column`; the window below its
 /// old place takes the room it leaves, as acme's `colclose` gives it.
 pub fn move_window(node: &mut Node, window: WindowId, column: ColumnId, y: Frac) -> Result<()> {

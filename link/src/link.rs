@@ -408,6 +408,16 @@ impl Link {
             return;
         }
         let Some(node) = &mut self.node else { return };
+        // A window whose maker lost the layout before placing it (or its
+        // deleter before unplacing it), now led here with the layout:
+        // placed, so it is shown (or its place dropped).
+        let _ = apex_core::make::mend_layout(node);
+        // One it made but lost the layout before placing (its placement
+        // fenced): let go of it, for the layout's holder to place.
+        if !node.leads(Shard::Layout) {
+            let lost = apex_core::make::unplaced(&node.state).into_iter().filter(|w| node.leads(Shard::Window(*w)));
+            self.releasing.extend(lost.map(Shard::Window));
+        }
         let hooks: Vec<ClientMsg> = self.hooks.lock().expect("hook lock").drain(..).collect();
         let mut out: Vec<ClientMsg> = hooks;
         // The layout's entries, and any that carry a proposal's answer, go

@@ -89,7 +89,41 @@ pub(crate) fn reclaim(s: &mut Session, shard: Shard) {
     if let Ok(op) = s.view().log.reclaim_op(shard) {
         if s.view_mut().push_meta(op).is_ok() {
             fenced(s, lease.holder);
+            mend_layout(s);
         }
+    }
+}
+
+/// Places the windows the layout does not place that the server now
+/// leads with the layout (`make::mend_layout`, which also drops the place
+/// of a window that is gone): a leader that lost the
+/// layout before placing a window it made leaves it so. Where a UI leads
+/// the layout, such a window the server leads is granted to it, and its
+/// replica places it.
+pub(crate) fn mend_layout(s: &mut Session) {
+    let Ok(layout) = s.view().log.lease(Shard::Layout).copied() else { return };
+    if layout.holder != AttachmentId::SERVER {
+        let lost: Vec<Shard> = apex_core::make::unplaced(&s.view().state)
+            .into_iter()
+            .map(Shard::Window)
+            .filter(|w| s.view().leads(*w))
+            .collect();
+        if layout.released.is_some() {
+            return;
+        }
+        for shard in lost {
+            if let Ok(op) = s.view().log.grant_op(shard, layout.holder) {
+                let _ = s.view_mut().push_meta(op);
+            }
+        }
+        return;
+    }
+    match apex_core::make::mend_layout(s.view_mut()) {
+        Ok((0, 0)) => {}
+        Ok((placed, dropped)) => {
+            tracing::info!(session = %s.label(), placed, dropped, "mended the layout a fenced leader left");
+        }
+        Err(e) => tracing::warn!(session = %s.label(), error = %e, "could not place a window nothing placed"),
     }
 }
 
@@ -162,6 +196,7 @@ pub(crate) fn end(s: &mut Session, a: AttachmentId) {
             give_back(s, shard, b.return_to);
         }
     }
+    mend_layout(s);
     s.hub_mut().asks.retain(|_, k| k.by != a);
     s.hub_mut().taken_from.retain(|_, h| *h != a);
     if s.hub().leading_ui == Some(a) {

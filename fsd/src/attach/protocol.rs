@@ -16,7 +16,7 @@
 use super::error::AttachError;
 use super::feed::welcome;
 use super::hub::{Ask, Bounded, ChangeMarks, ConnId, Written};
-use super::lease::{ask, ask_for_all, end, give_back, grant_asked, reclaim};
+use super::lease::{ask, ask_for_all, end, give_back, grant_asked, mend_layout, reclaim};
 use crate::attach::route::{self, answer, redispatch, submit};
 use crate::session::Session;
 use apex_core::{AttachmentId, AttachmentKind, MetaOp, Seq, Shard};
@@ -328,6 +328,11 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             // An unread ack of a shard gone says nothing any more.
             let c = s.hub_mut().conns.get_mut(&conn).expect("live");
             c.control.retain(|m| !matches!(m, ServerMsg::Acked { shard: acked, .. } if *acked == shard));
+            // A window deleted by one that no longer leads the layout (its
+            // unplacing fenced): the layout's leader drops its place.
+            if matches!(shard, Shard::Window(_)) {
+                mend_layout(s);
+            }
             Ok(Written::Done)
         }
         ClientMsg::Release { shard, seq } => {

@@ -553,7 +553,13 @@ fn chaos(seed: u64, steps: usize) {
                 // A change from whoever this is: applied if it leads the
                 // buffer, proposed to the holder if not.
                 let bs = bodies(&w);
-                if !bs.is_empty() {
+                if w.rng.chance(25) {
+                    // A window asked for: routed to the layout's holder,
+                    // who may stall after making it.
+                    let p =
+                        Proposal::CreateWindow { body: None, column: None, name: format!("/tmp/p{step}"), near: None };
+                    w.link(i).propose(p);
+                } else if !bs.is_empty() {
                     let b = bs[w.rng.below(bs.len() as u64) as usize];
                     let version = w.s.view().state.buffer(b).unwrap().version;
                     // A text of its own, to check it lands at most once.

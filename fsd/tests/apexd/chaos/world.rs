@@ -342,9 +342,38 @@ impl World {
             }
             assert!(c.link.quiet(), "client {i} has everything acknowledged: {:?}", c.link.unsettled());
         }
+        // Every window is placed, once, and every number names a window:
+        // none made by a leader that lost the layout is left shown nowhere.
+        let state = &self.s.view().state;
+        let placed: Vec<apex_core::WindowId> =
+            state.layout.columns.iter().flat_map(|c| c.windows.iter().map(|p| p.window)).collect();
+        for id in state.windows.keys() {
+            let log = &self.s.view().log;
+            assert_eq!(
+                placed.iter().filter(|w| *w == id).count(),
+                1,
+                "window {id} is placed once (its lease {:?}, the layout's {:?}; clients {:?})",
+                log.lease(Shard::Window(*id)),
+                log.lease(Shard::Layout),
+                self.clients
+                    .iter()
+                    .map(|c| (
+                        c.link.attachment(),
+                        c.conn.is_some(),
+                        c.gone,
+                        c.link.node().map(|n| {
+                            let placed = n.state.layout.find(*id).is_some();
+                            (n.leads(Shard::Layout), n.leads(Shard::Window(*id)), placed)
+                        })
+                    ))
+                    .collect::<Vec<_>>()
+            );
+        }
+        for (id, n) in &state.layout.numbers {
+            assert!(state.windows.contains_key(id), "number {n:?} names window {id}, which is gone");
+        }
         // A proposal lands at most once (a +Recovered copy of a fenced
         // tail aside).
-        let state = &self.s.view().state;
         for m in &self.markers {
             let n: usize = state
                 .buffers
