@@ -287,14 +287,16 @@ pub fn mend_layout(node: &mut Node) -> Result<(usize, usize)> {
         .columns
         .iter()
         .flat_map(|c| c.windows.iter().map(|p| p.window))
-        .filter(|w| !state.windows.contains_key(w))
+        // Deleted, as the metalog says: a window whose shard is made and
+        // whose entries are still to come is not gone.
+        .filter(|w| !state.windows.contains_key(w) && !state.meta.has_shard(Shard::Window(*w)))
         .collect();
     for &window in &gone {
         node.append(Shard::Layout, Op::Layout(LayoutOp::WindowDel { window }))?;
     }
     let lost: Vec<WindowId> = unplaced(&node.state).into_iter().filter(|w| node.leads(Shard::Window(*w))).collect();
+    let Some(column) = node.state.layout.columns.last().map(|c| c.id) else { return Ok((0, gone.len())) };
     for &window in &lost {
-        let Some(column) = node.state.layout.columns.last().map(|c| c.id) else { break };
         let col = node.state.layout.columns.iter().find(|c| c.id == column).ok_or(Reject::NoColumn { column })?;
         let (moved, y) = cols::add(col, node.lines.as_ref(), None);
         move_tops(node, column, &moved)?;

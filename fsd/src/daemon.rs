@@ -145,7 +145,7 @@ impl Daemon {
         let (r, timer, snapshot) = {
             let mut s = shared.lock().expect("session lock");
             let s = &mut *s;
-            s.begin_change();
+            s.begin_change(now);
             let r = f(s, now);
             // A change the log did not take was undone: its writer hears why.
             let r = s.settle_change().map(|()| r).map_err(Error::Log);
@@ -169,7 +169,7 @@ impl Daemon {
     pub fn tend<R>(&self, number: u64, f: impl FnOnce(&mut Session) -> R) -> Result<R, Error> {
         let shared = self.session(number)?;
         let mut s = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        s.begin_change();
+        s.begin_change(self.now_ms());
         let r = f(&mut s);
         s.settle_quietly();
         Ok(r)
@@ -197,10 +197,12 @@ impl Daemon {
             // The session gone ends it: its hub refuses the tick, or its
             // timer's sender is dropped with it.
             let going_on = tokio::select! {
-                () = due => self.change(number, |s, now| {
+                // (A tick the log's file did not take was undone: the timer
+                // goes on, armed again for what it did not do.)
+                () = due => !matches!(self.change(number, |s, now| {
                     s.hub_mut().timer.fired();
                     protocol::tick(s, now)
-                }).is_ok(),
+                }), Err(Error::SessionGone)),
                 rearmed = armed.changed() => rearmed.is_ok(),
             };
             if !going_on {

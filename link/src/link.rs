@@ -407,25 +407,30 @@ impl Link {
         if self.resyncing {
             return;
         }
+        // Led with every entry before the lease: what it shows is whole.
+        let leads_layout = self.leads(Shard::Layout);
         let Some(node) = &mut self.node else { return };
         // A window whose maker lost the layout before placing it (or its
         // deleter before unplacing it), now led here with the layout:
         // placed, so it is shown (or its place dropped).
-        let _ = apex_core::make::mend_layout(node);
-        // One it made but lost the layout before placing (its placement
-        // fenced): let go of it, for the layout's holder to place.
-        if !node.leads(Shard::Layout) {
+        if leads_layout {
+            let _ = apex_core::make::mend_layout(node);
+        } else {
+            // One it leads that nothing places (its maker's placement was
+            // fenced): let go of it, for the layout's holder to place. (One
+            // whose placement is still on its way here is let go for
+            // nothing worse than its lease moving.)
             let lost = apex_core::make::unplaced(&node.state).into_iter().filter(|w| node.leads(Shard::Window(*w)));
             self.releasing.extend(lost.map(Shard::Window));
         }
-        let hooks: Vec<ClientMsg> = self.hooks.lock().expect("hook lock").drain(..).collect();
-        let mut out: Vec<ClientMsg> = hooks;
+        let hooks = self.hooks.lock().expect("hook lock").drain(..).map(Outgoing::Message).collect();
+        let mut out: Vec<Outgoing> = hooks;
         // The layout's entries, and any that carry a proposal's answer, go
         // last: a recipe (make.rs) writes a buffer before the window that
         // shows it and the window before its place in the layout, and the
         // daemon answers a proposal (a walk to `new`, say) as soon as its
         // answer arrives, so everything it made must be there by then.
-        let mut late_msgs: Vec<ClientMsg> = Vec::new();
+        let mut late_msgs: Vec<Outgoing> = Vec::new();
         let me = node.attachment;
         for (shard, _) in node.led().clone() {
             if shard == Shard::Meta {
@@ -437,10 +442,11 @@ impl Link {
             if last <= from {
                 continue;
             }
-            let entries: Vec<Entry> = node
+            // Framed where they lie in the log, not copied out first.
+            let entries: Vec<&Entry> = node
                 .log
                 .entries_after(shard, from)
-                .map(|it| it.filter(|e| e.attachment == me).cloned().collect())
+                .map(|it| it.filter(|e| e.attachment == me).collect())
                 .unwrap_or_default();
             self.flushed.insert(shard, last);
             if !entries.is_empty() {
@@ -451,27 +457,27 @@ impl Link {
                 self.answers = rest;
                 let answers: Vec<_> = mine.into_iter().map(|(id, _, r)| (id, r)).collect();
                 let late = shard == Shard::Layout || !answers.is_empty();
-                let msgs = crate::wire::append_messages(shard, entries, self.generation, answers);
+                let frames = crate::wire::append_frames(shard, &entries, self.generation, &answers);
+                let frames = frames.into_iter().map(Outgoing::Frames);
                 match late {
-                    true => late_msgs.extend(msgs),
-                    false => out.extend(msgs),
+                    true => late_msgs.extend(frames),
+                    false => out.extend(frames),
                 }
             }
         }
         out.append(&mut late_msgs);
         for (id, _, result) in self.answers.drain(..) {
-            out.push(ClientMsg::Answer { id, result });
+            out.push(Outgoing::Message(ClientMsg::Answer { id, result }));
         }
         for shard in std::mem::take(&mut self.releasing) {
             if node.leads(shard) {
                 if let Ok(None) = node.release_lease(shard) {
-                    out.push(ClientMsg::Release { shard, seq: node.log.last(shard) });
+                    out.push(Outgoing::Message(ClientMsg::Release { shard, seq: node.log.last(shard) }));
                 }
             }
         }
-        for msg in out {
-            self.send(msg);
-        }
+        // None of these waits for an answer (a proposal's write does).
+        self.outbox.extend(out.into_iter().map(|o| (o, false)));
     }
 
     /// Bytes read from `attach`. Frames are applied as they complete; a
@@ -736,9 +742,17 @@ impl Link {
                 continue;
             }
             let splices: Vec<_> = unacked.iter().filter_map(|e| splice_of(&e.op)).collect();
-            // No text in it (a buffer made and shown, say, whose shard the
-            // daemon discarded): nothing to recover.
-            if splices.is_empty() {
+            // Nothing in it changed text (a buffer made and shown, say,
+            // whose shard the daemon discarded): nothing to recover.
+            let changed_text = unacked.iter().any(|e| {
+                matches!(
+                    e.op,
+                    Op::Buffer(
+                        apex_core::BufferOp::Splice { .. } | apex_core::BufferOp::Undo | apex_core::BufferOp::Redo
+                    )
+                )
+            });
+            if !changed_text {
                 continue;
             }
             self.pending_tails.push(Tail {

@@ -30,7 +30,7 @@ pub const MESSAGE_MAX: usize = 1 << 30;
 /// The largest message a client sends the daemon, which holds no more of
 /// one unfinished: no entry carries more than [`apex_core::op::SPLICE_MAX`]
 /// bytes of text, and a link sends a long run of entries as several
-/// appends (see [`append_messages`]).
+/// appends (see [`append_frames`]).
 pub const CLIENT_MESSAGE_MAX: usize = FRAME_MAX;
 
 /// Why a proposal was not applied, as it crosses the wire: core's
@@ -143,31 +143,49 @@ pub fn frame<M: Serialize>(msg: &M) -> Vec<u8> {
     frame_sized(msg, size_of(msg))
 }
 
-/// `ClientMsg::Append`s of `shard`'s `entries`, in order, each under
-/// [`CLIENT_MESSAGE_MAX`] (unless one entry alone is not); `answers` ride
-/// with the last, so they stand or fall with all of it.
-pub fn append_messages(
-    shard: Shard,
-    entries: Vec<Entry>,
-    generation: u64,
-    answers: Vec<(u64, Outcome)>,
-) -> Vec<ClientMsg> {
+/// The frames of `ClientMsg::Append`s of `shard`'s `entries`, in order,
+/// each under [`CLIENT_MESSAGE_MAX`] (unless one entry alone is not);
+/// `answers` ride with the last, so they stand or fall with all of it.
+/// Encoded from the entries where they lie (the log's own): a copy of a
+/// 100 MB flush's entries took longer than framing them does.
+pub fn append_frames(shard: Shard, entries: &[&Entry], generation: u64, answers: &[(u64, Outcome)]) -> Vec<Vec<u8>> {
     // Room for the message's own fields and the answers (which name runs
     // of entries, so are small; a half of the message at the least).
-    let room = CLIENT_MESSAGE_MAX.saturating_sub(64 * 1024 + size_of(&answers)).max(CLIENT_MESSAGE_MAX / 2);
-    let mut out = Vec::new();
-    let (mut run, mut bytes) = (Vec::new(), 0);
-    for e in entries {
-        let n = size_of(&e);
-        if !run.is_empty() && bytes + n > room {
-            out.push(ClientMsg::Append { shard, entries: std::mem::take(&mut run), generation, answers: Vec::new() });
-            bytes = 0;
+    let room = CLIENT_MESSAGE_MAX.saturating_sub(64 * 1024 + size_of(answers)).max(CLIENT_MESSAGE_MAX / 2);
+    let mut runs: Vec<&[&Entry]> = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, e) in entries.iter().enumerate() {
+        let n = size_of(e);
+        if i > start && bytes + n > room {
+            runs.push(&entries[start..i]);
+            (start, bytes) = (i, 0);
         }
         bytes += n;
-        run.push(e);
     }
-    out.push(ClientMsg::Append { shard, entries: run, generation, answers });
-    out
+    runs.push(&entries[start..]);
+    let last = runs.len() - 1;
+    runs.into_iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let answers = if i == last { answers } else { &[] };
+            frame(&AppendRef::Append { shard, entries: run, generation, answers })
+        })
+        .collect()
+}
+
+/// `ClientMsg::Append` borrowing what it carries: encoded as that variant
+/// is (postcard writes a variant's index, then its fields in order).
+#[derive(Serialize)]
+enum AppendRef<'a> {
+    /// `ClientMsg::Hello`'s place, never written.
+    #[allow(dead_code)]
+    Hello,
+    Append {
+        shard: Shard,
+        entries: &'a [&'a Entry],
+        generation: u64,
+        answers: &'a [(u64, Outcome)],
+    },
 }
 
 /// The bytes of the frames of a message whose encoding is `n` bytes: a
@@ -618,8 +636,20 @@ mod tests {
             })
             .collect();
         let answers = vec![(5, Err(Refusal::Said("no".into())))];
-        let msgs = append_messages(shard, entries.clone(), 2, answers.clone());
+        let refs: Vec<&Entry> = entries.iter().collect();
+        let frames = append_frames(shard, &refs, 2, &answers);
+        let msgs: Vec<ClientMsg> = frames
+            .iter()
+            .map(|f| {
+                let mut fr = Frames::from_a_client();
+                fr.push(f);
+                fr.next_msg::<ClientMsg>().unwrap().expect("one whole message a frame")
+            })
+            .collect();
         assert!(msgs.len() >= 3, "{} appends", msgs.len());
+        for (f, m) in frames.iter().zip(&msgs) {
+            assert!(*f == frame(m), "encoded as ClientMsg::Append is");
+        }
         let mut again = Vec::new();
         for (i, m) in msgs.iter().enumerate() {
             assert!(size_of(m) <= CLIENT_MESSAGE_MAX, "append {i} is {} bytes", size_of(m));

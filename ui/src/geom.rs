@@ -107,6 +107,22 @@ fn reachable_tops(placed: &[i32], hidden: &[bool], y0: i32, y1: i32, m: &Metrics
     let shown: Vec<usize> = (0..tops.len()).filter(|&j| !hidden.get(j).copied().unwrap_or(false)).collect();
     let Some(&first) = shown.first() else { return tops };
     tops[first] = y0;
+    place_shown(&mut tops, &shown, y0, y1, m);
+    // A hidden window starts where the next shown one does (or the
+    // column ends): it has no height, and the one above it ends there.
+    let mut next = y1;
+    for j in (0..tops.len()).rev() {
+        match shown.binary_search(&j) {
+            Ok(_) => next = tops[j],
+            Err(_) => tops[j] = next,
+        }
+    }
+    tops
+}
+
+/// `reachable_tops` for the windows shown (indices into `tops`, in order,
+/// the first already at `y0`).
+fn place_shown(tops: &mut [i32], shown: &[usize], y0: i32, y1: i32, m: &Metrics) {
     let n = shown.len() as i32;
     let least = m.line + m.border;
     if n * least > y1 - y0 {
@@ -114,7 +130,7 @@ fn reachable_tops(placed: &[i32], hidden: &[bool], y0: i32, y1: i32, m: &Metrics
         for (k, &j) in shown.iter().enumerate() {
             tops[j] = (y0 + k as i32 * each).min(y1);
         }
-        return tops;
+        return;
     }
     for k in 1..shown.len() {
         tops[shown[k]] = tops[shown[k]].max(tops[shown[k - 1]] + least);
@@ -124,7 +140,6 @@ fn reachable_tops(placed: &[i32], hidden: &[bool], y0: i32, y1: i32, m: &Metrics
         tops[j] = tops[j].min(limit);
         limit = tops[j] - least;
     }
-    tops
 }
 
 impl Screen {
@@ -207,5 +222,24 @@ impl Screen {
             })
             .collect();
         Some(Lines { height: area.height().max(0) as u32, line: m.line as u32, border: m.border as u32, windows })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shown windows keep a tag line each, pushed up from the column's
+    /// bottom; a hidden one between them starts where the next shown one
+    /// does, so the window above it ends before that one, not over it.
+    #[test]
+    fn shown_windows_keep_a_tag_and_a_hidden_one_takes_no_room() {
+        let m = Metrics::new(15, 1.0);
+        let least = m.line + m.border;
+        let tops = reachable_tops(&[0, 90, 90, 95], &[false, true, false, false], 0, 100, &m);
+        assert_eq!(tops, vec![0, 100 - 2 * least, 100 - 2 * least, 100 - least]);
+        // Too short for every tag: a row of pixels each, in order.
+        let tops = reachable_tops(&[0, 1, 2, 3, 4, 5, 6, 7], &[false; 8], 0, 40, &m);
+        assert!(tops.windows(2).all(|t| t[0] < t[1]), "{tops:?}");
     }
 }

@@ -191,7 +191,7 @@ pub struct Hub {
     /// that holder applied one and answers late, the shards it made for
     /// it are discarded (`route::discard_made`). Cleared when it answers
     /// or its attachment ends.
-    pub(crate) taken_from: BTreeMap<u64, AttachmentId>,
+    pub(crate) taken_from: std::collections::BTreeSet<(u64, AttachmentId)>,
     pub(crate) next_pending: u64,
     pub(crate) asks: BTreeMap<Shard, Ask>,
     pub(crate) bounded: BTreeMap<Shard, Bounded>,
@@ -248,13 +248,18 @@ impl Settling {
     }
 }
 
-/// The hub where a change began: the next proposal id, and how many
-/// control messages each connection had queued (a change only adds them;
-/// reads, which take them, are changes of their own).
+/// The hub where a change began, at `now`: the next proposal id, how many
+/// control messages each connection had queued (a change adds them, or
+/// edits the last; reads, which take them, are changes of their own),
+/// and the leadership moves under way (few: copied).
 #[derive(Debug, Default)]
 pub struct ChangeMarks {
+    pub(crate) now: u64,
     pub(crate) pending: u64,
     pub(crate) control: BTreeMap<ConnId, usize>,
+    pub(crate) asks: BTreeMap<Shard, Ask>,
+    pub(crate) bounded: BTreeMap<Shard, Bounded>,
+    pub(crate) leading_ui: Option<AttachmentId>,
 }
 
 /// A session's one timer: the time its task sleeps until (`u64::MAX`
@@ -299,12 +304,21 @@ impl Hub {
         self.timer.arm(earliest)
     }
 
+    /// The daemon's clock at the last call in.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
     /// Where a change begins: what [`crate::attach::protocol::undone`]
     /// takes back if the change is undone.
-    pub fn marks(&self) -> ChangeMarks {
+    pub fn marks(&self, now: u64) -> ChangeMarks {
         ChangeMarks {
+            now,
             pending: self.next_pending,
             control: self.conns.iter().map(|(id, c)| (*id, c.control.len())).collect(),
+            asks: self.asks.clone(),
+            bounded: self.bounded.clone(),
+            leading_ui: self.leading_ui,
         }
     }
 

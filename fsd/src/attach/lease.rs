@@ -198,7 +198,12 @@ pub(crate) fn end(s: &mut Session, a: AttachmentId) {
     }
     mend_layout(s);
     s.hub_mut().asks.retain(|_, k| k.by != a);
-    s.hub_mut().taken_from.retain(|_, h| *h != a);
+    s.hub_mut().taken_from.retain(|(_, h)| *h != a);
+    for p in s.hub_mut().pending.values_mut() {
+        if p.last_sent_to == Some(a) {
+            p.last_sent_to = None;
+        }
+    }
     if s.hub().leading_ui == Some(a) {
         s.hub_mut().leading_ui = None;
         lead_passes_on(s);

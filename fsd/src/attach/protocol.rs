@@ -158,8 +158,13 @@ pub fn broken(s: &mut Session, conn: ConnId, now: u64) {
 /// broken, so its client resumes and is welcomed with the state as it is
 /// now, its own entries since its last acknowledgement sent again.
 pub fn undone(s: &mut Session, marks: &ChangeMarks, why: &str) {
-    let now = s.hub().now;
+    let now = marks.now.max(s.hub().now);
+    s.hub_mut().now = now;
     let hub = s.hub_mut();
+    // The leadership moves the change began are taken back with it.
+    hub.asks.clone_from(&marks.asks);
+    hub.bounded.clone_from(&marks.bounded);
+    hub.leading_ui = marks.leading_ui;
     let made: Vec<u64> = hub.pending.range(marks.pending..).map(|(id, _)| *id).collect();
     for id in made {
         if let Some(reply) = hub.pending.remove(&id).and_then(|p| p.reply) {
@@ -178,6 +183,27 @@ pub fn undone(s: &mut Session, marks: &ChangeMarks, why: &str) {
     for conn in attached {
         s.hub().conns[&conn].taken.break_off();
         broken(s, conn, now);
+    }
+    // An attachment whose connection the change ended (a clunk, a grace
+    // run out, a resume's old one) is attached again in the state: it
+    // waits out a grace with no connection, and ends as graces end.
+    let grace = s.hub().config.grace_ms;
+    let orphans: Vec<(AttachmentId, AttachmentKind)> = s
+        .view()
+        .state
+        .meta
+        .attachments
+        .iter()
+        .filter(|(a, _)| **a != AttachmentId::SERVER && s.hub().conn_of(**a).is_none())
+        .map(|(a, info)| (*a, info.kind))
+        .collect();
+    for (a, kind) in orphans {
+        let token = s.hub_mut().mint();
+        let hub = s.hub_mut();
+        let id = hub.open();
+        let c = hub.conns.get_mut(&id).expect("just opened");
+        (c.attachment, c.kind, c.token, c.grace_until) = (Some(a), kind, token, Some(now + grace));
+        hub.wakeups.push(now + grace);
     }
 }
 

@@ -130,8 +130,10 @@ pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome)
     let target = s.hub().pending[&id].proposal.target();
     let still_leads = s.view().log.lease(target).is_ok_and(|l| l.holder == a && l.released.is_none());
     if result.is_err() && !still_leads {
-        // It lost the lease before it could act: the next holder will.
-        s.hub_mut().pending.get_mut(&id).expect("found").sent_to = None;
+        // It lost the lease before it could act: the next holder will
+        // (and it made nothing for it to discard).
+        let p = s.hub_mut().pending.get_mut(&id).expect("found");
+        (p.sent_to, p.last_sent_to) = (None, None);
         return Ok(());
     }
     let mut p = s.hub_mut().pending.remove(&id).expect("found");
@@ -154,19 +156,19 @@ pub(crate) fn answer(s: &mut Session, a: AttachmentId, id: u64, result: Outcome)
 /// that wakes leaves no window in no layout, no column tag nothing shows
 /// and no second buffer of the name. False if `id` was not taken from `a`.
 pub(crate) fn answered_late(s: &mut Session, a: AttachmentId, id: u64, result: &Outcome) -> bool {
-    if s.hub().taken_from.get(&id) != Some(&a) {
+    if !s.hub_mut().taken_from.remove(&(id, a)) {
         return false;
     }
-    s.hub_mut().taken_from.remove(&id);
     if let Ok(applied) = result {
         discard_made(s, a, applied);
     }
     true
 }
 
-/// Deletes the shards `a` made for a proposal (`applied`): each that its
-/// entries began (from seq 1), that nothing was appended to since, that
-/// the layout does not place and no window or column shows.
+/// Deletes the shards `a` made for a proposal (`applied`): those its
+/// entries began (from seq 1), if nothing was appended to any of them
+/// since; a window only if the layout does not place it, a buffer only
+/// if no window or column shows it.
 fn discard_made(s: &mut Session, a: AttachmentId, applied: &apex_core::propose::Applied) {
     // Per shard: begun by it, and how far its entries went.
     let mut runs: BTreeMap<Shard, (bool, Seq)> = BTreeMap::new();
@@ -175,13 +177,19 @@ fn discard_made(s: &mut Session, a: AttachmentId, applied: &apex_core::propose::
         *begun |= run.first == 1;
         *last = (*last).max(run.last);
     }
-    let made: Vec<Shard> = runs
+    let made: Vec<(Shard, Seq)> = runs
         .into_iter()
         .filter(|(shard, (begun, _))| *begun && matches!(shard, Shard::Buffer(_) | Shard::Window(_)))
-        .filter(|(shard, _)| made_by(*shard) == Some(a))
-        .filter(|(shard, (_, last))| s.view().log.shard(*shard).is_ok_and(|l| l.last() == *last))
-        .map(|(shard, _)| shard)
+        .filter(|(shard, _)| made_by(*shard) == Some(a) && s.view().log.shard(*shard).is_ok())
+        .map(|(shard, (_, last))| (shard, last))
         .collect();
+    // All or nothing: if it wrote more to any of them since (typed into
+    // the new window, say), all stay, and the layout's leader places the
+    // window (`make::mend_layout`), its text shown.
+    if made.iter().any(|(shard, last)| s.view().log.last(*shard) != *last) {
+        return;
+    }
+    let made: Vec<Shard> = made.into_iter().map(|(shard, _)| shard).collect();
     // Windows first: a buffer is discarded only if no window shows it.
     let (windows, buffers): (Vec<Shard>, Vec<Shard>) = made.into_iter().partition(|s| matches!(s, Shard::Window(_)));
     for shard in windows {
@@ -229,7 +237,9 @@ fn route(s: &mut Session, id: u64) {
     let was = p.last_sent_to;
     let taken = |s: &mut Session, to: Option<AttachmentId>| {
         if let Some(h) = was.filter(|h| Some(*h) != to) {
-            s.hub_mut().taken_from.insert(id, h);
+            if s.view().state.meta.attachments.contains_key(&h) {
+                s.hub_mut().taken_from.insert((id, h));
+            }
         }
     };
     if p.flushed && !may_have_applied {

@@ -16,6 +16,10 @@ use tokio::sync::{watch, Notify};
 pub enum LogError {
     #[error("{0}")]
     Failed(String),
+    /// The log stopped for good before this change (`Wal::broken`): the
+    /// change is not in the file, nor undone.
+    #[error("{0}")]
+    Stopped(String),
     #[error("the session's log was closed")]
     Closed,
 }

@@ -292,6 +292,9 @@ pub struct Wal {
     /// Why the log takes nothing more: a failed write whose part could not
     /// be cut off the file, so what follows would not be read back.
     pub broken: Option<String>,
+    /// Entries stored since the last flush that a stopped log did not
+    /// frame: the change's end says they are not in the file.
+    unlogged: bool,
     pub durable: Arc<Durable>,
     /// Fresh salts (the daemon's randomness).
     salts: Box<dyn FnMut() -> u64 + Send>,
@@ -321,6 +324,7 @@ impl Wal {
             buf: Vec::new(),
             failed: None,
             broken: None,
+            unlogged: false,
             durable,
             salts,
         })
@@ -339,6 +343,7 @@ impl Wal {
     /// once.
     pub fn append(&mut self, shard: Shard, entry: &Entry) {
         if self.failed.is_some() || self.broken.is_some() {
+            self.unlogged = true;
             return;
         }
         frame(self.header.salt, shard, entry, &mut self.buf);
@@ -354,12 +359,17 @@ impl Wal {
     /// file cut back to where the change began; the next change starts
     /// afresh.
     pub fn flush(&mut self) -> Result<(), LogError> {
+        let stored = !self.buf.is_empty() || std::mem::take(&mut self.unlogged);
         self.write_out();
-        if let Some(why) = self.broken.clone() {
-            return Err(LogError::Failed(why));
-        }
         if let Some(why) = self.failed.take() {
             return Err(LogError::Failed(why));
+        }
+        if let Some(why) = self.broken.clone() {
+            // A change that stored nothing (a read's) is not refused.
+            return match stored {
+                true => Err(LogError::Stopped(why)),
+                false => Ok(()),
+            };
         }
         self.settled = self.len;
         Ok(())

@@ -363,6 +363,10 @@ impl Registry {
                 self.save(&next)?;
                 if let Some(s) = self.sessions.get(session) {
                     let mut s = s.lock().expect("session lock");
+                    // The registry has no clock: the hub's last is the
+                    // best there is, should the label's write be undone.
+                    let now = s.hub().now();
+                    s.begin_change(now);
                     s.relabel(name)?;
                     // The registry, saved, has the name: a label the
                     // session's log did not take is only said.

@@ -329,9 +329,10 @@ impl Session {
             .sum()
     }
 
-    /// Marks where a change begins, so that it can be undone.
-    pub fn begin_change(&mut self) {
-        self.began = self.hub.marks();
+    /// Marks where a change begins, at `now` on the daemon's clock, so
+    /// that it can be undone.
+    pub fn begin_change(&mut self, now: u64) {
+        self.began = self.hub.marks(now);
     }
 
     /// What follows every change: acme's tree follows the state, and what
@@ -342,7 +343,9 @@ impl Session {
     pub fn settle_change(&mut self) -> Result<(), crate::persist::durable::LogError> {
         let settled = self.settle_log();
         self.changes += 1;
-        if let Err(e) = &settled {
+        // A change the file did not take is undone; one a stopped log did
+        // not frame stays, unacknowledged, as the daemon's last state.
+        if let Err(e @ crate::persist::durable::LogError::Failed(_)) = &settled {
             self.roll_back(e);
         }
         // After the log: acme's tree never follows an undone entry.
@@ -364,7 +367,9 @@ impl Session {
         for (waiting, outcome) in std::mem::take(&mut self.replies) {
             match &flushed {
                 Ok(()) => waiting.settled(outcome),
-                Err(e) => waiting.undone(&mut self.hub, &e.to_string()),
+                Err(e @ crate::persist::durable::LogError::Failed(_)) => waiting.undone(&mut self.hub, &e.to_string()),
+                // Not in the file, nor undone: the writer hears so.
+                Err(e) => waiting.settled(Err(Refusal::Said(e.to_string()))),
             }
         }
         flushed

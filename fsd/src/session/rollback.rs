@@ -51,7 +51,7 @@ impl Session {
     /// Settles what a change that sequences nothing of its own may have
     /// stored (`Daemon::tend`), undoing it if the file did not take it.
     pub fn settle_quietly(&mut self) {
-        if let Err(e) = self.settle_log() {
+        if let Err(e @ LogError::Failed(_)) = self.settle_log() {
             self.roll_back(&e);
         }
     }
