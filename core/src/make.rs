@@ -263,9 +263,6 @@ pub fn delete_window(node: &mut Node, window: WindowId) -> Result<()> {
 pub fn unplaced(state: &crate::State) -> Vec<WindowId> {
     let placed: std::collections::BTreeSet<WindowId> =
         state.layout.columns.iter().flat_map(|c| c.windows.iter().map(|p| p.window)).collect();
-    if placed.len() == state.windows.len() && state.windows.keys().all(|w| placed.contains(w)) {
-        return Vec::new();
-    }
     state.windows.keys().filter(|w| !placed.contains(w)).copied().collect()
 }
 

@@ -36,6 +36,17 @@ impl Shard {
         matches!(self, Shard::Term(_) | Shard::Meta)
     }
 
+    /// The attachment whose id range the shard's id is in (whose node
+    /// made it); none for the layout and the metalog.
+    pub fn issuer(&self) -> Option<crate::id::AttachmentId> {
+        match self {
+            Shard::Buffer(b) => Some(b.issuer()),
+            Shard::Window(w) => Some(w.issuer()),
+            Shard::Term(t) => Some(t.issuer()),
+            Shard::Layout | Shard::Meta => None,
+        }
+    }
+
     /// The kind of shard, for messages and `Op::fits`.
     pub fn kind(&self) -> ShardKind {
         match self {

@@ -146,8 +146,8 @@ pub fn frame<M: Serialize>(msg: &M) -> Vec<u8> {
 /// The frames of `ClientMsg::Append`s of `shard`'s `entries`, in order,
 /// each under [`CLIENT_MESSAGE_MAX`] (unless one entry alone is not);
 /// `answers` ride with the last, so they stand or fall with all of it.
-/// Encoded from the entries where they lie (the log's own): a copy of a
-/// 100 MB flush's entries took longer than framing them does.
+/// Encoded from the entries where they lie (the log's own): framing them
+/// costs what a copy of them did, and no copy is left to frame after.
 pub fn append_frames(shard: Shard, entries: &[&Entry], generation: u64, answers: &[(u64, Outcome)]) -> Vec<Vec<u8>> {
     // Room for the message's own fields and the answers (which name runs
     // of entries, so are small; a half of the message at the least).

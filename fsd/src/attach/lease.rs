@@ -96,21 +96,21 @@ pub(crate) fn reclaim(s: &mut Session, shard: Shard) {
 
 /// Places the windows the layout does not place that the server now
 /// leads with the layout (`make::mend_layout`, which also drops the place
-/// of a window that is gone): a leader that lost the
-/// layout before placing a window it made leaves it so. Where a UI leads
-/// the layout, such a window the server leads is granted to it, and its
-/// replica places it.
+/// of a window that is gone): a leader that lost the layout before
+/// placing a window it made leaves it so. Where a UI leads the layout,
+/// such a window the server leads is granted to it, and its replica
+/// places it.
 pub(crate) fn mend_layout(s: &mut Session) {
     let Ok(layout) = s.view().log.lease(Shard::Layout).copied() else { return };
     if layout.holder != AttachmentId::SERVER {
+        if layout.released.is_some() {
+            return;
+        }
         let lost: Vec<Shard> = apex_core::make::unplaced(&s.view().state)
             .into_iter()
             .map(Shard::Window)
             .filter(|w| s.view().leads(*w))
             .collect();
-        if layout.released.is_some() {
-            return;
-        }
         for shard in lost {
             if let Ok(op) = s.view().log.grant_op(shard, layout.holder) {
                 let _ = s.view_mut().push_meta(op);

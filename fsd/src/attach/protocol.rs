@@ -333,7 +333,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             Ok(Written::Done)
         }
         ClientMsg::CreateShard { shard } => {
-            if shard.is_pinned() || shard == Shard::Layout || shard_issuer(shard) != Some(a) {
+            if shard.is_pinned() || shard == Shard::Layout || shard.issuer() != Some(a) {
                 return Err(AttachError::NotItsShard(shard));
             }
             s.view_mut().create_shard_for(shard, a)?;
@@ -405,16 +405,6 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             }
             ask_for_all(s, a, now).map(|_| Written::Done)
         }
-    }
-}
-
-/// The attachment whose id range a created shard's id is in.
-fn shard_issuer(shard: Shard) -> Option<AttachmentId> {
-    match shard {
-        Shard::Buffer(b) => Some(b.issuer()),
-        Shard::Window(w) => Some(apex_core::BufferId(w.0).issuer()),
-        Shard::Term(t) => Some(apex_core::BufferId(t.0).issuer()),
-        Shard::Layout | Shard::Meta => None,
     }
 }
 

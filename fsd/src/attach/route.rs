@@ -180,7 +180,7 @@ fn discard_made(s: &mut Session, a: AttachmentId, applied: &apex_core::propose::
     let made: Vec<(Shard, Seq)> = runs
         .into_iter()
         .filter(|(shard, (begun, _))| *begun && matches!(shard, Shard::Buffer(_) | Shard::Window(_)))
-        .filter(|(shard, _)| made_by(*shard) == Some(a) && s.view().log.shard(*shard).is_ok())
+        .filter(|(shard, _)| shard.issuer() == Some(a) && s.view().log.shard(*shard).is_ok())
         .map(|(shard, (_, last))| (shard, last))
         .collect();
     // All or nothing: if it wrote more to any of them since (typed into
@@ -209,15 +209,6 @@ fn discard_made(s: &mut Session, a: AttachmentId, applied: &apex_core::propose::
         }
     }
     tracing::info!(session = %s.label(), attachment = %a, "discarded what a holder made for a proposal taken from it");
-}
-
-/// The attachment whose id range `shard`'s id is in.
-fn made_by(shard: Shard) -> Option<AttachmentId> {
-    match shard {
-        Shard::Buffer(b) => Some(b.issuer()),
-        Shard::Window(w) => Some(apex_core::BufferId(w.0).issuer()),
-        _ => None,
-    }
 }
 
 /// Sends a pending proposal where it belongs now.

@@ -4,9 +4,8 @@
 //! them and serves on, writing nothing while it does (the disk that
 //! failed may still fail): the state is read back from the files (the
 //! log in memory keeps the entries before the change, for readers
-//! behind); what
-//! the change told the attach protocol's connections is taken back and
-//! their streams broken, so each client resumes its attachment, is
+//! behind); what the change told the attach protocol's connections is
+//! taken back and their streams broken, so each client resumes its attachment, is
 //! welcomed with the state as it is, and sends again its own entries
 //! since its last acknowledgement (`attach::protocol::undone`); the
 //! proposals the change routed are refused to their writers, as the

@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// What a link has to send is handed out unframed, to be framed off
-/// its lock; the sizes it reports are the frames'.
+/// A proposal a link has to send is handed out unframed, to be framed
+/// off its lock (appends are framed from the log, under it); the sizes
+/// it reports are the frames'.
 #[test]
 fn messages_are_framed_by_whoever_takes_them() {
     let mut link = Link::new(AttachmentKind::Ui, "ui");
