@@ -45,9 +45,16 @@ pub struct RegexpError {
 impl Regexp {
     /// Compiles an acme regexp.
     pub fn new(pattern: &str) -> Result<Regexp, RegexpError> {
-        let bad = |e: regex_automata::meta::BuildError| RegexpError {
-            pattern: pattern.to_string(),
-            why: e.to_string().lines().last().unwrap_or("").trim().to_string(),
+        let bad = |e: regex_automata::meta::BuildError| {
+            // The deepest cause says what is wrong ("unclosed group").
+            let mut why = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                why = s.to_string();
+                source = s.source();
+            }
+            let why = why.lines().last().unwrap_or("").trim();
+            RegexpError { pattern: pattern.to_string(), why: why.trim_start_matches("error: ").to_string() }
         };
         let translated = translate(pattern);
         let first = Regex::new(&translated).map_err(bad)?;
@@ -300,6 +307,12 @@ impl Searched<'_> {
     fn search(&self, re: &Regexp, start: usize, eof: usize) -> Option<Found> {
         search_in(re, &self.bytes, start - self.base, eof - self.base, self.base)
     }
+}
+
+/// The leftmost-longest match in `text` at or after byte `start`, where
+/// `$` also matches at the end: the plumber's `regexec` on a string.
+pub fn find_in_str(re: &Regexp, text: &str, start: usize) -> Option<Found> {
+    search_in(re, text.as_bytes(), start.min(text.len()), text.len(), 0)
 }
 
 /// Searches `bytes[start..eof]` for acme's leftmost-longest match,

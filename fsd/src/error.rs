@@ -106,6 +106,9 @@ pub enum Error {
     Term(#[from] crate::pty::proc::ProcError),
     #[error("no terminal {0} in this session (see terms/index)")]
     NoTerm(u64),
+    /// The session's plumber refused a message or rules.
+    #[error(transparent)]
+    Plumb(#[from] crate::plumb::PlumbFsError),
 }
 
 fn addr_words(e: &AddrError) -> String {

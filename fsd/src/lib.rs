@@ -56,6 +56,7 @@ pub mod error;
 pub mod fsys;
 pub mod host;
 pub mod persist;
+pub mod plumb;
 pub mod pty;
 pub mod registry;
 pub mod session;

@@ -12,6 +12,8 @@
 //! - [`conn`]: [`Attached`], a link driven over one 9P fid (tokio), with a
 //!   change subscription ([`Attached::changes`]) that wakes an event loop
 //!   when entries, answers or lease changes arrive.
+//! - [`plumber`]: a plumber as its clients reach it: send a message, read
+//!   a port (the session's, or one another program posts).
 //!
 //! The daemon's side (the hub) lives in apex-fsd and takes its wire types
 //! from here; `tests/tidy.rs` keeps this crate below it.
@@ -33,6 +35,7 @@
 pub mod conn;
 pub mod error;
 pub mod link;
+pub mod plumber;
 mod tail;
 mod welcome;
 pub mod wire;

@@ -395,6 +395,13 @@ impl Link {
         self.send(ClientMsg::Lease { shard: Shard::Buffer(buffer), ttl_ms });
     }
 
+    /// Claims text for this attachment: its plumbing rules (plumb(7)) in
+    /// place of those it had, sent at the next flush, which fails with the
+    /// daemon's reason if they do not read.
+    pub fn set_rules(&mut self, text: &str) {
+        self.send(ClientMsg::Rules { text: text.to_string() });
+    }
+
     /// Gives `shard` up at the next flush.
     pub fn release(&mut self, shard: Shard) {
         self.releasing.insert(shard);

@@ -104,6 +104,10 @@ pub enum ClientMsg {
     /// A UI asks for every shard a UI leads, as it did when it attached
     /// (`Lead` in a watching UI's tag); holders hand them over.
     Lead,
+    /// This attachment's plumbing rules (plumb(7)), in place of those it
+    /// had (empty: none): matched before the session's own, gone when it
+    /// detaches. Refused whole, with the line and reason, if one is wrong.
+    Rules { text: String },
 }
 
 /// Daemon to client.

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The plumber's largest message (plan9port's `messagesize`).
-const PLUMB_MESSAGE: usize = 8192;
+const PLUMB_MESSAGE: usize = apex_link::plumber::MESSAGE_SIZE;
 
 /// How long a host request waits for the daemon before it says so.
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -108,18 +108,37 @@ impl UiHost {
         }
     }
 
-    /// Reads the plumber's `edit` port, as acme does: each message is
-    /// queued in `plumbed` and the UI woken. Whenever no plumber is posted
-    /// as `plumb` in the namespace, or the one there goes away, it looks
-    /// again every [`PLUMB_RETRY`] (acme's `startplumbing` every 2 s), so
-    /// a plumber started after the UI, or again, is found.
+    /// Reads the `edit` ports, as acme reads its plumber's: the session's
+    /// plumber's (`NAME/plumb/edit`), and that of a plumber another
+    /// program posts as `plumb` in the namespace, unless that is the
+    /// session's own. Each message is queued in `plumbed` and the UI
+    /// woken. A port that ends or cannot be opened (no plumber yet, the
+    /// daemon dialled again, no rule names `edit`) is tried again every
+    /// [`PLUMB_RETRY`] (acme's `startplumbing` every 2 s).
     pub fn listen_to_plumber(&self) {
         let socket = self.namespace.join("plumb");
         let (queue, wake) = (self.plumbed.clone(), self.wake.clone());
+        let (att, session) = (self.att.clone(), self.session.clone());
         self.rt.spawn(async move {
             loop {
-                if socket.exists() {
-                    read_edit_port(&format!("unix!{}", socket.display()), &queue, &wake).await;
+                let c = att.client();
+                if let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await {
+                    let port = format!("{session}/plumb/edit");
+                    apex_link::plumber::read_port(&c, root, &port, |m| queued(&queue, &wake, m)).await;
+                    let _ = c.clunk(root).await;
+                }
+                tokio::time::sleep(PLUMB_RETRY).await;
+            }
+        });
+        let (queue, wake) = (self.plumbed.clone(), self.wake.clone());
+        let (att, session) = (self.att.clone(), self.session.clone());
+        self.rt.spawn(async move {
+            loop {
+                let address = format!("unix!{}", socket.display());
+                let theirs = socket.exists()
+                    && !apex_link::plumber::is_session_plumber(&att.client(), &session, &address).await;
+                if theirs {
+                    read_edit_port(&address, &queue, &wake).await;
                 }
                 tokio::time::sleep(PLUMB_RETRY).await;
             }
@@ -186,14 +205,15 @@ impl UiHost {
         })
     }
 
-    /// Sends a B3 click's text to the plumber posted as `plumb` in the
-    /// namespace (plan9port's), as acme's `look3` does: true if it took
-    /// it; false if there is no plumber or no rule matched (its write was
-    /// refused), so the caller looks the text up itself.
+    /// Sends a B3 click's text to a plumber, as acme's `look3` does: the
+    /// session's first (`NAME/plumb/send`), then one another program
+    /// posts as `plumb` in the namespace. True if one took it; false if
+    /// none did (no rule matched, no one reads the port), so the caller
+    /// looks the text up itself.
     pub fn plumb(&self, window: WindowId, plumb: &plumb::Plumb) -> Result<bool, ExecError> {
         let socket = self.namespace.join("plumb");
         // acme does not plumb what would not fit a plumber's message.
-        if !socket.exists() || plumb.data.len() >= PLUMB_MESSAGE - 1024 {
+        if plumb.data.len() >= PLUMB_MESSAGE - 1024 {
             return Ok(false);
         }
         let wdir = {
@@ -203,15 +223,19 @@ impl UiHost {
         };
         let message = plumb.message(&wdir);
         let address = format!("unix!{}", socket.display());
+        let (c, send) = (self.att.client(), format!("{}/plumb/send", self.session));
         self.rt.block_on(async move {
-            let sent = tokio::time::timeout(WAIT, async {
-                let c = apex_ninep::dial(&address, (PLUMB_MESSAGE + 24) as u32).await.map_err(|e| e.to_string())?;
+            let session_s = tokio::time::timeout(WAIT, async {
                 let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(|e| e.to_string())?;
-                let f = c.open_path(root, "send", OWRITE).await.map_err(|e| e.to_string())?;
-                c.write(f.fid, 0, &message).await.map_err(|e| e.to_string())
+                let sent = apex_link::plumber::send_on(&c, root, &send, &message).await;
+                let _ = c.clunk(root).await;
+                sent
             })
             .await;
-            Ok(matches!(sent, Ok(Ok(_))))
+            if matches!(session_s, Ok(Ok(()))) {
+                return Ok(true);
+            }
+            Ok(socket.exists() && apex_link::plumber::send_to(&address, &message).await.is_ok())
         })
     }
 
@@ -471,27 +495,11 @@ pub const PLUMB_RETRY: Duration = Duration::from_secs(2);
 async fn read_edit_port(address: &str, queue: &Arc<Mutex<Vec<plumb::Message>>>, wake: &Arc<tokio::sync::Notify>) {
     let Ok(c) = apex_ninep::dial(address, (PLUMB_MESSAGE + 24) as u32).await else { return };
     let Ok(root) = c.attach(&apex_ninep::ns::user_name(), "").await else { return };
-    let Ok(port) = c.open_path(root, "edit", apex_ninep::fcall::OREAD).await else { return };
-    let mut bytes = Vec::new();
-    while let Ok(got) = c.read(port.fid, 0, port.iounit.max(PLUMB_MESSAGE as u32)).await {
-        if got.is_empty() {
-            return;
-        }
-        bytes.extend_from_slice(&got);
-        loop {
-            match plumb::Message::parse(&bytes) {
-                Ok(Some((m, used))) => {
-                    bytes.drain(..used);
-                    queue.lock().expect("plumbed lock").push(m);
-                    wake.notify_one();
-                }
-                Ok(None) => break,
-                // Not a message: what is left cannot be framed.
-                Err(_) => {
-                    bytes.clear();
-                    break;
-                }
-            }
-        }
-    }
+    apex_link::plumber::read_port(&c, root, "edit", |m| queued(queue, wake, m)).await;
+}
+
+/// A message from an `edit` port, for the UI to act on.
+fn queued(queue: &Arc<Mutex<Vec<plumb::Message>>>, wake: &Arc<tokio::sync::Notify>, m: plumb::Message) {
+    queue.lock().expect("plumbed lock").push(m);
+    wake.notify_one();
 }

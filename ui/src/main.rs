@@ -50,7 +50,8 @@ fn apexd_program() -> PathBuf {
 }
 
 /// Starts `apexd` in a session of its own, detached from this terminal,
-/// serving `session` (and posting its `acme`), and waits for its socket
+/// serving `session` (and posting its `acme`, and its plumber as `plumb`
+/// where no plumber runs), and waits for its socket
 /// to answer. What the daemon says until then is kept in a file of its
 /// own: if it exits first (a state directory in use, a namespace
 /// directory not ours), its words are the error.
@@ -67,7 +68,14 @@ fn start_daemon(socket: &Path, session: &str) -> Result<(), UiError> {
         std::fs::File::open(&said).map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
     let _ = std::fs::remove_file(&said);
     let mut cmd = std::process::Command::new(&program);
-    cmd.args(["-q", "--session", session])
+    cmd.args(["-q", "--session", session]);
+    // The session is the plumber where no other runs: plumb(1), B and
+    // every program that opens a plumber's port reach it.
+    let plumber = socket.with_file_name("plumb");
+    if std::os::unix::net::UnixStream::connect(&plumber).is_err() {
+        cmd.args(["--plumb", session]);
+    }
+    cmd
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(stderr);

@@ -5,6 +5,7 @@ mod apply;
 mod cols;
 mod edits;
 mod exec;
+mod plumbing;
 mod fencing;
 mod proposals;
 mod props;

@@ -23,6 +23,7 @@ use crate::session::Session;
 use apex_core::addr::Range;
 use apex_core::exec::{self, ExecError};
 use apex_core::look;
+use apex_core::plumb::Plumb;
 use apex_core::propose::Created;
 use apex_core::{AcmeNumber, AttachmentId, BufferId, Origin, Proposal, Seq, Shard, TermId, ViewId, WindowId};
 
@@ -699,14 +700,29 @@ impl Fsys {
     /// Carries out one written-back action, as the UI would: B2 runs a
     /// built-in or a command, B3 opens a file or searches (core's rules).
     async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> Result<()> {
-        let (text, end) = self.daemon.read(n, |s| {
+        let (text, end, plumbed) = self.daemon.read(n, |s| {
             let b = s.view().state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
             let (q0, q1) = match wb.q0 == wb.q1 {
                 true => look::expand(b, wb.q0, wb.act == Act::Execute),
                 false => (wb.q0, wb.q1),
             };
-            Ok::<_, Error>((b.slice(q0, q1).unwrap_or_default(), q1))
+            // What acme's look3 plumbs: the text, or for a null click the
+            // blank-delimited run around it and where the click was.
+            let plumbed = match wb.q0 == wb.q1 {
+                true => Plumb::around(b, wb.q0),
+                false => Some(Plumb { data: b.slice(wb.q0, wb.q1).unwrap_or_default(), click: None }),
+            };
+            let name = s.view().state.buffer(w.body).map(|b| b.name.clone()).unwrap_or_default();
+            let wdir = look::window_dir(&name).unwrap_or_else(|| host::run_dir(None));
+            Ok::<_, Error>((b.slice(q0, q1).unwrap_or_default(), q1, plumbed.map(|p| p.to_message(&wdir))))
         })??;
+        // B3 goes to the session's plumber first, then to one another
+        // program posts, and only then to acme's own look.
+        if let (Act::Look, Some(m)) = (wb.act, plumbed) {
+            if crate::plumb::send_first(&self.daemon, self.system_plumber.as_deref(), n, m).await {
+                return Ok(());
+            }
+        }
         // A look at text in the body searches on from its end, so it finds
         // the next occurrence (acme's look3); from the tag, after dot.
         let from = (!wb.tag).then_some(end);

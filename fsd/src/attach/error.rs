@@ -11,6 +11,9 @@ pub enum AttachError {
     ConnectionGone,
     #[error(transparent)]
     Frame(#[from] FrameError),
+    /// Plumbing rules the session's plumber refused.
+    #[error(transparent)]
+    Plumb(#[from] crate::plumb::PlumbFsError),
     #[error(
         "attach: a write may complete at most one frame; {0} bytes follow the end of this one. \
          Write each frame (u32 length + postcard message) in writes of its own"

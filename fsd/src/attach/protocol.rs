@@ -395,6 +395,12 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             s.view_mut().push_meta(MetaOp::Notify { from: a, text })?;
             Ok(Written::Done)
         }
+        // A tool's claim on text: its rules, in place of those it had,
+        // until it detaches.
+        ClientMsg::Rules { text } => {
+            crate::plumb::rules::replace_rules(s, a, &text)?;
+            Ok(Written::Done)
+        }
         ClientMsg::Resync => {
             welcome(s, conn, a);
             Ok(Written::Done)

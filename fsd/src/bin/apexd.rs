@@ -47,6 +47,14 @@ struct Args {
     /// Post no `acme` service.
     #[arg(long, conflicts_with = "acme")]
     no_acme: bool,
+    /// Post session NAME's plumber (its `plumb/` tree) as `plumb` in the
+    /// namespace directory, as plan9port's plumber posts itself, so
+    /// plumb(1), `9p write plumb/send` and every program that opens a
+    /// plumber's port work with no plumber running. Where a live plumber
+    /// holds `plumb` already, it is left alone. The session is made if
+    /// missing.
+    #[arg(long, value_name = "NAME")]
+    plumb: Option<String>,
     /// Say nothing at start (where it posted, what to try).
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -199,15 +207,25 @@ fn parse_tcp(addr: &str) -> anyhow::Result<std::net::SocketAddr> {
 /// alone, and so is any other reason it cannot be posted: apexd serves on
 /// without it, and says why.
 fn post_acme(dir: &std::path::Path, tree: &Arc<Fsys>, name: &str, quiet: bool) -> bool {
-    let listener = match apex_fsd::fsys::post::post(dir, "acme") {
+    post_service(dir, "acme", Arc::new(tree.acme_service(name)), name, quiet)
+}
+
+/// Posts `service` (`acme` or `plumb`), serving `tree` (its root: session
+/// `name`'s acme tree or plumber), and says whether it did. A live server
+/// holding the name (a running acme or plumber) is left alone, and so is
+/// any other reason it cannot be posted: apexd serves on without it, and
+/// says why.
+fn post_service(dir: &std::path::Path, service: &str, tree: Arc<Fsys>, name: &str, quiet: bool) -> bool {
+    let listener = match apex_fsd::fsys::post::post(dir, service) {
         Ok(l) => l,
         Err(e) => {
             let why = match e {
                 apex_fsd::fsys::post::PostError::Live { path } => format!(
-                    "{} is served already (a running acme?): left alone; session {name}'s acme tree is at {name}/acme in apex",
-                    path.display()
+                    "{} is served already (a running {}?): left alone; session {name}'s is at {name}/{service} in apex",
+                    path.display(),
+                    if service == "plumb" { "plumber" } else { service },
                 ),
-                e => format!("acme not posted: {e}"),
+                e => format!("{service} not posted: {e}"),
             };
             tracing::warn!("{why}");
             if !quiet {
@@ -216,10 +234,10 @@ fn post_acme(dir: &std::path::Path, tree: &Arc<Fsys>, name: &str, quiet: bool) -
             return false;
         }
     };
-    let acme = Arc::new(tree.acme_service(name));
-    let config = Config { msize: ACME_MSIZE, no_auth: "acme: authentication not required".into() };
-    tracing::info!(socket = %dir.join("acme").display(), session = %name, "serving acme");
-    tokio::spawn(serve_listener(listener, acme, config));
+    let no_auth = format!("{service}: authentication not required");
+    let config = Config { msize: ACME_MSIZE, no_auth };
+    tracing::info!(socket = %dir.join(service).display(), session = %name, "serving {service}");
+    tokio::spawn(serve_listener(listener, tree, config));
     true
 }
 
@@ -340,7 +358,7 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
         }
     }
     let acme_session = (!args.no_acme).then(|| args.acme.clone().unwrap_or_else(|| args.session.clone()));
-    for name in std::iter::once(args.session.as_str()).chain(acme_session.as_deref()) {
+    for name in std::iter::once(args.session.as_str()).chain(acme_session.as_deref()).chain(args.plumb.as_deref()) {
         // A session kept but not brought back keeps its name (said above).
         if registry.by_name(name).is_none() && !registry.is_held_back(name) {
             registry.create(Some(name)).map_err(anyhow::Error::msg)?;
@@ -348,6 +366,11 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     }
     let mut tree = Fsys::new(registry, &apex_ninep::ns::user_name());
     tree.snapshots = apex_fsd::fsys::made::SharedSnapshots::at_most(args.snapshots_held);
+    // A plumber another program posts is the one B3 tries after the
+    // session's; where this daemon posts its own, there is no other.
+    let plumb_socket = dir.join("plumb");
+    let plumber_runs = std::os::unix::net::UnixStream::connect(&plumb_socket).is_ok();
+    tree.system_plumber = (args.plumb.is_none() || plumber_runs).then(|| plumb_socket.clone());
     let tree = Arc::new(tree);
     // Terminals their keepers kept while no daemon ran go on.
     apex_fsd::term::drive::start_taken_up(&tree.daemon);
@@ -366,11 +389,18 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
         Some(name) => post_acme(&dir, &tree, name, args.quiet).then_some(name.as_str()),
         None => None,
     };
+    let plumb_posted = match &args.plumb {
+        Some(name) => post_service(&dir, "plumb", Arc::new(tree.plumb_service(name)), name, args.quiet),
+        None => false,
+    };
     let unix = match apex_fsd::fsys::post::post(&dir, "apex") {
         Ok(l) => l,
         Err(e) => {
             if acme_posted.is_some() {
                 let _ = std::fs::remove_file(dir.join("acme"));
+            }
+            if plumb_posted {
+                let _ = std::fs::remove_file(&plumb_socket);
             }
             return Err(e.into());
         }
@@ -379,6 +409,9 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     let mut posted = vec![dir.join("apex")];
     if acme_posted.is_some() {
         posted.push(dir.join("acme"));
+    }
+    if plumb_posted {
+        posted.push(plumb_socket.clone());
     }
     for addr in listen {
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("listen on {addr}"))?;

@@ -98,6 +98,14 @@ pub enum Opened {
     Log { next: u64 },
     /// A terminal's `cons`: the output offset the next read starts at.
     Cons { at: u64 },
+    /// The plumber's `send`: a message written in parts so far.
+    PlumbSend { partial: Vec<u8> },
+    /// The plumber's `rules` open for writing: the rules it adds to (none
+    /// when opened with OTRUNC), what was written, and whether the last
+    /// rule set waits for more text before it can be read.
+    PlumbRules { content: Content, base: String, written: Vec<u8>, waiting: bool },
+    /// A plumb port: the plumber's reader this fid is.
+    PlumbPort { reader: u64 },
 }
 
 impl Opened {
@@ -105,7 +113,7 @@ impl Opened {
     pub fn content(&mut self) -> Option<&mut Content> {
         match self {
             Opened::Content(c) | Opened::Text { content: c, .. } | Opened::Addr { content: c, .. } => Some(c),
-            Opened::Rdsel { content: c, .. } => Some(c),
+            Opened::Rdsel { content: c, .. } | Opened::PlumbRules { content: c, .. } => Some(c),
             _ => None,
         }
     }

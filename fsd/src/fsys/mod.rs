@@ -74,7 +74,8 @@ impl Fsys {
     /// Whether a stat of `place` reads its session's state: whether it
     /// exists, or its qid's version.
     fn stat_reads_state(place: Place) -> bool {
-        Fsys::lives_in_state(place) || matches!(place, Place::Buffer1(_, _, BufferFile::Body))
+        Fsys::lives_in_state(place)
+            || matches!(place, Place::Buffer1(_, _, BufferFile::Body) | Place::Plumb1(_, place::PlumbFile::Port(_)))
     }
 
     fn qid(s: Option<&Session>, place: Place) -> Qid {
@@ -97,6 +98,10 @@ impl Fsys {
     /// what is gone.
     fn check(s: Option<&Session>, place: Place) -> Result<()> {
         match place {
+            Place::Plumb1(_, place::PlumbFile::Port(_)) => match crate::plumb::files::exists(s.ok_or_else(gone)?, place) {
+                true => Ok(()),
+                false => Err(FsError::NoSuchFile("port".into()).into()),
+            },
             _ if !Fsys::lives_in_state(place) => Ok(()),
             _ if place.in_acme() => crate::acme::files::check(s.ok_or_else(gone)?, place),
             _ => Fsys::check_state(s, place),
@@ -109,8 +114,13 @@ impl Fsys {
         Fsys::check(s, place)?;
         // A session directory is named as the registry names it (its
         // session is not locked here: see `at`).
-        let label = match place {
-            Place::Session(n) => self.daemon.reg().state.sessions.get(&n).map(|i| i.name.clone()).unwrap_or_default(),
+        let label = match (place, s) {
+            (Place::Session(n), _) => {
+                self.daemon.reg().state.sessions.get(&n).map(|i| i.name.clone()).unwrap_or_default()
+            }
+            (Place::Plumb1(_, place::PlumbFile::Port(h)), Some(s)) => {
+                crate::plumb::files::port_name(s, h).unwrap_or_default()
+            }
             _ => String::new(),
         };
         let (name, perm) = place.name_perm(&label);
@@ -175,6 +185,7 @@ impl Fsys {
                 v
             }
             Place::Term(n, t) => TERM.iter().map(|(_, f, _)| Place::Term1(n, t, *f)).collect(),
+            Place::Dir(n, SessionDir::Plumb) => crate::plumb::files::children(s, n),
             _ => return Err(FsError::NotADirectory.into()),
         })
     }
@@ -233,6 +244,7 @@ impl Fsys {
             Place::Dir(n, SessionDir::Terms) if name == "index" => Some(Place::TermsIndex(n)),
             Place::Dir(n, SessionDir::Terms) => place::number(name).map(|t| Place::Term(n, TermId(t))),
             Place::Term(n, t) => lookup(TERM, name).map(|f| Place::Term1(n, t, f)),
+            Place::Dir(n, SessionDir::Plumb) => crate::plumb::files::step(s?, n, name),
             _ => None,
         }?;
         Fsys::check(s, next).ok().map(|_| next)
@@ -373,15 +385,19 @@ impl Fsys {
                 self.acme_clunk(n, None, Some(body), None).await
             }
             Opened::Rdsel { window, .. } => self.acme_clunk(n, None, None, Some(window)).await,
+            opened @ (Opened::PlumbPort { .. } | Opened::PlumbRules { .. }) => self.plumb_clunk(n, opened),
             _ => {}
         }
     }
 
     /// Whether `place` is the root of the `acme` service, where `..` stays.
     fn is_service_root(&self, place: Place) -> bool {
-        let Place::Dir(n, SessionDir::Acme) = place else { return false };
-        let Some(name) = self.acme_service.as_deref() else { return false };
-        self.daemon.reg().by_name(name) == Some(n)
+        let (n, service) = match place {
+            Place::Dir(n, SessionDir::Acme) => (n, self.acme_service.as_deref()),
+            Place::Dir(n, SessionDir::Plumb) => (n, self.plumb_service.as_deref()),
+            _ => return false,
+        };
+        service.is_some_and(|name| self.daemon.reg().by_name(name) == Some(n))
     }
 }
 
@@ -397,6 +413,11 @@ impl Serve for Fsys {
         let reg = self.daemon.reg();
         let session = |name: &str| reg.by_name(name).ok_or_else(|| FsError::NoSession(name.to_string()));
         let place = match aname.trim_matches('/') {
+            // The `plumb` service: every attach reaches the plumber, as
+            // plan9port's (which ignores the aname).
+            _ if self.plumb_service.is_some() => {
+                Place::Dir(session(self.plumb_service.as_deref().unwrap_or_default())?, SessionDir::Plumb)
+            }
             // acme's own children attach with a numeric directory context,
             // which means nothing here: they get the acme tree too.
             a if self.acme_service.is_some() && (a.is_empty() || a.bytes().all(|c| c.is_ascii_digit())) => {
@@ -473,6 +494,7 @@ impl Serve for Fsys {
             Place::BuffersNew(n) => Box::pin(self.buffers_new(n)).await?,
             Place::Buffer1(n, b, file) => Box::pin(self.buffer_open(n, b, file, mode)).await?,
             Place::Term1(n, t, file) => Box::pin(self.term_open(n, t, file)).await?,
+            Place::Plumb1(n, file) => Box::pin(self.plumb_open(n, file, mode)).await?,
             _ => Opened::Content(Content::of(Box::pin(self.version(place)).await?)),
         };
         if let Some(content) = opened.content() {
@@ -501,6 +523,7 @@ impl Serve for Fsys {
         match place {
             Place::Session1(n, place::SessionFile::Attach) => Box::pin(self.read_attach(n, fid, count)).await,
             Place::Term1(n, t, TermFile::Cons) => Box::pin(self.term_read_cons(n, t, fid, count)).await,
+            Place::Plumb1(n, place::PlumbFile::Port(_)) => Box::pin(self.plumb_read(fid, n, count)).await,
             // The reply to this fid's last write, read once from wherever
             // the reader is: a shell's `read <&3` after `echo >&3` on a
             // mount reads past what it wrote.
@@ -541,6 +564,7 @@ impl Serve for Fsys {
             Place::Shard1(n, shard, file) => self.shard_write(n, shard, file, data)?,
             Place::Buffer1(n, b, file) => Box::pin(self.buffer_write(fid, n, b, file, data)).await?,
             Place::Term1(n, t, file) => Box::pin(self.term_write(n, t, file, data)).await?,
+            Place::Plumb1(n, file) => Box::pin(self.plumb_write(fid, n, file, data)).await?,
             place => return Err(place::not_writable(place).into()),
         }
         // Acknowledged once written, and synced where the policy says.

@@ -38,6 +38,8 @@ pub enum SessionDir {
     /// The acme(4) tree's root.
     Acme,
     Terms,
+    /// The session's plumber (plumber(4)'s tree).
+    Plumb,
 }
 
 /// A file at the top of the acme tree (acme's `dirtab`).
@@ -88,6 +90,16 @@ pub enum TermFile {
     Ctl,
 }
 
+/// A file of the session's plumber, `plumb/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PlumbFile {
+    Send,
+    Rules,
+    /// A port, by its name's hash (`plumb::files::port_hash`): ports are
+    /// named by the rules, and a place is a small value.
+    Port(u64),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BufferFile {
     Body,
@@ -122,7 +134,10 @@ pub const SESSION_DIRS: Table<SessionDir> = &[
     ("buffers", SessionDir::Buffers, 0o555),
     ("acme", SessionDir::Acme, 0o500),
     ("terms", SessionDir::Terms, 0o555),
+    ("plumb", SessionDir::Plumb, 0o555),
 ];
+/// The plumber's own files; its ports follow them, read-only.
+pub const PLUMB: Table<PlumbFile> = &[("rules", PlumbFile::Rules, 0o666), ("send", PlumbFile::Send, 0o222)];
 /// acme's root: directories (`acme`, `draw`, `new`) are marked by
 /// `AcmeFile::is_dir`. Permissions are acme's own.
 pub const ACME: Table<AcmeFile> = &[
@@ -215,6 +230,8 @@ pub enum Place {
     TermsIndex(u64),
     Term(u64, TermId),
     Term1(u64, TermId, TermFile),
+    /// A file of `plumb/`.
+    Plumb1(u64, PlumbFile),
 }
 
 /// The seed of `Place::qid_path`'s hash.
@@ -274,7 +291,8 @@ impl Place {
             | Place::Win1(s, _, _)
             | Place::TermsIndex(s)
             | Place::Term(s, _)
-            | Place::Term1(s, _, _) => Some(s),
+            | Place::Term1(s, _, _)
+            | Place::Plumb1(s, _) => Some(s),
         }
     }
 
@@ -290,6 +308,7 @@ impl Place {
             Place::Buffer1(s, b, _) => Place::Buffer(s, b),
             Place::TermsIndex(s) | Place::Term(s, _) => Place::Dir(s, SessionDir::Terms),
             Place::Term1(s, t, _) => Place::Term(s, t),
+            Place::Plumb1(s, _) => Place::Dir(s, SessionDir::Plumb),
             // In acme's tree `..` goes to its root from anywhere.
             Place::Acme1(s, _) | Place::Win(s, _) | Place::Win1(s, _, _) => Place::Dir(s, SessionDir::Acme),
         }
@@ -307,7 +326,8 @@ impl Place {
     }
 
     /// Its name and permission bits (directories without `DMDIR`); a
-    /// session's name is its label, which the caller supplies.
+    /// session's name is its label, and a port's its name, which the
+    /// caller supplies.
     pub fn name_perm(self, label: &str) -> (Name, u32) {
         let (name, perm) = match self {
             Place::Root => ("/", 0o555),
@@ -327,6 +347,8 @@ impl Place {
             Place::TermsIndex(_) => ("index", 0o444),
             Place::Term(_, t) => return (t.0.to_compact_string(), 0o555),
             Place::Term1(_, _, f) => entry(TERM, f),
+            Place::Plumb1(_, PlumbFile::Port(_)) => (label, 0o444),
+            Place::Plumb1(_, f) => entry(PLUMB, f),
         };
         (Name::from(name), perm)
     }
@@ -365,6 +387,7 @@ mod tests {
             .chain(ACME.iter().map(|(n, _, _)| *n))
             .chain(WINDOW.iter().map(|(n, _, _)| *n))
             .chain(TERM.iter().map(|(n, _, _)| *n))
+            .chain(PLUMB.iter().map(|(n, _, _)| *n))
             .chain(MetaTable::ALL.iter().map(|(n, _)| *n))
             .chain(VERBS.split('|'));
         let missing: Vec<&str> = names.filter(|n| !documented(n)).collect();

@@ -26,6 +26,13 @@ pub struct Fsys {
     /// On the `acme` service (`apexd --acme NAME`): the session whose acme
     /// tree an attach with aname "" reaches.
     pub acme_service: Option<String>,
+    /// On the `plumb` service (`apexd --plumb NAME`): the session whose
+    /// plumber every attach reaches.
+    pub plumb_service: Option<String>,
+    /// A plumber another program posted (`NAMESPACE/plumb`), which B3
+    /// written back through an acme event file tries after the session's;
+    /// none where this daemon posts `plumb` itself.
+    pub system_plumber: Option<std::path::PathBuf>,
     /// Snapshot versions shared by fids that opened them unchanged.
     pub snapshots: super::made::SharedSnapshots,
 }
@@ -36,6 +43,8 @@ impl Fsys {
             daemon: Daemon::new(registry),
             user: Name::from(user),
             acme_service: None,
+            plumb_service: None,
+            system_plumber: None,
             snapshots: Default::default(),
         }
     }
@@ -44,6 +53,11 @@ impl Fsys {
     /// aname "" reach its acme tree.
     pub fn acme_service(&self, name: &str) -> Fsys {
         Fsys { acme_service: Some(name.to_string()), ..self.clone() }
+    }
+
+    /// This tree as the `plumb` service of session `name`.
+    pub fn plumb_service(&self, name: &str) -> Fsys {
+        Fsys { plumb_service: Some(name.to_string()), acme_service: None, ..self.clone() }
     }
 
     /// Runs `f` with the session `place` is in locked: a request on one

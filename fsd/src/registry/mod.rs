@@ -209,6 +209,10 @@ impl Registry {
                         }
                         take_up_terms(&mut s);
                         end_processes(&mut s);
+                        // A session from before sessions had plumbing.
+                        if let Err(e) = crate::plumb::rules::give_starting_rules(&mut s) {
+                            tracing::warn!(session = %info.name, "no starting plumbing rules: {e}");
+                        }
                         if let Err(e) = s.settle_log() {
                             tracing::error!(session = %info.name, "not restored: {e}");
                             eprintln!("apexd: session {:?} not restored: {e}", info.name);
@@ -337,6 +341,7 @@ impl Registry {
                 let persisted = self.store.as_ref().map(|st| st.create_session(uuid.0)).transpose()?;
                 let mut s = Session::start(*session, name, uuid.0, persisted)?;
                 s.hub_mut().config = self.attach;
+                crate::plumb::rules::give_starting_rules(&mut s)?;
                 if let Err(e) = s.settle_log() {
                     self.forget_dir(uuid.0);
                     return Err(e.into());

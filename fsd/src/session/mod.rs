@@ -138,6 +138,8 @@ pub struct Session {
     replies: Vec<(crate::attach::hub::Settling, wire::Outcome)>,
     /// The hub where the change under way began, for undoing it.
     began: crate::attach::hub::ChangeMarks,
+    /// Its plumber's readers and held messages, and its rules as read.
+    plumber: crate::plumb::ports::Plumber,
 }
 
 impl Session {
@@ -184,6 +186,15 @@ impl Session {
 
     pub fn acme_mut(&mut self) -> &mut Acme {
         &mut self.acme
+    }
+
+    /// Its plumber.
+    pub fn plumber(&self) -> &crate::plumb::ports::Plumber {
+        &self.plumber
+    }
+
+    pub fn plumber_mut(&mut self) -> &mut crate::plumb::ports::Plumber {
+        &mut self.plumber
     }
 
     /// The `addr` files' state, by body.
@@ -302,6 +313,7 @@ impl Session {
             changes: 0,
             replies: Vec::new(),
             began: Default::default(),
+            plumber: Default::default(),
         }
     }
 

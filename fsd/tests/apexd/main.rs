@@ -15,6 +15,7 @@ mod limits;
 mod locks;
 mod newcomer;
 mod persist;
+mod plumbing;
 mod protocol;
 mod rollback;
 mod session;
@@ -54,6 +55,8 @@ impl Daemon {
             // the test's own it reads none of the user's start-up files,
             // which may be slow or stuck (a stale lock of a tool they run).
             .env("HOME", &dir)
+            // apex's own basic plumbing rules, whatever plan9port is here.
+            .env_remove("PLAN9")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -1,0 +1,229 @@
+//! plumber(4)'s files at `NAME/plumb/` (and at the root of the `plumb`
+//! service, `apexd --plumb NAME`): `send`, `rules`, and a file per port.
+//!
+//! - `send`: each write adds to the message this fid is writing; once it
+//!   holds a whole message it is sent, and the write that completed it
+//!   fails with the plumber's reason if no one got it. A write that can be
+//!   no message is refused and forgotten.
+//! - `rules`: reads the session's own rules (`meta/rules` lists every
+//!   rule and its owner). A write replaces them, or with no OTRUNC at the
+//!   open adds to them, as soon as what was written reads; a write that
+//!   makes them unreadable is refused with the file, line and reason and
+//!   forgotten. Only a last rule set that may still be going on (no blank
+//!   line after it yet) waits for the next write or the clunk.
+//! - A port: each open fid is a reader; a read waits for a message and
+//!   returns it, or as much as fits, the rest in the next reads.
+
+use super::{PlumbFsError, MESSAGE_MAX, RULES_MAX};
+use crate::error::{Error, Result};
+use crate::fsys::error::FsError;
+use crate::fsys::fid::{Content, Fid, Opened};
+use crate::fsys::place::{self, Place, PlumbFile, PLUMB};
+use crate::fsys::tree::Fsys;
+use crate::session::Session;
+use apex_core::plumb::{Message, RuleError};
+use apex_core::AttachmentId;
+use apex_ninep::fcall::OTRUNC;
+
+const PORT_SEED: u64 = u64::from_le_bytes(*b"apexport");
+
+/// The number a port's place carries.
+pub fn port_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(PORT_SEED).hash_one(name)
+}
+
+/// The port of session `s` whose name hashes to `hash`.
+pub fn port_name(s: &Session, hash: u64) -> Option<String> {
+    s.plumber().ports(&s.view().state.meta).into_iter().find(|p| port_hash(p) == hash)
+}
+
+/// The session's own rules, as `rules` reads them.
+pub fn own_rules(s: &Session) -> String {
+    let own = s.view().state.meta.rules.values().filter(|r| r.owner == AttachmentId::SERVER);
+    own.map(|r| r.text.as_str()).collect::<Vec<_>>().join("\n")
+}
+
+/// Whether `place` (a file of `plumb/`) exists in `s`.
+pub fn exists(s: &Session, place: Place) -> bool {
+    match place {
+        Place::Plumb1(_, PlumbFile::Port(h)) => port_name(s, h).is_some(),
+        _ => true,
+    }
+}
+
+/// `plumb/`'s files now.
+pub fn children(s: &Session, n: u64) -> Vec<Place> {
+    let mut v: Vec<Place> = PLUMB.iter().map(|(_, f, _)| Place::Plumb1(n, *f)).collect();
+    let ports = s.plumber().ports(&s.view().state.meta);
+    v.extend(ports.iter().map(|p| Place::Plumb1(n, PlumbFile::Port(port_hash(p)))));
+    v
+}
+
+/// One walk step in `plumb/`.
+pub fn step(s: &Session, n: u64, name: &str) -> Option<Place> {
+    if let Some(f) = place::lookup(PLUMB, name) {
+        return Some(Place::Plumb1(n, f));
+    }
+    let ports = s.plumber().ports(&s.view().state.meta);
+    ports.iter().any(|p| p == name).then(|| Place::Plumb1(n, PlumbFile::Port(port_hash(name))))
+}
+
+/// Whether the text the rules file waits on may still become rules: the
+/// error is in the last rule set, no blank line has ended it, and it is
+/// the kind more lines mend (no action yet, or a line cut short).
+fn may_go_on(text: &str, e: &RuleError) -> bool {
+    if e.file != "rules" || text.ends_with("\n\n") {
+        return false;
+    }
+    // Lines numbered from 1; the piece after a final newline is no line.
+    let lines: Vec<&str> = text.split('\n').collect();
+    let ends_set = |l: &&str| l.trim_start().is_empty() || l.trim_start().starts_with('#');
+    let last_blank = (1..lines.len()).filter(|i| ends_set(&lines[i - 1])).next_back().unwrap_or(0);
+    let cut_short = !text.ends_with('\n') && e.line == lines.len();
+    e.line > last_blank && (e.why.contains("must have patterns and actions") || cut_short)
+}
+
+impl Fsys {
+    pub(crate) async fn plumb_open(&self, n: u64, file: PlumbFile, mode: u8) -> Result<Opened> {
+        let writes = matches!(mode & 3, 1 | 2);
+        match file {
+            PlumbFile::Send => Ok(Opened::PlumbSend { partial: Vec::new() }),
+            PlumbFile::Rules => {
+                let own = self.daemon.read(n, own_rules)?;
+                let content = Content::made(own.clone().into_bytes());
+                match writes {
+                    false => Ok(Opened::Content(content)),
+                    true => {
+                        let base = match mode & OTRUNC != 0 {
+                            true => String::new(),
+                            false if own.is_empty() || own.ends_with("\n\n") => own,
+                            false if own.ends_with('\n') => own + "\n",
+                            false => own + "\n\n",
+                        };
+                        Ok(Opened::PlumbRules { content, base, written: Vec::new(), waiting: false })
+                    }
+                }
+            }
+            PlumbFile::Port(h) => {
+                let reader = self.daemon.tend(n, |s| {
+                    let name = port_name(s, h).ok_or_else(|| FsError::NoSuchFile("port".into()))?;
+                    Ok::<_, Error>(s.plumber_mut().open_reader(&name))
+                })??;
+                Ok(Opened::PlumbPort { reader })
+            }
+        }
+    }
+
+    pub(crate) async fn plumb_write(&self, fid: &Fid, n: u64, file: PlumbFile, data: Vec<u8>) -> Result<()> {
+        match file {
+            PlumbFile::Send => {
+                let bytes = {
+                    let mut opened = fid.lock();
+                    let Opened::PlumbSend { partial } = &mut *opened else {
+                        return Err(FsError::Unopened("send").into());
+                    };
+                    partial.extend_from_slice(&data);
+                    if partial.len() > MESSAGE_MAX {
+                        partial.clear();
+                        return Err(PlumbFsError::TooLong.into());
+                    }
+                    match Message::parse_one(partial) {
+                        Ok(None) => return Ok(()),
+                        Ok(Some(m)) => {
+                            partial.clear();
+                            m
+                        }
+                        Err(e) => {
+                            partial.clear();
+                            return Err(PlumbFsError::from(e).into());
+                        }
+                    }
+                };
+                Box::pin(super::send(&self.daemon, n, bytes)).await.map(|_| ())
+            }
+            PlumbFile::Rules => {
+                let text = {
+                    let mut opened = fid.lock();
+                    let Opened::PlumbRules { base, written, .. } = &mut *opened else {
+                        return Err(FsError::Unopened("rules").into());
+                    };
+                    if base.len() + written.len() + data.len() > RULES_MAX {
+                        return Err(PlumbFsError::RulesTooLong.into());
+                    }
+                    let mut bytes = written.clone();
+                    bytes.extend_from_slice(&data);
+                    // A write may end inside a character: it waits for the rest.
+                    let text = match std::str::from_utf8(&bytes) {
+                        Ok(t) => t.to_string(),
+                        Err(e) if e.error_len().is_none() => String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into(),
+                        Err(_) => return Err(FsError::NotUtf8(Some("rules")).into()),
+                    };
+                    format!("{base}{text}")
+                };
+                let outcome = self.rules_written(n, &text, false);
+                let mut opened = fid.lock();
+                let Opened::PlumbRules { written, waiting, .. } = &mut *opened else { return Ok(()) };
+                match outcome {
+                    Ok(wait) => {
+                        written.extend_from_slice(&data);
+                        *waiting = wait;
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            PlumbFile::Port(_) => Err(place::not_writable(fid.place).into()),
+        }
+    }
+
+    /// Puts the rules `text` in place if they read: whether they wait for
+    /// more (`last`: there is no more, and they must read now).
+    fn rules_written(&self, n: u64, text: &str, last: bool) -> Result<bool> {
+        let read = self.daemon.read(n, |s| super::rules::check_rules(&s.view().state.meta, AttachmentId::SERVER, text))?;
+        match read {
+            Ok(()) => {
+                self.daemon.change(n, |s, _| super::rules::replace_rules(s, AttachmentId::SERVER, text))??;
+                Ok(false)
+            }
+            Err(PlumbFsError::Rules(e)) if !last && may_go_on(text, &e) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A port's read: waits for a message.
+    pub(crate) async fn plumb_read(&self, fid: &Fid, n: u64, count: u32) -> Result<Vec<u8>> {
+        let Opened::PlumbPort { reader } = *fid.lock() else { return Err(FsError::Unopened("port").into()) };
+        loop {
+            let mut wake = self.daemon.subscribe_to(n);
+            let got = self.daemon.tend(n, |s| match s.plumber().has_reader(reader) {
+                true => Ok(s.plumber_mut().take(reader, count)),
+                false => Err(FsError::Unopened("port")),
+            })??;
+            if let Some(bytes) = got {
+                return Ok(bytes);
+            }
+            if wake.changed().await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    /// What a `plumb/` fid going away ends: its reader; a rule set its
+    /// writes left waiting is read now (its error, if any, goes to the log:
+    /// a clunk has no one to tell, as in the plumber).
+    pub(crate) fn plumb_clunk(&self, n: u64, opened: Opened) {
+        match opened {
+            Opened::PlumbPort { reader } => {
+                let _ = self.daemon.tend(n, |s| s.plumber_mut().close_reader(reader));
+            }
+            Opened::PlumbRules { base, written, waiting: true, .. } => {
+                let text = format!("{base}{}", String::from_utf8_lossy(&written));
+                if let Err(e) = self.rules_written(n, &text, true) {
+                    tracing::warn!(session = n, "plumb rules written and closed, not taken: {e}");
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! The plumber's ports and rules as the daemon runs them for a session:
+//! each port's readers with their queues, messages held for a `plumb
+//! client`, and the metalog's rule texts read (`include` on this
+//! machine).
+
+use apex_core::meta::Meta;
+use apex_core::plumb::rules::{Includes, Var};
+use apex_core::plumb::{builtin_rules, Message, Rules};
+use apex_core::{AttachmentId, RuleId};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Messages one reader of a port may have waiting; past it its oldest go.
+pub const QUEUED_MAX: usize = 256;
+/// Messages held for a port a `plumb client` was started for.
+pub const HELD_MAX: usize = 32;
+/// The longest message `send` takes (the plumber's is its msize).
+pub const MESSAGE_MAX: usize = 1 << 20;
+/// The longest rule file a write or an include may hold.
+pub const RULES_MAX: usize = 1 << 20;
+
+/// The session's plumber as the daemon runs it.
+#[derive(Debug, Default)]
+pub struct Plumber {
+    /// The rules read from the metalog, and which rule texts they were
+    /// read from. Read again when those change; behind a lock of its own
+    /// so a walk, which only looks at the session, can bring it up to date.
+    compiled: Mutex<Option<Compiled>>,
+    readers: BTreeMap<u64, Reader>,
+    held: BTreeMap<String, VecDeque<Vec<u8>>>,
+    next_reader: u64,
+}
+
+#[derive(Debug)]
+struct Compiled {
+    from: Vec<RuleId>,
+    rules: Arc<Rules>,
+    /// A text that no longer reads (an include gone): left out, and why.
+    errors: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Reader {
+    port: String,
+    queue: VecDeque<Vec<u8>>,
+    /// Bytes of the front message read already.
+    at: usize,
+}
+
+impl Plumber {
+    /// The session's rules in matching order: the attachments', then its
+    /// own.
+    pub fn rules(&self, meta: &Meta) -> Arc<Rules> {
+        self.compiled(meta, |c| c.rules.clone())
+    }
+
+    /// The texts that did not read, and why.
+    pub fn errors(&self, meta: &Meta) -> Vec<String> {
+        self.compiled(meta, |c| c.errors.clone())
+    }
+
+    fn compiled<R>(&self, meta: &Meta, f: impl FnOnce(&Compiled) -> R) -> R {
+        let from: Vec<RuleId> = meta.rules.keys().copied().collect();
+        let mut compiled = self.compiled.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if compiled.as_ref().is_none_or(|c| c.from != from) {
+            *compiled = Some(compile(meta, from));
+        }
+        f(compiled.as_ref().expect("just compiled"))
+    }
+
+    /// Every port: those the rules name, then any a reader holds open.
+    pub fn ports(&self, meta: &Meta) -> Vec<String> {
+        let mut ports = self.rules(meta).ports.clone();
+        for r in self.readers.values() {
+            if !ports.contains(&r.port) {
+                ports.push(r.port.clone());
+            }
+        }
+        ports
+    }
+
+    /// A new reader of `port`, given what was held for it.
+    pub fn open_reader(&mut self, port: &str) -> u64 {
+        self.next_reader += 1;
+        let queue = self.held.remove(port).unwrap_or_default();
+        self.readers.insert(self.next_reader, Reader { port: port.to_string(), queue, at: 0 });
+        self.next_reader
+    }
+
+    pub fn close_reader(&mut self, reader: u64) {
+        self.readers.remove(&reader);
+    }
+
+    /// Up to `count` bytes of the reader's next message (a read never
+    /// joins two); none while it has none; an error if it is gone.
+    pub fn take(&mut self, reader: u64, count: u32) -> Option<Vec<u8>> {
+        let r = self.readers.get_mut(&reader)?;
+        let front = r.queue.front()?;
+        let n = (count as usize).min(front.len() - r.at);
+        let out = front[r.at..r.at + n].to_vec();
+        r.at += n;
+        if r.at == front.len() {
+            r.queue.pop_front();
+            r.at = 0;
+        }
+        Some(out)
+    }
+
+    /// Whether reader `reader` is still there.
+    pub fn has_reader(&self, reader: u64) -> bool {
+        self.readers.contains_key(&reader)
+    }
+
+    /// Gives `message` to every reader of `port`: false if it has none.
+    pub fn deliver(&mut self, port: &str, message: &Message) -> bool {
+        let packed = message.pack();
+        let mut any = false;
+        for r in self.readers.values_mut().filter(|r| r.port == port) {
+            if r.queue.len() == QUEUED_MAX {
+                // The oldest goes, unless it is being read.
+                let drop_at = usize::from(r.at > 0);
+                r.queue.remove(drop_at);
+                tracing::warn!(port, "a plumb port reader is {QUEUED_MAX} messages behind: its oldest went");
+            }
+            r.queue.push_back(packed.clone());
+            any = true;
+        }
+        any
+    }
+
+    pub fn hold(&mut self, port: &str, message: &Message) {
+        let held = self.held.entry(port.to_string()).or_default();
+        if held.len() == HELD_MAX {
+            held.pop_front();
+        }
+        held.push_back(message.pack());
+    }
+}
+
+/// The rule texts of `meta` read in matching order.
+fn compile(meta: &Meta, from: Vec<RuleId>) -> Compiled {
+    let mut errors = Vec::new();
+    let mut includes = HostIncludes::new();
+    let mut own = Rules { vars: plan9_vars(), ..Rules::default() };
+    for (id, rule) in meta.rules.iter().filter(|(_, r)| r.owner == AttachmentId::SERVER) {
+        match Rules::parse("rules", &rule.text, &mut includes, &own.vars) {
+            Ok(r) => {
+                let vars = r.vars.clone();
+                own = own.then(r);
+                own.vars = vars;
+            }
+            Err(e) => errors.push(format!("rule {}: {e}", id.0)),
+        }
+    }
+    let mut claims = Rules::default();
+    for (id, rule) in meta.rules.iter().filter(|(_, r)| r.owner != AttachmentId::SERVER) {
+        let name = format!("attachment {}", rule.owner.0);
+        match Rules::parse(&name, &rule.text, &mut includes, &own.vars) {
+            Ok(r) => claims = claims.then(r),
+            Err(e) => errors.push(format!("rule {}: {e}", id.0)),
+        }
+    }
+    for e in &errors {
+        tracing::warn!("plumbing rules left out: {e}");
+    }
+    Compiled { from, rules: Arc::new(claims.then(own)), errors }
+}
+
+/// `$plan9`, where plan9port says where it is.
+pub(crate) fn plan9_vars() -> Vec<Var> {
+    match std::env::var("PLAN9") {
+        Ok(p) if !p.is_empty() => vec![Var { name: "plan9".into(), value: p.clone(), expanded: p }],
+        _ => Vec::new(),
+    }
+}
+
+/// `include` on this machine: an absolute name as it is, `./` and `../`
+/// from `$HOME/lib` (where the plumbing file is), any other in
+/// `$PLAN9/plumb` where plan9port is, else apex's own.
+pub(crate) struct HostIncludes {
+    home_lib: Option<PathBuf>,
+    plan9: Option<PathBuf>,
+}
+
+impl HostIncludes {
+    pub(crate) fn new() -> HostIncludes {
+        let var = |v| std::env::var_os(v).filter(|p| !p.is_empty()).map(PathBuf::from);
+        HostIncludes { home_lib: var("HOME").map(|h| h.join("lib")), plan9: var("PLAN9") }
+    }
+}
+
+impl Includes for HostIncludes {
+    fn include(&mut self, name: &str) -> Result<(String, String), String> {
+        let path = match name {
+            n if n.starts_with('/') => Some(PathBuf::from(n)),
+            n if n.starts_with("./") || n.starts_with("../") => self.home_lib.as_ref().map(|h| h.join(n)),
+            n => self.plan9.as_ref().map(|p| p.join("plumb").join(n)).filter(|p| p.exists()),
+        };
+        match (path, builtin_rules(name)) {
+            (Some(p), _) => read_rules(&p).map(|t| (p.display().to_string(), t)),
+            (None, Some(text)) => Ok((name.to_string(), text.to_string())),
+            (None, None) => Err(format!("can't open {name} for inclusion")),
+        }
+    }
+}
+
+/// A rule file's text, no more than [`RULES_MAX`].
+pub(crate) fn read_rules(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    let file = std::fs::File::open(path).map_err(|e| format!("can't open {} for inclusion: {e}", path.display()))?;
+    file.take(RULES_MAX as u64 + 1).read_to_string(&mut text).map_err(|e| format!("{}: {e}", path.display()))?;
+    match text.len() > RULES_MAX {
+        true => Err(format!("{}: over {RULES_MAX} bytes", path.display())),
+        false => Ok(text),
+    }
+}
