@@ -108,7 +108,7 @@ pub enum Error {
     NoTerm(u64),
     /// The session's plumber refused a message or rules.
     #[error(transparent)]
-    Plumb(#[from] crate::plumb::PlumbFsError),
+    Plumb(#[from] crate::plumb::error::PlumbFsError),
 }
 
 fn addr_words(e: &AddrError) -> String {

@@ -5,8 +5,19 @@
 
 use apex_core::plumb::Message;
 use apex_ninep::fcall::{OREAD, OWRITE};
-use apex_ninep::Client;
+use apex_ninep::{Client, ClientError};
 use std::time::Duration;
+
+/// Why a plumber did not take a message.
+#[derive(Debug, thiserror::Error)]
+pub enum PlumberError {
+    /// The plumber's refusal (no rule took it, no one reads its port), or
+    /// why it could not be reached.
+    #[error(transparent)]
+    Said(#[from] ClientError),
+    #[error("{0}: no answer in 10 s")]
+    Silent(String),
+}
 
 /// plan9port's plumber's largest message: acme plumbs nothing longer
 /// than this less 1 KiB.
@@ -17,23 +28,23 @@ pub const SEND_WAIT: Duration = Duration::from_secs(10);
 /// Writes `message` to the file `send` (a path from `root`) on `c`: the
 /// plumber's refusal (no rule took it, no one reads its port) as it
 /// worded it.
-pub async fn send_on(c: &Client, root: u32, send: &str, message: &[u8]) -> Result<(), String> {
-    let f = c.open_path(root, send, OWRITE).await.map_err(|e| e.to_string())?;
+pub async fn send_on(c: &Client, root: u32, send: &str, message: &[u8]) -> Result<(), PlumberError> {
+    let f = c.open_path(root, send, OWRITE).await?;
     let written = c.write(f.fid, 0, message).await;
     let _ = c.clunk(f.fid).await;
-    written.map(|_| ()).map_err(|e| e.to_string())
+    Ok(written.map(|_| ())?)
 }
 
 /// Sends `message` to the plumber posted at `address` (`unix!PATH`),
 /// waiting at most [`SEND_WAIT`].
-pub async fn send_to(address: &str, message: &[u8]) -> Result<(), String> {
+pub async fn send_to(address: &str, message: &[u8]) -> Result<(), PlumberError> {
     let sent = tokio::time::timeout(SEND_WAIT, async {
-        let c = apex_ninep::dial(address, (MESSAGE_SIZE + 24) as u32).await.map_err(|e| e.to_string())?;
-        let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(|e| e.to_string())?;
+        let c = apex_ninep::dial(address, (MESSAGE_SIZE + 24) as u32).await?;
+        let root = c.attach(&apex_ninep::ns::user_name(), "").await?;
         send_on(&c, root, "send", message).await
     })
     .await;
-    sent.unwrap_or_else(|_| Err(format!("{address}: no answer in {SEND_WAIT:?}")))
+    sent.unwrap_or_else(|_| Err(PlumberError::Silent(address.to_string())))
 }
 
 /// Reads port `path` (from `root`) on `c` until it ends or fails, each

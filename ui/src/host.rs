@@ -135,8 +135,8 @@ impl UiHost {
         self.rt.spawn(async move {
             loop {
                 let address = format!("unix!{}", socket.display());
-                let theirs = socket.exists()
-                    && !apex_link::plumber::is_session_plumber(&att.client(), &session, &address).await;
+                let theirs =
+                    socket.exists() && !apex_link::plumber::is_session_plumber(&att.client(), &session, &address).await;
                 if theirs {
                     read_edit_port(&address, &queue, &wake).await;
                 }
@@ -225,14 +225,14 @@ impl UiHost {
         let address = format!("unix!{}", socket.display());
         let (c, send) = (self.att.client(), format!("{}/plumb/send", self.session));
         self.rt.block_on(async move {
-            let session_s = tokio::time::timeout(WAIT, async {
-                let root = c.attach(&apex_ninep::ns::user_name(), "").await.map_err(|e| e.to_string())?;
+            let ours = tokio::time::timeout(WAIT, async {
+                let root = c.attach(&apex_ninep::ns::user_name(), "").await?;
                 let sent = apex_link::plumber::send_on(&c, root, &send, &message).await;
                 let _ = c.clunk(root).await;
                 sent
             })
             .await;
-            if matches!(session_s, Ok(Ok(()))) {
+            if matches!(ours, Ok(Ok(()))) {
                 return Ok(true);
             }
             Ok(socket.exists() && apex_link::plumber::send_to(&address, &message).await.is_ok())

@@ -75,10 +75,7 @@ fn start_daemon(socket: &Path, session: &str) -> Result<(), UiError> {
     if std::os::unix::net::UnixStream::connect(&plumber).is_err() {
         cmd.args(["--plumb", session]);
     }
-    cmd
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(stderr);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(stderr);
     // SAFETY: setsid is async-signal-safe and touches no memory of ours.
     unsafe {
         cmd.pre_exec(|| {

@@ -107,20 +107,22 @@ impl Message {
         self.attr.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
-    /// Adds attributes, each replacing one of its name (plumb(3)'s
-    /// `plumbaddattr`).
+    /// Adds attributes after those it has (plumb(3)'s `plumbaddattr`: a
+    /// name it has already keeps its first value, which is what
+    /// [`Message::attr`] finds).
     pub fn add_attributes(&mut self, add: Vec<(String, String)>) {
-        for (name, value) in add {
-            self.attr.retain(|(n, _)| *n != name);
-            self.attr.push((name, value));
-        }
+        self.attr.extend(add);
     }
 
-    /// Deletes attribute `name`; whether there was one.
+    /// Deletes the first attribute `name`; whether there was one.
     pub fn delete_attribute(&mut self, name: &str) -> bool {
-        let before = self.attr.len();
-        self.attr.retain(|(n, _)| n != name);
-        self.attr.len() != before
+        match self.attr.iter().position(|(n, _)| n == name) {
+            Some(i) => {
+                self.attr.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// The data as text (a message's data is text for every rule).
@@ -230,7 +232,11 @@ mod tests {
         m.add_attributes(vec![("addr".into(), "4".into())]);
         let bytes = m.pack();
         assert_eq!(Message::parse_one(&bytes).unwrap(), Some(m.clone()));
-        assert!(String::from_utf8_lossy(&bytes).contains("q='it''s x=y' e='' addr=4\n8\n"));
+        assert!(String::from_utf8_lossy(&bytes).contains("addr=3 q='it''s x=y' e='' addr=4\n8\n"));
+        // As plumb(3): the first of a name is the one that counts.
+        assert_eq!(m.attr("addr"), Some("3"));
+        assert!(m.delete_attribute("addr"));
+        assert_eq!(m.attr("addr"), Some("4"));
         assert!(m.delete_attribute("q"));
         assert!(!m.delete_attribute("q"));
     }

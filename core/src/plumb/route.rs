@@ -10,7 +10,7 @@
 //! `click` attribute goes.
 
 use super::message::{pack_attributes, Message};
-use super::rules::{expand, Dollar, Object, Rule, RuleSet, Rules, Verb};
+use super::rules::{expand, Dollar, ExpandError, Object, Rule, RuleSet, Rules, Verb};
 use crate::regx::find_in_str;
 
 /// What `isfile` and `isdir` ask of the machine.
@@ -147,7 +147,7 @@ fn route_by(set: &RuleSet, message: &Message, files: &mut dyn Files) -> Result<O
     let mut m = message.clone();
     let mut e =
         Exec { groups: vec![None; GROUPS], span: None, clear_click: false, set_data: false, file: None, dir: None };
-    let failed = |why: String| RouteError::Expand { file: set.file.clone(), line: set.line, why };
+    let failed = |e: ExpandError| RouteError::Expand { file: set.file.clone(), line: set.line, why: e.to_string() };
     for rule in &set.patterns {
         if !holds(rule, &mut m, &mut e, set, files).map_err(failed)? {
             return Ok(None);
@@ -181,8 +181,14 @@ fn route_by(set: &RuleSet, message: &Message, files: &mut dyn Files) -> Result<O
 }
 
 /// Whether one pattern holds, doing what it says to the message.
-fn holds(rule: &Rule, m: &mut Message, e: &mut Exec, set: &RuleSet, files: &mut dyn Files) -> Result<bool, String> {
-    let expanded = |m: &Message, e: &Exec| -> Result<String, String> {
+fn holds(
+    rule: &Rule,
+    m: &mut Message,
+    e: &mut Exec,
+    set: &RuleSet,
+    files: &mut dyn Files,
+) -> Result<bool, ExpandError> {
+    let expanded = |m: &Message, e: &Exec| -> Result<String, ExpandError> {
         expand(&rule.arg, Some(&Vars { exec: e, message: m }), &set.vars).map(|(w, _)| w)
     };
     Ok(match rule.verb {
@@ -261,9 +267,8 @@ fn matches(rule: &Rule, m: &Message, e: &mut Exec) -> bool {
             // The click counts runes.
             let at = text.char_indices().nth(click).map_or(text.len(), |(i, _)| i);
             let starts = text.char_indices().map(|(i, _)| i).chain([text.len()]).take_while(|i| *i <= at);
-            let found = starts
-                .filter_map(|i| find_in_str(re, &text, i))
-                .find(|f| f.whole().start <= at && at <= f.whole().end);
+            let found =
+                starts.filter_map(|i| find_in_str(re, &text, i)).find(|f| f.whole().start <= at && at <= f.whole().end);
             let Some(f) = found else { return false };
             let span = (f.whole().start, f.whole().end);
             if e.span.is_some_and(|s| s != span) {

@@ -144,19 +144,36 @@ pub struct RuleError {
     pub why: String,
 }
 
+/// A file `include` names that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("can't open {name} for inclusion{}", .why.as_ref().map(|w| format!(": {w}")).unwrap_or_default())]
+pub struct IncludeError {
+    pub name: String,
+    pub why: Option<String>,
+}
+
+/// A word that cannot be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    #[error("expanded string too long (over {EXPANDED_MAX} bytes)")]
+    TooLong,
+    #[error("runaway quoted string literal")]
+    RunawayQuote,
+}
+
 /// Where `include` finds a file.
 pub trait Includes {
     /// The text of the file `include` names: its name as errors give it,
-    /// and its text; else why it cannot be read.
-    fn include(&mut self, name: &str) -> Result<(String, String), String>;
+    /// and its text.
+    fn include(&mut self, name: &str) -> Result<(String, String), IncludeError>;
 }
 
 /// No file can be included.
 pub struct NoIncludes;
 
 impl Includes for NoIncludes {
-    fn include(&mut self, name: &str) -> Result<(String, String), String> {
-        Err(format!("can't open {name} for inclusion"))
+    fn include(&mut self, name: &str) -> Result<(String, String), IncludeError> {
+        Err(IncludeError { name: name.to_string(), why: None })
     }
 }
 
@@ -283,7 +300,9 @@ impl Parser<'_> {
                         if !set.patterns.is_empty() && set.port.is_some() {
                             return Err(self.error("too many ports: a rule set plumbs to one"));
                         }
-                        check_port(&rule.qarg).map_err(|why| self.error(why))?;
+                        if let Some(why) = port_problem(&rule.qarg) {
+                            return Err(self.error(why));
+                        }
                         set.port = Some(rule.qarg.clone());
                         set.actions.push(rule);
                     }
@@ -352,14 +371,15 @@ impl Parser<'_> {
         if words[0] != "include" {
             return Ok(false);
         }
-        let malformed = words.len() < 2 || words[1].starts_with('#') || words.get(2).is_some_and(|w| !w.starts_with('#'));
+        let malformed =
+            words.len() < 2 || words[1].starts_with('#') || words.get(2).is_some_and(|w| !w.starts_with('#'));
         if malformed {
             return Err(self.error("malformed include statement: include FILE"));
         }
         if self.inputs.len() > INCLUDE_DEPTH {
             return Err(self.error(format!("include stack too deep; max {INCLUDE_DEPTH}")));
         }
-        let (name, text) = self.includes.include(words[1]).map_err(|why| self.error(why))?;
+        let (name, text) = self.includes.include(words[1]).map_err(|e| self.error(e.to_string()))?;
         self.push(&name, &text);
         Ok(true)
     }
@@ -373,7 +393,7 @@ impl Parser<'_> {
         let rest = p[n..].trim_start_matches([' ', '\t']);
         let Some(value) = rest.strip_prefix('=') else { return Ok(false) };
         let value = value.trim_start_matches([' ', '\t']);
-        let (expanded, _) = expand(value, None, &self.vars).map_err(|why| self.error(why))?;
+        let (expanded, _) = expand(value, None, &self.vars).map_err(|e| self.error(e.to_string()))?;
         let var = Var { name: p[..n].to_string(), value: value.to_string(), expanded };
         match self.vars.iter_mut().find(|v| v.name == var.name) {
             Some(v) => *v = var,
@@ -399,14 +419,12 @@ impl Parser<'_> {
             })?,
         };
         let verb = VERBS.iter().find(|(n, _)| *n == verb).map(|(_, v)| *v).ok_or_else(|| {
-            self.error(format!(
-                "unknown verb {verb} (add, client, delete, is, isdir, isfile, matches, set, start, to)"
-            ))
+            self.error(format!("unknown verb {verb} (add, client, delete, is, isdir, isfile, matches, set, start, to)"))
         })?;
         if !object.takes(verb) {
             return Err(self.error(format!("{} not valid verb for object {}", verb.name(), object.name())));
         }
-        let (qarg, rest) = expand(arg, None, &self.vars).map_err(|why| self.error(why))?;
+        let (qarg, rest) = expand(arg, None, &self.vars).map_err(|e| self.error(e.to_string()))?;
         // An action's command is words; everything else reads one.
         let rest = rest.trim_start_matches([' ', '\t']);
         if !matches!(verb, Verb::Start | Verb::Client) && !rest.is_empty() && !rest.starts_with('#') {
@@ -425,14 +443,14 @@ impl Parser<'_> {
 }
 
 /// Why `port` cannot name a port, if it cannot.
-fn check_port(port: &str) -> Result<(), String> {
+fn port_problem(port: &str) -> Option<String> {
     if BAD_PORTS.contains(&port) || port.is_empty() {
-        return Err(format!("illegal port name {port:?}"));
+        return Some(format!("illegal port name {port:?}"));
     }
     if port.contains(['/', '\n', '\0']) || port.len() > PORT_NAME_MAX {
-        return Err(format!("illegal port name {port:?}: a port is a file name of at most {PORT_NAME_MAX} bytes"));
+        return Some(format!("illegal port name {port:?}: a port is a file name of at most {PORT_NAME_MAX} bytes"));
     }
-    Ok(())
+    None
 }
 
 /// The length of the variable name `s` starts with (rc's: a letter or
@@ -458,17 +476,16 @@ pub trait Dollar {
 /// it has one. With no message (`dollar` none), as the rules are read,
 /// `$0` and the built-ins are left as they are. The expansion and what is
 /// left after the word.
-pub fn expand<'s>(s: &'s str, dollar: Option<&dyn Dollar>, vars: &[Var]) -> Result<(String, &'s str), String> {
+pub fn expand<'s>(s: &'s str, dollar: Option<&dyn Dollar>, vars: &[Var]) -> Result<(String, &'s str), ExpandError> {
     let mut out = String::new();
     let mut quoting = false;
     let mut rest = s;
-    loop {
-        let Some(c) = rest.chars().next() else { break };
+    while let Some(c) = rest.chars().next() {
         if !quoting && (c == ' ' || c == '\t') {
             break;
         }
         if out.len() > EXPANDED_MAX {
-            return Err(format!("expanded string too long (over {EXPANDED_MAX} bytes)"));
+            return Err(ExpandError::TooLong);
         }
         rest = &rest[c.len_utf8()..];
         if c == '\'' {
@@ -494,10 +511,10 @@ pub fn expand<'s>(s: &'s str, dollar: Option<&dyn Dollar>, vars: &[Var]) -> Resu
         }
     }
     if quoting {
-        return Err("runaway quoted string literal".to_string());
+        return Err(ExpandError::RunawayQuote);
     }
     if out.len() > EXPANDED_MAX {
-        return Err(format!("expanded string too long (over {EXPANDED_MAX} bytes)"));
+        return Err(ExpandError::TooLong);
     }
     Ok((out, rest))
 }
@@ -584,11 +601,11 @@ mod tests {
     fn includes_nest_and_a_loop_is_refused() {
         struct Files;
         impl Includes for Files {
-            fn include(&mut self, name: &str) -> Result<(String, String), String> {
+            fn include(&mut self, name: &str) -> Result<(String, String), IncludeError> {
                 match name {
                     "vars" => Ok(("/lib/vars".into(), "v=1\n".into())),
                     "loop" => Ok(("/lib/loop".into(), "include loop\n".into())),
-                    _ => Err(format!("can't open {name} for inclusion")),
+                    _ => Err(IncludeError { name: name.into(), why: None }),
                 }
             }
         }
@@ -604,7 +621,8 @@ mod tests {
     fn hostile_text_is_refused_never_a_panic() {
         let long = format!("x={}\ny=$x$x$x$x$x\n", "a".repeat(EXPANDED_MAX / 4));
         assert!(parse(&long).unwrap_err().why.contains("too long"));
-        for text in ["\0", "data matches \0\nplumb to p", "é is é", "$", "'", "=", "a=", "data matches [\nplumb to x"] {
+        for text in ["\0", "data matches \0\nplumb to p", "é is é", "$", "'", "=", "a=", "data matches [\nplumb to x"]
+        {
             let _ = parse(text);
         }
         let mut bytes = 0u64;

@@ -3,7 +3,7 @@
 //! message it sends, the port, and what it would start.
 
 use apex_core::plumb::route::{Files, RouteError};
-use apex_core::plumb::rules::{Includes, Var};
+use apex_core::plumb::rules::{IncludeError, Includes, Var};
 use apex_core::plumb::{builtin_rules, Message, Routed, Rules, Start, DEFAULT_RULES};
 use std::collections::BTreeMap;
 
@@ -26,8 +26,9 @@ impl Files for Disk {
 struct Builtin;
 
 impl Includes for Builtin {
-    fn include(&mut self, name: &str) -> Result<(String, String), String> {
-        builtin_rules(name).map(|t| (name.to_string(), t.to_string())).ok_or(format!("can't open {name}"))
+    fn include(&mut self, name: &str) -> Result<(String, String), IncludeError> {
+        let text = builtin_rules(name).ok_or(IncludeError { name: name.to_string(), why: None })?;
+        Ok((name.to_string(), text.to_string()))
     }
 }
 
@@ -164,6 +165,17 @@ fn apex_s_basic_set_sends_files_with_addresses_to_edit_and_urls_to_web() {
         assert_eq!(r.message.attr("addr"), addr, "{:?}", m.data_text());
         assert_eq!(r.message.attr("click"), None);
     }
+    // plan9port's B: `plumb -s B -d edit /w/FILE:7`; and a sender's own
+    // addr, which the rule's added one does not displace (plumb(3)
+    // appends, and the first of a name counts).
+    let mut b = Message::text("B", "/w", "/w/FILE:7");
+    b.dst = "edit".into();
+    let r = routed(&rules, &mut disk, &b);
+    assert_eq!((r.message.data_text(), r.message.attr("addr")), ("/w/FILE".to_string(), Some("7")));
+    let mut own = Message::text("plumb", "/w", "FILE");
+    own.attr.push(("addr".into(), "12".into()));
+    let r = routed(&rules, &mut disk, &own);
+    assert_eq!((r.message.dst.as_str(), r.message.attr("addr")), ("edit", Some("12")));
     // The browser is started with the URL when nothing reads `web`.
     let r = routed(&rules, &mut disk, &Message::text("acme", "/w", "http://x.org/y"));
     assert_eq!(r.start, start(&["xdg-open", "http://x.org/y"], false));
@@ -194,10 +206,14 @@ fn actions_and_rewrites_expand_what_the_match_found() {
 
     // `attr delete` of an attribute the message lacks fails the set, as
     // in the plumber; `set` rewrites every field.
-    let text = "attr delete gone\nplumb to a\n\ndata set x$data\ntype set t\nsrc set s\nwdir set /d\ndst set b\nplumb to b\n";
+    let text =
+        "attr delete gone\nplumb to a\n\ndata set x$data\ntype set t\nsrc set s\nwdir set /d\ndst set b\nplumb to b\n";
     let rules = Rules::parse("r", text, &mut Builtin, &[]).unwrap();
     let r = routed(&rules, &mut Disk::with(&[]), &Message::text("me", "/", "y"));
-    assert_eq!((r.message.data_text(), r.message.kind, r.message.src, r.message.wdir), ("xy".into(), "t".into(), "s".into(), "/d".into()));
+    assert_eq!(
+        (r.message.data_text(), r.message.kind, r.message.src, r.message.wdir),
+        ("xy".into(), "t".into(), "s".into(), "/d".into())
+    );
     assert_eq!(r.message.dst, "b");
 
     // Variables a file sets later are what its actions see, as the

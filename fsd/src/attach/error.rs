@@ -13,7 +13,7 @@ pub enum AttachError {
     Frame(#[from] FrameError),
     /// Plumbing rules the session's plumber refused.
     #[error(transparent)]
-    Plumb(#[from] crate::plumb::PlumbFsError),
+    Plumb(#[from] crate::plumb::error::PlumbFsError),
     #[error(
         "attach: a write may complete at most one frame; {0} bytes follow the end of this one. \
          Write each frame (u32 length + postcard message) in writes of its own"

@@ -98,10 +98,12 @@ impl Fsys {
     /// what is gone.
     fn check(s: Option<&Session>, place: Place) -> Result<()> {
         match place {
-            Place::Plumb1(_, place::PlumbFile::Port(_)) => match crate::plumb::files::exists(s.ok_or_else(gone)?, place) {
-                true => Ok(()),
-                false => Err(FsError::NoSuchFile("port".into()).into()),
-            },
+            Place::Plumb1(_, place::PlumbFile::Port(_)) => {
+                match crate::plumb::files::exists(s.ok_or_else(gone)?, place) {
+                    true => Ok(()),
+                    false => Err(FsError::NoSuchFile("port".into()).into()),
+                }
+            }
             _ if !Fsys::lives_in_state(place) => Ok(()),
             _ if place.in_acme() => crate::acme::files::check(s.ok_or_else(gone)?, place),
             _ => Fsys::check_state(s, place),

@@ -14,7 +14,8 @@
 //! - A port: each open fid is a reader; a read waits for a message and
 //!   returns it, or as much as fits, the rest in the next reads.
 
-use super::{PlumbFsError, MESSAGE_MAX, RULES_MAX};
+use super::error::PlumbFsError;
+use super::ports::{MESSAGE_MAX, RULES_MAX};
 use crate::error::{Error, Result};
 use crate::fsys::error::FsError;
 use crate::fsys::fid::{Content, Fid, Opened};
@@ -79,7 +80,7 @@ fn may_go_on(text: &str, e: &RuleError) -> bool {
     // Lines numbered from 1; the piece after a final newline is no line.
     let lines: Vec<&str> = text.split('\n').collect();
     let ends_set = |l: &&str| l.trim_start().is_empty() || l.trim_start().starts_with('#');
-    let last_blank = (1..lines.len()).filter(|i| ends_set(&lines[i - 1])).next_back().unwrap_or(0);
+    let last_blank = (1..lines.len()).rfind(|i| ends_set(&lines[i - 1])).unwrap_or(0);
     let cut_short = !text.ends_with('\n') && e.line == lines.len();
     e.line > last_blank && (e.why.contains("must have patterns and actions") || cut_short)
 }
@@ -180,7 +181,8 @@ impl Fsys {
     /// Puts the rules `text` in place if they read: whether they wait for
     /// more (`last`: there is no more, and they must read now).
     fn rules_written(&self, n: u64, text: &str, last: bool) -> Result<bool> {
-        let read = self.daemon.read(n, |s| super::rules::check_rules(&s.view().state.meta, AttachmentId::SERVER, text))?;
+        let read =
+            self.daemon.read(n, |s| super::rules::check_rules(&s.view().state.meta, AttachmentId::SERVER, text))?;
         match read {
             Ok(()) => {
                 self.daemon.change(n, |s, _| super::rules::replace_rules(s, AttachmentId::SERVER, text))??;

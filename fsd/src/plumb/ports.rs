@@ -4,7 +4,7 @@
 //! machine).
 
 use apex_core::meta::Meta;
-use apex_core::plumb::rules::{Includes, Var};
+use apex_core::plumb::rules::{IncludeError, Includes, Var};
 use apex_core::plumb::{builtin_rules, Message, Rules};
 use apex_core::{AttachmentId, RuleId};
 use std::collections::{BTreeMap, VecDeque};
@@ -191,7 +191,7 @@ impl HostIncludes {
 }
 
 impl Includes for HostIncludes {
-    fn include(&mut self, name: &str) -> Result<(String, String), String> {
+    fn include(&mut self, name: &str) -> Result<(String, String), IncludeError> {
         let path = match name {
             n if n.starts_with('/') => Some(PathBuf::from(n)),
             n if n.starts_with("./") || n.starts_with("../") => self.home_lib.as_ref().map(|h| h.join(n)),
@@ -200,19 +200,20 @@ impl Includes for HostIncludes {
         match (path, builtin_rules(name)) {
             (Some(p), _) => read_rules(&p).map(|t| (p.display().to_string(), t)),
             (None, Some(text)) => Ok((name.to_string(), text.to_string())),
-            (None, None) => Err(format!("can't open {name} for inclusion")),
+            (None, None) => Err(IncludeError { name: name.to_string(), why: None }),
         }
     }
 }
 
 /// A rule file's text, no more than [`RULES_MAX`].
-pub(crate) fn read_rules(path: &std::path::Path) -> Result<String, String> {
+pub(crate) fn read_rules(path: &std::path::Path) -> Result<String, IncludeError> {
     use std::io::Read;
+    let failed = |why: String| IncludeError { name: path.display().to_string(), why: Some(why) };
     let mut text = String::new();
-    let file = std::fs::File::open(path).map_err(|e| format!("can't open {} for inclusion: {e}", path.display()))?;
-    file.take(RULES_MAX as u64 + 1).read_to_string(&mut text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
+    file.take(RULES_MAX as u64 + 1).read_to_string(&mut text).map_err(|e| failed(e.to_string()))?;
     match text.len() > RULES_MAX {
-        true => Err(format!("{}: over {RULES_MAX} bytes", path.display())),
+        true => Err(failed(format!("over {RULES_MAX} bytes"))),
         false => Ok(text),
     }
 }

@@ -2,8 +2,8 @@
 //! texts deleted and the new one added; and the rules a session starts
 //! with.
 
+use crate::plumb::error::PlumbFsError;
 use crate::plumb::ports::{plan9_vars, read_rules, HostIncludes, RULES_MAX};
-use crate::plumb::PlumbFsError;
 use crate::session::Session;
 use apex_core::meta::Meta;
 use apex_core::plumb::{Rules, DEFAULT_RULES};
@@ -57,7 +57,7 @@ pub fn starting_rules() -> String {
     if !path.exists() {
         return DEFAULT_RULES.to_string();
     }
-    let read = read_rules(&path).and_then(|text| {
+    let read = read_rules(&path).map_err(|e| e.to_string()).and_then(|text| {
         let mut includes = HostIncludes::new();
         Rules::parse(&path.display().to_string(), &text, &mut includes, &plan9_vars()).map_err(|e| e.to_string())?;
         Ok(text)

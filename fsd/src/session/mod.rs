@@ -9,7 +9,7 @@
 //! Its fields are its own: others look through accessors and change it
 //! through [`crate::daemon::Daemon::change`]. Architecture invariant:
 //! only the orchestration (`attach`, its `route`, `registry`, `host`'s
-//! process records, `term::drive`) takes [`Session::view_mut`], the one
+//! process records, `term::drive`, `plumb::rules`) takes [`Session::view_mut`], the one
 //! way to append to its log; the file layer proposes (tidy's
 //! `files_never_append`).
 

@@ -231,3 +231,67 @@ async fn an_independent_client_python_9p_sends_and_reads_a_port() {
     let out = crate::run_script(&python, "python9p_plumb.py", &[&socket, &files.display().to_string()]);
     assert!(out.contains("python-9p plumb: ok"), "{out}");
 }
+
+/// Writes the session's own rules, replacing them (`9p write`'s OTRUNC).
+async fn set_rules(c: &Client, root: u32, rules: &str) {
+    let f = c.open_path(root, "main/plumb/rules", OWRITE | OTRUNC).await.unwrap();
+    c.write(f.fid, 0, rules.as_bytes()).await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_and_client_run_a_program_when_no_one_reads_and_a_client_s_message_waits_for_it() {
+    let d = plumb_daemon("plumb-start", &[]);
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let rules = "data matches 'start (.+)'\nplumb to started\nplumb start touch $1\n\n\
+                 data matches 'client (.+)'\nplumb to held\nplumb client touch $1\n\n\
+                 data is nothing\nplumb to none\nplumb start /no/such/program\n";
+    set_rules(&c, root, rules).await;
+    let dir = d.dir.display().to_string();
+    let send = |data: String| {
+        let c = c.clone();
+        async move { write(&c, root, "main/plumb/send", &format!("me\n\n/\ntext\n\n{}\n{data}", data.len())).await }
+    };
+    // start: the program runs with the rule's arguments; the message goes.
+    send(format!("start {dir}/started")).await.unwrap();
+    until(|| "plumb start ran no touch".into(), async || d.dir.join("started").exists().then_some(())).await;
+    // client: the program runs, and the message waits for the port's
+    // first reader.
+    send(format!("client {dir}/client")).await.unwrap();
+    until(|| "plumb client ran no touch".into(), async || d.dir.join("client").exists().then_some(())).await;
+    let port = c.open_path(root, "main/plumb/held", OREAD).await.unwrap();
+    let m = next_message(&c, &port).await;
+    assert_eq!(m.data, format!("client {dir}/client").into_bytes());
+    // A program that cannot start is the send's error.
+    let e = send("nothing".into()).await.unwrap_err().to_string();
+    assert!(e.contains("plumb start /no/such/program"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_starts_with_the_user_s_plumbing_file() {
+    let home = std::env::temp_dir().join(format!("apex-e2e-plumb-home-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(home.join("lib")).unwrap();
+    let mine = "editor=acme\n\n# mine\ntype is text\ndata matches 'mine'\nplumb to mine\n\ninclude basic\n";
+    std::fs::write(home.join("lib/plumbing"), mine).unwrap();
+    let ns = home.join("ns");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .args(["--ephemeral", "--namespace"])
+        .arg(&ns)
+        .env("HOME", &home)
+        .env_remove("PLAN9")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let d = Daemon { child, dir: ns };
+    until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    assert_eq!(text(read(&c, root, "main/plumb/rules").await.unwrap()), mine);
+    let listed = String::from_utf8_lossy(&read(&c, root, "main/plumb").await.unwrap()).into_owned();
+    assert!(listed.contains("mine") && listed.contains("edit"), "its ports and basic's");
+    drop(d);
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -24,7 +24,7 @@ def main():
 
     assert "main" in listing(c, "")
     assert sorted(listing(c, "main")) == sorted(
-        ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers", "acme", "terms"]
+        ["id", "label", "ctl", "hash", "snapshot", "proposals", "attach", "meta", "shards", "buffers", "acme", "terms", "plumb"]
     )
     assert sorted(listing(c, "main/meta")) == sorted(
         ["attachments", "leases", "rules", "notifications", "processes", "settings", "windows"]

@@ -6,6 +6,7 @@
 mod fonts;
 mod input;
 mod plumber;
+mod plumbing;
 mod reconnect;
 mod reflexes;
 mod render;

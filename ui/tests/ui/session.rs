@@ -69,6 +69,7 @@ pub(crate) fn daemon(ns: &std::path::Path, args: &[&str]) -> Child {
         .args(args)
         // Its terminals' shells read none of the user's start-up files.
         .env("HOME", ns)
+        .env_remove("PLAN9")
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -120,6 +120,8 @@ impl Desk {
             // The shells its terminals start read none of the user's
             // start-up files.
             .env("HOME", &self.ns)
+            // The session's plumber reads apex's own basic rules.
+            .env_remove("PLAN9")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
