@@ -16,12 +16,15 @@ use apex_ninep::fcall::{OREAD, OWRITE};
 use apex_ninep::{dial, Client};
 use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 mod common;
 use common::start_apexd_with;
 
 const MESSAGES: usize = 20_000;
+/// The most messages sent and not yet read (apexd keeps 256 per reader).
+const AHEAD: usize = 128;
 
 /// The rule the first figure goes through.
 const RULES: &str = "type is text\ndata matches 'msg [0-9]+'\nplumb to bench\n";
@@ -66,13 +69,19 @@ async fn plumber(address: &str) -> (Client, u32) {
 async fn through(address: &str, port: &str, message: impl Fn(usize) -> String) -> Duration {
     let (r, rroot) = plumber(address).await;
     let port = r.open_path(rroot, port, OREAD).await.expect("open the port");
-    let reader = tokio::spawn(async move {
-        let (mut got, mut bytes) = (0, Vec::new());
-        while got < MESSAGES {
-            bytes.extend(r.read(port.fid, 0, 8192).await.unwrap());
-            while let Ok(Some((_, used))) = apex_core::plumb::Message::parse(&bytes) {
-                bytes.drain(..used);
-                got += 1;
+    // Read so far: the sender keeps within `AHEAD` of it, as a reader
+    // that falls further behind than the plumber keeps loses messages.
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reader = tokio::spawn({
+        let read = read.clone();
+        async move {
+            let mut bytes = Vec::new();
+            while read.load(Relaxed) < MESSAGES {
+                bytes.extend(r.read(port.fid, 0, 8192).await.unwrap());
+                while let Ok(Some((_, used))) = apex_core::plumb::Message::parse(&bytes) {
+                    bytes.drain(..used);
+                    read.fetch_add(1, Relaxed);
+                }
             }
         }
     });
@@ -80,6 +89,9 @@ async fn through(address: &str, port: &str, message: impl Fn(usize) -> String) -
     let send = c.open_path(root, "send", OWRITE).await.unwrap();
     let t = Instant::now();
     for i in 0..MESSAGES {
+        while i >= read.load(Relaxed) + AHEAD {
+            tokio::task::yield_now().await;
+        }
         c.write(send.fid, 0, message(i).as_bytes()).await.expect("the plumber took the message");
     }
     reader.await.unwrap();

@@ -223,7 +223,8 @@ impl UiHost {
         };
         let message = plumb.message(&wdir);
         let address = format!("unix!{}", socket.display());
-        let (c, send) = (self.att.client(), format!("{}/plumb/send", self.session));
+        let (c, session) = (self.att.client(), self.session.clone());
+        let send = format!("{session}/plumb/send");
         self.rt.block_on(async move {
             let ours = tokio::time::timeout(WAIT, async {
                 let root = c.attach(&apex_ninep::ns::user_name(), "").await?;
@@ -235,7 +236,10 @@ impl UiHost {
             if matches!(ours, Ok(Ok(()))) {
                 return Ok(true);
             }
-            Ok(socket.exists() && apex_link::plumber::send_to(&address, &message).await.is_ok())
+            // Another program's plumber, not the session's own posted
+            // (which just refused it).
+            let theirs = socket.exists() && !apex_link::plumber::is_session_plumber(&c, &session, &address).await;
+            Ok(theirs && apex_link::plumber::send_to(&address, &message).await.is_ok())
         })
     }
 

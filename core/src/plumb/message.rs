@@ -140,7 +140,8 @@ impl Message {
 }
 
 /// plumb(7)'s attributes: `name=value` separated by blanks, a value in
-/// single quotes when it holds blanks (a doubled quote is a quote).
+/// single quotes when it holds blanks (a doubled quote is a quote). A
+/// word with no `=` ends them, as plumb(3)'s `plumbunpackattr` stops.
 pub fn attributes(s: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut chars = s.chars().peekable();
@@ -150,7 +151,7 @@ pub fn attributes(s: &str) -> Vec<(String, String)> {
         while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
             name.push(c);
         }
-        if name.is_empty() {
+        if name.is_empty() || chars.peek() != Some(&'=') {
             return out;
         }
         let mut value = String::new();

@@ -191,9 +191,13 @@ fn holds(
     let expanded = |m: &Message, e: &Exec| -> Result<String, ExpandError> {
         expand(&rule.arg, Some(&Vars { exec: e, message: m }), &set.vars).map(|(w, _)| w)
     };
+    // What the plumber takes and never acts on holds never (or, for a
+    // `set`, changes nothing).
+    let on_field = !matches!(rule.object, Object::Arg | Object::Attr | Object::Plumb);
     Ok(match rule.verb {
-        Verb::Is => field(rule.object, m) == rule.qarg,
-        Verb::Matches => matches(rule, m, e),
+        Verb::Is => on_field && field(rule.object, m) == rule.qarg,
+        Verb::Isnt => on_field && field(rule.object, m) != rule.qarg,
+        Verb::Matches => on_field && matches(rule, m, e),
         Verb::Set => {
             let value = expanded(m, e)?;
             match rule.object {
@@ -221,7 +225,8 @@ fn holds(
             let name = match rule.object {
                 Object::Arg => expanded(m, e)?,
                 Object::Data => m.data_text(),
-                _ => m.wdir.clone(),
+                Object::Wdir => m.wdir.clone(),
+                _ => return Ok(false),
             };
             let path = match name.starts_with('/') {
                 true => name,
@@ -258,18 +263,15 @@ fn matches(rule: &Rule, m: &Message, e: &mut Exec) -> bool {
     let Some(re) = &rule.regex else { return false };
     let text = field(rule.object, m);
     let click = match rule.object {
-        Object::Data => m.attr("click").map(|c| c.trim().parse::<usize>().unwrap_or(0)),
+        Object::Data => m.attr("click").map(atoi),
         _ => None,
     };
     let found = match click {
         None => find_in_str(re, &text, 0).filter(|f| f.whole() == (0..text.len())),
+        // Before the text, as the plumber's loop has it: nothing.
+        Some(click) if click < 0 => return false,
         Some(click) => {
-            // The click counts runes.
-            let at = text.char_indices().nth(click).map_or(text.len(), |(i, _)| i);
-            let starts = text.char_indices().map(|(i, _)| i).chain([text.len()]).take_while(|i| *i <= at);
-            let found =
-                starts.filter_map(|i| find_in_str(re, &text, i)).find(|f| f.whole().start <= at && at <= f.whole().end);
-            let Some(f) = found else { return false };
+            let Some(f) = holding(re, &text, click as usize) else { return false };
             let span = (f.whole().start, f.whole().end);
             if e.span.is_some_and(|s| s != span) {
                 return false;
@@ -285,9 +287,68 @@ fn matches(rule: &Rule, m: &Message, e: &mut Exec) -> bool {
     true
 }
 
+/// C's `atoi`, as the plumber reads a click: leading blanks, a sign,
+/// digits; 0 where there are none.
+fn atoi(s: &str) -> i64 {
+    let s = s.trim_start();
+    let (sign, digits) = match s.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+    sign * n
+}
+
+/// The leftmost-longest match of `re` in `text` that holds rune `click`
+/// (or ends right at it). Each search starts past the last match's start,
+/// and the first match starting after the click ends the looking: the
+/// work is a search per match before the click, not per rune.
+fn holding(re: &crate::regx::Regexp, text: &str, click: usize) -> Option<crate::regx::Found> {
+    let at = text.char_indices().nth(click).map_or(text.len(), |(i, _)| i);
+    let mut from = 0;
+    loop {
+        let f = find_in_str(re, text, from)?;
+        let whole = f.whole();
+        if whole.start > at {
+            return None;
+        }
+        if at <= whole.end {
+            return Some(f);
+        }
+        // The next start after this match's: a rune on.
+        from = text[whole.start..].chars().next().map_or(text.len() + 1, |c| whole.start + c.len_utf8());
+        if from > at {
+            return None;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_click_reads_as_atoi_reads_it() {
+        for (s, n) in [("12", 12), (" 7x", 7), ("-1", -1), ("x", 0), ("", 0), ("+3", 3)] {
+            assert_eq!(atoi(s), n, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn clicked_matching_is_a_search_per_match_not_per_rune() {
+        let re = crate::regx::Regexp::new("[a-z]+").unwrap();
+        // Half a megabyte of one-letter words, clicked at the end: found,
+        // and fast enough for a test however slow the machine.
+        let text = "!a".repeat(1 << 18);
+        let f = holding(&re, &text, text.len() - 1).unwrap();
+        assert_eq!(f.whole(), text.len() - 1..text.len());
+        assert!(holding(&re, "!!!!", 2).is_none());
+        let f = holding(&re, "ab cd", 2).unwrap();
+        assert_eq!(f.whole(), 0..2, "a match ending at the click holds it");
+    }
 
     #[test]
     fn clean_names_as_plan9_does() {

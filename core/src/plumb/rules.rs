@@ -4,10 +4,11 @@
 //! (`name=value`, expanded where they are used), quoting as in rc.
 //!
 //! Everything the plumber refuses is refused here with the file, line and
-//! reason, and so is what it would take and never act on (`attr is`,
-//! `arg matches`, a second word where one is read): a rule file that
-//! parses does what it says. Nothing here reads a file: an `include` is
-//! asked of the caller ([`Includes`]).
+//! reason; what it takes, this takes, so a user's plumbing file that the
+//! plumber reads reads here too (a pattern it never acts on, `attr is`,
+//! never matches, and a pattern reads only its argument's first word, as
+//! there). One verb is apex's own: `isn't`, the opposite of `is`. Nothing
+//! here reads a file: an `include` is asked of the caller ([`Includes`]).
 
 use crate::regx::{Regexp, RegexpError};
 use std::sync::Arc;
@@ -44,19 +45,22 @@ pub enum Verb {
     Is,
     Isdir,
     Isfile,
+    /// apex's: the field is not the argument.
+    Isnt,
     Matches,
     Set,
     Start,
     To,
 }
 
-const VERBS: [(&str, Verb); 10] = [
+const VERBS: [(&str, Verb); 11] = [
     ("add", Verb::Add),
     ("client", Verb::Client),
     ("delete", Verb::Delete),
     ("is", Verb::Is),
     ("isdir", Verb::Isdir),
     ("isfile", Verb::Isfile),
+    ("isn't", Verb::Isnt),
     ("matches", Verb::Matches),
     ("set", Verb::Set),
     ("start", Verb::Start),
@@ -68,16 +72,14 @@ impl Object {
         OBJECTS.iter().find(|(_, o)| *o == self).map_or("", |(n, _)| n)
     }
 
-    /// Whether a pattern on this object can do what `verb` says (the
-    /// plumber's `matchpat` acts on these pairs and no others).
+    /// Whether a rule may pair this object with `verb`: the plumber's
+    /// `parserule` refuses these pairs and no others.
     fn takes(self, verb: Verb) -> bool {
-        use Object::*;
         use Verb::*;
         match verb {
-            Client | Start | To => self == Plumb,
-            Add | Delete => self == Attr,
-            Is | Matches | Set => matches!(self, Data | Dst | Src | Type | Wdir),
-            Isfile | Isdir => matches!(self, Arg | Data | Wdir),
+            Client | Start | To => self == Object::Plumb,
+            Add | Delete => self == Object::Attr,
+            Is | Isnt | Matches | Set | Isfile | Isdir => self != Object::Plumb,
         }
     }
 }
@@ -419,21 +421,16 @@ impl Parser<'_> {
             })?,
         };
         let verb = VERBS.iter().find(|(n, _)| *n == verb).map(|(_, v)| *v).ok_or_else(|| {
-            self.error(format!("unknown verb {verb} (add, client, delete, is, isdir, isfile, matches, set, start, to)"))
+            self.error(format!(
+                "unknown verb {verb} (add, client, delete, is, isdir, isfile, isn't, matches, set, start, to)"
+            ))
         })?;
         if !object.takes(verb) {
             return Err(self.error(format!("{} not valid verb for object {}", verb.name(), object.name())));
         }
-        let (qarg, rest) = expand(arg, None, &self.vars).map_err(|e| self.error(e.to_string()))?;
-        // An action's command is words; everything else reads one.
-        let rest = rest.trim_start_matches([' ', '\t']);
-        if !matches!(verb, Verb::Start | Verb::Client) && !rest.is_empty() && !rest.starts_with('#') {
-            return Err(self.error(format!(
-                "{} {} reads one word, and {rest:?} follows it: quote the argument ('...')",
-                object.name(),
-                verb.name()
-            )));
-        }
+        // An action's command is words; a pattern reads the first (what
+        // follows it is passed over, as the plumber does).
+        let (qarg, _) = expand(arg, None, &self.vars).map_err(|e| self.error(e.to_string()))?;
         let regex = match verb {
             Verb::Matches => Some(Regexp::new(&qarg).map_err(|e: RegexpError| self.error(e.to_string()))?),
             _ => None,
@@ -557,6 +554,16 @@ mod tests {
     }
 
     #[test]
+    fn what_the_plumber_takes_is_taken() {
+        // A second word after a pattern's argument is passed over, and a
+        // pattern the plumber never acts on parses, as there.
+        let r = parse("data is a b\nattr is x\nsrc isfile y\ndata isn't z\nplumb to p extra\n").unwrap();
+        assert_eq!(r.sets[0].patterns[0].qarg, "a");
+        assert_eq!(r.sets[0].patterns[3].verb, Verb::Isnt);
+        assert_eq!(r.sets[0].port.as_deref(), Some("p"));
+    }
+
+    #[test]
     fn variables_expand_where_the_rules_are_read_and_quotes_come_off() {
         let r = parse("x='a b'\ny = $x''c\ndata is $y\nplumb to 'it''s'\n").unwrap();
         assert_eq!(r.vars[1].expanded, "a bc");
@@ -580,14 +587,12 @@ mod tests {
             ("type\n", 1, "malformed rule"),
             ("type is\n", 1, "malformed rule"),
             ("data add x=1\nplumb to p\n", 1, "add not valid verb for object data"),
-            ("attr is x\nplumb to p\n", 1, "is not valid verb for object attr"),
             ("plumb is x\n", 1, "is not valid verb for object plumb"),
             ("data matches '(x'\nplumb to p\n", 1, "bad regexp"),
             ("data matches 'x\nplumb to p\n", 1, "runaway quoted"),
             ("plumb start x\n", 1, "may only declare ports"),
             ("include\n", 1, "malformed include"),
             ("include basic\n", 1, "can't open basic"),
-            ("data is a b\nplumb to p\n", 1, "reads one word"),
         ];
         for (text, line, why) in cases {
             let e = parse(text).expect_err(text);

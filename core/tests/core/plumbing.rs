@@ -234,3 +234,56 @@ fn rules_of_several_owners_match_in_the_order_given() {
     let r = routed(&both, &mut Disk::with(&["/w/FILE"]), &Message::text("acme", "/w", "FILE:3"));
     assert_eq!(r.message.dst, "mine", "the tool's claim comes first");
 }
+
+#[test]
+fn isdir_sets_dir_and_isn_t_turns_is_round() {
+    let text = "data isn't skip\narg isdir $data\nplumb to dirs\nplumb start ls $dir\n\nattr is x\nplumb to never\n";
+    let rules = Rules::parse("r", text, &mut Builtin, &[]).unwrap();
+    let mut disk = Disk::with(&["/w/sub/", "/w/file"]);
+    let r = routed(&rules, &mut disk, &Message::text("me", "/w", "sub/."));
+    assert_eq!((r.message.dst.as_str(), r.start), ("dirs", start(&["ls", "/w/sub"], false)));
+    for data in ["skip", "file", "none"] {
+        // `skip` is turned away by isn't; a file is no directory; and
+        // `attr is`, which the plumber takes and never acts on, never
+        // matches here either.
+        assert_eq!(rules.route(&Message::text("me", "/w", data), &mut disk), Err(RouteError::NoRule), "{data}");
+    }
+}
+
+/// Random messages, clicks and data through the manual's rules and the
+/// basic set: every outcome is a routing or a refusal, never a panic.
+#[test]
+fn hostile_messages_are_routed_or_refused_never_a_panic() {
+    let manual = Rules::parse("plumbing", MANUAL, &mut Builtin, &[]).unwrap();
+    let basic = Rules::parse("rules", DEFAULT_RULES, &mut Builtin, &[]).unwrap();
+    let pieces = ["FILE", ":", "3", "/", "..", "http://", "é", "'", "$0", "#", ",", " ", "\t", "(", ")", ".h", "a"];
+    let mut disk = Disk::with(&["/w/FILE", "/w/"]);
+    let mut x = 0x9e3779b97f4a7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..3000 {
+        let n = next() % 12;
+        let data: String = (0..n).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect();
+        let mut m = Message::text("fuzz", "/w", &data);
+        let clicks = ["0", "-1", "99999999999999999999", "3x", ""];
+        match next() % 3 {
+            0 => m.attr.push(("click".into(), clicks[(next() % 5) as usize].into())),
+            1 => m.attr.push(("click".into(), (next() % 40).to_string())),
+            _ => {}
+        }
+        if next() % 4 == 0 {
+            m.dst = ["edit", "web", "nowhere", ""][(next() % 4) as usize].into();
+        }
+        for rules in [&manual, &basic] {
+            let _ = rules.route(&m, &mut disk);
+        }
+    }
+    // A large clicked message is matched in time: a search per match.
+    let mut m = Message::text("fuzz", "/w", &"!a".repeat(1 << 17));
+    m.attr.push(("click".into(), ((1usize << 18) - 1).to_string()));
+    assert_eq!(basic.route(&m, &mut disk), Err(RouteError::NoRule));
+}

@@ -706,11 +706,17 @@ impl Fsys {
                 true => look::expand(b, wb.q0, wb.act == Act::Execute),
                 false => (wb.q0, wb.q1),
             };
-            // What acme's look3 plumbs: the text, or for a null click the
-            // blank-delimited run around it and where the click was.
-            let plumbed = match wb.q0 == wb.q1 {
-                true => Plumb::around(b, wb.q0),
-                false => Some(Plumb { data: b.slice(wb.q0, wb.q1).unwrap_or_default(), click: None }),
+            // What acme's look3 plumbs: the text; for a null click in dot,
+            // dot; for another, the blank-delimited run around it and
+            // where the click was (none on a blank).
+            let view = if wb.tag { ViewId::WindowTag(w.id) } else { ViewId::WindowBody(w.id) };
+            let dot = b.views.get(&view).map(|v| (v.q0, v.q1)).filter(|(q0, q1)| q0 < q1);
+            let plumbed = match (wb.q0 == wb.q1, dot) {
+                (true, Some((d0, d1))) if d0 <= wb.q0 && wb.q0 <= d1 => {
+                    Some(Plumb { data: b.slice(d0, d1).unwrap_or_default(), click: None })
+                }
+                (true, _) => Plumb::around(b, wb.q0),
+                (false, _) => Some(Plumb { data: b.slice(wb.q0, wb.q1).unwrap_or_default(), click: None }),
             };
             let name = s.view().state.buffer(w.body).map(|b| b.name.clone()).unwrap_or_default();
             let wdir = look::window_dir(&name).unwrap_or_else(|| host::run_dir(None));
@@ -718,7 +724,10 @@ impl Fsys {
         })??;
         // B3 goes to the session's plumber first, then to one another
         // program posts, and only then to acme's own look.
-        if let (Act::Look, Some(m)) = (wb.act, plumbed) {
+        if wb.act == Act::Look {
+            // A null click on a blank plumbs nothing and looks for
+            // nothing, as in acme.
+            let Some(m) = plumbed else { return Ok(()) };
             if crate::plumb::send_first(&self.daemon, self.system_plumber.as_deref(), n, m).await {
                 return Ok(());
             }

@@ -101,9 +101,10 @@ pub enum Opened {
     /// The plumber's `send`: a message written in parts so far.
     PlumbSend { partial: Vec<u8> },
     /// The plumber's `rules` open for writing: the rules it adds to (none
-    /// when opened with OTRUNC), what was written, and whether the last
-    /// rule set waits for more text before it can be read.
-    PlumbRules { content: Content, base: String, written: Vec<u8>, waiting: bool },
+    /// when opened with OTRUNC), what was written (taken at the clunk),
+    /// whether a write was refused (then nothing is), and its turn as the
+    /// one writer.
+    PlumbRules { content: Content, base: Option<String>, written: Vec<u8>, refused: bool, writer: u64 },
     /// A plumb port: the plumber's reader this fid is.
     PlumbPort { reader: u64 },
 }

@@ -27,6 +27,8 @@ pub enum PlumbFsError {
     ClientWithoutPort,
     #[error("plumb start {program}: {err}")]
     Start { program: String, err: String },
+    #[error("rules: in use: another writes the rules now; write them once it closes them")]
+    RulesInUse,
     #[error("plumb start: the command is empty")]
     EmptyCommand,
     /// The metalog refused the rules' entries.

@@ -96,13 +96,16 @@ impl Fsys {
                 match writes {
                     false => Ok(Opened::Content(content)),
                     true => {
+                        // One writer at a time, as the plumber's "file in use".
+                        let writer = self.daemon.tend(n, |s| s.plumber_mut().start_writing_rules())?;
+                        let writer = writer.ok_or(PlumbFsError::RulesInUse)?;
                         let base = match mode & OTRUNC != 0 {
-                            true => String::new(),
-                            false if own.is_empty() || own.ends_with("\n\n") => own,
-                            false if own.ends_with('\n') => own + "\n",
-                            false => own + "\n\n",
+                            true => None,
+                            false if own.is_empty() || own.ends_with("\n\n") => Some(own),
+                            false if own.ends_with('\n') => Some(own + "\n"),
+                            false => Some(own + "\n\n"),
                         };
-                        Ok(Opened::PlumbRules { content, base, written: Vec::new(), waiting: false })
+                        Ok(Opened::PlumbRules { content, base, written: Vec::new(), refused: false, writer })
                     }
                 }
             }
@@ -149,47 +152,39 @@ impl Fsys {
                     let Opened::PlumbRules { base, written, .. } = &mut *opened else {
                         return Err(FsError::Unopened("rules").into());
                     };
+                    let base = base.as_deref().unwrap_or_default();
                     if base.len() + written.len() + data.len() > RULES_MAX {
                         return Err(PlumbFsError::RulesTooLong.into());
                     }
                     let mut bytes = written.clone();
                     bytes.extend_from_slice(&data);
-                    // A write may end inside a character: it waits for the rest.
-                    let text = match std::str::from_utf8(&bytes) {
-                        Ok(t) => t.to_string(),
-                        Err(e) if e.error_len().is_none() => String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into(),
-                        Err(_) => return Err(FsError::NotUtf8(Some("rules")).into()),
-                    };
+                    // What is written so far, to its last whole line (a
+                    // write may end inside a line, or a character).
+                    let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                    let text = std::str::from_utf8(&bytes[..whole]).map_err(|_| FsError::NotUtf8(Some("rules")))?;
                     format!("{base}{text}")
                 };
-                let outcome = self.rules_written(n, &text, false);
-                let mut opened = fid.lock();
-                let Opened::PlumbRules { written, waiting, .. } = &mut *opened else { return Ok(()) };
-                match outcome {
-                    Ok(wait) => {
-                        written.extend_from_slice(&data);
-                        *waiting = wait;
-                        Ok(())
+                // Read off the session's lock: an error is this write's,
+                // and the write is forgotten; taken only at the clunk.
+                let checked = tokio::task::spawn_blocking(move || {
+                    super::rules::check_rules(None, AttachmentId::SERVER, &text).map_err(|e| (e, text))
+                })
+                .await
+                .map_err(|source| Error::Task { what: "plumb rules", source })?;
+                let refusal = match checked {
+                    Err((PlumbFsError::Rules(e), text)) if !may_go_on(&text, &e) => Some(PlumbFsError::Rules(e)),
+                    Err((PlumbFsError::Rules(_), _)) | Ok(()) => None,
+                    Err((e, _)) => Some(e),
+                };
+                if let Opened::PlumbRules { written, refused, .. } = &mut *fid.lock() {
+                    match refusal {
+                        Some(_) => *refused = true,
+                        None => written.extend_from_slice(&data),
                     }
-                    Err(e) => Err(e),
                 }
+                refusal.map_or(Ok(()), |e| Err(e.into()))
             }
             PlumbFile::Port(_) => Err(place::not_writable(fid.place).into()),
-        }
-    }
-
-    /// Puts the rules `text` in place if they read: whether they wait for
-    /// more (`last`: there is no more, and they must read now).
-    fn rules_written(&self, n: u64, text: &str, last: bool) -> Result<bool> {
-        let read =
-            self.daemon.read(n, |s| super::rules::check_rules(&s.view().state.meta, AttachmentId::SERVER, text))?;
-        match read {
-            Ok(()) => {
-                self.daemon.change(n, |s, _| super::rules::replace_rules(s, AttachmentId::SERVER, text))??;
-                Ok(false)
-            }
-            Err(PlumbFsError::Rules(e)) if !last && may_go_on(text, &e) => Ok(true),
-            Err(e) => Err(e.into()),
         }
     }
 
@@ -219,11 +214,22 @@ impl Fsys {
             Opened::PlumbPort { reader } => {
                 let _ = self.daemon.tend(n, |s| s.plumber_mut().close_reader(reader));
             }
-            Opened::PlumbRules { base, written, waiting: true, .. } => {
-                let text = format!("{base}{}", String::from_utf8_lossy(&written));
-                if let Err(e) = self.rules_written(n, &text, true) {
+            Opened::PlumbRules { base, written, refused, writer, .. } => {
+                // Opened with OTRUNC and nothing written: no rules, as the
+                // plumber's truncating open leaves; after a refused write,
+                // nothing changes.
+                let text = match (base, written.is_empty()) {
+                    _ if refused => None,
+                    (Some(_), true) => None,
+                    (base, _) => Some(format!("{}{}", base.unwrap_or_default(), String::from_utf8_lossy(&written))),
+                };
+                let taken = text.map_or(Ok(Ok(())), |text| {
+                    self.daemon.change(n, |s, _| super::rules::replace_rules(s, AttachmentId::SERVER, &text))
+                });
+                if let Err(e) = taken.and_then(|r| r.map_err(Error::from)) {
                     tracing::warn!(session = n, "plumb rules written and closed, not taken: {e}");
                 }
+                let _ = self.daemon.tend(n, |s| s.plumber_mut().stop_writing_rules(writer));
             }
             _ => {}
         }

@@ -75,9 +75,18 @@ pub async fn send(daemon: &Daemon, n: u64, message: Message) -> Result<Routed, E
     if start.client && port.is_empty() {
         return Err(Error::Plumb(PlumbFsError::ClientWithoutPort));
     }
-    run(&start.argv, &routed.message.wdir).map_err(Error::Plumb)?;
+    // Held before the client starts, so a client quick to open the port
+    // finds it there.
+    let held = start.client && daemon.tend(n, |s| s.plumber_mut().hold(&port, &routed.message))?;
     if start.client {
-        daemon.tend(n, |s| s.plumber_mut().hold(&port, &routed.message))?;
+        // A reader that came meanwhile has it.
+        daemon.changed_in(n);
+    }
+    if let Err(e) = run(&start.argv, &routed.message.wdir) {
+        if held {
+            let _ = daemon.tend(n, |s| s.plumber_mut().unhold(&port));
+        }
+        return Err(Error::Plumb(e));
     }
     Ok(routed)
 }

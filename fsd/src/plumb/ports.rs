@@ -30,6 +30,8 @@ pub struct Plumber {
     readers: BTreeMap<u64, Reader>,
     held: BTreeMap<String, VecDeque<Vec<u8>>>,
     next_reader: u64,
+    /// The fid writing `rules`, if one is.
+    rules_writer: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -78,6 +80,22 @@ impl Plumber {
             }
         }
         ports
+    }
+
+    /// A turn to write `rules`; none while another has it.
+    pub fn start_writing_rules(&mut self) -> Option<u64> {
+        if self.rules_writer.is_some() {
+            return None;
+        }
+        self.next_reader += 1;
+        self.rules_writer = Some(self.next_reader);
+        self.rules_writer
+    }
+
+    pub fn stop_writing_rules(&mut self, writer: u64) {
+        if self.rules_writer == Some(writer) {
+            self.rules_writer = None;
+        }
     }
 
     /// A new reader of `port`, given what was held for it.
@@ -129,12 +147,26 @@ impl Plumber {
         any
     }
 
-    pub fn hold(&mut self, port: &str, message: &Message) {
+    /// Keeps `message` for the next reader of `port` (a `plumb client`'s),
+    /// or gives it to the readers there are now, if one came meanwhile:
+    /// whether it was kept.
+    pub fn hold(&mut self, port: &str, message: &Message) -> bool {
+        if self.deliver(port, message) {
+            return false;
+        }
         let held = self.held.entry(port.to_string()).or_default();
         if held.len() == HELD_MAX {
             held.pop_front();
         }
         held.push_back(message.pack());
+        true
+    }
+
+    /// Forgets the last message held for `port` (its client did not start).
+    pub fn unhold(&mut self, port: &str) {
+        if let Some(held) = self.held.get_mut(port) {
+            held.pop_back();
+        }
     }
 }
 
@@ -181,12 +213,18 @@ pub(crate) fn plan9_vars() -> Vec<Var> {
 pub(crate) struct HostIncludes {
     home_lib: Option<PathBuf>,
     plan9: Option<PathBuf>,
+    /// Bytes the includes of one reading may still take.
+    left: usize,
 }
+
+/// The most bytes the includes of one rule text may read in all, so no
+/// text reads without end (a file included again and again).
+pub const INCLUDED_MAX: usize = 4 * RULES_MAX;
 
 impl HostIncludes {
     pub(crate) fn new() -> HostIncludes {
         let var = |v| std::env::var_os(v).filter(|p| !p.is_empty()).map(PathBuf::from);
-        HostIncludes { home_lib: var("HOME").map(|h| h.join("lib")), plan9: var("PLAN9") }
+        HostIncludes { home_lib: var("HOME").map(|h| h.join("lib")), plan9: var("PLAN9"), left: INCLUDED_MAX }
     }
 }
 
@@ -197,11 +235,16 @@ impl Includes for HostIncludes {
             n if n.starts_with("./") || n.starts_with("../") => self.home_lib.as_ref().map(|h| h.join(n)),
             n => self.plan9.as_ref().map(|p| p.join("plumb").join(n)).filter(|p| p.exists()),
         };
-        match (path, builtin_rules(name)) {
+        let text = match (path, builtin_rules(name)) {
             (Some(p), _) => read_rules(&p).map(|t| (p.display().to_string(), t)),
             (None, Some(text)) => Ok((name.to_string(), text.to_string())),
             (None, None) => Err(IncludeError { name: name.to_string(), why: None }),
-        }
+        }?;
+        self.left = self.left.checked_sub(text.1.len()).ok_or_else(|| IncludeError {
+            name: name.to_string(),
+            why: Some(format!("the includes read over {INCLUDED_MAX} bytes in all")),
+        })?;
+        Ok(text)
     }
 }
 
@@ -210,7 +253,17 @@ pub(crate) fn read_rules(path: &std::path::Path) -> Result<String, IncludeError>
     use std::io::Read;
     let failed = |why: String| IncludeError { name: path.display().to_string(), why: Some(why) };
     let mut text = String::new();
-    let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
+    // A regular file only, opened without waiting: a fifo or a device
+    // named in a rule would hold the session's lock.
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| failed(e.to_string()))?;
+    if !file.metadata().map_err(|e| failed(e.to_string()))?.is_file() {
+        return Err(failed("not a regular file".into()));
+    }
     file.take(RULES_MAX as u64 + 1).read_to_string(&mut text).map_err(|e| failed(e.to_string()))?;
     match text.len() > RULES_MAX {
         true => Err(failed(format!("over {RULES_MAX} bytes"))),

@@ -12,14 +12,15 @@ use std::path::PathBuf;
 
 /// Reads `text` as the rules of `owner` would be read, to refuse it
 /// whole before anything changes.
-pub fn check_rules(meta: &Meta, owner: AttachmentId, text: &str) -> Result<(), PlumbFsError> {
+pub fn check_rules(meta: Option<&Meta>, owner: AttachmentId, text: &str) -> Result<(), PlumbFsError> {
     if text.len() > RULES_MAX {
         return Err(PlumbFsError::RulesTooLong);
     }
     let mut includes = HostIncludes::new();
     let mut vars = plan9_vars();
     if owner != AttachmentId::SERVER {
-        for rule in meta.rules.values().filter(|r| r.owner == AttachmentId::SERVER) {
+        let own = meta.into_iter().flat_map(|m| m.rules.values()).filter(|r| r.owner == AttachmentId::SERVER);
+        for rule in own {
             if let Ok(r) = Rules::parse("rules", &rule.text, &mut includes, &vars) {
                 vars = r.vars;
             }
@@ -36,7 +37,7 @@ pub fn check_rules(meta: &Meta, owner: AttachmentId, text: &str) -> Result<(), P
 /// Replaces `owner`'s rules with `text` (none if empty), checked first.
 /// The one way rules enter the metalog.
 pub(crate) fn replace_rules(s: &mut Session, owner: AttachmentId, text: &str) -> Result<(), PlumbFsError> {
-    check_rules(&s.view().state.meta, owner, text)?;
+    check_rules(Some(&s.view().state.meta), owner, text)?;
     let old: Vec<RuleId> =
         s.view().state.meta.rules.iter().filter(|(_, r)| r.owner == owner).map(|(id, _)| *id).collect();
     for rule in old {
@@ -50,12 +51,14 @@ pub(crate) fn replace_rules(s: &mut Session, owner: AttachmentId, text: &str) ->
 }
 
 /// The rules a new session starts with: `$HOME/lib/plumbing` where it
-/// exists and reads, else apex's basic set.
-pub fn starting_rules() -> String {
-    let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else { return DEFAULT_RULES.to_string() };
+/// exists and reads, else apex's basic set, with why that file was not
+/// taken.
+pub fn starting_rules() -> (String, Option<String>) {
+    let basic = || DEFAULT_RULES.to_string();
+    let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else { return (basic(), None) };
     let path = PathBuf::from(home).join("lib/plumbing");
     if !path.exists() {
-        return DEFAULT_RULES.to_string();
+        return (basic(), None);
     }
     let read = read_rules(&path).map_err(|e| e.to_string()).and_then(|text| {
         let mut includes = HostIncludes::new();
@@ -63,10 +66,11 @@ pub fn starting_rules() -> String {
         Ok(text)
     });
     match read {
-        Ok(text) => text,
+        Ok(text) => (text, None),
         Err(e) => {
-            tracing::warn!("{e}: the session starts with apex's basic plumbing rules");
-            DEFAULT_RULES.to_string()
+            let why = format!("plumbing: {e}: the session starts with apex's basic rules (see plumb/rules)");
+            tracing::warn!("{why}");
+            (basic(), Some(why))
         }
     }
 }
@@ -77,7 +81,12 @@ pub(crate) fn give_starting_rules(s: &mut Session) -> Result<(), Reject> {
     if s.view().state.meta.next_rule > 1 {
         return Ok(());
     }
+    let (text, why) = starting_rules();
     let rule = s.view_mut().log.next_rule();
-    s.view_mut().push_meta(MetaOp::RuleAdd { rule, owner: AttachmentId::SERVER, text: starting_rules() })?;
+    s.view_mut().push_meta(MetaOp::RuleAdd { rule, owner: AttachmentId::SERVER, text })?;
+    // Said where the user looks: a notification in the session.
+    if let Some(text) = why {
+        s.view_mut().push_meta(MetaOp::Notify { from: AttachmentId::SERVER, text })?;
+    }
     Ok(())
 }

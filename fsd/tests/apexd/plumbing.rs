@@ -76,9 +76,21 @@ async fn a_tool_s_rules_claim_text_until_it_detaches() {
     let ev = open(&ac, aroot, &format!("{id}/event"), ORDWR).await;
     put(&ac, &ev, "ML4 12 \n").await.unwrap();
     let (m, port) = tokio::time::timeout(WAIT, reading).await.expect("the tool got the message").unwrap();
-    c.clunk(port.fid).await.unwrap();
     assert_eq!((m.src.as_str(), m.dst.as_str(), m.data.as_slice()), ("acme", "issues", &b"issue 42"[..]));
     assert_eq!(m.attr("id"), Some("42"));
+    // A null click in dot plumbs dot, as acme's look3 does.
+    let ctl = open(&ac, aroot, &format!("{id}/ctl"), ORDWR).await;
+    let addr = open(&ac, aroot, &format!("{id}/addr"), ORDWR).await;
+    put(&ac, &addr, "#4,#12").await.unwrap();
+    put(&ac, &ctl, "dot=addr").await.unwrap();
+    put(&ac, &ev, "ML7 7 \n").await.unwrap();
+    let m = next_message(&c, &port).await;
+    assert_eq!((m.data.as_slice(), m.attr("click")), (&b"issue 42"[..], None));
+    // A null click on a blank plumbs nothing (and looks for nothing).
+    put(&ac, &ev, "ML3 3 \n").await.unwrap();
+    let quiet = tokio::time::timeout(Duration::from_millis(300), c.read(port.fid, 0, 8192)).await;
+    assert!(quiet.is_err(), "nothing came: {quiet:?}");
+    c.clunk(port.fid).await.unwrap();
 
     // The tool detaches: its rule and its port go.
     tool.close().await;
@@ -144,13 +156,6 @@ async fn the_session_s_plumber_delivers_to_every_reader_and_refuses_what_the_plu
         let e = write(&p, proot, "send", m).await.unwrap_err().to_string();
         assert!(e.contains(says), "{m:?}: {e}");
     }
-    // A message naming a port nobody reads whose rule starts a program
-    // starts it (the basic set's web rule: xdg-open, or its absence said).
-    let url = "me\n\n/\ntext\n\n19\nhttp://example.com/";
-    match write(&p, proot, "send", url).await {
-        Ok(()) => {}
-        Err(e) => assert!(e.to_string().contains("plumb start xdg-open"), "{e}"),
-    }
 
     // Rules: a bad text refused whole, with its line; a good one replaces
     // the session's own (OTRUNC) or adds to them (no OTRUNC).
@@ -170,8 +175,18 @@ async fn the_session_s_plumber_delivers_to_every_reader_and_refuses_what_the_plu
     p.clunk(f.fid).await.unwrap();
     let rules = text(read(&p, proot, "rules").await.unwrap());
     assert_eq!(rules, "data is one\nplumb to first\n\ndata is two\nplumb to second");
+    // One writer at a time, as the plumber's "in use".
+    let f = p.open_path(proot, "rules", OWRITE).await.unwrap();
+    let e = p.open_path(proot, "rules", OWRITE).await.unwrap_err().to_string();
+    assert!(e.contains("rules: in use"), "{e}");
+    p.clunk(f.fid).await.unwrap();
+    assert_eq!(text(read(&p, proot, "rules").await.unwrap()), rules, "an open and clunk adds nothing");
     let listed = String::from_utf8_lossy(&read(&p, proot, "").await.unwrap()).into_owned();
     assert!(listed.contains("first") && listed.contains("second") && !listed.contains("edit"), "{listed:?}");
+    // A truncating open with nothing written leaves no rules.
+    let f = p.open_path(proot, "rules", OWRITE | OTRUNC).await.unwrap();
+    p.clunk(f.fid).await.unwrap();
+    assert_eq!(text(read(&p, proot, "rules").await.unwrap()), "");
 }
 
 /// `n` clients reading port `name`, opened before anything is sent.
@@ -285,13 +300,33 @@ async fn a_session_starts_with_the_user_s_plumbing_file() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let d = Daemon { child, dir: ns };
+    let d = Daemon { child, dir: ns.clone() };
     until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
     let c = d.client().await;
     let root = c.attach("glenda", "").await.unwrap();
     assert_eq!(text(read(&c, root, "main/plumb/rules").await.unwrap()), mine);
     let listed = String::from_utf8_lossy(&read(&c, root, "main/plumb").await.unwrap()).into_owned();
     assert!(listed.contains("mine") && listed.contains("edit"), "its ports and basic's");
+    drop(d);
+
+    // A file that does not read: the basic set, and the session says why.
+    std::fs::write(home.join("lib/plumbing"), "type is text\ndata frob x\nplumb to p\n").unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .args(["--ephemeral", "--namespace"])
+        .arg(&ns)
+        .env("HOME", &home)
+        .env_remove("PLAN9")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let d = Daemon { child, dir: ns };
+    until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    assert_eq!(text(read(&c, root, "main/plumb/rules").await.unwrap()), "include basic\n");
+    let said = text(read(&c, root, "main/meta/notifications").await.unwrap());
+    assert!(said.contains("lib/plumbing:2: unknown verb frob"), "{said}");
     drop(d);
     let _ = std::fs::remove_dir_all(&home);
 }
