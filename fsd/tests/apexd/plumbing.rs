@@ -330,3 +330,32 @@ async fn a_session_starts_with_the_user_s_plumbing_file() {
     drop(d);
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// Where a plumber is posted already, `apexd --plumb` takes nothing from
+/// it: the socket stays the other plumber's, and apexd serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_plumber_is_left_alone() {
+    let ns = std::env::temp_dir().join(format!("apex-e2e-plumb-live-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ns);
+    std::fs::create_dir_all(&ns).unwrap();
+    std::fs::set_permissions(&ns, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let theirs = std::os::unix::net::UnixListener::bind(ns.join("plumb")).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .args(["--ephemeral", "--plumb", "main", "--namespace"])
+        .arg(&ns)
+        .env("HOME", &ns)
+        .env_remove("PLAN9")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let d = Daemon { child, dir: ns.clone() };
+    until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
+    let _c = std::os::unix::net::UnixStream::connect(ns.join("plumb")).unwrap();
+    theirs.set_nonblocking(true).unwrap();
+    assert!(theirs.accept().is_ok(), "the plumb socket is still the other plumber's");
+    // The session's plumber is there all the same, in apex's tree.
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    assert_eq!(text(read(&c, root, "main/plumb/rules").await.unwrap()), "include basic\n");
+}
