@@ -15,40 +15,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::start_apexd_with;
+use common::{echo_round_trip, start_apexd_with};
 
 const WINDOWS: usize = 1000;
 const SEARCHES: usize = 10_000;
 const BODY: usize = 1 << 20;
 const BULK: usize = 100 << 20;
-
-/// Median round trip of a one-byte echo through a plain Unix socket served
-/// by another thread: what one request and reply cost with no server.
-fn echo_round_trip(dir: &Path) -> Duration {
-    let path = dir.join("echo");
-    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind echo");
-    std::thread::spawn(move || {
-        if let Ok((mut s, _)) = listener.accept() {
-            let mut b = [0u8; 64];
-            while let Ok(n @ 1..) = s.read(&mut b) {
-                if s.write_all(&b[..n]).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    let mut s = std::os::unix::net::UnixStream::connect(&path).expect("echo");
-    let mut times = Vec::new();
-    for _ in 0..20_000 {
-        let t = Instant::now();
-        s.write_all(b"x").unwrap();
-        let mut b = [0u8; 1];
-        s.read_exact(&mut b).unwrap();
-        times.push(t.elapsed());
-    }
-    times.sort();
-    times[times.len() / 2]
-}
 
 /// MB/s of `BULK` bytes written in `chunk`s through a plain socket to a
 /// thread that reads them: the reference for the body write.
@@ -120,7 +92,7 @@ async fn main() {
     while !dir.join("acme").exists() {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let echo = echo_round_trip(&dir);
+    let echo = echo_round_trip(&dir, 1);
     println!("reference: plain socket echo round trip (median) {:.1} us", echo.as_secs_f64() * 1e6);
 
     // 1,000 windows through new/ctl.

@@ -14,13 +14,11 @@
 
 use apex_ninep::fcall::{OREAD, OWRITE};
 use apex_ninep::{dial, Client};
-use std::io::{Read, Write};
-use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::start_apexd_with;
+use common::{echo_round_trip, start_apexd_with};
 
 const MESSAGES: usize = 20_000;
 /// The most messages sent and not yet read (apexd keeps 256 per reader).
@@ -28,34 +26,6 @@ const AHEAD: usize = 128;
 
 /// The rule the first figure goes through.
 const RULES: &str = "type is text\ndata matches 'msg [0-9]+'\nplumb to bench\n";
-
-/// Median round trip of a small echo through a plain Unix socket served by
-/// another thread.
-fn echo_round_trip(dir: &Path) -> Duration {
-    let path = dir.join("echo");
-    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind echo");
-    std::thread::spawn(move || {
-        if let Ok((mut s, _)) = listener.accept() {
-            let mut b = [0u8; 128];
-            while let Ok(n @ 1..) = s.read(&mut b) {
-                if s.write_all(&b[..n]).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    let mut s = std::os::unix::net::UnixStream::connect(&path).expect("echo");
-    let mut times = Vec::new();
-    for _ in 0..20_000 {
-        let t = Instant::now();
-        s.write_all(&[b'x'; 64]).unwrap();
-        let mut b = [0u8; 64];
-        s.read_exact(&mut b).unwrap();
-        times.push(t.elapsed());
-    }
-    times.sort();
-    times[times.len() / 2]
-}
 
 async fn plumber(address: &str) -> (Client, u32) {
     let c = dial(address, 8192).await.expect("dial the plumber");
@@ -120,7 +90,7 @@ async fn main() {
     if d.is_none() {
         std::fs::create_dir_all(&dir).unwrap();
     }
-    let echo = echo_round_trip(&dir);
+    let echo = echo_round_trip(&dir, 64);
     println!("reference: plain socket echo round trip (median) {:.1} us", echo.as_secs_f64() * 1e6);
     let address = external.clone().unwrap_or_else(|| format!("unix!{}", dir.join("plumb").display()));
     if external.is_none() {

@@ -29,6 +29,36 @@ impl Drop for Daemon {
     }
 }
 
+/// Median round trip of a `size`-byte echo through a plain Unix socket
+/// served by another thread: what one request and reply cost with no
+/// server.
+pub fn echo_round_trip(dir: &Path, size: usize) -> Duration {
+    use std::io::{Read, Write};
+    let path = dir.join("echo");
+    let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind echo");
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = listener.accept() {
+            let mut b = [0u8; 4096];
+            while let Ok(n @ 1..) = s.read(&mut b) {
+                if s.write_all(&b[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let mut s = std::os::unix::net::UnixStream::connect(&path).expect("echo");
+    let (out, mut back) = (vec![b'x'; size], vec![0u8; size]);
+    let mut times = Vec::new();
+    for _ in 0..20_000 {
+        let t = Instant::now();
+        s.write_all(&out).unwrap();
+        s.read_exact(&mut back).unwrap();
+        times.push(t.elapsed());
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
 /// Starts apexd on namespace `dir` with `args`, once its socket is posted.
 pub fn start_apexd_with(dir: &Path, args: &[&str]) -> Daemon {
     let _ = std::fs::remove_dir_all(dir);

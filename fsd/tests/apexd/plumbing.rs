@@ -247,6 +247,24 @@ async fn an_independent_client_python_9p_sends_and_reads_a_port() {
     assert!(out.contains("python-9p plumb: ok"), "{out}");
 }
 
+/// apexd on namespace `ns` (kept as it is, unlike [`Daemon::start`]'s)
+/// with `home` as its `$HOME`, once it serves.
+async fn apexd_in(ns: &std::path::Path, home: &std::path::Path, extra: &[&str]) -> Daemon {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .args(["--ephemeral", "--namespace"])
+        .arg(ns)
+        .args(extra)
+        .env("HOME", home)
+        .env_remove("PLAN9")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let d = Daemon { child, dir: ns.to_path_buf() };
+    until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
+    d
+}
+
 /// Writes the session's own rules, replacing them (`9p write`'s OTRUNC).
 async fn set_rules(c: &Client, root: u32, rules: &str) {
     let f = c.open_path(root, "main/plumb/rules", OWRITE | OTRUNC).await.unwrap();
@@ -291,17 +309,7 @@ async fn a_session_starts_with_the_user_s_plumbing_file() {
     let mine = "editor=acme\n\n# mine\ntype is text\ndata matches 'mine'\nplumb to mine\n\ninclude basic\n";
     std::fs::write(home.join("lib/plumbing"), mine).unwrap();
     let ns = home.join("ns");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apexd"))
-        .args(["--ephemeral", "--namespace"])
-        .arg(&ns)
-        .env("HOME", &home)
-        .env_remove("PLAN9")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let d = Daemon { child, dir: ns.clone() };
-    until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
+    let d = apexd_in(&ns, &home, &[]).await;
     let c = d.client().await;
     let root = c.attach("glenda", "").await.unwrap();
     assert_eq!(text(read(&c, root, "main/plumb/rules").await.unwrap()), mine);
@@ -311,17 +319,7 @@ async fn a_session_starts_with_the_user_s_plumbing_file() {
 
     // A file that does not read: the basic set, and the session says why.
     std::fs::write(home.join("lib/plumbing"), "type is text\ndata frob x\nplumb to p\n").unwrap();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apexd"))
-        .args(["--ephemeral", "--namespace"])
-        .arg(&ns)
-        .env("HOME", &home)
-        .env_remove("PLAN9")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let d = Daemon { child, dir: ns };
-    until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
+    let d = apexd_in(&ns, &home, &[]).await;
     let c = d.client().await;
     let root = c.attach("glenda", "").await.unwrap();
     assert_eq!(text(read(&c, root, "main/plumb/rules").await.unwrap()), "include basic\n");
@@ -340,17 +338,7 @@ async fn a_live_plumber_is_left_alone() {
     std::fs::create_dir_all(&ns).unwrap();
     std::fs::set_permissions(&ns, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     let theirs = std::os::unix::net::UnixListener::bind(ns.join("plumb")).unwrap();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_apexd"))
-        .args(["--ephemeral", "--plumb", "main", "--namespace"])
-        .arg(&ns)
-        .env("HOME", &ns)
-        .env_remove("PLAN9")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let d = Daemon { child, dir: ns.clone() };
-    until(|| "apexd did not post".into(), async || d.socket().exists().then_some(())).await;
+    let d = apexd_in(&ns, &ns, &["--plumb", "main"]).await;
     let _c = std::os::unix::net::UnixStream::connect(ns.join("plumb")).unwrap();
     theirs.set_nonblocking(true).unwrap();
     assert!(theirs.accept().is_ok(), "the plumb socket is still the other plumber's");

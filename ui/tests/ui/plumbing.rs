@@ -3,13 +3,12 @@
 //! session's plumber as `plumb`; B3 on `FILE:3` goes through the
 //! session's rules to the `edit` port the UI reads, and the file opens at
 //! line 3; a message written to the posted `plumb/send` as `9p write`
-//! writes it shows `FILE:5` in the UI.
+//! writes it shows `FILE:5` in the UI, and a `showdata` one its data.
 
 use crate::support::wait_for;
 use crate::xvfb::desk;
 use apex_core::plumb::Message;
 use apex_ui::font::Fonts;
-use apex_ui::geom::{Metrics, Screen};
 use std::io::Read;
 use std::process::{Command, Stdio};
 
@@ -73,18 +72,8 @@ fn b3_and_a_shell_s_plumb_reach_the_ui_through_the_session_s_plumber() {
     });
 
     // B3 on FILE:3, where the layout puts it.
-    let name = notes.display().to_string();
-    let windows = wait_for("the notes window", || {
-        let w = d.apex(&["read", "main/meta/windows"]);
-        w.contains(&name).then_some(w)
-    });
-    let number: u32 = windows.lines().find(|l| l.ends_with(&name)).unwrap().split(' ').next().unwrap().parse().unwrap();
-    let state = d.state();
+    let (_, geom, m, _) = d.window_of(&notes);
     let mut fonts = Fonts::new(1.0);
-    let m = Metrics::new(fonts.line_height(), 1.0);
-    let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());
-    let id = state.layout.window_numbered(apex_core::AcmeNumber(number)).unwrap();
-    let geom = *screen.window(id).unwrap();
     let px: i32 = "see FI".chars().map(|c| fonts.proportional.advance(c) as i32).sum();
     let (x, y) = (geom.body.x0 + px, geom.body.y0 + m.line / 2);
     d.xdotool(&["windowfocus", "--sync", &window]);
@@ -110,6 +99,14 @@ fn b3_and_a_shell_s_plumb_reach_the_ui_through_the_session_s_plumber() {
     // `9p write plumb/send` of FILE:5.
     send(&format!("plumb\n\n{wdir}\ntext\n\n6\nFILE:5")).unwrap();
     wait_for("FILE shown at line 5", || selected(&d, "five\n"));
+    // plumb -d edit -a 'action=showdata filename=...': the data in a new
+    // window of that name, as acme's plumbshow.
+    send("plumb\nedit\n/\ntext\naction=showdata filename=/man/ls(1)\n6\nls(1)\n").unwrap();
+    wait_for("the data shown in /man/ls(1)", || {
+        let w = d.apex(&["read", "main/meta/windows"]);
+        let n = w.lines().find(|l| l.ends_with("/man/ls(1)"))?.split(' ').next()?.to_string();
+        (d.apex(&["read", &format!("main/acme/{n}/body")]) == "ls(1)\n").then_some(())
+    });
     let _ = watcher.kill();
     let _ = watcher.wait();
 }

@@ -8,7 +8,7 @@ use crate::support::{apex, namespace, sibling, wait_for};
 use apex_core::State;
 use apex_ui::app::WATCHING;
 use apex_ui::font::Fonts;
-use apex_ui::geom::{Metrics, Screen};
+use apex_ui::geom::{Metrics, Screen, WindowGeom};
 use apex_ui::palette;
 use apex_ui::rect::Rect;
 use apex_ui::render::label_width;
@@ -142,6 +142,25 @@ impl Desk {
         State::from_snapshot(&snapshot.stdout).expect("a snapshot")
     }
 
+    /// The acme number of the window showing `file` (once there is one),
+    /// and where a 1024x768 apex-ui lays it out, from the session's own
+    /// state and the UI's font.
+    pub(crate) fn window_of(&self, file: &Path) -> (u32, WindowGeom, Metrics, Screen) {
+        let name = file.display().to_string();
+        let windows = wait_for("the file's window", || {
+            let w = self.apex(&["read", "main/meta/windows"]);
+            w.contains(&name).then_some(w)
+        });
+        let line = windows.lines().find(|l| l.ends_with(&name)).unwrap();
+        let number: u32 = line.split(' ').next().unwrap().parse().unwrap();
+        let state = self.state();
+        let mut fonts = Fonts::new(1.0);
+        let m = Metrics::new(fonts.line_height(), 1.0);
+        let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());
+        let id = state.layout.window_numbered(apex_core::AcmeNumber(number)).unwrap();
+        (number, *screen.window(id).unwrap(), m, screen)
+    }
+
     /// Runs `apex` against this desk's namespace.
     pub(crate) fn apex(&self, args: &[&str]) -> String {
         apex(&self.ns, args)
@@ -180,21 +199,8 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     assert!(!d.ns.join("apex").exists(), "no daemon before the UI");
     let window = d.start_ui(&[&file]);
     assert!(d.ns.join("apex").exists(), "apex-ui started apexd");
-    // The file is in a window, named so.
-    let name = file.display().to_string();
-    let windows = wait_for("the file's window", || {
-        let w = d.apex(&["read", "main/meta/windows"]);
-        w.contains(&name).then_some(w)
-    });
-    let number: u32 = windows.lines().find(|l| l.ends_with(&name)).unwrap().split(' ').next().unwrap().parse().unwrap();
-
-    // Where the body is, from the session's own state and the UI's font.
-    let state = d.state();
-    let mut fonts = Fonts::new(1.0);
-    let m = Metrics::new(fonts.line_height(), 1.0);
-    let screen = Screen::new(&state, 1024, 768, &m, &mut fonts, &Default::default());
-    let id = state.layout.window_numbered(apex_core::AcmeNumber(number)).unwrap();
-    let geom = *screen.window(id).unwrap();
+    // The file is in a window, named so; where its body is.
+    let (number, geom, m, screen) = d.window_of(&file);
 
     // Click at the end of the first line and type.
     d.xdotool(&["windowfocus", "--sync", &window]);
