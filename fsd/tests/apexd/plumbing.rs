@@ -347,3 +347,30 @@ async fn a_live_plumber_is_left_alone() {
     let root = c.attach("glenda", "").await.unwrap();
     assert_eq!(text(read(&c, root, "main/plumb/rules").await.unwrap()), "include basic\n");
 }
+
+/// B3 written back through an event file goes to another program's
+/// plumber (here a second apexd's, posted where the first looks) when
+/// the session's rules take nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b3_no_session_rule_takes_goes_to_another_program_s_plumber() {
+    let other = plumb_daemon("plumb-system", &[]);
+    let oc = other.client().await;
+    let oroot = oc.attach("glenda", "").await.unwrap();
+    set_rules(&oc, oroot, "data matches 'ticket ([0-9]+)'\nplumb to tickets\n").await;
+    let port = oc.open_path(oroot, "main/plumb/tickets", OREAD).await.unwrap();
+
+    // This daemon's namespace has that plumber posted as `plumb`.
+    let ns = std::env::temp_dir().join(format!("apex-e2e-plumb-first-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ns);
+    std::fs::create_dir_all(&ns).unwrap();
+    std::fs::set_permissions(&ns, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(other.dir.join("plumb"), ns.join("plumb")).unwrap();
+    let d = apexd_in(&ns, &ns, &["--acme", "main"]).await;
+    let (ac, aroot) = acme_client(&d, 8192).await;
+    let (_ctl, id) = new_window(&ac, aroot).await;
+    write_file(&ac, aroot, &format!("{id}/body"), "see ticket 7 now\n").await.unwrap();
+    let ev = open(&ac, aroot, &format!("{id}/event"), ORDWR).await;
+    put(&ac, &ev, "ML4 12 \n").await.unwrap();
+    let m = next_message(&oc, &port).await;
+    assert_eq!((m.src.as_str(), m.data.as_slice()), ("acme", &b"ticket 7"[..]));
+}
