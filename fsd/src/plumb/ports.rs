@@ -13,6 +13,9 @@ use std::sync::{Arc, Mutex};
 
 /// Messages one reader of a port may have waiting; past it its oldest go.
 pub const QUEUED_MAX: usize = 256;
+/// The most bytes of messages one reader may have waiting (shared with
+/// the other readers they went to), and a port may hold for its client.
+pub const QUEUED_BYTES_MAX: usize = 16 << 20;
 /// Messages held for a port a `plumb client` was started for.
 pub const HELD_MAX: usize = 32;
 /// The longest message `send` takes (the plumber's is its msize).
@@ -28,7 +31,7 @@ pub struct Plumber {
     /// so a walk, which only looks at the session, can bring it up to date.
     compiled: Mutex<Option<Compiled>>,
     readers: BTreeMap<u64, Reader>,
-    held: BTreeMap<String, VecDeque<Vec<u8>>>,
+    held: BTreeMap<String, VecDeque<Arc<[u8]>>>,
     next_reader: u64,
     /// The fid writing `rules`, if one is.
     rules_writer: Option<u64>,
@@ -45,9 +48,26 @@ struct Compiled {
 #[derive(Debug)]
 struct Reader {
     port: String,
-    queue: VecDeque<Vec<u8>>,
+    /// Messages as sent, shared by every reader they went to.
+    queue: VecDeque<Arc<[u8]>>,
+    /// Their bytes.
+    bytes: usize,
     /// Bytes of the front message read already.
     at: usize,
+}
+
+impl Reader {
+    fn push(&mut self, port: &str, message: Arc<[u8]>) {
+        self.bytes += message.len();
+        self.queue.push_back(message);
+        // The oldest go, but the one being read and the newest.
+        let keep = 1 + usize::from(self.at > 0);
+        while (self.queue.len() > QUEUED_MAX || self.bytes > QUEUED_BYTES_MAX) && self.queue.len() > keep {
+            let gone = self.queue.remove(keep - 1).expect("more than kept");
+            self.bytes -= gone.len();
+            tracing::warn!(port, "a plumb port reader fell behind: its oldest message went");
+        }
+    }
 }
 
 impl Plumber {
@@ -102,7 +122,8 @@ impl Plumber {
     pub fn open_reader(&mut self, port: &str) -> u64 {
         self.next_reader += 1;
         let queue = self.held.remove(port).unwrap_or_default();
-        self.readers.insert(self.next_reader, Reader { port: port.to_string(), queue, at: 0 });
+        let bytes = queue.iter().map(|m| m.len()).sum();
+        self.readers.insert(self.next_reader, Reader { port: port.to_string(), queue, bytes, at: 0 });
         self.next_reader
     }
 
@@ -119,6 +140,7 @@ impl Plumber {
         let out = front[r.at..r.at + n].to_vec();
         r.at += n;
         if r.at == front.len() {
+            r.bytes -= front.len();
             r.queue.pop_front();
             r.at = 0;
         }
@@ -132,16 +154,10 @@ impl Plumber {
 
     /// Gives `message` to every reader of `port`: false if it has none.
     pub fn deliver(&mut self, port: &str, message: &Message) -> bool {
-        let packed = message.pack();
+        let packed: Arc<[u8]> = message.pack().into();
         let mut any = false;
         for r in self.readers.values_mut().filter(|r| r.port == port) {
-            if r.queue.len() == QUEUED_MAX {
-                // The oldest goes, unless it is being read.
-                let drop_at = usize::from(r.at > 0);
-                r.queue.remove(drop_at);
-                tracing::warn!(port, "a plumb port reader is {QUEUED_MAX} messages behind: its oldest went");
-            }
-            r.queue.push_back(packed.clone());
+            r.push(port, packed.clone());
             any = true;
         }
         any
@@ -155,10 +171,12 @@ impl Plumber {
             return false;
         }
         let held = self.held.entry(port.to_string()).or_default();
-        if held.len() == HELD_MAX {
+        held.push_back(message.pack().into());
+        while held.len() > HELD_MAX
+            || (held.len() > 1 && held.iter().map(|m| m.len()).sum::<usize>() > QUEUED_BYTES_MAX)
+        {
             held.pop_front();
         }
-        held.push_back(message.pack());
         true
     }
 
@@ -268,5 +286,41 @@ pub(crate) fn read_rules(path: &std::path::Path) -> Result<String, IncludeError>
     match text.len() > RULES_MAX {
         true => Err(failed(format!("over {RULES_MAX} bytes"))),
         false => Ok(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(n: usize, size: usize) -> Message {
+        Message::text("t", "/", &format!("{n:08}{}", "x".repeat(size)))
+    }
+
+    /// Every reader gets every message; one that stops reading keeps the
+    /// newest, by count and by bytes, and the one it is partway through.
+    #[test]
+    fn a_reader_behind_keeps_the_newest_and_the_one_it_reads() {
+        let mut p = Plumber::default();
+        let (a, b) = (p.open_reader("edit"), p.open_reader("edit"));
+        for n in 0..QUEUED_MAX + 10 {
+            assert!(p.deliver("edit", &message(n, 0)));
+        }
+        assert!(!p.deliver("web", &message(0, 0)), "no reader of web");
+        let first = |p: &mut Plumber, r| String::from_utf8(p.take(r, 1 << 20).unwrap()).unwrap();
+        assert!(first(&mut p, a).ends_with("\n00000010"), "the 10 oldest went");
+        // Partway through one, then far behind in bytes: it keeps it.
+        let part = p.take(b, 3).unwrap();
+        assert_eq!(part, b"t\n\n");
+        let big = QUEUED_BYTES_MAX / 4 + 1;
+        for n in 0..5 {
+            p.deliver("edit", &message(1000 + n, big));
+        }
+        let rest = String::from_utf8(p.take(b, 1 << 20).unwrap()).unwrap();
+        assert!(rest.ends_with("\n00000010"), "the one being read stays: {rest:?}");
+        let next = String::from_utf8(p.take(b, 64).unwrap()).unwrap();
+        assert!(next.contains("00001002"), "then the newest that fit: {next:?}");
+        p.close_reader(a);
+        assert!(p.take(a, 10).is_none());
     }
 }
