@@ -176,11 +176,46 @@ impl Ui {
     /// A text on the screen laid out as it is drawn (its face, its tab
     /// stops): where its runes are, for tests and tools.
     pub fn frame(&mut self, t: crate::input::Target) -> Option<crate::frame::Frame> {
+        self.frame_at(t, None)
+    }
+
+    /// [`Ui::frame`] as it would be from origin `org` (else the view's).
+    fn frame_at(&mut self, t: crate::input::Target, org: Option<u64>) -> Option<crate::frame::Frame> {
         let m = self.metrics();
         let mut link = self.host.att.lock();
         let node = link.node_mut()?;
         let screen = Screen::new(&node.state, self.width, self.height, &m, &mut self.fonts, &self.input.collapsed);
-        Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m, outbox: Vec::new() }.frame(t)
+        Ctx { node, screen: &screen, fonts: &mut self.fonts, metrics: m, outbox: Vec::new() }.frame_at(t, org)
+    }
+
+    /// Shows the selection of each window a built-in made and showed text
+    /// in before it had a frame (a file opened at an address), as acme's
+    /// `textshow` does in the window it lays out: from the top where the
+    /// selection is in sight from there, else with the selection a
+    /// quarter down.
+    fn show_new_windows(&mut self) {
+        for w in std::mem::take(&mut self.host.unshown) {
+            let Some(from_top) = self.frame_at(Target::Body(w), Some(0)) else { continue };
+            let proposal = {
+                let link = self.host.att.lock();
+                let Some(st) = link.node().map(|n| &n.state) else { continue };
+                let Ok(win) = st.window(w) else { continue };
+                let Ok(b) = st.buffer(win.body) else { continue };
+                let view = apex_core::ViewId::WindowBody(w);
+                let Some(v) = b.views.get(&view).copied() else { continue };
+                let events = win.event_reader.is_some();
+                let org = apex_core::show::show(&b.text, from_top.shown(), v.q0, events).unwrap_or(0);
+                (org != v.org).then_some(apex_core::Proposal::SetOrigin {
+                    buffer: win.body,
+                    view,
+                    version: b.version,
+                    org,
+                })
+            };
+            if let Some(p) = proposal {
+                let _ = exec::Host::propose(&mut self.host, p);
+            }
+        }
     }
 
     /// Handles one event now.
@@ -331,6 +366,7 @@ impl Ui {
                 let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
             }
         }
+        self.show_new_windows();
         self.follow_new_window(true);
         self.publish_snarf();
         self.follow_body();
@@ -551,10 +587,12 @@ impl Ui {
             return;
         }
         for m in messages {
+            self.host.frames = self.frames_shown();
             if let Err(e) = apex_core::plumb::deliver(&mut self.host, &m) {
                 let name = String::from_utf8_lossy(&m.data).to_string();
                 let _ = exec::warn(&mut self.host, None, &format!("plumb: {name}: {e}\n"));
             }
+            self.show_new_windows();
             self.unflushed = true;
         }
     }

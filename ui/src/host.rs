@@ -56,6 +56,9 @@ pub struct UiHost {
     /// What each window's body frame shows, as the UI last laid it out:
     /// a text a built-in finds is shown as acme's `textshow` shows it.
     pub frames: std::collections::HashMap<WindowId, apex_core::show::Shown>,
+    /// Windows a built-in showed text in with no frame known (made by it):
+    /// the UI shows them again once laid out (`Ui::show_new_windows`).
+    pub unshown: Vec<WindowId>,
     /// What goes to the terminals the windows show.
     pub terms: crate::terms::Terminals,
     /// What a request not waited for said when it failed, for the UI to
@@ -101,6 +104,7 @@ impl UiHost {
             last_pattern: None,
             font: None,
             frames: Default::default(),
+            unshown: Vec::new(),
             terms: Default::default(),
             later: Arc::default(),
             term_selections: Default::default(),
@@ -469,7 +473,11 @@ impl Host for UiHost {
     }
 
     fn shown(&mut self, window: WindowId) -> Option<apex_core::show::Shown> {
-        self.frames.get(&window).copied()
+        let frame = self.frames.get(&window).copied();
+        if frame.is_none() && !self.unshown.contains(&window) {
+            self.unshown.push(window);
+        }
+        frame
     }
 
     fn term_selection(&mut self, window: WindowId) -> Option<(u64, u64)> {

@@ -343,6 +343,11 @@ impl Ctx<'_> {
 
     /// The target's text laid out as it is drawn.
     pub fn frame(&mut self, t: Target) -> Option<Frame> {
+        self.frame_at(t, None)
+    }
+
+    /// [`Ctx::frame`] as it would be from origin `org` (else the view's).
+    pub fn frame_at(&mut self, t: Target, org: Option<u64>) -> Option<Frame> {
         let (b, view) = self.text_of(t)?;
         let rect = self.rect_of(t)?;
         let (face, tab) = match t {
@@ -354,7 +359,7 @@ impl Ctx<'_> {
         };
         let line = self.fonts.line_height() as i32;
         let buf = self.node.state.buffer(b).ok()?;
-        let org = buf.views.get(&view).map_or(0, |v| v.org);
+        let org = org.unwrap_or_else(|| buf.views.get(&view).map_or(0, |v| v.org));
         Some(Frame::new(buf.text.rope(), org, rect, self.fonts.face(face), line, tab))
     }
 

@@ -567,6 +567,41 @@ fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
 }
 
 #[test]
+fn a_file_b3_opens_at_an_address_is_shown_as_acme_shows_it() {
+    let mut r = Rig::start("session-show-new", true);
+    let short = r.ns.join("short.txt");
+    std::fs::write(&short, "one\ntwo\nthree\nfour\nfive\n").unwrap();
+    let long = r.ns.join("long.txt");
+    std::fs::write(&long, (1..=500).map(|i| format!("line {i}\n")).collect::<String>()).unwrap();
+    let notes = r.ns.join("notes.txt");
+    let text = "short.txt:3 long.txt:300\n";
+    std::fs::write(&notes, text).unwrap();
+    let w = r.open(&notes.display().to_string());
+    let view_of = |r: &mut Rig, name: &str| {
+        let link = r.ui().host.att.lock();
+        let st = &link.node().unwrap().state;
+        let (win, body) = apex_core::look::window_named(st, name).expect("opened");
+        (win, st.buffer(body).unwrap().views[&ViewId::WindowBody(win)], st.buffer(body).unwrap().text.clone())
+    };
+    // A short file fits its new window: shown from the top, line 3
+    // selected, as acme's textshow leaves a selection already in sight.
+    let p = r.point(w.window, 2, false);
+    r.click(3, p);
+    let (_, v, _) = view_of(&mut r, &short.display().to_string());
+    assert_eq!((v.org, v.q0, v.q1), (0, 8, 14), "from the top, `three` selected");
+    // Line 300 of 500 is out of sight from the top: a quarter down.
+    let w = r.win(&notes.display().to_string());
+    let p = r.point(w.window, text.find("long").unwrap() as u64 + 2, false);
+    r.click(3, p);
+    let (lw, v, t) = view_of(&mut r, &long.display().to_string());
+    let frame = r.ui().frame(Target::Body(lw)).expect("on the screen");
+    let line_of = |q: u64| t.rope().char_to_line(q as usize);
+    assert_eq!(line_of(v.q0), 299, "line 300 selected");
+    let above = line_of(v.q0) - line_of(v.org);
+    assert_eq!(above, frame.capacity() / 4, "a quarter of the window above it");
+}
+
+#[test]
 fn control_f_completes_a_file_name_as_acme_does() {
     let mut r = Rig::start("session-complete", true);
     let dir = r.ns.join("src");
