@@ -1,14 +1,20 @@
-//! The session as its own plumber, under Xvfb with the real `apex-ui`
-//! and no plumber of plan9port's: the daemon apex-ui starts posts the
-//! session's plumber as `plumb`; B3 on `FILE:3` goes through the
-//! session's rules to the `edit` port the UI reads, and the file opens at
-//! line 3; a message written to the posted `plumb/send` as `9p write`
-//! writes it shows `FILE:5` in the UI, and a `showdata` one its data.
+//! B3 and the plumbers. Under Xvfb with the real `apex-ui` and no
+//! plumber of plan9port's: the daemon apex-ui starts posts the session's
+//! plumber as `plumb`; B3 on `FILE:3` goes through the session's rules to
+//! the `edit` port the UI reads, and the file opens at line 3; a message
+//! written to the posted `plumb/send` as `9p write` writes it shows
+//! `FILE:5` in the UI, and a `showdata` one its data. In the UI in
+//! process: B3 goes to another program's plumber when the session's
+//! takes nothing, else looks; a file opened at an address is shown as
+//! acme shows it.
 
+use crate::session::Rig;
 use crate::support::wait_for;
 use crate::xvfb::desk;
 use apex_core::plumb::Message;
+use apex_core::ViewId;
 use apex_ui::font::Fonts;
+use apex_ui::input::{Event, Target};
 use std::io::Read;
 use std::process::{Command, Stdio};
 
@@ -109,4 +115,98 @@ fn b3_and_a_shell_s_plumb_reach_the_ui_through_the_session_s_plumber() {
     });
     let _ = watcher.kill();
     let _ = watcher.wait();
+}
+
+#[test]
+fn button_three_plumbs_when_a_plumber_is_posted_and_looks_itself_otherwise() {
+    let mut r = Rig::start("session-plumb", true);
+    let go = r.ns.join("file.go");
+    std::fs::write(&go, (1..=20).map(|i| format!("line {i}\n")).collect::<String>()).unwrap();
+    let notes = r.ns.join("notes.txt");
+    let text = "see file.go:12 and hello\nhello again\n";
+    std::fs::write(&notes, text).unwrap();
+    let w = r.open(&notes.display().to_string());
+    let at = text.find("file.go:12").unwrap() as u64;
+    let go_name = go.display().to_string();
+    let go_window = |r: &mut Rig| {
+        let link = r.ui().host.att.lock();
+        apex_core::look::window_named(&link.node().unwrap().state, &go_name)
+    };
+
+    // With a plumber: the click's word goes to it, with where the click
+    // was in it, and nothing is opened here.
+    let sent = crate::plumber::post(&r.rt, &r.ns).sent;
+    let p = r.point(w.window, at + 3, false);
+    r.click(3, p);
+    let ns = r.ns.display().to_string();
+    assert_eq!(sent.all(), [format!("acme\n\n{ns}\ntext\nclick=3\n10\nfile.go:12")]);
+    assert_eq!(go_window(&mut r), None, "the plumber took it");
+    // A text the plumber refuses is looked up here: the next `hello`.
+    let hello = text.find("hello").unwrap() as u64;
+    let p = r.point(w.window, hello + 1, false);
+    r.click(3, p);
+    assert_eq!(sent.all().len(), 2, "{:?}", sent.all());
+    assert!(sent.all()[1].ends_with("\nclick=1\n5\nhello"), "{:?}", sent.all()[1]);
+    let second = text.rfind("hello").unwrap();
+    let v = r.ui().host.att.lock().node().unwrap().state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
+    assert_eq!((v.q0, v.q1), (second as u64, second as u64 + 5), "the search found the next hello");
+
+    // A text too big for a plumber's message is not sent, as acme.
+    let long = r.ns.join("long.txt");
+    std::fs::write(&long, format!("{}\n", "x".repeat(8000))).unwrap();
+    let l = r.open(&long.display().to_string());
+    let p = r.point(l.window, 3, false);
+    r.click(3, p);
+    assert_eq!(sent.all().len(), 2, "nothing plumbed");
+    let w = r.win(&notes.display().to_string());
+
+    // Without a plumber: core's look opens file.go at line 12. (The
+    // search scrolled the body; the wheel brings the top back.)
+    std::fs::remove_file(r.ns.join("plumb")).unwrap();
+    let screen = r.ui().screen().unwrap();
+    let body = screen.window(w.window).unwrap().body;
+    r.send(Event::Wheel { notches: -100, x: body.x0 + 5, y: body.y0 + 5 });
+    let p = r.point(w.window, at + 3, false);
+    r.click(3, p);
+    let (gw, _) = go_window(&mut r).expect("file.go opened");
+    let number = r.ui().host.att.lock().node().unwrap().state.layout.numbers[&gw].0;
+    r.ui().settle().unwrap();
+    let sel = r.apex(&["read", &format!("main/acme/{number}/rdsel")]);
+    assert_eq!(sel, "line 12\n");
+    assert_eq!(sent.all().len(), 2, "nothing more was plumbed");
+}
+
+#[test]
+fn a_file_b3_opens_at_an_address_is_shown_as_acme_shows_it() {
+    let mut r = Rig::start("session-show-new", true);
+    let short = r.ns.join("short.txt");
+    std::fs::write(&short, "one\ntwo\nthree\nfour\nfive\n").unwrap();
+    let long = r.ns.join("long.txt");
+    std::fs::write(&long, (1..=500).map(|i| format!("line {i}\n")).collect::<String>()).unwrap();
+    let notes = r.ns.join("notes.txt");
+    let text = "short.txt:3 long.txt:300\n";
+    std::fs::write(&notes, text).unwrap();
+    let w = r.open(&notes.display().to_string());
+    let view_of = |r: &mut Rig, name: &str| {
+        let link = r.ui().host.att.lock();
+        let st = &link.node().unwrap().state;
+        let (win, body) = apex_core::look::window_named(st, name).expect("opened");
+        (win, st.buffer(body).unwrap().views[&ViewId::WindowBody(win)], st.buffer(body).unwrap().text.clone())
+    };
+    // A short file fits its new window: shown from the top, line 3
+    // selected, as acme's textshow leaves a selection already in sight.
+    let p = r.point(w.window, 2, false);
+    r.click(3, p);
+    let (_, v, _) = view_of(&mut r, &short.display().to_string());
+    assert_eq!((v.org, v.q0, v.q1), (0, 8, 14), "from the top, `three` selected");
+    // Line 300 of 500 is out of sight from the top: a quarter down.
+    let w = r.win(&notes.display().to_string());
+    let p = r.point(w.window, text.find("long").unwrap() as u64 + 2, false);
+    r.click(3, p);
+    let (lw, v, t) = view_of(&mut r, &long.display().to_string());
+    let frame = r.ui().frame(Target::Body(lw)).expect("on the screen");
+    let line_of = |q: u64| t.rope().char_to_line(q as usize);
+    assert_eq!(line_of(v.q0), 299, "line 300 selected");
+    let above = line_of(v.q0) - line_of(v.org);
+    assert_eq!(above, frame.capacity() / 4, "a quarter of the window above it");
 }
