@@ -37,6 +37,10 @@
 //! - [`pty`]: terminals below the session: the pty, its output, the VT
 //!   emulator; [`term`]: above it, the driver appending their term shards,
 //!   and `terms/N/ctl`.
+//! - [`plumb`]: the session's plumber: its ports, its rules into the
+//!   metalog, sending, and plumber(4)'s files.
+//! - [`stdio`]: `apexd --stdio`, 9P on standard input and output relayed
+//!   to the user's daemon (what ssh runs).
 //!
 //! The binary `apexd` (`src/bin/apexd.rs`) posts the socket, makes the
 //! session `main`, and serves every connection with
@@ -61,4 +65,5 @@ pub mod pty;
 pub mod registry;
 pub mod session;
 pub mod shards;
+pub mod stdio;
 pub mod term;

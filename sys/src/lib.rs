@@ -9,7 +9,9 @@
 //!   (keep freed memory).
 //! - [`fds`]: the daemon's descriptor limit, raised at start and given
 //!   back to the programs it starts.
+//! - [`daemon`]: the user's daemon started detached, and waited for.
 
+pub mod daemon;
 pub mod fds;
 pub mod files;
 pub mod malloc;

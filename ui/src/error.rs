@@ -11,22 +11,9 @@ pub enum UiError {
     Window(String),
     #[error("the window's event loop stopped: {0}")]
     EventLoop(winit::error::EventLoopError),
-    #[error("cannot start {}: {source} (is apexd installed beside apex-ui or on $PATH?)", program.display())]
-    StartDaemon { program: PathBuf, source: std::io::Error },
-    #[error(
-        "started {} but {} did not answer{}",
-        program.display(),
-        socket.display(),
-        if said.is_empty() { " (run apexd yourself to see why)".to_string() } else { format!("; it said: {said}") }
-    )]
-    DaemonSilent { program: PathBuf, socket: PathBuf, said: String },
-    /// The daemon this UI started exited before it answered: its words.
-    #[error(
-        "{} exited ({status}) before it answered{}",
-        program.display(),
-        if said.is_empty() { String::new() } else { format!(": {said}") }
-    )]
-    DaemonFailed { program: PathBuf, status: std::process::ExitStatus, said: String },
+    /// The daemon this UI started did not start, or did not answer.
+    #[error(transparent)]
+    StartDaemon(#[from] apex_sys::daemon::StartError),
     #[error("-{flag}: {why}")]
     Font { flag: char, why: FontError },
     #[error("dial {address}: {why}")]

@@ -10,7 +10,7 @@ use apex_ui::error::UiError;
 use apex_ui::host::{UiHost, WAIT};
 use clap::Parser;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Parser, Debug)]
 #[command(name = "apex-ui", about = "The acme-like window onto an apex session", version)]
@@ -40,65 +40,19 @@ struct Args {
     files: Vec<PathBuf>,
 }
 
-/// `apexd` beside this program, else on the PATH.
-fn apexd_program() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("apexd")))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("apexd"))
-}
-
 /// Starts `apexd` in a session of its own, detached from this terminal,
 /// serving `session` (and posting its `acme`, and its plumber as `plumb`
-/// where no plumber runs), and waits for its socket
-/// to answer. What the daemon says until then is kept in a file of its
-/// own: if it exits first (a state directory in use, a namespace
-/// directory not ours), its words are the error.
+/// where no plumber runs), and waits for its socket to answer
+/// (`apex_sys::daemon`).
 fn start_daemon(socket: &Path, session: &str) -> Result<(), UiError> {
-    use std::os::unix::process::CommandExt;
-    let program = apexd_program();
-    let said = std::env::temp_dir().join(format!("apexd-started-by-apex-ui-{}.err", std::process::id()));
-    let stderr =
-        std::fs::File::create(&said).map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
-    // Unlinked at once: the daemon writes on into it, and nothing is
-    // left behind however this ends. What it said is read back through
-    // a descriptor of our own.
-    let mut words =
-        std::fs::File::open(&said).map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
-    let _ = std::fs::remove_file(&said);
-    let mut cmd = std::process::Command::new(&program);
-    cmd.args(["-q", "--session", session]);
+    let mut args: Vec<String> = vec!["-q".into(), "--session".into(), session.into()];
     // The session is the plumber where no other runs: plumb(1), B and
     // every program that opens a plumber's port reach it.
     let plumber = socket.with_file_name("plumb");
     if std::os::unix::net::UnixStream::connect(&plumber).is_err() {
-        cmd.args(["--plumb", session]);
+        args.extend(["--plumb".into(), session.into()]);
     }
-    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(stderr);
-    // SAFETY: setsid is async-signal-safe and touches no memory of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().map_err(|source| UiError::StartDaemon { program: program.clone(), source })?;
-    let mut said = || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut words, &mut text);
-        text.trim().to_string()
-    };
-    let deadline = Instant::now() + WAIT;
-    while std::os::unix::net::UnixStream::connect(socket).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(UiError::DaemonFailed { program, status, said: said() });
-        }
-        if Instant::now() > deadline {
-            return Err(UiError::DaemonSilent { program, socket: socket.to_path_buf(), said: said() });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    apex_sys::daemon::start_detached(&apex_sys::daemon::apexd_program(), &args, socket, WAIT)?;
     Ok(())
 }
 

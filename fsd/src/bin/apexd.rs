@@ -55,6 +55,13 @@ struct Args {
     /// missing.
     #[arg(long, value_name = "NAME")]
     plumb: Option<String>,
+    /// Serve 9P on standard input and output, relayed to this user's
+    /// daemon on this machine (started detached, with the other flags
+    /// given here, when none answers in the namespace directory): what
+    /// `ssh HOST apexd --stdio` runs, so a session outlives the ssh
+    /// connection.
+    #[arg(long)]
+    stdio: bool,
     /// Say nothing at start (where it posted, what to try).
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -287,6 +294,18 @@ fn main() -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some(apex_fsd::pty::keeper::ARG) {
         apex_fsd::pty::keeper::main(&argv[2..]);
+    }
+    let args = Args::parse();
+    if args.stdio {
+        // The daemon's flags, for one started here; --stdio is this
+        // relay's alone.
+        let mut flags: Vec<String> = argv[1..].iter().filter(|a| *a != "--stdio").cloned().collect();
+        if !flags.iter().any(|a| a == "-q" || a == "--quiet") {
+            flags.push("-q".into());
+        }
+        let socket = apex_ninep::ns::namespace_dir(args.namespace.as_deref()).join("apex");
+        apex_fsd::stdio::relay(&socket, &flags)?;
+        return Ok(());
     }
     // Before the runtime starts its threads.
     apex_sys::malloc::keep_freed_memory();

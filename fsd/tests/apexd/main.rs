@@ -19,6 +19,7 @@ mod plumbing;
 mod protocol;
 mod rollback;
 mod session;
+mod stdio;
 mod stuck;
 mod terms;
 mod welcome;
