@@ -20,7 +20,8 @@ struct Args {
     /// $NAMESPACE, else /tmp/ns.$USER.$DISPLAY as plan9port names it).
     #[arg(long, value_name = "DIR")]
     namespace: Option<PathBuf>,
-    /// Also listen on TCP, as tcp!HOST!PORT (off unless asked).
+    /// Also listen on plain TCP, as tcp!HOST!PORT, HOST a loopback
+    /// address; only with --insecure (off unless asked).
     #[arg(long, value_name = "tcp!HOST!PORT")]
     listen: Vec<String>,
     /// Largest 9P message size to offer, in bytes (at least 256).
@@ -62,6 +63,10 @@ struct Args {
     /// connection.
     #[arg(long)]
     stdio: bool,
+    /// Serve --listen's plain TCP, which has no authentication: every
+    /// user of this machine can reach a loopback port and act as you.
+    #[arg(long)]
+    insecure: bool,
     /// Say nothing at start (where it posted, what to try).
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -342,6 +347,13 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     let sync = apex_fsd::persist::durable::SyncPolicy::parse(&args.sync).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
     let listen: Vec<std::net::SocketAddr> = args.listen.iter().map(|l| parse_tcp(l)).collect::<Result<_, _>>()?;
+    if let Some(addr) = args.listen.first().filter(|_| !args.insecure) {
+        anyhow::bail!(
+            "--listen {addr:?}: plain TCP has no authentication, so every user of this machine could act as you \
+             through it; give --insecure to serve it on loopback anyway, or reach this daemon through ssh \
+             (ssh HOST apexd --stdio)"
+        );
+    }
     let dir = apex_ninep::ns::namespace_dir(args.namespace.as_deref());
     let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
     anyhow::ensure!(

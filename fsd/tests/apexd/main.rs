@@ -238,7 +238,7 @@ fn run_script(python: &Path, script: &str, args: &[&str]) -> String {
 async fn an_independent_client_p9fs_agrees() {
     let Some(python) = client_python("p9fs", "APEX_P9FS_PYTHON") else { return };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let d = Daemon::start_with("p9fs", &["--listen".into(), format!("tcp!127.0.0.1!{port}")]);
+    let d = Daemon::start_with("p9fs", &["--listen".into(), format!("tcp!127.0.0.1!{port}"), "--insecure".into()]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "apexd did not listen on tcp");

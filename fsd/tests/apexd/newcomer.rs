@@ -68,11 +68,12 @@ fn apexd_says_where_it_is_and_what_to_try_without_colour() {
 }
 
 #[test]
-fn apexd_listens_on_loopback_only_and_says_why() {
+fn apexd_listens_on_loopback_only_with_insecure_and_says_why() {
     let dir = std::env::temp_dir().join(format!("apex-e2e-listen-{}", std::process::id()));
     for addr in ["tcp!0.0.0.0!5640", "tcp!192.168.1.1!5640", "tcp!example.com!5640"] {
         let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
             .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), addr.as_ref(), "--ephemeral".as_ref()])
+            .arg("--insecure")
             .stdout(Stdio::null())
             .output()
             .unwrap();
@@ -80,13 +81,24 @@ fn apexd_listens_on_loopback_only_and_says_why() {
         assert_eq!(out.status.code(), Some(1), "{addr}: {said}");
         assert!(said.contains(addr) && (said.contains("loopback") || said.contains("localhost")), "{said}");
     }
+    // Without --insecure, not even loopback: nothing is posted.
+    let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), "tcp!127.0.0.1!5640".as_ref()])
+        .arg("--ephemeral")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("give --insecure") && said.contains("apexd --stdio"), "{said}");
+    assert!(!dir.join("apex").exists(), "nothing served");
     // A loopback listener is served, and what it gives away is said at
     // start, -q or not.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr = format!("tcp!127.0.0.1!{port}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_apexd"))
         .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), addr.as_ref(), "--ephemeral".as_ref()])
-        .arg("-q")
+        .args(["-q", "--insecure"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
