@@ -41,8 +41,6 @@ pub struct Plumber {
 struct Compiled {
     from: Vec<RuleId>,
     rules: Arc<Rules>,
-    /// A text that no longer reads (an include gone): left out, and why.
-    errors: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -75,11 +73,6 @@ impl Plumber {
     /// own.
     pub fn rules(&self, meta: &Meta) -> Arc<Rules> {
         self.compiled(meta, |c| c.rules.clone())
-    }
-
-    /// The texts that did not read, and why.
-    pub fn errors(&self, meta: &Meta) -> Vec<String> {
-        self.compiled(meta, |c| c.errors.clone())
     }
 
     fn compiled<R>(&self, meta: &Meta, f: impl FnOnce(&Compiled) -> R) -> R {
@@ -214,7 +207,7 @@ fn compile(meta: &Meta, from: Vec<RuleId>) -> Compiled {
     for e in &errors {
         tracing::warn!("plumbing rules left out: {e}");
     }
-    Compiled { from, rules: Arc::new(claims.then(own)), errors }
+    Compiled { from, rules: Arc::new(claims.then(own)) }
 }
 
 /// `$plan9`, where plan9port says where it is.
