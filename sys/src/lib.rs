@@ -10,9 +10,12 @@
 //! - [`fds`]: the daemon's descriptor limit, raised at start and given
 //!   back to the programs it starts.
 //! - [`daemon`]: the user's daemon started detached, and waited for.
+//! - [`machine`]: which machine this is, for a client to tell whether the
+//!   daemon's files are its own.
 
 pub mod daemon;
 pub mod fds;
 pub mod files;
+pub mod machine;
 pub mod malloc;
 pub mod shell;

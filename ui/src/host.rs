@@ -37,7 +37,8 @@ pub struct UiHost {
     /// The link's events a wait for an answer took but did not want: the
     /// UI reports them (see `Ui::woke`).
     pub events: Vec<apex_link::Event>,
-    /// The daemon is on this machine (its socket is local): Get reads
+    /// The daemon is on this machine, seeing its files (`on_this_machine`,
+    /// else a Unix socket is taken as local): Get reads
     /// the file here and the text goes to the daemon as this UI's own
     /// entries, once, instead of the daemon reading it and routing it
     /// here to be sequenced and sent back.
@@ -109,6 +110,28 @@ impl UiHost {
             later: Arc::default(),
             term_selections: Default::default(),
             term_found: None,
+        }
+    }
+
+    /// Whether the daemon sees this UI's files: its `/machine` is this
+    /// machine's (the same boot and mount namespace). A daemon reached
+    /// through a socket ssh forwards from elsewhere is not; one that does
+    /// not say (older) is taken as local when reached through a Unix
+    /// socket.
+    pub fn on_this_machine(&self) -> bool {
+        let c = self.att.client();
+        let said = self.rt.block_on(async move {
+            let root = c.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
+            let f = c.open_path(root, "machine", apex_ninep::fcall::OREAD).await;
+            let _ = c.clunk(root).await;
+            let f = f.ok()?;
+            let bytes = c.read_all(&f).await;
+            let _ = c.clunk(f.fid).await;
+            bytes.ok()
+        });
+        match said {
+            Some(bytes) => same_machine(&String::from_utf8_lossy(&bytes)),
+            None => self.address.starts_with("unix!"),
         }
     }
 
@@ -497,6 +520,11 @@ impl Host for UiHost {
     fn set_last_pattern(&mut self, pattern: Option<String>) {
         self.last_pattern = pattern;
     }
+}
+
+/// Whether a daemon's `/machine` names this machine.
+pub fn same_machine(said: &str) -> bool {
+    said.trim() == apex_sys::machine::id()
 }
 
 /// How often a UI looks for a plumber while it has none.

@@ -154,6 +154,9 @@ fn run(mut args: Args, started: Instant) -> Result<(), UiError> {
         Ok::<_, UiError>(att)
     })?;
     let mut host = UiHost::new(att, &address, &session, rt.handle().clone(), apex_ninep::ns::namespace_dir(None));
+    // Get, Put and Edit's files are the daemon's machine's: read here
+    // only where they are the same files.
+    host.local = host.on_this_machine();
     if let Some(n) = args.columns {
         set_columns(&mut host, n.into())?;
     }

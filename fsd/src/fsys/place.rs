@@ -17,6 +17,8 @@ pub enum RootFile {
     Ctl,
     New,
     Registry,
+    /// Which machine the daemon runs on (`apex_sys::machine`).
+    Machine,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -118,6 +120,7 @@ pub const ROOT: Table<RootFile> = &[
     ("ctl", RootFile::Ctl, 0o222),
     ("new", RootFile::New, 0o444),
     ("registry", RootFile::Registry, 0o444),
+    ("machine", RootFile::Machine, 0o444),
 ];
 pub const SESSION: Table<SessionFile> = &[
     ("id", SessionFile::Id, 0o444),

@@ -1,6 +1,7 @@
 //! The files of `/`: `index` (a line per session), `ctl` (the registry's
-//! commands), `new` (opening it makes a session and reads its name) and
-//! `registry` (the registry log as it grows).
+//! commands), `new` (opening it makes a session and reads its name),
+//! `registry` (the registry log as it grows) and `machine` (which machine
+//! this is, for a client to tell whether the daemon's files are its own).
 
 use crate::daemon::Daemon;
 use crate::error::Result;
@@ -19,6 +20,7 @@ pub fn content(daemon: &Daemon, file: RootFile) -> Made {
             // A session deleted meanwhile is not listed.
             numbers.into_iter().filter_map(|n| daemon.read(n, |s| s.index_line()).ok()).collect::<String>().into()
         }
+        RootFile::Machine => format!("{}\n", apex_sys::machine::id()).into(),
         _ => Made::Bytes(Vec::new()),
     }
 }

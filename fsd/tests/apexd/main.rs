@@ -145,7 +145,9 @@ async fn sessions_through_the_root_tree() {
     assert_eq!(made, "1\n");
     let dir = c.open_path(root, "", OREAD).await.unwrap();
     let listing: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name.into_string()).collect();
-    assert_eq!(listing, ["index", "ctl", "new", "registry", "main", "play", "1"]);
+    assert_eq!(listing, ["index", "ctl", "new", "registry", "machine", "main", "play", "1"]);
+    // Which machine: this one, seeing these files.
+    assert_eq!(text(read(&c, root, "machine").await.unwrap()), format!("{}\n", apex_sys::machine::id()));
 
     // A session's files: the hash is the view state's, as any replica
     // computes it from the snapshot.

@@ -508,6 +508,13 @@ fn layout_boxes_grow_move_and_resize_windows_and_move_columns() {
 }
 
 #[test]
+fn the_ui_reads_files_itself_only_where_the_daemon_sees_the_same_ones() {
+    let r = Rig::start("session-machine", true);
+    assert!(r.ui.as_ref().unwrap().host.on_this_machine(), "the daemon here says this machine");
+    assert!(!apex_ui::host::same_machine("0f0e-other-boot mnt:[1]"), "another machine's line is not");
+}
+
+#[test]
 fn control_f_completes_a_file_name_as_acme_does() {
     let mut r = Rig::start("session-complete", true);
     let dir = r.ns.join("src");
