@@ -17,22 +17,57 @@ pub const START_WAIT: Duration = Duration::from_secs(20);
 pub enum RelayError {
     #[error("apexd --stdio: {0}")]
     Start(#[from] apex_sys::daemon::StartError),
+    /// Not the user's own directory, closed to others: whoever serves
+    /// there could be someone else.
+    #[error("apexd --stdio: {0}")]
+    Namespace(#[from] apex_ninep::ns::NsError),
     #[error("apexd --stdio: {}: {source}", socket.display())]
     Connect { socket: PathBuf, source: std::io::Error },
     #[error("apexd --stdio: relaying: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// Relays standard input and output to the daemon at `socket`, starting
-/// it (as `apexd` with `args`) when none answers there. Returns once
-/// either side has closed.
-pub fn relay(socket: &Path, args: &[String]) -> Result<(), RelayError> {
-    if UnixStream::connect(socket).is_err() {
-        let program = std::env::current_exe().unwrap_or_else(|_| apex_sys::daemon::apexd_program());
-        apex_sys::daemon::start_detached(&program, args, socket, START_WAIT)?;
+/// The namespace directory the relay serves: `--namespace`, else
+/// `$NAMESPACE`, else the one of display `:0` whatever `$DISPLAY` says (an
+/// ssh connection forwarding X has a display of its own, and the
+/// sessions are the machine's, not the connection's).
+pub fn namespace_dir(flag: Option<&Path>) -> PathBuf {
+    if flag.is_some() || std::env::var_os("NAMESPACE").is_some_and(|v| !v.is_empty()) {
+        return apex_ninep::ns::namespace_dir(flag);
     }
-    let daemon =
-        UnixStream::connect(socket).map_err(|source| RelayError::Connect { socket: socket.to_path_buf(), source })?;
+    let display = apex_ninep::ns::canonical_display(None);
+    PathBuf::from(format!("/tmp/ns.{}.{display}", apex_ninep::ns::user_name()))
+}
+
+/// Relays standard input and output to the daemon posted in `dir`,
+/// starting it (as `apexd` with `args`, told `dir`) when none answers
+/// there. The directory must be the user's own and closed to others, as
+/// every client checks. Returns once either side has closed.
+pub fn relay(dir: &Path, args: &[String]) -> Result<(), RelayError> {
+    let socket = dir.join("apex");
+    if dir.exists() {
+        apex_ninep::ns::check_dir(dir)?;
+    }
+    let daemon = match UnixStream::connect(&socket) {
+        Ok(d) => d,
+        Err(_) => {
+            let program = std::env::current_exe().unwrap_or_else(|_| apex_sys::daemon::apexd_program());
+            let mut args = args.to_vec();
+            if !args.iter().any(|a| a == "--namespace") {
+                args.extend(["--namespace".to_string(), dir.display().to_string()]);
+            }
+            // Another relay may have started one at the same moment, and
+            // this one's found the state directory in use: the other's
+            // answers.
+            if let Err(e) = apex_sys::daemon::start_detached(&program, &args, &socket, START_WAIT) {
+                if !answers_soon(&socket) {
+                    return Err(e.into());
+                }
+            }
+            apex_ninep::ns::check_dir(dir)?;
+            UnixStream::connect(&socket).map_err(|source| RelayError::Connect { socket: socket.clone(), source })?
+        }
+    };
     let to_daemon = daemon.try_clone()?;
     // Standard input to the daemon; its end (ssh gone) ends the daemon's
     // side of the connection, which the daemon takes as a hang-up.
@@ -46,7 +81,23 @@ pub fn relay(socket: &Path, args: &[String]) -> Result<(), RelayError> {
     // The daemon hung up: nothing more is read from standard input.
     let _ = from_daemon.shutdown(std::net::Shutdown::Both);
     drop(upstream);
-    down.map(|_| ()).map_err(RelayError::Io)
+    match down {
+        // Whoever read standard output went (ssh hung up): the end.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map(|_| ()).map_err(RelayError::Io),
+    }
+}
+
+/// Whether the daemon at `socket` answers within a few seconds.
+fn answers_soon(socket: &Path) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        if UnixStream::connect(socket).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
 }
 
 /// Copies until the end, writing each read at once (a reply must not

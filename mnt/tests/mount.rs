@@ -15,7 +15,7 @@ fn shell_tools_read_and_write_through_the_mount() {
         return;
     }
     let s = Setup::start("shell");
-    assert_eq!(s.ok("ls $M"), "ctl\nindex\nmain\nnew\nregistry\n");
+    assert_eq!(s.ok("ls $M"), "ctl\nindex\nmachine\nmain\nnew\nregistry\n");
     s.ok("echo new work > $M/ctl");
     assert!(s.ok("cat $M/index").lines().any(|l| l.starts_with("work ")));
     let b = s.ok("cat $M/work/buffers/new").trim().to_string();

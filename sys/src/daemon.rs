@@ -44,7 +44,16 @@ pub fn start_detached(program: &Path, args: &[String], socket: &Path, wait: Dura
     use std::os::unix::process::CommandExt;
     let spawn = |source| StartError::Spawn { program: program.to_path_buf(), source };
     let said = std::env::temp_dir().join(format!("apexd-started-by-{}.err", std::process::id()));
-    let stderr = std::fs::File::create(&said).map_err(spawn)?;
+    // Made new, ours alone, never through a link someone left there.
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(&said);
+    let stderr = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&said)
+        .map_err(spawn)?;
     // Unlinked at once: the daemon writes on into it, and nothing is left
     // behind however this ends. What it said is read back through a
     // descriptor of our own.

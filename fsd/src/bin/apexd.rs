@@ -61,7 +61,7 @@ struct Args {
     /// given here, when none answers in the namespace directory): what
     /// `ssh HOST apexd --stdio` runs, so a session outlives the ssh
     /// connection.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["check", "listen"])]
     stdio: bool,
     /// Serve --listen's plain TCP, which has no authentication: every
     /// user of this machine can reach a loopback port and act as you.
@@ -308,8 +308,8 @@ fn main() -> anyhow::Result<()> {
         if !flags.iter().any(|a| a == "-q" || a == "--quiet") {
             flags.push("-q".into());
         }
-        let socket = apex_ninep::ns::namespace_dir(args.namespace.as_deref()).join("apex");
-        apex_fsd::stdio::relay(&socket, &flags)?;
+        let dir = apex_fsd::stdio::namespace_dir(args.namespace.as_deref());
+        apex_fsd::stdio::relay(&dir, &flags)?;
         return Ok(());
     }
     // Before the runtime starts its threads.

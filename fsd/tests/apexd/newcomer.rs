@@ -81,13 +81,24 @@ fn apexd_listens_on_loopback_only_with_insecure_and_says_why() {
         assert_eq!(out.status.code(), Some(1), "{addr}: {said}");
         assert!(said.contains(addr) && (said.contains("loopback") || said.contains("localhost")), "{said}");
     }
-    // Without --insecure, not even loopback: nothing is posted.
-    let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
+    // Without --insecure, not even loopback: nothing is posted. (Waited
+    // for with a deadline: one that served would never end.)
+    let mut refused = Command::new(env!("CARGO_BIN_EXE_apexd"))
         .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), "tcp!127.0.0.1!5640".as_ref()])
         .arg("--ephemeral")
         .stdout(Stdio::null())
-        .output()
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while refused.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = refused.kill();
+            panic!("apexd served plain TCP without --insecure");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = refused.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("give --insecure") && said.contains("apexd --stdio"), "{said}");

@@ -104,11 +104,18 @@ async fn the_relay_starts_the_daemon_and_the_session_outlives_it() {
     let root = c.attach("glenda", "").await.unwrap();
     let body = text(read(&c, root, &format!("main/buffers/{}/body", b.trim())).await.unwrap());
     assert_eq!(body, "kept\n", "the same daemon, not a fresh one");
-    // Its standard input ends (the client went): the relay ends too.
+    // Its standard input ends (the client went): the relay ends too, by
+    // itself, and well.
     drop(c);
-    drop(second.stdin.take());
-    let _ = second.kill();
-    let _ = second.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "the relay outlived its standard input");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
     assert_eq!(daemons_started_in(&home.0).len(), 1, "one daemon, started once");
 }
 

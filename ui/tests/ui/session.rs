@@ -510,7 +510,9 @@ fn layout_boxes_grow_move_and_resize_windows_and_move_columns() {
 #[test]
 fn the_ui_reads_files_itself_only_where_the_daemon_sees_the_same_ones() {
     let r = Rig::start("session-machine", true);
-    assert!(r.ui.as_ref().unwrap().host.on_this_machine(), "the daemon here says this machine");
+    let said = r.apex(&["read", "machine"]);
+    assert!(apex_ui::host::same_machine(&said), "the daemon here says this machine: {said:?}");
+    assert!(r.ui.as_ref().unwrap().host.on_this_machine());
     assert!(!apex_ui::host::same_machine("0f0e-other-boot mnt:[1]"), "another machine's line is not");
 }
 
