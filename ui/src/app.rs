@@ -579,7 +579,7 @@ impl Ui {
     }
 
     /// Acts on what the plumber delivered to its `edit` port (a file to
-    /// show, data to show), as acme does. Only the leading UI does: every
+    /// show, data to show), as acme does, moving the pointer there. Only the leading UI does: every
     /// UI reading the port gets each message, and one window is wanted.
     fn take_plumbed(&mut self) {
         let messages = std::mem::take(&mut *self.host.plumbed.lock().expect("plumbed lock"));
@@ -588,11 +588,17 @@ impl Ui {
         }
         for m in messages {
             self.host.frames = self.frames_shown();
-            if let Err(e) = apex_core::plumb::deliver(&mut self.host, &m) {
-                let name = String::from_utf8_lossy(&m.data).to_string();
-                let _ = exec::warn(&mut self.host, None, &format!("plumb: {name}: {e}\n"));
-            }
+            let shown = apex_core::plumb::deliver(&mut self.host, &m);
             self.show_new_windows();
+            match shown {
+                // The pointer goes to what was shown, as acme moves it.
+                Ok(()) if m.kind == "text" => self.input.warp = self.focused().map(Warp::Selection),
+                Ok(()) => {}
+                Err(e) => {
+                    let name = String::from_utf8_lossy(&m.data).to_string();
+                    let _ = exec::warn(&mut self.host, None, &format!("plumb: {name}: {e}\n"));
+                }
+            }
             self.unflushed = true;
         }
     }

@@ -144,6 +144,9 @@ pub struct RuleError {
     pub file: String,
     pub line: usize,
     pub why: String,
+    /// The text ended inside its last rule set, before any action: more
+    /// lines may yet make it rules (a rules file written in pieces).
+    pub unfinished: bool,
 }
 
 /// A file `include` names that cannot be read.
@@ -246,17 +249,19 @@ impl Rules {
 
 impl Parser<'_> {
     fn push(&mut self, file: &str, text: &str) {
+        // The piece after a final newline is no line.
+        let text = text.strip_suffix('\n').unwrap_or(text);
         let lines = text.split('\n').map(|l| l.trim_end_matches('\r').to_string()).collect();
         self.inputs.push(Input { file: file.to_string(), lines, next: 0 });
     }
 
     fn error(&self, why: impl Into<String>) -> RuleError {
         let (file, line) = self.inputs.last().map_or((String::new(), 0), |i| (i.file.clone(), i.next));
-        RuleError { file, line, why: why.into() }
+        RuleError { file, line, why: why.into(), unfinished: false }
     }
 
     fn error_at(&self, file: &str, line: usize, why: &str) -> RuleError {
-        RuleError { file: file.to_string(), line, why: why.to_string() }
+        RuleError { file: file.to_string(), line, why: why.to_string(), unfinished: false }
     }
 
     /// The next line and where it is; at the end of an included file the
@@ -286,9 +291,13 @@ impl Parser<'_> {
                 vars: Arc::default(),
             };
             let mut commands = 0;
+            let mut at_end = false;
             loop {
                 let rule = match self.read_rule()? {
-                    Line::Eof => break,
+                    Line::Eof => {
+                        at_end = true;
+                        break;
+                    }
                     Line::Blank if set.patterns.is_empty() && set.actions.is_empty() => continue,
                     Line::Blank => break,
                     Line::Rule(rule) => rule,
@@ -315,7 +324,12 @@ impl Parser<'_> {
                     _ => set.patterns.push(rule),
                 }
             }
-            let at = |why: &str| RuleError { file: set.file.clone(), line: set.line, why: why.to_string() };
+            let at = |why: &str| RuleError {
+                file: set.file.clone(),
+                line: set.line,
+                why: why.to_string(),
+                unfinished: false,
+            };
             if commands > 1 {
                 return Err(at("rule set has more than one client or start action"));
             }
@@ -327,7 +341,9 @@ impl Parser<'_> {
                     }
                     return Ok(Some(set));
                 }
-                (false, true) => return Err(at("rule set must have patterns and actions")),
+                (false, true) => {
+                    return Err(RuleError { unfinished: at_end, ..at("rule set must have patterns and actions") });
+                }
                 (true, false) if commands > 0 || set.port.is_none() => {
                     return Err(at("rule set has no patterns: it may only declare ports (plumb to PORT)"));
                 }
@@ -600,6 +616,14 @@ mod tests {
             assert!(e.why.contains(why), "{text:?}: {e}");
             assert!(e.to_string().starts_with(&format!("rules:{line}: ")), "{e}");
         }
+    }
+
+    #[test]
+    fn a_text_that_ends_before_its_last_set_s_action_is_unfinished() {
+        assert!(parse("data is x\nplumb to p\n\ndata is y\n").unwrap_err().unfinished);
+        // Ended by a blank line, it is wrong, not unfinished.
+        assert!(!parse("data is y\n\ndata is x\nplumb to p\n").unwrap_err().unfinished);
+        assert!(!parse("data frob y\n").unwrap_err().unfinished);
     }
 
     #[test]

@@ -387,7 +387,9 @@ impl Fsys {
                 self.acme_clunk(n, None, Some(body), None).await
             }
             Opened::Rdsel { window, .. } => self.acme_clunk(n, None, None, Some(window)).await,
-            opened @ (Opened::PlumbPort { .. } | Opened::PlumbRules { .. }) => self.plumb_clunk(n, opened),
+            opened @ (Opened::PlumbPort { .. } | Opened::PlumbRules { .. } | Opened::PlumbSend { .. }) => {
+                self.plumb_clunk(n, opened)
+            }
             _ => {}
         }
     }

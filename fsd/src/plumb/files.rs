@@ -4,13 +4,15 @@
 //! - `send`: each write adds to the message this fid is writing; once it
 //!   holds a whole message it is sent, and the write that completed it
 //!   fails with the plumber's reason if no one got it. A write that can be
-//!   no message is refused and forgotten.
+//!   no message is refused and forgotten; one closed half written is
+//!   dropped, and the log says what it lacked.
 //! - `rules`: reads the session's own rules (`meta/rules` lists every
-//!   rule and its owner). A write replaces them, or with no OTRUNC at the
-//!   open adds to them, as soon as what was written reads; a write that
-//!   makes them unreadable is refused with the file, line and reason and
-//!   forgotten. Only a last rule set that may still be going on (no blank
-//!   line after it yet) waits for the next write or the clunk.
+//!   rule and its owner). One writer at a time. What is written replaces
+//!   them, or with no OTRUNC at the open adds to them, when the file is
+//!   closed; each write is read first with what came before it (off the
+//!   session's lock), and one that makes them unreadable is refused with
+//!   the file, line and reason, and then nothing is taken. A last rule set
+//!   with no action yet (core's `RuleError::unfinished`) waits.
 //! - A port: each open fid is a reader; a read waits for a message and
 //!   returns it, or as much as fits, the rest in the next reads.
 
@@ -22,7 +24,7 @@ use crate::fsys::fid::{Content, Fid, Opened};
 use crate::fsys::place::{self, Place, PlumbFile, PLUMB};
 use crate::fsys::tree::Fsys;
 use crate::session::Session;
-use apex_core::plumb::{Message, RuleError};
+use apex_core::plumb::Message;
 use apex_core::AttachmentId;
 use apex_ninep::fcall::OTRUNC;
 
@@ -68,21 +70,6 @@ pub fn step(s: &Session, n: u64, name: &str) -> Option<Place> {
     }
     let ports = s.plumber().ports(&s.view().state.meta);
     ports.iter().any(|p| p == name).then(|| Place::Plumb1(n, PlumbFile::Port(port_hash(name))))
-}
-
-/// Whether the text the rules file waits on may still become rules: the
-/// error is in the last rule set, no blank line has ended it, and it is
-/// the kind more lines mend (no action yet, or a line cut short).
-fn may_go_on(text: &str, e: &RuleError) -> bool {
-    if e.file != "rules" || text.ends_with("\n\n") {
-        return false;
-    }
-    // Lines numbered from 1; the piece after a final newline is no line.
-    let lines: Vec<&str> = text.split('\n').collect();
-    let ends_set = |l: &&str| l.trim_start().is_empty() || l.trim_start().starts_with('#');
-    let last_blank = (1..lines.len()).rfind(|i| ends_set(&lines[i - 1])).unwrap_or(0);
-    let cut_short = !text.ends_with('\n') && e.line == lines.len();
-    e.line > last_blank && (e.why.contains("must have patterns and actions") || cut_short)
 }
 
 impl Fsys {
@@ -166,15 +153,16 @@ impl Fsys {
                 };
                 // Read off the session's lock: an error is this write's,
                 // and the write is forgotten; taken only at the clunk.
-                let checked = tokio::task::spawn_blocking(move || {
-                    super::rules::check_rules(None, AttachmentId::SERVER, &text).map_err(|e| (e, text))
-                })
-                .await
-                .map_err(|source| Error::Task { what: "plumb rules", source })?;
+                let checked =
+                    tokio::task::spawn_blocking(move || super::rules::check_rules(None, AttachmentId::SERVER, &text))
+                        .await
+                        .map_err(|source| Error::Task { what: "plumb rules", source })?;
                 let refusal = match checked {
-                    Err((PlumbFsError::Rules(e), text)) if !may_go_on(&text, &e) => Some(PlumbFsError::Rules(e)),
-                    Err((PlumbFsError::Rules(_), _)) | Ok(()) => None,
-                    Err((e, _)) => Some(e),
+                    // A last rule set with no action yet waits for the
+                    // next write.
+                    Err(PlumbFsError::Rules(e)) if !e.unfinished => Some(PlumbFsError::Rules(e)),
+                    Err(PlumbFsError::Rules(_)) | Ok(()) => None,
+                    Err(e) => Some(e),
                 };
                 if let Opened::PlumbRules { written, refused, .. } = &mut *fid.lock() {
                     match refusal {
@@ -213,6 +201,9 @@ impl Fsys {
         match opened {
             Opened::PlumbPort { reader } => {
                 let _ = self.daemon.tend(n, |s| s.plumber_mut().close_reader(reader));
+            }
+            Opened::PlumbSend { partial } if !partial.is_empty() => {
+                tracing::warn!(session = n, "plumb send closed half written, dropped: {}", Message::short(&partial));
             }
             Opened::PlumbRules { base, written, refused, writer, .. } => {
                 // Opened with OTRUNC and nothing written: no rules, as the

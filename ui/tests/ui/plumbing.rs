@@ -210,3 +210,21 @@ fn a_file_b3_opens_at_an_address_is_shown_as_acme_shows_it() {
     let above = line_of(v.q0) - line_of(v.org);
     assert_eq!(above, frame.capacity() / 4, "a quarter of the window above it");
 }
+
+#[test]
+fn a_file_the_edit_port_shows_gets_the_pointer_as_in_acme() {
+    let mut r = Rig::start("plumbing-warp", true);
+    let file = r.ns.join("FILE");
+    std::fs::write(&file, "one\ntwo\nthree\nfour\nfive\n").unwrap();
+    let mut m = apex_core::plumb::Message::text("plumb", "/", &file.display().to_string());
+    m.dst = "edit".into();
+    m.attr.push(("addr".into(), "3".into()));
+    r.ui().host.plumbed.lock().unwrap().push(m);
+    r.ui().woke();
+    let w = r.win(&file.display().to_string());
+    let (x, y) = r.ui().take_warp().expect("the pointer is moved");
+    let at = r.point(w.window, 8, false);
+    assert!((y - at.1).abs() <= r.ui().fonts.line_height() as i32, "on line 3: {:?} vs {:?}", (x, y), at);
+    let v = r.ui().host.att.lock().node().unwrap().state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
+    assert_eq!((v.q0, v.q1, v.org), (8, 14, 0));
+}
