@@ -173,10 +173,10 @@ const LAYERS: &[(&str, &str, &[&str])] = &[
     ("ninep", "apex-ninep", &[]),
     ("sys", "apex-sys", &["apex-core"]),
     ("link", "apex-link", &["apex-core", "apex-ninep"]),
-    ("fsd", "apex-fsd", &["apex-core", "apex-ninep", "apex-sys", "apex-link"]),
+    ("fsd", "apex-fsd", &["apex-core", "apex-ninep", "apex-sys", "apex-link", "apex-tests"]),
     ("mnt", "apex-mnt", &["apex-core", "apex-ninep", "apex-sys", "apex-link", "apex-tests"]),
     ("ui", "apex-ui", &["apex-core", "apex-ninep", "apex-sys", "apex-link", "apex-tests"]),
-    // What test harnesses share (mnt's and ui's): it uses no apex crate, so
+    // What test harnesses share (fsd's, mnt's and ui's): it uses no apex crate, so
     // none reaches the daemon's through it.
     ("tests", "apex-tests", &[]),
 ];

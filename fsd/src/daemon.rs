@@ -58,6 +58,10 @@ pub struct Daemon {
     session_changes: Arc<Mutex<HashMap<u64, Arc<watch::Sender<u64>>>>>,
     /// The daemon's clock for the attach protocol's deadlines.
     epoch: std::time::Instant,
+    /// The services posted beside `apex` (`acme`, `plumb`) and the session
+    /// each serves: `/services`, for a client reaching the daemon from
+    /// elsewhere (an import over ssh) to serve them in turn.
+    pub services: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 /// A snapshot the session's log is due, its state copied under the lock;
@@ -96,6 +100,7 @@ impl Daemon {
             changes: Arc::new(watch::Sender::new(0)),
             session_changes: Arc::default(),
             epoch: std::time::Instant::now(),
+            services: Arc::default(),
         }
     }
 

@@ -40,7 +40,9 @@
 //! - [`plumb`]: the session's plumber: its ports, its rules into the
 //!   metalog, sending, and plumber(4)'s files.
 //! - [`stdio`]: `apexd --stdio`, 9P on standard input and output relayed
-//!   to the user's daemon (what ssh runs).
+//!   to the user's daemon (what ssh runs); [`import`]: `apex import
+//!   ssh!HOST`, that relay's connection posted here and shared by every
+//!   local client.
 //!
 //! The binary `apexd` (`src/bin/apexd.rs`) posts the socket, makes the
 //! session `main`, and serves every connection with
@@ -59,6 +61,7 @@ pub mod daemon;
 pub mod error;
 pub mod fsys;
 pub mod host;
+pub mod import;
 pub mod persist;
 pub mod plumb;
 pub mod pty;

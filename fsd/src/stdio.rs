@@ -23,8 +23,43 @@ pub enum RelayError {
     Namespace(#[from] apex_ninep::ns::NsError),
     #[error("apexd --stdio: {}: {source}", socket.display())]
     Connect { socket: PathBuf, source: std::io::Error },
+    #[error(
+        "apexd --stdio: this machine's apexd is version {ours}, the client's apex is {theirs}: run the same \
+         version at both ends (apex import --upload copies the client's apexd here)"
+    )]
+    Version { ours: String, theirs: String },
     #[error("apexd --stdio: relaying: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// The version both ends of a relay must share: what the daemon and the
+/// client speak (9P, and the attach protocol inside it) is this build's.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Refuses a client of another version, saying both.
+pub fn check_version(theirs: &str) -> Result<(), RelayError> {
+    match theirs == VERSION {
+        true => Ok(()),
+        false => Err(RelayError::Version { ours: VERSION.to_string(), theirs: theirs.to_string() }),
+    }
+}
+
+/// The flags a daemon the relay starts is given: the relay's own, less
+/// those that are the relay's alone (`--stdio`, `--client-version V`).
+pub fn daemon_flags(argv: &[String]) -> Vec<String> {
+    let mut flags = Vec::new();
+    let mut args = argv.iter();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--stdio" => {}
+            "--client-version" => {
+                args.next();
+            }
+            a if a.starts_with("--client-version=") => {}
+            _ => flags.push(a.clone()),
+        }
+    }
+    flags
 }
 
 /// The namespace directory the relay serves: `--namespace`, else

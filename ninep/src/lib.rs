@@ -21,6 +21,8 @@
 //!   [`dial`] for `unix!PATH` and `tcp!HOST!PORT`.
 //! - [`ns`]: the plan9port namespace directory, the user name, and a
 //!   posted service's address (lib9's `getns`), for every client.
+//! - [`forward`]: [`forward::Forward`], 9pserve's multiplexer: a `Serve`
+//!   passing each local client's requests on to one upstream `Client`.
 //! - [`srv`]: [`srv::serve_conn`] (version, tags, the fid table, flush,
 //!   clean-up) over a [`srv::Serve`] (attach, walk, open, read, ...).
 //!
@@ -41,6 +43,7 @@ pub mod codec;
 pub mod error;
 pub mod fcall;
 pub mod fdpass;
+pub mod forward;
 mod io;
 pub mod ns;
 mod socket;

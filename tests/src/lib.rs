@@ -3,6 +3,8 @@
 //! crates share (mnt's and ui's run the daemon's programs, though their
 //! crates may not depend on the daemon's).
 
+pub mod sshd;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

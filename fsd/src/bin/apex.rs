@@ -81,6 +81,37 @@ enum Cmd {
         /// FILE or FILE:ADDR.
         file: String,
     },
+    /// Reach the sessions of another machine over ssh: run `apexd
+    /// --stdio` there (through the system's ssh, its config, keys and
+    /// agent) and post the connection here as apex.HOST, and acme.HOST
+    /// for its acme tree, for apex, 9p, 9pfuse, apex-mnt and apex-ui to
+    /// use. It stays in the background, reconnecting when ssh drops,
+    /// until --stop. $APEX_SSH is the ssh command (default ssh).
+    Import {
+        /// Post the connection as NAME instead (acme, or acme.*, serves
+        /// the acme tree: win dials acme).
+        #[arg(short = 'n', value_name = "NAME")]
+        name: Option<String>,
+        /// apexd on the remote machine, where it is not on the PATH
+        /// there (nor uploaded).
+        #[arg(long, value_name = "PATH")]
+        remote_apexd: Option<String>,
+        /// First copy this machine's apexd there, into
+        /// ~/.local/lib/apex/apexd-VERSION, which imports then use.
+        #[arg(long)]
+        upload: bool,
+        /// End the import of ADDR (or of -n NAME).
+        #[arg(long)]
+        stop: bool,
+        /// The importer itself, started in the background by the others.
+        #[arg(long, hide = true)]
+        foreground: bool,
+        /// The message size asked of the remote.
+        #[arg(long, default_value_t = 1 << 20, hide = true)]
+        msize: u32,
+        /// ssh!HOST, ssh!USER@HOST, ssh!HOST!PORT or ssh!USER@HOST!PORT.
+        addr: String,
+    },
     /// Attach to SESSION as a UI, lead it, make a window named NAME and
     /// type into it one rune every -i milliseconds until interrupted: a
     /// headless leader for scripts and tests. Reports `window N`,
@@ -251,6 +282,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     match args.cmd {
+        // Its own runtimes (the importer's, many threads), on a thread
+        // outside this one's.
+        cmd @ Cmd::Import { .. } => {
+            let said = std::thread::spawn(move || import(cmd)).join().map_err(|_| anyhow::anyhow!("import panicked"))??;
+            writeln!(out, "{said}")?;
+        }
         Cmd::Ls { long, path } => {
             let paths = if path.is_empty() { vec![String::new()] } else { path };
             for p in paths {
@@ -556,4 +593,62 @@ fn more_input_soon() -> bool {
     let mut fd = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
     // SAFETY: poll(2) on one pollfd that lives for the call.
     unsafe { libc::poll(&mut fd, 1, 10) > 0 }
+}
+
+/// `apex import`: starts the importer in the background (or is it, with
+/// --foreground), or stops it; what it did, to say.
+fn import(cmd: Cmd) -> anyhow::Result<String> {
+    use apex_fsd::import::{self, start::Started, Import};
+    let Cmd::Import { name, remote_apexd, upload, stop, foreground, msize, addr } = cmd else { unreachable!() };
+    let imp = Import {
+        remote: import::ssh::Remote::parse(&addr)?,
+        ssh: import::ssh_command(),
+        apexd: remote_apexd.clone(),
+        dir: apex_ninep::ns::namespace_dir(None),
+        name: name.clone(),
+        msize,
+    };
+    if stop {
+        let pid = import::start::stop(&imp)?;
+        return Ok(format!("apex import: stopped {} (pid {pid})", imp.first_name()));
+    }
+    if foreground {
+        // Writes to a local client that went away fail, and are no signal.
+        // SAFETY: a signal's disposition set; no handler of ours runs.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+            .with_writer(std::io::stderr)
+            .init();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+        rt.block_on(import::serve(imp))?;
+        return Ok(String::new());
+    }
+    let mut flags = vec!["import".to_string(), "--foreground".to_string(), format!("--msize={msize}")];
+    if let Some(n) = name {
+        flags.extend(["-n".to_string(), n]);
+    }
+    if let Some(p) = remote_apexd {
+        flags.extend(["--remote-apexd".to_string(), p]);
+    }
+    flags.push(addr);
+    Ok(match import::start::start(&imp, &flags, upload)? {
+        Started::Already { pid } => format!("apex import: {} is imported already (pid {pid})", imp.first_name()),
+        Started::Started => {
+            let names = std::fs::read_dir(&imp.dir)
+                .map(|d| {
+                    let host = format!(".{}", imp.remote.host);
+                    let mut v: Vec<String> = d
+                        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                        .filter(|n| Some(n) == imp.name.as_ref() || (imp.name.is_none() && n.ends_with(&host)))
+                        .collect();
+                    v.sort();
+                    v
+                })
+                .unwrap_or_default();
+            format!("apex import: {} posted {}", imp.remote.address(), names.join(" "))
+        }
+    })
 }

@@ -63,6 +63,11 @@ struct Args {
     /// connection.
     #[arg(long, conflicts_with_all = ["check", "listen"])]
     stdio: bool,
+    /// With --stdio: the version of the apex at the other end, which must
+    /// be this one's (`apex import` says it); a different one is refused,
+    /// saying both.
+    #[arg(long, value_name = "VERSION", requires = "stdio")]
+    client_version: Option<String>,
     /// Serve --listen's plain TCP, which has no authentication: every
     /// user of this machine can reach a loopback port and act as you.
     #[arg(long)]
@@ -249,6 +254,7 @@ fn post_service(dir: &std::path::Path, service: &str, tree: Arc<Fsys>, name: &st
     let no_auth = format!("{service}: authentication not required");
     let config = Config { msize: ACME_MSIZE, no_auth };
     tracing::info!(socket = %dir.join(service).display(), session = %name, "serving {service}");
+    tree.daemon.services.lock().expect("services lock").push((service.to_string(), name.to_string()));
     tokio::spawn(serve_listener(listener, tree, config));
     true
 }
@@ -304,7 +310,10 @@ fn main() -> anyhow::Result<()> {
     if args.stdio {
         // The daemon's flags, for one started here; --stdio is this
         // relay's alone.
-        let mut flags: Vec<String> = argv[1..].iter().filter(|a| *a != "--stdio").cloned().collect();
+        if let Some(theirs) = &args.client_version {
+            apex_fsd::stdio::check_version(theirs)?;
+        }
+        let mut flags = apex_fsd::stdio::daemon_flags(&argv[1..]);
         if !flags.iter().any(|a| a == "-q" || a == "--quiet") {
             flags.push("-q".into());
         }

@@ -19,6 +19,7 @@ pub enum RootFile {
     Registry,
     /// Which machine the daemon runs on (`apex_sys::machine`).
     Machine,
+    Services,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -121,6 +122,7 @@ pub const ROOT: Table<RootFile> = &[
     ("new", RootFile::New, 0o444),
     ("registry", RootFile::Registry, 0o444),
     ("machine", RootFile::Machine, 0o444),
+    ("services", RootFile::Services, 0o444),
 ];
 pub const SESSION: Table<SessionFile> = &[
     ("id", SessionFile::Id, 0o444),

@@ -1,7 +1,8 @@
 //! The files of `/`: `index` (a line per session), `ctl` (the registry's
 //! commands), `new` (opening it makes a session and reads its name),
-//! `registry` (the registry log as it grows) and `machine` (which machine
-//! this is, for a client to tell whether the daemon's files are its own).
+//! `registry` (the registry log as it grows), `machine` (which machine
+//! this is, for a client to tell whether the daemon's files are its own)
+//! and `services` (what is posted beside `apex`, for whom).
 
 use crate::daemon::Daemon;
 use crate::error::Result;
@@ -21,6 +22,10 @@ pub fn content(daemon: &Daemon, file: RootFile) -> Made {
             numbers.into_iter().filter_map(|n| daemon.read(n, |s| s.index_line()).ok()).collect::<String>().into()
         }
         RootFile::Machine => format!("{}\n", apex_sys::machine::id()).into(),
+        RootFile::Services => {
+            let services = daemon.services.lock().expect("services lock");
+            services.iter().map(|(service, session)| format!("{service} {session}\n")).collect::<String>().into()
+        }
         _ => Made::Bytes(Vec::new()),
     }
 }

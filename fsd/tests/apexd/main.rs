@@ -10,6 +10,7 @@ mod chaos;
 mod events;
 mod fidelity;
 mod host;
+mod import;
 mod keepers;
 mod limits;
 mod locks;

@@ -190,6 +190,12 @@ impl Client {
         }
     }
 
+    /// Whether the connection is known to have ended (as [`Client::closed`]
+    /// would see at once).
+    pub fn is_closed(&self) -> bool {
+        *self.shared.gone.borrow()
+    }
+
     /// The negotiated msize.
     pub fn msize(&self) -> u32 {
         self.shared.msize
@@ -266,10 +272,19 @@ impl Client {
 
     /// Attaches to `aname` as `uname`; returns the root fid.
     pub async fn attach(&self, uname: &str, aname: &str) -> Result<u32> {
+        self.attach_qid(uname, aname).await.map(|(fid, _)| fid)
+    }
+
+    /// [`Client::attach`], with the root's qid.
+    pub async fn attach_qid(&self, uname: &str, aname: &str) -> Result<(u32, Qid)> {
         let fid = self.new_fid();
         let t = Fcall::Tattach { fid, afid: NOFID, uname: uname.into(), aname: aname.into() };
-        match self.rpc(t).await? {
-            Fcall::Rattach { .. } => Ok(fid),
+        let r = self.rpc(t).await;
+        if r.is_err() {
+            self.shared.free_fids.lock().expect("fid lock").push(fid);
+        }
+        match r? {
+            Fcall::Rattach { qid } => Ok((fid, qid)),
             r => Self::unexpected("Tattach", r),
         }
     }
@@ -310,6 +325,31 @@ impl Client {
             from = newfid;
         }
         Ok((newfid, qids))
+    }
+
+    /// One Twalk of the names as given (at most [`MAXWELEM`], within the
+    /// msize), answered as walk(5) answers: the qids of the names walked,
+    /// and the new fid when all of them were. A forwarder's walk: another
+    /// client's request, passed on as it came.
+    pub async fn walk_once(&self, fid: u32, wnames: Vec<String>) -> Result<(Vec<Qid>, Option<u32>)> {
+        let newfid = self.new_fid();
+        let asked = wnames.len();
+        let r = async { self.send_making(Fcall::Twalk { fid, newfid, wnames }, Some(newfid)).await?.reply().await };
+        match r.await {
+            Ok(Fcall::Rwalk { wqids }) if wqids.len() == asked => Ok((wqids, Some(newfid))),
+            Ok(Fcall::Rwalk { wqids }) if wqids.len() < asked => {
+                self.shared.free_fids.lock().expect("fid lock").push(newfid);
+                Ok((wqids, None))
+            }
+            Ok(r) => {
+                let _ = self.clunk(newfid).await;
+                Self::unexpected("Twalk", r)
+            }
+            Err(e) => {
+                self.shared.free_fids.lock().expect("fid lock").push(newfid);
+                Err(e)
+            }
+        }
     }
 
     /// After a failed walk step: a newfid that already exists (a later

@@ -1,0 +1,151 @@
+//! Many clients over one connection, as plan9port's 9pserve serves them: a
+//! [`srv::Serve`](crate::srv::Serve) whose every request is passed on to
+//! an upstream [`Client`]. Each local client gets its own tags and fids
+//! (the server connection keeps them) mapped onto the upstream's (the
+//! client allocates them), so clients never see each other's numbers; a
+//! Tflush of a local request drops its upstream call, which flushes it
+//! there; a local hang-up clunks every fid it left upstream; and
+//! `Topenfd`, which passes a descriptor and so cannot cross a network,
+//! is served here, by the server connection, as an open and reads and
+//! writes passed on.
+//!
+//! An upstream fid is clunked when the last local state referring to it
+//! goes (a walk onto the same fid replaces it; a hang-up drops them all),
+//! awaited when the local client clunks it, so what a clunk does upstream
+//! (a rules file taken, an event reader gone) is done before its Rclunk.
+
+use crate::client::{Client, ClientError};
+use crate::fcall::{Qid, Stat};
+use crate::srv::{Serve, Walked};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A fid upstream, shared by the local states that refer to it.
+pub struct Upstream {
+    fid: u32,
+    client: Client,
+    /// Clunked (or removed) already: nothing is left to let go.
+    gone: AtomicBool,
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        if self.gone.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let (client, fid) = (self.client.clone(), self.fid);
+        rt.spawn(async move {
+            let _ = client.clunk(fid).await;
+        });
+    }
+}
+
+/// What a local fid is: the upstream fid it stands for.
+pub type Fid = Arc<Upstream>;
+
+/// Why a forwarded request failed: the upstream's own words, or the
+/// upstream connection's end.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error("{0}")]
+    Server(String),
+    #[error("{remote}: the connection is down ({why}); try again once it is back")]
+    Down { remote: String, why: ClientError },
+}
+
+/// The server side of a forwarder: each local connection gets one,
+/// sharing the upstream `client`.
+pub struct Forward {
+    client: Client,
+    /// Who is upstream, for errors (`ssh!host`).
+    remote: String,
+    /// The attach name a client's empty (or acme's numeric) attach name
+    /// stands for: a service posted as one of the upstream's trees (its
+    /// acme tree, `SESSION/acme`), as the upstream's own services answer.
+    root: Option<String>,
+}
+
+impl Forward {
+    pub fn new(client: Client, remote: impl Into<String>, root: Option<String>) -> Forward {
+        Forward { client, remote: remote.into(), root }
+    }
+
+    fn error(&self, e: ClientError) -> ForwardError {
+        match e {
+            ClientError::Server(text) => ForwardError::Server(text),
+            why => ForwardError::Down { remote: self.remote.clone(), why },
+        }
+    }
+
+    fn upstream(&self, fid: u32) -> Fid {
+        Arc::new(Upstream { fid, client: self.client.clone(), gone: AtomicBool::new(false) })
+    }
+
+    /// The fid's last local state went: it is clunked upstream now, and
+    /// waited for. (Otherwise its last holder's drop clunks it.)
+    async fn let_go(&self, fid: Fid) {
+        if let Some(last) = Arc::into_inner(fid) {
+            if !last.gone.swap(true, Ordering::AcqRel) {
+                let _ = self.client.clunk(last.fid).await;
+            }
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, ForwardError>;
+
+impl Serve for Forward {
+    type Fid = Fid;
+    type Error = ForwardError;
+
+    async fn attach(&self, uname: &str, aname: &str) -> Result<(Qid, Fid)> {
+        let aname = match &self.root {
+            Some(root) if aname.bytes().all(|c| c.is_ascii_digit()) => root.as_str(),
+            _ => aname,
+        };
+        let (fid, qid) = self.client.attach_qid(uname, aname).await.map_err(|e| self.error(e))?;
+        Ok((qid, self.upstream(fid)))
+    }
+
+    async fn walk(&self, fid: &Fid, names: &[String]) -> Result<Walked<Fid>> {
+        let (qids, newfid) = self.client.walk_once(fid.fid, names.to_vec()).await.map_err(|e| self.error(e))?;
+        Ok((qids, newfid.map(|n| self.upstream(n))))
+    }
+
+    async fn open(&self, fid: &Fid, mode: u8) -> Result<(Qid, Fid)> {
+        let file = self.client.open(fid.fid, mode).await.map_err(|e| self.error(e))?;
+        Ok((file.qid, fid.clone()))
+    }
+
+    async fn create(&self, fid: &Fid, name: &str, perm: u32, mode: u8) -> Result<(Qid, Fid)> {
+        let file = self.client.create(fid.fid, name, perm, mode).await.map_err(|e| self.error(e))?;
+        Ok((file.qid, fid.clone()))
+    }
+
+    async fn read(&self, fid: &Fid, offset: u64, count: u32) -> Result<Vec<u8>> {
+        self.client.read(fid.fid, offset, count).await.map_err(|e| self.error(e))
+    }
+
+    async fn write(&self, fid: &Fid, offset: u64, data: Vec<u8>) -> Result<u32> {
+        self.client.write(fid.fid, offset, &data).await.map_err(|e| self.error(e))
+    }
+
+    async fn clunk(&self, fid: Fid) {
+        self.let_go(fid).await
+    }
+
+    async fn remove(&self, fid: Fid) -> Result<()> {
+        // Removed, the fid is gone upstream whatever the outcome (remove(5)).
+        fid.gone.store(true, Ordering::Release);
+        self.client.remove(fid.fid).await.map_err(|e| self.error(e))
+    }
+
+    async fn stat(&self, fid: &Fid) -> Result<Stat> {
+        self.client.stat(fid.fid).await.map_err(|e| self.error(e))
+    }
+
+    async fn wstat(&self, fid: &Fid, stat: Stat) -> Result<()> {
+        self.client.wstat(fid.fid, stat).await.map_err(|e| self.error(e))
+    }
+}
