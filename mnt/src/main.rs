@@ -28,8 +28,9 @@ struct Args {
     /// Largest 9P message to ask for, in bytes.
     #[arg(long, default_value_t = 1 << 20, value_name = "BYTES")]
     msize: u32,
-    /// [ADDR] MOUNTPOINT: ADDR is unix!PATH, tcp!HOST!PORT or a posted
-    /// service name (default: apex).
+    /// [ADDR] MOUNTPOINT: ADDR is unix!PATH, tcp!HOST!PORT, a posted
+    /// service name (default: apex), or ssh!HOST (ssh!USER@HOST!PORT):
+    /// another machine's sessions, imported first (apex import).
     #[arg(num_args = 1..=2, value_name = "ADDR MOUNTPOINT", required = true)]
     places: Vec<String>,
 }
@@ -78,7 +79,12 @@ async fn run() -> anyhow::Result<()> {
         [a, m] => (a.clone(), PathBuf::from(m)),
         _ => unreachable!("clap takes one or two"),
     };
-    let address = apex_ninep::ns::service_address(&addr)?;
+    // Another machine's sessions: imported (apex import, in the
+    // background), then mounted through the posted connection.
+    let address = match addr.starts_with("ssh!") {
+        true => format!("unix!{}", apex_sys::remote::import(&addr, &apex_ninep::ns::namespace_dir(None))?.display()),
+        false => apex_ninep::ns::service_address(&addr)?,
+    };
     let client = apex_ninep::dial(&address, args.msize).await.with_context(|| format!("dial {address}"))?;
     let user = apex_ninep::ns::user_name();
     let root = client.attach(&user, &args.aname).await.with_context(|| format!("attach {:?}", args.aname))?;

@@ -9,13 +9,37 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `apex-mnt ssh!USER@localhost!PORT DIR` through a real sshd: the
+/// remote's sessions imported (apex import, in the background) and
+/// mounted; what the shell writes is the remote daemon's.
+#[test]
+fn a_mount_of_another_machine_over_ssh() {
+    if !fuse_available() {
+        return;
+    }
+    let apexd = sibling("apexd");
+    sibling("apex");
+    let sshd = apex_tests::sshd::Sshd::start("mnt", apexd.parent());
+    let s = Setup::start_remote("ssh", &sshd);
+    assert_eq!(s.ok("ls $M"), "ctl\nindex\nmachine\nmain\nnew\nregistry\nservices\n");
+    let b = s.ok("cat $M/main/buffers/new").trim().to_string();
+    s.ok(&format!("echo through ssh > $M/main/buffers/{b}/body"));
+    let remote = Command::new(sibling("apex"))
+        .args(["-a", &format!("unix!{}", sshd.remote_ns().join("apex").display())])
+        .args(["read", &format!("main/buffers/{b}/body")])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&remote.stdout), "through ssh\n");
+    assert!(sshd.local_ns().join("apex.localhost").exists(), "the import stays up for others");
+}
+
 #[test]
 fn shell_tools_read_and_write_through_the_mount() {
     if !fuse_available() {
         return;
     }
     let s = Setup::start("shell");
-    assert_eq!(s.ok("ls $M"), "ctl\nindex\nmachine\nmain\nnew\nregistry\n");
+    assert_eq!(s.ok("ls $M"), "ctl\nindex\nmachine\nmain\nnew\nregistry\nservices\n");
     s.ok("echo new work > $M/ctl");
     assert!(s.ok("cat $M/index").lines().any(|l| l.starts_with("work ")));
     let b = s.ok("cat $M/work/buffers/new").trim().to_string();

@@ -82,6 +82,23 @@ impl Setup {
         s
     }
 
+    /// Mounts another machine's sessions: `apex-mnt ssh!...` through
+    /// `sshd`, which imports them first (apex import) in the sshd's local
+    /// namespace.
+    pub fn start_remote(name: &str, sshd: &apex_tests::sshd::Sshd) -> Setup {
+        let dir = std::env::temp_dir().join(format!("apex-mnt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("m")).unwrap();
+        let mut s = Setup { dir, apexd: None, mnt: None, one: None };
+        let log = std::fs::File::create(s.dir.join("mnt.log")).unwrap();
+        let mut mnt = Command::new(env!("CARGO_BIN_EXE_apex-mnt"));
+        mnt.arg(sshd.address()).arg(s.m()).stderr(log);
+        mnt.env("NAMESPACE", sshd.local_ns()).env("APEX_SSH", sshd.ssh_command()).env("RUST_LOG", "info");
+        s.mnt = Some(mnt.spawn().expect("start apex-mnt"));
+        wait_for("the mount", || mounted(&s.dir));
+        s
+    }
+
     /// Mounts `content` as the one file `numbers` of a plain 9P server (see
     /// [`serve_one_file`]), with `args` before the address.
     pub fn start_on_one_file(name: &str, content: Vec<u8>, args: &[&str]) -> Setup {

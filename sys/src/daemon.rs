@@ -31,11 +31,16 @@ pub enum StartError {
 
 /// `apexd` beside the running program, else on the PATH.
 pub fn apexd_program() -> PathBuf {
+    program("apexd")
+}
+
+/// apex's program `name` beside the running program, else on the PATH.
+pub fn program(name: &str) -> PathBuf {
     std::env::current_exe()
         .ok()
-        .and_then(|e| e.parent().map(|d| d.join("apexd")))
+        .and_then(|e| e.parent().map(|d| d.join(name)))
         .filter(|p| p.exists())
-        .unwrap_or_else(|| PathBuf::from("apexd"))
+        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// Starts `program` with `args` detached and waits at most `wait` for

@@ -12,10 +12,13 @@
 //! - [`daemon`]: the user's daemon started detached, and waited for.
 //! - [`machine`]: which machine this is, for a client to tell whether the
 //!   daemon's files are its own.
+//! - [`remote`]: another machine's address (`ssh!HOST`), the name its
+//!   import is posted as, and `apex import` run to bring one up.
 
 pub mod daemon;
 pub mod fds;
 pub mod files;
 pub mod machine;
 pub mod malloc;
+pub mod remote;
 pub mod shell;

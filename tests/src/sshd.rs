@@ -46,9 +46,10 @@ fn started_in(dir: &Path) -> Vec<i32> {
 }
 
 impl Sshd {
-    /// Starts sshd for `name`; panics, saying what to install, if sshd is
-    /// not there.
-    pub fn start(name: &str) -> Sshd {
+    /// Starts sshd for `name`, whose sessions find programs in `bin` (the
+    /// directory of the apexd under test) before the system's; panics,
+    /// saying what to install, if sshd is not there.
+    pub fn start(name: &str, bin: Option<&Path>) -> Sshd {
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: install openssh-server and openssh-client (scripts/test does)"
@@ -71,11 +72,15 @@ impl Sshd {
         let _ = std::fs::create_dir_all("/run/sshd");
         let port = free_port();
         let d = dir.display();
+        let path = match bin {
+            Some(b) => format!("{}:/usr/local/bin:/usr/bin:/bin", b.display()),
+            None => "/usr/local/bin:/usr/bin:/bin".to_string(),
+        };
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host\nAuthorizedKeysFile {d}/authorized_keys\n\
              PermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
              StrictModes no\nPidFile none\n\
-             SetEnv NAMESPACE={d}/remote-ns XDG_STATE_HOME={d}/state HOME={d}/home APEX_TEST_SSHD={d}\n"
+             SetEnv NAMESPACE={d}/remote-ns XDG_STATE_HOME={d}/state HOME={d}/home PATH={path}\n"
         );
         std::fs::write(dir.join("sshd_config"), config).unwrap();
         let child = Command::new(SSHD)

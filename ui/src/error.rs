@@ -16,6 +16,9 @@ pub enum UiError {
     StartDaemon(#[from] apex_sys::daemon::StartError),
     #[error("-{flag}: {why}")]
     Font { flag: char, why: FontError },
+    /// `-r`: the import did not come up.
+    #[error("-r: {0}")]
+    Remote(#[from] apex_sys::remote::RemoteError),
     #[error("dial {address}: {why}")]
     Dial { address: String, why: String },
     #[error("{0}")]

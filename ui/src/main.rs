@@ -1,5 +1,7 @@
-//! `apex-ui [-b] [-f FONT] [-F FIXEDFONT] [-a ADDR] [-s SESSION] [FILE ...]`: the acme-like window onto
-//! an apex session. Without `-a` it uses the posted `apex` service and,
+//! `apex-ui [-b] [-f FONT] [-F FIXEDFONT] [-a ADDR | -r ssh!HOST] [-s SESSION] [FILE ...]`: the
+//! acme-like window onto an apex session. With `-r` it imports another
+//! machine's sessions first (`apex import`). Without `-a` or `-r` it uses
+//! the posted `apex` service and,
 //! when none answers, starts `apexd` detached first (as tmux starts its
 //! server), so one command gives a working editor. Files named on the
 //! command line open in windows, as `acme FILE` does.
@@ -18,6 +20,11 @@ struct Args {
     /// Server address: unix!PATH, tcp!HOST!PORT, or a posted service name.
     #[arg(short = 'a', value_name = "ADDR")]
     addr: Option<String>,
+    /// Another machine's sessions: ssh!HOST (or ssh!USER@HOST!PORT),
+    /// imported with `apex import` (which stays in the background,
+    /// reconnecting when ssh drops) and attached through it.
+    #[arg(short = 'r', value_name = "ssh!HOST", conflicts_with = "addr")]
+    remote: Option<String>,
     /// The session to open.
     #[arg(short = 's', value_name = "SESSION", default_value = "main")]
     session: String,
@@ -118,9 +125,13 @@ fn run(mut args: Args, started: Instant) -> Result<(), UiError> {
     }
     let fonts = fonts(&args)?;
     std::thread::spawn(apex_ui::fontconfig::warm);
-    let address = match &args.addr {
-        Some(a) => apex_ninep::ns::service_address(a).map_err(UiError::Namespace)?,
-        None => {
+    let address = match (&args.addr, &args.remote) {
+        (Some(a), _) => apex_ninep::ns::service_address(a).map_err(UiError::Namespace)?,
+        (None, Some(r)) => {
+            let dir = apex_ninep::ns::namespace_dir(None);
+            format!("unix!{}", apex_sys::remote::import(r, &dir)?.display())
+        }
+        (None, None) => {
             let dir = apex_ninep::ns::namespace_dir(None);
             apex_ninep::ns::check_dir(&dir).map_err(UiError::Namespace)?;
             let socket = dir.join("apex");

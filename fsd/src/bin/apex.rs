@@ -20,8 +20,9 @@ use std::os::unix::fs::FileTypeExt;
 #[derive(Parser, Debug)]
 #[command(name = "apex", about = "Read and write an apex daemon's files (like 9p(1))", version)]
 struct Args {
-    /// Server address: unix!PATH, tcp!HOST!PORT, or a service name posted
-    /// in the namespace directory. Without it, a path's first element
+    /// Server address: unix!PATH, tcp!HOST!PORT, a service name posted
+    /// in the namespace directory, or ssh!HOST (its import, made if there
+    /// is none: see import). Without it, a path's first element
     /// names a posted service if there is one of that name, else the path
     /// is in the posted apex.
     #[arg(short = 'a', value_name = "ADDR")]
@@ -243,7 +244,12 @@ struct Mounts {
 
 impl Mounts {
     /// The server a PATH is on, and the path there (see the module doc).
-    fn resolve<'p>(&self, path: &'p str) -> Result<(String, &'p str), apex_ninep::ns::NsError> {
+    fn resolve<'p>(&self, path: &'p str) -> anyhow::Result<(String, &'p str)> {
+        if let Some(a) = self.addr.as_ref().filter(|a| a.starts_with("ssh!")) {
+            // Another machine's: its import, brought up if it is not.
+            let dir = apex_ninep::ns::namespace_dir(None);
+            return Ok((format!("unix!{}", apex_sys::remote::import(a, &dir)?.display()), path));
+        }
         if let Some(a) = &self.addr {
             return Ok((apex_ninep::ns::service_address(a)?, path));
         }
@@ -285,7 +291,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         // Its own runtimes (the importer's, many threads), on a thread
         // outside this one's.
         cmd @ Cmd::Import { .. } => {
-            let said = std::thread::spawn(move || import(cmd)).join().map_err(|_| anyhow::anyhow!("import panicked"))??;
+            let said =
+                std::thread::spawn(move || import(cmd)).join().map_err(|_| anyhow::anyhow!("import panicked"))??;
             writeln!(out, "{said}")?;
         }
         Cmd::Ls { long, path } => {

@@ -31,8 +31,8 @@ use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("bad address {0:?}: want ssh!HOST, ssh!USER@HOST, ssh!HOST!PORT or ssh!USER@HOST!PORT")]
-    Address(String),
+    #[error("{0}")]
+    Address(#[from] apex_sys::remote::RemoteError),
     #[error("cannot run {program}: {source} (is ssh installed? $APEX_SSH names another command)")]
     Ssh { program: String, source: std::io::Error },
     #[error("apex import --upload: {remote}: {why}")]
@@ -97,7 +97,8 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// The ssh command: `$APEX_SSH`, split at blanks, else `ssh`.
 pub fn ssh_command() -> Vec<String> {
-    let words: Vec<String> = std::env::var("APEX_SSH").unwrap_or_default().split_whitespace().map(String::from).collect();
+    let words: Vec<String> =
+        std::env::var("APEX_SSH").unwrap_or_default().split_whitespace().map(String::from).collect();
     match words.is_empty() {
         true => vec!["ssh".to_string()],
         false => words,
@@ -119,7 +120,7 @@ impl Import {
             },
             Some(n) => Ok(vec![(n.clone(), None)]),
             None => {
-                let mut posts = vec![(format!("apex.{}", self.remote.host), None)];
+                let mut posts = vec![(self.remote.posted_name(), None)];
                 if let Some(root) = acme_root {
                     posts.push((format!("acme.{}", self.remote.host), Some(root)));
                 }
@@ -130,7 +131,7 @@ impl Import {
 
     /// The name whose socket answering means the import is up.
     pub fn first_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| format!("apex.{}", self.remote.host))
+        self.name.clone().unwrap_or_else(|| self.remote.posted_name())
     }
 }
 
@@ -145,9 +146,7 @@ struct Link {
 async fn connect(imp: &Import) -> Result<Link, ImportError> {
     let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
     let program = imp.ssh[0].clone();
-    let mut ssh = imp
-        .remote
-        .relay(&imp.ssh, imp.apexd.as_deref(), theirs.into())
+    let mut ssh = ssh::relay(&imp.remote, &imp.ssh, imp.apexd.as_deref(), theirs.into())
         .map_err(|source| ImportError::Ssh { program, source })?;
     let said = Arc::new(Mutex::new(String::new()));
     let listening = ssh.stderr.take().map(|e| tokio::spawn(keep_words(e, said.clone(), imp.remote.address())));

@@ -9,7 +9,9 @@ use std::time::Duration;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Started {
     /// An importer of this name answers already: left as it is.
-    Already { pid: u32 },
+    Already {
+        pid: u32,
+    },
     Started,
 }
 
@@ -22,7 +24,7 @@ pub fn start(imp: &Import, args: &[String], upload: bool) -> Result<Started, Imp
     }
     if upload {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        rt.block_on(imp.remote.upload(&imp.ssh, &apex_sys::daemon::apexd_program()))?;
+        rt.block_on(super::ssh::upload(&imp.remote, &imp.ssh, &apex_sys::daemon::apexd_program()))?;
     }
     let program = std::env::current_exe()?;
     let socket = imp.dir.join(imp.first_name());

@@ -21,16 +21,14 @@ fn said(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
-/// `apex import ADDR` with `flags`, the remote's apexd named unless the
-/// flags name it.
+/// `apex import ADDR` with `flags`.
 fn import(sshd: &Sshd, flags: &[&str]) -> Output {
-    let mut cmd = sshd.apex(Path::new(APEX));
-    cmd.arg("import");
-    if !flags.iter().any(|f| *f == "--remote-apexd" || *f == "--upload") {
-        cmd.args(["--remote-apexd", APEXD]);
-    }
-    cmd.args(flags).arg(sshd.address());
-    cmd.output().unwrap()
+    sshd.apex(Path::new(APEX)).arg("import").args(flags).arg(sshd.address()).output().unwrap()
+}
+
+/// An sshd whose sessions find the apexd under test on their PATH.
+fn sshd(name: &str) -> Sshd {
+    Sshd::start(name, Path::new(APEXD).parent())
 }
 
 async fn local(sshd: &Sshd, name: &str) -> Client {
@@ -51,7 +49,7 @@ async fn until<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_over_ssh_serves_the_remote_session_to_every_local_client() {
-    let sshd = Sshd::start("import");
+    let sshd = sshd("import");
     let out = import(&sshd, &[]);
     assert!(out.status.success(), "{}", said(&out));
     assert!(said(&out).contains("posted acme.localhost apex.localhost"), "{}", said(&out));
@@ -156,7 +154,11 @@ async fn an_import_over_ssh_serves_the_remote_session_to_every_local_client() {
     assert!(!sshd.local_ns().join("apex.localhost").exists());
     assert!(!sshd.local_ns().join("acme.localhost").exists());
     let again = sshd.apex(Path::new(APEX)).args(["import", "--stop", &sshd.address()]).output().unwrap();
-    assert!(!again.status.success() && said(&again).contains("nothing is imported as apex.localhost"), "{}", said(&again));
+    assert!(
+        !again.status.success() && said(&again).contains("nothing is imported as apex.localhost"),
+        "{}",
+        said(&again)
+    );
 }
 
 /// ssh dropped (its connection killed, then sshd gone a while): the local
@@ -164,7 +166,7 @@ async fn an_import_over_ssh_serves_the_remote_session_to_every_local_client() {
 /// reconnects when ssh comes back, and the remote session is as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_reconnects_when_ssh_comes_back() {
-    let mut sshd = Sshd::start("reconnect");
+    let mut sshd = sshd("reconnect");
     let out = import(&sshd, &["-n", "far"]);
     assert!(out.status.success(), "{}", said(&out));
     assert!(said(&out).contains("posted far"), "{}", said(&out));
@@ -192,14 +194,18 @@ async fn an_import_reconnects_when_ssh_comes_back() {
 /// machine's apexd there, and imports use it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_that_cannot_start_says_why_and_upload_fixes_a_missing_apexd() {
-    let sshd = Sshd::start("import-errors");
+    // No apexd on its PATH.
+    let sshd = Sshd::start("import-errors", None);
     let missing = import(&sshd, &["--remote-apexd", "/nonexistent/apexd"]);
     assert!(!missing.status.success());
     let m = said(&missing);
     assert!(m.contains("/nonexistent/apexd is not there") && m.contains("--upload"), "{m}");
+    let none = said(&import(&sshd, &[]));
+    assert!(none.contains("apexd is not on its PATH") && none.contains("--upload"), "{none}");
     // An apexd from before versions were checked: refuses the flag.
     let old = sshd.dir.join("old-apexd");
-    std::fs::write(&old, "#!/bin/sh\necho \"error: unexpected argument '--client-version' found\" >&2\nexit 2\n").unwrap();
+    std::fs::write(&old, "#!/bin/sh\necho \"error: unexpected argument '--client-version' found\" >&2\nexit 2\n")
+        .unwrap();
     std::fs::set_permissions(&old, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let older = said(&import(&sshd, &["--remote-apexd", old.to_str().unwrap()]));
     assert!(older.contains("older than this apex") && older.contains("--upload"), "{older}");

@@ -146,9 +146,11 @@ async fn sessions_through_the_root_tree() {
     assert_eq!(made, "1\n");
     let dir = c.open_path(root, "", OREAD).await.unwrap();
     let listing: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name.into_string()).collect();
-    assert_eq!(listing, ["index", "ctl", "new", "registry", "machine", "main", "play", "1"]);
+    assert_eq!(listing, ["index", "ctl", "new", "registry", "machine", "services", "main", "play", "1"]);
     // Which machine: this one, seeing these files.
     assert_eq!(text(read(&c, root, "machine").await.unwrap()), format!("{}\n", apex_sys::machine::id()));
+    // What is posted beside apex, for whom: acme, for main (the default).
+    assert_eq!(text(read(&c, root, "services").await.unwrap()), "acme main\n");
 
     // A session's files: the hash is the view state's, as any replica
     // computes it from the snapshot.

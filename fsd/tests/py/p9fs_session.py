@@ -50,7 +50,7 @@ def main():
     c.open("/", py9p.OREAD)
     listing = sorted(s.name.decode() if isinstance(s.name, bytes) else s.name for s in c.lsdir())
     c.close()
-    assert listing == sorted(["index", "ctl", "new", "registry", "machine", "main", "fromp9fs"]), listing
+    assert listing == sorted(["index", "ctl", "new", "registry", "machine", "services", "main", "fromp9fs"]), listing
     uuid = read_all(c, "/main/id").decode().strip()
     assert len(uuid) == 36, uuid
     snapshot = read_all(c, "/main/snapshot")

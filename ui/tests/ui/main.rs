@@ -9,6 +9,7 @@ mod plumber;
 mod plumbing;
 mod reconnect;
 mod reflexes;
+mod remote;
 mod render;
 mod session;
 mod start;

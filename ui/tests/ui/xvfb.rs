@@ -107,13 +107,22 @@ impl Desk {
     /// Starts `apex-ui` with `args` on this desk (the first starts the
     /// daemon); its window's X id, once it is mapped.
     pub(crate) fn start_ui(&mut self, args: &[&Path]) -> String {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let ns = self.ns.clone();
+        self.start_ui_with(&args, &[("NAMESPACE", ns.as_os_str())])
+    }
+
+    /// apex-ui with `args` and the environment `env` (its namespace
+    /// directory among them) on this display; its X window's id once it
+    /// shows.
+    pub(crate) fn start_ui_with(&mut self, args: &[&std::ffi::OsStr], env: &[(&str, &std::ffi::OsStr)]) -> String {
         let n = self.uis.len();
         let before = self.xdotool(&["search", "--name", "^apex main$"]);
         let log = self.ns.join(format!("ui{n}.log"));
         let ui = Command::new(env!("CARGO_BIN_EXE_apex-ui"))
             .args(args)
             .env("DISPLAY", &self.display)
-            .env("NAMESPACE", &self.ns)
+            .envs(env.iter().copied())
             // The daemon the first UI starts keeps its sessions here,
             // not in the user's state directory.
             .env("XDG_STATE_HOME", self.ns.join("state"))
