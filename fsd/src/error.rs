@@ -19,6 +19,9 @@ pub enum Error {
     /// A file of the tree does not do what was asked of it.
     #[error(transparent)]
     Fs(#[from] crate::fsys::error::FsError),
+    /// The request's token does not allow it.
+    #[error(transparent)]
+    Access(#[from] crate::access::AccessError),
     /// Core refused: a proposal applied by the view node, a log operation.
     #[error(transparent)]
     Rejected(#[from] Reject),

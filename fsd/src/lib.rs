@@ -39,6 +39,9 @@
 //!   and `terms/N/ctl`.
 //! - [`plumb`]: the session's plumber: its ports, its rules into the
 //!   metalog, sending, and plumber(4)'s files.
+//! - [`access`]: who may do what over TCP: TLS (`access::tls`), tokens and
+//!   9P's Tauth that proves one (`access::tokens`), and the scope a token
+//!   grants each request.
 //! - [`stdio`]: `apexd --stdio`, 9P on standard input and output relayed
 //!   to the user's daemon (what ssh runs); [`import`]: `apex import
 //!   ssh!HOST`, that relay's connection posted here and shared by every
@@ -54,6 +57,7 @@
 //! assert!(parse_ctl("nwe work").unwrap_err().to_string().contains("expected"));
 //! ```
 
+pub mod access;
 pub mod acme;
 pub mod attach;
 pub mod buffers;

@@ -54,10 +54,16 @@ pub enum ForwardError {
     Down { remote: String, why: ClientError },
 }
 
+/// What proves a forwarder's attaches upstream, where the upstream asks
+/// (`Client::attach_proving`): the proof of a challenge, for a uname and
+/// an aname.
+pub type Prove = Arc<dyn Fn(&[u8], &str, &str) -> Vec<u8> + Send + Sync>;
+
 /// The server side of a forwarder: each local connection gets one,
 /// sharing the upstream `client`.
 pub struct Forward {
     client: Client,
+    prove: Option<Prove>,
     /// Who is upstream, for errors (`ssh!host`).
     remote: String,
     /// The attach name a client's empty (or acme's numeric) attach name
@@ -68,7 +74,12 @@ pub struct Forward {
 
 impl Forward {
     pub fn new(client: Client, remote: impl Into<String>, root: Option<String>) -> Forward {
-        Forward { client, remote: remote.into(), root }
+        Forward { client, prove: None, remote: remote.into(), root }
+    }
+
+    /// Attaches upstream proving who it is, with `prove`.
+    pub fn proving(self, prove: Option<Prove>) -> Forward {
+        Forward { prove, ..self }
     }
 
     fn error(&self, e: ClientError) -> ForwardError {
@@ -104,7 +115,11 @@ impl Serve for Forward {
             Some(root) if aname.bytes().all(|c| c.is_ascii_digit()) => root.as_str(),
             _ => aname,
         };
-        let (fid, qid) = self.client.attach_qid(uname, aname).await.map_err(|e| self.error(e))?;
+        let attached = match &self.prove {
+            Some(prove) => self.client.attach_proving(uname, aname, |c| prove(c, uname, aname)).await,
+            None => self.client.attach_qid(uname, aname).await,
+        };
+        let (fid, qid) = attached.map_err(|e| self.error(e))?;
         Ok((qid, self.upstream(fid)))
     }
 

@@ -252,7 +252,7 @@ fn post_service(dir: &std::path::Path, service: &str, tree: Arc<Fsys>, name: &st
         }
     };
     let no_auth = format!("{service}: authentication not required");
-    let config = Config { msize: ACME_MSIZE, no_auth };
+    let config = Config { msize: ACME_MSIZE, no_auth, auth: None };
     tracing::info!(socket = %dir.join(service).display(), session = %name, "serving {service}");
     tree.daemon.services.lock().expect("services lock").push((service.to_string(), name.to_string()));
     tokio::spawn(serve_listener(listener, tree, config));

@@ -7,6 +7,7 @@
 //! reads return whole stat entries and continue only where the last one
 //! ended (read(5)).
 
+use crate::access::Scope;
 use super::made::Version;
 use super::place::Place;
 use super::stream::Cursor;
@@ -125,15 +126,23 @@ impl Opened {
 pub struct Fid {
     pub place: Place,
     opened: Arc<Mutex<Opened>>,
+    /// What the token it was attached with allows (`full` where none was
+    /// asked for); a walk or open keeps it.
+    pub scope: Scope,
 }
 
 impl Fid {
     pub fn at(place: Place) -> Fid {
-        Fid { place, opened: Arc::new(Mutex::new(Opened::Walked)) }
+        Fid { place, opened: Arc::new(Mutex::new(Opened::Walked)), scope: Scope::Full }
     }
 
     pub fn opened(place: Place, opened: Opened) -> Fid {
-        Fid { place, opened: Arc::new(Mutex::new(opened)) }
+        Fid { place, opened: Arc::new(Mutex::new(opened)), scope: Scope::Full }
+    }
+
+    /// This fid as one of `scope`.
+    pub fn with_scope(self, scope: Scope) -> Fid {
+        Fid { scope, ..self }
     }
 
     /// What tells this fid from every other fid alive now (acme's

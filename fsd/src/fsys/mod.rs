@@ -438,6 +438,14 @@ impl Serve for Fsys {
         Ok((qid, Fid::at(place)))
     }
 
+    /// An attach over TLS: what the token proved is the scope of every
+    /// fid walked from this one.
+    async fn attach_granted(&self, uname: &str, aname: &str, grant: &str) -> Result<(Qid, Fid)> {
+        let scope = crate::access::Scope::parse(grant)?;
+        let (qid, fid) = self.attach(uname, aname).await?;
+        Ok((qid, fid.with_scope(scope)))
+    }
+
     async fn walk(&self, fid: &Fid, names: &[String]) -> Result<(Vec<Qid>, Option<Fid>)> {
         self.at(fid.place, |s| Fsys::check(s, fid.place))?;
         let mut place = fid.place;
@@ -445,6 +453,7 @@ impl Serve for Fsys {
         for (i, name) in names.iter().enumerate() {
             let next = if let Some(n) = crate::acme::files::walks_into_new(place, name) {
                 // Any walk through acme's `new` makes a window.
+                crate::access::require_change(fid.scope, "a walk through new makes a window")?;
                 Some(Box::pin(self.acme_new(n)).await?)
             } else if name == ".." && self.is_service_root(place) {
                 Some(place)
@@ -463,7 +472,7 @@ impl Serve for Fsys {
                 None => return Ok((qids, None)),
             }
         }
-        Ok((qids, Some(Fid::at(place))))
+        Ok((qids, Some(Fid::at(place).with_scope(fid.scope))))
     }
 
     async fn open(&self, fid: &Fid, mode: u8) -> Result<(Qid, Fid)> {
@@ -486,26 +495,17 @@ impl Serve for Fsys {
         if wants_read && perm & 0o444 == 0 {
             return Err(FsError::WriteOnly(name.to_string()).into());
         }
+        crate::access::may_open(fid.scope, place, wants_write)?;
         // Counted before the content is made, so a change racing the open
         // makes the first read look again.
         let generation = self.daemon.generation();
-        let mut opened = match place {
-            _ if place.is_dir() => Opened::Content(Content::made(self.listing(place)?)),
-            _ if place.in_acme() => Box::pin(self.acme_open(place, mode)).await?,
-            Place::Root1(file) => Box::pin(self.root_open(file)).await?,
-            Place::Session1(n, file) => Box::pin(self.session_open(n, file, mode)).await?,
-            Place::Shard1(n, shard, file) => Box::pin(self.shard_open(n, shard, file)).await?,
-            Place::BuffersNew(n) => Box::pin(self.buffers_new(n)).await?,
-            Place::Buffer1(n, b, file) => Box::pin(self.buffer_open(n, b, file, mode)).await?,
-            Place::Term1(n, t, file) => Box::pin(self.term_open(n, t, file)).await?,
-            Place::Plumb1(n, file) => Box::pin(self.plumb_open(n, file, mode)).await?,
-            _ => Opened::Content(Content::of(Box::pin(self.version(place)).await?)),
-        };
+        let made = crate::access::within(fid.scope, self.open_as(place, mode));
+        let mut opened = Box::pin(made).await?;
         if let Some(content) = opened.content() {
             content.fresh = Some(generation);
         }
         let qid = self.at(place, |s| Ok(Fsys::qid(s, place)))?;
-        Ok((qid, Fid::opened(place, opened)))
+        Ok((qid, Fid::opened(place, opened).with_scope(fid.scope)))
     }
 
     async fn create(&self, fid: &Fid, name: &str, _: u32, _: u8) -> Result<(Qid, Fid)> {
@@ -516,6 +516,70 @@ impl Serve for Fsys {
     }
 
     async fn read(&self, fid: &Fid, offset: u64, count: u32) -> Result<Vec<u8>> {
+        crate::access::within(fid.scope, self.read_as(fid, offset, count)).await
+    }
+
+    async fn write(&self, fid: &Fid, offset: u64, data: Vec<u8>) -> Result<u32> {
+        crate::access::within(fid.scope, self.write_as(fid, offset, data)).await
+    }
+
+    async fn clunk(&self, fid: Fid) {
+        let scope = fid.scope;
+        crate::access::within(scope, async move {
+            self.ctl_unlock_on_clunk(fid.place, fid.token());
+            Box::pin(self.let_go(fid.place, fid.take(), false)).await;
+        })
+        .await
+    }
+
+    async fn hangup(&self, fid: Fid) {
+        let scope = fid.scope;
+        crate::access::within(scope, async move {
+            self.ctl_unlock_on_clunk(fid.place, fid.token());
+            // An attachment outlives its connection for a grace period.
+            Box::pin(self.let_go(fid.place, fid.take(), true)).await;
+        })
+        .await
+    }
+
+    async fn remove(&self, fid: Fid) -> Result<()> {
+        let (name, _) = fid.place.name_perm("");
+        let acme = fid.place.in_acme();
+        self.clunk(fid).await;
+        if acme {
+            return Err(FsError::RemoveInAcme(name.to_string()).into());
+        }
+        Err(FsError::Remove(name.to_string()).into())
+    }
+
+    async fn stat(&self, fid: &Fid) -> Result<Stat> {
+        self.stat_of(fid.place)
+    }
+
+    async fn wstat(&self, fid: &Fid, stat: Stat) -> Result<()> {
+        crate::access::require_change(fid.scope, "wstat")?;
+        crate::access::within(fid.scope, self.wstat_as(fid, stat)).await
+    }
+}
+
+impl Fsys {
+    /// What an open makes, as the fid's scope allows.
+    async fn open_as(&self, place: Place, mode: u8) -> Result<Opened> {
+        Ok(match place {
+            _ if place.is_dir() => Opened::Content(Content::made(self.listing(place)?)),
+            _ if place.in_acme() => Box::pin(self.acme_open(place, mode)).await?,
+            Place::Root1(file) => Box::pin(self.root_open(file)).await?,
+            Place::Session1(n, file) => Box::pin(self.session_open(n, file, mode)).await?,
+            Place::Shard1(n, shard, file) => Box::pin(self.shard_open(n, shard, file)).await?,
+            Place::BuffersNew(n) => Box::pin(self.buffers_new(n)).await?,
+            Place::Buffer1(n, b, file) => Box::pin(self.buffer_open(n, b, file, mode)).await?,
+            Place::Term1(n, t, file) => Box::pin(self.term_open(n, t, file)).await?,
+            Place::Plumb1(n, file) => Box::pin(self.plumb_open(n, file, mode)).await?,
+            _ => Opened::Content(Content::of(Box::pin(self.version(place)).await?)),
+        })
+    }
+
+    async fn read_as(&self, fid: &Fid, offset: u64, count: u32) -> Result<Vec<u8>> {
         let place = fid.place;
         let n = place.session().unwrap_or(0);
         // What the fid holds says how it reads.
@@ -553,7 +617,7 @@ impl Serve for Fsys {
         }
     }
 
-    async fn write(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> Result<u32> {
+    async fn write_as(&self, fid: &Fid, _offset: u64, data: Vec<u8>) -> Result<u32> {
         let count = data.len() as u32;
         // The session's log makes room first: a full disk refuses the
         // write before it changes anything.
@@ -576,32 +640,7 @@ impl Serve for Fsys {
         Ok(count)
     }
 
-    async fn clunk(&self, fid: Fid) {
-        self.ctl_unlock_on_clunk(fid.place, fid.token());
-        Box::pin(self.let_go(fid.place, fid.take(), false)).await;
-    }
-
-    async fn hangup(&self, fid: Fid) {
-        self.ctl_unlock_on_clunk(fid.place, fid.token());
-        // An attachment outlives its connection for a grace period.
-        Box::pin(self.let_go(fid.place, fid.take(), true)).await;
-    }
-
-    async fn remove(&self, fid: Fid) -> Result<()> {
-        let (name, _) = fid.place.name_perm("");
-        let acme = fid.place.in_acme();
-        self.clunk(fid).await;
-        if acme {
-            return Err(FsError::RemoveInAcme(name.to_string()).into());
-        }
-        Err(FsError::Remove(name.to_string()).into())
-    }
-
-    async fn stat(&self, fid: &Fid) -> Result<Stat> {
-        self.stat_of(fid.place)
-    }
-
-    async fn wstat(&self, fid: &Fid, stat: Stat) -> Result<()> {
+    async fn wstat_as(&self, fid: &Fid, stat: Stat) -> Result<()> {
         // Editors and shells truncate with wstat(length 0); outside acme's
         // tree accept a wstat that changes nothing but the length, as
         // plan9port's file servers do, and for a body let length 0 empty it.

@@ -29,6 +29,9 @@ pub struct DaemonHost {
     rt: tokio::runtime::Handle,
     /// The window the command came from, for the acme log's get/put.
     window: Option<WindowId>,
+    /// The scope of the request that runs the command: it runs on a
+    /// thread of its own, outside the request's task.
+    scope: crate::access::Scope,
 }
 
 /// The session's state under the session's lock (other sessions go on).
@@ -50,7 +53,12 @@ impl DaemonHost {
         &self,
         f: impl std::future::Future<Output = Result<T, E>>,
     ) -> Result<T, ExecError> {
-        self.rt.block_on(f).map_err(host_err)
+        self.rt.block_on(crate::access::within(self.scope, f)).map_err(host_err)
+    }
+
+    /// Refuses what the request's scope does not allow.
+    fn full(&self, what: &str) -> Result<(), ExecError> {
+        crate::access::require_full_in(self.scope, what).map_err(host_err)
     }
 
     fn log(&self, buffer: BufferId, op: &'static str) {
@@ -73,14 +81,20 @@ impl Pipes for DaemonHost {
         input: Option<&str>,
         file: &EditFile,
     ) -> Result<String, apex_core::ecmd::PipeError> {
+        crate::access::require_full_in(self.scope, "an Edit pipe (running a command)")
+            .map_err(|e| apex_core::ecmd::PipeError::System(e.to_string()))?;
         host::edit_pipe(&self.daemon, self.n, self.window, command, input, file)
     }
 
     fn load(&mut self, path: &str) -> Result<Vec<u8>, apex_core::ecmd::PipeError> {
+        crate::access::require_full_in(self.scope, "Edit's e and r (reading the daemon's files)")
+            .map_err(|e| apex_core::ecmd::PipeError::System(e.to_string()))?;
         apex_sys::files::read_for_edit(path)
     }
 
     fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), apex_core::ecmd::PipeError> {
+        crate::access::require_full_in(self.scope, "Edit's w (writing the daemon's files)")
+            .map_err(|e| apex_core::ecmd::PipeError::System(e.to_string()))?;
         apex_sys::files::write_for_edit(path, bytes)
     }
 }
@@ -118,10 +132,12 @@ impl Host for DaemonHost {
     }
 
     fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
+        self.full("Kill")?;
         host::kill(&self.daemon, self.n, pid).map_err(host_err)
     }
 
     fn close_term(&mut self, term: apex_core::TermId) -> Result<(), ExecError> {
+        self.full("a terminal")?;
         crate::term::drive::close(&self.daemon, self.n, term).map_err(host_err)
     }
 
@@ -135,10 +151,12 @@ impl Host for DaemonHost {
     }
 
     fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError> {
+        self.full("Load (reading the daemon's files)")?;
         apex_sys::files::read_file(path).map_err(|e| host_err(format!("can't open load file {path}: {e}")))
     }
 
     fn write_file(&mut self, path: &str, bytes: &[u8]) -> Result<(), ExecError> {
+        self.full("Dump (writing the daemon's files)")?;
         use std::os::unix::fs::OpenOptionsExt;
         let write = || -> std::io::Result<()> {
             let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
@@ -180,7 +198,9 @@ impl Daemon {
         f: impl FnOnce(&mut DaemonHost) -> Result<R, ExecError> + Send + 'static,
     ) -> Result<R, Error> {
         let session = self.session(n)?;
-        let mut h = DaemonHost { daemon: self.clone(), n, session, rt: tokio::runtime::Handle::current(), window };
+        let rt = tokio::runtime::Handle::current();
+        let scope = crate::access::current();
+        let mut h = DaemonHost { daemon: self.clone(), n, session, rt, window, scope };
         let done = tokio::task::spawn_blocking(move || f(&mut h)).await;
         Ok(done.map_err(|source| Error::Task { what: "exec", source })??)
     }

@@ -23,6 +23,7 @@ use tokio::io::AsyncReadExt;
 /// a directory lists its entries), names it so if a file was given, and
 /// marks it clean.
 pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
+    crate::access::require_full("get (reading the daemon's files)")?;
     let name = daemon.read(session, |s| Ok::<_, Error>(s.view().state.buffer(b)?.name.clone()))??;
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
@@ -83,6 +84,7 @@ pub async fn put(
     version: Option<u64>,
     file: Option<String>,
 ) -> Result<(), Error> {
+    crate::access::require_full("put (writing the daemon's files)")?;
     let (text, at, name) = daemon.read(session, |s| {
         let buf = s.view().state.buffer(b)?;
         if let Some(asked) = version.filter(|v| *v != buf.version) {
@@ -134,6 +136,7 @@ pub async fn put(
 /// `file:addr` opens it), and returns the window's acme number. A
 /// directory's window is named with its slash, as acme names it.
 pub async fn open(daemon: &Daemon, session: u64, file: &str, address: Option<&str>) -> Result<u32, Error> {
+    crate::access::require_full("opening a file of the daemon's")?;
     let mut name = file.to_string();
     if Path::new(&name).is_dir() && !name.ends_with('/') {
         name.push('/');
@@ -230,6 +233,7 @@ impl CommandEnv {
 /// returns its pid. Output goes to `DIR/+Errors` as it comes; the exit is
 /// recorded in the metalog.
 pub async fn exec(daemon: &Daemon, session: u64, dir: &str, command: &str, env: &CommandEnv) -> Result<u32, Error> {
+    crate::access::require_full("running a command")?;
     exec::absolute("exec", dir)?;
     if !Path::new(dir).is_dir() {
         return Err(Unfit::NotADirectory(dir.to_string()).into());
@@ -449,6 +453,7 @@ impl Either {
 
 /// Ends process `pid` of the session (SIGTERM to its process group).
 pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), Error> {
+    crate::access::require_full("ending a process")?;
     daemon.read(session, |s| match s.view().state.meta.processes.contains_key(&pid) {
         true => Ok(()),
         false => Err(Error::from(Unfit::NoProcess(pid))),

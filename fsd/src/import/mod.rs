@@ -315,7 +315,7 @@ impl Serving {
                 },
             }
         };
-        let config = Config { msize: client.msize(), no_auth: format!("{}: authentication not required", self.name) };
+        let config = Config { msize: client.msize(), no_auth: format!("{}: authentication not required", self.name), auth: None };
         let forward = Arc::new(Forward::new(client.clone(), self.remote, self.root));
         tokio::select! {
             _ = serve_unix(forward, stream, config) => {}

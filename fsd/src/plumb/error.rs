@@ -7,6 +7,9 @@ use apex_core::plumb::RuleError;
 /// Why the plumber refused.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum PlumbFsError {
+    /// The request's token does not allow it.
+    #[error(transparent)]
+    Access(#[from] crate::access::AccessError),
     #[error("{0}")]
     Message(#[from] apex_core::plumb::PlumbError),
     #[error("{0}")]

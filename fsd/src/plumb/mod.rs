@@ -75,6 +75,7 @@ pub async fn send(daemon: &Daemon, n: u64, message: Message) -> Result<Routed, E
     if start.client && port.is_empty() {
         return Err(Error::Plumb(PlumbFsError::ClientWithoutPort));
     }
+    crate::access::require_full("a plumbing rule that starts a program")?;
     // Held before the client starts, so a client quick to open the port
     // finds it there.
     let held = start.client && daemon.tend(n, |s| s.plumber_mut().hold(&port, &routed.message))?;
@@ -103,7 +104,7 @@ pub async fn send_first(daemon: &Daemon, system: Option<&std::path::Path>, n: u6
     if Box::pin(send(daemon, n, m)).await.is_ok() {
         return true;
     }
-    match system.filter(|p| p.exists()) {
+    match system.filter(|p| p.exists() && crate::access::require_full("another program's plumber").is_ok()) {
         Some(socket) => apex_link::plumber::send_to(&format!("unix!{}", socket.display()), &packed).await.is_ok(),
         None => false,
     }

@@ -6,6 +6,7 @@ use crate::plumb::error::PlumbFsError;
 use crate::plumb::ports::{plan9_vars, read_rules, HostIncludes, RULES_MAX};
 use crate::session::Session;
 use apex_core::meta::Meta;
+use apex_core::plumb::rules::Verb;
 use apex_core::plumb::{Rules, DEFAULT_RULES};
 use apex_core::{AttachmentId, MetaOp, Reject, RuleId};
 use std::path::PathBuf;
@@ -30,7 +31,11 @@ pub fn check_rules(meta: Option<&Meta>, owner: AttachmentId, text: &str) -> Resu
         AttachmentId::SERVER => "rules".to_string(),
         a => format!("attachment {}", a.0),
     };
-    Rules::parse(&name, text, &mut includes, &vars)?;
+    let rules = Rules::parse(&name, text, &mut includes, &vars)?;
+    let starts = rules.sets.iter().flat_map(|s| &s.actions).any(|r| matches!(r.verb, Verb::Start | Verb::Client));
+    if starts {
+        crate::access::require_full("a plumbing rule that starts a program")?;
+    }
     Ok(())
 }
 

@@ -35,6 +35,7 @@ pub const FDS_KEPT: u64 = 48;
 /// Closes terminal `id` of session `n` ([`close`]) and the windows that
 /// showed it, as closing win's window ends win.
 pub async fn close_shown(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Error> {
+    crate::access::require_full("a terminal")?;
     close(daemon, n, id)?;
     let windows: Vec<apex_core::WindowId> = daemon
         .read(n, |s| s.view().state.windows.iter().filter(|(_, w)| w.term == Some(id)).map(|(w, _)| *w).collect())?;
@@ -47,6 +48,7 @@ pub async fn close_shown(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Erro
 /// Runs a new terminal in session `n` ([`start`]) and shows it in a new
 /// window of its own (`DIR/-term.N`), as win's are shown.
 pub async fn start_shown(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
+    crate::access::require_full("a terminal")?;
     // Starting a keeper forks, execs and waits for its answer: off the
     // runtime's threads.
     let starter = daemon.clone();
@@ -60,6 +62,7 @@ pub async fn start_shown(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, 
 /// Closes terminal `id` of session `n`: its shard deleted and its
 /// program ended (as its `Running` goes, off the session's lock).
 pub fn close(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Error> {
+    crate::access::require_full("a terminal")?;
     let running = daemon.change(n, |s, _| {
         if !s.view().state.terms.contains_key(&id) {
             return Err(Error::NoTerm(id.0));
@@ -74,6 +77,7 @@ pub fn close(daemon: &Daemon, n: u64, id: TermId) -> Result<(), Error> {
 /// Runs a new terminal in session `n`: its pty and program, its term
 /// shard (created and led by the daemon), and its driver thread.
 pub fn start(daemon: &Daemon, n: u64, spec: Spec) -> Result<TermId, Error> {
+    crate::access::require_full("a terminal")?;
     let running_now = daemon.read(n, |s| s.terms().values().filter(|r| !r.exited()).count())?;
     if running_now >= MAX_RUNNING {
         return Err(Error::Term(proc::ProcError::TooMany(MAX_RUNNING)));

@@ -289,6 +289,49 @@ impl Client {
         }
     }
 
+    /// Attaches to `aname` as `uname` after proving who it is (9P's
+    /// Tauth, see `srv::auth`): `prove` makes the proof of the challenge
+    /// read from the auth fid, which is written back before the Tattach
+    /// that names it; returns the root fid and its qid.
+    pub async fn attach_proving(
+        &self,
+        uname: &str,
+        aname: &str,
+        prove: impl FnOnce(&[u8]) -> Vec<u8>,
+    ) -> Result<(u32, Qid)> {
+        let afid = self.new_fid();
+        let r = self.rpc(Fcall::Tauth { afid, uname: uname.into(), aname: aname.into() }).await;
+        match r {
+            Ok(Fcall::Rauth { .. }) => {}
+            Ok(r) => {
+                let _ = self.clunk(afid).await;
+                return Self::unexpected("Tauth", r);
+            }
+            Err(e) => {
+                self.shared.free_fids.lock().expect("fid lock").push(afid);
+                return Err(e);
+            }
+        }
+        let attached = async {
+            let challenge = self.read(afid, 0, 4096).await?;
+            let proof = prove(&challenge);
+            self.write(afid, 0, &proof).await?;
+            let fid = self.new_fid();
+            let t = Fcall::Tattach { fid, afid, uname: uname.into(), aname: aname.into() };
+            let r = self.rpc(t).await;
+            if r.is_err() {
+                self.shared.free_fids.lock().expect("fid lock").push(fid);
+            }
+            match r? {
+                Fcall::Rattach { qid } => Ok((fid, qid)),
+                r => Self::unexpected("Tattach", r),
+            }
+        }
+        .await;
+        let _ = self.clunk(afid).await;
+        attached
+    }
+
     /// Walks from `fid` through `names` (any number: walks of at most 16
     /// names each, and each within the msize) to a new fid.
     pub async fn walk(&self, fid: u32, names: &[&str]) -> Result<(u32, Vec<Qid>)> {

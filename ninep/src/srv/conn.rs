@@ -66,6 +66,12 @@ pub(super) struct Conn<S: Serve> {
     pub(super) socket: Option<RawFd>,
     /// Descriptors to pass right after the `Ropenfd` of their tag.
     pub(super) passing: Mutex<Table<u16, OwnedFd>>,
+    /// How clients prove themselves, where they must (`auth.rs`).
+    pub(super) auth: Option<Arc<dyn super::auth::Authenticate>>,
+    pub(super) afids: Mutex<Table<u32, super::auth::AuthFid>>,
+    /// An attach was accepted: the connection may do more than prove
+    /// itself.
+    pub(super) attached: std::sync::atomic::AtomicBool,
 }
 
 impl<S: Serve> Conn<S> {
@@ -211,6 +217,8 @@ impl<S: Serve> Conn<S> {
         for (_, f) in tasks {
             let _ = f.task.await;
         }
+        self.afids.lock().expect("afid lock").clear();
+        self.attached.store(false, std::sync::atomic::Ordering::Release);
         let fids: Vec<S::Fid> = {
             let mut fids = self.fids.lock().expect("fid lock");
             self.opening.lock().expect("opening lock").clear();
@@ -251,11 +259,21 @@ impl<S: Serve> Conn<S> {
     pub(super) async fn handle(self: Arc<Self>, tag: u16, body: Fcall) -> Result<Fcall> {
         let io = iounit(self.msize.load(std::sync::atomic::Ordering::Relaxed));
         let s = &self.serve;
+        self.may_before_attach(&body)?;
+        if let Some(outcome) = self.auth_io(&body) {
+            return outcome;
+        }
         Ok(match body {
-            Fcall::Tattach { fid, uname, aname, .. } => {
+            Fcall::Tauth { afid, uname, aname } => self.auth(afid, &uname, &aname)?,
+            Fcall::Tattach { fid, afid, uname, aname } => {
                 self.fid_free(fid)?;
-                let (qid, state) = s.attach(&uname, &aname).await.map_err(ename)?;
+                let (qid, state) = match self.grant(afid, &uname, &aname)? {
+                    Some(grant) => s.attach_granted(&uname, &aname, &grant).await,
+                    None => s.attach(&uname, &aname).await,
+                }
+                .map_err(ename)?;
                 self.set_fid(fid, state, None);
+                self.attached.store(true, std::sync::atomic::Ordering::Release);
                 Fcall::Rattach { qid }
             }
             Fcall::Twalk { fid, newfid, wnames } => {
@@ -428,7 +446,7 @@ pub(super) fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config,
         _ if conn.msize.load(std::sync::atomic::Ordering::Relaxed) == 0 => {
             reply(Fcall::Rerror { ename: "send Tversion first".into() })
         }
-        Fcall::Tauth { .. } => reply(Fcall::Rerror { ename: config.no_auth.clone() }),
+        Fcall::Tauth { .. } if conn.auth.is_none() => reply(Fcall::Rerror { ename: config.no_auth.clone() }),
         Fcall::Tflush { oldtag } => {
             let mut tasks = conn.tasks.lock().expect("task lock");
             let Some(f) = tasks.get(&oldtag) else {

@@ -28,11 +28,13 @@
 //!
 //! Split along its seams: `conn` (the fid table, requests in flight, a
 //! reset, the dispatch to `Serve`), `flush` (Tflush and [`flushed`]),
-//! `openfd` (plan9port's Topenfd and its pump), `wire` (frames in,
+//! `openfd` (plan9port's Topenfd and its pump), `auth` (Tauth and the
+//! proof an attach needs, where a connection must give one), `wire` (frames in,
 //! replies out).
 
 mod conn;
 mod flush;
+pub mod auth;
 mod openfd;
 #[cfg(test)]
 mod tests;
@@ -72,6 +74,17 @@ pub trait Serve: Send + Sync + 'static {
 
     /// Tattach: the root named by `aname`.
     fn attach(&self, uname: &str, aname: &str) -> impl Future<Output = Result<(Qid, Self::Fid), Self::Error>> + Send;
+    /// Tattach with an auth fid that proved `grant` (see [`auth`]); by
+    /// default, as attach.
+    fn attach_granted(
+        &self,
+        uname: &str,
+        aname: &str,
+        grant: &str,
+    ) -> impl Future<Output = Result<(Qid, Self::Fid), Self::Error>> + Send {
+        let _ = grant;
+        self.attach(uname, aname)
+    }
     /// Twalk: the qids of the names walked, and the fid's new state if all
     /// of them were (walk(5): a partial walk leaves newfid unset; an error
     /// on the first name is an Rerror).
@@ -118,17 +131,30 @@ pub trait Serve: Send + Sync + 'static {
 }
 
 /// Per-connection settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     /// The largest msize offered.
     pub msize: u32,
-    /// The text of Tauth's Rerror.
+    /// The text of Tauth's Rerror, where no authentication is asked for.
     pub no_auth: String,
+    /// How clients must prove themselves before they attach; none: every
+    /// attach is taken, and Tauth answers `no_auth`.
+    pub auth: Option<Arc<dyn auth::Authenticate>>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("msize", &self.msize)
+            .field("no_auth", &self.no_auth)
+            .field("auth", &self.auth.is_some())
+            .finish()
+    }
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { msize: crate::version::DEFAULT_MSIZE, no_auth: "authentication not required".into() }
+        Config { msize: crate::version::DEFAULT_MSIZE, no_auth: "authentication not required".into(), auth: None }
     }
 }
 
@@ -181,6 +207,9 @@ async fn serve_halves<S: Serve>(
         msize: std::sync::atomic::AtomicU32::new(0),
         socket,
         passing: Mutex::new(Table::default()),
+        auth: config.auth.clone(),
+        afids: Mutex::new(Table::default()),
+        attached: std::sync::atomic::AtomicBool::new(false),
     });
     let result = io_loop(&conn, &mut r, &mut w, &mut rx, &config).await;
     conn.reset(true).await;

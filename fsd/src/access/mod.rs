@@ -1,0 +1,119 @@
+//! Who may do what over TCP: the scope a token grants (`read`, `edit`,
+//! `full`), carried by every fid attached with it and, while a request of
+//! such a fid runs, by the request itself, so the places that run programs
+//! or touch the daemon's files refuse it whatever path reached them;
+//! `tokens` (the tokens, kept in the state directory, and 9P's Tauth
+//! conversation that proves one) and `tls` (the daemon's certificate and
+//! the client's pin).
+//!
+//! The Unix socket and an `--insecure` TCP listener grant `full`, as they
+//! always have: a client there is the user already.
+
+pub mod tls;
+pub mod tokens;
+
+use std::future::Future;
+
+/// What a token lets a client do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Reads only.
+    Read,
+    /// Change text and layout; nothing that runs a program or touches the
+    /// daemon's files.
+    Edit,
+    /// Everything the user can.
+    Full,
+}
+
+impl Scope {
+    pub fn parse(s: &str) -> Result<Scope, AccessError> {
+        match s {
+            "read" => Ok(Scope::Read),
+            "edit" => Ok(Scope::Edit),
+            "full" => Ok(Scope::Full),
+            other => Err(AccessError::BadScope(other.to_string())),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Edit => "edit",
+            Scope::Full => "full",
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    #[error("bad scope {0:?}: want read, edit or full")]
+    BadScope(String),
+    /// What the request's scope does not allow.
+    #[error("permission denied: {what} needs a full token; this connection's token is {}", scope.name())]
+    Denied { scope: Scope, what: String },
+    #[error("permission denied: a read token reads only ({what})")]
+    ReadOnly { what: String },
+}
+
+tokio::task_local! {
+    /// The scope of the request running: absent for the daemon's own work
+    /// and for connections that need no token.
+    static SCOPE: Scope;
+}
+
+/// Runs `f` as a request of `scope`.
+pub async fn within<F: Future>(scope: Scope, f: F) -> F::Output {
+    SCOPE.scope(scope, f).await
+}
+
+/// The running request's scope (`full` outside any).
+pub fn current() -> Scope {
+    SCOPE.try_with(|s| *s).unwrap_or(Scope::Full)
+}
+
+/// Refuses `what` (running a program, reading or writing the daemon's
+/// files, a terminal) unless the running request may do everything.
+pub fn require_full(what: &str) -> Result<(), AccessError> {
+    require_full_in(current(), what)
+}
+
+/// As [`require_full`], for a request whose scope is `scope`.
+pub fn require_full_in(scope: Scope, what: &str) -> Result<(), AccessError> {
+    match scope {
+        Scope::Full => Ok(()),
+        scope => Err(AccessError::Denied { scope, what: what.to_string() }),
+    }
+}
+
+/// Refuses a change of any kind to a read token.
+pub fn require_change(scope: Scope, what: &str) -> Result<(), AccessError> {
+    match scope {
+        Scope::Read => Err(AccessError::ReadOnly { what: what.to_string() }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a fid of `scope` may open `place` (for writing, when
+/// `writes`): a read token opens nothing for writing and nothing that
+/// makes something when opened; an edit token no terminal's `cons` and
+/// nothing of a terminal for writing.
+pub fn may_open(scope: Scope, place: crate::fsys::place::Place, writes: bool) -> Result<(), AccessError> {
+    use crate::fsys::place::{Place, RootFile, TermFile};
+    let (name, _) = place.name_perm("");
+    match scope {
+        Scope::Full => Ok(()),
+        Scope::Read if writes => require_change(scope, &format!("{name} opened for writing")),
+        Scope::Read => match place {
+            Place::Root1(RootFile::New) | Place::BuffersNew(_) => {
+                require_change(scope, &format!("opening {name} makes one"))
+            }
+            _ => Ok(()),
+        },
+        Scope::Edit => match place {
+            Place::Term1(_, _, TermFile::Cons) => require_full_in(scope, "a terminal's cons"),
+            Place::Term1(..) if writes => require_full_in(scope, "a terminal's ctl"),
+            _ => Ok(()),
+        },
+    }
+}
