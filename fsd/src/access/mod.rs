@@ -9,6 +9,7 @@
 //! The Unix socket and an `--insecure` TCP listener grant `full`, as they
 //! always have: a client there is the user already.
 
+pub mod listen;
 pub mod tls;
 pub mod tokens;
 
@@ -65,6 +66,12 @@ tokio::task_local! {
 /// Runs `f` as a request of `scope`.
 pub async fn within<F: Future>(scope: Scope, f: F) -> F::Output {
     SCOPE.scope(scope, f).await
+}
+
+/// Runs `f` (on a thread of its own, off the request's task) as a
+/// request of `scope`.
+pub fn within_blocking<R>(scope: Scope, f: impl FnOnce() -> R) -> R {
+    SCOPE.sync_scope(scope, f)
 }
 
 /// The running request's scope (`full` outside any).

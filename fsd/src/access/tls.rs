@@ -48,7 +48,7 @@ pub fn identity(state_dir: &Path) -> Result<(CertificateDer<'static>, PrivateKey
         move |source| TlsError::Io { path, source }
     };
     if !cert_path.exists() || !key_path.exists() {
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        private_dir(&dir).map_err(io(&dir))?;
         let made = rcgen::generate_simple_self_signed(vec!["apexd".to_string()])?;
         write_private(&key_path, &made.key_pair.serialize_der()).map_err(io(&key_path))?;
         write_private(&cert_path, made.cert.der()).map_err(io(&cert_path))?;
@@ -56,6 +56,13 @@ pub fn identity(state_dir: &Path) -> Result<(CertificateDer<'static>, PrivateKey
     let cert = std::fs::read(&cert_path).map_err(io(&cert_path))?;
     let key = std::fs::read(&key_path).map_err(io(&key_path))?;
     Ok((CertificateDer::from(cert), PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key))))
+}
+
+/// Makes `dir` and what is missing above it, closed to others (0700), as
+/// the daemon wants its state directory.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
 /// Writes `bytes` to a new file of `path` readable by its owner alone.
@@ -166,5 +173,5 @@ pub fn server_name() -> ServerName<'static> {
 /// Whether a connection's first bytes are a 9P message (plain 9P to a TLS
 /// port): size[4] then Tversion's type. A TLS ClientHello starts 0x16.
 pub fn looks_like_9p(first: &[u8]) -> bool {
-    first.len() >= 5 && first[4] == 100
+    first.len() >= 7 && first[4] == 100
 }

@@ -118,7 +118,7 @@ impl Tokens {
             return Err(TokenError::BadName(name.to_string()));
         }
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| TokenError::Io { path: dir.to_path_buf(), source })?;
+            super::tls::private_dir(dir).map_err(|source| TokenError::Io { path: dir.to_path_buf(), source })?;
         }
         let mut tokens = self.list()?;
         if tokens.iter().any(|t| t.name == name) {

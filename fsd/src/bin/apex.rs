@@ -110,8 +110,27 @@ enum Cmd {
         /// The message size asked of the remote.
         #[arg(long, default_value_t = 1 << 20, hide = true)]
         msize: u32,
-        /// ssh!HOST, ssh!USER@HOST, ssh!HOST!PORT or ssh!USER@HOST!PORT.
+        /// With tcp!: the daemon's certificate, as apexd prints it at
+        /// start (sha256:...).
+        #[arg(long, value_name = "sha256:HEX")]
+        pin: Option<String>,
+        /// With tcp!: the file holding the token (apex token new prints
+        /// it).
+        #[arg(long, value_name = "FILE")]
+        token: Option<std::path::PathBuf>,
+        /// ssh!HOST (ssh!USER@HOST!PORT), or tcp!HOST!PORT for a daemon
+        /// listening with TLS.
         addr: String,
+    },
+    /// Tokens for apexd's TLS listener: new [-s read|edit|full] NAME
+    /// (prints what the client keeps, once), ls, rm NAME.
+    Token {
+        /// The daemon's state directory (default: $XDG_STATE_HOME/apex,
+        /// else ~/.local/state/apex).
+        #[arg(long, value_name = "DIR")]
+        state: Option<std::path::PathBuf>,
+        #[command(subcommand)]
+        cmd: TokenCmd,
     },
     /// Attach to SESSION as a UI, lead it, make a window named NAME and
     /// type into it one rune every -i milliseconds until interrupted: a
@@ -129,6 +148,23 @@ enum Cmd {
         session: String,
         name: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCmd {
+    /// Make token NAME and print it (NAME:SECRET), for the client's
+    /// --token FILE; the secret is not shown again.
+    New {
+        /// read (reads only), edit (text and layout; nothing that runs a
+        /// program or touches the daemon's files), or full.
+        #[arg(short = 's', default_value = "full")]
+        scope: String,
+        name: String,
+    },
+    /// List the tokens: name and scope.
+    Ls,
+    /// Remove token NAME: it proves nothing from now on.
+    Rm { name: String },
 }
 
 fn names(path: &str) -> Vec<&str> {
@@ -293,7 +329,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
         cmd @ Cmd::Import { .. } => {
             let said =
                 std::thread::spawn(move || import(cmd)).join().map_err(|_| anyhow::anyhow!("import panicked"))??;
-            writeln!(out, "{said}")?;
+            if !said.is_empty() {
+                writeln!(out, "{said}")?;
+            }
+        }
+        Cmd::Token { state, cmd } => {
+            let said = token(cmd, state)?;
+            if !said.is_empty() {
+                writeln!(out, "{said}")?;
+            }
         }
         Cmd::Ls { long, path } => {
             let paths = if path.is_empty() { vec![String::new()] } else { path };
@@ -605,20 +649,11 @@ fn more_input_soon() -> bool {
 /// `apex import`: starts the importer in the background (or is it, with
 /// --foreground), or stops it; what it did, to say.
 fn import(cmd: Cmd) -> anyhow::Result<String> {
-    use apex_fsd::import::{self, start::Started, Import};
-    let Cmd::Import { name, remote_apexd, upload, stop, foreground, msize, addr } = cmd else { unreachable!() };
-    let imp = Import {
-        remote: import::ssh::Remote::parse(&addr)?,
-        ssh: import::ssh_command(),
-        apexd: remote_apexd.clone(),
-        dir: apex_ninep::ns::namespace_dir(None),
-        name: name.clone(),
-        msize,
+    let Cmd::Import { name, remote_apexd, upload, stop, foreground, msize, pin, token, addr } = cmd else {
+        unreachable!("called for import only")
     };
-    if stop {
-        let pid = import::start::stop(&imp)?;
-        return Ok(format!("apex import: stopped {} (pid {pid})", imp.first_name()));
-    }
+    let command =
+        apex_fsd::import::start::Command { name, remote_apexd, upload, stop, foreground, msize, pin, token, addr };
     if foreground {
         // Writes to a local client that went away fail, and are no signal.
         // SAFETY: a signal's disposition set; no handler of ours runs.
@@ -629,33 +664,25 @@ fn import(cmd: Cmd) -> anyhow::Result<String> {
             .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
             .with_writer(std::io::stderr)
             .init();
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-        rt.block_on(import::serve(imp))?;
-        return Ok(String::new());
     }
-    let mut flags = vec!["import".to_string(), "--foreground".to_string(), format!("--msize={msize}")];
-    if let Some(n) = name {
-        flags.extend(["-n".to_string(), n]);
-    }
-    if let Some(p) = remote_apexd {
-        flags.extend(["--remote-apexd".to_string(), p]);
-    }
-    flags.push(addr);
-    Ok(match import::start::start(&imp, &flags, upload)? {
-        Started::Already { pid } => format!("apex import: {} is imported already (pid {pid})", imp.first_name()),
-        Started::Started => {
-            let names = std::fs::read_dir(&imp.dir)
-                .map(|d| {
-                    let host = format!(".{}", imp.remote.host);
-                    let mut v: Vec<String> = d
-                        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                        .filter(|n| Some(n) == imp.name.as_ref() || (imp.name.is_none() && n.ends_with(&host)))
-                        .collect();
-                    v.sort();
-                    v
-                })
-                .unwrap_or_default();
-            format!("apex import: {} posted {}", imp.remote.address(), names.join(" "))
+    Ok(apex_fsd::import::start::command(command)?)
+}
+
+/// `apex token`: tokens for the TLS listener, in the state directory.
+fn token(cmd: TokenCmd, state: Option<std::path::PathBuf>) -> anyhow::Result<String> {
+    use apex_fsd::access::{tokens::Tokens, Scope};
+    let dir = state
+        .or_else(apex_fsd::persist::default_dir)
+        .ok_or_else(|| anyhow::anyhow!("no state directory: set $XDG_STATE_HOME or $HOME, or give --state DIR"))?;
+    let tokens = Tokens::new(&dir);
+    Ok(match cmd {
+        TokenCmd::New { scope, name } => tokens.create(&name, Scope::parse(&scope)?)?,
+        TokenCmd::Ls => {
+            tokens.list()?.iter().map(|t| format!("{} {}", t.name, t.scope.name())).collect::<Vec<_>>().join("\n")
+        }
+        TokenCmd::Rm { name } => {
+            tokens.remove(&name)?;
+            format!("apex token: removed {name}")
         }
     })
 }

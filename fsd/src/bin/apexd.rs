@@ -8,7 +8,7 @@
 use anyhow::Context;
 use apex_fsd::fsys::Fsys;
 use apex_fsd::registry::Registry;
-use apex_ninep::srv::{serve_conn, serve_unix, Config};
+use apex_ninep::srv::{serve_unix, Config};
 use clap::Parser;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,8 +20,10 @@ struct Args {
     /// $NAMESPACE, else /tmp/ns.$USER.$DISPLAY as plan9port names it).
     #[arg(long, value_name = "DIR")]
     namespace: Option<PathBuf>,
-    /// Also listen on plain TCP, as tcp!HOST!PORT, HOST a loopback
-    /// address; only with --insecure (off unless asked).
+    /// Also listen on TCP, as tcp!HOST!PORT: TLS 1.3, where a client
+    /// proves a token (apex token new) and pins the certificate whose
+    /// fingerprint is printed at start; with --insecure, plain 9P on a
+    /// loopback address.
     #[arg(long, value_name = "tcp!HOST!PORT")]
     listen: Vec<String>,
     /// Largest 9P message size to offer, in bytes (at least 256).
@@ -68,8 +70,9 @@ struct Args {
     /// saying both.
     #[arg(long, value_name = "VERSION", requires = "stdio")]
     client_version: Option<String>,
-    /// Serve --listen's plain TCP, which has no authentication: every
-    /// user of this machine can reach a loopback port and act as you.
+    /// Serve --listen as plain TCP, on loopback only, with no
+    /// authentication: every user of this machine can reach it and act as
+    /// you.
     #[arg(long)]
     insecure: bool,
     /// Say nothing at start (where it posted, what to try).
@@ -196,27 +199,6 @@ fn spawn_unix(conn: tokio::net::UnixStream, tree: Arc<Fsys>, config: Config) {
             tracing::info!(error = %e, "connection closed");
         }
     });
-}
-
-/// `tcp!HOST!PORT` as a socket address, HOST a loopback one: the TCP
-/// listener has no authentication yet, so it is for this machine only
-/// (and any local user can reach it).
-fn parse_tcp(addr: &str) -> anyhow::Result<std::net::SocketAddr> {
-    let ["tcp", host, port] = addr.split('!').collect::<Vec<_>>()[..] else {
-        anyhow::bail!("bad --listen {addr:?}: want tcp!HOST!PORT");
-    };
-    let port: u16 = port.parse().with_context(|| format!("bad port in --listen {addr:?}"))?;
-    let ip: std::net::IpAddr = match host {
-        "localhost" => std::net::Ipv4Addr::LOCALHOST.into(),
-        h => h.parse().with_context(|| format!("bad host in --listen {addr:?}: want an IP address or localhost"))?,
-    };
-    if !ip.is_loopback() {
-        anyhow::bail!(
-            "--listen {addr:?}: only loopback addresses (127.0.0.1, ::1, localhost) are served until \
-             authenticated remote access exists; reach this machine from elsewhere through ssh"
-        );
-    }
-    Ok(std::net::SocketAddr::new(ip, port))
 }
 
 /// Posts `acme`, serving session `name`'s acme tree, and says whether it
@@ -355,13 +337,16 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     }
     let sync = apex_fsd::persist::durable::SyncPolicy::parse(&args.sync).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(args.msize >= apex_ninep::version::MIN_MSIZE, "--msize {} is too small: at least 256", args.msize);
-    let listen: Vec<std::net::SocketAddr> = args.listen.iter().map(|l| parse_tcp(l)).collect::<Result<_, _>>()?;
-    if let Some(addr) = args.listen.first().filter(|_| !args.insecure) {
-        anyhow::bail!(
-            "--listen {addr:?}: plain TCP has no authentication, so every user of this machine could act as you \
-             through it; give --insecure to serve it on loopback anyway, or reach this daemon through ssh \
-             (ssh HOST apexd --stdio)"
-        );
+    // Each TCP listener's address and, unless --insecure, its TLS
+    // identity: made (or refused) before anything is posted.
+    let mut listen = Vec::new();
+    for given in &args.listen {
+        let addr = apex_fsd::access::listen::parse(given, args.insecure)?;
+        let tls = match args.insecure {
+            true => None,
+            false => Some(apex_fsd::access::listen::Tls::new(given, state_dir(&args)?)?),
+        };
+        listen.push((given.clone(), addr, tls));
     }
     let dir = apex_ninep::ns::namespace_dir(args.namespace.as_deref());
     let mut registry = Registry::new(Box::new(|| *uuid::Uuid::new_v4().as_bytes()));
@@ -453,21 +438,20 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     if plumb_posted {
         posted.push(plumb_socket.clone());
     }
-    for addr in listen {
+    for (given, addr, tls) in listen {
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("listen on {addr}"))?;
-        tracing::info!(%addr, "serving on tcp");
-        // Said even with -q: this is the daemon's account, open to all.
-        eprintln!("{}", tcp_warning(&addr));
-        let (tree, config) = (tree.clone(), config.clone());
-        tokio::spawn(async move {
-            let mut failing = Failing::default();
-            loop {
-                let Some((conn, peer)) = failing.accepted(listener.accept().await, "tcp").await else { continue };
-                tracing::info!(%peer, "tcp connection");
-                let _ = conn.set_nodelay(true);
-                tokio::spawn(serve_conn(tree.clone(), conn, config.clone()));
+        match &tls {
+            // Said even with -q: this is the daemon's account, open to all.
+            None => eprintln!("{}", tcp_warning(&addr)),
+            Some(tls) => {
+                // Said even with -q: what a client pins.
+                eprintln!("apexd: serving TLS on {given}; its certificate is {}", tls.fingerprint);
+                let line = (format!("tls {given}"), tls.fingerprint.clone());
+                tree.daemon.services.lock().expect("services lock").push(line);
             }
-        });
+        }
+        tracing::info!(%addr, tls = tls.is_some(), "serving on tcp");
+        tokio::spawn(apex_fsd::access::listen::serve(listener, tree.clone(), config.clone(), tls));
     }
     if !args.quiet {
         eprint!("{}", greeting(&args.session, acme_posted, &posted));

@@ -7,10 +7,10 @@
 //! reads return whole stat entries and continue only where the last one
 //! ended (read(5)).
 
-use crate::access::Scope;
 use super::made::Version;
 use super::place::Place;
 use super::stream::Cursor;
+use crate::access::Scope;
 use crate::attach::hub::ConnId;
 use crate::error::Result;
 use crate::fsys::error::FsError;

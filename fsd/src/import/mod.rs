@@ -19,13 +19,14 @@
 
 pub mod ssh;
 pub mod start;
+pub mod tls;
 
 use apex_ninep::forward::Forward;
 use apex_ninep::srv::{serve_unix, Config};
 use apex_ninep::{Client, ClientError};
-use ssh::Remote;
+pub use ssh::Remote;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -55,6 +56,12 @@ pub enum ImportError {
     Timeout { remote: String, wait: Duration },
     #[error("{remote}: {why}")]
     Protocol { remote: String, why: ClientError },
+    #[error("{remote}: {why}")]
+    Tls { remote: String, why: String },
+    #[error("{0}")]
+    Token(#[from] crate::access::tokens::TokenError),
+    #[error("{0}: give --pin sha256:... (apexd prints it at start) and --token FILE (apex token new makes one)")]
+    TlsNeeds(String),
     #[error("{remote} serves no acme tree (its daemon runs with --no-acme): there is nothing to post as {name}")]
     NoAcme { remote: String, name: String },
     #[error("{0}")]
@@ -70,14 +77,54 @@ pub enum ImportError {
     Io(#[from] std::io::Error),
 }
 
+/// How an import reaches the remote daemon.
+#[derive(Clone)]
+pub enum Via {
+    /// The system's ssh, running `apexd --stdio` there.
+    Ssh {
+        remote: Remote,
+        /// The ssh command and its options.
+        ssh: Vec<String>,
+        /// `apexd` on the remote, when not found there by itself.
+        apexd: Option<String>,
+    },
+    /// TLS 1.3 to `--listen tcp!HOST!PORT`, its certificate pinned, a
+    /// token proven at every attach.
+    Tls { host: String, port: u16, pin: String, token: crate::access::tokens::Held },
+}
+
+impl Via {
+    /// `ssh!...` or `tcp!HOST!PORT`, for messages.
+    pub fn address(&self) -> String {
+        match self {
+            Via::Ssh { remote, .. } => remote.address(),
+            Via::Tls { host, port, .. } => format!("tcp!{host}!{port}"),
+        }
+    }
+
+    pub fn host(&self) -> &str {
+        match self {
+            Via::Ssh { remote, .. } => &remote.host,
+            Via::Tls { host, .. } => host,
+        }
+    }
+
+    /// What proves an attach upstream, where the remote asks.
+    fn prove(&self) -> Option<apex_ninep::forward::Prove> {
+        match self {
+            Via::Ssh { .. } => None,
+            Via::Tls { token, .. } => {
+                let token = token.clone();
+                Some(Arc::new(move |challenge: &[u8], uname: &str, aname: &str| token.prove(challenge, uname, aname)))
+            }
+        }
+    }
+}
+
 /// An import's settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Import {
-    pub remote: Remote,
-    /// The ssh command and its options.
-    pub ssh: Vec<String>,
-    /// `apexd` on the remote, when not found there by itself.
-    pub apexd: Option<String>,
+    pub via: Via,
     /// The local namespace directory.
     pub dir: PathBuf,
     /// `-n NAME`: the one name to post, instead of `apex.HOST` and
@@ -116,13 +163,13 @@ impl Import {
             // `-n acme` (win dials `acme`) serves the acme tree.
             Some(n) if n == "acme" || n.starts_with("acme.") => match acme_root {
                 Some(root) => Ok(vec![(n.clone(), Some(root))]),
-                None => Err(ImportError::NoAcme { remote: self.remote.address(), name: n.clone() }),
+                None => Err(ImportError::NoAcme { remote: self.via.address(), name: n.clone() }),
             },
             Some(n) => Ok(vec![(n.clone(), None)]),
             None => {
-                let mut posts = vec![(self.remote.posted_name(), None)];
+                let mut posts = vec![(format!("apex.{}", self.via.host()), None)];
                 if let Some(root) = acme_root {
-                    posts.push((format!("acme.{}", self.remote.host), Some(root)));
+                    posts.push((format!("acme.{}", self.via.host()), Some(root)));
                 }
                 Ok(posts)
             }
@@ -131,67 +178,56 @@ impl Import {
 
     /// The name whose socket answering means the import is up.
     pub fn first_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| self.remote.posted_name())
+        self.name.clone().unwrap_or_else(|| format!("apex.{}", self.via.host()))
     }
 }
 
-/// One connection to the remote: the client over it, and ssh.
+/// One connection to the remote: the client over it, and what carries
+/// it (ssh, or the task that moves bytes through TLS).
 struct Link {
     client: Client,
-    ssh: tokio::process::Child,
+    carrier: Carrier,
 }
 
-/// Runs ssh and speaks Tversion through it; on failure, says why from
-/// what ssh and the remote said.
-async fn connect(imp: &Import) -> Result<Link, ImportError> {
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
-    let program = imp.ssh[0].clone();
-    let mut ssh = ssh::relay(&imp.remote, &imp.ssh, imp.apexd.as_deref(), theirs.into())
-        .map_err(|source| ImportError::Ssh { program, source })?;
-    let said = Arc::new(Mutex::new(String::new()));
-    let listening = ssh.stderr.take().map(|e| tokio::spawn(keep_words(e, said.clone(), imp.remote.address())));
-    let outcome = tokio::time::timeout(CONNECT_WAIT, Client::handshake(ours, imp.msize)).await;
-    let error = match outcome {
-        Ok(Ok(client)) => return Ok(Link { client, ssh }),
-        Ok(Err(ClientError::Hangup)) | Ok(Err(ClientError::Io(_))) => None,
-        Ok(Err(why)) => Some(ImportError::Protocol { remote: imp.remote.address(), why }),
-        Err(_) => Some(ImportError::Timeout { remote: imp.remote.address(), wait: CONNECT_WAIT }),
-    };
-    let status = match tokio::time::timeout(Duration::from_secs(5), ssh.wait()).await {
-        Ok(Ok(status)) => status.code(),
-        _ => {
-            let _ = ssh.kill().await;
-            None
-        }
-    };
-    if let Some(listening) = listening {
-        let _ = tokio::time::timeout(Duration::from_secs(1), listening).await;
-    }
-    let said = said.lock().expect("words lock").clone();
-    Err(error.unwrap_or_else(|| ssh::failure(&imp.remote, imp.apexd.as_deref(), status, &said)))
+enum Carrier {
+    Ssh(tokio::process::Child),
+    Tls(tokio::task::JoinHandle<()>),
 }
 
-/// Keeps the last of what ssh and the remote say (for the error, if the
-/// connection fails) and logs it.
-async fn keep_words(stderr: tokio::process::ChildStderr, said: Arc<Mutex<String>>, remote: String) {
-    use tokio::io::AsyncBufReadExt;
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(%remote, "{line}");
-        let mut said = said.lock().expect("words lock");
-        if said.len() < 4096 {
-            if !said.is_empty() {
-                said.push('\n');
+impl Link {
+    async fn end(&mut self) {
+        match &mut self.carrier {
+            Carrier::Ssh(child) => {
+                let _ = child.kill().await;
             }
-            said.push_str(&line);
+            Carrier::Tls(task) => task.abort(),
         }
     }
 }
 
-/// The remote daemon's acme session, from its `/services`; none where it
-/// serves no acme tree.
-async fn acme_session(client: &Client) -> Option<String> {
-    let root = client.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
+async fn connect(imp: &Import) -> Result<Link, ImportError> {
+    match &imp.via {
+        Via::Ssh { remote, ssh, apexd } => {
+            let (client, child) = ssh::connect(remote, ssh, apexd.as_deref(), imp.msize).await?;
+            Ok(Link { client, carrier: Carrier::Ssh(child) })
+        }
+        Via::Tls { host, port, pin, .. } => {
+            let (client, task) = tls::connect(host, *port, pin, imp.msize).await?;
+            Ok(Link { client, carrier: Carrier::Tls(task) })
+        }
+    }
+}
+
+/// Attaches as a client will (proving the token, over TLS), and reads the
+/// remote daemon's acme session from its `/services`: none where it serves
+/// no acme tree. An attach refused (a wrong token) is the import's error.
+async fn probe(imp: &Import, client: &Client) -> Result<Option<String>, ImportError> {
+    let user = apex_ninep::ns::user_name();
+    let attached = match imp.via.prove() {
+        Some(prove) => client.attach_proving(&user, "", |c| prove(c, &user, "")).await.map(|(f, _)| f),
+        None => client.attach(&user, "").await,
+    };
+    let root = attached.map_err(|why| ImportError::Protocol { remote: imp.via.address(), why })?;
     let file = client.open_path(root, "services", apex_ninep::fcall::OREAD).await;
     let text = match file {
         Ok(f) => {
@@ -202,10 +238,10 @@ async fn acme_session(client: &Client) -> Option<String> {
         Err(_) => Vec::new(),
     };
     let _ = client.clunk(root).await;
-    String::from_utf8_lossy(&text)
+    Ok(String::from_utf8_lossy(&text)
         .lines()
         .find_map(|l| l.strip_prefix("acme ").map(|s| s.trim().to_string()))
-        .filter(|s| !s.is_empty())
+        .filter(|s| !s.is_empty()))
 }
 
 /// The importer: connects, posts, serves every local client over the
@@ -213,7 +249,7 @@ async fn acme_session(client: &Client) -> Option<String> {
 /// Returns only on an error before anything was posted, or at the end.
 pub async fn serve(imp: Import) -> Result<(), ImportError> {
     let link = connect(&imp).await?;
-    let acme = acme_session(&link.client).await;
+    let acme = probe(&imp, &link.client).await?;
     let posts = imp.posts(acme.as_deref())?;
     let (current, _) = watch::channel(link.client.clone());
     let mut posted: Vec<PathBuf> = Vec::new();
@@ -227,10 +263,11 @@ pub async fn serve(imp: Import) -> Result<(), ImportError> {
             }
         };
         posted.push(imp.dir.join(name));
-        let serving = Serving { name: name.clone(), remote: imp.remote.address(), root: root.clone() };
+        let serving =
+            Serving { name: name.clone(), remote: imp.via.address(), root: root.clone(), prove: imp.via.prove() };
         tokio::spawn(serving.accept(listener, current.subscribe()));
     }
-    tracing::info!(remote = %imp.remote.address(), "imported as {}", posts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>().join(", "));
+    tracing::info!(remote = %imp.via.address(), "imported as {}", posts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>().join(", "));
     let stop = async {
         use tokio::signal::unix::{signal, SignalKind};
         let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
@@ -260,8 +297,8 @@ fn unpost(posted: &[PathBuf]) {
 async fn keep_up(imp: &Import, mut link: Link, current: &watch::Sender<Client>) {
     loop {
         link.client.closed().await;
-        let _ = link.ssh.kill().await;
-        tracing::warn!(remote = %imp.remote.address(), "the connection ended; reconnecting");
+        link.end().await;
+        tracing::warn!(remote = %imp.via.address(), "the connection ended; reconnecting");
         let mut pause = Duration::from_secs(1);
         link = loop {
             match connect(imp).await {
@@ -273,7 +310,7 @@ async fn keep_up(imp: &Import, mut link: Link, current: &watch::Sender<Client>) 
                 }
             }
         };
-        tracing::info!(remote = %imp.remote.address(), "reconnected");
+        tracing::info!(remote = %imp.via.address(), "reconnected");
         current.send_replace(link.client.clone());
     }
 }
@@ -284,6 +321,7 @@ struct Serving {
     name: String,
     remote: String,
     root: Option<String>,
+    prove: Option<apex_ninep::forward::Prove>,
 }
 
 impl Serving {
@@ -315,8 +353,12 @@ impl Serving {
                 },
             }
         };
-        let config = Config { msize: client.msize(), no_auth: format!("{}: authentication not required", self.name), auth: None };
-        let forward = Arc::new(Forward::new(client.clone(), self.remote, self.root));
+        let config = Config {
+            msize: client.msize(),
+            no_auth: format!("{}: authentication not required", self.name),
+            auth: None,
+        };
+        let forward = Arc::new(Forward::new(client.clone(), self.remote, self.root).proving(self.prove));
         tokio::select! {
             _ = serve_unix(forward, stream, config) => {}
             _ = client.closed() => {}

@@ -5,7 +5,10 @@
 
 use super::ImportError;
 use crate::stdio::VERSION;
+use apex_ninep::{Client, ClientError};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub use apex_sys::remote::Remote;
 
@@ -78,6 +81,57 @@ pub async fn upload(remote: &Remote, ssh: &[String], apexd: &std::path::Path) ->
             remote: remote.address(),
             why: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         }),
+    }
+}
+
+/// Runs ssh and speaks Tversion through it (asking for `msize`); on
+/// failure, says why from what ssh and the remote said.
+pub async fn connect(
+    remote: &Remote,
+    ssh: &[String],
+    apexd: Option<&str>,
+    msize: u32,
+) -> Result<(Client, tokio::process::Child), ImportError> {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+    let program = ssh[0].clone();
+    let mut child = relay(remote, ssh, apexd, theirs.into()).map_err(|source| ImportError::Ssh { program, source })?;
+    let said = Arc::new(Mutex::new(String::new()));
+    let listening = child.stderr.take().map(|e| tokio::spawn(keep_words(e, said.clone(), remote.address())));
+    let outcome = tokio::time::timeout(super::CONNECT_WAIT, Client::handshake(ours, msize)).await;
+    let error = match outcome {
+        Ok(Ok(client)) => return Ok((client, child)),
+        Ok(Err(ClientError::Hangup)) | Ok(Err(ClientError::Io(_))) => None,
+        Ok(Err(why)) => Some(ImportError::Protocol { remote: remote.address(), why }),
+        Err(_) => Some(ImportError::Timeout { remote: remote.address(), wait: super::CONNECT_WAIT }),
+    };
+    let status = match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+        Ok(Ok(status)) => status.code(),
+        _ => {
+            let _ = child.kill().await;
+            None
+        }
+    };
+    if let Some(listening) = listening {
+        let _ = tokio::time::timeout(Duration::from_secs(1), listening).await;
+    }
+    let said = said.lock().expect("words lock").clone();
+    Err(error.unwrap_or_else(|| failure(remote, apexd, status, &said)))
+}
+
+/// Keeps the last of what ssh and the remote say (for the error, if the
+/// connection fails) and logs it.
+async fn keep_words(stderr: tokio::process::ChildStderr, said: Arc<Mutex<String>>, remote: String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(%remote, "{line}");
+        let mut said = said.lock().expect("words lock");
+        if said.len() < 4096 {
+            if !said.is_empty() {
+                said.push('\n');
+            }
+            said.push_str(&line);
+        }
     }
 }
 

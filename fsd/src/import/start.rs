@@ -22,9 +22,9 @@ pub fn start(imp: &Import, args: &[String], upload: bool) -> Result<Started, Imp
     if let Some(pid) = super::importer(&imp.dir, &imp.first_name()) {
         return Ok(Started::Already { pid });
     }
-    if upload {
+    if let (true, super::Via::Ssh { remote, ssh, .. }) = (upload, &imp.via) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        rt.block_on(super::ssh::upload(&imp.remote, &imp.ssh, &apex_sys::daemon::apexd_program()))?;
+        rt.block_on(super::ssh::upload(remote, ssh, &apex_sys::daemon::apexd_program()))?;
     }
     let program = std::env::current_exe()?;
     let socket = imp.dir.join(imp.first_name());
@@ -53,4 +53,86 @@ pub fn stop(imp: &Import) -> Result<u32, ImportError> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(pid)
+}
+
+/// `apex import`'s flags.
+pub struct Command {
+    pub name: Option<String>,
+    pub remote_apexd: Option<String>,
+    pub upload: bool,
+    pub stop: bool,
+    /// The importer itself (started by the others).
+    pub foreground: bool,
+    pub msize: u32,
+    pub pin: Option<String>,
+    pub token: Option<std::path::PathBuf>,
+    pub addr: String,
+}
+
+impl Command {
+    /// The import `addr` names: `ssh!...`, or `tcp!HOST!PORT` with a pin
+    /// and a token.
+    fn import(&self) -> Result<Import, ImportError> {
+        let via = match self.addr.split('!').collect::<Vec<_>>()[..] {
+            ["tcp", host, port] => {
+                let (Some(pin), Some(token)) = (&self.pin, &self.token) else {
+                    return Err(ImportError::TlsNeeds(self.addr.clone()));
+                };
+                let port = port.parse().map_err(|_| apex_sys::remote::RemoteError::Address(self.addr.clone()))?;
+                crate::access::tls::check_pin(pin)
+                    .map_err(|e| ImportError::Tls { remote: self.addr.clone(), why: e.to_string() })?;
+                let token = crate::access::tokens::Held::read(token)?;
+                super::Via::Tls { host: host.to_string(), port, pin: pin.clone(), token }
+            }
+            _ => super::Via::Ssh {
+                remote: super::Remote::parse(&self.addr)?,
+                ssh: super::ssh_command(),
+                apexd: self.remote_apexd.clone(),
+            },
+        };
+        Ok(Import { via, dir: apex_ninep::ns::namespace_dir(None), name: self.name.clone(), msize: self.msize })
+    }
+
+    /// The flags of the importer started in the background.
+    fn foreground_flags(&self) -> Vec<String> {
+        let mut flags = vec!["import".to_string(), "--foreground".to_string(), format!("--msize={}", self.msize)];
+        let mut flag = |name: &str, value: Option<String>| {
+            if let Some(v) = value {
+                flags.extend([name.to_string(), v]);
+            }
+        };
+        flag("-n", self.name.clone());
+        flag("--remote-apexd", self.remote_apexd.clone());
+        flag("--pin", self.pin.clone());
+        flag("--token", self.token.as_ref().map(|t| t.display().to_string()));
+        flags.push(self.addr.clone());
+        flags
+    }
+}
+
+/// Runs `apex import`: stops an importer, is one, or starts one in the
+/// background; what it did, to say.
+pub fn command(cmd: Command) -> Result<String, ImportError> {
+    let imp = cmd.import()?;
+    if cmd.stop {
+        let pid = stop(&imp)?;
+        return Ok(format!("apex import: stopped {} (pid {pid})", imp.first_name()));
+    }
+    if cmd.foreground {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+        rt.block_on(super::serve(imp))?;
+        return Ok(String::new());
+    }
+    Ok(match start(&imp, &cmd.foreground_flags(), cmd.upload)? {
+        Started::Already { pid } => format!("apex import: {} is imported already (pid {pid})", imp.first_name()),
+        Started::Started => {
+            let host = format!(".{}", imp.via.host());
+            let mut names: Vec<String> = std::fs::read_dir(&imp.dir)
+                .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+                .unwrap_or_default();
+            names.retain(|n| Some(n) == imp.name.as_ref() || (imp.name.is_none() && n.ends_with(&host)));
+            names.sort();
+            format!("apex import: {} posted {}", imp.via.address(), names.join(" "))
+        }
+    })
 }

@@ -153,10 +153,11 @@ impl Fsys {
                 };
                 // Read off the session's lock: an error is this write's,
                 // and the write is forgotten; taken only at the clunk.
-                let checked =
-                    tokio::task::spawn_blocking(move || super::rules::check_rules(None, AttachmentId::SERVER, &text))
-                        .await
-                        .map_err(|source| Error::Task { what: "plumb rules", source })?;
+                let scope = crate::access::current();
+                let check = move || super::rules::check_rules(None, AttachmentId::SERVER, &text);
+                let checked = tokio::task::spawn_blocking(move || crate::access::within_blocking(scope, check))
+                    .await
+                    .map_err(|source| Error::Task { what: "plumb rules", source })?;
                 let refusal = match checked {
                     // A last rule set with no action yet waits for the
                     // next write.

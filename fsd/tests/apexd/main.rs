@@ -23,6 +23,7 @@ mod session;
 mod stdio;
 mod stuck;
 mod terms;
+mod tls;
 mod welcome;
 
 use apex_ninep::fcall::*;

@@ -68,7 +68,7 @@ fn apexd_says_where_it_is_and_what_to_try_without_colour() {
 }
 
 #[test]
-fn apexd_listens_on_loopback_only_with_insecure_and_says_why() {
+fn apexd_serves_plain_tcp_on_loopback_only_with_insecure_and_tls_otherwise() {
     let dir = std::env::temp_dir().join(format!("apex-e2e-listen-{}", std::process::id()));
     for addr in ["tcp!0.0.0.0!5640", "tcp!192.168.1.1!5640", "tcp!example.com!5640"] {
         let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
@@ -81,8 +81,9 @@ fn apexd_listens_on_loopback_only_with_insecure_and_says_why() {
         assert_eq!(out.status.code(), Some(1), "{addr}: {said}");
         assert!(said.contains(addr) && (said.contains("loopback") || said.contains("localhost")), "{said}");
     }
-    // Without --insecure, not even loopback: nothing is posted. (Waited
-    // for with a deadline: one that served would never end.)
+    // Without --insecure it is TLS, whose certificate and tokens need a
+    // state directory: with --ephemeral, refused, and nothing is posted.
+    // (Waited for with a deadline: one that served would never end.)
     let mut refused = Command::new(env!("CARGO_BIN_EXE_apexd"))
         .args(["--namespace".as_ref(), dir.as_os_str(), "--listen".as_ref(), "tcp!127.0.0.1!5640".as_ref()])
         .arg("--ephemeral")
@@ -94,14 +95,14 @@ fn apexd_listens_on_loopback_only_with_insecure_and_says_why() {
     while refused.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {
             let _ = refused.kill();
-            panic!("apexd served plain TCP without --insecure");
+            panic!("apexd served TCP without --insecure and without a state directory");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = refused.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("give --insecure") && said.contains("apexd --stdio"), "{said}");
+    assert!(said.contains("serves TLS") && said.contains("--ephemeral") && said.contains("--insecure"), "{said}");
     assert!(!dir.join("apex").exists(), "nothing served");
     // A loopback listener is served, and what it gives away is said at
     // start, -q or not.

@@ -32,9 +32,9 @@
 //! proof an attach needs, where a connection must give one), `wire` (frames in,
 //! replies out).
 
+pub mod auth;
 mod conn;
 mod flush;
-pub mod auth;
 mod openfd;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,258 @@
+//! `--listen tcp!HOST!PORT` without `--insecure`: TLS 1.3, the daemon's
+//! certificate pinned by its fingerprint, a token proven with 9P's Tauth
+//! before anything is answered, and the token's scope enforced on every
+//! request. Each refusal (no token, a wrong one, a replayed proof, a
+//! wrong pin, plain 9P to the TLS port, a read token writing, an edit
+//! token running a program or a terminal) is said plainly and changes
+//! nothing.
+
+use crate::{read, text, write};
+use apex_ninep::fcall::*;
+use apex_ninep::Client;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+const APEX: &str = env!("CARGO_BIN_EXE_apex");
+
+/// A daemon serving TLS on a free loopback port, its state directory
+/// kept (the certificate and tokens live there), all gone on drop.
+struct TlsDaemon {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+    pin: String,
+}
+
+impl TlsDaemon {
+    fn start(name: &str) -> TlsDaemon {
+        let dir = std::env::temp_dir().join(format!("apex-e2e-tls-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("local")).unwrap();
+        std::fs::set_permissions(dir.join("local"), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        let port = apex_tests::sshd::free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_apexd"))
+            .arg("--namespace")
+            .arg(dir.join("ns"))
+            .arg("--state")
+            .arg(dir.join("state"))
+            .args(["-q", "--listen", &format!("tcp!127.0.0.1!{port}")])
+            .env("HOME", &dir)
+            .env_remove("PLAN9")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start apexd");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+        let pin = line.split_whitespace().find(|w| w.starts_with("sha256:")).unwrap_or_else(|| panic!("{line}"));
+        let d = TlsDaemon { child, pin: pin.to_string(), dir, port };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !d.dir.join("ns/apex").exists() {
+            assert!(std::time::Instant::now() < deadline, "apexd did not post its socket");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        d
+    }
+
+    /// `apex token new -s SCOPE NAME`, kept in a file of the test's.
+    fn token(&self, scope: &str, name: &str) -> PathBuf {
+        let out = Command::new(APEX)
+            .args(["token", "--state", self.dir.join("state").to_str().unwrap(), "new", "-s", scope, name])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let path = self.dir.join(format!("{name}.token"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        path
+    }
+
+    fn address(&self) -> String {
+        format!("tcp!127.0.0.1!{}", self.port)
+    }
+
+    /// A client over TLS (the pin checked), not yet attached.
+    async fn client(&self) -> Client {
+        let (c, _carrier) = apex_fsd::import::tls::connect("127.0.0.1", self.port, &self.pin, 65536).await.unwrap();
+        c
+    }
+
+    /// A client attached with the token in `file`.
+    async fn attached(&self, file: &Path) -> (Client, u32) {
+        let c = self.client().await;
+        let held = apex_fsd::access::tokens::Held::read(file).unwrap();
+        let (root, _) = c.attach_proving("glenda", "", |ch| held.prove(ch, "glenda", "")).await.unwrap();
+        (c, root)
+    }
+
+    /// The daemon's own socket, which needs no token.
+    async fn local(&self) -> (Client, u32) {
+        let c = apex_ninep::dial(&format!("unix!{}", self.dir.join("ns/apex").display()), 65536).await.unwrap();
+        let root = c.attach("glenda", "").await.unwrap();
+        (c, root)
+    }
+
+    fn import(&self, flags: &[&str]) -> Output {
+        Command::new(APEX)
+            .arg("import")
+            .args(flags)
+            .arg(self.address())
+            .env("NAMESPACE", self.dir.join("local"))
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for TlsDaemon {
+    fn drop(&mut self) {
+        let _ = Command::new(APEX)
+            .args(["import", "--stop", &self.address()])
+            .env("NAMESPACE", self.dir.join("local"))
+            .output();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn said(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_token_imports_the_session_over_tls_and_the_certificate_is_pinned() {
+    let d = TlsDaemon::start("full");
+    let full = d.token("full", "laptop");
+    let listed = Command::new(APEX).args(["token", "--state", d.dir.join("state").to_str().unwrap(), "ls"]).output();
+    assert_eq!(String::from_utf8_lossy(&listed.unwrap().stdout), "laptop full\n", "names and scopes, no secret");
+    let key = std::fs::metadata(d.dir.join("state/tls/key.der")).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&key.permissions()) & 0o777, 0o600);
+    let tokens = std::fs::metadata(d.dir.join("state/tokens")).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&tokens.permissions()) & 0o777, 0o600);
+
+    let out = d.import(&["--pin", &d.pin, "--token", full.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("posted acme.127.0.0.1 apex.127.0.0.1"), "{}", said(&out));
+    let via = |args: &[&str]| {
+        Command::new(APEX).args(["-a", "apex.127.0.0.1"]).args(args).env("NAMESPACE", d.dir.join("local")).output()
+    };
+    let b = String::from_utf8(via(&["read", "main/buffers/new"]).unwrap().stdout).unwrap().trim().to_string();
+    let mut w = Command::new(APEX)
+        .args(["-a", "apex.127.0.0.1", "write", &format!("main/buffers/{b}/body")])
+        .env("NAMESPACE", d.dir.join("local"))
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut w.stdin.take().unwrap(), b"over tls\n").unwrap();
+    assert!(w.wait().unwrap().success());
+    let (c, root) = d.local().await;
+    assert_eq!(text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap()), "over tls\n");
+    // The daemon says where it serves TLS and its pin, for an import
+    // over ssh to find.
+    let services = text(read(&c, root, "services").await.unwrap());
+    assert!(services.contains(&format!("tls {} {}", d.address(), d.pin)), "{services}");
+
+    // Another pin: refused before anything is said, and nothing posted.
+    let wrong = format!("sha256:{}", "0".repeat(64));
+    let out = d.import(&["-n", "other", "--pin", &wrong, "--token", full.to_str().unwrap()]);
+    assert!(!out.status.success() && said(&out).contains("not the pinned"), "{}", said(&out));
+    assert!(!d.dir.join("local/other").exists());
+    // A token that is not the daemon's: refused, nothing posted.
+    let forged = d.dir.join("forged.token");
+    std::fs::write(&forged, format!("laptop:{}\n", "ab".repeat(32))).unwrap();
+    let out = d.import(&["-n", "forged", "--pin", &d.pin, "--token", forged.to_str().unwrap()]);
+    assert!(!out.status.success() && said(&out).contains("authentication failed"), "{}", said(&out));
+    assert!(!d.dir.join("local/forged").exists());
+    // Without a pin or a token, tcp! is refused saying what it needs.
+    let out = d.import(&["-n", "bare"]);
+    assert!(said(&out).contains("--pin") && said(&out).contains("--token"), "{}", said(&out));
+    // Plain 9P to the TLS port: a 9P error saying so.
+    let plain = Command::new(APEX).args(["-a", &d.address(), "ls"]).output().unwrap();
+    assert!(said(&plain).contains("serves 9P inside TLS"), "{}", said(&plain));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_answered_before_a_token_is_proven_and_a_proof_is_not_replayed() {
+    let d = TlsDaemon::start("proof");
+    let full = d.token("full", "desk");
+    let held = apex_fsd::access::tokens::Held::read(&full).unwrap();
+    let c = d.client().await;
+    // No token: an attach is refused, and so is anything but proving.
+    let e = c.attach("glenda", "").await.unwrap_err().to_string();
+    assert!(e.contains("authentication required"), "{e}");
+    let e = c.rpc(Fcall::Twalk { fid: 0, newfid: 1, wnames: vec![] }).await.unwrap_err().to_string();
+    assert!(e.contains("authenticate first"), "{e}");
+    // A proof recorded once answers its own challenge only: written to a
+    // fresh auth fid, it proves nothing, and the attach is refused.
+    let mut recorded = Vec::new();
+    let (root, _) = c
+        .attach_proving("glenda", "", |ch| {
+            recorded = held.prove(ch, "glenda", "");
+            recorded.clone()
+        })
+        .await
+        .unwrap();
+    c.clunk(root).await.unwrap();
+    let again = d.client().await;
+    let e = again.attach_proving("glenda", "", |_| recorded.clone()).await.unwrap_err().to_string();
+    assert!(e.contains("authentication failed"), "{e}");
+    let e = again.rpc(Fcall::Tstat { fid: 0 }).await.unwrap_err().to_string();
+    assert!(e.contains("authenticate first"), "{e}");
+    // A removed token proves nothing from then on.
+    let rm =
+        Command::new(APEX).args(["token", "--state", d.dir.join("state").to_str().unwrap(), "rm", "desk"]).output();
+    assert!(rm.unwrap().status.success());
+    let e = d.client().await.attach_proving("glenda", "", |ch| held.prove(ch, "glenda", "")).await.unwrap_err();
+    assert!(e.to_string().contains("authentication failed"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_s_scope_is_enforced_on_every_request() {
+    let d = TlsDaemon::start("scopes");
+    let (local, lroot) = d.local().await;
+    let b = text(read(&local, lroot, "main/buffers/new").await.unwrap()).trim().to_string();
+    write(&local, lroot, &format!("main/buffers/{b}/body"), "kept\n").await.unwrap();
+    let hash = text(read(&local, lroot, "main/hash").await.unwrap());
+
+    // read: reads, and nothing else.
+    let (r, root) = d.attached(&d.token("read", "viewer")).await;
+    assert_eq!(text(read(&r, root, &format!("main/buffers/{b}/body")).await.unwrap()), "kept\n");
+    for (path, mode) in [
+        (format!("main/buffers/{b}/body"), OWRITE),
+        ("main/ctl".to_string(), OWRITE),
+        ("ctl".to_string(), OWRITE),
+        ("main/buffers/new".to_string(), OREAD),
+        ("new".to_string(), OREAD),
+    ] {
+        let e = r.open_path(root, &path, mode).await.unwrap_err().to_string();
+        assert!(e.contains("a read token reads only"), "{path}: {e}");
+    }
+    let e = r.walk(root, &["main", "acme", "new"]).await.unwrap_err().to_string();
+    assert!(e.contains("a read token reads only"), "{e}");
+
+    // edit: text and layout, but no program, terminal or file of the
+    // daemon's.
+    let (e_c, eroot) = d.attached(&d.token("edit", "pair")).await;
+    write(&e_c, eroot, &format!("main/buffers/{b}/body"), "edited\n").await.unwrap();
+    for (path, line, why) in [
+        ("main/ctl", "exec /tmp touch /tmp/apex-edit-token-ran", "running a command"),
+        ("main/ctl", "term", "a terminal"),
+        (&*format!("main/buffers/{b}/ctl"), "put /tmp/apex-edit-token-put", "put"),
+        (&*format!("main/buffers/{b}/ctl"), "get /etc/hostname", "get"),
+    ] {
+        let e = write(&e_c, eroot, path, line).await.unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("needs a full token"), "{line}: {e}");
+    }
+    let rules = "data matches 'x'\nplumb start touch /tmp/apex-edit-token-plumbed\n";
+    let f = e_c.open_path(eroot, "main/plumb/rules", OWRITE | OTRUNC).await.unwrap();
+    let e = e_c.write(f.fid, 0, rules.as_bytes()).await.unwrap_err().to_string();
+    assert!(e.contains("starts a program") && e.contains("needs a full token"), "{e}");
+    let _ = e_c.clunk(f.fid).await;
+    assert!(!Path::new("/tmp/apex-edit-token-ran").exists() && !Path::new("/tmp/apex-edit-token-put").exists());
+    // Nothing ran or was started: no process, no terminal; the only
+    // change is the edit token's own text.
+    assert_eq!(text(read(&local, lroot, "main/meta/processes").await.unwrap()), "");
+    assert_eq!(text(read(&local, lroot, "main/terms/index").await.unwrap()), "");
+    assert_eq!(text(read(&local, lroot, &format!("main/buffers/{b}/body")).await.unwrap()), "kept\nedited\n");
+    assert_ne!(text(read(&local, lroot, "main/hash").await.unwrap()), hash);
+}
