@@ -15,6 +15,9 @@
 //! - paging through it with Page Down, each page drawn;
 //! - a keystroke in a leading UI to pixels in a second, watching UI,
 //!   beside the daemon's flush-to-acknowledgement in the same run;
+//! - keystroke to pixels through a link 100 ms away each way (a relay
+//!   holding every byte back), beside the ack's round trip; then that
+//!   link stalled 30 s while typing goes on;
 //! - `apex-ui FILE` on a virtual display (Xvfb), from its start to its
 //!   first frame shown, beside attaching, opening and painting in
 //!   process;
@@ -34,6 +37,8 @@ use apex_ui::input::{Event, Key};
 use apex_ui::render::{draw, Canvas};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+mod slowlink;
 
 const W: i32 = 1920;
 const H: i32 = 1080;
@@ -182,6 +187,8 @@ fn main() {
     let lead_back = ui.host.att.clone();
     assert!(d.rt.block_on(lead_back.wait_for(WAIT, |l| l.leads(Shard::Layout))));
     drop(leader);
+
+    far_away(&d, &dir, &mut ui);
 
     terminal(&d, &mut ui);
 
@@ -438,6 +445,97 @@ fn trim() {
     }
 }
 
+/// Typing through a link 100 ms away each way (a relay that holds every
+/// byte back), as over ssh to another continent: keystroke to pixels
+/// beside the same UI's locally, the ack's round trip, every keystroke
+/// drawn before any reply and the text never drawn differently after;
+/// then the link stalled 30 s while typing goes on, and everything
+/// typed acknowledged once it returns. The local UI (`home`) takes the
+/// leases back after.
+fn far_away(d: &Daemon, dir: &Path, home: &mut Ui) {
+    const DELAY: Duration = Duration::from_millis(100);
+    let link = slowlink::SlowLink::start(&d.rt, &d.ns.join("far"), &d.ns.join("apex"), DELAY);
+    let mut ui = d.ui_at(&link.address());
+    let file = dir.join("far.rs");
+    std::fs::write(&file, text_of_lines(1_000)).unwrap();
+    let (w, body) = open(&mut ui, &file);
+    ui.settle().unwrap();
+    click_in(&mut ui, w);
+    ui.paint();
+    let text = |ui: &Ui| ui.host.att.lock().node().unwrap().state.buffer(body).unwrap().text.to_string();
+    let original = text(&ui);
+    let mut prefix = String::new();
+    let (mut times, mut redrawn) = (Vec::new(), 0);
+    for i in 0..300 {
+        let rune = char::from(b'a' + (i % 26) as u8);
+        let t = Instant::now();
+        ui.handle(Event::Text(rune.to_string()));
+        let damage = ui.paint();
+        times.push(t.elapsed());
+        assert!(!damage.is_empty(), "drawn at once, before any reply");
+        prefix.push(rune);
+        // What the replies bring never changes what was drawn.
+        if text(&ui) != format!("{prefix}{original}") {
+            redrawn += 1;
+        }
+    }
+    let mut acks = Vec::new();
+    for _ in 0..10 {
+        ui.handle(Event::Text("z".into()));
+        ui.paint();
+        let t = Instant::now();
+        ui.settle().unwrap();
+        acks.push(t.elapsed());
+    }
+    let p = |v: &mut Vec<Duration>, q: f64| {
+        v.sort();
+        ms(v[((v.len() as f64 * q) as usize).min(v.len() - 1)])
+    };
+    println!(
+        "through a link 100 ms away each way: keystroke to pixels p50 {:.3} ms, p99 {:.3} ms (target p99 <= 8 ms, as locally); \
+         {} of 300 drawn before any reply, {redrawn} drawn differently after; the ack after {:.1} ms (p50; the round trip is 200 ms)",
+        p(&mut times, 0.5),
+        p(&mut times, 0.99),
+        times.len(),
+        p(&mut acks, 0.5)
+    );
+    // Stalled 30 s: typing goes on, drawn at once; when the link returns
+    // every rune is acknowledged, and the daemon has what the UI shows.
+    link.stall(Duration::from_secs(30));
+    let returns = Instant::now() + Duration::from_secs(30);
+    let mut stalled = Vec::new();
+    for _ in 0..100 {
+        let t = Instant::now();
+        ui.handle(Event::Text("s".into()));
+        ui.paint();
+        stalled.push(t.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(returns.saturating_duration_since(Instant::now()));
+    let t = Instant::now();
+    ui.settle().unwrap();
+    let back = t.elapsed();
+    let shown = text(&ui);
+    let stored = d.rt.block_on(async {
+        let c = apex_ninep::dial(&format!("unix!{}", d.ns.join("apex").display()), 1 << 20).await.unwrap();
+        let root = c.attach("bench", "").await.unwrap();
+        let f = c.open_path(root, &format!("main/buffers/{}/body", body.0), apex_ninep::fcall::OREAD).await.unwrap();
+        String::from_utf8(c.read_all(&f).await.unwrap()).unwrap()
+    });
+    println!(
+        "the link stalled 30 s: keystroke to pixels meanwhile p99 {:.3} ms; all acknowledged {:.1} ms after it returned; \
+         the daemon has what the UI shows: {}",
+        p(&mut stalled, 0.99),
+        ms(back),
+        stored == shown
+    );
+    drop(ui);
+    home.lead();
+    home.paint();
+    let att = home.host.att.clone();
+    assert!(d.rt.block_on(att.wait_for(WAIT, |l| l.leads(Shard::Layout))));
+}
+
 /// Opens `path` in the UI; its window and body.
 fn open(ui: &mut Ui, path: &Path) -> (WindowId, BufferId) {
     let name = path.display().to_string();
@@ -485,7 +583,12 @@ impl Daemon {
 
     /// A UI attached to `main`, leading it, 1920x1080.
     fn ui(&self) -> Ui {
-        let address = format!("unix!{}", self.ns.join("apex").display());
+        self.ui_at(&format!("unix!{}", self.ns.join("apex").display()))
+    }
+
+    /// A UI attached to `main` through `address`, leading it.
+    fn ui_at(&self, address: &str) -> Ui {
+        let address = address.to_string();
         let att = self.rt.block_on(async {
             let client = apex_ninep::dial(&address, 1 << 20).await.expect("dial");
             let att = Attached::open(&client, "main", AttachmentKind::Ui, "apex-ui-bench").await.expect("attach");

@@ -27,9 +27,15 @@ pub enum TlsError {
 /// ring's provider: it builds with a C compiler alone (aws-lc's, which
 /// rustls now prefers for its post-quantum key exchange, wants more), and
 /// both ends here are apex.
+/// AES-128-GCM first: as safe as the 256-bit suite for this use, and a
+/// third quicker per byte, which a bulk read over a fast link feels.
 #[allow(deprecated)]
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    use rustls::crypto::ring::cipher_suite::{
+        TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256,
+    };
+    let cipher_suites = vec![TLS13_AES_128_GCM_SHA256, TLS13_AES_256_GCM_SHA384, TLS13_CHACHA20_POLY1305_SHA256];
+    Arc::new(CryptoProvider { cipher_suites, ..rustls::crypto::ring::default_provider() })
 }
 
 /// A certificate's fingerprint, as pinned: `sha256:` and its hex.

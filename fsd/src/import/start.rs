@@ -132,7 +132,34 @@ pub fn command(cmd: Command) -> Result<String, ImportError> {
                 .unwrap_or_default();
             names.retain(|n| Some(n) == imp.name.as_ref() || (imp.name.is_none() && n.ends_with(&host)));
             names.sort();
-            format!("apex import: {} posted {}", imp.via.address(), names.join(" "))
+            let mut said = format!("apex import: {} posted {}", imp.via.address(), names.join(" "));
+            let over_ssh = matches!(imp.via, super::Via::Ssh { .. });
+            for (addr, pin) in over_ssh.then(|| tls_listeners(&imp)).unwrap_or_default() {
+                said += &format!(
+                    "\napex import: it serves TLS at {addr}, certificate {pin}: apex import {addr} --pin {pin} --token FILE"
+                );
+            }
+            said
         }
     })
+}
+
+/// The remote daemon's TLS listeners and their pins, from its `/services`
+/// read through the import (over ssh, the pin needs no copy and paste).
+fn tls_listeners(imp: &Import) -> Vec<(String, String)> {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return Vec::new() };
+    let socket = format!("unix!{}", imp.dir.join(imp.first_name()).display());
+    let text = rt.block_on(async {
+        let c = apex_ninep::dial(&socket, 8192).await.ok()?;
+        let root = c.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
+        let f = c.open_path(root, "services", apex_ninep::fcall::OREAD).await.ok()?;
+        c.read_all(&f).await.ok()
+    });
+    String::from_utf8_lossy(&text.unwrap_or_default())
+        .lines()
+        .filter_map(|l| match l.split(' ').collect::<Vec<_>>()[..] {
+            ["tls", addr, pin] => Some((addr.to_string(), pin.to_string())),
+            _ => None,
+        })
+        .collect()
 }

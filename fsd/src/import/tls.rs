@@ -7,6 +7,9 @@ use super::ImportError;
 use apex_ninep::Client;
 use std::time::Duration;
 
+/// The bridge's buffer each way.
+const BRIDGE: usize = 1 << 20;
+
 /// Connects, verifies the pin, and speaks Tversion (asking for `msize`).
 pub async fn connect(
     host: &str,
@@ -29,9 +32,15 @@ pub async fn connect(
         .map_err(|_| ImportError::Timeout { remote: remote.clone(), wait })?
         .map_err(|e| ImportError::Tls { remote: remote.clone(), why: e.to_string() })?;
     let (ours, theirs) = tokio::net::UnixStream::pair()?;
+    // Room for a whole reply each way, as a dialled socket gets.
+    for end in [std::os::fd::AsRawFd::as_raw_fd(&ours), std::os::fd::AsRawFd::as_raw_fd(&theirs)] {
+        room(end, msize);
+    }
     let task = tokio::spawn(async move {
         let (mut tls, mut theirs) = (tls, theirs);
-        let _ = tokio::io::copy_bidirectional(&mut tls, &mut theirs).await;
+        // Buffers the size of a whole large message: a 1 MiB reply is
+        // moved in a few copies, not a hundred and twenty-eight.
+        let _ = tokio::io::copy_bidirectional_with_sizes(&mut tls, &mut theirs, BRIDGE, BRIDGE).await;
     });
     let handshake = tokio::time::timeout(Duration::from_secs(30), Client::handshake(ours, msize)).await;
     match handshake {
@@ -43,6 +52,25 @@ pub async fn connect(
         Err(_) => {
             task.abort();
             Err(ImportError::Timeout { remote, wait: Duration::from_secs(30) })
+        }
+    }
+}
+
+/// Lets `bytes` wait unread in the socket `fd`'s buffer (the kernel may
+/// cap it).
+fn room(fd: std::os::fd::RawFd, bytes: u32) {
+    let size = bytes.min(i32::MAX as u32) as libc::c_int;
+    for option in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt reads a c_int from a live local; `fd` is an
+        // open socket of ours, and a bad one only makes the call fail.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                option,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
         }
     }
 }

@@ -320,7 +320,7 @@ fn the_apex_command_speaks_like_9p() {
     assert_eq!(out, "1\n");
     let (ok, out, _) = apex(&d, &["ls"], "");
     assert!(ok);
-    assert_eq!(out, "1\nctl\nindex\nmachine\nmain\nnew\nregistry\nwork\n");
+    assert_eq!(out, "1\nctl\nindex\nmachine\nmain\nnew\nregistry\nservices\nwork\n");
     let (ok, out, _) = apex(&d, &["ls", "-l", "main"], "");
     assert!(ok);
     assert!(out.lines().any(|l| l.starts_with("--rw-rw-rw- M 0 ") && l.ends_with(" label")), "{out}");
