@@ -41,7 +41,8 @@
 //!   metalog, sending, and plumber(4)'s files.
 //! - [`access`]: who may do what over TCP: TLS (`access::tls`), tokens and
 //!   9P's Tauth that proves one (`access::tokens`), and the scope a token
-//!   grants each request.
+//!   grants each request; [`listen`]: the TCP listeners (TLS, or plain
+//!   9P on loopback with `--insecure`).
 //! - [`stdio`]: `apexd --stdio`, 9P on standard input and output relayed
 //!   to the user's daemon (what ssh runs); [`import`]: `apex import
 //!   ssh!HOST`, that relay's connection posted here and shared by every
@@ -66,6 +67,7 @@ pub mod error;
 pub mod fsys;
 pub mod host;
 pub mod import;
+pub mod listen;
 pub mod persist;
 pub mod plumb;
 pub mod pty;

@@ -67,6 +67,12 @@ fn best_of(runs: usize, mut f: impl FnMut() -> Duration) -> Duration {
     (0..runs).map(|_| f()).min().unwrap_or_default()
 }
 
+/// The `q` quantile of `v`, in milliseconds (`v` sorted first).
+fn percentile(v: &mut [Duration], q: f64) -> f64 {
+    v.sort();
+    ms(v[((v.len() as f64 * q) as usize).min(v.len() - 1)])
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -133,10 +139,7 @@ fn main() {
         ui.settle().unwrap();
         acks.push(t.elapsed());
     }
-    let p = |v: &mut Vec<Duration>, q: f64| {
-        v.sort();
-        ms(v[((v.len() as f64 * q) as usize).min(v.len() - 1)])
-    };
+    let p = percentile;
     println!(
         "keystroke to pixels through the link: p50 {:.3} ms, p99 {:.3} ms (target p99 <= 8 ms); the daemon's ack after {:.3} ms (p50)",
         p(&mut times, 0.5),
@@ -487,10 +490,7 @@ fn far_away(d: &Daemon, dir: &Path, home: &mut Ui) {
         ui.settle().unwrap();
         acks.push(t.elapsed());
     }
-    let p = |v: &mut Vec<Duration>, q: f64| {
-        v.sort();
-        ms(v[((v.len() as f64 * q) as usize).min(v.len() - 1)])
-    };
+    let p = percentile;
     println!(
         "through a link 100 ms away each way: keystroke to pixels p50 {:.3} ms, p99 {:.3} ms (target p99 <= 8 ms, as locally); \
          {} of 300 drawn before any reply, {redrawn} drawn differently after; the ack after {:.1} ms (p50; the round trip is 200 ms)",

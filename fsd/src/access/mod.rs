@@ -9,7 +9,6 @@
 //! The Unix socket and an `--insecure` TCP listener grant `full`, as they
 //! always have: a client there is the user already.
 
-pub mod listen;
 pub mod tls;
 pub mod tokens;
 
@@ -98,29 +97,5 @@ pub fn require_change(scope: Scope, what: &str) -> Result<(), AccessError> {
     match scope {
         Scope::Read => Err(AccessError::ReadOnly { what: what.to_string() }),
         _ => Ok(()),
-    }
-}
-
-/// Whether a fid of `scope` may open `place` (for writing, when
-/// `writes`): a read token opens nothing for writing and nothing that
-/// makes something when opened; an edit token no terminal's `cons` and
-/// nothing of a terminal for writing.
-pub fn may_open(scope: Scope, place: crate::fsys::place::Place, writes: bool) -> Result<(), AccessError> {
-    use crate::fsys::place::{Place, RootFile, TermFile};
-    let (name, _) = place.name_perm("");
-    match scope {
-        Scope::Full => Ok(()),
-        Scope::Read if writes => require_change(scope, &format!("{name} opened for writing")),
-        Scope::Read => match place {
-            Place::Root1(RootFile::New) | Place::BuffersNew(_) => {
-                require_change(scope, &format!("opening {name} makes one"))
-            }
-            _ => Ok(()),
-        },
-        Scope::Edit => match place {
-            Place::Term1(_, _, TermFile::Cons) => require_full_in(scope, "a terminal's cons"),
-            Place::Term1(..) if writes => require_full_in(scope, "a terminal's ctl"),
-            _ => Ok(()),
-        },
     }
 }

@@ -71,8 +71,9 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
-/// Writes `bytes` to a new file of `path` readable by its owner alone.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to a new file of `path` readable by its owner alone,
+/// synced, then renamed over whatever was there.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let fresh = path.with_extension(format!("new.{}", std::process::id()));

@@ -92,23 +92,10 @@ impl Tokens {
     }
 
     fn save(&self, tokens: &[Token]) -> Result<(), TokenError> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let io = |source| TokenError::Io { path: self.path.clone(), source };
-        let fresh = self.path.with_extension(format!("new.{}", std::process::id()));
-        let _ = std::fs::remove_file(&fresh);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&fresh)
-            .map_err(io)?;
-        for t in tokens {
-            writeln!(f, "{} {} {}", t.name, t.scope.name(), hex(&t.secret)).map_err(io)?;
-        }
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&fresh, &self.path).map_err(io)
+        let text: String =
+            tokens.iter().map(|t| format!("{} {} {}\n", t.name, t.scope.name(), hex(&t.secret))).collect();
+        super::tls::write_private(&self.path, text.as_bytes())
+            .map_err(|source| TokenError::Io { path: self.path.clone(), source })
     }
 
     /// Makes token `name` of `scope`; returns what its holder keeps, as
@@ -202,20 +189,38 @@ impl apex_ninep::srv::auth::Authenticate for TokenAuth {
     }
 }
 
+/// Why a proof was refused: said to the client as it is, so no more than
+/// that a token failed to prove itself.
+#[derive(Debug, thiserror::Error)]
+enum ProofError {
+    #[error("authentication failed: no such token, or a proof that is not its")]
+    Failed,
+    #[error("this auth fid proves nothing more: Tauth again")]
+    Spent,
+    #[error("write NAME MAC to the auth fid (apex import --token FILE does)")]
+    Shape,
+}
+
+impl From<ProofError> for apex_ninep::srv::auth::Refused {
+    fn from(e: ProofError) -> Self {
+        apex_ninep::srv::auth::Refused(e.to_string())
+    }
+}
+
 impl apex_ninep::srv::auth::Conversation for Conversation {
-    fn read(&mut self, count: u32) -> Result<Vec<u8>, String> {
+    fn read(&mut self, count: u32) -> Result<Vec<u8>, apex_ninep::srv::auth::Refused> {
         let mut c = self.challenge.clone();
         c.truncate(count as usize);
         Ok(c)
     }
 
-    fn write(&mut self, data: &[u8]) -> Result<u32, String> {
-        let refused = || "authentication failed: no such token, or a proof that is not its".to_string();
+    fn write(&mut self, data: &[u8]) -> Result<u32, apex_ninep::srv::auth::Refused> {
+        let refused = || ProofError::Failed;
         if self.challenge.is_empty() || self.proven.is_some() {
-            return Err("this auth fid proves nothing more: Tauth again".into());
+            return Err(ProofError::Spent.into());
         }
         let text = std::str::from_utf8(data).map_err(|_| refused())?;
-        let (name, proof) = text.trim().split_once(' ').ok_or_else(|| "want NAME MAC".to_string())?;
+        let (name, proof) = text.trim().split_once(' ').ok_or(ProofError::Shape)?;
         let proof = unhex(proof).ok_or_else(refused)?;
         let tokens = self.tokens.list().map_err(|e| {
             tracing::warn!("tokens: {e}");

@@ -341,10 +341,10 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     // identity: made (or refused) before anything is posted.
     let mut listen = Vec::new();
     for given in &args.listen {
-        let addr = apex_fsd::access::listen::parse(given, args.insecure)?;
+        let addr = apex_fsd::listen::parse(given, args.insecure)?;
         let tls = match args.insecure {
             true => None,
-            false => Some(apex_fsd::access::listen::Tls::new(given, state_dir(&args)?)?),
+            false => Some(apex_fsd::listen::Tls::new(given, state_dir(&args)?)?),
         };
         listen.push((given.clone(), addr, tls));
     }
@@ -451,7 +451,7 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
             }
         }
         tracing::info!(%addr, tls = tls.is_some(), "serving on tcp");
-        tokio::spawn(apex_fsd::access::listen::serve(listener, tree.clone(), config.clone(), tls));
+        tokio::spawn(apex_fsd::listen::serve(listener, tree.clone(), config.clone(), tls));
     }
     if !args.quiet {
         eprint!("{}", greeting(&args.session, acme_posted, &posted));

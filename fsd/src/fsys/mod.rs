@@ -29,6 +29,7 @@ pub mod tree;
 
 pub use tree::Fsys;
 
+use crate::access::Scope;
 use crate::attach::protocol;
 use crate::daemon::gone;
 use crate::error::{Error, Result};
@@ -495,7 +496,7 @@ impl Serve for Fsys {
         if wants_read && perm & 0o444 == 0 {
             return Err(FsError::WriteOnly(name.to_string()).into());
         }
-        crate::access::may_open(fid.scope, place, wants_write)?;
+        may_open(fid.scope, place, wants_write)?;
         // Counted before the content is made, so a change racing the open
         // makes the first read look again.
         let generation = self.daemon.generation();
@@ -662,5 +663,29 @@ impl Fsys {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether a fid of `scope` may open `place` (for writing, when
+/// `writes`): a read token opens nothing for writing and nothing that
+/// makes something when opened; an edit token no terminal's `cons` and
+/// nothing of a terminal for writing.
+fn may_open(scope: Scope, place: Place, writes: bool) -> Result<(), crate::access::AccessError> {
+    use crate::access::{require_change, require_full_in};
+    let (name, _) = place.name_perm("");
+    match scope {
+        Scope::Full => Ok(()),
+        Scope::Read if writes => require_change(scope, &format!("{name} opened for writing")),
+        Scope::Read => match place {
+            Place::Root1(place::RootFile::New) | Place::BuffersNew(_) => {
+                require_change(scope, &format!("opening {name} makes one"))
+            }
+            _ => Ok(()),
+        },
+        Scope::Edit => match place {
+            Place::Term1(_, _, place::TermFile::Cons) => require_full_in(scope, "a terminal's cons"),
+            Place::Term1(..) if writes => require_full_in(scope, "a terminal's ctl"),
+            _ => Ok(()),
+        },
     }
 }

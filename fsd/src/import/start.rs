@@ -133,8 +133,11 @@ pub fn command(cmd: Command) -> Result<String, ImportError> {
             names.retain(|n| Some(n) == imp.name.as_ref() || (imp.name.is_none() && n.ends_with(&host)));
             names.sort();
             let mut said = format!("apex import: {} posted {}", imp.via.address(), names.join(" "));
-            let over_ssh = matches!(imp.via, super::Via::Ssh { .. });
-            for (addr, pin) in over_ssh.then(|| tls_listeners(&imp)).unwrap_or_default() {
+            let listeners = match imp.via {
+                super::Via::Ssh { .. } => tls_listeners(&imp),
+                super::Via::Tls { .. } => Vec::new(),
+            };
+            for (addr, pin) in listeners {
                 said += &format!(
                     "\napex import: it serves TLS at {addr}, certificate {pin}: apex import {addr} --pin {pin} --token FILE"
                 );

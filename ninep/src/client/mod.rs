@@ -277,8 +277,13 @@ impl Client {
 
     /// [`Client::attach`], with the root's qid.
     pub async fn attach_qid(&self, uname: &str, aname: &str) -> Result<(u32, Qid)> {
+        self.attach_with(NOFID, uname, aname).await
+    }
+
+    /// Tattach with `afid` (NOFID for none): the new root fid and its qid.
+    async fn attach_with(&self, afid: u32, uname: &str, aname: &str) -> Result<(u32, Qid)> {
         let fid = self.new_fid();
-        let t = Fcall::Tattach { fid, afid: NOFID, uname: uname.into(), aname: aname.into() };
+        let t = Fcall::Tattach { fid, afid, uname: uname.into(), aname: aname.into() };
         let r = self.rpc(t).await;
         if r.is_err() {
             self.shared.free_fids.lock().expect("fid lock").push(fid);
@@ -316,16 +321,7 @@ impl Client {
             let challenge = self.read(afid, 0, 4096).await?;
             let proof = prove(&challenge);
             self.write(afid, 0, &proof).await?;
-            let fid = self.new_fid();
-            let t = Fcall::Tattach { fid, afid, uname: uname.into(), aname: aname.into() };
-            let r = self.rpc(t).await;
-            if r.is_err() {
-                self.shared.free_fids.lock().expect("fid lock").push(fid);
-            }
-            match r? {
-                Fcall::Rattach { qid } => Ok((fid, qid)),
-                r => Self::unexpected("Tattach", r),
-            }
+            self.attach_with(afid, uname, aname).await
         }
         .await;
         let _ = self.clunk(afid).await;

@@ -28,14 +28,16 @@
 //!
 //! Split along its seams: `conn` (the fid table, requests in flight, a
 //! reset, the dispatch to `Serve`), `flush` (Tflush and [`flushed`]),
-//! `openfd` (plan9port's Topenfd and its pump), `auth` (Tauth and the
-//! proof an attach needs, where a connection must give one), `wire` (frames in,
+//! `openfd` (plan9port's Topenfd and its pump), `auth` (what proves a
+//! client, where a connection must be proven) and `proving` (Tauth, the
+//! auth fids, the attach that takes a proof), `wire` (frames in,
 //! replies out).
 
 pub mod auth;
 mod conn;
 mod flush;
 mod openfd;
+mod proving;
 #[cfg(test)]
 mod tests;
 mod wire;

@@ -4,8 +4,8 @@
 //! reads and writes until a token is proven (`ninep::srv::auth`); plain 9P
 //! sent to a TLS port is told so in a 9P error, then hung up.
 
-use super::tls;
-use super::tokens::TokenAuth;
+use crate::access::tls;
+use crate::access::tokens::TokenAuth;
 use crate::fsys::Fsys;
 use apex_ninep::srv::{serve_conn, Config};
 use apex_ninep::{Fcall, Msg};
