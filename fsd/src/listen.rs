@@ -71,6 +71,8 @@ impl Tls {
 /// How long a connection may take to say its first bytes and finish the
 /// TLS handshake.
 const HANDSHAKE_WAIT: Duration = Duration::from_secs(10);
+/// How long a connection may take to prove a token after that.
+const PROVE_WAIT: Duration = Duration::from_secs(30);
 
 /// Serves `listener`'s connections: TLS with `tls`, else plain 9P.
 pub async fn serve(listener: tokio::net::TcpListener, tree: Arc<Fsys>, config: Config, tls: Option<Tls>) {
@@ -120,9 +122,26 @@ async fn serve_tls(conn: tokio::net::TcpStream, tree: Arc<Fsys>, config: Config,
         }
         Err(_) => return,
     };
-    let auth = Arc::new(TokenAuth { state_dir: tls.state_dir.clone() });
+    let proven = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let auth = Arc::new(TokenAuth { state_dir: tls.state_dir.clone(), proven: proven.clone() });
     let config = Config { auth: Some(auth), ..config };
-    if let Err(e) = serve_conn(tree, stream, config).await {
+    let serving = serve_conn(tree, stream, config);
+    tokio::pin!(serving);
+    // A connection that proves nothing in time is let go: nobody holds
+    // the daemon's memory without a token.
+    let outcome = tokio::select! {
+        r = &mut serving => Some(r),
+        _ = tokio::time::sleep(PROVE_WAIT) => None,
+    };
+    let outcome = match outcome {
+        Some(r) => r,
+        None if proven.load(std::sync::atomic::Ordering::Acquire) => serving.await,
+        None => {
+            tracing::info!("tls connection proved no token within {}s: closed", PROVE_WAIT.as_secs());
+            return;
+        }
+    };
+    if let Err(e) = outcome {
         tracing::info!(error = %e, "tls connection closed");
     }
 }

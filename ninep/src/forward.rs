@@ -9,10 +9,11 @@
 //! is served here, by the server connection, as an open and reads and
 //! writes passed on.
 //!
-//! An upstream fid is clunked when the last local state referring to it
-//! goes (a walk onto the same fid replaces it; a hang-up drops them all),
-//! awaited when the local client clunks it, so what a clunk does upstream
-//! (a rules file taken, an event reader gone) is done before its Rclunk.
+//! An upstream fid is clunked when the local client clunks it (awaited,
+//! so what a clunk does upstream, a rules file taken or an event reader
+//! gone, is done before the Rclunk), else when the last local state
+//! referring to it goes (a walk onto the same fid replaces it; a hang-up
+//! drops them all).
 
 use crate::client::{Client, ClientError};
 use crate::fcall::{Qid, Stat};
@@ -93,13 +94,12 @@ impl Forward {
         Arc::new(Upstream { fid, client: self.client.clone(), gone: AtomicBool::new(false) })
     }
 
-    /// The fid's last local state went: it is clunked upstream now, and
-    /// waited for. (Otherwise its last holder's drop clunks it.)
+    /// The local client clunked the fid: it is clunked upstream now, and
+    /// waited for, even while a request of it is in flight (a read that
+    /// waits on an event file would otherwise keep the reader upstream).
     async fn let_go(&self, fid: Fid) {
-        if let Some(last) = Arc::into_inner(fid) {
-            if !last.gone.swap(true, Ordering::AcqRel) {
-                let _ = self.client.clunk(last.fid).await;
-            }
+        if !fid.gone.swap(true, Ordering::AcqRel) {
+            let _ = self.client.clunk(fid.fid).await;
         }
     }
 }

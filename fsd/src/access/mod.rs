@@ -92,6 +92,28 @@ pub fn require_full_in(scope: Scope, what: &str) -> Result<(), AccessError> {
     }
 }
 
+/// Refuses, short of `full`, a proposal that says something was executed
+/// or looked at (B2, B3): an acme event file's reader (win, a tool) acts on
+/// those as the user's own, running commands.
+pub fn require_full_for(proposal: &apex_core::Proposal) -> Result<(), AccessError> {
+    match proposal {
+        apex_core::Proposal::Exec { .. } | apex_core::Proposal::Look { .. } => {
+            require_full("a proposal of an execution or a look (B2, B3)")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// As [`require_full_for`], for entries a leader appends.
+pub fn require_full_for_entries(entries: &[apex_core::Entry]) -> Result<(), AccessError> {
+    use apex_core::op::{BufferOp, Op};
+    let acts = entries.iter().any(|e| matches!(&e.op, Op::Buffer(BufferOp::ExecAt(_) | BufferOp::LookAt(_))));
+    match acts {
+        true => require_full("an entry of an execution or a look (B2, B3)"),
+        false => Ok(()),
+    }
+}
+
 /// Refuses a change of any kind to a read token.
 pub fn require_change(scope: Scope, what: &str) -> Result<(), AccessError> {
     match scope {

@@ -33,11 +33,18 @@ pub enum TokenError {
 }
 
 /// A token as kept.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Token {
     pub name: String,
     pub scope: Scope,
     secret: Vec<u8>,
+}
+
+/// Its name and scope: the secret is never printed, logged or shown.
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Token").field("name", &self.name).field("scope", &self.scope).finish_non_exhaustive()
+    }
 }
 
 /// The tokens of the state directory `dir`.
@@ -151,6 +158,12 @@ impl Held {
     }
 }
 
+/// A name a client chose, as logged: at most 64 characters (quoted by
+/// the `?` it is logged with, so it cannot make lines of its own).
+fn said(name: &str) -> String {
+    name.chars().take(64).collect()
+}
+
 fn mac(secret: &[u8], challenge: &[u8], uname: &str, aname: &str) -> Vec<u8> {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
     let mut ctx = ring::hmac::Context::with_key(&key);
@@ -161,13 +174,16 @@ fn mac(secret: &[u8], challenge: &[u8], uname: &str, aname: &str) -> Vec<u8> {
 }
 
 /// The daemon's side: a conversation per Tauth, against the tokens of a
-/// state directory.
+/// state directory; `proven` is raised once any of a connection's proves
+/// itself.
 pub struct TokenAuth {
     pub state_dir: PathBuf,
+    pub proven: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 struct Conversation {
     tokens: Tokens,
+    connection_proven: std::sync::Arc<std::sync::atomic::AtomicBool>,
     challenge: Vec<u8>,
     uname: String,
     aname: String,
@@ -181,6 +197,7 @@ impl apex_ninep::srv::auth::Authenticate for TokenAuth {
         let challenge = random(32).map(|c| hex(&c).into_bytes()).unwrap_or_default();
         Box::new(Conversation {
             tokens: Tokens::new(&self.state_dir),
+            connection_proven: self.proven.clone(),
             challenge,
             uname: uname.to_string(),
             aname: aname.to_string(),
@@ -227,7 +244,7 @@ impl apex_ninep::srv::auth::Conversation for Conversation {
             refused()
         })?;
         let token = tokens.into_iter().find(|t| t.name == name).ok_or_else(|| {
-            tracing::info!(token = %name, "auth: no such token");
+            tracing::info!(token = ?said(name), "auth: no such token");
             refused()
         })?;
         let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &token.secret);
@@ -237,11 +254,12 @@ impl apex_ninep::srv::auth::Conversation for Conversation {
         msg.extend_from_slice(b"\0");
         msg.extend_from_slice(self.aname.as_bytes());
         ring::hmac::verify(&key, &msg, &proof).map_err(|_| {
-            tracing::info!(token = %name, "auth: a wrong proof");
+            tracing::info!(token = ?said(name), "auth: a wrong proof");
             refused()
         })?;
-        tracing::info!(token = %name, scope = token.scope.name(), uname = %self.uname, "auth: proven");
+        tracing::info!(token = ?said(name), scope = token.scope.name(), uname = ?said(&self.uname), "auth: proven");
         self.proven = Some(token.scope);
+        self.connection_proven.store(true, std::sync::atomic::Ordering::Release);
         Ok(data.len() as u32)
     }
 
@@ -265,7 +283,7 @@ mod tests {
         assert!(matches!(tokens.create("a b", Scope::Full), Err(TokenError::BadName(_))));
         std::fs::write(dir.join("held"), &text).unwrap();
         let held = Held::read(&dir.join("held")).unwrap();
-        let auth = TokenAuth { state_dir: dir.clone() };
+        let auth = TokenAuth { state_dir: dir.clone(), proven: Default::default() };
         let mut first = auth.begin("glenda", "");
         let c = first.read(4096).unwrap();
         let proof = held.prove(&c, "glenda", "");

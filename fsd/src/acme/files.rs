@@ -587,8 +587,15 @@ impl Fsys {
             WinCtl::Nomenu => self.change_flags(n, w.id, |f| f.menu = false).await,
             WinCtl::Scroll => self.change_flags(n, w.id, |f| f.scroll = true).await,
             WinCtl::Noscroll => self.change_flags(n, w.id, |f| f.scroll = false).await,
-            WinCtl::Dump(c) => self.change_flags(n, w.id, |f| f.dump = Some(c.clone())).await,
-            WinCtl::Dumpdir(d) => self.change_flags(n, w.id, |f| f.dumpdir = Some(d.clone())).await,
+            // A command and a directory a later Load runs it in.
+            WinCtl::Dump(c) => {
+                crate::access::require_full("dump (a command Load runs)")?;
+                self.change_flags(n, w.id, |f| f.dump = Some(c.clone())).await
+            }
+            WinCtl::Dumpdir(d) => {
+                crate::access::require_full("dumpdir (where Load runs a command)")?;
+                self.change_flags(n, w.id, |f| f.dumpdir = Some(d.clone())).await
+            }
             WinCtl::Font(p) => self.change_flags(n, w.id, |f| f.font = Some(p.clone())).await,
             WinCtl::Cleartag => {
                 let p = self.daemon.read(n, |s| {

@@ -9,6 +9,9 @@ use apex_link::wire::{FrameError, MAX_LEASE_TTL_MS};
 pub enum AttachError {
     #[error("attach: connection is gone")]
     ConnectionGone,
+    /// The attachment's token does not allow it.
+    #[error(transparent)]
+    Access(#[from] crate::access::AccessError),
     #[error(transparent)]
     Frame(#[from] FrameError),
     /// Plumbing rules the session's plumber refused.

@@ -680,6 +680,16 @@ fn may_open(scope: Scope, place: Place, writes: bool) -> Result<(), crate::acces
             Place::Root1(place::RootFile::New) | Place::BuffersNew(_) => {
                 require_change(scope, &format!("opening {name} makes one"))
             }
+            // Opening these changes what others see: an event reader takes
+            // the window's B2 and B3, addr and rdsel hold state of their
+            // own, a plumb port takes its messages.
+            Place::Win1(_, _, f) if !matches!(f, place::WinFile::Body | place::WinFile::Tag) => {
+                require_change(scope, &format!("opening {name} changes the window"))
+            }
+            Place::Buffer1(_, _, place::BufferFile::Event | place::BufferFile::Addr | place::BufferFile::Data) => {
+                require_change(scope, &format!("opening {name} changes the buffer"))
+            }
+            Place::Plumb1(..) => require_change(scope, &format!("opening {name} takes the plumber's messages")),
             _ => Ok(()),
         },
         Scope::Edit => match place {

@@ -71,6 +71,8 @@ pub enum ImportError {
     Failed(String),
     #[error("{0}")]
     Start(apex_sys::daemon::StartError),
+    #[error("{name} is the import of {theirs}: give this one another name with -n NAME")]
+    NameTaken { name: String, theirs: String },
     #[error("nothing is imported as {name} in {}", dir.display())]
     NotImported { name: String, dir: PathBuf },
     #[error("apex import: {0}")]
@@ -359,9 +361,19 @@ impl Serving {
             auth: None,
         };
         let forward = Arc::new(Forward::new(client.clone(), self.remote, self.root).proving(self.prove));
-        tokio::select! {
-            _ = serve_unix(forward, stream, config) => {}
-            _ = client.closed() => {}
+        match client.is_closed() {
+            // Still down: served all the same, every request refused saying
+            // the link is down, until the client hangs up.
+            true => {
+                let _ = serve_unix(forward, stream, config).await;
+            }
+            // Up: hung up when the link ends, as a daemon's end hangs up.
+            false => {
+                tokio::select! {
+                    _ = serve_unix(forward, stream, config) => {}
+                    _ = client.closed() => {}
+                }
+            }
         }
     }
 }

@@ -18,8 +18,10 @@ pub use apex_sys::remote::Remote;
 fn command(remote: &Remote, ssh: &[String]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(&ssh[0]);
     cmd.args(&ssh[1..]);
-    // Refused without a terminal rather than asking where none reads.
-    cmd.arg("-o").arg("BatchMode=yes");
+    // Refused without a terminal rather than asking where none reads; a
+    // link that went silent (a network gone, no reset) noticed within a
+    // minute, so the import reconnects.
+    cmd.args(["-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3"]);
     if let Some(p) = remote.port {
         cmd.arg("-p").arg(p.to_string());
     }

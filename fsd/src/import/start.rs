@@ -20,6 +20,14 @@ pub enum Started {
 /// already; returns once it has posted its names, or with its error.
 pub fn start(imp: &Import, args: &[String], upload: bool) -> Result<Started, ImportError> {
     if let Some(pid) = super::importer(&imp.dir, &imp.first_name()) {
+        // Another import under the same name (another user, another
+        // daemon of the host) is not this one.
+        let theirs = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let theirs = theirs.split(|b| *b == 0).rfind(|w| !w.is_empty()).unwrap_or_default();
+        let theirs = String::from_utf8_lossy(theirs).to_string();
+        if theirs != imp.via.address() {
+            return Err(ImportError::NameTaken { name: imp.first_name(), theirs });
+        }
         return Ok(Started::Already { pid });
     }
     if let (true, super::Via::Ssh { remote, ssh, .. }) = (upload, &imp.via) {
@@ -74,6 +82,9 @@ impl Command {
     /// and a token.
     fn import(&self) -> Result<Import, ImportError> {
         let via = match self.addr.split('!').collect::<Vec<_>>()[..] {
+            ["tcp", host, _] if host.is_empty() || host.contains(['/', ' ']) || host.starts_with('.') => {
+                return Err(apex_sys::remote::RemoteError::Address(self.addr.clone()).into());
+            }
             ["tcp", host, port] => {
                 let (Some(pin), Some(token)) = (&self.pin, &self.token) else {
                     return Err(ImportError::TlsNeeds(self.addr.clone()));

@@ -26,6 +26,7 @@ pub async fn connect(
         .map_err(|_| ImportError::Timeout { remote: remote.clone(), wait })?
         .map_err(|e| ImportError::Tls { remote: remote.clone(), why: e.to_string() })?;
     let _ = tcp.set_nodelay(true);
+    keep_alive(std::os::fd::AsRawFd::as_raw_fd(&tcp));
     let connector = tokio_rustls::TlsConnector::from(config);
     let tls = tokio::time::timeout(wait, connector.connect(crate::access::tls::server_name(), tcp))
         .await
@@ -73,4 +74,27 @@ fn room(fd: std::os::fd::RawFd, bytes: u32) {
             );
         }
     }
+}
+
+/// TCP keepalive probes from 15 s of silence, every 5 s, 3 unanswered
+/// ending the connection: a link gone without a reset is noticed, and the
+/// import reconnects.
+fn keep_alive(fd: std::os::fd::RawFd) {
+    let set = |level, option, value: libc::c_int| {
+        // SAFETY: setsockopt reads a c_int from a live local; `fd` is an
+        // open socket of ours, and a bad one only makes the call fail.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                option,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 15);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 5);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
 }

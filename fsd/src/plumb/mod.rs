@@ -47,6 +47,9 @@ impl Files for Disk {
 /// Sends `message` through session `n`'s plumber: routed, then delivered
 /// or a program started. An error says why no one got it.
 pub async fn send(daemon: &Daemon, n: u64, message: Message) -> Result<Routed, Error> {
+    // A port's reader (the UI's edit port: it opens the files named) acts
+    // on a message as the user's own.
+    crate::access::require_full("plumbing a message (its readers act on it as yours)")?;
     let rules = daemon.read(n, |s| s.plumber().rules(&s.view().state.meta))?;
     // `isfile` stats files: off the session's lock and the async workers.
     let routed = tokio::task::spawn_blocking(move || rules.route(&message, &mut Disk))

@@ -31,6 +31,11 @@ pub fn check_rules(meta: Option<&Meta>, owner: AttachmentId, text: &str) -> Resu
         AttachmentId::SERVER => "rules".to_string(),
         a => format!("attachment {}", a.0),
     };
+    let includes_files = text.lines().any(|l| l.split_whitespace().next() == Some("include"));
+    if includes_files {
+        // An include reads a file of the daemon's machine.
+        crate::access::require_full("a plumbing rule's include")?;
+    }
     let rules = Rules::parse(&name, text, &mut includes, &vars)?;
     let starts = rules.sets.iter().flat_map(|s| &s.actions).any(|r| matches!(r.verb, Verb::Start | Verb::Client));
     if starts {

@@ -55,6 +55,10 @@ impl Fsys {
         match file {
             RootFile::Ctl => {
                 let cmds = parse_ctl(&utf8(data)?)?;
+                if cmds.iter().any(|c| matches!(c, crate::registry::Command::Del(_))) {
+                    // Ends its terminals and deletes what the disk keeps.
+                    crate::access::require_full("del (ending a session)")?;
+                }
                 // Said whatever the outcome: a command after a `del` may
                 // still fail (the disk), and the deleted session's readers
                 // must wake to find it gone.

@@ -103,6 +103,7 @@ impl Fsys {
                 let p = self.daemon.change(n, |s, _| {
                     crate::session::proposals::parse(&text, &s.view().state).map_err(|why| s.refuse(&request, why))
                 })??;
+                crate::access::require_full_for(&p)?;
                 self.daemon.propose(n, &request, p).await?;
                 Ok(())
             }

@@ -229,6 +229,14 @@ async fn a_token_s_scope_is_enforced_on_every_request() {
     }
     let e = r.walk(root, &["main", "acme", "new"]).await.unwrap_err().to_string();
     assert!(e.contains("a read token reads only"), "{e}");
+    // Nor what changes others' view by being opened: a window's event
+    // file (its reader takes B2 and B3), a buffer's addr, a plumb port.
+    let ctl = local.open_path(lroot, "main/acme/new/ctl", OREAD).await.unwrap();
+    let id = text(local.read(ctl.fid, 0, 64).await.unwrap()).split_whitespace().next().unwrap().to_string();
+    for path in [format!("main/acme/{id}/event"), format!("main/buffers/{b}/addr"), "main/plumb/edit".to_string()] {
+        let e = r.open_path(root, &path, OREAD).await.unwrap_err().to_string();
+        assert!(e.contains("a read token reads only"), "{path}: {e}");
+    }
 
     // edit: text and layout, but no program, terminal or file of the
     // daemon's.
@@ -243,6 +251,21 @@ async fn a_token_s_scope_is_enforced_on_every_request() {
         let e = write(&e_c, eroot, path, line).await.unwrap_err().to_string();
         assert!(e.contains(why) && e.contains("needs a full token"), "{line}: {e}");
     }
+    // Nothing whose readers act as the user's own: a proposal of a B2, a
+    // plumbed message, a dump command, and no session ended.
+    for (path, line, why) in [
+        ("main/proposals", &*format!("exec {b} 0 0 0"), "an execution or a look"),
+        ("main/plumb/send", "me\nedit\n/\ntext\n\n11\n/etc/passwd", "plumbing a message"),
+        (&*format!("main/acme/{id}/ctl"), "dump rm -rf /tmp/x\n", "dump"),
+        ("ctl", "del main", "del"),
+    ] {
+        let e = write(&e_c, eroot, path, line).await.unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("needs a full token"), "{line}: {e}");
+    }
+    let f = e_c.open_path(eroot, "main/plumb/rules", OWRITE | OTRUNC).await.unwrap();
+    let e = e_c.write(f.fid, 0, b"include /etc/passwd\n").await.unwrap_err().to_string();
+    assert!(e.contains("include") && e.contains("needs a full token"), "{e}");
+    let _ = e_c.clunk(f.fid).await;
     let rules = "data matches 'x'\nplumb start touch /tmp/apex-edit-token-plumbed\n";
     let f = e_c.open_path(eroot, "main/plumb/rules", OWRITE | OTRUNC).await.unwrap();
     let e = e_c.write(f.fid, 0, rules.as_bytes()).await.unwrap_err().to_string();

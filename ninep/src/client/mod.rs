@@ -284,7 +284,9 @@ impl Client {
     async fn attach_with(&self, afid: u32, uname: &str, aname: &str) -> Result<(u32, Qid)> {
         let fid = self.new_fid();
         let t = Fcall::Tattach { fid, afid, uname: uname.into(), aname: aname.into() };
-        let r = self.rpc(t).await;
+        // Given up meanwhile (a local client that hung up), the attach is
+        // flushed and then fid clunked: a late Rattach made it.
+        let r = async { self.send_making(t, Some(fid)).await?.reply().await }.await;
         if r.is_err() {
             self.shared.free_fids.lock().expect("fid lock").push(fid);
         }
@@ -305,7 +307,8 @@ impl Client {
         prove: impl FnOnce(&[u8]) -> Vec<u8>,
     ) -> Result<(u32, Qid)> {
         let afid = self.new_fid();
-        let r = self.rpc(Fcall::Tauth { afid, uname: uname.into(), aname: aname.into() }).await;
+        let t = Fcall::Tauth { afid, uname: uname.into(), aname: aname.into() };
+        let r = async { self.send_making(t, Some(afid)).await?.reply().await }.await;
         match r {
             Ok(Fcall::Rauth { .. }) => {}
             Ok(r) => {
@@ -317,6 +320,8 @@ impl Client {
                 return Err(e);
             }
         }
+        // Given up from here on, the auth fid is clunked all the same.
+        let mut held = ClunkOnDrop { client: self.clone(), fid: Some(afid) };
         let attached = async {
             let challenge = self.read(afid, 0, 4096).await?;
             let proof = prove(&challenge);
@@ -324,6 +329,7 @@ impl Client {
             self.attach_with(afid, uname, aname).await
         }
         .await;
+        held.fid = None;
         let _ = self.clunk(afid).await;
         attached
     }
@@ -525,6 +531,23 @@ impl Client {
                 Err(e)
             }
         }
+    }
+}
+
+/// A fid clunked on a task if its holder is dropped before it lets go.
+struct ClunkOnDrop {
+    client: Client,
+    fid: Option<u32>,
+}
+
+impl Drop for ClunkOnDrop {
+    fn drop(&mut self) {
+        let Some(fid) = self.fid.take() else { return };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let client = self.client.clone();
+        rt.spawn(async move {
+            let _ = client.clunk(fid).await;
+        });
     }
 }
 

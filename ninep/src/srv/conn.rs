@@ -180,7 +180,7 @@ impl<S: Serve> Conn<S> {
     /// [`MAX_FIDS`].
     pub(super) fn fid_free(&self, fid: u32) -> Result<()> {
         let fids = self.fids.lock().expect("fid lock");
-        if fids.contains_key(&fid) {
+        if fids.contains_key(&fid) || self.is_afid(fid) {
             return Err(format!("fid {fid} in use"));
         }
         if fids.len() >= MAX_FIDS {

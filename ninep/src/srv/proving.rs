@@ -8,6 +8,9 @@ use super::conn::Conn;
 use super::{Result, Serve};
 use crate::fcall::{Fcall, Qid, QTAUTH};
 
+/// The most auth fids a connection may hold at once.
+const AFIDS_MAX: usize = 16;
+
 /// Why an unauthenticated request is refused.
 const FIRST: &str = "authenticate first: Tauth, read the challenge from the auth fid, write the proof \
                      (apex import --token FILE does), then Tattach with that afid";
@@ -38,6 +41,9 @@ impl<S: Serve> Conn<S> {
         let Some(auth) = &self.auth else { return Err("authentication not required".into()) };
         if self.fids.lock().expect("fid lock").contains_key(&afid) || self.is_afid(afid) {
             return Err(format!("fid {afid} in use"));
+        }
+        if self.afids.lock().expect("afid lock").len() >= AFIDS_MAX {
+            return Err(format!("{AFIDS_MAX} auth fids are open on this connection: clunk one first"));
         }
         let conversation = auth.begin(uname, aname);
         let entry = AuthFid { uname: uname.to_string(), aname: aname.to_string(), conversation };
