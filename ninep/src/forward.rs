@@ -16,8 +16,9 @@
 //! drops them all).
 
 use crate::client::{Client, ClientError};
-use crate::fcall::{Qid, Stat};
+use crate::fcall::{Fcall, Qid, Stat};
 use crate::srv::{Serve, Walked};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -138,8 +139,45 @@ impl Serve for Forward {
         Ok((file.qid, fid.clone()))
     }
 
+    /// A read flushed locally is flushed upstream, and whichever answer
+    /// comes first is the local one: a read that happened upstream (an
+    /// event, a plumbed message taken) is passed on before the Rflush,
+    /// never lost between the two.
     async fn read(&self, fid: &Fid, offset: u64, count: u32) -> Result<Vec<u8>> {
-        self.client.read(fid.fid, offset, count).await.map_err(|e| self.error(e))
+        let count = count.min(crate::version::iounit(self.client.msize()));
+        let sent = self.client.send(Fcall::Tread { fid: fid.fid, offset, count }).await.map_err(|e| self.error(e))?;
+        let tag = sent.tag();
+        let reply = sent.reply();
+        tokio::pin!(reply);
+        let outcome = tokio::select! {
+            biased;
+            r = &mut reply => r,
+            _ = crate::srv::flushed() => {
+                let flush = self.client.rpc(Fcall::Tflush { oldtag: tag });
+                tokio::pin!(flush);
+                tokio::select! {
+                    biased;
+                    r = &mut reply => r,
+                    _ = &mut flush => {
+                        // The Rflush came: a reply before it was handed
+                        // over first, so it is there now or never was.
+                        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                        match reply.as_mut().poll(&mut cx) {
+                            std::task::Poll::Ready(r) => r,
+                            std::task::Poll::Pending => Err(ClientError::Server("flushed".into())),
+                        }
+                    }
+                }
+            }
+        };
+        match outcome.map_err(|e| self.error(e))? {
+            Fcall::Rread { data } => Ok(data),
+            other => Err(ForwardError::Server(format!("unexpected reply to Tread: {other:?}"))),
+        }
+    }
+
+    fn finishes_flushed_reads(&self) -> bool {
+        true
     }
 
     async fn write(&self, fid: &Fid, offset: u64, data: Vec<u8>) -> Result<u32> {

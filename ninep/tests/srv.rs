@@ -558,3 +558,67 @@ async fn large_writes_that_are_wrong_are_refused_as_ever() {
     assert_eq!(mem.clunks.load(Ordering::SeqCst), clunks + 2, "both fids clunked at the hang-up");
     assert!(mem.files.lock().unwrap()["big"].is_empty(), "nothing written");
 }
+
+/// A server whose one file's read is answered only once it is flushed,
+/// with data: a reply already on its way when the Tflush came.
+struct Late;
+
+impl Serve for Late {
+    type Fid = ();
+    type Error = String;
+    async fn attach(&self, _: &str, _: &str) -> srv::Result<(Qid, ())> {
+        Ok((qid(""), ()))
+    }
+    async fn walk(&self, _: &(), names: &[String]) -> srv::Result<(Vec<Qid>, Option<()>)> {
+        Ok((names.iter().map(|n| qid(n)).collect(), Some(())))
+    }
+    async fn open(&self, _: &(), _: u8) -> srv::Result<(Qid, ())> {
+        Ok((qid("late"), ()))
+    }
+    async fn create(&self, _: &(), _: &str, _: u32, _: u8) -> srv::Result<(Qid, ())> {
+        Err("no".into())
+    }
+    async fn read(&self, _: &(), _: u64, _: u32) -> srv::Result<Vec<u8>> {
+        srv::flushed().await;
+        Ok(b"late".to_vec())
+    }
+    async fn write(&self, _: &(), _: u64, _: Vec<u8>) -> srv::Result<u32> {
+        Err("no".into())
+    }
+    async fn clunk(&self, _: ()) {}
+    async fn remove(&self, _: ()) -> srv::Result<()> {
+        Err("no".into())
+    }
+    async fn stat(&self, _: &()) -> srv::Result<Stat> {
+        Ok(Stat::default())
+    }
+    async fn wstat(&self, _: &(), _: Stat) -> srv::Result<()> {
+        Err("no".into())
+    }
+    fn finishes_flushed_reads(&self) -> bool {
+        true
+    }
+}
+
+/// Through a forwarder (9pserve's), a read flushed locally is flushed
+/// upstream, and the reply that came before the upstream Rflush is passed
+/// on before the local one: what the read took is not lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_read_answered_as_it_is_flushed_is_passed_on_before_the_rflush() {
+    let (up, served) = tokio::net::UnixStream::pair().unwrap();
+    tokio::spawn(serve_conn(Arc::new(Late), served, Config::default()));
+    let client = Client::handshake(up, 8192).await.unwrap();
+    let forward = Arc::new(apex_ninep::forward::Forward::new(client, "up", None));
+    let (mut s, local) = tokio::net::UnixStream::pair().unwrap();
+    tokio::spawn(srv::serve_unix(forward, local, Config::default()));
+    raw_rpc(&mut s, &t(NOTAG, Fcall::Tversion { msize: 8192, version: "9P2000".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Tattach { fid: 0, afid: NOFID, uname: "u".into(), aname: "".into() })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Twalk { fid: 0, newfid: 1, wnames: vec!["late".into()] })).await;
+    raw_rpc(&mut s, &t(1, Fcall::Topen { fid: 1, mode: OREAD })).await;
+    s.write_all(&t(5, Fcall::Tread { fid: 1, offset: 0, count: 100 })).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.write_all(&t(6, Fcall::Tflush { oldtag: 5 })).await.unwrap();
+    let replies = raw_replies(&mut s, 2).await;
+    assert_eq!(replies[0], Msg { tag: 5, body: Fcall::Rread { data: b"late".to_vec() } });
+    assert_eq!(replies[1], Msg { tag: 6, body: Fcall::Rflush });
+}

@@ -320,18 +320,13 @@ impl Client {
                 return Err(e);
             }
         }
-        // Given up from here on, the auth fid is clunked all the same.
-        let mut held = ClunkOnDrop { client: self.clone(), fid: Some(afid) };
-        let attached = async {
-            let challenge = self.read(afid, 0, 4096).await?;
-            let proof = prove(&challenge);
-            self.write(afid, 0, &proof).await?;
-            self.attach_with(afid, uname, aname).await
-        }
-        .await;
-        held.fid = None;
-        let _ = self.clunk(afid).await;
-        attached
+        // The auth fid is clunked on a task once this is over, however it
+        // ends: nobody waits for that round trip.
+        let _held = ClunkOnDrop { client: self.clone(), fid: afid };
+        let challenge = self.read(afid, 0, 4096).await?;
+        let proof = prove(&challenge);
+        self.write(afid, 0, &proof).await?;
+        self.attach_with(afid, uname, aname).await
     }
 
     /// Walks from `fid` through `names` (any number: walks of at most 16
@@ -534,15 +529,15 @@ impl Client {
     }
 }
 
-/// A fid clunked on a task if its holder is dropped before it lets go.
+/// A fid clunked on a task when its holder goes.
 struct ClunkOnDrop {
     client: Client,
-    fid: Option<u32>,
+    fid: u32,
 }
 
 impl Drop for ClunkOnDrop {
     fn drop(&mut self) {
-        let Some(fid) = self.fid.take() else { return };
+        let fid = self.fid;
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
         let client = self.client.clone();
         rt.spawn(async move {

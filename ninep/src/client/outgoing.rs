@@ -169,6 +169,11 @@ pub struct Sent {
 }
 
 impl Sent {
+    /// The request's tag: what a Tflush of it names.
+    pub fn tag(&self) -> u16 {
+        self.guard.tag
+    }
+
     /// The reply; Rerror becomes `ClientError::Server`. While it waits, it
     /// reads for every request on the connection.
     pub async fn reply(mut self) -> Result<Fcall> {

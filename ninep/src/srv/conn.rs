@@ -490,7 +490,7 @@ pub(super) fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config,
                 reply(Fcall::Rerror { ename: format!("tag {tag} in use") });
                 return;
             }
-            let cancelable = matches!(body, Fcall::Tread { .. });
+            let cancelable = matches!(body, Fcall::Tread { .. }) && !conn.serve.finishes_flushed_reads();
             let read_bytes = match &body {
                 Fcall::Tread { count, .. } => {
                     let io = iounit(conn.msize.load(std::sync::atomic::Ordering::Relaxed));
@@ -499,8 +499,12 @@ pub(super) fn dispatch<S: Serve>(conn: &Arc<Conn<S>>, msg: Msg, config: &Config,
                 _ => 0,
             };
             let (ty, changes) = (body.ty(), body.changes());
-            let flushed =
-                (!matches!(body, Fcall::Tread { .. } | Fcall::Tstat { .. })).then(|| Arc::new(Signal::default()));
+            let lets_finish = match body {
+                Fcall::Tread { .. } => !cancelable,
+                Fcall::Tstat { .. } => false,
+                _ => true,
+            };
+            let flushed = lets_finish.then(|| Arc::new(Signal::default()));
             let handle = conn.clone().handle(tag, body);
             let mut request: std::pin::Pin<Box<dyn Future<Output = Result<Fcall>> + Send>> = match &flushed {
                 Some(f) => Box::pin(FLUSHED.scope(f.clone(), handle)),

@@ -126,6 +126,13 @@ pub trait Serve: Send + Sync + 'static {
     fn hangup(&self, fid: Self::Fid) -> impl Future<Output = ()> + Send {
         self.clunk(fid)
     }
+    /// Whether a flushed read is let finish, hearing its flush through
+    /// [`flushed`] as a write does, rather than aborted: a forwarder's is,
+    /// so that a reply already on its way from upstream is passed on
+    /// before the Rflush, not lost.
+    fn finishes_flushed_reads(&self) -> bool {
+        false
+    }
     /// Tremove (the fid is clunked whatever the outcome).
     fn remove(&self, fid: Self::Fid) -> impl Future<Output = Result<(), Self::Error>> + Send;
     fn stat(&self, fid: &Self::Fid) -> impl Future<Output = Result<Stat, Self::Error>> + Send;
