@@ -2,7 +2,7 @@
 //! through TLS 1.3 with a token (`--listen tcp!...`), and another's
 //! through plain TCP (`--listen ... --insecure`), in the same run, all on
 //! loopback: round trips per second (a Tstat each) and a bulk read of a
-//! 16 MiB body at msize 1 MiB. The goal: TLS's bulk read at least 0.7x
+//! 16 MiB body at msize 1 MiB, the best of five rounds taking turns. The goal: TLS's bulk read at least 0.7x
 //! plain TCP's.
 //!
 //! `cargo bench -p apex-fsd --bench remote` prints the figures and the
@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 mod common;
 use common::Apexd;
 
-const ROUND_TRIPS: usize = 20_000;
+const ROUNDS: usize = 5;
+const ROUND_TRIPS: usize = 4_000;
 const BODY: usize = 16 << 20;
-const READS: usize = 8;
+const READS: usize = 2;
 const MSIZE: u32 = 1 << 20;
 
 fn free_port() -> u16 {
@@ -87,24 +88,33 @@ fn main() {
             let (root, _) = c.attach_proving("bench", "", |ch| held.prove(ch, "bench", "")).await.unwrap();
             (c, root)
         };
-        for (name, (c, root)) in [("unix socket", &unix), ("plain TCP", &tcp), ("TLS 1.3 + token", &tls)] {
+        let transports = [("unix socket", &unix), ("plain TCP", &tcp), ("TLS 1.3 + token", &tls)];
+        let mut paths = Vec::new();
+        for (_, (c, root)) in transports {
             // A body of BODY bytes in a buffer of this daemon's.
-            let b = String::from_utf8(
-                c.read_all(&c.open_path(*root, "main/buffers/new", OREAD).await.unwrap()).await.unwrap(),
-            )
-            .unwrap()
-            .trim()
-            .to_string();
+            let new = c.open_path(*root, "main/buffers/new", OREAD).await.unwrap();
+            let b = String::from_utf8(c.read_all(&new).await.unwrap()).unwrap().trim().to_string();
             let path = format!("main/buffers/{b}/body");
             let f = c.open_path(*root, &path, OWRITE).await.unwrap();
             c.write_all(&f, 0, text.as_bytes()).await.unwrap();
             c.clunk(f.fid).await.unwrap();
-            let (median, rate) = round_trips(c, *root).await;
-            let mbs = bulk(c, *root, &path).await;
-            rows.push((name, median, rate, mbs));
+            paths.push(path);
+        }
+        // Rounds taking turns, the best of each kept: a shared machine's
+        // other work slows a round, never speeds one.
+        let mut best = vec![(Duration::MAX, 0f64, 0f64); transports.len()];
+        for _ in 0..ROUNDS {
+            for (i, (_, (c, root))) in transports.iter().enumerate() {
+                let (median, rate) = round_trips(c, *root).await;
+                let mbs = bulk(c, *root, &paths[i]).await;
+                best[i] = (best[i].0.min(median), best[i].1.max(rate), best[i].2.max(mbs));
+            }
+        }
+        for (i, (name, _)) in transports.iter().enumerate() {
+            rows.push((*name, best[i].0, best[i].1, best[i].2));
         }
         println!(
-            "remote: {ROUND_TRIPS} Tstats, and {READS} reads of a {} MiB body at msize {} KiB, on loopback",
+            "remote: best of {ROUNDS} rounds, taking turns, of {ROUND_TRIPS} Tstats and {READS} reads of a {} MiB body at msize {} KiB, on loopback",
             BODY >> 20,
             MSIZE >> 10
         );

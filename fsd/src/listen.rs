@@ -114,7 +114,7 @@ async fn serve_tls(conn: tokio::net::TcpStream, tree: Arc<Fsys>, config: Config,
         return;
     }
     let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
-    let stream = match tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(conn)).await {
+    let mut stream = match tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(conn)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::info!("tls handshake: {e}");
@@ -122,6 +122,9 @@ async fn serve_tls(conn: tokio::net::TcpStream, tree: Arc<Fsys>, config: Config,
         }
         Err(_) => return,
     };
+    // A whole reply (up to the msize) is taken at once, not 64 KiB at a
+    // time: the connection's own backpressure is the 9P server's.
+    stream.get_mut().1.set_buffer_limit(None);
     let proven = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let auth = Arc::new(TokenAuth { state_dir: tls.state_dir.clone(), proven: proven.clone() });
     let config = Config { auth: Some(auth), ..config };

@@ -28,10 +28,11 @@ pub async fn connect(
     let _ = tcp.set_nodelay(true);
     keep_alive(std::os::fd::AsRawFd::as_raw_fd(&tcp));
     let connector = tokio_rustls::TlsConnector::from(config);
-    let tls = tokio::time::timeout(wait, connector.connect(crate::access::tls::server_name(), tcp))
+    let mut tls = tokio::time::timeout(wait, connector.connect(crate::access::tls::server_name(), tcp))
         .await
         .map_err(|_| ImportError::Timeout { remote: remote.clone(), wait })?
         .map_err(|e| ImportError::Tls { remote: remote.clone(), why: e.to_string() })?;
+    tls.get_mut().1.set_buffer_limit(None);
     let (ours, theirs) = tokio::net::UnixStream::pair()?;
     // Room for a whole reply each way, as a dialled socket gets.
     for end in [std::os::fd::AsRawFd::as_raw_fd(&ours), std::os::fd::AsRawFd::as_raw_fd(&theirs)] {
