@@ -47,17 +47,17 @@ pub fn start(imp: &Import, args: &[String], upload: bool) -> Result<Started, Imp
     }
 }
 
-/// Stops the importer serving `imp`'s first name, and waits until its
+/// Stops the importer serving `name` in `dir`, and waits until its
 /// names are gone.
-pub fn stop(imp: &Import) -> Result<u32, ImportError> {
-    let name = imp.first_name();
-    let Some(pid) = super::importer(&imp.dir, &name) else {
-        return Err(ImportError::NotImported { name, dir: imp.dir.clone() });
+pub fn stop(dir: &std::path::Path, name: &str) -> Result<u32, ImportError> {
+    let name = name.to_string();
+    let Some(pid) = super::importer(dir, &name) else {
+        return Err(ImportError::NotImported { name, dir: dir.to_path_buf() });
     };
     // SAFETY: kill(2) with plain integers.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while imp.dir.join(&name).exists() && std::time::Instant::now() < deadline {
+    while dir.join(&name).exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(pid)
@@ -124,11 +124,18 @@ impl Command {
 /// Runs `apex import`: stops an importer, is one, or starts one in the
 /// background; what it did, to say.
 pub fn command(cmd: Command) -> Result<String, ImportError> {
-    let imp = cmd.import()?;
     if cmd.stop {
-        let pid = stop(&imp)?;
-        return Ok(format!("apex import: stopped {} (pid {pid})", imp.first_name()));
+        // Only the name is needed (no pin or token to stop a TLS import).
+        let parts: Vec<&str> = cmd.addr.split('!').collect();
+        let name = match (&cmd.name, parts.as_slice()) {
+            (Some(n), _) => n.clone(),
+            (None, ["tcp", host, _]) => format!("apex.{host}"),
+            (None, _) => super::Remote::parse(&cmd.addr)?.posted_name(),
+        };
+        let pid = stop(&apex_ninep::ns::namespace_dir(None), &name)?;
+        return Ok(format!("apex import: stopped {name} (pid {pid})"));
     }
+    let imp = cmd.import()?;
     if cmd.foreground {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
         rt.block_on(super::serve(imp))?;
