@@ -16,8 +16,9 @@
 //! - a keystroke in a leading UI to pixels in a second, watching UI,
 //!   beside the daemon's flush-to-acknowledgement in the same run;
 //! - keystroke to pixels through a link 100 ms away each way (a relay
-//!   holding every byte back), beside the ack's round trip; then that
-//!   link stalled 30 s while typing goes on;
+//!   holding every byte back), beside the ack's round trip; a tool's
+//!   write routed to that far UI; then that link stalled 30 s while
+//!   typing goes on;
 //! - `apex-ui FILE` on a virtual display (Xvfb), from its start to its
 //!   first frame shown, beside attaching, opening and painting in
 //!   process;
@@ -498,6 +499,31 @@ fn far_away(d: &Daemon, dir: &Path, home: &mut Ui) {
         p(&mut times, 0.99),
         times.len(),
         p(&mut acks, 0.5)
+    );
+    // A tool's write to the text the far UI leads: routed to the UI, which
+    // applies it and answers across the link (the UI flushing as its loop
+    // does), then acknowledged to the tool.
+    let socket = format!("unix!{}", d.ns.join("apex").display());
+    let path = format!("main/buffers/{}/body", body.0);
+    let t = Instant::now();
+    let write = d.rt.spawn(async move {
+        let c = apex_ninep::dial(&socket, 1 << 20).await.unwrap();
+        let root = c.attach("tool", "").await.unwrap();
+        let f = c.open_path(root, &path, apex_ninep::fcall::OWRITE).await.unwrap();
+        c.write(f.fid, 0, b"from a tool\n").await.map(|_| ())
+    });
+    while !write.is_finished() {
+        assert!(t.elapsed() < Duration::from_secs(20), "the tool's write routed to the far UI never completed");
+        ui.woke();
+        ui.paint();
+        let _ = ui.settle();
+    }
+    let tool = t.elapsed();
+    let written = d.rt.block_on(write).unwrap();
+    println!(
+        "a tool's write routed to the far UI's text: {} after {:.1} ms (the round trip to the UI is 200 ms)",
+        if written.is_ok() { "done" } else { "refused" },
+        ms(tool)
     );
     // Stalled 30 s: typing goes on, drawn at once; when the link returns
     // every rune is acknowledged, and the daemon has what the UI shows.
