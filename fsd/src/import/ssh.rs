@@ -164,6 +164,11 @@ fn quote(s: &str) -> String {
 pub fn failure(remote: &Remote, apexd: Option<&str>, status: Option<i32>, said: &str) -> ImportError {
     let said = said.trim().to_string();
     let remote_addr = remote.address();
+    // ssh's own failure (no connection, no key taken, an identity file
+    // missing): its words, not a guess about apexd.
+    if status == Some(255) {
+        return ImportError::Relay { remote: remote_addr, status, said };
+    }
     if said.contains("--client-version") && (said.contains("unexpected argument") || said.contains("unrecognized")) {
         return ImportError::Version {
             remote: remote_addr,

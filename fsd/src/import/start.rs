@@ -41,7 +41,10 @@ pub fn start(imp: &Import, args: &[String], upload: bool) -> Result<Started, Imp
         Ok(()) => Ok(Started::Started),
         // Its own words: what went wrong, said as it says it.
         Err(apex_sys::daemon::StartError::Failed { said, .. }) if !said.is_empty() => {
-            Err(ImportError::Failed(said.trim_start_matches("apex: ").to_string()))
+            // Its error, from its last `apex:` line on (what it logged
+            // before, what ssh said, is in the error already).
+            let error = said.rfind("apex: ").map_or(&*said, |at| &said[at + "apex: ".len()..]);
+            Err(ImportError::Failed(error.to_string()))
         }
         Err(e) => Err(ImportError::Start(e)),
     }

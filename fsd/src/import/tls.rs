@@ -62,18 +62,22 @@ pub async fn connect(
 /// cap it).
 fn room(fd: std::os::fd::RawFd, bytes: u32) {
     let size = bytes.min(i32::MAX as u32) as libc::c_int;
-    for option in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
-        // SAFETY: setsockopt reads a c_int from a live local; `fd` is an
-        // open socket of ours, and a bad one only makes the call fail.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                option,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+    set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, size);
+    set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, size);
+}
+
+/// Sets an integer socket option; a socket that refuses keeps its own.
+fn set_int(fd: std::os::fd::RawFd, level: libc::c_int, option: libc::c_int, value: libc::c_int) {
+    // SAFETY: setsockopt reads a c_int from a live local; `fd` is an open
+    // socket of ours, and a bad one only makes the call fail.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            option,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
 }
 
@@ -81,21 +85,8 @@ fn room(fd: std::os::fd::RawFd, bytes: u32) {
 /// ending the connection: a link gone without a reset is noticed, and the
 /// import reconnects.
 fn keep_alive(fd: std::os::fd::RawFd) {
-    let set = |level, option, value: libc::c_int| {
-        // SAFETY: setsockopt reads a c_int from a live local; `fd` is an
-        // open socket of ours, and a bad one only makes the call fail.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                level,
-                option,
-                (&value as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    };
-    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
-    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 15);
-    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 5);
-    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+    set_int(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 15);
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 5);
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
 }

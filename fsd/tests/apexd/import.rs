@@ -202,6 +202,12 @@ async fn an_import_that_cannot_start_says_why_and_upload_fixes_a_missing_apexd()
     assert!(m.contains("/nonexistent/apexd is not there") && m.contains("--upload"), "{m}");
     let none = said(&import(&sshd, &[]));
     assert!(none.contains("apexd is not on its PATH") && none.contains("--upload"), "{none}");
+    // ssh's own failure (a key file missing, so no key is taken) is ssh's
+    // words, not a guess that apexd is missing.
+    let keyless = "ssh -F /dev/null -i /nonexistent/key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null";
+    let out = sshd.apex(Path::new(APEX)).args(["import", &sshd.address()]).env("APEX_SSH", keyless).output().unwrap();
+    let refused = said(&out);
+    assert!(refused.contains("ssh exited 255") && !refused.contains("--upload"), "{refused}");
     // An apexd from before versions were checked: refuses the flag.
     let old = sshd.dir.join("old-apexd");
     std::fs::write(&old, "#!/bin/sh\necho \"error: unexpected argument '--client-version' found\" >&2\nexit 2\n")
