@@ -82,9 +82,7 @@ fn main() {
             (c, root)
         };
         let tls = {
-            // The carrier task moves the bytes on, detached, for as long as
-            // the client lives.
-            let (c, _carrier) = apex_fsd::import::tls::connect("127.0.0.1", tls_port, &pin, MSIZE).await.unwrap();
+            let c = apex_fsd::import::tls::connect("127.0.0.1", tls_port, &pin, MSIZE).await.unwrap();
             let (root, _) = c.attach_proving("bench", "", |ch| held.prove(ch, "bench", "")).await.unwrap();
             (c, root)
         };

@@ -77,6 +77,22 @@ impl HangUp {
     }
 }
 
+/// One sendmsg(2) of `parts`, gathered, with MSG_NOSIGNAL (a server gone is an EPIPE error, never a SIGPIPE).
+pub(crate) fn send_gathered(fd: std::os::fd::RawFd, parts: &[IoSlice<'_>]) -> std::io::Result<usize> {
+    // SAFETY: an all-zero msghdr is a valid empty one (no name, no control).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is laid out as iovec on Unix (std guarantees it).
+    msg.msg_iov = parts.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = parts.len() as _;
+    // SAFETY: `msg` points at iovecs over live slices, which sendmsg only
+    // reads, for the length of the call.
+    let sent = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+    match sent {
+        n if n >= 0 => Ok(n as usize),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::fd::AsRawFd;

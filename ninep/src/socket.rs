@@ -9,12 +9,37 @@
 
 use crate::codec::{check, data_head, parse, with_data};
 use crate::fcall::Msg;
+use crate::layer::{Layer, Wire};
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, OwnedFd};
-use tokio::io::unix::AsyncFd;
+use tokio::io::unix::{AsyncFd, AsyncFdReadyGuard};
 
-/// The socket as the client holds it.
-pub type Io = AsyncFd<std::fs::File>;
+/// The socket as the client holds it: its descriptor, registered for
+/// readiness, and the record layer over it, if any (TLS).
+pub struct Io {
+    fd: AsyncFd<std::fs::File>,
+    layer: Option<Box<dyn Layer>>,
+}
+
+/// The socket found readable or writable ([`Io::readable`], [`Io::writable`]).
+pub type Ready<'a> = AsyncFdReadyGuard<'a, std::fs::File>;
+
+impl Io {
+    /// Waits for the socket to be readable.
+    pub async fn readable(&self) -> std::io::Result<Ready<'_>> {
+        self.fd.readable().await
+    }
+
+    /// Waits for the socket to have room.
+    pub async fn writable(&self) -> std::io::Result<Ready<'_>> {
+        self.fd.writable().await
+    }
+
+    /// Whether sealed records wait to be written.
+    pub fn queued(&self) -> bool {
+        self.layer.as_ref().is_some_and(|l| l.queued())
+    }
+}
 
 /// A connected stream socket a client can run on: its descriptor, made
 /// non-blocking. Sealed: the client reads and writes the descriptor as a
@@ -67,20 +92,22 @@ impl Socket for tokio::net::TcpStream {
     }
 }
 
-/// Registers `socket` with tokio's reactor (for reading and writing).
-pub fn register(socket: impl Socket) -> std::io::Result<Io> {
+/// Registers `socket` with tokio's reactor (for reading and writing),
+/// with `layer` over it.
+pub fn register(socket: impl Socket, layer: Option<Box<dyn Layer>>) -> std::io::Result<Io> {
     let file = std::fs::File::from(socket.into_fd()?);
     // SAFETY: the File owns its descriptor, which stays open and the same
     // for as long as the AsyncFd owns the File (it is never taken out).
-    Ok(unsafe { AsyncFd::register(file) }?)
+    let fd = unsafe { AsyncFd::register(file) }?;
+    Ok(Io { fd, layer })
 }
 
 /// Writes all of `head` then all of `data`, gathered (as few writes as
 /// the socket takes), waiting for room when it has none.
 pub async fn write_two(io: &Io, mut head: &[u8], mut data: &[u8]) -> std::io::Result<()> {
-    while !head.is_empty() || !data.is_empty() {
+    while !head.is_empty() || !data.is_empty() || io.queued() {
         let mut room = io.writable().await?;
-        let n = write_some(&mut room, head, data)?;
+        let n = write_some(io, &mut room, head, data)?;
         let from_head = n.min(head.len());
         head = &head[from_head..];
         data = &data[n - from_head..];
@@ -90,12 +117,17 @@ pub async fn write_two(io: &Io, mut head: &[u8], mut data: &[u8]) -> std::io::Re
 
 /// One gathered write of `head` then `data`, with the socket found
 /// writable (`room`): how many bytes went. None (no room after all) is
-/// not an error: wait for room again.
-pub fn write_some(
-    room: &mut tokio::io::unix::AsyncFdReadyGuard<'_, std::fs::File>,
-    head: &[u8],
-    data: &[u8],
-) -> std::io::Result<usize> {
+/// not an error: wait for room again. Through a layer, all of them are
+/// taken at once, and its records go as the socket has room; `io.queued()`
+/// says whether some still wait.
+pub fn write_some(io: &Io, room: &mut Ready<'_>, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
+    if let Some(layer) = &io.layer {
+        layer.seal(&[head, data])?;
+        return match room.try_io(|f| layer.flush(&mut Wire::new(f.get_ref()))) {
+            Ok(flushed) => flushed.map(|()| head.len() + data.len()),
+            Err(_would_block) => Ok(head.len() + data.len()),
+        };
+    }
     let n = match room.try_io(|f| send_two(f.as_raw_fd(), head, data)) {
         Ok(written) => written?,
         Err(_would_block) => return Ok(0),
@@ -109,8 +141,16 @@ pub fn write_some(
 /// One gathered write of `head` then `data` without waiting for room:
 /// how many bytes went, 0 when the socket had none (its readiness is
 /// left as it was, so a wait for room after finds out for itself).
+/// Through a layer, as [`write_some`].
 pub fn try_write(io: &Io, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
-    match send_two(io.as_raw_fd(), head, data) {
+    if let Some(layer) = &io.layer {
+        layer.seal(&[head, data])?;
+        return match layer.flush(&mut Wire::new(io.fd.get_ref())) {
+            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => Err(e),
+            _ => Ok(head.len() + data.len()),
+        };
+    }
+    match send_two(io.fd.as_raw_fd(), head, data) {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
         Ok(0) if !(head.is_empty() && data.is_empty()) => Err(std::io::ErrorKind::WriteZero.into()),
         written => written,
@@ -123,28 +163,19 @@ pub fn try_write(io: &Io, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
 /// that embeds this client, or restores it for a pipeline's sake, may
 /// not). writev(2) would raise it.
 fn send_two(fd: std::os::fd::RawFd, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
-    let parts = [IoSlice::new(head), IoSlice::new(data)];
-    // SAFETY: an all-zero msghdr is a valid empty one (no name, no control).
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    // IoSlice is laid out as iovec on Unix (std guarantees it).
-    msg.msg_iov = parts.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = parts.len() as _;
-    // SAFETY: `msg` points at two iovecs over live slices, which sendmsg
-    // only reads, for the length of the call.
-    let sent = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
-    match sent {
-        n if n >= 0 => Ok(n as usize),
-        _ => Err(std::io::Error::last_os_error()),
-    }
+    crate::io::send_gathered(fd, &[IoSlice::new(head), IoSlice::new(data)])
 }
 
 /// Writes no more to the socket: the peer reads the end of the stream,
 /// and a write still waiting for room fails at once.
 pub fn shut_writes(io: &Io) {
+    if let Some(layer) = &io.layer {
+        layer.close(&mut Wire::new(io.fd.get_ref()));
+    }
     // SAFETY: shutdown(2) on the descriptor `io` owns; a failure (it is
     // already shut) changes nothing.
     unsafe {
-        libc::shutdown(io.as_raw_fd(), libc::SHUT_WR);
+        libc::shutdown(io.fd.as_raw_fd(), libc::SHUT_WR);
     }
 }
 
@@ -215,12 +246,21 @@ impl Incoming {
             }
         };
         buf.reserve(room);
+        if let Some(layer) = &io.layer {
+            // Plaintext comes from the layer, which reads the socket; a
+            // short read says nothing of what is left there, so the
+            // socket is read until it would block.
+            return Ok(match layer.read(&mut Wire::new(io.fd.get_ref()), buf, room)? {
+                0 => Filled::End,
+                _ => Filled::Got { drained: false },
+            });
+        }
         let spare = buf.spare_capacity_mut();
         let asked = room.min(spare.len());
         // SAFETY: read(2) writes at most `asked` bytes into `spare`, memory
         // the Vec owns and has not initialized; `set_len` below counts only
         // the bytes it says it wrote.
-        let got = unsafe { libc::read(io.as_raw_fd(), spare.as_mut_ptr().cast(), asked) };
+        let got = unsafe { libc::read(io.fd.as_raw_fd(), spare.as_mut_ptr().cast(), asked) };
         if got < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -247,7 +287,7 @@ mod tests {
     #[tokio::test]
     async fn a_large_rreads_data_goes_to_its_own_buffer_from_the_first_read() {
         let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let io = register(ours).unwrap();
+        let io = register(ours, None).unwrap();
         let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 253) as u8).collect();
         let frame = crate::codec::to_bytes(&Msg { tag: 3, body: Fcall::Rread { data: data.clone() } });
         theirs.write_all(&frame[..100_000]).unwrap();

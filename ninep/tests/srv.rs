@@ -622,3 +622,136 @@ async fn a_forwarded_read_answered_as_it_is_flushed_is_passed_on_before_the_rflu
     assert_eq!(replies[0], Msg { tag: 5, body: Fcall::Rread { data: b"late".to_vec() } });
     assert_eq!(replies[1], Msg { tag: 6, body: Fcall::Rflush });
 }
+
+/// A record layer for the test: each byte masked, plaintext given out at
+/// most 1000 bytes a read (the rest held, as TLS holds what it opened),
+/// and sealed bytes queued until the socket takes them.
+#[derive(Default)]
+struct Masked(Mutex<MaskedState>);
+
+#[derive(Default)]
+struct MaskedState {
+    held: std::collections::VecDeque<u8>,
+    queued: Vec<u8>,
+    ended: bool,
+}
+
+const MASK: u8 = 0x5a;
+
+impl layer::Layer for Masked {
+    fn read(&self, socket: &mut layer::Wire<'_>, into: &mut Vec<u8>, most: usize) -> std::io::Result<usize> {
+        use std::io::Read;
+        let mut s = self.0.lock().unwrap();
+        if s.held.is_empty() && !s.ended {
+            let mut buf = vec![0u8; 256 * 1024];
+            let n = socket.read(&mut buf)?;
+            s.ended = n == 0;
+            s.held.extend(buf[..n].iter().map(|b| b ^ MASK));
+        }
+        let n = s.held.len().min(most).min(1000);
+        into.extend(s.held.drain(..n));
+        Ok(n)
+    }
+    fn seal(&self, parts: &[&[u8]]) -> std::io::Result<()> {
+        let mut s = self.0.lock().unwrap();
+        for part in parts {
+            s.queued.extend(part.iter().map(|b| b ^ MASK));
+        }
+        Ok(())
+    }
+    fn flush(&self, socket: &mut layer::Wire<'_>) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut s = self.0.lock().unwrap();
+        while !s.queued.is_empty() {
+            let n = socket.write(&s.queued)?;
+            s.queued.drain(..n);
+        }
+        Ok(())
+    }
+    fn queued(&self) -> bool {
+        !self.0.lock().unwrap().queued.is_empty()
+    }
+    fn close(&self, _: &mut layer::Wire<'_>) {}
+}
+
+/// The server's side of the masked socket: bytes unmasked on their way to
+/// a real server and masked on their way back. While `paused`, the
+/// client's requests are left unread, so its socket fills and its records
+/// queue.
+async fn unmasking(mem: Arc<Mem>, theirs: tokio::net::UnixStream, paused: Arc<std::sync::atomic::AtomicBool>) {
+    let (plain, server) = tokio::net::UnixStream::pair().unwrap();
+    tokio::spawn(serve_conn(mem, server, Config { msize: 1 << 20, ..Config::default() }));
+    let (mut from_client, mut to_client) = theirs.into_split();
+    let (mut from_server, mut to_server) = plain.into_split();
+    let up = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            while paused.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let Ok(n @ 1..) = from_client.read(&mut buf).await else { break };
+            buf[..n].iter_mut().for_each(|b| *b ^= MASK);
+            if to_server.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let down = async move {
+        let mut buf = vec![0u8; 256 * 1024];
+        while let Ok(n @ 1..) = from_server.read(&mut buf).await {
+            buf[..n].iter_mut().for_each(|b| *b ^= MASK);
+            if to_client.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(up, down);
+}
+
+/// Through a record layer the client reads and writes as on a bare
+/// socket: what the layer holds is read though the socket is not
+/// readable (replies that came together, given out a little at a time,
+/// each reach their request), and what it queues while the socket is
+/// full goes out as room comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_through_a_record_layer_works_as_on_the_socket() {
+    let mem = Arc::new(Mem::default());
+    let (ours, theirs) = tokio::net::UnixStream::pair().unwrap();
+    let paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    tokio::spawn(unmasking(mem.clone(), theirs, paused.clone()));
+    let all = async {
+        let c = Client::handshake_through(ours, Box::new(Masked::default()), 1 << 20).await.unwrap();
+        let root = c.attach("glenda", "").await.unwrap();
+        let text: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+        // One write, sent while the far end reads nothing: more than the
+        // socket holds is sealed and queued, and the writer itself sends
+        // the rest as room comes (nobody else will).
+        let f = c.create(c.walk(root, &[]).await.unwrap().0, "notes", 0o644, ORDWR).await.unwrap();
+        assert!(f.iounit as usize >= text.len(), "one Twrite carries it");
+        paused.store(true, Ordering::SeqCst);
+        let resume = paused.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            resume.store(false, Ordering::SeqCst);
+        });
+        c.write_all(&f, 0, &text).await.unwrap();
+        let g = c.open_path(root, "notes", OREAD).await.unwrap();
+        assert!(c.read_all(&g).await.unwrap() == text, "read back as written");
+        // Many small reads at once: their replies come together and are
+        // given out 1000 bytes at a time.
+        let reads = (0..64).map(|i| {
+            let c = c.clone();
+            async move {
+                let h = c.open_path(root, "notes", OREAD).await.unwrap();
+                let got = c.read(h.fid, i * 100, 100).await.unwrap();
+                c.clunk(h.fid).await.unwrap();
+                got
+            }
+        });
+        let handles: Vec<_> = reads.map(tokio::spawn).collect();
+        for (i, h) in handles.into_iter().enumerate() {
+            assert!(h.await.unwrap() == text[i * 100..i * 100 + 100], "read {i} has its own bytes");
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), all).await.expect("every request answered through the layer");
+}

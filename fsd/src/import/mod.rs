@@ -184,25 +184,17 @@ impl Import {
     }
 }
 
-/// One connection to the remote: the client over it, and what carries
-/// it (ssh, or the task that moves bytes through TLS).
+/// One connection to the remote: the client over it, and the ssh that
+/// carries it (over TLS the client holds the socket itself).
 struct Link {
     client: Client,
-    carrier: Carrier,
-}
-
-enum Carrier {
-    Ssh(tokio::process::Child),
-    Tls(tokio::task::JoinHandle<()>),
+    ssh: Option<tokio::process::Child>,
 }
 
 impl Link {
     async fn end(&mut self) {
-        match &mut self.carrier {
-            Carrier::Ssh(child) => {
-                let _ = child.kill().await;
-            }
-            Carrier::Tls(task) => task.abort(),
+        if let Some(child) = &mut self.ssh {
+            let _ = child.kill().await;
         }
     }
 }
@@ -211,11 +203,11 @@ async fn connect(imp: &Import) -> Result<Link, ImportError> {
     match &imp.via {
         Via::Ssh { remote, ssh, apexd } => {
             let (client, child) = ssh::connect(remote, ssh, apexd.as_deref(), imp.msize).await?;
-            Ok(Link { client, carrier: Carrier::Ssh(child) })
+            Ok(Link { client, ssh: Some(child) })
         }
         Via::Tls { host, port, pin, .. } => {
-            let (client, task) = tls::connect(host, *port, pin, imp.msize).await?;
-            Ok(Link { client, carrier: Carrier::Tls(task) })
+            let client = tls::connect(host, *port, pin, imp.msize).await?;
+            Ok(Link { client, ssh: None })
         }
     }
 }

@@ -73,7 +73,7 @@ impl TlsDaemon {
 
     /// A client over TLS (the pin checked), not yet attached.
     async fn client(&self) -> Client {
-        let (c, _carrier) = apex_fsd::import::tls::connect("127.0.0.1", self.port, &self.pin, 65536).await.unwrap();
+        let c = apex_fsd::import::tls::connect("127.0.0.1", self.port, &self.pin, 65536).await.unwrap();
         c
     }
 

@@ -8,7 +8,6 @@ use crate::socket;
 use crate::socket::{Filled, Incoming, Io};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
-use tokio::io::unix::AsyncFdReadyGuard;
 
 impl Shared {
     /// The tag table, even if a panic elsewhere poisoned its lock: a
@@ -52,17 +51,17 @@ impl Shared {
     pub(super) fn pump(
         &self,
         reading: &mut Incoming,
-        ready: &mut AsyncFdReadyGuard<'_, std::fs::File>,
+        ready: &mut socket::Ready<'_>,
         mine: Option<u16>,
     ) -> Option<Fcall> {
         let mut drained = false;
+        let mut own = None;
         loop {
             if *self.gone.borrow() {
-                return None;
+                return own;
             }
             // Every reply read so far is handed out before the lock is let
             // go: none is left where no one would look for it.
-            let mut own = None;
             loop {
                 match reading.next(self.msize) {
                     Ok(Some(msg)) => {
@@ -89,12 +88,12 @@ impl Shared {
                 Ok(Filled::Got { drained: false }) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     ready.clear_ready();
-                    return None;
+                    return own;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Ok(Filled::End) | Err(_) => {
                     self.end(reading);
-                    return None;
+                    return own;
                 }
             }
         }
@@ -151,11 +150,7 @@ impl Shared {
 
     /// `pump`, unless another request holds the reading lock (`None`);
     /// says when it lets the lock go to those that wait for that.
-    pub(super) fn try_pump(
-        &self,
-        ready: &mut AsyncFdReadyGuard<'_, std::fs::File>,
-        mine: Option<u16>,
-    ) -> Option<Option<Fcall>> {
+    pub(super) fn try_pump(&self, ready: &mut socket::Ready<'_>, mine: Option<u16>) -> Option<Option<Fcall>> {
         let mut reading = match self.reading.try_lock() {
             Ok(reading) => reading,
             Err(TryLockError::WouldBlock) => return None,

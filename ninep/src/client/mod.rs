@@ -24,6 +24,7 @@ mod tags;
 
 use crate::codec::{encode, parse_stats};
 use crate::fcall::{Fcall, Msg, Qid, Stat, MAXWELEM, NOFID, NOTAG};
+use crate::layer::Layer;
 use crate::socket::{self, Filled, Incoming, Socket};
 use crate::version::{iounit, MIN_MSIZE, VERSION};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -126,7 +127,17 @@ fn walks<'a>(names: &'a [&'a str], msize: u32) -> Result<Vec<&'a [&'a str]>> {
 impl Client {
     /// Speaks Tversion on `stream`, a connected Unix or TCP socket.
     pub async fn handshake(stream: impl Socket, msize: u32) -> Result<Client> {
-        let io = socket::register(stream)?;
+        Client::start(socket::register(stream, None)?, msize).await
+    }
+
+    /// Speaks Tversion through `layer` (TLS, its handshake done) over
+    /// `stream`: the client reads and writes the socket itself, sealing
+    /// and opening records as it goes.
+    pub async fn handshake_through(stream: impl Socket, layer: Box<dyn Layer>, msize: u32) -> Result<Client> {
+        Client::start(socket::register(stream, Some(layer))?, msize).await
+    }
+
+    async fn start(io: socket::Io, msize: u32) -> Result<Client> {
         let mut out = Vec::new();
         encode(&Msg { tag: NOTAG, body: Fcall::Tversion { msize, version: VERSION.into() } }, &mut out);
         socket::write_two(&io, &out, &[]).await?;

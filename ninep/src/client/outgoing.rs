@@ -91,7 +91,7 @@ impl Outgoing {
             self.wrote(n);
         }
         let (head, data) = self.left();
-        if !(head.is_empty() && data.is_empty()) {
+        if !(head.is_empty() && data.is_empty()) || self.shared.io.queued() {
             self.wait_to_write().await?;
         }
         if let Some(mut out) = self.out.take() {
@@ -114,7 +114,7 @@ impl Outgoing {
                 return Err(std::io::ErrorKind::BrokenPipe.into());
             }
             let (head, data) = self.left();
-            if head.is_empty() && data.is_empty() {
+            if head.is_empty() && data.is_empty() && !shared.io.queued() {
                 break;
             }
             let mut room = tokio::select! {
@@ -123,7 +123,7 @@ impl Outgoing {
                 _ = gone.changed() => continue,
                 _ = shared.read_for(None) => continue,
             };
-            let n = socket::write_some(&mut room, head, data)?;
+            let n = socket::write_some(&shared.io, &mut room, head, data)?;
             self.wrote(n);
         }
         Ok(())
