@@ -187,7 +187,9 @@ struct Conversation {
     challenge: Vec<u8>,
     uname: String,
     aname: String,
-    proven: Option<Scope>,
+    /// The token proven: its name and secret, looked for again at every
+    /// attach, so one removed (or made anew) grants nothing more.
+    proven: Option<(String, Vec<u8>)>,
 }
 
 impl apex_ninep::srv::auth::Authenticate for TokenAuth {
@@ -258,13 +260,19 @@ impl apex_ninep::srv::auth::Conversation for Conversation {
             refused()
         })?;
         tracing::info!(token = ?said(name), scope = token.scope.name(), uname = ?said(&self.uname), "auth: proven");
-        self.proven = Some(token.scope);
+        self.proven = Some((token.name.clone(), token.secret.clone()));
         self.connection_proven.store(true, std::sync::atomic::Ordering::Release);
         Ok(data.len() as u32)
     }
 
     fn proven(&self) -> Option<String> {
-        self.proven.map(|s| s.name().to_string())
+        let (name, secret) = self.proven.as_ref()?;
+        let tokens = self.tokens.list().map_err(|e| tracing::warn!("tokens: {e}")).ok()?;
+        let token = tokens.into_iter().find(|t| &t.name == name && &t.secret == secret);
+        if token.is_none() {
+            tracing::info!(token = ?said(name), "auth: the token proven is gone: its auth fid grants no more");
+        }
+        token.map(|t| t.scope.name().to_string())
     }
 }
 
@@ -297,6 +305,10 @@ mod tests {
         assert!(third.write(&held.prove(&c3, "other", "")).is_err());
         first.write(&proof).unwrap();
         assert_eq!(first.proven().as_deref(), Some("edit"));
+        tokens.remove("laptop").unwrap();
+        assert_eq!(first.proven(), None, "what a removed token proved grants nothing more");
+        tokens.create("laptop", Scope::Full).unwrap();
+        assert_eq!(first.proven(), None, "nor does a new token of its name");
         tokens.remove("laptop").unwrap();
         let mut gone = auth.begin("glenda", "");
         let c4 = gone.read(4096).unwrap();

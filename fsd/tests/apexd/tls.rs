@@ -73,8 +73,7 @@ impl TlsDaemon {
 
     /// A client over TLS (the pin checked), not yet attached.
     async fn client(&self) -> Client {
-        let c = apex_fsd::import::tls::connect("127.0.0.1", self.port, &self.pin, 65536).await.unwrap();
-        c
+        apex_fsd::import::tls::connect("127.0.0.1", self.port, &self.pin, 65536).await.unwrap()
     }
 
     /// A client attached with the token in `file`.
@@ -206,6 +205,10 @@ async fn nothing_is_answered_before_a_token_is_proven_and_a_proof_is_not_replaye
         .await
         .unwrap();
     c.clunk(root).await.unwrap();
+    // The next attach on that connection names the auth fid proven then:
+    // nothing is proven again (this proof would prove nothing).
+    let (root, _) = c.attach_proving("glenda", "", |_| b"desk 00".to_vec()).await.unwrap();
+    c.clunk(root).await.unwrap();
     let again = d.client().await;
     let e = again.attach_proving("glenda", "", |_| recorded.clone()).await.unwrap_err().to_string();
     assert!(e.contains("authentication failed"), "{e}");
@@ -216,6 +219,10 @@ async fn nothing_is_answered_before_a_token_is_proven_and_a_proof_is_not_replaye
         Command::new(APEX).args(["token", "--state", d.dir.join("state").to_str().unwrap(), "rm", "desk"]).output();
     assert!(rm.unwrap().status.success());
     let e = d.client().await.attach_proving("glenda", "", |ch| held.prove(ch, "glenda", "")).await.unwrap_err();
+    assert!(e.to_string().contains("authentication failed"), "{e}");
+    // Nor does the auth fid it proved before: the connection that kept
+    // it is asked for a proof again, which fails.
+    let e = c.attach_proving("glenda", "", |ch| held.prove(ch, "glenda", "")).await.unwrap_err();
     assert!(e.to_string().contains("authentication failed"), "{e}");
 }
 

@@ -35,6 +35,9 @@ pub(super) struct Shared {
     /// The tags in use and who waits for each one's reply.
     pub(super) tags: Mutex<Tags>,
     pub(super) free_fids: Mutex<Vec<u32>>,
+    /// Auth fids proven for a uname and an aname, kept for their next
+    /// attaches (`Client::attach_proving`).
+    pub(super) proven: Mutex<std::collections::HashMap<(String, String), u32>>,
     pub(super) next_fid: AtomicU32,
     pub(super) msize: u32,
     /// Becomes true when the connection has ended: the server hung up,

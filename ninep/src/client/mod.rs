@@ -179,6 +179,7 @@ impl Client {
             waiting: AtomicUsize::new(0),
             tags: Mutex::new(Tags::default()),
             free_fids: Mutex::new(Vec::new()),
+            proven: Mutex::new(std::collections::HashMap::new()),
             next_fid: AtomicU32::new(0),
             msize,
             gone: tokio::sync::watch::Sender::new(false),
@@ -311,12 +312,33 @@ impl Client {
     /// Tauth, see `srv::auth`): `prove` makes the proof of the challenge
     /// read from the auth fid, which is written back before the Tattach
     /// that names it; returns the root fid and its qid.
+    ///
+    /// The proven auth fid is kept for the connection's life, and the next
+    /// attach as the same user to the same name names it at once: one
+    /// round trip, not four. Should the server no longer take it (what it
+    /// proved was revoked), it is clunked and a proof made anew.
     pub async fn attach_proving(
         &self,
         uname: &str,
         aname: &str,
         prove: impl FnOnce(&[u8]) -> Vec<u8>,
     ) -> Result<(u32, Qid)> {
+        let key = (uname.to_string(), aname.to_string());
+        let known = self.shared.proven.lock().expect("proven lock").get(&key).copied();
+        if let Some(afid) = known {
+            match self.attach_with(afid, uname, aname).await {
+                Err(ClientError::Server(why)) => {
+                    tracing::debug!(afid, %why, "a proven auth fid refused: proving anew");
+                    let mut proven = self.shared.proven.lock().expect("proven lock");
+                    if proven.get(&key) == Some(&afid) {
+                        proven.remove(&key);
+                        drop(proven);
+                        drop(ClunkOnDrop { client: self.clone(), fid: afid });
+                    }
+                }
+                attached => return attached,
+            }
+        }
         let afid = self.new_fid();
         let t = Fcall::Tauth { afid, uname: uname.into(), aname: aname.into() };
         let r = async { self.send_making(t, Some(afid)).await?.reply().await }.await;
@@ -331,13 +353,21 @@ impl Client {
                 return Err(e);
             }
         }
-        // The auth fid is clunked on a task once this is over, however it
-        // ends: nobody waits for that round trip.
-        let _held = ClunkOnDrop { client: self.clone(), fid: afid };
+        // The auth fid is clunked on a task if this ends before it is
+        // kept: nobody waits for that round trip.
+        let mut held = ClunkOnDrop { client: self.clone(), fid: afid };
         let challenge = self.read(afid, 0, 4096).await?;
         let proof = prove(&challenge);
         self.write(afid, 0, &proof).await?;
-        self.attach_with(afid, uname, aname).await
+        let attached = self.attach_with(afid, uname, aname).await?;
+        let mut proven = self.shared.proven.lock().expect("proven lock");
+        if let std::collections::hash_map::Entry::Vacant(slot) = proven.entry(key) {
+            // Kept (another attach meanwhile may have kept its own first:
+            // then this one goes).
+            slot.insert(afid);
+            held.fid = NOFID;
+        }
+        Ok(attached)
     }
 
     /// Walks from `fid` through `names` (any number: walks of at most 16
@@ -540,7 +570,7 @@ impl Client {
     }
 }
 
-/// A fid clunked on a task when its holder goes.
+/// A fid clunked on a task when its holder goes (none for NOFID).
 struct ClunkOnDrop {
     client: Client,
     fid: u32,
@@ -549,6 +579,9 @@ struct ClunkOnDrop {
 impl Drop for ClunkOnDrop {
     fn drop(&mut self) {
         let fid = self.fid;
+        if fid == NOFID {
+            return;
+        }
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
         let client = self.client.clone();
         rt.spawn(async move {

@@ -26,7 +26,8 @@ pub trait Conversation: Send {
     /// A write to the auth fid (the proof): refused if it proves nothing.
     fn write(&mut self, data: &[u8]) -> std::result::Result<u32, Refused>;
     /// What the conversation proved, once it has: the grant an attach
-    /// with this auth fid gets.
+    /// with this auth fid gets. Asked at every attach that names the auth
+    /// fid (one fid may serve many), so what was proven may be revoked.
     fn proven(&self) -> Option<String>;
 }
 

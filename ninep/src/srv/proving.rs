@@ -93,7 +93,9 @@ impl<S: Serve> Conn<S> {
         }
         match a.conversation.proven() {
             Some(grant) => Ok(Some(grant)),
-            None => Err(format!("auth fid {afid} has proved nothing yet: write the proof first")),
+            None => Err(format!(
+                "auth fid {afid} grants nothing: write a proof to it first (or Tauth again: what it proved may be revoked)"
+            )),
         }
     }
 }
