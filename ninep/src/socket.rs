@@ -92,6 +92,16 @@ impl Socket for tokio::net::TcpStream {
     }
 }
 
+impl Drop for Io {
+    /// A layer says the end before the socket closes (TLS's close_notify:
+    /// the server sees a clean end, not a truncated stream).
+    fn drop(&mut self) {
+        if let Some(layer) = &self.layer {
+            layer.close(&mut Wire::new(self.fd.get_ref()));
+        }
+    }
+}
+
 /// Registers `socket` with tokio's reactor (for reading and writing),
 /// with `layer` over it.
 pub fn register(socket: impl Socket, layer: Option<Box<dyn Layer>>) -> std::io::Result<Io> {
@@ -122,10 +132,14 @@ pub async fn write_two(io: &Io, mut head: &[u8], mut data: &[u8]) -> std::io::Re
 /// says whether some still wait.
 pub fn write_some(io: &Io, room: &mut Ready<'_>, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
     if let Some(layer) = &io.layer {
+        let sealed = head.len() + data.len();
         layer.seal(&[head, data])?;
         return match room.try_io(|f| layer.flush(&mut Wire::new(f.get_ref()))) {
-            Ok(flushed) => flushed.map(|()| head.len() + data.len()),
-            Err(_would_block) => Ok(head.len() + data.len()),
+            // What was sealed counts as written, the flush failing or not:
+            // its frame is on its way (and a failed flush fails again on
+            // the next, which then says so).
+            Ok(Err(e)) if sealed == 0 => Err(e),
+            Ok(_) | Err(_) => Ok(sealed),
         };
     }
     let n = match room.try_io(|f| send_two(f.as_raw_fd(), head, data)) {
@@ -144,10 +158,12 @@ pub fn write_some(io: &Io, room: &mut Ready<'_>, head: &[u8], data: &[u8]) -> st
 /// Through a layer, as [`write_some`].
 pub fn try_write(io: &Io, head: &[u8], data: &[u8]) -> std::io::Result<usize> {
     if let Some(layer) = &io.layer {
+        let sealed = head.len() + data.len();
         layer.seal(&[head, data])?;
+        // As in `write_some`: what was sealed counts as written.
         return match layer.flush(&mut Wire::new(io.fd.get_ref())) {
-            Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => Err(e),
-            _ => Ok(head.len() + data.len()),
+            Err(e) if sealed == 0 && e.kind() != std::io::ErrorKind::WouldBlock => Err(e),
+            _ => Ok(sealed),
         };
     }
     match send_two(io.fd.as_raw_fd(), head, data) {

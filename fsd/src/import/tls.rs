@@ -35,7 +35,13 @@ pub async fn connect(host: &str, port: u16, pin: &str, msize: u32) -> Result<Cli
     let (tcp, mut conn) = tls.into_inner();
     // A whole request is sealed at once, not 64 KiB of it.
     conn.set_buffer_limit(None);
-    let sealing = Sealing(Mutex::new(Sealed { conn, staged: Vec::with_capacity(STAGE), at: 0 }));
+    let sealing = Sealing(Mutex::new(Sealed {
+        conn,
+        staged: vec![0; STAGE].into_boxed_slice(),
+        filled: 0,
+        at: 0,
+        closed: false,
+    }));
     let handshake =
         tokio::time::timeout(Duration::from_secs(30), Client::handshake_through(tcp, Box::new(sealing), msize)).await;
     match handshake {
@@ -51,9 +57,13 @@ struct Sealing(Mutex<Sealed>);
 
 struct Sealed {
     conn: rustls::ClientConnection,
-    /// Read from the socket and not yet given to rustls: `staged[at..]`.
-    staged: Vec<u8>,
+    /// Read from the socket and not yet given to rustls:
+    /// `staged[at..filled]`.
+    staged: Box<[u8]>,
+    filled: usize,
     at: usize,
+    /// Whether the end was said (once is enough).
+    closed: bool,
 }
 
 impl Sealing {
@@ -66,7 +76,7 @@ impl Sealing {
 impl Layer for Sealing {
     fn read(&self, socket: &mut Wire<'_>, into: &mut Vec<u8>, most: usize) -> io::Result<usize> {
         let mut state = self.state();
-        let Sealed { conn, staged, at } = &mut *state;
+        let Sealed { conn, staged, filled, at, .. } = &mut *state;
         let start = into.len();
         loop {
             let got = into.len() - start;
@@ -87,27 +97,20 @@ impl Layer for Sealing {
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(got),
                 Err(e) => return if got > 0 { Ok(got) } else { Err(e) },
             }
-            if *at == staged.len() {
-                staged.clear();
-                *at = 0;
-                staged.reserve(STAGE);
-                let spare = staged.spare_capacity_mut();
-                // SAFETY: MaybeUninit<u8> and u8 share a layout, and the
-                // bytes are written by read(2) before they are counted.
-                let room = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), spare.len()) };
-                match socket.read(room) {
-                    // SAFETY: the first `n` bytes of the spare room were written.
-                    Ok(n) => unsafe { staged.set_len(n) },
-                    Err(e) if got > 0 && e.kind() == io::ErrorKind::WouldBlock => return Ok(got),
+            if *at == *filled {
+                (*at, *filled) = match socket.read(staged) {
+                    Ok(n) => (0, n),
+                    // What is opened goes first; the error comes again.
+                    Err(_) if got > 0 => return Ok(got),
                     Err(e) => return Err(e),
-                }
-                if staged.is_empty() {
+                };
+                if *filled == 0 {
                     // The end of the stream, told to rustls.
                     conn.read_tls(&mut io::empty())?;
                     continue;
                 }
             }
-            *at += conn.read_tls(&mut &staged[*at..])?;
+            *at += conn.read_tls(&mut &staged[*at..*filled])?;
             if let Err(e) = conn.process_new_packets() {
                 // Its alert, as far as the socket takes it.
                 let _ = conn.write_tls(socket);
@@ -138,6 +141,9 @@ impl Layer for Sealing {
 
     fn close(&self, socket: &mut Wire<'_>) {
         let mut state = self.state();
+        if std::mem::replace(&mut state.closed, true) {
+            return;
+        }
         state.conn.send_close_notify();
         while state.conn.wants_write() {
             if state.conn.write_tls(socket).is_err() {

@@ -209,6 +209,13 @@ async fn nothing_is_answered_before_a_token_is_proven_and_a_proof_is_not_replaye
     // nothing is proven again (this proof would prove nothing).
     let (root, _) = c.attach_proving("glenda", "", |_| b"desk 00".to_vec()).await.unwrap();
     c.clunk(root).await.unwrap();
+    // Attaches under many names: a few proven auth fids are kept, never
+    // as many as the daemon lets a connection hold open (sixteen).
+    for i in 0..20 {
+        let user = format!("user{i}");
+        let (root, _) = c.attach_proving(&user, "", |ch| held.prove(ch, &user, "")).await.unwrap();
+        c.clunk(root).await.unwrap();
+    }
     let again = d.client().await;
     let e = again.attach_proving("glenda", "", |_| recorded.clone()).await.unwrap_err().to_string();
     assert!(e.contains("authentication failed"), "{e}");

@@ -95,6 +95,9 @@ pub async fn dial(addr: &str, msize: u32) -> Result<Client> {
     }
 }
 
+/// Proven auth fids kept at most, each for one uname and aname.
+const PROVEN_KEPT: usize = 4;
+
 /// `names` cut into the walks that carry them: at most [`MAXWELEM`]
 /// names each, and no Twalk over `msize` bytes (sixteen long names can be
 /// more than a small msize holds). One empty walk for no names.
@@ -329,11 +332,14 @@ impl Client {
             match self.attach_with(afid, uname, aname).await {
                 Err(ClientError::Server(why)) => {
                     tracing::debug!(afid, %why, "a proven auth fid refused: proving anew");
-                    let mut proven = self.shared.proven.lock().expect("proven lock");
-                    if proven.get(&key) == Some(&afid) {
-                        proven.remove(&key);
-                        drop(proven);
-                        drop(ClunkOnDrop { client: self.clone(), fid: afid });
+                    let forgotten = {
+                        let mut proven = self.shared.proven.lock().expect("proven lock");
+                        proven.get(&key) == Some(&afid) && proven.remove(&key).is_some()
+                    };
+                    if forgotten {
+                        // Clunked before a new Tauth, which the server
+                        // might otherwise refuse for auth fids open.
+                        let _ = self.clunk(afid).await;
                     }
                 }
                 attached => return attached,
@@ -361,11 +367,14 @@ impl Client {
         self.write(afid, 0, &proof).await?;
         let attached = self.attach_with(afid, uname, aname).await?;
         let mut proven = self.shared.proven.lock().expect("proven lock");
-        if let std::collections::hash_map::Entry::Vacant(slot) = proven.entry(key) {
-            // Kept (another attach meanwhile may have kept its own first:
-            // then this one goes).
-            slot.insert(afid);
-            held.fid = NOFID;
+        // Kept, unless another attach meanwhile kept its own first, or as
+        // many are kept as may be: a server allows a few auth fids open
+        // (apexd sixteen), and local clients may attach under any name.
+        if proven.len() < PROVEN_KEPT {
+            if let std::collections::hash_map::Entry::Vacant(slot) = proven.entry(key) {
+                slot.insert(afid);
+                held.fid = NOFID;
+            }
         }
         Ok(attached)
     }
