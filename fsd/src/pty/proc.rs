@@ -491,9 +491,19 @@ impl Running {
 /// keeps running, as it would after any terminal closed.
 impl Drop for Running {
     fn drop(&mut self) {
-        // Nobody will ask the keeper how the program ended.
+        // Nobody will ask the keeper how the program ended. The keeper
+        // ends the program's own group, told after `close` on the same
+        // socket, so it reads `close` before that exit and leaves no
+        // status behind; a foreground job of another group is ended from
+        // here.
         let _ = fdpass::send(&self.keeper, keeper::CLOSE, None);
-        let _ = self.kill(0);
+        let _ = fdpass::send(&self.keeper, &format!("{} {}", keeper::SIGNAL, libc::SIGKILL), None);
+        if let Some(group) = self.foreground().filter(|g| *g != self.pid as i32) {
+            if !self.reaped.load(Ordering::SeqCst) {
+                // SAFETY: kill(2) with plain integers; the pty names the group now.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
+            }
+        }
         // An ephemeral terminal's keeper ends when its daemon hangs up.
         let _ = self.keeper.shutdown(std::net::Shutdown::Both);
         self.closing.store(true, Ordering::SeqCst);
