@@ -14,6 +14,8 @@ pub struct Sshd {
     pub dir: PathBuf,
     pub port: u16,
     child: Child,
+    /// In a mount namespace of its own ([`Sshd::start_elsewhere`]).
+    elsewhere: bool,
 }
 
 /// Where Debian puts sshd; the test command installs openssh-server.
@@ -45,11 +47,37 @@ fn started_in(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// sshd in the foreground on `dir`'s config; `elsewhere`, in a mount
+/// namespace of its own (unshare execs it, so the child is sshd).
+fn sshd_command(dir: &Path, elsewhere: bool) -> Command {
+    let mut cmd = match elsewhere {
+        true => {
+            let mut c = Command::new("unshare");
+            c.args(["--mount", SSHD]);
+            c
+        }
+        false => Command::new(SSHD),
+    };
+    cmd.args(["-D", "-e", "-f"]).arg(dir.join("sshd_config")).stdout(Stdio::null());
+    cmd
+}
+
 impl Sshd {
     /// Starts sshd for `name`, whose sessions find programs in `bin` (the
     /// directory of the apexd under test) before the system's; panics,
     /// saying what to install, if sshd is not there.
     pub fn start(name: &str, bin: Option<&Path>) -> Sshd {
+        Sshd::start_in(name, bin, false)
+    }
+
+    /// As [`Sshd::start`], but as another machine would be: sshd and
+    /// everything it runs in a mount namespace of their own (the files
+    /// are the same; a daemon's `/machine` is not this machine's).
+    pub fn start_elsewhere(name: &str, bin: Option<&Path>) -> Sshd {
+        Sshd::start_in(name, bin, true)
+    }
+
+    fn start_in(name: &str, bin: Option<&Path>, elsewhere: bool) -> Sshd {
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: install openssh-server and openssh-client (scripts/test does)"
@@ -83,14 +111,11 @@ impl Sshd {
              SetEnv NAMESPACE={d}/remote-ns XDG_STATE_HOME={d}/state HOME={d}/home PATH={path}\n"
         );
         std::fs::write(dir.join("sshd_config"), config).unwrap();
-        let child = Command::new(SSHD)
-            .args(["-D", "-e", "-f"])
-            .arg(dir.join("sshd_config"))
-            .stdout(Stdio::null())
+        let child = sshd_command(&dir, elsewhere)
             .stderr(std::fs::File::create(dir.join("sshd.log")).unwrap())
             .spawn()
             .expect("start sshd");
-        let s = Sshd { dir, port, child };
+        let s = Sshd { dir, port, child, elsewhere };
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "sshd did not listen: {}", s.log());
@@ -146,10 +171,7 @@ impl Sshd {
 
     pub fn restart(&mut self) {
         self.stop();
-        self.child = Command::new(SSHD)
-            .args(["-D", "-e", "-f"])
-            .arg(self.dir.join("sshd_config"))
-            .stdout(Stdio::null())
+        self.child = sshd_command(&self.dir, self.elsewhere)
             .stderr(std::fs::File::options().append(true).open(self.dir.join("sshd.log")).unwrap())
             .spawn()
             .expect("start sshd");

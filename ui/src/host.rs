@@ -43,6 +43,10 @@ pub struct UiHost {
     /// entries, once, instead of the daemon reading it and routing it
     /// here to be sequenced and sent back.
     pub local: bool,
+    /// The daemon's directory and home, where it runs on another machine
+    /// (its `/machine`): a relative file name is completed there, not
+    /// with this UI's directory (`Host::cwd`, `Host::home`).
+    pub far: Option<apex_sys::machine::Described>,
     /// Messages the plumber delivered to its `edit` port, for the UI to
     /// act on (`Ui::woke`); `wake` says one came.
     pub plumbed: Arc<Mutex<Vec<plumb::Message>>>,
@@ -99,6 +103,7 @@ impl UiHost {
             namespace,
             events: Vec::new(),
             local: address.starts_with("unix!"),
+            far: None,
             plumbed: Arc::default(),
             wake: Arc::default(),
             dialling: Arc::default(),
@@ -113,12 +118,29 @@ impl UiHost {
         }
     }
 
-    /// Whether the daemon sees this UI's files: its `/machine` is this
-    /// machine's (the same boot and mount namespace). A daemon reached
-    /// through a socket ssh forwards from elsewhere is not; one that does
-    /// not say (older) is taken as local when reached through a Unix
-    /// socket.
+    /// Learns from the daemon's `/machine` whether it sees this UI's
+    /// files (the same boot and mount namespace), and where it is when it
+    /// does not: `local` and `far`. A daemon reached through a socket ssh
+    /// forwards from elsewhere is far; one that does not say (older) is
+    /// taken as local when reached through a Unix socket.
+    pub fn find_the_daemons_machine(&mut self) {
+        match self.daemons_machine() {
+            Some(m) if m.is_here() => (self.local, self.far) = (true, None),
+            Some(m) => (self.local, self.far) = (false, Some(m)),
+            None => (self.local, self.far) = (self.address.starts_with("unix!"), None),
+        }
+    }
+
+    /// Whether the daemon sees this UI's files ([`Self::find_the_daemons_machine`]).
     pub fn on_this_machine(&self) -> bool {
+        match self.daemons_machine() {
+            Some(m) => m.is_here(),
+            None => self.address.starts_with("unix!"),
+        }
+    }
+
+    /// The daemon's `/machine`, read back; none from one that does not say.
+    fn daemons_machine(&self) -> Option<apex_sys::machine::Described> {
         let c = self.att.client();
         let said = self.rt.block_on(async move {
             let root = c.attach(&apex_ninep::ns::user_name(), "").await.ok()?;
@@ -129,10 +151,7 @@ impl UiHost {
             let _ = c.clunk(f.fid).await;
             bytes.ok()
         });
-        match said {
-            Some(bytes) => same_machine(&String::from_utf8_lossy(&bytes)),
-            None => self.address.starts_with("unix!"),
-        }
+        said.map(|bytes| apex_sys::machine::Described::parse(&String::from_utf8_lossy(&bytes)))
     }
 
     /// Reads the `edit` ports, as acme reads its plumber's: the session's
@@ -482,12 +501,21 @@ impl Host for UiHost {
         std::fs::write(path, bytes).map_err(|e| host(format!("can't open {path}: {e}")))
     }
 
+    /// The daemon's user's home where it runs on another machine.
     fn home(&self) -> Option<String> {
-        std::env::var("HOME").ok().filter(|h| !h.is_empty())
+        match &self.far {
+            Some(far) => far.home.clone(),
+            None => apex_sys::machine::home(),
+        }
     }
 
+    /// The daemon's directory where it runs on another machine: a
+    /// relative name there is one of its files.
     fn cwd(&self) -> String {
-        std::env::current_dir().map_or_else(|_| "/".into(), |d| d.display().to_string())
+        match self.far.as_ref().and_then(|far| far.cwd.clone()) {
+            Some(dir) => dir,
+            None => apex_sys::machine::cwd(),
+        }
     }
 
     fn exit(&mut self, _abort: bool) -> Result<(), ExecError> {
@@ -524,7 +552,7 @@ impl Host for UiHost {
 
 /// Whether a daemon's `/machine` names this machine.
 pub fn same_machine(said: &str) -> bool {
-    said.trim() == apex_sys::machine::id()
+    apex_sys::machine::Described::parse(said).is_here()
 }
 
 /// How often a UI looks for a plumber while it has none.

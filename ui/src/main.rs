@@ -166,15 +166,20 @@ fn run(mut args: Args, started: Instant) -> Result<(), UiError> {
     })?;
     let mut host = UiHost::new(att, &address, &session, rt.handle().clone(), apex_ninep::ns::namespace_dir(None));
     // Get, Put and Edit's files are the daemon's machine's: read here
-    // only where they are the same files.
-    host.local = host.on_this_machine();
+    // only where they are the same files, and relative names are its.
+    host.find_the_daemons_machine();
     if let Some(n) = args.columns {
         set_columns(&mut host, n.into())?;
     }
-    let cwd = std::env::current_dir().map_err(UiError::Cwd)?;
+    let cwd = match &host.far {
+        Some(_) => PathBuf::from(exec::Host::cwd(&host)),
+        None => std::env::current_dir().map_err(UiError::Cwd)?,
+    };
     for (i, f) in args.files.iter().enumerate() {
         let mut path = cwd.join(f).display().to_string();
-        if Path::new(&path).is_dir() && !path.ends_with('/') {
+        // (A far daemon's directories are not looked at here: `open_in`
+        // asks it.)
+        if host.far.is_none() && Path::new(&path).is_dir() && !path.ends_with('/') {
             path.push('/');
         }
         let column = start_column(&host, i, &path);

@@ -166,11 +166,11 @@ impl Host for DaemonHost {
     }
 
     fn home(&self) -> Option<String> {
-        std::env::var("HOME").ok().filter(|h| !h.is_empty())
+        apex_sys::machine::home()
     }
 
     fn cwd(&self) -> String {
-        std::env::current_dir().map_or_else(|_| "/".into(), |d| d.display().to_string())
+        apex_sys::machine::cwd()
     }
 
     fn exit(&mut self, abort: bool) -> Result<(), ExecError> {

@@ -21,7 +21,7 @@ pub fn content(daemon: &Daemon, file: RootFile) -> Made {
             // A session deleted meanwhile is not listed.
             numbers.into_iter().filter_map(|n| daemon.read(n, |s| s.index_line()).ok()).collect::<String>().into()
         }
-        RootFile::Machine => format!("{}\n", apex_sys::machine::id()).into(),
+        RootFile::Machine => apex_sys::machine::describe().into(),
         RootFile::Services => {
             let services = daemon.services.lock().expect("services lock");
             services.iter().map(|(service, session)| format!("{service} {session}\n")).collect::<String>().into()

@@ -149,7 +149,12 @@ async fn sessions_through_the_root_tree() {
     let listing: Vec<String> = c.read_dir(&dir).await.unwrap().into_iter().map(|s| s.name.into_string()).collect();
     assert_eq!(listing, ["index", "ctl", "new", "registry", "machine", "services", "main", "play", "1"]);
     // Which machine: this one, seeing these files.
-    assert_eq!(text(read(&c, root, "machine").await.unwrap()), format!("{}\n", apex_sys::machine::id()));
+    let machine = text(read(&c, root, "machine").await.unwrap());
+    assert!(machine.starts_with(&format!("{}\n", apex_sys::machine::id())), "{machine}");
+    // And where the daemon is (a UI on another machine completes relative
+    // names there): the directory it was started in, as this test's.
+    let said = apex_sys::machine::Described::parse(&machine);
+    assert_eq!(said.cwd, Some(apex_sys::machine::cwd()), "{machine}");
     // What is posted beside apex, for whom: acme, for main (the default).
     assert_eq!(text(read(&c, root, "services").await.unwrap()), "acme main\n");
 

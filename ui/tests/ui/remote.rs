@@ -22,14 +22,16 @@ fn apex_ui_edits_a_session_on_another_machine_over_ssh() {
     let Some(mut d) = desk("remote") else { return };
     let apexd = sibling("apexd");
     sibling("apex");
-    let mut sshd = Sshd::start("ui", apexd.parent());
+    // Another machine, as far as /machine tells: the UI reads no file
+    // itself, and completes relative names where the remote daemon is.
+    let mut sshd = Sshd::start_elsewhere("ui", apexd.parent());
     let file = d.ns.join("far.txt");
     std::fs::write(&file, "far away\n").unwrap();
     let (addr, ssh, ns) = (sshd.address(), sshd.ssh_command(), sshd.local_ns());
     let window = d.start_ui_with(
         // Click to type: the notice of the drop opens +Errors under the
         // pointer, and typing stays in the text clicked.
-        &[OsStr::new("-b"), OsStr::new("-r"), OsStr::new(&addr), file.as_os_str()],
+        &[OsStr::new("-b"), OsStr::new("-r"), OsStr::new(&addr), file.as_os_str(), OsStr::new("rel.txt")],
         &[("NAMESPACE", ns.as_os_str()), ("APEX_SSH", OsStr::new(&ssh))],
     );
     assert!(sshd.local_ns().join("apex.localhost").exists(), "the UI imported the remote's sessions");
@@ -45,6 +47,20 @@ fn apex_ui_edits_a_session_on_another_machine_over_ssh() {
         let w = remote_apex(&sshd, &["read", "main/meta/windows"]);
         w.lines().find(|l| l.ends_with(&path)).and_then(|l| l.split(' ').next()).map(str::to_string)
     });
+
+    // A relative name is the remote's: completed with the remote
+    // daemon's directory (its /machine says it), not this UI's.
+    let machine = remote_apex(&sshd, &["read", "machine"]);
+    let far = apex_sys::machine::Described::parse(&machine).cwd.expect("the remote says its directory");
+    let here = std::env::current_dir().unwrap().display().to_string();
+    assert_ne!(far, here, "the two directories differ, or this proves nothing");
+    let relative = format!("{}/rel.txt", far.trim_end_matches('/'));
+    wait_for("the relative name's window on the remote", || {
+        let w = remote_apex(&sshd, &["read", "main/meta/windows"]);
+        w.lines().any(|l| l.ends_with(&format!(" {relative}"))).then_some(())
+    });
+    let windows = remote_apex(&sshd, &["read", "main/meta/windows"]);
+    assert!(!windows.contains(&format!("{here}/rel.txt")), "{windows}");
 
     // Typing at the end of the body reaches the remote daemon.
     let (_, geom, m, _) = {
