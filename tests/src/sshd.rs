@@ -162,6 +162,45 @@ impl Sshd {
         cmd
     }
 
+    /// `program` as the remote's sessions run it (its namespace, state
+    /// and home), without ssh: a daemon started there by hand.
+    pub fn remote(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("NAMESPACE", self.remote_ns())
+            .env("XDG_STATE_HOME", self.dir.join("state"))
+            .env("HOME", self.dir.join("home"))
+            .env_remove("PLAN9");
+        cmd
+    }
+
+    /// Ends the remote's daemons (not its relays or terminals' keepers):
+    /// a remote machine's daemon gone. Returns once they are.
+    pub fn kill_daemons(&self) {
+        let mut killed = Vec::new();
+        for pid in started_in(&self.dir) {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let words: Vec<String> = cmd.split(|b| *b == 0).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+            let daemon = words.first().is_some_and(|w| w.ends_with("apexd"))
+                && !words.iter().any(|w| w == "--stdio" || w == "keep-term");
+            if daemon {
+                // SAFETY: kill(2) with plain integers.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                killed.push(pid);
+            }
+        }
+        // Gone (reaped by whoever started them, or left a zombie, which
+        // holds nothing), so a daemon started next finds the state free.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let alive = |pid: &i32| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            !status.is_empty() && !status.lines().any(|l| l.starts_with("State:") && l.contains("Z"))
+        };
+        while killed.iter().any(alive) {
+            assert!(Instant::now() < deadline, "the remote's daemons did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Stops sshd (ssh connections through it stay until killed), and
     /// starts it again on the same port: the network going and coming.
     pub fn stop(&mut self) {

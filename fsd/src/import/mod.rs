@@ -155,23 +155,22 @@ pub fn ssh_command() -> Vec<String> {
 }
 
 impl Import {
-    /// The names posted, each with the attach name a client's empty one
-    /// stands for there (`SESSION/acme` for the acme tree), given the
-    /// remote's acme session. The first is posted last: whoever waits for
-    /// it finds the others there.
-    fn posts(&self, acme: Option<&str>) -> Result<Vec<(String, Option<String>)>, ImportError> {
-        let acme_root = acme.map(|s| format!("{s}/acme"));
+    /// The names posted, each saying whether it serves the remote's acme
+    /// tree (`SESSION/acme`, as a client's empty attach name stands for
+    /// there), given the remote's acme session. The first is posted last:
+    /// whoever waits for it finds the others there.
+    fn posts(&self, acme: Option<&str>) -> Result<Vec<(String, bool)>, ImportError> {
         match &self.name {
             // `-n acme` (win dials `acme`) serves the acme tree.
-            Some(n) if n == "acme" || n.starts_with("acme.") => match acme_root {
-                Some(root) => Ok(vec![(n.clone(), Some(root))]),
+            Some(n) if n == "acme" || n.starts_with("acme.") => match acme {
+                Some(_) => Ok(vec![(n.clone(), true)]),
                 None => Err(ImportError::NoAcme { remote: self.via.address(), name: n.clone() }),
             },
-            Some(n) => Ok(vec![(n.clone(), None)]),
+            Some(n) => Ok(vec![(n.clone(), false)]),
             None => {
-                let mut posts = vec![(format!("apex.{}", self.via.host()), None)];
-                if let Some(root) = acme_root {
-                    posts.push((format!("acme.{}", self.via.host()), Some(root)));
+                let mut posts = vec![(format!("apex.{}", self.via.host()), false)];
+                if acme.is_some() {
+                    posts.push((format!("acme.{}", self.via.host()), true));
                 }
                 Ok(posts)
             }
@@ -245,10 +244,10 @@ pub async fn serve(imp: Import) -> Result<(), ImportError> {
     let link = connect(&imp).await?;
     let acme = probe(&imp, &link.client).await?;
     let posts = imp.posts(acme.as_deref())?;
-    let (current, _) = watch::channel(link.client.clone());
+    let (current, _) = watch::channel(Up { client: link.client.clone(), acme: acme.clone() });
     let mut posted: Vec<PathBuf> = Vec::new();
     // The first name last: once it answers, the others do.
-    for (name, root) in posts.iter().rev() {
+    for (name, acme_tree) in posts.iter().rev() {
         let listener = match crate::fsys::post::post(&imp.dir, name) {
             Ok(l) => l,
             Err(e) => {
@@ -258,7 +257,7 @@ pub async fn serve(imp: Import) -> Result<(), ImportError> {
         };
         posted.push(imp.dir.join(name));
         let serving =
-            Serving { name: name.clone(), remote: imp.via.address(), root: root.clone(), prove: imp.via.prove() };
+            Serving { name: name.clone(), remote: imp.via.address(), acme: *acme_tree, prove: imp.via.prove() };
         tokio::spawn(serving.accept(listener, current.subscribe()));
     }
     tracing::info!(remote = %imp.via.address(), "imported as {}", posts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>().join(", "));
@@ -286,9 +285,19 @@ fn unpost(posted: &[PathBuf]) {
     }
 }
 
+/// The link that is up, as local clients are served over it: its client,
+/// and the remote's acme session (its `/services`), read at each connect.
+#[derive(Clone)]
+struct Up {
+    client: Client,
+    acme: Option<String>,
+}
+
 /// Watches the link; when it drops, reconnects, backing off, and hands
-/// the new one to whoever connects next. Never returns.
-async fn keep_up(imp: &Import, mut link: Link, current: &watch::Sender<Client>) {
+/// the new one to whoever connects next, with the acme session the
+/// remote serves now (a daemon there started anew may serve another).
+/// Never returns.
+async fn keep_up(imp: &Import, mut link: Link, current: &watch::Sender<Up>) {
     loop {
         link.client.closed().await;
         link.end().await;
@@ -305,7 +314,16 @@ async fn keep_up(imp: &Import, mut link: Link, current: &watch::Sender<Client>) 
             }
         };
         tracing::info!(remote = %imp.via.address(), "reconnected");
-        current.send_replace(link.client.clone());
+        let before = current.borrow().acme.clone();
+        let acme = match probe(imp, &link.client).await {
+            Ok(Some(acme)) => Some(acme),
+            // None now (or unread): acme.HOST, posted, keeps the one it had.
+            Ok(None) | Err(_) => before.clone(),
+        };
+        if acme != before {
+            tracing::info!(remote = %imp.via.address(), acme = ?acme, "the remote serves another acme session now");
+        }
+        current.send_replace(Up { client: link.client.clone(), acme });
     }
 }
 
@@ -314,12 +332,14 @@ async fn keep_up(imp: &Import, mut link: Link, current: &watch::Sender<Client>) 
 struct Serving {
     name: String,
     remote: String,
-    root: Option<String>,
+    /// Serves the remote's acme tree (`SESSION/acme`, its session as the
+    /// link that is up says), not its root.
+    acme: bool,
     prove: Option<apex_ninep::forward::Prove>,
 }
 
 impl Serving {
-    async fn accept(self, listener: tokio::net::UnixListener, current: watch::Receiver<Client>) {
+    async fn accept(self, listener: tokio::net::UnixListener, current: watch::Receiver<Up>) {
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
@@ -335,10 +355,10 @@ impl Serving {
 
     /// Serves one local client over the link that is up (waiting a while
     /// for one while it is down); hangs it up when that link ends.
-    async fn serve(self, stream: tokio::net::UnixStream, mut current: watch::Receiver<Client>) {
-        let client = {
+    async fn serve(self, stream: tokio::net::UnixStream, mut current: watch::Receiver<Up>) {
+        let up = {
             let up = current.borrow_and_update().clone();
-            match up.is_closed() {
+            match up.client.is_closed() {
                 false => up,
                 true => match tokio::time::timeout(DOWN_WAIT, current.changed()).await {
                     Ok(Ok(())) => current.borrow_and_update().clone(),
@@ -347,12 +367,17 @@ impl Serving {
                 },
             }
         };
+        let root = match self.acme {
+            true => up.acme.as_ref().map(|session| format!("{session}/acme")),
+            false => None,
+        };
+        let client = up.client;
         let config = Config {
             msize: client.msize(),
             no_auth: format!("{}: authentication not required", self.name),
             auth: None,
         };
-        let forward = Arc::new(Forward::new(client.clone(), self.remote, self.root).proving(self.prove));
+        let forward = Arc::new(Forward::new(client.clone(), self.remote, root).proving(self.prove));
         match client.is_closed() {
             // Still down: served all the same, every request refused saying
             // the link is down, until the client hangs up.

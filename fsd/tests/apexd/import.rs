@@ -238,3 +238,48 @@ async fn an_import_that_cannot_start_says_why_and_upload_fixes_a_missing_apexd()
     let root = c.attach("glenda", "").await.unwrap();
     assert!(text(read(&c, root, "index").await.unwrap()).starts_with("main "));
 }
+
+/// The remote's acme session is read again at every reconnect: once a
+/// daemon there is started anew serving another session as its acme
+/// tree, that is what `acme.localhost` serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_serves_the_acme_session_the_remote_serves_then() {
+    let mut sshd = sshd("reacme");
+    let out = import(&sshd, &[]);
+    assert!(out.status.success(), "{}", said(&out));
+    // A window of main's acme tree, named to be told apart.
+    let c = local(&sshd, "acme.localhost").await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let n = text(read(&c, root, "new/ctl").await.unwrap()).split_whitespace().next().unwrap().to_string();
+    write(&c, root, &format!("{n}/ctl"), "name /in-main\n").await.unwrap();
+    assert!(text(read(&c, root, "index").await.unwrap()).contains("/in-main"));
+
+    // The link down; the remote's daemon gone, and another started there
+    // serving session `other` as its acme tree; the link back.
+    sshd.stop();
+    sshd.drop_connections();
+    sshd.kill_daemons();
+    let mut other = sshd.remote(Path::new(APEXD)).args(["-q", "--acme", "other"]).spawn().unwrap();
+    let remote = format!("unix!{}", sshd.remote_ns().join("apex").display());
+    let direct = until("the remote's new daemon", async || {
+        let c = dial(&remote, 1 << 20).await.ok()?;
+        let root = c.attach("glenda", "").await.ok()?;
+        text(read(&c, root, "services").await.ok()?).contains("acme other").then_some((c, root))
+    })
+    .await;
+    sshd.restart();
+    let (c, root) = until("acme.localhost serving other's acme tree", async || {
+        let c = dial(&format!("unix!{}", sshd.local_ns().join("acme.localhost").display()), 1 << 20).await.ok()?;
+        let root = c.attach("glenda", "").await.ok()?;
+        let index = text(read(&c, root, "index").await.ok()?);
+        (!index.contains("/in-main")).then_some((c, root))
+    })
+    .await;
+    let n = text(read(&c, root, "new/ctl").await.unwrap()).split_whitespace().next().unwrap().to_string();
+    write(&c, root, &format!("{n}/ctl"), "name /in-other\n").await.unwrap();
+    let (d, droot) = direct;
+    assert!(text(read(&d, droot, "other/acme/index").await.unwrap()).contains("/in-other"));
+    assert!(!text(read(&d, droot, "main/acme/index").await.unwrap()).contains("/in-other"));
+    let _ = other.kill();
+    let _ = other.wait();
+}
