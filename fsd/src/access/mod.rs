@@ -104,6 +104,37 @@ pub fn require_full_for(proposal: &apex_core::Proposal) -> Result<(), AccessErro
     }
 }
 
+/// A proposal as a client short of `full` may make it. The text it
+/// changes reaches event readers as a write (`E`), never as typing (`K`,
+/// `M`): win sends what is typed after its prompt to its shell. Undo and
+/// redo, whose events the leader letters, are refused where a tool reads
+/// the buffer's events (`watched`); a client leading the buffer itself
+/// undoes as it likes, its entries said as writes (`Hub::limited`).
+pub fn as_limited(
+    mut proposal: apex_core::Proposal,
+    watched: impl Fn(apex_core::BufferId) -> bool,
+) -> Result<apex_core::Proposal, AccessError> {
+    use apex_core::{Origin, Proposal};
+    if current() == Scope::Full {
+        return Ok(proposal);
+    }
+    match &mut proposal {
+        Proposal::Insert { origin, .. }
+        | Proposal::Delete { origin, .. }
+        | Proposal::Replace { origin, .. }
+        | Proposal::Splices { origin, .. } => {
+            if matches!(origin, Origin::Keyboard | Origin::Mouse) {
+                *origin = Origin::FileWrite;
+            }
+        }
+        Proposal::Undo { buffer } | Proposal::Redo { buffer } if watched(*buffer) => {
+            require_full("undo or redo proposed in a window a tool reads the events of (lead it to undo there)")?;
+        }
+        _ => {}
+    }
+    Ok(proposal)
+}
+
 /// As [`require_full_for`], for entries a leader appends.
 pub fn require_full_for_entries(entries: &[apex_core::Entry]) -> Result<(), AccessError> {
     use apex_core::op::{BufferOp, Op};

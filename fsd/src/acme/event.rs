@@ -32,12 +32,14 @@ fn event_text(buffer: &Buffer, q0: u64, q1: u64) -> String {
 
 /// The event messages for one entry of a buffer's log; `tag` makes the
 /// type letters lower case (a window's tag).
-pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool) -> String {
+/// `written` says it as a write (`E`) where it would say typing (`K`,
+/// `M`): an entry of an attachment short of a full token.
+pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool, written: bool) -> String {
     let mut out = String::new();
     let case = |c: char| if tag { c.to_ascii_lowercase() } else { c };
     match &entry.op {
         Op::Buffer(BufferOp::Splice { q0, q1, text, origin }) => {
-            let c1 = origin.acme_char();
+            let c1 = as_written(origin.acme_char(), written);
             if q1 > q0 {
                 message(&mut out, c1, case('D'), *q0, *q1, 0, "");
             }
@@ -76,6 +78,23 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool) -> String {
     out
 }
 
+/// `c1`, or `E` for typing (`K`, `M`) when `written`.
+fn as_written(c1: char, written: bool) -> char {
+    match (c1, written) {
+        ('K' | 'M', true) => 'E',
+        _ => c1,
+    }
+}
+
+/// What decides an event's origin letter beside the entry: the letter
+/// noted for an undo or redo the daemon made for an event written back
+/// (`Acme::note_origin`), and whether an attachment is short of a full
+/// token (`Hub::limited`: its typing is said as a write).
+pub struct Origins<'a> {
+    pub noted: &'a dyn Fn(apex_core::Seq) -> Option<char>,
+    pub limited: &'a dyn Fn(AttachmentId) -> bool,
+}
+
 /// A reader's place in one buffer's events: the buffer version after the
 /// last entry formatted, which undo and redo need (their entries do not say
 /// what they changed; the buffer's history does, an op's changes marked by
@@ -86,17 +105,17 @@ pub type Version = Option<u64>;
 /// holds `limit` bytes; returns how many were formatted. Undo and redo are
 /// reported as the deletions and insertions they made, an insertion with
 /// its text while that is still the buffer's (nothing changed it since).
-/// `origin` gives the letter noted for an undo or redo the daemon made
-/// for an event written back (see `Acme::note_origin`).
+/// `origins` gives the letters beside the entries' own.
 pub fn follow(
     buffer: &Buffer,
     entries: &[&Entry],
     version: &mut Version,
     tag: bool,
-    origin: &dyn Fn(apex_core::Seq) -> Option<char>,
+    origins: &Origins<'_>,
     out: &mut Vec<u8>,
     limit: usize,
 ) -> usize {
+    let Origins { noted: origin, limited } = origins;
     let case = |c: char| if tag { c.to_ascii_lowercase() } else { c };
     for (i, e) in entries.iter().enumerate() {
         if out.len() >= limit {
@@ -117,6 +136,7 @@ pub fn follow(
                 }
                 let after = from + edits.len() as u64;
                 let c1 = origin(e.seq).unwrap_or(if e.attachment == AttachmentId::SERVER { 'F' } else { 'M' });
+                let c1 = as_written(c1, limited(e.attachment));
                 let mut text = String::new();
                 for (k, edit) in edits.iter().enumerate() {
                     if edit.deleted > 0 {
@@ -139,7 +159,7 @@ pub fn follow(
             }
             _ => {}
         }
-        out.extend_from_slice(event_lines(buffer, e, tag).as_bytes());
+        out.extend_from_slice(event_lines(buffer, e, tag, limited(e.attachment)).as_bytes());
     }
     entries.len()
 }
@@ -227,7 +247,8 @@ mod tests {
     /// the event lines, and the version it is at after.
     fn read_events(b: &Buffer, entries: &[&Entry], mut version: Version) -> (usize, String, Version) {
         let mut out = Vec::new();
-        let used = follow(b, entries, &mut version, false, &|_| None, &mut out, 1 << 20);
+        let origins = Origins { noted: &|_| None, limited: &|_| false };
+        let used = follow(b, entries, &mut version, false, &origins, &mut out, 1 << 20);
         (used, String::from_utf8(out).unwrap(), version)
     }
 
@@ -235,17 +256,32 @@ mod tests {
     fn changes_and_actions_as_acme_writes_them() {
         let b = crate::acme::test_buffer("hello world");
         let splice = |q0, q1, text: &str| {
-            event_lines(&b, &entry(BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }), false)
+            event_lines(
+                &b,
+                &entry(BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }),
+                false,
+                false,
+            )
         };
         assert_eq!(splice(0, 0, "ab"), "KI0 2 0 2 ab\n");
         assert_eq!(splice(3, 5, ""), "KD3 5 0 0 \n");
         assert_eq!(splice(3, 5, "x"), "KD3 5 0 0 \nKI3 4 0 1 x\n");
+        // Typed by an attachment short of a full token: said as a write,
+        // which win does not send to its shell.
+        let written = event_lines(
+            &b,
+            &entry(BufferOp::Splice { q0: 0, q1: 0, text: "ls\n".into(), origin: Origin::Keyboard }),
+            false,
+            true,
+        );
+        assert_eq!(written, "EI0 3 0 3 ls\n\n");
         let long = "é".repeat(257);
         assert_eq!(splice(0, 0, &long), "KI0 257 0 0 \n");
         let tag = event_lines(
             &b,
             &entry(BufferOp::Splice { q0: 0, q1: 0, text: "x".into(), origin: Origin::FileWrite }),
             true,
+            false,
         );
         assert_eq!(tag, "Ei0 1 0 1 x\n");
         let action = |flags, expansion, arg: Option<&str>| Action {
@@ -258,13 +294,14 @@ mod tests {
             flags,
             origin: Origin::Mouse,
         };
-        let x = |a| event_lines(&b, &entry(BufferOp::ExecAt(Box::new(a))), false);
+        let x = |a| event_lines(&b, &entry(BufferOp::ExecAt(Box::new(a))), false, false);
         assert_eq!(x(action(0, None, None)), "MX6 11 0 5 world\n");
         assert_eq!(x(action(2, Some((6, 11)), None)), "MX6 6 2 0 \nMX6 11 0 5 world\n");
         assert_eq!(x(action(1 | 8, None, Some("arg"))), "MX6 11 9 5 world\nMX0 0 0 3 arg\nMX0 0 0 0 \n");
         let long = "x".repeat(EVENT_TEXT_MAX + 1);
         assert_eq!(x(action(8, None, Some(&long))), "", "a long chord argument drops the event");
-        let l = event_lines(&b, &entry(BufferOp::LookAt(Box::new(action(1 | 2 | 4, Some((6, 11)), None)))), true);
+        let l =
+            event_lines(&b, &entry(BufferOp::LookAt(Box::new(action(1 | 2 | 4, Some((6, 11)), None)))), true, false);
         assert_eq!(l, "Ml6 6 7 0 \nMl6 11 5 5 world\n");
     }
 

@@ -200,6 +200,10 @@ pub struct Hub {
     /// behalf, so a UI that attaches while another is making windows
     /// ends up leading those too.
     pub(crate) leading_ui: Option<AttachmentId>,
+    /// Attachments made with less than a full token (`read`, `edit`):
+    /// their entries reach event readers as writes (`E`), never as typing
+    /// (`K`, `M`), which win would send to its shell.
+    pub(crate) limited: std::collections::BTreeSet<AttachmentId>,
     /// Open `entries` readers per shard: such a shard is not compacted.
     pub(crate) entry_readers: BTreeMap<Shard, usize>,
     /// Times the daemon should call `tick` at.

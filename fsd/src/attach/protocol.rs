@@ -378,6 +378,9 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
         }
         ClientMsg::Propose { id, proposal } => {
             crate::access::require_full_for(&proposal)?;
+            let watched =
+                |b| s.view().state.windows.values().any(|w| (w.body == b || w.tag == b) && w.event_reader.is_some());
+            let proposal = crate::access::as_limited(proposal, watched)?;
             Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id)), now))
         }
         ClientMsg::Answer { id, result } => answer(s, a, id, result).map(|_| Written::Done),
@@ -436,6 +439,7 @@ fn hello(
                 // Answers to its proposals that came meanwhile.
                 let answers = was.control.into_iter().filter(|m| matches!(m, ServerMsg::Answer { .. }));
                 c.control.extend(answers);
+                limit(s, r.attachment);
                 welcome(s, conn, r.attachment);
                 // Proposals it had not answered go to it again.
                 for p in s.hub_mut().pending.values_mut() {
@@ -459,12 +463,21 @@ fn hello(
     c.attachment = Some(a);
     c.kind = kind;
     c.token = token;
+    limit(s, a);
     tracing::info!(session = %s.label(), attachment = %a, kind = ui_or_tool(kind), name, "attached");
     if kind == AttachmentKind::Ui {
         ask_for_all(s, a, now)?;
     }
     welcome(s, conn, a);
     Ok(())
+}
+
+/// Notes attachment `a` as made with less than a full token, if it is
+/// (`Hub::limited`).
+fn limit(s: &mut Session, a: AttachmentId) {
+    if crate::access::current() != crate::access::Scope::Full {
+        s.hub_mut().limited.insert(a);
+    }
 }
 
 /// Why a resume was refused (the client is attached anew instead).

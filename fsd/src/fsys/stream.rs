@@ -7,7 +7,7 @@
 //! Reads continue at the offset the last one ended; a read at offset 0
 //! starts `registry` and `entries` over from the first retained entry.
 
-use crate::acme::event::{follow, Version};
+use crate::acme::event::{follow, Origins, Version};
 use crate::daemon::Daemon;
 use crate::error::Error;
 use crate::registry::Registry;
@@ -220,8 +220,9 @@ fn follow_buffer(
         Ok(it) => it.take(BATCH).collect::<Vec<&Entry>>(),
         Err(e) => return Some(Err(e.into())),
     };
-    let origin = |seq| session.acme().origin(b, seq);
-    let n = follow(buffer, &entries, version, tag, &origin, out, FILL);
+    let origins =
+        Origins { noted: &|seq| session.acme().origin(b, seq), limited: &|a| session.hub().limited.contains(&a) };
+    let n = follow(buffer, &entries, version, tag, &origins, out, FILL);
     if let Some(e) = n.checked_sub(1).map(|i| entries[i]) {
         *next = e.seq;
     }

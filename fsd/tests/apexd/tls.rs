@@ -306,3 +306,64 @@ async fn a_token_s_scope_is_enforced_on_every_request() {
     assert_eq!(text(read(&local, lroot, &format!("main/buffers/{b}/body")).await.unwrap()), "kept\nedited\n");
     assert_ne!(text(read(&local, lroot, "main/hash").await.unwrap()), hash);
 }
+
+/// What an `edit` token types reaches a tool reading the window's events
+/// (win) as a write, `E`, never as typing, `K` or `M`: win sends what is
+/// typed after its prompt to its shell, which would run a program. So
+/// whether the daemon leads the text (the typing proposed) or the edit
+/// token's client does (its own entries), and undo or redo proposed there
+/// is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_token_s_typing_reaches_an_event_reader_as_a_write() {
+    use apex_core::{AttachmentKind, Origin, Proposal, Shard};
+    use apex_link::Attached;
+    let d = TlsDaemon::start("typing");
+    let edit = d.token("edit", "pair");
+    let (local, lroot) = d.local().await;
+    // A window a tool reads the events of, as win does.
+    let ctl = text(read(&local, lroot, "main/acme/new/ctl").await.unwrap());
+    let n: u32 = ctl.split_whitespace().next().unwrap().parse().unwrap();
+    let events = local.open_path(lroot, &format!("main/acme/{n}/event"), OREAD).await.unwrap();
+    let state = apex_core::State::from_snapshot(&read(&local, lroot, "main/snapshot").await.unwrap()).unwrap();
+    let window = state.layout.window_numbered(apex_core::AcmeNumber(n)).unwrap();
+    let body = state.windows[&window].body;
+    let event = async || String::from_utf8(local.read(events.fid, 0, 8192).await.unwrap()).unwrap();
+
+    // Through an import with the edit token, as apex-ui -r would be.
+    let out = d.import(&["--pin", &d.pin, "--token", edit.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", said(&out));
+    let address = format!("unix!{}", d.dir.join("local/apex.127.0.0.1").display());
+    let c = apex_ninep::dial(&address, 1 << 20).await.unwrap();
+    // A tool's typing, proposed to the daemon, which leads the text.
+    let tool = Attached::open(&c, "main", AttachmentKind::Tool, "pair-tool").await.unwrap();
+    tool.with(|l| {
+        l.propose(Proposal::Insert { buffer: body, version: 0, q0: 0, text: "ls\n".into(), origin: Origin::Keyboard })
+    });
+    tool.flush().await.unwrap();
+    assert_eq!(event().await, "EI0 3 0 3 ls\n\n", "proposed typing is said as a write");
+    // Undo proposed where a tool reads the events: refused, saying why.
+    tool.with(|l| l.propose(Proposal::Undo { buffer: body }));
+    let _ = tool.flush().await;
+    // (A proposal's refusal comes back as its write's answer, later.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tool.refused().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let refused = tool.refused().join("\n");
+    assert!(refused.contains("needs a full token"), "{refused}");
+    tool.close().await;
+
+    // A UI of the edit token's, leading the text: its own entries too.
+    let ui = Attached::open(&c, "main", AttachmentKind::Ui, "pair-ui").await.unwrap();
+    assert!(ui.wait_for(std::time::Duration::from_secs(10), |l| l.leads(Shard::Buffer(body))).await, "the UI leads");
+    ui.with(|l| {
+        let version = l.node().unwrap().state.buffer(body).unwrap().version;
+        l.submit(Proposal::Insert { buffer: body, version, q0: 3, text: "date\n".into(), origin: Origin::Keyboard })
+    });
+    ui.flush().await.unwrap();
+    assert_eq!(event().await, "EI3 8 0 5 date\n\n", "a limited leader's typing is said as a write");
+    ui.close().await;
+    // The daemon's own socket types as ever.
+    write(&local, lroot, &format!("main/acme/{n}/ctl"), "clean\n").await.unwrap();
+    assert_eq!(text(read(&local, lroot, &format!("main/acme/{n}/body")).await.unwrap()), "ls\ndate\n");
+}
