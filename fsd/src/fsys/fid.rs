@@ -129,15 +129,24 @@ pub struct Fid {
     /// What the token it was attached with allows (`full` where none was
     /// asked for); a walk or open keeps it.
     pub scope: Scope,
+    /// Where it was attached, when that was not the root (`SESSION/acme`,
+    /// as an import attaches `acme.HOST`): `..` there stays there, as at
+    /// a root, so nothing above it is reached; a walk keeps it.
+    pub top: Option<Place>,
 }
 
 impl Fid {
     pub fn at(place: Place) -> Fid {
-        Fid { place, opened: Arc::new(Mutex::new(Opened::Walked)), scope: Scope::Full }
+        Fid { place, opened: Arc::new(Mutex::new(Opened::Walked)), scope: Scope::Full, top: None }
     }
 
     pub fn opened(place: Place, opened: Opened) -> Fid {
-        Fid { place, opened: Arc::new(Mutex::new(opened)), scope: Scope::Full }
+        Fid { place, opened: Arc::new(Mutex::new(opened)), scope: Scope::Full, top: None }
+    }
+
+    /// This fid as one walked below `top` ([`Fid::top`]).
+    pub fn below(self, top: Option<Place>) -> Fid {
+        Fid { top, ..self }
     }
 
     /// This fid as one of `scope`.

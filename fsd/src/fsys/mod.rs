@@ -436,7 +436,8 @@ impl Serve for Fsys {
         };
         drop(reg);
         let qid = self.at(place, |s| Ok(Fsys::qid(s, place)))?;
-        Ok((qid, Fid::at(place)))
+        let top = (place != Place::Root).then_some(place);
+        Ok((qid, Fid::at(place).below(top)))
     }
 
     /// An attach over TLS: what the token proved is the scope of every
@@ -456,7 +457,7 @@ impl Serve for Fsys {
                 // Any walk through acme's `new` makes a window.
                 crate::access::require_change(fid.scope, "a walk through new makes a window")?;
                 Some(Box::pin(self.acme_new(n)).await?)
-            } else if name == ".." && self.is_service_root(place) {
+            } else if name == ".." && (self.is_service_root(place) || fid.top == Some(place)) {
                 Some(place)
             } else if place.is_dir() {
                 self.at(place, |s| Ok(self.step(s, place, name))).ok().flatten()
@@ -473,7 +474,7 @@ impl Serve for Fsys {
                 None => return Ok((qids, None)),
             }
         }
-        Ok((qids, Some(Fid::at(place).with_scope(fid.scope))))
+        Ok((qids, Some(Fid::at(place).with_scope(fid.scope).below(fid.top))))
     }
 
     async fn open(&self, fid: &Fid, mode: u8) -> Result<(Qid, Fid)> {

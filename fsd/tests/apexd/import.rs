@@ -81,6 +81,13 @@ async fn an_import_over_ssh_serves_the_remote_session_to_every_local_client() {
         let r = a.attach("glenda", "").await.unwrap();
         (a, r)
     };
+    // Its root is a root: `..` stays there, and nothing of the session
+    // above it (the session's snapshot, ctl) is reached through it.
+    let (up, qids) = acme.walk(aroot, &[".."]).await.unwrap();
+    assert_eq!(qids[0], acme.stat(aroot).await.unwrap().qid, "`..` at the acme tree's root is that root");
+    acme.clunk(up).await.unwrap();
+    let above = acme.walk(aroot, &["..", "snapshot"]).await.unwrap_err().to_string();
+    assert!(above.contains("snapshot"), "{above}");
     let ctl = acme.open_path(aroot, "new/ctl", ORDWR).await.unwrap();
     let id: u32 = text(acme.read(ctl.fid, 0, 12).await.unwrap()).split_whitespace().next().unwrap().parse().unwrap();
     let path = sshd.local_ns().join("acme.localhost");
