@@ -92,25 +92,18 @@ pub fn require_full_in(scope: Scope, what: &str) -> Result<(), AccessError> {
     }
 }
 
-/// Refuses, short of `full`, a proposal that says something was executed
-/// or looked at (B2, B3): an acme event file's reader (win, a tool) acts on
-/// those as the user's own, running commands.
-pub fn require_full_for(proposal: &apex_core::Proposal) -> Result<(), AccessError> {
-    match proposal {
-        apex_core::Proposal::Exec { .. } | apex_core::Proposal::Look { .. } => {
-            require_full("a proposal of an execution or a look (B2, B3)")
-        }
-        _ => Ok(()),
-    }
-}
-
-/// A proposal as a client short of `full` may make it. The text it
-/// changes reaches event readers as a write (`E`), never as typing (`K`,
-/// `M`): win sends what is typed after its prompt to its shell. Undo and
-/// redo, whose events the leader letters, are refused where a tool reads
-/// the buffer's events (`watched`); a client leading the buffer itself
-/// undoes as it likes, its entries said as writes (`Hub::limited`).
-pub fn as_limited(
+/// A proposal as a client short of `full` may make it, whatever path it
+/// comes by (the attach protocol, the session's `proposals` file):
+/// - none that says something was executed or looked at (B2, B3): an
+///   acme event file's reader (win, a tool) acts on those as the user's
+///   own, running commands;
+/// - the text it changes reaches event readers as a write (`E`), never as
+///   typing (`K`, `M`): win sends what is typed after its prompt to its
+///   shell;
+/// - no undo or redo where a tool reads the buffer's events (`watched`):
+///   the leader letters those events. A client leading the buffer itself
+///   undoes as it likes, its entries said as writes (`Hub::limited`).
+pub fn limit_proposal(
     mut proposal: apex_core::Proposal,
     watched: impl Fn(apex_core::BufferId) -> bool,
 ) -> Result<apex_core::Proposal, AccessError> {
@@ -119,6 +112,9 @@ pub fn as_limited(
         return Ok(proposal);
     }
     match &mut proposal {
+        Proposal::Exec { .. } | Proposal::Look { .. } => {
+            require_full("a proposal of an execution or a look (B2, B3)")?;
+        }
         Proposal::Insert { origin, .. }
         | Proposal::Delete { origin, .. }
         | Proposal::Replace { origin, .. }
@@ -135,7 +131,12 @@ pub fn as_limited(
     Ok(proposal)
 }
 
-/// As [`require_full_for`], for entries a leader appends.
+/// Whether a window showing `buffer` has its events read by a tool.
+pub fn events_read(state: &apex_core::State, buffer: apex_core::BufferId) -> bool {
+    state.windows.values().any(|w| (w.body == buffer || w.tag == buffer) && w.event_reader.is_some())
+}
+
+/// As [`limit_proposal`]'s first rule, for entries a leader appends.
 pub fn require_full_for_entries(entries: &[apex_core::Entry]) -> Result<(), AccessError> {
     use apex_core::op::{BufferOp, Op};
     let acts = entries.iter().any(|e| matches!(&e.op, Op::Buffer(BufferOp::ExecAt(_) | BufferOp::LookAt(_))));

@@ -377,10 +377,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             Ok(Written::Done)
         }
         ClientMsg::Propose { id, proposal } => {
-            crate::access::require_full_for(&proposal)?;
-            let watched =
-                |b| s.view().state.windows.values().any(|w| (w.body == b || w.tag == b) && w.event_reader.is_some());
-            let proposal = crate::access::as_limited(proposal, watched)?;
+            let proposal = crate::access::limit_proposal(proposal, |b| crate::access::events_read(&s.view().state, b))?;
             Ok(submit(s, &format!("propose from {a} #{id}"), proposal, Some((a, id)), now))
         }
         ClientMsg::Answer { id, result } => answer(s, a, id, result).map(|_| Written::Done),

@@ -75,10 +75,12 @@ impl Sealing {
 
 impl Layer for Sealing {
     fn read(&self, socket: &mut Wire<'_>, into: &mut Vec<u8>, most: usize) -> io::Result<usize> {
-        let mut state = self.state();
-        let Sealed { conn, staged, filled, at, .. } = &mut *state;
         let start = into.len();
         loop {
+            // Taken a step (a record, a socket read) at a time: a writer
+            // of this connection waits for one record, not a whole reply.
+            let mut state = self.state();
+            let Sealed { conn, staged, filled, at, .. } = &mut *state;
             let got = into.len() - start;
             if got == most {
                 return Ok(got);

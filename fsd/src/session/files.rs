@@ -103,7 +103,8 @@ impl Fsys {
                 let p = self.daemon.change(n, |s, _| {
                     crate::session::proposals::parse(&text, &s.view().state).map_err(|why| s.refuse(&request, why))
                 })??;
-                crate::access::require_full_for(&p)?;
+                let watched = |s: &crate::session::Session, b| crate::access::events_read(&s.view().state, b);
+                let p = self.daemon.read(n, |s| crate::access::limit_proposal(p, |b| watched(s, b)))??;
                 self.daemon.propose(n, &request, p).await?;
                 Ok(())
             }

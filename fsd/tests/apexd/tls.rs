@@ -352,6 +352,10 @@ async fn an_edit_token_s_typing_reaches_an_event_reader_as_a_write() {
     let refused = tool.refused().join("\n");
     assert!(refused.contains("needs a full token"), "{refused}");
     tool.close().await;
+    // And so through the session's proposals file, the other way in.
+    let root = c.attach("glenda", "").await.unwrap();
+    let e = write(&c, root, "main/proposals", &format!("undo {}\n", body.0)).await.unwrap_err().to_string();
+    assert!(e.contains("needs a full token"), "{e}");
 
     // A UI of the edit token's, leading the text: its own entries too.
     let ui = Attached::open(&c, "main", AttachmentKind::Ui, "pair-ui").await.unwrap();
