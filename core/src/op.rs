@@ -165,10 +165,18 @@ pub struct Action {
     pub expansion: Option<(u64, u64)>,
     /// The chord argument (B2 then B1), if any.
     pub arg: Option<String>,
-    /// acme's event flag bits (1 built-in, 2 expanded, 8 has argument...).
+    /// acme's event flag bits (1 built-in, 2 expanded, 8 has argument...),
+    /// and apex's [`Action::LIMITED`].
     pub flags: u32,
     /// Where the action came from (keyboard or mouse).
     pub origin: Origin,
+}
+
+impl Action {
+    /// A flag bit acme does not use: proposed by a client short of a full
+    /// token, so a reader's write-back of it runs only a built-in, with
+    /// that client's scope. Never shown in an event message.
+    pub const LIMITED: u32 = 16;
 }
 
 /// The most bytes of text one `Splice` entry carries (and a chord's

@@ -88,6 +88,14 @@ fn write_snapshot(job: Option<SnapshotJob>) {
     }
 }
 
+/// `p` as the running request's scope lets it be proposed
+/// ([`crate::access::limit_proposal`]), whatever path made it: a command
+/// an edit token's B2 runs through a reader's write-back (`Send`) types as
+/// a write, never as typing win would run.
+fn limited(s: &Session, p: Proposal) -> Result<Proposal, Error> {
+    Ok(crate::access::limit_proposal(p, |b| crate::access::events_read(&s.view().state, b))?)
+}
+
 /// The error for a session deleted under a request.
 pub fn gone() -> Error {
     Error::SessionGone
@@ -220,7 +228,9 @@ impl Daemon {
     /// server leads the shard it touches, otherwise sent to the holder;
     /// returns once it is sequenced or refused.
     pub async fn propose(&self, n: u64, request: &str, p: Proposal) -> Result<Applied, Error> {
-        match self.change(n, |s, now| route::submit(s, request, p, None, now))? {
+        let submitted =
+            self.change(n, |s, now| Ok::<_, Error>(route::submit(s, request, limited(s, p)?, None, now)))??;
+        match submitted {
             Written::Wait(id, rx) => self.outcome(n, id, rx).await,
             Written::Done => unreachable!("submit always answers through its channel"),
         }
@@ -237,7 +247,7 @@ impl Daemon {
         build: impl FnOnce(&Session) -> Result<Option<Proposal>, Error>,
     ) -> Result<Option<Applied>, Error> {
         let submitted = self.change(n, |s, now| match build(s)? {
-            Some(p) => Ok(Some(route::submit(s, request, p, None, now))),
+            Some(p) => Ok(Some(route::submit(s, request, limited(s, p)?, None, now))),
             None => Ok::<_, Error>(None),
         })??;
         match submitted {

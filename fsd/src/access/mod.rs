@@ -12,6 +12,7 @@
 pub mod tls;
 pub mod tokens;
 
+use apex_core::Action;
 use std::future::Future;
 
 /// What a token lets a client do.
@@ -54,6 +55,10 @@ pub enum AccessError {
     Denied { scope: Scope, what: String },
     #[error("permission denied: a read token reads only ({what})")]
     ReadOnly { what: String },
+    /// An event written back names a B2 a client short of a full token
+    /// made, on text that is no built-in.
+    #[error("permission denied: {command:?} was executed (B2) by a client with an edit token, which runs built-ins only; a client with a full token may run it")]
+    NotBuiltin { command: String },
 }
 
 tokio::task_local! {
@@ -94,9 +99,10 @@ pub fn require_full_in(scope: Scope, what: &str) -> Result<(), AccessError> {
 
 /// A proposal as a client short of `full` may make it, whatever path it
 /// comes by (the attach protocol, the session's `proposals` file):
-/// - none that says something was executed or looked at (B2, B3): an
-///   acme event file's reader (win, a tool) acts on those as the user's
-///   own, running commands;
+/// - a B2 or B3 it reports to an acme event file's reader (win, a tool)
+///   is noted as its ([`Action::LIMITED`]): written back, it runs with
+///   this scope, a B2 only if it is a built-in. A B2 not flagged as a
+///   built-in is refused: win sends that text to its shell;
 /// - the text it changes reaches event readers as a write (`E`), never as
 ///   typing (`K`, `M`): win sends what is typed after its prompt to its
 ///   shell;
@@ -112,9 +118,13 @@ pub fn limit_proposal(
         return Ok(proposal);
     }
     match &mut proposal {
-        Proposal::Exec { .. } | Proposal::Look { .. } => {
-            require_full("a proposal of an execution or a look (B2, B3)")?;
+        Proposal::Exec { action, .. } => {
+            if action.flags & BUILT_IN == 0 {
+                require_full(NOT_BUILT_IN)?;
+            }
+            action.flags |= Action::LIMITED;
         }
+        Proposal::Look { action, .. } => action.flags |= Action::LIMITED,
         Proposal::Insert { origin, .. }
         | Proposal::Delete { origin, .. }
         | Proposal::Replace { origin, .. }
@@ -136,15 +146,25 @@ pub fn events_read(state: &apex_core::State, buffer: apex_core::BufferId) -> boo
     state.windows.values().any(|w| (w.body == buffer || w.tag == buffer) && w.event_reader.is_some())
 }
 
-/// As [`limit_proposal`]'s first rule, for entries a leader appends.
-pub fn require_full_for_entries(entries: &[apex_core::Entry]) -> Result<(), AccessError> {
+/// As [`limit_proposal`]'s first rule, for the entries of an attachment
+/// short of a full token that leads the buffer: a B2 it reports must be
+/// flagged a built-in (win sends any other to its shell). Its entries
+/// need no note: `Hub::limited` says whose they are.
+pub fn limit_entries(entries: &[apex_core::Entry]) -> Result<(), AccessError> {
     use apex_core::op::{BufferOp, Op};
-    let acts = entries.iter().any(|e| matches!(&e.op, Op::Buffer(BufferOp::ExecAt(_) | BufferOp::LookAt(_))));
-    match acts {
-        true => require_full("an entry of an execution or a look (B2, B3)"),
+    let runs = entries.iter().any(|e| matches!(&e.op, Op::Buffer(BufferOp::ExecAt(a)) if a.flags & BUILT_IN == 0));
+    match runs {
+        true => require_full(NOT_BUILT_IN),
         false => Ok(()),
     }
 }
+
+/// acme's event flag for a B2 on a built-in.
+const BUILT_IN: u32 = 1;
+
+/// What a B2 not flagged a built-in needs, where a tool reads the events.
+const NOT_BUILT_IN: &str =
+    "B2 on text that is not a built-in, in a window a tool reads the events of (win runs it in its shell),";
 
 /// Refuses a change of any kind to a read token.
 pub fn require_change(scope: Scope, what: &str) -> Result<(), AccessError> {

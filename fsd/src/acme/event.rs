@@ -5,7 +5,7 @@
 //! messages a client writes back to have an action carried out.
 
 use apex_core::error::acme::EBADEVENT;
-use apex_core::{AttachmentId, Buffer, BufferOp, Entry, Op};
+use apex_core::{Action, AttachmentId, Buffer, BufferOp, Entry, Op};
 use std::fmt::Write;
 
 /// Text carried in an event message at most (acme's 256 runes).
@@ -61,10 +61,12 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool, written: bool) -> 
                 true => event_text(buffer, q0, q1),
                 false => String::new(),
             };
-            message(&mut out, c1, c2, a.q0, a.q1, a.flags, &text_of(a.q0, a.q1));
-            if a.flags & 2 != 0 {
+            // apex's own bit is no reader's business.
+            let flags = a.flags & !Action::LIMITED;
+            message(&mut out, c1, c2, a.q0, a.q1, flags, &text_of(a.q0, a.q1));
+            if flags & 2 != 0 {
                 let (e0, e1) = a.expansion.unwrap_or((a.q0, a.q1));
-                let flags = if exec { 0 } else { a.flags & !2 };
+                let flags = if exec { 0 } else { flags & !2 };
                 message(&mut out, c1, c2, e0, e1, flags, &text_of(e0, e1));
             }
             if exec && a.flags & 8 != 0 {
@@ -79,7 +81,7 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool, written: bool) -> 
 }
 
 /// `c1`, or `E` for typing (`K`, `M`) when `written`.
-fn as_written(c1: char, written: bool) -> char {
+pub fn as_written(c1: char, written: bool) -> char {
     match (c1, written) {
         ('K' | 'M', true) => 'E',
         _ => c1,
@@ -180,6 +182,31 @@ pub struct WriteBack {
     pub tag: bool,
     pub q0: u64,
     pub q1: u64,
+}
+
+/// Whether the action an event written back names was made by a client
+/// short of a full token: the latest B2 (or B3) at those runes of the
+/// buffer's `entries`, noted so ([`Action::LIMITED`]) or made by such an
+/// attachment (`limited`). Its write-back runs only a built-in, with that
+/// client's scope: win sends a built-in's event straight back, and acme
+/// executes what is at those runes then, which that client may have
+/// written. (A reader of a buffer's events keeps its entries from being
+/// compacted, so the action is there to be found; a write-back that names
+/// none, a script's, has its writer's scope.)
+pub fn written_back_limited<'a>(
+    entries: impl DoubleEndedIterator<Item = &'a Entry>,
+    back: &WriteBack,
+    limited: impl Fn(AttachmentId) -> bool,
+) -> bool {
+    let named = entries.rev().find_map(|e| {
+        match &e.op {
+            Op::Buffer(BufferOp::ExecAt(a)) if back.act == Act::Execute => Some((e, a)),
+            Op::Buffer(BufferOp::LookAt(a)) if back.act == Act::Look => Some((e, a)),
+            _ => None,
+        }
+        .filter(|(_, a)| (a.q0, a.q1) == (back.q0, back.q1))
+    });
+    named.is_some_and(|(e, a)| a.flags & Action::LIMITED != 0 || limited(e.attachment))
 }
 
 /// How to write an event, after acme's `bad event syntax`.
@@ -303,6 +330,44 @@ mod tests {
         let l =
             event_lines(&b, &entry(BufferOp::LookAt(Box::new(action(1 | 2 | 4, Some((6, 11)), None)))), true, false);
         assert_eq!(l, "Ml6 6 7 0 \nMl6 11 5 5 world\n");
+        // apex's own note of a limited client's action is not shown.
+        assert_eq!(x(action(1 | Action::LIMITED, None, None)), "MX6 11 1 5 world\n");
+    }
+
+    /// A write-back runs limited when the latest B2 (B3) at its runes was
+    /// noted so or made by a limited attachment; a later full one at the
+    /// same runes, or one at other runes, decides otherwise.
+    #[test]
+    fn a_write_back_is_limited_by_the_action_it_names() {
+        let at = |q0, q1, flags, attachment, exec: bool| {
+            let a = Box::new(Action {
+                view: None,
+                version: 0,
+                q0,
+                q1,
+                expansion: None,
+                arg: None,
+                flags,
+                origin: Origin::Mouse,
+            });
+            let op = if exec { BufferOp::ExecAt(a) } else { BufferOp::LookAt(a) };
+            Entry { seq: 1, attachment: AttachmentId(attachment), epoch: 1, op: Op::Buffer(op) }
+        };
+        let back = |act, q0, q1| WriteBack { origin: 'M', act, tag: false, q0, q1 };
+        let limited = |a: AttachmentId| a == AttachmentId(7);
+        let judge = |entries: &[Entry], b: WriteBack| written_back_limited(entries.iter(), &b, limited);
+        let noted = at(0, 3, 1 | Action::LIMITED, 1, true);
+        let by_limited = at(0, 3, 1, 7, true);
+        let full = at(0, 3, 1, 1, true);
+        assert!(judge(std::slice::from_ref(&noted), back(Act::Execute, 0, 3)));
+        assert!(judge(std::slice::from_ref(&by_limited), back(Act::Execute, 0, 3)));
+        assert!(!judge(std::slice::from_ref(&full), back(Act::Execute, 0, 3)));
+        assert!(!judge(&[noted.clone(), full.clone()], back(Act::Execute, 0, 3)), "the latest decides");
+        assert!(judge(&[full.clone(), noted.clone()], back(Act::Execute, 0, 3)));
+        assert!(judge(&[noted.clone(), at(4, 5, 1, 1, true)], back(Act::Execute, 0, 3)), "other runes pass by");
+        assert!(!judge(std::slice::from_ref(&noted), back(Act::Execute, 0, 4)), "none named: the writer's");
+        assert!(!judge(std::slice::from_ref(&noted), back(Act::Look, 0, 3)), "a look names looks");
+        assert!(judge(&[at(0, 3, Action::LIMITED, 1, false)], back(Act::Look, 0, 3)));
     }
 
     #[test]

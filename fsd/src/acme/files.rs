@@ -707,8 +707,13 @@ impl Fsys {
     /// Carries out one written-back action, as the UI would: B2 runs a
     /// built-in or a command, B3 opens a file or searches (core's rules).
     async fn act(&self, n: u64, w: &Win, wb: WriteBack) -> Result<()> {
-        let (text, end, plumbed) = self.daemon.read(n, |s| {
-            let b = s.view().state.buffer(if wb.tag { w.tag } else { w.body }).map_err(|_| deleted())?;
+        let (text, end, plumbed, limited) = self.daemon.read(n, |s| {
+            let acted = if wb.tag { w.tag } else { w.body };
+            let b = s.view().state.buffer(acted).map_err(|_| deleted())?;
+            let limited = match s.view().log.shard(Shard::Buffer(acted)) {
+                Ok(log) => event::written_back_limited(log.entries.iter(), &wb, |a| s.hub().limited.contains(&a)),
+                Err(_) => false,
+            };
             let (q0, q1) = match wb.q0 == wb.q1 {
                 true => look::expand(b, wb.q0, wb.act == Act::Execute),
                 false => (wb.q0, wb.q1),
@@ -727,8 +732,27 @@ impl Fsys {
             };
             let name = s.view().state.buffer(w.body).map(|b| b.name.clone()).unwrap_or_default();
             let wdir = look::window_dir(&name).unwrap_or_else(|| host::run_dir(None));
-            Ok::<_, Error>((b.slice(q0, q1).unwrap_or_default(), q1, plumbed.map(|p| p.to_message(&wdir))))
+            Ok::<_, Error>((b.slice(q0, q1).unwrap_or_default(), q1, plumbed.map(|p| p.to_message(&wdir)), limited))
         })??;
+        // What a client short of a full token clicked runs with its scope,
+        // and only if it is a built-in; its changes are said as writes.
+        let scope = match limited {
+            true => crate::access::Scope::Edit,
+            false => crate::access::current(),
+        };
+        crate::access::within(scope, self.carry_out(n, w, wb, (text, end, plumbed), limited)).await
+    }
+
+    /// The rest of [`Self::act`], with the scope it runs in.
+    async fn carry_out(
+        &self,
+        n: u64,
+        w: &Win,
+        wb: WriteBack,
+        (text, end, plumbed): (String, u64, Option<apex_core::plumb::Message>),
+        limited: bool,
+    ) -> Result<()> {
+        let c1 = event::as_written(wb.origin, limited);
         // B3 goes to the session's plumber first, then to one another
         // program posts, and only then to acme's own look.
         if wb.act == Act::Look {
@@ -748,13 +772,16 @@ impl Fsys {
         let id = w.id;
         let last = |s: &Session, b: BufferId| s.view().log.shard(Shard::Buffer(b)).map_or(0, |l| l.last());
         let before = self.daemon.tend(n, |s| {
-            s.acme_mut().event_runs([w.body, w.tag], wb.origin);
+            s.acme_mut().event_runs([w.body, w.tag], c1);
             (last(s, w.body), last(s, w.tag))
         })?;
         // Said done however this request ends (aborted with its
         // connection, or a panic caught), so no stale letter stays.
-        let running = EventRunning { daemon: &self.daemon, n, buffers: [w.body, w.tag], c1: wb.origin };
+        let running = EventRunning { daemon: &self.daemon, n, buffers: [w.body, w.tag], c1 };
         let done = match wb.act {
+            Act::Execute if limited && !exec::is_builtin(&text) => {
+                Err(Error::from(crate::access::AccessError::NotBuiltin { command: text }))
+            }
             Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
             Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look_from(h, id, &text, from)).await,
         };
@@ -776,7 +803,7 @@ impl Fsys {
                     Err(_) => Vec::new(),
                 };
                 for seq in made {
-                    s.acme_mut().note_origin(b, seq, wb.origin);
+                    s.acme_mut().note_origin(b, seq, c1);
                 }
             }
         });

@@ -292,7 +292,7 @@ fn handle(s: &mut Session, conn: ConnId, msg: ClientMsg, now: u64) -> Result<Wri
             Err(AttachError::Unread(s.hub().conns[&conn].control.len()))
         }
         ClientMsg::Append { shard, entries, generation, answers } => {
-            crate::access::require_full_for_entries(&entries)?;
+            crate::access::limit_entries(&entries)?;
             if let Err(e) = append(s, conn, a, shard, entries, generation) {
                 for (id, result) in answers {
                     // Taken from it and acted on elsewhere meanwhile: what

@@ -89,12 +89,18 @@ pub fn parse(text: &str, state: &State) -> Result<Proposal, ProposalError> {
         }
     };
     let origin = Origin::OtherFile;
-    let action = |form: &str| -> Result<(BufferId, Action), ProposalError> {
+    let action = |form: &str, exec: bool| -> Result<(BufferId, Action), ProposalError> {
         count(4, form)?;
         let b = buffer(form)?;
         let (q0, q1) = (num(2, form)?, num(3, form)?);
         let version = num(1, form)?;
-        Ok((b, Action { view: None, version, q0, q1, expansion: None, arg: None, flags: 0, origin }))
+        // Flagged a built-in as acme flags a B2's event: by its text, here
+        // what is at those runes now.
+        // (Its first word decides; a long range is not copied out.)
+        let first = |t: &apex_core::Buffer| t.slice(q0, q1.min(q0.saturating_add(256))).ok();
+        let text = state.buffer(b).ok().filter(|_| exec).and_then(first).unwrap_or_default();
+        let flags = u32::from(apex_core::exec::is_builtin(&text));
+        Ok((b, Action { view: None, version, q0, q1, expansion: None, arg: None, flags, origin }))
     };
     Ok(match verb {
         "insert" => {
@@ -151,11 +157,11 @@ pub fn parse(text: &str, state: &State) -> Result<Proposal, ProposalError> {
             Proposal::SetOrigin { buffer: b, view: view(b, 3, form)?, version: num(1, form)?, org: num(2, form)? }
         }
         "exec" => {
-            let (buffer, action) = action("exec BUFFER VERSION Q0 Q1")?;
+            let (buffer, action) = action("exec BUFFER VERSION Q0 Q1", true)?;
             Proposal::Exec { buffer, action }
         }
         "look" => {
-            let (buffer, action) = action("look BUFFER VERSION Q0 Q1")?;
+            let (buffer, action) = action("look BUFFER VERSION Q0 Q1", false)?;
             Proposal::Look { buffer, action }
         }
         "name" => {

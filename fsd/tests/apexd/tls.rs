@@ -278,10 +278,11 @@ async fn a_token_s_scope_is_enforced_on_every_request() {
         let e = write(&e_c, eroot, path, line).await.unwrap_err().to_string();
         assert!(e.contains(why) && e.contains("needs a full token"), "{line}: {e}");
     }
-    // Nothing whose readers act as the user's own: a proposal of a B2, a
-    // plumbed message, a dump command, and no session ended.
+    // Nothing whose readers act as the user's own: a proposal of a B2 not
+    // flagged a built-in (win runs it), a plumbed message, a dump
+    // command, and no session ended.
     for (path, line, why) in [
-        ("main/proposals", &*format!("exec {b} 0 0 0"), "an execution or a look"),
+        ("main/proposals", &*format!("exec {b} 0 0 0"), "not a built-in"),
         ("main/plumb/send", "me\nedit\n/\ntext\n\n11\n/etc/passwd", "plumbing a message"),
         (&*format!("main/acme/{id}/ctl"), "dump rm -rf /tmp/x\n", "dump"),
         ("ctl", "del main", "del"),
@@ -370,4 +371,116 @@ async fn an_edit_token_s_typing_reaches_an_event_reader_as_a_write() {
     // The daemon's own socket types as ever.
     write(&local, lroot, &format!("main/acme/{n}/ctl"), "clean\n").await.unwrap();
     assert_eq!(text(read(&local, lroot, &format!("main/acme/{n}/body")).await.unwrap()), "ls\ndate\n");
+}
+
+/// An edit token's B2 in a window a tool reads the events of (win) goes
+/// to that tool only when it is flagged a built-in (win sends any other
+/// text to its shell); and what the tool writes back (win sends a
+/// built-in's event straight back, and acme runs what is at those runes
+/// then) runs only a built-in, with the edit token's scope: `Send` there
+/// appends the snarf as a write, which win does not run, and text that is
+/// no built-in runs nothing, +Errors saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_token_s_b2_through_an_event_reader_runs_built_ins_only() {
+    use apex_core::{Action, AttachmentKind, Origin, Proposal, ViewId};
+    use apex_link::Attached;
+    let d = TlsDaemon::start("b2");
+    let edit = d.token("edit", "b2");
+    let (local, lroot) = d.local().await;
+    let ran = d.dir.join("ran");
+    let command = format!("touch {}", ran.display());
+    let ctl = text(read(&local, lroot, "main/acme/new/ctl").await.unwrap());
+    let n: u32 = ctl.split_whitespace().next().unwrap().parse().unwrap();
+    write(&local, lroot, &format!("main/acme/{n}/body"), &format!("Send\n{command}\n")).await.unwrap();
+    // The reader plays win: it reads events and writes back on one fid.
+    let events = local.open_path(lroot, &format!("main/acme/{n}/event"), ORDWR).await.unwrap();
+    // The body's events (the tag's, its dirty mark, pass by).
+    let event = async || loop {
+        let got = String::from_utf8(local.read(events.fid, 0, 8192).await.unwrap()).unwrap();
+        let body: String = messages(&got).into_iter().filter(|m| !m.chars().nth(1).unwrap().is_lowercase()).collect();
+        if !body.is_empty() {
+            break body;
+        }
+    };
+    let state = apex_core::State::from_snapshot(&read(&local, lroot, "main/snapshot").await.unwrap()).unwrap();
+    let window = state.layout.window_numbered(apex_core::AcmeNumber(n)).unwrap();
+    let body = state.windows[&window].body;
+    let version = state.buffer(body).unwrap().version;
+
+    let out = d.import(&["--pin", &d.pin, "--token", edit.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", said(&out));
+    let address = format!("unix!{}", d.dir.join("local/apex.127.0.0.1").display());
+    let c = apex_ninep::dial(&address, 1 << 20).await.unwrap();
+    let tool = Attached::open(&c, "main", AttachmentKind::Tool, "b2-tool").await.unwrap();
+    let b2 = |q0: u64, q1: u64, flags: u32| Proposal::Exec {
+        buffer: body,
+        action: Action {
+            view: Some(ViewId::WindowBody(window)),
+            version,
+            q0,
+            q1,
+            expansion: None,
+            arg: None,
+            flags,
+            origin: Origin::Mouse,
+        },
+    };
+    let end = 5 + command.chars().count() as u64;
+
+    // A built-in: reported as acme reports it, written back, run.
+    tool.with(|l| l.propose(Proposal::Snarf { text: "date\n".into() }));
+    tool.with(|l| l.propose(b2(0, 4, 1)));
+    tool.flush().await.unwrap();
+    assert_eq!(event().await, "MX0 4 1 4 Send\n", "a built-in's B2, as acme reports it");
+    local.write(events.fid, 0, b"MX0 4\n").await.unwrap();
+    let len = end + 1;
+    assert_eq!(
+        event().await,
+        format!("EI{len} {} 0 5 date\n\n", len + 5),
+        "the snarf Send appends is said as a write, which win does not send to its shell"
+    );
+
+    // Text that is no built-in, flagged as one: win sends it back, and
+    // nothing runs.
+    tool.with(|l| l.propose(b2(5, end, 1)));
+    tool.flush().await.unwrap();
+    // (Its text is not carried: the body changed since the version it names.)
+    assert_eq!(event().await, format!("MX5 {end} 1 0 \n"));
+    local.write(events.fid, 0, format!("MX5 {end}\n").as_bytes()).await.unwrap();
+    let index = text(read(&local, lroot, "main/acme/index").await.unwrap());
+    let errors = index.lines().find(|l| l.contains("+Errors")).unwrap_or_else(|| panic!("no +Errors in {index}"));
+    let errors: u32 = errors.split_whitespace().next().unwrap().parse().unwrap();
+    let said_there = text(read(&local, lroot, &format!("main/acme/{errors}/body")).await.unwrap());
+    assert!(said_there.contains("by a client with an edit token, which runs built-ins only"), "{said_there}");
+
+    // Not flagged a built-in: refused, as win would send it to its shell.
+    tool.with(|l| l.propose(b2(5, end, 0)));
+    let _ = tool.flush().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tool.refused().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let refused = tool.refused().join("\n");
+    assert!(refused.contains("not a built-in") && refused.contains("needs a full token"), "{refused}");
+    tool.close().await;
+    assert_eq!(text(read(&local, lroot, "main/meta/processes").await.unwrap()), "", "nothing was started");
+    assert!(!ran.exists(), "the command did not run");
+    let _ = local.clunk(events.fid).await;
+}
+
+/// Event messages one by one: `C1C2q0 q1 flag nr`, a blank, `nr` runes
+/// (which may hold newlines) and a newline.
+fn messages(events: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = events;
+    while !rest.is_empty() {
+        let fields: Vec<&str> = rest.splitn(5, ' ').collect();
+        let nr: usize = fields[3].parse().unwrap();
+        let head = fields[..4].join(" ").len() + 1;
+        let text: usize = fields[4].chars().take(nr).map(char::len_utf8).sum();
+        let end = head + text + 1;
+        out.push(rest[..end].to_string());
+        rest = &rest[end..];
+    }
+    out
 }
