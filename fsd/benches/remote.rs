@@ -55,6 +55,9 @@ async fn bulk(c: &Client, root: u32, path: &str) -> f64 {
 }
 
 fn main() {
+    // The TLS client here is the importer's, run as it runs (and the
+    // daemons it starts run so too).
+    apex_sys::tunables::copy_without_slow_rep_movsb();
     let base = std::env::temp_dir().join(format!("apex-bench-remote-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let (tls_base, plain_base) = (base.join("tls"), base.join("plain"));

@@ -631,6 +631,10 @@ fn main() {
     // Large reads and writes reuse their buffers (see the daemon's policy).
     apex_sys::malloc::keep_freed_memory();
     let args = Args::parse();
+    if matches!(args.cmd, Cmd::Import { foreground: true, .. }) {
+        // The importer: TLS's copies at full speed.
+        apex_sys::tunables::copy_without_slow_rep_movsb();
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     if let Err(e) = rt.block_on(run(args)) {
         eprintln!("apex: {e}");

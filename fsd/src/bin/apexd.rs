@@ -303,7 +303,10 @@ fn main() -> anyhow::Result<()> {
         apex_fsd::stdio::relay(&dir, &flags)?;
         return Ok(());
     }
-    // Before the runtime starts its threads.
+    // Before the runtime starts its threads: TLS's copies at full speed
+    // (this may start the daemon again, as it was started), and the
+    // malloc policy.
+    apex_sys::tunables::copy_without_slow_rep_movsb();
     apex_sys::malloc::keep_freed_memory();
     // Room for many connections and terminals; what it runs gets the
     // limit back.

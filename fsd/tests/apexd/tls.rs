@@ -484,3 +484,18 @@ fn messages(events: &str) -> Vec<String> {
     }
     out
 }
+
+/// Where glibc copies TLS records slowly (an AMD CPU with FSRM, glibc
+/// before 2.39), the daemon runs with `rep movsb` kept out of its copies,
+/// having started itself again with the tunable; elsewhere its
+/// environment is the one it was given.
+#[test]
+fn the_daemon_keeps_rep_movsb_out_of_its_copies_where_it_is_slow() {
+    let d = TlsDaemon::start("tunables");
+    let environ = std::fs::read(format!("/proc/{}/environ", d.child.id())).unwrap();
+    let tuned = environ
+        .split(|b| *b == 0)
+        .filter_map(|v| v.strip_prefix(b"GLIBC_TUNABLES="))
+        .any(|t| String::from_utf8_lossy(t).contains("glibc.cpu.x86_rep_movsb_threshold="));
+    assert_eq!(tuned, apex_sys::tunables::slow_rep_movsb());
+}
