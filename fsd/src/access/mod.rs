@@ -122,9 +122,9 @@ pub fn limit_proposal(
             if action.flags & BUILT_IN == 0 {
                 require_full(NOT_BUILT_IN)?;
             }
-            action.flags |= Action::LIMITED;
+            note_limited(action);
         }
-        Proposal::Look { action, .. } => action.flags |= Action::LIMITED,
+        Proposal::Look { action, .. } => note_limited(action),
         Proposal::Insert { origin, .. }
         | Proposal::Delete { origin, .. }
         | Proposal::Replace { origin, .. }
@@ -158,6 +158,18 @@ pub fn limit_entries(entries: &[apex_core::Entry]) -> Result<(), AccessError> {
         false => Ok(()),
     }
 }
+
+/// Notes a limited client's action so, and drops the expansion it says:
+/// a reader may write that range back (the Go acme package does), and
+/// it would name runes of the client's choosing. Without one the reader
+/// writes back the click, which the daemon expands then.
+fn note_limited(action: &mut Action) {
+    action.flags = (action.flags & !EXPANDED) | Action::LIMITED;
+    action.expansion = None;
+}
+
+/// acme's event flag for an action whose range was expanded.
+const EXPANDED: u32 = 2;
 
 /// acme's event flag for a B2 on a built-in.
 const BUILT_IN: u32 = 1;

@@ -186,7 +186,7 @@ pub struct WriteBack {
 
 /// Whether the action an event written back names was made by a client
 /// short of a full token: the latest B2 (or B3) at those runes of the
-/// buffer's `entries`, noted so ([`Action::LIMITED`]) or made by such an
+/// buffer's `entries` (clicked or expanded to), noted so ([`Action::LIMITED`]) or made by such an
 /// attachment (`limited`). Its write-back runs only a built-in, with that
 /// client's scope: win sends a built-in's event straight back, and acme
 /// executes what is at those runes then, which that client may have
@@ -204,7 +204,9 @@ pub fn written_back_limited<'a>(
             Op::Buffer(BufferOp::LookAt(a)) if back.act == Act::Look => Some((e, a)),
             _ => None,
         }
-        .filter(|(_, a)| (a.q0, a.q1) == (back.q0, back.q1))
+        // The click, or the range it was expanded to, which some readers
+        // write back instead (the Go acme package).
+        .filter(|(_, a)| (a.q0, a.q1) == (back.q0, back.q1) || a.expansion == Some((back.q0, back.q1)))
     });
     named.is_some_and(|(e, a)| a.flags & Action::LIMITED != 0 || limited(e.attachment))
 }
@@ -368,6 +370,13 @@ mod tests {
         assert!(!judge(std::slice::from_ref(&noted), back(Act::Execute, 0, 4)), "none named: the writer's");
         assert!(!judge(std::slice::from_ref(&noted), back(Act::Look, 0, 3)), "a look names looks");
         assert!(judge(&[at(0, 3, Action::LIMITED, 1, false)], back(Act::Look, 0, 3)));
+        // A reader may write back the range the click was expanded to.
+        let mut expanded = at(2, 2, 1 | 2, 7, true);
+        if let Op::Buffer(BufferOp::ExecAt(a)) = &mut expanded.op {
+            a.expansion = Some((0, 9));
+        }
+        assert!(judge(std::slice::from_ref(&expanded), back(Act::Execute, 0, 9)));
+        assert!(judge(std::slice::from_ref(&expanded), back(Act::Execute, 2, 2)));
     }
 
     #[test]

@@ -780,7 +780,9 @@ impl Fsys {
         let running = EventRunning { daemon: &self.daemon, n, buffers: [w.body, w.tag], c1 };
         let done = match wb.act {
             Act::Execute if limited && !exec::is_builtin(&text) => {
-                Err(Error::from(crate::access::AccessError::NotBuiltin { command: text }))
+                // Its first word says which (a B2 may span the whole body).
+                let command = look::split_command(&text).0.chars().take(64).collect();
+                Err(Error::from(crate::access::AccessError::NotBuiltin { command }))
             }
             Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
             Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look_from(h, id, &text, from)).await,
