@@ -184,19 +184,22 @@ pub struct WriteBack {
     pub q1: u64,
 }
 
-/// Whether the action an event written back names was made by a client
-/// short of a full token: the latest B2 (or B3) at those runes of the
-/// buffer's `entries` (clicked or expanded to), noted so ([`Action::LIMITED`]) or made by such an
-/// attachment (`limited`). Its write-back runs only a built-in, with that
-/// client's scope: win sends a built-in's event straight back, and acme
-/// executes what is at those runes then, which that client may have
-/// written. (A reader of a buffer's events keeps its entries from being
-/// compacted, so the action is there to be found; a write-back that names
-/// none, a script's, has its writer's scope.)
+/// Whether an event written back runs with the scope of a client short
+/// of a full token: the action it names (the latest B2, or B3, at those
+/// runes of the buffer's `entries`, clicked or expanded to) was noted so
+/// ([`Action::LIMITED`]) or made by such an attachment (`limited`); or,
+/// where such clients share the session (`shared`, the buffer), the text
+/// at or before its runes changed since it was made, so what runs is not
+/// what was clicked and may be theirs. Win sends a built-in's event
+/// straight back, and acme executes what is at those runes then. (A
+/// reader of a buffer's events keeps its entries from being compacted, so
+/// the action is there to be found; a write-back that names none, a
+/// script's, has its writer's scope.)
 pub fn written_back_limited<'a>(
     entries: impl DoubleEndedIterator<Item = &'a Entry>,
     back: &WriteBack,
     limited: impl Fn(AttachmentId) -> bool,
+    shared: Option<&Buffer>,
 ) -> bool {
     let named = entries.rev().find_map(|e| {
         match &e.op {
@@ -208,7 +211,26 @@ pub fn written_back_limited<'a>(
         // write back instead (the Go acme package).
         .filter(|(_, a)| (a.q0, a.q1) == (back.q0, back.q1) || a.expansion == Some((back.q0, back.q1)))
     });
-    named.is_some_and(|(e, a)| a.flags & Action::LIMITED != 0 || limited(e.attachment))
+    named.is_some_and(|(e, a)| {
+        a.flags & Action::LIMITED != 0 || limited(e.attachment) || shared.is_some_and(|b| changed_since(b, a))
+    })
+}
+
+/// Whether `buffer`'s text at or before `a`'s runes (its expansion's, or
+/// all of it for a click the daemon is to expand) changed since `a`'s
+/// version; so when that history is no longer kept.
+fn changed_since(buffer: &Buffer, a: &Action) -> bool {
+    let reach = match (a.q0 == a.q1, a.expansion) {
+        (_, Some((_, e1))) => e1.max(a.q1),
+        (true, None) => u64::MAX,
+        (false, None) => a.q1,
+    };
+    // Edits after the runes leave them where they were, so the first one
+    // at or before them is the one that counts.
+    match buffer.edits_since(a.version) {
+        Some(mut edits) => edits.any(|e| e.q0 < reach),
+        None => true,
+    }
 }
 
 /// How to write an event, after acme's `bad event syntax`.
@@ -357,7 +379,7 @@ mod tests {
         };
         let back = |act, q0, q1| WriteBack { origin: 'M', act, tag: false, q0, q1 };
         let limited = |a: AttachmentId| a == AttachmentId(7);
-        let judge = |entries: &[Entry], b: WriteBack| written_back_limited(entries.iter(), &b, limited);
+        let judge = |entries: &[Entry], b: WriteBack| written_back_limited(entries.iter(), &b, limited, None);
         let noted = at(0, 3, 1 | Action::LIMITED, 1, true);
         let by_limited = at(0, 3, 1, 7, true);
         let full = at(0, 3, 1, 1, true);
@@ -377,6 +399,43 @@ mod tests {
         }
         assert!(judge(std::slice::from_ref(&expanded), back(Act::Execute, 0, 9)));
         assert!(judge(std::slice::from_ref(&expanded), back(Act::Execute, 2, 2)));
+    }
+
+    /// Where clients short of a full token share the session, a full
+    /// user's action runs limited once the text at or before its runes
+    /// changed since (what runs then is not what was clicked); output
+    /// after them changes nothing, and without such clients acme's rule
+    /// stands.
+    #[test]
+    fn a_full_action_whose_runes_changed_since_runs_limited_beside_limited_clients() {
+        let mut b = crate::acme::test_buffer("echo hi\nDel\n");
+        let action = |q0, q1, expansion| Action {
+            view: None,
+            version: b.version,
+            q0,
+            q1,
+            expansion,
+            arg: None,
+            flags: 1,
+            origin: Origin::Mouse,
+        };
+        let (swept, click) = (entry(BufferOp::ExecAt(Box::new(action(8, 11, None)))), action(9, 9, None));
+        let click = entry(BufferOp::ExecAt(Box::new(click)));
+        let expanded = entry(BufferOp::ExecAt(Box::new(action(9, 9, Some((8, 11))))));
+        let judge = |e: &Entry, q0, q1, b: &Buffer, shared: bool| {
+            let back = WriteBack { origin: 'M', act: Act::Execute, tag: false, q0, q1 };
+            written_back_limited(std::iter::once(e), &back, |_| false, shared.then_some(b))
+        };
+        assert!(!judge(&swept, 8, 11, &b, true), "nothing changed");
+        let splice = |q0, q1, text: &str| BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::FileWrite };
+        b.apply(&splice(12, 12, "out\n")).unwrap();
+        assert!(!judge(&swept, 8, 11, &b, true), "output after the runes");
+        assert!(!judge(&expanded, 8, 11, &b, true));
+        assert!(judge(&click, 9, 9, &b, true), "a click the daemon expands: any change");
+        b.apply(&splice(0, 4, "rm")).unwrap();
+        assert!(judge(&swept, 8, 11, &b, true), "text before the runes changed");
+        assert!(judge(&expanded, 8, 11, &b, true));
+        assert!(!judge(&swept, 8, 11, &b, false), "no limited client: acme's rule");
     }
 
     #[test]

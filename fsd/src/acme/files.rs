@@ -711,7 +711,10 @@ impl Fsys {
             let acted = if wb.tag { w.tag } else { w.body };
             let b = s.view().state.buffer(acted).map_err(|_| deleted())?;
             let limited = match s.view().log.shard(Shard::Buffer(acted)) {
-                Ok(log) => event::written_back_limited(log.entries.iter(), &wb, |a| s.hub().limited.contains(&a)),
+                Ok(log) => {
+                    let shared = (!s.hub().limited.is_empty()).then_some(b);
+                    event::written_back_limited(log.entries.iter(), &wb, |a| s.hub().limited.contains(&a), shared)
+                }
                 Err(_) => false,
             };
             let (q0, q1) = match wb.q0 == wb.q1 {
