@@ -147,7 +147,10 @@ impl Host for DaemonHost {
     }
 
     fn exists(&mut self, path: &str) -> bool {
-        Path::new(path).exists()
+        // A scope that may not read the daemon's files learns nothing of
+        // them either: B3 on a name searches for it rather than make a
+        // window the file is then refused to.
+        self.scope == crate::access::Scope::Full && Path::new(path).exists()
     }
 
     fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError> {

@@ -103,7 +103,7 @@ impl Fsys {
                 let p = self.daemon.change(n, |s, _| {
                     crate::session::proposals::parse(&text, &s.view().state).map_err(|why| s.refuse(&request, why))
                 })??;
-                // Limited to this request's scope there.
+                // (`propose` limits it to this request's scope.)
                 self.daemon.propose(n, &request, p).await?;
                 Ok(())
             }

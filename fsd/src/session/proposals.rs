@@ -221,6 +221,25 @@ mod tests {
     use super::*;
     use apex_core::Node;
 
+    /// An exec is flagged a built-in as acme flags a B2's event, by the
+    /// first word at its runes; a look never is.
+    #[test]
+    fn an_exec_of_a_built_in_is_flagged_so() {
+        let mut node = Node::server();
+        let b = node.create_buffer_as("x").unwrap();
+        let text = "Del now\nls -l\n".into();
+        let insert = Proposal::Insert { buffer: b, version: 0, q0: 0, text, origin: Origin::OtherFile };
+        apex_core::propose::apply(&mut node, &insert).unwrap();
+        let flags = |line: &str| match parse(line, &node.state) {
+            Ok(Proposal::Exec { action, .. } | Proposal::Look { action, .. }) => action.flags,
+            other => panic!("{line}: {other:?}"),
+        };
+        let n = b.0;
+        assert_eq!(flags(&format!("exec {n} 1 0 7")), 1);
+        assert_eq!(flags(&format!("exec {n} 1 8 13")), 0);
+        assert_eq!(flags(&format!("look {n} 1 0 7")), 0);
+    }
+
     #[test]
     fn parses_every_verb_and_explains_mistakes() {
         let mut node = Node::server();

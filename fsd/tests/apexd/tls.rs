@@ -391,7 +391,11 @@ async fn an_edit_token_s_b2_through_an_event_reader_runs_built_ins_only() {
     let command = format!("touch {}", ran.display());
     let ctl = text(read(&local, lroot, "main/acme/new/ctl").await.unwrap());
     let n: u32 = ctl.split_whitespace().next().unwrap().parse().unwrap();
-    write(&local, lroot, &format!("main/acme/{n}/body"), &format!("Send\n{command}\n")).await.unwrap();
+    // And a file of the daemon's, named in the text for a B3.
+    let secret = d.dir.join("secret");
+    std::fs::write(&secret, "not for an edit token\n").unwrap();
+    let secret = secret.display().to_string();
+    write(&local, lroot, &format!("main/acme/{n}/body"), &format!("Send\n{command}\n{secret}\n")).await.unwrap();
     // The reader plays win: it reads events and writes back on one fid.
     let events = local.open_path(lroot, &format!("main/acme/{n}/event"), ORDWR).await.unwrap();
     // The body's events (the tag's, its dirty mark, pass by).
@@ -433,7 +437,7 @@ async fn an_edit_token_s_b2_through_an_event_reader_runs_built_ins_only() {
     tool.flush().await.unwrap();
     assert_eq!(event().await, "MX0 4 1 4 Send\n", "a built-in's B2, as acme reports it");
     local.write(events.fid, 0, b"MX0 4\n").await.unwrap();
-    let len = end + 1;
+    let len = end + 1 + secret.chars().count() as u64 + 1;
     assert_eq!(
         event().await,
         format!("EI{len} {} 0 5 date\n\n", len + 5),
@@ -452,6 +456,17 @@ async fn an_edit_token_s_b2_through_an_event_reader_runs_built_ins_only() {
     let errors: u32 = errors.split_whitespace().next().unwrap().parse().unwrap();
     let said_there = text(read(&local, lroot, &format!("main/acme/{errors}/body")).await.unwrap());
     assert!(said_there.contains("by a client with an edit token, which runs built-ins only"), "{said_there}");
+
+    // A B3 on the file's name, written back, looks with the edit token's
+    // scope, which knows no file of the daemon's: the name is searched
+    // for, and no window opens the file.
+    let (s0, s1) = (end + 1, end + 1 + secret.chars().count() as u64);
+    tool.with(|l| l.propose(Proposal::Look { buffer: body, action: action(s0, s1, 0) }));
+    tool.flush().await.unwrap();
+    assert_eq!(event().await, format!("ML{s0} {s1} 0 0 \n"));
+    local.write(events.fid, 0, format!("ML{s0} {s1}\n").as_bytes()).await.unwrap();
+    let index = text(read(&local, lroot, "main/acme/index").await.unwrap());
+    assert!(!index.contains(&secret), "{index}");
 
     // A click's expansion is the reader's to write back (the Go acme
     // package does), so the one an edit token says is not passed on: the
