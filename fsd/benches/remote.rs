@@ -1,9 +1,11 @@
 //! The remote benchmark: one daemon's files through its Unix socket,
 //! through TLS 1.3 with a token (`--listen tcp!...`), and another's
 //! through plain TCP (`--listen ... --insecure`), in the same run, all on
-//! loopback: round trips per second (a Tstat each) and a bulk read of a
-//! 16 MiB body at msize 1 MiB, the best of five rounds taking turns. The goal: TLS's bulk read at least 0.7x
-//! plain TCP's.
+//! loopback: round trips per second (a Tstat each, the best of five rounds
+//! taking turns) and a bulk read of a 16 MiB body at msize 1 MiB (the
+//! best of 31 rounds taking turns, and the ratio of TLS to plain TCP
+//! round by round, which a shared machine's slow spells move less). The
+//! goal: TLS's bulk read at least 0.7x plain TCP's.
 //!
 //! `cargo bench -p apex-fsd --bench remote` prints the figures and the
 //! ratios; nothing asserts a time.
@@ -18,7 +20,7 @@ use common::Apexd;
 const ROUNDS: usize = 5;
 const ROUND_TRIPS: usize = 4_000;
 const BODY: usize = 16 << 20;
-const READS: usize = 2;
+const BULK_ROUNDS: usize = 31;
 const MSIZE: u32 = 1 << 20;
 
 fn free_port() -> u16 {
@@ -39,19 +41,14 @@ async fn round_trips(c: &Client, root: u32) -> (Duration, f64) {
     (times[times.len() / 2], rate)
 }
 
-/// MB/s reading `path` whole, `READS` times, one Tread of the iounit at a
-/// time.
+/// MB/s reading `path` whole, one Tread of the iounit at a time.
 async fn bulk(c: &Client, root: u32, path: &str) -> f64 {
     let t = Instant::now();
-    let mut total = 0usize;
-    for _ in 0..READS {
-        let f = c.open_path(root, path, OREAD).await.unwrap();
-        let data = c.read_all(&f).await.unwrap();
-        total += data.len();
-        c.clunk(f.fid).await.unwrap();
-    }
-    assert_eq!(total, BODY * READS);
-    total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64()
+    let f = c.open_path(root, path, OREAD).await.unwrap();
+    let data = c.read_all(&f).await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+    assert_eq!(data.len(), BODY);
+    BODY as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64()
 }
 
 fn main() {
@@ -107,15 +104,27 @@ fn main() {
         for _ in 0..ROUNDS {
             for (i, (_, (c, root))) in transports.iter().enumerate() {
                 let (median, rate) = round_trips(c, *root).await;
-                let mbs = bulk(c, *root, &paths[i]).await;
-                best[i] = (best[i].0.min(median), best[i].1.max(rate), best[i].2.max(mbs));
+                best[i] = (best[i].0.min(median), best[i].1.max(rate), best[i].2);
             }
         }
+        // Bulk reads in many short rounds taking turns: each round's TLS
+        // figure is set against the plain TCP figure read just before it,
+        // so what slows the machine for a while slows both.
+        let mut ratios = Vec::with_capacity(BULK_ROUNDS);
+        for _ in 0..BULK_ROUNDS {
+            let mut this = [0f64; 3];
+            for (i, (_, (c, root))) in transports.iter().enumerate() {
+                this[i] = bulk(c, *root, &paths[i]).await;
+                best[i].2 = best[i].2.max(this[i]);
+            }
+            ratios.push(this[2] / this[1]);
+        }
+        ratios.sort_by(f64::total_cmp);
         for (i, (name, _)) in transports.iter().enumerate() {
             rows.push((*name, best[i].0, best[i].1, best[i].2));
         }
         println!(
-            "remote: best of {ROUNDS} rounds, taking turns, of {ROUND_TRIPS} Tstats and {READS} reads of a {} MiB body at msize {} KiB, on loopback",
+            "remote: best of {ROUNDS} rounds, taking turns, of {ROUND_TRIPS} Tstats; best of {BULK_ROUNDS} of a read of a {} MiB body at msize {} KiB; on loopback",
             BODY >> 20,
             MSIZE >> 10
         );
@@ -128,6 +137,13 @@ fn main() {
             "TLS / plain TCP: round trips {:.2}x, bulk read {:.2}x (goal: bulk at least 0.70x)",
             tls.2 / plain.2,
             tls.3 / plain.3
+        );
+        let at = |q: usize| ratios[(ratios.len() - 1) * q / 100];
+        println!(
+            "TLS / plain TCP bulk read, round by round over {BULK_ROUNDS} rounds: median {:.2}x (tenth {:.2}x, ninetieth {:.2}x)",
+            at(50),
+            at(10),
+            at(90)
         );
     });
     drop(tls_daemon);
