@@ -26,6 +26,7 @@ use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, GroupId};
 use crate::op::{Action, BufferOp};
 use crate::shard::ViewId;
+use crate::spots::{Spot, Spots};
 use crate::text::Text;
 use crate::view::{point_after_splice, View};
 use serde::{Deserialize, Serialize};
@@ -62,25 +63,80 @@ pub struct Edit {
 /// same record keeps the stored form of undo histories as it was.
 const RENAMED: u64 = u64::MAX;
 
+/// `Change::q0` of a many-change record (`BufferOp::Splices`, or its
+/// reversal): `spots` says where each change went, `removed` holds what
+/// they removed, one after another, and `inserted` how many runes they put
+/// in all told.
+const SPOTS: u64 = u64::MAX - 1;
+
 /// One reversible change of an undo group.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Change {
-    /// Where it was made, or [`RENAMED`].
+    /// Where it was made, [`RENAMED`] or [`SPOTS`].
     q0: u64,
     /// The runes it removed.
     removed: String,
     /// How many runes it put in their place.
     inserted: u64,
+    /// Where a many-change record's changes went (`q0` is [`SPOTS`]).
+    spots: Option<Spots>,
+}
+
+/// Encoded as its three fields, and the spots after them only when `q0`
+/// is [`SPOTS`]: undo lists stored before many-change records existed
+/// decode as they were, and a one-rune change costs no byte more.
+impl Serialize for Change {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(if self.spots.is_some() { 4 } else { 3 })?;
+        t.serialize_element(&self.q0)?;
+        t.serialize_element(&self.removed)?;
+        t.serialize_element(&self.inserted)?;
+        if let Some(spots) = &self.spots {
+            t.serialize_element(spots)?;
+        }
+        t.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Change {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Change, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Change;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an undo record")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Change, A::Error> {
+                use serde::de::Error;
+                let missing = || A::Error::custom("an undo record cut short");
+                let q0: u64 = seq.next_element()?.ok_or_else(missing)?;
+                let removed: String = seq.next_element()?.ok_or_else(missing)?;
+                let inserted: u64 = seq.next_element()?.ok_or_else(missing)?;
+                let spots = match q0 == SPOTS {
+                    true => Some(seq.next_element::<Spots>()?.ok_or_else(missing)?),
+                    false => None,
+                };
+                Ok(Change { q0, removed, inserted, spots })
+            }
+        }
+        d.deserialize_tuple(4, Fields)
+    }
 }
 
 impl Change {
+    /// What it holds, as the undo bound counts it.
+    fn cost(&self) -> u64 {
+        CHANGE_COST + self.removed.len() as u64 + self.spots.as_ref().map_or(0, |s| s.len_bytes() as u64)
+    }
+
     /// Folds `next`, made right after `self` in the same group, into
     /// `self` when the two are one run: an insert continuing where the last
     /// one ended, or a delete ending where the last one began (backspace)
     /// or starting where it did (forward delete). Reversing the merged
     /// change restores exactly what reversing both would.
     fn coalesce(&mut self, next: &Change) -> bool {
-        if self.q0 == RENAMED || next.q0 == RENAMED {
+        if [RENAMED, SPOTS].contains(&self.q0) || [RENAMED, SPOTS].contains(&next.q0) {
             return false;
         }
         let pure_insert = |c: &Change| c.removed.is_empty() && c.inserted > 0;
@@ -117,7 +173,7 @@ struct Group {
 impl Group {
     /// What the group holds, as the undo bound counts it.
     fn cost(&self) -> u64 {
-        GROUP_COST + self.changes.iter().map(|c| CHANGE_COST + c.removed.len() as u64).sum::<u64>()
+        GROUP_COST + self.changes.iter().map(Change::cost).sum::<u64>()
     }
 }
 
@@ -291,6 +347,7 @@ impl Buffer {
             // The state creates buffers; see `State::apply`.
             BufferOp::Create { .. } => Ok(()),
             BufferOp::Splice { q0, q1, .. } => self.check_range(*q0, *q1),
+            BufferOp::Splices { spots, text, .. } => spots.check(self.len, text.chars().count() as u64).map(|_| ()),
             BufferOp::ViewAdd { view } => match self.views.contains_key(view) {
                 true => Err(Reject::ViewExists { view: *view }),
                 false => Ok(()),
@@ -342,6 +399,12 @@ impl Buffer {
     fn check_reversible(&self, g: &Group) -> Result<()> {
         let mut len = self.len;
         for c in g.changes.iter().rev().filter(|c| c.q0 != RENAMED) {
+            if let Some(spots) = &c.spots {
+                let back = spots.swapped();
+                back.check(len, c.removed.chars().count() as u64)?;
+                len = len - c.inserted + c.removed.chars().count() as u64;
+                continue;
+            }
             let end = c.q0.checked_add(c.inserted).filter(|e| *e <= len);
             match end {
                 Some(_) => len = len - c.inserted + c.removed.chars().count() as u64,
@@ -372,7 +435,13 @@ impl Buffer {
             BufferOp::Splice { q0, q1, text, .. } => {
                 let (removed, inserted) = self.splice(*q0, *q1, text);
                 self.clear_redo();
-                self.record(Change { q0: *q0, removed, inserted });
+                self.record(Change { q0: *q0, removed, inserted, spots: None });
+                self.dirty = true;
+            }
+            BufferOp::Splices { spots, text, .. } => {
+                let (removed, inserted) = self.splice_spots(spots, text);
+                self.clear_redo();
+                self.record(Change { q0: SPOTS, removed, inserted, spots: Some(spots.clone()) });
                 self.dirty = true;
             }
             BufferOp::ViewAdd { view } => {
@@ -396,7 +465,7 @@ impl Buffer {
                 let old = std::mem::replace(&mut self.name, name.clone());
                 self.clear_redo();
                 let serial = self.take_serial();
-                let change = Change { q0: RENAMED, removed: old, inserted: 0 };
+                let change = Change { q0: RENAMED, removed: old, inserted: 0, spots: None };
                 self.push_undo(Group { id: None, serial, changes: vec![change] });
             }
             BufferOp::Rename { .. } => {}
@@ -517,6 +586,37 @@ impl Buffer {
         (removed, inserted)
     }
 
+    /// Makes every change of `spots` (checked), moves every view as the
+    /// changes made one at a time from the last would, and records one
+    /// edit, from the first change's start to the last one's end, for
+    /// rebasing; returns the removed runes, one after another, and how
+    /// many runes went in.
+    fn splice_spots(&mut self, spots: &Spots, text: &str) -> (String, u64) {
+        let removed = self.text.splice_many(spots, text);
+        let inserted = text.chars().count() as u64;
+        let deleted = removed.chars().count() as u64;
+        let all: Vec<Spot> = spots.iter().collect();
+        for v in self.views.values_mut() {
+            for s in all.iter().rev() {
+                v.splice(s.q0, s.q1 - s.q0, s.inserted);
+            }
+        }
+        let (start, end) = (all.first().map_or(0, |s| s.q0), all.last().map_or(0, |s| s.q1));
+        self.len = self.len - deleted + inserted;
+        if self.history.len() == HISTORY_LIMIT {
+            self.history.pop_front();
+        }
+        let span = end - start;
+        self.history.push_back(Edit {
+            q0: start,
+            deleted: span,
+            inserted: span - deleted + inserted,
+            continues: false,
+        });
+        self.version = self.version.saturating_add(1);
+        (removed, inserted)
+    }
+
     /// An edit of nothing, so that an op that changed no text still has
     /// its place in the history and the version.
     fn no_edit(&mut self) {
@@ -538,7 +638,7 @@ impl Buffer {
         let changes = &mut Arc::make_mut(self.undo.last_mut().expect("just ensured")).changes;
         // Typing and backspacing make runs of adjacent changes; one change
         // per run undoes the same and keeps the list small.
-        self.undo_bytes += change.removed.len() as u64;
+        self.undo_bytes += change.cost() - CHANGE_COST;
         if let Some(prev) = changes.last_mut() {
             if prev.coalesce(&change) {
                 return;
@@ -578,17 +678,27 @@ impl Buffer {
         for c in g.changes.into_iter().rev() {
             if c.q0 == RENAMED {
                 let now = std::mem::replace(&mut self.name, c.removed);
-                back.push(Change { q0: RENAMED, removed: now, inserted: 0 });
+                back.push(Change { q0: RENAMED, removed: now, inserted: 0, spots: None });
                 continue;
             }
-            let (removed, inserted) = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
+            let change = match &c.spots {
+                Some(spots) => {
+                    let spots = spots.swapped();
+                    let (removed, inserted) = self.splice_spots(&spots, &c.removed);
+                    Change { q0: SPOTS, removed, inserted, spots: Some(spots) }
+                }
+                None => {
+                    let (removed, inserted) = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
+                    Change { q0: c.q0, inserted, removed, spots: None }
+                }
+            };
             spliced += 1;
             if spliced > 1 {
                 if let Some(e) = self.history.back_mut() {
                     e.continues = true;
                 }
             }
-            back.push(Change { q0: c.q0, inserted, removed });
+            back.push(change);
         }
         if spliced == 0 {
             // An undone rename changes no text, but a reader of events
@@ -694,6 +804,83 @@ mod tests {
 
     fn mark(b: &mut Buffer, n: u64) {
         b.apply(&BufferOp::Mark { group: GroupId(n) }).unwrap();
+    }
+
+    /// A many-change splice leaves the text and the views as the same
+    /// changes made one at a time from the last do; Undo and Redo bring
+    /// back the same texts; its undo record survives an encoding, and the
+    /// undo count is a recount's.
+    #[test]
+    fn many_changes_at_once_are_the_changes_one_at_a_time() {
+        use crate::spots::{Spot, Spots};
+        let mut seed = 99u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let view = ViewId::TopRow;
+        for round in 0..400 {
+            let text: String = (0..next(40)).map(|_| ['a', 'b', 'é', '\n', ' '][next(5) as usize]).collect();
+            let mut one = Buffer::new("/x".into());
+            splice(&mut one, 0, 0, &text);
+            one.apply(&BufferOp::ViewAdd { view }).unwrap();
+            let len = one.len();
+            let q0 = next(len + 1);
+            one.apply(&BufferOp::Select { view, q0, q1: q0 + next(len - q0 + 1) }).unwrap();
+            let mut many = one.clone();
+            let mut changes = Vec::new();
+            let mut at = 0;
+            while changes.len() < 8 {
+                let q0 = at + next(4);
+                if q0 > len {
+                    break;
+                }
+                let q1 = q0 + next(3).min(len - q0);
+                changes.push((q0, q1, ["", "x", "ü€", "\n\n"][next(4) as usize]));
+                at = q1;
+            }
+            if changes.iter().all(|c| c.0 == c.1 && c.2.is_empty()) {
+                continue;
+            }
+            mark(&mut one, 1);
+            mark(&mut many, 1);
+            for (q0, q1, t) in changes.iter().rev() {
+                splice(&mut one, *q0, *q1, t);
+            }
+            let spot = |(q0, q1, t): &(u64, u64, &str)| Spot { q0: *q0, q1: *q1, inserted: t.chars().count() as u64 };
+            let spots = Spots::pack(changes.iter().map(spot)).unwrap();
+            let inserted: String = changes.iter().map(|c| c.2).collect();
+            many.apply(&BufferOp::Splices { spots, text: inserted, origin: Origin::OtherFile }).unwrap();
+            assert_eq!(many.text.to_string(), one.text.to_string(), "round {round}: {changes:?}");
+            assert_eq!((many.len(), many.views.clone()), (one.len(), one.views.clone()), "round {round}: {changes:?}");
+            assert_eq!(many.undo_bytes(), recount(&many));
+            let mut decoded: Buffer = postcard::from_bytes(&postcard::to_allocvec(&many).unwrap()).unwrap();
+            decoded.restore();
+            assert_eq!(decoded, many, "round {round}: the undo record decodes as it was");
+            let after = many.text.to_string();
+            for b in [&mut one, &mut many, &mut decoded] {
+                b.apply(&BufferOp::Undo).unwrap();
+                assert_eq!(b.text.to_string(), text, "round {round}: Undo");
+                b.apply(&BufferOp::Redo).unwrap();
+                assert_eq!(b.text.to_string(), after, "round {round}: Redo");
+                assert_eq!(b.undo_bytes(), recount(b));
+            }
+        }
+    }
+
+    #[test]
+    fn a_many_change_splice_that_does_not_fit_changes_nothing() {
+        use crate::spots::{Spot, Spots};
+        let mut b = Buffer::new("/x".into());
+        splice(&mut b, 0, 0, "hello");
+        let before = b.clone();
+        let spots = Spots::pack([Spot { q0: 1, q1: 2, inserted: 1 }, Spot { q0: 4, q1: 6, inserted: 0 }]).unwrap();
+        let past_the_end = BufferOp::Splices { spots: spots.clone(), text: "x".into(), origin: Origin::OtherFile };
+        assert!(matches!(b.apply(&past_the_end), Err(Reject::Range { .. })));
+        let spots = Spots::pack([Spot { q0: 1, q1: 2, inserted: 1 }]).unwrap();
+        let miscounted = BufferOp::Splices { spots, text: "xy".into(), origin: Origin::OtherFile };
+        assert!(matches!(b.apply(&miscounted), Err(Reject::BadSpots { .. })));
+        assert_eq!(b, before);
     }
 
     #[test]

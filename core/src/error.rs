@@ -121,6 +121,10 @@ pub enum Reject {
     ArgTooLong { len: usize, max: usize },
     #[error("the rest of a snarf was to follow its first {at} bytes, but the snarf buffer holds {len}: another snarf came between")]
     SnarfMoved { at: u64, len: u64 },
+    /// Last: it crosses the attach protocol, and older peers decode the
+    /// variants before it as they were.
+    #[error("bad changes of a many-change splice: {why}")]
+    BadSpots { why: String },
 }
 
 /// Core's result type.

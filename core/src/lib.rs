@@ -72,6 +72,7 @@ pub mod regx;
 pub mod shard;
 pub mod show;
 pub mod snap;
+pub mod spots;
 pub mod state;
 pub mod term;
 pub mod text;

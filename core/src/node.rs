@@ -16,8 +16,9 @@ use crate::entry::Entry;
 use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, BufferId, Epoch, GroupId, Seq, COUNTER_MAX};
 use crate::log::Log;
-use crate::op::{BufferOp, LayoutOp, MetaOp, Op, Origin};
+use crate::op::{BufferOp, LayoutOp, MetaOp, Op, Origin, SPOTS_MAX};
 use crate::shard::Shard;
+use crate::spots::{Spot, Spots};
 use crate::state::State;
 use std::collections::BTreeMap;
 
@@ -152,6 +153,43 @@ impl Node {
             self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece.to_string(), origin }))?;
             q0 += piece.chars().count() as u64;
             q1 = q0;
+        }
+        Ok(())
+    }
+
+    /// Makes `changes` (in order and apart, in the text as it is) as
+    /// `Splices` entries, the last changes first so that each entry's
+    /// places hold when it is made, each entry at most [`SPOTS_MAX`]
+    /// changes and [`crate::op::SPLICE_MAX`] bytes of text; a change whose
+    /// text is longer goes alone, as `append_splice` makes it.
+    pub fn append_spots(&mut self, buffer: BufferId, changes: &[(u64, u64, &str)], origin: Origin) -> Result<()> {
+        let shard = Shard::Buffer(buffer);
+        let mut end = changes.len();
+        while end > 0 {
+            let (mut start, mut bytes) = (end, 0);
+            while start > 0 && end - start < SPOTS_MAX {
+                let more = changes[start - 1].2.len();
+                if bytes + more > crate::op::SPLICE_MAX {
+                    break;
+                }
+                bytes += more;
+                start -= 1;
+            }
+            if start == end {
+                let (q0, q1, text) = changes[end - 1];
+                self.append_splice(buffer, q0, q1, text, origin)?;
+                end -= 1;
+                continue;
+            }
+            let part = &changes[start..end];
+            let spots = Spots::pack(part.iter().map(|(q0, q1, text)| Spot {
+                q0: *q0,
+                q1: *q1,
+                inserted: text.chars().count() as u64,
+            }))?;
+            let text: String = part.iter().map(|c| c.2).collect();
+            self.append(shard, Op::Buffer(BufferOp::Splices { spots, text, origin }))?;
+            end = start;
         }
         Ok(())
     }

@@ -8,6 +8,7 @@
 use crate::frac::Frac;
 use crate::id::{AttachmentId, BufferId, ColumnId, Epoch, GroupId, RuleId, Seq, SessionUuid, TermId, WindowId};
 use crate::shard::{Shard, ShardKind, ViewId};
+use crate::spots::Spots;
 use serde::{Deserialize, Serialize};
 
 /// The longest buffer name, in bytes (Linux's PATH_MAX).
@@ -85,11 +86,14 @@ impl Op {
             Op::Buffer(BufferOp::Create { name } | BufferOp::Rename { name } | BufferOp::Name { name }) => {
                 check_name(name)
             }
-            Op::Buffer(BufferOp::Splice { text, .. })
+            Op::Buffer(BufferOp::Splice { text, .. } | BufferOp::Splices { text, .. })
             | Op::Layout(LayoutOp::Snarf { text } | LayoutOp::SnarfMore { text, .. })
                 if text.len() > SPLICE_MAX =>
             {
                 Err(crate::Reject::SpliceTooLong { len: text.len(), max: SPLICE_MAX })
+            }
+            Op::Buffer(BufferOp::Splices { spots, .. }) if spots.len_bytes() > SPLICE_MAX => {
+                Err(crate::Reject::SpliceTooLong { len: spots.len_bytes(), max: SPLICE_MAX })
             }
             Op::Buffer(BufferOp::ExecAt(a) | BufferOp::LookAt(a)) => match &a.arg {
                 Some(arg) if arg.len() > SPLICE_MAX => {
@@ -184,6 +188,11 @@ impl Action {
 /// ([`crate::Node::append_splice`]).
 pub const SPLICE_MAX: usize = 1 << 20;
 
+/// The most changes one `Splices` entry carries: three varints of at most
+/// ten bytes each, so that its packing is at most [`SPLICE_MAX`] bytes
+/// too.
+pub const SPOTS_MAX: usize = SPLICE_MAX / 30;
+
 /// `text` cut into pieces of at most [`SPLICE_MAX`] bytes, each whole
 /// runes; one empty piece for an empty text.
 pub fn pieces(text: &str) -> Vec<&str> {
@@ -243,6 +252,11 @@ pub enum BufferOp {
     /// Keep at most `bytes` of undo and redo history (or four times the
     /// body's size, if more). Last, for the same reason.
     UndoLimit { bytes: u64 },
+    /// Many splices made at once, one version and one undo record (a
+    /// whole-file Edit's): `spots` in the text before any of them, their
+    /// inserted texts one after another in `text`. Last, for the same
+    /// reason.
+    Splices { spots: Spots, text: String, origin: Origin },
 }
 
 /// Per-window switches set by `ctl` messages and the UI.

@@ -406,6 +406,13 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
 /// Several edits as one undo group: every range rebased and checked
 /// before anything is appended, then applied from the last, so the earlier
 /// positions still hold.
+/// From this many changes on, one `Splices` proposal is made as
+/// many-change entries (one version and one undo record each, three
+/// bytes or so a change) rather than an entry a change: a whole-file
+/// Edit's million substitutions. Fewer stay a `Splice` each, whose
+/// history a proposal made meanwhile is rebased through change by change.
+const MANY: usize = 16;
+
 fn splices(
     node: &mut Node,
     buffer: BufferId,
@@ -432,6 +439,10 @@ fn splices(
     if marks_edits(node, buffer) {
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
+    }
+    if rebased.len() >= MANY {
+        let changes: Vec<_> = rebased.iter().map(|(q0, q1, text)| (*q0, *q1, text.as_str())).collect();
+        return node.append_spots(buffer, &changes, origin);
     }
     for (q0, q1, text) in rebased.into_iter().rev() {
         node.append_splice(buffer, q0, q1, text, origin)?;

@@ -23,7 +23,7 @@
 //! Nothing typed is silently lost.
 
 pub use crate::tail::recovered_name;
-use crate::tail::{pieces, proposable, recovery_text, splice_of, Replay, Tail};
+use crate::tail::{pieces, proposable, recovery_text, splices_of, Replay, Tail};
 use crate::welcome::{self, Streaming};
 use crate::wire::{frame, ClientMsg, FrameError, Frames, Outcome, Refusal, Resume, ServerMsg};
 use apex_core::propose::{self, Applied, Created};
@@ -738,7 +738,7 @@ impl Link {
             // edits are no splices to propose.
             if untouched && !node.leads(*shard) && unacked.iter().all(|e| proposable(&e.op)) {
                 if let Ok(now) = node.state.buffer(*b) {
-                    let splices = unacked.iter().filter_map(|e| splice_of(&e.op)).collect();
+                    let splices = unacked.iter().flat_map(|e| splices_of(&e.op)).collect();
                     self.pending_replays.push(Replay { buffer: *b, version: now.version, splices });
                     continue;
                 }
@@ -748,14 +748,17 @@ impl Link {
             if is_tag || buf.name.ends_with("+Errors") {
                 continue;
             }
-            let splices: Vec<_> = unacked.iter().filter_map(|e| splice_of(&e.op)).collect();
+            let splices: Vec<_> = unacked.iter().flat_map(|e| splices_of(&e.op)).collect();
             // Nothing in it changed text (a buffer made and shown, say,
             // whose shard the daemon discarded): nothing to recover.
             let changed_text = unacked.iter().any(|e| {
                 matches!(
                     e.op,
                     Op::Buffer(
-                        apex_core::BufferOp::Splice { .. } | apex_core::BufferOp::Undo | apex_core::BufferOp::Redo
+                        apex_core::BufferOp::Splice { .. }
+                            | apex_core::BufferOp::Splices { .. }
+                            | apex_core::BufferOp::Undo
+                            | apex_core::BufferOp::Redo
                     )
                 )
             });

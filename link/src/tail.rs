@@ -54,14 +54,29 @@ pub fn recovered_name(name: &str) -> String {
 /// leader's to make again.
 pub(crate) fn proposable(op: &Op) -> bool {
     use apex_core::BufferOp as B;
-    matches!(op, Op::Buffer(B::Splice { .. } | B::Select { .. } | B::SetOrigin { .. } | B::Mark { .. }))
+    matches!(
+        op,
+        Op::Buffer(B::Splice { .. } | B::Splices { .. } | B::Select { .. } | B::SetOrigin { .. } | B::Mark { .. })
+    )
 }
 
-/// An entry's op as a splice, if it is one.
-pub(crate) fn splice_of(op: &Op) -> Option<(u64, u64, String, Origin)> {
+/// An entry's op as the splices it made, in the order made (a
+/// many-change entry's last first, each in the text as it was then).
+pub(crate) fn splices_of(op: &Op) -> Vec<(u64, u64, String, Origin)> {
     match op {
-        Op::Buffer(apex_core::BufferOp::Splice { q0, q1, text, origin }) => Some((*q0, *q1, text.clone(), *origin)),
-        _ => None,
+        Op::Buffer(apex_core::BufferOp::Splice { q0, q1, text, origin }) => vec![(*q0, *q1, text.clone(), *origin)],
+        Op::Buffer(apex_core::BufferOp::Splices { spots, text, origin }) => {
+            let mut out = Vec::new();
+            let mut rest = text.as_str();
+            for s in spots.iter() {
+                let cut = rest.char_indices().nth(s.inserted as usize).map_or(rest.len(), |(b, _)| b);
+                out.push((s.q0, s.q1, rest[..cut].to_string(), *origin));
+                rest = &rest[cut..];
+            }
+            out.reverse();
+            out
+        }
+        _ => Vec::new(),
     }
 }
 

@@ -67,11 +67,11 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
         // acme's editerror drops every change the commands made.
         Err(e) => return Err(e.into()),
     };
-    apply(h, window, &g, &outcome)
+    apply(h, window, &g, outcome)
 }
 
 /// Proposes what an Edit's commands did.
-fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, outcome: &ecmd::Outcome) -> Result<()> {
+fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome: ecmd::Outcome) -> Result<()> {
     // A terminal's text changes only by its program: an Edit that would
     // change it changes nothing at all.
     let changed = outcome.changes.iter().filter(|(_, c)| c.iter().any(|c| c.q0 != c.q1 || !c.text.is_empty()));
@@ -83,13 +83,14 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, outcome: &e
         let body = g.seen[*f].1;
         h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
     }
-    for (f, changes) in &outcome.changes {
+    // Moved, not copied: a whole-file Edit's changes are many.
+    for (f, changes) in std::mem::take(&mut outcome.changes) {
         // An Edit that changes nothing here says nothing (acme).
         if changes.iter().all(|c| c.q0 == c.q1 && c.text.is_empty()) {
             continue;
         }
-        let (_, body, version) = g.seen[*f];
-        let changes = changes.iter().map(|c| (c.q0, c.q1, c.text.clone())).collect();
+        let (_, body, version) = g.seen[f];
+        let changes = changes.into_iter().map(|c| (c.q0, c.q1, c.text)).collect();
         h.propose(Proposal::Splices { buffer: body, version, changes, origin: Origin::OtherFile })?;
     }
     // (A terminal's text has no dot of the window's to set.)

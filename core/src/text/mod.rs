@@ -20,6 +20,7 @@ mod utf8;
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
 pub use utf8::text_and_cut;
 
+use crate::spots::Spots;
 use ropey::Rope;
 use std::fmt;
 use std::ops::Deref;
@@ -210,6 +211,84 @@ impl Text {
         }
         removed
     }
+
+    /// Makes every change of `spots` (checked against this text, `text`
+    /// holding what they put in, one after another) and returns the runes
+    /// they removed, one after another. The runes between the first
+    /// change's start and the last one's end are built anew in one pass,
+    /// the rest of the rope kept: a million substitutions cost a copy of
+    /// the text they span, not a million rope edits.
+    pub fn splice_many(&mut self, spots: &Spots, text: &str) -> String {
+        if let Some(merged) = self.merged.take() {
+            self.rope = merged;
+            self.run = None;
+        }
+        if let Some(run) = self.run.take() {
+            run.make(&mut self.rope);
+        }
+        let (Some(first), Some(last)) = (spots.iter().next(), spots.iter().last()) else {
+            return String::new();
+        };
+        let (start, end) = (first.q0 as usize, last.q1 as usize);
+        let tail = self.rope.split_off(end);
+        let middle = self.rope.split_off(start);
+        let mut removed = String::new();
+        let mut built = ropey::RopeBuilder::new();
+        let mut old = Runes { chunks: middle.chunks(), chunk: "" };
+        let (mut at, mut rest) = (start, text);
+        for s in spots.iter() {
+            let (q0, q1) = (s.q0 as usize, s.q1 as usize);
+            old.take(q0 - at, |kept| built.append(kept));
+            old.take(q1 - q0, |gone| removed.push_str(gone));
+            let cut = byte_of_rune(rest, s.inserted as usize);
+            built.append(&rest[..cut]);
+            rest = &rest[cut..];
+            at = q1;
+        }
+        self.rope.append(built.finish());
+        self.rope.append(tail);
+        removed
+    }
+}
+
+/// A rope's runes read once from the start, a piece at a time: one pass
+/// over its chunks rather than a descent of the tree per slice.
+struct Runes<'a> {
+    chunks: ropey::iter::Chunks<'a>,
+    /// What is left of the chunk being read.
+    chunk: &'a str,
+}
+
+impl<'a> Runes<'a> {
+    /// Hands the next `n` runes to `out` in pieces (fewer at the end).
+    fn take(&mut self, mut n: usize, mut out: impl FnMut(&'a str)) {
+        while n > 0 {
+            if self.chunk.is_empty() {
+                match self.chunks.next() {
+                    Some(c) => self.chunk = c,
+                    None => return,
+                }
+                continue;
+            }
+            let cut = byte_of_rune(self.chunk, n);
+            let piece = &self.chunk[..cut];
+            n -= match cut == self.chunk.len() {
+                true => piece.chars().count(),
+                false => n,
+            };
+            out(piece);
+            self.chunk = &self.chunk[cut..];
+        }
+    }
+}
+
+/// The byte offset of rune `n` of `s` (its length past the end).
+fn byte_of_rune(s: &str, n: usize) -> usize {
+    // ASCII up to there (most text): the rune is the byte.
+    if s.as_bytes()[..n.min(s.len())].is_ascii() {
+        return n.min(s.len());
+    }
+    s.char_indices().nth(n).map_or(s.len(), |(b, _)| b)
 }
 
 impl Deref for Text {

@@ -774,3 +774,35 @@ fn a_terminal_s_tag_shows_its_title_then_how_it_ended() {
         assert_eq!(tag(&h), format!("{name} Del Snarf {shown} | Look Send"));
     }
 }
+
+/// A whole-file substitution is a few entries, not one a match: each
+/// holds at most `SPOTS_MAX` changes; one Undo takes all of it back, and
+/// Redo does it again.
+#[test]
+fn an_edit_of_many_matches_is_a_few_entries_and_one_undo() {
+    let mut h = host();
+    let line = "a b a\n";
+    let text = line.repeat(20_000);
+    let w = h.window("/tmp/many", &text);
+    let before = h.node.log.last(Shard::Buffer(w.body));
+    h.run("Edit", Some(&w), ",s/a/xy/g").unwrap();
+    let want = text.replace('a', "xy");
+    assert_eq!(h.text(w.body), want);
+    let made = h.node.log.last(Shard::Buffer(w.body)) - before;
+    // 40,000 changes: two entries of changes, the undo mark, the dot.
+    assert!(made <= 4, "{made} entries");
+    let b = h.node.state.buffer(w.body).unwrap();
+    assert!(b.undo_bytes() < 40_000 * 8, "about three bytes a change kept, and the runes removed: {}", b.undo_bytes());
+    h.run("Undo", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), text);
+    h.run("Redo", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), want);
+    // And a few matches stay an entry each, as acme reports them.
+    let w = h.window("/tmp/few", "a a a");
+    let before = h.node.log.last(Shard::Buffer(w.body));
+    h.run("Edit", Some(&w), ",s/a/b/g").unwrap();
+    assert_eq!(h.text(w.body), "b b b");
+    let kinds: Vec<_> =
+        h.node.log.entries_after(Shard::Buffer(w.body), before).unwrap().map(|e| e.op.clone()).collect();
+    assert_eq!(kinds.iter().filter(|op| matches!(op, Op::Buffer(BufferOp::Splice { .. }))).count(), 3, "{kinds:?}");
+}

@@ -260,3 +260,33 @@ fn the_event_reader_turns_a_file_windows_menu_off_and_on() {
     propose::apply(&mut n, &reader(dir, false)).unwrap();
     assert!(!flags(&n, dir).menu);
 }
+
+/// Many changes proposed at once (a whole-file Edit's) are rebased
+/// through typing made meanwhile as a few would be, and a change whose
+/// text is over an entry's limit still goes in, in entries of its own;
+/// no entry made carries more than the limit.
+#[test]
+fn many_changes_at_once_rebase_and_a_long_one_goes_in_pieces() {
+    let (mut n, b) = setup();
+    let seen = version(&n, b);
+    let long = "é".repeat(op::SPLICE_MAX / 2 + 7);
+    // Every rune of "hello world" but the first replaced, the "w" by the
+    // long text.
+    let changes: Vec<(u64, u64, String)> = (1..11u64)
+        .map(|q| (q, q + 1, if q == 6 { long.clone() } else { format!("<{q}>") }))
+        .chain(std::iter::repeat_n((11, 11, "!".to_string()), 20))
+        .collect();
+    // Typed meanwhile, before the text.
+    let op = BufferOp::Splice { q0: 0, q1: 0, text: "> ".into(), origin: Origin::Keyboard };
+    n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+    let before = n.log.last(Shard::Buffer(b));
+    let p = Proposal::Splices { buffer: b, version: seen, changes, origin: Origin::OtherFile };
+    propose::apply(&mut n, &p).unwrap();
+    let want = format!("> h<1><2><3><4><5>{long}<7><8><9><10>{}", "!".repeat(20));
+    assert!(text(&n, b) == want, "{} runes, not {}", text(&n, b).chars().count(), want.chars().count());
+    let entries: Vec<_> = n.log.entries_after(Shard::Buffer(b), before).unwrap().cloned().collect();
+    assert!(entries.iter().all(|e| e.op.admissible().is_ok()));
+    assert!(entries.iter().any(|e| matches!(e.op, Op::Buffer(BufferOp::Splices { .. }))), "{entries:?}");
+    propose::apply(&mut n, &Proposal::Undo { buffer: b }).unwrap();
+    assert_eq!(text(&n, b), "> hello world", "one undo group");
+}

@@ -120,6 +120,11 @@ impl Apexd {
         self.base.join("ns").join("apex")
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub async fn client(&self) -> (Client, u32) {
         let c = dial(&format!("unix!{}", self.socket().display()), 1 << 20).await.expect("dial apexd");
         let root = c.attach("bench", "").await.expect("attach");

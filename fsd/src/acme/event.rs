@@ -47,6 +47,26 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool, written: bool) -> 
                 message(&mut out, c1, case('I'), *q0, q0 + text.chars().count() as u64, 0, text);
             }
         }
+        Op::Buffer(BufferOp::Splices { spots, text, origin }) => {
+            // As acme reports an Edit's changes: each one, the last first,
+            // so every message's runes are the text's as it was then.
+            let c1 = as_written(origin.acme_char(), written);
+            let mut pieces = Vec::new();
+            let mut rest = text.as_str();
+            for s in spots.iter() {
+                let cut = rest.char_indices().nth(s.inserted as usize).map_or(rest.len(), |(b, _)| b);
+                pieces.push((s, &rest[..cut]));
+                rest = &rest[cut..];
+            }
+            for (s, piece) in pieces.into_iter().rev() {
+                if s.q1 > s.q0 {
+                    message(&mut out, c1, case('D'), s.q0, s.q1, 0, "");
+                }
+                if s.inserted > 0 {
+                    message(&mut out, c1, case('I'), s.q0, s.q0 + s.inserted, 0, piece);
+                }
+            }
+        }
         Op::Buffer(op @ (BufferOp::ExecAt(a) | BufferOp::LookAt(a))) => {
             let exec = matches!(op, BufferOp::ExecAt(_));
             // acme drops the whole event when the chord's argument is long.
@@ -124,7 +144,7 @@ pub fn follow(
             return i;
         }
         match &e.op {
-            Op::Buffer(BufferOp::Splice { .. }) => *version = version.map(|v| v + 1),
+            Op::Buffer(BufferOp::Splice { .. } | BufferOp::Splices { .. }) => *version = version.map(|v| v + 1),
             Op::Buffer(BufferOp::Undo | BufferOp::Redo) => {
                 let Some(from) = *version else { continue };
                 let Some(mut history) = buffer.edits_since(from) else {
@@ -301,6 +321,34 @@ mod tests {
         let origins = Origins { noted: &|_| None, limited: &|_| false };
         let used = follow(b, entries, &mut version, false, &origins, &mut out, 1 << 20);
         (used, String::from_utf8(out).unwrap(), version)
+    }
+
+    /// A many-change entry (a whole-file Edit's) is reported as acme
+    /// reports an Edit: each change, the last first, as the same changes
+    /// made one at a time from the last would be.
+    #[test]
+    fn many_changes_at_once_as_acme_reports_an_edit() {
+        use apex_core::spots::{Spot, Spots};
+        let b = crate::acme::test_buffer("hello world");
+        let changes = [(0u64, 1u64, "J"), (2, 4, ""), (5, 5, "é!"), (6, 11, &*"x".repeat(300))];
+        let spots = Spots::pack(changes.iter().map(|(q0, q1, t)| Spot {
+            q0: *q0,
+            q1: *q1,
+            inserted: t.chars().count() as u64,
+        }))
+        .unwrap();
+        let text: String = changes.iter().map(|c| c.2).collect();
+        let many = event_lines(&b, &entry(BufferOp::Splices { spots, text, origin: Origin::OtherFile }), false, false);
+        let one_at_a_time: String = changes
+            .iter()
+            .rev()
+            .map(|(q0, q1, t)| {
+                let op = BufferOp::Splice { q0: *q0, q1: *q1, text: t.to_string(), origin: Origin::OtherFile };
+                event_lines(&b, &entry(op), false, false)
+            })
+            .collect();
+        assert_eq!(many, one_at_a_time);
+        assert!(many.starts_with("FD6 11 0 0 \nFI6 306 0 0 \nFI5 7 0 2 é!\n"), "{many}");
     }
 
     #[test]

@@ -1,0 +1,311 @@
+//! The scale benchmark: whole-file commands on a big file through a real
+//! `apexd` (its log and snapshots kept, as a user's are), beside the peers
+//! a user would pick instead, run on the same text in the same run.
+//!
+//! `cargo bench -p apex-fsd --bench scale` prints, a line each, apex's
+//! figure, each peer's and the ratio:
+//!
+//! - `Edit ,s/a/b/g` (a million substitutions and more), `,x/^\n/d` and
+//!   `,y/\n/c/ /`, run from a window's tag through its event file as a
+//!   person's B2 is, beside `vim -es`, `nvim -es` and `sed` (those three
+//!   writing the file too); while each runs, the longest another
+//!   client's Tstat and read of the root's `index` took, against their
+//!   usual time; the daemon's peak
+//!   resident memory during it, against the text's size;
+//! - `Undo` of the substitution and `Redo`, and the memory after Undo.
+//!
+//! `APEX_SCALE_MB` sets the file's size (default 100). A peer that is not
+//! installed is said so and left out; nothing asserts a time.
+
+use apex_ninep::fcall::{ORDWR, OREAD, OWRITE};
+use apex_ninep::Client;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::Apexd;
+
+/// Ordinary text: lines of words, some of them empty, the same every run.
+fn ordinary_text(size: usize) -> String {
+    const WORDS: &[&str] = &[
+        "the", "daemon", "serves", "each", "session", "as", "a", "file", "system", "and", "tools", "read", "write",
+        "files", "window", "tag", "body", "plumb", "shard", "lease", "leader", "follows", "log", "entry", "apply",
+        "state", "hash", "snapshot", "rope", "text", "search", "regexp", "change", "undo", "redo", "column",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut out = String::with_capacity(size + 128);
+    while out.len() < size {
+        let r = next();
+        if r % 8 == 0 {
+            out.push('\n');
+            continue;
+        }
+        let words = 4 + (r >> 8) % 10;
+        for i in 0..words {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(WORDS[(next() % WORDS.len() as u64) as usize]);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Resident memory now and at its peak since the last reset, in MiB.
+fn memory(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Starts counting the peak resident memory again from now.
+fn reset_peak(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+}
+
+/// How long `command` took, or `None` with why when it could not run.
+fn time_peer(command: &mut Command) -> Result<Duration, String> {
+    let t = Instant::now();
+    let status = command.status().map_err(|e| format!("{:?}: {e}", command.get_program()))?;
+    let took = t.elapsed();
+    match status.success() {
+        true => Ok(took),
+        false => Err(format!("{:?} failed: {status}", command.get_program())),
+    }
+}
+
+/// `vim` or `nvim` in silent Ex mode running `ex` on `file`, writing it.
+fn ex(program: &str, ex: &str, file: &Path) -> Command {
+    let mut c = Command::new(program);
+    c.args(["-u", "NONE", "-i", "NONE", "-n", "-es", "-c", ex, "-c", "wq"]).arg(file);
+    c
+}
+
+/// `sed SCRIPT FILE > OUT`.
+fn sed(script: &str, file: &Path, out: &Path) -> Command {
+    let mut c = Command::new("sed");
+    c.arg(script).arg(file).stdout(std::fs::File::create(out).unwrap());
+    c
+}
+
+struct Window<'a> {
+    c: &'a Client,
+    root: u32,
+    number: String,
+}
+
+impl Window<'_> {
+    fn path(&self, file: &str) -> String {
+        format!("main/acme/{}/{file}", self.number)
+    }
+
+    async fn read(&self, file: &str) -> Vec<u8> {
+        let f = self.c.open_path(self.root, &self.path(file), OREAD).await.unwrap();
+        let data = self.c.read_all(&f).await.unwrap();
+        self.c.clunk(f.fid).await.unwrap();
+        data
+    }
+
+    /// Replaces the whole body with `text` (through `addr` and `data`:
+    /// a write to `body` appends).
+    async fn replace_body(&self, text: &[u8]) {
+        let addr = self.c.open_path(self.root, &self.path("addr"), ORDWR).await.unwrap();
+        self.c.write(addr.fid, 0, b",").await.unwrap();
+        self.write("data", text).await;
+        self.c.clunk(addr.fid).await.unwrap();
+    }
+
+    async fn write(&self, file: &str, data: &[u8]) {
+        let f = self.c.open_path(self.root, &self.path(file), OWRITE).await.unwrap();
+        self.c.write_all(&f, 0, data).await.unwrap();
+        self.c.clunk(f.fid).await.unwrap();
+    }
+
+    /// Runs `command` as a B2 on it in the tag does, through the event
+    /// file (open while it runs, as a tool's is): the time until the
+    /// write returns, which it does once the command is done.
+    async fn run(&self, command: &str) -> Duration {
+        self.write("tag", format!(" {command}").as_bytes()).await;
+        // Opened first: an event reader takes the file menu off the tag.
+        let ev = self.c.open_path(self.root, &self.path("event"), ORDWR).await.unwrap();
+        let tag = String::from_utf8(self.read("tag").await).unwrap();
+        let q0 = tag[..tag.rfind(command).unwrap()].chars().count();
+        let q1 = q0 + command.chars().count();
+        let t = Instant::now();
+        self.c.write(ev.fid, 0, format!("Mx{q0} {q1}\n").as_bytes()).await.unwrap();
+        let took = t.elapsed();
+        self.c.clunk(ev.fid).await.unwrap();
+        took
+    }
+}
+
+/// What another client saw while a command ran: its usual look at the
+/// daemon (a Tstat of the root and a read of the root's `index`, which
+/// names every session) and the longest one.
+struct Bystander {
+    usual: Duration,
+    longest: Duration,
+}
+
+/// One look at the daemon from another client.
+async fn look(c: &Client, root: u32) -> Duration {
+    let t = Instant::now();
+    c.stat(root).await.unwrap();
+    let index = c.open_path(root, "index", OREAD).await.unwrap();
+    c.read_all(&index).await.unwrap();
+    c.clunk(index.fid).await.unwrap();
+    t.elapsed()
+}
+
+/// Looks at the daemon from another connection until `done`.
+async fn watch(c: Client, root: u32, done: Arc<AtomicBool>) -> Bystander {
+    let mut usual = Vec::new();
+    for _ in 0..100 {
+        usual.push(look(&c, root).await);
+    }
+    usual.sort();
+    let mut longest = Duration::ZERO;
+    while !done.load(Ordering::Relaxed) {
+        longest = longest.max(look(&c, root).await);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Bystander { usual: usual[usual.len() / 2], longest }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+/// One line: apex's time, each peer's and the ratio of the fastest to
+/// apex's (above 1: apex is faster).
+fn row(name: &str, apex: Duration, peers: &[(&str, Result<Duration, String>)]) {
+    let mut line = format!("{name:<26} apex {:>10}", secs(apex));
+    let mut fastest: Option<Duration> = None;
+    for (peer, took) in peers {
+        match took {
+            Ok(d) => {
+                line += &format!("  {peer} {:>10}", secs(*d));
+                fastest = Some(fastest.map_or(*d, |f| f.min(*d)));
+            }
+            Err(why) => line += &format!("  {peer}: not measured ({why})"),
+        }
+    }
+    if let Some(f) = fastest {
+        line += &format!("  fastest/apex {:.2}x", f.as_secs_f64() / apex.as_secs_f64());
+    }
+    println!("{line}");
+}
+
+fn main() {
+    apex_sys::tunables::copy_without_slow_rep_movsb();
+    let mb: usize = std::env::var("APEX_SCALE_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let base = std::env::temp_dir().join(format!("apex-bench-scale-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).unwrap();
+    let text = ordinary_text(mb << 20);
+    let letters = text.bytes().filter(|&b| b == b'a').count();
+    let original = base.join("original");
+    std::fs::write(&original, &text).unwrap();
+    println!(
+        "scale: a {:.1} MB file of ordinary lines ({letters} letters a, {} empty lines)",
+        text.len() as f64 / 1e6,
+        text.lines().filter(|l| l.is_empty()).count()
+    );
+
+    let apexd = Apexd::start(&base, &[]);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let (c, root) = apexd.client().await;
+        let new = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
+        let number = String::from_utf8(c.read(new.fid, 0, 64).await.unwrap()).unwrap();
+        let number = number.split_whitespace().next().unwrap().to_string();
+        c.write(new.fid, 0, format!("name {}\n", base.join("file").display()).as_bytes()).await.unwrap();
+        c.clunk(new.fid).await.unwrap();
+        let w = Window { c: &c, root, number };
+
+        let commands: [(&str, &str, &str, &str); 3] = [
+            ("Edit ,s/a/b/g", "%s/a/b/g", "s/a/b/g", ""),
+            ("Edit ,x/^\\n/d", "g/^$/d", "/^$/d", ""),
+            // sam's y takes the empty text after the last newline too.
+            ("Edit ,y/\\n/c/ /", "%s/.*/ /", "s/.*/ /", " "),
+        ];
+        for (i, (command, vim_ex, sed_script, sam_more)) in commands.iter().enumerate() {
+            w.replace_body(text.as_bytes()).await;
+            let done = Arc::new(AtomicBool::new(false));
+            let (other, other_root) = apexd.client().await;
+            let watcher = tokio::spawn(watch(other, other_root, done.clone()));
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            reset_peak(apexd.pid());
+            let (before, _) = memory(apexd.pid());
+            let took = w.run(command).await;
+            let (after, peak) = memory(apexd.pid());
+            done.store(true, Ordering::Relaxed);
+            let seen = watcher.await.unwrap();
+
+            let peers = ["vim", "nvim"].map(|p| {
+                let copy = base.join(format!("{p}.txt"));
+                std::fs::copy(&original, &copy).unwrap();
+                (p, time_peer(&mut ex(p, vim_ex, &copy)))
+            });
+            let sed_took = time_peer(&mut sed(sed_script, &original, &base.join("sed.txt")));
+            let mut sed_out = std::fs::read(base.join("sed.txt")).unwrap_or_default();
+            sed_out.extend_from_slice(sam_more.as_bytes());
+            let body = w.read("body").await;
+            if body != sed_out {
+                let at = body.iter().zip(&sed_out).position(|(a, b)| a != b).unwrap_or(body.len().min(sed_out.len()));
+                panic!(
+                    "{command}: apex's text ({} bytes) and sed's ({} bytes) differ from byte {at}: {:?} against {:?}",
+                    body.len(),
+                    sed_out.len(),
+                    String::from_utf8_lossy(&body[at.saturating_sub(40)..(at + 40).min(body.len())]),
+                    String::from_utf8_lossy(&sed_out[at.saturating_sub(40)..(at + 40).min(sed_out.len())])
+                );
+            }
+            let [(vim, vim_took), (nvim, nvim_took)] = peers;
+            row(command, took, &[(vim, vim_took), (nvim, nvim_took), ("sed", sed_took)]);
+            println!(
+                "{:<26} another client's Tstat and root index read: usual {:.0} us, longest while it ran {:.1} ms",
+                "",
+                seen.usual.as_secs_f64() * 1e6,
+                seen.longest.as_secs_f64() * 1e3
+            );
+            println!(
+                "{:<26} daemon memory: {before:.0} MiB before, peak {peak:.0} MiB ({:.2}x the text), {after:.0} MiB after",
+                "",
+                (peak - before) / (text.len() as f64 / (1 << 20) as f64)
+            );
+            if i == 0 {
+                let undo = w.run("Undo").await;
+                let (after_undo, _) = memory(apexd.pid());
+                assert!(w.read("body").await == text.as_bytes(), "Undo brings the text back");
+                let redo = w.run("Redo").await;
+                assert!(w.read("body").await == sed_out, "Redo does it again");
+                println!(
+                    "{:<26} Undo {}, Redo {}; daemon memory after Undo {after_undo:.0} MiB",
+                    "",
+                    secs(undo),
+                    secs(redo)
+                );
+            }
+        }
+    });
+    apexd.stop();
+    let _ = std::fs::remove_dir_all(&base);
+}
