@@ -186,6 +186,17 @@ pub enum Proposal {
         at: u64,
         text: String,
     },
+    /// More changes of the `Splices` before it, in the undo group it
+    /// started: a whole-file Edit proposes its changes a part at a time,
+    /// the last part first, so that no one proposal holds the session
+    /// for long. Each part's changes come before the parts proposed
+    /// earlier, so the version the Edit saw places them still.
+    SplicesMore {
+        buffer: BufferId,
+        version: u64,
+        changes: Vec<(u64, u64, String)>,
+        origin: Origin,
+    },
 }
 
 /// What a proposal made, beyond its entries.
@@ -266,7 +277,8 @@ impl Proposal {
             Proposal::Insert { origin, .. }
             | Proposal::Delete { origin, .. }
             | Proposal::Replace { origin, .. }
-            | Proposal::Splices { origin, .. } => *origin,
+            | Proposal::Splices { origin, .. }
+            | Proposal::SplicesMore { origin, .. } => *origin,
             Proposal::EventReader { .. } => Origin::FileWrite,
             _ => Origin::OtherFile,
         }
@@ -278,6 +290,7 @@ impl Proposal {
             | Proposal::Delete { buffer, .. }
             | Proposal::Replace { buffer, .. }
             | Proposal::Splices { buffer, .. }
+            | Proposal::SplicesMore { buffer, .. }
             | Proposal::Select { buffer, .. }
             | Proposal::SetOrigin { buffer, .. }
             | Proposal::Name { buffer, .. }
@@ -403,9 +416,6 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
     node.append_splice(buffer, q0, q1, &text, origin)
 }
 
-/// Several edits as one undo group: every range rebased and checked
-/// before anything is appended, then applied from the last, so the earlier
-/// positions still hold.
 /// From this many changes on, one `Splices` proposal is made as
 /// many-change entries (one version and one undo record each, three
 /// bytes or so a change) rather than an entry a change: a whole-file
@@ -413,17 +423,30 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
 /// history a proposal made meanwhile is rebased through change by change.
 const MANY: usize = 16;
 
+/// Several edits as one undo group (begun here when `mark`, else carried
+/// on): every range rebased and checked before anything is appended,
+/// then applied from the last, so the earlier positions still hold.
 fn splices(
     node: &mut Node,
     buffer: BufferId,
     version: u64,
     changes: &[(u64, u64, String)],
     origin: Origin,
+    mark: bool,
 ) -> Result<()> {
     let mut rebased = Vec::with_capacity(changes.len());
     let mut end = 0;
+    // Every edit since `version` at or after the last change (an Edit's
+    // parts proposed before this one): no point moves, and the walk of the
+    // history per change is skipped.
+    let last = changes.iter().map(|c| c.1).max().unwrap_or(0);
+    let b = node.state.buffer(buffer)?;
+    let unmoved = b.edits_since(version).is_some_and(|mut edits| edits.all(|e| e.q0 >= last));
     for (q0, q1, text) in changes {
-        let (r0, r1) = rebase_range(node, buffer, version, *q0, *q1)?;
+        let (r0, r1) = match unmoved {
+            true => node.state.buffer(buffer)?.check_range(*q0, *q1).map(|()| (*q0, *q1))?,
+            false => rebase_range(node, buffer, version, *q0, *q1)?,
+        };
         if r0 < end {
             let len = node.state.buffer(buffer)?.len();
             return Err(Reject::Range { q0: r0, q1: r1, len });
@@ -436,7 +459,7 @@ fn splices(
     if rebased.is_empty() {
         return Err(Reject::Empty);
     }
-    if marks_edits(node, buffer) {
+    if mark && marks_edits(node, buffer) {
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
     }
@@ -469,7 +492,12 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             let text = owned.unwrap_or_else(|| text.clone());
             edit(node, *buffer, *version, *q0, *q1, text, *origin)?
         }
-        Proposal::Splices { buffer, version, changes, origin } => splices(node, *buffer, *version, changes, *origin)?,
+        Proposal::Splices { buffer, version, changes, origin } => {
+            splices(node, *buffer, *version, changes, *origin, true)?
+        }
+        Proposal::SplicesMore { buffer, version, changes, origin } => {
+            splices(node, *buffer, *version, changes, *origin, false)?
+        }
         Proposal::Select { buffer, view, version, q0, q1 } => {
             let (q0, q1) = rebase_range(node, *buffer, *version, *q0, *q1)?;
             buffer_op(node, *buffer, BufferOp::Select { view: *view, q0, q1 })?

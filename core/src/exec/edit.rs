@@ -70,6 +70,9 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
     apply(h, window, &g, outcome)
 }
 
+/// The most changes of one Edit proposed at once: an entry's worth.
+const PART: usize = crate::op::SPOTS_MAX;
+
 /// Proposes what an Edit's commands did.
 fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome: ecmd::Outcome) -> Result<()> {
     // A terminal's text changes only by its program: an Edit that would
@@ -83,15 +86,23 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
         let body = g.seen[*f].1;
         h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
     }
-    // Moved, not copied: a whole-file Edit's changes are many.
+    // Moved, not copied: a whole-file Edit's changes are many. They go a
+    // part at a time, the last part first, one undo group all the same,
+    // so that no one proposal holds the session while the rest wait.
     for (f, changes) in std::mem::take(&mut outcome.changes) {
-        // An Edit that changes nothing here says nothing (acme).
-        if changes.iter().all(|c| c.q0 == c.q1 && c.text.is_empty()) {
-            continue;
-        }
         let (_, body, version) = g.seen[f];
-        let changes = changes.into_iter().map(|c| (c.q0, c.q1, c.text)).collect();
-        h.propose(Proposal::Splices { buffer: body, version, changes, origin: Origin::OtherFile })?;
+        let mut changes: Vec<_> =
+            changes.into_iter().filter(|c| c.q0 != c.q1 || !c.text.is_empty()).map(|c| (c.q0, c.q1, c.text)).collect();
+        // An Edit that changes nothing here says nothing (acme).
+        let mut first = true;
+        while !changes.is_empty() {
+            let part = changes.split_off(changes.len().saturating_sub(PART));
+            let (buffer, origin) = (body, Origin::OtherFile);
+            h.propose(match std::mem::take(&mut first) {
+                true => Proposal::Splices { buffer, version, changes: part, origin },
+                false => Proposal::SplicesMore { buffer, version, changes: part, origin },
+            })?;
+        }
     }
     // (A terminal's text has no dot of the window's to set.)
     for (f, dot) in outcome.dots.iter().filter(|d| !g.terms[*d.0]) {

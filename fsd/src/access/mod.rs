@@ -128,7 +128,8 @@ pub fn limit_proposal(
         Proposal::Insert { origin, .. }
         | Proposal::Delete { origin, .. }
         | Proposal::Replace { origin, .. }
-        | Proposal::Splices { origin, .. } => {
+        | Proposal::Splices { origin, .. }
+        | Proposal::SplicesMore { origin, .. } => {
             if matches!(origin, Origin::Keyboard | Origin::Mouse) {
                 *origin = Origin::FileWrite;
             }

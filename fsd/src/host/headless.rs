@@ -44,6 +44,27 @@ impl Deref for StateGuard<'_> {
     }
 }
 
+/// The first `most` bytes (whole runes) of `what`, formatting no
+/// further: the description of an Edit's part names its first changes,
+/// not all of its thousands.
+fn capped(most: usize, what: std::fmt::Arguments<'_>) -> String {
+    struct Capped(String, usize);
+    impl std::fmt::Write for Capped {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            for c in s.chars() {
+                if self.0.len() + c.len_utf8() > self.1 {
+                    return Err(std::fmt::Error);
+                }
+                self.0.push(c);
+            }
+            Ok(())
+        }
+    }
+    let mut out = Capped(String::new(), most);
+    let _ = std::fmt::write(&mut out, what);
+    out.0
+}
+
 fn host_err(e: impl std::fmt::Display) -> ExecError {
     ExecError::Host(e.to_string())
 }
@@ -107,8 +128,7 @@ impl Host for DaemonHost {
     }
 
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
-        let request = format!("acme exec {proposal:?}");
-        let request: String = request.chars().take(120).collect();
+        let request = capped(120, format_args!("acme exec {proposal:?}"));
         self.block(self.daemon.propose(self.n, &request, proposal))
     }
 
