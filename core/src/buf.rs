@@ -28,6 +28,7 @@ use crate::op::{Action, BufferOp};
 use crate::shard::ViewId;
 use crate::spots::{Spot, Spots};
 use crate::text::Text;
+use crate::undo::{Change, Group, CHANGE_COST, GROUP_COST, RENAMED, SPOTS};
 use crate::view::{point_after_splice, View};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -41,14 +42,8 @@ pub const HISTORY_LIMIT: usize = 10_000;
 /// its size.
 pub const UNDO_LIMIT: u64 = 256 << 20;
 
-/// What a change holds besides the runes it removed, and a group besides
-/// its changes, as the bound counts them: about their size in memory, so
-/// a million one-rune changes are not counted as nothing.
-const CHANGE_COST: u64 = 40;
-const GROUP_COST: u64 = 48;
-
 /// One retained edit: runes `q0..q0+deleted` became `inserted` runes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Edit {
     pub q0: u64,
     pub deleted: u64,
@@ -56,42 +51,36 @@ pub struct Edit {
     /// A later change of the same op (an undo or redo makes several): a
     /// reader of events finds each op's changes in the history by it.
     pub continues: bool,
+    /// A many-change edit's changes (`q0..q0+deleted` is the runes they
+    /// span): a point rebased through it moves by each, as views do.
+    pub spots: Option<Spots>,
 }
 
-/// `Change::q0` of a rename: `removed` holds the name before it. A rename
-/// is undone as acme undoes one (`fileunsetname`), and keeping it in the
-/// same record keeps the stored form of undo histories as it was.
-const RENAMED: u64 = u64::MAX;
-
-/// `Change::q0` of a many-change record (`BufferOp::Splices`, or its
-/// reversal): `spots` says where each change went, `removed` holds what
-/// they removed, one after another, and `inserted` how many runes they put
-/// in all told.
-const SPOTS: u64 = u64::MAX - 1;
-
-/// One reversible change of an undo group.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Change {
-    /// Where it was made, [`RENAMED`] or [`SPOTS`].
-    q0: u64,
-    /// The runes it removed.
-    removed: String,
-    /// How many runes it put in their place.
-    inserted: u64,
-    /// Where a many-change record's changes went (`q0` is [`SPOTS`]).
-    spots: Option<Spots>,
+impl Edit {
+    /// Where point `p`, before this edit, is after it.
+    pub fn moved(&self, p: u64) -> u64 {
+        match &self.spots {
+            Some(spots) if p > self.q0 && p <= self.q0 + self.deleted => {
+                let all: Vec<Spot> = spots.iter().collect();
+                all.iter().rev().fold(p, |p, s| point_after_splice(p, s.q0, s.q1 - s.q0, s.inserted))
+            }
+            _ => point_after_splice(p, self.q0, self.deleted, self.inserted),
+        }
+    }
 }
 
-/// Encoded as its three fields, and the spots after them only when `q0`
-/// is [`SPOTS`]: undo lists stored before many-change records existed
-/// decode as they were, and a one-rune change costs no byte more.
-impl Serialize for Change {
+/// `Edit::q0` as stored for a many-change edit, whose start its first
+/// change says: histories stored before such edits decode as they were.
+const STORED_SPOTS: u64 = u64::MAX;
+
+impl Serialize for Edit {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeTuple;
-        let mut t = s.serialize_tuple(if self.spots.is_some() { 4 } else { 3 })?;
-        t.serialize_element(&self.q0)?;
-        t.serialize_element(&self.removed)?;
+        let mut t = s.serialize_tuple(if self.spots.is_some() { 5 } else { 4 })?;
+        t.serialize_element(&if self.spots.is_some() { STORED_SPOTS } else { self.q0 })?;
+        t.serialize_element(&self.deleted)?;
         t.serialize_element(&self.inserted)?;
+        t.serialize_element(&self.continues)?;
         if let Some(spots) = &self.spots {
             t.serialize_element(spots)?;
         }
@@ -99,81 +88,30 @@ impl Serialize for Change {
     }
 }
 
-impl<'de> Deserialize<'de> for Change {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Change, D::Error> {
+impl<'de> Deserialize<'de> for Edit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Edit, D::Error> {
         struct Fields;
         impl<'de> serde::de::Visitor<'de> for Fields {
-            type Value = Change;
+            type Value = Edit;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an undo record")
+                f.write_str("an edit of the history")
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Change, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Edit, A::Error> {
                 use serde::de::Error;
-                let missing = || A::Error::custom("an undo record cut short");
+                let missing = || A::Error::custom("an edit of the history cut short");
                 let q0: u64 = seq.next_element()?.ok_or_else(missing)?;
-                let removed: String = seq.next_element()?.ok_or_else(missing)?;
+                let deleted: u64 = seq.next_element()?.ok_or_else(missing)?;
                 let inserted: u64 = seq.next_element()?.ok_or_else(missing)?;
-                let spots = match q0 == SPOTS {
-                    true => Some(seq.next_element::<Spots>()?.ok_or_else(missing)?),
-                    false => None,
-                };
-                Ok(Change { q0, removed, inserted, spots })
+                let continues: bool = seq.next_element()?.ok_or_else(missing)?;
+                if q0 != STORED_SPOTS {
+                    return Ok(Edit { q0, deleted, inserted, continues, spots: None });
+                }
+                let spots: Spots = seq.next_element()?.ok_or_else(missing)?;
+                let q0 = spots.iter().next().map_or(0, |s| s.q0);
+                Ok(Edit { q0, deleted, inserted, continues, spots: Some(spots) })
             }
         }
-        d.deserialize_tuple(4, Fields)
-    }
-}
-
-impl Change {
-    /// What it holds, as the undo bound counts it.
-    fn cost(&self) -> u64 {
-        CHANGE_COST + self.removed.len() as u64 + self.spots.as_ref().map_or(0, |s| s.len_bytes() as u64)
-    }
-
-    /// Folds `next`, made right after `self` in the same group, into
-    /// `self` when the two are one run: an insert continuing where the last
-    /// one ended, or a delete ending where the last one began (backspace)
-    /// or starting where it did (forward delete). Reversing the merged
-    /// change restores exactly what reversing both would.
-    fn coalesce(&mut self, next: &Change) -> bool {
-        if [RENAMED, SPOTS].contains(&self.q0) || [RENAMED, SPOTS].contains(&next.q0) {
-            return false;
-        }
-        let pure_insert = |c: &Change| c.removed.is_empty() && c.inserted > 0;
-        let pure_delete = |c: &Change| !c.removed.is_empty() && c.inserted == 0;
-        if pure_insert(self) && pure_insert(next) && next.q0 == self.q0 + self.inserted {
-            self.inserted += next.inserted;
-            return true;
-        }
-        if pure_delete(self) && pure_delete(next) {
-            if next.q0 == self.q0 {
-                self.removed.push_str(&next.removed);
-                return true;
-            }
-            if next.q0 + next.removed.chars().count() as u64 == self.q0 {
-                self.removed.insert_str(0, &next.removed);
-                self.q0 = next.q0;
-                return true;
-            }
-        }
-        false
-    }
-}
-
-/// The changes one user action made.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Group {
-    /// The id from the `Mark` that started it, if any.
-    id: Option<GroupId>,
-    /// Unique within the buffer; `clean_at` names a group by it.
-    serial: u64,
-    changes: Vec<Change>,
-}
-
-impl Group {
-    /// What the group holds, as the undo bound counts it.
-    fn cost(&self) -> u64 {
-        GROUP_COST + self.changes.iter().map(Change::cost).sum::<u64>()
+        d.deserialize_tuple(5, Fields)
     }
 }
 
@@ -303,6 +241,11 @@ impl Buffer {
         (oldest..=self.version).contains(&version).then(|| self.history.iter().skip((version - oldest) as usize))
     }
 
+    /// The id of the newest undo group, if a `Mark` began it.
+    pub fn newest_group(&self) -> Option<GroupId> {
+        self.undo.last().and_then(|g| g.id)
+    }
+
     /// Whether there is an undo group to undo (acme's ctl field 9).
     pub fn can_undo(&self) -> bool {
         self.undo.iter().any(|g| !g.changes.is_empty())
@@ -337,7 +280,7 @@ impl Buffer {
             return Err(Reject::StaleVersion { got: version, oldest });
         }
         let skip = (version - oldest) as usize;
-        Ok(self.history.iter().skip(skip).fold(p, |p, e| point_after_splice(p, e.q0, e.deleted, e.inserted)))
+        Ok(self.history.iter().skip(skip).fold(p, |p, e| e.moved(p)))
     }
 
     /// Checks `op` against this buffer without changing it: the same
@@ -400,9 +343,17 @@ impl Buffer {
         let mut len = self.len;
         for c in g.changes.iter().rev().filter(|c| c.q0 != RENAMED) {
             if let Some(spots) = &c.spots {
+                // The runes the changes put in come out again: as the
+                // places say, which must agree with the count kept.
                 let back = spots.swapped();
-                back.check(len, c.removed.chars().count() as u64)?;
-                len = len - c.inserted + c.removed.chars().count() as u64;
+                let put_back = c.removed.chars().count() as u64;
+                back.check(len, put_back)?;
+                let taken: u64 = spots.iter().map(|s| s.inserted).sum();
+                if taken != c.inserted {
+                    let why = format!("an undo record says {} runes went in, its places {taken}", c.inserted);
+                    return Err(Reject::BadSpots { why });
+                }
+                len = len.saturating_sub(taken) + put_back;
                 continue;
             }
             let end = c.q0.checked_add(c.inserted).filter(|e| *e <= len);
@@ -581,7 +532,7 @@ impl Buffer {
         if self.history.len() == HISTORY_LIMIT {
             self.history.pop_front();
         }
-        self.history.push_back(Edit { q0, deleted, inserted, continues: false });
+        self.history.push_back(Edit { q0, deleted, inserted, continues: false, spots: None });
         self.version = self.version.saturating_add(1);
         (removed, inserted)
     }
@@ -612,6 +563,7 @@ impl Buffer {
             deleted: span,
             inserted: span - deleted + inserted,
             continues: false,
+            spots: Some(spots.clone()),
         });
         self.version = self.version.saturating_add(1);
         (removed, inserted)
@@ -623,7 +575,7 @@ impl Buffer {
         if self.history.len() == HISTORY_LIMIT {
             self.history.pop_front();
         }
-        self.history.push_back(Edit { q0: 0, deleted: 0, inserted: 0, continues: false });
+        self.history.push_back(Edit { q0: 0, deleted: 0, inserted: 0, continues: false, spots: None });
         self.version = self.version.saturating_add(1);
     }
 
@@ -836,14 +788,17 @@ mod tests {
                     break;
                 }
                 let q1 = q0 + next(3).min(len - q0);
-                changes.push((q0, q1, ["", "x", "ü€", "\n\n"][next(4) as usize]));
+                let t = ["", "x", "ü€", "\n\n"][next(4) as usize];
+                // A change of nothing is no change (the leader drops them).
+                changes.push((q0, q1, if q0 == q1 && t.is_empty() { "x" } else { t }));
                 at = q1;
             }
-            if changes.iter().all(|c| c.0 == c.1 && c.2.is_empty()) {
+            if changes.is_empty() {
                 continue;
             }
             mark(&mut one, 1);
             mark(&mut many, 1);
+            let seen = (one.version, many.version);
             for (q0, q1, t) in changes.iter().rev() {
                 splice(&mut one, *q0, *q1, t);
             }
@@ -854,6 +809,10 @@ mod tests {
             assert_eq!(many.text.to_string(), one.text.to_string(), "round {round}: {changes:?}");
             assert_eq!((many.len(), many.views.clone()), (one.len(), one.views.clone()), "round {round}: {changes:?}");
             assert_eq!(many.undo_bytes(), recount(&many));
+            for p in 0..=len {
+                let (a, b) = (one.rebase(seen.0, p).unwrap(), many.rebase(seen.1, p).unwrap());
+                assert_eq!(a, b, "round {round}: point {p} rebased through {changes:?}");
+            }
             let mut decoded: Buffer = postcard::from_bytes(&postcard::to_allocvec(&many).unwrap()).unwrap();
             decoded.restore();
             assert_eq!(decoded, many, "round {round}: the undo record decodes as it was");

@@ -457,18 +457,28 @@ impl Runner<'_> {
         // acme's s_cmd: the nth match and, with g, every one after it.
         let mut made = Vec::new();
         let most = if global { usize::MAX } else { nth };
-        for (i, m) in hay.step(&re, start, end, false, most).0.iter().enumerate() {
-            if i + 1 < nth {
-                continue;
+        // Matches come in order: each one's runes are counted on from the
+        // last (a rope descent per match costs more than the search).
+        let mut at = (start, r.q0);
+        let mut rune_at = |b: usize| -> u64 {
+            let q = match b >= at.0 && hay.is_char_boundary(at.0) && hay.is_char_boundary(b) {
+                true => at.1 + hay.str(at.0..b).chars().count() as u64,
+                false => text.byte_to_char(b) as u64,
+            };
+            at = (b, q);
+            q
+        };
+        let mut i = 0;
+        hay.step_each(&re, start, end, false, most, |m| {
+            i += 1;
+            if i < nth || (!global && i > nth) {
+                return;
             }
             let whole = m.whole();
-            let q0 = text.byte_to_char(whole.start) as u64;
-            let q1 = text.byte_to_char(whole.end) as u64;
-            made.push((q0, q1, expand(rep, hay, m)));
-            if !global {
-                break;
-            }
-        }
+            let q0 = rune_at(whole.start);
+            let q1 = rune_at(whole.end);
+            made.push((q0, q1, expand(rep, hay, &m)));
+        });
         if made.is_empty() {
             if self.nest == 0 {
                 let used = if pattern.is_empty() { self.last.as_deref().unwrap_or_default() } else { pattern };

@@ -76,6 +76,7 @@ pub mod spots;
 pub mod state;
 pub mod term;
 pub mod text;
+mod undo;
 pub mod view;
 pub mod win;
 

@@ -10,7 +10,7 @@
 
 use crate::error::{Reject, Result};
 use crate::frac::Frac;
-use crate::id::{AttachmentId, BufferId, ColumnId, Seq, TermId, WindowId};
+use crate::id::{AttachmentId, BufferId, ColumnId, GroupId, Seq, TermId, WindowId};
 use crate::make::{self, NewWindow};
 use crate::node::Node;
 use crate::op::{Action, BufferOp, LayoutOp, Op, Origin, WindowFlags, WindowOp};
@@ -196,6 +196,10 @@ pub enum Proposal {
         version: u64,
         changes: Vec<(u64, u64, String)>,
         origin: Origin,
+        /// The group the `Splices` began (`Created::Group`): joined while
+        /// it is still the newest, else these changes begin their own
+        /// (another client's change or undo came between).
+        group: Option<GroupId>,
     },
 }
 
@@ -206,6 +210,9 @@ pub enum Created {
     Buffer(BufferId),
     Window(NewWindow),
     Column(ColumnId),
+    /// The undo group a `Splices` began, which its `SplicesMore` carry on.
+    /// Last: older peers decode the variants before it as they were.
+    Group(GroupId),
 }
 
 /// The outcome of an applied proposal.
@@ -423,17 +430,18 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
 /// history a proposal made meanwhile is rebased through change by change.
 const MANY: usize = 16;
 
-/// Several edits as one undo group (begun here when `mark`, else carried
-/// on): every range rebased and checked before anything is appended,
-/// then applied from the last, so the earlier positions still hold.
+/// Several edits as one undo group: every range rebased and checked
+/// before anything is appended, then applied from the last, so the earlier
+/// positions still hold. The group is begun here (and returned), or, for
+/// more of the same (`joins`), carried on while it is the newest.
 fn splices(
     node: &mut Node,
     buffer: BufferId,
     version: u64,
     changes: &[(u64, u64, String)],
     origin: Origin,
-    mark: bool,
-) -> Result<()> {
+    joins: Option<Option<GroupId>>,
+) -> Result<Option<GroupId>> {
     let mut rebased = Vec::with_capacity(changes.len());
     let mut end = 0;
     // Every edit since `version` at or after the last change (an Edit's
@@ -459,18 +467,23 @@ fn splices(
     if rebased.is_empty() {
         return Err(Reject::Empty);
     }
-    if mark && marks_edits(node, buffer) {
+    let mut began = None;
+    let newest = node.state.buffer(buffer)?.newest_group();
+    let joined = matches!(joins, Some(Some(g)) if newest == Some(g));
+    if !joined && marks_edits(node, buffer) {
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
+        began = Some(group);
     }
     if rebased.len() >= MANY {
         let changes: Vec<_> = rebased.iter().map(|(q0, q1, text)| (*q0, *q1, text.as_str())).collect();
-        return node.append_spots(buffer, &changes, origin);
+        node.append_spots(buffer, &changes, origin)?;
+    } else {
+        for (q0, q1, text) in rebased.into_iter().rev() {
+            node.append_splice(buffer, q0, q1, text, origin)?;
+        }
     }
-    for (q0, q1, text) in rebased.into_iter().rev() {
-        node.append_splice(buffer, q0, q1, text, origin)?;
-    }
-    Ok(())
+    Ok(began)
 }
 
 fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<Created> {
@@ -493,10 +506,12 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
             edit(node, *buffer, *version, *q0, *q1, text, *origin)?
         }
         Proposal::Splices { buffer, version, changes, origin } => {
-            splices(node, *buffer, *version, changes, *origin, true)?
+            if let Some(group) = splices(node, *buffer, *version, changes, *origin, None)? {
+                return Ok(Created::Group(group));
+            }
         }
-        Proposal::SplicesMore { buffer, version, changes, origin } => {
-            splices(node, *buffer, *version, changes, *origin, false)?
+        Proposal::SplicesMore { buffer, version, changes, origin, group } => {
+            splices(node, *buffer, *version, changes, *origin, Some(*group))?;
         }
         Proposal::Select { buffer, view, version, q0, q1 } => {
             let (q0, q1) = rebase_range(node, *buffer, *version, *q0, *q1)?;

@@ -183,6 +183,11 @@ impl Haystack {
     }
 
     /// The text in `r` (byte offsets on rune boundaries).
+    /// Whether byte `b` starts a rune (or is the end).
+    pub fn is_char_boundary(&self, b: usize) -> bool {
+        self.bytes.get(b).is_some_and(|x| x & 0xc0 != 0x80)
+    }
+
     pub fn str(&self, r: Range<usize>) -> &str {
         std::str::from_utf8(&self.bytes[r]).unwrap_or_default()
     }
@@ -240,17 +245,34 @@ impl Haystack {
     /// passing `eof` after an empty match: acme's `y` hands on the text
     /// after the last match only then.
     pub fn step(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool, most: usize) -> (Vec<Found>, bool) {
-        let eof = eof.min(self.len());
         let mut out = Vec::new();
+        let exhausted = self.step_each(re, start, eof, skip_at_start, most, |f| out.push(f));
+        (out, exhausted)
+    }
+
+    /// `step`, handing each match to `each` as it is found rather than
+    /// keeping them all: a whole-file substitution's million matches are
+    /// not held at once. Returns whether the matches ran out.
+    pub fn step_each(
+        &self,
+        re: &Regexp,
+        start: usize,
+        eof: usize,
+        skip_at_start: bool,
+        most: usize,
+        mut each: impl FnMut(Found),
+    ) -> bool {
+        let eof = eof.min(self.len());
         if start > eof {
-            return (out, true);
+            return true;
         }
         // One view of the range for every search of the loop.
         let range = self.searched(start, eof);
         let mut p = start;
         let mut prev_end = skip_at_start.then_some(start);
-        while p <= eof && out.len() < most {
-            let Some(f) = range.find(re, p, eof) else { return (out, true) };
+        let mut found = 0;
+        while p <= eof && found < most {
+            let Some(f) = range.find(re, p, eof) else { return true };
             let m = f.whole();
             if m.is_empty() {
                 if Some(m.start) == prev_end {
@@ -268,9 +290,10 @@ impl Haystack {
                 p = m.end;
             }
             prev_end = Some(m.end);
-            out.push(f);
+            found += 1;
+            each(f);
         }
-        (out, false)
+        false
     }
 
     /// The text as acme's matcher sees it for searches from `start` to

@@ -48,7 +48,11 @@ fn take(bytes: &[u8], at: &mut usize) -> Option<u64> {
     for shift in (0..64).step_by(7) {
         let b = *bytes.get(*at)?;
         *at += 1;
-        v |= u64::from(b & 0x7f).checked_shl(shift)?;
+        // The tenth byte holds the top bit alone.
+        if shift == 63 && b > 1 {
+            return None;
+        }
+        v |= u64::from(b & 0x7f) << shift;
         if b & 0x80 == 0 {
             return Some(v);
         }
@@ -117,6 +121,9 @@ impl Spots {
                     len,
                 });
             };
+            if q0 == q1 && more == 0 {
+                return Err(bad(format!("the change at {q0} removes and puts in nothing")));
+            }
             first.get_or_insert(q0);
             end = q1;
             put_in = put_in.saturating_add(more);
@@ -185,5 +192,11 @@ mod tests {
         assert!(Spots(Arc::from(&[0x80u8][..])).check(10, 0).is_err(), "cut short");
         assert!(Spots(Arc::from(&[1u8, 1, 0, 0x80][..])).check(10, 0).is_err(), "cut after a change");
         assert!(Spots::pack([]).unwrap().check(10, 0).is_err(), "nothing");
+        assert!(
+            Spots::pack([Spot { q0: 2, q1: 2, inserted: 0 }]).unwrap().check(10, 0).is_err(),
+            "a change of nothing"
+        );
+        let overlong = [0xffu8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 1];
+        assert!(Spots(Arc::from(&overlong[..])).check(u64::MAX, 1).is_err(), "past 64 bits");
     }
 }

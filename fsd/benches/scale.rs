@@ -12,7 +12,12 @@
 //!   client's Tstat and read of the root's `index` took, against their
 //!   usual time; the daemon's peak
 //!   resident memory during it, against the text's size;
-//! - `Undo` of the substitution and `Redo`, and the memory after Undo.
+//! - `Undo` of the substitution and `Redo`, and the memory after Undo;
+//! - open: a window's `get` of the file until its body reads, beside
+//!   `vim -es` and `nvim -es` opening and quitting, and reading the file
+//!   into a rope in process; the daemon's memory for it;
+//! - search: `addr` `/needle/` from the top to the file's last line,
+//!   beside the `regex` crate on the flat text in process and `rg`.
 //!
 //! `APEX_SCALE_MB` sets the file's size (default 100). A peer that is not
 //! installed is said so and left out; nothing asserts a time.
@@ -190,7 +195,10 @@ async fn watch(c: Client, root: u32, done: Arc<AtomicBool>) -> Bystander {
 }
 
 fn secs(d: Duration) -> String {
-    format!("{:.3} s", d.as_secs_f64())
+    match d < Duration::from_secs(1) {
+        true => format!("{:.2} ms", d.as_secs_f64() * 1e3),
+        false => format!("{:.3} s", d.as_secs_f64()),
+    }
 }
 
 /// One line: apex's time, each peer's and the ratio of the fastest to
@@ -219,7 +227,8 @@ fn main() {
     let base = std::env::temp_dir().join(format!("apex-bench-scale-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).unwrap();
-    let text = ordinary_text(mb << 20);
+    // A word found only at the end, for the searches.
+    let text = ordinary_text(mb << 20) + "needle\n";
     let letters = text.bytes().filter(|&b| b == b'a').count();
     let original = base.join("original");
     std::fs::write(&original, &text).unwrap();
@@ -239,6 +248,78 @@ fn main() {
         c.write(new.fid, 0, format!("name {}\n", base.join("file").display()).as_bytes()).await.unwrap();
         c.clunk(new.fid).await.unwrap();
         let w = Window { c: &c, root, number };
+
+        // Open: a window's ctl `get` of the file (its text through the
+        // daemon's log, synced as by default) until the body reads.
+        let opened = {
+            let new = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
+            let number = String::from_utf8(c.read(new.fid, 0, 64).await.unwrap()).unwrap();
+            let number = number.split_whitespace().next().unwrap().to_string();
+            let (before, _) = memory(apexd.pid());
+            reset_peak(apexd.pid());
+            let t = Instant::now();
+            c.write(new.fid, 0, format!("name {}\nget\n", original.display()).as_bytes()).await.unwrap();
+            let o = Window { c: &c, root, number };
+            let first = o.c.open_path(root, &o.path("body"), OREAD).await.unwrap();
+            assert!(!o.c.read(first.fid, 0, 64).await.unwrap().is_empty());
+            let took = t.elapsed();
+            let (after, peak) = memory(apexd.pid());
+            c.clunk(first.fid).await.unwrap();
+            c.write(new.fid, 0, b"delete\n").await.unwrap();
+            c.clunk(new.fid).await.unwrap();
+            (took, after - before, peak - before)
+        };
+        let in_process = {
+            let t = Instant::now();
+            let rope = ropey::Rope::from_str(&String::from_utf8(std::fs::read(&original).unwrap()).unwrap());
+            assert_eq!(rope.len_bytes(), text.len());
+            t.elapsed()
+        };
+        let open_peers = ["vim", "nvim"].map(|p| {
+            let mut c = Command::new(p);
+            c.args(["-u", "NONE", "-i", "NONE", "-n", "-es", "-c", "q"]).arg(&original);
+            (p, time_peer(&mut c))
+        });
+        let [(vim, vim_took), (nvim, nvim_took)] = open_peers;
+        row("open (ctl get)", opened.0, &[(vim, vim_took), (nvim, nvim_took), ("read+rope in process", Ok(in_process))]);
+        let mb_text = text.len() as f64 / (1 << 20) as f64;
+        println!(
+            "{:<26} daemon memory: {:.0} MiB more ({:.2}x the text), peak {:.0} MiB more ({:.2}x)",
+            "",
+            opened.1,
+            opened.1 / mb_text,
+            opened.2,
+            opened.2 / mb_text
+        );
+
+        // Search: an address from the top to the word at the end, through
+        // `addr`, beside the same regexp's engine on the flat text.
+        w.replace_body(text.as_bytes()).await;
+        let addr = c.open_path(root, &w.path("addr"), ORDWR).await.unwrap();
+        let mut searched = Duration::MAX;
+        for _ in 0..3 {
+            c.write(addr.fid, 0, b"0").await.unwrap();
+            let t = Instant::now();
+            c.write(addr.fid, 0, b"/needle/").await.unwrap();
+            searched = searched.min(t.elapsed());
+        }
+        let found = String::from_utf8(c.read(addr.fid, 0, 64).await.unwrap()).unwrap();
+        let at = text.chars().count() - "needle\n".len();
+        assert_eq!(found.split_whitespace().next(), Some(at.to_string().as_str()), "addr found the word");
+        c.clunk(addr.fid).await.unwrap();
+        let engine = {
+            let re = regex::Regex::new("needle").unwrap();
+            let mut best = Duration::MAX;
+            for _ in 0..3 {
+                let t = Instant::now();
+                assert!(re.find(&text).is_some());
+                best = best.min(t.elapsed());
+            }
+            best
+        };
+        let mut rg = Command::new("rg");
+        rg.args(["-c", "needle"]).arg(&original).stdout(std::process::Stdio::null());
+        row("search /needle/ (addr)", searched, &[("regex crate in process", Ok(engine)), ("rg", time_peer(&mut rg))]);
 
         let commands: [(&str, &str, &str, &str); 3] = [
             ("Edit ,s/a/b/g", "%s/a/b/g", "s/a/b/g", ""),

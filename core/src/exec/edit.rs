@@ -73,6 +73,27 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
 /// The most changes of one Edit proposed at once: an entry's worth.
 const PART: usize = crate::op::SPOTS_MAX;
 
+/// `changes` cut into parts of at most [`PART`] changes and an entry's
+/// bytes of text (a longer change alone), in order: proposed from the
+/// last, each part's places hold whatever the parts after it did.
+fn parts(mut changes: Vec<(u64, u64, String)>) -> Vec<Vec<(u64, u64, String)>> {
+    let mut out = Vec::new();
+    while !changes.is_empty() {
+        let (mut cut, mut bytes) = (changes.len(), 0);
+        while cut > 0 && changes.len() - cut < PART {
+            let more = changes[cut - 1].2.len();
+            if bytes + more > crate::op::SPLICE_MAX && cut < changes.len() {
+                break;
+            }
+            bytes += more;
+            cut -= 1;
+        }
+        out.push(changes.split_off(cut));
+    }
+    out.reverse();
+    out
+}
+
 /// Proposes what an Edit's commands did.
 fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome: ecmd::Outcome) -> Result<()> {
     // A terminal's text changes only by its program: an Edit that would
@@ -91,17 +112,23 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
     // so that no one proposal holds the session while the rest wait.
     for (f, changes) in std::mem::take(&mut outcome.changes) {
         let (_, body, version) = g.seen[f];
-        let mut changes: Vec<_> =
+        let changes: Vec<_> =
             changes.into_iter().filter(|c| c.q0 != c.q1 || !c.text.is_empty()).map(|c| (c.q0, c.q1, c.text)).collect();
         // An Edit that changes nothing here says nothing (acme).
-        let mut first = true;
-        while !changes.is_empty() {
-            let part = changes.split_off(changes.len().saturating_sub(PART));
-            let (buffer, origin) = (body, Origin::OtherFile);
-            h.propose(match std::mem::take(&mut first) {
-                true => Proposal::Splices { buffer, version, changes: part, origin },
-                false => Proposal::SplicesMore { buffer, version, changes: part, origin },
-            })?;
+        let mut parts = parts(changes);
+        let count = parts.len();
+        let (buffer, origin) = (body, Origin::OtherFile);
+        let Some(first) = parts.pop() else { continue };
+        let made = h.propose(Proposal::Splices { buffer, version, changes: first, origin })?;
+        let group = match made.created {
+            crate::propose::Created::Group(g) => Some(g),
+            _ => None,
+        };
+        while let Some(part) = parts.pop() {
+            let more = Proposal::SplicesMore { buffer, version, changes: part, origin, group };
+            if let Err(why) = h.propose(more) {
+                return Err(ExecError::PartlyMade { made: count - parts.len() - 1, parts: count, why: Box::new(why) });
+            }
         }
     }
     // (A terminal's text has no dot of the window's to set.)

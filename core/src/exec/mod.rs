@@ -108,6 +108,9 @@ pub trait Host: Pipes {
 /// warn, and the 9P error a tool sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExecError {
+    /// A whole-file Edit goes in parts; one after the first failed.
+    #[error("Edit: made {made} of its {parts} parts of changes, then {why}; Undo takes back what it made")]
+    PartlyMade { made: usize, parts: usize, why: Box<ExecError> },
     #[error("{0}: execute it in a window's tag or body")]
     NeedsWindow(&'static str),
     #[error("{0}: execute it in a column's tag or a window in the column")]

@@ -290,3 +290,52 @@ fn many_changes_at_once_rebase_and_a_long_one_goes_in_pieces() {
     propose::apply(&mut n, &Proposal::Undo { buffer: b }).unwrap();
     assert_eq!(text(&n, b), "> hello world", "one undo group");
 }
+
+/// An Edit proposed in parts is one undo group while nothing comes
+/// between its parts; a change of another's between them keeps its own
+/// group, and the part after it begins another, so no Undo takes back
+/// someone else's typing with the Edit's changes.
+#[test]
+fn the_parts_of_an_edit_join_its_undo_group_unless_another_change_came_between() {
+    let part = |from: u64| -> Vec<(u64, u64, String)> { (from..from + 5).map(|q| (q, q + 1, "_".into())).collect() };
+    for typed_between in [false, true] {
+        let (mut n, b) = setup();
+        let seen = version(&n, b);
+        let first = Proposal::Splices { buffer: b, version: seen, changes: part(6), origin: Origin::OtherFile };
+        let group = match propose::apply(&mut n, &first).unwrap().created {
+            Created::Group(g) => Some(g),
+            other => panic!("the first part begins a group: {other:?}"),
+        };
+        assert_eq!(text(&n, b), "hello _____");
+        if typed_between {
+            let typed = Proposal::Insert {
+                buffer: b,
+                version: version(&n, b),
+                q0: 11,
+                text: "!".into(),
+                origin: Origin::Keyboard,
+            };
+            propose::apply(&mut n, &typed).unwrap();
+        }
+        let more =
+            Proposal::SplicesMore { buffer: b, version: seen, changes: part(0), origin: Origin::OtherFile, group };
+        propose::apply(&mut n, &more).unwrap();
+        let undo = |n: &mut Node| propose::apply(n, &Proposal::Undo { buffer: b }).unwrap();
+        match typed_between {
+            false => {
+                assert_eq!(text(&n, b), "_____ _____");
+                undo(&mut n);
+                assert_eq!(text(&n, b), "hello world", "one Undo takes back both parts");
+            }
+            true => {
+                assert_eq!(text(&n, b), "_____ _____!");
+                undo(&mut n);
+                assert_eq!(text(&n, b), "hello _____!", "the part after the typing, alone");
+                undo(&mut n);
+                assert_eq!(text(&n, b), "hello _____", "then the typing");
+                undo(&mut n);
+                assert_eq!(text(&n, b), "hello world");
+            }
+        }
+    }
+}

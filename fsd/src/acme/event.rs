@@ -153,8 +153,8 @@ pub fn follow(
                 };
                 let mut edits = Vec::new();
                 if let Some(first) = history.next() {
-                    edits.push(*first);
-                    edits.extend(history.take_while(|e| e.continues).copied());
+                    edits.push(first.clone());
+                    edits.extend(history.take_while(|e| e.continues).cloned());
                 }
                 let after = from + edits.len() as u64;
                 let c1 = origin(e.seq).unwrap_or(if e.attachment == AttachmentId::SERVER { 'F' } else { 'M' });
