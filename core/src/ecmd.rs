@@ -34,6 +34,11 @@ pub trait Pipes {
     fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, PipeError>;
     /// `w`: writes the bytes to the file, or says why not.
     fn save(&mut self, path: &str, bytes: &[u8]) -> std::result::Result<(), PipeError>;
+    /// Whether the Edit was told to stop (`Kill Edit`): asked as it goes,
+    /// and then it ends changing nothing.
+    fn interrupted(&mut self) -> bool {
+        false
+    }
 }
 
 /// One change, in the original text's runes.
@@ -99,6 +104,9 @@ pub fn run(
         let f = r.current;
         let dot = r.dot(f);
         ran = r.cmd(cmd, f, dot);
+        if ran.is_ok() && r.pipes.interrupted() {
+            ran = Err(EditError::Killed);
+        }
         if ran.is_err() {
             break;
         }
@@ -107,6 +115,10 @@ pub fn run(
     ran?;
     r.finish()
 }
+
+/// How many matches a loop or a substitution goes through between asking
+/// whether it was told to stop.
+const ASK_EVERY: usize = 4096;
 
 /// Where a file's dot ended up: a range of the original text, or the
 /// text a change put in (its change index).
@@ -421,7 +433,10 @@ impl Runner<'_> {
                         between
                     }
                 };
-                for m in ranges {
+                for (i, m) in ranges.into_iter().enumerate() {
+                    if i % ASK_EVERY == 0 && self.pipes.interrupted() {
+                        return Err(EditError::Killed);
+                    }
                     self.cmd(body, f, m)?;
                 }
             }
@@ -469,9 +484,14 @@ impl Runner<'_> {
             q
         };
         let mut i = 0;
+        let mut killed = false;
+        let pipes = &mut self.pipes;
         hay.step_each(&re, start, end, false, most, |m| {
             i += 1;
-            if i < nth || (!global && i > nth) {
+            if i % ASK_EVERY == 0 && !killed {
+                killed = pipes.interrupted();
+            }
+            if killed || i < nth || (!global && i > nth) {
                 return;
             }
             let whole = m.whole();
@@ -479,6 +499,9 @@ impl Runner<'_> {
             let q1 = rune_at(whole.end);
             made.push((q0, q1, expand(rep, hay, &m)));
         });
+        if killed {
+            return Err(EditError::Killed);
+        }
         if made.is_empty() {
             if self.nest == 0 {
                 let used = if pattern.is_empty() { self.last.as_deref().unwrap_or_default() } else { pattern };

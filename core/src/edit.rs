@@ -125,6 +125,9 @@ pub enum FileCmd {
 pub enum EditError {
     #[error("Edit: {0}")]
     Syntax(String),
+    /// `Kill Edit` (or `kill PID` of it) ended it.
+    #[error("Edit: killed; the text is as it was")]
+    Killed,
     #[error("Edit: {0}")]
     Addr(#[from] AddrError),
     #[error("Edit: no substitution for /{0}/")]

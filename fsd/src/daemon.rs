@@ -62,6 +62,10 @@ pub struct Daemon {
     /// each serves: `/services`, for a client reaching the daemon from
     /// elsewhere (an import over ssh) to serve them in turn.
     pub services: Arc<Mutex<Vec<(String, String)>>>,
+    /// The long built-ins running in the daemon (an Edit), each listed
+    /// among its session's processes under a number no pid reaches, and
+    /// the flag `kill` of that number sets (`host::Job`).
+    pub jobs: Arc<Mutex<HashMap<u64, Arc<std::sync::atomic::AtomicBool>>>>,
 }
 
 /// A snapshot the session's log is due, its state copied under the lock;
@@ -109,6 +113,7 @@ impl Daemon {
             session_changes: Arc::default(),
             epoch: std::time::Instant::now(),
             services: Arc::default(),
+            jobs: Arc::default(),
         }
     }
 

@@ -125,6 +125,17 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
             _ => None,
         };
         while let Some(part) = parts.pop() {
+            if h.interrupted() {
+                // `Kill Edit`: what its parts made is taken back, as one
+                // group while nothing came between them.
+                let ours = group.is_some() && h.state()?.buffer(body)?.newest_group() == group;
+                if ours {
+                    h.propose(Proposal::Undo { buffer: body })?;
+                    return Err(crate::edit::EditError::Killed.into());
+                }
+                let why = Box::new(ExecError::from(crate::edit::EditError::Killed));
+                return Err(ExecError::PartlyMade { made: count - parts.len() - 1, parts: count, why });
+            }
             let more = Proposal::SplicesMore { buffer, version, changes: part, origin, group };
             if let Err(why) = h.propose(more) {
                 return Err(ExecError::PartlyMade { made: count - parts.len() - 1, parts: count, why: Box::new(why) });

@@ -787,7 +787,13 @@ impl Fsys {
                 let command = look::split_command(&text).0.chars().take(64).collect();
                 Err(Error::from(crate::access::AccessError::NotBuiltin { command }))
             }
-            Act::Execute => self.daemon.with_host(n, Some(id), move |h| exec::execute(h, Some(id), &text)).await,
+            Act::Execute => {
+                let run = move |h: &mut crate::host::headless::DaemonHost| {
+                    let _job = h.as_job(&text);
+                    exec::execute(h, Some(id), &text)
+                };
+                self.daemon.with_host(n, Some(id), run).await
+            }
             Act::Look => self.daemon.with_host(n, Some(id), move |h| exec::look_from(h, id, &text, from)).await,
         };
         // The daemon's undo and redo made for this event are reported

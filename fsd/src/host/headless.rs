@@ -18,7 +18,8 @@ use apex_core::propose::Applied;
 use apex_core::{BufferId, Proposal, State, WindowId};
 use std::ops::Deref;
 use std::path::Path;
-use std::sync::MutexGuard;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, MutexGuard};
 
 /// The daemon's side of one built-in's run, in session `n`.
 pub struct DaemonHost {
@@ -32,6 +33,8 @@ pub struct DaemonHost {
     /// The scope of the request that runs the command: it runs on a
     /// thread of its own, outside the request's task.
     scope: crate::access::Scope,
+    /// Set by a kill of the job this command runs as (`Kill Edit`).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 /// The session's state under the session's lock (other sessions go on).
@@ -70,6 +73,18 @@ fn host_err(e: impl std::fmt::Display) -> ExecError {
 }
 
 impl DaemonHost {
+    /// Runs `command` as a job of the session's (listed among its
+    /// processes, stopped by a kill) when it is an Edit: the one built-in
+    /// that may run long.
+    pub fn as_job(&mut self, command: &str) -> Option<crate::host::Job> {
+        if apex_core::look::split_command(command).0 != "Edit" {
+            return None;
+        }
+        let (job, stop) = crate::host::Job::start(&self.daemon, self.n, self.window, command.trim());
+        self.stop = Some(stop);
+        Some(job)
+    }
+
     fn block<T, E: std::fmt::Display>(
         &self,
         f: impl std::future::Future<Output = Result<T, E>>,
@@ -117,6 +132,10 @@ impl Pipes for DaemonHost {
         crate::access::require_full_in(self.scope, "Edit's w (writing the daemon's files)")
             .map_err(|e| apex_core::ecmd::PipeError::System(e.to_string()))?;
         apex_sys::files::write_for_edit(path, bytes)
+    }
+
+    fn interrupted(&mut self) -> bool {
+        self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed))
     }
 }
 
@@ -223,7 +242,7 @@ impl Daemon {
         let session = self.session(n)?;
         let rt = tokio::runtime::Handle::current();
         let scope = crate::access::current();
-        let mut h = DaemonHost { daemon: self.clone(), n, session, rt, window, scope };
+        let mut h = DaemonHost { daemon: self.clone(), n, session, rt, window, scope, stop: None };
         let done = tokio::task::spawn_blocking(move || f(&mut h)).await;
         Ok(done.map_err(|source| Error::Task { what: "exec", source })??)
     }

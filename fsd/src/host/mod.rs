@@ -17,6 +17,7 @@ use apex_core::{exec, look};
 use apex_core::{AcmeNumber, AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 
 /// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
@@ -458,12 +459,59 @@ pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), Error> {
         true => Ok(()),
         false => Err(Error::from(Unfit::NoProcess(pid))),
     })??;
+    // A built-in the daemon runs: told to stop, it stops at its next look.
+    if let Some(stop) = daemon.jobs.lock().expect("jobs lock").get(&pid) {
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        return Ok(());
+    }
     let pgid = i32::try_from(pid).map_err(|_| Error::BadPid(pid))?;
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     if unsafe { libc::kill(-pgid, libc::SIGTERM) } != 0 {
         return Err(Error::Io { what: format!("kill: {pid}"), source: std::io::Error::last_os_error() });
     }
     Ok(())
+}
+
+/// The first number a job is listed under among a session's processes:
+/// past any pid (Linux's are below 2^22), so `kill` never signals one.
+const FIRST_JOB: u64 = 1 << 32;
+
+/// A long built-in the daemon runs (an Edit), listed among its session's
+/// processes while it runs, so `Kill Edit` (or the root's `kill N`) can
+/// stop it; gone from the list when dropped.
+pub struct Job {
+    daemon: Daemon,
+    session: u64,
+    id: u64,
+}
+
+impl Job {
+    /// Lists `command` (run from `window`) and returns it with the flag a
+    /// kill sets.
+    pub fn start(
+        daemon: &Daemon,
+        session: u64,
+        window: Option<WindowId>,
+        command: &str,
+    ) -> (Job, Arc<std::sync::atomic::AtomicBool>) {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(FIRST_JOB);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        daemon.jobs.lock().expect("jobs lock").insert(id, stop.clone());
+        let dir = apex_sys::machine::cwd();
+        let process = Process { owner: AttachmentId::SERVER, command: command.to_string(), dir, window };
+        let op = MetaOp::ProcessStart { pid: id, process: Box::new(process) };
+        let _ = daemon.change(session, |s, _| s.view_mut().push_meta(op));
+        (Job { daemon: daemon.clone(), session, id }, stop)
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        self.daemon.jobs.lock().expect("jobs lock").remove(&self.id);
+        let exit = MetaOp::ProcessExit { pid: self.id, status: 0 };
+        let _ = self.daemon.change(self.session, |s, _| s.view_mut().push_meta(exit));
+    }
 }
 
 /// Runs an Edit command's pipe (`<`, `>`, `|`): `sh -c` in the window's

@@ -247,6 +247,59 @@ async fn output_that_never_ends_is_capped_and_its_command_killed() {
     assert_eq!(text(read(&c, root, &format!("main/acme/{number}/body")).await.unwrap()), "keep this");
 }
 
+/// A long Edit the daemon runs is one of the session's processes while
+/// it runs: `Kill Edit`, run from the tag as a person would, ends it, and
+/// the text is as it was; +Errors says so; another client is answered
+/// meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_edit_ends_a_long_edit_with_the_text_as_it_was() {
+    let d = Daemon::start("kill-edit");
+    let c = std::sync::Arc::new(d.client().await);
+    let root = c.attach("glenda", "").await.unwrap();
+    let f = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
+    let number = text(c.read(f.fid, 0, 64).await.unwrap()).split_whitespace().next().unwrap().to_string();
+    c.write(f.fid, 0, format!("name {}/long\n", d.dir.display()).as_bytes()).await.unwrap();
+    c.clunk(f.fid).await.unwrap();
+    let w = |file: &str| format!("main/acme/{number}/{file}");
+    // Long enough that the Edit runs on for minutes unless stopped.
+    let body = "every rune of this is changed, one at a time\n".repeat(100_000);
+    let b = c.open_path(root, &w("body"), OWRITE).await.unwrap();
+    c.write_all(&b, 0, body.as_bytes()).await.unwrap();
+    c.clunk(b.fid).await.unwrap();
+    let (edit, kill) = ("Edit ,x/./c/y/", "Kill Edit");
+    write(&c, root, &w("tag"), &format!(" {edit} {kill}")).await.unwrap();
+    // Opened first: an event reader takes the file menu off the tag.
+    let ev = c.open_path(root, &w("event"), ORDWR).await.unwrap();
+    let tag = text(read(&c, root, &w("tag")).await.unwrap());
+    let at = |word: &str| {
+        let q0 = tag[..tag.find(word).expect("the word in the tag")].chars().count();
+        (q0, q0 + word.chars().count())
+    };
+    let running = {
+        let (c, (q0, q1)) = (c.clone(), at(edit));
+        tokio::spawn(async move { c.write(ev.fid, 0, format!("Mx{q0} {q1}\n").as_bytes()).await })
+    };
+    eventually("the Edit among the processes", || async {
+        text(read(&c, root, "main/meta/processes").await.unwrap()).contains(edit)
+    })
+    .await;
+    // Served meanwhile: another window's worth of reads.
+    assert!(text(read(&c, root, "index").await.unwrap()).contains("main"));
+    let ev2 = c.open_path(root, &w("event"), ORDWR).await.unwrap();
+    let (q0, q1) = at(kill);
+    c.write(ev2.fid, 0, format!("Mx{q0} {q1}\n").as_bytes()).await.unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(60), running).await.expect("the Edit's request returns");
+    done.unwrap().unwrap();
+    eventually("the Edit gone from the processes", || async {
+        !text(read(&c, root, "main/meta/processes").await.unwrap()).contains(edit)
+    })
+    .await;
+    assert!(text(read(&c, root, &w("body")).await.unwrap()) == body, "the Edit changed nothing");
+    let errors = buffer_named(&c, root, &format!("{}/+Errors", d.dir.display())).await.expect("+Errors");
+    let said = text(read(&c, root, &format!("main/buffers/{errors}/body")).await.unwrap());
+    assert!(said.contains("Edit: killed"), "the end is said: {said}");
+}
+
 /// An Edit whose pipe never ends (nor prints) holds only the request that
 /// ran it: its command is one of the session's processes while it runs,
 /// so `Kill` (here the root's `kill PID`) ends it, and then the Edit fails, changing nothing, and the
