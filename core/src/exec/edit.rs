@@ -4,7 +4,7 @@
 use super::{clean_to_close, open, warn, ExecError, Host, Result};
 use crate::addr::Range;
 use crate::ecmd::{self, EditFile};
-use crate::id::{BufferId, WindowId};
+use crate::id::{BufferId, GroupId, WindowId};
 use crate::op::{Origin, WindowFlags};
 use crate::propose::Proposal;
 use crate::shard::ViewId;
@@ -94,6 +94,24 @@ fn parts(mut changes: Vec<(u64, u64, String)>) -> Vec<Vec<(u64, u64, String)>> {
     out
 }
 
+/// `Kill Edit` after some of its changes were made: each file's are taken
+/// back as one undo step while they are still its newest; said as made in
+/// part where they are not (or a file was renamed, which stays).
+fn killed<H: Host>(h: &mut H, made: &[(BufferId, Option<GroupId>)], renamed: bool) -> Result<()> {
+    let mut whole = !renamed;
+    for (body, group) in made.iter().rev() {
+        let newest = h.state().ok().and_then(|st| st.buffer(*body).ok().map(|b| b.newest_group()));
+        let ours = group.is_some() && newest == Some(*group);
+        if !(ours && h.propose(Proposal::Undo { buffer: *body }).is_ok()) {
+            whole = false;
+        }
+    }
+    match whole {
+        true => Err(crate::edit::EditError::Killed.into()),
+        false => Err(ExecError::KilledInPart),
+    }
+}
+
 /// Proposes what an Edit's commands did.
 fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome: ecmd::Outcome) -> Result<()> {
     // A terminal's text changes only by its program: an Edit that would
@@ -103,10 +121,16 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
     if let Some(f) = changed.map(|(f, _)| f).chain(renamed).find(|f| g.terms[**f]) {
         return Err(ExecError::TermText(g.files[*f].name.clone()));
     }
+    if h.interrupted() {
+        return Err(crate::edit::EditError::Killed.into());
+    }
     for (f, name) in &outcome.renamed {
         let body = g.seen[*f].1;
         h.propose(Proposal::Name { buffer: body, name: name.clone() })?;
     }
+    // Each file's changes made so far and the undo group they began.
+    let mut made: Vec<(BufferId, Option<GroupId>)> = Vec::new();
+    let renamed = !outcome.renamed.is_empty();
     // Moved, not copied: a whole-file Edit's changes are many. They go a
     // part at a time, the last part first, one undo group all the same,
     // so that no one proposal holds the session while the rest wait.
@@ -119,22 +143,18 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
         let count = parts.len();
         let (buffer, origin) = (body, Origin::OtherFile);
         let Some(first) = parts.pop() else { continue };
-        let made = h.propose(Proposal::Splices { buffer, version, changes: first, origin })?;
-        let group = match made.created {
+        if h.interrupted() {
+            return killed(h, &made, renamed);
+        }
+        let applied = h.propose(Proposal::Splices { buffer, version, changes: first, origin })?;
+        let group = match applied.created {
             crate::propose::Created::Group(g) => Some(g),
             _ => None,
         };
+        made.push((body, group));
         while let Some(part) = parts.pop() {
             if h.interrupted() {
-                // `Kill Edit`: what its parts made is taken back, as one
-                // group while nothing came between them.
-                let ours = group.is_some() && h.state()?.buffer(body)?.newest_group() == group;
-                if ours {
-                    h.propose(Proposal::Undo { buffer: body })?;
-                    return Err(crate::edit::EditError::Killed.into());
-                }
-                let why = Box::new(ExecError::from(crate::edit::EditError::Killed));
-                return Err(ExecError::PartlyMade { made: count - parts.len() - 1, parts: count, why });
+                return killed(h, &made, renamed);
             }
             let more = Proposal::SplicesMore { buffer, version, changes: part, origin, group };
             if let Err(why) = h.propose(more) {

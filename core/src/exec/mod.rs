@@ -111,6 +111,11 @@ pub enum ExecError {
     /// A whole-file Edit goes in parts; one after the first failed.
     #[error("Edit: made {made} of its {parts} parts of changes, then {why}; Undo takes back what it made")]
     PartlyMade { made: usize, parts: usize, why: Box<ExecError> },
+    /// `Kill Edit` came after changes it could not all take back.
+    #[error(
+        "Edit: killed after some of its changes were made (or a file renamed); Undo in each window takes them back"
+    )]
+    KilledInPart,
     #[error("{0}: execute it in a window's tag or body")]
     NeedsWindow(&'static str),
     #[error("{0}: execute it in a column's tag or a window in the column")]

@@ -23,6 +23,8 @@ struct TestHost {
     machine: Machine,
     proposed: Vec<Proposal>,
     last_pattern: Option<String>,
+    /// `Kill Edit` comes once this many parts of changes were proposed.
+    kill_after_parts: Option<usize>,
 }
 
 impl ecmd::Pipes for TestHost {
@@ -36,6 +38,11 @@ impl ecmd::Pipes for TestHost {
     fn save(&mut self, path: &str, bytes: &[u8]) -> Result<(), ecmd::PipeError> {
         self.machine.files.insert(path.to_string(), bytes.to_vec());
         Ok(())
+    }
+    fn interrupted(&mut self) -> bool {
+        let parts =
+            self.proposed.iter().filter(|p| matches!(p, Proposal::Splices { .. } | Proposal::SplicesMore { .. }));
+        self.kill_after_parts.is_some_and(|n| parts.count() >= n)
     }
 }
 
@@ -112,7 +119,7 @@ impl Host for TestHost {
 fn host() -> TestHost {
     let mut node = Node::server();
     make::init_session(&mut node).unwrap();
-    TestHost { node, machine: Machine::default(), proposed: Vec::new(), last_pattern: None }
+    TestHost { node, machine: Machine::default(), proposed: Vec::new(), last_pattern: None, kill_after_parts: None }
 }
 
 impl TestHost {
@@ -805,4 +812,22 @@ fn an_edit_of_many_matches_is_a_few_entries_and_one_undo() {
     let kinds: Vec<_> =
         h.node.log.entries_after(Shard::Buffer(w.body), before).unwrap().map(|e| e.op.clone()).collect();
     assert_eq!(kinds.iter().filter(|op| matches!(op, Op::Buffer(BufferOp::Splice { .. }))).count(), 3, "{kinds:?}");
+}
+
+/// `Kill Edit` between the parts of a whole-file Edit over two windows
+/// takes back every part made, in each window, and says it was killed;
+/// killed before any, it makes nothing.
+#[test]
+fn an_edit_killed_between_its_parts_leaves_every_text_as_it_was() {
+    let text = "a b a\n".repeat(20_000);
+    for after in [0, 1, 3] {
+        let mut h = host();
+        let one = h.window("/tmp/one", &text);
+        let two = h.window("/tmp/two", &text);
+        h.kill_after_parts = Some(after);
+        let e = h.run("Edit", Some(&one), "X/\\/tmp\\/(one|two)/ ,s/a/xy/g").unwrap_err().to_string();
+        assert_eq!(e, "Edit: killed; the text is as it was", "after {after} parts");
+        assert_eq!(h.text(one.body), text, "after {after} parts");
+        assert_eq!(h.text(two.body), text, "after {after} parts");
+    }
 }

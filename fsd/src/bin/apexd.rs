@@ -482,6 +482,9 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     for socket in posted {
         let _ = std::fs::remove_file(&socket);
     }
+    // A long Edit running stops at its next look, changing nothing,
+    // rather than hold the exit.
+    apex_fsd::host::stop_jobs(&tree.daemon);
     let kept = state_dir(&args)?.is_some();
     if kept {
         // What the terminals' programs wrote is logged or left in the pty.

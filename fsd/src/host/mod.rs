@@ -17,7 +17,7 @@ use apex_core::{exec, look};
 use apex_core::{AcmeNumber, AttachmentId, BufferId, MetaOp, Origin, Proposal, WindowId};
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use tokio::io::AsyncReadExt;
 
 /// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
@@ -459,9 +459,12 @@ pub fn kill(daemon: &Daemon, session: u64, pid: u64) -> Result<(), Error> {
         true => Ok(()),
         false => Err(Error::from(Unfit::NoProcess(pid))),
     })??;
-    // A built-in the daemon runs: told to stop, it stops at its next look.
-    if let Some(stop) = daemon.jobs.lock().expect("jobs lock").get(&pid) {
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    // A built-in the daemon runs: told to stop, it stops at its next look
+    // (one that ended meanwhile has nothing left to stop).
+    if pid >= FIRST_JOB {
+        if let Some(stop) = daemon.jobs.lock().unwrap_or_else(PoisonError::into_inner).get(&pid) {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         return Ok(());
     }
     let pgid = i32::try_from(pid).map_err(|_| Error::BadPid(pid))?;
@@ -497,7 +500,7 @@ impl Job {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(FIRST_JOB);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        daemon.jobs.lock().expect("jobs lock").insert(id, stop.clone());
+        daemon.jobs.lock().unwrap_or_else(PoisonError::into_inner).insert(id, stop.clone());
         let dir = apex_sys::machine::cwd();
         let process = Process { owner: AttachmentId::SERVER, command: command.to_string(), dir, window };
         let op = MetaOp::ProcessStart { pid: id, process: Box::new(process) };
@@ -506,11 +509,25 @@ impl Job {
     }
 }
 
+/// A job's exit status when a kill ended it (as a shell says SIGTERM).
+const KILLED: i32 = 128 + libc::SIGTERM;
+
 impl Drop for Job {
     fn drop(&mut self) {
-        self.daemon.jobs.lock().expect("jobs lock").remove(&self.id);
-        let exit = MetaOp::ProcessExit { pid: self.id, status: 0 };
-        let _ = self.daemon.change(self.session, |s, _| s.view_mut().push_meta(exit));
+        let stop = self.daemon.jobs.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+        let killed = stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+        let exit = MetaOp::ProcessExit { pid: self.id, status: if killed { KILLED } else { 0 } };
+        // Perhaps while the Edit unwinds, the session's lock poisoned:
+        // tended, not changed, so a second panic does not end the daemon.
+        let _ = self.daemon.tend(self.session, |s| s.view_mut().push_meta(exit));
+        self.daemon.changed_in(self.session);
+    }
+}
+
+/// Tells every job the daemon runs to stop (the daemon is stopping).
+pub fn stop_jobs(daemon: &Daemon) {
+    for stop in daemon.jobs.lock().unwrap_or_else(PoisonError::into_inner).values() {
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
