@@ -233,12 +233,12 @@ pub fn acme_runes(bytes: &[u8]) -> (String, &[u8]) {
     while !rest.is_empty() {
         match std::str::from_utf8(rest) {
             Ok(text) => {
-                out.extend(text.chars().filter(|c| *c != '\0'));
+                push_without_nul(&mut out, text);
                 rest = &[];
             }
             Err(e) => {
                 let (good, bad) = rest.split_at(e.valid_up_to());
-                out.extend(std::str::from_utf8(good).unwrap_or_default().chars().filter(|c| *c != '\0'));
+                push_without_nul(&mut out, std::str::from_utf8(good).unwrap_or_default());
                 match e.error_len() {
                     // Cut short by the end: it may yet be whole.
                     None => return (out, bad),
@@ -251,6 +251,14 @@ pub fn acme_runes(bytes: &[u8]) -> (String, &[u8]) {
         }
     }
     (out, &[])
+}
+
+/// Appends `text` to `out` without its NULs, a run between them at a time
+/// (a rune at a time made a 100 MB write spend most of its time here).
+fn push_without_nul(out: &mut String, text: &str) {
+    for run in text.split('\0') {
+        out.push_str(run);
+    }
 }
 
 /// A write's bytes as text.
