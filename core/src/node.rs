@@ -16,7 +16,7 @@ use crate::entry::Entry;
 use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, BufferId, Epoch, GroupId, Seq, COUNTER_MAX};
 use crate::log::Log;
-use crate::op::{BufferOp, LayoutOp, MetaOp, Op, Origin, SPOTS_MAX};
+use crate::op::{BufferOp, LayoutOp, MetaOp, Op, Origin};
 use crate::shard::Shard;
 use crate::spots::{Spot, Spots};
 use crate::state::State;
@@ -159,29 +159,19 @@ impl Node {
 
     /// Makes `changes` (in order and apart, in the text as it is) as
     /// `Splices` entries, the last changes first so that each entry's
-    /// places hold when it is made, each entry at most [`SPOTS_MAX`]
-    /// changes and [`crate::op::SPLICE_MAX`] bytes of text; a change whose
-    /// text is longer goes alone, as `append_splice` makes it.
+    /// places hold when it is made, each an entry's worth
+    /// ([`crate::op::entry_parts`]); a change whose text is longer than
+    /// an entry carries goes alone, as `append_splice` makes it.
     pub fn append_spots(&mut self, buffer: BufferId, changes: &[(u64, u64, &str)], origin: Origin) -> Result<()> {
         let shard = Shard::Buffer(buffer);
-        let mut end = changes.len();
-        while end > 0 {
-            let (mut start, mut bytes) = (end, 0);
-            while start > 0 && end - start < SPOTS_MAX {
-                let more = changes[start - 1].2.len();
-                if bytes + more > crate::op::SPLICE_MAX {
-                    break;
+        for part in crate::op::entry_parts(changes.len(), |i| changes[i].2.len()).into_iter().rev() {
+            let part = &changes[part];
+            if let [(q0, q1, text)] = part {
+                if text.len() > crate::op::SPLICE_MAX {
+                    self.append_splice(buffer, *q0, *q1, text, origin)?;
+                    continue;
                 }
-                bytes += more;
-                start -= 1;
             }
-            if start == end {
-                let (q0, q1, text) = changes[end - 1];
-                self.append_splice(buffer, q0, q1, text, origin)?;
-                end -= 1;
-                continue;
-            }
-            let part = &changes[start..end];
             let spots = Spots::pack(part.iter().map(|(q0, q1, text)| Spot {
                 q0: *q0,
                 q1: *q1,
@@ -189,7 +179,6 @@ impl Node {
             }))?;
             let text: String = part.iter().map(|c| c.2).collect();
             self.append(shard, Op::Buffer(BufferOp::Splices { spots, text, origin }))?;
-            end = start;
         }
         Ok(())
     }

@@ -193,6 +193,29 @@ pub const SPLICE_MAX: usize = 1 << 20;
 /// too.
 pub const SPOTS_MAX: usize = SPLICE_MAX / 30;
 
+/// `count` changes cut into parts of an entry each, in order: at most
+/// [`SPOTS_MAX`] changes and [`SPLICE_MAX`] bytes of text (`bytes(i)` is
+/// change `i`'s), a change with more alone.
+pub fn entry_parts(count: usize, bytes: impl Fn(usize) -> usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut end = count;
+    while end > 0 {
+        let (mut start, mut total) = (end, 0);
+        while start > 0 && end - start < SPOTS_MAX {
+            let more = bytes(start - 1);
+            if total + more > SPLICE_MAX && start < end {
+                break;
+            }
+            total += more;
+            start -= 1;
+        }
+        out.push(start..end);
+        end = start;
+    }
+    out.reverse();
+    out
+}
+
 /// `text` cut into pieces of at most [`SPLICE_MAX`] bytes, each whole
 /// runes; one empty piece for an empty text.
 pub fn pieces(text: &str) -> Vec<&str> {

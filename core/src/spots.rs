@@ -97,6 +97,17 @@ impl Spots {
         })
     }
 
+    /// The changes, each with its runes of `text`, which holds what they
+    /// put in, one after another.
+    pub fn with_texts<'a>(&'a self, text: &'a str) -> impl Iterator<Item = (Spot, &'a str)> + 'a {
+        let mut rest = text;
+        self.iter().map(move |s| {
+            let (piece, after) = rest.split_at(crate::text::utf8::byte_of_rune(rest, s.inserted as usize));
+            rest = after;
+            (s, piece)
+        })
+    }
+
     /// Bytes packed.
     pub fn len_bytes(&self) -> usize {
         self.0.len()

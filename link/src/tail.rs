@@ -66,13 +66,8 @@ pub(crate) fn splices_of(op: &Op) -> Vec<(u64, u64, String, Origin)> {
     match op {
         Op::Buffer(apex_core::BufferOp::Splice { q0, q1, text, origin }) => vec![(*q0, *q1, text.clone(), *origin)],
         Op::Buffer(apex_core::BufferOp::Splices { spots, text, origin }) => {
-            let mut out = Vec::new();
-            let mut rest = text.as_str();
-            for s in spots.iter() {
-                let cut = rest.char_indices().nth(s.inserted as usize).map_or(rest.len(), |(b, _)| b);
-                out.push((s.q0, s.q1, rest[..cut].to_string(), *origin));
-                rest = &rest[cut..];
-            }
+            let mut out: Vec<_> =
+                spots.with_texts(text).map(|(s, put)| (s.q0, s.q1, put.to_string(), *origin)).collect();
             out.reverse();
             out
         }
@@ -144,6 +139,16 @@ pub(crate) fn recovery_text(tail: &Tail) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_many_change_entry_is_its_splices_in_the_order_made() {
+        use apex_core::spots::{Spot, Spots};
+        let spots = Spots::pack([Spot { q0: 1, q1: 2, inserted: 2 }, Spot { q0: 5, q1: 5, inserted: 1 }]).unwrap();
+        let op = Op::Buffer(apex_core::BufferOp::Splices { spots, text: "éxy".into(), origin: Origin::OtherFile });
+        let o = Origin::OtherFile;
+        assert_eq!(splices_of(&op), [(5, 5, "y".to_string(), o), (1, 2, "éx".to_string(), o)]);
+        assert!(proposable(&op));
+    }
 
     #[test]
     fn a_tail_s_typing_and_backspaces_fold_into_the_pieces_a_person_puts_back() {

@@ -70,26 +70,12 @@ pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Resu
     apply(h, window, &g, outcome)
 }
 
-/// The most changes of one Edit proposed at once: an entry's worth.
-const PART: usize = crate::op::SPOTS_MAX;
-
-/// `changes` cut into parts of at most [`PART`] changes and an entry's
-/// bytes of text (a longer change alone), in order: proposed from the
-/// last, each part's places hold whatever the parts after it did.
+/// `changes` cut into parts of an entry's worth each (`op::entry_parts`),
+/// in order: proposed from the last, each part's places hold whatever the
+/// parts after it did.
 fn parts(mut changes: Vec<(u64, u64, String)>) -> Vec<Vec<(u64, u64, String)>> {
-    let mut out = Vec::new();
-    while !changes.is_empty() {
-        let (mut cut, mut bytes) = (changes.len(), 0);
-        while cut > 0 && changes.len() - cut < PART {
-            let more = changes[cut - 1].2.len();
-            if bytes + more > crate::op::SPLICE_MAX && cut < changes.len() {
-                break;
-            }
-            bytes += more;
-            cut -= 1;
-        }
-        out.push(changes.split_off(cut));
-    }
+    let cuts = crate::op::entry_parts(changes.len(), |i| changes[i].2.len());
+    let mut out: Vec<_> = cuts.iter().rev().map(|part| changes.split_off(part.start)).collect();
     out.reverse();
     out
 }

@@ -15,9 +15,10 @@
 //! encoding (`encode.rs`) and the hash see only the runes.
 
 mod encode;
-mod utf8;
+pub(crate) mod utf8;
 
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
+use utf8::byte_of_rune;
 pub use utf8::text_and_cut;
 
 use crate::spots::Spots;
@@ -69,10 +70,7 @@ impl Run {
 
     /// Byte offset of rune `i` of the run's text.
     fn byte(&self, i: usize) -> usize {
-        if self.text.len() == self.chars {
-            return i;
-        }
-        self.text.char_indices().nth(i).map_or(self.text.len(), |(b, _)| b)
+        byte_of_rune(&self.text, i)
     }
 
     /// Joins the splice of `q0..q1` (touching the run) into it, returning
@@ -235,14 +233,12 @@ impl Text {
         let mut removed = String::new();
         let mut built = ropey::RopeBuilder::new();
         let mut old = Runes { chunks: middle.chunks(), chunk: "" };
-        let (mut at, mut rest) = (start, text);
-        for s in spots.iter() {
+        let mut at = start;
+        for (s, put) in spots.with_texts(text) {
             let (q0, q1) = (s.q0 as usize, s.q1 as usize);
             old.take(q0 - at, |kept| built.append(kept));
             old.take(q1 - q0, |gone| removed.push_str(gone));
-            let cut = byte_of_rune(rest, s.inserted as usize);
-            built.append(&rest[..cut]);
-            rest = &rest[cut..];
+            built.append(put);
             at = q1;
         }
         self.rope.append(built.finish());
@@ -280,15 +276,6 @@ impl<'a> Runes<'a> {
             self.chunk = &self.chunk[cut..];
         }
     }
-}
-
-/// The byte offset of rune `n` of `s` (its length past the end).
-fn byte_of_rune(s: &str, n: usize) -> usize {
-    // ASCII up to there (most text): the rune is the byte.
-    if s.as_bytes()[..n.min(s.len())].is_ascii() {
-        return n.min(s.len());
-    }
-    s.char_indices().nth(n).map_or(s.len(), |(b, _)| b)
 }
 
 impl Deref for Text {

@@ -1,6 +1,7 @@
 //! Bytes cut at a byte offset (a piece of a snapshot's encoding, a write
 //! cut at the iounit) as text: whole runes, and the start of a rune the
-//! cut split, which waits for the bytes after it.
+//! cut split, which waits for the bytes after it; and the byte where a
+//! rune starts.
 
 /// `bytes` as text up to a rune cut at their end, and the cut rune's
 /// bytes (empty when none was); `None` when they are not UTF-8 for any
@@ -20,4 +21,12 @@ pub fn text_and_cut(bytes: &[u8]) -> Option<(&str, &[u8])> {
         }
         Err(_) => None,
     }
+}
+/// The byte offset of rune `n` of `s` (its length past the end).
+pub fn byte_of_rune(s: &str, n: usize) -> usize {
+    // ASCII up to there (most text): the rune is the byte.
+    if s.as_bytes()[..n.min(s.len())].is_ascii() {
+        return n.min(s.len());
+    }
+    s.char_indices().nth(n).map_or(s.len(), |(b, _)| b)
 }

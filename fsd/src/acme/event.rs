@@ -51,13 +51,7 @@ pub fn event_lines(buffer: &Buffer, entry: &Entry, tag: bool, written: bool) -> 
             // As acme reports an Edit's changes: each one, the last first,
             // so every message's runes are the text's as it was then.
             let c1 = as_written(origin.acme_char(), written);
-            let mut pieces = Vec::new();
-            let mut rest = text.as_str();
-            for s in spots.iter() {
-                let cut = rest.char_indices().nth(s.inserted as usize).map_or(rest.len(), |(b, _)| b);
-                pieces.push((s, &rest[..cut]));
-                rest = &rest[cut..];
-            }
+            let pieces: Vec<_> = spots.with_texts(text).collect();
             for (s, piece) in pieces.into_iter().rev() {
                 if s.q1 > s.q0 {
                     message(&mut out, c1, case('D'), s.q0, s.q1, 0, "");

@@ -247,3 +247,12 @@ impl Daemon {
         Ok(done.map_err(|source| Error::Task { what: "exec", source })??)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_capped_description_stops_at_its_bytes_on_a_rune() {
+        assert_eq!(super::capped(5, format_args!("ab{}", "céé")), "abcé");
+        assert_eq!(super::capped(64, format_args!("{:?}", [1, 2])), "[1, 2]");
+    }
+}
