@@ -16,7 +16,17 @@ struct Seen {
     writes: Vec<usize>,
     walks: Vec<usize>,
     flushed: Vec<u16>,
+    /// The offsets of reads of `long`, in the order they came.
+    long_reads: Vec<u64>,
 }
+
+/// `long`'s bytes: 50,000 of them, none like its neighbours.
+fn long_byte(at: u64) -> u8 {
+    (at % 251) as u8
+}
+const LONG: u64 = 50_000;
+/// A read of `long` from here gives 1,000 bytes, however many were asked.
+const LONG_SHORT_AT: u64 = 2 * 8168;
 
 /// A tiny server: files are names; `slow` reads block until flushed;
 /// `rev` reads are answered only when two are waiting, newest first.
@@ -87,6 +97,14 @@ async fn serve(mut s: UnixStream, seen: Arc<Mutex<Seen>>) {
                     }
                     None
                 }
+                "long" => {
+                    seen.lock().unwrap().long_reads.push(offset);
+                    let end = match offset {
+                        LONG_SHORT_AT => offset + 1000,
+                        _ => offset + u64::from(count),
+                    };
+                    Some(Fcall::Rread { data: (offset..end.min(LONG)).map(long_byte).collect() })
+                }
                 _ => {
                     let left = 10u64.saturating_sub(offset).min(count as u64) as usize;
                     Some(Fcall::Rread { data: vec![b'x'; left.min(4)] })
@@ -122,6 +140,27 @@ async fn connect() -> (Client, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     tokio::spawn(serve(b, seen.clone()));
     (Client::handshake(a, 1 << 20).await.unwrap(), seen)
+}
+
+#[tokio::test]
+async fn a_read_ahead_keeps_reads_in_flight_and_starts_again_after_a_short_reply() {
+    let (c, seen) = connect().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let f = c.open_path(root, "long", OREAD).await.unwrap();
+    let mut got = Vec::new();
+    let n = c.read_ahead(&f, 3, |b| Ok(got.extend_from_slice(b))).await.unwrap();
+    assert_eq!(n, LONG);
+    assert!(got == (0..LONG).map(long_byte).collect::<Vec<u8>>(), "every byte once, in order");
+    let reads = seen.lock().unwrap().long_reads.clone();
+    assert_eq!(reads[..3], [0, 8168, 2 * 8168], "{reads:?}");
+    // The short reply at 16,336 came with reads at 24,504 and 32,672
+    // already sent (one at a time, 24,504 would never be asked); reading
+    // went on from 17,336.
+    let restart = reads.iter().position(|&o| o == LONG_SHORT_AT + 1000).expect("read again from the short reply's end");
+    assert!(reads[..restart].contains(&(3 * 8168)), "{reads:?}");
+    assert!(reads.len() >= 9, "the reads past the end are sent ahead too: {reads:?}");
+    // The fid and every tag are free again: a plain read still works.
+    assert_eq!(c.read_all(&f).await.unwrap().len() as u64, LONG);
 }
 
 #[tokio::test]

@@ -175,6 +175,21 @@ async fn open(c: &Client, root: u32, path: &str, mode: u8) -> anyhow::Result<Fil
     c.open_path(root, path, mode).await.map_err(|e| anyhow::anyhow!("open {path}: {e}"))
 }
 
+/// How many Treads `apex read` keeps in flight on a file read at its
+/// offsets: enough that a TLS link seals the next reply while this one
+/// is opened, and that a long link carries several replies a round trip.
+const READ_AHEAD: usize = 4;
+
+/// Whether `path` names one of the daemon's files that are read at their
+/// offsets and may be big (a body, a snapshot, a terminal's text), so
+/// reads may be sent ahead. Never a stream (event, log, cons, a shard's
+/// entries, a plumb port), where a read sent ahead would take what a
+/// later one was for, nor acme's data, read at its addr.
+fn reads_at_offsets(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "body" | "snapshot" | "scrollback" | "text")
+}
+
 /// `9p stat`'s format, as plan9port's dirfmt prints it.
 fn stat_line(d: &Stat) -> String {
     format!(
@@ -366,15 +381,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Cmd::Read { path } => {
             let (c, root, at) = mounts.path(&path).await?;
             let f = open(&c, root, at, OREAD).await?;
-            let mut offset = 0u64;
-            loop {
-                let chunk = c.read(f.fid, offset, f.iounit).await.map_err(|e| anyhow::anyhow!("read {path}: {e}"))?;
-                if chunk.is_empty() {
-                    break;
+            let failed = |e| anyhow::anyhow!("read {path}: {e}");
+            if reads_at_offsets(at) {
+                c.read_ahead(&f, READ_AHEAD, |chunk| out.write_all(chunk).and_then(|()| out.flush()))
+                    .await
+                    .map_err(failed)?;
+            } else {
+                let mut offset = 0u64;
+                loop {
+                    let chunk = c.read(f.fid, offset, f.iounit).await.map_err(failed)?;
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    offset += chunk.len() as u64;
+                    out.write_all(&chunk)?;
+                    out.flush()?;
                 }
-                offset += chunk.len() as u64;
-                out.write_all(&chunk)?;
-                out.flush()?;
             }
         }
         Cmd::Write { lines, path } => {

@@ -355,6 +355,7 @@ fn the_apex_command_speaks_like_9p() {
 /// `apex write` fills each Twrite to the iounit while input keeps coming:
 /// 3 MiB through a pipe (whose reads come 64 KiB at a time) is a handful
 /// of writes, not 48; each write to a body is one change of its version.
+/// `apex read` of the body, several reads in flight, gives it back.
 #[test]
 fn apex_write_fills_each_write_to_the_iounit() {
     let d = Daemon::start("cmd-fill");
@@ -366,11 +367,13 @@ fn apex_write_fills_each_write_to_the_iounit() {
         ctl.lines().find_map(|l| l.strip_prefix("version ")).unwrap().trim().parse::<u64>().unwrap()
     };
     let before = version();
-    let text = "0123456789abcdef".repeat(3 << 16);
+    // Runes of two bytes, so reads and writes end inside them.
+    let text = "0123456789abcdé".repeat(3 << 16);
     let (ok, _, err) = apex(&d, &["write", &format!("main/buffers/{n}/body")], &text);
     assert!(ok, "{err}");
     let (_, body, _) = apex(&d, &["read", &format!("main/buffers/{n}/body")], "");
-    assert!(body == text, "the text went whole");
+    // Read back with reads sent ahead, each ending inside a rune.
+    assert!(body == text, "the text went whole, and came back whole");
     let writes = version() - before;
     // 48 at 64 KiB; a handful at the iounit, a few more should the
     // feeding thread be slow to refill the pipe now and then.

@@ -505,6 +505,53 @@ impl Client {
         }
     }
 
+    /// Reads `file` whole as [`Client::read_all`] does, handing each
+    /// reply's bytes to `each` in order, with up to `depth` Treads in
+    /// flight at the offsets that follow, so the server prepares (and a
+    /// TLS link seals) the next reply while this one is taken in, and a
+    /// long link carries `depth` replies a round trip. Only for a file
+    /// read at its offsets (a body, a file on disk), never a stream such
+    /// as an event file, where a read sent ahead would take what a later
+    /// one was for. A short reply sets aside the replies to reads sent
+    /// past it, and reading goes on from where it ended. Returns the
+    /// count of bytes read.
+    pub async fn read_ahead(
+        &self,
+        file: &File,
+        depth: usize,
+        mut each: impl FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> Result<u64> {
+        let count = file.iounit.min(iounit(self.shared.msize));
+        let (mut done, mut next) = (0u64, 0u64);
+        let mut flight = std::collections::VecDeque::with_capacity(depth);
+        let mut ended = false;
+        loop {
+            while !ended && flight.len() < depth.max(1) {
+                flight.push_back(self.send(Fcall::Tread { fid: file.fid, offset: next, count }).await?);
+                next += u64::from(count);
+            }
+            let Some(sent) = flight.pop_front() else { return Ok(done) };
+            let data = match sent.reply().await? {
+                Fcall::Rread { data } => data,
+                r => return Self::unexpected("Tread", r),
+            };
+            if ended {
+                continue;
+            }
+            done += data.len() as u64;
+            each(&data)?;
+            if data.is_empty() {
+                ended = true;
+            } else if data.len() < count as usize {
+                // What was sent ahead asked for the wrong offsets.
+                for sent in flight.drain(..) {
+                    sent.reply().await?;
+                }
+                next = done;
+            }
+        }
+    }
+
     /// Writes all of `data` from `offset`, one Twrite per iounit.
     pub async fn write_all(&self, file: &File, mut offset: u64, data: &[u8]) -> Result<()> {
         for chunk in data.chunks(file.iounit.max(1) as usize) {
