@@ -148,7 +148,13 @@ async fn a_read_ahead_keeps_reads_in_flight_and_starts_again_after_a_short_reply
     let root = c.attach("glenda", "").await.unwrap();
     let f = c.open_path(root, "long", OREAD).await.unwrap();
     let mut got = Vec::new();
-    let n = c.read_ahead(&f, 3, |b| Ok(got.extend_from_slice(b))).await.unwrap();
+    let n = c
+        .read_ahead(&f, 3, |b| {
+            got.extend_from_slice(b);
+            Ok(())
+        })
+        .await
+        .unwrap();
     assert_eq!(n, LONG);
     assert!(got == (0..LONG).map(long_byte).collect::<Vec<u8>>(), "every byte once, in order");
     let reads = seen.lock().unwrap().long_reads.clone();
