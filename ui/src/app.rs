@@ -6,6 +6,7 @@
 
 use crate::clip::Clip;
 use crate::damage::Painter;
+use crate::editjob::EditJob;
 use crate::font::Fonts;
 use crate::geom::{Metrics, Screen};
 use crate::host::UiHost;
@@ -33,9 +34,10 @@ pub struct Ui {
     /// The system clipboard, once the shell has a display.
     clip: Option<Clip>,
     /// What the last frame showed at the right of the row tag.
-    shown_status: Option<&'static str>,
-    /// Button 2 went down on `Lead`: its release is ours too.
-    lead_pressed: bool,
+    shown_status: Option<String>,
+    /// Button 2 went down on the status's last word (`Lead`, `Kill`): its
+    /// release is ours too.
+    status_pressed: bool,
     /// The body the pointer was in after the last event, and its top.
     pointer_body: Option<(apex_core::WindowId, i32)>,
     /// The faces `-f` and `-F` chose (the Go fonts by default).
@@ -71,7 +73,7 @@ impl Ui {
             lost: false,
             clip: None,
             shown_status: None,
-            lead_pressed: false,
+            status_pressed: false,
             pointer_body: None,
             font_choice: Default::default(),
             known_windows: None,
@@ -93,19 +95,32 @@ impl Ui {
         self.unflushed = true;
     }
 
-    /// What the row tag says at its right: the connection is gone, or
-    /// another UI leads.
-    pub fn status(&self) -> Option<&'static str> {
+    /// What the row tag says at its right: the connection is gone, an
+    /// Edit runs (`Kill` ends it), or another UI leads (`Lead` takes the
+    /// shards back).
+    pub fn status(&self) -> Option<String> {
         match () {
-            _ if self.lost => Some(DISCONNECTED),
-            _ if self.watching() => Some(WATCHING),
+            _ if self.lost => Some(DISCONNECTED.to_string()),
+            _ if self.host.edit.is_some() => self.host.edit.as_ref().map(EditJob::label),
+            _ if self.watching() => Some(WATCHING.to_string()),
             _ => None,
         }
     }
 
-    /// Where `watching Lead` is drawn, and where its `Lead` is.
-    fn watching_rect(&mut self, screen: &Screen) -> (Rect, Rect) {
-        self.status_rect(screen, WATCHING)
+    /// Whether (`x`, `y`) is on the status's last word when that word
+    /// does something: `Lead` while watching, `Kill` while an Edit runs.
+    fn on_status_action(&mut self, x: i32, y: i32) -> bool {
+        let Some(status) = self.status().filter(|s| s.as_str() != DISCONNECTED) else { return false };
+        self.screen().is_some_and(|screen| self.status_rect(&screen, &status).1.contains(x, y))
+    }
+
+    /// B2 on the status's last word: `Lead` takes the shards back, `Kill`
+    /// ends the running Edit.
+    fn status_action(&mut self) {
+        match &self.host.edit {
+            Some(job) => job.kill(),
+            None => self.lead(),
+        }
     }
 
     /// Where the status `label` is drawn, and where its last word is.
@@ -113,8 +128,9 @@ impl Ui {
         let width = crate::render::label_width(&mut self.fonts, label);
         let row = screen.row_tag;
         let all = Rect::new((row.x1 - width).max(row.x0), row.y0, row.x1, row.y1);
-        let lead = crate::render::label_width(&mut self.fonts, " Lead ");
-        (all, Rect::new((all.x1 - lead).max(all.x0), all.y0, all.x1, all.y1))
+        let last = label.split_whitespace().last().unwrap_or_default();
+        let last = crate::render::label_width(&mut self.fonts, &format!(" {last} "));
+        (all, Rect::new((all.x1 - last).max(all.x0), all.y0, all.x1, all.y1))
     }
 
     /// Mirrors the session's snarf buffer to the display's clipboard.
@@ -230,21 +246,16 @@ impl Ui {
     /// run by the daemon, looks by core's rules. A refusal is shown in
     /// `+Errors`, as acme shows it.
     pub fn handle_at(&mut self, ev: Event, now_ms: u64) {
-        // B2 on the row tag's `Lead`, while watching.
-        // (A release there ends a press elsewhere as usual.)
+        // B2 on the row tag's `Lead` while watching, or its `Kill` while
+        // an Edit runs. (A release there ends a press elsewhere as usual.)
         match ev {
-            Event::Press { button: 2, x, y } if self.watching() => {
-                if let Some(screen) = self.screen() {
-                    if self.watching_rect(&screen).1.contains(x, y) {
-                        self.lead_pressed = true;
-                        return;
-                    }
-                }
+            Event::Press { button: 2, x, y } if self.on_status_action(x, y) => {
+                self.status_pressed = true;
+                return;
             }
-            Event::Release { button: 2, x, y } if std::mem::take(&mut self.lead_pressed) => {
-                let on_lead = self.screen().is_some_and(|screen| self.watching_rect(&screen).1.contains(x, y));
-                if on_lead {
-                    self.lead();
+            Event::Release { button: 2, x, y } if std::mem::take(&mut self.status_pressed) => {
+                if self.on_status_action(x, y) {
+                    self.status_action();
                 }
                 return;
             }
@@ -554,6 +565,7 @@ impl Ui {
     /// daemon attaches this UI anew (it was restarted, or the resume
     /// grace ran out).
     pub fn woke(&mut self) -> bool {
+        self.end_edit();
         self.report_events();
         self.take_plumbed();
         // A window another UI or a tool made moves nobody's pointer here:
@@ -576,6 +588,24 @@ impl Ui {
         let _ = exec::warn(&mut self.host, None, &text);
         self.host.reconnect();
         true
+    }
+
+    /// The Edit running on its own thread ended (what it did is proposed
+    /// already): what it said goes to `+Errors`, the windows it made are
+    /// shown, and its pattern is the last.
+    fn end_edit(&mut self) {
+        let Some(ended) = self.host.edit.as_mut().and_then(EditJob::ended) else { return };
+        self.host.edit = None;
+        exec::Host::set_last_pattern(&mut self.host, ended.last_pattern);
+        self.host.unshown.extend(ended.unshown);
+        self.host.events.extend(ended.events);
+        self.unflushed = true;
+        if let Err(e) = ended.result {
+            let _ = exec::warn(&mut self.host, None, &format!("{e}\n"));
+        }
+        self.show_new_windows();
+        self.follow_new_window(true);
+        self.publish_snarf();
     }
 
     /// Acts on what the plumber delivered to its `edit` port (a file to
@@ -655,7 +685,7 @@ impl Ui {
         if status != self.shown_status {
             // The row tag under the old status is drawn again.
             self.painter.invalidate();
-            self.shown_status = status;
+            self.shown_status.clone_from(&status);
         }
         let (mut damage, screen) = {
             let mut link = self.host.att.lock();
@@ -693,8 +723,8 @@ impl Ui {
             (damage, screen)
         };
         if let Some(text) = status {
-            let (rect, _) = self.status_rect(&screen, text);
-            crate::render::label(&mut self.canvas, &mut self.fonts, text, rect);
+            let (rect, _) = self.status_rect(&screen, &text);
+            crate::render::label(&mut self.canvas, &mut self.fonts, &text, rect);
             damage.push(rect);
         }
         self.publish_snarf();

@@ -5,8 +5,9 @@
 //! `buffers/N/ctl` (a put writes exactly the version this UI flushed and
 //! the daemon acknowledged), commands through the session's `ctl`.
 
+use crate::editjob::{EditJob, EDIT_JOB};
 use apex_core::ecmd::{EditFile, PipeError, Pipes};
-use apex_core::exec::{self, ExecError, Host};
+use apex_core::exec::{self, ExecError, Host, PreparedEdit};
 use apex_core::propose::Applied;
 use apex_core::{look, plumb, BufferId, Proposal, State, WindowId};
 use apex_link::{Attached, Submitted};
@@ -21,6 +22,10 @@ const PLUMB_MESSAGE: usize = apex_link::plumber::MESSAGE_SIZE;
 
 /// How long a host request waits for the daemon before it says so.
 pub const WAIT: Duration = Duration::from_secs(10);
+
+/// How long a worker's thread waits after each proposal, so the UI's
+/// thread gets the link between an Edit's parts.
+const LET_IN: Duration = Duration::from_micros(200);
 
 /// The UI's side of a built-in's run.
 pub struct UiHost {
@@ -75,6 +80,13 @@ pub struct UiHost {
     /// What a built-in found in a terminal's text, for the UI to select
     /// and show (its views of terminals are its own).
     pub term_found: Option<(WindowId, u64, u64)>,
+    /// The Edit running on its own thread, if one is.
+    pub edit: Option<EditJob>,
+    /// Edits run on a thread of their own (the UI's host); a worker's
+    /// host runs them where it is.
+    apart: bool,
+    /// Set to end what this host runs (a worker's Edit: `Kill Edit`).
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The replica's state under the link's lock.
@@ -115,6 +127,9 @@ impl UiHost {
             later: Arc::default(),
             term_selections: Default::default(),
             term_found: None,
+            edit: None,
+            apart: true,
+            stop: Arc::default(),
         }
     }
 
@@ -302,6 +317,23 @@ impl UiHost {
         }
     }
 
+    /// A host for a thread of the UI's own (an Edit's): the same link,
+    /// daemon and machine, the frames as they are now; Edits run where it
+    /// is, and `stop` says when to end one.
+    pub fn worker(&self, stop: Arc<std::sync::atomic::AtomicBool>) -> UiHost {
+        let mut worker =
+            UiHost::new(self.att.clone(), &self.address, &self.session, self.rt.clone(), self.namespace.clone());
+        worker.local = self.local;
+        worker.far.clone_from(&self.far);
+        worker.font.clone_from(&self.font);
+        worker.last_pattern.clone_from(&self.last_pattern);
+        worker.frames.clone_from(&self.frames);
+        worker.later = self.later.clone();
+        worker.apart = false;
+        worker.stop = stop;
+        worker
+    }
+
     pub fn settle(&self) -> Result<(), ExecError> {
         self.connected()?;
         let att = self.att.clone();
@@ -332,6 +364,10 @@ impl Pipes for UiHost {
         self.on_daemons_machine()?;
         apex_sys::files::write_for_edit(path, bytes)
     }
+
+    fn interrupted(&mut self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl Host for UiHost {
@@ -345,6 +381,12 @@ impl Host for UiHost {
 
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
         let submitted = self.att.with(|l| l.submit(proposal));
+        if !self.apart {
+            // A worker's proposals come back to back (an Edit's parts):
+            // the link's lock is not fair, so the UI's thread, waiting
+            // to draw, is let in between them.
+            std::thread::sleep(LET_IN);
+        }
         match submitted {
             Submitted::Applied(r) => r.map_err(host),
             Submitted::Sent(id) => {
@@ -457,7 +499,30 @@ impl Host for UiHost {
     }
 
     fn kill(&mut self, pid: u64) -> Result<(), ExecError> {
+        if let Some(job) = self.edit.as_ref().filter(|_| pid == EDIT_JOB) {
+            job.kill();
+            return Ok(());
+        }
         self.write("ctl", &format!("kill {pid}\n")).map_err(|e| host(format!("kill {pid}: {e}")))
+    }
+
+    // An Edit runs on a thread of its own, so that this UI goes on
+    // drawing and typing: one at a time.
+    fn run_apart(&mut self, edit: PreparedEdit) -> Result<Option<PreparedEdit>, ExecError> {
+        if !self.apart {
+            return Ok(Some(edit));
+        }
+        if let Some(running) = &self.edit {
+            return Err(ExecError::EditRunning(running.command().to_string()));
+        }
+        let worker = self.worker(Arc::default());
+        let job = EditJob::start(edit, worker, self.wake.clone()).map_err(|e| host(format!("Edit: no thread: {e}")))?;
+        self.edit = Some(job);
+        Ok(None)
+    }
+
+    fn jobs(&self) -> Vec<(u64, String)> {
+        self.edit.iter().map(|job| (EDIT_JOB, format!("Edit {}", job.command()))).collect()
     }
 
     fn close_term(&mut self, term: apex_core::TermId) -> Result<(), ExecError> {

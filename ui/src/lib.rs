@@ -22,7 +22,8 @@
 //!   and B2/B3 actions for the caller.
 //!
 //! - [`host`]: the UI as core's built-ins' host (its replica, the daemon's
-//!   files for get, put and commands).
+//!   files for get, put and commands); [`editjob`]: an Edit run on a
+//!   thread of its own, which `Kill Edit` ends.
 //! - [`clip`]: the system clipboard beside the session's snarf buffer.
 //! - [`app`]: the UI without its window: events in, B2/B3 carried out,
 //!   frames painted, one flush a frame; what tests drive headless.
@@ -45,6 +46,7 @@ pub mod canvas;
 pub mod clip;
 pub mod cursor;
 pub mod damage;
+pub mod editjob;
 pub mod error;
 pub mod focus;
 pub mod font;

@@ -47,13 +47,55 @@ fn gather(st: &State, window: Option<WindowId>) -> Gathered {
     g
 }
 
+/// An Edit gathered from the session: every window's text (ropes,
+/// shared, not copied) and the versions it saw, ready to run where
+/// nothing waits on it.
+pub struct Prepared {
+    g: Gathered,
+    window: Option<WindowId>,
+    command: String,
+}
+
+/// What a [`Prepared`] Edit's commands did, still to be proposed
+/// ([`finish`]).
+pub struct Ran {
+    g: Gathered,
+    window: Option<WindowId>,
+    ran: std::result::Result<ecmd::Outcome, crate::edit::EditError>,
+    last: Option<String>,
+}
+
+impl Prepared {
+    /// The Edit's command, as given.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Runs the commands over the texts gathered: the slow part, holding
+    /// nothing of the session's. `last` is the host's last pattern
+    /// (`//`), given back in the [`Ran`].
+    pub fn run(self, pipes: &mut impl ecmd::Pipes, mut last: Option<String>) -> Ran {
+        let ran = ecmd::run(&self.command, &self.g.files, self.g.current, pipes, &mut last);
+        Ran { g: self.g, window: self.window, ran, last }
+    }
+}
+
 /// `Edit COMMAND`: sam's language over every window's text, the changes
 /// proposed as one `Splices` per buffer at the version it saw (edits made
 /// meanwhile move them), then dots, `u`, and what it printed to `+Errors`.
+/// The commands run where the host says ([`Host::run_apart`]): here and
+/// now, or apart, to be [`finish`]ed when they end.
 pub fn edit<H: Host>(h: &mut H, window: Option<WindowId>, command: &str) -> Result<()> {
-    let g = gather(&*h.state()?, window);
-    let mut last = h.last_pattern();
-    let ran = ecmd::run(command, &g.files, g.current, h, &mut last);
+    let prepared = Prepared { g: gather(&*h.state()?, window), window, command: command.to_string() };
+    let Some(prepared) = h.run_apart(prepared)? else { return Ok(()) };
+    let last = h.last_pattern();
+    let ran = prepared.run(h, last);
+    finish(h, ran)
+}
+
+/// Proposes what an Edit's commands did (or says why they did nothing).
+pub fn finish<H: Host>(h: &mut H, ran: Ran) -> Result<()> {
+    let Ran { g, window, ran, last } = ran;
     h.set_last_pattern(last);
     let outcome = match ran {
         Ok(outcome) => outcome,

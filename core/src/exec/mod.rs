@@ -33,7 +33,7 @@ mod edit;
 mod look3;
 mod row;
 
-pub use edit::edit;
+pub use edit::{edit, finish as finish_edit, Prepared as PreparedEdit, Ran as RanEdit};
 use look3::find_and_show;
 pub(crate) use look3::select_and_show;
 pub use look3::{look, look_file_or_word, look_from, open, open_in};
@@ -102,6 +102,20 @@ pub trait Host: Pipes {
         let _ = (window, q0, q1);
         Ok(())
     }
+    /// Where a gathered Edit's commands run: a UI runs them on a thread of
+    /// its own, so that drawing and typing go on, and hands what they did
+    /// to [`finish_edit`] when they end (returning None); a host with no
+    /// such place (the daemon, which runs a whole command as a job) gives
+    /// the Edit back to be run here and now.
+    fn run_apart(&mut self, edit: PreparedEdit) -> Result<Option<PreparedEdit>, ExecError> {
+        Ok(Some(edit))
+    }
+    /// Commands the host runs itself, by number and command, beside the
+    /// session's processes (a UI's running Edit): `Kill` ends them too,
+    /// through [`Host::kill`].
+    fn jobs(&self) -> Vec<(u64, String)> {
+        Vec::new()
+    }
 }
 
 /// Why a built-in did nothing (or stopped). Its text is what acme would
@@ -134,6 +148,9 @@ pub enum ExecError {
     TermRunning(String),
     #[error("Kill: no process {0}")]
     NoProcess(String),
+    /// A UI runs one Edit at a time.
+    #[error("Edit: another runs ({0}); wait for it, or Kill Edit")]
+    EditRunning(String),
     /// A file named for the daemon's machine must be named in full.
     #[error("{what}: {file:?} is not an absolute path; name the file in full (the daemon runs elsewhere)")]
     NotAbsolute { what: &'static str, file: String },
@@ -872,8 +889,9 @@ pub fn warn<H: Host>(h: &mut H, window: Option<WindowId>, text: &str) -> Result<
 /// `Kill NAME...`: ends the session's processes whose command starts with
 /// each name; with no name, every process this session runs.
 fn kill<H: Host>(h: &mut H, arg: &str) -> Result<()> {
-    let procs: Vec<(u64, String)> =
+    let mut procs: Vec<(u64, String)> =
         h.state()?.meta.processes.iter().map(|(pid, p)| (*pid, p.command.clone())).collect();
+    procs.extend(h.jobs());
     let names: Vec<&str> = arg.split_whitespace().collect();
     if names.is_empty() {
         for (pid, _) in procs {

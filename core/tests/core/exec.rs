@@ -25,7 +25,14 @@ struct TestHost {
     last_pattern: Option<String>,
     /// `Kill Edit` comes once this many parts of changes were proposed.
     kill_after_parts: Option<usize>,
+    /// Edits are run apart, as a UI runs them: held here until the test
+    /// runs and finishes them.
+    hold_edits: bool,
+    held: Option<exec::PreparedEdit>,
 }
+
+/// The number a held Edit is listed by among the host's jobs.
+const HELD: u64 = u64::MAX;
 
 impl ecmd::Pipes for TestHost {
     fn run(&mut self, command: &str, input: Option<&str>, _: &ecmd::EditFile) -> Result<String, ecmd::PipeError> {
@@ -114,12 +121,33 @@ impl Host for TestHost {
     fn set_last_pattern(&mut self, pattern: Option<String>) {
         self.last_pattern = pattern;
     }
+    fn run_apart(&mut self, edit: exec::PreparedEdit) -> Result<Option<exec::PreparedEdit>, ExecError> {
+        match (&self.held, self.hold_edits) {
+            (_, false) => Ok(Some(edit)),
+            (Some(running), true) => Err(ExecError::EditRunning(running.command().to_string())),
+            (None, true) => {
+                self.held = Some(edit);
+                Ok(None)
+            }
+        }
+    }
+    fn jobs(&self) -> Vec<(u64, String)> {
+        self.held.iter().map(|e| (HELD, format!("Edit {}", e.command()))).collect()
+    }
 }
 
 fn host() -> TestHost {
     let mut node = Node::server();
     make::init_session(&mut node).unwrap();
-    TestHost { node, machine: Machine::default(), proposed: Vec::new(), last_pattern: None, kill_after_parts: None }
+    TestHost {
+        node,
+        machine: Machine::default(),
+        proposed: Vec::new(),
+        last_pattern: None,
+        kill_after_parts: None,
+        hold_edits: false,
+        held: None,
+    }
 }
 
 impl TestHost {
@@ -812,6 +840,38 @@ fn an_edit_of_many_matches_is_a_few_entries_and_one_undo() {
     let kinds: Vec<_> =
         h.node.log.entries_after(Shard::Buffer(w.body), before).unwrap().map(|e| e.op.clone()).collect();
     assert_eq!(kinds.iter().filter(|op| matches!(op, Op::Buffer(BufferOp::Splice { .. }))).count(), 3, "{kinds:?}");
+}
+
+/// A host that runs an Edit apart (a UI, on a thread of its own) is given
+/// it gathered and returns at once; typing goes on meanwhile, and when
+/// the Edit is finished its changes land where the text they were made
+/// against went, the typing kept. While it runs, another Edit is refused
+/// and `Kill Edit` finds it among the host's jobs.
+#[test]
+fn an_edit_run_apart_is_finished_later_around_what_was_typed_meanwhile() {
+    let mut h = host();
+    let w = h.window("/tmp/apart", "a b a\n");
+    h.hold_edits = true;
+    h.last_pattern = Some("b".into());
+    h.run("Edit", Some(&w), ",s//xy/g").unwrap();
+    assert_eq!(h.text(w.body), "a b a\n", "nothing made yet");
+    assert!(h.proposed.is_empty(), "{:?}", h.proposed);
+    let version = h.node.state.buffer(w.body).unwrap().version;
+    h.propose(Proposal::Insert { buffer: w.body, version, q0: 0, text: "typed ".into(), origin: Origin::Keyboard })
+        .unwrap();
+    let e = h.run("Edit", Some(&w), ",d").unwrap_err();
+    assert_eq!(e.to_string(), "Edit: another runs (,s//xy/g); wait for it, or Kill Edit");
+    h.run("Kill", None, "Edit").unwrap();
+    assert_eq!(h.machine.asked, [format!("kill {HELD}")]);
+    // The thread's part, then the host's.
+    let held = h.held.take().unwrap();
+    let last = h.last_pattern.take();
+    let ran = held.run(&mut h, last);
+    exec::finish_edit(&mut h, ran).unwrap();
+    assert_eq!(h.text(w.body), "typed a xy a\n");
+    assert_eq!(h.last_pattern.as_deref(), Some("b"), "the pattern it used is the last");
+    h.run("Undo", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), "typed a b a\n", "one step takes the Edit back, the typing stays");
 }
 
 /// `Kill Edit` between the parts of a whole-file Edit over two windows

@@ -5,6 +5,7 @@
 
 mod fonts;
 mod input;
+mod longedit;
 mod plumber;
 mod plumbing;
 mod reconnect;

@@ -59,7 +59,7 @@ impl Rig {
         wait_for("the link to see the hang-up", || self.ui().host.att.is_closed().then_some(()));
         assert!(self.ui().woke(), "the loss is noticed");
         assert!(!self.ui().woke(), "and said once");
-        assert_eq!(self.ui().status(), Some(DISCONNECTED), "the row tag says so");
+        assert_eq!(self.ui().status().as_deref(), Some(DISCONNECTED), "the row tag says so");
     }
 
     /// Waits until the UI is attached again and welcomed.

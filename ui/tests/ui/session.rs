@@ -561,8 +561,27 @@ fn control_f_completes_a_file_name_as_acme_does() {
 
 impl Rig {
     /// Types `cmd` at the end of `w`'s tag and executes it with a B2 sweep
-    /// over it, as a user adds a command to a tag and runs it.
+    /// over it, as a user adds a command to a tag and runs it; an Edit,
+    /// which runs on a thread of its own, is waited for.
     pub(crate) fn run(&mut self, w: Win, cmd: &str) {
+        self.execute_in_tag(w, cmd);
+        if cmd.starts_with("Edit") {
+            self.edit_ended();
+        }
+    }
+
+    /// Until the Edit running apart has ended and what it did is
+    /// proposed, as the UI does when woken.
+    pub(crate) fn edit_ended(&mut self) {
+        wait_for("the Edit to end", || {
+            self.ui().woke();
+            self.ui().host.edit.is_none().then_some(())
+        });
+        self.ui().paint();
+    }
+
+    /// [`Rig::run`] without waiting for an Edit.
+    pub(crate) fn execute_in_tag(&mut self, w: Win, cmd: &str) {
         let end = self.tag_text(w).chars().count() as u64;
         // A window too small to show its tag's end is grown first, as a
         // user would (button 2 on its box).
