@@ -95,6 +95,13 @@ pub enum Error {
     BadPid(u64),
     #[error("put: wrote version {at} to {file}, but the buffer has changed since (version {now}); it stays dirty")]
     PutRaced { at: u64, file: String, now: u64 },
+    /// Put over a file that is not all UTF-8: warned once, as acme warns
+    /// of a modified file.
+    #[error(
+        "put: {0} holds bytes that are not UTF-8, shown as U+FFFD, and Put would write U+FFFD's bytes in their \
+         place; Put again to write it so"
+    )]
+    PutNotUtf8(String),
     #[error("exec: could not make the errors window")]
     NoErrorsWindow,
     /// `open`: the file's window went before it could be named.

@@ -4,6 +4,7 @@
 //! user gives can grow the reader without bound.
 
 use apex_core::ecmd::PipeError;
+use apex_core::text::Decoded;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -111,11 +112,38 @@ pub fn entries(path: &str) -> std::io::Result<Vec<(String, bool)>> {
         .collect())
 }
 
-/// [`read_text`] as UTF-8, with errors that say what was read (`what` is
-/// the command: `get`).
-pub fn read_utf8(what: &'static str, path: &str) -> Result<String, FileError> {
+/// [`read_text`] made text as acme loads a file (core's
+/// `acme_file_runes`: each byte that is not UTF-8 a U+FFFD, NULs
+/// dropped), with what that did, and errors that say what was read
+/// (`what` is the command: `get`).
+pub fn read_utf8(what: &'static str, path: &str) -> Result<(String, Decoded), FileError> {
     let bytes = read_text(path).map_err(|source| FileError::Read { what, path: path.to_string(), source })?;
-    String::from_utf8(bytes).map_err(|_| FileError::NotUtf8 { what, path: path.to_string() })
+    Ok(apex_core::text::acme_file_runes(&bytes))
+}
+
+/// What a load that changed the file's bytes says, as acme warns of
+/// NULs: `None` when the text is the file's bytes.
+pub fn load_warning(path: &str, said: Decoded) -> Option<String> {
+    let mut out = String::new();
+    match said.replaced {
+        0 => {}
+        1 => out += &format!("{path}: 1 byte that is not UTF-8 is shown as U+FFFD; Put warns before it writes it so\n"),
+        n => {
+            out += &format!(
+                "{path}: {n} bytes that are not UTF-8 are shown as U+FFFD; Put warns before it writes them so\n"
+            )
+        }
+    }
+    if said.nuls > 0 {
+        out += &format!("{path}: NUL bytes elided\n");
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Whether `path` is a regular file (within [`max_file`]) whose bytes are
+/// not all UTF-8: what Put would write over with U+FFFD's bytes.
+pub fn holds_bytes_not_utf8(path: &str) -> bool {
+    read_file(path).is_ok_and(|bytes| apex_core::text::text_and_cut(&bytes).is_none_or(|(_, cut)| !cut.is_empty()))
 }
 
 /// Why a file could not be loaded; `what` is the command (`get`).
@@ -123,8 +151,6 @@ pub fn read_utf8(what: &'static str, path: &str) -> Result<String, FileError> {
 pub enum FileError {
     #[error("{what}: {path}: {source}")]
     Read { what: &'static str, path: String, source: std::io::Error },
-    #[error("{what}: {path} is not UTF-8 text")]
-    NotUtf8 { what: &'static str, path: String },
 }
 
 /// An I/O error as acme's `%r` says it: the system's words, without Rust's

@@ -438,12 +438,11 @@ impl Host for UiHost {
                 ExecError::Unnamed(_) => ExecError::NoFileName,
                 e => e,
             })?;
-            let (text, unreadable) = match apex_sys::files::read_utf8("get", &file) {
-                Ok(text) => (text, None),
+            let (text, said, unreadable) = match apex_sys::files::read_utf8("get", &file) {
+                Ok((text, said)) => (text, said, None),
                 Err(apex_sys::files::FileError::Read { source, .. }) => {
-                    (String::new(), Some(apex_sys::files::os_words(&source)))
+                    (String::new(), Default::default(), Some(apex_sys::files::os_words(&source)))
                 }
-                Err(e) => return Err(host(e)),
             };
             // A copy (ropes share their nodes), so the link's lock is not
             // held while the text is compared and the places counted.
@@ -459,6 +458,11 @@ impl Host for UiHost {
             }
             if let Some(why) = unreadable {
                 return Err(ExecError::CantOpen { file, why });
+            }
+            // The text is not the file's bytes: said beside the file.
+            if let Some(warning) = apex_sys::files::load_warning(&file, said) {
+                let window = self.state()?.windows.iter().find(|(_, w)| w.body == buffer).map(|(id, _)| *id);
+                exec::warn(self, window, &warning)?;
             }
             return Ok(());
         }

@@ -19,7 +19,7 @@ pub(crate) mod utf8;
 
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
 use utf8::byte_of_rune;
-pub use utf8::text_and_cut;
+pub use utf8::{acme_file_runes, acme_runes, text_and_cut, Decoded};
 
 use crate::spots::Spots;
 use ropey::Rope;

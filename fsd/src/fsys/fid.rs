@@ -223,42 +223,11 @@ impl Fid {
     }
 }
 
-/// Bytes as acme makes them runes (`cvttorunes`): a NUL is dropped, a
-/// byte that starts no valid UTF-8 sequence becomes U+FFFD (one per
-/// byte, as Plan 9's `chartorune` steps), and an incomplete sequence at
-/// the end is returned apart, to wait for more bytes.
+/// Bytes as acme makes them runes (core's `acme_runes`), and an
+/// incomplete sequence at the end apart, to wait for more bytes.
 pub fn acme_runes(bytes: &[u8]) -> (String, &[u8]) {
-    let mut out = String::with_capacity(bytes.len());
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(text) => {
-                push_without_nul(&mut out, text);
-                rest = &[];
-            }
-            Err(e) => {
-                let (good, bad) = rest.split_at(e.valid_up_to());
-                push_without_nul(&mut out, std::str::from_utf8(good).unwrap_or_default());
-                match e.error_len() {
-                    // Cut short by the end: it may yet be whole.
-                    None => return (out, bad),
-                    Some(_) => {
-                        out.push(char::REPLACEMENT_CHARACTER);
-                        rest = &bad[1..];
-                    }
-                }
-            }
-        }
-    }
-    (out, &[])
-}
-
-/// Appends `text` to `out` without its NULs, a run between them at a time
-/// (a rune at a time made a 100 MB write spend most of its time here).
-fn push_without_nul(out: &mut String, text: &str) {
-    for run in text.split('\0') {
-        out.push_str(run);
-    }
+    let (text, cut, _) = apex_core::text::acme_runes(bytes);
+    (text, cut)
 }
 
 /// A write's bytes as text.

@@ -29,7 +29,7 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
-    let text = tokio::task::spawn_blocking(move || apex_sys::files::read_utf8("get", &path))
+    let (text, said) = tokio::task::spawn_blocking(move || apex_sys::files::read_utf8("get", &path))
         .await
         .map_err(|source| Error::Task { what: "get", source })??;
     // The log makes room for the file's text first: a full disk refuses
@@ -50,7 +50,21 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
             r => r.map(|_| ())?,
         }
     }
+    // The text is not the file's bytes: said where acme says so.
+    if let Some(warning) = apex_sys::files::load_warning(&file, said) {
+        warn_beside(daemon, session, &file, &warning).await;
+    }
     Ok(())
+}
+
+/// Says `text` in the `+Errors` of `file`'s directory, where acme users
+/// look, and in the daemon's log.
+async fn warn_beside(daemon: &Daemon, session: u64, file: &str, text: &str) {
+    tracing::warn!("{}", text.trim_end());
+    let dir = Path::new(file).parent().map(|d| d.display().to_string()).unwrap_or_default();
+    if let Ok((_, body)) = errors_window(daemon, session, &look::errors_name(&dir)).await {
+        append_output(daemon, session, body, text).await;
+    }
 }
 
 /// acme's `get` (the Get built-in and an acme ctl `get`): as [`get`], but
@@ -95,6 +109,19 @@ pub async fn put(
     })??;
     let file = exec::file_or_name("put", file, &name)?;
     let path = file.clone();
+    // A file whose bytes are not all UTF-8 was loaded with U+FFFD in
+    // their place: writing it back changes them, so the first Put of a
+    // version says so, and the next writes.
+    let not_utf8 = tokio::task::spawn_blocking(move || apex_sys::files::holds_bytes_not_utf8(&path))
+        .await
+        .map_err(|source| Error::Task { what: "put", source })?;
+    if not_utf8 {
+        let mut warned = daemon.put_warned.lock().unwrap_or_else(PoisonError::into_inner);
+        if warned.insert((session, b), at) != Some(at) {
+            return Err(Error::PutNotUtf8(file));
+        }
+    }
+    let path = file.clone();
     // Whole or not at all: beside the file, then renamed over it.
     let written = tokio::task::spawn_blocking(move || {
         apex_sys::files::write_replacing(Path::new(&path), &|f| {
@@ -107,17 +134,13 @@ pub async fn put(
     .await
     .map_err(|source| Error::Task { what: "put", source })?
     .map_err(|source| Error::Io { what: format!("put: {file}"), source })?;
+    daemon.put_warned.lock().unwrap_or_else(PoisonError::into_inner).remove(&(session, b));
     if let apex_sys::files::Written::InPlace(why) = written {
-        // Said where acme users look: the directory's +Errors.
-        let dir = Path::new(&file).parent().map(|d| d.display().to_string()).unwrap_or_default();
         let warning = format!(
             "put: {file}: written in place, as {why}: a failure midway (a full disk) would have left it part old, \
              part new\n"
         );
-        tracing::warn!("{}", warning.trim_end());
-        if let Ok((_, body)) = errors_window(daemon, session, &look::errors_name(&dir)).await {
-            append_output(daemon, session, body, &warning).await;
-        }
+        warn_beside(daemon, session, &file, &warning).await;
     }
     daemon.read(session, |s| {
         let now = s.view().state.buffer(b)?.version;

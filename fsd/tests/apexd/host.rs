@@ -72,14 +72,40 @@ async fn get_put_exec_and_kill() {
     assert!(e.to_string().contains("not an absolute path"), "{e}");
     let e = write(&c, root, &b("ctl"), &format!("get {}", work.join("missing").display())).await.unwrap_err();
     assert!(e.to_string().contains("No such file"), "{e}");
-    std::fs::write(work.join("binary"), [0xff, 0xfe, 0]).unwrap();
-    let e = write(&c, root, &b("ctl"), &format!("get {}", work.join("binary").display())).await.unwrap_err();
-    assert!(e.to_string().contains("not UTF-8"), "{e}");
     let e = write(&c, root, "main/ctl", "exec relative echo hi").await.unwrap_err();
     assert!(e.to_string().contains("not an absolute path"), "{e}");
     let e = write(&c, root, "main/ctl", "kill 999999").await.unwrap_err();
     assert!(e.to_string().contains("no process 999999"), "{e}");
     assert_eq!(text(read(&c, root, "main/hash").await.unwrap()), before);
+
+    // A file that is not UTF-8 loads as acme loads it: each bad byte a
+    // U+FFFD (a sequence cut short by the end too), NULs dropped, and
+    // the directory's +Errors says so. Put warns once before it writes
+    // U+FFFD's bytes over the file's; a Put again writes.
+    let binary = work.join("binary");
+    let bytes = [0xff, b'a', 0xfe, 0, b'\n', 0xe2, 0x82];
+    std::fs::write(&binary, bytes).unwrap();
+    let bin = new_buffer(&c, root).await;
+    let bb = |f: &str| format!("main/buffers/{bin}/{f}");
+    write(&c, root, &bb("ctl"), &format!("get {}", binary.display())).await.unwrap();
+    assert_eq!(text(read(&c, root, &bb("body")).await.unwrap()), "\u{FFFD}a\u{FFFD}\n\u{FFFD}\u{FFFD}");
+    let errors = format!("{}/+Errors", work.display());
+    eventually("the load's warning", || async {
+        let Some(eb) = buffer_named(&c, root, &errors).await else { return false };
+        let said = text(read(&c, root, &format!("main/buffers/{eb}/body")).await.unwrap());
+        said.contains(&format!("{}: 4 bytes that are not UTF-8 are shown as U+FFFD", binary.display()))
+            && said.contains(&format!("{}: NUL bytes elided", binary.display()))
+    })
+    .await;
+    let e = write(&c, root, &bb("ctl"), "put\n").await.unwrap_err();
+    assert!(e.to_string().contains("holds bytes that are not UTF-8, shown as U+FFFD"), "{e}");
+    assert_eq!(std::fs::read(&binary).unwrap(), bytes, "the file is as it was");
+    write(&c, root, &bb("ctl"), "put\n").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&binary).unwrap(), "\u{FFFD}a\u{FFFD}\n\u{FFFD}\u{FFFD}");
+    // Written so, it is UTF-8: the next Put writes at once.
+    write(&c, root, &bb("body"), "more").await.unwrap();
+    write(&c, root, &bb("ctl"), "put\n").await.unwrap();
+    assert!(std::fs::read_to_string(&binary).unwrap().ends_with("more"));
 
     // exec: output lands in DIR/+Errors; the process is in meta/processes
     // until it exits, and its exit is in the metalog.

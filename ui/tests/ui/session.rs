@@ -948,3 +948,23 @@ fn a_stopped_ui_that_lost_its_lease_keeps_its_typing_or_finds_it_in_recovered_an
     assert_eq!(r.apex(&["read", &body]), "text unsent\nthird\n", "nothing of it mixed into the text");
     r.rt.block_on(third.host.att.close());
 }
+
+/// A file that is not UTF-8, opened in a UI on the daemon's machine (which
+/// reads it itself), loads as acme loads it, each bad byte a U+FFFD, says
+/// so beside the file, and Put warns once before it writes U+FFFD's bytes
+/// over the file's.
+#[test]
+fn a_file_not_utf8_loads_with_u_fffd_and_put_warns_first() {
+    let mut r = Rig::start("session-not-utf8", true);
+    let file = r.ns.join("latin1.txt");
+    std::fs::write(&file, b"caf\xe9\n").unwrap();
+    let w = r.open(&file.display().to_string());
+    assert_eq!(r.body_text(w), "caf\u{FFFD}\n");
+    let said = format!("{}: 1 byte that is not UTF-8 is shown as U+FFFD", file.display());
+    wait_for("the load's warning", || errors(&mut r).filter(|e| e.contains(&said)));
+    r.run(w, "Put");
+    wait_for("Put's warning", || errors(&mut r).filter(|e| e.contains("holds bytes that are not UTF-8")));
+    assert_eq!(std::fs::read(&file).unwrap(), b"caf\xe9\n", "the file is as it was");
+    r.run(w, "Put");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "caf\u{FFFD}\n");
+}
