@@ -5,6 +5,7 @@
 //! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
 
 use crate::addr::{Context, Dialect, Range};
+pub use crate::changes::Changes;
 pub use crate::edit::PipeError;
 use crate::edit::{self, Cmd, EditError, FileCmd, Kind, Loop, Pipe, Position};
 use crate::regx::{Found, Haystack, Regexp};
@@ -41,20 +42,12 @@ pub trait Pipes {
     }
 }
 
-/// One change, in the original text's runes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Change {
-    pub q0: u64,
-    pub q1: u64,
-    pub text: String,
-}
-
 /// What a run asks for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
     /// Per file (index into the files given), its changes sorted by
     /// position and not overlapping.
-    pub changes: BTreeMap<usize, Vec<Change>>,
+    pub changes: BTreeMap<usize, Changes>,
     /// Per file whose dot a command set, the new dot, in the text as it
     /// will be once the changes are applied.
     pub dots: BTreeMap<usize, Range>,
@@ -132,7 +125,7 @@ struct Runner<'a> {
     files: &'a [EditFile],
     flats: Vec<Haystack>,
     pipes: &'a mut dyn Pipes,
-    changes: BTreeMap<usize, Vec<Change>>,
+    changes: BTreeMap<usize, Changes>,
     dots: BTreeMap<usize, Dot>,
     out: Outcome,
     last: Option<String>,
@@ -153,8 +146,8 @@ impl Runner<'_> {
         match self.dots.get(&f) {
             Some(Dot::Original(r)) => *r,
             Some(Dot::Changed(i)) => {
-                let c = &self.changes[&f][*i];
-                Range::new(c.q0, c.q1)
+                let (q0, q1, _) = self.changes[&f].get(*i);
+                Range::new(q0, q1)
             }
             None => self.files[f].dot,
         }
@@ -171,9 +164,9 @@ impl Runner<'_> {
         Ok(r?)
     }
 
-    fn change(&mut self, f: usize, q0: u64, q1: u64, text: String) {
+    fn change(&mut self, f: usize, q0: u64, q1: u64, text: &str) {
         let list = self.changes.entry(f).or_default();
-        list.push(Change { q0, q1, text });
+        list.push(q0, q1, text);
         let i = list.len() - 1;
         self.dots.insert(f, Dot::Changed(i));
     }
@@ -188,10 +181,10 @@ impl Runner<'_> {
             Kind::Dot => {
                 self.dots.insert(f, Dot::Original(r));
             }
-            Kind::Append(t) => self.change(f, r.q1, r.q1, t.clone()),
-            Kind::Insert(t) => self.change(f, r.q0, r.q0, t.clone()),
-            Kind::Change(t) => self.change(f, r.q0, r.q1, t.clone()),
-            Kind::Delete => self.change(f, r.q0, r.q1, String::new()),
+            Kind::Append(t) => self.change(f, r.q1, r.q1, t),
+            Kind::Insert(t) => self.change(f, r.q0, r.q0, t),
+            Kind::Change(t) => self.change(f, r.q0, r.q1, t),
+            Kind::Delete => self.change(f, r.q0, r.q1, ""),
             Kind::Substitute { pattern, replacement, nth, global } => {
                 self.substitute(f, r, pattern, replacement, *nth, *global)?
             }
@@ -205,9 +198,9 @@ impl Runner<'_> {
                     if at.q1 > r.q0 && at.q1 < r.q1 {
                         return Err(EditError::Overlap(at.q1));
                     }
-                    self.change(f, r.q0, r.q1, String::new());
+                    self.change(f, r.q0, r.q1, "");
                 }
-                self.change(f, at.q1, at.q1, text);
+                self.change(f, at.q1, at.q1, &text);
             }
             Kind::Print => {
                 let t = self.slice(f, r);
@@ -239,7 +232,7 @@ impl Runner<'_> {
                 let output = self.pipes.run(command, input.as_deref(), &self.files[f]).map_err(EditError::Pipe)?;
                 match kind {
                     Pipe::To => self.out.printed.push_str(&output),
-                    _ => self.change(f, r.q0, r.q1, output),
+                    _ => self.change(f, r.q0, r.q1, &output),
                 }
             }
             Kind::Group(cmds) => {
@@ -346,9 +339,9 @@ impl Runner<'_> {
                 let own = self.name_of(f).to_string();
                 let bytes = self.pipes.load(&name).map_err(|why| EditError::CantOpen { file: name.clone(), why })?;
                 // As acme's cvttorunes: NULs dropped, bad bytes U+FFFD.
-                let text: String = String::from_utf8_lossy(&bytes).chars().filter(|c| *c != '\0').collect();
+                let (text, _) = crate::text::acme_file_runes(&bytes);
                 let r = if whole { Range::new(0, self.files[f].text.len_chars() as u64) } else { r };
-                self.change(f, r.q0, r.q1, text);
+                self.change(f, r.q0, r.q1, &text);
                 if whole && name == own {
                     self.out.cleaned.push(f);
                 }
@@ -469,8 +462,10 @@ impl Runner<'_> {
         let text = &self.files[f].text;
         let hay = &self.flats[f];
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
-        // acme's s_cmd: the nth match and, with g, every one after it.
-        let mut made = Vec::new();
+        // acme's s_cmd: the nth match and, with g, every one after it,
+        // each expanded straight into the file's list of changes.
+        let list = self.changes.entry(f).or_default();
+        let before = list.len();
         let most = if global { usize::MAX } else { nth };
         // Matches come in order: each one's runes are counted on from the
         // last (a rope descent per match costs more than the search).
@@ -497,21 +492,20 @@ impl Runner<'_> {
             let whole = m.whole();
             let q0 = rune_at(whole.start);
             let q1 = rune_at(whole.end);
-            made.push((q0, q1, expand(rep, hay, &m)));
+            list.push_with(q0, q1, |out| expand(rep, hay, &m, out));
         });
         if killed {
             return Err(EditError::Killed);
         }
-        if made.is_empty() {
+        let made = list.len();
+        if made == before {
             if self.nest == 0 {
                 let used = if pattern.is_empty() { self.last.as_deref().unwrap_or_default() } else { pattern };
                 return Err(EditError::NoSubstitution(used.to_string()));
             }
             return Ok(());
         }
-        for (q0, q1, t) in made {
-            self.change(f, q0, q1, t);
-        }
+        self.dots.insert(f, Dot::Changed(made - 1));
         Ok(())
     }
 
@@ -552,42 +546,39 @@ impl Runner<'_> {
     fn finish(mut self) -> Result<Outcome> {
         for (f, list) in &mut self.changes {
             // Stable: inserts at one place keep the order they were made in.
-            let mut indexed: Vec<(usize, Change)> = list.drain(..).enumerate().collect();
-            indexed.sort_by_key(|(_, c)| (c.q0, c.q1));
-            for w in indexed.windows(2) {
-                if w[1].1.q0 < w[0].1.q1 {
-                    return Err(EditError::Overlap(w[1].1.q0));
-                }
-            }
-            let order: Vec<usize> = indexed.iter().map(|(i, _)| *i).collect();
-            *list = indexed.into_iter().map(|(_, c)| c).collect();
-            if let Some(Dot::Changed(i)) = self.dots.get(f).copied() {
-                let at = order.iter().position(|j| *j == i).expect("a change of this file");
+            let follow = match self.dots.get(f) {
+                Some(Dot::Changed(i)) => Some(*i),
+                _ => None,
+            };
+            let followed = list.sort(follow).map_err(EditError::Overlap)?;
+            if let Some(at) = followed {
                 self.dots.insert(*f, Dot::Changed(at));
             }
         }
+        let empty = Changes::new();
         for (f, dot) in &self.dots {
-            let list = self.changes.get(f).map(Vec::as_slice).unwrap_or_default();
+            let list = self.changes.get(f).unwrap_or(&empty);
+            // How far the changes before change `upto` move a point.
             let shift = |q: u64, upto: usize| -> u64 {
                 let mut p = q as i128;
-                for c in list.iter().take(upto) {
-                    p += c.text.chars().count() as i128 - (c.q1 - c.q0) as i128;
+                for (q0, q1, text) in list.iter().take(upto) {
+                    p += text.chars().count() as i128 - (q1 - q0) as i128;
                 }
                 p.max(0) as u64
             };
             let r = match *dot {
                 Dot::Changed(i) => {
-                    let c = &list[i];
-                    let q0 = shift(c.q0, i);
-                    Range::new(q0, q0 + c.text.chars().count() as u64)
+                    let (q0, _, text) = list.get(i);
+                    let q0 = shift(q0, i);
+                    Range::new(q0, q0 + text.chars().count() as u64)
                 }
                 Dot::Original(r) => {
                     // A point inside a replaced range goes to the start of
                     // what replaced it; one at or past its end, past it.
                     let point = |q: u64| {
-                        let before = list.iter().take_while(|c| c.q1 <= q).count();
-                        match list.get(before) {
-                            Some(c) if c.q0 < q => shift(c.q0, before),
+                        let before = list.iter().take_while(|c| c.1 <= q).count();
+                        match (before < list.len()).then(|| list.get(before)) {
+                            Some((q0, _, _)) if q0 < q => shift(q0, before),
                             _ => shift(q, before),
                         }
                     };
@@ -597,7 +588,7 @@ impl Runner<'_> {
             self.out.dots.insert(*f, r);
         }
         for f in std::mem::take(&mut self.written) {
-            if self.changes.get(&f).is_none_or(Vec::is_empty) && !self.out.cleaned.contains(&f) {
+            if self.changes.get(&f).is_none_or(Changes::is_empty) && !self.out.cleaned.contains(&f) {
                 self.out.cleaned.push(f);
             }
         }
@@ -607,10 +598,9 @@ impl Runner<'_> {
 }
 
 /// A replacement with `&` (the match), `\1`..`\9` (groups), `\n` (newline)
-/// and `\c` (c itself) expanded.
-fn expand(rep: &str, hay: &Haystack, m: &Found) -> String {
+/// and `\c` (c itself) expanded onto the end of `out`.
+fn expand(rep: &str, hay: &Haystack, m: &Found, out: &mut String) {
     let group = |g: usize| m.group(g).map_or("", |r| hay.str(r));
-    let mut out = String::new();
     let mut chars = rep.chars();
     while let Some(c) = chars.next() {
         match c {
@@ -624,16 +614,15 @@ fn expand(rep: &str, hay: &Haystack, m: &Found) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// Applies `changes` (sorted, not overlapping) to `text`: what the caller
 /// does with each buffer, here for tests and for replicas that want it.
-pub fn apply(text: &str, changes: &[Change]) -> String {
+pub fn apply(text: &str, changes: &Changes) -> String {
     let mut rope = Rope::from_str(text);
-    for c in changes.iter().rev() {
-        rope.remove(c.q0 as usize..c.q1 as usize);
-        rope.insert(c.q0 as usize, &c.text);
+    for (q0, q1, text) in changes.iter().rev() {
+        rope.remove(q0 as usize..q1 as usize);
+        rope.insert(q0 as usize, text);
     }
     rope.to_string()
 }
@@ -680,7 +669,7 @@ mod tests {
     fn edit(text: &str, cmd: &str) -> Result<(String, Range, String)> {
         let files = [file("/f", text)];
         let out = run0(cmd, &files, 0, &mut NoPipes::default())?;
-        let changed = apply(text, out.changes.get(&0).map(Vec::as_slice).unwrap_or_default());
+        let changed = apply(text, out.changes.get(&0).unwrap_or(&Changes::new()));
         Ok((changed, out.dots.get(&0).copied().unwrap_or(files[0].dot), out.printed))
     }
 
@@ -742,12 +731,12 @@ mod tests {
         // e: the whole text becomes the file's (NULs dropped); a relative
         // name is the window's directory's and renames it; clean after.
         let out = run_on("e e.txt", 0).unwrap();
-        assert_eq!(out.changes[&0], vec![Change { q0: 0, q1: 4, text: "disk one\n".into() }]);
+        assert_eq!(out.changes[&0], Changes::from_iter([(0, 4, "disk one\n")]));
         assert_eq!(out.renamed.get(&0).map(String::as_str), Some("/d/e.txt"));
         assert_eq!(out.cleaned, vec![0]);
         // r: the range becomes the file's text; the name stays.
         let out = run_on("2r e.txt", 0).unwrap();
-        assert_eq!(out.changes[&0], vec![Change { q0: 2, q1: 4, text: "disk one\n".into() }]);
+        assert_eq!(out.changes[&0], Changes::from_iter([(2, 4, "disk one\n")]));
         assert!(out.renamed.is_empty() && out.cleaned.is_empty());
         assert!(matches!(run_on("r nosuch", 0), Err(EditError::CantOpen { .. })));
         assert!(matches!(run_on("1e", 0), Err(EditError::Syntax(e)) if e.starts_with("command takes no address")));
@@ -764,7 +753,7 @@ mod tests {
         assert!(matches!(run_on("w", 2), Err(EditError::Syntax(e)) if e.contains("no name specified")));
         // b: later commands work on the window named, its line printed.
         let out = run_on("b /d/b.txt\n,s/two/TWO/", 0).unwrap();
-        assert_eq!(out.changes[&1], vec![Change { q0: 0, q1: 3, text: "TWO".into() }]);
+        assert_eq!(out.changes[&1], Changes::from_iter([(0, 3, "TWO")]));
         assert_eq!(out.printed, " +  /d/b.txt\n");
         assert!(matches!(run_on("b /nope", 0), Err(EditError::NoSuchFile(_))));
         // B opens, D closes (relative names in the window's directory).

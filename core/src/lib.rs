@@ -44,6 +44,7 @@
 pub mod addr;
 pub mod buf;
 pub mod bytes;
+pub mod changes;
 pub mod cols;
 pub mod ctlword;
 pub mod dump;

@@ -50,7 +50,7 @@ pub enum Proposal {
     Splices {
         buffer: BufferId,
         version: u64,
-        changes: Vec<(u64, u64, String)>,
+        changes: crate::changes::Changes,
         origin: Origin,
     },
     /// Set a view's selection, as of `version`.
@@ -194,7 +194,7 @@ pub enum Proposal {
     SplicesMore {
         buffer: BufferId,
         version: u64,
-        changes: Vec<(u64, u64, String)>,
+        changes: crate::changes::Changes,
         origin: Origin,
         /// The group the `Splices` began (`Created::Group`): joined while
         /// it is still the newest, else these changes begin their own
@@ -438,7 +438,7 @@ fn splices(
     node: &mut Node,
     buffer: BufferId,
     version: u64,
-    changes: &[(u64, u64, String)],
+    changes: &crate::changes::Changes,
     origin: Origin,
     joins: Option<Option<GroupId>>,
 ) -> Result<Option<GroupId>> {
@@ -447,13 +447,13 @@ fn splices(
     // Every edit since `version` at or after the last change (an Edit's
     // parts proposed before this one): no point moves, and the walk of the
     // history per change is skipped.
-    let last = changes.iter().map(|c| c.1).max().unwrap_or(0);
+    let last = changes.iter().map(|(_, q1, _)| q1).max().unwrap_or(0);
     let b = node.state.buffer(buffer)?;
     let unmoved = b.edits_since(version).is_some_and(|mut edits| edits.all(|e| e.q0 >= last));
-    for (q0, q1, text) in changes {
+    for (q0, q1, text) in changes.iter() {
         let (r0, r1) = match unmoved {
-            true => node.state.buffer(buffer)?.check_range(*q0, *q1).map(|()| (*q0, *q1))?,
-            false => rebase_range(node, buffer, version, *q0, *q1)?,
+            true => node.state.buffer(buffer)?.check_range(q0, q1).map(|()| (q0, q1))?,
+            false => rebase_range(node, buffer, version, q0, q1)?,
         };
         if r0 < end {
             let len = node.state.buffer(buffer)?.len();
@@ -476,8 +476,7 @@ fn splices(
         began = Some(group);
     }
     if rebased.len() >= MANY {
-        let changes: Vec<_> = rebased.iter().map(|(q0, q1, text)| (*q0, *q1, text.as_str())).collect();
-        node.append_spots(buffer, &changes, origin)?;
+        node.append_spots(buffer, &rebased, origin)?;
     } else {
         for (q0, q1, text) in rebased.into_iter().rev() {
             node.append_splice(buffer, q0, q1, text, origin)?;

@@ -3,7 +3,7 @@
 
 use super::{clean_to_close, open, warn, ExecError, Host, Result};
 use crate::addr::Range;
-use crate::ecmd::{self, EditFile};
+use crate::ecmd::{self, Changes, EditFile};
 use crate::id::{BufferId, GroupId, WindowId};
 use crate::op::{Origin, WindowFlags};
 use crate::propose::Proposal;
@@ -115,8 +115,8 @@ pub fn finish<H: Host>(h: &mut H, ran: Ran) -> Result<()> {
 /// `changes` cut into parts of an entry's worth each (`op::entry_parts`),
 /// in order: proposed from the last, each part's places hold whatever the
 /// parts after it did.
-fn parts(mut changes: Vec<(u64, u64, String)>) -> Vec<Vec<(u64, u64, String)>> {
-    let cuts = crate::op::entry_parts(changes.len(), |i| changes[i].2.len());
+fn parts(mut changes: Changes) -> Vec<Changes> {
+    let cuts = crate::op::entry_parts(changes.len(), |i| changes.text_len(i));
     let mut out: Vec<_> = cuts.iter().rev().map(|part| changes.split_off(part.start)).collect();
     out.reverse();
     out
@@ -144,7 +144,7 @@ fn killed<H: Host>(h: &mut H, made: &[(BufferId, Option<GroupId>)], renamed: boo
 fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome: ecmd::Outcome) -> Result<()> {
     // A terminal's text changes only by its program: an Edit that would
     // change it changes nothing at all.
-    let changed = outcome.changes.iter().filter(|(_, c)| c.iter().any(|c| c.q0 != c.q1 || !c.text.is_empty()));
+    let changed = outcome.changes.iter().filter(|(_, c)| c.iter().any(|(q0, q1, text)| q0 != q1 || !text.is_empty()));
     let renamed = outcome.renamed.keys();
     if let Some(f) = changed.map(|(f, _)| f).chain(renamed).find(|f| g.terms[**f]) {
         return Err(ExecError::TermText(g.files[*f].name.clone()));
@@ -162,10 +162,9 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
     // Moved, not copied: a whole-file Edit's changes are many. They go a
     // part at a time, the last part first, one undo group all the same,
     // so that no one proposal holds the session while the rest wait.
-    for (f, changes) in std::mem::take(&mut outcome.changes) {
+    for (f, mut changes) in std::mem::take(&mut outcome.changes) {
         let (_, body, version) = g.seen[f];
-        let changes: Vec<_> =
-            changes.into_iter().filter(|c| c.q0 != c.q1 || !c.text.is_empty()).map(|c| (c.q0, c.q1, c.text)).collect();
+        changes.retain(|q0, q1, text| q0 != q1 || !text.is_empty());
         // An Edit that changes nothing here says nothing (acme).
         let mut parts = parts(changes);
         let count = parts.len();

@@ -90,9 +90,9 @@ proptest! {
             for (f, changes) in &out.changes {
                 let original = files[*f].text.to_string();
                 let mut end = 0;
-                for c in changes {
-                    prop_assert!(c.q0 >= end && c.q0 <= c.q1, "{cmd:?}: {changes:?}");
-                    end = c.q1;
+                for (q0, q1, _) in changes.iter() {
+                    prop_assert!(q0 >= end && q0 <= q1, "{cmd:?}: {changes:?}");
+                    end = q1;
                 }
                 prop_assert!(end <= original.chars().count() as u64);
                 let after = ecmd::apply(&original, changes);

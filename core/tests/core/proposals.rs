@@ -1,6 +1,7 @@
 //! Proposals: base-versioned edits rebased through later edits, refused
 //! clearly when too old; window and buffer creation through the leader.
 
+use apex_core::changes::Changes;
 use apex_core::*;
 use propose::{Created, Proposal};
 
@@ -176,7 +177,7 @@ fn splices_apply_as_one_undo_group_rebased_or_not_at_all() {
     // The user types at the end meanwhile.
     let op = BufferOp::Splice { q0: 11, q1: 11, text: "!".into(), origin: Origin::Keyboard };
     n.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
-    let changes = vec![(0, 1, "H".to_string()), (5, 5, ",".to_string()), (6, 11, "there".to_string())];
+    let changes = [(0, 1, "H"), (5, 5, ","), (6, 11, "there")].into_iter().collect();
     let p = Proposal::Splices { buffer: b, version: seen, changes, origin: Origin::OtherFile };
     propose::apply(&mut n, &p).unwrap();
     assert_eq!(text(&n, b), "Hello, there!");
@@ -188,6 +189,7 @@ fn splices_apply_as_one_undo_group_rebased_or_not_at_all() {
     for changes in
         [vec![(5, 6, String::new()), (1, 2, String::new())], vec![(0, 1, "x".into()), (3, 99, String::new())]]
     {
+        let changes = changes.into_iter().collect();
         let p = Proposal::Splices { buffer: b, version: cur, changes, origin: Origin::OtherFile };
         assert!(propose::apply(&mut n, &p).is_err());
         assert_eq!(n.state.hash(), h);
@@ -272,7 +274,7 @@ fn many_changes_at_once_rebase_and_a_long_one_goes_in_pieces() {
     let long = "é".repeat(op::SPLICE_MAX / 2 + 7);
     // Every rune of "hello world" but the first replaced, the "w" by the
     // long text.
-    let changes: Vec<(u64, u64, String)> = (1..11u64)
+    let changes: Changes = (1..11u64)
         .map(|q| (q, q + 1, if q == 6 { long.clone() } else { format!("<{q}>") }))
         .chain(std::iter::repeat_n((11, 11, "!".to_string()), 20))
         .collect();
@@ -297,7 +299,7 @@ fn many_changes_at_once_rebase_and_a_long_one_goes_in_pieces() {
 /// someone else's typing with the Edit's changes.
 #[test]
 fn the_parts_of_an_edit_join_its_undo_group_unless_another_change_came_between() {
-    let part = |from: u64| -> Vec<(u64, u64, String)> { (from..from + 5).map(|q| (q, q + 1, "_".into())).collect() };
+    let part = |from: u64| -> Changes { (from..from + 5).map(|q| (q, q + 1, "_")).collect() };
     for typed_between in [false, true] {
         let (mut n, b) = setup();
         let seen = version(&n, b);
