@@ -66,10 +66,10 @@ pub struct Daemon {
     /// among its session's processes under a number no pid reaches, and
     /// the flag `kill` of that number sets (`host::Job`).
     pub jobs: Arc<Mutex<HashMap<u64, Arc<std::sync::atomic::AtomicBool>>>>,
-    /// Each buffer (by session) a Put was refused for, once, as it would
-    /// write U+FFFD over a file's bytes that are not UTF-8, and the
-    /// version it was: a Put again of that version writes.
-    pub put_warned: Arc<Mutex<HashMap<(u64, apex_core::BufferId), u64>>>,
+    /// Each buffer (by session) and file a Put was refused for, once, as
+    /// it would write U+FFFD over the file's bytes that are not UTF-8,
+    /// and the version it was: a Put again of that version writes.
+    pub put_warned: Arc<Mutex<HashMap<(u64, apex_core::BufferId, String), u64>>>,
 }
 
 /// A snapshot the session's log is due, its state copied under the lock;

@@ -98,8 +98,8 @@ pub enum Error {
     /// Put over a file that is not all UTF-8: warned once, as acme warns
     /// of a modified file.
     #[error(
-        "put: {0} holds bytes that are not UTF-8, shown as U+FFFD, and Put would write U+FFFD's bytes in their \
-         place; Put again to write it so"
+        "put: {0} holds bytes that are not UTF-8 (a file loaded from it shows each as U+FFFD), and Put would \
+         write the text's UTF-8 in their place; Put again to write it so"
     )]
     PutNotUtf8(String),
     #[error("exec: could not make the errors window")]

@@ -144,6 +144,11 @@ pub struct Link {
     next_proposal: u64,
     led_layout: bool,
     events: Vec<Event>,
+    /// Proposals a caller waits on the answer to ([`Link::submit_awaited`]),
+    /// and the answer once it came: kept out of `events`, so that another
+    /// thread reading the events (a UI's, while its Edit's thread waits)
+    /// cannot take it.
+    awaited: BTreeMap<u64, Option<Outcome>>,
     /// Welcomes applied: the replica's generation, sent with appends so
     /// the daemon knows whether this replica already has them.
     generation: u64,
@@ -183,6 +188,7 @@ impl Link {
             next_proposal: 1,
             led_layout: false,
             events: Vec::new(),
+            awaited: BTreeMap::new(),
             generation: 0,
         };
         link.send(ClientMsg::Hello { kind, name: name.to_string(), resume: None });
@@ -350,6 +356,39 @@ impl Link {
             return Submitted::Applied(propose::apply(node, &proposal).map_err(Refusal::from));
         }
         Submitted::Sent(self.propose(proposal))
+    }
+
+    /// [`Link::submit`], with the answer of a proposal sent kept for
+    /// [`Link::take_answer`] rather than given as an event.
+    pub fn submit_awaited(&mut self, proposal: Proposal) -> Submitted {
+        let submitted = self.submit(proposal);
+        if let Submitted::Sent(id) = submitted {
+            // Refused before it was sent: the answer is among the events.
+            let given = self.events.iter().position(|e| matches!(e, Event::Answer { id: got, .. } if *got == id));
+            let answer = given.and_then(|at| match self.events.remove(at) {
+                Event::Answer { result, .. } => Some(result),
+                _ => None,
+            });
+            self.awaited.insert(id, answer);
+        }
+        submitted
+    }
+
+    /// The answer to awaited proposal `id`, once it came; then it is
+    /// forgotten.
+    pub fn take_answer(&mut self, id: u64) -> Option<Outcome> {
+        match self.awaited.get(&id) {
+            Some(Some(_)) => self.awaited.remove(&id).flatten(),
+            _ => None,
+        }
+    }
+
+    /// Stops waiting for proposal `id`'s answer: when it comes, it is an
+    /// event as any other.
+    pub fn forget_answer(&mut self, id: u64) {
+        if let Some(Some(result)) = self.awaited.remove(&id) {
+            self.events.push(Event::Answer { id, result });
+        }
     }
 
     /// Sends a proposal to the holder of the shard it touches; its outcome
@@ -576,7 +615,10 @@ impl Link {
             ServerMsg::Proposal { id, epoch, proposal } => self.routed(id, epoch, proposal),
             ServerMsg::Answer { id, result } => match self.recovering.remove(&id) {
                 Some(tail) => self.recovered(tail, result),
-                None => self.events.push(Event::Answer { id, result }),
+                None => match self.awaited.get_mut(&id) {
+                    Some(slot) => *slot = Some(result),
+                    None => self.events.push(Event::Answer { id, result }),
+                },
             },
             ServerMsg::Error { text } => self.events.push(Event::Error(text)),
         }

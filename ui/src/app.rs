@@ -35,9 +35,10 @@ pub struct Ui {
     clip: Option<Clip>,
     /// What the last frame showed at the right of the row tag.
     shown_status: Option<String>,
-    /// Button 2 went down on the status's last word (`Lead`, `Kill`): its
-    /// release is ours too.
-    status_pressed: bool,
+    /// Button 2 went down on the status's last word (`Lead`, `Kill`), and
+    /// what the status said then: its release is ours too, and acts only
+    /// if the status still says it.
+    status_pressed: Option<String>,
     /// The body the pointer was in after the last event, and its top.
     pointer_body: Option<(apex_core::WindowId, i32)>,
     /// The faces `-f` and `-F` chose (the Go fonts by default).
@@ -73,7 +74,7 @@ impl Ui {
             lost: false,
             clip: None,
             shown_status: None,
-            status_pressed: false,
+            status_pressed: None,
             pointer_body: None,
             font_choice: Default::default(),
             known_windows: None,
@@ -250,11 +251,12 @@ impl Ui {
         // an Edit runs. (A release there ends a press elsewhere as usual.)
         match ev {
             Event::Press { button: 2, x, y } if self.on_status_action(x, y) => {
-                self.status_pressed = true;
+                self.status_pressed = self.status();
                 return;
             }
-            Event::Release { button: 2, x, y } if std::mem::take(&mut self.status_pressed) => {
-                if self.on_status_action(x, y) {
+            Event::Release { button: 2, x, y } if self.status_pressed.is_some() => {
+                let pressed = self.status_pressed.take();
+                if self.on_status_action(x, y) && self.status() == pressed {
                     self.status_action();
                 }
                 return;
@@ -606,6 +608,19 @@ impl Ui {
         self.show_new_windows();
         self.follow_new_window(true);
         self.publish_snarf();
+    }
+
+    /// Leaving (Exit, or the window closed) while an Edit runs: it is
+    /// killed and waited for, so that what it made is taken back whole
+    /// before the last flush, never sent in part.
+    pub fn leave(&mut self) {
+        let Some(job) = &self.host.edit else { return };
+        job.kill();
+        let deadline = Instant::now() + crate::host::WAIT;
+        while self.host.edit.is_some() && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            self.end_edit();
+        }
     }
 
     /// Acts on what the plumber delivered to its `edit` port (a file to

@@ -41,7 +41,39 @@ pub struct Ended {
 pub struct EditJob {
     command: String,
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<Ended>>,
+    /// The process group of the pipe the Edit waits on, while it runs.
+    pipe_group: Arc<std::sync::Mutex<Option<u32>>>,
+    /// How it ended, put here before the UI is woken.
+    done: Arc<std::sync::Mutex<Option<Ended>>>,
+}
+
+/// Puts how an Edit ended where the UI looks, then wakes the UI; an Edit
+/// that panicked is said to have failed.
+struct Finish {
+    done: Arc<std::sync::Mutex<Option<Ended>>>,
+    wake: Arc<tokio::sync::Notify>,
+}
+
+impl Finish {
+    fn put(&self, ended: Ended) {
+        *self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ended);
+    }
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.put(Ended {
+                result: Err(ExecError::Host(
+                    "Edit: it stopped on an internal error (a bug); Undo takes back any part it made".into(),
+                )),
+                last_pattern: None,
+                unshown: Vec::new(),
+                events: Vec::new(),
+            });
+        }
+        self.wake.notify_one();
+    }
 }
 
 impl EditJob {
@@ -49,27 +81,21 @@ impl EditJob {
     /// host whose `stop` is the job's); `wake` is told when it ends.
     pub fn start(edit: PreparedEdit, mut host: UiHost, wake: Arc<tokio::sync::Notify>) -> std::io::Result<EditJob> {
         let command = edit.command().to_string();
-        let stop = host.stop.clone();
-        // Woken whether the Edit ends or panics.
-        struct WakeOnEnd(Arc<tokio::sync::Notify>);
-        impl Drop for WakeOnEnd {
-            fn drop(&mut self) {
-                self.0.notify_one();
-            }
-        }
-        let thread = std::thread::Builder::new().name("apex-ui Edit".into()).spawn(move || {
-            let _wake = WakeOnEnd(wake);
+        let (stop, pipe_group) = (host.stop.clone(), host.pipe_group.clone());
+        let done: Arc<std::sync::Mutex<Option<Ended>>> = Arc::default();
+        let finish = Finish { done: done.clone(), wake };
+        std::thread::Builder::new().name("apex-ui Edit".into()).spawn(move || {
             let last = apex_core::exec::Host::last_pattern(&host);
             let ran = edit.run(&mut host, last);
             let result = apex_core::exec::finish_edit(&mut host, ran);
-            Ended {
+            finish.put(Ended {
                 result,
                 last_pattern: apex_core::exec::Host::last_pattern(&host),
                 unshown: std::mem::take(&mut host.unshown),
                 events: std::mem::take(&mut host.events),
-            }
+            });
         })?;
-        Ok(EditJob { command, stop, thread: Some(thread) })
+        Ok(EditJob { command, stop, pipe_group, done })
     }
 
     /// The command it runs, as given.
@@ -77,23 +103,19 @@ impl EditJob {
         &self.command
     }
 
-    /// Tells it to stop: its commands end at their next look, and what
-    /// parts of changes it made are taken back.
+    /// Tells it to stop: its commands end at their next look, a pipe it
+    /// waits on is killed, and what parts of changes it made are taken
+    /// back.
     pub fn kill(&self) {
         self.stop.store(true, Ordering::Relaxed);
+        if let Some(pid) = *self.pipe_group.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            kill_group(pid);
+        }
     }
 
     /// How it ended, once it has; None while it runs.
     pub fn ended(&mut self) -> Option<Ended> {
-        if !self.thread.as_ref().is_some_and(|t| t.is_finished()) {
-            return None;
-        }
-        Some(self.thread.take()?.join().unwrap_or_else(|_| Ended {
-            result: Err(ExecError::Host("Edit: it failed as it ran; Undo takes back what it made".into())),
-            last_pattern: None,
-            unshown: Vec::new(),
-            events: Vec::new(),
-        }))
+        self.done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
     /// What the row tag says at its right while it runs: the command,
@@ -105,4 +127,11 @@ impl EditJob {
         }
         format!(" Edit {} {KILL} ", shown.replace(['\n', '\t'], " "))
     }
+}
+
+/// Ends the process group `pid` leads (an Edit's pipe and what it
+/// started).
+pub fn kill_group(pid: u32) {
+    // SAFETY: kill(2) with plain integers.
+    unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
 }

@@ -87,6 +87,8 @@ pub struct UiHost {
     apart: bool,
     /// Set to end what this host runs (a worker's Edit: `Kill Edit`).
     pub stop: Arc<std::sync::atomic::AtomicBool>,
+    /// The process group of the pipe an Edit here waits on, while it runs.
+    pub pipe_group: Arc<Mutex<Option<u32>>>,
 }
 
 /// The replica's state under the link's lock.
@@ -130,6 +132,7 @@ impl UiHost {
             edit: None,
             apart: true,
             stop: Arc::default(),
+            pipe_group: Arc::default(),
         }
     }
 
@@ -350,7 +353,17 @@ impl UiHost {
 impl Pipes for UiHost {
     fn run(&mut self, command: &str, input: Option<&str>, file: &EditFile) -> Result<String, PipeError> {
         let dir = apex_core::look::window_dir(&file.name).filter(|d| std::path::Path::new(d).is_dir());
-        apex_sys::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new), |_| {})
+        // The command's process group is kept while it runs, so `Kill
+        // Edit` can end it; one that starts after the kill ends at once.
+        let (group, stop) = (self.pipe_group.clone(), self.stop.clone());
+        let ran = apex_sys::shell::pipe(command, input, dir.as_deref().map(std::path::Path::new), |pid| {
+            *group.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(pid);
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                crate::editjob::kill_group(pid);
+            }
+        });
+        *self.pipe_group.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        ran
     }
 
     // Files are the daemon's, as Get's and Put's are: on its machine the
@@ -380,49 +393,42 @@ impl Host for UiHost {
     }
 
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
-        let submitted = self.att.with(|l| l.submit(proposal));
         if !self.apart {
             // A worker's proposals come back to back (an Edit's parts):
             // the link's lock is not fair, so the UI's thread, waiting
-            // to draw, is let in between them.
+            // to draw, is let in before each (not after: what a proposal
+            // did is looked at right after it).
             std::thread::sleep(LET_IN);
         }
+        let submitted = self.att.with(|l| l.submit_awaited(proposal));
         match submitted {
             Submitted::Applied(r) => r.map_err(host),
             Submitted::Sent(id) => {
-                // Not leading it: the holder answers; wait for that.
-                self.connected()?;
+                // Not leading it: the holder answers; wait for that. The
+                // answer is kept for this wait alone (another thread may
+                // be reading the link's events meanwhile).
+                let connected = self.connected();
                 let att = self.att.clone();
-                let waited = self.rt.block_on(async move {
-                    let mut changes = att.changes();
-                    if let Err(e) = att.flush().await {
-                        return Err((host(e), Vec::new()));
-                    }
-                    let deadline = tokio::time::Instant::now() + WAIT;
-                    let mut others = Vec::new();
-                    loop {
-                        let mut answer = None;
-                        for e in att.with(|l| l.events()) {
-                            match e {
-                                apex_link::Event::Answer { id: got, result } if got == id => answer = Some(result),
-                                e => others.push(e),
+                let waited = connected.and_then(|()| {
+                    self.rt.block_on(async move {
+                        let mut changes = att.changes();
+                        att.flush().await.map_err(host)?;
+                        let deadline = tokio::time::Instant::now() + WAIT;
+                        loop {
+                            if let Some(result) = att.with(|l| l.take_answer(id)) {
+                                return Ok(result);
+                            }
+                            match tokio::time::timeout_at(deadline, changes.changed()).await {
+                                Ok(Ok(())) => {}
+                                _ => return Err(host("no answer from the shard's holder in time")),
                             }
                         }
-                        if let Some(result) = answer {
-                            return Ok((result, others));
-                        }
-                        match tokio::time::timeout_at(deadline, changes.changed()).await {
-                            Ok(Ok(())) => {}
-                            _ => return Err((host("no answer from the shard's holder in time"), others)),
-                        }
-                    }
+                    })
                 });
-                let (result, others) = match waited {
-                    Ok((result, others)) => (result.map_err(host), others),
-                    Err((e, others)) => (Err(e), others),
-                };
-                self.events.extend(others);
-                result
+                if waited.is_err() {
+                    self.att.with(|l| l.forget_answer(id));
+                }
+                waited?.map_err(host)
             }
         }
     }

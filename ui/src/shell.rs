@@ -384,7 +384,9 @@ pub fn run(host: UiHost, title: String, options: Options) -> Result<(), UiError>
         }
     });
     let mut app = App::new(host, title, options);
-    event_loop.run_app(&mut app).map_err(UiError::EventLoop)?;
+    let ran = event_loop.run_app(&mut app).map_err(UiError::EventLoop);
+    app.ui.leave();
+    ran?;
     match app.error {
         Some(e) => Err(e),
         None => Ok(()),

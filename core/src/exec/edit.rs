@@ -9,6 +9,7 @@ use crate::op::{Origin, WindowFlags};
 use crate::propose::Proposal;
 use crate::shard::ViewId;
 use crate::state::State;
+use std::collections::BTreeMap;
 
 /// The Edit command's view of the session: every window's text, in layout
 /// order, with the one it runs in.
@@ -75,7 +76,11 @@ impl Prepared {
     /// nothing of the session's. `last` is the host's last pattern
     /// (`//`), given back in the [`Ran`].
     pub fn run(self, pipes: &mut impl ecmd::Pipes, mut last: Option<String>) -> Ran {
-        let ran = ecmd::run(&self.command, &self.g.files, self.g.current, pipes, &mut last);
+        let ran = match ecmd::run(&self.command, &self.g.files, self.g.current, pipes, &mut last) {
+            // A pipe killed with the Edit fails: the Edit was killed.
+            Err(_) if pipes.interrupted() => Err(crate::edit::EditError::Killed),
+            ran => ran,
+        };
         Ran { g: self.g, window: self.window, ran, last }
     }
 }
@@ -158,6 +163,10 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
     }
     // Each file's changes made so far and the undo group they began.
     let mut made: Vec<(BufferId, Option<GroupId>)> = Vec::new();
+    // Each file's version once this Edit's own changes were made: a file
+    // `w` or `e` left as on disk is clean only if nothing else changed
+    // it meanwhile (typing goes on while a UI's Edit runs).
+    let mut ours: BTreeMap<usize, u64> = g.seen.iter().enumerate().map(|(f, s)| (f, s.2)).collect();
     let renamed = !outcome.renamed.is_empty();
     // Moved, not copied: a whole-file Edit's changes are many. They go a
     // part at a time, the last part first, one undo group all the same,
@@ -179,6 +188,7 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
             _ => None,
         };
         made.push((body, group));
+        ours.insert(f, h.state()?.buffer(body)?.version);
         while let Some(part) = parts.pop() {
             if h.interrupted() {
                 return killed(h, &made, renamed);
@@ -187,6 +197,7 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
             if let Err(why) = h.propose(more) {
                 return Err(ExecError::PartlyMade { made: count - parts.len() - 1, parts: count, why: Box::new(why) });
             }
+            ours.insert(f, h.state()?.buffer(body)?.version);
         }
     }
     // (A terminal's text has no dot of the window's to set.)
@@ -216,10 +227,14 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
             }
             let p = if *count > 0 { Proposal::Undo { buffer: body } } else { Proposal::Redo { buffer: body } };
             h.propose(p)?;
+            ours.insert(*f, h.state()?.buffer(body)?.version);
         }
     }
     for f in &outcome.cleaned {
-        h.propose(Proposal::Clean { buffer: g.seen[*f].1 })?;
+        let body = g.seen[*f].1;
+        if Some(h.state()?.buffer(body)?.version) == ours.get(f).copied() {
+            h.propose(Proposal::Clean { buffer: body })?;
+        }
     }
     // Output first: `D` may close the window whose +Errors it names.
     warn(h, window, &outcome.printed)?;

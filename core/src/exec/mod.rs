@@ -931,12 +931,17 @@ fn putall<H: Host>(h: &mut H) -> Result<()> {
         }
         todo
     };
-    let mut missing = String::new();
+    // One file that cannot be written is said, and the rest still go.
+    let mut said = String::new();
     for (body, name) in todo {
         match h.exists(&name) {
-            true => h.put(body, None)?,
-            false => missing += &format!("no auto-Put of {name}: file does not exist\n"),
+            true => {
+                if let Err(e) = h.put(body, None) {
+                    said += &format!("{e}\n");
+                }
+            }
+            false => said += &format!("no auto-Put of {name}: file does not exist\n"),
         }
     }
-    warn(h, None, &missing)
+    warn(h, None, &said)
 }

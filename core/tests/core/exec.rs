@@ -872,6 +872,22 @@ fn an_edit_run_apart_is_finished_later_around_what_was_typed_meanwhile() {
     assert_eq!(h.last_pattern.as_deref(), Some("b"), "the pattern it used is the last");
     h.run("Undo", Some(&w), "").unwrap();
     assert_eq!(h.text(w.body), "typed a b a\n", "one step takes the Edit back, the typing stays");
+
+    // `w` writes the text as the Edit saw it: the window is clean after
+    // it only if nothing was typed meanwhile.
+    for typed in [false, true] {
+        h.run("Edit", Some(&w), "w").unwrap();
+        if typed {
+            let version = h.node.state.buffer(w.body).unwrap().version;
+            let p = Proposal::Insert { buffer: w.body, version, q0: 0, text: "!".into(), origin: Origin::Keyboard };
+            h.propose(p).unwrap();
+        }
+        let held = h.held.take().unwrap();
+        let ran = held.run(&mut h, None);
+        exec::finish_edit(&mut h, ran).unwrap();
+        assert_eq!(h.machine.files["/tmp/apart"], b"typed a b a\n");
+        assert_eq!(h.node.state.buffer(w.body).unwrap().dirty, typed, "typed meanwhile: {typed}");
+    }
 }
 
 /// `Kill Edit` between the parts of a whole-file Edit over two windows

@@ -181,13 +181,21 @@ async fn open(c: &Client, root: u32, path: &str, mode: u8) -> anyhow::Result<Fil
 const READ_AHEAD: usize = 4;
 
 /// Whether `path` names one of the daemon's files that are read at their
-/// offsets and may be big (a body, a snapshot, a terminal's text), so
-/// reads may be sent ahead. Never a stream (event, log, cons, a shard's
-/// entries, a plumb port), where a read sent ahead would take what a
-/// later one was for, nor acme's data, read at its addr.
+/// offsets and may be big, by its shape: a buffer's or an acme window's
+/// `N/body`, a terminal's `terms/N/text` or `scrollback`, a session's
+/// `snapshot`. So reads may be sent ahead. Never a stream (event, log,
+/// cons, a shard's entries, a plumb port, whatever its name), where a
+/// read sent ahead would take what a later one was for, nor acme's data,
+/// read at its addr.
 fn reads_at_offsets(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    matches!(name, "body" | "snapshot" | "scrollback" | "text")
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let number = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    match parts.as_slice() {
+        [.., n, "body"] => number(n),
+        [.., "terms", n, "text" | "scrollback"] => number(n),
+        [_, "snapshot"] => true,
+        _ => false,
+    }
 }
 
 /// `9p stat`'s format, as plan9port's dirfmt prints it.
@@ -711,4 +719,30 @@ fn token(cmd: TokenCmd, state: Option<std::path::PathBuf>) -> anyhow::Result<Str
             format!("apex token: removed {name}")
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reads_at_offsets;
+
+    #[test]
+    fn only_files_read_at_their_offsets_are_read_ahead() {
+        for path in ["main/buffers/3/body", "acme/12/body", "work/acme/1/body", "main/terms/2/text"] {
+            assert!(reads_at_offsets(path), "{path}");
+        }
+        assert!(reads_at_offsets("main/terms/2/scrollback") && reads_at_offsets("main/snapshot"));
+        for path in [
+            "main/plumb/body",
+            "main/plumb/text",
+            "main/plumb/snapshot",
+            "acme/12/event",
+            "acme/log",
+            "main/shards/buffer-3/entries",
+            "main/terms/2/cons",
+            "acme/12/data",
+            "body",
+        ] {
+            assert!(!reads_at_offsets(path), "{path}");
+        }
+    }
 }

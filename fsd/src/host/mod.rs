@@ -117,7 +117,7 @@ pub async fn put(
         .map_err(|source| Error::Task { what: "put", source })?;
     if not_utf8 {
         let mut warned = daemon.put_warned.lock().unwrap_or_else(PoisonError::into_inner);
-        if warned.insert((session, b), at) != Some(at) {
+        if warned.insert((session, b, file.clone()), at) != Some(at) {
             return Err(Error::PutNotUtf8(file));
         }
     }
@@ -134,7 +134,7 @@ pub async fn put(
     .await
     .map_err(|source| Error::Task { what: "put", source })?
     .map_err(|source| Error::Io { what: format!("put: {file}"), source })?;
-    daemon.put_warned.lock().unwrap_or_else(PoisonError::into_inner).remove(&(session, b));
+    daemon.put_warned.lock().unwrap_or_else(PoisonError::into_inner).remove(&(session, b, file.clone()));
     if let apex_sys::files::Written::InPlace(why) = written {
         let warning = format!(
             "put: {file}: written in place, as {why}: a failure midway (a full disk) would have left it part old, \

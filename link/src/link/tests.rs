@@ -85,3 +85,31 @@ fn welcomes_are_counted_per_connection_as_the_daemon_counts_them() {
     link.receive(welcome()).unwrap();
     assert_eq!(link.generation, 1, "the new connection's first, as the daemon's count of it");
 }
+
+/// A proposal whose answer is awaited gets it through `take_answer`, never
+/// among the events another thread reads; one refused before it was sent
+/// too; one no longer awaited becomes an event again.
+#[test]
+fn an_awaited_answer_is_kept_for_its_waiter() {
+    use apex_core::propose::{Applied, Created};
+    let mut link = Link::new(AttachmentKind::Ui, "ui");
+    link.take_frames();
+    let insert =
+        |text: String| Proposal::Insert { buffer: BufferId(7), version: 0, q0: 0, text, origin: Origin::Keyboard };
+    let Submitted::Sent(id) = link.submit_awaited(insert("x".into())) else { panic!("not led here: sent") };
+    let other = link.propose(insert("y".into()));
+    let done = || Ok(Applied { entries: Vec::new(), created: Created::Nothing });
+    link.on(ServerMsg::Answer { id, result: done() });
+    link.on(ServerMsg::Answer { id: other, result: done() });
+    assert!(matches!(link.events().as_slice(), [Event::Answer { id: got, .. }] if *got == other));
+    assert!(link.take_answer(id).is_some_and(|r| r.is_ok()));
+    assert_eq!(link.take_answer(id), None, "taken once");
+    let big = "x".repeat(crate::wire::CLIENT_MESSAGE_MAX + 10);
+    let Submitted::Sent(refused) = link.submit_awaited(insert(big)) else { panic!("sent") };
+    assert!(link.events().is_empty());
+    assert!(link.take_answer(refused).is_some_and(|r| r.is_err()));
+    let Submitted::Sent(late) = link.submit_awaited(insert("z".into())) else { panic!("sent") };
+    link.forget_answer(late);
+    link.on(ServerMsg::Answer { id: late, result: done() });
+    assert!(matches!(link.events().as_slice(), [Event::Answer { id: got, .. }] if *got == late));
+}

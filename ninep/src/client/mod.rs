@@ -531,13 +531,16 @@ impl Client {
                 next += u64::from(count);
             }
             let Some(sent) = flight.pop_front() else { return Ok(done) };
+            if ended {
+                // Past the end: what it says (nothing, or an error a
+                // server gives past the end) is set aside.
+                let _ = sent.reply().await;
+                continue;
+            }
             let data = match sent.reply().await? {
                 Fcall::Rread { data } => data,
                 r => return Self::unexpected("Tread", r),
             };
-            if ended {
-                continue;
-            }
             done += data.len() as u64;
             each(&data)?;
             if data.is_empty() {
@@ -545,7 +548,7 @@ impl Client {
             } else if data.len() < count as usize {
                 // What was sent ahead asked for the wrong offsets.
                 for sent in flight.drain(..) {
-                    sent.reply().await?;
+                    let _ = sent.reply().await;
                 }
                 next = done;
             }

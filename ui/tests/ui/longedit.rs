@@ -1,8 +1,9 @@
 //! A long Edit runs on a thread of its own: the UI goes on drawing and
 //! typing, the row tag says what runs, another Edit waits its turn, and
 //! `Kill Edit` (or B2 on the row tag's `Kill`) ends it with the text as
-//! it was. The Edit here is held up by a pipe from a FIFO the test writes
-//! when it is ready, so nothing depends on how fast the machine is.
+//! it was, its pipe killed with it. The Edit here is held up by a pipe
+//! from a FIFO the test writes when it is ready (or never), so nothing
+//! depends on how fast the machine is.
 
 use crate::session::{errors, Rig};
 use crate::support::wait_for;
@@ -51,28 +52,31 @@ fn a_long_edit_runs_apart_while_typing_goes_on_and_kill_ends_it() {
     assert_eq!(r.body_text(a), "new text\n");
     assert_eq!(r.ui().status(), None, "the row tag no longer says it");
 
-    // B2 on the row tag's Kill: killed while its pipe runs, it makes
-    // nothing once the pipe ends.
+    // B2 on the row tag's Kill while its pipe waits for input that never
+    // comes: the pipe is killed with it, and it makes nothing.
     r.execute_in_tag(a, &edit);
     let row = r.ui().screen().unwrap().row_tag;
     let kill = apex_ui::render::label_width(&mut r.ui().fonts, " Kill ");
     let (x, y) = (row.x1 - kill / 2, (row.y0 + row.y1) / 2);
     r.send(Event::Press { button: 2, x, y });
     r.send(Event::Release { button: 2, x, y });
-    let fed = feed(&fifo, "lost\n");
     r.edit_ended();
-    fed.join().unwrap();
     assert_eq!(r.body_text(a), "new text\n");
     said(&mut r, "Edit: killed; the text is as it was");
 
     // `Kill Edit` from a tag, as acme's Kill names a command.
     r.execute_in_tag(a, &edit);
     r.run(b, "Kill Edit");
-    let fed = feed(&fifo, "lost again\n");
     r.edit_ended();
-    fed.join().unwrap();
     assert_eq!(r.body_text(a), "new text\n");
     // With nothing running, Kill Edit says there is none.
     r.run(b, "Kill Edit");
     said(&mut r, "Kill: no process Edit");
+
+    // Leaving (Exit, the window closed) while one runs: it is killed and
+    // waited for, so nothing of it goes out in part.
+    r.execute_in_tag(a, &edit);
+    r.ui().leave();
+    assert!(r.ui().host.edit.is_none(), "ended before the UI goes");
+    assert_eq!(r.body_text(a), "new text\n");
 }
