@@ -45,6 +45,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 
+/// A buffer of a session, and a file a Put of it would write.
+pub type PutWarned = (u64, apex_core::BufferId, String);
+
 /// A handle on the daemon. Clones share everything.
 #[derive(Clone)]
 pub struct Daemon {
@@ -69,7 +72,7 @@ pub struct Daemon {
     /// Each buffer (by session) and file a Put was refused for, once, as
     /// it would write U+FFFD over the file's bytes that are not UTF-8,
     /// and the version it was: a Put again of that version writes.
-    pub put_warned: Arc<Mutex<HashMap<(u64, apex_core::BufferId, String), u64>>>,
+    pub put_warned: Arc<Mutex<HashMap<PutWarned, u64>>>,
 }
 
 /// A snapshot the session's log is due, its state copied under the lock;
