@@ -15,7 +15,9 @@
 //! - `Undo` of the substitution and `Redo`, and the memory after Undo;
 //! - open: a window's `get` of the file until its body reads, beside
 //!   `vim -es` and `nvim -es` opening and quitting, and reading the file
-//!   into a rope in process; the daemon's memory for it;
+//!   into a rope in process; the daemon's memory for it; the same for the
+//!   text as one line, with bytes that are not UTF-8, and of 1 GB
+//!   (`APEX_SCALE_GB`, 0 for none);
 //! - search: `addr` `/needle/` from the top to the file's last line,
 //!   beside the `regex` crate on the flat text in process and `rg`.
 //!
@@ -221,6 +223,59 @@ fn row(name: &str, apex: Duration, peers: &[(&str, Result<Duration, String>)]) {
     println!("{line}");
 }
 
+/// A window's ctl `get` of `file` until its body reads, then the window
+/// deleted: how long, and the daemon's memory after it and at its peak,
+/// beyond what it held before (MiB).
+async fn open(c: &Client, root: u32, pid: u32, file: &Path) -> (Duration, f64, f64) {
+    let new = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
+    let number = String::from_utf8(c.read(new.fid, 0, 64).await.unwrap()).unwrap();
+    let number = number.split_whitespace().next().unwrap().to_string();
+    let (before, _) = memory(pid);
+    reset_peak(pid);
+    let t = Instant::now();
+    c.write(new.fid, 0, format!("name {}\nget\n", file.display()).as_bytes()).await.unwrap();
+    let o = Window { c, root, number };
+    let first = o.c.open_path(root, &o.path("body"), OREAD).await.unwrap();
+    assert!(!o.c.read(first.fid, 0, 64).await.unwrap().is_empty());
+    let took = t.elapsed();
+    let (after, peak) = memory(pid);
+    c.clunk(first.fid).await.unwrap();
+    c.write(new.fid, 0, b"delete\n").await.unwrap();
+    c.clunk(new.fid).await.unwrap();
+    (took, after - before, peak - before)
+}
+
+/// [`open`]'s row for `file`, beside vim, nvim and a rope built in
+/// process, with the daemon's memory for it.
+async fn open_row(c: &Client, root: u32, pid: u32, name: &str, file: &Path) {
+    let size = std::fs::metadata(file).unwrap().len() as f64;
+    let opened = open(c, root, pid, file).await;
+    let in_process = {
+        let t = Instant::now();
+        let bytes = std::fs::read(file).unwrap();
+        let rope = ropey::Rope::from_str(&String::from_utf8_lossy(&bytes));
+        assert!(rope.len_bytes() >= bytes.len());
+        t.elapsed()
+    };
+    let open_peers = ["vim", "nvim"].map(|p| {
+        let mut c = Command::new(p);
+        c.args(["-u", "NONE", "-i", "NONE", "-n", "-es", "-c", "q"]).arg(file);
+        (p, time_peer(&mut c))
+    });
+    let [(vim, vim_took), (nvim, nvim_took)] = open_peers;
+    let name = format!("{name} {:.0} MB", size / 1e6);
+    row(&name, opened.0, &[(vim, vim_took), (nvim, nvim_took), ("read+rope in process", Ok(in_process))]);
+    let mb = size / (1 << 20) as f64;
+    println!(
+        "{:<26} daemon memory: {:.0} MiB more ({:.2}x the file), peak {:.0} MiB more ({:.2}x)",
+        "",
+        opened.1,
+        opened.1 / mb,
+        opened.2,
+        opened.2 / mb
+    );
+}
+
 fn main() {
     apex_sys::tunables::copy_without_slow_rep_movsb();
     let mb: usize = std::env::var("APEX_SCALE_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
@@ -250,47 +305,25 @@ fn main() {
         let w = Window { c: &c, root, number };
 
         // Open: a window's ctl `get` of the file (its text through the
-        // daemon's log, synced as by default) until the body reads.
-        let opened = {
-            let new = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
-            let number = String::from_utf8(c.read(new.fid, 0, 64).await.unwrap()).unwrap();
-            let number = number.split_whitespace().next().unwrap().to_string();
-            let (before, _) = memory(apexd.pid());
-            reset_peak(apexd.pid());
-            let t = Instant::now();
-            c.write(new.fid, 0, format!("name {}\nget\n", original.display()).as_bytes()).await.unwrap();
-            let o = Window { c: &c, root, number };
-            let first = o.c.open_path(root, &o.path("body"), OREAD).await.unwrap();
-            assert!(!o.c.read(first.fid, 0, 64).await.unwrap().is_empty());
-            let took = t.elapsed();
-            let (after, peak) = memory(apexd.pid());
-            c.clunk(first.fid).await.unwrap();
-            c.write(new.fid, 0, b"delete\n").await.unwrap();
-            c.clunk(new.fid).await.unwrap();
-            (took, after - before, peak - before)
-        };
-        let in_process = {
-            let t = Instant::now();
-            let rope = ropey::Rope::from_str(&String::from_utf8(std::fs::read(&original).unwrap()).unwrap());
-            assert_eq!(rope.len_bytes(), text.len());
-            t.elapsed()
-        };
-        let open_peers = ["vim", "nvim"].map(|p| {
-            let mut c = Command::new(p);
-            c.args(["-u", "NONE", "-i", "NONE", "-n", "-es", "-c", "q"]).arg(&original);
-            (p, time_peer(&mut c))
-        });
-        let [(vim, vim_took), (nvim, nvim_took)] = open_peers;
-        row("open (ctl get)", opened.0, &[(vim, vim_took), (nvim, nvim_took), ("read+rope in process", Ok(in_process))]);
-        let mb_text = text.len() as f64 / (1 << 20) as f64;
-        println!(
-            "{:<26} daemon memory: {:.0} MiB more ({:.2}x the text), peak {:.0} MiB more ({:.2}x)",
-            "",
-            opened.1,
-            opened.1 / mb_text,
-            opened.2,
-            opened.2 / mb_text
-        );
+        // daemon's log, synced as by default) until the body reads; the
+        // same text as one line; the same text with a byte that is not
+        // UTF-8 in every thousand or so (loaded as U+FFFD each); and,
+        // last (its memory would hide the rows after it), unless
+        // APEX_SCALE_GB is 0, a file of that many GB.
+        let one_line = base.join("one-line");
+        std::fs::write(&one_line, text.replace('\n', " ")).unwrap();
+        let not_utf8 = base.join("not-utf8");
+        let mut latin1 = text.clone().into_bytes();
+        for b in latin1.iter_mut().step_by(997) {
+            if b.is_ascii_alphabetic() {
+                *b = 0xe9;
+            }
+        }
+        std::fs::write(&not_utf8, latin1).unwrap();
+        let files = [("open (ctl get)", &original), ("open one line", &one_line), ("open not UTF-8", &not_utf8)];
+        for (name, file) in files {
+            open_row(&c, root, apexd.pid(), name, file).await;
+        }
 
         // Search: an address from the top to the word at the end, through
         // `addr`, beside the same regexp's engine on the flat text.
@@ -385,6 +418,16 @@ fn main() {
                     secs(redo)
                 );
             }
+        }
+        let gb: usize = std::env::var("APEX_SCALE_GB").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        if gb > 0 {
+            let big = base.join("big");
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
+            for _ in 0..(gb << 30).div_ceil(text.len()) {
+                std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+            }
+            drop(f);
+            open_row(&c, root, apexd.pid(), &format!("open {gb} GB-ish"), &big).await;
         }
     });
     apexd.stop();
