@@ -286,6 +286,27 @@ fn apex_ui_starts_the_daemon_takes_typing_and_shows_acme_s_colours() {
     let _ = outside.kill();
     let _ = outside.wait();
     assert_eq!(body, "first line outside\nsecond line\n", "the clipboard's text replaced the selection");
+
+    // An Edit typed in the tag and swept with B2 runs on a thread of its
+    // own; the window, woken when it ends, carries it out.
+    let (x, y) = (geom.tag.x1 - 4, geom.tag.y0 + m.line / 2);
+    d.xdotool(&["mousemove", "--window", &window, &x.to_string(), &y.to_string(), "click", "1"]);
+    d.xdotool(&["type", "--delay", "20", " Edit ,s/line/LINE/g"]);
+    let tag = wait_for("the command in the tag", || {
+        let t = d.apex(&["read", &format!("main/acme/{number}/tag")]);
+        t.ends_with("Edit ,s/line/LINE/g").then_some(t)
+    });
+    let at = tag.rfind("Edit").unwrap();
+    let mut width = |s: &str| -> i32 { s.chars().map(|c| fonts.proportional.advance(c) as i32).sum() };
+    // From the middle of the blank before it (where a sweep starts does
+    // not cut its first letter) to past its end.
+    let (x0, x1) = (geom.tag.x0 + width(&tag[..at - 1]) + width(" ") / 2 + 4, geom.tag.x0 + width(&tag) + 6);
+    d.xdotool(&["mousemove", "--window", &window, &x0.to_string(), &y.to_string(), "mousedown", "2"]);
+    d.xdotool(&["mousemove", "--window", &window, &x1.to_string(), &y.to_string(), "mouseup", "2"]);
+    wait_for("the Edit to reach the daemon", || {
+        let b = d.apex(&["read", &format!("main/acme/{number}/body")]);
+        (b == "first LINE outside\nsecond LINE\n").then_some(())
+    });
 }
 
 /// The `layout` shard's holder, from `meta/leases`.
