@@ -18,7 +18,7 @@ struct Place {
 /// Changes to one text, each `q0..q1` of the text as it was becoming its
 /// text. In the order made until [`Changes::sort`] puts them in order of
 /// place.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Changes {
     places: Vec<Place>,
     text: String,
@@ -119,6 +119,20 @@ impl Changes {
         let start = self.start(at);
         let places = self.places.split_off(at).into_iter().map(|p| Place { end: p.end - start as u64, ..p }).collect();
         Changes { places, text: self.text.split_off(start) }
+    }
+}
+
+/// The first few changes and how many there are: a request's description
+/// or a log line names a whole-file Edit's part without a million more.
+impl std::fmt::Debug for Changes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 3;
+        let mut list = f.debug_list();
+        list.entries(self.iter().take(SHOWN));
+        if self.len() > SHOWN {
+            list.entry(&format_args!("... {} changes in all", self.len()));
+        }
+        list.finish()
     }
 }
 

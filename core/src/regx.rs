@@ -32,6 +32,9 @@ pub struct Regexp {
     longest: Regex,
     /// The pattern held to end at the end of its haystack, for groups.
     exact: Option<Regex>,
+    /// A plain string: where it starts, it has one end, so the longest
+    /// search is not needed (a whole-file substitution's every match).
+    literal: bool,
 }
 
 /// A regexp that does not compile, and why.
@@ -64,7 +67,8 @@ impl Regexp {
             true => Some(Regex::new(&format!("(?:{translated})\\z")).map_err(bad)?),
             false => None,
         };
-        Ok(Regexp { first, longest, exact })
+        let literal = !pattern.is_empty() && !pattern.contains(|c: char| "\\.+*?()|[]{}^$".contains(c));
+        Ok(Regexp { first, longest, exact, literal })
     }
 
     /// Whether it matches anywhere in `s` (a file name: no acme ends).
@@ -130,18 +134,24 @@ fn regex_syntax_escape(c: char) -> String {
 /// of the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
+    whole: Range<usize>,
+    /// Groups 1 and on, where the pattern has any (none allocated for a
+    /// match of a pattern without: most of a substitution's).
     groups: Vec<Option<Range<usize>>>,
 }
 
 impl Found {
     /// The whole match.
     pub fn whole(&self) -> Range<usize> {
-        self.groups.first().cloned().flatten().unwrap_or(0..0)
+        self.whole.clone()
     }
 
     /// Group `i` (0 is the whole match), if it took part.
     pub fn group(&self, i: usize) -> Option<Range<usize>> {
-        self.groups.get(i).cloned().flatten()
+        match i {
+            0 => Some(self.whole()),
+            i => self.groups.get(i - 1).cloned().flatten(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -343,10 +353,16 @@ pub fn find_in_str(re: &Regexp, text: &str, start: usize) -> Option<Found> {
 fn search_in(re: &Regexp, bytes: &[u8], start: usize, eof: usize, base: usize) -> Option<Found> {
     let leftmost = re.first.search(&Input::new(bytes).span(start..eof))?;
     let from = leftmost.start();
-    let at_start = Input::new(bytes).span(from..eof).anchored(Anchored::Yes);
-    let end = re.longest.search(&at_start).map_or(leftmost.end(), |m| m.end().max(leftmost.end()));
+    let end = match re.literal {
+        true => leftmost.end(),
+        false => {
+            let at_start = Input::new(bytes).span(from..eof).anchored(Anchored::Yes);
+            re.longest.search(&at_start).map_or(leftmost.end(), |m| m.end().max(leftmost.end()))
+        }
+    };
+    let whole = from + base..end + base;
     let groups = match &re.exact {
-        None => vec![Some(from + base..end + base)],
+        None => Vec::new(),
         Some(exact) => {
             let mut caps: Captures = exact.create_captures();
             exact.search_captures(&Input::new(&bytes[..end]).span(from..end).anchored(Anchored::Yes), &mut caps);
@@ -354,14 +370,10 @@ fn search_in(re: &Regexp, bytes: &[u8], start: usize, eof: usize, base: usize) -
                 re.first.search_captures(&Input::new(bytes).span(from..eof).anchored(Anchored::Yes), &mut caps);
             }
             let shift = |s: regex_automata::Span| s.start + base..s.end + base;
-            let mut groups: Vec<_> = (0..caps.group_len()).map(|i| caps.get_group(i).map(shift)).collect();
-            if groups.is_empty() {
-                groups.push(Some(from + base..end + base));
-            }
-            groups
+            (1..caps.group_len()).map(|i| caps.get_group(i).map(shift)).collect()
         }
     };
-    Some(Found { groups })
+    Some(Found { whole, groups })
 }
 
 #[cfg(test)]
