@@ -2,14 +2,13 @@
 //! `Host::run_apart`), so that the UI goes on drawing and typing while
 //! it runs. Its commands go over the texts as they were when it was
 //! executed; what they did is proposed from the same thread, a part at a
-//! time, through a host of its own on the UI's link ([`UiHost::worker`]),
+//! time, through a host of its own on the UI's link (`UiHost::worker`),
 //! moved by whatever was typed meanwhile, each part holding the link only
 //! while it applies. The row tag says what runs; `Kill Edit`, `Kill`, or
 //! B2 on the row tag's `Kill` ends it with the text as it was (acme has
 //! no way to interrupt an Edit).
 
-use crate::host::UiHost;
-use apex_core::exec::{ExecError, PreparedEdit};
+use apex_core::exec::ExecError;
 use apex_core::WindowId;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -77,24 +76,19 @@ impl Drop for Finish {
 }
 
 impl EditJob {
-    /// Starts `edit` on a thread of its own, through `host` (a worker
-    /// host whose `stop` is the job's); `wake` is told when it ends.
-    pub fn start(edit: PreparedEdit, mut host: UiHost, wake: Arc<tokio::sync::Notify>) -> std::io::Result<EditJob> {
-        let command = edit.command().to_string();
-        let (stop, pipe_group) = (host.stop.clone(), host.pipe_group.clone());
+    /// Starts `work` (an Edit's commands run and its changes proposed,
+    /// through a worker host whose `stop` and `pipe_group` these are) on
+    /// a thread of its own; `wake` is told when it ends.
+    pub fn start(
+        command: String,
+        stop: Arc<AtomicBool>,
+        pipe_group: Arc<std::sync::Mutex<Option<u32>>>,
+        wake: Arc<tokio::sync::Notify>,
+        work: impl FnOnce() -> Ended + Send + 'static,
+    ) -> std::io::Result<EditJob> {
         let done: Arc<std::sync::Mutex<Option<Ended>>> = Arc::default();
         let finish = Finish { done: done.clone(), wake };
-        std::thread::Builder::new().name("apex-ui Edit".into()).spawn(move || {
-            let last = apex_core::exec::Host::last_pattern(&host);
-            let ran = edit.run(&mut host, last);
-            let result = apex_core::exec::finish_edit(&mut host, ran);
-            finish.put(Ended {
-                result,
-                last_pattern: apex_core::exec::Host::last_pattern(&host),
-                unshown: std::mem::take(&mut host.unshown),
-                events: std::mem::take(&mut host.events),
-            });
-        })?;
+        std::thread::Builder::new().name("apex-ui Edit".into()).spawn(move || finish.put(work()))?;
         Ok(EditJob { command, stop, pipe_group, done })
     }
 

@@ -5,7 +5,7 @@
 //! `buffers/N/ctl` (a put writes exactly the version this UI flushed and
 //! the daemon acknowledged), commands through the session's `ctl`.
 
-use crate::editjob::{EditJob, EDIT_JOB};
+use crate::editjob::{EditJob, Ended, EDIT_JOB};
 use apex_core::ecmd::{EditFile, PipeError, Pipes};
 use apex_core::exec::{self, ExecError, Host, PreparedEdit};
 use apex_core::propose::Applied;
@@ -525,8 +525,21 @@ impl Host for UiHost {
         if let Some(running) = &self.edit {
             return Err(ExecError::EditRunning(running.command().to_string()));
         }
-        let worker = self.worker(Arc::default());
-        let job = EditJob::start(edit, worker, self.wake.clone()).map_err(|e| host(format!("Edit: no thread: {e}")))?;
+        let mut worker = self.worker(Arc::default());
+        let (stop, group, command) = (worker.stop.clone(), worker.pipe_group.clone(), edit.command().to_string());
+        let work = move || {
+            let last = worker.last_pattern.clone();
+            let ran = edit.run(&mut worker, last);
+            let result = exec::finish_edit(&mut worker, ran);
+            Ended {
+                result,
+                last_pattern: worker.last_pattern.take(),
+                unshown: std::mem::take(&mut worker.unshown),
+                events: std::mem::take(&mut worker.events),
+            }
+        };
+        let job = EditJob::start(command, stop, group, self.wake.clone(), work)
+            .map_err(|e| host(format!("Edit: no thread: {e}")))?;
         self.edit = Some(job);
         Ok(None)
     }
