@@ -197,11 +197,18 @@ pub const SPOTS_MAX: usize = SPLICE_MAX / 30;
 /// [`SPOTS_MAX`] changes and [`SPLICE_MAX`] bytes of text (`bytes(i)` is
 /// change `i`'s), a change with more alone.
 pub fn entry_parts(count: usize, bytes: impl Fn(usize) -> usize) -> Vec<std::ops::Range<usize>> {
+    parts_of_at_most(count, SPOTS_MAX, bytes)
+}
+
+/// [`entry_parts`] of at most `most` changes each (and never more than
+/// an entry's).
+pub fn parts_of_at_most(count: usize, most: usize, bytes: impl Fn(usize) -> usize) -> Vec<std::ops::Range<usize>> {
+    let most = most.clamp(1, SPOTS_MAX);
     let mut out = Vec::new();
     let mut end = count;
     while end > 0 {
         let (mut start, mut total) = (end, 0);
-        while start > 0 && end - start < SPOTS_MAX {
+        while start > 0 && end - start < most {
             let more = bytes(start - 1);
             if total + more > SPLICE_MAX && start < end {
                 break;
@@ -483,4 +490,19 @@ pub enum MetaOp {
         key: String,
         value: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_cut_from_the_end_by_count_and_bytes() {
+        assert_eq!(parts_of_at_most(10, 4, |_| 1), [0..2, 2..6, 6..10]);
+        assert_eq!(parts_of_at_most(3, 0, |_| 1), [0..1, 1..2, 2..3], "at least one a part");
+        assert_eq!(entry_parts(SPOTS_MAX + 1, |_| 0), [0..1, 1..SPOTS_MAX + 1]);
+        // A change with more text than an entry holds goes alone.
+        assert_eq!(entry_parts(3, |i| if i == 1 { SPLICE_MAX + 1 } else { 1 }), [0..1, 1..2, 2..3]);
+        assert!(entry_parts(0, |_| 1).is_empty());
+    }
 }

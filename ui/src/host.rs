@@ -27,6 +27,10 @@ pub const WAIT: Duration = Duration::from_secs(10);
 /// thread gets the link between an Edit's parts.
 const LET_IN: Duration = Duration::from_micros(200);
 
+/// How many changes a worker's Edit proposes at a time (an entry holds
+/// up to `op::SPOTS_MAX`, whose apply held the link for up to 15 ms).
+const WORKER_PART: usize = 4096;
+
 /// The UI's side of a built-in's run.
 pub struct UiHost {
     pub att: Attached,
@@ -542,6 +546,16 @@ impl Host for UiHost {
             .map_err(|e| host(format!("Edit: no thread: {e}")))?;
         self.edit = Some(job);
         Ok(None)
+    }
+
+    // A worker's Edit applies its parts in this UI's replica, each under
+    // the link's lock the drawing thread waits on: small parts keep a
+    // keystroke's wait within a frame.
+    fn part_changes(&self) -> usize {
+        match self.apart {
+            true => apex_core::op::SPOTS_MAX,
+            false => WORKER_PART,
+        }
     }
 
     fn jobs(&self) -> Vec<(u64, String)> {

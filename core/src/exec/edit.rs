@@ -120,8 +120,8 @@ pub fn finish<H: Host>(h: &mut H, ran: Ran) -> Result<()> {
 /// `changes` cut into parts of an entry's worth each (`op::entry_parts`),
 /// in order: proposed from the last, each part's places hold whatever the
 /// parts after it did.
-fn parts(mut changes: Changes) -> Vec<Changes> {
-    let cuts = crate::op::entry_parts(changes.len(), |i| changes.text_len(i));
+fn parts(mut changes: Changes, most: usize) -> Vec<Changes> {
+    let cuts = crate::op::parts_of_at_most(changes.len(), most, |i| changes.text_len(i));
     let mut out: Vec<_> = cuts.iter().rev().map(|part| changes.split_off(part.start)).collect();
     out.reverse();
     out
@@ -175,7 +175,7 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
         let (_, body, version) = g.seen[f];
         changes.retain(|q0, q1, text| q0 != q1 || !text.is_empty());
         // An Edit that changes nothing here says nothing (acme).
-        let mut parts = parts(changes);
+        let mut parts = parts(changes, h.part_changes());
         let count = parts.len();
         let (buffer, origin) = (body, Origin::OtherFile);
         let Some(first) = parts.pop() else { continue };

@@ -110,6 +110,12 @@ pub trait Host: Pipes {
     fn run_apart(&mut self, edit: PreparedEdit) -> Result<Option<PreparedEdit>, ExecError> {
         Ok(Some(edit))
     }
+    /// How many changes an Edit proposes at a time: an entry's worth
+    /// ([`crate::op::SPOTS_MAX`]), or fewer where another thread waits on
+    /// each proposal's apply (a UI's, drawing).
+    fn part_changes(&self) -> usize {
+        crate::op::SPOTS_MAX
+    }
     /// Commands the host runs itself, by number and command, beside the
     /// session's processes (a UI's running Edit): `Kill` ends them too,
     /// through [`Host::kill`].
