@@ -68,6 +68,9 @@ fn capped(most: usize, what: std::fmt::Arguments<'_>) -> String {
     out.0
 }
 
+/// How long an Edit waits before each of its parts after the first.
+const LET_IN: std::time::Duration = std::time::Duration::from_micros(200);
+
 fn host_err(e: impl std::fmt::Display) -> ExecError {
     ExecError::Host(e.to_string())
 }
@@ -147,6 +150,12 @@ impl Host for DaemonHost {
     }
 
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
+        if matches!(proposal, Proposal::SplicesMore { .. }) {
+            // An Edit's parts come back to back, each under the session's
+            // lock, which is not fair: other clients' requests waiting on
+            // it are let in between them.
+            std::thread::sleep(LET_IN);
+        }
         let request = capped(120, format_args!("acme exec {proposal:?}"));
         self.block(self.daemon.propose(self.n, &request, proposal))
     }
