@@ -152,6 +152,9 @@ pub struct Link {
     /// Welcomes applied: the replica's generation, sent with appends so
     /// the daemon knows whether this replica already has them.
     generation: u64,
+    /// Welcomes applied over the link's life, never reset: a replica made
+    /// anew (after a reconnection) counts one more.
+    welcomed: u64,
 }
 
 /// A routed proposal this replica applied: its shard, the shard's last
@@ -190,6 +193,7 @@ impl Link {
             events: Vec::new(),
             awaited: BTreeMap::new(),
             generation: 0,
+            welcomed: 0,
         };
         link.send(ClientMsg::Hello { kind, name: name.to_string(), resume: None });
         link
@@ -372,6 +376,12 @@ impl Link {
             self.awaited.insert(id, answer);
         }
         submitted
+    }
+
+    /// How many replicas the link has had: what was gathered from one is
+    /// not placed by the versions of the next.
+    pub fn welcomed(&self) -> u64 {
+        self.welcomed
     }
 
     /// The answer to awaited proposal `id`, once it came; then it is
@@ -676,6 +686,7 @@ impl Link {
         self.token = token;
         self.resyncing = false;
         self.generation += 1;
+        self.welcomed += 1;
         if let Some(old) = old {
             self.carry_over(&old, &mut node, &old_acked);
             // What the old replica did to a shard still led at the same

@@ -93,6 +93,8 @@ pub struct UiHost {
     pub stop: Arc<std::sync::atomic::AtomicBool>,
     /// The process group of the pipe an Edit here waits on, while it runs.
     pub pipe_group: Arc<Mutex<Option<u32>>>,
+    /// A worker's: the replica (`Link::welcomed`) its Edit gathered from.
+    replica: Option<u64>,
 }
 
 /// The replica's state under the link's lock.
@@ -137,6 +139,7 @@ impl UiHost {
             apart: true,
             stop: Arc::default(),
             pipe_group: Arc::default(),
+            replica: None,
         }
     }
 
@@ -338,6 +341,7 @@ impl UiHost {
         worker.later = self.later.clone();
         worker.apart = false;
         worker.stop = stop;
+        worker.replica = Some(self.att.with(|l| l.welcomed()));
         worker
     }
 
@@ -404,7 +408,19 @@ impl Host for UiHost {
             // did is looked at right after it).
             std::thread::sleep(LET_IN);
         }
-        let submitted = self.att.with(|l| l.submit_awaited(proposal));
+        // A worker's Edit was gathered from the replica it began with: one
+        // made anew since (the connection made again) has its own versions.
+        let replica = self.replica;
+        let submitted = self.att.with(|l| match replica.is_some_and(|r| r != l.welcomed()) {
+            true => None,
+            false => Some(l.submit_awaited(proposal)),
+        });
+        let Some(submitted) = submitted else {
+            return Err(host(
+                "Edit: the connection to apexd was made again while it ran, and the text it read may have \
+                 changed: it proposes nothing more; run it again",
+            ));
+        };
         match submitted {
             Submitted::Applied(r) => r.map_err(host),
             Submitted::Sent(id) => {

@@ -133,6 +133,24 @@ fn a_dropped_connection_resumes_the_attachment_and_loses_nothing() {
     // And the UI leads again: typing after it reaches the daemon too.
     r.typed(" after");
     assert_eq!(r.served(w, "body"), "text before during after\n");
+
+    // An Edit running while the connection is made again proposes
+    // nothing: the replica it read from was made anew.
+    let fifo = r.ns.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    r.execute_in_tag(w, &format!("Edit ,< cat {}", fifo.display()));
+    relay.cut();
+    r.lose_connection();
+    wait_for("the UI to attach again", || {
+        r.ui().woke();
+        r.ui().paint();
+        (r.ui().status().as_deref() != Some(DISCONNECTED)).then_some(())
+    });
+    let fed = std::thread::spawn(move || std::fs::write(fifo, "replaced\n").unwrap());
+    r.edit_ended();
+    fed.join().unwrap();
+    assert_eq!(r.served(w, "body"), "text before during after\n");
+    wait_for("the Edit's refusal", || errors(&mut r).filter(|e| e.contains("was made again while it ran")));
 }
 
 #[test]
