@@ -16,6 +16,8 @@ struct Machine {
     asked: Vec<String>,
     /// The $winid each `start` was given (its window's number).
     winids: Vec<Option<u32>>,
+    /// Files a put is refused for.
+    unwritable: Vec<String>,
 }
 
 struct TestHost {
@@ -28,6 +30,8 @@ struct TestHost {
     /// Edits are run apart, as a UI runs them: held here until the test
     /// runs and finishes them.
     hold_edits: bool,
+    /// How many changes an Edit proposes at a time, if not an entry's.
+    part_changes: Option<usize>,
     held: Option<exec::PreparedEdit>,
 }
 
@@ -74,6 +78,9 @@ impl Host for TestHost {
         let buf = self.node.state.buffer(b).unwrap();
         let name = file.map_or_else(|| buf.name.clone(), str::to_string);
         self.machine.asked.push(format!("put {name}"));
+        if self.machine.unwritable.contains(&name) {
+            return Err(ExecError::Host(format!("put: {name}: refused")));
+        }
         self.machine.files.insert(name, buf.text.to_string().into_bytes());
         self.propose(Proposal::Clean { buffer: b }).map(|_| ())
     }
@@ -131,6 +138,9 @@ impl Host for TestHost {
             }
         }
     }
+    fn part_changes(&self) -> usize {
+        self.part_changes.unwrap_or(apex_core::op::SPOTS_MAX)
+    }
     fn jobs(&self) -> Vec<(u64, String)> {
         self.held.iter().map(|e| (HELD, format!("Edit {}", e.command()))).collect()
     }
@@ -146,6 +156,7 @@ fn host() -> TestHost {
         last_pattern: None,
         kill_after_parts: None,
         hold_edits: false,
+        part_changes: None,
         held: None,
     }
 }
@@ -312,6 +323,18 @@ fn get_put_and_putall_go_to_the_host() {
     assert!(!h.node.state.buffer(x.body).unwrap().dirty);
     let (_, errors) = h.window_named("+Errors").expect("the missing file is reported");
     assert!(h.text(errors).contains("no auto-Put of /tmp/gone"));
+    // A file that cannot be written is said, and the rest still go.
+    h.machine.files.insert("/tmp/gone".into(), Vec::new());
+    h.machine.files.insert("/tmp/y".into(), Vec::new());
+    h.machine.unwritable.push("/tmp/b".into());
+    let y = h.window("/tmp/y", "changed");
+    h.propose(Proposal::Insert { buffer: x.body, version: 1, q0: 0, text: "!".into(), origin: Origin::Keyboard })
+        .unwrap();
+    h.run("Putall", None, "").unwrap();
+    assert_eq!(h.machine.files["/tmp/y"], b"changed", "written after the refusal");
+    assert_eq!(h.machine.files["/tmp/gone"], b"changed");
+    assert!(h.node.state.buffer(x.body).unwrap().dirty && !h.node.state.buffer(y.body).unwrap().dirty);
+    assert!(h.text(errors).contains("put: /tmp/b: refused"), "{}", h.text(errors));
 }
 
 #[test]
@@ -888,6 +911,22 @@ fn an_edit_run_apart_is_finished_later_around_what_was_typed_meanwhile() {
         assert_eq!(h.machine.files["/tmp/apart"], b"typed a b a\n");
         assert_eq!(h.node.state.buffer(w.body).unwrap().dirty, typed, "typed meanwhile: {typed}");
     }
+}
+
+/// A host that asks for smaller parts (a UI, whose drawing waits on each
+/// part's apply) gets them, the Edit one undo step all the same.
+#[test]
+fn an_edit_goes_in_the_parts_its_host_asks_for() {
+    let text = "a b a\n".repeat(100);
+    let mut h = host();
+    let w = h.window("/tmp/parts", &text);
+    h.part_changes = Some(16);
+    h.run("Edit", Some(&w), ",s/a/xy/g").unwrap();
+    let parts = h.proposed.iter().filter(|p| matches!(p, Proposal::Splices { .. } | Proposal::SplicesMore { .. }));
+    assert_eq!(parts.count(), 200 / 16 + 1, "200 changes, 16 a part");
+    assert_eq!(h.text(w.body), text.replace('a', "xy"));
+    h.run("Undo", Some(&w), "").unwrap();
+    assert_eq!(h.text(w.body), text);
 }
 
 /// `Kill Edit` between the parts of a whole-file Edit over two windows
