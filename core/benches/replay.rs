@@ -5,7 +5,8 @@
 //! `Node::append` of every edit as an entry; a follower applying those
 //! entries (`State::apply`, and `Node::accept`, which also stores them);
 //! the ratios to raw ropey. Then snapshot + restore and `hash` of a 100 MB
-//! buffer in MB/s, and the memory a 100 MB buffer's state takes, counted by
+//! buffer in MB/s (`State::hash` on one thread; the daemon's, on two, is a
+//! row of `cargo bench -p apex-fsd --bench scale`), and the memory a 100 MB buffer's state takes, counted by
 //! a global allocator. Each timing is the best of several runs. Nothing
 //! here asserts a time: these machines are shared and noisy.
 //!

@@ -56,6 +56,7 @@ pub mod exec;
 pub mod format;
 pub mod frac;
 pub mod grid;
+pub mod hashtree;
 pub mod id;
 pub mod layout;
 pub mod lease;

@@ -4,41 +4,57 @@
 //! included, so it records exactly which prefix of each log it covers. Every
 //! map in the state is ordered and texts encode independently of their rope
 //! chunking (`text/encode.rs`), so equal states encode to equal bytes; the hash is
-//! blake3 over those bytes, streamed without building the snapshot.
+//! blake3 over those bytes, streamed without building the snapshot
+//! (`hashtree`).
 
 use crate::error::{Reject, Result};
+use crate::hashtree;
 use crate::state::State;
-use crate::text::Text;
+use crate::text::{bytes_apart, encode_apart, Apart, Text};
 use postcard::ser_flavors::Flavor;
 
 /// First byte of every snapshot; bumped when the encoding changes.
 pub use crate::format::{reading_format, OLDEST_SNAPSHOT_FORMAT, SNAPSHOT_FORMAT};
 
-/// Hashes what postcard writes, in large updates: postcard writes small
-/// fields a byte at a time, and blake3 is fastest fed megabytes at once,
-/// which it hashes on every core (`update`). The digest is blake3's
-/// of the same bytes whichever way they are fed, so this changes speed,
-/// never the hash.
-struct HashFlavor {
-    hasher: blake3::Hasher,
-    buf: Vec<u8>,
+/// The hash's sink: the encoding streamed into blocks.
+impl Apart for hashtree::Blocks {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.write(bytes);
+    }
+
+    fn text(&mut self, text: &Text) {
+        self.write_text(text);
+    }
 }
 
-const HASH_BUF: usize = 64 * 1024;
+/// The encoding with each text left out (a one-byte slot in `rest`), and
+/// each text kept, shared, with where it goes.
+#[derive(Default)]
+struct Parts {
+    rest: Vec<u8>,
+    texts: Vec<(usize, Text)>,
+}
 
-impl Flavor for HashFlavor {
-    type Output = blake3::Hash;
+impl Apart for Parts {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.rest.extend_from_slice(bytes);
+    }
+
+    fn text(&mut self, text: &Text) {
+        self.texts.push((self.rest.len(), text.clone()));
+        self.rest.push(0);
+    }
+}
+
+/// Passes what postcard writes to this thread's sink, where the texts
+/// join it in order.
+struct ApartFlavor;
+
+impl Flavor for ApartFlavor {
+    type Output = ();
 
     fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        if self.buf.len() + data.len() > HASH_BUF {
-            self.hasher.update(&self.buf);
-            self.buf.clear();
-            if data.len() >= HASH_BUF {
-                self.hasher.update(data);
-                return Ok(());
-            }
-        }
-        self.buf.extend_from_slice(data);
+        bytes_apart(data);
         Ok(())
     }
 
@@ -46,13 +62,20 @@ impl Flavor for HashFlavor {
         self.try_extend(&[data])
     }
 
-    fn finalize(mut self) -> postcard::Result<blake3::Hash> {
-        self.hasher.update(&self.buf);
-        Ok(self.hasher.finalize())
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
     }
 }
 
 impl State {
+    /// Encodes the state, its format byte first, into `sink`.
+    fn encode_into<A: Apart>(&self, sink: A) -> A {
+        encode_apart(sink, || {
+            bytes_apart(&[SNAPSHOT_FORMAT]);
+            postcard::serialize_with_flavor(self, ApartFlavor).expect("state always encodes");
+        })
+    }
+
     /// The state as snapshot bytes.
     pub fn to_snapshot(&self) -> Vec<u8> {
         // Sized up front: a 100 MB text would otherwise be copied again at
@@ -66,57 +89,16 @@ impl State {
 
     /// The length of the state's encoding (a snapshot's, less its format
     /// byte), found without going through the texts, which are most of
-    /// it: each is set aside while the rest is measured, and counted from
-    /// its length. (Measured whole, a 10 MB text is read once more, only
-    /// to be counted.)
-    pub fn encoded_len(&mut self) -> usize {
-        let texts: Vec<Text> = self.buffers.values_mut().map(|b| std::mem::take(&mut b.text)).collect();
-        let rest = postcard::serialize_with_flavor(&*self, postcard::ser_flavors::Size::default())
-            .expect("state always encodes");
-        let empty = crate::text::encoded_size(&Text::new());
-        let mut len = rest;
-        for (b, text) in self.buffers.values_mut().zip(texts) {
-            len += crate::text::encoded_size(&text) - empty;
-            b.text = text;
-        }
-        len
+    /// it: each is counted from its length.
+    pub fn encoded_len(&self) -> usize {
+        self.snapshot_parts().len() - 1
     }
 
     /// The snapshot as its parts ([`SnapshotParts`]): everything but the
-    /// buffers' texts encoded, and the texts kept as they are.
-    pub fn into_snapshot_parts(mut self) -> SnapshotParts {
-        let texts: Vec<Text> = self.buffers.values_mut().map(|b| std::mem::take(&mut b.text)).collect();
-        // Where each text goes is where the encodings with every text empty
-        // (one byte: no pieces) and with every text "x" (three: one piece,
-        // one byte long, the byte) part ways: nothing else differs.
-        let rest = self.to_snapshot();
-        for b in self.buffers.values_mut() {
-            b.text = Text::from("x");
-        }
-        let marked = self.to_snapshot();
-        let (mut i, mut j) = (0, 0);
-        let mut slots = Vec::with_capacity(texts.len());
-        while i < rest.len() && j < marked.len() {
-            if rest[i] == marked[j] {
-                (i, j) = (i + 1, j + 1);
-                continue;
-            }
-            if rest[i] != 0 || marked.get(j..j + 3) != Some(&[1, 1, b'x'][..]) {
-                break;
-            }
-            slots.push(i);
-            (i, j) = (i + 1, j + 3);
-        }
-        for (b, text) in self.buffers.values_mut().zip(texts) {
-            b.text = text;
-        }
-        if (i, j) != (rest.len(), marked.len()) || slots.len() != self.buffers.len() {
-            // Not what the encoding is known to be: the whole, made once,
-            // is right whatever it is.
-            let whole = self.to_snapshot();
-            return SnapshotParts { len: whole.len(), rest: whole, texts: Vec::new() };
-        }
-        let texts: Vec<(usize, Text)> = slots.into_iter().zip(self.buffers.into_values().map(|b| b.text)).collect();
+    /// buffers' texts encoded, and the texts kept as they are (shared,
+    /// not copied).
+    pub fn snapshot_parts(&self) -> SnapshotParts {
+        let Parts { rest, texts } = self.encode_into(Parts::default());
         let len = rest.len() + texts.iter().map(|(_, t)| crate::text::encoded_size(t) - 1).sum::<usize>();
         SnapshotParts { rest, texts, len }
     }
@@ -158,13 +140,10 @@ impl State {
         Ok(state)
     }
 
-    /// blake3 over the snapshot bytes, streamed: equal states, equal hashes.
+    /// blake3 over the snapshot bytes, streamed in blocks and hashed one
+    /// after another (`hashtree`): equal states, equal hashes.
     pub fn hash(&self) -> blake3::Hash {
-        // Small states (most of them) need no big buffer.
-        let mut buf = Vec::with_capacity(4096);
-        buf.push(SNAPSHOT_FORMAT);
-        let flavor = HashFlavor { hasher: blake3::Hasher::new(), buf };
-        postcard::serialize_with_flavor(self, flavor).expect("state always encodes")
+        self.encode_into(hashtree::Blocks::default()).end()
     }
 }
 
@@ -197,8 +176,7 @@ impl SnapshotParts {
         self.rest.len()
     }
 
-    /// How many texts are kept as they are, not encoded (every buffer's,
-    /// unless the encoding surprised `into_snapshot_parts`).
+    /// How many texts are kept as they are, not encoded.
     pub fn texts_kept(&self) -> usize {
         self.texts.len()
     }
@@ -206,8 +184,15 @@ impl SnapshotParts {
     /// Bytes `start..end` of the snapshot (fewer past its end), as
     /// [`State::to_snapshot`] would have made them.
     pub fn range(&self, start: usize, end: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(end.min(self.len).saturating_sub(start));
+        self.range_into(start, end, &mut out);
+        out
+    }
+
+    /// Appends bytes `start..end` of the snapshot to `out`, as
+    /// [`SnapshotParts::range`] makes them.
+    pub fn range_into(&self, start: usize, end: usize, out: &mut Vec<u8>) {
         let end = end.min(self.len);
-        let mut out = Vec::with_capacity(end.saturating_sub(start));
         // `at` is where the part in hand starts in the snapshot; `from`,
         // in `rest`.
         let (mut at, mut from) = (0, 0);
@@ -219,18 +204,17 @@ impl SnapshotParts {
         };
         for (slot, text) in &self.texts {
             if at >= end {
-                return out;
+                return;
             }
-            plain(&self.rest[from..*slot], at, &mut out);
+            plain(&self.rest[from..*slot], at, out);
             at += slot - from;
             let n = crate::text::encoded_size(text);
             if start < at + n && at < end {
-                crate::text::copy_encoded(text, start.saturating_sub(at), end - at, &mut out);
+                crate::text::copy_encoded(text, start.saturating_sub(at), end - at, out);
             }
             at += n;
             from = slot + 1;
         }
-        plain(&self.rest[from..], at, &mut out);
-        out
+        plain(&self.rest[from..], at, out);
     }
 }

@@ -19,7 +19,10 @@
 //!   text as one line, with bytes that are not UTF-8, and of 1 GB
 //!   (`APEX_SCALE_GB`, 0 for none);
 //! - search: `addr` `/needle/` from the top to the file's last line,
-//!   beside the `regex` crate on the flat text in process and `rg`.
+//!   beside the `regex` crate on the flat text in process and `rg`;
+//! - the state hash of the text (as `hash` and a snapshot's check make
+//!   it, on threads, and as `State::hash` alone), beside blake3 of the
+//!   flat text.
 //!
 //! `APEX_SCALE_MB` sets the file's size (default 100). A peer that is not
 //! installed is said so and left out; nothing asserts a time.
@@ -223,6 +226,36 @@ fn row(name: &str, apex: Duration, peers: &[(&str, Result<Duration, String>)]) {
     println!("{line}");
 }
 
+/// The state hash of a state holding `text`, as the daemon makes it (its
+/// snapshot's blocks hashed on threads, for `hash` and a snapshot's
+/// check) and as `State::hash` does alone, beside blake3 of the flat text.
+fn state_hash_row(text: &str) {
+    use apex_core::*;
+    let mut s = State::new();
+    let b = BufferId(1);
+    let entry = |seq, op| Entry { seq, attachment: AttachmentId::SERVER, epoch: 0, op };
+    let new = MetaOp::ShardNew { shard: Shard::Buffer(b), creator: AttachmentId::SERVER };
+    s.apply(Shard::Meta, &entry(1, Op::Meta(new))).unwrap();
+    s.apply(Shard::Buffer(b), &entry(1, Op::Buffer(BufferOp::Create { name: "big".into() }))).unwrap();
+    let fill = BufferOp::Splice { q0: 0, q1: 0, text: text.to_string(), origin: Origin::FileWrite };
+    s.apply(Shard::Buffer(b), &entry(2, Op::Buffer(fill))).unwrap();
+    let best = |f: &dyn Fn() -> blake3::Hash| {
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                t.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let threads = best(&|| apex_sys::statehash::state_hash(&s));
+    let alone = best(&|| s.hash());
+    let flat = best(&|| blake3::hash(text.as_bytes()));
+    assert_eq!(apex_sys::statehash::state_hash(&s), blake3::hash(&s.to_snapshot()));
+    row("state hash (daemon)", threads, &[("State::hash alone", Ok(alone)), ("blake3 of the flat text", Ok(flat))]);
+}
+
 /// A window's ctl `get` of `file` until its body reads, then the window
 /// deleted: how long, and the daemon's memory after it, at its peak, and
 /// once its log's snapshot is written and the entries' memory given back
@@ -297,6 +330,8 @@ fn main() {
         text.len() as f64 / 1e6,
         text.lines().filter(|l| l.is_empty()).count()
     );
+
+    state_hash_row(&text);
 
     let apexd = Apexd::start(&base, &[]);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();

@@ -227,13 +227,13 @@ pub fn frame_welcome(attachment: AttachmentId, token: u64, state: &State) -> Vec
 /// parts of `part_size` bytes (the last may be shorter), so that they can
 /// be sent while the rest is encoded. `part` returns false when nobody
 /// wants more: the encoding stops there, and so does this, with false.
-/// The state is measured first, its texts set aside for a moment
+/// The state is measured first, its texts counted from their lengths
 /// ([`State::encoded_len`]), so the first part is not held up by a pass
 /// over every text only to count it.
 pub fn frame_welcome_in_parts(
     attachment: AttachmentId,
     token: u64,
-    state: &mut State,
+    state: &State,
     part_size: usize,
     part: impl FnMut(Vec<u8>) -> bool,
 ) -> bool {
@@ -581,7 +581,7 @@ mod tests {
             // the last.
             for size in [1000, 4099, 1 << 20, FRAME_MAX + 4, usize::MAX] {
                 let mut parts = Vec::new();
-                assert!(frame_welcome_in_parts(AttachmentId(5), 1 << 40, &mut state.clone(), size, |p| {
+                assert!(frame_welcome_in_parts(AttachmentId(5), 1 << 40, &state.clone(), size, |p| {
                     parts.push(p);
                     true
                 }));
@@ -592,7 +592,7 @@ mod tests {
         }
         // A reader that wants no more stops the encoding.
         let mut parts = 0;
-        let done = frame_welcome_in_parts(AttachmentId(5), 1, &mut node.state, 4096, |_| {
+        let done = frame_welcome_in_parts(AttachmentId(5), 1, &node.state, 4096, |_| {
             parts += 1;
             parts < 3
         });

@@ -7,6 +7,7 @@
 //! - [`shell`]: a shell command with text in and out, for Edit's pipes.
 //! - [`malloc`]: the malloc policy apex's long-running processes set first
 //!   (keep freed memory).
+//! - [`statehash`]: the state hash on threads, for the daemon.
 //! - [`tunables`]: glibc's copies kept off `rep movsb` where it is slow
 //!   (AMD, glibc before 2.39), for the programs that carry TLS.
 //! - [`fds`]: the daemon's descriptor limit, raised at start and given
@@ -24,4 +25,5 @@ pub mod machine;
 pub mod malloc;
 pub mod remote;
 pub mod shell;
+pub mod statehash;
 pub mod tunables;

@@ -91,6 +91,48 @@ pub fn copy_encoded(text: &Text, start: usize, end: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// Where a state's encoding goes on this thread when it is not written
+/// out whole (`snap`: the hash's blocks, or a snapshot's parts): what
+/// postcard writes through a flavor that calls [`bytes_apart`], and each
+/// text handed over itself, to be copied from its rope or kept shared,
+/// while postcard writes nothing for it.
+pub(crate) trait Apart: std::any::Any {
+    fn bytes(&mut self, bytes: &[u8]);
+    fn text(&mut self, text: &Text);
+}
+
+thread_local! {
+    static APART: std::cell::RefCell<Option<Box<dyn Apart>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `encode` with `apart` taking what it encodes on this thread, and
+/// gives `apart` back; it is let go even if `encode` panics.
+pub(crate) fn encode_apart<A: Apart>(apart: A, encode: impl FnOnce()) -> A {
+    struct LetGo;
+    impl Drop for LetGo {
+        fn drop(&mut self) {
+            APART.with(|a| a.borrow_mut().take());
+        }
+    }
+    APART.with(|a| assert!(a.borrow_mut().replace(Box::new(apart)).is_none(), "one encoding apart at a time"));
+    let let_go = LetGo;
+    encode();
+    let apart: Box<dyn std::any::Any> = APART.with(|a| a.borrow_mut().take()).expect("still taking");
+    drop(let_go);
+    *apart.downcast::<A>().expect("the one given")
+}
+
+/// Passes `bytes` to this thread's [`Apart`].
+pub(crate) fn bytes_apart(bytes: &[u8]) {
+    APART.with(|a| a.borrow_mut().as_mut().expect("an encoding apart is under way").bytes(bytes));
+}
+
+/// Hands `text` to this thread's [`Apart`], if one takes it; false when
+/// none does, and the text is encoded as it always is.
+fn text_apart(text: &Text) -> bool {
+    APART.with(|a| a.borrow_mut().as_mut().map(|a| a.text(text)).is_some())
+}
+
 struct Piece<'a>(&'a [u8]);
 
 impl Serialize for Piece<'_> {
@@ -101,6 +143,11 @@ impl Serialize for Piece<'_> {
 
 impl Serialize for Text {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Being hashed or cut into parts (`snap`): the text goes there
+        // itself, and postcard writes nothing for a unit.
+        if text_apart(self) {
+            return s.serialize_unit();
+        }
         let rope = self.rope();
         let len = rope.len_bytes();
         let mut seq = s.serialize_seq(Some(len.div_ceil(PIECE)))?;

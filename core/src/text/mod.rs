@@ -17,6 +17,7 @@
 mod encode;
 pub(crate) mod utf8;
 
+pub(crate) use encode::{bytes_apart, encode_apart, Apart};
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
 use utf8::byte_of_rune;
 pub use utf8::{acme_file_runes, acme_runes, text_and_cut, Decoded};

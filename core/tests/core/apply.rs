@@ -105,6 +105,52 @@ fn snapshots_round_trip_and_refuse_garbage() {
 }
 
 #[test]
+fn the_hash_is_blake3_of_the_snapshot_however_its_blocks_fall() {
+    use apex_core::hashtree::{block_value, finish, Tail, BLOCK};
+    // A state whose snapshot is `target` bytes long: a text of runes of
+    // one to four bytes, padded out by the buffer's name.
+    let state_of = |target: usize| {
+        let make = |pad: usize, reps: usize| {
+            let mut n = Node::server();
+            let b = n.create_buffer_as(&"n".repeat(pad)).unwrap();
+            n.append(Shard::Buffer(b), splice(0, 0, &"a\u{e9}\u{2713}\u{1d11e}\n".repeat(reps))).unwrap();
+            n.state
+        };
+        let len = |s: &State| s.to_snapshot().len();
+        let (base, each) = (len(&make(0, 0)), (len(&make(0, 1000)) - len(&make(0, 0))) / 1000);
+        let reps = (target - base).saturating_sub(1000) / each;
+        let mut pad = 0;
+        for _ in 0..4 {
+            let state = make(pad, reps);
+            if len(&state) == target {
+                return state;
+            }
+            pad = (pad + target).checked_sub(len(&state)).expect("the text alone is longer than the target");
+        }
+        panic!("no state of {target} bytes");
+    };
+    // Around one block and two, and numbers of blocks that are no power
+    // of two (blake3's tree is then lopsided).
+    for target in [BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK, 2 * BLOCK + 700, 5 * BLOCK + 3, 13 * BLOCK + 1025] {
+        let state = state_of(target);
+        let bytes = state.to_snapshot();
+        assert_eq!(bytes.len(), target);
+        let expected = blake3::hash(&bytes);
+        assert_eq!(state.hash(), expected, "{target} bytes hashed in turn");
+        // Made from the snapshot's parts and valued out of order, as the
+        // daemon's threads do.
+        let parts = state.snapshot_parts();
+        let last = (bytes.len() - 1) / BLOCK;
+        let mut values = vec![[0; 32]; last];
+        for i in (0..last).rev() {
+            values[i] = block_value(i, &parts.range(i * BLOCK, (i + 1) * BLOCK));
+        }
+        let tail = Tail { index: last, block: parts.range(last * BLOCK, usize::MAX) };
+        assert_eq!(finish(values, tail), expected, "{target} bytes hashed side by side");
+    }
+}
+
+#[test]
 fn a_snapshot_in_parts_reads_as_the_whole_at_any_range() {
     let (mut n, _) = setup();
     // Texts of several pieces (runes cut across them), an empty one, and
@@ -118,7 +164,7 @@ fn a_snapshot_in_parts_reads_as_the_whole_at_any_range() {
         }
     }
     let whole = n.state.to_snapshot();
-    let parts = n.state.clone().into_snapshot_parts();
+    let parts = n.state.snapshot_parts();
     assert_eq!(parts.len(), whole.len());
     assert_eq!(parts.texts_kept(), 4, "every buffer's text kept apart");
     let len = whole.len();

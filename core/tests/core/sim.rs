@@ -222,7 +222,7 @@ impl Sim {
         let bytes = self.server.state.to_snapshot();
         assert_eq!(self.server.state.clone().encoded_len() + 1, bytes.len(), "measured without the texts");
         // Held in parts, the snapshot reads as the whole does, in any cut.
-        let parts = self.server.state.clone().into_snapshot_parts();
+        let parts = self.server.state.snapshot_parts();
         assert_eq!(parts.len(), bytes.len());
         let cut = (bytes.len() / 3).max(1);
         let mut read = Vec::new();

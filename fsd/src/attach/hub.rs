@@ -458,8 +458,8 @@ impl WelcomeJob {
     /// The Welcome's frames handed to `part` in parts of `part_size`
     /// bytes as they are encoded, so they can be read meanwhile; false if
     /// `part` wanted no more (the reader went).
-    pub fn frame_in_parts(mut self, part_size: usize, part: impl FnMut(Vec<u8>) -> bool) -> bool {
-        apex_link::wire::frame_welcome_in_parts(self.attachment, self.token, &mut self.state, part_size, part)
+    pub fn frame_in_parts(self, part_size: usize, part: impl FnMut(Vec<u8>) -> bool) -> bool {
+        apex_link::wire::frame_welcome_in_parts(self.attachment, self.token, &self.state, part_size, part)
     }
 
     /// Whether encoding it is worth a thread of its own.

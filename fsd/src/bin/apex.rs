@@ -636,7 +636,9 @@ async fn lead(c: &Client, session: &str, name: &str, interval: u64, flush_every:
             }
         }
         if quiet && fenced {
-            let h = att.with(|l| l.node().map(|n| n.state.hash().to_hex().to_string()).unwrap_or_default());
+            let h = att.with(|l| {
+                l.node().map(|n| apex_sys::statehash::state_hash(&n.state).to_hex().to_string()).unwrap_or_default()
+            });
             if h != hash {
                 writeln!(out, "hash {h}")?;
                 hash = h;

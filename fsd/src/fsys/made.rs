@@ -65,7 +65,7 @@ impl Made {
             Made::Bytes(b) => b,
             Made::Text(t) => t.to_string().into_bytes(),
             Made::Snapshot(st) => st.to_snapshot(),
-            Made::Hash(st) => format!("{}\n", st.hash().to_hex()).into_bytes(),
+            Made::Hash(st) => format!("{}\n", apex_sys::statehash::state_hash(&st).to_hex()).into_bytes(),
             Made::Term(t, TermText::Screen) => t.screen().into_bytes(),
             Made::Term(t, TermText::Scrollback) => t.scrollback_text().into_bytes(),
             Made::Term(t, TermText::All) => t.text().into_bytes(),
@@ -279,9 +279,7 @@ impl Made {
                 Version::Rows(off_the_workers(big, move || Rows::of(*t, which)).await)
             }
             // Its terminals' rows are encoded with the rest: many take a while.
-            Made::Snapshot(st) => {
-                Version::Snapshot(Arc::new(off_the_workers(big, move || st.into_snapshot_parts()).await))
-            }
+            Made::Snapshot(st) => Version::Snapshot(Arc::new(off_the_workers(big, move || st.snapshot_parts()).await)),
             made => Version::Plain(made.made().await),
         }
     }

@@ -37,7 +37,7 @@ pub fn check(root: &Path) -> (String, bool) {
                     "ok: {snap_said}, {} segment(s), {} entries replayed, state hash {}",
                     r.segments,
                     r.entries,
-                    state.hash()
+                    apex_sys::statehash::state_hash(&state)
                 );
                 for said in r.repairs {
                     let _ = writeln!(out, "    a restart would do this: {said}");

@@ -35,7 +35,7 @@ pub struct Snapshot {
 /// `from_segment`, atomically.
 pub fn write(dir: &Path, uuid: [u8; 16], from_segment: u64, state: &State) -> Result<(), StoreError> {
     let body = state.to_snapshot();
-    let hash = *state.hash().as_bytes();
+    let hash = *apex_sys::statehash::bytes_hash(&body).as_bytes();
     let mut h = Vec::with_capacity(HEADER_LEN);
     h.extend_from_slice(MAGIC);
     h.extend_from_slice(&VERSION.to_le_bytes());
@@ -95,7 +95,7 @@ pub fn read(path: &Path, uuid: [u8; 16], verify: bool) -> Result<Snapshot, Store
     // A snapshot of an older format hashed as that format encodes: the
     // decoding is its check.
     let current = body.first() == Some(&apex_core::snap::SNAPSHOT_FORMAT);
-    if verify && current && *state.hash().as_bytes() != hash {
+    if verify && current && *apex_sys::statehash::state_hash(&state).as_bytes() != hash {
         return Err(bad("the decoded state does not hash as it did when written".into()));
     }
     Ok(Snapshot { from_segment, hash, state })
