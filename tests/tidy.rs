@@ -77,7 +77,7 @@ fn deps(m: &toml::Table, table: &str) -> Vec<String> {
 /// crates. Anything else (tokio, a clock, randomness, files, sockets)
 /// belongs in fsd or above.
 const CORE_MAY_USE: &[&str] =
-    &["ropey", "regex", "regex-automata", "serde", "postcard", "blake3", "simdutf8", "thiserror", "zstd"];
+    &["ropey", "regex", "regex-automata", "memchr", "serde", "postcard", "blake3", "simdutf8", "thiserror", "zstd"];
 
 #[test]
 fn core_is_pure() {

@@ -65,16 +65,54 @@ pub fn split_command(text: &str) -> (&str, &str) {
 }
 
 /// The next occurrence of `needle` after rune `from`, wrapping to the
-/// start (acme's B3 search of plain text).
+/// start (acme's B3 search of plain text). Searched in the rope's chunks
+/// where they lie: a 100 MB body is not copied to be searched once.
 pub fn find_next(text: &Text, needle: &str, from: u64) -> Option<(u64, u64)> {
     if needle.is_empty() {
         return None;
     }
-    let flat = text.to_string();
     let start = text.char_to_byte(from.min(text.len_chars() as u64) as usize);
-    let at = flat[start..].find(needle).map(|i| i + start).or_else(|| flat.find(needle))?;
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let at = find_in_chunks(text.rope(), &finder, start).or_else(|| find_in_chunks(text.rope(), &finder, 0))?;
     let q0 = text.byte_to_char(at) as u64;
     Some((q0, q0 + needle.chars().count() as u64))
+}
+
+/// The byte offset of the first match of `finder` at or after byte
+/// `start` of `rope`, looked for in each chunk and across each boundary
+/// between chunks (the bytes before it that a match could start in, and
+/// as many after).
+fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start: usize) -> Option<usize> {
+    let reach = finder.needle().len() - 1;
+    let (chunks, mut at, _, _) = rope.chunks_at_byte(start);
+    // The last `reach` bytes searched, which start at `behind_at`.
+    let mut behind: Vec<u8> = Vec::with_capacity(2 * reach);
+    let mut behind_at = start;
+    for chunk in chunks {
+        let bytes = &chunk.as_bytes()[start.saturating_sub(at)..];
+        let bytes_at = at.max(start);
+        at += chunk.len();
+        if !behind.is_empty() {
+            let kept = behind.len();
+            behind.extend_from_slice(&bytes[..reach.min(bytes.len())]);
+            if let Some(i) = finder.find(&behind) {
+                return Some(behind_at + i);
+            }
+            behind.truncate(kept);
+        }
+        if let Some(i) = finder.find(bytes) {
+            return Some(bytes_at + i);
+        }
+        if bytes.len() >= reach {
+            behind.clear();
+            behind.extend_from_slice(&bytes[bytes.len() - reach..]);
+        } else {
+            behind.extend_from_slice(bytes);
+            behind.drain(..behind.len().saturating_sub(reach));
+        }
+        behind_at = bytes_at + bytes.len() - behind.len();
+    }
+    None
 }
 
 /// A looked-up text as a file name and an optional address after `:`
@@ -261,6 +299,29 @@ mod tests {
         assert_eq!(find_next(b, "two", 7), Some((12, 15)));
         assert_eq!(find_next(b, "one", 9), Some((0, 3)));
         assert_eq!(find_next(b, "six", 0), None);
+        // Across the rope's chunk boundaries, wherever they fall, runes of
+        // every width before it.
+        let filler: String = "ab\u{e9}\u{2713} \u{1d11e}\n".chars().cycle().take(9000).collect();
+        for q in (0..filler.chars().count()).step_by(7) {
+            let mut t: String = filler.chars().take(q).collect();
+            t.push_str("needle");
+            t.extend(filler.chars().skip(q));
+            let text = Text::from(t.as_str());
+            assert!(text.rope().chunks().count() > 8, "many chunks");
+            let q = q as u64;
+            assert_eq!(find_next(&text, "needle", 0), Some((q, q + 6)), "at {q}");
+            assert_eq!(find_next(&text, "needle", q + 1), Some((q, q + 6)), "wrapping, at {q}");
+            // Runes of several bytes, against the flat text's search.
+            let runes = "\u{e9}\u{2713} \u{1d11e}";
+            let from = t.char_indices().nth(q as usize + 3).map_or(t.len(), |(i, _)| i);
+            let flat = t[from..]
+                .find(runes)
+                .map(|i| i + from)
+                .or_else(|| t.find(runes))
+                .map(|i| t[..i].chars().count() as u64);
+            assert_eq!(find_next(&text, runes, q + 3).map(|(q0, _)| q0), flat, "after {q}");
+        }
+        assert_eq!(find_next(&Text::from("needl"), "needle", 0), None);
         assert_eq!(file_and_addr("/etc/passwd:3"), ("/etc/passwd", Some("3")));
         assert_eq!(file_and_addr("/etc/passwd"), ("/etc/passwd", None));
         assert_eq!(window_dir("/home/u/f.c").as_deref(), Some("/home/u"));

@@ -19,6 +19,8 @@
 //!   text as one line, with bytes that are not UTF-8, and of 1 GB
 //!   (`APEX_SCALE_GB`, 0 for none);
 //! - search: `addr` `/needle/` from the top to the file's last line,
+//!   `Look needle` from the tag and a B3 on the word at the top (written
+//!   back through the event file), each finding the word at the end,
 //!   beside the `regex` crate on the flat text in process and `rg`;
 //! - the state hash of the text (as `hash` and a snapshot's check make
 //!   it, on threads, and as `State::hash` alone), beside blake3 of the
@@ -140,6 +142,36 @@ impl Window<'_> {
         self.c.write(addr.fid, 0, b",").await.unwrap();
         self.write("data", text).await;
         self.c.clunk(addr.fid).await.unwrap();
+    }
+
+    /// The window's dot, in runes, through `addr`.
+    async fn dot(&self) -> (usize, usize) {
+        let addr = self.c.open_path(self.root, &self.path("addr"), ORDWR).await.unwrap();
+        self.write("ctl", b"addr=dot\n").await;
+        let said = String::from_utf8(self.c.read(addr.fid, 0, 64).await.unwrap()).unwrap();
+        self.c.clunk(addr.fid).await.unwrap();
+        let mut n = said.split_whitespace().map(|n| n.parse().unwrap());
+        (n.next().unwrap(), n.next().unwrap())
+    }
+
+    /// Sets the window's dot to `at`, through `addr`.
+    async fn set_dot(&self, at: usize) {
+        let addr = self.c.open_path(self.root, &self.path("addr"), ORDWR).await.unwrap();
+        self.c.write(addr.fid, 0, format!("#{at}").as_bytes()).await.unwrap();
+        self.write("ctl", b"dot=addr\n").await;
+        self.c.clunk(addr.fid).await.unwrap();
+    }
+
+    /// A B3 on runes `q0..q1` of the body as a UI sends it, written back
+    /// through the event file as acme's clients do: the time until the
+    /// write returns, which it does once the look is done.
+    async fn b3(&self, q0: usize, q1: usize) -> Duration {
+        let ev = self.c.open_path(self.root, &self.path("event"), ORDWR).await.unwrap();
+        let t = Instant::now();
+        self.c.write(ev.fid, 0, format!("ML{q0} {q1}\n").as_bytes()).await.unwrap();
+        let took = t.elapsed();
+        self.c.clunk(ev.fid).await.unwrap();
+        took
     }
 
     async fn write(&self, file: &str, data: &[u8]) {
@@ -392,7 +424,39 @@ fn main() {
         };
         let mut rg = Command::new("rg");
         rg.args(["-c", "needle"]).arg(&original).stdout(std::process::Stdio::null());
-        row("search /needle/ (addr)", searched, &[("regex crate in process", Ok(engine)), ("rg", time_peer(&mut rg))]);
+        let rg = time_peer(&mut rg);
+        let peers = [("regex crate in process", Ok(engine)), ("rg", rg)];
+        row("search /needle/ (addr)", searched, &peers);
+
+        // `Look needle` from the tag, the dot at the top: acme's Look
+        // searches the body from the end of dot.
+        let mut looked = Duration::MAX;
+        for _ in 0..3 {
+            w.set_dot(0).await;
+            looked = looked.min(w.run("Look needle").await);
+            assert_eq!(w.dot().await, (at, at + 6), "Look found the word at the end");
+        }
+        row("search Look needle", looked, &peers);
+
+        // A B3 on the word at the top, which looks for it on from there:
+        // the same text with the word first too.
+        w.replace_body(format!("needle\n{text}").as_bytes()).await;
+        let mut clicked = Duration::MAX;
+        for _ in 0..3 {
+            clicked = clicked.min(w.b3(0, 6).await);
+            assert_eq!(w.dot().await, (at + 7, at + 13), "B3 found the word at the end");
+            w.set_dot(0).await;
+        }
+        row("search B3 on needle", clicked, &peers);
+        // What a look costs apart from the search: the same on two lines.
+        w.replace_body(b"needle\nneedle\n").await;
+        let mut small = Duration::MAX;
+        for _ in 0..5 {
+            small = small.min(w.b3(0, 6).await);
+            w.set_dot(0).await;
+            small = small.min(w.run("Look needle").await);
+        }
+        println!("{:<26} Look and B3 on a body of two lines (what is not search): {}", "", secs(small));
 
         let commands: [(&str, &str, &str, &str); 3] = [
             ("Edit ,s/a/b/g", "%s/a/b/g", "s/a/b/g", ""),
