@@ -85,6 +85,11 @@ fn resident_bytes() -> u64 {
 }
 
 fn main() {
+    // `APEX_BENCH_ONLY=many` measures the session of many windows alone.
+    if std::env::var("APEX_BENCH_ONLY").as_deref() == Ok("many") {
+        many_windows();
+        return;
+    }
     println!("apex-ui render benchmark ({W}x{H}; ratios are to a plain fill of the same frame in this run)");
     let mut fonts = Fonts::new(1.0);
     let m = Metrics::new(fonts.line_height(), 1.0);
@@ -240,6 +245,103 @@ fn main() {
     std::fs::write(&file, text_of_lines(10_000)).unwrap();
     start_to_first_frame(&file);
     let _ = std::fs::remove_file(&file);
+    many_windows();
+}
+
+/// Resident memory of process `pid` now and at its peak, in MiB.
+fn memory_of(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        let line = status.lines().find(|l| l.starts_with(name));
+        line.and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// A session of 1,000 windows of 100 KB each (opened by a UI in this
+/// process, which then goes): `apex-ui` attaching to it on a virtual
+/// display, from its start to its first frame shown, beside attaching
+/// and painting in this process; the memory of apex-ui and of the daemon
+/// against the text's size.
+fn many_windows() {
+    const MANY: usize = 1000;
+    let Some((mut xvfb, display)) = xvfb() else {
+        println!("{MANY} windows: not measured (no Xvfb here)");
+        return;
+    };
+    let d = Daemon::start();
+    let dir = d.ns.join("many");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = text_of_lines(1_300);
+    let mut size = 0;
+    {
+        let mut home = d.ui();
+        for i in 0..MANY {
+            let path = dir.join(format!("f{i:04}.rs"));
+            std::fs::write(&path, &text).unwrap();
+            size += text.len();
+            open(&mut home, &path);
+        }
+        let link = home.host.att.lock();
+        assert_eq!(link.node().unwrap().state.windows.len(), MANY);
+    }
+    let mib = size as f64 / (1 << 20) as f64;
+    // The daemon settles first: the leases the UI held come back, and
+    // its log is compacted.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut firsts = Vec::new();
+    let mut memory = None;
+    for _ in 0..3 {
+        let mut ui = std::process::Command::new(env!("CARGO_BIN_EXE_apex-ui"))
+            .env("DISPLAY", &display)
+            .env("NAMESPACE", &d.ns)
+            .env("APEX_UI_TIMING", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start apex-ui");
+        let err = std::io::BufReader::new(ui.stderr.take().unwrap());
+        let first = std::io::BufRead::lines(err).map_while(|l| l.ok()).find_map(|l| {
+            let ms = l.strip_prefix("apex-ui: first frame shown ")?.split(' ').next()?;
+            ms.parse::<f64>().ok()
+        });
+        firsts.push(first.expect("apex-ui said when its first frame was shown"));
+        if memory.is_none() {
+            std::thread::sleep(Duration::from_secs(2));
+            memory = Some((memory_of(ui.id()), memory_of(d.child.id())));
+        }
+        let _ = ui.kill();
+        let _ = ui.wait();
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let first = firsts.iter().copied().fold(f64::INFINITY, f64::min);
+    let ((ui_now, ui_peak), (daemon_now, daemon_peak)) = memory.unwrap();
+    let reference = (0..2)
+        .map(|_| {
+            let t = Instant::now();
+            let mut ui = d.ui();
+            ui.resize(1024, 768);
+            ui.paint();
+            t.elapsed()
+        })
+        .min()
+        .unwrap();
+    println!(
+        "{MANY} windows of {} KB ({mib:.0} MiB): apex-ui start to first frame {first:.1} ms; in-process attach and first paint {:.1} ms ({:.1}x)",
+        text.len() >> 10,
+        ms(reference),
+        first / ms(reference)
+    );
+    println!(
+        "  memory: apex-ui {ui_now:.0} MiB ({:.2}x the text; peak {ui_peak:.0}), apexd {daemon_now:.0} MiB ({:.2}x; peak {daemon_peak:.0}); goal 1.3x each",
+        ui_now / mib,
+        daemon_now / mib
+    );
+    // SAFETY: kill(2) with plain integers.
+    unsafe { libc::kill(xvfb.id() as i32, libc::SIGTERM) };
+    let _ = xvfb.wait();
 }
 
 /// `apex-ui FILE` on a virtual display, from its start to its first frame

@@ -50,6 +50,13 @@ pub trait Host: Pipes {
     fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError>;
     /// Writes `buffer` to `file` (its name if none) and marks it clean.
     fn put(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError>;
+    /// Puts each of `buffers` to its own file, as [`Host::put`] with no
+    /// file does, the outcomes in their order: one after another, or
+    /// side by side where the host can (the daemon: a durable write waits
+    /// on the disk, and a thousand waits one after another add up).
+    fn put_each(&mut self, buffers: &[BufferId]) -> Vec<Result<(), ExecError>> {
+        buffers.iter().map(|&b| self.put(b, None)).collect()
+    }
     /// Starts `command` in `dir` (the host's own directory when `None` or
     /// missing), its output going to `DIR/+Errors`; does not wait. With
     /// the window it was executed in, the command gets acme's `$winid`,
@@ -939,15 +946,15 @@ fn putall<H: Host>(h: &mut H) -> Result<()> {
     };
     // One file that cannot be written is said, and the rest still go.
     let mut said = String::new();
+    let mut bodies = Vec::new();
     for (body, name) in todo {
         match h.exists(&name) {
-            true => {
-                if let Err(e) = h.put(body, None) {
-                    said += &format!("{e}\n");
-                }
-            }
+            true => bodies.push(body),
             false => said += &format!("no auto-Put of {name}: file does not exist\n"),
         }
+    }
+    for e in h.put_each(&bodies).into_iter().filter_map(Result::err) {
+        said += &format!("{e}\n");
     }
     warn(h, None, &said)
 }

@@ -268,3 +268,43 @@ async fn font_tab_indent_incl_id_local_kill_exit_abort_dump_load() {
     let e = w.x_err(&format!("Load {dir}/missing.dump")).await;
     assert!(e.contains("can't open load file"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn putall_puts_many_side_by_side_and_says_which_it_could_not() {
+    let d = acme_daemon("builtins-putall");
+    let dir = d.dir.display().to_string();
+    let (c, root) = acme_client(&d, 8192).await;
+    // More changed files than the daemon puts at once.
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        std::fs::write(d.dir.join(format!("m{i}.txt")), "old\n").unwrap();
+        let ctl = open(&c, root, "new/ctl", ORDWR).await;
+        let id = id_of(&crate::text(c.read(ctl.fid, 0, 12).await.unwrap()));
+        put(&c, &ctl, &format!("name {dir}/m{i}.txt\nget\n")).await.unwrap();
+        write_file(&c, root, &format!("{id}/body"), &format!("new {i}\n")).await.unwrap();
+        c.clunk(ctl.fid).await.unwrap();
+        ids.push(id);
+    }
+    // One has become a directory: its put fails, and only its.
+    std::fs::remove_file(d.dir.join("m7.txt")).unwrap();
+    std::fs::create_dir(d.dir.join("m7.txt")).unwrap();
+    let runner = Win::new(&c, root, &format!("{dir}/runner"), "").await;
+    runner.x("Putall").await.unwrap();
+    // Said where acme's Putall says it (`warning(nil, …)`): the +Errors
+    // of no window's directory.
+    let errors = names(&c, root).await.into_iter().find(|n| n.ends_with("+Errors")).expect("an +Errors window");
+    let said = body_of(&c, root, &errors, "m7.txt").await;
+    assert_eq!(said.lines().count(), 1, "only the one not written is said: {said}");
+    for (i, id) in ids.iter().enumerate() {
+        let ctl = open(&c, root, &format!("{id}/ctl"), OREAD).await;
+        let fields = crate::text(c.read(ctl.fid, 0, 512).await.unwrap());
+        c.clunk(ctl.fid).await.unwrap();
+        let dirty = fields.split_whitespace().nth(4).unwrap().to_string();
+        if i == 7 {
+            assert_eq!(dirty, "1", "the one not written stays dirty");
+            continue;
+        }
+        assert_eq!(std::fs::read_to_string(d.dir.join(format!("m{i}.txt"))).unwrap(), format!("old\nnew {i}\n"));
+        assert_eq!(dirty, "0", "m{i}.txt is clean once put");
+    }
+}
