@@ -248,6 +248,27 @@ fn main() {
     many_windows();
 }
 
+/// `apex-ui` (on `file`, if given) started on `display` with the daemon
+/// of namespace `ns`, and when it said its first frame was shown (ms
+/// from its start, under `$APEX_UI_TIMING`).
+fn apex_ui_shown(display: &str, ns: &Path, file: Option<&Path>) -> (std::process::Child, f64) {
+    let mut ui = std::process::Command::new(env!("CARGO_BIN_EXE_apex-ui"))
+        .args(file)
+        .env("DISPLAY", display)
+        .env("NAMESPACE", ns)
+        .env("APEX_UI_TIMING", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start apex-ui");
+    let err = std::io::BufReader::new(ui.stderr.take().unwrap());
+    let shown = std::io::BufRead::lines(err).map_while(|l| l.ok()).find_map(|l| {
+        let ms = l.strip_prefix("apex-ui: first frame shown ")?.split(' ').next()?;
+        ms.parse::<f64>().ok()
+    });
+    (ui, shown.expect("apex-ui said when its first frame was shown"))
+}
+
 /// Resident memory of process `pid` now and at its peak, in MiB.
 fn memory_of(pid: u32) -> (f64, f64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -294,20 +315,8 @@ fn many_windows() {
     let mut firsts = Vec::new();
     let mut memory = None;
     for _ in 0..3 {
-        let mut ui = std::process::Command::new(env!("CARGO_BIN_EXE_apex-ui"))
-            .env("DISPLAY", &display)
-            .env("NAMESPACE", &d.ns)
-            .env("APEX_UI_TIMING", "1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start apex-ui");
-        let err = std::io::BufReader::new(ui.stderr.take().unwrap());
-        let first = std::io::BufRead::lines(err).map_while(|l| l.ok()).find_map(|l| {
-            let ms = l.strip_prefix("apex-ui: first frame shown ")?.split(' ').next()?;
-            ms.parse::<f64>().ok()
-        });
-        firsts.push(first.expect("apex-ui said when its first frame was shown"));
+        let (mut ui, first) = apex_ui_shown(&display, &d.ns, None);
+        firsts.push(first);
         if memory.is_none() {
             std::thread::sleep(Duration::from_secs(2));
             memory = Some((memory_of(ui.id()), memory_of(d.child.id())));
@@ -357,23 +366,10 @@ fn start_to_first_frame(file: &Path) {
     let mut program = Vec::new();
     for _ in 0..runs {
         let d = Daemon::start();
-        let mut ui = std::process::Command::new(env!("CARGO_BIN_EXE_apex-ui"))
-            .arg(file)
-            .env("DISPLAY", &display)
-            .env("NAMESPACE", &d.ns)
-            .env("APEX_UI_TIMING", "1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start apex-ui");
-        let err = std::io::BufReader::new(ui.stderr.take().unwrap());
-        let said = std::io::BufRead::lines(err).map_while(|l| l.ok()).find_map(|l| {
-            let ms = l.strip_prefix("apex-ui: first frame shown ")?.split(' ').next()?;
-            ms.parse::<f64>().ok()
-        });
+        let (mut ui, said) = apex_ui_shown(&display, &d.ns, Some(file));
         let _ = ui.kill();
         let _ = ui.wait();
-        program.push(said.expect("apex-ui said when its first frame was shown"));
+        program.push(said);
     }
     let mut reference = Vec::new();
     for _ in 0..runs {
