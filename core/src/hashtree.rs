@@ -5,11 +5,13 @@
 //! Why blocks: blake3 is fastest fed whole, aligned runs of chunks, and a
 //! rope's chunks are about 1 KB, cut wherever its edits left them. Each
 //! byte is copied once, from the rope into a block, and each block is
-//! hashed with all of blake3's lanes in use; a block's value does not
-//! depend on any other, so a caller with threads to spare (the daemon)
-//! hashes blocks side by side ([`crate::State::hand_blocks`]), while
-//! [`crate::State::hash`] hashes them in turn. The digest is blake3 of the
-//! snapshot either way: snapshots already written check as they did.
+//! hashed with all of blake3's lanes in use. A block's value does not
+//! depend on any other, so a caller with threads to spare (the daemon,
+//! `apex_sys::statehash`) hashes blocks side by side, each made from
+//! [`crate::snap::SnapshotParts`], while [`crate::State::hash`] streams
+//! the state into blocks and hashes them in turn. The digest is blake3
+//! of the snapshot either way: snapshots already written check as they
+//! did, and their format is unchanged.
 
 use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, merge_subtrees_root, ChainingValue, HasherExt, Mode};
 

@@ -25,6 +25,10 @@ impl Apart for hashtree::Blocks {
     fn text(&mut self, text: &Text) {
         self.write_text(text);
     }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
 }
 
 /// The encoding with each text left out (a one-byte slot in `rest`), and
@@ -43,6 +47,28 @@ impl Apart for Parts {
     fn text(&mut self, text: &Text) {
         self.texts.push((self.rest.len(), text.clone()));
         self.rest.push(0);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+/// The encoding's length, each text counted from its own.
+#[derive(Default)]
+struct Length(usize);
+
+impl Apart for Length {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+
+    fn text(&mut self, text: &Text) {
+        self.0 += crate::text::encoded_size(text);
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
@@ -91,7 +117,7 @@ impl State {
     /// byte), found without going through the texts, which are most of
     /// it: each is counted from its length.
     pub fn encoded_len(&self) -> usize {
-        self.snapshot_parts().len() - 1
+        self.encode_into(Length::default()).0 - 1
     }
 
     /// The snapshot as its parts ([`SnapshotParts`]): everything but the

@@ -73,6 +73,10 @@ pub struct Daemon {
     /// it would write U+FFFD over the file's bytes that are not UTF-8,
     /// and the version it was: a Put again of that version writes.
     pub put_warned: Arc<Mutex<HashMap<PutWarned, u64>>>,
+    /// Held while an `+Errors` window is looked for and made, so that
+    /// output arriving at once (puts side by side, commands ending
+    /// together) finds one window, not one each.
+    pub making_errors_window: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// What a session's log is due: a snapshot (its state copied under the
@@ -138,6 +142,7 @@ impl Daemon {
             services: Arc::default(),
             jobs: Arc::default(),
             put_warned: Arc::default(),
+            making_errors_window: Arc::default(),
         }
     }
 

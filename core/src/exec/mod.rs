@@ -944,17 +944,21 @@ fn putall<H: Host>(h: &mut H) -> Result<()> {
         }
         todo
     };
-    // One file that cannot be written is said, and the rest still go.
+    // One file that cannot be written is said, and the rest still go;
+    // what is said is in the windows' order.
+    let there: Vec<bool> = todo.iter().map(|(_, name)| h.exists(name)).collect();
+    let bodies: Vec<BufferId> = todo.iter().zip(&there).filter(|(_, t)| **t).map(|((b, _), _)| *b).collect();
+    let mut put = h.put_each(&bodies).into_iter();
     let mut said = String::new();
-    let mut bodies = Vec::new();
-    for (body, name) in todo {
-        match h.exists(&name) {
-            true => bodies.push(body),
+    for ((_, name), there) in todo.iter().zip(there) {
+        match there {
+            true => {
+                if let Some(Err(e)) = put.next() {
+                    said += &format!("{e}\n");
+                }
+            }
             false => said += &format!("no auto-Put of {name}: file does not exist\n"),
         }
-    }
-    for e in h.put_each(&bodies).into_iter().filter_map(Result::err) {
-        said += &format!("{e}\n");
     }
     warn(h, None, &said)
 }

@@ -99,6 +99,8 @@ pub fn copy_encoded(text: &Text, start: usize, end: usize, out: &mut Vec<u8>) {
 pub(crate) trait Apart: std::any::Any {
     fn bytes(&mut self, bytes: &[u8]);
     fn text(&mut self, text: &Text);
+    /// Itself, to be had back as what it is.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
 thread_local! {
@@ -114,12 +116,16 @@ pub(crate) fn encode_apart<A: Apart>(apart: A, encode: impl FnOnce()) -> A {
             APART.with(|a| a.borrow_mut().take());
         }
     }
-    APART.with(|a| assert!(a.borrow_mut().replace(Box::new(apart)).is_none(), "one encoding apart at a time"));
+    APART.with(|a| {
+        let mut a = a.borrow_mut();
+        assert!(a.is_none(), "one encoding apart at a time on a thread");
+        *a = Some(Box::new(apart));
+    });
     let let_go = LetGo;
     encode();
-    let apart: Box<dyn std::any::Any> = APART.with(|a| a.borrow_mut().take()).expect("still taking");
+    let apart = APART.with(|a| a.borrow_mut().take()).expect("still taking");
     drop(let_go);
-    *apart.downcast::<A>().expect("the one given")
+    *apart.into_any().downcast::<A>().expect("the one given")
 }
 
 /// Passes `bytes` to this thread's [`Apart`].

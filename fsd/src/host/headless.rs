@@ -178,27 +178,44 @@ impl Host for DaemonHost {
     /// Side by side, [`PUTS_AT_ONCE`] at a time: each put's durable
     /// write waits on the disk (its file's sync, the directory's), and
     /// the waits of many overlap where one after another they add up.
+    /// Buffers that name one file are put in turn, in their order, so
+    /// the last one's text is the file's, as one after another.
     fn put_each(&mut self, buffers: &[BufferId]) -> Vec<Result<(), ExecError>> {
+        let names: Vec<String> = match self.state() {
+            Ok(st) => buffers.iter().map(|b| st.buffer(*b).map(|b| b.name.clone()).unwrap_or_default()).collect(),
+            Err(e) => return buffers.iter().map(|_| Err(e.clone())).collect(),
+        };
+        // Rounds: a buffer goes in the first round after every earlier
+        // one of its name.
+        let mut round_of = Vec::with_capacity(buffers.len());
+        let mut last_round: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for name in &names {
+            let round = last_round.get(name.as_str()).map_or(0, |r| r + 1);
+            last_round.insert(name, round);
+            round_of.push(round);
+        }
         let (daemon, n, scope) = (self.daemon.clone(), self.n, self.scope);
         let mut out: Vec<Option<Result<(), ExecError>>> = buffers.iter().map(|_| None).collect();
-        self.rt.block_on(async {
-            let mut puts = tokio::task::JoinSet::new();
-            let mut next = buffers.iter().copied().enumerate();
-            loop {
-                while puts.len() < PUTS_AT_ONCE {
-                    let Some((i, b)) = next.next() else { break };
-                    let daemon = daemon.clone();
-                    let put = async move { host::put(&daemon, n, b, None, None).await.map_err(host_err) };
-                    puts.spawn(crate::access::within(scope, async move { (i, put.await) }));
+        for round in 0..=round_of.iter().copied().max().unwrap_or(0) {
+            let mut next = buffers.iter().copied().enumerate().filter(|(i, _)| round_of[*i] == round);
+            self.rt.block_on(async {
+                let mut puts = tokio::task::JoinSet::new();
+                loop {
+                    while puts.len() < PUTS_AT_ONCE {
+                        let Some((i, b)) = next.next() else { break };
+                        let daemon = daemon.clone();
+                        let put = async move { host::put(&daemon, n, b, None, None).await.map_err(host_err) };
+                        puts.spawn(crate::access::within(scope, async move { (i, put.await) }));
+                    }
+                    match puts.join_next().await {
+                        Some(Ok((i, done))) => out[i] = Some(done),
+                        // Its outcome stays none, said below.
+                        Some(Err(e)) => tracing::error!("a put panicked: {e}"),
+                        None => break,
+                    }
                 }
-                match puts.join_next().await {
-                    Some(Ok((i, done))) => out[i] = Some(done),
-                    // Its outcome stays none, said below.
-                    Some(Err(e)) => tracing::error!("a put panicked: {e}"),
-                    None => break,
-                }
-            }
-        });
+            });
+        }
         let out: Vec<_> = buffers
             .iter()
             .zip(out)

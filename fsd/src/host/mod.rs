@@ -191,6 +191,7 @@ pub fn run_dir(dir: Option<&str>) -> String {
 
 /// Finds the buffer named `name` shown in a window, or makes that window.
 pub async fn errors_window(daemon: &Daemon, session: u64, name: &str) -> Result<(WindowId, BufferId), Error> {
+    let _one_at_a_time = daemon.making_errors_window.lock().await;
     let found = daemon.read(session, |s| Ok::<_, Error>(look::window_named(&s.view().state, name)))??;
     if let Some(f) = found {
         return Ok(f);
