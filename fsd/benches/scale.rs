@@ -433,7 +433,7 @@ async fn many_files(base: &Path) {
     row(
         &format!("Putall of {MANY} windows"),
         put,
-        &[(vim, vim_wa), (nvim, nvim_wa), ("write in process", Ok(written))],
+        &[(vim, vim_wa), (nvim, nvim_wa), ("write in process, no sync", Ok(written))],
     );
     let (end, peak) = memory(apexd.pid());
     println!("{:<26} daemon memory at the end: {:.0} MiB more than before (peak {peak:.0} MiB)", "", end - before);
