@@ -92,7 +92,7 @@ pub fn look<H: Host>(h: &mut H, window: WindowId, text: &str) -> Result<()> {
     look_from(h, window, text, None)
 }
 
-/// [`look`], the search starting at `from` when the text was clicked in
+/// [`look()`], the search starting at `from` when the text was clicked in
 /// the body itself (acme's `look3` searches on from the end of the word
 /// clicked), else at the end of the body's selection.
 pub fn look_from<H: Host>(h: &mut H, window: WindowId, text: &str, from: Option<u64>) -> Result<()> {
