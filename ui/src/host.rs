@@ -14,7 +14,7 @@ use apex_link::{Attached, Submitted};
 use apex_ninep::fcall::OWRITE;
 use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// The plumber's largest message (plan9port's `messagesize`).
@@ -600,7 +600,7 @@ impl Host for UiHost {
             (self.att.client(), format!("{}/ctl", self.session), self.later.clone(), self.wake.clone());
         self.rt.spawn(async move {
             if let Err(e) = crate::terms::write_file(&c, &path, format!("{msg}\n").as_bytes()).await {
-                later.lock().expect("later lock").push(apex_link::Event::Error(format!("Win: {e}")));
+                later.lock().unwrap_or_else(PoisonError::into_inner).push(apex_link::Event::Error(format!("Win: {e}")));
                 wake.notify_one();
             }
         });
@@ -686,6 +686,6 @@ async fn read_edit_port(address: &str, queue: &Arc<Mutex<Vec<plumb::Message>>>, 
 
 /// A message from an `edit` port, for the UI to act on.
 fn queued(queue: &Arc<Mutex<Vec<plumb::Message>>>, wake: &Arc<tokio::sync::Notify>, m: plumb::Message) {
-    queue.lock().expect("plumbed lock").push(m);
+    queue.lock().unwrap_or_else(PoisonError::into_inner).push(m);
     wake.notify_one();
 }
