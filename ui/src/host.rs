@@ -17,6 +17,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+/// How many puts of a Putall this UI asks the daemon for at once.
+const PUTS_AT_ONCE: usize = 8;
+
 /// The plumber's largest message (plan9port's `messagesize`).
 const PLUMB_MESSAGE: usize = apex_link::plumber::MESSAGE_SIZE;
 
@@ -508,6 +511,53 @@ impl Host for UiHost {
             None => format!("put -v {version}\n"),
         };
         self.write(&format!("buffers/{}/ctl", buffer.0), &msg)
+    }
+
+    /// The daemon puts each file, a durable write that waits on its
+    /// disk: the writes to the buffers' ctl files go side by side,
+    /// [`PUTS_AT_ONCE`] at a time (files named twice in turn, by
+    /// `exec::put_rounds`), so a Putall of many files holds this UI a
+    /// fraction as long as one after another.
+    fn put_each(&mut self, buffers: &[BufferId]) -> Vec<Result<(), ExecError>> {
+        let puts: Result<Vec<(String, u64)>, ExecError> = self.settle().and_then(|()| {
+            let st = self.state()?;
+            buffers
+                .iter()
+                .map(|b| st.buffer(*b).map(|b| (b.name.clone(), b.version)).map_err(ExecError::from))
+                .collect()
+        });
+        let puts = match puts {
+            Ok(puts) => puts,
+            Err(e) => return buffers.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let names: Vec<&str> = puts.iter().map(|(name, _)| name.as_str()).collect();
+        let round_of = exec::put_rounds(&names);
+        let mut out: Vec<Result<(), ExecError>> = buffers.iter().map(|_| Ok(())).collect();
+        let at_once = Arc::new(tokio::sync::Semaphore::new(PUTS_AT_ONCE));
+        for round in 0..=round_of.iter().copied().max().unwrap_or(0) {
+            let writes: Vec<_> = (0..buffers.len())
+                .filter(|i| round_of[*i] == round)
+                .map(|i| {
+                    let (c, at_once) = (self.att.client(), at_once.clone());
+                    let path = format!("{}/buffers/{}/ctl", self.session, buffers[i].0);
+                    let msg = format!("put -v {}\n", puts[i].1);
+                    let write = self.rt.spawn(async move {
+                        let _turn = at_once.acquire_owned().await;
+                        let f = crate::terms::open_file(&c, &path, OWRITE)
+                            .await
+                            .map_err(|e| host(format!("{path}: {e}")))?;
+                        let r = c.write(f.fid, 0, msg.as_bytes()).await;
+                        let _ = c.clunk(f.fid).await;
+                        r.map(|_| ()).map_err(host)
+                    });
+                    (i, write)
+                })
+                .collect();
+            for (i, write) in writes {
+                out[i] = self.rt.block_on(write).unwrap_or_else(|e| Err(host(format!("put: {e}"))));
+            }
+        }
+        out
     }
 
     fn start(&mut self, dir: Option<&str>, command: &str, window: Option<WindowId>) -> Result<(), ExecError> {

@@ -925,6 +925,22 @@ fn kill<H: Host>(h: &mut H, arg: &str) -> Result<()> {
     Ok(())
 }
 
+/// The round each of a [`Host::put_each`]'s buffers may be put in, by
+/// their file names in order: the first after every earlier buffer of
+/// its name. Puts of one round may go side by side; the last buffer of a
+/// name is then the file's text, as when they go one after another.
+pub fn put_rounds<S: AsRef<str>>(names: &[S]) -> Vec<usize> {
+    let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    names
+        .iter()
+        .map(|name| {
+            let round = last.get(name.as_ref()).map_or(0, |r| r + 1);
+            last.insert(name.as_ref(), round);
+            round
+        })
+        .collect()
+}
+
 /// `Putall`: every changed file window that is not a tool's, once per
 /// file; a file that is gone is not made again.
 fn putall<H: Host>(h: &mut H) -> Result<()> {

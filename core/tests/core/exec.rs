@@ -946,3 +946,10 @@ fn an_edit_killed_between_its_parts_leaves_every_text_as_it_was() {
         assert_eq!(h.text(two.body), text, "after {after} parts");
     }
 }
+
+#[test]
+fn files_named_twice_are_put_in_later_rounds_in_their_order() {
+    let rounds = apex_core::exec::put_rounds(&["/a", "/b", "/a", "/c", "/a", "/b"]);
+    assert_eq!(rounds, [0, 0, 1, 0, 2, 1]);
+    assert!(apex_core::exec::put_rounds::<&str>(&[]).is_empty());
+}

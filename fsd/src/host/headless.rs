@@ -185,15 +185,7 @@ impl Host for DaemonHost {
             Ok(st) => buffers.iter().map(|b| st.buffer(*b).map(|b| b.name.clone()).unwrap_or_default()).collect(),
             Err(e) => return buffers.iter().map(|_| Err(e.clone())).collect(),
         };
-        // Rounds: a buffer goes in the first round after every earlier
-        // one of its name.
-        let mut round_of = Vec::with_capacity(buffers.len());
-        let mut last_round: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        for name in &names {
-            let round = last_round.get(name.as_str()).map_or(0, |r| r + 1);
-            last_round.insert(name, round);
-            round_of.push(round);
-        }
+        let round_of = exec::put_rounds(&names);
         let (daemon, n, scope) = (self.daemon.clone(), self.n, self.scope);
         let mut out: Vec<Option<Result<(), ExecError>>> = buffers.iter().map(|_| None).collect();
         for round in 0..=round_of.iter().copied().max().unwrap_or(0) {

@@ -745,6 +745,10 @@ fn every_built_in_runs_from_a_tag_against_the_session() {
         std::fs::read_to_string(&fb),
         errors(&mut r)
     );
+    let st = r.daemon_state();
+    for w in [a.window, b.window] {
+        assert!(!st.buffer(st.window(w).unwrap().body).unwrap().dirty, "Putall leaves each window clean");
+    }
 
     // Dump and Load.
     let dump = r.ns.join("apex.dump");
