@@ -73,23 +73,29 @@ pub fn find_next(text: &Text, needle: &str, from: u64) -> Option<(u64, u64)> {
     }
     let start = text.char_to_byte(from.min(text.len_chars() as u64) as usize);
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
-    let at = find_in_chunks(text.rope(), &finder, start).or_else(|| find_in_chunks(text.rope(), &finder, 0))?;
+    // Wrapping, only what starts before `start` is left to look at.
+    let wrapped = || find_in_chunks(text.rope(), &finder, 0, start + needle.len() - 1);
+    let at = find_in_chunks(text.rope(), &finder, start, usize::MAX).or_else(wrapped)?;
     let q0 = text.byte_to_char(at) as u64;
     Some((q0, q0 + needle.chars().count() as u64))
 }
 
 /// The byte offset of the first match of `finder` at or after byte
-/// `start` of `rope`, looked for in each chunk and across each boundary
-/// between chunks (the bytes before it that a match could start in, and
-/// as many after).
-fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start: usize) -> Option<usize> {
+/// `start` of `rope`, within its bytes before `end`, looked for in each
+/// chunk and across each boundary between chunks (the bytes before it
+/// that a match could start in, and as many after).
+fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start: usize, end: usize) -> Option<usize> {
     let reach = finder.needle().len() - 1;
     let (chunks, mut at, _, _) = rope.chunks_at_byte(start);
     // The last `reach` bytes searched, which start at `behind_at`.
     let mut behind: Vec<u8> = Vec::with_capacity(2 * reach);
     let mut behind_at = start;
     for chunk in chunks {
-        let bytes = &chunk.as_bytes()[start.saturating_sub(at)..];
+        if at >= end {
+            return None;
+        }
+        let chunk = &chunk.as_bytes()[..chunk.len().min(end - at)];
+        let bytes = &chunk[start.saturating_sub(at)..];
         let bytes_at = at.max(start);
         at += chunk.len();
         if !behind.is_empty() {
@@ -311,6 +317,7 @@ mod tests {
             let q = q as u64;
             assert_eq!(find_next(&text, "needle", 0), Some((q, q + 6)), "at {q}");
             assert_eq!(find_next(&text, "needle", q + 1), Some((q, q + 6)), "wrapping, at {q}");
+            assert_eq!(find_next(&text, "needlf", q + 1), None, "nowhere, from {q}");
             // Runes of several bytes, against the flat text's search.
             let runes = "\u{e9}\u{2713} \u{1d11e}";
             let from = t.char_indices().nth(q as usize + 3).map_or(t.len(), |(i, _)| i);
