@@ -236,11 +236,7 @@ fn post_service(dir: &std::path::Path, service: &str, tree: Arc<Fsys>, name: &st
     let no_auth = format!("{service}: authentication not required");
     let config = Config { msize: ACME_MSIZE, no_auth, auth: None };
     tracing::info!(socket = %dir.join(service).display(), session = %name, "serving {service}");
-    tree.daemon
-        .services
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push((service.to_string(), name.to_string()));
+    tree.daemon.services.lock().expect("services lock").push((service.to_string(), name.to_string()));
     tokio::spawn(serve_listener(listener, tree, config));
     true
 }
@@ -454,7 +450,7 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
                 // Said even with -q: what a client pins.
                 eprintln!("apexd: serving TLS on {given}; its certificate is {}", tls.fingerprint);
                 let line = (format!("tls {given}"), tls.fingerprint.clone());
-                tree.daemon.services.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
+                tree.daemon.services.lock().expect("services lock").push(line);
             }
         }
         tracing::info!(%addr, tls = tls.is_some(), "serving on tcp");
@@ -496,15 +492,11 @@ async fn run(limits: Option<(u64, u64)>) -> anyhow::Result<()> {
     }
     // A clean stop: every session's log on disk before exiting.
     for session in tree.daemon.all() {
-        let persisted = session
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .persisted()
-            .map(|p| (p.durable(), p.wal.clone()));
+        let persisted = session.lock().expect("session lock").persisted().map(|p| (p.durable(), p.wal.clone()));
         if let Some((d, wal)) = persisted {
             d.sync();
             // The segment is closed: its room to spare goes back.
-            wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).release_room();
+            wal.lock().expect("wal lock").release_room();
         }
     }
     // A kept session's terminals live on in their keepers, for the next

@@ -161,7 +161,7 @@ impl Fid {
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Opened> {
-        self.opened.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.opened.lock().expect("fid lock")
     }
 
     /// The fid's state, leaving it walked (what a clunk lets go of).

@@ -138,7 +138,7 @@ impl SharedSnapshots {
     /// Session `n`'s parts made after `changes` changes, if a fid still
     /// holds them.
     pub fn get(&self, n: u64, changes: u64) -> Option<Arc<SnapshotParts>> {
-        let held = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = self.inner.lock().expect("snapshot lock");
         held.by_session.get(&n).filter(|(c, _)| *c == changes).and_then(|(_, parts)| parts.upgrade())
     }
 
@@ -147,7 +147,7 @@ impl SharedSnapshots {
     /// are never older than it says); refused if the versions held
     /// already hold too much.
     pub fn put(&self, n: u64, changes: u64, parts: &Arc<SnapshotParts>) -> Result<(), FsError> {
-        let mut held = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut held = self.inner.lock().expect("snapshot lock");
         held.live.retain(|(parts, _)| parts.strong_count() > 0);
         let (now, more) = (held.live.iter().map(|(_, n)| n).sum::<usize>(), parts.held());
         if !held.live.is_empty() && now + more > self.max {

@@ -149,7 +149,7 @@ impl Host for DaemonHost {
     fn state(&self) -> Result<impl Deref<Target = State> + '_, ExecError> {
         // Still in the registry: a deleted session's state is not shown.
         self.daemon.session(self.n).map_err(host_err)?;
-        Ok(StateGuard(self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner)))
+        Ok(StateGuard(self.session.lock().expect("session lock")))
     }
 
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
@@ -283,11 +283,11 @@ impl Host for DaemonHost {
     }
 
     fn last_pattern(&self) -> Option<String> {
-        self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner).last_regex().map(str::to_string)
+        self.session.lock().expect("session lock").last_regex().map(str::to_string)
     }
 
     fn set_last_pattern(&mut self, pattern: Option<String>) {
-        self.session.lock().unwrap_or_else(std::sync::PoisonError::into_inner).set_last_regex(pattern);
+        self.session.lock().expect("session lock").set_last_regex(pattern);
     }
 }
 

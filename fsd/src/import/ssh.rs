@@ -116,7 +116,7 @@ pub async fn connect(
     if let Some(listening) = listening {
         let _ = tokio::time::timeout(Duration::from_secs(1), listening).await;
     }
-    let said = said.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let said = said.lock().expect("words lock").clone();
     Err(error.unwrap_or_else(|| failure(remote, apexd, status, &said)))
 }
 
@@ -127,7 +127,7 @@ async fn keep_words(stderr: tokio::process::ChildStderr, said: Arc<Mutex<String>
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::info!(%remote, "{line}");
-        let mut said = said.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut said = said.lock().expect("words lock");
         if said.len() < 4096 {
             if !said.is_empty() {
                 said.push('\n');

@@ -84,18 +84,18 @@ impl Durable {
 
     /// Why the log refuses to go on, if it does.
     pub fn failed(&self) -> Option<String> {
-        self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.failed.lock().expect("durable lock").clone()
     }
 
     /// A write failed: nothing more is acknowledged.
     pub fn fail(&self, why: String) {
-        self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(why);
+        self.failed.lock().expect("durable lock").get_or_insert(why);
         self.synced.send_modify(|_| {});
     }
 
     /// The segment now written to (the one before it was synced first).
     pub fn switch(&self, file: File) {
-        *self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(file);
+        *self.file.lock().expect("durable lock") = Some(file);
     }
 
     pub fn wrote(&self, n: u64) {
@@ -116,7 +116,7 @@ impl Durable {
         }
         let mut synced = self.synced.subscribe();
         loop {
-            if let Some(why) = self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone() {
+            if let Some(why) = self.failed.lock().expect("durable lock").clone() {
                 return Err(LogError::Failed(why));
             }
             if *synced.borrow_and_update() >= upto {
@@ -135,12 +135,7 @@ impl Durable {
         if *self.synced.borrow() >= target {
             return false;
         }
-        let file = self
-            .file
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref()
-            .and_then(|f| f.try_clone().ok());
+        let file = self.file.lock().expect("durable lock").as_ref().and_then(|f| f.try_clone().ok());
         let result = match file {
             Some(f) => f.sync_data(),
             None => Ok(()),
@@ -151,7 +146,7 @@ impl Durable {
             }
             Err(e) => {
                 tracing::error!(error = %e, "write-ahead log sync failed");
-                *self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                *self.failed.lock().expect("durable lock") =
                     Some(format!("the write-ahead log could not be synced ({e})"));
                 // Wake the waiters so they hear it.
                 self.synced.send_modify(|_| {});

@@ -239,7 +239,7 @@ impl Store {
         let persisted = Persisted::start(&dir, uuid, next, self.options)?;
         // The log since the snapshot counts across restarts: a daemon
         // restarted often still snapshots.
-        persisted.wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).since_snapshot = restored.tail_bytes;
+        persisted.wal.lock().expect("wal lock").since_snapshot = restored.tail_bytes;
         Ok((state, persisted, restored))
     }
 }
@@ -500,14 +500,14 @@ impl Persisted {
     /// Ends a change: writes what the entries it stored made, or says why
     /// they are not in the file (then none of the change is).
     pub fn flush(&self) -> Result<(), durable::LogError> {
-        self.wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).flush()
+        self.wal.lock().expect("wal lock").flush()
     }
 
     /// Stops the log for good: nothing more is taken or acknowledged until
     /// the daemon restarts (and replays what the files hold).
     pub fn stop(&self, why: String) {
         tracing::error!(error = %why, "the session's log stops");
-        let mut wal = self.wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut wal = self.wal.lock().expect("wal lock");
         wal.durable.fail(why.clone());
         wal.broken = Some(why);
     }
@@ -532,7 +532,7 @@ impl Persisted {
 
     /// The session's directory.
     pub fn dir(&self) -> PathBuf {
-        self.wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).dir().to_path_buf()
+        self.wal.lock().expect("wal lock").dir().to_path_buf()
     }
 
     /// Where terminal `id`'s keeper waits for a daemon after this one
@@ -542,13 +542,13 @@ impl Persisted {
     }
 
     pub fn durable(&self) -> Arc<Durable> {
-        self.wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).durable.clone()
+        self.wal.lock().expect("wal lock").durable.clone()
     }
 
     /// Makes room in the log for a request of `bytes` before it is
     /// applied; refuses (changing nothing) when the disk has none.
     pub fn reserve(&self, bytes: u64) -> Result<(), durable::LogError> {
-        self.wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).reserve(bytes)
+        self.wal.lock().expect("wal lock").reserve(bytes)
     }
 
     /// If the log has grown enough: starts the next segment and takes a
@@ -556,7 +556,7 @@ impl Persisted {
     /// written after the lock is let go.
     pub fn snapshot_due(&self, state: &State) -> Option<SnapshotJob> {
         use std::sync::atomic::Ordering;
-        let mut wal = self.wal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut wal = self.wal.lock().expect("wal lock");
         if wal.since_snapshot < self.snapshot_bytes || wal.broken.is_some() {
             return None;
         }

@@ -583,7 +583,7 @@ pub struct WalSink(pub Arc<Mutex<Wal>>);
 
 impl Sink for WalSink {
     fn stored(&mut self, shard: Shard, entry: &Entry) {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).append(shard, entry);
+        self.0.lock().expect("wal lock").append(shard, entry);
     }
 }
 

@@ -83,7 +83,7 @@ struct Listener(Arc<Mutex<Heard>>);
 
 impl EventListener for Listener {
     fn send_event(&self, event: Event) {
-        let mut h = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = self.0.lock().expect("listener");
         match event {
             Event::PtyWrite(text) => h.answers.extend_from_slice(text.as_bytes()),
             Event::Title(t) => h.title = Some(Some(t)),
@@ -146,7 +146,7 @@ impl Emulator {
         e.cursor = t.cursor;
         e.modes = t.modes;
         e.title.clone_from(&t.title);
-        let mut h = e.heard.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = e.heard.0.lock().expect("listener");
         h.title = None;
         h.bells = 0;
         drop(h);
@@ -210,7 +210,7 @@ impl Emulator {
     }
 
     fn answers(&mut self) -> Vec<u8> {
-        let mut h = self.heard.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = self.heard.0.lock().expect("listener");
         let colors = std::mem::take(&mut h.colors);
         for (index, answer) in colors {
             let rgb = self.term.colors()[index].unwrap_or_else(|| default_color(index));
@@ -300,7 +300,7 @@ impl Emulator {
             u.modes = Some(modes);
         }
         {
-            let mut h = self.heard.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut h = self.heard.0.lock().expect("listener");
             if let Some(title) = h.title.take() {
                 let title = title.unwrap_or_default();
                 if title != self.title {

@@ -199,7 +199,7 @@ fn keep(orders: &Orders, daemon: std::io::Result<UnixStream>) -> Result<Never, K
     // here may still signal it; then, under the lock, marked ended and
     // reaped, and the exit said to every daemon handed the pty.
     wait_exited(pid);
-    let mut program = keeper.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut program = keeper.state.lock().expect("keeper state");
     let status = reap(pid);
     program.exit = Some(status);
     if let Some(path) = orders.listen.as_ref().filter(|_| !program.closed) {
@@ -296,7 +296,7 @@ impl Keeper {
     /// the program when `ends_with_it` (the daemon that started an
     /// ephemeral terminal).
     fn hand_over(&self, conn: &UnixStream, ends_with_it: bool) -> std::io::Result<()> {
-        let mut program = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut program = self.state.lock().expect("keeper state");
         if let Some(status) = program.exit {
             return fdpass::send(conn, &format!("exit {status}"), None);
         }
@@ -308,9 +308,7 @@ impl Keeper {
         std::thread::spawn(move || {
             while let Ok((line, _)) = fdpass::recv(&said) {
                 match line.split_once(' ') {
-                    _ if line == CLOSE => {
-                        keeper.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).closed = true
-                    }
+                    _ if line == CLOSE => keeper.state.lock().expect("keeper state").closed = true,
                     Some((SIGNAL, n)) => {
                         if let Ok(n) = n.parse() {
                             keeper.signal(n);
@@ -329,7 +327,7 @@ impl Keeper {
     /// Sends `signal` to the program's process group unless it was
     /// reaped (when its pid may name another's).
     fn signal(&self, signal: i32) {
-        let program = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let program = self.state.lock().expect("keeper state");
         if program.exit.is_none() {
             // SAFETY: kill(2) with plain integers; the group's leader is
             // this process's unreaped child.

@@ -46,7 +46,7 @@ impl Default for Output {
 impl Output {
     /// Appends what the program wrote.
     pub fn push(&self, bytes: &[u8]) {
-        let mut r = self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut r = self.ring.lock().expect("output");
         r.bytes.extend(bytes);
         let over = r.bytes.len().saturating_sub(KEPT);
         r.bytes.drain(..over);
@@ -57,7 +57,7 @@ impl Output {
 
     /// The pty closed: readers at the end get end of file.
     pub fn end(&self) {
-        let mut r = self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut r = self.ring.lock().expect("output");
         r.ended = true;
         let end = r.start + r.bytes.len() as u64;
         self.end.send_replace((end, true));
@@ -65,7 +65,7 @@ impl Output {
 
     /// Where a reader opening now starts.
     pub fn now(&self) -> u64 {
-        let r = self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let r = self.ring.lock().expect("output");
         r.start + r.bytes.len() as u64
     }
 
@@ -73,7 +73,7 @@ impl Output {
     pub fn read(&self, at: u64, count: usize) -> Got {
         // Subscribed before looking, so a push in between still wakes.
         let rx = self.end.subscribe();
-        let r = self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let r = self.ring.lock().expect("output");
         let from = at.max(r.start);
         let end = r.start + r.bytes.len() as u64;
         if from < end {

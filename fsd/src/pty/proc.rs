@@ -287,7 +287,7 @@ fn run(
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         if let Some(dir) = osc7.scan(&buf[..n]) {
-                            *cwd.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(dir);
+                            *cwd.lock().expect("reported cwd") = Some(dir);
                         }
                         out.push(&buf[..n]);
                         if tx.send(Event::Output(buf[..n].to_vec())).is_err() {
@@ -389,12 +389,7 @@ impl Running {
         cols: u16,
         rows: u16,
     ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, ProcError> {
-        let events = self
-            .events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-            .ok_or(ProcError::Exited(term))?;
+        let events = self.events.lock().expect("term events").clone().ok_or(ProcError::Exited(term))?;
         let size = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
         // SAFETY: TIOCSWINSZ with a winsize that lives for the call.
         if unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &size) } != 0 {
@@ -442,7 +437,7 @@ impl Running {
 
     /// The driver has ended: resizes are refused from now on.
     pub fn driver_ended(&self) {
-        self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        self.events.lock().expect("term events").take();
     }
 
     /// The current directory of what runs in the terminal's foreground
@@ -451,7 +446,7 @@ impl Running {
     /// be read (another user's program, no `/proc`, the program gone),
     /// the last directory the program reported with OSC 7.
     pub fn cwd(&self) -> Option<std::path::PathBuf> {
-        let reported = || self.reported_cwd.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let reported = || self.reported_cwd.lock().expect("reported cwd").clone();
         if self.reaped.load(Ordering::SeqCst) {
             return reported();
         }

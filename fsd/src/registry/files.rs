@@ -23,7 +23,7 @@ pub fn content(daemon: &Daemon, file: RootFile) -> Made {
         }
         RootFile::Machine => apex_sys::machine::describe().into(),
         RootFile::Services => {
-            let services = daemon.services.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let services = daemon.services.lock().expect("services lock");
             services.iter().map(|(service, session)| format!("{service} {session}\n")).collect::<String>().into()
         }
         _ => Made::Bytes(Vec::new()),

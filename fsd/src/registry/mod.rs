@@ -358,7 +358,7 @@ impl Registry {
                     // Whoever still holds it (a built-in running on it)
                     // waits for no proposal of it: their writers hear it
                     // was lost, now.
-                    gone.lock().unwrap_or_else(std::sync::PoisonError::into_inner).hub_mut().pending.clear();
+                    gone.lock().expect("session lock").hub_mut().pending.clear();
                 }
                 if let Some(info) = self.state.sessions.get(session) {
                     self.forget_dir(info.uuid.0);
@@ -367,7 +367,7 @@ impl Registry {
             RegistryOp::SessionRename { session, name } => {
                 self.save(&next)?;
                 if let Some(s) = self.sessions.get(session) {
-                    let mut s = s.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut s = s.lock().expect("session lock");
                     // The registry has no clock: the hub's last is the
                     // best there is, should the label's write be undone.
                     let now = s.hub().now();

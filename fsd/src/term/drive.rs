@@ -151,7 +151,7 @@ pub fn start_taken_up(daemon: &Daemon) {
     give_windows(daemon);
     for shared in daemon.all() {
         let (n, taken) = {
-            let mut s = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut s = shared.lock().expect("session lock");
             let taken = s.drain_taken_up();
             let taken: Vec<_> = taken
                 .into_iter()
@@ -183,9 +183,7 @@ pub fn stop_reading(daemon: &Daemon) {
     let running: Vec<Arc<Running>> = daemon
         .all()
         .iter()
-        .flat_map(|s| {
-            s.lock().unwrap_or_else(std::sync::PoisonError::into_inner).terms().values().cloned().collect::<Vec<_>>()
-        })
+        .flat_map(|s| s.lock().expect("session lock").terms().values().cloned().collect::<Vec<_>>())
         .collect();
     for r in &running {
         r.stop_reading();
@@ -201,7 +199,7 @@ pub fn stop_reading(daemon: &Daemon) {
 /// shard is drawn in a window.
 fn give_windows(daemon: &Daemon) {
     for shared in daemon.all() {
-        let n = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner).number();
+        let n = shared.lock().expect("session lock").number();
         let made = daemon.change(n, |s, _| {
             let state = &s.view().state;
             let shown: std::collections::BTreeSet<TermId> = state.windows.values().filter_map(|w| w.term).collect();
