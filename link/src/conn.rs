@@ -11,7 +11,7 @@ use crate::link::Link;
 use apex_core::AttachmentKind;
 use apex_ninep::client::{Client, File};
 use apex_ninep::fcall::{Fcall, ORDWR};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -92,7 +92,7 @@ impl Attached {
         let me = Attached { inner };
         me.flush().await?;
         let reader = tokio::spawn(me.clone().read_loop());
-        *me.inner.reader.lock().unwrap_or_else(PoisonError::into_inner) = Some(reader);
+        *me.inner.reader.lock().expect("reader lock") = Some(reader);
         Ok(me)
     }
 
@@ -102,14 +102,14 @@ impl Attached {
     /// with what the daemon never acknowledged recovered.
     pub async fn reconnect(&self, client: &Client, session: &str) -> Result<(), LinkError> {
         let conn = Conn::open(client, session).await?;
-        if let Some(r) = self.inner.reader.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
             r.abort();
         }
         let _turn = self.inner.writing.lock().await;
         self.with(|l| l.reconnect());
-        *self.inner.conn.lock().unwrap_or_else(PoisonError::into_inner) = conn;
+        *self.inner.conn.lock().expect("conn lock") = conn;
         let reader = tokio::spawn(self.clone().read_loop());
-        *self.inner.reader.lock().unwrap_or_else(PoisonError::into_inner) = Some(reader);
+        *self.inner.reader.lock().expect("reader lock") = Some(reader);
         drop(_turn);
         self.flush().await
     }
@@ -120,7 +120,7 @@ impl Attached {
     }
 
     fn conn(&self) -> Conn {
-        self.inner.conn.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.inner.conn.lock().expect("conn lock").clone()
     }
 
     async fn read_loop(self) {
@@ -141,7 +141,7 @@ impl Attached {
             // per megabyte).
             next = read().await;
             {
-                let mut stash = self.inner.stash.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut stash = self.inner.stash.lock().expect("stash lock");
                 if stash.holding {
                     stash.bytes.extend_from_slice(&bytes);
                     continue;
@@ -165,12 +165,12 @@ impl Attached {
 
     /// The link, locked: hold it only briefly (the reader task waits).
     pub fn lock(&self) -> std::sync::MutexGuard<'_, Link> {
-        self.inner.link.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.link.lock().expect("link lock")
     }
 
     /// Runs `f` on the link.
     pub fn with<R>(&self, f: impl FnOnce(&mut Link) -> R) -> R {
-        f(&mut self.inner.link.lock().unwrap_or_else(PoisonError::into_inner))
+        f(&mut self.inner.link.lock().expect("link lock"))
     }
 
     /// Flushes the link and writes its frames. Returns the first refusal
@@ -241,7 +241,7 @@ impl Attached {
     /// stuck (or suspended) would; the connection stays up. For tests.
     #[cfg(feature = "test-support")]
     pub fn pause(&self) {
-        self.inner.stash.lock().unwrap_or_else(PoisonError::into_inner).holding = true;
+        self.inner.stash.lock().expect("stash lock").holding = true;
         self.with(|_| self.inner.paused.store(true, std::sync::atomic::Ordering::SeqCst));
     }
 
@@ -253,7 +253,7 @@ impl Attached {
         self.inner.paused.store(false, std::sync::atomic::Ordering::SeqCst);
         let wrote = self.flush().await;
         let bad = {
-            let mut stash = self.inner.stash.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut stash = self.inner.stash.lock().expect("stash lock");
             let bytes = std::mem::take(&mut stash.bytes);
             stash.holding = false;
             self.with(|l| l.receive(bytes).err())
@@ -277,7 +277,7 @@ impl Attached {
     /// Whether the connection's reader has stopped (the daemon hung up or
     /// sent what the link could not take).
     pub fn is_closed(&self) -> bool {
-        self.inner.reader.lock().unwrap_or_else(PoisonError::into_inner).as_ref().is_none_or(|r| r.is_finished())
+        self.inner.reader.lock().expect("reader lock").as_ref().is_none_or(|r| r.is_finished())
     }
 
     /// Waits until `cond` holds of the link, or `timeout` passes; says which.
@@ -297,11 +297,11 @@ impl Attached {
 
     /// Writes the daemon refused lately, oldest first.
     pub fn refused(&self) -> Vec<String> {
-        self.inner.refused.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect()
+        self.inner.refused.lock().expect("refused lock").iter().cloned().collect()
     }
 
     fn refuse(&self, why: String) {
-        let mut refused = self.inner.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut refused = self.inner.refused.lock().expect("refused lock");
         if refused.len() == REFUSALS_KEPT {
             refused.pop_front();
         }
@@ -310,7 +310,7 @@ impl Attached {
 
     /// Ends the attachment (clunks the fid: Detach, leases back).
     pub async fn close(&self) {
-        if let Some(r) = self.inner.reader.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
             r.abort();
         }
         let Conn { client, file } = self.conn();
@@ -320,7 +320,7 @@ impl Attached {
     /// Takes the link out (to reconnect it elsewhere); the fid stays open
     /// until the connection goes.
     pub fn into_link(&self) -> Link {
-        if let Some(r) = self.inner.reader.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(r) = self.inner.reader.lock().expect("reader lock").take() {
             r.abort();
         }
         self.with(|l| std::mem::replace(l, Link::new(AttachmentKind::Tool, "")))

@@ -32,7 +32,7 @@ use apex_core::{
     Shard, State,
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 /// What happened that the link's user may want to show.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,10 +94,10 @@ struct Queue(Arc<Mutex<VecDeque<ClientMsg>>>);
 
 impl MirrorHook for Queue {
     fn create_shard(&mut self, shard: Shard) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push_back(ClientMsg::CreateShard { shard });
+        self.0.lock().expect("hook lock").push_back(ClientMsg::CreateShard { shard });
     }
     fn delete_shard(&mut self, shard: Shard) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push_back(ClientMsg::DeleteShard { shard });
+        self.0.lock().expect("hook lock").push_back(ClientMsg::DeleteShard { shard });
     }
 }
 
@@ -479,8 +479,7 @@ impl Link {
             let lost = apex_core::make::unplaced(&node.state).into_iter().filter(|w| node.leads(Shard::Window(*w)));
             self.releasing.extend(lost.map(Shard::Window));
         }
-        let hooks =
-            self.hooks.lock().unwrap_or_else(PoisonError::into_inner).drain(..).map(Outgoing::Message).collect();
+        let hooks = self.hooks.lock().expect("hook lock").drain(..).map(Outgoing::Message).collect();
         let mut out: Vec<Outgoing> = hooks;
         // The layout's entries, and any that carry a proposal's answer, go
         // last: a recipe (make.rs) writes a buffer before the window that
@@ -678,7 +677,7 @@ impl Link {
         let marks: BTreeMap<Shard, Seq> = state.applied.clone();
         let log = Log::mirror(&state, Box::new(Queue(self.hooks.clone())));
         let mut node = Node::new(attachment, state, log);
-        self.hooks.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.hooks.lock().expect("hook lock").clear();
         let old = self.node.take();
         let old_attachment = old.as_ref().map(|n| n.attachment);
         let old_acked = std::mem::take(&mut self.acked);

@@ -627,8 +627,7 @@ impl Ui {
     /// show, data to show), as acme does, moving the pointer there. Only the leading UI does: every
     /// UI reading the port gets each message, and one window is wanted.
     fn take_plumbed(&mut self) {
-        let messages =
-            std::mem::take(&mut *self.host.plumbed.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let messages = std::mem::take(&mut *self.host.plumbed.lock().expect("plumbed lock"));
         if self.watching() {
             return;
         }
@@ -656,7 +655,7 @@ impl Ui {
     fn report_events(&mut self) {
         let mut events = std::mem::take(&mut self.host.events);
         events.extend(self.host.att.with(|l| l.events()));
-        events.extend(std::mem::take(&mut *self.host.later.lock().unwrap_or_else(std::sync::PoisonError::into_inner)));
+        events.extend(std::mem::take(&mut *self.host.later.lock().expect("later lock")));
         for e in events {
             let text = match e {
                 apex_link::Event::Recovered { into, entries, .. } => {

@@ -14,7 +14,7 @@ use apex_link::{Attached, Submitted};
 use apex_ninep::fcall::OWRITE;
 use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How many puts of a Putall this UI asks the daemon for at once.
@@ -650,7 +650,7 @@ impl Host for UiHost {
             (self.att.client(), format!("{}/ctl", self.session), self.later.clone(), self.wake.clone());
         self.rt.spawn(async move {
             if let Err(e) = crate::terms::write_file(&c, &path, format!("{msg}\n").as_bytes()).await {
-                later.lock().unwrap_or_else(PoisonError::into_inner).push(apex_link::Event::Error(format!("Win: {e}")));
+                later.lock().expect("later lock").push(apex_link::Event::Error(format!("Win: {e}")));
                 wake.notify_one();
             }
         });
@@ -736,6 +736,6 @@ async fn read_edit_port(address: &str, queue: &Arc<Mutex<Vec<plumb::Message>>>, 
 
 /// A message from an `edit` port, for the UI to act on.
 fn queued(queue: &Arc<Mutex<Vec<plumb::Message>>>, wake: &Arc<tokio::sync::Notify>, m: plumb::Message) {
-    queue.lock().unwrap_or_else(PoisonError::into_inner).push(m);
+    queue.lock().expect("plumbed lock").push(m);
     wake.notify_one();
 }

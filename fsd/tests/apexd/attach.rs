@@ -682,23 +682,3 @@ async fn half_written_attach_files_hold_a_bounded_amount_in_all() {
         c.clunk(f.fid).await.unwrap();
     }
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_link_goes_on_after_a_thread_panicked_holding_it() {
-    let d = Daemon::start_with("attach-poisoned", &[]);
-    let c = d.client().await;
-    let root = c.attach("glenda", "").await.unwrap();
-    let c1 = d.client().await;
-    let ui = Attached::open(&c1, "main", AttachmentKind::Ui, "ui").await.unwrap();
-    assert!(ui.wait_for(WAIT, |l| l.leads(Shard::Layout)).await);
-    let body = ui.with(|l| make::new_window(l.node_mut().unwrap(), None, None, "/tmp/apex/poisoned").unwrap().body);
-    // A thread that panics while it holds the link (a UI's Edit worker
-    // meeting a bug) leaves its lock poisoned; the link is still the UI's.
-    let held = ui.clone();
-    let panicked = std::thread::spawn(move || held.with(|_| panic!("a bug while holding the link"))).join();
-    assert!(panicked.is_err(), "the thread panicked");
-    ui.with(|l| type_at(l, body, 0, "still typing"));
-    ui.flush().await.unwrap();
-    assert_eq!(text(read(&c, root, &format!("main/buffers/{}/body", body.0)).await.unwrap()), "still typing");
-    assert!(!ui.is_closed(), "its reader reads on");
-}
