@@ -519,28 +519,31 @@ impl Host for UiHost {
     /// `exec::put_rounds`), so a Putall of many files holds this UI a
     /// fraction as long as one after another.
     fn put_each(&mut self, buffers: &[BufferId]) -> Vec<Result<(), ExecError>> {
-        let puts: Result<Vec<(String, u64)>, ExecError> = self.settle().and_then(|()| {
-            let st = self.state()?;
-            buffers
+        if let Err(e) = self.settle() {
+            return buffers.iter().map(|_| Err(e.clone())).collect();
+        }
+        // Each buffer's name and version, settled with the daemon; one
+        // that is gone fails alone, as its own put would.
+        let found: Vec<Result<(String, u64), ExecError>> = match self.state() {
+            Ok(st) => buffers
                 .iter()
                 .map(|b| st.buffer(*b).map(|b| (b.name.clone(), b.version)).map_err(ExecError::from))
-                .collect()
-        });
-        let puts = match puts {
-            Ok(puts) => puts,
-            Err(e) => return buffers.iter().map(|_| Err(e.clone())).collect(),
+                .collect(),
+            Err(e) => buffers.iter().map(|_| Err(e.clone())).collect(),
         };
-        let names: Vec<&str> = puts.iter().map(|(name, _)| name.as_str()).collect();
+        let names: Vec<&str> = found.iter().map(|f| f.as_ref().map_or("", |(name, _)| name.as_str())).collect();
         let round_of = exec::put_rounds(&names);
-        let mut out: Vec<Result<(), ExecError>> = buffers.iter().map(|_| Ok(())).collect();
+        let mut out: Vec<Result<(), ExecError>> =
+            found.iter().map(|f| f.as_ref().map(|_| ()).map_err(Clone::clone)).collect();
         let at_once = Arc::new(tokio::sync::Semaphore::new(PUTS_AT_ONCE));
         for round in 0..=round_of.iter().copied().max().unwrap_or(0) {
             let writes: Vec<_> = (0..buffers.len())
-                .filter(|i| round_of[*i] == round)
+                .filter(|i| round_of[*i] == round && out[*i].is_ok())
                 .map(|i| {
                     let (c, at_once) = (self.att.client(), at_once.clone());
                     let path = format!("{}/buffers/{}/ctl", self.session, buffers[i].0);
-                    let msg = format!("put -v {}\n", puts[i].1);
+                    let version = found[i].as_ref().map_or(0, |(_, v)| *v);
+                    let msg = format!("put -v {version}\n");
                     let write = self.rt.spawn(async move {
                         let _turn = at_once.acquire_owned().await;
                         let f = crate::terms::open_file(&c, &path, OWRITE)
