@@ -209,7 +209,8 @@ fn main() {
     let big = dir.join("big.txt");
     std::fs::write(&big, line.repeat(100 * 1024 * 1024 / line.len())).unwrap();
     let size = std::fs::metadata(&big).unwrap().len();
-    trim();
+    // Resident figures count what is kept, not what glibc holds on to.
+    apex_sys::malloc::give_back();
     let before = resident_bytes();
     let t = Instant::now();
     let (w, body) = open(&mut ui, &big);
@@ -218,7 +219,7 @@ fn main() {
     ui.paint();
     let open_time = t.elapsed();
     ui.settle().unwrap();
-    trim();
+    apex_sys::malloc::give_back();
     let grew = resident_bytes().saturating_sub(before);
     println!(
         "open 100 MB through the daemon: {:.1} ms to the first frame (target <= 1 s); resident memory grew {:.1} MB, {:.2}x the file (target <= 2x)",
@@ -604,15 +605,6 @@ fn xvfb() -> Option<(std::process::Child, String)> {
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(xvfb.stdout.take()?), &mut line).ok()?;
     Some((xvfb, format!(":{}", line.trim())))
-}
-
-/// Hands freed memory back to the system, so resident figures count
-/// what is kept, not what glibc holds on to.
-fn trim() {
-    // SAFETY: malloc_trim only walks glibc's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// Typing through a link 100 ms away each way (a relay that holds every
