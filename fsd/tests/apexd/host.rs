@@ -195,8 +195,11 @@ async fn get_put_exec_and_kill() {
     // kill: a long command ends by SIGTERM.
     write(&c, root, "main/ctl", &format!("exec {dir} sleep 60")).await.unwrap();
     let procs = text(read(&c, root, "main/meta/processes").await.unwrap());
-    let pid = procs.split_whitespace().next().unwrap_or_else(|| panic!("no process in {procs:?}")).to_string();
     assert!(procs.contains(" sleep 60"), "{procs}");
+    // Its own line: a command run just before may still be listed first,
+    // about to go.
+    let line = procs.lines().find(|l| l.contains(" sleep 60")).unwrap();
+    let pid = line.split_whitespace().next().unwrap_or_else(|| panic!("no process in {procs:?}")).to_string();
     write(&c, root, "main/ctl", &format!("kill {pid}")).await.unwrap();
     eventually("the killed process to go", || async {
         text(read(&c, root, "main/meta/processes").await.unwrap()).is_empty()
