@@ -339,7 +339,7 @@ impl Runner<'_> {
                 let own = self.name_of(f).to_string();
                 let bytes = self.pipes.load(&name).map_err(|why| EditError::CantOpen { file: name.clone(), why })?;
                 // As acme's cvttorunes: NULs dropped, bad bytes U+FFFD.
-                let (text, _) = crate::text::acme_file_runes(&bytes);
+                let (text, _) = crate::text::acme_file_text(bytes);
                 let r = if whole { Range::new(0, self.files[f].text.len_chars() as u64) } else { r };
                 self.change(f, r.q0, r.q1, &text);
                 if whole && name == own {
@@ -472,7 +472,7 @@ impl Runner<'_> {
         let mut at = (start, r.q0);
         let mut rune_at = |b: usize| -> u64 {
             let q = match b >= at.0 && hay.is_char_boundary(at.0) && hay.is_char_boundary(b) {
-                true => at.1 + hay.str(at.0..b).chars().count() as u64,
+                true => at.1 + hay.runes_in(at.0..b) as u64,
                 false => text.byte_to_char(b) as u64,
             };
             at = (b, q);

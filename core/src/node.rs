@@ -22,6 +22,12 @@ use crate::spots::{Spot, Spots};
 use crate::state::State;
 use std::collections::BTreeMap;
 
+/// How much of a text given up ([`Node::append_splice_owned`]) is cut off
+/// before its memory is given back. glibc shrinks a block this large in
+/// place (it was mapped, and is remapped), so a shrink copies nothing;
+/// this only spaces the calls.
+const GIVE_BACK: usize = 64 << 20;
+
 /// A replica: state, log, leases, id counters.
 #[derive(Debug)]
 pub struct Node {
@@ -153,6 +159,39 @@ impl Node {
             self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece.to_string(), origin }))?;
             q0 += piece.chars().count() as u64;
             q1 = q0;
+        }
+        Ok(())
+    }
+
+    /// [`Node::append_splice`] of a text given up: its pieces go from the
+    /// last, each inserted where the first will go, and the text is cut
+    /// shorter as they go (its memory given back every so often). A Get
+    /// of a 1 GB file then holds the file's text, the log's entries and
+    /// the rope at about twice the file's size, not three times. The
+    /// text and the positions every other point moves to come out as
+    /// the pieces made in order would leave them.
+    pub fn append_splice_owned(
+        &mut self,
+        buffer: BufferId,
+        q0: u64,
+        q1: u64,
+        mut text: String,
+        origin: Origin,
+    ) -> Result<()> {
+        if text.len() <= crate::op::SPLICE_MAX {
+            return self.append_splice(buffer, q0, q1, &text, origin);
+        }
+        let base = text.as_ptr() as usize;
+        let starts: Vec<usize> = crate::op::pieces(&text).iter().map(|p| p.as_ptr() as usize - base).collect();
+        let (shard, mut q1, mut held) = (Shard::Buffer(buffer), q1, text.len());
+        for start in starts.into_iter().rev() {
+            let piece = text.split_off(start);
+            self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece, origin }))?;
+            q1 = q0;
+            if held - text.len() >= GIVE_BACK {
+                text.shrink_to_fit();
+                held = text.len();
+            }
         }
         Ok(())
     }

@@ -420,7 +420,7 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
     }
-    node.append_splice(buffer, q0, q1, &text, origin)
+    node.append_splice_owned(buffer, q0, q1, text, origin)
 }
 
 /// From this many changes on, one `Splices` proposal is made as

@@ -33,8 +33,11 @@ pub struct Regexp {
     /// The pattern held to end at the end of its haystack, for groups.
     exact: Option<Regex>,
     /// A plain string: where it starts, it has one end, so the longest
-    /// search is not needed (a whole-file substitution's every match).
-    literal: bool,
+    /// search is not needed (a whole-file substitution's every match),
+    /// and it is found by `memmem` rather than by a regex search, whose
+    /// setup costs more than the finding between matches a few bytes
+    /// apart.
+    literal: Option<Box<memchr::memmem::Finder<'static>>>,
 }
 
 /// A regexp that does not compile, and why.
@@ -68,6 +71,7 @@ impl Regexp {
             false => None,
         };
         let literal = !pattern.is_empty() && !pattern.contains(|c: char| "\\.+*?()|[]{}^$".contains(c));
+        let literal = literal.then(|| Box::new(memchr::memmem::Finder::new(pattern.as_bytes()).into_owned()));
         Ok(Regexp { first, longest, exact, literal })
     }
 
@@ -196,6 +200,13 @@ impl Haystack {
     /// Whether byte `b` starts a rune (or is the end).
     pub fn is_char_boundary(&self, b: usize) -> bool {
         self.bytes.get(b).is_some_and(|x| x & 0xc0 != 0x80)
+    }
+
+    /// How many runes start in `r`: the bytes that are not a rune's
+    /// continuation, counted with no check of the UTF-8 (a rope's is
+    /// valid), in a loop the compiler makes wide.
+    pub fn runes_in(&self, r: Range<usize>) -> usize {
+        self.bytes[r].iter().filter(|&&b| b & 0xc0 != 0x80).count()
     }
 
     pub fn str(&self, r: Range<usize>) -> &str {
@@ -351,15 +362,15 @@ pub fn find_in_str(re: &Regexp, text: &str, start: usize) -> Option<Found> {
 /// Searches `bytes[start..eof]` for acme's leftmost-longest match,
 /// reporting offsets plus `base`.
 fn search_in(re: &Regexp, bytes: &[u8], start: usize, eof: usize, base: usize) -> Option<Found> {
+    if let Some(finder) = &re.literal {
+        let from = start + finder.find(&bytes[start..eof])?;
+        let whole = from + base..from + finder.needle().len() + base;
+        return Some(Found { whole, groups: Vec::new() });
+    }
     let leftmost = re.first.search(&Input::new(bytes).span(start..eof))?;
     let from = leftmost.start();
-    let end = match re.literal {
-        true => leftmost.end(),
-        false => {
-            let at_start = Input::new(bytes).span(from..eof).anchored(Anchored::Yes);
-            re.longest.search(&at_start).map_or(leftmost.end(), |m| m.end().max(leftmost.end()))
-        }
-    };
+    let at_start = Input::new(bytes).span(from..eof).anchored(Anchored::Yes);
+    let end = re.longest.search(&at_start).map_or(leftmost.end(), |m| m.end().max(leftmost.end()));
     let whole = from + base..end + base;
     let groups = match &re.exact {
         None => Vec::new(),
@@ -445,6 +456,28 @@ mod tests {
         let f = h.find(&re, 0, 4).unwrap();
         assert_eq!(f.whole(), 0..4);
         assert_eq!((f.group(1), f.group(2)), (Some(0..1), Some(1..4)));
+    }
+
+    /// A plain string is found by `memmem`, not the regex: every match,
+    /// as a string's own search finds them, across runes of every width.
+    #[test]
+    fn plain_strings_are_found_where_a_string_search_finds_them() {
+        let mut seed = 3u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for pattern in ["a", "ab", "éa", "bb", "€"] {
+            let re = Regexp::new(pattern).unwrap();
+            assert!(re.literal.is_some(), "{pattern} is plain");
+            for _ in 0..50 {
+                let text: String = (0..next(300)).map(|_| ['a', 'b', 'é', '€', '\n'][next(5) as usize]).collect();
+                let want: Vec<_> = text.match_indices(pattern).map(|(i, m)| i..i + m.len()).collect();
+                assert_eq!(all(&text, pattern), want, "{pattern:?} in {text:?}");
+            }
+        }
+        assert!(Regexp::new("a.b").unwrap().literal.is_none());
+        assert!(Regexp::new("a\\nb").unwrap().literal.is_none());
     }
 
     #[test]

@@ -118,7 +118,7 @@ pub fn entries(path: &str) -> std::io::Result<Vec<(String, bool)>> {
 /// (`what` is the command: `get`).
 pub fn read_utf8(what: &'static str, path: &str) -> Result<(String, Decoded), FileError> {
     let bytes = read_text(path).map_err(|source| FileError::Read { what, path: path.to_string(), source })?;
-    Ok(apex_core::text::acme_file_runes(&bytes))
+    Ok(apex_core::text::acme_file_text(bytes))
 }
 
 /// What a load that changed the file's bytes says, as acme warns of

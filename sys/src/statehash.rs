@@ -5,6 +5,7 @@
 //! is the one `State::hash` makes alone: blake3 of the snapshot.
 
 use apex_core::hashtree::{block_value, finish, Tail, BLOCK};
+use apex_core::snap::SnapshotParts;
 use apex_core::State;
 use blake3::hazmat::ChainingValue;
 
@@ -21,7 +22,18 @@ pub fn state_hash(state: &State) -> blake3::Hash {
     if texts < ALONE_BELOW {
         return state.hash();
     }
-    let parts = state.snapshot_parts();
+    parts_hash(&state.snapshot_parts())
+}
+
+/// blake3 of the snapshot `parts` make, as [`state_hash`] hashes them,
+/// at any size: a snapshot written from its parts is hashed with no copy
+/// of it all in memory.
+pub fn parts_hash(parts: &SnapshotParts) -> blake3::Hash {
+    if parts.len() < ALONE_BELOW {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&parts.range(0, parts.len()));
+        return hasher.finalize();
+    }
     let last = (parts.len() - 1) / BLOCK;
     let values = on_threads(last, |i, block| {
         block.clear();
@@ -99,5 +111,8 @@ mod tests {
         assert_eq!(alone, blake3::hash(&n.state.to_snapshot()));
         assert_eq!(state_hash(&n.state), alone);
         assert_eq!(bytes_hash(&n.state.to_snapshot()), alone);
+        assert_eq!(parts_hash(&n.state.snapshot_parts()), alone);
+        let small = apex_core::State::new();
+        assert_eq!(parts_hash(&small.snapshot_parts()), small.hash(), "a state under the threshold");
     }
 }

@@ -20,7 +20,7 @@ pub(crate) mod utf8;
 pub(crate) use encode::{bytes_apart, encode_apart, Apart};
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
 use utf8::byte_of_rune;
-pub use utf8::{acme_file_runes, acme_runes, text_and_cut, Decoded};
+pub use utf8::{acme_file_runes, acme_file_text, acme_runes, text_and_cut, Decoded};
 
 use crate::spots::Spots;
 use ropey::Rope;
@@ -31,6 +31,10 @@ use std::sync::OnceLock;
 /// Longest run, in bytes, kept out of the rope: longer texts go straight in.
 /// Edits inside a run move its bytes, so it is kept short.
 const RUN_MAX: usize = 1024;
+
+/// How much of [`Text::splice_many`]'s new text is gathered before the
+/// rope builder takes it.
+const GATHER: usize = 32 * 1024;
 
 /// A rope of runes.
 #[derive(Clone, Default)]
@@ -232,16 +236,29 @@ impl Text {
         let tail = self.rope.split_off(end);
         let middle = self.rope.split_off(start);
         let mut removed = String::new();
+        // The new runes gathered into pieces of a rope chunk's size or
+        // more before the builder takes them: it costs more per piece
+        // than a copy costs per byte, and the pieces here are a few
+        // bytes each (the text between two matches).
         let mut built = ropey::RopeBuilder::new();
-        let mut old = Runes { chunks: middle.chunks(), chunk: "" };
+        let mut pending = String::with_capacity(2 * GATHER);
+        let mut add = |piece: &str| {
+            pending.push_str(piece);
+            if pending.len() >= GATHER {
+                built.append(&pending);
+                pending.clear();
+            }
+        };
+        let mut old = Runes { chunks: middle.chunks(), chunk: "", ascii: true };
         let mut at = start;
         for (s, put) in spots.with_texts(text) {
             let (q0, q1) = (s.q0 as usize, s.q1 as usize);
-            old.take(q0 - at, |kept| built.append(kept));
+            old.take(q0 - at, &mut add);
             old.take(q1 - q0, |gone| removed.push_str(gone));
-            built.append(put);
+            add(put);
             at = q1;
         }
+        built.append(&pending);
         self.rope.append(built.finish());
         self.rope.append(tail);
         removed
@@ -254,6 +271,9 @@ struct Runes<'a> {
     chunks: ropey::iter::Chunks<'a>,
     /// What is left of the chunk being read.
     chunk: &'a str,
+    /// Whether the chunk is ASCII, each rune a byte: looked at once per
+    /// chunk rather than once per piece taken.
+    ascii: bool,
 }
 
 impl<'a> Runes<'a> {
@@ -262,12 +282,15 @@ impl<'a> Runes<'a> {
         while n > 0 {
             if self.chunk.is_empty() {
                 match self.chunks.next() {
-                    Some(c) => self.chunk = c,
+                    Some(c) => (self.chunk, self.ascii) = (c, c.is_ascii()),
                     None => return,
                 }
                 continue;
             }
-            let cut = byte_of_rune(self.chunk, n);
+            let cut = match self.ascii {
+                true => n.min(self.chunk.len()),
+                false => byte_of_rune(self.chunk, n),
+            };
             let piece = &self.chunk[..cut];
             n -= match cut == self.chunk.len() {
                 true => piece.chars().count(),
@@ -363,5 +386,53 @@ mod tests {
         let b = Text::from("abcd");
         assert_eq!(a, b);
         assert_eq!(postcard::to_allocvec(&a).unwrap(), postcard::to_allocvec(&b).unwrap());
+    }
+
+    /// Many changes at once over a text of many chunks, some all ASCII and
+    /// some not, with more new text than is gathered at once: the same as
+    /// the changes made one at a time on the runes.
+    #[test]
+    fn many_changes_over_many_chunks_are_the_changes_one_at_a_time() {
+        use crate::spots::Spot;
+        let mut seed = 7u64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        // Stretches of ASCII between stretches of two- and three-byte
+        // runes, so that some chunks are ASCII throughout.
+        let runes: Vec<char> = (0..60_000)
+            .map(|i| match (i / 5_000) % 3 {
+                0 => ['a', 'b', '\n'][next(3)],
+                1 => ['a', 'é', '€', ' '][next(4)],
+                _ => 'x',
+            })
+            .collect();
+        let start: String = runes.iter().collect();
+        let mut text = Text::from(start.as_str());
+        let mut want = runes.clone();
+        let (mut spots, mut inserted, mut at) = (Vec::new(), String::new(), next(10));
+        while at < runes.len() {
+            let q1 = (at + next(4)).min(runes.len());
+            let put = ["", "y", "ü€", "\n\n", "long text put in many times over"][next(5)];
+            spots.push(Spot { q0: at as u64, q1: q1 as u64, inserted: put.chars().count() as u64 });
+            inserted.push_str(put);
+            at = q1 + 1 + next(30);
+        }
+        let mut gone = String::new();
+        let mut puts = inserted.as_str();
+        let mut shift = 0i64;
+        for s in &spots {
+            let put: String = puts.chars().take(s.inserted as usize).collect();
+            puts = &puts[put.len()..];
+            let (q0, q1) = ((s.q0 as i64 + shift) as usize, (s.q1 as i64 + shift) as usize);
+            gone.extend(want.splice(q0..q1, put.chars()));
+            shift += s.inserted as i64 - (s.q1 - s.q0) as i64;
+        }
+        assert!(start.len() > 2 * GATHER, "more text built anew than is gathered at once");
+        let removed = text.splice_many(&Spots::pack(spots).unwrap(), &inserted);
+        assert_eq!(removed, gone);
+        assert_eq!(text.to_string(), want.iter().collect::<String>());
+        assert_eq!(text.len_chars(), want.len());
     }
 }

@@ -341,3 +341,51 @@ fn the_parts_of_an_edit_join_its_undo_group_unless_another_change_came_between()
         }
     }
 }
+
+/// A text over an entry's limit given to a proposal (a Get's) goes in
+/// pieces from its end, each inserted where the text starts: the text,
+/// every view's place and the undo come out as the pieces made in order
+/// leave them, and no entry carries more than the limit.
+#[test]
+fn a_long_text_given_up_goes_in_from_its_end_as_if_in_order() {
+    let long: String = "aé\n€xyz".chars().cycle().take(op::SPLICE_MAX * 3 / 2 + 1234).collect();
+    let views = [
+        ViewId::TopRow,
+        ViewId::WindowBody(WindowId(1)),
+        ViewId::WindowBody(WindowId(2)),
+        ViewId::WindowBody(WindowId(3)),
+    ];
+    let places = [(0, 6), (6, 6), (7, 9), (11, 11)];
+    let made = |owned: bool| {
+        let (mut n, b) = setup();
+        for (view, (q0, q1)) in views.iter().zip(places) {
+            n.append(Shard::Buffer(b), Op::Buffer(BufferOp::ViewAdd { view: *view })).unwrap();
+            n.append(Shard::Buffer(b), Op::Buffer(BufferOp::Select { view: *view, q0, q1 })).unwrap();
+        }
+        let before = n.log.last(Shard::Buffer(b));
+        match owned {
+            true => {
+                let p = Proposal::Replace {
+                    buffer: b,
+                    version: version(&n, b),
+                    q0: 6,
+                    q1: 11,
+                    text: long.clone(),
+                    origin: Origin::OtherFile,
+                };
+                propose::apply_owned(&mut n, p).unwrap();
+            }
+            false => n.append_splice(b, 6, 11, &long, Origin::OtherFile).unwrap(),
+        }
+        let entries: Vec<_> = n.log.entries_after(Shard::Buffer(b), before).unwrap().cloned().collect();
+        assert!(entries.len() >= 3, "in pieces: {} entries", entries.len());
+        assert!(entries.iter().all(|e| e.op.admissible().is_ok()));
+        (n, b)
+    };
+    let ((mut given, b), (in_order, _)) = (made(true), made(false));
+    assert!(text(&given, b) == format!("hello {long}"), "the text");
+    let buf = |n: &Node| n.state.buffer(b).unwrap().views.clone();
+    assert_eq!(buf(&given), buf(&in_order), "every view where the pieces in order leave it");
+    propose::apply(&mut given, &Proposal::Undo { buffer: b }).unwrap();
+    assert_eq!(text(&given, b), "hello world", "one undo group");
+}
