@@ -438,17 +438,19 @@ impl Log {
         Ok(seq)
     }
 
-    /// Drops the entries of `shard` up to `upto`.
-    pub fn compact(&mut self, shard: Shard, upto: Seq) -> Result<()> {
+    /// Drops the entries of `shard` up to `upto`; the bytes of text they
+    /// carried (what a caller may give back to the system).
+    pub fn compact(&mut self, shard: Shard, upto: Seq) -> Result<usize> {
         let log = self.shards.get_mut(&shard).ok_or(Reject::UnknownShard { shard })?;
         if upto > log.last() {
             return Err(Reject::CompactBeyond { shard, upto, last: log.last() });
         }
+        let mut dropped = 0;
         if upto > log.base {
-            log.entries.drain(..(upto - log.base) as usize);
+            dropped = log.entries.drain(..(upto - log.base) as usize).map(|e| e.op.text_len()).sum();
             log.base = upto;
         }
-        Ok(())
+        Ok(dropped)
     }
 
     /// Issues the next attachment id (authority).

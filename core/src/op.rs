@@ -73,6 +73,15 @@ pub enum Op {
 }
 
 impl Op {
+    /// The bytes of text it carries: a splice's, a snarf's.
+    pub fn text_len(&self) -> usize {
+        match self {
+            Op::Buffer(BufferOp::Splice { text, .. } | BufferOp::Splices { text, .. })
+            | Op::Layout(LayoutOp::Snarf { text } | LayoutOp::SnarfMore { text, .. }) => text.len(),
+            _ => 0,
+        }
+    }
+
     /// What a new entry's op must hold beyond what applying it checks:
     /// limits set after logs without them were written, so they are held
     /// where an entry is made or admitted (`Node::append`, the authority's

@@ -155,6 +155,8 @@ pub struct Link {
     /// Welcomes applied over the link's life, never reset: a replica made
     /// anew (after a reconnection) counts one more.
     welcomed: u64,
+    /// Text bytes of the entries compacted away since last taken.
+    compacted: usize,
 }
 
 /// A routed proposal this replica applied: its shard, the shard's last
@@ -194,6 +196,7 @@ impl Link {
             awaited: BTreeMap::new(),
             generation: 0,
             welcomed: 0,
+            compacted: 0,
         };
         link.send(ClientMsg::Hello { kind, name: name.to_string(), resume: None });
         link
@@ -357,7 +360,8 @@ impl Link {
     pub fn submit(&mut self, proposal: Proposal) -> Submitted {
         if self.leads(proposal.target()) {
             let node = self.node.as_mut().expect("a leader is welcomed");
-            return Submitted::Applied(propose::apply(node, &proposal).map_err(Refusal::from));
+            // Taken, not copied: a Get's text goes into the entries as it is.
+            return Submitted::Applied(propose::apply_owned(node, proposal).map_err(Refusal::from));
         }
         Submitted::Sent(self.propose(proposal))
     }
@@ -657,7 +661,7 @@ impl Link {
             return;
         }
         let Some(node) = &mut self.node else { return };
-        let result = propose::apply(node, &proposal).map_err(Refusal::from);
+        let result = propose::apply_owned(node, proposal).map_err(Refusal::from);
         if result.is_ok() {
             let made = node.log.last(shard);
             self.acted.insert(id, Acted { shard, made, result: result.clone() });
@@ -942,31 +946,6 @@ impl Link {
         self.releasing.clear();
         self.send(ClientMsg::Resync);
     }
-
-    /// Drops entries no longer needed: followed shards up to what is
-    /// applied, led shards up to what is acknowledged.
-    fn compact(&mut self) {
-        let Some(node) = &self.node else { return };
-        if self.resyncing {
-            return;
-        }
-        let points: Vec<(Shard, Seq)> = node
-            .log
-            .shards()
-            .map(|(s, l)| {
-                let upto = match node.led().contains_key(s) && *s != Shard::Meta {
-                    true => self.settled(node, *s).min(l.last()),
-                    false => l.last(),
-                };
-                (*s, upto)
-            })
-            .filter(|(s, upto)| node.log.shard(*s).is_ok_and(|l| *upto > l.base))
-            .collect();
-        let node = self.node.as_mut().expect("checked");
-        for (s, upto) in points {
-            let _ = node.log.compact(s, upto);
-        }
-    }
 }
 
 /// The id counter of a shard a node makes.
@@ -986,5 +965,6 @@ enum WelcomeIn<'a> {
     Welcome { attachment: AttachmentId, token: u64, snapshot: &'a [u8] },
 }
 
+mod compact;
 #[cfg(test)]
 mod tests;

@@ -22,6 +22,9 @@
 //! - `apex-ui FILE` on a virtual display (Xvfb), from its start to its
 //!   first frame shown, beside attaching, opening and painting in
 //!   process;
+//! - `apex-ui FILE` on a file of 1 GB (`APEX_UI_GB`, 0 for none;
+//!   `APEX_BENCH_ONLY=gb` alone), to its first frame shown, beside vim
+//!   opening it, with apex-ui's and the daemon's memory against its size;
 //! - a terminal window: `seq 1 2000000` from the command typed to the
 //!   prompt after it drawn, beside xterm and xterm running tmux under Xvfb
 //!   (at the same size, in the same run); a keystroke in it to its echo
@@ -88,6 +91,11 @@ fn main() {
     // `APEX_BENCH_ONLY=many` measures the session of many windows alone.
     if std::env::var("APEX_BENCH_ONLY").as_deref() == Ok("many") {
         many_windows();
+        return;
+    }
+    // `APEX_BENCH_ONLY=gb` measures `apex-ui` on a file of GBs alone.
+    if std::env::var("APEX_BENCH_ONLY").as_deref() == Ok("gb") {
+        open_gigabytes();
         return;
     }
     println!("apex-ui render benchmark ({W}x{H}; ratios are to a plain fill of the same frame in this run)");
@@ -247,6 +255,74 @@ fn main() {
     start_to_first_frame(&file);
     let _ = std::fs::remove_file(&file);
     many_windows();
+    open_gigabytes();
+}
+
+/// `apex-ui FILE` on a file of `$APEX_UI_GB` GB (default 1, 0 for none):
+/// from its start to its first frame shown on a virtual display, the
+/// whole text in its replica by then, beside `vim -es` opening the file
+/// and quitting; the resident memory of apex-ui and of the daemon then,
+/// against the file's size.
+fn open_gigabytes() {
+    let gb: usize = std::env::var("APEX_UI_GB").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    if gb == 0 {
+        return;
+    }
+    let Some((mut xvfb, display)) = xvfb() else {
+        println!("open {gb} GB in apex-ui: not measured (no Xvfb here)");
+        return;
+    };
+    let d = Daemon::start();
+    let file = d.ns.join("gigabytes.txt");
+    {
+        let line = "the quick brown fox jumps over the lazy dog; 0123456789 abcdefghijklmnopqrstuvwxyz\n";
+        let block = line.repeat((1 << 20) / line.len());
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+        for _ in 0..(gb << 30).div_ceil(block.len()) {
+            std::io::Write::write_all(&mut f, block.as_bytes()).unwrap();
+        }
+    }
+    let mib = std::fs::metadata(&file).unwrap().len() as f64 / (1 << 20) as f64;
+    let (mut ui, shown) = apex_ui_shown(&display, &d.ns, Some(&file));
+    let ((ui_now, ui_peak), (daemon_now, daemon_peak)) = (memory_of(ui.id()), memory_of(d.child.id()));
+    // The text goes on to the daemon after the first frame; what each
+    // holds once it has (the UI's entries acknowledged, the daemon's
+    // snapshot written).
+    std::thread::sleep(Duration::from_secs(10));
+    let ((ui_later, _), (daemon_later, _)) = (memory_of(ui.id()), memory_of(d.child.id()));
+    let _ = ui.kill();
+    let _ = ui.wait();
+    let vim = which("vim").then(|| {
+        let t = Instant::now();
+        let ok = std::process::Command::new("vim")
+            .args(["-u", "NONE", "-i", "NONE", "-n", "-es", "-c", "q"])
+            .arg(&file)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| t.elapsed())
+    });
+    let vim = match vim.flatten() {
+        Some(v) => format!("vim -es {:.0} ms (vim/apex {:.2}x)", ms(v), ms(v) / shown),
+        None => "vim: not measured (not installed here)".to_string(),
+    };
+    println!("open {mib:.0} MiB as apex-ui FILE, to its first frame shown: {shown:.0} ms; {vim}");
+    println!(
+        "  resident then: apex-ui {ui_now:.0} MiB ({:.2}x the file; peak {:.2}x), apexd {daemon_now:.0} MiB ({:.2}x; peak {:.2}x)",
+        ui_now / mib,
+        ui_peak / mib,
+        daemon_now / mib,
+        daemon_peak / mib
+    );
+    println!(
+        "  resident 10 s on: apex-ui {ui_later:.0} MiB ({:.2}x), apexd {daemon_later:.0} MiB ({:.2}x) (goal 1.3x each)",
+        ui_later / mib,
+        daemon_later / mib
+    );
+    let _ = std::fs::remove_file(&file);
+    drop(d);
+    // SAFETY: kill(2) with plain integers.
+    unsafe { libc::kill(xvfb.id() as i32, libc::SIGTERM) };
+    let _ = xvfb.wait();
 }
 
 /// `apex-ui` (on `file`, if given) started on `display` with the daemon

@@ -31,6 +31,9 @@ pub struct Ui {
     unflushed: bool,
     /// The connection's end was reported.
     lost: bool,
+    /// Text bytes of log entries the link let go of since memory was
+    /// last given back.
+    compacted: usize,
     /// The system clipboard, once the shell has a display.
     clip: Option<Clip>,
     /// What the last frame showed at the right of the row tag.
@@ -47,6 +50,9 @@ pub struct Ui {
     /// it has just made (`None` before the first look).
     known_windows: Option<std::collections::BTreeSet<apex_core::WindowId>>,
 }
+
+/// Bytes of log entries let go of before their memory is given back.
+const GIVE_BACK_AFTER: usize = 64 << 20;
 
 /// What a UI that another UI took the leases from shows at the right of
 /// its row tag; B2 on `Lead` takes them back.
@@ -72,6 +78,7 @@ impl Ui {
             // command line) goes out with it.
             unflushed: true,
             lost: false,
+            compacted: 0,
             clip: None,
             shown_status: None,
             status_pressed: None,
@@ -568,6 +575,7 @@ impl Ui {
     /// grace ran out).
     pub fn woke(&mut self) -> bool {
         self.end_edit();
+        self.give_back_compacted();
         self.report_events();
         self.take_plumbed();
         // A window another UI or a tool made moves nobody's pointer here:
@@ -590,6 +598,19 @@ impl Ui {
         let _ = exec::warn(&mut self.host, None, &text);
         self.host.reconnect();
         true
+    }
+
+    /// Once the link has let go of [`GIVE_BACK_AFTER`] bytes of entries
+    /// (a big file's, acknowledged by the daemon), what they held goes
+    /// back to the system, on a thread of its own: malloc keeps freed
+    /// memory inside its heap resident, and a 1 GB file would leave the
+    /// UI holding twice its size.
+    fn give_back_compacted(&mut self) {
+        self.compacted += self.host.att.with(|l| l.take_compacted());
+        if self.compacted >= GIVE_BACK_AFTER {
+            self.compacted = 0;
+            std::thread::spawn(apex_sys::malloc::give_back);
+        }
     }
 
     /// The Edit running on its own thread ended (what it did is proposed

@@ -87,6 +87,13 @@ fn the_log_refuses_what_apply_refuses() {
     n.log.compact(shard, 1).unwrap();
     assert!(matches!(n.log.entries_after(shard, 0), Err(Reject::Compacted { base: 1, .. })));
     assert!(matches!(n.log.compact(shard, 99), Err(Reject::CompactBeyond { .. })));
+    // What a compaction let go of is counted: the text its entries carried.
+    let base = n.log.last(shard);
+    n.log.compact(shard, base).unwrap();
+    n.append(shard, splice(0, 0, "four")).unwrap();
+    n.append(shard, splice(0, 0, "sixsix")).unwrap();
+    assert_eq!(n.log.compact(shard, base + 2).unwrap(), 10, "the two splices' text");
+    assert_eq!(n.log.compact(shard, base + 2).unwrap(), 0, "nothing more");
 }
 
 #[test]
