@@ -23,7 +23,7 @@ use crate::state::State;
 use std::collections::BTreeMap;
 
 /// How much of a text given up ([`Node::append_splice_owned`]) is cut off
-/// before its memory is given back. glibc shrinks a block this large in
+/// before its memory is given back: glibc shrinks a block this large in
 /// place (it was mapped, and is remapped), so a shrink copies nothing;
 /// this only spaces the calls.
 const GIVE_BACK: usize = 64 << 20;
@@ -163,13 +163,13 @@ impl Node {
         Ok(())
     }
 
-    /// [`Node::append_splice`] of a text given up: its pieces go from the
-    /// last, each inserted where the first will go, and the text is cut
-    /// shorter as they go (its memory given back every so often). A Get
-    /// of a 1 GB file then holds the file's text, the log's entries and
-    /// the rope at about twice the file's size, not three times. The
-    /// text and the positions every other point moves to come out as
-    /// the pieces made in order would leave them.
+    /// [`Node::append_splice`] of a text given up: the same entries, in
+    /// the same order, each taking its piece as it is. A text of one
+    /// piece goes in with no copy. A longer one is cut into its pieces
+    /// first, from its end, the text's memory given back as it shrinks
+    /// (glibc shrinks a block this large in place), so that a Get of a
+    /// 1 GB file holds the file's text and the rope at about twice its
+    /// size at most, not the text, its entries' copy and the rope.
     pub fn append_splice_owned(
         &mut self,
         buffer: BufferId,
@@ -178,20 +178,29 @@ impl Node {
         mut text: String,
         origin: Origin,
     ) -> Result<()> {
+        let shard = Shard::Buffer(buffer);
         if text.len() <= crate::op::SPLICE_MAX {
-            return self.append_splice(buffer, q0, q1, &text, origin);
+            return self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text, origin })).map(|_| ());
         }
         let base = text.as_ptr() as usize;
         let starts: Vec<usize> = crate::op::pieces(&text).iter().map(|p| p.as_ptr() as usize - base).collect();
-        let (shard, mut q1, mut held) = (Shard::Buffer(buffer), q1, text.len());
-        for start in starts.into_iter().rev() {
-            let piece = text.split_off(start);
-            self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece, origin }))?;
-            q1 = q0;
+        let mut pieces = Vec::with_capacity(starts.len());
+        let mut held = text.len();
+        for start in starts.into_iter().skip(1).rev() {
+            pieces.push(text.split_off(start));
             if held - text.len() >= GIVE_BACK {
                 text.shrink_to_fit();
                 held = text.len();
             }
+        }
+        text.shrink_to_fit();
+        pieces.push(text);
+        let (mut q0, mut q1) = (q0, q1);
+        for piece in pieces.into_iter().rev() {
+            let runes = piece.chars().count() as u64;
+            self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece, origin }))?;
+            q0 += runes;
+            q1 = q0;
         }
         Ok(())
     }

@@ -259,8 +259,8 @@ fn main() {
 }
 
 /// `apex-ui FILE` on a file of `$APEX_UI_GB` GB (default 1, 0 for none):
-/// from its start to its first frame shown on a virtual display, the
-/// whole text in its replica by then, beside `vim -es` opening the file
+/// from its start to its first frame shown on a virtual display (it
+/// opens the file before its first frame), beside `vim -es` opening the file
 /// and quitting; the resident memory of apex-ui and of the daemon then,
 /// against the file's size.
 fn open_gigabytes() {

@@ -609,7 +609,8 @@ impl Ui {
         self.compacted += self.host.att.with(|l| l.take_compacted());
         if self.compacted >= GIVE_BACK_AFTER {
             self.compacted = 0;
-            std::thread::spawn(apex_sys::malloc::give_back);
+            // A thread that cannot be made leaves the memory where it is.
+            let _ = std::thread::Builder::new().name("give back".into()).spawn(apex_sys::malloc::give_back);
         }
     }
 

@@ -721,6 +721,9 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
         }
         _ => Vec::new(),
     };
+    // The places are of the text just read: the version after its
+    // replacement, an entry a piece of it (`Node::append_splice`).
+    let read = version + kept.first().map_or(1, |_| crate::op::pieces(&text).len() as u64);
     let mut out = Vec::with_capacity(3);
     if !same {
         out.push(match (len, text.is_empty()) {
@@ -737,10 +740,9 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
     if !same || renamed || buf.can_undo() || buf.can_redo() {
         out.push(Proposal::ForgetUndo { buffer: b });
     }
-    // As of the text just read (the version after its replacement).
     for (view, q0, q1, org) in kept {
-        out.push(Proposal::Select { buffer: b, view, version: version + 1, q0, q1 });
-        out.push(Proposal::SetOrigin { buffer: b, view, version: version + 1, org });
+        out.push(Proposal::Select { buffer: b, view, version: read, q0, q1 });
+        out.push(Proposal::SetOrigin { buffer: b, view, version: read, org });
     }
     out
 }

@@ -243,6 +243,13 @@ impl Text {
         let mut built = ropey::RopeBuilder::new();
         let mut pending = String::with_capacity(2 * GATHER);
         let mut add = |piece: &str| {
+            if piece.len() >= GATHER {
+                // Big enough alone: not copied into the gathering first.
+                built.append(&pending);
+                pending.clear();
+                built.append(piece);
+                return;
+            }
             pending.push_str(piece);
             if pending.len() >= GATHER {
                 built.append(&pending);
@@ -414,7 +421,8 @@ mod tests {
         let (mut spots, mut inserted, mut at) = (Vec::new(), String::new(), next(10));
         while at < runes.len() {
             let q1 = (at + next(4)).min(runes.len());
-            let put = ["", "y", "ü€", "\n\n", "long text put in many times over"][next(5)];
+            let big = "é".repeat(GATHER);
+            let put = ["", "y", "ü€", "\n\n", "long text put in many times over", big.as_str()][next(6)];
             spots.push(Spot { q0: at as u64, q1: q1 as u64, inserted: put.chars().count() as u64 });
             inserted.push_str(put);
             at = q1 + 1 + next(30);

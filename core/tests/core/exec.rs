@@ -794,6 +794,28 @@ fn get_of_its_own_file_keeps_each_window_s_place_by_lines_as_acme() {
     assert_eq!(h.sel(&w), (at + 2, at + 6), "the same line and runes, as acme's get");
     let v = h.node.state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
     assert_eq!(v.org, line_start(&new, 40), "the window still shows from line 40");
+
+    // A file over an entry's limit goes in several entries: the place is
+    // kept past the first of them too.
+    let lines = 2 * apex_core::op::SPLICE_MAX / 10;
+    let old: String = (1..=lines).map(|i| format!("l{i:07}\n")).collect();
+    assert!(old.len() > apex_core::op::SPLICE_MAX * 3 / 2);
+    let w = h.window("/tmp/big-places.txt", &old);
+    let far = lines - 10;
+    let at = line_start(&old, far);
+    h.select(&w, at + 2, at + 6);
+    let version = h.node.state.buffer(w.body).unwrap().version;
+    let org = line_start(&old, far - 5);
+    h.propose(Proposal::SetOrigin { buffer: w.body, view: ViewId::WindowBody(w.window), version, org }).unwrap();
+    h.propose(Proposal::Clean { buffer: w.body }).unwrap();
+    let new = format!("a new first line\n{old}");
+    h.machine.files.insert("/tmp/big-places.txt".into(), new.clone().into_bytes());
+    h.run("Get", Some(&w), "").unwrap();
+    assert!(h.text(w.body) == new, "the big file's text");
+    let at = line_start(&new, far);
+    assert_eq!(h.sel(&w), (at + 2, at + 6), "the same line and runes, past the first entry's text");
+    let v = h.node.state.buffer(w.body).unwrap().views[&ViewId::WindowBody(w.window)];
+    assert_eq!(v.org, line_start(&new, far - 5));
 }
 
 #[test]
