@@ -418,10 +418,10 @@ mod tests {
         let start: String = runes.iter().collect();
         let mut text = Text::from(start.as_str());
         let mut want = runes.clone();
+        let big = "é".repeat(GATHER);
         let (mut spots, mut inserted, mut at) = (Vec::new(), String::new(), next(10));
         while at < runes.len() {
             let q1 = (at + next(4)).min(runes.len());
-            let big = "é".repeat(GATHER);
             let put = ["", "y", "ü€", "\n\n", "long text put in many times over", big.as_str()][next(6)];
             spots.push(Spot { q0: at as u64, q1: q1 as u64, inserted: put.chars().count() as u64 });
             inserted.push_str(put);
