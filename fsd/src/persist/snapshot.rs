@@ -123,22 +123,14 @@ mod tests {
     /// state it was: several pieces, texts across their edges.
     #[test]
     fn a_snapshot_written_in_pieces_is_the_state_encoded_whole() {
-        use apex_core::{BufferOp, Op, Origin, Shard};
         let dir = std::env::temp_dir().join(format!("apex-snapshot-pieces-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut n = apex_core::Node::server();
         for (name, size) in [("big", 2 * PIECE + 12_345), ("small", 999), ("third", PIECE / 2 + 7)] {
             let b = n.create_buffer_as(name).unwrap();
-            for at in (0..size).step_by(500_000) {
-                let text: String = "ab\u{e9}\n".chars().cycle().take((size - at).min(500_000)).collect();
-                let q = at as u64;
-                n.append(
-                    Shard::Buffer(b),
-                    Op::Buffer(BufferOp::Splice { q0: q, q1: q, text, origin: Origin::OtherFile }),
-                )
-                .unwrap();
-            }
+            let text: String = "ab\u{e9}\n".chars().cycle().take(size).collect();
+            n.append_splice(b, 0, 0, &text, apex_core::Origin::OtherFile).unwrap();
         }
         let uuid = [7; 16];
         write(&dir, uuid, 3, &n.state).unwrap();
