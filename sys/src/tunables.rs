@@ -32,11 +32,20 @@ pub fn copy_without_slow_rep_movsb() {
         }
         let mut args = std::env::args_os();
         let Some(argv0) = args.next() else { return };
+        let args: Vec<_> = args.collect();
         let ours = format!("{REP_MOVSB}={PAST_ANY_COPY}");
         let tunables = if tunables.is_empty() { ours } else { format!("{tunables}:{ours}") };
-        // Returns only if it could not start; then this runs on as it is.
-        let _ =
-            std::process::Command::new("/proc/self/exe").arg0(argv0).args(args).env("GLIBC_TUNABLES", tunables).exec();
+        // By its own path first, so that the process keeps its name
+        // (`pgrep apexd`, `pkill apexd`; the kernel names it after the
+        // file run, and `/proc/self/exe` would make it `exe`); by
+        // `/proc/self/exe` where that path is gone (the binary replaced
+        // on disk). `exec` returns only if it could not start; then this
+        // runs on as it is.
+        let own = std::env::current_exe().ok().filter(|p| p.is_file());
+        for program in own.into_iter().chain([std::path::PathBuf::from("/proc/self/exe")]) {
+            let mut again = std::process::Command::new(program);
+            let _ = again.arg0(&argv0).args(&args).env("GLIBC_TUNABLES", &tunables).exec();
+        }
     }
 }
 

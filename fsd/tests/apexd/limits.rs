@@ -107,6 +107,10 @@ fn socket(dir: &Path) -> String {
 async fn running_out_of_descriptors_is_said_and_survived() {
     let mut d = Limited::start("fds", (40, 200), None);
     assert_eq!(soft_limit(&d.child.id().to_string()), 200, "raised to the hard limit");
+    // Started again with its tunables (where the CPU needs them), it keeps
+    // its name: pgrep and pkill find it.
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", d.child.id())).unwrap();
+    assert_eq!(comm.trim(), "apexd", "the daemon's process name");
     let c = dial(&socket(&d.dir), 1 << 20).await.unwrap();
     let root = c.attach("glenda", "").await.unwrap();
 
