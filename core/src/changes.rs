@@ -113,6 +113,13 @@ impl Changes {
         *self = kept;
     }
 
+    /// Gives back the memory past what the list holds (a list taken
+    /// apart from its end keeps its room otherwise).
+    pub fn shrink_to_fit(&mut self) {
+        self.places.shrink_to_fit();
+        self.text.shrink_to_fit();
+    }
+
     /// Splits the list at change `at`: the changes from there on are
     /// returned, the ones before stay.
     pub fn split_off(&mut self, at: usize) -> Changes {

@@ -117,14 +117,44 @@ pub fn finish<H: Host>(h: &mut H, ran: Ran) -> Result<()> {
     apply(h, window, &g, outcome)
 }
 
-/// `changes` cut into parts of an entry's worth each (`op::entry_parts`),
-/// in order: proposed from the last, each part's places hold whatever the
-/// parts after it did.
-fn parts(mut changes: Changes, most: usize) -> Vec<Changes> {
-    let cuts = crate::op::parts_of_at_most(changes.len(), most, |i| changes.text_len(i));
-    let mut out: Vec<_> = cuts.iter().rev().map(|part| changes.split_off(part.start)).collect();
-    out.reverse();
-    out
+/// `changes` in parts of an entry's worth each (`op::entry_parts`),
+/// proposed from the last, so each part's places hold whatever the parts
+/// after it did. A part is taken off the end of the list when its turn
+/// comes, and the list's memory is given back as it shrinks: a whole-file
+/// substitution's millions of changes are not held twice while they are
+/// proposed.
+struct Parts {
+    changes: Changes,
+    cuts: Vec<std::ops::Range<usize>>,
+    /// The changes held when the list's memory was last given back.
+    held: usize,
+}
+
+/// Changes taken off a [`Parts`] list before its memory is given back
+/// (its places are 24 bytes a change).
+const SHRINK_EVERY: usize = 1 << 20;
+
+impl Parts {
+    fn new(changes: Changes, most: usize) -> Parts {
+        let cuts = crate::op::parts_of_at_most(changes.len(), most, |i| changes.text_len(i));
+        Parts { held: changes.len(), changes, cuts }
+    }
+
+    /// How many parts are left.
+    fn len(&self) -> usize {
+        self.cuts.len()
+    }
+
+    /// The last part left.
+    fn pop(&mut self) -> Option<Changes> {
+        let part = self.cuts.pop()?;
+        let out = self.changes.split_off(part.start);
+        if self.held - self.changes.len() >= SHRINK_EVERY {
+            self.changes.shrink_to_fit();
+            self.held = self.changes.len();
+        }
+        Some(out)
+    }
 }
 
 /// `Kill Edit` after some of its changes were made: each file's are taken
@@ -175,7 +205,7 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
         let (_, body, version) = g.seen[f];
         changes.retain(|q0, q1, text| q0 != q1 || !text.is_empty());
         // An Edit that changes nothing here says nothing (acme).
-        let mut parts = parts(changes, h.part_changes());
+        let mut parts = Parts::new(changes, h.part_changes());
         let count = parts.len();
         let (buffer, origin) = (body, Origin::OtherFile);
         let Some(first) = parts.pop() else { continue };
@@ -257,4 +287,30 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
         }
     }
     warn(h, window, &kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parts come off the end of the list, the last first, each an
+    /// entry's worth, and together they are the list in order, however
+    /// often its memory is given back on the way.
+    #[test]
+    fn parts_come_off_the_end_and_together_are_the_list() {
+        let count = 2 * SHRINK_EVERY + 7;
+        let changes: Changes =
+            (0..count as u64).map(|q| (2 * q, 2 * q + 1, if q % 3 == 0 { "é" } else { "x" })).collect();
+        let mut parts = Parts::new(changes.clone(), 1000);
+        let cuts = parts.len();
+        assert_eq!(cuts, count.div_ceil(1000));
+        let mut taken = Vec::new();
+        while let Some(part) = parts.pop() {
+            assert!(part.len() <= 1000 && !part.is_empty());
+            taken.push(part);
+        }
+        assert_eq!(taken.len(), cuts);
+        let back: Vec<_> = taken.iter().rev().flat_map(|p| p.iter()).collect();
+        assert!(back.iter().copied().eq(changes.iter()), "the parts, in order, are the list");
+    }
 }
