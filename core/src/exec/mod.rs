@@ -176,13 +176,13 @@ pub enum ExecError {
     /// left empty and clean (see [`get_proposals`] with no text).
     #[error("can't open {file}: {why}")]
     CantOpen { file: String, why: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Load(#[from] dump::LoadError),
-    #[error("{0}")]
+    #[error(transparent)]
     Edit(#[from] crate::edit::EditError),
     #[error("no {0:?} in the body")]
     NotFound(String),
-    #[error("{0}")]
+    #[error(transparent)]
     Refused(#[from] crate::error::Reject),
     /// What the host said.
     #[error("{0}")]

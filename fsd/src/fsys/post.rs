@@ -18,7 +18,7 @@ pub enum PostError {
     #[error("namespace directory {dir}: {err}")]
     Dir { dir: PathBuf, err: std::io::Error },
     /// Another's, or open to others: clients refuse it too.
-    #[error("{0}")]
+    #[error(transparent)]
     Namespace(#[from] apex_ninep::ns::NsError),
     #[error("{path} is served by a running daemon already; stop it or use another --namespace")]
     Live { path: PathBuf },

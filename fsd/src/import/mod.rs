@@ -32,7 +32,7 @@ use tokio::sync::watch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error("{0}")]
+    #[error(transparent)]
     Address(#[from] apex_sys::remote::RemoteError),
     #[error("cannot run {program}: {source} (is ssh installed? $APEX_SSH names another command)")]
     Ssh { program: String, source: std::io::Error },
@@ -58,13 +58,13 @@ pub enum ImportError {
     Protocol { remote: String, why: ClientError },
     #[error("{remote}: {why}")]
     Tls { remote: String, why: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Token(#[from] crate::access::tokens::TokenError),
     #[error("{0}: give --pin sha256:... (apexd prints it at start) and --token FILE (apex token new makes one)")]
     TlsNeeds(String),
     #[error("{remote} serves no acme tree (its daemon runs with --no-acme): there is nothing to post as {name}")]
     NoAcme { remote: String, name: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Post(#[from] crate::fsys::post::PostError),
     /// The importer started in the background failed: its words.
     #[error("{0}")]

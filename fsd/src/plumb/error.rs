@@ -10,11 +10,11 @@ pub enum PlumbFsError {
     /// The request's token does not allow it.
     #[error(transparent)]
     Access(#[from] crate::access::AccessError),
-    #[error("{0}")]
+    #[error(transparent)]
     Message(#[from] apex_core::plumb::PlumbError),
-    #[error("{0}")]
+    #[error(transparent)]
     Route(#[from] RouteError),
-    #[error("{0}")]
+    #[error(transparent)]
     Rules(#[from] RuleError),
     #[error("plumb message over {MESSAGE_MAX} bytes")]
     TooLong,

@@ -712,6 +712,24 @@ fn a_state_directory_open_to_others_is_refused_and_left_alone() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("mode 1777") && said.contains("chmod 700"), "{said}");
+    // A namespace directory open to others: said once, not again as its
+    // own cause.
+    let open_ns = k.state.with_file_name("open-ns");
+    std::fs::create_dir_all(&open_ns).unwrap();
+    std::fs::set_permissions(&open_ns, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_apexd"))
+        .arg("--namespace")
+        .arg(&open_ns)
+        .arg("--ephemeral")
+        .arg("-q")
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let ns_said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{ns_said}");
+    assert_eq!(ns_said.matches("it must be 0700").count(), 1, "said once: {ns_said}");
     let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
     assert_eq!(mode, 0o1777, "left as it was, sticky bit and all");
     assert!(!k.ns.join("apex").exists(), "nothing posted");
