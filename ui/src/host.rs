@@ -475,13 +475,24 @@ impl Host for UiHost {
             };
             // A copy (ropes share their nodes), so the link's lock is not
             // held while the text is compared and the places counted.
-            let buf = self.state()?.buffer(buffer)?.clone();
+            let (buf, last) = {
+                let link = self.att.lock();
+                let node = link.node().ok_or_else(|| host("not attached yet"))?;
+                (node.state.buffer(buffer)?.clone(), node.log.last(apex_core::Shard::Buffer(buffer)))
+            };
             let proposals = exec::get_proposals(&buf, buffer, &file, named, text);
+            let mut as_read = true;
             for p in proposals {
-                // A window's place put back is a nicety (see `keeps_place`).
+                // A window's place put back is a nicety (see `keeps_place`),
+                // and only where nothing came between (`replaced_as_read`).
                 let place = exec::keeps_place(&p);
+                if place && !as_read {
+                    continue;
+                }
+                let replaces = exec::replaces_text(&p);
                 match self.propose(p) {
                     Err(_) if place => {}
+                    Ok(applied) if replaces => as_read = exec::replaced_as_read(&applied, buffer, last),
                     r => r.map(|_| ())?,
                 }
             }

@@ -754,6 +754,22 @@ pub fn keeps_place(p: &Proposal) -> bool {
     matches!(p, Proposal::Select { .. } | Proposal::SetOrigin { .. })
 }
 
+/// Whether `p` is the proposal of [`get_proposals`] that replaces the
+/// text.
+pub fn replaces_text(p: &Proposal) -> bool {
+    matches!(p, Proposal::Insert { .. } | Proposal::Replace { .. } | Proposal::Delete { .. })
+}
+
+/// Whether a Get's replacement of buffer `b`'s text (`applied`) came
+/// right after the entry its shard ended with when the Get read the
+/// buffer (`last`). The places [`get_proposals`] made are of the text
+/// then, at the version the replacement was to end at: with another's
+/// change between, they would land wrong, and a host proposes none.
+pub fn replaced_as_read(applied: &Applied, b: BufferId, last: crate::id::Seq) -> bool {
+    let shard = crate::shard::Shard::Buffer(b);
+    applied.entries.iter().find(|r| r.shard == shard).is_some_and(|r| r.first == last + 1)
+}
+
 /// acme's `winclean`: whether `window` may lose its changes. A changed
 /// file warns once (`NAME modified`, remembered at the body's version, so
 /// the same command again goes ahead); an unnamed one only when it holds

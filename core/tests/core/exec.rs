@@ -818,6 +818,29 @@ fn get_of_its_own_file_keeps_each_window_s_place_by_lines_as_acme() {
     assert_eq!(v.org, line_start(&new, far - 5));
 }
 
+/// A Get's places are put back only where its replacement came right
+/// after what it read: with another's change between, they are of a text
+/// that never was, and a host proposes none.
+#[test]
+fn a_get_knows_whether_another_s_change_came_between_its_read_and_its_text() {
+    let mut h = host();
+    let w = h.window("/tmp/race.txt", "one\ntwo\n");
+    let shard = Shard::Buffer(w.body);
+    for between in [false, true] {
+        let buf = h.node.state.buffer(w.body).unwrap().clone();
+        let last = h.node.log.last(shard);
+        let ps = exec::get_proposals(&buf, w.body, "/tmp/race.txt", false, format!("zero\n{between}\n"));
+        if between {
+            let version = h.node.state.buffer(w.body).unwrap().version;
+            let typed = Proposal::Insert { buffer: w.body, version, q0: 0, text: "x".into(), origin: Origin::Keyboard };
+            h.propose(typed).unwrap();
+        }
+        let replace = ps.into_iter().find(exec::replaces_text).expect("the text differs");
+        let applied = h.propose(replace).unwrap();
+        assert_eq!(exec::replaced_as_read(&applied, w.body, last), !between, "another's change between: {between}");
+    }
+}
+
 #[test]
 fn a_terminal_s_tag_shows_its_title_then_how_it_ended() {
     let mut h = host();

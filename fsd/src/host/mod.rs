@@ -37,16 +37,25 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     daemon.reserve(session, text.len() as u64)?;
     // A copy taken under the lock (ropes share their nodes); the text
     // compared and the places counted after it, holding up no one.
-    let buf = daemon.read(session, |s| Ok::<_, Error>(s.view().state.buffer(b)?.clone()))??;
+    let (buf, last) = daemon.read(session, |s| {
+        let view = s.view();
+        Ok::<_, Error>((view.state.buffer(b)?.clone(), view.log.last(apex_core::Shard::Buffer(b))))
+    })??;
     let proposals = exec::get_proposals(&buf, b, &file, named, text);
     let request = format!("get {} {file}", b.0);
+    let mut as_read = true;
     for p in proposals {
         // Where a window's selection and origin go back to is a nicety:
         // an edit that came between (rebased past the text) must not
-        // make the Get fail after its text is in.
+        // make the Get fail after its text is in, nor put them wrong.
         let place = exec::keeps_place(&p);
+        if place && !as_read {
+            continue;
+        }
+        let replaces = exec::replaces_text(&p);
         match daemon.propose(session, &request, p).await {
             Err(_) if place => {}
+            Ok(applied) if replaces => as_read = exec::replaced_as_read(&applied, b, last),
             r => r.map(|_| ())?,
         }
     }
