@@ -78,20 +78,7 @@ pub fn run(
     last: &mut Option<String>,
 ) -> Result<Outcome> {
     let cmds = edit::parse(src)?;
-    let flats: Vec<Haystack> = files.iter().map(|f| Haystack::new(&f.text)).collect();
-    let mut r = Runner {
-        files,
-        flats,
-        pipes,
-        changes: BTreeMap::new(),
-        dots: BTreeMap::new(),
-        out: Outcome::default(),
-        last: last.take(),
-        nest: 0,
-        written: Vec::new(),
-        compiled: BTreeMap::new(),
-        current,
-    };
+    let mut r = Runner::new(files, current, pipes, last.take());
     let mut ran = Ok(());
     for cmd in &cmds {
         let f = r.current;
@@ -109,6 +96,31 @@ pub fn run(
     r.finish()
 }
 
+impl<'a> Runner<'a> {
+    fn new(files: &'a [EditFile], current: usize, pipes: &'a mut dyn Pipes, last: Option<String>) -> Runner<'a> {
+        Runner {
+            files,
+            flats: files.iter().map(|_| std::cell::OnceCell::new()).collect(),
+            pipes,
+            changes: BTreeMap::new(),
+            dots: BTreeMap::new(),
+            out: Outcome::default(),
+            last,
+            nest: 0,
+            written: Vec::new(),
+            compiled: BTreeMap::new(),
+            current,
+        }
+    }
+}
+
+/// File `f`'s text as one string, made the first time it is asked for.
+/// A free function over the two fields, so a caller may hold it while it
+/// changes the runner's others.
+fn flat<'f>(flats: &'f [std::cell::OnceCell<Haystack>], files: &[EditFile], f: usize) -> &'f Haystack {
+    flats[f].get_or_init(|| Haystack::new(&files[f].text))
+}
+
 /// How many matches a loop or a substitution goes through between asking
 /// whether it was told to stop.
 const ASK_EVERY: usize = 4096;
@@ -123,7 +135,9 @@ enum Dot {
 
 struct Runner<'a> {
     files: &'a [EditFile],
-    flats: Vec<Haystack>,
+    /// Each file's text as one string, made when a command first searches
+    /// it ([`flat`]): an Edit in one window copies no other window's text.
+    flats: Vec<std::cell::OnceCell<Haystack>>,
     pipes: &'a mut dyn Pipes,
     changes: BTreeMap<usize, Changes>,
     dots: BTreeMap<usize, Dot>,
@@ -154,7 +168,12 @@ impl Runner<'_> {
     }
 
     fn context(&self, f: usize) -> Context<'_> {
-        Context { text: &self.files[f].text, flat: Some(&self.flats[f]), dialect: Dialect::Sam, limit: None }
+        Context {
+            text: &self.files[f].text,
+            flat: Some(flat(&self.flats, self.files, f)),
+            dialect: Dialect::Sam,
+            limit: None,
+        }
     }
 
     fn address(&mut self, cmd: &Cmd, f: usize, dot: Range) -> Result<Range> {
@@ -395,7 +414,7 @@ impl Runner<'_> {
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
         let to_range =
             |m: std::ops::Range<usize>| Range::new(text.byte_to_char(m.start) as u64, text.byte_to_char(m.end) as u64);
-        let (found, exhausted) = self.flats[f].step(re, start, end, skip_at_start, most);
+        let (found, exhausted) = flat(&self.flats, self.files, f).step(re, start, end, skip_at_start, most);
         (found.iter().map(|m| to_range(m.whole())).collect(), exhausted)
     }
 
@@ -460,7 +479,7 @@ impl Runner<'_> {
     fn substitute(&mut self, f: usize, r: Range, pattern: &str, rep: &str, nth: usize, global: bool) -> Result<()> {
         let re = self.regex(Some(pattern), "")?;
         let text = &self.files[f].text;
-        let hay = &self.flats[f];
+        let hay = flat(&self.flats, self.files, f);
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
         // acme's s_cmd: the nth match and, with g, every one after it,
         // each expanded straight into the file's list of changes.
@@ -675,6 +694,28 @@ mod tests {
 
     fn text_after(text: &str, cmd: &str) -> String {
         edit(text, cmd).unwrap_or_else(|e| panic!("{cmd:?}: {e}")).0
+    }
+
+    /// A file's text is made one string only when a command looks in it:
+    /// an Edit in one window copies no other window's text, and a loop
+    /// over the windows (`X`) copies only those it runs in.
+    #[test]
+    fn only_the_files_searched_are_made_one_string() {
+        let files = [file("/a", "one a\n"), file("/b", "two b\n"), file("/c", "three a\n")];
+        let mut pipes = NoPipes::default();
+        let mut r = Runner::new(&files, 0, &mut pipes, None);
+        for cmd in &edit::parse(",s/a/x/g").unwrap() {
+            let dot = r.dot(0);
+            r.cmd(cmd, 0, dot).unwrap();
+        }
+        let made = |r: &Runner| r.flats.iter().map(|f| f.get().is_some()).collect::<Vec<_>>();
+        assert_eq!(made(&r), [true, false, false]);
+        for cmd in &edit::parse("X/\\/c/ ,s/a/y/g").unwrap() {
+            let dot = r.dot(0);
+            r.cmd(cmd, 0, dot).unwrap();
+        }
+        assert_eq!(made(&r), [true, false, true], "the X loop ran in /c alone");
+        assert_eq!(text_after("one a\n", ",s/a/x/g"), "one x\n");
     }
 
     #[test]
