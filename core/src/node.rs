@@ -153,11 +153,24 @@ impl Node {
     /// the range, the rest insert after it. They undo as one (no mark
     /// comes between them).
     pub fn append_splice(&mut self, buffer: BufferId, q0: u64, q1: u64, text: &str, origin: Origin) -> Result<()> {
+        self.append_pieces(buffer, q0, q1, crate::op::pieces(text).into_iter().map(str::to_string), origin)
+    }
+
+    /// The entries of [`Node::append_splice`], from its pieces in order.
+    fn append_pieces(
+        &mut self,
+        buffer: BufferId,
+        q0: u64,
+        q1: u64,
+        pieces: impl Iterator<Item = String>,
+        origin: Origin,
+    ) -> Result<()> {
         let shard = Shard::Buffer(buffer);
         let (mut q0, mut q1) = (q0, q1);
-        for piece in crate::op::pieces(text) {
-            self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece.to_string(), origin }))?;
-            q0 += piece.chars().count() as u64;
+        for piece in pieces {
+            let runes = piece.chars().count() as u64;
+            self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece, origin }))?;
+            q0 += runes;
             q1 = q0;
         }
         Ok(())
@@ -178,15 +191,20 @@ impl Node {
         mut text: String,
         origin: Origin,
     ) -> Result<()> {
-        let shard = Shard::Buffer(buffer);
         if text.len() <= crate::op::SPLICE_MAX {
-            return self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text, origin })).map(|_| ());
+            return self.append_pieces(buffer, q0, q1, std::iter::once(text), origin);
         }
-        let base = text.as_ptr() as usize;
-        let starts: Vec<usize> = crate::op::pieces(&text).iter().map(|p| p.as_ptr() as usize - base).collect();
-        let mut pieces = Vec::with_capacity(starts.len());
+        // Where each piece after the first starts.
+        let mut starts: Vec<usize> = crate::op::pieces(&text).iter().map(|p| p.len()).collect();
+        starts.pop();
+        let mut at = 0;
+        for start in &mut starts {
+            at += *start;
+            *start = at;
+        }
+        let mut pieces = Vec::with_capacity(starts.len() + 1);
         let mut held = text.len();
-        for start in starts.into_iter().skip(1).rev() {
+        for start in starts.into_iter().rev() {
             pieces.push(text.split_off(start));
             if held - text.len() >= GIVE_BACK {
                 text.shrink_to_fit();
@@ -195,14 +213,7 @@ impl Node {
         }
         text.shrink_to_fit();
         pieces.push(text);
-        let (mut q0, mut q1) = (q0, q1);
-        for piece in pieces.into_iter().rev() {
-            let runes = piece.chars().count() as u64;
-            self.append(shard, Op::Buffer(BufferOp::Splice { q0, q1, text: piece, origin }))?;
-            q0 += runes;
-            q1 = q0;
-        }
-        Ok(())
+        self.append_pieces(buffer, q0, q1, pieces.into_iter().rev(), origin)
     }
 
     /// Makes `changes` (in order and apart, in the text as it is) as

@@ -30,9 +30,7 @@ pub fn state_hash(state: &State) -> blake3::Hash {
 /// of it all in memory.
 pub fn parts_hash(parts: &SnapshotParts) -> blake3::Hash {
     if parts.len() < ALONE_BELOW {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&parts.range(0, parts.len()));
-        return hasher.finalize();
+        return blake3::hash(&parts.range(0, parts.len()));
     }
     let last = (parts.len() - 1) / BLOCK;
     let values = on_threads(last, |i, block| {

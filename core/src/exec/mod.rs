@@ -723,7 +723,7 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
     };
     // The places are of the text just read: the version after its
     // replacement, an entry a piece of it (`Node::append_splice`).
-    let read = version + kept.first().map_or(1, |_| crate::op::pieces(&text).len() as u64);
+    let read = version + crate::op::pieces(&text).len() as u64;
     let mut out = Vec::with_capacity(3);
     if !same {
         out.push(match (len, text.is_empty()) {
