@@ -229,3 +229,21 @@ async fn reads_that_wait_are_bounded_by_what_they_ask_for() {
     assert_eq!(refused, (first_refused..10 + reads).collect::<Vec<_>>(), "{replies:?}");
     assert!(replies.iter().any(|m| m.tag == 2 && matches!(m.body, Fcall::Rstat { .. })), "a stat is answered");
 }
+
+/// A stream that keeps what is written to it until it is flushed, as
+/// TLS keeps sealed records the socket had no room for: every reply is
+/// flushed, or a client would wait for it for ever.
+#[tokio::test]
+async fn replies_are_flushed_not_left_in_the_writer() {
+    let (client_end, server_end) = tokio::net::UnixStream::pair().unwrap();
+    let held = tokio::io::BufWriter::with_capacity(1 << 16, server_end);
+    let server = tokio::spawn(serve_conn(Arc::new(Keep::default()), held, Config::default()));
+    let answered = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let c = crate::Client::handshake(client_end, 8192).await.unwrap();
+        let root = c.attach("u", "").await.unwrap();
+        c.stat(root).await.unwrap();
+    })
+    .await;
+    assert!(answered.is_ok(), "the replies stayed in the writer");
+    server.abort();
+}

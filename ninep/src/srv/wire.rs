@@ -32,6 +32,7 @@ pub(super) async fn io_loop<S: Serve>(
     let mut large: Option<Large> = None;
     let mut out = Vec::new();
     let mut ready = Vec::new();
+    let mut unflushed = false;
     loop {
         if let Some(l) = large.take_if(|l| l.data.len() == l.count) {
             let parsed = with_data(&l.head, l.data);
@@ -87,6 +88,7 @@ pub(super) async fn io_loop<S: Serve>(
         if send_passing(conn, w, &mut out, &ready).await.is_err() {
             return Ok(());
         }
+        unflushed |= !ready.is_empty();
         ready.clear();
         if out.capacity() > 8 * IDLE_ROOM {
             out = Vec::new();
@@ -109,6 +111,18 @@ pub(super) async fn io_loop<S: Serve>(
             Some(msg) = rx.recv() => {
                 conn.queued.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 ready.push(msg);
+            }
+            // A writer that seals what it is given (TLS) keeps back what
+            // the socket had no room for, and only a flush or the next
+            // write sends it: flushed while nothing else comes (a peer
+            // on a slow link would wait for the end of a reply for ever),
+            // and a reply that comes meanwhile is sealed while the socket
+            // drains, not after.
+            flushed = w.flush(), if unflushed => {
+                if flushed.is_err() {
+                    return Ok(());
+                }
+                unflushed = false;
             }
         }
     }
