@@ -389,6 +389,14 @@ async fn many_files(base: &Path) {
         .unwrap();
     welcomes.sort();
     row(&format!("welcome, {MANY} windows"), welcomes[1], &[("snapshot encode+decode in process", Ok(floor))]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (welcomed, _) = memory(apexd.pid());
+    println!(
+        "{:<26} daemon memory after 3 Welcomes: {:.0} MiB more ({:.2}x; goal 1.3x)",
+        "",
+        welcomed - before,
+        (welcomed - before) / mib
+    );
 
     // Putall of every window, each changed at its end.
     for number in &windows {

@@ -22,12 +22,11 @@
 //! moves, as it does the generation a read's content counts.
 //!
 //! Memory: after every locked change a persisted session may be due a
-//! snapshot, which lets the entries it covers go; a session kept nowhere
-//! lets go of the entries no connection or `entries` reader needs each
-//! time its log has taken in `EPHEMERAL_LOG_BYTES` (8 MiB: the texts its
-//! entries held are then reused by the next writes rather than fresh
-//! pages faulted in), so memory does not grow with all that was ever
-//! written. `table_sizes` and `log_bytes` let the tests check it.
+//! snapshot, which lets the entries it covers go; and every session lets
+//! go of the entries no connection or `entries` reader needs each time
+//! its log has taken in `LOG_KEPT_BYTES` (8 MiB: the texts its entries
+//! held are then reused by the next writes rather than fresh pages
+//! faulted in), so memory does not grow with all that was written. `table_sizes` and `log_bytes` let the tests check it.
 
 use crate::attach::hub::Written;
 use crate::attach::protocol;
@@ -81,10 +80,10 @@ pub struct Daemon {
 
 /// What a session's log is due: a snapshot (its state copied under the
 /// lock), after which the entries it covers leave memory (they are on
-/// disk); or, for a session kept nowhere (`--ephemeral`), only their
-/// leaving, as far as no connection or `entries` reader still needs them:
-/// otherwise every text ever written would stay in memory beside the
-/// buffers.
+/// disk); or only their leaving, every `LOG_KEPT_BYTES` taken in, as far
+/// as no connection or `entries` reader still needs them: otherwise every
+/// text written would stay in memory beside the buffers, until the next
+/// snapshot or for ever (`--ephemeral`).
 enum Due {
     Snapshot(SnapshotJob),
     Compacted,
@@ -98,9 +97,18 @@ fn snapshot_due(s: &mut Session) -> Option<Due> {
         }
         return None;
     };
-    let job = persisted.snapshot_due(&s.view().state)?;
-    crate::attach::feed::compact_covered(s);
-    Some(Due::Snapshot(job))
+    if let Some(job) = persisted.snapshot_due(&s.view().state) {
+        crate::attach::feed::compact_covered(s);
+        return Some(Due::Snapshot(job));
+    }
+    // Between snapshots too: the entries are in the log's file, and a
+    // client attaching is welcomed with the state, so a session of many
+    // files opened does not hold their texts twice until its snapshot.
+    if persisted.entries_due(crate::session::LOG_KEPT_BYTES) {
+        crate::attach::feed::compact_covered(s);
+        return Some(Due::Compacted);
+    }
+    None
 }
 
 /// Writes a due snapshot on a blocking thread, no lock held; then gives

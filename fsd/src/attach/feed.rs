@@ -184,6 +184,7 @@ fn at_hole(c: &mut Conn) -> Result<Option<Readable>, AttachError> {
         // Every part is in place.
         Ok(None) => {
             c.hole = None;
+            c.parts_read = true;
             Ok(None)
         }
         Err(std::sync::mpsc::TryRecvError::Empty) => {
@@ -196,6 +197,13 @@ fn at_hole(c: &mut Conn) -> Result<Option<Readable>, AttachError> {
             Err(AttachError::WelcomeUnfinished)
         }
     }
+}
+
+/// Whether a Welcome `conn` read in parts has had its last part put in
+/// place since this was last asked (then the megabytes its parts held are
+/// free in malloc's heap, which keeps them: `apex_sys::malloc`).
+pub fn take_parts_read(s: &mut Session, conn: ConnId) -> bool {
+    s.hub_mut().conns.get_mut(&conn).is_some_and(|c| std::mem::take(&mut c.parts_read))
 }
 
 /// The Welcome [`read_deferred`] gave out is being encoded in parts, sent

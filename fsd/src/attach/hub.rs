@@ -75,6 +75,10 @@ pub(crate) struct Conn {
     /// lock when it is read (`read_deferred`, `welcomed`); what was framed
     /// after it waits in `out` past that point.
     pub(crate) hole: Option<Hole>,
+    /// A Welcome read in parts has had its last part put in place since
+    /// this was last taken (`feed::take_parts_read`): the memory its parts
+    /// held, freed as they were read, can go back to the system.
+    pub(crate) parts_read: bool,
     /// A read holds bytes it took and has not answered with yet (it waits
     /// for the log to settle): the next read waits for it, so bytes go
     /// out in the order they were taken, even when they are put back.
@@ -410,6 +414,7 @@ impl Hub {
                 waiting: Arc::default(),
                 welcomes: VecDeque::new(),
                 hole: None,
+                parts_read: false,
                 taken: Arc::default(),
             },
         );

@@ -551,6 +551,17 @@ impl Persisted {
         self.wal.lock().expect("wal lock").reserve(bytes)
     }
 
+    /// Whether the log has taken in `bytes` since this last said so: the
+    /// entries in memory may then go (they are in the log's file), as far
+    /// as no connection or `entries` reader still needs them.
+    pub fn entries_due(&self, bytes: u64) -> bool {
+        let mut wal = self.wal.lock().expect("wal lock");
+        wal.since_let_go >= bytes && {
+            wal.since_let_go = 0;
+            true
+        }
+    }
+
     /// If the log has grown enough: starts the next segment and takes a
     /// copy of `state` (under the session's lock, cheap), for a snapshot
     /// written after the lock is let go.

@@ -285,6 +285,9 @@ pub struct Wal {
     reserved: u64,
     /// Frame bytes written since the last snapshot began.
     pub since_snapshot: u64,
+    /// Frame bytes written since the entries in memory were last let go
+    /// of (`Persisted::entries_due`).
+    pub since_let_go: u64,
     buf: Vec<u8>,
     /// Why a write of the change being stored failed: nothing more of it
     /// is framed, and its end (`flush`) says so.
@@ -321,6 +324,7 @@ impl Wal {
             settled: HEADER_LEN as u64,
             reserved: HEADER_LEN as u64,
             since_snapshot: 0,
+            since_let_go: 0,
             buf: Vec::new(),
             failed: None,
             broken: None,
@@ -398,6 +402,7 @@ impl Wal {
             Ok(()) => {
                 self.len += n;
                 self.since_snapshot += n;
+                self.since_let_go += n;
                 self.durable.wrote(n);
             }
             Err(e) => {

@@ -174,6 +174,13 @@ impl Fsys {
                 let held = matches!(got, Readable::Bytes(_)).then(|| feed::hold(s, conn)).flatten();
                 // A read that waits is reading (until it is woken).
                 let waiting = matches!(got, Readable::Nothing).then(|| feed::waiting(s, conn)).flatten();
+                if feed::take_parts_read(s, conn) {
+                    // A big Welcome's parts, read and freed: given back,
+                    // or the daemon would hold a session's size more for
+                    // each UI that attached (off the lock; it holds
+                    // malloc's while it walks the heap).
+                    tokio::task::spawn_blocking(apex_sys::malloc::give_back);
+                }
                 Ok::<_, AttachError>((got, held, waiting))
             };
             let got = match self.daemon.tend(n, read)? {

@@ -29,13 +29,14 @@ use apex_core::{make, AttachmentId, BufferId, Log, MetaOp, Node, Proposal, Rejec
 use apex_link::wire::{self, Refusal};
 use std::collections::{BTreeMap, VecDeque};
 
-/// Bytes of entries a session kept nowhere (`--ephemeral`) takes in
-/// before those no connection or `entries` reader needs leave memory (a
-/// persisted session's entries leave at its snapshot, by default after
-/// 64 MiB of log). Small, so a bulk write's texts, which its entries hold,
-/// leave memory that the next texts reuse, rather than have every write
-/// fault in fresh pages for its entry beside its rope.
-pub const EPHEMERAL_LOG_BYTES: u64 = 8 << 20;
+/// Bytes of entries a session takes in before those no connection or
+/// `entries` reader needs leave memory (a persisted session's log has
+/// them in its file; a snapshot lets them go too). Small, so a bulk
+/// write's texts, which its entries hold, leave memory that the next
+/// texts reuse, rather than have every write fault in fresh pages for its
+/// entry beside its rope; and a session of many files opened holds their
+/// texts once, not once more until its snapshot.
+pub const LOG_KEPT_BYTES: u64 = 8 << 20;
 
 /// Counts the bytes of the entries an ephemeral session's log stores (as
 /// encoded: the size is counted, nothing is copied).
@@ -317,12 +318,12 @@ impl Session {
         }
     }
 
-    /// Whether a session kept nowhere has stored `EPHEMERAL_LOG_BYTES`
+    /// Whether a session kept nowhere has stored `LOG_KEPT_BYTES`
     /// of entries since the last time this said so.
     pub fn ephemeral_log_due(&self) -> bool {
         use std::sync::atomic::Ordering;
         self.taken_in.as_ref().is_some_and(|n| {
-            n.load(Ordering::Relaxed) >= EPHEMERAL_LOG_BYTES && {
+            n.load(Ordering::Relaxed) >= LOG_KEPT_BYTES && {
                 n.store(0, Ordering::Relaxed);
                 true
             }

@@ -1,7 +1,8 @@
 //! What the daemon keeps does not grow with what came and went: fids
 //! opened and clunked by the ten thousand leave its tables as they were,
-//! and a file keeps its qid path (apex-mnt's inode number) throughout; an
-//! ephemeral session's log does not keep every text written to it.
+//! and a file keeps its qid path (apex-mnt's inode number) throughout; a
+//! session's log does not keep every text written to it in memory,
+//! ephemeral or persisted.
 
 use apex_fsd::fsys::Fsys;
 use apex_fsd::registry::Registry;
@@ -24,13 +25,13 @@ fn at(p: &[&str]) -> Vec<String> {
     p.iter().map(|s| s.to_string()).collect()
 }
 
-/// Writes `body` (then clunks it) with twice the bytes after which an
-/// ephemeral log lets go of what nobody needs, and more; checks the log
+/// Writes `body` (then clunks it) with twice the bytes after which a
+/// session's log lets go of what nobody needs, and more; checks the log
 /// holds at most about that many, not all of it. The bytes written, and
 /// the chunk written each time.
 async fn write_past_the_log_limit(tree: &Fsys, body: <Fsys as Serve>::Fid) -> (u64, Vec<u8>) {
     let chunk = "a line of text, written again and again into one body\n".repeat(1 << 14).into_bytes();
-    let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
+    let limit = apex_fsd::session::LOG_KEPT_BYTES;
     let mut written = 0u64;
     while written < 2 * limit + (8 << 20) {
         tree.write(&body, 0, chunk.clone()).await.unwrap();
@@ -57,6 +58,12 @@ async fn attached_tool(tree: &Fsys, root: &<Fsys as Serve>::Fid, name: &str) -> 
 async fn tree_with_a_buffer() -> (Fsys, <Fsys as Serve>::Fid, String) {
     let mut registry = Registry::new(Box::new(|| [7; 16]));
     registry.create(Some("main")).unwrap();
+    buffer_in(registry).await
+}
+
+/// `registry`'s tree, with session `main`, its root fid, and a new
+/// buffer's number.
+async fn buffer_in(registry: Registry) -> (Fsys, <Fsys as Serve>::Fid, String) {
     let tree = Fsys::new(registry, "glenda");
     let (_, root) = tree.attach("glenda", "").await.unwrap();
     let (_, made) = tree.walk(&root, &at(&["main", "buffers", "new"])).await.unwrap();
@@ -188,7 +195,7 @@ async fn a_client_that_stops_reading_holds_back_no_entries() {
     let (_, body) = tree.walk(&root, &at(&["main", "buffers", &id, "body"])).await.unwrap();
     let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
     let (written, chunk) = write_past_the_log_limit(&tree, body).await;
-    let limit = apex_fsd::session::EPHEMERAL_LOG_BYTES;
+    let limit = apex_fsd::session::LOG_KEPT_BYTES;
     let mut frames = Frames::default();
     let mut welcomes = Vec::new();
     while welcomes.is_empty() {
@@ -235,7 +242,7 @@ async fn a_client_waiting_in_a_read_is_reading_however_long_a_write_holds_the_lo
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     let buffer = apex_core::BufferId(id.parse().unwrap());
-    let text = "x".repeat(apex_fsd::session::EPHEMERAL_LOG_BYTES as usize + 1);
+    let text = "x".repeat(apex_fsd::session::LOG_KEPT_BYTES as usize + 1);
     tree.daemon
         .tend(1, |s| {
             for _ in 0..2 {
@@ -337,4 +344,31 @@ async fn an_ephemeral_sessions_log_lets_go_of_what_it_was_written() {
     tree.clunk(again).await;
     tree.clunk(read_body).await;
     tree.clunk(reader).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persisted_session_lets_its_entries_go_between_snapshots() {
+    // Far less written than a snapshot waits for: the entries leave memory
+    // all the same (the log's file has them), and the session comes back
+    // from the log with everything written.
+    let dir = std::env::temp_dir().join(format!("apex-bounded-persisted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = apex_fsd::persist::Options { snapshot_bytes: 1 << 30, ..Default::default() };
+    let mut registry = Registry::new(Box::new(|| [9; 16]));
+    registry.restore(apex_fsd::persist::Store::open(&dir, options).unwrap()).unwrap();
+    registry.create(Some("main")).unwrap();
+    let (tree, root, id) = buffer_in(registry).await;
+    let (_, body) = tree.walk(&root, &at(&["main", "buffers", &id, "body"])).await.unwrap();
+    let (_, body) = tree.open(&body.unwrap(), apex_ninep::fcall::OWRITE).await.unwrap();
+    let (written, chunk) = write_past_the_log_limit(&tree, body).await;
+    drop(tree);
+    let mut again = Registry::new(Box::new(|| [9; 16]));
+    again.restore(apex_fsd::persist::Store::open(&dir, options).unwrap()).unwrap();
+    let s = again.get(again.by_name("main").unwrap()).unwrap();
+    let text =
+        s.lock().unwrap().view().state.buffer(apex_core::BufferId(id.parse().unwrap())).unwrap().text.to_string();
+    // A body's writes append: every one of them, from the log.
+    assert_eq!(text.len() as u64, written, "bytes back from the log");
+    assert!(text.as_bytes().chunks(chunk.len()).all(|c| c == &chunk[..]), "the writes back from the log");
+    let _ = std::fs::remove_dir_all(&dir);
 }

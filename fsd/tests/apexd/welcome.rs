@@ -116,8 +116,12 @@ fn a_welcome_read_while_it_is_encoded_in_parts_reads_as_if_encoded_whole() {
     for sizes in [(100, 70), (100, 500), (16, 1 << 20), (1 << 20, 33)] {
         let mut w = World::new(8);
         let conn = hello(&mut w, "late", true);
+        assert!(!feed::take_parts_read(&mut w.s, conn), "no Welcome read in parts yet");
         let got = read_while_encoded(&mut w, conn, sizes, (true, 0), |_| {}).unwrap();
         assert!(got == whole, "parts and reads of {sizes:?}");
+        // Said once, for the memory the parts held to go back.
+        assert!(feed::take_parts_read(&mut w.s, conn), "its parts all read");
+        assert!(!feed::take_parts_read(&mut w.s, conn), "said once");
     }
     for (sizes, put_back) in [((100, 50), 3), ((100, 300), 2), ((100, 1 << 20), 2), ((16, 1 << 20), 5)] {
         let mut w = World::new(8);
