@@ -6,7 +6,10 @@
 //! entries (`State::apply`, and `Node::accept`, which also stores them);
 //! the ratios to raw ropey. Then snapshot + restore and `hash` of a 100 MB
 //! buffer in MB/s (`State::hash` on one thread; the daemon's, on two, is a
-//! row of `cargo bench -p apex-fsd --bench scale`), and the memory a 100 MB buffer's state takes, counted by
+//! row of `cargo bench -p apex-fsd --bench scale`) beside their floors
+//! (the rope's chunks copied out, and ropey building a rope again; the
+//! chunks copied into runs blake3 hashes whole), and the memory a 100 MB
+//! buffer's state takes, counted by
 //! a global allocator. Each timing is the best of several runs. Nothing
 //! here asserts a time: these machines are shared and noisy.
 //!
@@ -230,6 +233,40 @@ fn big_buffer() {
     let flat = s.buffer(b).unwrap().text.to_string();
     let rope_build = best(|| (), |_| Rope::from_str(&flat));
     let raw_hash = best(|| (), |_| blake3::hash(flat.as_bytes()));
+    // The floors, from the rope as it is: a snapshot of it into bytes and
+    // a restore into a rope copy its text out of the rope's chunks (about
+    // 1 KB each, wherever edits cut them) and build a rope again (ropey's
+    // from_str at best); a hash of it copies those chunks into runs
+    // blake3 hashes whole (its 1 KiB chunks are not the rope's).
+    let rope = &s.buffer(b).unwrap().text;
+    let copy_out = best(
+        || Vec::with_capacity(flat.len()),
+        |mut bytes: Vec<u8>| {
+            for chunk in rope.chunks() {
+                bytes.extend_from_slice(chunk.as_bytes());
+            }
+            bytes
+        },
+    );
+    let copied_hash = best(
+        || Vec::with_capacity(64 << 10),
+        |mut block: Vec<u8>| {
+            let mut values = Vec::new();
+            for chunk in rope.chunks() {
+                let mut bytes = chunk.as_bytes();
+                while !bytes.is_empty() {
+                    let take = (block.capacity() - block.len()).min(bytes.len());
+                    block.extend_from_slice(&bytes[..take]);
+                    bytes = &bytes[take..];
+                    if block.len() == block.capacity() {
+                        values.push(apex_core::hashtree::block_value(values.len(), &block));
+                        block.clear();
+                    }
+                }
+            }
+            values
+        },
+    );
     let rate = |d: Duration| mb / d.as_secs_f64();
     println!(
         "100 MB buffer ({mb:.1} MB): snapshot+restore {:7.0} MB/s (snapshot {:6.0} MB/s, restore {:6.0} MB/s)  hash {:6.0} MB/s  [references: ropey from_str {:6.0} MB/s, blake3 of the flat text {:6.0} MB/s]",
@@ -239,6 +276,17 @@ fn big_buffer() {
         rate(hash),
         rate(rope_build),
         rate(raw_hash),
+    );
+    let floor = copy_out + rope_build;
+    println!(
+        "100 MB buffer floors: the rope's chunks copied out {:6.0} MB/s, then from_str: {:6.0} MB/s (snapshot+restore at {:.2}x of it; {:.2}x of from_str alone, goal 0.8x); the rope's chunks copied into 64 KiB runs and hashed {:6.0} MB/s (hash at {:.2}x of it; {:.2}x of blake3 of the flat text, goal 0.9x)",
+        rate(copy_out),
+        rate(floor),
+        floor.as_secs_f64() / snap_restore.as_secs_f64(),
+        rope_build.as_secs_f64() / snap_restore.as_secs_f64(),
+        rate(copied_hash),
+        copied_hash.as_secs_f64() / hash.as_secs_f64(),
+        raw_hash.as_secs_f64() / hash.as_secs_f64(),
     );
     println!(
         "100 MB buffer memory: {:.1} MB live for {mb:.1} MB of text ({:.3}x)",
