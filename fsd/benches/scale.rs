@@ -615,6 +615,27 @@ fn main() {
             w.set_dot(0).await;
         }
         row("search B3 on needle", clicked, &peers);
+        // The floor of a search of a rope as Look and B3 search it: its
+        // chunks (about 1 KB each, not one run of bytes) searched one
+        // after another in process, with nothing else done.
+        let rope = ropey::Rope::from_str(&text);
+        let finder = memchr::memmem::Finder::new("needle");
+        let mut chunked = Duration::MAX;
+        for _ in 0..3 {
+            let t = Instant::now();
+            let found = rope.chunks().filter(|c| finder.find(c.as_bytes()).is_some()).count();
+            chunked = chunked.min(t.elapsed());
+            assert!(found >= 1);
+        }
+        println!(
+            "{:<26} floor: memmem over each of the rope's {} chunks in process {} (Look at {:.2}x of it, B3 at {:.2}x; the regex crate over the flat text {:.2}x of it)",
+            "",
+            rope.chunks().count(),
+            secs(chunked),
+            looked.as_secs_f64() / chunked.as_secs_f64(),
+            clicked.as_secs_f64() / chunked.as_secs_f64(),
+            engine.as_secs_f64() / chunked.as_secs_f64(),
+        );
         // What a look costs apart from the search: the same on two lines.
         w.replace_body(b"needle\nneedle\n").await;
         let mut small = Duration::MAX;
