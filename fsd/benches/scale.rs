@@ -314,6 +314,18 @@ fn ex_all(program: &str, then: &str, files: &[std::path::PathBuf]) -> Command {
 /// daemon's memory for them; a Welcome of the session beside its floor
 /// (its snapshot encoded and decoded in process); `Putall` of them all,
 /// each changed, beside vim's `:wa` and writing the files in process.
+/// The daemon `pid`'s memory now, beyond `before` MiB, against `mib` MiB
+/// of files.
+fn held_row(when: &str, pid: u32, before: f64, mib: f64) {
+    let (held, _) = memory(pid);
+    println!(
+        "{:<26} daemon memory{when}: {:.0} MiB more for {mib:.0} MiB of files ({:.2}x; goal 1.3x)",
+        "",
+        held - before,
+        (held - before) / mib
+    );
+}
+
 async fn many_files(base: &Path) {
     let dir = base.join("many");
     let files = dir.join("files");
@@ -355,13 +367,7 @@ async fn many_files(base: &Path) {
     let name = format!("open {MANY} files of {} KB", EACH >> 10);
     row(&name, opened, &[(vim, vim_took), (nvim, nvim_took), ("read+rope in process", Ok(in_process))]);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (held, _) = memory(apexd.pid());
-    println!(
-        "{:<26} daemon memory: {:.0} MiB more for {mib:.0} MiB of files ({:.2}x; goal 1.3x)",
-        "",
-        held - before,
-        (held - before) / mib
-    );
+    held_row("", apexd.pid(), before, mib);
 
     // A Welcome of the whole session, as a UI's attach takes it.
     let address = format!("unix!{}", apexd.socket().display());
@@ -390,13 +396,7 @@ async fn many_files(base: &Path) {
     welcomes.sort();
     row(&format!("welcome, {MANY} windows"), welcomes[1], &[("snapshot encode+decode in process", Ok(floor))]);
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (welcomed, _) = memory(apexd.pid());
-    println!(
-        "{:<26} daemon memory after 3 Welcomes: {:.0} MiB more ({:.2}x; goal 1.3x)",
-        "",
-        welcomed - before,
-        (welcomed - before) / mib
-    );
+    held_row(" after 3 Welcomes", apexd.pid(), before, mib);
 
     // Putall of every window, each changed at its end.
     for number in &windows {
