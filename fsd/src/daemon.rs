@@ -105,7 +105,7 @@ fn snapshot_due(s: &mut Session) -> Option<Due> {
     // client attaching is welcomed with the state, so a session of many
     // files opened does not hold their texts twice until its snapshot.
     if persisted.entries_due(crate::session::LOG_KEPT_BYTES) {
-        crate::attach::feed::compact_covered(s);
+        crate::attach::feed::compact_sent(s);
         return Some(Due::Compacted);
     }
     None

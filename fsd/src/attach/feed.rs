@@ -327,14 +327,26 @@ pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
     c.control.push_back(ServerMsg::Welcome { attachment: a, token: c.token, snapshot: Vec::new() });
 }
 
-/// After a snapshot of the session's state went to its log's directory:
-/// drops the entries every connection has been sent, or, with none
-/// attached, every entry (the snapshot and the log on disk have them; a
-/// client attaching is welcomed with a snapshot). A shard someone reads
-/// the `entries` of keeps its own.
+/// After a snapshot of the session's state went to its log's directory
+/// (or a session kept nowhere took in `LOG_KEPT_BYTES`): a connection
+/// that stopped reading is sent a Welcome, so it holds nothing back, and
+/// the entries go as [`compact_sent`] lets them.
 pub fn compact_covered(s: &mut Session) {
     if s.hub().conns.values().any(|c| c.attachment.is_some() && c.grace_until.is_none()) {
         welcome_stalled(s);
+    }
+    compact_sent(s);
+}
+
+/// Drops the entries every connection has been sent, or, with none
+/// attached, every entry (the log on disk has them; a client attaching
+/// is welcomed with the state). A shard someone reads the `entries` of
+/// keeps its own. Unlike [`compact_covered`], a connection that stopped
+/// reading is not sent a Welcome here: this runs every few megabytes,
+/// and a reader between two reads must not be taken for one that
+/// stopped; it holds entries back until the next snapshot's point.
+pub fn compact_sent(s: &mut Session) {
+    if s.hub().conns.values().any(|c| c.attachment.is_some() && c.grace_until.is_none()) {
         return compact(s);
     }
     let points: Vec<_> = s

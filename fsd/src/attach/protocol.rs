@@ -94,8 +94,12 @@ pub fn write(s: &mut Session, conn: ConnId, bytes: &[u8], now: u64) -> Result<Wr
 /// `a` (in an earlier append of the same flush).
 fn partly_taken(s: &Session, a: AttachmentId, shard: Shard, applied: &apex_core::propose::Applied) -> bool {
     applied.entries.iter().filter(|run| run.shard == shard).any(|run| {
-        let log = s.view().log.shard(run.shard).ok();
-        log.and_then(|l| l.get(run.first)).is_some_and(|e| e.attachment == a)
+        s.view().log.shard(run.shard).is_ok_and(|l| match l.get(run.first) {
+            Some(e) => e.attachment == a,
+            // Already let go of (every connection was sent it): it was
+            // in the log, and is taken as made, so as not to make it twice.
+            None => run.first <= l.base,
+        })
     })
 }
 

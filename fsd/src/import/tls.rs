@@ -9,8 +9,8 @@
 use super::ImportError;
 use apex_ninep::layer::{Layer, Wire};
 use apex_ninep::Client;
-use rustls::client::UnbufferedClientConnection;
-use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
+use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus, WriteTraffic};
 use std::io::{self, Read, Write};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -58,6 +58,7 @@ pub async fn connect(host: &str, port: u16, pin: &str, msize: u32) -> Result<Cli
         sent: 0,
         peer_closed: false,
         closed: false,
+        broken: None,
     }));
     let handshake =
         tokio::time::timeout(Duration::from_secs(30), Client::handshake_through(tcp, Box::new(sealing), msize)).await;
@@ -110,7 +111,13 @@ async fn handshake(
         filled -= discard;
         match step {
             Step::Again => {}
-            Step::Done => return Ok((incoming, 0, filled)),
+            Step::Done => {
+                // What rustls encoded and has not yet asked to be sent
+                // (its Finished, when the server's data came with its
+                // own): sent now; rustls's asking is answered later.
+                tcp.write_all(&outgoing).await?;
+                return Ok((incoming, 0, filled));
+            }
             Step::Read => match tcp.read(&mut incoming[filled..]).await? {
                 0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the daemon closed the connection")),
                 n => filled += n,
@@ -207,6 +214,10 @@ struct Sealed {
     peer_closed: bool,
     /// Whether the end was said (once is enough).
     closed: bool,
+    /// Why the stream can be read no further (a record that did not
+    /// open): said to every read, once what was opened before it is
+    /// read, and to every seal.
+    broken: Option<String>,
 }
 
 impl Sealing {
@@ -260,6 +271,7 @@ impl Sealed {
             Ok(other) => return Err(invalid(format!("unexpected TLS state: {other:?}"))),
             Err(e) => {
                 self.start += discard;
+                self.broken = Some(e.to_string());
                 self.alert();
                 return Err(invalid(e));
             }
@@ -270,9 +282,11 @@ impl Sealed {
 
     /// Queues the alert rustls has for an error, if it has one.
     fn alert(&mut self) {
-        if let Ok(ConnectionState::EncodeTlsData(mut data)) = self.conn.process_tls_records(&mut []).state {
+        let status = self.conn.process_tls_records(&mut self.incoming[self.start..self.end]);
+        if let Ok(ConnectionState::EncodeTlsData(mut data)) = status.state {
             let _ = encode(&mut self.outgoing, HANDSHAKE_ROOM, |out| data.encode(out));
         }
+        self.start += status.discard;
     }
 
     /// Room for a read(2) at an aligned address: what is not yet opened (a
@@ -290,33 +304,79 @@ impl Sealed {
 
     /// Seals `plaintext` into records that wait to be written.
     fn seal(&mut self, plaintext: &[u8]) -> io::Result<()> {
+        self.writing(sealed_size(plaintext.len()), |traffic, out| traffic.encrypt(plaintext, out))
+    }
+
+    /// Puts what `write` seals (once rustls may seal) onto the records
+    /// that wait, `room` bytes made for it first. What rustls has to deal
+    /// with first is dealt with: records read and not yet opened (their
+    /// plaintext kept for the next read), handshake messages to send back.
+    /// The records read are passed to rustls each time, never nothing: it
+    /// may hold a part of a handshake message among them.
+    fn writing<E: Into<Sizing>>(
+        &mut self,
+        room: usize,
+        mut write: impl FnMut(&mut WriteTraffic<'_, ClientConnectionData>, &mut [u8]) -> Result<usize, E>,
+    ) -> io::Result<()> {
+        if let Some(why) = &self.broken {
+            return Err(invalid(why));
+        }
         if self.sent == self.outgoing.len() {
             self.outgoing.clear();
             self.sent = 0;
         }
         loop {
-            let UnbufferedStatus { state, .. } = self.conn.process_tls_records(&mut []);
-            match state.map_err(invalid)? {
-                ConnectionState::WriteTraffic(mut traffic) => {
-                    return encode(&mut self.outgoing, sealed_size(plaintext.len()), |out| {
-                        traffic.encrypt(plaintext, out)
-                    });
+            let Sealed { conn, incoming, start, end, opened, taken, outgoing, peer_closed, .. } = self;
+            let UnbufferedStatus { discard, state } = conn.process_tls_records(&mut incoming[*start..*end]);
+            let step = match state {
+                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
+                    let sealed = encode(outgoing, room, |out| write(&mut traffic, out));
+                    *start += discard;
+                    return sealed;
                 }
-                ConnectionState::EncodeTlsData(mut data) => {
-                    encode(&mut self.outgoing, HANDSHAKE_ROOM, |out| data.encode(out))?
+                Ok(ConnectionState::EncodeTlsData(mut data)) => {
+                    encode(outgoing, HANDSHAKE_ROOM, |out| data.encode(out))
                 }
-                ConnectionState::TransmitTlsData(data) => data.done(),
-                // Plaintext a reader left (none does): kept for the next.
-                ConnectionState::ReadTraffic(mut traffic) => {
+                Ok(ConnectionState::TransmitTlsData(data)) => {
+                    data.done();
+                    Ok(())
+                }
+                // Records read and not yet opened: their plaintext kept
+                // for the next read.
+                Ok(ConnectionState::ReadTraffic(mut traffic)) => {
+                    let mut extra = 0;
+                    let mut kept = Ok(());
                     while let Some(record) = traffic.next_record() {
-                        self.opened.extend_from_slice(record.map_err(invalid)?.payload);
+                        match record {
+                            Ok(record) => {
+                                extra += record.discard;
+                                if *taken == opened.len() {
+                                    opened.clear();
+                                    *taken = 0;
+                                }
+                                opened.extend_from_slice(record.payload);
+                            }
+                            Err(e) => {
+                                kept = Err(invalid(e));
+                                break;
+                            }
+                        }
                     }
+                    *start += extra;
+                    kept
                 }
-                ConnectionState::Closed => {
-                    return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the TLS connection is closed"))
+                Ok(ConnectionState::PeerClosed) => {
+                    *peer_closed = true;
+                    Ok(())
                 }
-                other => return Err(invalid(format!("unexpected TLS state: {other:?}"))),
-            }
+                Ok(ConnectionState::Closed) => {
+                    Err(io::Error::new(io::ErrorKind::BrokenPipe, "the TLS connection is closed"))
+                }
+                Ok(other) => Err(invalid(format!("unexpected TLS state: {other:?}"))),
+                Err(e) => Err(invalid(e)),
+            };
+            *start += discard;
+            step?;
         }
     }
 }
@@ -341,6 +401,9 @@ impl Layer for Sealing {
             }
             if state.peer_closed {
                 return Ok(got);
+            }
+            if let Some(why) = &state.broken {
+                return if got > 0 { Ok(got) } else { Err(invalid(why)) };
             }
             match state.open_one(into, most - got) {
                 Ok(true) => continue,
@@ -391,12 +454,7 @@ impl Layer for Sealing {
         if std::mem::replace(&mut state.closed, true) {
             return;
         }
-        if let Ok(ConnectionState::WriteTraffic(mut traffic)) = state.conn.process_tls_records(&mut []).state {
-            let mut notify = Vec::new();
-            if encode(&mut notify, HANDSHAKE_ROOM, |out| traffic.queue_close_notify(out)).is_ok() {
-                state.outgoing.extend_from_slice(&notify);
-            }
-        }
+        let _ = state.writing(HANDSHAKE_ROOM, |traffic, out| traffic.queue_close_notify(out));
         let _ = flush_outgoing(&mut state, socket);
     }
 }
@@ -462,15 +520,20 @@ mod tests {
 
     /// A server that updates its keys (as rustls does before a key has
     /// sealed too much, and at a peer's request) between replies of
-    /// many records: the client opens what comes after under the new
-    /// keys, and answers the update, so that what it seals next still
-    /// opens.
+    /// many records, its messages cut into records of 100 bytes: the
+    /// client opens what comes after under the new keys, and answers the
+    /// update, so that what it seals next still opens.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_key_update_between_replies_is_followed_both_ways() {
         let dir = std::env::temp_dir().join(format!("apex-tls-keyupdate-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let (config, pin) = crate::access::tls::server(&dir).unwrap();
+        // Records of at most 100 bytes: every message, the session
+        // tickets sent after the handshake among them, split across many.
+        let mut config = (*config).clone();
+        config.max_fragment_size = Some(100);
+        let config = std::sync::Arc::new(config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();

@@ -415,6 +415,7 @@ impl Wal {
                 match self.file.set_len(self.settled) {
                     Ok(()) => {
                         self.since_snapshot = self.since_snapshot.saturating_sub(self.len - self.settled);
+                        self.since_let_go = self.since_let_go.saturating_sub(self.len - self.settled);
                         self.len = self.settled;
                         // The cut gave back the room set aside past it.
                         self.reserved = self.len;
@@ -457,6 +458,8 @@ impl Wal {
         self.settled = self.len;
         self.reserved = HEADER_LEN as u64;
         self.since_snapshot = 0;
+        // The snapshot lets the entries go too.
+        self.since_let_go = 0;
         // The room the writes already accepted may still need; a full disk
         // is found by the next request's reservation.
         let _ = self.reserve(0);
