@@ -547,3 +547,28 @@ fn append(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apex_core::propose::{Applied, Created, Run};
+
+    /// A run of a change that is still in the log was taken from `a` only
+    /// if `a` appended it; once let go of (every connection was sent it),
+    /// it is taken as made, so that acting on its proposal again cannot
+    /// make it twice.
+    #[test]
+    fn a_run_let_go_of_counts_as_taken() {
+        let mut s = Session::new(1, "t", [1; 16]).unwrap();
+        let other = AttachmentId(7);
+        let last = s.view().log.shard(Shard::Meta).unwrap().last();
+        assert!(last >= 1, "the session's making left entries");
+        let applied = Applied { entries: vec![Run { shard: Shard::Meta, first: 1, last }], created: Created::Nothing };
+        assert!(!partly_taken(&s, other, Shard::Meta, &applied), "in the log, made by the server, not by it");
+        assert!(partly_taken(&s, AttachmentId::SERVER, Shard::Meta, &applied), "in the log, made by the server");
+        s.view_mut().log.compact(Shard::Meta, last).unwrap();
+        assert!(partly_taken(&s, other, Shard::Meta, &applied), "let go of: taken as made");
+        let later = Applied { entries: vec![Run { shard: Shard::Meta, first: last + 1, last: last + 1 }], ..applied };
+        assert!(!partly_taken(&s, other, Shard::Meta, &later), "never made");
+    }
+}

@@ -101,6 +101,19 @@ pub(super) async fn io_loop<S: Serve>(
         // came meanwhile go out on the next pass either way (`try_recv`).
         tokio::select! {
             biased;
+            // A writer that seals what it is given (TLS) keeps back what
+            // the socket had no room for, and only a flush or the next
+            // write sends it: flushed while nothing else comes (a peer
+            // on a slow link would wait for the end of a reply for ever),
+            // and a reply that comes meanwhile is sealed while the socket
+            // drains, not after. Polled first, so that requests that keep
+            // coming cannot hold it back.
+            flushed = w.flush(), if unflushed => {
+                if flushed.is_err() {
+                    return Ok(());
+                }
+                unflushed = false;
+            }
             got = read_more(r, &mut buf, large.as_mut()) => {
                 if !got {
                     return Ok(());
@@ -111,18 +124,6 @@ pub(super) async fn io_loop<S: Serve>(
             Some(msg) = rx.recv() => {
                 conn.queued.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 ready.push(msg);
-            }
-            // A writer that seals what it is given (TLS) keeps back what
-            // the socket had no room for, and only a flush or the next
-            // write sends it: flushed while nothing else comes (a peer
-            // on a slow link would wait for the end of a reply for ever),
-            // and a reply that comes meanwhile is sealed while the socket
-            // drains, not after.
-            flushed = w.flush(), if unflushed => {
-                if flushed.is_err() {
-                    return Ok(());
-                }
-                unflushed = false;
             }
         }
     }
