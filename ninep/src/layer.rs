@@ -7,6 +7,7 @@
 //! and woke another thread for each).
 
 use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
 
 /// Plaintext over a socket's records. Every call is made with the
@@ -44,6 +45,19 @@ pub struct Wire<'a> {
 impl<'a> Wire<'a> {
     pub(crate) fn new(socket: &'a std::fs::File) -> Wire<'a> {
         Wire { socket }
+    }
+
+    /// read(2) into room not yet written (a Vec's spare capacity, where
+    /// a frame's bytes are to go): the first bytes it says it read are
+    /// written then.
+    pub fn read_spare(&mut self, buf: &mut [MaybeUninit<u8>]) -> io::Result<usize> {
+        // SAFETY: read(2) writes at most `buf.len()` bytes into `buf`,
+        // memory we hold mutably; it needs none of it written before.
+        let got = unsafe { libc::read(self.socket.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        match got {
+            0.. => Ok(got as usize),
+            _ => Err(io::Error::last_os_error()),
+        }
     }
 }
 

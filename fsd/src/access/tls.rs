@@ -163,11 +163,14 @@ pub fn check_pin(pin: &str) -> Result<String, TlsError> {
 pub fn client(pin: &str) -> Result<Arc<rustls::ClientConfig>, TlsError> {
     let pin = check_pin(pin)?;
     let provider = provider();
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+    let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(Pinned { pin, provider }))
         .with_no_client_auth();
+    // The import's record layer is its own once the handshake is done
+    // (`import::records`): rustls hands it the keys.
+    config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }
 

@@ -2,25 +2,30 @@
 //! trusting the pinned certificate alone, and the 9P client over it.
 //! The client reads and writes the TCP socket itself, with [`Sealing`] as
 //! its record layer: no task and no second socket between it and the
-//! network. rustls's unbuffered connection opens records where they were
-//! read, in a buffer of ours (its buffered one copies them in 4 KiB at a
-//! time first), and seals them into another of ours, written as it is.
+//! network. rustls's unbuffered connection does the handshake; then its
+//! keys are taken over (`records`), and a reply's records are read
+//! straight into the frame that reply fills and opened there, as plain
+//! TCP reads it: the bytes are copied by the kernel alone.
 
+use super::records::{self, Opened, Opener, RecordError, Sealer, RECORD_MAX};
 use super::ImportError;
 use apex_ninep::layer::{Layer, Wire};
 use apex_ninep::Client;
-use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
-use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus, WriteTraffic};
+use rustls::client::UnbufferedClientConnection;
+use rustls::unbuffered::{ConnectionState, EncodeError, UnbufferedStatus};
 use std::io::{self, Read, Write};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Bytes read from the socket at once: a 1 MiB reply in four read(2)s.
+/// Room in the buffer records are staged in when they are not read
+/// straight into a frame: the handshake's, and a reply's last records
+/// with the next reply's head.
 const STAGE: usize = 256 * 1024;
-/// The most a TLS 1.3 record takes on the wire: its head, 16 KiB of
-/// plaintext, its content type and padding, and the tag (RFC 8446 5.2).
-const RECORD_MAX: usize = 5 + (1 << 14) + 256;
+/// A frame with this much room left takes its records straight from the
+/// socket; less, and they go through the stage (a frame ends inside a
+/// record, whose rest belongs to the next).
+const DIRECT_MIN: usize = 64 * 1024;
 /// Where a read(2) lands: at an address that is a multiple of this. The
 /// kernel copies to user space with `rep movsb`, which on AMD CPUs with
 /// fast short `rep movsb` runs many times slower to a destination that is
@@ -43,23 +48,25 @@ pub async fn connect(host: &str, port: u16, pin: &str, msize: u32) -> Result<Cli
     keep_alive(std::os::fd::AsRawFd::as_raw_fd(&tcp));
     let mut conn = UnbufferedClientConnection::new(config, crate::access::tls::server_name())
         .map_err(|e| refused(e.to_string()))?;
-    let (incoming, start, end) = tokio::time::timeout(wait, handshake(&mut tcp, &mut conn))
+    let (incoming, end) = tokio::time::timeout(wait, handshake(&mut tcp, &mut conn))
         .await
         .map_err(|_| ImportError::Timeout { remote: remote.clone(), wait })?
         .map_err(|e| refused(e.to_string()))?;
-    let sealing = Sealing(Mutex::new(Sealed {
-        conn,
-        incoming,
-        start,
-        end,
-        opened: Vec::new(),
-        taken: 0,
-        outgoing: Vec::new(),
-        sent: 0,
-        peer_closed: false,
-        closed: false,
-        broken: None,
-    }));
+    let kernel = conn.dangerous_into_kernel_connection().map_err(|e| refused(e.to_string()))?;
+    let (opener, sealer) = records::split(kernel).map_err(|e| refused(e.to_string()))?;
+    let sealing = Sealing {
+        reading: Mutex::new(Reading {
+            opener,
+            incoming,
+            start: 0,
+            end,
+            opened: Vec::new(),
+            taken: 0,
+            peer_closed: false,
+            broken: None,
+        }),
+        writing: Mutex::new(Writing { sealer, outgoing: Vec::new(), sent: 0, closed: false }),
+    };
     let handshake =
         tokio::time::timeout(Duration::from_secs(30), Client::handshake_through(tcp, Box::new(sealing), msize)).await;
     match handshake {
@@ -76,12 +83,12 @@ enum Step {
     Done,
 }
 
-/// TLS's handshake over `tcp`; returns the buffer records are read into,
-/// with what came after the handshake at `[start..end]`.
+/// TLS's handshake over `tcp`; returns the buffer records are staged
+/// in, with what came after the handshake at `[..end]`.
 async fn handshake(
     tcp: &mut tokio::net::TcpStream,
     conn: &mut UnbufferedClientConnection,
-) -> io::Result<(Box<[u8]>, usize, usize)> {
+) -> io::Result<(Box<[u8]>, usize)> {
     let mut incoming = vec![0; STAGE + RECORD_MAX + READ_ALIGN].into_boxed_slice();
     let mut filled = 0;
     let mut outgoing = Vec::new();
@@ -100,7 +107,7 @@ async fn handshake(
             }
             ConnectionState::BlockedHandshake => Step::Read,
             // Done; records that came with its end are opened by the
-            // first read.
+            // record layer.
             ConnectionState::WriteTraffic(_) | ConnectionState::ReadTraffic(_) => Step::Done,
             ConnectionState::PeerClosed | ConnectionState::Closed => {
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the daemon closed the connection"))
@@ -114,9 +121,9 @@ async fn handshake(
             Step::Done => {
                 // What rustls encoded and has not yet asked to be sent
                 // (its Finished, when the server's data came with its
-                // own): sent now; rustls's asking is answered later.
+                // own): sent now, before the record layer seals anything.
                 tcp.write_all(&outgoing).await?;
-                return Ok((incoming, 0, filled));
+                return Ok((incoming, filled));
             }
             Step::Read => match tcp.read(&mut incoming[filled..]).await? {
                 0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the daemon closed the connection")),
@@ -170,230 +177,236 @@ impl From<EncodeError> for Sizing {
     }
 }
 
-impl From<EncryptError> for Sizing {
-    fn from(e: EncryptError) -> Sizing {
-        match e {
-            EncryptError::InsufficientSize(s) => Sizing::Needs(s.required_size),
-            e => Sizing::Failed(e.to_string()),
-        }
-    }
-}
-
-/// Room first made for a handshake message or an alert.
+/// Room first made for a handshake message.
 const HANDSHAKE_ROOM: usize = 1024;
-
-/// Bytes `plaintext` bytes take sealed: each record's head, content type
-/// and tag (rustls pads nothing).
-fn sealed_size(plaintext: usize) -> usize {
-    plaintext + plaintext.div_ceil(1 << 14).max(1) * (5 + 1 + 16)
-}
 
 fn invalid(e: impl ToString) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
 
-/// TLS as the 9P client's record layer. Readers and writers take turns
-/// with the connection's state, each for a step (a record, a read(2)).
-struct Sealing(Mutex<Sealed>);
+/// TLS as the 9P client's record layer. Its reader and its writers hold
+/// a side each: a writer never waits for a reply being opened.
+struct Sealing {
+    reading: Mutex<Reading>,
+    /// Taken by the reader too (after `reading`, never before), to answer
+    /// a key update or say why it stopped.
+    writing: Mutex<Writing>,
+}
 
-struct Sealed {
-    conn: UnbufferedClientConnection,
-    /// Records read from the socket and not yet opened:
-    /// `incoming[start..end]`.
+struct Reading {
+    opener: Opener,
+    /// Records read and not yet opened: `incoming[start..end]`.
     incoming: Box<[u8]>,
     start: usize,
     end: usize,
-    /// A record's plaintext that did not fit the read that opened it:
-    /// `opened[taken..]`.
+    /// A record's data past the frame that asked for it: `opened[taken..]`.
     opened: Vec<u8>,
     taken: usize,
-    /// Records sealed and not yet written: `outgoing[sent..]`.
-    outgoing: Vec<u8>,
-    sent: usize,
     /// Whether the peer said the end.
     peer_closed: bool,
-    /// Whether the end was said (once is enough).
-    closed: bool,
     /// Why the stream can be read no further (a record that did not
     /// open): said to every read, once what was opened before it is
-    /// read, and to every seal.
+    /// read.
     broken: Option<String>,
 }
 
-impl Sealing {
-    fn state(&self) -> MutexGuard<'_, Sealed> {
-        // A panic elsewhere while it was held left it as it was.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+struct Writing {
+    sealer: Sealer,
+    /// Records sealed and not yet written: `outgoing[sent..]`.
+    outgoing: Vec<u8>,
+    sent: usize,
+    /// Whether the end was said (once is enough).
+    closed: bool,
+}
+
+/// Takes a lock; a panic elsewhere while it was held left its state as
+/// it was.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Reading {
+    /// Opens the whole records staged, where they lie: their data onto
+    /// `into`, `room` bytes at most (the rest of a record kept for the
+    /// next read). Ok(false) when no record is whole.
+    fn open_staged(
+        &mut self,
+        writing: &Mutex<Writing>,
+        into: &mut Vec<u8>,
+        mut room: usize,
+    ) -> Result<bool, RecordError> {
+        let mut any = false;
+        while room > 0 && !self.peer_closed {
+            match records::record_len(&self.incoming[self.start..self.end])? {
+                Some(length) if length <= self.end - self.start => {}
+                _ => break,
+            }
+            let from = self.start;
+            let (opened, length) = self.opener.open(&mut self.incoming[..self.end], from, from)?;
+            self.start += length;
+            any = true;
+            match opened {
+                Opened::Data(n) => {
+                    let take = n.min(room);
+                    into.extend_from_slice(&self.incoming[from..from + take]);
+                    room -= take;
+                    self.opened.clear();
+                    self.taken = 0;
+                    self.opened.extend_from_slice(&self.incoming[from + take..from + n]);
+                }
+                Opened::Handshake(n) => take_handshake(writing, &self.incoming[from..from + n], &mut self.opener)?,
+                Opened::Closed => self.peer_closed = true,
+            }
+        }
+        Ok(any)
+    }
+
+    /// One read(2) straight into `into`'s spare room (after the part of a
+    /// record staged, so that it lands aligned), its whole records opened
+    /// there down over their heads, the start of the next staged again.
+    /// The records read must not hold more than `room` bytes of data:
+    /// they take at most `room` bytes on the wire. Ok(0) at the end of
+    /// the stream.
+    fn read_direct(
+        &mut self,
+        socket: &mut Wire<'_>,
+        writing: &Mutex<Writing>,
+        into: &mut Vec<u8>,
+        room: usize,
+    ) -> io::Result<usize> {
+        let kept = self.end - self.start;
+        let spare = into.spare_capacity_mut();
+        let pad = (READ_ALIGN - (spare.as_ptr() as usize + kept) % READ_ALIGN) % READ_ALIGN;
+        let limit = room.min(spare.len().saturating_sub(pad));
+        if limit <= kept {
+            return self.read_staged(socket, room);
+        }
+        for byte in &mut spare[..pad] {
+            byte.write(0);
+        }
+        // SAFETY: `spare[pad..pad + kept]` is room the Vec owns, `kept`
+        // bytes long (kept < limit <= spare.len() - pad), and the stage
+        // is another allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.incoming[self.start..].as_ptr(),
+                spare[pad..].as_mut_ptr().cast::<u8>(),
+                kept,
+            )
+        };
+        let n = socket.read_spare(&mut spare[pad + kept..pad + limit])?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let filled = pad + kept + n;
+        // SAFETY: the first `filled` bytes of the spare room were written:
+        // the padding, the part staged, and what read(2) says it read.
+        let buf = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), filled) };
+        let (mut to, mut from) = (0, pad);
+        let mut failed = None;
+        loop {
+            match records::record_len(&buf[from..]) {
+                Ok(Some(length)) if from + length <= filled => {}
+                Ok(_) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            match self.opener.open(buf, to, from) {
+                Ok((Opened::Data(k), length)) => {
+                    to += k;
+                    from += length;
+                }
+                Ok((Opened::Handshake(k), length)) => {
+                    from += length;
+                    if let Err(e) = take_handshake(writing, &buf[to..to + k], &mut self.opener) {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+                Ok((Opened::Closed, _)) => {
+                    self.peer_closed = true;
+                    break;
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        // The start of a record, staged for the next read (nothing more
+        // is read past an end or an error).
+        let rest = match self.peer_closed || failed.is_some() {
+            true => &[][..],
+            false => &buf[from..filled],
+        };
+        let at = self.aligned_start(rest.len());
+        self.incoming[at..at + rest.len()].copy_from_slice(rest);
+        (self.start, self.end) = (at, at + rest.len());
+        // SAFETY: `to <= filled` bytes from the start of the spare room
+        // hold the data opened.
+        unsafe { into.set_len(into.len() + to) };
+        if let Some(e) = failed {
+            self.fail(e, writing, socket);
+        }
+        Ok(n)
+    }
+
+    /// One read(2) onto the records staged, at most the records that end
+    /// a frame with `room` bytes left (and the next reply's head): what
+    /// is read past the frame is copied once more.
+    fn read_staged(&mut self, socket: &mut Wire<'_>, room: usize) -> io::Result<usize> {
+        let kept = self.end - self.start;
+        let at = self.aligned_start(kept);
+        if self.start != at {
+            self.incoming.copy_within(self.start..self.end, at);
+        }
+        (self.start, self.end) = (at, at + kept);
+        let want = (room + RECORD_MAX).saturating_sub(kept).max(RECORD_MAX);
+        let limit = (self.end + want).min(self.incoming.len());
+        let n = socket.read(&mut self.incoming[self.end..limit])?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Where `kept` bytes go in the stage so that a read(2) after them
+    /// lands aligned.
+    fn aligned_start(&self, kept: usize) -> usize {
+        let base = self.incoming.as_ptr().align_offset(READ_ALIGN);
+        base + (READ_ALIGN - kept % READ_ALIGN) % READ_ALIGN
+    }
+
+    /// Reads no further: the reason kept for every read, and the alert
+    /// that says it sent as far as the socket takes it.
+    fn fail(&mut self, e: RecordError, writing: &Mutex<Writing>, socket: &mut Wire<'_>) {
+        let mut writing = lock(writing);
+        let Writing { sealer, outgoing, .. } = &mut *writing;
+        sealer.alert(Some(&e), outgoing);
+        let _ = flush_outgoing(&mut writing, socket);
+        self.broken = Some(e.to_string());
     }
 }
 
-impl Sealed {
-    /// One step of opening: a record's plaintext onto `into` (at most
-    /// `room` bytes, the rest kept), a handshake message handled, or
-    /// `Ok(false)` when more must be read first.
-    fn open_one(&mut self, into: &mut Vec<u8>, room: usize) -> io::Result<bool> {
-        let UnbufferedStatus { discard, state } =
-            self.conn.process_tls_records(&mut self.incoming[self.start..self.end]);
-        let more = match state {
-            Ok(ConnectionState::ReadTraffic(mut traffic)) => {
-                let mut room = room;
-                let mut extra = 0;
-                while let Some(record) = traffic.next_record() {
-                    let record = record.map_err(invalid)?;
-                    extra += record.discard;
-                    let n = record.payload.len().min(room);
-                    into.extend_from_slice(&record.payload[..n]);
-                    room -= n;
-                    if self.taken == self.opened.len() {
-                        self.opened.clear();
-                        self.taken = 0;
-                    }
-                    self.opened.extend_from_slice(&record.payload[n..]);
-                }
-                self.start += extra;
-                true
-            }
-            // Something of the handshake's to send back (a key update's
-            // answer): written with the records, in order.
-            Ok(ConnectionState::EncodeTlsData(mut data)) => {
-                encode(&mut self.outgoing, HANDSHAKE_ROOM, |out| data.encode(out))?;
-                true
-            }
-            Ok(ConnectionState::TransmitTlsData(data)) => {
-                data.done();
-                true
-            }
-            Ok(ConnectionState::PeerClosed) | Ok(ConnectionState::Closed) => {
-                self.peer_closed = true;
-                true
-            }
-            Ok(ConnectionState::WriteTraffic(_)) | Ok(ConnectionState::BlockedHandshake) => false,
-            Ok(other) => return Err(invalid(format!("unexpected TLS state: {other:?}"))),
-            Err(e) => {
-                self.start += discard;
-                self.broken = Some(e.to_string());
-                self.alert();
-                return Err(invalid(e));
-            }
-        };
-        self.start += discard;
-        Ok(more)
-    }
-
-    /// Queues the alert rustls has for an error, if it has one.
-    fn alert(&mut self) {
-        let status = self.conn.process_tls_records(&mut self.incoming[self.start..self.end]);
-        if let Ok(ConnectionState::EncodeTlsData(mut data)) = status.state {
-            let _ = encode(&mut self.outgoing, HANDSHAKE_ROOM, |out| data.encode(out));
-        }
-        self.start += status.discard;
-    }
-
-    /// Room for a read(2) at an aligned address: what is not yet opened (a
-    /// part of a record) moved to end where the read begins.
-    fn make_room(&mut self) -> usize {
-        let base = self.incoming.as_ptr().align_offset(READ_ALIGN);
-        let kept = self.end - self.start;
-        let to = base + (READ_ALIGN - kept % READ_ALIGN) % READ_ALIGN;
-        if self.start != to {
-            self.incoming.copy_within(self.start..self.end, to);
-        }
-        (self.start, self.end) = (to, to + kept);
-        self.end
-    }
-
-    /// Seals `plaintext` into records that wait to be written.
-    fn seal(&mut self, plaintext: &[u8]) -> io::Result<()> {
-        self.writing(sealed_size(plaintext.len()), |traffic, out| traffic.encrypt(plaintext, out))
-    }
-
-    /// Puts what `write` seals (once rustls may seal) onto the records
-    /// that wait, `room` bytes made for it first. What rustls has to deal
-    /// with first is dealt with: records read and not yet opened (their
-    /// plaintext kept for the next read), handshake messages to send back.
-    /// The records read are passed to rustls each time, never nothing: it
-    /// may hold a part of a handshake message among them.
-    fn writing<E: Into<Sizing>>(
-        &mut self,
-        room: usize,
-        mut write: impl FnMut(&mut WriteTraffic<'_, ClientConnectionData>, &mut [u8]) -> Result<usize, E>,
-    ) -> io::Result<()> {
-        if let Some(why) = &self.broken {
-            return Err(invalid(why));
-        }
-        if self.sent == self.outgoing.len() {
-            self.outgoing.clear();
-            self.sent = 0;
-        }
-        loop {
-            let Sealed { conn, incoming, start, end, opened, taken, outgoing, peer_closed, .. } = self;
-            let UnbufferedStatus { discard, state } = conn.process_tls_records(&mut incoming[*start..*end]);
-            let step = match state {
-                Ok(ConnectionState::WriteTraffic(mut traffic)) => {
-                    let sealed = encode(outgoing, room, |out| write(&mut traffic, out));
-                    *start += discard;
-                    return sealed;
-                }
-                Ok(ConnectionState::EncodeTlsData(mut data)) => {
-                    encode(outgoing, HANDSHAKE_ROOM, |out| data.encode(out))
-                }
-                Ok(ConnectionState::TransmitTlsData(data)) => {
-                    data.done();
-                    Ok(())
-                }
-                // Records read and not yet opened: their plaintext kept
-                // for the next read.
-                Ok(ConnectionState::ReadTraffic(mut traffic)) => {
-                    let mut extra = 0;
-                    let mut kept = Ok(());
-                    while let Some(record) = traffic.next_record() {
-                        match record {
-                            Ok(record) => {
-                                extra += record.discard;
-                                if *taken == opened.len() {
-                                    opened.clear();
-                                    *taken = 0;
-                                }
-                                opened.extend_from_slice(record.payload);
-                            }
-                            Err(e) => {
-                                kept = Err(invalid(e));
-                                break;
-                            }
-                        }
-                    }
-                    *start += extra;
-                    kept
-                }
-                Ok(ConnectionState::PeerClosed) => {
-                    *peer_closed = true;
-                    Ok(())
-                }
-                Ok(ConnectionState::Closed) => {
-                    Err(io::Error::new(io::ErrorKind::BrokenPipe, "the TLS connection is closed"))
-                }
-                Ok(other) => Err(invalid(format!("unexpected TLS state: {other:?}"))),
-                Err(e) => Err(invalid(e)),
-            };
-            *start += discard;
-            step?;
-        }
-    }
+/// A handshake record's content to the connection's state; an answer it
+/// makes waits with the records to be written.
+fn take_handshake(writing: &Mutex<Writing>, content: &[u8], opener: &mut Opener) -> Result<(), RecordError> {
+    let mut writing = lock(writing);
+    let Writing { sealer, outgoing, .. } = &mut *writing;
+    sealer.take_handshake(content, opener, outgoing)
 }
 
 impl Layer for Sealing {
     fn read(&self, socket: &mut Wire<'_>, into: &mut Vec<u8>, most: usize) -> io::Result<usize> {
         let start = into.len();
+        let mut state = lock(&self.reading);
         loop {
-            // A step at a time: a writer of this connection waits for one
-            // record, not a whole reply.
-            let mut state = self.state();
             let got = into.len() - start;
             if got == most {
                 return Ok(got);
             }
             if state.taken < state.opened.len() {
-                let Sealed { opened, taken, .. } = &mut *state;
+                let Reading { opened, taken, .. } = &mut *state;
                 let n = (opened.len() - *taken).min(most - got);
                 into.extend_from_slice(&opened[*taken..*taken + n]);
                 *taken += n;
@@ -405,70 +418,77 @@ impl Layer for Sealing {
             if let Some(why) = &state.broken {
                 return if got > 0 { Ok(got) } else { Err(invalid(why)) };
             }
-            match state.open_one(into, most - got) {
+            match state.open_staged(&self.writing, into, most - got) {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => {
-                    // Its alert, as far as the socket takes it.
-                    let _ = flush_outgoing(&mut state, socket);
-                    return if got > 0 { Ok(got) } else { Err(e) };
+                    state.fail(e, &self.writing, socket);
+                    continue;
                 }
             }
-            let at = state.make_room();
-            match socket.read(&mut state.incoming[at..]) {
+            let room = most - got;
+            let read = match room >= DIRECT_MIN && into.capacity() - into.len() >= room {
+                true => state.read_direct(socket, &self.writing, into, room),
+                false => state.read_staged(socket, room),
+            };
+            match read {
                 // The stream ended without the peer saying so: an end all
                 // the same, once what came before it is read.
-                Ok(0) => return Ok(got),
-                Ok(n) => state.end += n,
+                Ok(0) => return Ok(into.len() - start),
+                Ok(_) => {}
                 // What is opened goes first; the error comes again.
-                Err(_) if got > 0 => return Ok(got),
+                Err(_) if into.len() > start => return Ok(into.len() - start),
                 Err(e) => return Err(e),
             }
         }
     }
 
     fn seal(&self, parts: &[&[u8]]) -> io::Result<()> {
-        let mut state = self.state();
+        let mut writing = lock(&self.writing);
+        let Writing { sealer, outgoing, sent, .. } = &mut *writing;
+        if *sent == outgoing.len() {
+            outgoing.clear();
+            *sent = 0;
+        }
         // Parts that fit one record go in one.
         let total: usize = parts.iter().map(|p| p.len()).sum();
-        if parts.len() > 1 && total <= 1 << 14 {
-            return state.seal(&parts.concat());
-        }
-        for part in parts {
-            state.seal(part)?;
-        }
-        Ok(())
+        let sealed = match parts.len() > 1 && total <= 1 << 14 {
+            true => sealer.seal(&parts.concat(), outgoing),
+            false => parts.iter().try_for_each(|part| sealer.seal(part, outgoing)),
+        };
+        sealed.map_err(invalid)
     }
 
     fn flush(&self, socket: &mut Wire<'_>) -> io::Result<()> {
-        flush_outgoing(&mut self.state(), socket)
+        flush_outgoing(&mut lock(&self.writing), socket)
     }
 
     fn queued(&self) -> bool {
-        let state = self.state();
-        state.sent < state.outgoing.len()
+        let writing = lock(&self.writing);
+        writing.sent < writing.outgoing.len()
     }
 
     fn close(&self, socket: &mut Wire<'_>) {
-        let mut state = self.state();
-        if std::mem::replace(&mut state.closed, true) {
+        let mut writing = lock(&self.writing);
+        if std::mem::replace(&mut writing.closed, true) {
             return;
         }
-        let _ = state.writing(HANDSHAKE_ROOM, |traffic, out| traffic.queue_close_notify(out));
-        let _ = flush_outgoing(&mut state, socket);
+        let Writing { sealer, outgoing, .. } = &mut *writing;
+        sealer.alert(None, outgoing);
+        let _ = flush_outgoing(&mut writing, socket);
     }
 }
 
 /// Writes the records that wait: Ok once none does.
-fn flush_outgoing(state: &mut Sealed, socket: &mut Wire<'_>) -> io::Result<()> {
-    while state.sent < state.outgoing.len() {
-        match socket.write(&state.outgoing[state.sent..])? {
+fn flush_outgoing(writing: &mut Writing, socket: &mut Wire<'_>) -> io::Result<()> {
+    while writing.sent < writing.outgoing.len() {
+        match socket.write(&writing.outgoing[writing.sent..])? {
             0 => return Err(io::ErrorKind::WriteZero.into()),
-            n => state.sent += n,
+            n => writing.sent += n,
         }
     }
-    state.outgoing.clear();
-    state.sent = 0;
+    writing.outgoing.clear();
+    writing.sent = 0;
     Ok(())
 }
 
