@@ -76,3 +76,4 @@ pub mod session;
 pub mod shards;
 pub mod stdio;
 pub mod term;
+pub mod tls;

@@ -7,7 +7,7 @@
 use crate::access::tls;
 use crate::access::tokens::TokenAuth;
 use crate::fsys::Fsys;
-use apex_ninep::srv::{serve_conn, Config};
+use apex_ninep::srv::{serve_conn, serve_split, Config};
 use apex_ninep::{Fcall, Msg};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -113,22 +113,19 @@ async fn serve_tls(conn: tokio::net::TcpStream, tree: Arc<Fsys>, config: Config,
         refuse_plain(conn, u16::from_le_bytes([first[5], first[6]])).await;
         return;
     }
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config.clone());
-    let mut stream = match tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(conn)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            tracing::info!("tls handshake: {e}");
-            return;
-        }
-        Err(_) => return,
-    };
-    // A whole reply (up to the msize) is taken at once, not 64 KiB at a
-    // time: the connection's own backpressure is the 9P server's.
-    stream.get_mut().1.set_buffer_limit(None);
+    let (reader, writer) =
+        match tokio::time::timeout(HANDSHAKE_WAIT, crate::tls::serve::accept(conn, tls.config.clone())).await {
+            Ok(Ok(halves)) => halves,
+            Ok(Err(e)) => {
+                tracing::info!("tls handshake: {e}");
+                return;
+            }
+            Err(_) => return,
+        };
     let proven = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let auth = Arc::new(TokenAuth { state_dir: tls.state_dir.clone(), proven: proven.clone() });
     let config = Config { auth: Some(auth), ..config };
-    let serving = serve_conn(tree, stream, config);
+    let serving = serve_split(tree, reader, writer, config);
     tokio::pin!(serving);
     // A connection that proves nothing in time is let go: nobody holds
     // the daemon's memory without a token.

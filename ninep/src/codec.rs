@@ -368,8 +368,28 @@ pub fn encode(msg: &Msg, out: &mut Vec<u8>) {
 /// after `out` (the frame's size counts it): bulk data is then written
 /// from where it lies instead of being copied into `out`.
 pub fn encode_frame<'m>(msg: &'m Msg, out: &mut Vec<u8>, large: usize) -> Option<&'m [u8]> {
+    let left = encode_head(msg, out, large);
+    left.then_some(match &msg.body {
+        Fcall::Rread { data } | Fcall::Twrite { data, .. } => data.as_slice(),
+        _ => &[],
+    })
+}
+
+/// As [`encode_frame`], the large data left given mutably: for a writer
+/// that seals it where it lies (the message is not used again).
+pub fn encode_frame_mut<'m>(msg: &'m mut Msg, out: &mut Vec<u8>, large: usize) -> Option<&'m mut [u8]> {
+    let left = encode_head(msg, out, large);
+    left.then_some(match &mut msg.body {
+        Fcall::Rread { data } | Fcall::Twrite { data, .. } => data.as_mut_slice(),
+        _ => &mut [],
+    })
+}
+
+/// The frame of `msg` onto `out`, but for the data of an Rread or
+/// Twrite of at least `large` bytes: true when that is left out.
+fn encode_head(msg: &Msg, out: &mut Vec<u8>, large: usize) -> bool {
     let start = out.len();
-    let mut after = None;
+    let mut after = false;
     out.extend_from_slice(&[0, 0, 0, 0]);
     out.push(msg.body.ty());
     out.extend_from_slice(&msg.tag.to_le_bytes());
@@ -429,7 +449,7 @@ pub fn encode_frame<'m>(msg: &'m Msg, out: &mut Vec<u8>, large: usize) -> Option
         Rread { data } => {
             u32s(out, &[data.len() as u32]);
             match data.len() >= large {
-                true => after = Some(data.as_slice()),
+                true => after = true,
                 false => out.extend_from_slice(data),
             }
         }
@@ -438,7 +458,7 @@ pub fn encode_frame<'m>(msg: &'m Msg, out: &mut Vec<u8>, large: usize) -> Option
             out.extend_from_slice(&offset.to_le_bytes());
             u32s(out, &[data.len() as u32]);
             match data.len() >= large {
-                true => after = Some(data.as_slice()),
+                true => after = true,
                 false => out.extend_from_slice(data),
             }
         }
@@ -450,7 +470,11 @@ pub fn encode_frame<'m>(msg: &'m Msg, out: &mut Vec<u8>, large: usize) -> Option
             put_stat_field(out, stat);
         }
     }
-    let size = (out.len() - start + after.map_or(0, <[u8]>::len)) as u32;
+    let left = match &msg.body {
+        Rread { data } | Twrite { data, .. } if after => data.len(),
+        _ => 0,
+    };
+    let size = (out.len() - start + left) as u32;
     out[start..start + 4].copy_from_slice(&size.to_le_bytes());
     after
 }

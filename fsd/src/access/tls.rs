@@ -93,10 +93,15 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn server(state_dir: &Path) -> Result<(Arc<rustls::ServerConfig>, String), TlsError> {
     let (cert, key) = identity(state_dir)?;
     let print = fingerprint(&cert);
-    let config = rustls::ServerConfig::builder_with_provider(provider())
+    let mut config = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)?;
+    // The record layer is the daemon's own once the handshake is done
+    // (`tls::serve`): rustls hands it the keys. No session is resumed, so
+    // no ticket is sent.
+    config.enable_secret_extraction = true;
+    config.send_tls13_tickets = 0;
     Ok((Arc::new(config), print))
 }
 

@@ -17,7 +17,6 @@
 //! command that starts, finds and stops an importer; this file the
 //! connection's life, the posting and the serving.
 
-mod records;
 pub mod ssh;
 pub mod start;
 pub mod tls;

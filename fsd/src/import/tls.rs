@@ -3,20 +3,19 @@
 //! The client reads and writes the TCP socket itself, with [`Sealing`] as
 //! its record layer: no task and no second socket between it and the
 //! network. rustls's unbuffered connection does the handshake; then its
-//! keys are taken over (`records`), and a reply's records are read
+//! keys are taken over (`crate::tls`), and a reply's records are read
 //! straight into the frame that reply fills and opened there, as plain
 //! TCP reads it: the bytes are copied by the kernel alone.
 
-use super::records::{self, Opened, Opener, RecordError, Sealer, RECORD_MAX};
 use super::ImportError;
+use crate::tls::handshake::{handshake, Handshaken};
+use crate::tls::records::{self, Opened, Opener, RecordError, Sealer, RECORD_MAX};
 use apex_ninep::layer::{Layer, Wire};
 use apex_ninep::Client;
-use rustls::client::UnbufferedClientConnection;
-use rustls::unbuffered::{ConnectionState, EncodeError, UnbufferedStatus};
+use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
 use std::io::{self, Read, Write};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Room in the buffer records are staged in when they are not read
 /// straight into a frame: the handshake's, and a reply's last records
@@ -46,21 +45,21 @@ pub async fn connect(host: &str, port: u16, pin: &str, msize: u32) -> Result<Cli
         .map_err(|e| refused(e.to_string()))?;
     let _ = tcp.set_nodelay(true);
     keep_alive(std::os::fd::AsRawFd::as_raw_fd(&tcp));
-    let mut conn = UnbufferedClientConnection::new(config, crate::access::tls::server_name())
+    let conn = UnbufferedClientConnection::new(config, crate::access::tls::server_name())
         .map_err(|e| refused(e.to_string()))?;
-    let (incoming, end) = tokio::time::timeout(wait, handshake(&mut tcp, &mut conn))
-        .await
-        .map_err(|_| ImportError::Timeout { remote: remote.clone(), wait })?
-        .map_err(|e| refused(e.to_string()))?;
-    let kernel = conn.dangerous_into_kernel_connection().map_err(|e| refused(e.to_string()))?;
-    let (opener, sealer) = records::split(kernel).map_err(|e| refused(e.to_string()))?;
+    let stage = STAGE + RECORD_MAX + READ_ALIGN;
+    let Handshaken { opener, sealer, stage: incoming, end, early } =
+        tokio::time::timeout(wait, handshake(&mut tcp, conn, stage))
+            .await
+            .map_err(|_| ImportError::Timeout { remote: remote.clone(), wait })?
+            .map_err(|e| refused(e.to_string()))?;
     let sealing = Sealing {
         reading: Mutex::new(Reading {
             opener,
             incoming,
             start: 0,
             end,
-            opened: Vec::new(),
+            opened: early,
             taken: 0,
             peer_closed: false,
             broken: None,
@@ -76,110 +75,6 @@ pub async fn connect(host: &str, port: u16, pin: &str, msize: u32) -> Result<Cli
     }
 }
 
-/// What the handshake does next, once its state is let go of.
-enum Step {
-    Read,
-    Again,
-    Done,
-}
-
-/// TLS's handshake over `tcp`; returns the buffer records are staged
-/// in, with what came after the handshake at `[..end]`.
-async fn handshake(
-    tcp: &mut tokio::net::TcpStream,
-    conn: &mut UnbufferedClientConnection,
-) -> io::Result<(Box<[u8]>, usize)> {
-    let mut incoming = vec![0; STAGE + RECORD_MAX + READ_ALIGN].into_boxed_slice();
-    let mut filled = 0;
-    let mut outgoing = Vec::new();
-    loop {
-        let UnbufferedStatus { discard, state } = conn.process_tls_records(&mut incoming[..filled]);
-        let step = match state.map_err(invalid)? {
-            ConnectionState::EncodeTlsData(mut data) => {
-                encode(&mut outgoing, HANDSHAKE_ROOM, |out| data.encode(out))?;
-                Step::Again
-            }
-            ConnectionState::TransmitTlsData(data) => {
-                tcp.write_all(&outgoing).await?;
-                outgoing.clear();
-                data.done();
-                Step::Again
-            }
-            ConnectionState::BlockedHandshake => Step::Read,
-            // Done; records that came with its end are opened by the
-            // record layer.
-            ConnectionState::WriteTraffic(_) | ConnectionState::ReadTraffic(_) => Step::Done,
-            ConnectionState::PeerClosed | ConnectionState::Closed => {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the daemon closed the connection"))
-            }
-            other => return Err(invalid(format!("unexpected TLS state in the handshake: {other:?}"))),
-        };
-        incoming.copy_within(discard..filled, 0);
-        filled -= discard;
-        match step {
-            Step::Again => {}
-            Step::Done => {
-                // What rustls encoded and has not yet asked to be sent
-                // (its Finished, when the server's data came with its
-                // own): sent now, before the record layer seals anything.
-                tcp.write_all(&outgoing).await?;
-                return Ok((incoming, filled));
-            }
-            Step::Read => match tcp.read(&mut incoming[filled..]).await? {
-                0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the daemon closed the connection")),
-                n => filled += n,
-            },
-        }
-    }
-}
-
-/// Puts what `write` writes onto the end of `out`: `room` bytes are made
-/// for it, or as many as it says it needs.
-fn encode<E: Into<Sizing>>(
-    out: &mut Vec<u8>,
-    mut room: usize,
-    mut write: impl FnMut(&mut [u8]) -> Result<usize, E>,
-) -> io::Result<()> {
-    let len = out.len();
-    loop {
-        out.resize(len + room, 0);
-        match write(&mut out[len..]).map_err(Into::into) {
-            Ok(n) => {
-                out.truncate(len + n);
-                return Ok(());
-            }
-            Err(Sizing::Needs(size)) if size > room => room = size,
-            Err(Sizing::Needs(size)) => {
-                out.truncate(len);
-                return Err(invalid(format!("rustls asked for {size} bytes to seal into, and had them")));
-            }
-            Err(Sizing::Failed(why)) => {
-                out.truncate(len);
-                return Err(invalid(why));
-            }
-        }
-    }
-}
-
-/// Why rustls did not seal: too little room (it says how much), or
-/// anything else.
-enum Sizing {
-    Needs(usize),
-    Failed(String),
-}
-
-impl From<EncodeError> for Sizing {
-    fn from(e: EncodeError) -> Sizing {
-        match e {
-            EncodeError::InsufficientSize(s) => Sizing::Needs(s.required_size),
-            e => Sizing::Failed(e.to_string()),
-        }
-    }
-}
-
-/// Room first made for a handshake message.
-const HANDSHAKE_ROOM: usize = 1024;
-
 fn invalid(e: impl ToString) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e.to_string())
 }
@@ -188,7 +83,7 @@ fn invalid(e: impl ToString) -> io::Error {
 /// a side each: a writer never waits for a reply being opened.
 struct Sealing {
     reading: Mutex<Reading>,
-    /// Taken by the reader too (after `reading`, never before), to answer
+    /// Taken by the reader too (after `reading`, never before), to follow
     /// a key update or say why it stopped.
     writing: Mutex<Writing>,
 }
@@ -211,7 +106,7 @@ struct Reading {
 }
 
 struct Writing {
-    sealer: Sealer,
+    sealer: Sealer<ClientConnectionData>,
     /// Records sealed and not yet written: `outgoing[sent..]`.
     outgoing: Vec<u8>,
     sent: usize,
@@ -388,12 +283,9 @@ impl Reading {
     }
 }
 
-/// A handshake record's content to the connection's state; an answer it
-/// makes waits with the records to be written.
+/// A handshake record's content to the connection's state.
 fn take_handshake(writing: &Mutex<Writing>, content: &[u8], opener: &mut Opener) -> Result<(), RecordError> {
-    let mut writing = lock(writing);
-    let Writing { sealer, outgoing, .. } = &mut *writing;
-    sealer.take_handshake(content, opener, outgoing)
+    lock(writing).sealer.take_handshake(content, opener)
 }
 
 impl Layer for Sealing {
@@ -521,7 +413,7 @@ fn set_int(fd: std::os::fd::RawFd, level: libc::c_int, option: libc::c_int, valu
 mod tests {
     use super::*;
     use apex_ninep::{Fcall, Msg};
-    use tokio::io::{AsyncRead, AsyncWrite};
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
     /// One 9P frame from `r`.
     async fn frame(r: &mut (impl AsyncRead + Unpin)) -> Msg {
@@ -553,6 +445,8 @@ mod tests {
         // tickets sent after the handshake among them, split across many.
         let mut config = (*config).clone();
         config.max_fragment_size = Some(100);
+        // Session tickets, which the daemon does not send, are taken.
+        config.send_tls13_tickets = 2;
         let config = std::sync::Arc::new(config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();

@@ -54,6 +54,7 @@ pub use conn::MAX_FIDS;
 use conn::{Conn, Table};
 pub use flush::flushed;
 use wire::io_loop;
+pub use wire::{Plain, ReplyWrite};
 
 /// A 9P error reply's text: what the connection itself refuses with (an
 /// unknown fid, a read of a fid open for writing), and what a `Serve`
@@ -196,10 +197,32 @@ where
     serve_halves(serve, r, w, config, None).await
 }
 
+/// Serves a connection whose halves are the caller's own: as
+/// [`serve_conn`], its replies written through `w`, which may write a
+/// large reply's data its own way (TLS sealing it where it lies).
+pub async fn serve_split<S: Serve>(
+    serve: Arc<S>,
+    r: impl AsyncRead + Unpin,
+    w: impl ReplyWrite,
+    config: Config,
+) -> std::result::Result<(), FrameError> {
+    serve_replying(serve, r, w, config, None).await
+}
+
 async fn serve_halves<S: Serve>(
     serve: Arc<S>,
+    r: impl AsyncRead + Unpin,
+    w: impl AsyncWrite + Unpin + Send,
+    config: Config,
+    socket: Option<RawFd>,
+) -> std::result::Result<(), FrameError> {
+    serve_replying(serve, r, Plain(w), config, socket).await
+}
+
+async fn serve_replying<S: Serve>(
+    serve: Arc<S>,
     mut r: impl AsyncRead + Unpin,
-    mut w: impl AsyncWrite + Unpin,
+    mut w: impl ReplyWrite,
     config: Config,
     socket: Option<RawFd>,
 ) -> std::result::Result<(), FrameError> {

@@ -3,11 +3,15 @@
 
 use super::conn::{dispatch, Conn, Ready};
 use super::{Config, Serve};
-use crate::codec::{check, data_head, encode_frame, parse, with_data, LARGE};
+use crate::codec::{check, data_head, encode_frame_mut, parse, with_data, LARGE};
 use crate::error::FrameError;
 use crate::fcall::{Fcall, Msg};
 use crate::io::write_two;
+use std::future::Future;
+use std::io::IoSlice;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -23,7 +27,7 @@ pub(super) const IDLE_ROOM: usize = 8 * 1024;
 pub(super) async fn io_loop<S: Serve>(
     conn: &Arc<Conn<S>>,
     r: &mut (impl AsyncRead + Unpin),
-    w: &mut (impl AsyncWrite + Unpin),
+    w: &mut impl ReplyWrite,
     rx: &mut mpsc::UnboundedReceiver<Msg>,
     config: &Config,
 ) -> std::result::Result<(), FrameError> {
@@ -85,7 +89,7 @@ pub(super) async fn io_loop<S: Serve>(
         }
         // The replies that are ready, in as few writes as may be.
         Ready { list: &mut ready, rx, queued: &conn.queued }.take_queued();
-        if send_passing(conn, w, &mut out, &ready).await.is_err() {
+        if send_passing(conn, w, &mut out, &mut ready).await.is_err() {
             return Ok(());
         }
         unflushed |= !ready.is_empty();
@@ -195,13 +199,66 @@ pub(super) async fn received<S: Serve>(
     }
 }
 
+/// Where the server writes its replies: a stream, or one that writes a
+/// large reply's data its own way.
+pub trait ReplyWrite: AsyncWrite + Unpin + Send {
+    /// Writes all of `head` and then all of `data`, which it may change
+    /// as it does (TLS seals it where it lies): the reply is not used
+    /// again.
+    fn write_reply<'a>(
+        &'a mut self,
+        head: &'a [u8],
+        data: &'a mut [u8],
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'a;
+}
+
+/// A stream whose replies' data is written as it lies, in one writev
+/// with its head.
+pub struct Plain<W>(pub W);
+
+impl<W: AsyncWrite + Unpin + Send> ReplyWrite for Plain<W> {
+    fn write_reply<'a>(
+        &'a mut self,
+        head: &'a [u8],
+        data: &'a mut [u8],
+    ) -> impl Future<Output = std::io::Result<()>> + Send + 'a {
+        write_two(&mut self.0, head, data)
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Plain<W> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+    }
+}
+
 /// Writes `replies`: small ones gathered into one write, the data of a
 /// large Rread written from its own buffer rather than copied.
-pub(super) async fn send(w: &mut (impl AsyncWrite + Unpin), out: &mut Vec<u8>, replies: &[Msg]) -> std::io::Result<()> {
+pub(super) async fn send(w: &mut impl ReplyWrite, out: &mut Vec<u8>, replies: &mut [Msg]) -> std::io::Result<()> {
     out.clear();
     for msg in replies {
-        if let Some(data) = encode_frame(msg, out, LARGE) {
-            write_two(w, out, data).await?;
+        if let Some(data) = encode_frame_mut(msg, out, LARGE) {
+            w.write_reply(out, data).await?;
             out.clear();
         }
     }
@@ -231,22 +288,22 @@ pub(super) async fn read_more(r: &mut (impl AsyncRead + Unpin), buf: &mut Vec<u8
 /// Writes `replies`, each `Ropenfd` followed at once by its descriptor.
 pub(super) async fn send_passing<S: Serve>(
     conn: &Conn<S>,
-    w: &mut (impl AsyncWrite + Unpin),
+    w: &mut impl ReplyWrite,
     out: &mut Vec<u8>,
-    replies: &[Msg],
+    replies: &mut [Msg],
 ) -> std::io::Result<()> {
     let mut from = 0;
-    for (i, msg) in replies.iter().enumerate() {
-        if !matches!(msg.body, Fcall::Ropenfd { .. }) {
+    for i in 0..replies.len() {
+        if !matches!(replies[i].body, Fcall::Ropenfd { .. }) {
             continue;
         }
-        send(w, out, &replies[from..=i]).await?;
+        send(w, out, &mut replies[from..=i]).await?;
         w.flush().await?;
         from = i + 1;
-        let fd = conn.passing.lock().expect("passing lock").remove(&msg.tag);
+        let fd = conn.passing.lock().expect("passing lock").remove(&replies[i].tag);
         if let (Some(socket), Some(fd)) = (conn.socket, fd) {
             crate::fdpass::send_fd(socket, &fd).await?;
         }
     }
-    send(w, out, &replies[from..]).await
+    send(w, out, &mut replies[from..]).await
 }

@@ -1,15 +1,18 @@
 //! TLS 1.3's record layer once the handshake is done (RFC 8446 5), for
-//! the import's client: records opened and sealed here with the keys
-//! rustls derived and hands over through its interface for kTLS
-//! ([`KernelConnection`]). A record is opened where it lies, shifted down
-//! over its head as it is decrypted, so a bulk read is opened straight
-//! into the 9P frame it belongs to (rustls's own record layer copies each
-//! record's plaintext into a buffer of its own first). rustls keeps what
-//! needs its state: the keys after a key update, the session tickets.
+//! the import's client and the daemon alike: records opened and sealed
+//! here with the keys rustls derived and hands over through its
+//! interface for kTLS ([`KernelConnection`]). A record is opened where it
+//! lies, shifted down over its head as it is decrypted, so a bulk read is
+//! opened straight into the 9P frame it belongs to; a reply's data is
+//! sealed where it lies ([`Sealer::seal_in_place`]). rustls's own record
+//! layer copies each record's plaintext into a buffer of its own first.
+//! rustls keeps what needs its state: the keys after a key update, the
+//! session tickets.
 
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, NONCE_LEN};
 use rustls::client::ClientConnectionData;
 use rustls::kernel::KernelConnection;
+use rustls::server::ServerConnectionData;
 use rustls::{ConnectionTrafficSecrets, ExtractedSecrets, SupportedCipherSuite};
 
 /// A record's head: its type, the legacy version, its body's length.
@@ -44,25 +47,32 @@ pub const CLOSE_NOTIFY: u8 = 0;
 const UNEXPECTED_MESSAGE: u8 = 10;
 const BAD_RECORD_MAC: u8 = 20;
 const RECORD_OVERFLOW: u8 = 22;
+const ILLEGAL_PARAMETER: u8 = 47;
 const DECODE_ERROR: u8 = 50;
 const INTERNAL_ERROR: u8 = 80;
 
 /// Why a record did not open, or the connection's keys could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("a TLS record's head is not TLS 1.3's (type {kind}, version {version:?}, length {length})")]
-    Head { kind: u8, version: [u8; 2], length: usize },
+    #[error("a TLS record's head is not a TLS 1.3 record of application data (type {kind}, length {length})")]
+    Head { kind: u8, length: usize },
     #[error("a TLS record did not open: its tag does not match (bad_record_mac)")]
     Opened,
     #[error("a TLS record has no content type (all zeros)")]
     NoType,
+    #[error("a TLS record holds {0} bytes, more than 16 KiB")]
+    Overflow(usize),
     #[error("a TLS record of an unknown type {0}")]
     Kind(u8),
     #[error("a handshake message of type {0} after the handshake")]
     Message(u8),
+    #[error("a TLS record out of place: {0}")]
+    Unexpected(&'static str),
+    #[error("a key update asking {0}, not 0 (no update) or 1 (update)")]
+    KeyUpdate(u8),
     #[error("a post-handshake message is malformed: {0}")]
     Malformed(&'static str),
-    #[error("the daemon sent TLS alert {0}")]
+    #[error("the peer sent TLS alert {0}")]
     Alert(u8),
     #[error("the negotiated cipher suite has no key here")]
     Suite,
@@ -79,9 +89,15 @@ impl RecordError {
     fn alert(&self) -> Option<u8> {
         Some(match self {
             RecordError::Head { length, .. } if *length > BODY_MAX => RECORD_OVERFLOW,
-            RecordError::Head { .. } | RecordError::Kind(_) | RecordError::Message(_) => UNEXPECTED_MESSAGE,
+            RecordError::Overflow(_) => RECORD_OVERFLOW,
+            RecordError::Head { .. }
+            | RecordError::NoType
+            | RecordError::Kind(_)
+            | RecordError::Message(_)
+            | RecordError::Unexpected(_) => UNEXPECTED_MESSAGE,
             RecordError::Opened => BAD_RECORD_MAC,
-            RecordError::NoType | RecordError::Malformed(_) => DECODE_ERROR,
+            RecordError::KeyUpdate(_) => ILLEGAL_PARAMETER,
+            RecordError::Malformed(_) => DECODE_ERROR,
             RecordError::Alert(_) | RecordError::Ended => return None,
             RecordError::Suite | RecordError::Sealing | RecordError::Rustls(_) => INTERNAL_ERROR,
         })
@@ -122,9 +138,7 @@ impl Keys {
 
     /// Seals `content` of type `kind` as one record onto the end of `out`.
     fn seal(&mut self, kind: u8, content: &[u8], out: &mut Vec<u8>) -> Result<(), RecordError> {
-        let length = content.len() + 1 + TAG;
-        let [hi, lo] = (length as u16).to_be_bytes();
-        let head = [APPLICATION_DATA, LEGACY_VERSION[0], LEGACY_VERSION[1], hi, lo];
+        let head = record_head(content.len());
         out.extend_from_slice(&head);
         let at = out.len();
         out.extend_from_slice(content);
@@ -143,14 +157,44 @@ impl Keys {
     }
 }
 
+/// The head of a record of `content` bytes (and its type and tag).
+fn record_head(content: usize) -> [u8; HEAD] {
+    let [hi, lo] = ((content + 1 + TAG) as u16).to_be_bytes();
+    [APPLICATION_DATA, LEGACY_VERSION[0], LEGACY_VERSION[1], hi, lo]
+}
+
+/// A piece of what a reply sealed where it lies is written as, in order:
+/// bytes of `meta` (records' heads and tags, and records sealed whole),
+/// or of the data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Meta(std::ops::Range<usize>),
+    Data(std::ops::Range<usize>),
+}
+
+/// Adds `meta[range]` to what is written, joined to the piece before when
+/// that ends where it begins.
+pub fn push_meta(parts: &mut Vec<Part>, range: std::ops::Range<usize>) {
+    if range.is_empty() {
+        return;
+    }
+    if let Some(Part::Meta(last)) = parts.last_mut() {
+        if last.end == range.start {
+            last.end = range.end;
+            return;
+        }
+    }
+    parts.push(Part::Meta(range));
+}
+
 /// The length of the record whose head begins `bytes`, once the head is
 /// in: `None` before.
 pub fn record_len(bytes: &[u8]) -> Result<Option<usize>, RecordError> {
     let Some(head) = bytes.get(..HEAD) else { return Ok(None) };
+    // The legacy version is not looked at (RFC 8446 5.1).
     let length = u16::from_be_bytes([head[3], head[4]]) as usize;
-    let version = [head[1], head[2]];
-    if head[0] != APPLICATION_DATA || version != LEGACY_VERSION || length > BODY_MAX || length <= TAG {
-        return Err(RecordError::Head { kind: head[0], version, length });
+    if head[0] != APPLICATION_DATA || length > BODY_MAX || length <= TAG {
+        return Err(RecordError::Head { kind: head[0], length });
     }
     Ok(Some(HEAD + length))
 }
@@ -170,12 +214,15 @@ pub enum Opened {
 /// The reading direction: records opened.
 pub struct Opener {
     rx: Keys,
+    /// Whether a handshake message is partly read: nothing else may come
+    /// before its rest (RFC 8446 5.1).
+    inside_message: bool,
 }
 
 #[cfg(test)]
 impl Opener {
     fn with(rx: Keys) -> Opener {
-        Opener { rx }
+        Opener { rx, inside_message: false }
     }
 }
 
@@ -198,8 +245,15 @@ impl Opener {
             .map_err(|_| RecordError::Opened)?;
         // The type is the last byte not zero; zeros after it are padding.
         let at = inner.iter().rposition(|&b| b != 0).ok_or(RecordError::NoType)?;
+        if at > PLAINTEXT_MAX {
+            return Err(RecordError::Overflow(at));
+        }
         let opened = match inner[at] {
+            APPLICATION_DATA | ALERT if self.inside_message => {
+                return Err(RecordError::Unexpected("data or an alert inside a handshake message"))
+            }
             APPLICATION_DATA => Opened::Data(at),
+            HANDSHAKE if at == 0 => return Err(RecordError::Unexpected("a handshake record of nothing")),
             HANDSHAKE => Opened::Handshake(at),
             ALERT => match inner[..at] {
                 [_, CLOSE_NOTIFY] => Opened::Closed,
@@ -212,74 +266,100 @@ impl Opener {
     }
 }
 
+/// A connection's side: what it does with a session ticket.
+pub trait Side: Sized + Send + 'static {
+    fn ticket(kernel: &mut KernelConnection<Self>, body: &[u8]) -> Result<(), RecordError>;
+}
+
+impl Side for ClientConnectionData {
+    /// Kept by rustls, as any client's.
+    fn ticket(kernel: &mut KernelConnection<Self>, body: &[u8]) -> Result<(), RecordError> {
+        Ok(kernel.handle_new_session_ticket(body)?)
+    }
+}
+
+impl Side for ServerConnectionData {
+    /// Only a server sends them.
+    fn ticket(_: &mut KernelConnection<Self>, _: &[u8]) -> Result<(), RecordError> {
+        Err(RecordError::Message(NEW_SESSION_TICKET))
+    }
+}
+
 /// The writing direction, and rustls's state for what comes after the
 /// handshake (which changes the reading direction's keys too).
-pub struct Sealer {
-    kernel: KernelConnection<ClientConnectionData>,
+pub struct Sealer<D: Side> {
+    kernel: KernelConnection<D>,
     tx: Keys,
     /// Records sealed under one key before it is changed for another.
     limit: u64,
     /// A post-handshake message whose records are still coming.
     message: Vec<u8>,
-    /// Whether an alert ended the connection: nothing more is sealed.
+    /// Whether the peer asked for a key update of ours: said before the
+    /// next data sealed (one answer for any number of asks, RFC 8446
+    /// 4.6.3), never piled up while nothing is sent.
+    update_owed: bool,
+    /// Whether nothing more is sealed: after an alert, either side's, or
+    /// a record that would not seal.
     ended: bool,
 }
 
 /// Both directions of a connection whose handshake is done and whose
 /// handshake records are all written.
-pub fn split(
-    (secrets, kernel): (ExtractedSecrets, KernelConnection<ClientConnectionData>),
-) -> Result<(Opener, Sealer), RecordError> {
+pub fn split<D: Side>(
+    (secrets, kernel): (ExtractedSecrets, KernelConnection<D>),
+) -> Result<(Opener, Sealer<D>), RecordError> {
     #[allow(unreachable_patterns)]
     let limit = match kernel.negotiated_cipher_suite() {
         SupportedCipherSuite::Tls13(suite) => suite.common.confidentiality_limit,
         _ => return Err(RecordError::Suite),
     };
-    let opener = Opener { rx: Keys::new(secrets.rx)? };
-    let sealer = Sealer { tx: Keys::new(secrets.tx)?, kernel, limit, message: Vec::new(), ended: false };
+    let opener = Opener { rx: Keys::new(secrets.rx)?, inside_message: false };
+    let sealer =
+        Sealer { tx: Keys::new(secrets.tx)?, kernel, limit, message: Vec::new(), update_owed: false, ended: false };
     Ok((opener, sealer))
 }
 
-impl Sealer {
+impl<D: Side> Sealer<D> {
     /// Takes a handshake record's content, and deals with the messages
     /// that are whole: a session ticket kept, a key update followed (the
-    /// opener's key changed; ours too when asked, the update said onto
-    /// `out`).
-    pub fn take_handshake(
-        &mut self,
-        content: &[u8],
-        opener: &mut Opener,
-        out: &mut Vec<u8>,
-    ) -> Result<(), RecordError> {
+    /// opener's key changed; ours owed when asked).
+    pub fn take_handshake(&mut self, content: &[u8], opener: &mut Opener) -> Result<(), RecordError> {
         if self.message.len() + content.len() > MESSAGE_MAX {
             return Err(RecordError::Malformed("a message longer than 64 KiB"));
         }
         self.message.extend_from_slice(content);
         while let [kind, a, b, c, ref rest @ ..] = self.message[..] {
             let length = u32::from_be_bytes([0, a, b, c]) as usize;
-            let Some(body) = rest.get(..length) else { return Ok(()) };
+            let Some(body) = rest.get(..length) else { break };
             match kind {
-                NEW_SESSION_TICKET => self.kernel.handle_new_session_ticket(body)?,
+                NEW_SESSION_TICKET => D::ticket(&mut self.kernel, body)?,
                 KEY_UPDATE => {
                     let requested = match body {
                         [0] => false,
                         [1] => true,
-                        _ => return Err(RecordError::Malformed("a key update that is not one byte of 0 or 1")),
+                        [other] => return Err(RecordError::KeyUpdate(*other)),
+                        _ => return Err(RecordError::Malformed("a key update not of one byte")),
                     };
                     // A key changes between records, never inside one.
                     if rest.len() > length {
-                        return Err(RecordError::Malformed("a key update with more after it in its record"));
+                        return Err(RecordError::Unexpected("a key update with more after it in its record"));
                     }
                     opener.rx = Keys::new(self.kernel.update_rx_secret()?)?;
-                    if requested {
-                        self.update_tx(out)?;
-                    }
+                    self.update_owed |= requested;
                 }
                 other => return Err(RecordError::Message(other)),
             }
             self.message.drain(..4 + length);
         }
+        opener.inside_message = !self.message.is_empty();
         Ok(())
+    }
+
+    /// Asks the peer for a key update, and updates ours.
+    #[cfg(test)]
+    pub fn ask_update(&mut self, out: &mut Vec<u8>) {
+        self.tx.seal(HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 1], out).unwrap();
+        self.tx = Keys::new(self.kernel.update_tx_secret().unwrap()).unwrap();
     }
 
     /// Says a key update of ours (under the old key), then seals under
@@ -287,29 +367,130 @@ impl Sealer {
     fn update_tx(&mut self, out: &mut Vec<u8>) -> Result<(), RecordError> {
         self.tx.seal(HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 0], out)?;
         self.tx = Keys::new(self.kernel.update_tx_secret()?)?;
+        self.update_owed = false;
         Ok(())
     }
 
-    /// Seals `plaintext` onto the end of `out`, 16 KiB a record; a key
-    /// near its limit is changed for a new one first.
-    pub fn seal(&mut self, plaintext: &[u8], out: &mut Vec<u8>) -> Result<(), RecordError> {
+    /// Before a record of data: the key update owed, or one for a key
+    /// near its limit (`records` more records about to be sealed).
+    fn before_data(&mut self, records: u64, out: &mut Vec<u8>) -> Result<(), RecordError> {
+        match self.update_owed || self.tx.seq + records > self.limit {
+            true => self.update_tx(out),
+            false => Ok(()),
+        }
+    }
+
+    /// Runs `sealing` unless the connection ended; if it fails, `out` is
+    /// cut back to what it was (no part of a frame is sent) and nothing
+    /// more is sealed.
+    fn sealing<T>(
+        &mut self,
+        out: &mut Vec<u8>,
+        sealing: impl FnOnce(&mut Self, &mut Vec<u8>) -> Result<T, RecordError>,
+    ) -> Result<T, RecordError> {
         if self.ended {
             return Err(RecordError::Ended);
         }
-        out.reserve(sealed_len(plaintext.len()));
-        for chunk in plaintext.chunks(PLAINTEXT_MAX) {
-            if self.tx.seq >= self.limit {
-                self.update_tx(out)?;
-            }
-            self.tx.seal(APPLICATION_DATA, chunk, out)?;
+        let len = out.len();
+        let sealed = sealing(self, out);
+        if sealed.is_err() {
+            out.truncate(len);
+            self.ended = true;
         }
+        sealed
+    }
+
+    /// Seals `plaintext` onto the end of `out`, 16 KiB a record.
+    pub fn seal(&mut self, plaintext: &[u8], out: &mut Vec<u8>) -> Result<(), RecordError> {
+        self.sealing(out, |me, out| {
+            out.reserve(sealed_len(plaintext.len()));
+            for chunk in plaintext.chunks(PLAINTEXT_MAX) {
+                me.before_data(1, out)?;
+                me.tx.seal(APPLICATION_DATA, chunk, out)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Seals `data` where it lies: each record's content is the data up
+    /// to a byte, which is kept and then holds the record's type (TLS
+    /// 1.3 puts it after the content, RFC 8446 5.2); the byte kept goes in
+    /// a record of its own after it. So nothing is copied but a byte in
+    /// 16 KiB, and the data's last piece (with no byte after it), sealed
+    /// whole onto `meta`. `meta` takes the records' heads and tags, and
+    /// `parts` says what to write, in order.
+    pub fn seal_in_place(
+        &mut self,
+        data: &mut [u8],
+        meta: &mut Vec<u8>,
+        parts: &mut Vec<Part>,
+    ) -> Result<(), RecordError> {
+        let count = parts.len();
+        let sealed = self.sealing(meta, |me, meta| me.seal_data_in_place(data, meta, parts));
+        if sealed.is_err() {
+            parts.truncate(count);
+        }
+        sealed
+    }
+
+    fn seal_data_in_place(
+        &mut self,
+        data: &mut [u8],
+        meta: &mut Vec<u8>,
+        parts: &mut Vec<Part>,
+    ) -> Result<(), RecordError> {
+        const CONTENT: usize = PLAINTEXT_MAX - 1;
+        let mut at = 0;
+        while data.len() - at > CONTENT {
+            let m = meta.len();
+            // Two records a step.
+            self.before_data(2, meta)?;
+            let end = at + CONTENT;
+            let kept = std::mem::replace(&mut data[end], APPLICATION_DATA);
+            let head = record_head(CONTENT);
+            meta.extend_from_slice(&head);
+            push_meta(parts, m..meta.len());
+            let nonce = self.tx.next_nonce();
+            let tag = self
+                .tx
+                .key
+                .seal_in_place_separate_tag(nonce, Aad::from(head), &mut data[at..=end])
+                .map_err(|_| RecordError::Sealing)?;
+            parts.push(Part::Data(at..end + 1));
+            let m = meta.len();
+            meta.extend_from_slice(tag.as_ref());
+            self.tx.seal(APPLICATION_DATA, &[kept], meta)?;
+            push_meta(parts, m..meta.len());
+            at = end + 1;
+        }
+        let m = meta.len();
+        for chunk in data[at..].chunks(PLAINTEXT_MAX) {
+            self.before_data(1, meta)?;
+            self.tx.seal(APPLICATION_DATA, chunk, meta)?;
+        }
+        push_meta(parts, m..meta.len());
+        Ok(())
+    }
+
+    /// Seals `plaintext` onto `meta`, as a piece to write.
+    pub fn seal_meta(
+        &mut self,
+        plaintext: &[u8],
+        meta: &mut Vec<u8>,
+        parts: &mut Vec<Part>,
+    ) -> Result<(), RecordError> {
+        let m = meta.len();
+        self.seal(plaintext, meta)?;
+        push_meta(parts, m..meta.len());
         Ok(())
     }
 
     /// An alert onto `out`: close_notify, or the one that tells the peer
     /// `error` (after which nothing more is sealed).
+    /// Either way nothing more is sealed after it; an error that is the
+    /// peer's own alert (or the end already) is answered with nothing.
     pub fn alert(&mut self, error: Option<&RecordError>, out: &mut Vec<u8>) {
-        if self.ended {
+        if std::mem::replace(&mut self.ended, true) {
             return;
         }
         let (level, description) = match error.map(RecordError::alert) {
@@ -320,7 +501,6 @@ impl Sealer {
         // A two-byte record seals unless the key is past the AEAD's
         // limits, which `seal` keeps it far from.
         let _ = self.tx.seal(ALERT, &[level, description], out);
-        self.ended = error.is_some();
     }
 }
 
@@ -393,11 +573,11 @@ mod tests {
     fn heads_that_are_not_tls_1_3_records_are_refused() {
         assert_eq!(record_len(&[23, 3, 3, 0]).unwrap(), None, "a head not yet whole");
         assert_eq!(record_len(&[23, 3, 3, 0, 17]).unwrap(), Some(HEAD + 17));
-        for head in [[22, 3, 3, 0, 40], [23, 3, 1, 0, 40], [23, 3, 3, 0x41, 1], [23, 3, 3, 0, 16]] {
+        for head in [[22, 3, 3, 0, 40], [23, 3, 3, 0x41, 1], [23, 3, 3, 0, 16]] {
             let e = record_len(&head).unwrap_err();
             assert!(matches!(e, RecordError::Head { .. }), "{head:?}: {e}");
         }
-        assert_eq!(RecordError::Head { kind: 23, version: [3, 3], length: 1 << 15 }.alert(), Some(RECORD_OVERFLOW));
+        assert_eq!(RecordError::Head { kind: 23, length: 1 << 15 }.alert(), Some(RECORD_OVERFLOW));
     }
 
     /// Padding after the type is taken off; a record of zeros alone has
