@@ -71,7 +71,22 @@ pub async fn handshake<C: Unbuffered>(
     let mut early = Vec::new();
     loop {
         let UnbufferedStatus { discard, state } = conn.process(&mut incoming[..filled]);
-        let step = match state.map_err(invalid)? {
+        let state = match state {
+            Ok(state) => state,
+            Err(e) => {
+                // rustls has the alert that says why: sent, as far as the
+                // peer takes it, then the error.
+                let after = conn.process(&mut incoming[discard..filled]);
+                if let Ok(ConnectionState::EncodeTlsData(mut data)) = after.state {
+                    let mut alert = Vec::new();
+                    if encode(&mut alert, |out| data.encode(out)).is_ok() {
+                        let _ = tcp.write_all(&alert).await;
+                    }
+                }
+                return Err(invalid(e));
+            }
+        };
+        let step = match state {
             ConnectionState::EncodeTlsData(mut data) => {
                 encode(&mut outgoing, |out| data.encode(out))?;
                 Step::Again

@@ -217,12 +217,19 @@ pub struct Opener {
     /// Whether a handshake message is partly read: nothing else may come
     /// before its rest (RFC 8446 5.1).
     inside_message: bool,
+    /// Empty records of data, and key updates, since the last data: a
+    /// peer that sends them without end is cut off (as rustls does).
+    empty_records: u32,
+    key_updates: u32,
 }
+
+/// The most empty records, and the most key updates, in a row.
+const IN_A_ROW: u32 = 32;
 
 #[cfg(test)]
 impl Opener {
     fn with(rx: Keys) -> Opener {
-        Opener { rx, inside_message: false }
+        Opener { rx, inside_message: false, empty_records: 0, key_updates: 0 }
     }
 }
 
@@ -252,7 +259,17 @@ impl Opener {
             APPLICATION_DATA | ALERT if self.inside_message => {
                 return Err(RecordError::Unexpected("data or an alert inside a handshake message"))
             }
-            APPLICATION_DATA => Opened::Data(at),
+            APPLICATION_DATA if at == 0 => {
+                self.empty_records += 1;
+                if self.empty_records > IN_A_ROW {
+                    return Err(RecordError::Unexpected("too many empty records in a row"));
+                }
+                Opened::Data(0)
+            }
+            APPLICATION_DATA => {
+                (self.empty_records, self.key_updates) = (0, 0);
+                Opened::Data(at)
+            }
             HANDSHAKE if at == 0 => return Err(RecordError::Unexpected("a handshake record of nothing")),
             HANDSHAKE => Opened::Handshake(at),
             ALERT => match inner[..at] {
@@ -313,7 +330,7 @@ pub fn split<D: Side>(
         SupportedCipherSuite::Tls13(suite) => suite.common.confidentiality_limit,
         _ => return Err(RecordError::Suite),
     };
-    let opener = Opener { rx: Keys::new(secrets.rx)?, inside_message: false };
+    let opener = Opener { rx: Keys::new(secrets.rx)?, inside_message: false, empty_records: 0, key_updates: 0 };
     let sealer =
         Sealer { tx: Keys::new(secrets.tx)?, kernel, limit, message: Vec::new(), update_owed: false, ended: false };
     Ok((opener, sealer))
@@ -343,6 +360,10 @@ impl<D: Side> Sealer<D> {
                     // A key changes between records, never inside one.
                     if rest.len() > length {
                         return Err(RecordError::Unexpected("a key update with more after it in its record"));
+                    }
+                    opener.key_updates += 1;
+                    if opener.key_updates > IN_A_ROW {
+                        return Err(RecordError::Unexpected("too many key updates with no data between them"));
                     }
                     opener.rx = Keys::new(self.kernel.update_rx_secret()?)?;
                     self.update_owed |= requested;

@@ -18,20 +18,28 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
-/// Room records are read into: a request's records, a large Twrite's a
-/// read(2) at a time.
-const STAGE: usize = 256 * 1024;
+/// Room records are read into while a connection is quiet: two records.
+const STAGE_IDLE: usize = 2 * RECORD_MAX;
+/// The most room records are read into: a large Twrite's, a read(2) at a
+/// time, when reads keep filling the room there is.
+const STAGE_MOST: usize = 256 * 1024;
+/// A writer's buffers are let go of past this, once written: a quiet
+/// connection holds a few kilobytes (as the 9P server's own buffers do).
+const KEPT_ROOM: usize = 64 * 1024;
+/// How long the end of a connection waits for the client to take its
+/// last records (an alert, close_notify).
+const END_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The handshake with a client on `tcp`, then its halves.
 pub async fn accept(mut tcp: TcpStream, config: Arc<rustls::ServerConfig>) -> io::Result<(Reader, Writer)> {
     let conn = UnbufferedServerConnection::new(config).map_err(invalid)?;
-    let Handshaken { opener, sealer, stage, end, early } = handshake(&mut tcp, conn, STAGE + RECORD_MAX).await?;
+    let Handshaken { opener, sealer, stage, end, early } = handshake(&mut tcp, conn, STAGE_IDLE).await?;
     let (read, write) = tcp.into_split();
     let writing = Arc::new(Mutex::new(Writing { sealer, queued: Vec::new() }));
     let reader = Reader {
         tcp: read,
         opener,
-        stage,
+        stage: stage.into_vec(),
         start: 0,
         end,
         opened: early,
@@ -63,8 +71,10 @@ fn lock(writing: &Mutex<Writing>) -> MutexGuard<'_, Writing> {
 pub struct Reader {
     tcp: OwnedReadHalf,
     opener: Opener,
-    /// Records read and not yet opened: `stage[start..end]`.
-    stage: Box<[u8]>,
+    /// Records read and not yet opened: `stage[start..end]`. Its room
+    /// grows while reads fill it, and goes back to two records' when
+    /// nothing is held.
+    stage: Vec<u8>,
     start: usize,
     end: usize,
     /// A record's data that did not fit the read that opened it:
@@ -143,14 +153,28 @@ impl AsyncRead for Reader {
             me.stage.copy_within(me.start..me.end, 0);
             (me.start, me.end) = (0, me.end - me.start);
             let mut room = ReadBuf::new(&mut me.stage[me.end..]);
-            ready!(Pin::new(&mut me.tcp).poll_read(cx, &mut room))?;
-            match room.filled().len() {
+            let polled = Pin::new(&mut me.tcp).poll_read(cx, &mut room);
+            let (n, full) = (room.filled().len(), room.remaining() == 0);
+            if polled.is_pending() {
+                // Quiet: the room grown for a large message is let go of.
+                if me.end == 0 && me.stage.len() > STAGE_IDLE {
+                    me.stage = vec![0; STAGE_IDLE];
+                }
+                return Poll::Pending;
+            }
+            ready!(polled)?;
+            match n {
                 0 if me.start == me.end => return Poll::Ready(Ok(())),
                 0 => {
                     me.broken = Some("the connection ended inside a TLS record".into());
                     continue;
                 }
                 n => me.end += n,
+            }
+            // A read that filled the room: more is coming, in larger reads.
+            if full && me.stage.len() < STAGE_MOST {
+                let more = (me.stage.len() * 2).min(STAGE_MOST);
+                me.stage.resize(more, 0);
             }
         }
     }
@@ -174,10 +198,6 @@ pub struct Writer {
 impl Writer {
     /// Seals `plaintext` after what waits (the reader's records first).
     fn seal(&mut self, plaintext: &[u8]) -> io::Result<()> {
-        if self.sent == self.pending.len() {
-            self.pending.clear();
-            self.sent = 0;
-        }
         let mut writing = lock(&self.writing);
         let Writing { sealer, queued } = &mut *writing;
         self.pending.append(queued);
@@ -194,18 +214,22 @@ impl Writer {
         }
         self.pending.clear();
         self.sent = 0;
+        if self.pending.capacity() > KEPT_ROOM {
+            self.pending = Vec::new();
+        }
         Poll::Ready(Ok(()))
     }
 
-    /// Seals `head` and then `data` where it lies, after the reader's
-    /// records, into `meta` and `parts`.
+    /// What the reader sealed, onto what waits to be written.
+    fn take_queued(&mut self) {
+        self.pending.append(&mut lock(&self.writing).queued);
+    }
+
+    /// Seals `head` and then `data` where it lies into `meta` and `parts`.
     fn seal_reply(&mut self, head: &[u8], data: &mut [u8]) -> io::Result<()> {
         self.meta.clear();
         self.parts.clear();
-        let mut writing = lock(&self.writing);
-        let Writing { sealer, queued } = &mut *writing;
-        self.meta.append(queued);
-        records::push_meta(&mut self.parts, 0..self.meta.len());
+        let sealer = &mut lock(&self.writing).sealer;
         sealer.seal_meta(head, &mut self.meta, &mut self.parts).map_err(invalid)?;
         sealer.seal_in_place(data, &mut self.meta, &mut self.parts).map_err(invalid)
     }
@@ -213,10 +237,21 @@ impl Writer {
 
 impl ReplyWrite for Writer {
     async fn write_reply(&mut self, head: &[u8], data: &mut [u8]) -> io::Result<()> {
+        // What was sealed before goes first.
+        self.take_queued();
         poll_fn(|cx| self.poll_pending(cx)).await?;
         self.seal_reply(head, data)?;
         let Writer { tcp, meta, parts, .. } = self;
-        write_parts(tcp, meta, data, parts).await
+        write_parts(tcp, meta, data, parts).await?;
+        if meta.capacity() > KEPT_ROOM {
+            (*meta, *parts) = (Vec::new(), Vec::new());
+        }
+        Ok(())
+    }
+
+    /// The reader's alert, or close_notify, and what waits.
+    async fn end(&mut self) {
+        let _ = tokio::time::timeout(END_WAIT, self.shutdown()).await;
     }
 }
 
@@ -275,6 +310,7 @@ impl AsyncWrite for Writer {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let me = self.get_mut();
         if !std::mem::replace(&mut me.shut, true) {
+            // The reader's alert, if it sealed one; else close_notify.
             let mut writing = lock(&me.writing);
             let Writing { sealer, queued } = &mut *writing;
             me.pending.append(queued);

@@ -118,3 +118,145 @@ async fn nothing_is_sealed_after_an_alert() {
     let e = server.opener.open(&mut alert, 0, 0).unwrap_err();
     assert!(e.to_string().contains("alert 20"), "{e}");
 }
+
+/// Asks the kernel for a socket buffer of about `bytes` (`option`
+/// SO_SNDBUF): a socket with little room takes a writev in pieces cut
+/// anywhere.
+fn small_buffer(fd: std::os::fd::RawFd, option: libc::c_int, bytes: libc::c_int) {
+    // SAFETY: setsockopt reads a c_int from a live local; `fd` is open.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Reads from `tcp` onto `wire` and opens the records that come, a few
+/// kilobytes a read, until `want` bytes of data are opened (or the
+/// peer's end).
+async fn read_opened(
+    tcp: &mut tokio::net::TcpStream,
+    client: &mut Client,
+    wire: &mut Vec<u8>,
+    want: usize,
+) -> (Vec<u8>, bool) {
+    use tokio::io::AsyncReadExt;
+    let (mut got, mut closed) = (Vec::new(), false);
+    while got.len() < want && !closed {
+        loop {
+            if got.len() >= want {
+                break;
+            }
+            let Some(length) = record_len(wire).unwrap() else { break };
+            if length > wire.len() {
+                break;
+            }
+            match client.opener.open(wire, 0, 0).unwrap() {
+                (Opened::Data(n), _) => got.extend_from_slice(&wire[..n]),
+                (Opened::Handshake(n), _) => {
+                    let message = wire[..n].to_vec();
+                    client.sealer.take_handshake(&message, &mut client.opener).unwrap();
+                }
+                (Opened::Closed, _) => closed = true,
+            }
+            wire.drain(..length);
+        }
+        if got.len() >= want || closed {
+            break;
+        }
+        let mut chunk = [0; 3000];
+        let n = tcp.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the daemon hung up after {} bytes of {want}", got.len());
+        wire.extend_from_slice(&chunk[..n]);
+    }
+    (got, closed)
+}
+
+/// The daemon's halves (its socket's send buffer small: a writev is taken
+/// in pieces cut anywhere) and a client's record layer, connected.
+async fn halves() -> (super::serve::Reader, super::serve::Writer, Client, tokio::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    static HALVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = HALVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("apex-tls-halves-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (server_config, pin) = crate::access::tls::server(&dir).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let daemon = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        small_buffer(tcp.as_raw_fd(), libc::SO_SNDBUF, 5000);
+        tcp.set_nodelay(true).unwrap();
+        super::serve::accept(tcp, server_config).await.unwrap()
+    });
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let config = crate::access::tls::client(&pin).unwrap();
+    let conn = UnbufferedClientConnection::new(config, crate::access::tls::server_name()).unwrap();
+    let client = handshake(&mut tcp, conn, 1 << 16).await.unwrap();
+    let (reader, writer) = daemon.await.unwrap();
+    (reader, writer, client, tcp)
+}
+
+/// A reply of 1 MiB and 7 bytes sealed where it lies goes out through a
+/// socket with little room and opens whole; the client's large write
+/// comes in whole (the reader's room grown for it); a key update the
+/// client asks for is followed, the daemon's own said before its next
+/// reply; its end is close_notify.
+#[tokio::test]
+async fn the_daemon_s_halves_carry_replies_and_requests_whole() {
+    use apex_ninep::srv::ReplyWrite;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut reader, mut writer, mut client, mut tcp) = halves().await;
+    let first: Vec<u8> = (0..(1 << 20) + 7).map(|i| (i * 13 % 251) as u8).collect();
+    let second: Vec<u8> = first.iter().rev().copied().collect();
+    let request: Vec<u8> = (0..300_000u32).map(|i| (i % 241) as u8).collect();
+    let (sent, asked) = ((first.clone(), second.clone()), request.clone());
+    let daemon = tokio::spawn(async move {
+        let (mut first, mut second) = sent;
+        writer.write_reply(b"head", &mut first).await.unwrap();
+        let mut got = vec![0; asked.len()];
+        reader.read_exact(&mut got).await.unwrap();
+        assert!(got == asked, "the client's write came in changed");
+        writer.write_reply(b"next", &mut second).await.unwrap();
+        writer.end().await;
+    });
+    let mut wire = client.stage[..client.end].to_vec();
+    let (got, _) = read_opened(&mut tcp, &mut client, &mut wire, 4 + first.len()).await;
+    assert!(got == [&b"head"[..], &first].concat(), "the first reply came changed");
+    let mut out = Vec::new();
+    client.sealer.ask_update(&mut out);
+    client.sealer.seal(&request, &mut out).unwrap();
+    tcp.write_all(&out).await.unwrap();
+    let (got, _) = read_opened(&mut tcp, &mut client, &mut wire, 4 + second.len()).await;
+    assert!(got == [&b"next"[..], &second].concat(), "the reply after the key update came changed");
+    let (rest, closed) = read_opened(&mut tcp, &mut client, &mut wire, usize::MAX).await;
+    assert!(rest.is_empty() && closed, "the end is close_notify");
+    daemon.await.unwrap();
+}
+
+/// A record changed on the way: the daemon's read fails saying so, and
+/// its end tells the client why (bad_record_mac), not close_notify.
+#[tokio::test]
+async fn a_record_that_does_not_open_is_answered_with_an_alert() {
+    use apex_ninep::srv::ReplyWrite;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut reader, mut writer, mut client, mut tcp) = halves().await;
+    let mut out = Vec::new();
+    client.sealer.seal(b"Tversion", &mut out).unwrap();
+    out[7] ^= 1;
+    tcp.write_all(&out).await.unwrap();
+    let e = reader.read(&mut [0; 64]).await.unwrap_err();
+    assert!(e.to_string().contains("bad_record_mac"), "{e}");
+    writer.end().await;
+    let mut wire = Vec::new();
+    tcp.read_to_end(&mut wire).await.unwrap();
+    let e = client.opener.open(&mut wire, 0, 0).unwrap_err();
+    assert!(e.to_string().contains("alert 20"), "{e}");
+}

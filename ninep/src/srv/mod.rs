@@ -244,6 +244,7 @@ async fn serve_replying<S: Serve>(
         attached: std::sync::atomic::AtomicBool::new(false),
     });
     let result = io_loop(&conn, &mut r, &mut w, &mut rx, &config).await;
+    w.end().await;
     conn.reset(true).await;
     result
 }

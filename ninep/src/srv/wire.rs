@@ -210,6 +210,13 @@ pub trait ReplyWrite: AsyncWrite + Unpin + Send {
         head: &'a [u8],
         data: &'a mut [u8],
     ) -> impl Future<Output = std::io::Result<()>> + Send + 'a;
+
+    /// Once the connection is over: what the writer still has to say (TLS
+    /// its alert or close_notify, and what waits), as far as the peer
+    /// takes it within a second. A plain stream says nothing.
+    fn end(&mut self) -> impl Future<Output = ()> + Send {
+        std::future::ready(())
+    }
 }
 
 /// A stream whose replies' data is written as it lies, in one writev
