@@ -9,27 +9,45 @@ use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 type Client = Handshaken<ClientConnectionData>;
 type Server = Handshaken<ServerConnectionData>;
 
-/// A client and a server, their handshake done.
-async fn pair() -> (Client, Server) {
-    static PAIRS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = PAIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("apex-tls-pair-{}-{n}", std::process::id()));
+/// A client's handshake with what `serve` makes of the socket a daemon
+/// accepts (with a certificate of its own, which the client pins).
+async fn connected<S, F>(
+    serve: impl FnOnce(tokio::net::TcpStream, std::sync::Arc<rustls::ServerConfig>) -> F + Send + 'static,
+) -> (Client, S, tokio::net::TcpStream)
+where
+    S: Send + 'static,
+    F: std::future::Future<Output = S> + Send + 'static,
+{
+    static DAEMONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = DAEMONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("apex-tls-test-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (server_config, pin) = crate::access::tls::server(&dir).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    let client_config = crate::access::tls::client(&pin).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move {
-        let (mut tcp, _) = listener.accept().await.unwrap();
-        let conn = UnbufferedServerConnection::new(server_config).unwrap();
-        handshake(&mut tcp, conn, 1 << 16).await.unwrap()
+    let daemon = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        serve(tcp, server_config).await
     });
     let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let conn = UnbufferedClientConnection::new(client_config, crate::access::tls::server_name()).unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let config = crate::access::tls::client(&pin).unwrap();
+    let conn = UnbufferedClientConnection::new(config, crate::access::tls::server_name()).unwrap();
     let client = handshake(&mut tcp, conn, 1 << 16).await.unwrap();
-    (client, server.await.unwrap())
+    (client, daemon.await.unwrap(), tcp)
+}
+
+/// A client and a server, their handshake done.
+async fn pair() -> (Client, Server) {
+    let (client, server, _) = connected(|mut tcp, config| async move {
+        let conn = UnbufferedServerConnection::new(config).unwrap();
+        handshake(&mut tcp, conn, 1 << 16).await.unwrap()
+    })
+    .await;
+    (client, server)
 }
 
 /// Opens every record of `wire` in place, down over their heads: the data,
@@ -179,28 +197,11 @@ async fn read_opened(
 /// The daemon's halves (its socket's send buffer small: a writev is taken
 /// in pieces cut anywhere) and a client's record layer, connected.
 async fn halves() -> (super::serve::Reader, super::serve::Writer, Client, tokio::net::TcpStream) {
-    use std::os::fd::AsRawFd;
-    static HALVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = HALVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("apex-tls-halves-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let (server_config, pin) = crate::access::tls::server(&dir).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let daemon = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        small_buffer(tcp.as_raw_fd(), libc::SO_SNDBUF, 5000);
-        tcp.set_nodelay(true).unwrap();
-        super::serve::accept(tcp, server_config).await.unwrap()
-    });
-    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    tcp.set_nodelay(true).unwrap();
-    let config = crate::access::tls::client(&pin).unwrap();
-    let conn = UnbufferedClientConnection::new(config, crate::access::tls::server_name()).unwrap();
-    let client = handshake(&mut tcp, conn, 1 << 16).await.unwrap();
-    let (reader, writer) = daemon.await.unwrap();
+    let (client, (reader, writer), tcp) = connected(|tcp, config| async move {
+        small_buffer(std::os::fd::AsRawFd::as_raw_fd(&tcp), libc::SO_SNDBUF, 5000);
+        super::serve::accept(tcp, config).await.unwrap()
+    })
+    .await;
     (reader, writer, client, tcp)
 }
 
