@@ -33,7 +33,8 @@
 //!   and nvim's `:wa` and the files written in process.
 //!
 //! `APEX_SCALE_MB` sets the file's size (default 100);
-//! `APEX_SCALE_ONLY=many` runs the many files alone. A peer that is not
+//! `APEX_SCALE_ONLY=many` runs the many files alone, `=edit` the Edit
+//! commands and Undo alone. A peer that is not
 //! installed is said so and left out; nothing asserts a time.
 
 use apex_ninep::fcall::{ORDWR, OREAD, OWRITE};
@@ -530,7 +531,10 @@ fn main() {
         text.lines().filter(|l| l.is_empty()).count()
     );
 
-    state_hash_row(&text);
+    let edit_only = std::env::var("APEX_SCALE_ONLY").as_deref() == Ok("edit");
+    if !edit_only {
+        state_hash_row(&text);
+    }
 
     let apexd = Apexd::start(&base, &[]);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -543,108 +547,112 @@ fn main() {
         c.clunk(new.fid).await.unwrap();
         let w = Window { c: &c, root, number };
 
-        // Open: a window's ctl `get` of the file (its text through the
-        // daemon's log, synced as by default) until the body reads; the
-        // same text as one line; the same text with a byte that is not
-        // UTF-8 in every thousand or so (loaded as U+FFFD each); and,
-        // last (its memory would hide the rows after it), unless
-        // APEX_SCALE_GB is 0, a file of that many GB.
-        let one_line = base.join("one-line");
-        std::fs::write(&one_line, text.replace('\n', " ")).unwrap();
-        let not_utf8 = base.join("not-utf8");
-        let mut latin1 = text.clone().into_bytes();
-        for b in latin1.iter_mut().step_by(997) {
-            if b.is_ascii_alphabetic() {
-                *b = 0xe9;
+        // `APEX_SCALE_ONLY=edit` goes straight to the Edit commands.
+        if !edit_only {
+            // Open: a window's ctl `get` of the file (its text through the
+            // daemon's log, synced as by default) until the body reads; the
+            // same text as one line; the same text with a byte that is not
+            // UTF-8 in every thousand or so (loaded as U+FFFD each); and,
+            // last (its memory would hide the rows after it), unless
+            // APEX_SCALE_GB is 0, a file of that many GB.
+            let one_line = base.join("one-line");
+            std::fs::write(&one_line, text.replace('\n', " ")).unwrap();
+            let not_utf8 = base.join("not-utf8");
+            let mut latin1 = text.clone().into_bytes();
+            for b in latin1.iter_mut().step_by(997) {
+                if b.is_ascii_alphabetic() {
+                    *b = 0xe9;
+                }
             }
-        }
-        std::fs::write(&not_utf8, latin1).unwrap();
-        let files = [("open (ctl get)", &original), ("open one line", &one_line), ("open not UTF-8", &not_utf8)];
-        for (name, file) in files {
-            open_row(&c, root, apexd.pid(), name, file).await;
-        }
+            std::fs::write(&not_utf8, latin1).unwrap();
+            let files = [("open (ctl get)", &original), ("open one line", &one_line), ("open not UTF-8", &not_utf8)];
+            for (name, file) in files {
+                open_row(&c, root, apexd.pid(), name, file).await;
+            }
 
-        // Search: an address from the top to the word at the end, through
-        // `addr`, beside the same regexp's engine on the flat text.
-        w.replace_body(text.as_bytes()).await;
-        let addr = c.open_path(root, &w.path("addr"), ORDWR).await.unwrap();
-        let mut searched = Duration::MAX;
-        for _ in 0..3 {
-            c.write(addr.fid, 0, b"0").await.unwrap();
-            let t = Instant::now();
-            c.write(addr.fid, 0, b"/needle/").await.unwrap();
-            searched = searched.min(t.elapsed());
-        }
-        let found = String::from_utf8(c.read(addr.fid, 0, 64).await.unwrap()).unwrap();
-        let at = text.chars().count() - "needle\n".len();
-        assert_eq!(found.split_whitespace().next(), Some(at.to_string().as_str()), "addr found the word");
-        c.clunk(addr.fid).await.unwrap();
-        let engine = {
-            let re = regex::Regex::new("needle").unwrap();
-            let mut best = Duration::MAX;
+            // Search: an address from the top to the word at the end, through
+            // `addr`, beside the same regexp's engine on the flat text.
+            w.replace_body(text.as_bytes()).await;
+            let addr = c.open_path(root, &w.path("addr"), ORDWR).await.unwrap();
+            let mut searched = Duration::MAX;
+            for _ in 0..3 {
+                c.write(addr.fid, 0, b"0").await.unwrap();
+                let t = Instant::now();
+                c.write(addr.fid, 0, b"/needle/").await.unwrap();
+                searched = searched.min(t.elapsed());
+            }
+            let found = String::from_utf8(c.read(addr.fid, 0, 64).await.unwrap()).unwrap();
+            let at = text.chars().count() - "needle\n".len();
+            assert_eq!(found.split_whitespace().next(), Some(at.to_string().as_str()), "addr found the word");
+            c.clunk(addr.fid).await.unwrap();
+            let engine = {
+                let re = regex::Regex::new("needle").unwrap();
+                let mut best = Duration::MAX;
+                for _ in 0..3 {
+                    let t = Instant::now();
+                    assert!(re.find(&text).is_some());
+                    best = best.min(t.elapsed());
+                }
+                best
+            };
+            let mut rg = Command::new("rg");
+            rg.args(["-c", "needle"]).arg(&original).stdout(std::process::Stdio::null());
+            let rg = time_peer(&mut rg);
+            let peers = [("regex crate in process", Ok(engine)), ("rg", rg)];
+            row("search /needle/ (addr)", searched, &peers);
+
+            // `Look needle` from the tag, the dot at the top: acme's Look
+            // searches the body from the end of dot.
+            let mut looked = Duration::MAX;
+            for _ in 0..3 {
+                w.set_dot(0).await;
+                looked = looked.min(w.run("Look needle").await);
+                assert_eq!(w.dot().await, (at, at + 6), "Look found the word at the end");
+            }
+            row("search Look needle", looked, &peers);
+
+            // A B3 on the word at the top, which looks for it on from there:
+            // the same text with the word first too.
+            w.replace_body(format!("needle\n{text}").as_bytes()).await;
+            let mut clicked = Duration::MAX;
+            for _ in 0..3 {
+                clicked = clicked.min(w.b3(0, 6).await);
+                assert_eq!(w.dot().await, (at + 7, at + 13), "B3 found the word at the end");
+                w.set_dot(0).await;
+            }
+            row("search B3 on needle", clicked, &peers);
+            // The floor of a search of a rope as Look and B3 search it: its
+            // chunks (about 1 KB each, not one run of bytes) searched one
+            // after another in process, with nothing else done.
+            let rope = ropey::Rope::from_str(&text);
+            let finder = memchr::memmem::Finder::new("needle");
+            let mut chunked = Duration::MAX;
             for _ in 0..3 {
                 let t = Instant::now();
-                assert!(re.find(&text).is_some());
-                best = best.min(t.elapsed());
+                let found = rope.chunks().filter(|c| finder.find(c.as_bytes()).is_some()).count();
+                chunked = chunked.min(t.elapsed());
+                assert!(found >= 1);
             }
-            best
-        };
-        let mut rg = Command::new("rg");
-        rg.args(["-c", "needle"]).arg(&original).stdout(std::process::Stdio::null());
-        let rg = time_peer(&mut rg);
-        let peers = [("regex crate in process", Ok(engine)), ("rg", rg)];
-        row("search /needle/ (addr)", searched, &peers);
+            println!(
+                "{:<26} floor: memmem over each of the rope's {} chunks in process {} (Look at {:.2}x of it, B3 at {:.2}x; the regex crate over the flat text {:.2}x of it)",
+                "",
+                rope.chunks().count(),
+                secs(chunked),
+                looked.as_secs_f64() / chunked.as_secs_f64(),
+                clicked.as_secs_f64() / chunked.as_secs_f64(),
+                engine.as_secs_f64() / chunked.as_secs_f64(),
+            );
+            // What a look costs apart from the search: the same on two lines.
+            w.replace_body(b"needle\nneedle\n").await;
+            let mut small = Duration::MAX;
+            for _ in 0..5 {
+                small = small.min(w.b3(0, 6).await);
+                w.set_dot(0).await;
+                small = small.min(w.run("Look needle").await);
+            }
+            println!("{:<26} Look and B3 on a body of two lines (what is not search): {}", "", secs(small));
 
-        // `Look needle` from the tag, the dot at the top: acme's Look
-        // searches the body from the end of dot.
-        let mut looked = Duration::MAX;
-        for _ in 0..3 {
-            w.set_dot(0).await;
-            looked = looked.min(w.run("Look needle").await);
-            assert_eq!(w.dot().await, (at, at + 6), "Look found the word at the end");
         }
-        row("search Look needle", looked, &peers);
-
-        // A B3 on the word at the top, which looks for it on from there:
-        // the same text with the word first too.
-        w.replace_body(format!("needle\n{text}").as_bytes()).await;
-        let mut clicked = Duration::MAX;
-        for _ in 0..3 {
-            clicked = clicked.min(w.b3(0, 6).await);
-            assert_eq!(w.dot().await, (at + 7, at + 13), "B3 found the word at the end");
-            w.set_dot(0).await;
-        }
-        row("search B3 on needle", clicked, &peers);
-        // The floor of a search of a rope as Look and B3 search it: its
-        // chunks (about 1 KB each, not one run of bytes) searched one
-        // after another in process, with nothing else done.
-        let rope = ropey::Rope::from_str(&text);
-        let finder = memchr::memmem::Finder::new("needle");
-        let mut chunked = Duration::MAX;
-        for _ in 0..3 {
-            let t = Instant::now();
-            let found = rope.chunks().filter(|c| finder.find(c.as_bytes()).is_some()).count();
-            chunked = chunked.min(t.elapsed());
-            assert!(found >= 1);
-        }
-        println!(
-            "{:<26} floor: memmem over each of the rope's {} chunks in process {} (Look at {:.2}x of it, B3 at {:.2}x; the regex crate over the flat text {:.2}x of it)",
-            "",
-            rope.chunks().count(),
-            secs(chunked),
-            looked.as_secs_f64() / chunked.as_secs_f64(),
-            clicked.as_secs_f64() / chunked.as_secs_f64(),
-            engine.as_secs_f64() / chunked.as_secs_f64(),
-        );
-        // What a look costs apart from the search: the same on two lines.
-        w.replace_body(b"needle\nneedle\n").await;
-        let mut small = Duration::MAX;
-        for _ in 0..5 {
-            small = small.min(w.b3(0, 6).await);
-            w.set_dot(0).await;
-            small = small.min(w.run("Look needle").await);
-        }
-        println!("{:<26} Look and B3 on a body of two lines (what is not search): {}", "", secs(small));
 
         let commands: [(&str, &str, &str, &str); 3] = [
             ("Edit ,s/a/b/g", "%s/a/b/g", "s/a/b/g", ""),
@@ -712,7 +720,7 @@ fn main() {
             }
         }
         let gb: usize = std::env::var("APEX_SCALE_GB").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-        if gb > 0 {
+        if gb > 0 && !edit_only {
             let big = base.join("big");
             let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
             for _ in 0..(gb << 30).div_ceil(text.len()) {
@@ -723,6 +731,8 @@ fn main() {
         }
     });
     apexd.stop();
-    rt.block_on(many_files(&base));
+    if !edit_only {
+        rt.block_on(many_files(&base));
+    }
     let _ = std::fs::remove_dir_all(&base);
 }

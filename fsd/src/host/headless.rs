@@ -303,7 +303,15 @@ impl Daemon {
         let rt = tokio::runtime::Handle::current();
         let scope = crate::access::current();
         let mut h = DaemonHost { daemon: self.clone(), n, session, rt, window, scope, stop: None };
-        let done = tokio::task::spawn_blocking(move || f(&mut h)).await;
+        let done = tokio::task::spawn_blocking(move || {
+            let done = f(&mut h);
+            drop(h);
+            // What a big command freed (a whole-file Edit's changes, its
+            // Undo) is not kept resident for the next one.
+            apex_sys::malloc::give_back_after_work();
+            done
+        })
+        .await;
         Ok(done.map_err(|source| Error::Task { what: "exec", source })??)
     }
 }
