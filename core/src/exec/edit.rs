@@ -81,7 +81,15 @@ impl Prepared {
             Err(_) if pipes.interrupted() => Err(crate::edit::EditError::Killed),
             ran => ran,
         };
-        Ran { g: self.g, window: self.window, ran, last }
+        // The texts as they were are let go of before the changes are
+        // made: the buffer's rope is built anew where they change it, and
+        // the old one kept here too would hold a whole-file Edit's text
+        // twice meanwhile.
+        let mut g = self.g;
+        for f in &mut g.files {
+            f.text = ropey::Rope::new();
+        }
+        Ran { g, window: self.window, ran, last }
     }
 }
 
