@@ -104,7 +104,7 @@ impl Changes {
             None => {
                 // The block goes wide: its places so far whole, then this.
                 let first = i - i % BLOCK;
-                let at = self.wide.len() as u32;
+                let at = u32::try_from(self.wide.len()).expect("fewer than 4G wide places");
                 for j in first..i {
                     let whole = self.whole(j);
                     self.wide.push(whole);
@@ -282,7 +282,8 @@ impl<'de> Deserialize<'de> for Changes {
         for p in places {
             // Each text where the one before ended, within the string and
             // on a rune's boundary: a list that says otherwise is refused.
-            if p.end < start || !out.text.is_char_boundary(p.end as usize) || p.q1 < p.q0 {
+            let end = usize::try_from(p.end).unwrap_or(usize::MAX);
+            if p.end < start || !out.text.is_char_boundary(end) || p.q1 < p.q0 {
                 return Err(serde::de::Error::custom("a change's place does not fit its list's text"));
             }
             out.place(p, start);

@@ -291,6 +291,10 @@ impl Host for DaemonHost {
     }
 }
 
+/// A command that ran this long may have freed much: the heap is looked
+/// at after it (`apex_sys::malloc::give_back_after_work`).
+const LONG_COMMAND: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl Daemon {
     /// Runs `f` with the daemon as the host, off the async threads.
     pub async fn with_host<R: Send + 'static>(
@@ -304,11 +308,16 @@ impl Daemon {
         let scope = crate::access::current();
         let mut h = DaemonHost { daemon: self.clone(), n, session, rt, window, scope, stop: None };
         let done = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
             let done = f(&mut h);
             drop(h);
-            // What a big command freed (a whole-file Edit's changes, its
-            // Undo) is not kept resident for the next one.
-            apex_sys::malloc::give_back_after_work();
+            // What a long command freed (a whole-file Edit's changes, its
+            // Undo) is not kept resident for the next one; looked at after
+            // the reply, and not after every short one (it counts malloc's
+            // free chunks under its lock).
+            if started.elapsed() >= LONG_COMMAND {
+                tokio::task::spawn_blocking(apex_sys::malloc::give_back_after_work);
+            }
             done
         })
         .await;
