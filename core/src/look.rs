@@ -88,17 +88,9 @@ pub fn find_next(text: &Text, needle: &str, from: u64) -> Option<(u64, u64)> {
 fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start: usize, end: usize) -> Option<usize> {
     let needle = finder.needle();
     let reach = needle.len() - 1;
-    let (chunks, mut at, _, _) = rope.chunks_at_byte(start);
     // The bytes searched before, which a match may begin in the end of.
     let mut before: &[u8] = &[];
-    for chunk in chunks {
-        if at >= end {
-            return None;
-        }
-        let chunk = &chunk.as_bytes()[..chunk.len().min(end - at)];
-        let bytes = &chunk[start.saturating_sub(at)..];
-        let bytes_at = at.max(start);
-        at += chunk.len();
+    for (bytes, bytes_at) in chunks_between(rope, start, end) {
         if bytes.len() < reach {
             // A match could span this chunk and more: looked for a
             // boundary at a time from where one could begin.
@@ -121,6 +113,20 @@ fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start
     None
 }
 
+/// The rope's chunks from byte `start` to byte `end`, each cut to them,
+/// with the byte offset of each.
+fn chunks_between(rope: &ropey::Rope, start: usize, end: usize) -> impl Iterator<Item = (&[u8], usize)> {
+    let (chunks, first, _, _) = rope.chunks_at_byte(start);
+    chunks
+        .scan(first, |at, chunk| {
+            let chunk_at = *at;
+            *at += chunk.len();
+            Some((chunk.as_bytes(), chunk_at))
+        })
+        .take_while(move |&(_, at)| at < end)
+        .map(move |(chunk, at)| (&chunk[start.saturating_sub(at)..chunk.len().min(end - at)], at.max(start)))
+}
+
 /// As [`find_in_chunks`], for a needle that may span more than two
 /// chunks: across each boundary, the last bytes searched and the next
 /// ones are copied together and searched.
@@ -131,18 +137,10 @@ fn find_across_chunks(
     end: usize,
 ) -> Option<usize> {
     let reach = finder.needle().len() - 1;
-    let (chunks, mut at, _, _) = rope.chunks_at_byte(start);
     // The last `reach` bytes searched, which start at `behind_at`.
     let mut behind: Vec<u8> = Vec::with_capacity(2 * reach);
     let mut behind_at = start;
-    for chunk in chunks {
-        if at >= end {
-            return None;
-        }
-        let chunk = &chunk.as_bytes()[..chunk.len().min(end - at)];
-        let bytes = &chunk[start.saturating_sub(at)..];
-        let bytes_at = at.max(start);
-        at += chunk.len();
+    for (bytes, bytes_at) in chunks_between(rope, start, end) {
         if !behind.is_empty() {
             let kept = behind.len();
             behind.extend_from_slice(&bytes[..reach.min(bytes.len())]);
