@@ -129,11 +129,21 @@ impl Changes {
         Place { q0, q1: q0 + len, end }
     }
 
+    /// Where change `i`'s text ends in `text` (its end alone decoded).
+    fn end(&self, i: usize) -> usize {
+        let base = self.bases[i / BLOCK];
+        let end = match base.wide {
+            Some(at) => return self.wide[at as usize + i % BLOCK].end as usize,
+            None => u32::from_le_bytes(self.near[i][4..8].try_into().expect("4 bytes")),
+        };
+        (base.start + u64::from(end)) as usize
+    }
+
     /// The start of change `i`'s text in `text`.
     fn start(&self, i: usize) -> usize {
         match i {
             0 => 0,
-            i => self.whole(i - 1).end as usize,
+            i => self.end(i - 1),
         }
     }
 
@@ -143,14 +153,15 @@ impl Changes {
         (p.q0, p.q1, &self.text[self.start(i)..p.end as usize])
     }
 
-    /// Every change, in the list's order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, u64, &str)> + ExactSizeIterator + '_ {
-        (0..self.len()).map(|i| self.get(i))
+    /// Every change, in the list's order (each decoded once going
+    /// forward: its text starts where the one before ended).
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { changes: self, front: 0, back: self.len(), start: 0 }
     }
 
     /// The bytes of text change `i` puts in.
     pub fn text_len(&self, i: usize) -> usize {
-        self.whole(i).end as usize - self.start(i)
+        self.end(i) - self.start(i)
     }
 
     /// Puts the changes in order of place, changes at one place in the
@@ -161,7 +172,19 @@ impl Changes {
             let p = self.whole(i);
             (p.q0, p.q1)
         };
-        let in_order = (1..self.len()).all(|i| key(i - 1) <= key(i));
+        // One pass: whether they are in order, and where one starts
+        // inside the one before.
+        let mut places = self.iter().map(|(q0, q1, _)| (q0, q1));
+        let (mut in_order, mut inside) = (true, None);
+        if let Some(mut before) = places.next() {
+            for p in places {
+                in_order &= before <= p;
+                if inside.is_none() && p.0 < before.1 {
+                    inside = Some(p.0);
+                }
+                before = p;
+            }
+        }
         let mut followed = follow;
         if !in_order {
             let mut order: Vec<usize> = (0..self.len()).collect();
@@ -178,8 +201,12 @@ impl Changes {
             }
             *self = sorted;
         }
-        match (1..self.len()).find(|&i| self.whole(i).q0 < self.whole(i - 1).q1) {
-            Some(i) => Err(self.whole(i).q0),
+        if !in_order {
+            let places = || self.iter().map(|(q0, q1, _)| (q0, q1));
+            inside = places().zip(places().skip(1)).find(|(a, b)| b.0 < a.1).map(|(_, b)| b.0);
+        }
+        match inside {
+            Some(q0) => Err(q0),
             None => Ok(followed),
         }
     }
@@ -213,11 +240,13 @@ impl Changes {
         let start = self.start(at);
         let mut tail = Changes::new();
         tail.near.reserve(self.len() - at);
-        tail.text = self.text.split_off(start);
+        let mut from = start as u64;
         for i in at..self.len() {
             let p = self.whole(i);
-            tail.place(Place { end: p.end - start as u64, ..p }, self.start(i) as u64 - start as u64);
+            tail.place(Place { end: p.end - start as u64, ..p }, from - start as u64);
+            from = p.end;
         }
+        tail.text = self.text.split_off(start);
         // What stays: the blocks up to `at`, a wide one's places up to it.
         let blocks = at.div_ceil(BLOCK);
         let first_gone = self.bases[blocks.min(self.bases.len())..].iter().find_map(|b| b.wide);
@@ -240,6 +269,45 @@ impl Changes {
             + self.text.capacity()
     }
 }
+
+/// The changes of a list in order, each with its text.
+pub struct Iter<'a> {
+    changes: &'a Changes,
+    front: usize,
+    back: usize,
+    /// Where the front change's text starts.
+    start: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (u64, u64, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.front == self.back {
+            return None;
+        }
+        let p = self.changes.whole(self.front);
+        let text = &self.changes.text[self.start..p.end as usize];
+        (self.front, self.start) = (self.front + 1, p.end as usize);
+        Some((p.q0, p.q1, text))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.back - self.front, Some(self.back - self.front))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.front == self.back {
+            return None;
+        }
+        self.back -= 1;
+        Some(self.changes.get(self.back))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
 
 /// Two lists are equal when they hold the same changes, however held.
 impl PartialEq for Changes {
@@ -385,6 +453,7 @@ mod tests {
             for (i, (q0, q1, t)) in model.iter().enumerate() {
                 proptest::prop_assert_eq!(c.get(i), (*q0, *q1, t.as_str()));
             }
+            proptest::prop_assert!(c.iter().rev().eq(model.iter().rev().map(|(a, b, t)| (*a, *b, t.as_str()))));
             let bytes = postcard::to_allocvec(&c).unwrap();
             proptest::prop_assert_eq!(&bytes, &postcard::to_allocvec(&stored(&model)).unwrap());
             let back: Changes = postcard::from_bytes(&bytes).unwrap();
