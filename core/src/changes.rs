@@ -458,6 +458,17 @@ mod tests {
             proptest::prop_assert_eq!(&bytes, &postcard::to_allocvec(&stored(&model)).unwrap());
             let back: Changes = postcard::from_bytes(&bytes).unwrap();
             proptest::prop_assert!(back == c);
+            // Sorted stably by place; a change starting inside the one
+            // before it said.
+            let mut sorted = c.clone();
+            let mut by_place = model.clone();
+            by_place.sort_by_key(|(q0, q1, _)| (*q0, *q1));
+            let inside = by_place.windows(2).find(|w| w[1].0 < w[0].1).map(|w| w[1].0);
+            match sorted.sort(None) {
+                Ok(_) => proptest::prop_assert_eq!(inside, None),
+                Err(q0) => proptest::prop_assert_eq!(inside, Some(q0)),
+            }
+            proptest::prop_assert!(sorted.iter().eq(by_place.iter().map(|(a, b, t)| (*a, *b, t.as_str()))));
             let cut = cut.min(model.len());
             let tail = c.split_off(cut);
             proptest::prop_assert!(c.iter().eq(model[..cut].iter().map(|(a, b, t)| (*a, *b, t.as_str()))));
