@@ -262,7 +262,8 @@ impl Changes {
     }
 
     /// Bytes the list holds in memory, its room included.
-    pub fn held_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
         self.bases.capacity() * std::mem::size_of::<Base>()
             + self.near.capacity() * std::mem::size_of::<Near>()
             + self.wide.capacity() * std::mem::size_of::<Place>()

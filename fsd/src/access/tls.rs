@@ -174,7 +174,7 @@ pub fn client(pin: &str) -> Result<Arc<rustls::ClientConfig>, TlsError> {
         .with_custom_certificate_verifier(Arc::new(Pinned { pin, provider }))
         .with_no_client_auth();
     // The import's record layer is its own once the handshake is done
-    // (`import::records`): rustls hands it the keys.
+    // (`crate::tls`): rustls hands it the keys.
     config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }

@@ -9,7 +9,7 @@
 
 use super::ImportError;
 use crate::tls::handshake::{handshake, Handshaken};
-use crate::tls::records::{self, Opened, Opener, RecordError, Sealer, RECORD_MAX};
+use crate::tls::records::{Opened, Opener, RecordError, Sealer, RECORD_MAX};
 use apex_ninep::layer::{Layer, Wire};
 use apex_ninep::Client;
 use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
@@ -132,12 +132,10 @@ impl Reading {
     ) -> Result<bool, RecordError> {
         let mut any = false;
         while room > 0 && !self.peer_closed {
-            match records::record_len(&self.incoming[self.start..self.end])? {
-                Some(length) if length <= self.end - self.start => {}
-                _ => break,
-            }
             let from = self.start;
-            let (opened, length) = self.opener.open(&mut self.incoming[..self.end], from, from)?;
+            let Some((opened, length)) = self.opener.open_whole(&mut self.incoming[..self.end], from, from)? else {
+                break;
+            };
             self.start += length;
             any = true;
             match opened {
@@ -200,27 +198,20 @@ impl Reading {
         let (mut to, mut from) = (0, pad);
         let mut failed = None;
         loop {
-            match records::record_len(&buf[from..]) {
-                Ok(Some(length)) if from + length <= filled => {}
-                Ok(_) => break,
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            match self.opener.open(buf, to, from) {
-                Ok((Opened::Data(k), length)) => {
+            match self.opener.open_whole(buf, to, from) {
+                Ok(None) => break,
+                Ok(Some((Opened::Data(k), length))) => {
                     to += k;
                     from += length;
                 }
-                Ok((Opened::Handshake(k), length)) => {
+                Ok(Some((Opened::Handshake(k), length))) => {
                     from += length;
                     if let Err(e) = take_handshake(writing, &buf[to..to + k], &mut self.opener) {
                         failed = Some(e);
                         break;
                     }
                 }
-                Ok((Opened::Closed, _)) => {
+                Ok(Some((Opened::Closed, _))) => {
                     self.peer_closed = true;
                     break;
                 }

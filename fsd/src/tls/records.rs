@@ -16,7 +16,7 @@ use rustls::server::ServerConnectionData;
 use rustls::{ConnectionTrafficSecrets, ExtractedSecrets, SupportedCipherSuite};
 
 /// A record's head: its type, the legacy version, its body's length.
-pub const HEAD: usize = 5;
+const HEAD: usize = 5;
 /// The AEAD's tag at the end of each record's body.
 const TAG: usize = 16;
 /// The most plaintext a record carries.
@@ -43,7 +43,7 @@ const KEY_UPDATE: u8 = 24;
 const MESSAGE_MAX: usize = 1 << 16;
 
 /// Alerts sent (RFC 8446 6).
-pub const CLOSE_NOTIFY: u8 = 0;
+const CLOSE_NOTIFY: u8 = 0;
 const UNEXPECTED_MESSAGE: u8 = 10;
 const BAD_RECORD_MAC: u8 = 20;
 const RECORD_OVERFLOW: u8 = 22;
@@ -239,10 +239,24 @@ impl Opener {
     /// head and whatever lies between). Returns what it held and the
     /// record's length.
     pub fn open(&mut self, buf: &mut [u8], to: usize, from: usize) -> Result<(Opened, usize), RecordError> {
+        self.open_whole(buf, to, from)?.ok_or(RecordError::Malformed("a record cut short"))
+    }
+
+    /// As [`Opener::open`], when the record at `buf[from..]` is whole:
+    /// `None` while more of it must be read.
+    pub fn open_whole(
+        &mut self,
+        buf: &mut [u8],
+        to: usize,
+        from: usize,
+    ) -> Result<Option<(Opened, usize)>, RecordError> {
         let length = match record_len(&buf[from..])? {
-            Some(length) if to <= from && from + length <= buf.len() => length,
-            _ => return Err(RecordError::Malformed("a record cut short")),
+            Some(length) if from + length <= buf.len() => length,
+            _ => return Ok(None),
         };
+        if to > from {
+            return Err(RecordError::Malformed("a record opened to after where it lies"));
+        }
         let head: [u8; HEAD] = buf[from..from + HEAD].try_into().expect("a head");
         let nonce = self.rx.next_nonce();
         let inner = self
@@ -279,7 +293,7 @@ impl Opener {
             },
             other => return Err(RecordError::Kind(other)),
         };
-        Ok((opened, length))
+        Ok(Some((opened, length)))
     }
 }
 

@@ -6,7 +6,7 @@
 //! buffer and written from there.
 
 use super::handshake::{handshake, Handshaken};
-use super::records::{self, Opened, Opener, Part, RecordError, Sealer, RECORD_MAX};
+use super::records::{Opened, Opener, Part, RecordError, Sealer, RECORD_MAX};
 use apex_ninep::srv::ReplyWrite;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 use std::future::poll_fn;
@@ -92,12 +92,10 @@ impl Reader {
     /// Opens the record at the start of the stage, if it is whole: its
     /// data onto `buf` (the rest kept). Ok(None) when more must be read.
     fn open_one(&mut self, buf: &mut ReadBuf<'_>) -> Result<Option<()>, RecordError> {
-        match records::record_len(&self.stage[self.start..self.end])? {
-            Some(length) if length <= self.end - self.start => {}
-            _ => return Ok(None),
-        }
         let from = self.start;
-        let (opened, length) = self.opener.open(&mut self.stage[..self.end], from, from)?;
+        let Some((opened, length)) = self.opener.open_whole(&mut self.stage[..self.end], from, from)? else {
+            return Ok(None);
+        };
         self.start += length;
         match opened {
             Opened::Data(n) => {

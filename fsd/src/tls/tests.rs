@@ -2,7 +2,7 @@
 //! between rustls's client and server on a loopback socket.
 
 use super::handshake::{handshake, Handshaken};
-use super::records::{record_len, Opened, Opener, Part, Sealer, Side};
+use super::records::{Opened, Opener, Part, Sealer, Side};
 use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 
@@ -55,12 +55,11 @@ async fn pair() -> (Client, Server) {
 fn open_all<D: Side>(opener: &mut Opener, sealer: &mut Sealer<D>, wire: &mut [u8]) -> Vec<u8> {
     let (mut to, mut from) = (0, 0);
     while from < wire.len() {
-        let length = record_len(&wire[from..]).unwrap().unwrap();
-        assert!(from + length <= wire.len(), "a record cut short");
-        match opener.open(wire, to, from).unwrap() {
-            (Opened::Data(n), _) => to += n,
-            (Opened::Handshake(n), _) => sealer.take_handshake(&wire[to..to + n], opener).unwrap(),
-            (Opened::Closed, _) => panic!("closed"),
+        let (opened, length) = opener.open_whole(wire, to, from).unwrap().expect("a record cut short");
+        match opened {
+            Opened::Data(n) => to += n,
+            Opened::Handshake(n) => sealer.take_handshake(&wire[to..to + n], opener).unwrap(),
+            Opened::Closed => panic!("closed"),
         }
         from += length;
     }
@@ -169,17 +168,14 @@ async fn read_opened(
             if got.len() >= want {
                 break;
             }
-            let Some(length) = record_len(wire).unwrap() else { break };
-            if length > wire.len() {
-                break;
-            }
-            match client.opener.open(wire, 0, 0).unwrap() {
-                (Opened::Data(n), _) => got.extend_from_slice(&wire[..n]),
-                (Opened::Handshake(n), _) => {
+            let Some((opened, length)) = client.opener.open_whole(wire, 0, 0).unwrap() else { break };
+            match opened {
+                Opened::Data(n) => got.extend_from_slice(&wire[..n]),
+                Opened::Handshake(n) => {
                     let message = wire[..n].to_vec();
                     client.sealer.take_handshake(&message, &mut client.opener).unwrap();
                 }
-                (Opened::Closed, _) => closed = true,
+                Opened::Closed => closed = true,
             }
             wire.drain(..length);
         }
