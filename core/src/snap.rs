@@ -125,7 +125,20 @@ impl State {
     /// not copied).
     pub fn snapshot_parts(&self) -> SnapshotParts {
         let Parts { rest, texts } = self.encode_into(Parts::default());
-        let len = rest.len() + texts.iter().map(|(_, t)| crate::text::encoded_size(t) - 1).sum::<usize>();
+        // Where each text's encoding ends in the snapshot, counted once:
+        // a range is found by a search, not by sizing every text before it.
+        let mut at = 0;
+        let mut from = 0;
+        let texts: Vec<Kept> = texts
+            .into_iter()
+            .map(|(slot, text)| {
+                let size = crate::text::encoded_size(&text);
+                at += slot - from + size;
+                from = slot + 1;
+                Kept { slot, end: at, size, text }
+            })
+            .collect();
+        let len = at + rest.len() - from;
         SnapshotParts { rest, texts, len }
     }
 
@@ -182,8 +195,19 @@ pub struct SnapshotParts {
     /// The snapshot with each buffer's text encoded empty: one byte.
     rest: Vec<u8>,
     /// Each text, after the byte of `rest` that stands for it, in order.
-    texts: Vec<(usize, Text)>,
+    texts: Vec<Kept>,
     len: usize,
+}
+
+/// A text kept in [`SnapshotParts`], with where it goes.
+struct Kept {
+    /// The byte of `rest` that stands for it.
+    slot: usize,
+    /// Where its encoding ends in the snapshot.
+    end: usize,
+    /// Its encoding's size.
+    size: usize,
+    text: Text,
 }
 
 impl SnapshotParts {
@@ -219,27 +243,31 @@ impl SnapshotParts {
     /// [`SnapshotParts::range`] makes them.
     pub fn range_into(&self, start: usize, end: usize, out: &mut Vec<u8>) {
         let end = end.min(self.len);
-        // `at` is where the part in hand starts in the snapshot; `from`,
-        // in `rest`.
-        let (mut at, mut from) = (0, 0);
+        // The first text that ends past `start`; what comes before it is
+        // not in range. `at` is where the part in hand starts in the
+        // snapshot; `from`, in `rest`.
+        let first = self.texts.partition_point(|k| k.end <= start);
+        let (mut at, mut from) = match first.checked_sub(1) {
+            Some(before) => (self.texts[before].end, self.texts[before].slot + 1),
+            None => (0, 0),
+        };
         let plain = |bytes: &[u8], at: usize, out: &mut Vec<u8>| {
             let (s, e) = (start.max(at), end.min(at + bytes.len()));
             if s < e {
                 out.extend_from_slice(&bytes[s - at..e - at]);
             }
         };
-        for (slot, text) in &self.texts {
+        for kept in &self.texts[first..] {
             if at >= end {
                 return;
             }
-            plain(&self.rest[from..*slot], at, out);
-            at += slot - from;
-            let n = crate::text::encoded_size(text);
-            if start < at + n && at < end {
-                crate::text::copy_encoded(text, start.saturating_sub(at), end - at, out);
+            plain(&self.rest[from..kept.slot], at, out);
+            at += kept.slot - from;
+            if start < at + kept.size && at < end {
+                crate::text::copy_encoded(&kept.text, start.saturating_sub(at), end - at, out);
             }
-            at += n;
-            from = slot + 1;
+            at += kept.size;
+            from = kept.slot + 1;
         }
         plain(&self.rest[from..], at, out);
     }

@@ -175,7 +175,10 @@ fn a_snapshot_in_parts_reads_as_the_whole_at_any_range() {
     assert_eq!(parts.len(), whole.len());
     assert_eq!(parts.texts_kept(), 4, "every buffer's text kept apart");
     let len = whole.len();
-    for start in (0..len + 3).step_by(len / 29) {
+    // Spread over the whole, and every start in its last bytes, where the
+    // small texts begin and end next to each other.
+    let starts = (0..len + 3).step_by(len / 29).chain(len.saturating_sub(300)..len + 2);
+    for start in starts {
         for count in [0, 1, 7, 4096, 70_000, len] {
             let want = &whole[start.min(len)..(start + count).min(len)];
             assert!(parts.range(start, start + count) == want, "{start}+{count} of {len}");
