@@ -73,9 +73,17 @@ impl Run {
         q1 >= self.at && q0 <= self.at + self.chars
     }
 
-    /// Byte offset of rune `i` of the run's text.
+    /// Byte offset of rune `i` of the run's text. Found without a scan
+    /// at the run's end (typing, backspace) and in an ASCII run (each
+    /// rune a byte): a scan costs as much as the rest of a keystroke.
     fn byte(&self, i: usize) -> usize {
-        byte_of_rune(&self.text, i)
+        if i >= self.chars {
+            return self.text.len();
+        }
+        match self.chars == self.text.len() {
+            true => i,
+            false => byte_of_rune(&self.text, i),
+        }
     }
 
     /// Joins the splice of `q0..q1` (touching the run) into it, returning
