@@ -217,10 +217,24 @@ pub fn errors_for(name: &str) -> String {
 
 /// The first window (in layout order) whose body is named `name`.
 pub fn window_named(state: &State, name: &str) -> Option<(WindowId, BufferId)> {
-    state.layout.columns.iter().flat_map(|c| &c.windows).find_map(|p| {
-        let w = state.windows.get(&p.window)?;
-        (state.buffers.get(&w.body)?.name == name).then_some((p.window, w.body))
-    })
+    // The buffers of that name first, in one walk: most names asked for
+    // (a file being opened) are no buffer's, and a session of many
+    // windows is not searched window by window for each file opened.
+    let named: Vec<BufferId> = state.buffers.iter().filter(|(_, b)| b.name == name).map(|(id, _)| *id).collect();
+    if named.is_empty() {
+        return None;
+    }
+    // Then the windows showing them, and the first of those in layout
+    // order, each found by a walk rather than a lookup per window.
+    let showing: Vec<(WindowId, BufferId)> =
+        state.windows.iter().filter(|(_, w)| named.contains(&w.body)).map(|(id, w)| (*id, w.body)).collect();
+    state
+        .layout
+        .columns
+        .iter()
+        .flat_map(|c| &c.windows)
+        .find_map(|p| showing.iter().find(|(w, _)| *w == p.window))
+        .copied()
 }
 
 /// The part of a tag that `cleartag` removes: everything after the first

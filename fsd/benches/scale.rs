@@ -40,7 +40,7 @@
 use apex_ninep::fcall::{ORDWR, OREAD, OWRITE};
 use apex_ninep::Client;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -366,9 +366,27 @@ async fn many_files(base: &Path) {
     let vim_opens = ["vim", "nvim"].map(|p| (p, time_peer(&mut ex_all(p, "silent", &paths))));
     let [(vim, vim_took), (nvim, nvim_took)] = vim_opens;
     let name = format!("open {MANY} files of {} KB", EACH >> 10);
-    row(&name, opened, &[(vim, vim_took), (nvim, nvim_took), ("read+rope in process", Ok(in_process))]);
+    row(&name, opened, &[(vim, vim_took.clone()), (nvim, nvim_took.clone()), ("read+rope in process", Ok(in_process))]);
     tokio::time::sleep(Duration::from_secs(2)).await;
     held_row("", apexd.pid(), before, mib);
+    println!("{:<26} (above: acme's way, new/ctl then `name` and `get`, one file at a time)", "");
+    // `apex open` of them all, as a user opens many files (B's way), in
+    // a daemon of its own so the session after it is the same.
+    let by_apex_open = {
+        let base = dir.join("open");
+        std::fs::create_dir_all(&base).unwrap();
+        let other = Apexd::start(&base, &[]);
+        let mut open = Command::new(env!("CARGO_BIN_EXE_apex"));
+        open.arg("open").args(&paths).env("NAMESPACE", base.join("ns")).stdout(Stdio::null());
+        let took = time_peer(&mut open);
+        let (c2, root2) = other.client().await;
+        let index = c2.open_path(root2, "main/acme/index", OREAD).await.unwrap();
+        let listed = String::from_utf8(c2.read_all(&index).await.unwrap()).unwrap();
+        assert_eq!(listed.lines().count(), MANY, "apex open made a window a file");
+        other.stop();
+        took.unwrap()
+    };
+    row(&format!("{name}, apex open"), by_apex_open, &[(vim, vim_took), (nvim, nvim_took)]);
 
     // A Welcome of the whole session, as a UI's attach takes it.
     let address = format!("unix!{}", apexd.socket().display());

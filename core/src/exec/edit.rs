@@ -281,7 +281,7 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
             true => h
                 .propose(Proposal::CreateWindow { body: None, column: None, name: String::new(), near: None })
                 .map(|_| ())?,
-            false => open(h, path, None)?,
+            false => open(h, path, None).map(|_| ())?,
         }
     }
     // acme's D1: a window whose changes would be lost stays, and says so.

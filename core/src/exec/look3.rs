@@ -117,7 +117,7 @@ pub fn look_file_or_word<H: Host>(
     if file.starts_with('/') || dir.is_some() {
         let path = resolve(dir.as_deref(), file);
         if h.exists(&path) {
-            return open_in(h, &path, at, None, Some(window));
+            return open_in(h, &path, at, None, Some(window)).map(|_| ());
         }
     }
     find_and_show(h, w, word.filter(|w| !w.trim().is_empty()).unwrap_or(text), from)
@@ -129,7 +129,7 @@ fn window_ids<H: Host>(h: &H, id: WindowId) -> Result<Win> {
 
 /// Shows `path` in its window (made and loaded if there is none), at
 /// `address` if given (acme's `openfile`).
-pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<()> {
+pub fn open<H: Host>(h: &mut H, path: &str, address: Option<&str>) -> Result<WindowId> {
     open_in(h, path, address, None, None)
 }
 
@@ -142,7 +142,7 @@ pub fn open_in<H: Host>(
     address: Option<&str>,
     column: Option<ColumnId>,
     near: Option<WindowId>,
-) -> Result<()> {
+) -> Result<WindowId> {
     let found = look::window_named(&*h.state()?, path);
     let (window, body) = match found {
         Some(f) => f,
@@ -153,13 +153,17 @@ pub fn open_in<H: Host>(
             };
             h.get(made.body, None)?;
             // A file opened in a new window has nothing to undo, as acme's
-            // openfile loads it (a later Get can be undone).
-            h.propose(Proposal::ForgetUndo { buffer: made.body })?;
+            // openfile loads it (a later Get can be undone); a host's get
+            // may have forgotten it already.
+            let b = h.state()?.buffer(made.body).map(|b| b.can_undo() || b.can_redo())?;
+            if b {
+                h.propose(Proposal::ForgetUndo { buffer: made.body })?;
+            }
             (made.window, made.body)
         }
     };
     h.propose(Proposal::Focus { window })?;
-    let Some(address) = address else { return Ok(()) };
+    let Some(address) = address else { return Ok(window) };
     let (text, version) = {
         let st = h.state()?;
         let b = st.buffer(body)?;
@@ -168,5 +172,6 @@ pub fn open_in<H: Host>(
     // Evaluated with the state let go: a search holds up no one.
     let cx = addr::Context { text: &text, flat: None, dialect: addr::Dialect::Sam, limit: None };
     let r = addr::eval_in(&cx, address, Range::at(0), &mut None).map_err(host)?;
-    select_and_show(h, window, body, version, r)
+    select_and_show(h, window, body, version, r)?;
+    Ok(window)
 }

@@ -98,7 +98,7 @@ pub fn deliver<H: Host>(h: &mut H, m: &Message) -> exec::Result<()> {
         if text.is_empty() {
             return Ok(());
         }
-        return exec::open(h, &m.path(&text), m.attr("addr"));
+        return exec::open(h, &m.path(&text), m.attr("addr")).map(|_| ());
     }
     let name = match m.attr("filename") {
         Some(f) => m.path(f),

@@ -61,17 +61,19 @@ enum Cmd {
     New { name: Option<String> },
     /// List the sessions (the root's index).
     Sessions,
-    /// Show FILE in its window in the session (made and loaded if there
-    /// is none), at ADDR if given, as B3 on file:addr or the plumber
-    /// opens it; the window appears in the session's UI. Prints the
-    /// window's acme number.
+    /// Show each FILE in its window in the session (made and loaded if
+    /// there is none), at ADDR if given, as B3 on file:addr or the
+    /// plumber opens it; the windows appear in the session's UI. Prints
+    /// each window's acme number, a line a file, in order. Many files
+    /// are opened at once (as plan9port's B takes many).
     Open {
         /// The session (default main).
         #[arg(short = 's', default_value = "main")]
         session: String,
         /// FILE or FILE:ADDR (file.c:12, file.c:/main/); relative to the
         /// current directory.
-        file: String,
+        #[arg(required = true)]
+        files: Vec<String>,
     },
     /// As open, then wait until the window is closed: for $EDITOR (as
     /// plan9port's E), so `git commit` edits its message in apex.
@@ -516,10 +518,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             let f = open(&c, root, "index", OREAD).await?;
             out.write_all(&c.read_all(&f).await?)?;
         }
-        Cmd::Open { session, file } => {
+        Cmd::Open { session, files } => {
             let (c, root, _) = mounts.path("").await?;
-            let number = open_file(&c, root, &session, &file).await?;
-            writeln!(out, "{number}")?;
+            open_files(&c, root, &session, &files, &mut out).await?;
         }
         Cmd::Edit { session, file } => {
             let (c, root, _) = mounts.path("").await?;
@@ -536,6 +537,67 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// How many files `apex open` has in the daemon's hands at once: each
+/// open is a few round trips, which overlap, while the daemon loads one
+/// file as another's request travels.
+const OPENS_IN_FLIGHT: usize = 16;
+
+/// `apex open` of `files`: [`open_file`] of each, [`OPENS_IN_FLIGHT`] at
+/// a time, a file named twice opened once; each window's number printed
+/// in the order the files were given, as soon as those before it are.
+/// A file that cannot be opened is said and the rest are still opened;
+/// the command then fails.
+async fn open_files(
+    c: &Client,
+    root: u32,
+    session: &str,
+    files: &[String],
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    // Each file's place among the files opened: its first mention's.
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut unique: Vec<&str> = Vec::new();
+    for f in files {
+        first.entry(f).or_insert_with(|| {
+            unique.push(f);
+            unique.len() - 1
+        });
+    }
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(OPENS_IN_FLIGHT));
+    let mut opening = tokio::task::JoinSet::new();
+    for (i, file) in unique.iter().enumerate() {
+        let (c, session, file, gate) = (c.clone(), session.to_string(), file.to_string(), gate.clone());
+        opening.spawn(async move {
+            let _turn = gate.acquire_owned().await;
+            // Said with the file it is about: many may fail alike.
+            (i, open_file(&c, root, &session, &file).await.map_err(|e| format!("{file}: {e}")))
+        });
+    }
+    let mut opened: Vec<Option<Result<u32, String>>> = vec![None; unique.len()];
+    let (mut said, mut failed) = (0, 0);
+    while let Some(done) = opening.join_next().await {
+        let (i, r) = done.map_err(|e| anyhow::anyhow!("open: {e}"))?;
+        opened[i] = Some(r);
+        // Every file given whose open, and every one before it, is done.
+        while let Some(Some(r)) = files.get(said).map(|f| opened[first[f.as_str()]].as_ref()) {
+            match r {
+                Ok(number) => writeln!(out, "{number}")?,
+                Err(e) => {
+                    out.flush()?;
+                    eprintln!("apex: {e}");
+                    failed += 1;
+                }
+            }
+            said += 1;
+        }
+    }
+    out.flush()?;
+    match failed {
+        0 => Ok(()),
+        n => anyhow::bail!("open: {n} of {} files not opened", files.len()),
+    }
 }
 
 /// `apex open`: asks session `session`'s ctl to open `file` (made

@@ -174,13 +174,11 @@ pub async fn open(daemon: &Daemon, session: u64, file: &str, address: Option<&st
     if Path::new(&name).is_dir() && !name.ends_with('/') {
         name.push('/');
     }
-    let (shown, address) = (name.clone(), address.map(str::to_string));
-    daemon.with_host(session, None, move |h| exec::open(h, &shown, address.as_deref())).await?;
+    let address = address.map(str::to_string);
+    let window = daemon.with_host(session, None, move |h| exec::open(h, &name, address.as_deref())).await?;
+    // Gone again only if something deleted it meanwhile.
     daemon
-        .read(session, |s| {
-            let st = &s.view().state;
-            look::window_named(st, &name).and_then(|(w, _)| st.layout.numbers.get(&w)).map(|n| n.0)
-        })?
+        .read(session, |s| s.view().state.layout.numbers.get(&window).map(|n| n.0))?
         .ok_or(Error::NotShown(file.to_string()))
 }
 

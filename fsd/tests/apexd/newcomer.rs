@@ -425,6 +425,33 @@ fn apex_open_shows_a_file_at_its_address_and_apex_edit_serves_as_git_s_editor() 
     // A relative name through the ctl itself is refused, saying why.
     let (ok, _, err) = apex(&d, &["write", "main/ctl"], "open notes.txt\n");
     assert!(!ok && err.contains("not an absolute path"), "{err}");
+    // Many files at once (as B takes them): a number a file, in order, a
+    // file named twice in the same window, each window loaded.
+    let many: Vec<String> = (0..40).map(|i| format!("many{i}.txt")).collect();
+    for (i, f) in many.iter().enumerate() {
+        std::fs::write(work.join(f), format!("file {i}\n")).unwrap();
+    }
+    let mut args: Vec<&str> = vec!["open"];
+    args.extend(many.iter().map(String::as_str));
+    args.extend(["notes.txt", "many3.txt"]);
+    let (ok, numbers, err) = in_work(&args);
+    assert!(ok, "{err}");
+    let numbers: Vec<&str> = numbers.lines().collect();
+    assert_eq!(numbers.len(), many.len() + 2, "a line a file: {numbers:?}");
+    assert_eq!(numbers[many.len()], number, "notes.txt's window again");
+    assert_eq!(numbers[many.len() + 1], numbers[3], "a file named twice, one window");
+    for (i, n) in numbers[..many.len()].iter().enumerate() {
+        let tag = apex(&d, &["read", &format!("main/acme/{n}/tag")], "").1;
+        assert!(tag.starts_with(&format!("{}/many{i}.txt ", work.display())), "window {n} in order: {tag}");
+        assert_eq!(apex(&d, &["read", &format!("main/acme/{n}/body")], "").1, format!("file {i}\n"));
+    }
+    // A session that is not there: every file said, and the command fails.
+    let (ok, out, err) = in_work(&["open", "-s", "nosuch", "notes.txt", "many1.txt"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    for f in ["notes.txt", "many1.txt"] {
+        assert!(err.lines().any(|l| l.starts_with(&format!("apex: {f}: ")) && l.contains("nosuch")), "{f} said: {err}");
+    }
+    assert!(err.contains("2 of 2 files not opened"), "{err}");
 
     // git's editor.
     let git = |args: &[&str]| {
