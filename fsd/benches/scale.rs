@@ -27,8 +27,10 @@
 //!   flat text.
 //!
 //! - many files: a session of 1,000 windows of 100 KB each, in a daemon
-//!   of its own: the windows opened, beside vim and nvim opening the files
-//!   (`argdo`); the daemon's memory for them; a Welcome of the session
+//!   of its own: the windows opened one at a time through acme's
+//!   new/ctl, and by `apex open` of them all in a daemon of its own,
+//!   beside vim and nvim opening the files (`argdo`, each edited); the
+//!   daemon's memory for them; a Welcome of the session
 //!   beside its floor; `Putall` of them all, each changed, beside vim's
 //!   and nvim's `:wa` and the files written in process.
 //!
