@@ -631,7 +631,7 @@ impl Fsys {
                 if checked && self.refused_once(n, w).await?.is_some() {
                     return Ok(());
                 }
-                if let Err(e) = host::acme_get(&self.daemon, n, w.body, None).await {
+                if let Err(e) = host::acme_get(&self.daemon, n, w.body, None, host::Reading::Apart).await {
                     let note = format!("{e}\n");
                     let id = w.id;
                     self.daemon.with_host(n, Some(id), move |h| exec::warn(h, Some(id), &note)).await?;

@@ -107,7 +107,7 @@ impl Fsys {
         let msgs = self.daemon.read(n, |s| buffers::parse_ctl(text, s, b))??;
         for msg in msgs {
             match msg {
-                BufferCtl::Get(file) => host::get(&self.daemon, n, b, file).await?,
+                BufferCtl::Get(file) => host::get(&self.daemon, n, b, file, host::Reading::Apart).await?,
                 BufferCtl::Put { version, file } => host::put(&self.daemon, n, b, version, file).await?,
                 msg => {
                     let p = self.daemon.read(n, |s| buffers::ctl_proposal(s, b, &msg))??;

@@ -164,7 +164,8 @@ impl Host for DaemonHost {
     }
 
     fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
-        self.block(host::acme_get(&self.daemon, self.n, buffer, file.map(str::to_string)))?;
+        let file = file.map(str::to_string);
+        self.block(host::acme_get(&self.daemon, self.n, buffer, file, host::Reading::Here))?;
         self.log(buffer, "get");
         Ok(())
     }

@@ -20,18 +20,38 @@ use std::process::Stdio;
 use std::sync::{Arc, PoisonError};
 use tokio::io::AsyncReadExt;
 
+/// Where a Get reads its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// On a blocking thread of its own: the Get runs in a task.
+    Apart,
+    /// On the calling thread, which is a blocking one already (a
+    /// command's host): no hand-over to another thread and back.
+    Here,
+}
+
 /// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
 /// a directory lists its entries), names it so if a file was given, and
 /// marks it clean.
-pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
+pub async fn get(
+    daemon: &Daemon,
+    session: u64,
+    b: BufferId,
+    file: Option<String>,
+    reading: Reading,
+) -> Result<(), Error> {
     crate::access::require_full("get (reading the daemon's files)")?;
     let name = daemon.read(session, |s| Ok::<_, Error>(s.view().state.buffer(b)?.name.clone()))??;
     let named = file.is_some();
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
-    let (text, said) = tokio::task::spawn_blocking(move || apex_sys::files::read_utf8("get", &path))
-        .await
-        .map_err(|source| Error::Task { what: "get", source })??;
+    let read = move || apex_sys::files::read_utf8("get", &path);
+    let (text, said) = match reading {
+        Reading::Here => read()?,
+        Reading::Apart => {
+            tokio::task::spawn_blocking(read).await.map_err(|source| Error::Task { what: "get", source })??
+        }
+    };
     // The log makes room for the file's text first: a full disk refuses
     // the Get unchanged.
     daemon.reserve(session, text.len() as u64)?;
@@ -43,6 +63,30 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
     })??;
     let proposals = exec::get_proposals(&buf, b, &file, named, text);
     let request = format!("get {} {file}", b.0);
+    // With no window's place to put back, nothing depends on how the
+    // text went in: all go in one after another under one lock.
+    if !proposals.iter().any(exec::keeps_place) {
+        daemon.propose_all(session, &request, proposals).await?;
+    } else {
+        propose_keeping_places(daemon, session, b, last, &request, proposals).await?;
+    }
+    // The text is not the file's bytes: said where acme says so.
+    if let Some(warning) = apex_sys::files::load_warning(&file, said) {
+        warn_beside(daemon, session, &file, &warning).await;
+    }
+    Ok(())
+}
+
+/// A Get's `proposals` one at a time: a window's selection and origin put
+/// back only if the text went in as read (after the log's entry `last`).
+async fn propose_keeping_places(
+    daemon: &Daemon,
+    session: u64,
+    b: BufferId,
+    last: u64,
+    request: &str,
+    proposals: Vec<Proposal>,
+) -> Result<(), Error> {
     let mut as_read = true;
     for p in proposals {
         // Where a window's selection and origin go back to is a nicety:
@@ -53,15 +97,11 @@ pub async fn get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String
             continue;
         }
         let replaces = exec::replaces_text(&p);
-        match daemon.propose(session, &request, p).await {
+        match daemon.propose(session, request, p).await {
             Err(_) if place => {}
             Ok(applied) if replaces => as_read = exec::replaced_as_read(&applied, b, last),
             r => r.map(|_| ())?,
         }
-    }
-    // The text is not the file's bytes: said where acme says so.
-    if let Some(warning) = apex_sys::files::load_warning(&file, said) {
-        warn_beside(daemon, session, &file, &warning).await;
     }
     Ok(())
 }
@@ -80,8 +120,14 @@ async fn warn_beside(daemon: &Daemon, session: u64, file: &str, text: &str) {
 /// a window without a name is "no file name", and a file that cannot be
 /// read leaves the window empty and clean, as acme's textload does after
 /// its textreset, and says "can't open FILE: why".
-pub async fn acme_get(daemon: &Daemon, session: u64, b: BufferId, file: Option<String>) -> Result<(), Error> {
-    match get(daemon, session, b, file.clone()).await {
+pub async fn acme_get(
+    daemon: &Daemon,
+    session: u64,
+    b: BufferId,
+    file: Option<String>,
+    reading: Reading,
+) -> Result<(), Error> {
+    match get(daemon, session, b, file.clone(), reading).await {
         Err(Error::Exec(exec::ExecError::Unnamed(_))) => Err(Error::Exec(exec::ExecError::NoFileName)),
         Err(Error::File(apex_sys::files::FileError::Read { path, source, .. })) => {
             let emptied = daemon.read(session, |s| {

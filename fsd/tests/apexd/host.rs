@@ -388,3 +388,42 @@ async fn an_edit_pipe_that_never_ends_is_a_process_kill_ends() {
     let said = text(read(&c, root, &format!("main/buffers/{errors}/body")).await.unwrap());
     assert!(said.contains("sleep 600"), "the failure is said: {said}");
 }
+
+/// A Get of a buffer a UI leads: its text goes to the leader, and the
+/// name, clean mark and forgotten undo that follow it wait for that, in
+/// order (`Daemon::propose_all` sends each on only once the one before
+/// is applied). A Get of one nobody leads goes in under one lock alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_of_a_led_buffer_goes_through_its_leader_in_order() {
+    use apex_core::{AttachmentKind, Shard};
+    use apex_fsd::attach::conn::Attached;
+    let d = Daemon::start("get-led");
+    let c = d.client().await;
+    let root = c.attach("glenda", "").await.unwrap();
+    let ui = Attached::open(&c, "main", AttachmentKind::Ui, "leader").await.unwrap();
+    let wait = Duration::from_secs(20);
+    assert!(ui.wait_for(wait, |l| l.leads(Shard::Layout)).await);
+    let b = ui.with(|l| l.node_mut().unwrap().create_buffer_as("").unwrap());
+    ui.with(|l| super::attach::type_at(l, b, 0, "typed"));
+    ui.flush().await.unwrap();
+    assert!(ui.wait_for(wait, |l| l.leads(Shard::Buffer(b))).await, "the UI leads its buffer");
+    let file = d.dir.join("from-disk.txt");
+    std::fs::write(&file, "from disk\n").unwrap();
+    let ctl = format!("main/buffers/{}/ctl", b.0);
+    let got = tokio::time::timeout(wait, write(&c, root, &ctl, &format!("get {}\n", file.display()))).await;
+    got.expect("the get hung").expect("the get was applied");
+    let at_leader = |l: &apex_link::Link| {
+        let buf = l.node().unwrap().state.buffer(b).unwrap();
+        (buf.text.to_string(), buf.name.clone(), buf.differs_from_file(), buf.can_undo())
+    };
+    let want = ("from disk\n".to_string(), file.display().to_string(), false, false);
+    assert!(ui.wait_for(wait, |l| at_leader(l) == want).await, "the leader has {:?}", ui.with(|l| at_leader(l)));
+    assert_eq!(text(read(&c, root, &format!("main/buffers/{}/body", b.0)).await.unwrap()), "from disk\n");
+    assert_eq!(text(read(&c, root, &format!("main/buffers/{}/name", b.0)).await.unwrap()).trim_end(), want.1);
+
+    // Nobody leads it any more: the same Get, by the daemon alone.
+    ui.close().await;
+    std::fs::write(&file, "changed on disk\n").unwrap();
+    write(&c, root, &ctl, "get\n").await.unwrap();
+    assert_eq!(text(read(&c, root, &format!("main/buffers/{}/body", b.0)).await.unwrap()), "changed on disk\n");
+}
