@@ -528,6 +528,10 @@ async fn open_row(c: &Client, root: u32, pid: u32, name: &str, file: &Path) {
 }
 
 fn main() {
+    // The clients measured in process (a Welcome's decoder, the 9P client)
+    // run in apex-ui and apex under their malloc policy: so here, where
+    // the in-process references run under it too.
+    apex_sys::malloc::keep_freed_memory();
     apex_sys::tunables::copy_without_slow_rep_movsb();
     let mb: usize = std::env::var("APEX_SCALE_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let base = std::env::temp_dir().join(format!("apex-bench-scale-{}", std::process::id()));
