@@ -302,6 +302,68 @@ impl Log {
         Ok(entry)
     }
 
+    /// Sequences an entry of `attachment` at `epoch` for `shard`, hands it
+    /// to `apply` (a node's state), and stores it if that took it:
+    /// [`Log::prepare`], the apply, then [`Log::push`], with the shard's
+    /// log looked up once (a keystroke's entry goes through here). Not
+    /// for the metalog, whose entries `push` notes.
+    pub fn append_applied(
+        &mut self,
+        shard: Shard,
+        attachment: AttachmentId,
+        epoch: Epoch,
+        op: Op,
+        apply: impl FnOnce(&Entry) -> Result<()>,
+    ) -> Result<&Entry> {
+        self.store_applied(shard, |last| Entry { seq: last + 1, attachment, epoch, op }, apply)
+    }
+
+    /// [`Log::append_applied`] of an entry sequenced elsewhere: checked as
+    /// [`Log::append_entry`] checks it, then applied, then stored.
+    pub fn accept_applied(
+        &mut self,
+        shard: Shard,
+        entry: Entry,
+        apply: impl FnOnce(&Entry) -> Result<()>,
+    ) -> Result<()> {
+        self.store_applied(shard, |_| entry, apply).map(|_| ())
+    }
+
+    /// The entry `make` makes from the shard's last seq, checked as
+    /// [`Log::check_entry`] checks (the fence before the seq), applied,
+    /// and stored.
+    fn store_applied(
+        &mut self,
+        shard: Shard,
+        make: impl FnOnce(Seq) -> Entry,
+        apply: impl FnOnce(&Entry) -> Result<()>,
+    ) -> Result<&Entry> {
+        if shard == Shard::Meta {
+            return Err(Reject::ServerOnly { shard });
+        }
+        let log = self.shards.get_mut(&shard);
+        let last = log.as_ref().map_or(0, |l| l.last());
+        let entry = make(last);
+        if !entry.op.fits(&shard) {
+            return Err(Reject::WrongShard { op: entry.op.kind(), shard });
+        }
+        let log = log.ok_or(Reject::UnknownShard { shard })?;
+        let lease = self.leases.get(shard)?;
+        match self.role {
+            Role::Authority => lease.admits_now(shard, entry.attachment, entry.epoch)?,
+            Role::Mirror(_) => lease.admit(shard, &entry)?,
+        }
+        if entry.seq != last + 1 {
+            return Err(Reject::Sequence { shard, got: entry.seq, want: last + 1 });
+        }
+        apply(&entry)?;
+        if let Some(sink) = &mut self.sink {
+            sink.stored(shard, &entry);
+        }
+        log.entries.push_back(entry);
+        Ok(log.entries.back().expect("just pushed"))
+    }
+
     /// Sequences and stores an entry of `attachment` at `epoch`.
     pub fn append(&mut self, shard: Shard, attachment: AttachmentId, epoch: Epoch, op: Op) -> Result<&Entry> {
         let entry = self.prepare(shard, attachment, epoch, op)?;

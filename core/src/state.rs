@@ -76,6 +76,9 @@ impl State {
     }
 
     /// Applies `entry` to `shard`. On error the state is unchanged.
+    /// Inlined into a node's append and accept: a keystroke's whole apply
+    /// is a hundred nanoseconds, and the call showed in it.
+    #[inline]
     pub fn apply(&mut self, shard: Shard, entry: &Entry) -> Result<()> {
         if !entry.op.fits(&shard) {
             return Err(Reject::WrongShard { op: entry.op.kind(), shard });
