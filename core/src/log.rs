@@ -90,6 +90,19 @@ enum Role {
     Mirror(Box<dyn MirrorHook>),
 }
 
+impl Role {
+    /// Whether `lease` lets `entry` into `shard`: the authority only ever
+    /// appends at the end, after every base, so it wants the current
+    /// lease; a mirror may replay entries of earlier epochs after it has
+    /// seen a later lease (metalog first).
+    fn admits(&self, lease: &Lease, shard: Shard, entry: &Entry) -> Result<()> {
+        match self {
+            Role::Authority => lease.admits_now(shard, entry.attachment, entry.epoch),
+            Role::Mirror(_) => lease.admit(shard, entry),
+        }
+    }
+}
+
 /// One session's logs and lease table.
 pub struct Log {
     role: Role,
@@ -214,15 +227,8 @@ impl Log {
         }
         let log = self.shard(shard)?;
         // The fence first: a stale leader's entry is `fenced:` whatever
-        // its seq, so it knows to stop leading. The authority only ever
-        // appends at the end, after every base, so it wants the current
-        // lease; a mirror may replay entries of earlier epochs after it has
-        // seen a later lease (metalog first).
-        let lease = self.leases.get(shard)?;
-        match self.role {
-            Role::Authority => lease.admits_now(shard, entry.attachment, entry.epoch)?,
-            Role::Mirror(_) => lease.admit(shard, entry)?,
-        }
+        // its seq, so it knows to stop leading.
+        self.role.admits(self.leases.get(shard)?, shard, entry)?;
         let want = log.last() + 1;
         if entry.seq != want {
             return Err(Reject::Sequence { shard, got: entry.seq, want });
@@ -244,11 +250,7 @@ impl Log {
             if !entry.op.fits(&shard) {
                 return Err((i, Reject::WrongShard { op: entry.op.kind(), shard }));
             }
-            let admitted = match self.role {
-                Role::Authority => lease.admits_now(shard, entry.attachment, entry.epoch),
-                Role::Mirror(_) => lease.admit(shard, entry),
-            };
-            admitted.map_err(|e| (i, e))?;
+            self.role.admits(lease, shard, entry).map_err(|e| (i, e))?;
             let want = first.seq + i as Seq;
             if entry.seq != want {
                 return Err((i, Reject::Sequence { shard, got: entry.seq, want }));
@@ -348,11 +350,7 @@ impl Log {
             return Err(Reject::WrongShard { op: entry.op.kind(), shard });
         }
         let log = log.ok_or(Reject::UnknownShard { shard })?;
-        let lease = self.leases.get(shard)?;
-        match self.role {
-            Role::Authority => lease.admits_now(shard, entry.attachment, entry.epoch)?,
-            Role::Mirror(_) => lease.admit(shard, &entry)?,
-        }
+        self.role.admits(self.leases.get(shard)?, shard, &entry)?;
         if entry.seq != last + 1 {
             return Err(Reject::Sequence { shard, got: entry.seq, want: last + 1 });
         }
