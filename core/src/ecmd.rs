@@ -8,7 +8,7 @@ use crate::addr::{Context, Dialect, Range};
 pub use crate::changes::Changes;
 pub use crate::edit::PipeError;
 use crate::edit::{self, Cmd, EditError, FileCmd, Kind, Loop, Pipe, Position};
-use crate::regx::{Found, Haystack, Regexp};
+use crate::regx::{Found, Haystack, Regexp, RunesOnward};
 use ropey::Rope;
 use std::collections::BTreeMap;
 
@@ -412,10 +412,14 @@ impl Runner<'_> {
     fn matches(&self, f: usize, r: Range, re: &Regexp, skip_at_start: bool, most: usize) -> (Vec<Range>, bool) {
         let text = &self.files[f].text;
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
-        let to_range =
-            |m: std::ops::Range<usize>| Range::new(text.byte_to_char(m.start) as u64, text.byte_to_char(m.end) as u64);
-        let (found, exhausted) = flat(&self.flats, self.files, f).step(re, start, end, skip_at_start, most);
-        (found.iter().map(|m| to_range(m.whole())).collect(), exhausted)
+        let hay = flat(&self.flats, self.files, f);
+        let mut runes = RunesOnward::new(hay, text, start, r.q0);
+        let mut found = Vec::new();
+        let exhausted = hay.step_each(re, start, end, skip_at_start, most, |m| {
+            let m = m.whole();
+            found.push(Range::new(runes.rune_at(m.start), runes.rune_at(m.end)));
+        });
+        (found, exhausted)
     }
 
     fn looping(&mut self, f: usize, r: Range, kind: Loop, pattern: Option<&str>, body: &Cmd) -> Result<()> {
@@ -487,16 +491,8 @@ impl Runner<'_> {
         let before = list.len();
         let most = if global { usize::MAX } else { nth };
         // Matches come in order: each one's runes are counted on from the
-        // last (a rope descent per match costs more than the search).
-        let mut at = (start, r.q0);
-        let mut rune_at = |b: usize| -> u64 {
-            let q = match b >= at.0 && hay.is_char_boundary(at.0) && hay.is_char_boundary(b) {
-                true => at.1 + hay.runes_in(at.0..b) as u64,
-                false => text.byte_to_char(b) as u64,
-            };
-            at = (b, q);
-            q
-        };
+        // last.
+        let mut runes = RunesOnward::new(hay, text, start, r.q0);
         let mut i = 0;
         let mut killed = false;
         let pipes = &mut self.pipes;
@@ -509,8 +505,8 @@ impl Runner<'_> {
                 return;
             }
             let whole = m.whole();
-            let q0 = rune_at(whole.start);
-            let q1 = rune_at(whole.end);
+            let q0 = runes.rune_at(whole.start);
+            let q1 = runes.rune_at(whole.end);
             list.push_with(q0, q1, |out| expand(rep, hay, &m, out));
         });
         if killed {

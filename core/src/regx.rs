@@ -334,6 +334,36 @@ impl Haystack {
     }
 }
 
+/// Rune offsets of a text's byte offsets met in order (a loop's or a
+/// substitution's matches): each counted on from the one before in the
+/// flat text, which costs less than a descent of the rope a match does;
+/// one met out of order, or not at a rune's start, is looked up in the
+/// rope.
+pub struct RunesOnward<'a> {
+    hay: &'a Haystack,
+    rope: &'a Rope,
+    /// The last byte offset met, and its rune offset.
+    at: (usize, u64),
+}
+
+impl<'a> RunesOnward<'a> {
+    /// Counting from byte `byte` of `hay` (the flat `rope`), rune `rune`.
+    pub fn new(hay: &'a Haystack, rope: &'a Rope, byte: usize, rune: u64) -> RunesOnward<'a> {
+        RunesOnward { hay, rope, at: (byte, rune) }
+    }
+
+    /// The rune offset of byte `b`.
+    pub fn rune_at(&mut self, b: usize) -> u64 {
+        let (from, q) = self.at;
+        let q = match b >= from && self.hay.is_char_boundary(from) && self.hay.is_char_boundary(b) {
+            true => q + self.hay.runes_in(from..b) as u64,
+            false => self.rope.byte_to_char(b) as u64,
+        };
+        self.at = (b, q);
+        q
+    }
+}
+
 /// Bytes searched for one range, offsets in them `base` less than the
 /// text's.
 struct Searched<'a> {
