@@ -344,16 +344,23 @@ pub struct RunesOnward<'a> {
     rope: &'a Rope,
     /// The last byte offset met, and its rune offset.
     at: (usize, u64),
+    /// Whether every rune is a byte (the rope says so for nothing: it
+    /// counts both), so that nothing need be counted.
+    ascii: bool,
 }
 
 impl<'a> RunesOnward<'a> {
     /// Counting from byte `byte` of `hay` (the flat `rope`), rune `rune`.
     pub fn new(hay: &'a Haystack, rope: &'a Rope, byte: usize, rune: u64) -> RunesOnward<'a> {
-        RunesOnward { hay, rope, at: (byte, rune) }
+        let ascii = rope.len_bytes() == rope.len_chars();
+        RunesOnward { hay, rope, at: (byte, rune), ascii }
     }
 
     /// The rune offset of byte `b`.
     pub fn rune_at(&mut self, b: usize) -> u64 {
+        if self.ascii {
+            return b as u64;
+        }
         let (from, q) = self.at;
         let q = match b >= from && self.hay.is_char_boundary(from) && self.hay.is_char_boundary(b) {
             true => q + self.hay.runes_in(from..b) as u64,
