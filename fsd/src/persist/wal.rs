@@ -26,7 +26,7 @@
 use super::durable::{Durable, LogError};
 use super::fault;
 use super::StoreError;
-use apex_core::{Entry, Shard, Sink};
+use apex_core::{BufferOp, Entry, Op, Shard, Sink};
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -116,10 +116,73 @@ pub fn frame(salt: u64, shard: Shard, entry: &Entry, out: &mut Vec<u8>) {
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// A splice's text at least this long is written from the entry itself
+/// ([`frame_apart`]), not copied into the frames held first: a 100 MB
+/// file's Get is copied once less, and its copy's pages never faulted in.
+const TEXT_APART: usize = 64 << 10;
+
+/// The frame of `(shard, entry)` as [`frame`] makes it, in three parts
+/// when the entry is a splice with a text of [`TEXT_APART`] bytes or more:
+/// the frame's head and the encoding up to the text, the text (the
+/// entry's own, not copied), and the encoding after it. `None` for any
+/// other entry.
+pub fn frame_apart<'e>(salt: u64, shard: Shard, entry: &'e Entry) -> Option<(Vec<u8>, &'e [u8], Vec<u8>)> {
+    let Op::Buffer(BufferOp::Splice { q0, q1, text, origin }) = &entry.op else { return None };
+    if text.len() < TEXT_APART {
+        return None;
+    }
+    // The encoding with the text empty is the encoding with the text cut
+    // out, its length (one byte, 0) written as the text's: postcard
+    // writes a string as a varint length and its bytes, and nothing
+    // after the text but its origin.
+    let empty = Op::Buffer(BufferOp::Splice { q0: *q0, q1: *q1, text: String::new(), origin: *origin });
+    let without = Entry { seq: entry.seq, attachment: entry.attachment, epoch: entry.epoch, op: empty };
+    let encoded = postcard::to_allocvec(&(shard, &without)).expect("entries always encode");
+    let after = postcard::to_allocvec(origin).expect("origins always encode").len();
+    let at = encoded.len() - after - 1;
+    debug_assert_eq!(encoded[at], 0, "an empty text's length");
+    let mut head = Vec::with_capacity(FRAME_HEAD + at + 10);
+    head.extend_from_slice(&[0; FRAME_HEAD]);
+    head.extend_from_slice(&encoded[..at]);
+    let mut n = text.len();
+    while n >= 0x80 {
+        head.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    head.push(n as u8);
+    let tail = encoded[at + 1..].to_vec();
+    let len = (head.len() - FRAME_HEAD + text.len() + tail.len()) as u32;
+    let crc = crc32c::crc32c(&salt.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc, &len.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc, &head[FRAME_HEAD..]);
+    let crc = crc32c::crc32c_append(crc, text.as_bytes());
+    let crc = crc32c::crc32c_append(crc, &tail);
+    head[..4].copy_from_slice(&len.to_le_bytes());
+    head[4..8].copy_from_slice(&crc.to_le_bytes());
+    Some((head, text.as_bytes(), tail))
+}
+
 fn frame_crc(salt: u64, len: u32, payload: &[u8]) -> u32 {
     let crc = crc32c::crc32c(&salt.to_le_bytes());
     let crc = crc32c::crc32c_append(crc, &len.to_le_bytes());
     crc32c::crc32c_append(crc, payload)
+}
+
+/// Writes `parts` one after another, with as few writes as the file
+/// takes.
+fn write_all_parts(file: &mut File, parts: [&[u8]; 3]) -> std::io::Result<()> {
+    let mut slices = parts.map(std::io::IoSlice::new);
+    let mut left: &mut [std::io::IoSlice] = &mut slices;
+    std::io::IoSlice::advance_slices(&mut left, 0);
+    while !left.is_empty() {
+        match file.write_vectored(left) {
+            Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero)),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The file name of segment `n`.
@@ -350,6 +413,12 @@ impl Wal {
             self.unlogged = true;
             return;
         }
+        if let Some((head, text, tail)) = frame_apart(self.header.salt, shard, entry) {
+            // What was held goes first, then this frame from its parts.
+            self.buf.extend_from_slice(&head);
+            self.write_out_with(text, &tail);
+            return;
+        }
         frame(self.header.salt, shard, entry, &mut self.buf);
         if self.buf.len() >= FLUSH_AT {
             self.write_out();
@@ -381,11 +450,17 @@ impl Wal {
 
     /// Writes the frames appended so far.
     fn write_out(&mut self) {
+        self.write_out_with(&[], &[]);
+    }
+
+    /// Writes the frames appended so far and then `text` and `tail`, the
+    /// rest of the last frame ([`frame_apart`]), with one writev.
+    fn write_out_with(&mut self, text: &[u8], tail: &[u8]) {
         if self.buf.is_empty() || self.failed.is_some() || self.broken.is_some() {
             self.buf.clear();
             return;
         }
-        let n = self.buf.len() as u64;
+        let n = (self.buf.len() + text.len() + tail.len()) as u64;
         if fault::crash_at(fault::MID_FRAME) {
             let _ = self.file.write_all(&self.buf[..self.buf.len() / 2 + 1]);
             fault::crash();
@@ -396,7 +471,7 @@ impl Wal {
                 let _ = self.file.write_all(&self.buf[..self.buf.len() / 2 + 1]);
                 Err(std::io::Error::from_raw_os_error(libc::EIO))
             }
-            false => self.file.write_all(&self.buf),
+            false => write_all_parts(&mut self.file, [&self.buf[..], text, tail]),
         };
         match written {
             Ok(()) => {
@@ -606,6 +681,26 @@ mod tests {
     }
 
     #[test]
+    fn a_long_text_s_frame_in_parts_is_its_frame() {
+        let shard = Shard::Buffer(apex_core::BufferId(9));
+        let long = "naïve 文字\n".repeat(TEXT_APART / 10);
+        for origin in [Origin::Keyboard, Origin::Mouse, Origin::FileWrite, Origin::OtherFile] {
+            for (q0, q1) in [(0, 0), (300, 70_000), (u64::MAX >> 1, u64::MAX >> 1)] {
+                let op = Op::Buffer(BufferOp::Splice { q0, q1, text: long.clone(), origin });
+                let e = Entry { seq: 1 << 40, attachment: AttachmentId(77), epoch: 3, op };
+                let mut whole = Vec::new();
+                frame(0xfeed, shard, &e, &mut whole);
+                let (head, text, tail) = frame_apart(0xfeed, shard, &e).expect("long enough");
+                assert!([head, text.to_vec(), tail].concat() == whole, "{origin:?} {q0} {q1}");
+            }
+        }
+        assert!(frame_apart(0xfeed, shard, &entry(1, &"x".repeat(TEXT_APART - 1))).is_none(), "short: framed whole");
+        let rename = Op::Buffer(BufferOp::Rename { name: "x".repeat(TEXT_APART) });
+        let e = Entry { seq: 1, attachment: AttachmentId::SERVER, epoch: 0, op: rename };
+        assert!(frame_apart(0xfeed, shard, &e).is_none(), "not a splice: framed whole");
+    }
+
+    #[test]
     fn frames_read_back_and_a_cut_or_changed_frame_is_found() {
         let header = Header { uuid: [7; 16], segment: 3, salt: 0x1234_5678_9abc_def0 };
         assert_eq!(Header::decode(&header.encode()), Ok(header));
@@ -671,12 +766,21 @@ mod tests {
         assert_eq!(Header::decode(&magic), Err(HeaderError::Magic));
     }
 
-    /// A change written in parts (past `FLUSH_AT`) whose later part fails:
-    /// the file is cut back to where the change began, the change's end
-    /// says why, and the next change is written after the last whole one.
+    /// A change written in parts (past `FLUSH_AT`, or a long text's frame
+    /// written from its entry) whose later part fails: the file is cut
+    /// back to where the change began, the change's end says why, and the
+    /// next change is written after the last whole one.
     #[test]
     fn a_change_whose_later_part_fails_leaves_the_file_as_before_it() {
-        let dir = std::env::temp_dir().join(format!("apex-wal-cut-{}", std::process::id()));
+        // Entries held until a megabyte of them is written, then texts
+        // each written from its entry.
+        for (size, each_part) in [(FLUSH_AT / 20, 20), (TEXT_APART, 1)] {
+            a_change_whose_later_part_fails(size, each_part);
+        }
+    }
+
+    fn a_change_whose_later_part_fails(size: usize, each_part: u64) {
+        let dir = std::env::temp_dir().join(format!("apex-wal-cut-{}-{size}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let durable = Durable::new(super::super::durable::SyncPolicy::Always);
@@ -686,19 +790,21 @@ mod tests {
         wal.flush().unwrap();
         let path = dir.join(segment_name(0));
         let before = std::fs::metadata(&path).unwrap().len();
-        // Two megabytes of entries: the first megabyte is written as it
-        // comes, the second write fails.
+        // Two parts of entries: the first is written as it comes, the
+        // second write fails.
         fault::fail_writes_on_this_thread_after(Some(1));
-        let big = "x".repeat(FLUSH_AT / 2);
-        wal.append(shard, &entry(2, &big));
-        wal.append(shard, &entry(3, &big));
-        assert!(std::fs::metadata(&path).unwrap().len() > before, "part of the change was written");
-        wal.append(shard, &entry(4, &big));
-        wal.append(shard, &entry(5, &big));
+        let big = "x".repeat(size);
+        for seq in 2..2 + each_part {
+            wal.append(shard, &entry(seq, &big));
+        }
+        assert!(std::fs::metadata(&path).unwrap().len() > before, "part of the change was written ({size})");
+        for seq in 2 + each_part..2 + 2 * each_part {
+            wal.append(shard, &entry(seq, &big));
+        }
         let why = wal.flush().expect_err("its second part failed").to_string();
         fault::fail_writes_on_this_thread_after(None);
         assert!(why.contains("could not be written") && why.contains("undone"), "{why}");
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), before, "cut back to the change's start");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), before, "cut back to the change's start ({size})");
         // The log goes on: the next change lands after the last whole one.
         wal.append(shard, &entry(2, "next"));
         wal.flush().unwrap();
