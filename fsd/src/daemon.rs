@@ -302,35 +302,6 @@ impl Daemon {
         }
     }
 
-    /// Proposes each of `proposals` in turn, as [`Daemon::propose`] one
-    /// after another would, and stops at the first refused. Those the
-    /// session applies at once (no client leads their shard) go in under
-    /// one lock, with one write to the log; one sent to a client is
-    /// waited for before the next is submitted.
-    pub async fn propose_all(&self, n: u64, request: &str, proposals: Vec<Proposal>) -> Result<(), Error> {
-        use tokio::sync::oneshot::error::TryRecvError;
-        let mut rest = proposals.into_iter();
-        loop {
-            let waiting = self.change(n, |s, now| {
-                for p in rest.by_ref() {
-                    let Written::Wait(id, mut rx) = route::submit(s, request, limited(s, p)?, None, now) else {
-                        unreachable!("submit always answers through its channel")
-                    };
-                    match rx.try_recv() {
-                        Ok(outcome) => outcome.map(|_| ()).map_err(Error::Refused)?,
-                        Err(TryRecvError::Empty) => return Ok(Some((id, rx))),
-                        Err(TryRecvError::Closed) => return Err(Error::ProposalLost),
-                    }
-                }
-                Ok::<_, Error>(None)
-            })??;
-            match waiting {
-                Some((id, rx)) => self.outcome(n, id, rx).await.map(|_| ())?,
-                None => return Ok(()),
-            }
-        }
-    }
-
     /// Builds a proposal from session `n` and submits it under the one
     /// lock, so nothing comes between what it was made from and its
     /// place in the queue; waits for its outcome after. `None` when

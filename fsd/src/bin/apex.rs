@@ -63,9 +63,9 @@ enum Cmd {
     Sessions,
     /// Show each FILE in its window in the session (made and loaded if
     /// there is none), at ADDR if given, as B3 on file:addr or the
-    /// plumber opens it; the windows appear in the session's UI. Prints
-    /// each window's acme number, a line a file, in order. Many files
-    /// are opened at once (as plan9port's B takes many).
+    /// plumber opens it; the windows appear in the session's UI, in the
+    /// order given (as plan9port's B takes many). Prints each window's
+    /// acme number, a line a file.
     Open {
         /// The session (default main).
         #[arg(short = 's', default_value = "main")]
@@ -539,16 +539,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How many files `apex open` has in the daemon's hands at once: each
-/// open is a few round trips, which overlap, while the daemon loads one
-/// file as another's request travels.
-const OPENS_IN_FLIGHT: usize = 16;
+/// At most how many files one write of the session's ctl opens: the
+/// daemon opens a write's files one after another, in order, and answers
+/// with their windows' numbers, so a batch costs one round trip, not one
+/// a file.
+const OPENS_PER_WRITE: usize = 64;
 
-/// `apex open` of `files`: [`open_file`] of each, [`OPENS_IN_FLIGHT`] at
-/// a time, a file named twice opened once; each window's number printed
-/// in the order the files were given, as soon as those before it are.
-/// A file that cannot be opened is said and the rest are still opened;
-/// the command then fails.
+/// `apex open` of `files`, in the order given (so their windows are
+/// placed in that order, as plan9port's B places them), in batches of
+/// [`OPENS_PER_WRITE`] through one fid of the session's ctl; each
+/// window's number printed, a line a file. A batch the daemon refuses is
+/// said, then opened again a file at a time (a file already shown is
+/// found, not opened twice), so the rest are still opened and each file
+/// that cannot be is said; the command then fails.
 async fn open_files(
     c: &Client,
     root: u32,
@@ -556,43 +559,58 @@ async fn open_files(
     files: &[String],
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    // Each file's place among the files opened: its first mention's.
-    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut unique: Vec<&str> = Vec::new();
-    for f in files {
-        first.entry(f).or_insert_with(|| {
-            unique.push(f);
-            unique.len() - 1
-        });
-    }
-    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(OPENS_IN_FLIGHT));
-    let mut opening = tokio::task::JoinSet::new();
-    for (i, file) in unique.iter().enumerate() {
-        let (c, session, file, gate) = (c.clone(), session.to_string(), file.to_string(), gate.clone());
-        opening.spawn(async move {
-            let _turn = gate.acquire_owned().await;
-            // Said with the file it is about: many may fail alike.
-            (i, open_file(&c, root, &session, &file).await.map_err(|e| format!("{file}: {e}")))
-        });
-    }
-    let mut opened: Vec<Option<Result<u32, String>>> = vec![None; unique.len()];
-    let (mut said, mut failed) = (0, 0);
-    while let Some(done) = opening.join_next().await {
-        let (i, r) = done.map_err(|e| anyhow::anyhow!("open: {e}"))?;
-        opened[i] = Some(r);
-        // Every file given whose open, and every one before it, is done.
-        while let Some(Some(r)) = files.get(said).map(|f| opened[first[f.as_str()]].as_ref()) {
-            match r {
-                Ok(number) => writeln!(out, "{number}")?,
-                Err(e) => {
-                    out.flush()?;
-                    eprintln!("apex: {e}");
-                    failed += 1;
+    let ctl = format!("{session}/ctl");
+    let f = open(c, root, &ctl, ORDWR).await?;
+    let mut failed = 0;
+    let mut rest = files;
+    while !rest.is_empty() {
+        // As many as fit one write (a line cut between writes would be
+        // two ctl messages).
+        let mut lines = String::new();
+        let mut n = 0;
+        for file in rest.iter().take(OPENS_PER_WRITE) {
+            let line = format!("open {}\n", absolute(file)?);
+            if n > 0 && lines.len() + line.len() > f.iounit as usize {
+                break;
+            }
+            lines.push_str(&line);
+            n += 1;
+        }
+        let (batch, after) = rest.split_at(n);
+        rest = after;
+        let answered = async {
+            c.write(f.fid, 0, lines.as_bytes()).await?;
+            let reply = c.read(f.fid, 0, f.iounit).await?;
+            Ok::<_, apex_ninep::ClientError>(String::from_utf8_lossy(&reply).into_owned())
+        };
+        let numbers = match answered.await {
+            Ok(reply) => reply.lines().map(|l| l.trim().parse::<u32>().ok()).collect::<Option<Vec<u32>>>(),
+            Err(e) => {
+                // The daemon's refusal names the file it stopped at (whose
+                // window acme's way is made, empty: found again below).
+                out.flush()?;
+                eprintln!("apex: {e}");
+                failed += 1;
+                None
+            }
+        };
+        match numbers.filter(|ns| ns.len() == batch.len()) {
+            Some(ns) => ns.iter().try_for_each(|n| writeln!(out, "{n}"))?,
+            None => {
+                for file in batch {
+                    match open_file(c, root, session, file).await {
+                        Ok(number) => writeln!(out, "{number}")?,
+                        Err(e) => {
+                            out.flush()?;
+                            eprintln!("apex: {file}: {e}");
+                            failed += 1;
+                        }
+                    }
                 }
             }
-            said += 1;
         }
     }
+    let _ = c.clunk(f.fid).await;
     out.flush()?;
     match failed {
         0 => Ok(()),
@@ -600,15 +618,22 @@ async fn open_files(
     }
 }
 
+/// `file` (`FILE` or `FILE:ADDR`) with its name made absolute: the daemon
+/// has no current directory of ours.
+fn absolute(file: &str) -> anyhow::Result<String> {
+    let (name, address) = apex_core::look::file_and_addr(file);
+    let path = std::env::current_dir()?.join(name).display().to_string();
+    Ok(match address {
+        Some(a) => format!("{path}:{a}"),
+        None => path,
+    })
+}
+
 /// `apex open`: asks session `session`'s ctl to open `file` (made
 /// absolute here: the daemon has no current directory of ours); the
 /// window's acme number.
 async fn open_file(c: &Client, root: u32, session: &str, file: &str) -> anyhow::Result<u32> {
-    let (name, address) = apex_core::look::file_and_addr(file);
-    let mut path = std::env::current_dir()?.join(name).display().to_string();
-    if let Some(a) = address {
-        path = format!("{path}:{a}");
-    }
+    let path = absolute(file)?;
     let ctl = format!("{session}/ctl");
     let f = open(c, root, &ctl, ORDWR).await?;
     c.write(f.fid, 0, format!("open {path}\n").as_bytes()).await.map_err(|e| anyhow::anyhow!("open {file}: {e}"))?;

@@ -63,30 +63,6 @@ pub async fn get(
     })??;
     let proposals = exec::get_proposals(&buf, b, &file, named, text);
     let request = format!("get {} {file}", b.0);
-    // With no window's place to put back, nothing depends on how the
-    // text went in: all go in one after another under one lock.
-    if !proposals.iter().any(exec::keeps_place) {
-        daemon.propose_all(session, &request, proposals).await?;
-    } else {
-        propose_keeping_places(daemon, session, b, last, &request, proposals).await?;
-    }
-    // The text is not the file's bytes: said where acme says so.
-    if let Some(warning) = apex_sys::files::load_warning(&file, said) {
-        warn_beside(daemon, session, &file, &warning).await;
-    }
-    Ok(())
-}
-
-/// A Get's `proposals` one at a time: a window's selection and origin put
-/// back only if the text went in as read (after the log's entry `last`).
-async fn propose_keeping_places(
-    daemon: &Daemon,
-    session: u64,
-    b: BufferId,
-    last: u64,
-    request: &str,
-    proposals: Vec<Proposal>,
-) -> Result<(), Error> {
     let mut as_read = true;
     for p in proposals {
         // Where a window's selection and origin go back to is a nicety:
@@ -97,11 +73,15 @@ async fn propose_keeping_places(
             continue;
         }
         let replaces = exec::replaces_text(&p);
-        match daemon.propose(session, request, p).await {
+        match daemon.propose(session, &request, p).await {
             Err(_) if place => {}
             Ok(applied) if replaces => as_read = exec::replaced_as_read(&applied, b, last),
             r => r.map(|_| ())?,
         }
+    }
+    // The text is not the file's bytes: said where acme says so.
+    if let Some(warning) = apex_sys::files::load_warning(&file, said) {
+        warn_beside(daemon, session, &file, &warning).await;
     }
     Ok(())
 }

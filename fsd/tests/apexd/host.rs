@@ -390,9 +390,8 @@ async fn an_edit_pipe_that_never_ends_is_a_process_kill_ends() {
 }
 
 /// A Get of a buffer a UI leads: its text goes to the leader, and the
-/// name, clean mark and forgotten undo that follow it wait for that, in
-/// order (`Daemon::propose_all` sends each on only once the one before
-/// is applied). A Get of one nobody leads goes in under one lock alike.
+/// name, clean mark and forgotten undo that follow it, in order. A Get of
+/// one nobody leads, by the daemon alone, alike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_of_a_led_buffer_goes_through_its_leader_in_order() {
     use apex_core::{AttachmentKind, Shard};

@@ -425,9 +425,10 @@ fn apex_open_shows_a_file_at_its_address_and_apex_edit_serves_as_git_s_editor() 
     // A relative name through the ctl itself is refused, saying why.
     let (ok, _, err) = apex(&d, &["write", "main/ctl"], "open notes.txt\n");
     assert!(!ok && err.contains("not an absolute path"), "{err}");
-    // Many files at once (as B takes them): a number a file, in order, a
-    // file named twice in the same window, each window loaded.
-    let many: Vec<String> = (0..40).map(|i| format!("many{i}.txt")).collect();
+    // Many files at once (as B takes them): a number a file, windows made
+    // in the order given, a file named twice in the same window, each
+    // window loaded.
+    let many: Vec<String> = (0..150).map(|i| format!("many{i}.txt")).collect();
     for (i, f) in many.iter().enumerate() {
         std::fs::write(work.join(f), format!("file {i}\n")).unwrap();
     }
@@ -440,18 +441,30 @@ fn apex_open_shows_a_file_at_its_address_and_apex_edit_serves_as_git_s_editor() 
     assert_eq!(numbers.len(), many.len() + 2, "a line a file: {numbers:?}");
     assert_eq!(numbers[many.len()], number, "notes.txt's window again");
     assert_eq!(numbers[many.len() + 1], numbers[3], "a file named twice, one window");
+    // acme numbers windows as it makes them.
+    let made: Vec<u32> = numbers[..many.len()].iter().map(|n| n.parse().unwrap()).collect();
+    assert!(made.windows(2).all(|w| w[0] < w[1]), "windows made in the order given: {made:?}");
     for (i, n) in numbers[..many.len()].iter().enumerate() {
         let tag = apex(&d, &["read", &format!("main/acme/{n}/tag")], "").1;
-        assert!(tag.starts_with(&format!("{}/many{i}.txt ", work.display())), "window {n} in order: {tag}");
+        assert!(tag.starts_with(&format!("{}/many{i}.txt ", work.display())), "window {n}: {tag}");
         assert_eq!(apex(&d, &["read", &format!("main/acme/{n}/body")], "").1, format!("file {i}\n"));
     }
-    // A session that is not there: every file said, and the command fails.
+    // One that cannot be read (a FIFO, which may never end) among them:
+    // said by name, the others still opened, and the command fails.
+    let fifo = work.join("a.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    std::fs::write(work.join("after.txt"), "after\n").unwrap();
+    let (ok, out, err) = in_work(&["open", "notes.txt", "a.fifo", "after.txt"]);
+    assert!(!ok, "{out}");
+    assert!(err.contains("a.fifo") && err.contains("1 of 3 files not opened"), "{err}");
+    let out: Vec<&str> = out.lines().collect();
+    assert_eq!(out.len(), 3, "{out:?}");
+    assert_eq!(out[0], number);
+    assert_eq!(apex(&d, &["read", &format!("main/acme/{}/body", out[2])], "").1, "after\n");
+    // A session that is not there: said, and the command fails.
     let (ok, out, err) = in_work(&["open", "-s", "nosuch", "notes.txt", "many1.txt"]);
-    assert!(!ok && out.is_empty(), "{out}");
-    for f in ["notes.txt", "many1.txt"] {
-        assert!(err.lines().any(|l| l.starts_with(&format!("apex: {f}: ")) && l.contains("nosuch")), "{f} said: {err}");
-    }
-    assert!(err.contains("2 of 2 files not opened"), "{err}");
+    assert!(!ok && out.is_empty() && err.contains("nosuch"), "{out} {err}");
 
     // git's editor.
     let git = |args: &[&str]| {
