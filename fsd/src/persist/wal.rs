@@ -127,7 +127,7 @@ const TEXT_APART: usize = 64 << 10;
 /// the frame's head and the encoding up to the text, the text (the
 /// entry's own, not copied), and the encoding after it. `None` for any
 /// other entry.
-pub fn frame_apart<'e>(salt: u64, shard: Shard, entry: &'e Entry) -> Option<(Vec<u8>, &'e [u8], Vec<u8>)> {
+pub fn frame_apart(salt: u64, shard: Shard, entry: &Entry) -> Option<(Vec<u8>, &[u8], Vec<u8>)> {
     let Op::Buffer(BufferOp::Splice { q0, q1, text, origin }) = &entry.op else { return None };
     if text.len() < TEXT_APART {
         return None;
