@@ -103,6 +103,23 @@ impl Role {
     }
 }
 
+/// Whether `entry` may be appended to `shard` (whose log is `log`, if it
+/// exists) now: the op fits, the shard exists, the lease admits it (the
+/// fence first: a stale leader's entry is `fenced:` whatever its seq, so
+/// it knows to stop leading), and the seq is next.
+fn check_against(role: &Role, leases: &Leases, shard: Shard, log: Option<&ShardLog>, entry: &Entry) -> Result<()> {
+    if !entry.op.fits(&shard) {
+        return Err(Reject::WrongShard { op: entry.op.kind(), shard });
+    }
+    let log = log.ok_or(Reject::UnknownShard { shard })?;
+    role.admits(leases.get(shard)?, shard, entry)?;
+    let want = log.last() + 1;
+    if entry.seq != want {
+        return Err(Reject::Sequence { shard, got: entry.seq, want });
+    }
+    Ok(())
+}
+
 /// One session's logs and lease table.
 pub struct Log {
     role: Role,
@@ -222,18 +239,7 @@ impl Log {
     /// Checks that `entry` may be appended to `shard` now: the shard
     /// exists, the op fits, the seq is next, and the lease admits it.
     pub fn check_entry(&self, shard: Shard, entry: &Entry) -> Result<()> {
-        if !entry.op.fits(&shard) {
-            return Err(Reject::WrongShard { op: entry.op.kind(), shard });
-        }
-        let log = self.shard(shard)?;
-        // The fence first: a stale leader's entry is `fenced:` whatever
-        // its seq, so it knows to stop leading.
-        self.role.admits(self.leases.get(shard)?, shard, entry)?;
-        let want = log.last() + 1;
-        if entry.seq != want {
-            return Err(Reject::Sequence { shard, got: entry.seq, want });
-        }
-        Ok(())
+        check_against(&self.role, &self.leases, shard, self.shards.get(&shard), entry)
     }
 
     /// Checks a run of entries for `shard` as `check_entry` would, each
@@ -296,19 +302,10 @@ impl Log {
         }
     }
 
-    /// The entry `attachment` would append to `shard` at `epoch`, checked
-    /// but not stored (the node applies it to its state, then `push`es).
-    pub fn prepare(&self, shard: Shard, attachment: AttachmentId, epoch: Epoch, op: Op) -> Result<Entry> {
-        let entry = Entry { seq: self.last(shard) + 1, attachment, epoch, op };
-        self.check_entry(shard, &entry)?;
-        Ok(entry)
-    }
-
     /// Sequences an entry of `attachment` at `epoch` for `shard`, hands it
-    /// to `apply` (a node's state), and stores it if that took it:
-    /// [`Log::prepare`], the apply, then [`Log::push`], with the shard's
-    /// log looked up once (a keystroke's entry goes through here). Not
-    /// for the metalog, whose entries `push` notes.
+    /// to `apply` (a node's state), and stores it if that took it, with
+    /// the shard's log looked up once (a keystroke's entry goes through
+    /// here). Not for the metalog, whose entries `push` notes.
     pub fn append_applied(
         &mut self,
         shard: Shard,
@@ -344,28 +341,15 @@ impl Log {
             return Err(Reject::ServerOnly { shard });
         }
         let log = self.shards.get_mut(&shard);
-        let last = log.as_ref().map_or(0, |l| l.last());
-        let entry = make(last);
-        if !entry.op.fits(&shard) {
-            return Err(Reject::WrongShard { op: entry.op.kind(), shard });
-        }
-        let log = log.ok_or(Reject::UnknownShard { shard })?;
-        self.role.admits(self.leases.get(shard)?, shard, &entry)?;
-        if entry.seq != last + 1 {
-            return Err(Reject::Sequence { shard, got: entry.seq, want: last + 1 });
-        }
+        let entry = make(log.as_ref().map_or(0, |l| l.last()));
+        check_against(&self.role, &self.leases, shard, log.as_deref(), &entry)?;
+        let log = log.expect("checked: the shard exists");
         apply(&entry)?;
         if let Some(sink) = &mut self.sink {
             sink.stored(shard, &entry);
         }
         log.entries.push_back(entry);
         Ok(log.entries.back().expect("just pushed"))
-    }
-
-    /// Sequences and stores an entry of `attachment` at `epoch`.
-    pub fn append(&mut self, shard: Shard, attachment: AttachmentId, epoch: Epoch, op: Op) -> Result<&Entry> {
-        let entry = self.prepare(shard, attachment, epoch, op)?;
-        Ok(self.push(shard, entry))
     }
 
     /// Keeps the lease table and shard set in step with a metalog op.

@@ -41,6 +41,7 @@ use apex_core::Proposal;
 use apex_link::wire::Outcome;
 use apex_ninep::srv;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 
@@ -140,13 +141,18 @@ const QUIET: std::time::Duration = std::time::Duration::from_millis(250);
 /// after every 8 MiB (7% of the time of opening a thousand files); once
 /// they are open, it goes back in one trim.
 fn give_back_when_quiet() {
-    use std::sync::atomic::{AtomicU64, Ordering};
     static LET_GO: AtomicU64 = AtomicU64::new(0);
-    let mine = LET_GO.fetch_add(1, Ordering::Relaxed) + 1;
+    after_quiet(&LET_GO, QUIET, apex_sys::malloc::give_back);
+}
+
+/// Runs `then` on a blocking thread once `quiet` has passed with no other
+/// call counted by `calls`: a burst of calls runs it once, at its end.
+fn after_quiet(calls: &'static AtomicU64, quiet: std::time::Duration, then: fn()) {
+    let mine = calls.fetch_add(1, Ordering::Relaxed) + 1;
     tokio::spawn(async move {
-        tokio::time::sleep(QUIET).await;
-        if LET_GO.load(Ordering::Relaxed) == mine {
-            tokio::task::spawn_blocking(apex_sys::malloc::give_back);
+        tokio::time::sleep(quiet).await;
+        if calls.load(Ordering::Relaxed) == mine {
+            tokio::task::spawn_blocking(then);
         }
     });
 }
@@ -456,5 +462,29 @@ mod tests {
         drop((one, two, all));
         d.changed();
         assert!(d.session_changes.lock().unwrap().is_empty(), "no channel kept for nobody");
+    }
+
+    /// A burst of calls runs the work once, when it has been quiet; calls
+    /// apart run it each.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_after_quiet_runs_once_a_burst_at_its_end() {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        static RAN: AtomicU64 = AtomicU64::new(0);
+        fn count() {
+            RAN.fetch_add(1, Ordering::SeqCst);
+        }
+        let quiet = std::time::Duration::from_millis(100);
+        let ran = || RAN.load(Ordering::SeqCst);
+        for _ in 0..5 {
+            after_quiet(&CALLS, quiet, count);
+        }
+        assert_eq!(ran(), 0, "not before it is quiet");
+        tokio::time::sleep(quiet * 5).await;
+        assert_eq!(ran(), 1, "a burst runs it once");
+        after_quiet(&CALLS, quiet, count);
+        tokio::time::sleep(quiet * 5).await;
+        after_quiet(&CALLS, quiet, count);
+        tokio::time::sleep(quiet * 5).await;
+        assert_eq!(ran(), 3, "calls apart run it each");
     }
 }

@@ -155,8 +155,8 @@ pub fn open_in<H: Host>(
             // A file opened in a new window has nothing to undo, as acme's
             // openfile loads it (a later Get can be undone); a host's get
             // may have forgotten it already.
-            let b = h.state()?.buffer(made.body).map(|b| b.can_undo() || b.can_redo())?;
-            if b {
+            let undoable = h.state()?.buffer(made.body).map(|b| b.can_undo() || b.can_redo())?;
+            if undoable {
                 h.propose(Proposal::ForgetUndo { buffer: made.body })?;
             }
             (made.window, made.body)

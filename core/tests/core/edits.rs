@@ -103,6 +103,31 @@ proptest! {
         }
     }
 
+    /// A loop's and a substitution's matches land on the runes they
+    /// matched, counted on from the range's start: in ASCII text (each
+    /// rune a byte) and in text with wider runes before and among them.
+    #[test]
+    fn s_and_x_change_the_runes_they_matched(text in "[ab \\né]{0,40}", ascii in any::<bool>(), from in 0usize..50) {
+        let text = if ascii { text.replace('é', "e") } else { text };
+        let from = from.min(text.chars().count());
+        let want: String =
+            text.chars().enumerate().map(|(i, c)| if i >= from && c == 'b' { 'X' } else { c }).collect();
+        for cmd in [format!("#{from},$s/b/X/g"), format!("#{from},$x/b/c/X/")] {
+            let files =
+                [EditFile { name: "/f".into(), text: Rope::from_str(&text), dot: Range::at(0), dirty: false, warned: false }];
+            // `s` that finds nothing says so, as sam does.
+            let Ok(out) = ecmd::run(&cmd, &files, 0, &mut Echo, &mut None) else {
+                prop_assert_eq!(&text, &want, "{} failed on {:?}", cmd, text);
+                continue;
+            };
+            let got = match out.changes.iter().find(|(f, _)| **f == 0) {
+                Some((_, changes)) => ecmd::apply(&text, changes),
+                None => text.clone(),
+            };
+            prop_assert_eq!(&got, &want, "{} on {:?}", cmd, text);
+        }
+    }
+
     #[test]
     fn addresses_evaluate_or_are_refused(src in command(), text in "[ab \\né]{0,40}", q in 0usize..50) {
         let rope = Rope::from_str(&text);

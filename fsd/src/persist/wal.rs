@@ -145,12 +145,7 @@ pub fn frame_apart(salt: u64, shard: Shard, entry: &Entry) -> Option<(Vec<u8>, &
     let mut head = Vec::with_capacity(FRAME_HEAD + at + 10);
     head.extend_from_slice(&[0; FRAME_HEAD]);
     head.extend_from_slice(&encoded[..at]);
-    let mut n = text.len();
-    while n >= 0x80 {
-        head.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    head.push(n as u8);
+    let mut head = postcard::to_extend(&text.len(), head).expect("lengths always encode");
     let tail = encoded[at + 1..].to_vec();
     let len = (head.len() - FRAME_HEAD + text.len() + tail.len()) as u32;
     let crc = crc32c::crc32c(&salt.to_le_bytes());
@@ -174,7 +169,6 @@ fn frame_crc(salt: u64, len: u32, payload: &[u8]) -> u32 {
 fn write_all_parts(file: &mut File, parts: [&[u8]; 3]) -> std::io::Result<()> {
     let mut slices = parts.map(std::io::IoSlice::new);
     let mut left: &mut [std::io::IoSlice] = &mut slices;
-    std::io::IoSlice::advance_slices(&mut left, 0);
     while !left.is_empty() {
         match file.write_vectored(left) {
             Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::WriteZero)),

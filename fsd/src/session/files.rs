@@ -36,13 +36,6 @@ use crate::session::Session;
 use crate::shards::tables::{self, MetaTable};
 use apex_core::{AcmeNumber, Proposal};
 
-/// How many parts of a big Welcome are encoded ahead of its reader: the
-/// parts read are freed as the next are made, so their memory is taken
-/// again rather than fresh pages faulted in for a whole snapshot, and a
-/// client that stops reading holds back its own encoder's thread (until
-/// it reads on or goes), not a snapshot's worth of the daemon's memory.
-const WELCOME_PARTS_AHEAD: usize = 8;
-
 /// A session file's content now.
 pub fn content(s: &Session, file: SessionFile) -> Made {
     match file {
@@ -209,10 +202,7 @@ impl Fsys {
                     // Encoded on a thread in parts that are read as they
                     // are made, so the client decodes the first while the
                     // rest is encoded.
-                    // A few parts ahead of the reader at most: the memory
-                    // of the parts read is taken again for the next ones,
-                    // not fresh pages for the whole snapshot.
-                    let (tx, parts) = std::sync::mpsc::sync_channel(WELCOME_PARTS_AHEAD);
+                    let (tx, parts) = std::sync::mpsc::channel();
                     self.daemon.tend(n, |s| feed::in_parts(s, conn, parts))?;
                     let parts = Parts { tx: Some(tx), daemon: self.daemon.clone(), n };
                     tokio::task::spawn_blocking(move || {
@@ -270,7 +260,7 @@ fn hung_up(daemon: &crate::daemon::Daemon, n: u64, conn: ConnId) {
 /// the readers are woken, so a reader woken then finds it gone (and the
 /// stream broken, unless its end came), never just nothing yet.
 struct Parts {
-    tx: Option<std::sync::mpsc::SyncSender<Option<Vec<u8>>>>,
+    tx: Option<std::sync::mpsc::Sender<Option<Vec<u8>>>>,
     daemon: crate::daemon::Daemon,
     /// The session whose reader waits for the parts.
     n: u64,
