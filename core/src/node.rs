@@ -156,8 +156,9 @@ impl Node {
         self.append_pieces(buffer, q0, q1, crate::op::pieces(text).into_iter().map(str::to_string), origin)
     }
 
-    /// The entries of [`Node::append_splice`], from its pieces in order.
-    fn append_pieces(
+    /// The entries of [`Node::append_splice`], from its pieces in order
+    /// (each at most [`crate::op::SPLICE_MAX`] bytes).
+    pub(crate) fn append_pieces(
         &mut self,
         buffer: BufferId,
         q0: u64,

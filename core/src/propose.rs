@@ -201,6 +201,19 @@ pub enum Proposal {
         /// (another client's change or undo came between).
         group: Option<GroupId>,
     },
+    /// Replace `q0..q1` with the text of `pieces`, in order, as of
+    /// `version`: a Get of a file over [`crate::op::SPLICE_MAX`] bytes,
+    /// read a piece at a time. Each piece is at most that long and whole
+    /// runes, and becomes one entry as it is, so a 1 GB file's text is
+    /// not copied again on its way into the log.
+    ReplacePieces {
+        buffer: BufferId,
+        version: u64,
+        q0: u64,
+        q1: u64,
+        pieces: Vec<String>,
+        origin: Origin,
+    },
 }
 
 /// What a proposal made, beyond its entries.
@@ -284,6 +297,7 @@ impl Proposal {
             Proposal::Insert { origin, .. }
             | Proposal::Delete { origin, .. }
             | Proposal::Replace { origin, .. }
+            | Proposal::ReplacePieces { origin, .. }
             | Proposal::Splices { origin, .. }
             | Proposal::SplicesMore { origin, .. } => *origin,
             Proposal::EventReader { .. } => Origin::FileWrite,
@@ -296,6 +310,7 @@ impl Proposal {
             Proposal::Insert { buffer, .. }
             | Proposal::Delete { buffer, .. }
             | Proposal::Replace { buffer, .. }
+            | Proposal::ReplacePieces { buffer, .. }
             | Proposal::Splices { buffer, .. }
             | Proposal::SplicesMore { buffer, .. }
             | Proposal::Select { buffer, .. }
@@ -342,15 +357,23 @@ pub fn apply(node: &mut Node, proposal: &Proposal) -> Result<Applied> {
 /// not copied (a tool's bulk write is one such text).
 pub fn apply_owned(node: &mut Node, mut proposal: Proposal) -> Result<Applied> {
     let text = match &mut proposal {
-        Proposal::Insert { text, .. } | Proposal::Replace { text, .. } => Some(std::mem::take(text)),
+        Proposal::Insert { text, .. } | Proposal::Replace { text, .. } => Some(Taken::Text(std::mem::take(text))),
+        Proposal::ReplacePieces { pieces, .. } => Some(Taken::Pieces(std::mem::take(pieces))),
         _ => None,
     };
     apply_with(node, &proposal, text)
 }
 
-/// Applies `proposal`; `text`, if given, is its Insert's or Replace's
-/// text, taken out of it.
-fn apply_with(node: &mut Node, proposal: &Proposal, text: Option<String>) -> Result<Applied> {
+/// The text of an Insert, Replace or ReplacePieces taken out of it
+/// ([`apply_owned`]), to become its entries without a copy.
+enum Taken {
+    Text(String),
+    Pieces(Vec<String>),
+}
+
+/// Applies `proposal`; `text`, if given, is its Insert's, Replace's or
+/// ReplacePieces' text, taken out of it.
+fn apply_with(node: &mut Node, proposal: &Proposal, text: Option<Taken>) -> Result<Applied> {
     // The node records what it sequences meanwhile: the metalog (on the
     // authority) and every shard it leads, in order.
     node.start_journal();
@@ -407,10 +430,35 @@ fn marks_edits(node: &Node, buffer: BufferId) -> bool {
     !node.state.windows.values().any(|w| w.body == buffer && !w.flags.mark)
 }
 
-/// An edit proposal: its own undo group (unless `nomark`), then the splice.
-fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text: String, origin: Origin) -> Result<()> {
-    if q0 == q1 && text.is_empty() {
+/// An Insert's or Replace's text, taken out of it if it was.
+fn owned_text(owned: Option<Taken>, text: &str) -> String {
+    match owned {
+        Some(Taken::Text(text)) => text,
+        _ => text.to_string(),
+    }
+}
+
+/// An edit proposal: its own undo group (unless `nomark`), then the
+/// splice of `q0..q1` with the text of `pieces` in order (one piece, of
+/// any length, for an Insert or a Replace: cut into entries as it goes
+/// in; none for a Delete).
+fn edit(
+    node: &mut Node,
+    buffer: BufferId,
+    version: u64,
+    q0: u64,
+    q1: u64,
+    mut pieces: Vec<String>,
+    origin: Origin,
+) -> Result<()> {
+    if q0 == q1 && pieces.iter().all(String::is_empty) {
         return Err(Reject::Empty);
+    }
+    // Pieces become entries as they are: checked before any is made.
+    if pieces.len() > 1 {
+        if let Some(p) = pieces.iter().find(|p| p.len() > crate::op::SPLICE_MAX) {
+            return Err(Reject::SpliceTooLong { len: p.len(), max: crate::op::SPLICE_MAX });
+        }
     }
     let (q0, q1) = rebase_range(node, buffer, version, q0, q1)?;
     if !node.leads(Shard::Buffer(buffer)) {
@@ -420,7 +468,11 @@ fn edit(node: &mut Node, buffer: BufferId, version: u64, q0: u64, q1: u64, text:
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
     }
-    node.append_splice_owned(buffer, q0, q1, text, origin)
+    pieces.retain(|p| !p.is_empty());
+    match pieces.len() {
+        0 | 1 => node.append_splice_owned(buffer, q0, q1, pieces.pop().unwrap_or_default(), origin),
+        _ => node.append_pieces(buffer, q0, q1, pieces.into_iter(), origin),
+    }
 }
 
 /// From this many changes on, one `Splices` proposal is made as
@@ -485,7 +537,7 @@ fn splices(
     Ok(began)
 }
 
-fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<Created> {
+fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<Taken>) -> Result<Created> {
     if let Some(b) = p.buffer() {
         node.state.buffer(b)?;
         if !node.leads(Shard::Buffer(b)) {
@@ -494,15 +546,22 @@ fn apply_inner(node: &mut Node, p: &Proposal, owned: Option<String>) -> Result<C
     }
     match p {
         Proposal::Insert { buffer, version, q0, text, origin } => {
-            let text = owned.unwrap_or_else(|| text.clone());
-            edit(node, *buffer, *version, *q0, *q0, text, *origin)?
+            let text = owned_text(owned, text);
+            edit(node, *buffer, *version, *q0, *q0, vec![text], *origin)?
         }
         Proposal::Delete { buffer, version, q0, q1, origin } => {
-            edit(node, *buffer, *version, *q0, *q1, String::new(), *origin)?
+            edit(node, *buffer, *version, *q0, *q1, Vec::new(), *origin)?
         }
         Proposal::Replace { buffer, version, q0, q1, text, origin } => {
-            let text = owned.unwrap_or_else(|| text.clone());
-            edit(node, *buffer, *version, *q0, *q1, text, *origin)?
+            let text = owned_text(owned, text);
+            edit(node, *buffer, *version, *q0, *q1, vec![text], *origin)?
+        }
+        Proposal::ReplacePieces { buffer, version, q0, q1, pieces, origin } => {
+            let pieces = match owned {
+                Some(Taken::Pieces(pieces)) => pieces,
+                _ => pieces.clone(),
+            };
+            edit(node, *buffer, *version, *q0, *q1, pieces, *origin)?
         }
         Proposal::Splices { buffer, version, changes, origin } => {
             if let Some(group) = splices(node, *buffer, *version, changes, *origin, None)? {

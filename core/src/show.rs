@@ -69,11 +69,11 @@ pub fn line_place(text: &Text, from: u64, q: u64) -> (u64, u64) {
 
 /// The rune `lines` newlines and then `runes` runes on from rune `from`
 /// of `text`, the runes stopping at the line's end and everything at the
-/// text's (`nlcounttopos`). A plain string: a Get places views in the
-/// text it read before it becomes the buffer's.
-pub fn line_pos_in(text: &str, from: u64, (lines, runes): (u64, u64)) -> u64 {
+/// text's (`nlcounttopos`). A text given as its pieces, in order: a Get
+/// places views in the text it read before it becomes the buffer's.
+pub fn line_pos_in<'a>(text: impl IntoIterator<Item = &'a str>, from: u64, (lines, runes): (u64, u64)) -> u64 {
     let mut q = from;
-    let mut chars = text.chars().skip(from as usize).peekable();
+    let mut chars = text.into_iter().flat_map(str::chars).skip(from as usize).peekable();
     let mut left = lines;
     while left > 0 {
         let Some(c) = chars.next() else { return q };
@@ -93,8 +93,8 @@ pub fn line_pos_in(text: &str, from: u64, (lines, runes): (u64, u64)) -> u64 {
 
 /// An origin in the middle of a line moved on to the next line's start,
 /// looking at most 256 runes ahead (acme's inexact `textsetorigin`).
-pub fn next_line_start(text: &str, org: u64) -> u64 {
-    let mut chars = text.chars().skip((org as usize).saturating_sub(1));
+pub fn next_line_start<'a>(text: impl IntoIterator<Item = &'a str>, org: u64) -> u64 {
+    let mut chars = text.into_iter().flat_map(str::chars).skip((org as usize).saturating_sub(1));
     if org == 0 || chars.next().is_none_or(|c| c == '\n') {
         return org;
     }
@@ -151,12 +151,12 @@ mod tests {
         assert_eq!(line_place(&old, 0, 10), (2, 2), "th|ree");
         assert_eq!(line_place(&old, 8, 10), (0, 2));
         let new = "1\n2\nthr\n";
-        assert_eq!(line_pos_in(new, 0, (2, 2)), 6);
-        assert_eq!(line_pos_in(new, 0, (2, 9)), 7, "the runes stop at the line's end");
-        assert_eq!(line_pos_in(new, 0, (9, 0)), 8, "the lines at the text's");
-        assert_eq!(line_pos_in(new, 6, (0, 1)), 7);
-        assert_eq!(next_line_start(new, 5), 8, "mid-line: on to the next line");
-        assert_eq!(next_line_start(new, 4), 4);
+        assert_eq!(line_pos_in([new], 0, (2, 2)), 6);
+        assert_eq!(line_pos_in([&new[..2], &new[2..]], 0, (2, 9)), 7, "the runes stop at the line's end");
+        assert_eq!(line_pos_in([new], 0, (9, 0)), 8, "the lines at the text's");
+        assert_eq!(line_pos_in([new], 6, (0, 1)), 7);
+        assert_eq!(next_line_start([&new[..3], &new[3..]], 5), 8, "mid-line: on to the next line");
+        assert_eq!(next_line_start([new], 4), 4);
     }
 
     #[test]

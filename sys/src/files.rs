@@ -4,6 +4,7 @@
 //! user gives can grow the reader without bound.
 
 use apex_core::ecmd::PipeError;
+use apex_core::op::SPLICE_MAX;
 use apex_core::text::Decoded;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,26 @@ pub fn max_file() -> u64 {
 /// refused (it may never end, or never answer), and so is a file larger
 /// than the limit, or one that grows past it while read.
 pub fn read_file(path: &str) -> std::io::Result<Vec<u8>> {
+    let (file, size, limit) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(size as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big(bytes.len() as u64, limit));
+    }
+    Ok(bytes)
+}
+
+/// The refusal of a file of `len` bytes or more, over `limit`.
+fn too_big(len: u64, limit: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("is {len} bytes or more, over the {limit}-byte limit on one file (apexd --max-file)"),
+    )
+}
+
+/// `path` opened for [`read_file`]: a regular file within the limit, its
+/// size, and the limit.
+fn open_regular(path: &str) -> std::io::Result<(std::fs::File, u64, u64)> {
     use std::os::unix::fs::OpenOptionsExt;
     // Opened without blocking (a FIFO with no writer would wait forever),
     // then checked for what it is, by the descriptor: the name may have
@@ -56,21 +77,10 @@ pub fn read_file(path: &str) -> std::io::Result<Vec<u8>> {
         ));
     }
     let limit = max_file();
-    let too_big = |len: u64| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("is {len} bytes or more, over the {limit}-byte limit on one file (apexd --max-file)"),
-        )
-    };
     if meta.len() > limit {
-        return Err(too_big(meta.len()));
+        return Err(too_big(meta.len(), limit));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_big(bytes.len() as u64));
-    }
-    Ok(bytes)
+    Ok((file, meta.len(), limit))
 }
 
 /// What a file that is not a regular file is, in words.
@@ -115,10 +125,82 @@ pub fn entries(path: &str) -> std::io::Result<Vec<(String, bool)>> {
 /// [`read_text`] made text as acme loads a file (core's
 /// `acme_file_runes`: each byte that is not UTF-8 a U+FFFD, NULs
 /// dropped), with what that did, and errors that say what was read
-/// (`what` is the command: `get`).
-pub fn read_utf8(what: &'static str, path: &str) -> Result<(String, Decoded), FileError> {
-    let bytes = read_text(path).map_err(|source| FileError::Read { what, path: path.to_string(), source })?;
-    Ok(apex_core::text::acme_file_text(bytes))
+/// (`what` is the command: `get`). The text comes in pieces of at most
+/// [`SPLICE_MAX`] bytes, whole runes each, in order: a file is read a
+/// piece at a time straight into the strings that become its entries
+/// (`get_proposals`), so a 1 GB file is not copied again to be cut up.
+pub fn read_utf8(what: &'static str, path: &str) -> Result<(Vec<String>, Decoded), FileError> {
+    read_pieces(path).map_err(|source| FileError::Read { what, path: path.to_string(), source })
+}
+
+/// [`read_utf8`]'s pieces.
+fn read_pieces(path: &str) -> std::io::Result<(Vec<String>, Decoded)> {
+    if Path::new(path).is_dir() {
+        let (listing, said) = apex_core::text::acme_file_text(read_text(path)?);
+        return Ok((apex_core::op::pieces(&listing).into_iter().map(str::to_string).collect(), said));
+    }
+    let (file, size, limit) = open_regular(path)?;
+    let mut file = std::io::Read::take(file, limit + 1);
+    let mut pieces = Vec::with_capacity(size as usize / SPLICE_MAX + 1);
+    let (mut said, mut cut, mut read) = (Decoded::default(), Vec::new(), 0u64);
+    loop {
+        let mut bytes = Vec::with_capacity(SPLICE_MAX);
+        bytes.append(&mut cut);
+        let before = bytes.len();
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, (SPLICE_MAX - before) as u64), &mut bytes)?;
+        read += (bytes.len() - before) as u64;
+        if read > limit {
+            return Err(too_big(read, limit));
+        }
+        // A piece short of full is the file's last.
+        let end = bytes.len() < SPLICE_MAX;
+        if !bytes.is_empty() {
+            decode_piece(bytes, end, &mut cut, &mut said, &mut pieces);
+        }
+        if end {
+            return Ok((pieces, said));
+        }
+    }
+}
+
+/// A piece of a file's bytes made text onto `pieces`, with what that did
+/// added to `said`; a rune its end cut, unless it is the file's `end`,
+/// left in `cut` for the next piece. Text that is UTF-8 throughout with
+/// no NUL (most files) becomes the piece with no copy.
+fn decode_piece(bytes: Vec<u8>, end: bool, cut: &mut Vec<u8>, said: &mut Decoded, pieces: &mut Vec<String>) {
+    let bytes = match memchr::memchr(0, &bytes) {
+        Some(_) => bytes,
+        None => match String::from_utf8(bytes) {
+            Ok(text) => return pieces.push(text),
+            Err(e) if e.utf8_error().error_len().is_none() && !end => {
+                let whole = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                cut.extend_from_slice(&bytes[whole..]);
+                bytes.truncate(whole);
+                // SAFETY: `valid_up_to` is where the bytes stop being
+                // UTF-8; all before it is.
+                return pieces.push(unsafe { String::from_utf8_unchecked(bytes) });
+            }
+            Err(e) => e.into_bytes(),
+        },
+    };
+    let (text, more) = match end {
+        true => apex_core::text::acme_file_runes(&bytes),
+        false => {
+            let (text, rest, more) = apex_core::text::acme_runes(&bytes);
+            cut.extend_from_slice(rest);
+            (text, more)
+        }
+    };
+    said.replaced += more.replaced;
+    said.nuls += more.nuls;
+    // A U+FFFD is three bytes where the byte was one; a piece of NULs is
+    // no text at all.
+    match text.len() <= SPLICE_MAX {
+        true if text.is_empty() => {}
+        true => pieces.push(text),
+        false => pieces.extend(apex_core::op::pieces(&text).into_iter().map(str::to_string)),
+    }
 }
 
 /// What a load that changed the file's bytes says, as acme warns of
@@ -314,6 +396,51 @@ pub fn write_for_edit(path: &str, bytes: &[u8]) -> Result<(), PipeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file read in pieces is the text the whole file makes, said the
+    /// same way, whatever falls where one piece ends: a rune cut in two,
+    /// a byte that is not UTF-8, a NUL, a sequence the file's end cuts
+    /// short; and no piece is longer than an entry, a run of bad bytes
+    /// (each three bytes of U+FFFD) included.
+    #[test]
+    fn a_file_in_pieces_is_the_text_of_the_whole_whatever_falls_at_a_piece_s_end() {
+        let d = std::env::temp_dir().join(format!("apex-sys-pieces-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let file = d.join("f");
+        let path = file.to_str().unwrap();
+        let check = |bytes: &[u8]| {
+            std::fs::write(&file, bytes).unwrap();
+            let (pieces, said) = read_utf8("get", path).unwrap();
+            let whole = apex_core::text::acme_file_text(bytes.to_vec());
+            assert!(
+                pieces.iter().all(|p| !p.is_empty() && p.len() <= SPLICE_MAX),
+                "{:?}",
+                pieces.iter().map(String::len).collect::<Vec<_>>()
+            );
+            assert!(pieces.concat() == whole.0, "the text of {} bytes", bytes.len());
+            assert_eq!(said, whole.1);
+            pieces.len()
+        };
+        let sequences: [&[u8]; 7] =
+            [b"\xc3\xa9", b"\xe6\x97\xa5", b"\xf0\x9d\x84\x9e", b"\xff", b"\0", b"\xe2\x82", b"a\xe2\x82"];
+        for seq in sequences {
+            for back in 0..6 {
+                let mut bytes = vec![b'x'; SPLICE_MAX - back];
+                bytes.extend_from_slice(seq);
+                check(&bytes);
+                bytes.extend_from_slice(b"and on\n");
+                bytes.extend_from_slice(&vec![b'y'; SPLICE_MAX]);
+                bytes.extend_from_slice(seq);
+                check(&bytes);
+            }
+        }
+        assert_eq!(check(&[]), 0);
+        assert_eq!(check(&vec![b'z'; SPLICE_MAX]), 1);
+        assert_eq!(check(&vec![b'z'; 2 * SPLICE_MAX]), 2);
+        assert!(check(&vec![0xff; SPLICE_MAX + 5]) >= 4, "3 MiB of U+FFFD in entries' pieces");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn a_file_is_replaced_whole_through_its_link_keeping_its_mode() {

@@ -467,10 +467,10 @@ impl Host for UiHost {
                 ExecError::Unnamed(_) => ExecError::NoFileName,
                 e => e,
             })?;
-            let (text, said, unreadable) = match apex_sys::files::read_utf8("get", &file) {
-                Ok((text, said)) => (text, said, None),
+            let (pieces, said, unreadable) = match apex_sys::files::read_utf8("get", &file) {
+                Ok((pieces, said)) => (pieces, said, None),
                 Err(apex_sys::files::FileError::Read { source, .. }) => {
-                    (String::new(), Default::default(), Some(apex_sys::files::os_words(&source)))
+                    (Vec::new(), Default::default(), Some(apex_sys::files::os_words(&source)))
                 }
             };
             // A copy (ropes share their nodes), so the link's lock is not
@@ -480,7 +480,7 @@ impl Host for UiHost {
                 let node = link.node().ok_or_else(|| host("not attached yet"))?;
                 (node.state.buffer(buffer)?.clone(), node.log.last(apex_core::Shard::Buffer(buffer)))
             };
-            let proposals = exec::get_proposals(&buf, buffer, &file, named, text);
+            let proposals = exec::get_proposals(&buf, buffer, &file, named, pieces);
             let mut as_read = true;
             for p in proposals {
                 // A window's place put back is a nicety (see `keeps_place`),

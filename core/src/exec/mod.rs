@@ -689,17 +689,29 @@ pub fn file_or_name(what: &'static str, file: Option<String>, name: &str) -> Res
     Ok(file)
 }
 
-/// What a Get that read `text` from `file` into buffer `b` proposes, in
-/// order (acme's `get`): the text replaced unless it is already the same,
-/// the buffer named `file` if the Get named one, marked clean, and its
-/// undo history forgotten; a Get of its own file then puts each window's
-/// selection and origin back by lines and runes, as acme's does, so the
-/// window stays where it was. Whoever
-/// read the file (the daemon, or a UI on its machine) proposes these.
-pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: String) -> Vec<Proposal> {
+/// What a Get that read the text of `pieces` (in order: a file read a
+/// piece at a time, each at most [`crate::op::SPLICE_MAX`] bytes, or its
+/// text in one) from `file` into buffer `b` proposes, in order (acme's
+/// `get`): the text replaced unless it is already the same, the buffer
+/// named `file` if the Get named one, marked clean, and its undo history
+/// forgotten; a Get of its own file then puts each window's selection
+/// and origin back by lines and runes, as acme's does, so the window
+/// stays where it was. Whoever read the file (the daemon, or a UI on its
+/// machine) proposes these. A text of more than one piece is replaced
+/// with `ReplacePieces`, its pieces becoming the entries as they are.
+pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, mut pieces: Vec<String>) -> Vec<Proposal> {
+    pieces.retain(|p| !p.is_empty());
+    let size: usize = pieces.iter().map(String::len).sum();
+    let read = || pieces.iter().map(String::as_str);
     // Compared piece by piece: no second copy of a big file.
     let rope = buf.text.rope();
-    let same = rope.len_bytes() == text.len() && *rope == text.as_str();
+    let same = rope.len_bytes() == size && {
+        let mut at = 0;
+        read().all(|p| {
+            at += p.len();
+            rope.byte_slice(at - p.len()..at) == p
+        })
+    };
     let (version, len) = (buf.version, buf.len());
     let origin = Origin::OtherFile;
     let renamed = named && buf.name != file;
@@ -707,15 +719,15 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
     // lines and runes (acme's get, for a file read again under its name).
     let kept: Vec<(ViewId, u64, u64, u64)> = match (same, renamed) {
         // From or to an empty text everything is at the start.
-        (false, false) if len > 0 && !text.is_empty() => {
+        (false, false) if len > 0 && size > 0 => {
             let t = &buf.text;
             let windows = buf.views.iter().filter(|(v, _)| matches!(v, ViewId::WindowBody(_)));
             windows
                 .map(|(v, at)| {
-                    let q0 = show::line_pos_in(&text, 0, show::line_place(t, 0, at.q0));
-                    let q1 = show::line_pos_in(&text, q0, show::line_place(t, at.q0, at.q1));
-                    let org = show::line_pos_in(&text, 0, show::line_place(t, 0, at.org));
-                    (*v, q0, q1, show::next_line_start(&text, org))
+                    let q0 = show::line_pos_in(read(), 0, show::line_place(t, 0, at.q0));
+                    let q1 = show::line_pos_in(read(), q0, show::line_place(t, at.q0, at.q1));
+                    let org = show::line_pos_in(read(), 0, show::line_place(t, 0, at.org));
+                    (*v, q0, q1, show::next_line_start(read(), org))
                 })
                 .collect()
         }
@@ -723,13 +735,17 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, text: S
     };
     // The places are of the text just read: the version after its
     // replacement, an entry a piece of it (`Node::append_splice`).
-    let read = version + crate::op::pieces(&text).len() as u64;
+    let entries: usize = read().map(|p| crate::op::pieces(p).len()).sum();
+    let read = version + entries.max(1) as u64;
     let mut out = Vec::with_capacity(3);
     if !same {
-        out.push(match (len, text.is_empty()) {
-            (0, _) => Proposal::Insert { buffer: b, version, q0: 0, text, origin },
-            (_, true) => Proposal::Delete { buffer: b, version, q0: 0, q1: len, origin },
-            _ => Proposal::Replace { buffer: b, version, q0: 0, q1: len, text, origin },
+        out.push(match (len, size, pieces.len()) {
+            (_, _, 2..) => Proposal::ReplacePieces { buffer: b, version, q0: 0, q1: len, pieces, origin },
+            (_, 0, _) => Proposal::Delete { buffer: b, version, q0: 0, q1: len, origin },
+            (0, _, _) => Proposal::Insert { buffer: b, version, q0: 0, text: pieces.pop().unwrap_or_default(), origin },
+            _ => {
+                Proposal::Replace { buffer: b, version, q0: 0, q1: len, text: pieces.pop().unwrap_or_default(), origin }
+            }
         });
     }
     if renamed {
@@ -757,7 +773,10 @@ pub fn keeps_place(p: &Proposal) -> bool {
 /// Whether `p` is the proposal of [`get_proposals`] that replaces the
 /// text.
 pub fn replaces_text(p: &Proposal) -> bool {
-    matches!(p, Proposal::Insert { .. } | Proposal::Replace { .. } | Proposal::Delete { .. })
+    matches!(
+        p,
+        Proposal::Insert { .. } | Proposal::Replace { .. } | Proposal::ReplacePieces { .. } | Proposal::Delete { .. }
+    )
 }
 
 /// Whether a Get's replacement of buffer `b`'s text (`applied`) came

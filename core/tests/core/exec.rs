@@ -69,7 +69,7 @@ impl Host for TestHost {
         let name = file.map_or_else(|| self.node.state.buffer(b).unwrap().name.clone(), str::to_string);
         self.machine.asked.push(format!("get {name}"));
         let text = String::from_utf8(self.machine.files.get(&name).cloned().unwrap_or_default()).unwrap();
-        for p in exec::get_proposals(self.node.state.buffer(b).unwrap(), b, &name, file.is_some(), text) {
+        for p in exec::get_proposals(self.node.state.buffer(b).unwrap(), b, &name, file.is_some(), vec![text]) {
             self.propose(p)?;
         }
         Ok(())
@@ -641,25 +641,25 @@ fn get_replaces_the_text_unless_it_is_the_same_names_and_cleans() {
     };
     // Into an empty buffer: an insert, then clean, and no Undo across a
     // Get (acme's textreset).
-    let ps = exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "one\n".into());
+    let ps = exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, vec!["one\n".into()]);
     assert_eq!(kinds(&ps), ["Insert", "Clean", "ForgetUndo"]);
     for p in ps {
         h.propose(p).unwrap();
     }
     // The same text again: nothing but clean (no edit, no undo step).
-    assert_eq!(kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "one\n".into())), ["Clean"]);
+    assert_eq!(kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, vec!["one\n".into()])), ["Clean"]);
     // Other text: replaced, the window's place kept by lines; an empty
     // file: deleted; a named other file: renamed too.
     assert_eq!(
-        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, "two\n".into())),
+        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, vec!["two\n".into()])),
         ["Replace", "Clean", "ForgetUndo", "Select", "SetOrigin"]
     );
     assert_eq!(
-        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, String::new())),
+        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/g.txt", false, Vec::new())),
         ["Delete", "Clean", "ForgetUndo"]
     );
     assert_eq!(
-        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/h.txt", true, "one\n".into())),
+        kinds(&exec::get_proposals(&buf(&h), w.body, "/tmp/h.txt", true, vec!["one\n".into()])),
         ["Name", "Clean", "ForgetUndo"],
         "the same text under another name"
     );
@@ -818,6 +818,70 @@ fn get_of_its_own_file_keeps_each_window_s_place_by_lines_as_acme() {
     assert_eq!(v.org, line_start(&new, far - 5));
 }
 
+/// A Get of a text read in pieces replaces it with `ReplacePieces`, one
+/// entry a piece as it is, and ends where the same text in one would: the
+/// same text, and each window's place kept by lines and runes. A piece
+/// over an entry's size is refused, with nothing changed.
+#[test]
+fn a_get_in_pieces_ends_as_the_same_get_in_one_text() {
+    let line = "a line of the file, é and 日本 in it\n";
+    let old: String = (0..40_000).map(|i| format!("{i} {line}")).collect();
+    let new: String = (0..80_000).map(|i| format!("{} {line}", i * 2)).collect();
+    let mut cuts = vec![0];
+    while new.len() - cuts.last().unwrap() > apex_core::op::SPLICE_MAX {
+        let mut at = cuts.last().unwrap() + apex_core::op::SPLICE_MAX - 1000;
+        while !new.is_char_boundary(at) {
+            at -= 1;
+        }
+        cuts.push(at);
+    }
+    cuts.push(new.len());
+    let pieces: Vec<String> = cuts.windows(2).map(|w| new[w[0]..w[1]].to_string()).collect();
+    assert!(pieces.len() >= 3, "{} pieces", pieces.len());
+    let kinds = |ps: &[Proposal]| {
+        ps.iter().map(|p| format!("{p:?}").split([' ', '{']).next().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let mut ends = Vec::new();
+    for read in [vec![new.clone()], pieces.clone()] {
+        let mut h = host();
+        let w = h.window("/tmp/big.txt", &old);
+        let version = h.node.state.buffer(w.body).unwrap().version;
+        let select =
+            Proposal::Select { buffer: w.body, view: ViewId::WindowBody(w.window), version, q0: 500_000, q1: 500_010 };
+        h.propose(select).unwrap();
+        let ps = exec::get_proposals(h.node.state.buffer(w.body).unwrap(), w.body, "/tmp/big.txt", false, read);
+        let first =
+            if ps.len() > 1 && matches!(ps[0], Proposal::ReplacePieces { .. }) { "ReplacePieces" } else { "Replace" };
+        assert_eq!(kinds(&ps), [first, "Clean", "ForgetUndo", "Select", "SetOrigin"]);
+        for p in ps {
+            h.propose(p).unwrap();
+        }
+        let b = h.node.state.buffer(w.body).unwrap();
+        assert_eq!(b.text.to_string(), new);
+        ends.push((first, b.views[&ViewId::WindowBody(w.window)]));
+    }
+    assert_eq!((ends[0].0, ends[1].0), ("Replace", "ReplacePieces"));
+    assert_eq!(ends[0].1, ends[1].1, "the window's place, kept the same way");
+    assert_ne!(ends[0].1.q0, 500_000, "kept by lines, not by runes");
+    // A piece longer than an entry: refused, nothing changed.
+    let mut h = host();
+    let w = h.window("/tmp/big.txt", "old\n");
+    let before = h.node.state.buffer(w.body).unwrap().clone();
+    let pieces = vec!["x".to_string(), "y".repeat(apex_core::op::SPLICE_MAX + 1)];
+    let p = Proposal::ReplacePieces {
+        buffer: w.body,
+        version: before.version,
+        q0: 0,
+        q1: 4,
+        pieces,
+        origin: Origin::OtherFile,
+    };
+    let e = h.propose(p).unwrap_err();
+    assert!(e.to_string().contains("1048577"), "{e}");
+    assert_eq!(h.node.state.buffer(w.body).unwrap().version, before.version);
+    assert_eq!(h.node.state.buffer(w.body).unwrap().text.to_string(), "old\n");
+}
+
 /// A Get's places are put back only where its replacement came right
 /// after what it read: with another's change between, they are of a text
 /// that never was, and a host proposes none.
@@ -829,7 +893,7 @@ fn a_get_knows_whether_another_s_change_came_between_its_read_and_its_text() {
     for between in [false, true] {
         let buf = h.node.state.buffer(w.body).unwrap().clone();
         let last = h.node.log.last(shard);
-        let ps = exec::get_proposals(&buf, w.body, "/tmp/race.txt", false, format!("zero\n{between}\n"));
+        let ps = exec::get_proposals(&buf, w.body, "/tmp/race.txt", false, vec![format!("zero\n{between}\n")]);
         if between {
             let version = h.node.state.buffer(w.body).unwrap().version;
             let typed = Proposal::Insert { buffer: w.body, version, q0: 0, text: "x".into(), origin: Origin::Keyboard };

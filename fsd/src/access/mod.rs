@@ -128,6 +128,7 @@ pub fn limit_proposal(
         Proposal::Insert { origin, .. }
         | Proposal::Delete { origin, .. }
         | Proposal::Replace { origin, .. }
+        | Proposal::ReplacePieces { origin, .. }
         | Proposal::Splices { origin, .. }
         | Proposal::SplicesMore { origin, .. } => {
             if matches!(origin, Origin::Keyboard | Origin::Mouse) {

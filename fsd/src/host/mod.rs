@@ -46,7 +46,7 @@ pub async fn get(
     let file = exec::file_or_name("get", file, &name)?;
     let path = file.clone();
     let read = move || apex_sys::files::read_utf8("get", &path);
-    let (text, said) = match reading {
+    let (pieces, said) = match reading {
         Reading::Here => read()?,
         Reading::Apart => {
             tokio::task::spawn_blocking(read).await.map_err(|source| Error::Task { what: "get", source })??
@@ -54,14 +54,14 @@ pub async fn get(
     };
     // The log makes room for the file's text first: a full disk refuses
     // the Get unchanged.
-    daemon.reserve(session, text.len() as u64)?;
+    daemon.reserve(session, pieces.iter().map(|p| p.len() as u64).sum())?;
     // A copy taken under the lock (ropes share their nodes); the text
     // compared and the places counted after it, holding up no one.
     let (buf, last) = daemon.read(session, |s| {
         let view = s.view();
         Ok::<_, Error>((view.state.buffer(b)?.clone(), view.log.last(apex_core::Shard::Buffer(b))))
     })??;
-    let proposals = exec::get_proposals(&buf, b, &file, named, text);
+    let proposals = exec::get_proposals(&buf, b, &file, named, pieces);
     let request = format!("get {} {file}", b.0);
     let mut as_read = true;
     for p in proposals {
@@ -112,7 +112,7 @@ pub async fn acme_get(
         Err(Error::File(apex_sys::files::FileError::Read { path, source, .. })) => {
             let emptied = daemon.read(session, |s| {
                 let buf = s.view().state.buffer(b)?;
-                Ok::<_, Error>(exec::get_proposals(buf, b, &path, file.is_some(), String::new()))
+                Ok::<_, Error>(exec::get_proposals(buf, b, &path, file.is_some(), Vec::new()))
             })??;
             for p in emptied {
                 daemon.propose(session, &format!("get {} {path} (unreadable)", b.0), p).await?;
