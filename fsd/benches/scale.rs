@@ -17,7 +17,8 @@
 //!   `vim -es` and `nvim -es` opening and quitting, and reading the file
 //!   into a rope in process; the daemon's memory for it; the same for the
 //!   text as one line, with bytes that are not UTF-8, and of 1 GB
-//!   (`APEX_SCALE_GB`, 0 for none);
+//!   (`APEX_SCALE_GB`, 0 for none); each the better of two runs, each
+//!   run after a `sync`;
 //! - search: `addr` `/needle/` from the top to the file's last line,
 //!   `Look needle` from the tag and a B3 on the word at the top (written
 //!   back through the event file), each finding the word at the end,
@@ -472,8 +473,9 @@ async fn many_files(base: &Path) {
 /// A window's ctl `get` of `file` until its body reads, then the window
 /// deleted: how long, and the daemon's memory after it, at its peak, and
 /// once its log's snapshot is written and the entries' memory given back
-/// (as it is two seconds on), beyond what it held before (MiB).
-async fn open(c: &Client, root: u32, pid: u32, file: &Path) -> (Duration, f64, f64, f64) {
+/// (two seconds on, or as long as that takes, up to 30 s: the time is
+/// the last figure), beyond what it held before (MiB).
+async fn open(c: &Client, root: u32, pid: u32, file: &Path) -> (Duration, f64, f64, f64, Duration) {
     let new = c.open_path(root, "main/acme/new/ctl", ORDWR).await.unwrap();
     let number = String::from_utf8(c.read(new.fid, 0, 64).await.unwrap()).unwrap();
     let number = number.split_whitespace().next().unwrap().to_string();
@@ -486,44 +488,80 @@ async fn open(c: &Client, root: u32, pid: u32, file: &Path) -> (Duration, f64, f
     assert!(!o.c.read(first.fid, 0, 64).await.unwrap().is_empty());
     let took = t.elapsed();
     let (after, peak) = memory(pid);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Two seconds on, or, for a file whose snapshot takes longer to
+    // write (a 1 GB one), once the memory is within the goal or 30 s.
+    let size = std::fs::metadata(file).unwrap().len() as f64 / (1 << 20) as f64;
+    let mut on = Duration::from_secs(2);
+    tokio::time::sleep(on).await;
+    while memory(pid).0 - before > 1.3 * size && on < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        on += Duration::from_millis(500);
+    }
     let (settled, _) = memory(pid);
     c.clunk(first.fid).await.unwrap();
     c.write(new.fid, 0, b"delete\n").await.unwrap();
     c.clunk(new.fid).await.unwrap();
-    (took, after - before, peak - before, settled - before)
+    (took, after - before, peak - before, settled - before, on)
 }
 
 /// [`open`]'s row for `file`, beside vim, nvim and a rope built in
-/// process, with the daemon's memory for it.
+/// process, with the daemon's memory for it: each the better of two
+/// runs, as memory touched for the first time in a while costs several
+/// times more on the virtual machines we measure on (2 GiB took 1.6 to
+/// 2.4 s to fault in) and the first of a series paid it.
 async fn open_row(c: &Client, root: u32, pid: u32, name: &str, file: &Path) {
     let size = std::fs::metadata(file).unwrap().len() as f64;
-    let opened = open(c, root, pid, file).await;
-    let in_process = {
-        let t = Instant::now();
-        let bytes = std::fs::read(file).unwrap();
-        let rope = ropey::Rope::from_str(&String::from_utf8_lossy(&bytes));
-        assert!(rope.len_bytes() >= bytes.len());
-        t.elapsed()
-    };
+    // Each from a disk with nothing left to write (the file just made,
+    // the daemon's log of it): a 1 GB write-back under way halved
+    // whoever ran during it.
+    let settled = || assert!(Command::new("sync").status().unwrap().success());
+    // The memory as the first run found it: the second reuses what the
+    // first's entries left free.
+    settled();
+    let mut opened = open(c, root, pid, file).await;
+    settled();
+    opened.0 = opened.0.min(open(c, root, pid, file).await.0);
+    let in_process = (0..2)
+        .map(|_| {
+            settled();
+            let t = Instant::now();
+            let bytes = std::fs::read(file).unwrap();
+            let rope = ropey::Rope::from_str(&String::from_utf8_lossy(&bytes));
+            assert!(rope.len_bytes() >= bytes.len());
+            t.elapsed()
+        })
+        .min()
+        .unwrap();
     let open_peers = ["vim", "nvim"].map(|p| {
-        let mut c = Command::new(p);
-        c.args(["-u", "NONE", "-i", "NONE", "-n", "-es", "-c", "q"]).arg(file);
-        (p, time_peer(&mut c))
+        let mut runs = (0..2).map(|_| {
+            settled();
+            let mut c = Command::new(p);
+            c.args(["-u", "NONE", "-i", "NONE", "-n", "-es", "-c", "q"]).arg(file);
+            time_peer(&mut c)
+        });
+        let (first, second) = (runs.next().unwrap(), runs.next().unwrap());
+        (
+            p,
+            match (first, second) {
+                (Ok(a), Ok(b)) => Ok(a.min(b)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            },
+        )
     });
     let [(vim, vim_took), (nvim, nvim_took)] = open_peers;
     let name = format!("{name} {:.0} MB", size / 1e6);
     row(&name, opened.0, &[(vim, vim_took), (nvim, nvim_took), ("read+rope in process", Ok(in_process))]);
     let mb = size / (1 << 20) as f64;
     println!(
-        "{:<26} daemon memory: {:.0} MiB more ({:.2}x the file), peak {:.0} MiB more ({:.2}x), {:.0} MiB ({:.2}x) 2 s on (goal 1.3x)",
+        "{:<26} daemon memory: {:.0} MiB more ({:.2}x the file), peak {:.0} MiB more ({:.2}x), {:.0} MiB ({:.2}x) {:.1} s on (goal 1.3x)",
         "",
         opened.1,
         opened.1 / mb,
         opened.2,
         opened.2 / mb,
         opened.3,
-        opened.3 / mb
+        opened.3 / mb,
+        opened.4.as_secs_f64()
     );
 }
 
@@ -750,7 +788,7 @@ fn main() {
             for _ in 0..(gb << 30).div_ceil(text.len()) {
                 std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
             }
-            drop(f);
+            f.into_inner().unwrap().sync_all().unwrap();
             open_row(&c, root, apexd.pid(), &format!("open {gb} GB-ish"), &big).await;
         }
     });
