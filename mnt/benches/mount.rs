@@ -1,8 +1,11 @@
 //! `cargo bench -p apex-mnt`: what a mount costs, in one run against one
 //! apexd. Prints `cat` of a 100 MB body through the mount and through the
 //! `apex` command (the reference: the same 9P reads without FUSE, four in
-//! flight) and beside one Tread at a time in process (the floor: a body
-//! is read direct, each read(2) one Tread in turn), and
+//! flight), beside one Tread at a time in process (a body is read direct,
+//! each read(2) one Tread in turn) and beside `cat` of as many bytes from
+//! a FUSE file system that answers each read at once from memory (the
+//! floor of any mount: FUSE hands a direct-io file's reads over one at a
+//! time, so no mount reads faster than this), and
 //! `ls -l` of a directory of 3,000 entries, cold and warm, beside the
 //! same over 9P alone and, the floor of any mount, beside `ls -l` of as
 //! many entries of a local directory. Asserts no time.
@@ -85,9 +88,24 @@ async fn main() {
         in_turn = in_turn.min(t.elapsed());
     }
     println!(
-        "  one Tread at a time, in process (the floor)  {:>8.0} MB/s (the mount at {:.2}x its time)",
+        "  one Tread at a time, in process  {:>8.0} MB/s (the mount at {:.2}x its time)",
         mbps(in_turn),
         mount.as_secs_f64() / in_turn.as_secs_f64()
+    );
+    let floor = memory::cat_time(&s.dir.join("floor"));
+    println!(
+        "  a FUSE file answered from memory (the floor)  {:>8.0} MB/s (the mount at {:.2}x its time, apex read at {:.2}x)",
+        mbps(floor),
+        mount.as_secs_f64() / floor.as_secs_f64(),
+        command.as_secs_f64() / floor.as_secs_f64()
+    );
+    // A read(2) through the mount is a FUSE request and then a Tread, in
+    // turn: the two floors one after the other.
+    let in_series = in_turn + floor;
+    println!(
+        "  the two one after the other  {:>8.0} MB/s (the mount at {:.2}x its time)",
+        mbps(in_series),
+        mount.as_secs_f64() / in_series.as_secs_f64()
     );
 
     // 1000 windows make buffers/ 2000+ entries and shards/ 3000+.
@@ -120,4 +138,96 @@ async fn main() {
         on_disk.as_secs_f64() * 1e3,
         warm.as_secs_f64() / on_disk.as_secs_f64()
     );
+}
+
+/// The floor of a mount's reads: a FUSE file system of one file, `body`,
+/// direct-io and of length 0 as apexd's bodies are, whose reads are
+/// answered at once from memory, with no copy and no server behind.
+mod memory {
+    use super::{best, time, BULK};
+    use bytes::Bytes;
+    use fuse3::raw::prelude::*;
+    use fuse3::{Inode, MountOptions, Result, Timestamp};
+    use std::ffi::OsStr;
+    use std::num::NonZeroU32;
+    use std::path::Path;
+    use std::time::Duration;
+
+    struct Memory {
+        text: Bytes,
+    }
+
+    fn attr(ino: Inode) -> FileAttr {
+        let (dir, t) = (ino == 1, Timestamp::new(0, 0));
+        FileAttr {
+            ino,
+            size: 0,
+            blocks: 0,
+            atime: t,
+            mtime: t,
+            ctime: t,
+            kind: if dir { FileType::Directory } else { FileType::RegularFile },
+            perm: if dir { 0o755 } else { 0o644 },
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            // As the mount's: one read(2) a MiB.
+            blksize: 1 << 20,
+        }
+    }
+
+    impl Filesystem for Memory {
+        async fn init(&self, _req: Request) -> Result<ReplyInit> {
+            Ok(ReplyInit::new(NonZeroU32::new(1 << 20).expect("not 0")))
+        }
+        async fn destroy(&self, _req: Request) {}
+        async fn lookup(&self, _req: Request, _parent: Inode, name: &OsStr) -> Result<ReplyEntry> {
+            match name == "body" {
+                true => Ok(ReplyEntry { ttl: Duration::from_secs(1), attr: attr(2), generation: 0 }),
+                false => Err(libc::ENOENT.into()),
+            }
+        }
+        async fn getattr(&self, _req: Request, inode: Inode, _fh: Option<u64>, _flags: u32) -> Result<ReplyAttr> {
+            Ok(ReplyAttr { ttl: Duration::from_secs(1), attr: attr(inode) })
+        }
+        async fn open(&self, _req: Request, _inode: Inode, _flags: u32) -> Result<ReplyOpen> {
+            // FOPEN_DIRECT_IO, as the mount opens a body.
+            Ok(ReplyOpen { fh: 1, flags: 1 })
+        }
+        async fn read(&self, _req: Request, _inode: Inode, _fh: u64, offset: u64, size: u32) -> Result<ReplyData> {
+            let start = (offset as usize).min(self.text.len());
+            let end = (start + size as usize).min(self.text.len());
+            Ok(ReplyData { data: self.text.slice(start..end) })
+        }
+    }
+
+    /// The best of three `cat`s of the file's [`BULK`] bytes, mounted on
+    /// `at` (made) by a runtime of its own while they run.
+    pub fn cat_time(at: &Path) -> Duration {
+        std::fs::create_dir_all(at).expect("mount point");
+        let (mounted, is_mounted) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let point = at.to_path_buf();
+        let server = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().expect("runtime");
+            rt.block_on(async {
+                let text =
+                    Bytes::from(b"the quick brown fox jumps over the lazy dog\n".repeat(BULK / 44 + 1)).slice(..BULK);
+                let mut handle =
+                    Session::new(MountOptions::default()).mount(Memory { text }, &point).await.expect("mount");
+                mounted.send(()).expect("bench waits");
+                tokio::select! {
+                    _ = &mut handle => {}
+                    _ = stopped => { let _ = handle.unmount().await; }
+                }
+            })
+        });
+        is_mounted.recv().expect("mounted");
+        let file = at.join("body");
+        let took = best(3, || time("cat", &[file.to_str().expect("UTF-8 path")], &[]));
+        let _ = stop.send(());
+        server.join().expect("server thread");
+        took
+    }
 }
