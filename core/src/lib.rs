@@ -50,6 +50,7 @@ pub mod ctlword;
 pub mod dump;
 pub mod ecmd;
 pub mod edit;
+pub mod entries;
 pub mod entry;
 pub mod error;
 pub mod exec;

@@ -20,6 +20,7 @@
 //! `base+1..=last`, everything up to `base` compacted away (a snapshot
 //! covers it).
 
+use crate::entries::Entries;
 use crate::entry::Entry;
 use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, Epoch, RuleId, Seq};
@@ -27,20 +28,20 @@ use crate::lease::{Lease, Leases};
 use crate::op::{MetaOp, Op};
 use crate::shard::Shard;
 use crate::state::State;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// One shard's retained entries.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShardLog {
     /// Entries `base+1..=base+len`, in order.
-    pub entries: VecDeque<Entry>,
+    pub entries: Entries,
     /// The last compacted seq.
     pub base: Seq,
 }
 
 impl ShardLog {
     fn from_base(base: Seq) -> ShardLog {
-        ShardLog { entries: VecDeque::new(), base }
+        ShardLog { entries: Entries::default(), base }
     }
 
     /// The last seq in this log.
@@ -233,7 +234,7 @@ impl Log {
         if seq < log.base {
             return Err(Reject::Compacted { shard, base: log.base });
         }
-        Ok(log.entries.iter().skip((seq - log.base) as usize))
+        Ok(log.entries.iter_from((seq - log.base) as usize))
     }
 
     /// Checks that `entry` may be appended to `shard` now: the shard
@@ -277,9 +278,7 @@ impl Log {
         if let Op::Meta(op) = &entry.op {
             self.note_meta(op);
         }
-        let log = self.shards.entry(shard).or_default();
-        log.entries.push_back(entry);
-        log.entries.back().expect("just pushed")
+        self.shards.entry(shard).or_default().entries.push_back(entry)
     }
 
     /// Checks and stores an entry sequenced elsewhere: a remote leader's
@@ -348,8 +347,7 @@ impl Log {
         if let Some(sink) = &mut self.sink {
             sink.stored(shard, &entry);
         }
-        log.entries.push_back(entry);
-        Ok(log.entries.back().expect("just pushed"))
+        Ok(log.entries.push_back(entry))
     }
 
     /// Keeps the lease table and shard set in step with a metalog op.
@@ -491,7 +489,9 @@ impl Log {
         }
         let mut dropped = 0;
         if upto > log.base {
-            dropped = log.entries.drain(..(upto - log.base) as usize).map(|e| e.op.text_len()).sum();
+            for _ in log.base..upto {
+                dropped += log.entries.pop_front().map_or(0, |e| e.op.text_len());
+            }
             log.base = upto;
         }
         Ok(dropped)
