@@ -17,7 +17,7 @@ pub const CHUNK: usize = 1024;
 /// The entries, in order. Every chunk but the first and the last is full;
 /// the first loses entries at its front as they are let go, the last
 /// gains them at its back.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct Entries {
     chunks: VecDeque<VecDeque<Entry>>,
     len: usize,
@@ -102,6 +102,18 @@ impl Entries {
     }
 }
 
+/// Chunked afresh, each chunk with its full room, so that the copy too
+/// grows without moving what it holds.
+impl Clone for Entries {
+    fn clone(&self) -> Entries {
+        let mut copy = Entries::default();
+        for e in self.iter() {
+            copy.push_back(e.clone());
+        }
+        copy
+    }
+}
+
 impl<'a> IntoIterator for &'a Entries {
     type Item = &'a Entry;
     type IntoIter = std::iter::Flatten<std::collections::vec_deque::Iter<'a, VecDeque<Entry>>>;
@@ -178,7 +190,12 @@ mod tests {
                 prop_assert_eq!(chunked.back(), model.back());
                 prop_assert!(chunked.iter().eq(model.iter()));
                 prop_assert!(chunked.iter().rev().eq(model.iter().rev()));
-                for i in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, model.len().saturating_sub(1), model.len(), model.len() / 2] {
+                // Around the first chunk's end, where the places of the
+                // rest are counted from.
+                let first = chunked.chunks.front().map_or(0, VecDeque::len);
+                let places = [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, model.len().saturating_sub(1), model.len(), model.len() / 2];
+                let near_first = [first.saturating_sub(1), first, first + 1, first + CHUNK - 1, first + CHUNK, first + CHUNK + 1];
+                for i in places.into_iter().chain(near_first) {
                     prop_assert_eq!(chunked.get(i), model.get(i), "get({})", i);
                     prop_assert!(chunked.iter_from(i).eq(model.iter().skip(i)), "iter_from({})", i);
                 }
@@ -188,6 +205,7 @@ mod tests {
                 rechunked.push_back(e.clone());
             }
             prop_assert_eq!(&rechunked, &chunked);
+            prop_assert_eq!(&chunked.clone(), &chunked);
         }
     }
 }

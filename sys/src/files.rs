@@ -144,7 +144,10 @@ fn read_pieces(path: &str) -> std::io::Result<(Vec<String>, Decoded)> {
     let mut pieces = Vec::with_capacity(size as usize / SPLICE_MAX + 1);
     let (mut said, mut cut, mut read) = (Decoded::default(), Vec::new(), 0u64);
     loop {
-        let mut bytes = Vec::with_capacity(SPLICE_MAX);
+        // Sized to what is left (a piece is an entry's text as it is: a
+        // small file's is not a MiB block).
+        let left = size.saturating_sub(read) as usize + cut.len();
+        let mut bytes = Vec::with_capacity(left.clamp(1, SPLICE_MAX));
         bytes.append(&mut cut);
         let before = bytes.len();
         std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, (SPLICE_MAX - before) as u64), &mut bytes)?;

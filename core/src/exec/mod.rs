@@ -703,13 +703,14 @@ pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, mut pie
     pieces.retain(|p| !p.is_empty());
     let size: usize = pieces.iter().map(String::len).sum();
     let read = || pieces.iter().map(String::as_str);
-    // Compared piece by piece: no second copy of a big file.
+    // Compared piece by piece: no second copy of a big file. A piece's
+    // end that falls inside one of the old text's runes is a difference.
     let rope = buf.text.rope();
     let same = rope.len_bytes() == size && {
         let mut at = 0;
         read().all(|p| {
             at += p.len();
-            rope.byte_slice(at - p.len()..at) == p
+            rope.get_byte_slice(at - p.len()..at).is_some_and(|old| old == p)
         })
     };
     let (version, len) = (buf.version, buf.len());

@@ -828,8 +828,10 @@ fn a_get_in_pieces_ends_as_the_same_get_in_one_text() {
     let old: String = (0..40_000).map(|i| format!("{i} {line}")).collect();
     let new: String = (0..80_000).map(|i| format!("{} {line}", i * 2)).collect();
     let mut cuts = vec![0];
-    while new.len() - cuts.last().unwrap() > apex_core::op::SPLICE_MAX {
-        let mut at = cuts.last().unwrap() + apex_core::op::SPLICE_MAX - 1000;
+    while new.len() - cuts.last().unwrap() > apex_core::op::SPLICE_MAX / 2 {
+        // Half an entry each: twice the entries one text would make, so
+        // a count of the entries by the whole text's size is caught.
+        let mut at = cuts.last().unwrap() + apex_core::op::SPLICE_MAX / 2;
         while !new.is_char_boundary(at) {
             at -= 1;
         }
@@ -837,7 +839,7 @@ fn a_get_in_pieces_ends_as_the_same_get_in_one_text() {
     }
     cuts.push(new.len());
     let pieces: Vec<String> = cuts.windows(2).map(|w| new[w[0]..w[1]].to_string()).collect();
-    assert!(pieces.len() >= 3, "{} pieces", pieces.len());
+    assert!(pieces.len() > apex_core::op::pieces(&new).len(), "{} pieces", pieces.len());
     let kinds = |ps: &[Proposal]| {
         ps.iter().map(|p| format!("{p:?}").split([' ', '{']).next().unwrap().to_string()).collect::<Vec<_>>()
     };
@@ -863,6 +865,21 @@ fn a_get_in_pieces_ends_as_the_same_get_in_one_text() {
     assert_eq!((ends[0].0, ends[1].0), ("Replace", "ReplacePieces"));
     assert_eq!(ends[0].1, ends[1].1, "the window's place, kept the same way");
     assert_ne!(ends[0].1.q0, 500_000, "kept by lines, not by runes");
+    // A file of the buffer's length whose piece ends inside one of the
+    // buffer's runes: a different text, replaced.
+    let max = apex_core::op::SPLICE_MAX;
+    let mut h = host();
+    let w = h.window("/tmp/same-size.txt", &format!("{}é{}", "a".repeat(max - 1), "b".repeat(10)));
+    let pieces = vec!["a".repeat(max), format!("a{}", "b".repeat(10))];
+    let ps = exec::get_proposals(h.node.state.buffer(w.body).unwrap(), w.body, "/tmp/same-size.txt", false, pieces);
+    assert_eq!(kinds(&ps)[0], "ReplacePieces");
+    for p in ps {
+        h.propose(p).unwrap();
+    }
+    assert_eq!(
+        h.node.state.buffer(w.body).unwrap().text.to_string(),
+        format!("{}{}", "a".repeat(max + 1), "b".repeat(10))
+    );
     // A piece longer than an entry: refused, nothing changed.
     let mut h = host();
     let w = h.window("/tmp/big.txt", "old\n");
