@@ -6,6 +6,7 @@ mod cols;
 mod edits;
 mod exec;
 mod fencing;
+mod get;
 mod plumbing;
 mod proposals;
 mod props;
