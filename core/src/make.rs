@@ -152,8 +152,21 @@ pub struct NewWindow {
 /// it shows it, else the first.
 fn clone_tag(state: &crate::state::State, body: BufferId) -> Option<String> {
     let showing = |w: &WindowId| state.window(*w).is_ok_and(|x| x.body == body);
-    let clone = state.layout.focus.filter(showing).or_else(|| state.windows.keys().copied().find(showing))?;
+    let clone = state.layout.focus.filter(showing).or_else(|| windows_showing(state, body).next())?;
     Some(state.buffer(state.window(clone).ok()?.tag).ok()?.text.to_string())
+}
+
+/// The windows whose body is `body`, in order, found from the buffer's
+/// views rather than by a walk of every window (each new window and
+/// every tag rewrite asked, so a session of many windows was quadratic).
+fn windows_showing(state: &crate::state::State, body: BufferId) -> impl Iterator<Item = WindowId> + '_ {
+    let views = state.buffers.get(&body).into_iter().flat_map(|b| b.views.keys());
+    views
+        .filter_map(|v| match v {
+            ViewId::WindowBody(w) => Some(*w),
+            _ => None,
+        })
+        .filter(move |w| state.windows.get(w).is_some_and(|x| x.body == body))
 }
 
 fn require_leader(node: &Node, shard: Shard) -> Result<()> {
@@ -389,8 +402,10 @@ pub fn settag(node: &mut Node, buffer: BufferId, origin: Origin) -> Result<bool>
     let Ok(b) = node.state.buffer(buffer) else { return Ok(false) };
     let (name, can_undo, can_redo, dirty) = (b.name.clone(), b.can_undo(), b.can_redo(), b.differs_from_file());
     let status = |w: &crate::win::Window| w.term.and_then(|t| node.state.terms.get(&t)).map(term_status);
-    let windows: Vec<(BufferId, bool, Option<String>)> =
-        node.state.windows.values().filter(|w| w.body == buffer).map(|w| (w.tag, w.flags.menu, status(w))).collect();
+    let windows: Vec<(BufferId, bool, Option<String>)> = windows_showing(&node.state, buffer)
+        .filter_map(|w| node.state.windows.get(&w))
+        .map(|w| (w.tag, w.flags.menu, status(w)))
+        .collect();
     let mut changed = false;
     for (tag, menu, term) in windows {
         if !node.leads(Shard::Buffer(tag)) {

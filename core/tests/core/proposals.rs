@@ -113,6 +113,13 @@ fn windows_get_acme_numbers_in_order_never_reused() {
     assert_eq!(n.state.buffer(w2.tag).unwrap().text.to_string(), "f Del Snarf Undo Put | Look ");
     let views = &n.state.buffer(b).unwrap().views;
     assert!(views.contains_key(&ViewId::WindowBody(w2.window)) && views.contains_key(&ViewId::WindowBody(w3.window)));
+    // The Zerox takes its tag from the window it copies, and a change of
+    // the body shows in the tags of both (found from the body's views).
+    let tag = |n: &Node, t: BufferId| n.state.buffer(t).unwrap().text.to_string();
+    assert_eq!(tag(&n, w3.tag), tag(&n, w2.tag));
+    propose::apply(&mut n, &Proposal::Clean { buffer: b }).unwrap();
+    assert_eq!([tag(&n, w2.tag), tag(&n, w3.tag)], ["f Del Snarf Undo | Look "; 2]);
+    assert_eq!(tag(&n, w1.tag), "/tmp/a Del Snarf | Look ", "another body's window unchanged");
     propose::apply(&mut n, &Proposal::DeleteWindow { window: w2.window }).unwrap();
     assert!(n.state.buffers.contains_key(&b), "still shown by its Zerox");
     assert!(!n.state.buffers.contains_key(&w2.tag));
