@@ -362,7 +362,8 @@ fn memory_of(pid: u32) -> (f64, f64) {
 /// process, which then goes): `apex-ui` attaching to it on a virtual
 /// display, from its start to its first frame shown, beside attaching
 /// and painting in this process; the memory of apex-ui and of the daemon
-/// against the text's size.
+/// against the text's size, whole and beyond what each held with the
+/// session empty.
 fn many_windows() {
     const MANY: usize = 1000;
     let Some((mut xvfb, display)) = xvfb() else {
@@ -370,6 +371,17 @@ fn many_windows() {
         return;
     };
     let d = Daemon::start();
+    // What each program holds with the session empty: its own baseline
+    // (code, fonts, the frame), which the text's share is counted beyond.
+    let daemon_empty = memory_of(d.child.id()).0;
+    let ui_empty = {
+        let (mut ui, _) = apex_ui_shown(&display, &d.ns, None);
+        std::thread::sleep(Duration::from_secs(2));
+        let held = memory_of(ui.id()).0;
+        let _ = ui.kill();
+        let _ = ui.wait();
+        held
+    };
     let dir = d.ns.join("many");
     std::fs::create_dir_all(&dir).unwrap();
     let text = text_of_lines(1_300);
@@ -424,6 +436,13 @@ fn many_windows() {
         "  memory: apex-ui {ui_now:.0} MiB ({:.2}x the text; peak {ui_peak:.0}), apexd {daemon_now:.0} MiB ({:.2}x; peak {daemon_peak:.0}); goal 1.3x each",
         ui_now / mib,
         daemon_now / mib
+    );
+    println!(
+        "  beyond each one's memory with the session empty (apex-ui {ui_empty:.0} MiB, apexd {daemon_empty:.0} MiB): apex-ui {:.0} MiB ({:.2}x the text), apexd {:.0} MiB ({:.2}x)",
+        ui_now - ui_empty,
+        (ui_now - ui_empty) / mib,
+        daemon_now - daemon_empty,
+        (daemon_now - daemon_empty) / mib
     );
     // SAFETY: kill(2) with plain integers.
     unsafe { libc::kill(xvfb.id() as i32, libc::SIGTERM) };
