@@ -251,6 +251,24 @@ pub fn pieces(text: &str) -> Vec<&str> {
     }
 }
 
+/// `pieces` of a text, in order, as the entries they become: each piece
+/// joined to the one before where together they fit in [`SPLICE_MAX`]
+/// bytes, empty ones dropped. However a text was cut, its entries number
+/// at most about twice its size in entries' worth, so a proposal of many
+/// tiny pieces cannot make an entry of each. A file read in full pieces
+/// goes on as it is (at most its short last piece joins the one before).
+/// Packed pieces pack to themselves.
+pub fn packed(pieces: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(pieces.len());
+    for piece in pieces.into_iter().filter(|p| !p.is_empty()) {
+        match out.last_mut() {
+            Some(last) if last.len() + piece.len() <= SPLICE_MAX => last.push_str(&piece),
+            _ => out.push(piece),
+        }
+    }
+    out
+}
+
 /// Ops on a buffer shard: one text with its views, history and undo.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BufferOp {
@@ -513,5 +531,24 @@ mod tests {
         // A change with more text than an entry holds goes alone.
         assert_eq!(entry_parts(3, |i| if i == 1 { SPLICE_MAX + 1 } else { 1 }), [0..1, 1..2, 2..3]);
         assert!(entry_parts(0, |_| 1).is_empty());
+    }
+
+    #[test]
+    fn packed_pieces_join_the_small_and_keep_the_full_as_they_are() {
+        // A thousand one-byte pieces (and empty ones): one entry.
+        let tiny: Vec<String> = (0..1000).map(|i| if i % 7 == 0 { String::new() } else { "x".to_string() }).collect();
+        let text = tiny.concat();
+        assert_eq!(packed(tiny), [text]);
+        // Full pieces go on as they are; a small one joins the one before
+        // where both fit.
+        let full = "a".repeat(SPLICE_MAX - 3);
+        let pieces = vec![full.clone(), "bcd".to_string(), "e".repeat(SPLICE_MAX), "f".to_string(), "g".to_string()];
+        let whole = pieces.concat();
+        let p = packed(pieces);
+        assert_eq!(p.iter().map(String::len).collect::<Vec<_>>(), [SPLICE_MAX, SPLICE_MAX, 2]);
+        assert_eq!(p.concat(), whole);
+        // No two neighbours fit together, so packing again changes nothing.
+        assert!(p.windows(2).all(|w| w[0].len() + w[1].len() > SPLICE_MAX));
+        assert_eq!(packed(p.clone()), p);
     }
 }

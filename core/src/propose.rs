@@ -448,7 +448,7 @@ fn edit(
     version: u64,
     q0: u64,
     q1: u64,
-    mut pieces: Vec<String>,
+    pieces: Vec<String>,
     origin: Origin,
 ) -> Result<()> {
     if q0 == q1 && pieces.iter().all(String::is_empty) {
@@ -468,7 +468,7 @@ fn edit(
         let group = node.new_group()?;
         buffer_op(node, buffer, BufferOp::Mark { group })?;
     }
-    pieces.retain(|p| !p.is_empty());
+    let mut pieces = crate::op::packed(pieces);
     match pieces.len() {
         0 | 1 => node.append_splice_owned(buffer, q0, q1, pieces.pop().unwrap_or_default(), origin),
         _ => node.append_pieces(buffer, q0, q1, pieces.into_iter(), origin),

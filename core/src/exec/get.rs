@@ -42,8 +42,10 @@ pub fn file_or_name(what: &'static str, file: Option<String>, name: &str) -> Res
 /// stays where it was. Whoever read the file (the daemon, or a UI on its
 /// machine) proposes these. A text of more than one piece is replaced
 /// with `ReplacePieces`, its pieces becoming the entries as they are.
-pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, mut pieces: Vec<String>) -> Vec<Proposal> {
-    pieces.retain(|p| !p.is_empty());
+pub fn get_proposals(buf: &Buffer, b: BufferId, file: &str, named: bool, pieces: Vec<String>) -> Vec<Proposal> {
+    // As the entries will be (`edit` packs them the same way), so that
+    // the places below are given at the version the text ends at.
+    let mut pieces = crate::op::packed(pieces);
     let size: usize = pieces.iter().map(String::len).sum();
     let read = || pieces.iter().map(String::as_str);
     // Compared piece by piece: no second copy of a big file. A piece's

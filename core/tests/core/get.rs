@@ -111,7 +111,7 @@ fn a_get_in_pieces_ends_as_the_same_get_in_one_text() {
     while new.len() - cuts.last().unwrap() > apex_core::op::SPLICE_MAX / 2 {
         // Half an entry each: twice the entries one text would make, so
         // a count of the entries by the whole text's size is caught.
-        let mut at = cuts.last().unwrap() + apex_core::op::SPLICE_MAX / 2;
+        let mut at = cuts.last().unwrap() + apex_core::op::SPLICE_MAX / 2 + 8;
         while !new.is_char_boundary(at) {
             at -= 1;
         }
@@ -119,7 +119,9 @@ fn a_get_in_pieces_ends_as_the_same_get_in_one_text() {
     }
     cuts.push(new.len());
     let pieces: Vec<String> = cuts.windows(2).map(|w| new[w[0]..w[1]].to_string()).collect();
-    assert!(pieces.len() > apex_core::op::pieces(&new).len(), "{} pieces", pieces.len());
+    // Packed as entries, they are still more than one text would make.
+    let entries = apex_core::op::packed(pieces.clone()).len();
+    assert!(entries > apex_core::op::pieces(&new).len(), "{entries} entries of {} pieces", pieces.len());
     let kinds = |ps: &[Proposal]| {
         ps.iter().map(|p| format!("{p:?}").split([' ', '{']).next().unwrap().to_string()).collect::<Vec<_>>()
     };
@@ -160,6 +162,23 @@ fn a_get_in_pieces_ends_as_the_same_get_in_one_text() {
         h.node.state.buffer(w.body).unwrap().text.to_string(),
         format!("{}{}", "a".repeat(max + 1), "b".repeat(10))
     );
+    // A thousand tiny pieces (a client's proposal): one entry, not a
+    // thousand.
+    let mut h = host();
+    let w = h.window("/tmp/tiny.txt", "old\n");
+    let version = h.node.state.buffer(w.body).unwrap().version;
+    let pieces: Vec<String> = (0..1000).map(|i| format!("{}", i % 10)).collect();
+    let p = Proposal::ReplacePieces {
+        buffer: w.body,
+        version,
+        q0: 0,
+        q1: 4,
+        pieces: pieces.clone(),
+        origin: Origin::OtherFile,
+    };
+    h.propose(p).unwrap();
+    let b = h.node.state.buffer(w.body).unwrap();
+    assert_eq!((b.text.to_string(), b.version), (pieces.concat(), version + 1));
     // A piece longer than an entry: refused, nothing changed.
     let mut h = host();
     let w = h.window("/tmp/big.txt", "old\n");
