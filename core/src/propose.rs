@@ -202,10 +202,11 @@ pub enum Proposal {
         group: Option<GroupId>,
     },
     /// Replace `q0..q1` with the text of `pieces`, in order, as of
-    /// `version`: a Get of a file over [`crate::op::SPLICE_MAX`] bytes,
-    /// read a piece at a time. Each piece is at most that long and whole
-    /// runes, and becomes one entry as it is, so a 1 GB file's text is
-    /// not copied again on its way into the log.
+    /// `version`: a Get whose text was read in more than one piece. Each
+    /// piece is at most [`crate::op::SPLICE_MAX`] bytes, and the pieces
+    /// become entries as they are (small neighbours joined,
+    /// [`crate::op::packed`]), so a 1 GB file's text is not copied again
+    /// on its way into the log.
     ReplacePieces {
         buffer: BufferId,
         version: u64,

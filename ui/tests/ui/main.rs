@@ -3,6 +3,7 @@
 //! selection, a long wrapped line, a dirty window); the input layer's
 //! scripted sequences; and the real program under Xvfb.
 
+mod bigfile;
 mod fonts;
 mod input;
 mod longedit;
