@@ -159,6 +159,24 @@ impl Changes {
         Iter { changes: self, front: 0, back: self.len(), start: 0 }
     }
 
+    /// Changes `range`, in the list's order, each with its text.
+    pub fn iter_range(&self, range: std::ops::Range<usize>) -> Iter<'_> {
+        let start = match range.is_empty() {
+            true => 0,
+            false => self.start(range.start),
+        };
+        Iter { changes: self, front: range.start, back: range.end, start }
+    }
+
+    /// What changes `range` put in, one after another: a slice of the
+    /// list's one string.
+    pub fn text_of(&self, range: std::ops::Range<usize>) -> &str {
+        match range.is_empty() {
+            true => "",
+            false => &self.text[self.start(range.start)..self.end(range.end - 1)],
+        }
+    }
+
     /// The bytes of text change `i` puts in.
     pub fn text_len(&self, i: usize) -> usize {
         self.end(i) - self.start(i)

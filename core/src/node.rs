@@ -12,6 +12,7 @@
 //! the counters start past the high-water marks in the state it starts from,
 //! so a restored or resumed node never reissues an id.
 
+use crate::changes::Changes;
 use crate::entry::Entry;
 use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, BufferId, Epoch, GroupId, Seq, COUNTER_MAX};
@@ -222,22 +223,23 @@ impl Node {
     /// places hold when it is made, each an entry's worth
     /// ([`crate::op::entry_parts`]); a change whose text is longer than
     /// an entry carries goes alone, as `append_splice` makes it.
-    pub fn append_spots(&mut self, buffer: BufferId, changes: &[(u64, u64, &str)], origin: Origin) -> Result<()> {
+    pub fn append_spots(&mut self, buffer: BufferId, changes: &Changes, origin: Origin) -> Result<()> {
         let shard = Shard::Buffer(buffer);
-        for part in crate::op::entry_parts(changes.len(), |i| changes[i].2.len()).into_iter().rev() {
-            let part = &changes[part];
-            if let [(q0, q1, text)] = part {
+        for part in crate::op::entry_parts(changes.len(), |i| changes.text_len(i)).into_iter().rev() {
+            if part.len() == 1 {
+                let (q0, q1, text) = changes.get(part.start);
                 if text.len() > crate::op::SPLICE_MAX {
-                    self.append_splice(buffer, *q0, *q1, text, origin)?;
+                    self.append_splice(buffer, q0, q1, text, origin)?;
                     continue;
                 }
             }
-            let spots = Spots::pack(part.iter().map(|(q0, q1, text)| Spot {
-                q0: *q0,
-                q1: *q1,
+            let spots = Spots::pack(changes.iter_range(part.clone()).map(|(q0, q1, text)| Spot {
+                q0,
+                q1,
                 inserted: text.chars().count() as u64,
             }))?;
-            let text: String = part.iter().map(|c| c.2).collect();
+            // The part's texts lie one after another in the list's string.
+            let text = changes.text_of(part).to_string();
             self.append(shard, Op::Buffer(BufferOp::Splices { spots, text, origin }))?;
         }
         Ok(())

@@ -495,28 +495,50 @@ fn splices(
     origin: Origin,
     joins: Option<Option<GroupId>>,
 ) -> Result<Option<GroupId>> {
-    let mut rebased = Vec::with_capacity(changes.len());
-    let mut end = 0;
-    // Every edit since `version` at or after the last change (an Edit's
-    // parts proposed before this one): no point moves, and the walk of the
-    // history per change is skipped.
-    let last = changes.iter().map(|(_, q1, _)| q1).max().unwrap_or(0);
+    // The list is in order and apart or refused, so its last change ends
+    // last.
+    let last = changes.iter().next_back().map_or(0, |(_, q1, _)| q1);
     let b = node.state.buffer(buffer)?;
+    // Every edit since `version` at or after the last change (an Edit's
+    // parts proposed before this one): no point moves, the list is
+    // checked as it is, and the walk of the history per change is skipped.
     let unmoved = b.edits_since(version).is_some_and(|mut edits| edits.all(|e| e.q0 >= last));
-    for (q0, q1, text) in changes.iter() {
-        let (r0, r1) = match unmoved {
-            true => node.state.buffer(buffer)?.check_range(q0, q1).map(|()| (q0, q1))?,
-            false => rebase_range(node, buffer, version, q0, q1)?,
-        };
-        if r0 < end {
-            let len = node.state.buffer(buffer)?.len();
-            return Err(Reject::Range { q0: r0, q1: r1, len });
+    let rebased = match unmoved {
+        true => {
+            let (len, mut end, mut empty) = (b.len(), 0, false);
+            for (q0, q1, text) in changes.iter() {
+                if q0 > q1 || q1 > len || q0 < end {
+                    return Err(Reject::Range { q0, q1, len });
+                }
+                end = q1;
+                empty |= q0 == q1 && text.is_empty();
+            }
+            match empty {
+                false => std::borrow::Cow::Borrowed(changes),
+                true => {
+                    let mut kept = changes.clone();
+                    kept.retain(|q0, q1, text| q0 != q1 || !text.is_empty());
+                    std::borrow::Cow::Owned(kept)
+                }
+            }
         }
-        end = r1;
-        if r0 != r1 || !text.is_empty() {
-            rebased.push((r0, r1, text));
+        false => {
+            let mut rebased = crate::changes::Changes::new();
+            let mut end = 0;
+            for (q0, q1, text) in changes.iter() {
+                let (r0, r1) = rebase_range(node, buffer, version, q0, q1)?;
+                if r0 < end {
+                    let len = node.state.buffer(buffer)?.len();
+                    return Err(Reject::Range { q0: r0, q1: r1, len });
+                }
+                end = r1;
+                if r0 != r1 || !text.is_empty() {
+                    rebased.push(r0, r1, text);
+                }
+            }
+            std::borrow::Cow::Owned(rebased)
         }
-    }
+    };
     if rebased.is_empty() {
         return Err(Reject::Empty);
     }
@@ -531,7 +553,7 @@ fn splices(
     if rebased.len() >= MANY {
         node.append_spots(buffer, &rebased, origin)?;
     } else {
-        for (q0, q1, text) in rebased.into_iter().rev() {
+        for (q0, q1, text) in rebased.iter().rev() {
             node.append_splice(buffer, q0, q1, text, origin)?;
         }
     }

@@ -300,6 +300,45 @@ fn many_changes_at_once_rebase_and_a_long_one_goes_in_pieces() {
     assert_eq!(text(&n, b), "> hello world", "one undo group");
 }
 
+/// Many changes proposed at the version the text is at are checked as
+/// they are, not rebased: changes of nothing are left out, and a list out
+/// of order, overlapping or past the end is refused with nothing changed,
+/// however many changes it has.
+#[test]
+fn many_changes_at_the_version_now_are_checked_as_they_are() {
+    let (mut n, b) = setup();
+    let now = version(&n, b);
+    // Each of the 11 runes doubled, a change of nothing after each.
+    let changes: Changes = (0..11u64)
+        .flat_map(|q| {
+            let rune = "hello world".chars().nth(q as usize).unwrap();
+            [(q, q + 1, format!("{rune}{rune}")), (q + 1, q + 1, String::new())]
+        })
+        .collect();
+    let before = n.log.last(Shard::Buffer(b));
+    propose::apply(&mut n, &Proposal::Splices { buffer: b, version: now, changes, origin: Origin::OtherFile }).unwrap();
+    assert_eq!(text(&n, b), "hheelllloo  wwoorrlldd");
+    let entries: Vec<_> = n.log.entries_after(Shard::Buffer(b), before).unwrap().cloned().collect();
+    let made: usize = entries
+        .iter()
+        .map(|e| match &e.op {
+            Op::Buffer(BufferOp::Splices { spots, .. }) => spots.iter().count(),
+            Op::Buffer(BufferOp::Splice { .. }) => 1,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(made, 11, "the changes of nothing left out: {entries:?}");
+    let h = n.state.hash();
+    let now = version(&n, b);
+    let many =
+        |last: (u64, u64)| -> Changes { (0..20u64).map(|q| (q, q + 1, "x")).chain([(last.0, last.1, "y")]).collect() };
+    for (last, why) in [((5, 6), "out of order"), ((19, 21), "overlapping"), ((30, 99), "past the end")] {
+        let p = Proposal::Splices { buffer: b, version: now, changes: many(last), origin: Origin::OtherFile };
+        assert!(matches!(propose::apply(&mut n, &p), Err(Reject::Range { .. })), "{why}");
+        assert_eq!(n.state.hash(), h, "{why}: nothing changed");
+    }
+}
+
 /// An Edit proposed in parts is one undo group while nothing comes
 /// between its parts; a change of another's between them keeps its own
 /// group, and the part after it begins another, so no Undo takes back
