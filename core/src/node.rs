@@ -142,7 +142,7 @@ impl Node {
         };
         op.admissible()?;
         let state = &mut self.state;
-        let entry = self.log.append_applied(shard, self.attachment, epoch, op, |e| state.apply(shard, e))?;
+        let entry = self.log.append_applied(shard, self.attachment, epoch, op, |e| state.apply_admitted(shard, e))?;
         if let Some(j) = &mut self.journal {
             j.push((shard, entry.seq));
         }
@@ -272,7 +272,7 @@ impl Node {
                 if authority {
                     e.op.admissible()?;
                 }
-                state.apply(shard, e)
+                state.apply_admitted(shard, e)
             });
         }
         self.log.check_entry(shard, &entry)?;
