@@ -32,6 +32,9 @@ use std::sync::OnceLock;
 /// Edits inside a run move its bytes, so it is kept short.
 const RUN_MAX: usize = 1024;
 
+/// The room a run's text starts with.
+const RUN_ROOM: usize = 128;
+
 /// How much of [`Text::splice_many`]'s new text is gathered before the
 /// rope builder takes it.
 const GATHER: usize = 32 * 1024;
@@ -122,11 +125,18 @@ impl Run {
 
 /// Runes `q0..q1` of `rope`. Most deletions are one rune (backspace),
 /// which one descent finds; a slice takes two.
+/// Copied chunk by chunk, not through `Display`'s formatting, which costs
+/// more than the rest of a keystroke.
 fn runes(rope: &Rope, q0: usize, q1: usize) -> String {
     match q1 - q0 {
         0 => String::new(),
-        1 => rope.char(q0).to_string(),
-        _ => rope.slice(q0..q1).to_string(),
+        1 => String::from(rope.char(q0)),
+        _ => {
+            let slice = rope.slice(q0..q1);
+            let mut out = String::with_capacity(slice.len_bytes());
+            slice.chunks().for_each(|c| out.push_str(c));
+            out
+        }
     }
 }
 
@@ -218,7 +228,11 @@ impl Text {
             }
             self.rope.insert(q0, text);
         } else {
-            self.run = Some(Run { at: q0, replaced: q1 - q0, text: text.to_string(), chars });
+            // Room for a line's typing from the start: a run grows a rune
+            // at a time, and each growth of its string is a copy.
+            let mut run_text = String::with_capacity(text.len().max(RUN_ROOM));
+            run_text.push_str(text);
+            self.run = Some(Run { at: q0, replaced: q1 - q0, text: run_text, chars });
         }
         removed
     }
