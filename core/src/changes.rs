@@ -49,6 +49,24 @@ pub struct Changes {
     /// The places of wide blocks, each block's in a run.
     wide: Vec<Place>,
     text: String,
+    seen: Seen,
+}
+
+/// What adding the changes found, so that a list made in order (a
+/// whole-file Edit's millions) is sorted, and its changes of nothing
+/// left out, without a pass over it. Each flag says what may be so: a
+/// list split or filtered keeps its flags, which still hold of what is
+/// left.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    /// The last change's place.
+    last: Option<(u64, u64)>,
+    /// A change was added before one added earlier.
+    unordered: bool,
+    /// A change was added starting inside the one added before it.
+    inside: bool,
+    /// A change removes and puts in nothing.
+    empty: bool,
 }
 
 impl Changes {
@@ -79,6 +97,12 @@ impl Changes {
 
     /// Adds `place`, whose text begins at byte `start` of the list's text.
     fn place(&mut self, p: Place, start: u64) {
+        if let Some(before) = self.seen.last {
+            self.seen.unordered |= (p.q0, p.q1) < before;
+            self.seen.inside |= p.q0 < before.1;
+        }
+        self.seen.last = Some((p.q0, p.q1));
+        self.seen.empty |= p.q0 == p.q1 && p.end == start;
         let i = self.near.len();
         if i % BLOCK == 0 {
             self.bases.push(Base { q0: p.q0, start, wide: None });
@@ -186,6 +210,10 @@ impl Changes {
     /// order they were made (stably), and returns where change `follow`
     /// went; `Err(q0)` where a change starts inside the one before it.
     pub fn sort(&mut self, follow: Option<usize>) -> Result<Option<usize>, u64> {
+        // Added in order, none inside the one before: sorted already.
+        if !self.seen.unordered && !self.seen.inside {
+            return Ok(follow);
+        }
         let key = |i: usize| {
             let p = self.whole(i);
             (p.q0, p.q1)
@@ -243,6 +271,13 @@ impl Changes {
         *self = kept;
     }
 
+    /// Leaves out the changes that remove and put in nothing.
+    pub fn drop_empty(&mut self) {
+        if self.seen.empty {
+            self.retain(|q0, q1, text| q0 != q1 || !text.is_empty());
+        }
+    }
+
     /// Gives back the memory past what the list holds (a list taken
     /// apart from its end keeps its room otherwise).
     pub fn shrink_to_fit(&mut self) {
@@ -265,6 +300,10 @@ impl Changes {
             from = p.end;
         }
         tail.text = self.text.split_off(start);
+        self.seen.last = at.checked_sub(1).map(|last| {
+            let p = self.whole(last);
+            (p.q0, p.q1)
+        });
         // What stays: the blocks up to `at`, a wide one's places up to it.
         let blocks = at.div_ceil(BLOCK);
         let first_gone = self.bases[blocks.min(self.bases.len())..].iter().find_map(|b| b.wide);
@@ -495,6 +534,16 @@ mod tests {
             c.push(7, 8, "x");
             proptest::prop_assert_eq!(c.get(cut), (7, 8, "x"));
             proptest::prop_assert!(c.iter().take(cut).eq(model[..cut].iter().map(|(a, b, t)| (*a, *b, t.as_str()))));
+            // What is left, made on after, sorts as the same list made
+            // from the start does (what adding it found carried over).
+            let fresh: Changes = c.iter().collect();
+            let (mut left, mut made_anew) = (c.clone(), fresh.clone());
+            proptest::prop_assert_eq!(left.sort(None), made_anew.sort(None));
+            proptest::prop_assert!(left == made_anew);
+            // Changes of nothing left out, and only those.
+            let mut kept = c.clone();
+            kept.drop_empty();
+            proptest::prop_assert!(kept.iter().eq(c.iter().filter(|(q0, q1, t)| q0 != q1 || !t.is_empty())));
         }
     }
 

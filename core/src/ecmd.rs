@@ -575,11 +575,10 @@ impl Runner<'_> {
             let list = self.changes.get(f).unwrap_or(&empty);
             // How far the changes before change `upto` move a point.
             let shift = |q: u64, upto: usize| -> u64 {
-                let mut p = q as i128;
-                for (q0, q1, text) in list.iter().take(upto) {
-                    p += text.chars().count() as i128 - (q1 - q0) as i128;
-                }
-                p.max(0) as u64
+                // Their texts lie one after another: counted in one go.
+                let put = list.text_of(0..upto).chars().count() as i128;
+                let removed: i128 = list.iter().take(upto).map(|(q0, q1, _)| (q1 - q0) as i128).sum();
+                (q as i128 + put - removed).max(0) as u64
             };
             let r = match *dot {
                 Dot::Changed(i) => {

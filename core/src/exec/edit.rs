@@ -211,7 +211,7 @@ fn apply<H: Host>(h: &mut H, window: Option<WindowId>, g: &Gathered, mut outcome
     // so that no one proposal holds the session while the rest wait.
     for (f, mut changes) in std::mem::take(&mut outcome.changes) {
         let (_, body, version) = g.seen[f];
-        changes.retain(|q0, q1, text| q0 != q1 || !text.is_empty());
+        changes.drop_empty();
         // An Edit that changes nothing here says nothing (acme).
         let mut parts = Parts::new(changes, h.part_changes());
         let count = parts.len();
