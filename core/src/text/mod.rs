@@ -32,6 +32,10 @@ use std::sync::OnceLock;
 /// Edits inside a run move its bytes, so it is kept short.
 const RUN_MAX: usize = 1024;
 
+/// How many runes before a run are read at once when backspacing
+/// reaches past its start.
+const LEFT_RUNES: usize = 32;
+
 /// The room a run's text starts with.
 const RUN_ROOM: usize = 128;
 
@@ -57,6 +61,12 @@ struct Run {
     replaced: usize,
     text: String,
     chars: usize,
+    /// The last `left_chars` runes of the rope before `at`, read when a
+    /// deletion first reaches past the run's start: backspacing over
+    /// older text takes each rune from here, not from a descent of the
+    /// rope per keystroke.
+    left: String,
+    left_chars: usize,
 }
 
 impl Run {
@@ -89,6 +99,20 @@ impl Run {
         }
     }
 
+    /// The `n` runes of `rope` just before the run's start, taken off
+    /// what is kept of them (read again, [`LEFT_RUNES`] or `n` of them,
+    /// when fewer are kept).
+    fn take_left(&mut self, rope: &Rope, n: usize) -> String {
+        if n > self.left_chars {
+            let want = n.max(LEFT_RUNES).min(self.at);
+            self.left = runes(rope, self.at - want, self.at);
+            self.left_chars = want;
+        }
+        let cut = byte_of_rune(&self.left, self.left_chars - n);
+        self.left_chars -= n;
+        self.left.split_off(cut)
+    }
+
     /// Joins the splice of `q0..q1` (touching the run) into it, returning
     /// the runes it removed. `rope` is the text without the run.
     fn join(&mut self, rope: &Rope, q0: usize, q1: usize, text: &str, chars: usize) -> String {
@@ -97,7 +121,7 @@ impl Run {
         let mut removed = String::new();
         // Runes before the run come out of the rope: the run starts earlier.
         if q0 < left {
-            removed = runes(rope, q0, left);
+            removed = self.take_left(rope, left - q0);
             self.replaced += left - q0;
             self.at = q0;
         }
@@ -232,7 +256,8 @@ impl Text {
             // at a time, and each growth of its string is a copy.
             let mut run_text = String::with_capacity(text.len().max(RUN_ROOM));
             run_text.push_str(text);
-            self.run = Some(Run { at: q0, replaced: q1 - q0, text: run_text, chars });
+            self.run =
+                Some(Run { at: q0, replaced: q1 - q0, text: run_text, chars, left: String::new(), left_chars: 0 });
         }
         removed
     }
@@ -464,5 +489,45 @@ mod tests {
         assert_eq!(removed, gone);
         assert_eq!(text.to_string(), want.iter().collect::<String>());
         assert_eq!(text.len_chars(), want.len());
+    }
+
+    proptest::proptest! {
+        /// Typing and backspacing far past where a run began (the runes
+        /// before it read in batches), deleting forward, moving, over
+        /// runes of every width, with reads between: the same as the
+        /// edits made on a list of runes, each returning what it removed.
+        #[test]
+        fn backspacing_past_a_run_s_start_takes_the_runes_before_it(
+            start in "[aé€😀\n]{0,120}",
+            edits in proptest::collection::vec(
+                (0u8..6, 0usize..1000, 0usize..80, "[xé😀]{0,3}", proptest::bool::weighted(0.1)),
+                0..120,
+            ),
+        ) {
+            let mut text = Text::from(start.as_str());
+            let mut want: Vec<char> = start.chars().collect();
+            let mut at = 0;
+            for (kind, pos, n, put, read) in edits {
+                let len = want.len();
+                let q = at.min(len);
+                // Mostly one rune at a time, sometimes more than are read at once.
+                let k = if n < 40 { 1 } else { n - 39 };
+                let (q0, q1, put) = match kind {
+                    0 => (pos % (len + 1), pos % (len + 1), put),
+                    1 | 2 => (q, q, put),
+                    3 | 4 => (q - k.min(q), q, String::new()),
+                    _ => (q, q + k.min(len - q), String::new()),
+                };
+                let removed = text.splice(q0, q1, &put);
+                let gone: String = want.splice(q0..q1, put.chars()).collect();
+                proptest::prop_assert_eq!(removed, gone, "{}..{} {:?}", q0, q1, put);
+                at = q0 + put.chars().count();
+                if read {
+                    proptest::prop_assert_eq!(text.to_string(), want.iter().collect::<String>());
+                }
+            }
+            proptest::prop_assert_eq!(text.to_string(), want.iter().collect::<String>());
+            proptest::prop_assert_eq!(text.len_chars(), want.len());
+        }
     }
 }
