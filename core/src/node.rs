@@ -33,7 +33,15 @@ const GIVE_BACK: usize = 64 << 20;
 #[derive(Debug)]
 pub struct Node {
     pub attachment: AttachmentId,
+    /// Changed through the node's methods, which keep it in step with
+    /// `log`.
     pub state: State,
+    /// Changed through the node's methods too: the state takes an entry
+    /// the log has checked without checking it again
+    /// (`State::apply_admitted`), so the log's leases and last seqs must
+    /// stay the state's. `Log`'s own lease calls (`grant`, `release`,
+    /// ...) and `push` are for a log of its own (the registry's, a test's
+    /// authority): made on a node's log, they leave its state behind.
     pub log: Log,
     /// The shards this node leads, with the epoch it leads them at.
     epochs: BTreeMap<Shard, Epoch>,

@@ -10,9 +10,9 @@
 //!   person's B2 is, beside `vim -es`, `nvim -es` and `sed` (those three
 //!   writing the file too), timed alone as the peers are, and the
 //!   daemon's peak resident memory during it, against the text's size;
-//!   then, run again beside another client looking every millisecond,
-//!   the longest that client's Tstat and read of the root's `index`
-//!   took, against their usual time;
+//!   then, once all were, each run again beside another client looking
+//!   every millisecond: the longest that client's Tstat and read of the
+//!   root's `index` took, against their usual time;
 //! - `Undo` of the substitution and `Redo`, and the memory after Undo;
 //! - open: a window's `get` of the file until its body reads, beside
 //!   `vim -es` and `nvim -es` opening and quitting, and reading the file
@@ -723,6 +723,8 @@ fn main() {
             // sam's y takes the empty text after the last newline too.
             ("Edit ,y/\\n/c/ /", "%s/.*/ /", "s/.*/ /", " "),
         ];
+        // What each command made (sed's text), for its second run below.
+        let mut made = Vec::new();
         for (i, (command, vim_ex, sed_script, sam_more)) in commands.iter().enumerate() {
             w.replace_body(text.as_bytes()).await;
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -770,10 +772,13 @@ fn main() {
                     secs(redo)
                 );
             }
-            // Another client looking at the daemon every millisecond
-            // while the command runs again: a run of its own, as on two
-            // cores its looks take time from the command, and the peers
-            // run with nothing beside them.
+            made.push(sed_out);
+        }
+        // Each command again, beside another client looking at the
+        // daemon every millisecond, once all were timed and measured
+        // alone: on two cores its looks take time from the command, and
+        // the peers run with nothing beside them.
+        for ((command, ..), want) in commands.iter().zip(&made) {
             w.replace_body(text.as_bytes()).await;
             let done = Arc::new(AtomicBool::new(false));
             let (other, other_root) = apexd.client().await;
@@ -782,8 +787,9 @@ fn main() {
             let beside = w.run(command).await;
             done.store(true, Ordering::Relaxed);
             let seen = watcher.await.unwrap();
+            assert!(w.read("body").await == *want, "{command} beside another client: not sed's text");
             println!(
-                "{:<26} another client's Tstat and root index read: usual {:.0} us, longest {:.1} ms while it ran again beside them ({})",
+                "{:<26} {command}: another client's Tstat and root index read: usual {:.0} us, longest {:.1} ms while it ran ({})",
                 "",
                 seen.usual.as_secs_f64() * 1e6,
                 seen.longest.as_secs_f64() * 1e3,
