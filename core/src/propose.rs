@@ -517,7 +517,7 @@ fn splices(
                 false => std::borrow::Cow::Borrowed(changes),
                 true => {
                     let mut kept = changes.clone();
-                    kept.retain(|q0, q1, text| q0 != q1 || !text.is_empty());
+                    kept.drop_empty();
                     std::borrow::Cow::Owned(kept)
                 }
             }

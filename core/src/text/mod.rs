@@ -148,9 +148,9 @@ impl Run {
 }
 
 /// Runes `q0..q1` of `rope`. Most deletions are one rune (backspace),
-/// which one descent finds; a slice takes two.
-/// Copied chunk by chunk, not through `Display`'s formatting, which costs
-/// more than the rest of a keystroke.
+/// which one descent finds; a slice takes two. Copied chunk by chunk, not
+/// through `Display`'s formatting, which costs more than the rest of a
+/// keystroke.
 fn runes(rope: &Rope, q0: usize, q1: usize) -> String {
     match q1 - q0 {
         0 => String::new(),
