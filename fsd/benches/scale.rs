@@ -717,15 +717,35 @@ fn main() {
 
         }
 
-        let commands: [(&str, &str, &str, &str); 3] = [
-            ("Edit ,s/a/b/g", "%s/a/b/g", "s/a/b/g", ""),
-            ("Edit ,x/^\\n/d", "g/^$/d", "/^$/d", ""),
-            // sam's y takes the empty text after the last newline too.
-            ("Edit ,y/\\n/c/ /", "%s/.*/ /", "s/.*/ /", " "),
+        /// A whole-file command, as apex, vim and sed say it; what sam
+        /// adds to sed's text; and the regex crate's way, its
+        /// `replace_all` over the flat text in process: the floor of any
+        /// substitution by regex.
+        struct WholeFile {
+            apex: &'static str,
+            vim: &'static str,
+            sed: &'static str,
+            sam_more: &'static str,
+            regex: (&'static str, &'static str),
+        }
+        let commands = [
+            WholeFile { apex: "Edit ,s/a/b/g", vim: "%s/a/b/g", sed: "s/a/b/g", sam_more: "", regex: ("a", "b") },
+            WholeFile { apex: "Edit ,x/^\\n/d", vim: "g/^$/d", sed: "/^$/d", sam_more: "", regex: ("(?m)^\\n", "") },
+            // sam's y takes the empty text after the last newline too (as
+            // the regex crate's empty match there).
+            WholeFile {
+                apex: "Edit ,y/\\n/c/ /",
+                vim: "%s/.*/ /",
+                sed: "s/.*/ /",
+                sam_more: " ",
+                regex: ("[^\\n]*", " "),
+            },
         ];
         // What each command made (sed's text), for its second run below.
         let mut made = Vec::new();
-        for (i, (command, vim_ex, sed_script, sam_more)) in commands.iter().enumerate() {
+        for (i, WholeFile { apex: command, vim: vim_ex, sed: sed_script, sam_more, regex: (re, with) }) in
+            commands.iter().enumerate()
+        {
             w.replace_body(text.as_bytes()).await;
             tokio::time::sleep(Duration::from_millis(300)).await;
             reset_peak(apexd.pid());
@@ -754,6 +774,23 @@ fn main() {
             }
             let [(vim, vim_took), (nvim, nvim_took)] = peers;
             row(command, took, &[(vim, vim_took), (nvim, nvim_took), ("sed", sed_took)]);
+            let re = regex::Regex::new(re).unwrap();
+            let floor = (0..3)
+                .map(|_| {
+                    let started = Instant::now();
+                    let out = re.replace_all(&text, *with);
+                    let took = started.elapsed();
+                    assert!(out.as_bytes() == sed_out, "{command}: the regex crate's text is not sed's");
+                    took
+                })
+                .min()
+                .unwrap();
+            println!(
+                "{:<26} floor: the regex crate's replace_all over the flat text in process {} (apex at {:.2}x of it)",
+                "",
+                secs(floor),
+                took.as_secs_f64() / floor.as_secs_f64()
+            );
             println!(
                 "{:<26} daemon memory: {before:.0} MiB before, peak {peak:.0} MiB ({:.2}x the text), {after:.0} MiB after",
                 "",
@@ -778,7 +815,7 @@ fn main() {
         // daemon every millisecond, once all were timed and measured
         // alone: on two cores its looks take time from the command, and
         // the peers run with nothing beside them.
-        for ((command, ..), want) in commands.iter().zip(&made) {
+        for (WholeFile { apex: command, .. }, want) in commands.iter().zip(&made) {
             w.replace_body(text.as_bytes()).await;
             let done = Arc::new(AtomicBool::new(false));
             let (other, other_root) = apexd.client().await;

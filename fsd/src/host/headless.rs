@@ -35,6 +35,8 @@ pub struct DaemonHost {
     scope: crate::access::Scope,
     /// Set by a kill of the job this command runs as (`Kill Edit`).
     stop: Option<Arc<AtomicBool>>,
+    /// A file's read begun ahead, for the Get of that file.
+    ahead: Option<host::ahead::Ahead>,
 }
 
 /// The session's state under the session's lock (other sessions go on).
@@ -89,6 +91,11 @@ impl DaemonHost {
         let (job, stop) = crate::host::Job::start(&self.daemon, self.n, self.window, command.trim());
         self.stop = Some(stop);
         Some(job)
+    }
+
+    /// The next Get of `ahead`'s file takes its text from it.
+    pub fn read_ahead(&mut self, ahead: Option<host::ahead::Ahead>) {
+        self.ahead = ahead;
     }
 
     fn block<T, E: std::fmt::Display>(
@@ -165,7 +172,8 @@ impl Host for DaemonHost {
 
     fn get(&mut self, buffer: BufferId, file: Option<&str>) -> Result<(), ExecError> {
         let file = file.map(str::to_string);
-        self.block(host::acme_get(&self.daemon, self.n, buffer, file, host::Reading::Here))?;
+        let reading = self.ahead.take().map_or(host::Reading::Here, host::Reading::Ahead);
+        self.block(host::acme_get(&self.daemon, self.n, buffer, file, reading))?;
         self.log(buffer, "get");
         Ok(())
     }
@@ -307,7 +315,7 @@ impl Daemon {
         let session = self.session(n)?;
         let rt = tokio::runtime::Handle::current();
         let scope = crate::access::current();
-        let mut h = DaemonHost { daemon: self.clone(), n, session, rt, window, scope, stop: None };
+        let mut h = DaemonHost { daemon: self.clone(), n, session, rt, window, scope, stop: None, ahead: None };
         let done = tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
             let done = f(&mut h);

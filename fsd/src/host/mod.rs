@@ -7,6 +7,7 @@
 //! File and process work happens outside any lock; only the
 //! proposals that record it take their session's lock, briefly.
 
+pub mod ahead;
 pub mod headless;
 
 use crate::daemon::Daemon;
@@ -21,13 +22,15 @@ use std::sync::{Arc, PoisonError};
 use tokio::io::AsyncReadExt;
 
 /// Where a Get reads its file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reading {
     /// On a blocking thread of its own: the Get runs in a task.
     Apart,
     /// On the calling thread, which is a blocking one already (a
     /// command's host): no hand-over to another thread and back.
     Here,
+    /// Read ahead already if the Get is of the file this read is of
+    /// (else, or if it was not, here).
+    Ahead(ahead::Ahead),
 }
 
 /// Replaces buffer `b`'s text with `file`'s (the buffer's name if none;
@@ -47,10 +50,14 @@ pub async fn get(
     let path = file.clone();
     let read = move || apex_sys::files::read_utf8("get", &path);
     let (pieces, said) = match reading {
-        Reading::Here => read()?,
         Reading::Apart => {
             tokio::task::spawn_blocking(read).await.map_err(|source| Error::Task { what: "get", source })??
         }
+        Reading::Ahead(a) if a.path == file => match a.taken().await {
+            Some(done) => done,
+            None => read()?,
+        },
+        Reading::Here | Reading::Ahead(_) => read()?,
     };
     // The log makes room for the file's text first: a full disk refuses
     // the Get unchanged.
@@ -194,14 +201,27 @@ pub async fn put(
 /// there is none, at `address` if given (core's `exec::open`, as B3 on
 /// `file:addr` opens it), and returns the window's acme number. A
 /// directory's window is named with its slash, as acme names it.
-pub async fn open(daemon: &Daemon, session: u64, file: &str, address: Option<&str>) -> Result<u32, Error> {
+///
+/// `ahead` is the file's read if it was begun ahead ([`ahead::ReadAhead`]).
+pub async fn open(
+    daemon: &Daemon,
+    session: u64,
+    file: &str,
+    address: Option<&str>,
+    ahead: Option<ahead::Ahead>,
+) -> Result<u32, Error> {
     crate::access::require_full("opening a file of the daemon's")?;
     let mut name = file.to_string();
     if Path::new(&name).is_dir() && !name.ends_with('/') {
         name.push('/');
     }
     let address = address.map(str::to_string);
-    let window = daemon.with_host(session, None, move |h| exec::open(h, &name, address.as_deref())).await?;
+    let window = daemon
+        .with_host(session, None, move |h| {
+            h.read_ahead(ahead);
+            exec::open(h, &name, address.as_deref())
+        })
+        .await?;
     // Gone again only if something deleted it meanwhile.
     daemon
         .read(session, |s| s.view().state.layout.numbers.get(&window).map(|n| n.0))?

@@ -119,6 +119,15 @@ impl Fsys {
         let msgs = self
             .daemon
             .read(n, |s| crate::session::ctl::parse_session(text, &s.view().state).map_err(Error::from))??;
+        // The files opened, read ahead of their windows' Gets (each read
+        // while the file before it goes into the session); not for a
+        // scope that may not read the daemon's files.
+        let opened = msgs.iter().filter_map(|m| match m {
+            SessionCtl::Open { file, .. } => Some(file.clone()),
+            _ => None,
+        });
+        let full = crate::access::current() == crate::access::Scope::Full;
+        let mut ahead = host::ahead::ReadAhead::new(opened.filter(|_| full));
         for msg in msgs {
             let request = format!("ctl {msg:?}");
             let propose = |p: Proposal| async { self.daemon.propose(n, &request, p).await.map(|_| ()) };
@@ -155,7 +164,8 @@ impl Fsys {
                     reply += &format!("{}\n", id.0);
                 }
                 SessionCtl::Open { file, address } => {
-                    let number = host::open(&self.daemon, n, &file, address.as_deref()).await?;
+                    let read = ahead.take(&file);
+                    let number = host::open(&self.daemon, n, &file, address.as_deref(), read).await?;
                     reply += &format!("{number}\n");
                 }
             }
