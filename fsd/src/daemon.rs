@@ -33,7 +33,7 @@ use crate::attach::protocol;
 use crate::attach::route;
 use crate::error::Error;
 use crate::persist::durable::Durable;
-use crate::persist::SnapshotJob;
+use crate::persist::{Pace, PutOff, SnapshotJob};
 use crate::registry::{Registry, Shared};
 use crate::session::Session;
 use apex_core::propose::Applied;
@@ -90,7 +90,7 @@ enum Due {
     Compacted,
 }
 
-fn snapshot_due(s: &mut Session) -> Option<Due> {
+fn snapshot_due(s: &mut Session, pace: Pace) -> Option<Due> {
     let Some(persisted) = s.persisted() else {
         if s.ephemeral_log_due() {
             crate::attach::feed::compact_covered(s);
@@ -98,7 +98,7 @@ fn snapshot_due(s: &mut Session) -> Option<Due> {
         }
         return None;
     };
-    if let Some(job) = persisted.snapshot_due(&s.view().state) {
+    if let Some(job) = persisted.snapshot_due(&s.view().state, pace) {
         crate::attach::feed::compact_covered(s);
         return Some(Due::Snapshot(job));
     }
@@ -130,6 +130,10 @@ fn write_snapshot(due: Option<Due>) {
         None => {}
     }
 }
+
+/// How long a session must take no entries for a snapshot put off while
+/// they came in to be written.
+const SNAPSHOT_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How long no entries must be let go before what they held is given
 /// back.
@@ -212,7 +216,7 @@ impl Daemon {
     /// the size over restarts that never got to snapshot it).
     pub fn snapshot_restored(&self) {
         for shared in self.all() {
-            let job = snapshot_due(&mut shared.lock().expect("session lock"));
+            let job = snapshot_due(&mut shared.lock().expect("session lock"), Pace::Quiet);
             write_snapshot(job);
         }
     }
@@ -227,21 +231,53 @@ impl Daemon {
     pub fn change<R>(&self, number: u64, f: impl FnOnce(&mut Session, u64) -> R) -> Result<R, Error> {
         let now = self.now_ms();
         let shared = self.session(number)?;
-        let (r, timer, snapshot) = {
+        let (r, timer, snapshot, put_off) = {
             let mut s = shared.lock().expect("session lock");
             let s = &mut *s;
             s.begin_change(now);
             let r = f(s, now);
             // A change the log did not take was undone: its writer hears why.
             let r = s.settle_change().map(|()| r).map_err(Error::Log);
-            (r, s.hub_mut().arm_timer(), snapshot_due(s))
+            let snapshot = snapshot_due(s, Pace::Busy);
+            let put_off = s.persisted().filter(|p| p.snapshot_put_off()).map(|p| p.put_off.clone());
+            (r, s.hub_mut().arm_timer(), snapshot, put_off)
         };
         self.changed_in(number);
         write_snapshot(snapshot);
+        if let Some(put_off) = put_off {
+            self.snapshot_at_pause(number, put_off);
+        }
         if let Some(armed) = timer {
             tokio::spawn(self.clone().run_timer(number, armed));
         }
         r
+    }
+
+    /// Writes session `number`'s snapshot, due but put off while its
+    /// entries came in, once it has had none for [`SNAPSHOT_PAUSE`]: one
+    /// timer a burst, pushed on by each change of it.
+    fn snapshot_at_pause(&self, number: u64, put_off: Arc<PutOff>) {
+        put_off.last_ms.store(self.now_ms(), Ordering::Relaxed);
+        if put_off.waiting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let daemon = self.clone();
+        tokio::spawn(async move {
+            let pause = SNAPSHOT_PAUSE.as_millis() as u64;
+            loop {
+                let since = daemon.now_ms().saturating_sub(put_off.last_ms.load(Ordering::Relaxed));
+                if since >= pause {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(pause - since)).await;
+            }
+            put_off.waiting.store(false, Ordering::Release);
+            // (A session deleted meanwhile has nothing to write.)
+            if let Ok(shared) = daemon.session(number) {
+                let job = snapshot_due(&mut shared.lock().expect("session lock"), Pace::Quiet);
+                write_snapshot(job);
+            }
+        });
     }
 
     /// Keeps what one reader holds for itself in session `number` (where

@@ -108,7 +108,8 @@ struct Args {
     /// is said.
     #[arg(long, default_value_t = apex_sys::shell::OUTPUT_MAX, value_name = "BYTES")]
     max_output: u64,
-    /// Write a session's snapshot once its log has grown by this much.
+    /// Write a session's snapshot once its log has grown by this much and
+    /// the session pauses (or by twice this, however busy).
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", hide = true)]
     snapshot_bytes: u64,
     /// The most bytes open `snapshot` files of different moments may hold

@@ -12,10 +12,14 @@
 //! An entry is in its segment (write(2)) before anyone sees it or it is
 //! acknowledged; `durable.rs` syncs by the `--sync` policy. When a
 //! session's log has grown by `snapshot_bytes` since its last snapshot,
-//! the next segment is started and a copy of the state (ropes and undo
-//! groups shared) is written as the snapshot covering the ones before,
-//! off the session's lock; then those segments are deleted. A restart
-//! decodes the newest snapshot and replays the segments after it.
+//! and the session pauses (or at once, once the log has grown by twice
+//! that: a burst of entries, a thousand files opened, is not slowed by a
+//! snapshot written beside it, and a restart replays at most twice
+//! `snapshot_bytes`), the next segment is started and a copy of the state
+//! (ropes and undo groups shared) is written as the snapshot covering the
+//! ones before, off the session's lock; then those segments are deleted.
+//! A restart decodes the newest snapshot and replays the segments after
+//! it.
 
 pub mod check;
 pub mod durable;
@@ -470,13 +474,33 @@ fn set_aside(dir: &Path, path: &Path, len: u64, later: &[(u64, PathBuf)]) -> Res
     Ok(aside)
 }
 
-/// A session's side of the store: its log, and whether a snapshot is
-/// being written.
+/// A session's side of the store: its log, whether a snapshot is being
+/// written, and whether one that fell due waits for the session to pause.
 pub struct Persisted {
     pub wal: Arc<Mutex<Wal>>,
     pub uuid: [u8; 16],
     pub snapshot_bytes: u64,
     pub snapshotting: Arc<std::sync::atomic::AtomicBool>,
+    pub put_off: Arc<PutOff>,
+}
+
+/// A due snapshot put off while entries still come in: when it was last
+/// put off (on the daemon's clock), and whether a timer waits for the
+/// pause.
+#[derive(Default)]
+pub struct PutOff {
+    pub last_ms: std::sync::atomic::AtomicU64,
+    pub waiting: std::sync::atomic::AtomicBool,
+}
+
+/// Whether a due snapshot is taken now, or put off unless the log has
+/// grown by twice the size a snapshot is due at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Entries are coming in (a change was just made).
+    Busy,
+    /// The session paused (or was just restored).
+    Quiet,
 }
 
 impl Persisted {
@@ -489,6 +513,7 @@ impl Persisted {
             uuid,
             snapshot_bytes: options.snapshot_bytes,
             snapshotting: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            put_off: Arc::new(PutOff::default()),
         })
     }
 
@@ -562,13 +587,19 @@ impl Persisted {
         }
     }
 
-    /// If the log has grown enough: starts the next segment and takes a
-    /// copy of `state` (under the session's lock, cheap), for a snapshot
-    /// written after the lock is let go.
-    pub fn snapshot_due(&self, state: &State) -> Option<SnapshotJob> {
+    /// If the log has grown enough (by twice as much while `pace` is
+    /// busy): starts the next segment and takes a copy of `state` (under
+    /// the session's lock, cheap), for a snapshot written after the lock
+    /// is let go. A snapshot due but put off is said by
+    /// [`Persisted::snapshot_put_off`].
+    pub fn snapshot_due(&self, state: &State, pace: Pace) -> Option<SnapshotJob> {
         use std::sync::atomic::Ordering;
         let mut wal = self.wal.lock().expect("wal lock");
-        if wal.since_snapshot < self.snapshot_bytes || wal.broken.is_some() {
+        let due = match pace {
+            Pace::Busy => self.snapshot_bytes.saturating_mul(2),
+            Pace::Quiet => self.snapshot_bytes,
+        };
+        if wal.since_snapshot < due || wal.broken.is_some() {
             return None;
         }
         if self.snapshotting.swap(true, Ordering::AcqRel) {
@@ -588,6 +619,17 @@ impl Persisted {
                 None
             }
         }
+    }
+}
+
+impl Persisted {
+    /// Whether a snapshot is due but was put off: the log has grown by
+    /// the size one is due at, and none is being written.
+    pub fn snapshot_put_off(&self) -> bool {
+        let wal = self.wal.lock().expect("wal lock");
+        wal.since_snapshot >= self.snapshot_bytes
+            && wal.broken.is_none()
+            && !self.snapshotting.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 

@@ -859,3 +859,45 @@ async fn restarts_snapshot_give_room_back_and_a_small_disk_takes_writes() {
     let b = lines(&c, root, 20).await;
     assert!(text(read(&c, root, &format!("main/buffers/{b}/body")).await.unwrap()).contains("line 19\n"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_due_in_a_burst_waits_for_a_pause_or_twice_its_size() {
+    let mut k = Kept::new("pause");
+    k.start(&[], &["--snapshot-bytes", "100000"]);
+    let (c, root) = k.client().await;
+    let b = new_buffer(&c, root).await;
+    let dir = k.session_dir("main");
+    let path = format!("main/buffers/{b}/body");
+    // The newest segment's number: a snapshot starts the next.
+    let segments_now = |dir: &Path| apex_fsd::persist::wal::segments(dir).unwrap().last().map_or(0, |(n, _)| *n);
+    let started = segments_now(&dir);
+    // One and a half times the size: due, but put off while entries come.
+    write(&c, root, &path, &"a".repeat(150_000)).await.unwrap();
+    let replied = Instant::now();
+    let right_after = segments_now(&dir);
+    // (Unless this test was held up past the pause itself.)
+    if replied.elapsed() < Duration::from_millis(100) {
+        assert_eq!(right_after, started, "a snapshot (its segment started) in the midst of a burst");
+    }
+    // Past twice the size: at once, however busy.
+    write(&c, root, &path, &"b".repeat(60_000)).await.unwrap();
+    assert_eq!(segments_now(&dir), started + 1, "no snapshot at twice the size");
+    // Due again, then a pause: written within it.
+    write(&c, root, &path, &"c".repeat(120_000)).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while segments_now(&dir) < started + 2 {
+        assert!(Instant::now() < deadline, "no snapshot after the pause: {:?}", segments(&dir));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let snap = dir.join(apex_fsd::persist::snapshot::FILE);
+    while !snap.exists() || segments(&dir).len() > 1 {
+        assert!(Instant::now() < deadline, "the snapshot is not written, or covers nothing: {:?}", segments(&dir));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(c);
+    k.stop();
+    let want = format!("{}{}{}", "a".repeat(150_000), "b".repeat(60_000), "c".repeat(120_000));
+    assert!(body(&k.replayed("main"), b) == want, "the snapshot and the log after it hold every write");
+    let (report, ok) = k.check();
+    assert!(ok, "{report}");
+}
