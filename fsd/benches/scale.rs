@@ -331,6 +331,11 @@ fn held_row(when: &str, pid: u32, before: f64, mib: f64) {
     );
 }
 
+/// How long the daemon is left after a big write (a body replaced)
+/// before what follows is timed: its snapshot, put off until the session
+/// pauses, is written meanwhile.
+const SETTLE: Duration = Duration::from_millis(1500);
+
 async fn many_files(base: &Path) {
     let dir = base.join("many");
     let files = dir.join("files");
@@ -358,6 +363,9 @@ async fn many_files(base: &Path) {
         windows.push(number.split_whitespace().next().unwrap().to_string());
     }
     let opened = t.elapsed();
+    // The session's snapshot, put off while the files came in, written
+    // before the peers are timed, not beside them.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let last = Window { c: &c, root, number: windows.last().unwrap().clone() };
     assert_eq!(last.read("body").await, format!("file {}\n{text}", MANY - 1).into_bytes(), "the last file read");
     let in_process = {
@@ -371,7 +379,6 @@ async fn many_files(base: &Path) {
     let [(vim, vim_took), (nvim, nvim_took)] = vim_opens;
     let name = format!("open {MANY} files of {} KB", EACH >> 10);
     row(&name, opened, &[(vim, vim_took.clone()), (nvim, nvim_took.clone()), ("read+rope in process", Ok(in_process))]);
-    tokio::time::sleep(Duration::from_secs(2)).await;
     held_row("", apexd.pid(), before, mib);
     println!("{:<26} (above: acme's way, new/ctl then `name` and `get`, one file at a time)", "");
     // `apex open` of them all, as a user opens many files (B's way), in
@@ -747,7 +754,9 @@ fn main() {
             commands.iter().enumerate()
         {
             w.replace_body(text.as_bytes()).await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            // The snapshot the replacement made due, put off until the
+            // session pauses, written before the command is timed.
+            tokio::time::sleep(SETTLE).await;
             reset_peak(apexd.pid());
             let (before, _) = memory(apexd.pid());
             let took = w.run(command).await;
@@ -820,7 +829,7 @@ fn main() {
             let done = Arc::new(AtomicBool::new(false));
             let (other, other_root) = apexd.client().await;
             let watcher = tokio::spawn(watch(other, other_root, done.clone()));
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            tokio::time::sleep(SETTLE).await;
             let beside = w.run(command).await;
             done.store(true, Ordering::Relaxed);
             let seen = watcher.await.unwrap();
