@@ -239,13 +239,13 @@ impl Daemon {
             // A change the log did not take was undone: its writer hears why.
             let r = s.settle_change().map(|()| r).map_err(Error::Log);
             let snapshot = snapshot_due(s, Pace::Busy);
-            let put_off = s.persisted().filter(|p| p.snapshot_put_off()).map(|p| p.put_off.clone());
+            let put_off = s.persisted().and_then(|p| Some((p.put_off.clone(), p.snapshot_put_off()?)));
             (r, s.hub_mut().arm_timer(), snapshot, put_off)
         };
         self.changed_in(number);
         write_snapshot(snapshot);
-        if let Some(put_off) = put_off {
-            self.snapshot_at_pause(number, put_off);
+        if let Some((put_off, since)) = put_off {
+            self.snapshot_at_pause(number, put_off, since);
         }
         if let Some(armed) = timer {
             tokio::spawn(self.clone().run_timer(number, armed));
@@ -253,11 +253,15 @@ impl Daemon {
         r
     }
 
-    /// Writes session `number`'s snapshot, due but put off while its
-    /// entries came in, once it has had none for [`SNAPSHOT_PAUSE`]: one
-    /// timer a burst, pushed on by each change of it.
-    fn snapshot_at_pause(&self, number: u64, put_off: Arc<PutOff>) {
-        put_off.last_ms.store(self.now_ms(), Ordering::Relaxed);
+    /// Writes session `number`'s snapshot, due but put off while its log
+    /// grew (to `since` bytes since the last), once it has grown no more
+    /// for [`SNAPSHOT_PAUSE`]: one timer a burst, pushed on by each change
+    /// that adds to the log. A snapshot still being written when the pause
+    /// comes is waited for, and this one written after it.
+    fn snapshot_at_pause(&self, number: u64, put_off: Arc<PutOff>, since: u64) {
+        if put_off.seen.swap(since, Ordering::Relaxed) != since {
+            put_off.grew_ms.store(self.now_ms(), Ordering::Relaxed);
+        }
         if put_off.waiting.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -265,17 +269,30 @@ impl Daemon {
         tokio::spawn(async move {
             let pause = SNAPSHOT_PAUSE.as_millis() as u64;
             loop {
-                let since = daemon.now_ms().saturating_sub(put_off.last_ms.load(Ordering::Relaxed));
-                if since >= pause {
-                    break;
+                loop {
+                    let quiet = daemon.now_ms().saturating_sub(put_off.grew_ms.load(Ordering::Relaxed));
+                    if quiet >= pause {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(pause - quiet)).await;
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(pause - since)).await;
-            }
-            put_off.waiting.store(false, Ordering::Release);
-            // (A session deleted meanwhile has nothing to write.)
-            if let Ok(shared) = daemon.session(number) {
-                let job = snapshot_due(&mut shared.lock().expect("session lock"), Pace::Quiet);
+                // A change from here on starts a timer of its own.
+                put_off.waiting.store(false, Ordering::Release);
+                // (A session deleted meanwhile has nothing to write.)
+                let Ok(shared) = daemon.session(number) else { return };
+                let (job, after_the_one_written) = {
+                    let mut s = shared.lock().expect("session lock");
+                    let job = snapshot_due(&mut s, Pace::Quiet);
+                    let waits = |p: &crate::persist::Persisted| p.snapshot_put_off().is_some() && p.writing_snapshot();
+                    let after = !matches!(job, Some(Due::Snapshot(_))) && s.persisted().is_some_and(waits);
+                    (job, after)
+                };
                 write_snapshot(job);
+                // Waited for again, unless a change's timer waits already.
+                if !after_the_one_written || put_off.waiting.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                put_off.grew_ms.store(daemon.now_ms(), Ordering::Relaxed);
             }
         });
     }

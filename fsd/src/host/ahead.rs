@@ -6,8 +6,11 @@
 //!
 //! A file is read ahead only if it is a regular file of at most
 //! [`AHEAD_MOST`] bytes, so what is held waiting is bounded
-//! ([`READS_AHEAD`] of them); anything else, and any read that failed, is
-//! read by its Get as it would have been, so what it says is as of then.
+//! ([`READS_AHEAD`] of them); anything else, any read that failed, and a
+//! file changed since it was read ahead (its inode, size, modification or
+//! change time not as they were before the read) is read by its Get as it
+//! would have been, so what the Get loads and says is as of then: a Put
+//! never writes back a text older than the file's.
 
 use apex_core::text::Decoded;
 use std::collections::VecDeque;
@@ -16,23 +19,40 @@ use tokio::task::JoinHandle;
 /// How many files are read ahead at once.
 const READS_AHEAD: usize = 2;
 
-/// The largest file read ahead: a big one is read by its Get, so two are
-/// never held at once.
+/// The largest file read ahead: a bigger one is read by its Get, so what
+/// waits to be taken is at most [`READS_AHEAD`] times this.
 const AHEAD_MOST: u64 = 8 << 20;
 
 /// A file's text as a Get reads it.
 pub type Read = (Vec<String>, Decoded);
 
+/// What says a file is as it was: its device and inode, size, and
+/// modification and change times, to the nanosecond.
+#[derive(Debug, PartialEq, Eq)]
+struct Stamp([i64; 7]);
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        let (dev, ino, len) = (meta.dev() as i64, meta.ino() as i64, meta.len() as i64);
+        Stamp([dev, ino, len, meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec()])
+    }
+}
+
 /// One file's read, begun.
 pub struct Ahead {
     pub path: String,
-    read: JoinHandle<Option<Read>>,
+    read: JoinHandle<Option<(Stamp, Read)>>,
 }
 
 impl Ahead {
-    /// The file's text if it was read ahead and the read succeeded.
+    /// The file's text if it was read ahead, the read succeeded and the
+    /// file is as it was before it was read. Waits for the read (a stat
+    /// after it): call it on a blocking thread or in a task.
     pub async fn taken(self) -> Option<Read> {
-        self.read.await.ok().flatten()
+        let (stamp, read) = self.read.await.ok().flatten()?;
+        let now = std::fs::metadata(&self.path).ok()?;
+        (Stamp::of(&now) == stamp).then_some(read)
     }
 }
 
@@ -83,13 +103,15 @@ impl Drop for ReadAhead {
 }
 
 /// `path`'s text as [`apex_sys::files::read_utf8`] reads it, if it is a
-/// regular file small enough to read ahead and could be read.
-fn read_small(path: &str) -> Option<Read> {
+/// regular file small enough to read ahead and could be read, with the
+/// file's stamp from before the read (a change during it shows as one
+/// after).
+fn read_small(path: &str) -> Option<(Stamp, Read)> {
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > AHEAD_MOST {
         return None;
     }
-    apex_sys::files::read_utf8("get", path).ok()
+    Some((Stamp::of(&meta), apex_sys::files::read_utf8("get", path).ok()?))
 }
 
 #[cfg(test)]
@@ -106,8 +128,9 @@ mod tests {
         std::fs::write(path("two"), b"two \xff\n").unwrap();
         // Sparse: its size alone says it is too big to read ahead.
         std::fs::File::create(path("big")).unwrap().set_len(AHEAD_MOST + 1).unwrap();
+        std::fs::write(path("changed"), "as read ahead\n").unwrap();
         std::fs::write(path("last"), "last\n").unwrap();
-        let names = ["one", "two", "big", "gone", "", "last"];
+        let names = ["one", "two", "big", "gone", "", "changed", "last"];
         let mut ahead = ReadAhead::new(names.iter().map(|n| path(n)));
 
         let one = ahead.take(&path("one")).expect("the first file's read");
@@ -121,6 +144,13 @@ mod tests {
         for name in ["big", "gone", ""] {
             assert!(ahead.take(&path(name)).unwrap().taken().await.is_none(), "{name:?} was read ahead");
         }
+        // A file changed after it was read ahead: its Get reads it anew,
+        // never loading what it no longer holds.
+        let changed = ahead.take(&path("changed")).unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        std::fs::write(path("changed"), "as it is now\n").unwrap();
+        let taken = changed.taken().await.map(|(pieces, _)| pieces.concat());
+        assert!(taken.as_deref() != Some("as read ahead\n"), "the text of before the change was taken");
         // A path out of the list's order is not the next read's.
         assert!(ahead.take(&path("one")).is_none());
         let last = ahead.take(&path("last")).unwrap().taken().await.expect("read");

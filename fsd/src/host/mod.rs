@@ -28,8 +28,8 @@ pub enum Reading {
     /// On the calling thread, which is a blocking one already (a
     /// command's host): no hand-over to another thread and back.
     Here,
-    /// Read ahead already if the Get is of the file this read is of
-    /// (else, or if it was not, here).
+    /// Read ahead already if the Get is of the file this read is of and
+    /// it is unchanged since (else here: on a blocking thread, as `Here`).
     Ahead(ahead::Ahead),
 }
 

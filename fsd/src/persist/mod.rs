@@ -484,12 +484,15 @@ pub struct Persisted {
     pub put_off: Arc<PutOff>,
 }
 
-/// A due snapshot put off while entries still come in: when it was last
-/// put off (on the daemon's clock), and whether a timer waits for the
-/// pause.
+/// A due snapshot put off while entries still come in: the log's size
+/// since the last snapshot as last seen, when it last grew (on the
+/// daemon's clock), and whether a timer waits for the pause. A change
+/// that adds nothing to the log (a read of `data`, an event file opened)
+/// does not hold the snapshot off.
 #[derive(Default)]
 pub struct PutOff {
-    pub last_ms: std::sync::atomic::AtomicU64,
+    pub seen: std::sync::atomic::AtomicU64,
+    pub grew_ms: std::sync::atomic::AtomicU64,
     pub waiting: std::sync::atomic::AtomicBool,
 }
 
@@ -623,13 +626,17 @@ impl Persisted {
 }
 
 impl Persisted {
-    /// Whether a snapshot is due but was put off: the log has grown by
-    /// the size one is due at, and none is being written.
-    pub fn snapshot_put_off(&self) -> bool {
+    /// The log's size since the last snapshot if a snapshot is due but
+    /// was put off (or waits for the one being written): the log has
+    /// grown by the size one is due at.
+    pub fn snapshot_put_off(&self) -> Option<u64> {
         let wal = self.wal.lock().expect("wal lock");
-        wal.since_snapshot >= self.snapshot_bytes
-            && wal.broken.is_none()
-            && !self.snapshotting.load(std::sync::atomic::Ordering::Acquire)
+        (wal.since_snapshot >= self.snapshot_bytes && wal.broken.is_none()).then_some(wal.since_snapshot)
+    }
+
+    /// Whether a snapshot is being written.
+    pub fn writing_snapshot(&self) -> bool {
+        self.snapshotting.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
