@@ -14,8 +14,8 @@
 //! session's log has grown by `snapshot_bytes` since its last snapshot,
 //! and the session pauses (or at once, once the log has grown by twice
 //! that: a burst of entries, a thousand files opened, is not slowed by a
-//! snapshot written beside it, and a restart replays at most twice
-//! `snapshot_bytes`), the next segment is started and a copy of the state
+//! snapshot written beside it, and a restart replays little more than
+//! twice `snapshot_bytes`), the next segment is started and a copy of the state
 //! (ropes and undo groups shared) is written as the snapshot covering the
 //! ones before, off the session's lock; then those segments are deleted.
 //! A restart decodes the newest snapshot and replays the segments after
@@ -623,9 +623,7 @@ impl Persisted {
             }
         }
     }
-}
 
-impl Persisted {
     /// The log's size since the last snapshot if a snapshot is due but
     /// was put off (or waits for the one being written): the log has
     /// grown by the size one is due at.
