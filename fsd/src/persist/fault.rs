@@ -5,8 +5,10 @@
 //! POINT, `POINT:N` the Nth time; `APEXD_FULL_AFTER=BYTES` gives
 //! the log's reservations that much disk in all, then ENOSPC;
 //! `APEXD_WRITES_FAIL_WHILE=PATH` fails every write of the log with EIO
-//! (half of it written) while PATH exists. A build without the feature
-//! has none of them.
+//! (half of it written) while PATH exists; `APEXD_SNAPSHOT_SLOW_MS=N`
+//! makes each snapshot wait N ms before it is written, so a test can
+//! change the session while one is being written. A build without the
+//! feature has none of them.
 
 /// Half of a frame written, then the crash.
 pub const MID_FRAME: &str = "mid-frame";
@@ -38,6 +40,19 @@ pub fn crash_at(point: &str) -> bool {
     {
         let _ = point;
         false
+    }
+}
+
+/// With `APEXD_SNAPSHOT_SLOW_MS=N`, waits N ms (a snapshot being
+/// written, slowly).
+pub fn slow_snapshot() {
+    #[cfg(feature = "fault-injection")]
+    {
+        static SLOW: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+        let slow = SLOW.get_or_init(|| std::env::var("APEXD_SNAPSHOT_SLOW_MS").ok().and_then(|v| v.parse().ok()));
+        if let Some(ms) = *slow {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
     }
 }
 

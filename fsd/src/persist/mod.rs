@@ -651,6 +651,7 @@ impl SnapshotJob {
     /// Writes the snapshot, then deletes the segments it covers.
     pub fn run(self) {
         let started = std::time::Instant::now();
+        fault::slow_snapshot();
         match snapshot::write(&self.dir, self.uuid, self.from_segment, &self.state) {
             Ok(()) => {
                 let mut deleted = 0;

@@ -38,6 +38,7 @@ impl Kept {
         cmd.env("RUST_LOG", "info")
             .env_remove("APEXD_CRASH_AT")
             .env_remove("APEXD_FULL_AFTER")
+            .env_remove("APEXD_SNAPSHOT_SLOW_MS")
             .envs(env.iter().copied());
         let child = cmd.stdout(Stdio::null()).stderr(log).spawn().expect("start apexd");
         self.daemon = Some(child);
@@ -900,6 +901,41 @@ async fn a_snapshot_due_in_a_burst_waits_for_a_pause_or_twice_its_size() {
     k.stop();
     let want = format!("{}{}{}", "a".repeat(150_000), "b".repeat(60_000), "c".repeat(120_000));
     assert!(body(&k.replayed("main"), b) == want, "the snapshot and the log after it hold every write");
+    let (report, ok) = k.check();
+    assert!(ok, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_due_while_another_is_written_follows_it() {
+    let mut k = Kept::new("follows");
+    // Each snapshot takes a second to write.
+    k.start(&[("APEXD_SNAPSHOT_SLOW_MS", "1000")], &["--snapshot-bytes", "100000"]);
+    let (c, root) = k.client().await;
+    let b = new_buffer(&c, root).await;
+    let dir = k.session_dir("main");
+    let path = format!("main/buffers/{b}/body");
+    let newest = |dir: &Path| apex_fsd::persist::wal::segments(dir).unwrap().last().map_or(0, |(n, _)| *n);
+    let started = newest(&dir);
+    // Twice the size: a snapshot at once, written slowly.
+    write(&c, root, &path, &"a".repeat(210_000)).await.unwrap();
+    assert_eq!(newest(&dir), started + 1, "no snapshot at twice the size");
+    // Due again while it is written, then nothing more: the pause comes
+    // while the first is still being written, and this one follows it.
+    write(&c, root, &path, &"b".repeat(120_000)).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while newest(&dir) < started + 2 {
+        assert!(Instant::now() < deadline, "the snapshot due meanwhile was never written: {:?}", segments(&dir));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let snap = dir.join(apex_fsd::persist::snapshot::FILE);
+    while !snap.exists() || segments(&dir).len() > 1 {
+        assert!(Instant::now() < deadline, "the second snapshot is not written: {:?}", segments(&dir));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(c);
+    k.stop();
+    let want = format!("{}{}", "a".repeat(210_000), "b".repeat(120_000));
+    assert!(body(&k.replayed("main"), b) == want, "the snapshots and the log after them hold every write");
     let (report, ok) = k.check();
     assert!(ok, "{report}");
 }
