@@ -11,6 +11,7 @@ use crate::edit::{self, Cmd, EditError, FileCmd, Kind, Loop, Pipe, Position};
 use crate::regx::{Found, Haystack, Regexp, RunesOnward};
 use ropey::Rope;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 type Result<T> = std::result::Result<T, EditError>;
 
@@ -117,8 +118,8 @@ impl<'a> Runner<'a> {
 /// File `f`'s text as one string, made the first time it is asked for.
 /// A free function over the two fields, so a caller may hold it while it
 /// changes the runner's others.
-fn flat<'f>(flats: &'f [std::cell::OnceCell<Haystack>], files: &[EditFile], f: usize) -> &'f Haystack {
-    flats[f].get_or_init(|| Haystack::new(&files[f].text))
+fn flat<'f>(flats: &'f [std::cell::OnceCell<Rc<Haystack>>], files: &[EditFile], f: usize) -> &'f Rc<Haystack> {
+    flats[f].get_or_init(|| Rc::new(Haystack::new(&files[f].text)))
 }
 
 /// How many matches a loop or a substitution goes through between asking
@@ -137,7 +138,9 @@ struct Runner<'a> {
     files: &'a [EditFile],
     /// Each file's text as one string, made when a command first searches
     /// it ([`flat`]): an Edit in one window copies no other window's text.
-    flats: Vec<std::cell::OnceCell<Haystack>>,
+    /// (Shared, so that a loop holds its file's while it runs its command,
+    /// which may search it again.)
+    flats: Vec<std::cell::OnceCell<Rc<Haystack>>>,
     pipes: &'a mut dyn Pipes,
     changes: BTreeMap<usize, Changes>,
     dots: BTreeMap<usize, Dot>,
@@ -405,21 +408,11 @@ impl Runner<'_> {
         Ok(re)
     }
 
-    /// The matches of `re` in `r` of file `f`, as acme's loops find them
-    /// (`looper`): an empty match right after the previous one is passed
-    /// over, and for `y` one at the start of `r` too. The flag says whether
-    /// the last search found nothing (see [`Haystack::step`]).
-    fn matches(&self, f: usize, r: Range, re: &Regexp, skip_at_start: bool, most: usize) -> (Vec<Range>, bool) {
+    /// Whether `re` matches in `r` of file `f` (`g` and `v`).
+    fn hits(&self, f: usize, r: Range, re: &Regexp) -> bool {
         let text = &self.files[f].text;
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
-        let hay = flat(&self.flats, self.files, f);
-        let mut runes = RunesOnward::new(hay, text, start, r.q0);
-        let mut found = Vec::new();
-        let exhausted = hay.step_each(re, start, end, skip_at_start, most, |m| {
-            let m = m.whole();
-            found.push(Range::new(runes.rune_at(m.start), runes.rune_at(m.end)));
-        });
-        (found, exhausted)
+        flat(&self.flats, self.files, f).steps(re, start, end, false).next().is_some()
     }
 
     fn looping(&mut self, f: usize, r: Range, kind: Loop, pattern: Option<&str>, body: &Cmd) -> Result<()> {
@@ -433,27 +426,38 @@ impl Runner<'_> {
         match kind {
             Loop::Matches | Loop::Between => {
                 let re = self.regex(pattern, ".*\\n")?;
-                let (found, exhausted) = self.matches(f, r, &re, kind == Loop::Between, usize::MAX);
-                let ranges = match kind {
-                    Loop::Matches => found,
-                    _ => {
-                        let mut between = Vec::new();
-                        let mut from = r.q0;
-                        for m in found {
-                            between.push(Range::new(from, m.q0));
-                            from = m.q1;
-                        }
-                        if exhausted {
-                            between.push(Range::new(from, r.q1));
-                        }
-                        between
-                    }
-                };
-                for (i, m) in ranges.into_iter().enumerate() {
-                    if i % ASK_EVERY == 0 && self.pipes.interrupted() {
+                // acme's looper finds every range before it runs the
+                // command on any; the text searched does not change while
+                // an Edit runs, so each is run on as found: a loop over a
+                // file's million lines holds none of them.
+                let files = self.files;
+                let text = &files[f].text;
+                let hay = Rc::clone(flat(&self.flats, files, f));
+                let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
+                let mut runes = RunesOnward::new(&hay, text, start, r.q0);
+                let mut steps = hay.steps(&re, start, end, kind == Loop::Between);
+                let mut from = r.q0;
+                let mut i = 0;
+                let mut each = |runner: &mut Self, m: Range| {
+                    if i % ASK_EVERY == 0 && runner.pipes.interrupted() {
                         return Err(EditError::Killed);
                     }
-                    self.cmd(body, f, m)?;
+                    i += 1;
+                    runner.cmd(body, f, m)
+                };
+                for found in steps.by_ref() {
+                    let w = found.whole();
+                    let m = Range::new(runes.rune_at(w.start), runes.rune_at(w.end));
+                    match kind {
+                        Loop::Matches => each(self, m)?,
+                        _ => {
+                            each(self, Range::new(from, m.q0))?;
+                            from = m.q1;
+                        }
+                    }
+                }
+                if kind == Loop::Between && steps.exhausted() {
+                    each(self, Range::new(from, r.q1))?;
                 }
             }
             Loop::Files | Loop::OtherFiles => {
@@ -471,7 +475,7 @@ impl Runner<'_> {
             }
             Loop::If | Loop::Unless => {
                 let re = self.regex(pattern, "")?;
-                let hit = !self.matches(f, r, &re, false, 1).0.is_empty();
+                let hit = self.hits(f, r, &re);
                 if hit == (kind == Loop::If) {
                     self.cmd(body, f, r)?;
                 }
@@ -496,7 +500,7 @@ impl Runner<'_> {
         let mut i = 0;
         let mut killed = false;
         let pipes = &mut self.pipes;
-        hay.step_each(&re, start, end, false, most, |m| {
+        hay.steps(&re, start, end, false).take(most).for_each(|m| {
             i += 1;
             if i % ASK_EVERY == 0 && !killed {
                 killed = pipes.interrupted();

@@ -233,7 +233,7 @@ impl Node {
     /// an entry carries goes alone, as `append_splice` makes it.
     pub fn append_spots(&mut self, buffer: BufferId, changes: &Changes, origin: Origin) -> Result<()> {
         let shard = Shard::Buffer(buffer);
-        for part in crate::op::entry_parts(changes.len(), |i| changes.text_len(i)).into_iter().rev() {
+        for part in crate::op::entry_parts(changes.len(), |r| changes.text_of(r).len()).into_iter().rev() {
             if part.len() == 1 {
                 let (q0, q1, text) = changes.get(part.start);
                 if text.len() > crate::op::SPLICE_MAX {

@@ -203,27 +203,43 @@ pub const SPLICE_MAX: usize = 1 << 20;
 pub const SPOTS_MAX: usize = SPLICE_MAX / 30;
 
 /// `count` changes cut into parts of an entry each, in order: at most
-/// [`SPOTS_MAX`] changes and [`SPLICE_MAX`] bytes of text (`bytes(i)` is
-/// change `i`'s), a change with more alone.
-pub fn entry_parts(count: usize, bytes: impl Fn(usize) -> usize) -> Vec<std::ops::Range<usize>> {
-    parts_of_at_most(count, SPOTS_MAX, bytes)
+/// [`SPOTS_MAX`] changes and [`SPLICE_MAX`] bytes of text (`bytes(r)` is
+/// the bytes of changes `r`'s), a change with more alone.
+pub fn entry_parts(count: usize, bytes: impl Fn(std::ops::Range<usize>) -> usize) -> Vec<std::ops::Range<usize>> {
+    parts_of_at_most(count, SPOTS_MAX, 1, bytes)
 }
 
 /// [`entry_parts`] of at most `most` changes each (and never more than
-/// an entry's).
-pub fn parts_of_at_most(count: usize, most: usize, bytes: impl Fn(usize) -> usize) -> Vec<std::ops::Range<usize>> {
+/// an entry's), each part but the first of `align` changes or more
+/// beginning at a multiple of `align` (a list held in blocks is split
+/// there without a copy of each change).
+pub fn parts_of_at_most(
+    count: usize,
+    most: usize,
+    align: usize,
+    bytes: impl Fn(std::ops::Range<usize>) -> usize,
+) -> Vec<std::ops::Range<usize>> {
     let most = most.clamp(1, SPOTS_MAX);
     let mut out = Vec::new();
     let mut end = count;
     while end > 0 {
-        let (mut start, mut total) = (end, 0);
-        while start > 0 && end - start < most {
-            let more = bytes(start - 1);
-            if total + more > SPLICE_MAX && start < end {
-                break;
+        let mut start = end.saturating_sub(most);
+        // Texts too long for one entry together: as many as fit, one at a
+        // time from the end.
+        if bytes(start..end) > SPLICE_MAX {
+            let mut total = 0;
+            start = end;
+            while start > 0 && end - start < most {
+                let more = bytes(start - 1..start);
+                if total + more > SPLICE_MAX && start < end {
+                    break;
+                }
+                total += more;
+                start -= 1;
             }
-            total += more;
-            start -= 1;
+        }
+        if start > 0 && end - start >= align {
+            start = start.next_multiple_of(align);
         }
         out.push(start..end);
         end = start;
@@ -525,12 +541,20 @@ mod tests {
 
     #[test]
     fn parts_are_cut_from_the_end_by_count_and_bytes() {
-        assert_eq!(parts_of_at_most(10, 4, |_| 1), [0..2, 2..6, 6..10]);
-        assert_eq!(parts_of_at_most(3, 0, |_| 1), [0..1, 1..2, 2..3], "at least one a part");
+        assert_eq!(parts_of_at_most(10, 4, 1, |r| r.len()), [0..2, 2..6, 6..10]);
+        assert_eq!(parts_of_at_most(3, 0, 1, |r| r.len()), [0..1, 1..2, 2..3], "at least one a part");
+        // Aligned: each part but the first starts at a multiple of 4, and
+        // a part too small to move keeps its start.
+        assert_eq!(parts_of_at_most(11, 5, 4, |r| r.len()), [0..4, 4..8, 8..11]);
+        assert_eq!(parts_of_at_most(11, 2, 4, |r| r.len()), [0..1, 1..3, 3..5, 5..7, 7..9, 9..11]);
         assert_eq!(entry_parts(SPOTS_MAX + 1, |_| 0), [0..1, 1..SPOTS_MAX + 1]);
         // A change with more text than an entry holds goes alone.
-        assert_eq!(entry_parts(3, |i| if i == 1 { SPLICE_MAX + 1 } else { 1 }), [0..1, 1..2, 2..3]);
-        assert!(entry_parts(0, |_| 1).is_empty());
+        let big = |r: std::ops::Range<usize>| r.map(|i| if i == 1 { SPLICE_MAX + 1 } else { 1 }).sum();
+        assert_eq!(entry_parts(3, big), [0..1, 1..2, 2..3]);
+        // Texts that fit one entry only a few at a time.
+        let half = |r: std::ops::Range<usize>| r.len() * (SPLICE_MAX / 2);
+        assert_eq!(entry_parts(5, half), [0..1, 1..3, 3..5]);
+        assert!(entry_parts(0, |r| r.len()).is_empty());
     }
 
     #[test]

@@ -258,63 +258,24 @@ impl Haystack {
     /// empty match right where the previous one ended is passed over (and
     /// one at `start` too when `skip_at_start`, as `y` does).
     pub fn find_all(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool) -> Vec<Found> {
-        self.step(re, start, eof, skip_at_start, usize::MAX).0
+        self.steps(re, start, eof, skip_at_start).collect()
     }
 
-    /// [`Haystack::find_all`], stopping after `most` matches, and whether
-    /// the steps ended on a search that found nothing rather than by
-    /// passing `eof` after an empty match: acme's `y` hands on the text
-    /// after the last match only then.
-    pub fn step(&self, re: &Regexp, start: usize, eof: usize, skip_at_start: bool, most: usize) -> (Vec<Found>, bool) {
-        let mut out = Vec::new();
-        let exhausted = self.step_each(re, start, eof, skip_at_start, most, |f| out.push(f));
-        (out, exhausted)
-    }
-
-    /// `step`, handing each match to `each` as it is found rather than
-    /// keeping them all: a whole-file substitution's million matches are
-    /// not held at once. Returns whether the matches ran out.
-    pub fn step_each(
-        &self,
-        re: &Regexp,
-        start: usize,
-        eof: usize,
-        skip_at_start: bool,
-        most: usize,
-        mut each: impl FnMut(Found),
-    ) -> bool {
+    /// The matches `find_all` finds, one at a time as asked for: a loop
+    /// runs its command on each, and a substitution makes its change, as
+    /// it is found, holding none.
+    pub fn steps<'h>(&'h self, re: &'h Regexp, start: usize, eof: usize, skip_at_start: bool) -> Steps<'h> {
         let eof = eof.min(self.len());
-        if start > eof {
-            return true;
+        Steps {
+            hay: self,
+            re,
+            // One view of the range for every search of the loop.
+            range: (start <= eof).then(|| self.searched(start, eof)),
+            p: start,
+            eof,
+            prev_end: skip_at_start.then_some(start),
+            exhausted: start > eof,
         }
-        // One view of the range for every search of the loop.
-        let range = self.searched(start, eof);
-        let mut p = start;
-        let mut prev_end = skip_at_start.then_some(start);
-        let mut found = 0;
-        while p <= eof && found < most {
-            let Some(f) = range.find(re, p, eof) else { return true };
-            let m = f.whole();
-            if m.is_empty() {
-                if Some(m.start) == prev_end {
-                    match self.after_rune(p) {
-                        Some(next) => p = next,
-                        None => break,
-                    }
-                    continue;
-                }
-                p = match self.after_rune(m.end) {
-                    Some(next) => next,
-                    None => eof + 1,
-                };
-            } else {
-                p = m.end;
-            }
-            prev_end = Some(m.end);
-            found += 1;
-            each(f);
-        }
-        false
     }
 
     /// The text as acme's matcher sees it for searches from `start` to
@@ -331,6 +292,59 @@ impl Haystack {
             *last = 0;
         }
         Searched { bytes: std::borrow::Cow::Owned(window), base: from }
+    }
+}
+
+/// The matches of a loop over a range, as acme's loops step through them
+/// ([`Haystack::steps`]).
+pub struct Steps<'h> {
+    hay: &'h Haystack,
+    re: &'h Regexp,
+    /// The bytes searched; none once the steps are over.
+    range: Option<Searched<'h>>,
+    /// Where the next search starts.
+    p: usize,
+    eof: usize,
+    prev_end: Option<usize>,
+    exhausted: bool,
+}
+
+impl Steps<'_> {
+    /// Whether the steps ended on a search that found nothing rather than
+    /// by passing the end after an empty match (or have not ended).
+    pub fn exhausted(&self) -> bool {
+        self.exhausted
+    }
+}
+
+impl Iterator for Steps<'_> {
+    type Item = Found;
+
+    fn next(&mut self) -> Option<Found> {
+        let range = self.range.as_ref()?;
+        while self.p <= self.eof {
+            let Some(f) = range.find(self.re, self.p, self.eof) else {
+                self.exhausted = true;
+                break;
+            };
+            let m = f.whole();
+            if m.is_empty() {
+                if Some(m.start) == self.prev_end {
+                    match self.hay.after_rune(self.p) {
+                        Some(next) => self.p = next,
+                        None => break,
+                    }
+                    continue;
+                }
+                self.p = self.hay.after_rune(m.end).unwrap_or(self.eof + 1);
+            } else {
+                self.p = m.end;
+            }
+            self.prev_end = Some(m.end);
+            return Some(f);
+        }
+        self.range = None;
+        None
     }
 }
 
