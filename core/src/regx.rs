@@ -70,8 +70,7 @@ impl Regexp {
             true => Some(Regex::new(&format!("(?:{translated})\\z")).map_err(bad)?),
             false => None,
         };
-        let literal = !pattern.is_empty() && !pattern.contains(|c: char| "\\.+*?()|[]{}^$".contains(c));
-        let literal = literal.then(|| Box::new(memchr::memmem::Finder::new(pattern.as_bytes()).into_owned()));
+        let literal = plain(pattern).map(|p| Box::new(memchr::memmem::Finder::new(p.as_bytes()).into_owned()));
         Ok(Regexp { first, longest, exact, literal })
     }
 
@@ -79,6 +78,25 @@ impl Regexp {
     pub fn is_match(&self, s: &str) -> bool {
         self.first.is_match(s)
     }
+}
+
+/// The string an acme regexp matches, where it matches one string only:
+/// no operator, each escape a rune itself (`\n` a newline). `y/\n/`'s
+/// millions of lines are found by `memmem`, not the regex.
+fn plain(pattern: &str) -> Option<String> {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next()? {
+                'n' => out.push('\n'),
+                c => out.push(c),
+            },
+            c if "\\.+*?()|[]{}^$".contains(c) => return None,
+            c => out.push(c),
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Translates an acme regexp to the `regex` crate's syntax.
@@ -518,17 +536,28 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
-        for pattern in ["a", "ab", "éa", "bb", "€"] {
+        // Each with the string it matches: an escape is its rune.
+        let plain =
+            [("a", "a"), ("ab", "ab"), ("éa", "éa"), ("bb", "bb"), ("€", "€"), ("\\n", "\n"), ("a\\nb", "a\nb")];
+        let escaped = [("\\.", "."), ("b\\*", "b*"), ("\\\\", "\\"), ("\\é", "é")];
+        for (pattern, string) in plain.into_iter().chain(escaped) {
             let re = Regexp::new(pattern).unwrap();
             assert!(re.literal.is_some(), "{pattern} is plain");
             for _ in 0..50 {
-                let text: String = (0..next(300)).map(|_| ['a', 'b', 'é', '€', '\n'][next(5) as usize]).collect();
-                let want: Vec<_> = text.match_indices(pattern).map(|(i, m)| i..i + m.len()).collect();
+                let text: String =
+                    (0..next(300)).map(|_| ['a', 'b', 'é', '€', '\n', '.', '*', '\\'][next(8) as usize]).collect();
+                let want: Vec<_> = text.match_indices(string).map(|(i, m)| i..i + m.len()).collect();
                 assert_eq!(all(&text, pattern), want, "{pattern:?} in {text:?}");
+                // The regex finds the same.
+                let hay = Haystack::of_str(&text);
+                let by_regex = Regexp { literal: None, ..re.clone() };
+                let found: Vec<_> = hay.find_all(&by_regex, 0, hay.len(), false).iter().map(Found::whole).collect();
+                assert_eq!(found, all(&text, pattern), "{pattern:?} by the regex in {text:?}");
             }
         }
-        assert!(Regexp::new("a.b").unwrap().literal.is_none());
-        assert!(Regexp::new("a\\nb").unwrap().literal.is_none());
+        for operator in ["a.b", "a*", "^a", "a$", "[a]", "a|b", "(a)", "a+", "a?", "\\"] {
+            assert!(Regexp::new(operator).unwrap().literal.is_none(), "{operator} is not plain");
+        }
     }
 
     #[test]
