@@ -206,37 +206,38 @@ pub const SPOTS_MAX: usize = SPLICE_MAX / 30;
 /// [`SPOTS_MAX`] changes and [`SPLICE_MAX`] bytes of text (`bytes(r)` is
 /// the bytes of changes `r`'s), a change with more alone.
 pub fn entry_parts(count: usize, bytes: impl Fn(std::ops::Range<usize>) -> usize) -> Vec<std::ops::Range<usize>> {
-    parts_of_at_most(count, SPOTS_MAX, 1, bytes)
+    parts_of_at_most(count, SPOTS_MAX, 1, |r| bytes(r) <= SPLICE_MAX)
 }
 
-/// [`entry_parts`] of at most `most` changes each (and never more than
-/// an entry's), each part but the first of `align` changes or more
-/// beginning at a multiple of `align` (a list held in blocks is split
-/// there without a copy of each change).
+/// `count` changes cut into parts, in order, from the end: each of at
+/// most `most` changes (and never more than an entry's) that `fits`
+/// says fit together (a change alone always goes), each part but the
+/// first of `align` changes or more beginning at a multiple of `align` (a
+/// list held in blocks is split there without a copy of each change).
+/// `fits` of a range must hold of every range within it.
 pub fn parts_of_at_most(
     count: usize,
     most: usize,
     align: usize,
-    bytes: impl Fn(std::ops::Range<usize>) -> usize,
+    fits: impl Fn(std::ops::Range<usize>) -> bool,
 ) -> Vec<std::ops::Range<usize>> {
     let most = most.clamp(1, SPOTS_MAX);
     let mut out = Vec::new();
     let mut end = count;
     while end > 0 {
         let mut start = end.saturating_sub(most);
-        // Texts too long for one entry together: as many as fit, one at a
-        // time from the end.
-        if bytes(start..end) > SPLICE_MAX {
-            let mut total = 0;
-            start = end;
-            while start > 0 && end - start < most {
-                let more = bytes(start - 1..start);
-                if total + more > SPLICE_MAX && start < end {
-                    break;
+        if !fits(start..end) {
+            // The most that fit, found by halves: `low` fits (one change
+            // always goes), `high` does not.
+            let (mut low, mut high) = (end - 1, start);
+            while low - high > 1 {
+                let mid = high + (low - high) / 2;
+                match fits(mid..end) {
+                    true => low = mid,
+                    false => high = mid,
                 }
-                total += more;
-                start -= 1;
             }
+            start = low;
         }
         if start > 0 && end - start >= align {
             start = start.next_multiple_of(align);
@@ -541,12 +542,16 @@ mod tests {
 
     #[test]
     fn parts_are_cut_from_the_end_by_count_and_bytes() {
-        assert_eq!(parts_of_at_most(10, 4, 1, |r| r.len()), [0..2, 2..6, 6..10]);
-        assert_eq!(parts_of_at_most(3, 0, 1, |r| r.len()), [0..1, 1..2, 2..3], "at least one a part");
+        let all = |_: std::ops::Range<usize>| true;
+        assert_eq!(parts_of_at_most(10, 4, 1, all), [0..2, 2..6, 6..10]);
+        assert_eq!(parts_of_at_most(3, 0, 1, all), [0..1, 1..2, 2..3], "at least one a part");
         // Aligned: each part but the first starts at a multiple of 4, and
         // a part too small to move keeps its start.
-        assert_eq!(parts_of_at_most(11, 5, 4, |r| r.len()), [0..4, 4..8, 8..11]);
-        assert_eq!(parts_of_at_most(11, 2, 4, |r| r.len()), [0..1, 1..3, 3..5, 5..7, 7..9, 9..11]);
+        assert_eq!(parts_of_at_most(11, 5, 4, all), [0..4, 4..8, 8..11]);
+        assert_eq!(parts_of_at_most(11, 2, 4, all), [0..1, 1..3, 3..5, 5..7, 7..9, 9..11]);
+        // As many as fit, found whatever the count: three at a time here.
+        assert_eq!(parts_of_at_most(10, 100, 1, |r| r.len() <= 3), [0..1, 1..4, 4..7, 7..10]);
+        assert_eq!(parts_of_at_most(3, 100, 1, |_| false), [0..1, 1..2, 2..3], "one alone goes");
         assert_eq!(entry_parts(SPOTS_MAX + 1, |_| 0), [0..1, 1..SPOTS_MAX + 1]);
         // A change with more text than an entry holds goes alone.
         let big = |r: std::ops::Range<usize>| r.map(|i| if i == 1 { SPLICE_MAX + 1 } else { 1 }).sum();

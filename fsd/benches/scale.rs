@@ -212,10 +212,12 @@ impl Window<'_> {
 
 /// What another client saw while a command ran: its usual look at the
 /// daemon (a Tstat of the root and a read of the root's `index`, which
-/// names every session) and the longest one.
+/// names every session), the longest one made while the command ran, and
+/// when in the command that one began.
 struct Bystander {
     usual: Duration,
     longest: Duration,
+    at: Duration,
 }
 
 /// One look at the daemon from another client.
@@ -228,19 +230,30 @@ async fn look(c: &Client, root: u32) -> Duration {
     t.elapsed()
 }
 
-/// Looks at the daemon from another connection until `done`.
-async fn watch(c: Client, root: u32, done: Arc<AtomicBool>) -> Bystander {
+/// Looks at the daemon from another connection until `done`, each look
+/// with when it began.
+async fn watch(c: Client, root: u32, done: Arc<AtomicBool>) -> (Duration, Vec<(Instant, Duration)>) {
     let mut usual = Vec::new();
     for _ in 0..100 {
         usual.push(look(&c, root).await);
     }
     usual.sort();
-    let mut longest = Duration::ZERO;
+    let mut looks = Vec::new();
     while !done.load(Ordering::Relaxed) {
-        longest = longest.max(look(&c, root).await);
+        let began = Instant::now();
+        looks.push((began, look(&c, root).await));
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    Bystander { usual: usual[usual.len() / 2], longest }
+    (usual[usual.len() / 2], looks)
+}
+
+impl Bystander {
+    /// What the looks that overlapped `from..to` saw.
+    fn between(usual: Duration, looks: &[(Instant, Duration)], from: Instant, to: Instant) -> Bystander {
+        let during = looks.iter().filter(|(began, took)| *began < to && *began + *took > from);
+        let (at, longest) = during.max_by_key(|(_, took)| *took).map_or((from, Duration::ZERO), |l| *l);
+        Bystander { usual, longest, at: at.saturating_duration_since(from) }
+    }
 }
 
 fn secs(d: Duration) -> String {
@@ -824,23 +837,41 @@ fn main() {
         // daemon every millisecond, once all were timed and measured
         // alone: on two cores its looks take time from the command, and
         // the peers run with nothing beside them.
-        for (WholeFile { apex: command, .. }, want) in commands.iter().zip(&made) {
+        // The first command's Undo too: one entry, applied whole.
+        for (i, (WholeFile { apex: command, .. }, want)) in commands.iter().zip(&made).enumerate() {
             w.replace_body(text.as_bytes()).await;
             let done = Arc::new(AtomicBool::new(false));
             let (other, other_root) = apexd.client().await;
             let watcher = tokio::spawn(watch(other, other_root, done.clone()));
             tokio::time::sleep(SETTLE).await;
+            let started = Instant::now();
             let beside = w.run(command).await;
-            done.store(true, Ordering::Relaxed);
-            let seen = watcher.await.unwrap();
+            let ended = Instant::now();
             assert!(w.read("body").await == *want, "{command} beside another client: not sed's text");
-            println!(
-                "{:<26} {command}: another client's Tstat and root index read: usual {:.0} us, longest {:.1} ms while it ran ({})",
-                "",
-                seen.usual.as_secs_f64() * 1e6,
-                seen.longest.as_secs_f64() * 1e3,
-                secs(beside)
-            );
+            let undone = match i {
+                0 => {
+                    let started = Instant::now();
+                    let took = w.run("Undo").await;
+                    Some((started, took))
+                }
+                _ => None,
+            };
+            done.store(true, Ordering::Relaxed);
+            let (usual, looks) = watcher.await.unwrap();
+            let mut saw = vec![(command.to_string(), Bystander::between(usual, &looks, started, ended), beside)];
+            if let Some((started, took)) = undone {
+                saw.push(("its Undo".to_string(), Bystander::between(usual, &looks, started, started + took), took));
+            }
+            for (what, seen, took) in saw {
+                println!(
+                    "{:<26} {what}: another client's Tstat and root index read: usual {:.0} us, longest {:.1} ms while it ran ({}), begun {} into it",
+                    "",
+                    seen.usual.as_secs_f64() * 1e6,
+                    seen.longest.as_secs_f64() * 1e3,
+                    secs(took),
+                    secs(seen.at)
+                );
+            }
         }
         let gb: usize = std::env::var("APEX_SCALE_GB").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
         if gb > 0 && !edit_only {

@@ -138,13 +138,24 @@ struct Parts {
     held: usize,
 }
 
+/// The most runes a part's changes span: applying a part builds the text
+/// from its first change to its last anew, under the lock everyone else
+/// who reads the session waits on (a megabyte is a millisecond or so),
+/// so a whole-file `x/^\n/d`, its changes few and far apart, goes in many
+/// parts, not a few of tens of megabytes.
+const PART_SPAN: u64 = 1 << 20;
+
 /// Changes taken off a [`Parts`] list before its memory is given back
 /// (its places are about 4 bytes a change).
 const SHRINK_EVERY: usize = 1 << 20;
 
 impl Parts {
     fn new(changes: Changes, most: usize) -> Parts {
-        let cuts = crate::op::parts_of_at_most(changes.len(), most, Changes::BLOCK, |r| changes.text_of(r).len());
+        let fits = |r: std::ops::Range<usize>| {
+            let span = changes.get(r.end - 1).1.saturating_sub(changes.get(r.start).0);
+            changes.text_of(r).len() <= crate::op::SPLICE_MAX && span <= PART_SPAN
+        };
+        let cuts = crate::op::parts_of_at_most(changes.len(), most, Changes::BLOCK, fits);
         Parts { held: changes.len(), changes, cuts }
     }
 
@@ -323,5 +334,26 @@ mod tests {
         assert_eq!(taken.len(), cuts);
         let back: Vec<_> = taken.iter().rev().flat_map(|p| p.iter()).collect();
         assert!(back.iter().copied().eq(changes.iter()), "the parts, in order, are the list");
+    }
+
+    /// Changes far apart (a whole-file `x/^\n/d`'s) go in parts that each
+    /// span at most [`PART_SPAN`] runes, however few changes each holds;
+    /// one change longer than that goes alone.
+    #[test]
+    fn a_part_spans_at_most_a_part_span() {
+        let gap = PART_SPAN / 10;
+        let mut changes: Changes = (0..1000u64).map(|i| (i * gap, i * gap + 1, "")).collect();
+        changes.push(1000 * gap, 1000 * gap + 3 * PART_SPAN, "");
+        let mut parts = Parts::new(changes, crate::op::SPOTS_MAX);
+        let mut spans = Vec::new();
+        while let Some(part) = parts.pop() {
+            let (first, last) = (part.get(0), part.get(part.len() - 1));
+            spans.push((part.len(), last.1 - first.0));
+        }
+        assert_eq!(spans[0], (1, 3 * PART_SPAN), "the long change alone");
+        assert!(spans[1..].iter().all(|&(_, span)| span <= PART_SPAN), "{spans:?}");
+        // Eleven changes a part at most (ten gaps of a tenth of the span).
+        assert!(spans.len() > 1000 / 11, "{} parts", spans.len());
+        assert_eq!(spans.iter().map(|s| s.0).sum::<usize>(), 1001);
     }
 }

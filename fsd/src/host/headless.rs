@@ -11,7 +11,6 @@ use crate::daemon::Daemon;
 use crate::error::Error;
 use crate::host;
 use crate::registry::Shared;
-use crate::session::Session;
 use apex_core::ecmd::{EditFile, Pipes};
 use apex_core::exec::{self, ExecError, Host};
 use apex_core::propose::Applied;
@@ -19,7 +18,7 @@ use apex_core::{BufferId, Proposal, State, WindowId};
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 
 /// The daemon's side of one built-in's run, in session `n`.
 pub struct DaemonHost {
@@ -40,7 +39,7 @@ pub struct DaemonHost {
 }
 
 /// The session's state under the session's lock (other sessions go on).
-pub struct StateGuard<'a>(MutexGuard<'a, Session>);
+pub struct StateGuard<'a>(crate::session::Locked<'a>);
 
 impl Deref for StateGuard<'_> {
     type Target = State;

@@ -13,13 +13,15 @@ use crate::fsys::stream::Cursor;
 use crate::fsys::tree::Fsys;
 use crate::registry::parse_ctl;
 
-/// A root file's content now: `index` takes each session's lock in turn.
+/// A root file's content now: `index` takes no session's lock (each
+/// session's line is kept beside it, [`crate::session::Shared`]), so a
+/// session busy with a long proposal holds up no look at the daemon.
 pub fn content(daemon: &Daemon, file: RootFile) -> Made {
     match file {
         RootFile::Index => {
-            let numbers: Vec<u64> = daemon.reg().state.sessions.keys().copied().collect();
-            // A session deleted meanwhile is not listed.
-            numbers.into_iter().filter_map(|n| daemon.read(n, |s| s.index_line()).ok()).collect::<String>().into()
+            let reg = daemon.reg();
+            let lines = reg.state.sessions.keys().filter_map(|n| reg.get(*n)).map(|s| s.index_line());
+            lines.collect::<String>().into()
         }
         RootFile::Machine => apex_sys::machine::describe().into(),
         RootFile::Services => {

@@ -16,10 +16,8 @@ use crate::session::Session;
 use apex_core::registry::{self, RegistryEntry, RegistryOp};
 use apex_core::{AttachmentId, MetaOp, Op, SessionUuid, TermOp};
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
-/// A session as the registry holds it: shared, behind its own lock.
-pub type Shared = Arc<Mutex<Session>>;
+pub use crate::session::Shared;
 
 /// Every session of the daemon, and the log that made them.
 pub struct Registry {
@@ -223,7 +221,7 @@ impl Registry {
                         }
                         restored.sessions += 1;
                         restored.entries += r.entries;
-                        self.sessions.insert(number, Arc::new(Mutex::new(s)));
+                        self.sessions.insert(number, Shared::new(s));
                     }
                     Err(e) => {
                         tracing::error!(session = %info.name, "not restored: {e}");
@@ -350,7 +348,7 @@ impl Registry {
                     self.forget_dir(uuid.0);
                     return Err(e);
                 }
-                self.sessions.insert(*session, Arc::new(Mutex::new(s)));
+                self.sessions.insert(*session, Shared::new(s));
             }
             RegistryOp::SessionDel { session } => {
                 self.save(&next)?;
@@ -475,6 +473,30 @@ mod tests {
         drop(s);
         drop(r);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The root's `index` reads a session's line without its lock: a
+    /// session held (a long proposal applying) holds up no look at the
+    /// daemon; and the line is the session's as of the lock let go of.
+    #[test]
+    fn a_session_s_index_line_is_read_without_its_lock_and_made_when_it_is_let_go() {
+        let mut r = registry();
+        let n = r.create(Some("main")).unwrap();
+        let shared = r.get(n).unwrap();
+        let before = shared.index_line();
+        assert!(before.starts_with("main "), "{before}");
+        assert_eq!(before, shared.lock().unwrap().index_line(), "made with the session");
+        let mut held = shared.lock().unwrap();
+        held.relabel("work").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = shared.clone();
+        std::thread::spawn(move || tx.send(reader.index_line()).unwrap());
+        let seen = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("read while the session is held");
+        assert_eq!(seen, before, "the line as of the last lock let go of");
+        drop(held);
+        let after = shared.index_line();
+        assert!(after.starts_with("work "), "{after}");
+        assert_eq!(after, shared.lock().unwrap().index_line());
     }
 
     #[test]

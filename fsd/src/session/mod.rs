@@ -17,6 +17,9 @@ pub mod ctl;
 pub mod files;
 pub mod proposals;
 mod rollback;
+pub mod shared;
+
+pub use shared::{Locked, Shared};
 
 use crate::acme::Acme;
 use crate::attach::hub::{Hub, HubConfig};
@@ -405,6 +408,12 @@ impl Session {
     /// Renames the session (a new `Label` entry in the metalog).
     pub fn relabel(&mut self, label: &str) -> Result<(), Reject> {
         self.view.push_meta(MetaOp::Label { label: label.to_string() }).map(|_| ())
+    }
+
+    /// The metalog's last seq: the session's `index` line changes only
+    /// with it.
+    pub fn meta_seq(&self) -> u64 {
+        self.view.state.applied(apex_core::Shard::Meta)
     }
 
     /// Its `index` line: name, uuid, attachments, shards.

@@ -1,0 +1,78 @@
+//! `Shared`: a session as the registry holds it, behind its own lock, with
+//! its line of the root's `index` kept beside the lock, not under it.
+//!
+//! A session's lock is held while a proposal applies, and one proposal
+//! may take a while (the Undo of a whole-file Edit rebuilds the text).
+//! The root's `index`, which names every session, reads each line without
+//! that lock, so no session's work holds up a look at the daemon. The
+//! line is made again whenever a lock is let go of after the session's
+//! metalog moved (its label, identity, attachments and shards are all
+//! there), so it is never older than the last change made under the lock.
+
+use crate::session::Session;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, LockResult, Mutex, MutexGuard, PoisonError};
+
+/// A session, shared, behind a lock of its own.
+#[derive(Clone)]
+pub struct Shared(Arc<Inner>);
+
+struct Inner {
+    session: Mutex<Session>,
+    /// The metalog's last seq when `index` was made, and the line.
+    index: Mutex<(u64, String)>,
+}
+
+impl Shared {
+    pub fn new(session: Session) -> Shared {
+        let index = (session.meta_seq(), session.index_line());
+        Shared(Arc::new(Inner { session: Mutex::new(session), index: Mutex::new(index) }))
+    }
+
+    /// The session, locked; its `index` line is brought up to date when
+    /// the lock is let go of.
+    pub fn lock(&self) -> LockResult<Locked<'_>> {
+        let index = &self.0.index;
+        match self.0.session.lock() {
+            Ok(guard) => Ok(Locked { guard, index }),
+            Err(poisoned) => Err(PoisonError::new(Locked { guard: poisoned.into_inner(), index })),
+        }
+    }
+
+    /// The session's line of the root's `index`, as of the last lock let
+    /// go of: waits for no one working on the session.
+    pub fn index_line(&self) -> String {
+        self.0.index.lock().unwrap_or_else(PoisonError::into_inner).1.clone()
+    }
+}
+
+/// A session locked (see [`Shared::lock`]).
+pub struct Locked<'a> {
+    guard: MutexGuard<'a, Session>,
+    index: &'a Mutex<(u64, String)>,
+}
+
+impl Deref for Locked<'_> {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.guard
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Session {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    /// Still under the session's lock: the line is made from the session
+    /// as it is let go of, and only when its metalog moved.
+    fn drop(&mut self) {
+        let seq = self.guard.meta_seq();
+        let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        if index.0 != seq {
+            *index = (seq, self.guard.index_line());
+        }
+    }
+}
