@@ -197,10 +197,13 @@ impl Changes {
             // Wider than the block's places so far: they are packed again,
             // at the end of the bytes, where the last block's are.
             let first = i - i % BLOCK;
-            let places: Vec<[u64; 3]> = (first..i).map(|j| base.near(self.whole(j))).collect();
+            let mut places = [[0; 3]; BLOCK];
+            for (j, n) in (first..i).zip(&mut places) {
+                *n = base.near(self.whole(j));
+            }
             self.packed.truncate(base.at);
-            for n in places {
-                Changes::pack(&mut self.packed, n, widths);
+            for n in &places[..i - first] {
+                Changes::pack(&mut self.packed, *n, widths);
             }
             self.bases.last_mut().expect("a block begun").widths = widths;
         }
@@ -368,6 +371,10 @@ impl Changes {
     /// Splits the list at change `at`: the changes from there on are
     /// returned, the ones before stay.
     pub fn split_off(&mut self, at: usize) -> Changes {
+        if at == 0 {
+            // All of it: moved, not copied into a list of its room.
+            return std::mem::take(self);
+        }
         let start = self.start(at);
         if at % BLOCK == 0 && at < self.len {
             return self.split_blocks(at, start);

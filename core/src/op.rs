@@ -239,8 +239,8 @@ pub fn parts_of_at_most(
             }
             start = low;
         }
-        if start > 0 && end - start >= align {
-            start = start.next_multiple_of(align);
+        if start > 0 && end - start >= align.max(1) {
+            start = start.next_multiple_of(align.max(1));
         }
         out.push(start..end);
         end = start;

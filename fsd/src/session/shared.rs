@@ -69,6 +69,10 @@ impl Drop for Locked<'_> {
     /// Still under the session's lock: the line is made from the session
     /// as it is let go of, and only when its metalog moved.
     fn drop(&mut self) {
+        // Unwinding (the lock is poisoned): nothing more that might panic.
+        if std::thread::panicking() {
+            return;
+        }
         let seq = self.guard.meta_seq();
         let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
         if index.0 != seq {
