@@ -691,6 +691,49 @@ mod tests {
         Ok((changed, out.dots.get(&0).copied().unwrap_or(files[0].dot), out.printed))
     }
 
+    /// A loop runs its command on each range as it finds it: one that
+    /// fails partway, or is killed partway, leaves no change made (acme's
+    /// editerror), as when it found every range first; `y` still runs on
+    /// the text after its last match.
+    #[test]
+    fn a_loop_that_fails_or_is_killed_partway_changes_nothing() {
+        let lines = "a\n".repeat(10);
+        // `+5` from each of the last five lines' `a` is past the end.
+        assert!(edit(&lines, ",x/a/ +5 d").is_err(), "fails at the sixth match");
+        assert_eq!(edit(&lines, "1,5x/a/ +5 d").map(|e| e.0).unwrap(), "a\n".repeat(5), "each +5 there is a line");
+        assert_eq!(text_after("a,b,c", ",y/,/ c/[&]/"), "[&],[&],[&]");
+        assert_eq!(text_after("a,b,c", ",y/,/ a/./"), "a.,b.,c.");
+
+        /// Says the Edit was killed from the second time it is asked.
+        #[derive(Default)]
+        struct KilledPartway {
+            asked: usize,
+        }
+        impl Pipes for KilledPartway {
+            fn run(&mut self, c: &str, _: Option<&str>, _: &EditFile) -> std::result::Result<String, PipeError> {
+                Err(PipeError::NotFound(c.into()))
+            }
+            fn load(&mut self, path: &str) -> std::result::Result<Vec<u8>, PipeError> {
+                Err(PipeError::NotFound(path.into()))
+            }
+            fn save(&mut self, path: &str, _: &[u8]) -> std::result::Result<(), PipeError> {
+                Err(PipeError::NotFound(path.into()))
+            }
+            fn interrupted(&mut self) -> bool {
+                self.asked += 1;
+                self.asked > 1
+            }
+        }
+        let many = "a\n".repeat(3 * ASK_EVERY);
+        let files = [file("/f", &many)];
+        for cmd in [",x/a/ c/b/", ",y/\\n/ c/b/"] {
+            let mut killed = KilledPartway::default();
+            let ran = run(cmd, &files, 0, &mut killed, &mut None);
+            assert!(matches!(ran, Err(EditError::Killed)), "{cmd}: {ran:?}");
+            assert_eq!(killed.asked, 2, "{cmd}: asked at the start and again {ASK_EVERY} ranges on");
+        }
+    }
+
     fn text_after(text: &str, cmd: &str) -> String {
         edit(text, cmd).unwrap_or_else(|e| panic!("{cmd:?}: {e}")).0
     }
