@@ -52,7 +52,7 @@ impl Widths {
 /// A block's base: its first change's `q0`, where in the text its first
 /// change's text begins, where its places begin in the packed bytes, and
 /// how wide each of their numbers is.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Base {
     q0: u64,
     start: u64,
@@ -109,6 +109,55 @@ fn take(bytes: &[u8], at: usize, width: u8) -> u64 {
     let width = usize::from(width);
     b[..width].copy_from_slice(&bytes[at..at + width]);
     u64::from_le_bytes(b)
+}
+
+/// A block's places read one after another from place `at` on: what is
+/// the same for all of them (the base, the stride, where each number is)
+/// worked out once, not once a place.
+#[derive(Clone, Copy, Default)]
+struct Reading {
+    base: Base,
+    at: usize,
+    stride: usize,
+    /// Where the second and third numbers begin, in bits.
+    shifts: [u32; 2],
+    masks: [u64; 3],
+}
+
+impl Reading {
+    /// From change `i` on, to the end of its block.
+    fn at(changes: &Changes, i: usize) -> Reading {
+        let base = changes.bases[i / BLOCK];
+        let w = base.widths;
+        let stride = w.stride();
+        Reading {
+            base,
+            at: base.at + i % BLOCK * stride,
+            stride,
+            shifts: [8 * u32::from(w.q0), 8 * u32::from(w.q0 + w.len)],
+            masks: [mask(w.q0), mask(w.len), mask(w.end)],
+        }
+    }
+
+    /// The next place, from `packed`, the list's bytes.
+    #[inline]
+    fn next(&mut self, packed: &[u8]) -> Place {
+        let at = self.at;
+        self.at += self.stride;
+        // A place of up to eight bytes (most are) read in one. (A number
+        // from the eighth byte on is of width 0: masked to 0.)
+        if let Some(eight) = packed.get(at..at + 8).filter(|_| self.stride <= 8) {
+            let v = u64::from_le_bytes(eight.try_into().expect("8 bytes"));
+            let [m0, m1, m2] = self.masks;
+            let [s1, s2] = self.shifts;
+            return self.base.place([v & m0, v.wrapping_shr(s1) & m1, v.wrapping_shr(s2) & m2]);
+        }
+        let w = self.base.widths;
+        let q0 = take(packed, at, w.q0);
+        let len = take(packed, at + usize::from(w.q0), w.len);
+        let end = take(packed, at + usize::from(w.q0 + w.len), w.end);
+        self.base.place([q0, len, end])
+    }
 }
 
 /// Changes to one text, each `q0..q1` of the text as it was becoming its
@@ -226,20 +275,7 @@ impl Changes {
 
     /// Change `i`'s place.
     fn whole(&self, i: usize) -> Place {
-        let base = &self.bases[i / BLOCK];
-        let w = base.widths;
-        let at = base.at + i % BLOCK * w.stride();
-        // A place of up to eight bytes (most are) read in one.
-        if let Some(eight) = self.packed.get(at..at + 8).filter(|_| w.stride() <= 8) {
-            let v = u64::from_le_bytes(eight.try_into().expect("8 bytes"));
-            // (A field from the eighth byte on is of width 0: masked to 0.)
-            let field = |from: u8, width: u8| v.wrapping_shr(8 * u32::from(from)) & mask(width);
-            return base.place([field(0, w.q0), field(w.q0, w.len), field(w.q0 + w.len, w.end)]);
-        }
-        let q0 = take(&self.packed, at, w.q0);
-        let len = take(&self.packed, at + usize::from(w.q0), w.len);
-        let end = take(&self.packed, at + usize::from(w.q0 + w.len), w.end);
-        base.place([q0, len, end])
+        Reading::at(self, i).next(&self.packed)
     }
 
     /// Where change `i`'s text ends in `text` (its end alone decoded).
@@ -267,7 +303,7 @@ impl Changes {
     /// Every change, in the list's order (each decoded once going
     /// forward: its text starts where the one before ended).
     pub fn iter(&self) -> Iter<'_> {
-        Iter { changes: self, front: 0, back: self.len(), start: 0 }
+        Iter::new(self, 0..self.len(), 0)
     }
 
     /// Changes `range`, in the list's order, each with its text.
@@ -276,7 +312,7 @@ impl Changes {
             true => 0,
             false => self.start(range.start),
         };
-        Iter { changes: self, front: range.start, back: range.end, start }
+        Iter::new(self, range, start)
     }
 
     /// What changes `range` put in, one after another: a slice of the
@@ -439,17 +475,34 @@ pub struct Iter<'a> {
     back: usize,
     /// Where the front change's text starts.
     start: usize,
+    /// The front's block, read on from the front, and how many of its
+    /// places are left to read (none: the next is read afresh).
+    reading: Reading,
+    left: usize,
+}
+
+impl<'a> Iter<'a> {
+    fn new(changes: &'a Changes, range: std::ops::Range<usize>, start: usize) -> Iter<'a> {
+        Iter { changes, front: range.start, back: range.end, start, reading: Reading::default(), left: 0 }
+    }
 }
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (u64, u64, &'a str);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.front == self.back {
             return None;
         }
-        let p = self.changes.whole(self.front);
-        let text = &self.changes.text[self.start..p.end as usize];
+        let changes = self.changes;
+        if self.left == 0 {
+            self.reading = Reading::at(changes, self.front);
+            self.left = BLOCK - self.front % BLOCK;
+        }
+        self.left -= 1;
+        let p = self.reading.next(&changes.packed);
+        let text = &changes.text[self.start..p.end as usize];
         (self.front, self.start) = (self.front + 1, p.end as usize);
         Some((p.q0, p.q1, text))
     }
