@@ -892,17 +892,23 @@ async fn a_snapshot_due_in_a_burst_waits_for_a_pause_or_twice_its_size() {
         read(&c, root, &format!("main/buffers/{b}/data")).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let snap = dir.join(apex_fsd::persist::snapshot::FILE);
-    while !snap.exists() || segments(&dir).len() > 1 {
-        assert!(Instant::now() < deadline, "the snapshot is not written, or covers nothing: {:?}", segments(&dir));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    snapshot_holds_the_log(&dir, deadline).await;
     drop(c);
     k.stop();
     let want = format!("{}{}{}", "a".repeat(150_000), "b".repeat(60_000), "c".repeat(120_000));
     assert!(body(&k.replayed("main"), b) == want, "the snapshot and the log after it hold every write");
     let (report, ok) = k.check();
     assert!(ok, "{report}");
+}
+
+/// Waits, until `deadline`, for a session's snapshot to be written and
+/// to hold every segment of its log but the one it began.
+async fn snapshot_holds_the_log(dir: &Path, deadline: Instant) {
+    let snap = dir.join(apex_fsd::persist::snapshot::FILE);
+    while !snap.exists() || segments(dir).len() > 1 {
+        assert!(Instant::now() < deadline, "the snapshot is not written, or covers nothing: {:?}", segments(dir));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -927,11 +933,7 @@ async fn a_snapshot_due_while_another_is_written_follows_it() {
         assert!(Instant::now() < deadline, "the snapshot due meanwhile was never written: {:?}", segments(&dir));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let snap = dir.join(apex_fsd::persist::snapshot::FILE);
-    while !snap.exists() || segments(&dir).len() > 1 {
-        assert!(Instant::now() < deadline, "the second snapshot is not written: {:?}", segments(&dir));
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    snapshot_holds_the_log(&dir, deadline).await;
     drop(c);
     k.stop();
     let want = format!("{}{}", "a".repeat(210_000), "b".repeat(120_000));
