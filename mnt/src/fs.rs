@@ -11,6 +11,7 @@ use crate::errno::errno;
 use crate::handles::{Handle, Handles};
 use crate::inflight::Inflight;
 use crate::inodes::{Inodes, ROOT};
+use crate::readahead::{positional, ReadAhead, Writes};
 use apex_ninep::fcall::{Stat, DMDIR, ORDWR, OREAD, OTRUNC, OWRITE};
 use apex_ninep::{Client, ClientError};
 use bytes::Bytes;
@@ -35,6 +36,9 @@ pub struct Mount {
     inodes: Arc<Mutex<Inodes>>,
     handles: Handles,
     inflight: Arc<Inflight>,
+    /// The writes through the mount, which a piece read ahead must not
+    /// predate.
+    writes: Writes,
     uid: u32,
     gid: u32,
     /// The st_blksize to report: the power of two at or above the
@@ -75,6 +79,7 @@ impl Mount {
             root_fid,
             handles: Handles::default(),
             inflight: Arc::new(Inflight::default()),
+            writes: Writes::default(),
             uid,
             gid,
             blksize: apex_ninep::version::iounit(client_msize).clamp(4096, 1 << 24).next_power_of_two(),
@@ -209,11 +214,10 @@ impl Mount {
         ReplyEntry { ttl: ttl(stat), attr: self.attr(ino, stat), generation: 0 }
     }
 
-    /// The fid and iounit of file handle `fh`, and whether it is read
-    /// through the page cache.
-    fn file(&self, fh: u64) -> Result<(u32, u32, bool)> {
+    /// The fid and iounit of file handle `fh`.
+    fn file(&self, fh: u64) -> Result<(u32, u32)> {
         match self.handles.get(fh).as_deref() {
-            Some(Handle::File { fid, iounit, cached }) => Ok((*fid, *iounit, *cached)),
+            Some(Handle::File { fid, iounit, .. }) => Ok((*fid, *iounit)),
             _ => Err(libc::EBADF.into()),
         }
     }
@@ -351,6 +355,7 @@ impl Filesystem for Mount {
     }
 
     async fn setattr(&self, req: Request, inode: Inode, _fh: Option<u64>, set: SetAttr) -> Result<ReplyAttr> {
+        let _writing = self.writes.during();
         self.stoppable(req.unique, async {
             let only_truncate = set.size == Some(0) && set.mode.is_none() && set.uid.is_none() && set.gid.is_none();
             if only_truncate {
@@ -385,9 +390,11 @@ impl Filesystem for Mount {
     }
 
     async fn open(&self, req: Request, inode: Inode, flags: u32) -> Result<ReplyOpen> {
+        let truncates = flags as i32 & libc::O_TRUNC != 0;
+        let _writing = truncates.then(|| self.writes.during());
         self.stoppable(req.unique, async {
             let mut mode = access_mode(flags);
-            if flags as i32 & libc::O_TRUNC != 0 {
+            if truncates {
                 mode |= OTRUNC;
             }
             let walked = self.clone_fid(inode).await?;
@@ -396,17 +403,35 @@ impl Filesystem for Mount {
                 Err(e) => return Err(failed("open", &self.names(inode).unwrap_or_default().join("/"), e)),
             };
             let fid = walked.keep();
-            let direct = self.inodes().get(inode).is_none_or(|n| synthetic(&n.stat));
-            let fh = self.handles.add(Handle::File { fid, iounit: file.iounit, cached: !direct });
+            let (direct, ahead) = match self.inodes().get(inode) {
+                Some(n) => (synthetic(&n.stat), synthetic(&n.stat) && positional(&n.stat.qid)),
+                None => (true, false),
+            };
+            let ahead = ahead.then(ReadAhead::default);
+            let fh = self.handles.add(Handle::File { fid, iounit: file.iounit, cached: !direct, ahead });
             Ok(ReplyOpen { fh, flags: if direct { FOPEN_DIRECT_IO } else { 0 } })
         })
         .await
     }
 
     async fn read(&self, req: Request, _inode: Inode, fh: u64, offset: u64, size: u32) -> Result<ReplyData> {
-        let (fid, iounit, cached) = self.file(fh)?;
+        let handle = self.handles.get(fh);
+        let Some(Handle::File { fid, iounit, cached, ahead }) = handle.as_deref() else {
+            return Err(libc::EBADF.into());
+        };
+        let (fid, iounit, cached, count) = (*fid, *iounit, *cached, size.min(*iounit));
+        if let Some(ahead) = ahead {
+            let data = match ahead.take(offset, count, &self.writes).await {
+                Some(data) => data,
+                None => self.interruptible(req.unique, "read", fid, self.client.read(fid, offset, count)).await?,
+            };
+            if data.len() == count as usize {
+                ahead.ask(&self.client, fid, offset + u64::from(count), count, &self.writes);
+            }
+            return Ok(ReplyData { data: Bytes::from(data) });
+        }
         let call = async {
-            let mut data = self.client.read(fid, offset, size.min(iounit)).await?;
+            let mut data = self.client.read(fid, offset, count).await?;
             // The page cache takes a short read for the end of the file: a
             // cached file's read is filled, a Tread per iounit, up to its
             // size or the end.
@@ -434,7 +459,8 @@ impl Filesystem for Mount {
         _write_flags: u32,
         _flags: u32,
     ) -> Result<ReplyWrite> {
-        let (fid, iounit, _) = self.file(fh)?;
+        let (fid, iounit) = self.file(fh)?;
+        let _writing = self.writes.during();
         // One write(2) is one Twrite up to the iounit, so a ctl message
         // arrives whole. Where the server takes less, the write stops
         // there: the caller writes the rest again from where it ended.
@@ -470,8 +496,11 @@ impl Filesystem for Mount {
         _flush: bool,
     ) -> Result<()> {
         if let Some(h) = self.handles.remove(fh) {
-            if let Handle::File { fid, .. } = *h {
-                let _ = self.client.clunk(fid).await;
+            if let Handle::File { fid, ahead, .. } = &*h {
+                if let Some(ahead) = ahead {
+                    ahead.stop();
+                }
+                let _ = self.client.clunk(*fid).await;
             }
         }
         Ok(())
@@ -558,7 +587,8 @@ impl Filesystem for Mount {
             let (ino, stat) = self.look(parent, name).await?;
             walked.keep();
             let cached = !synthetic(&stat);
-            let fh = self.handles.add(Handle::File { fid: file.fid, iounit: file.iounit, cached });
+            let ahead = (!cached && positional(&stat.qid)).then(ReadAhead::default);
+            let fh = self.handles.add(Handle::File { fid: file.fid, iounit: file.iounit, cached, ahead });
             let flags = if cached { 0 } else { FOPEN_DIRECT_IO };
             Ok(ReplyCreated { ttl: ttl(&stat), attr: self.attr(ino, &stat), generation: 0, fh, flags })
         })

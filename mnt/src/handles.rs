@@ -5,19 +5,21 @@
 //! one snapshot however many calls it takes (plan9port's 9pfuse lost
 //! entries past one buffer). "." and ".." come first, at offsets 1 and 2.
 
+use crate::readahead::ReadAhead;
 use apex_ninep::fcall::Stat;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// What a file handle holds.
-#[derive(Debug)]
 pub enum Handle {
     /// `cached`: read through the kernel's page cache, which takes a
-    /// short read for the end of the file.
+    /// short read for the end of the file. `ahead`: a direct-io file
+    /// whose reads are positional, read ahead ([`ReadAhead`]).
     File {
         fid: u32,
         iounit: u32,
         cached: bool,
+        ahead: Option<ReadAhead>,
     },
     Dir {
         entries: Vec<Stat>,

@@ -12,6 +12,7 @@ mod fs;
 mod handles;
 mod inflight;
 mod inodes;
+mod readahead;
 
 use anyhow::Context;
 use clap::Parser;

@@ -94,6 +94,61 @@ fn shell_tools_read_and_write_through_the_mount() {
     assert!(out.lines().filter(|l| l.trim_end() == "mounted-42").count() >= 2, "screen and cons: {out}");
 }
 
+/// A body is read ahead (the next pieces asked for while `cat` takes
+/// one): what comes out is the body whole and in order, and a read at any
+/// offset is what is there.
+#[test]
+fn a_body_read_ahead_is_whole_and_in_order() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::start("ahead");
+    let b = s.ok("cat $M/main/buffers/new").trim().to_string();
+    let body = format!("$M/main/buffers/{b}/body");
+    // About 3.9 MB: pieces of an iounit each, the last one short.
+    s.ok(&format!("seq 1 500000 > $T/numbers && cat $T/numbers > {body} && cmp $T/numbers {body}"));
+    // Reads at offsets out of order: each piece read ahead is for
+    // another place and thrown away.
+    for skip in [700, 3, 500, 501, 0, 950] {
+        let want = s.ok(&format!("dd if=$T/numbers bs=4096 skip={skip} count=2 status=none"));
+        let got = s.ok(&format!("dd if={body} bs=4096 skip={skip} count=2 status=none"));
+        assert_eq!(got, want, "8 KiB at block {skip}");
+    }
+}
+
+/// A file read ahead whose reads are of what it holds at the moment (a
+/// plain server's, stat'd as synthetic: length 0, a version): a write
+/// through the mount between two reads is seen by the second, never a
+/// piece read ahead before it.
+#[test]
+fn a_write_between_two_reads_is_seen_by_the_second() {
+    if !fuse_available() {
+        return;
+    }
+    let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
+    let s = Setup::start_on_one_file("ahead-write", numbers.clone().into_bytes(), &["--msize", "8192"]);
+    s.one.as_ref().unwrap().synthetic.store(true, std::sync::atomic::Ordering::SeqCst);
+    s.ok("seq 1 30000 > $T/numbers && cmp $T/numbers $M/numbers");
+    let mut file = std::fs::File::open(s.m().join("numbers")).unwrap();
+    let mut first = vec![0u8; 1 << 16];
+    let n = file.read(&mut first).unwrap();
+    assert_eq!(&first[..n], &numbers.as_bytes()[..n]);
+    assert!(n < 8192, "one read is one Tread of an iounit: {n} bytes");
+    // Ten bytes of the next piece, while it is being (or has been) read
+    // ahead.
+    let mut writer = std::fs::OpenOptions::new().write(true).open(s.m().join("numbers")).unwrap();
+    std::io::Seek::seek(&mut writer, std::io::SeekFrom::Start(n as u64 + 10)).unwrap();
+    std::io::Write::write_all(&mut writer, b"XXXXXXXXXX").unwrap();
+    drop(writer);
+    let mut second = vec![0u8; 1 << 16];
+    let m = file.read(&mut second).unwrap();
+    assert!(m >= 20, "{m}");
+    let mut want = numbers.as_bytes()[n..n + m].to_vec();
+    want[10..20].copy_from_slice(b"XXXXXXXXXX");
+    let start = |b: &[u8]| String::from_utf8_lossy(&b[..40]).into_owned();
+    assert!(second[..m] == want[..], "read {:?}, want {:?}", start(&second), start(&want));
+}
+
 #[test]
 fn a_plain_servers_file_lists_reads_and_writes_whole_at_a_small_msize() {
     // A file with a real length (apexd's all have 0) is read through the

@@ -219,6 +219,7 @@ pub fn serve_one_file(socket: &Path, content: Vec<u8>) -> std::sync::Arc<OneFile
         kept: std::sync::Mutex::new(Kept { name: "numbers".into(), data: content, mode: 0o644, mtime: 0 }),
         live: std::sync::Arc::default(),
         stall: std::sync::atomic::AtomicBool::new(false),
+        synthetic: std::sync::atomic::AtomicBool::new(false),
         released: tokio::sync::Notify::new(),
     };
     let file = std::sync::Arc::new(file);
@@ -243,6 +244,10 @@ pub struct OneFile {
     pub live: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// Opens of the file wait while this is set, until `release`.
     pub stall: std::sync::atomic::AtomicBool,
+    /// Set, the file is stat'd as a synthetic file with a version is: of
+    /// length 0 (so read direct) and version 1 (so read ahead), its reads
+    /// still of what it holds at the moment.
+    pub synthetic: std::sync::atomic::AtomicBool,
     released: tokio::sync::Notify,
 }
 
@@ -310,11 +315,12 @@ pub enum Kind {
 }
 
 impl OneFile {
-    fn qid(kind: Kind) -> apex_ninep::fcall::Qid {
+    fn qid(&self, kind: Kind) -> apex_ninep::fcall::Qid {
         use apex_ninep::fcall::{Qid, QTDIR, QTFILE};
+        let vers = self.synthetic.load(std::sync::atomic::Ordering::SeqCst) as u32;
         match kind {
             Kind::Root => Qid { ty: QTDIR, vers: 0, path: 1 },
-            Kind::File => Qid { ty: QTFILE, vers: 0, path: 2 },
+            Kind::File => Qid { ty: QTFILE, vers, path: 2 },
         }
     }
 
@@ -328,7 +334,7 @@ impl apex_ninep::srv::Serve for OneFile {
     type Error = String;
 
     async fn attach(&self, _: &str, _: &str) -> apex_ninep::srv::Result<(apex_ninep::fcall::Qid, OneFid)> {
-        Ok((OneFile::qid(Kind::Root), self.fid(Kind::Root)))
+        Ok((self.qid(Kind::Root), self.fid(Kind::Root)))
     }
 
     async fn walk(
@@ -339,7 +345,7 @@ impl apex_ninep::srv::Serve for OneFile {
         match (fid.kind, names) {
             (_, []) => Ok((Vec::new(), Some(fid.clone()))),
             (Kind::Root, [name]) if *name == self.kept.lock().unwrap().name => {
-                Ok((vec![OneFile::qid(Kind::File)], Some(self.fid(Kind::File))))
+                Ok((vec![self.qid(Kind::File)], Some(self.fid(Kind::File))))
             }
             _ => Err("file does not exist".into()),
         }
@@ -360,7 +366,7 @@ impl apex_ninep::srv::Serve for OneFile {
         if fid.kind == Kind::File && mode & apex_ninep::fcall::OTRUNC != 0 {
             self.kept.lock().unwrap().data.clear();
         }
-        Ok((OneFile::qid(fid.kind), fid.clone()))
+        Ok((self.qid(fid.kind), fid.clone()))
     }
 
     async fn create(
@@ -422,12 +428,16 @@ impl apex_ninep::srv::Serve for OneFile {
             Kind::Root => ("/".to_string(), DMDIR | 0o755, 0, 0),
             Kind::File => {
                 let file = self.kept.lock().unwrap();
-                (file.name.clone(), apex_ninep::fcall::DMAPPEND | file.mode, file.data.len() as u64, file.mtime)
+                let length = match self.synthetic.load(std::sync::atomic::Ordering::SeqCst) {
+                    true => 0,
+                    false => file.data.len() as u64,
+                };
+                (file.name.clone(), apex_ninep::fcall::DMAPPEND | file.mode, length, file.mtime)
             }
         };
         let who = "glenda";
         Ok(Stat {
-            qid: OneFile::qid(fid.kind),
+            qid: self.qid(fid.kind),
             mode,
             length,
             mtime,
