@@ -403,11 +403,8 @@ impl Filesystem for Mount {
                 Err(e) => return Err(failed("open", &self.names(inode).unwrap_or_default().join("/"), e)),
             };
             let fid = walked.keep();
-            let (direct, ahead) = match self.inodes().get(inode) {
-                Some(n) => (synthetic(&n.stat), synthetic(&n.stat) && positional(&n.stat.qid)),
-                None => (true, false),
-            };
-            let ahead = ahead.then(ReadAhead::default);
+            let direct = self.inodes().get(inode).is_none_or(|n| synthetic(&n.stat));
+            let ahead = (direct && positional(&file.qid)).then(|| ReadAhead::new(&self.writes));
             let fh = self.handles.add(Handle::File { fid, iounit: file.iounit, cached: !direct, ahead });
             Ok(ReplyOpen { fh, flags: if direct { FOPEN_DIRECT_IO } else { 0 } })
         })
@@ -421,14 +418,18 @@ impl Filesystem for Mount {
         };
         let (fid, iounit, cached, count) = (*fid, *iounit, *cached, size.min(*iounit));
         if let Some(ahead) = ahead {
-            let data = match ahead.take(offset, count, &self.writes).await {
-                Some(data) => data,
-                None => self.interruptible(req.unique, "read", fid, self.client.read(fid, offset, count)).await?,
+            let call = async {
+                match ahead.take(offset, count, &self.writes).await {
+                    Some(data) => Ok(data),
+                    None => self.client.read(fid, offset, count).await,
+                }
             };
-            if data.len() == count as usize {
-                ahead.ask(&self.client, fid, offset + u64::from(count), count, &self.writes);
+            let data = self.interruptible(req.unique, "read", fid, call).await;
+            match &data {
+                Ok(data) if data.len() == count as usize => ahead.ask(&self.client, fid, offset, count, &self.writes),
+                _ => ahead.saw(&self.writes),
             }
-            return Ok(ReplyData { data: Bytes::from(data) });
+            return Ok(ReplyData { data: Bytes::from(data?) });
         }
         let call = async {
             let mut data = self.client.read(fid, offset, count).await?;
@@ -587,7 +588,7 @@ impl Filesystem for Mount {
             let (ino, stat) = self.look(parent, name).await?;
             walked.keep();
             let cached = !synthetic(&stat);
-            let ahead = (!cached && positional(&stat.qid)).then(ReadAhead::default);
+            let ahead = (!cached && positional(&file.qid)).then(|| ReadAhead::new(&self.writes));
             let fh = self.handles.add(Handle::File { fid: file.fid, iounit: file.iounit, cached, ahead });
             let flags = if cached { 0 } else { FOPEN_DIRECT_IO };
             Ok(ReplyCreated { ttl: ttl(&stat), attr: self.attr(ino, &stat), generation: 0, fh, flags })

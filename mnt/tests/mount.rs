@@ -116,8 +116,8 @@ fn a_body_read_ahead_is_whole_and_in_order() {
     }
 }
 
-/// A file read ahead whose reads are of what it holds at the moment (a
-/// plain server's, stat'd as synthetic: length 0, a version): a write
+/// An append-only file whose reads are of what it holds at the moment (a
+/// plain server's, stat'd as synthetic: length 0) is read ahead; a write
 /// through the mount between two reads is seen by the second, never a
 /// piece read ahead before it.
 #[test]
@@ -127,26 +127,60 @@ fn a_write_between_two_reads_is_seen_by_the_second() {
     }
     let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
     let s = Setup::start_on_one_file("ahead-write", numbers.clone().into_bytes(), &["--msize", "8192"]);
-    s.one.as_ref().unwrap().synthetic.store(true, std::sync::atomic::Ordering::SeqCst);
+    let one = s.one.as_ref().unwrap();
+    one.synthetic.store(true, std::sync::atomic::Ordering::SeqCst);
     s.ok("seq 1 30000 > $T/numbers && cmp $T/numbers $M/numbers");
+    one.reads.lock().unwrap().clear();
     let mut file = std::fs::File::open(s.m().join("numbers")).unwrap();
     let mut first = vec![0u8; 1 << 16];
     let n = file.read(&mut first).unwrap();
     assert_eq!(&first[..n], &numbers.as_bytes()[..n]);
     assert!(n < 8192, "one read is one Tread of an iounit: {n} bytes");
-    // Ten bytes of the next piece, while it is being (or has been) read
-    // ahead.
+    // The next piece is read ahead, before the program asks for it.
+    let read_ahead = || {
+        let mut reads = one.reads.lock().unwrap().clone();
+        reads.sort();
+        reads == [0, n as u64, 2 * n as u64]
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !read_ahead() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(read_ahead(), "the next two pieces read ahead: {:?}", one.reads.lock().unwrap());
+    // Ten bytes of that piece changed through the mount.
     let mut writer = std::fs::OpenOptions::new().write(true).open(s.m().join("numbers")).unwrap();
     std::io::Seek::seek(&mut writer, std::io::SeekFrom::Start(n as u64 + 10)).unwrap();
     std::io::Write::write_all(&mut writer, b"XXXXXXXXXX").unwrap();
     drop(writer);
     let mut second = vec![0u8; 1 << 16];
     let m = file.read(&mut second).unwrap();
-    assert!(m >= 20, "{m}");
+    assert_eq!(m, n);
     let mut want = numbers.as_bytes()[n..n + m].to_vec();
     want[10..20].copy_from_slice(b"XXXXXXXXXX");
     let start = |b: &[u8]| String::from_utf8_lossy(&b[..40]).into_owned();
     assert!(second[..m] == want[..], "read {:?}, want {:?}", start(&second), start(&want));
+}
+
+/// A synthetic file that is not append-only may be a stream whose reads
+/// use up what they return (`event`, `/proc/N/wait`): never read ahead.
+#[test]
+fn a_stream_is_never_read_ahead() {
+    if !fuse_available() {
+        return;
+    }
+    let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
+    let s = Setup::start_on_one_file("no-ahead", numbers.clone().into_bytes(), &["--msize", "8192"]);
+    let one = s.one.as_ref().unwrap();
+    one.synthetic.store(true, std::sync::atomic::Ordering::SeqCst);
+    one.stream.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut file = std::fs::File::open(s.m().join("numbers")).unwrap();
+    let mut piece = vec![0u8; 1 << 16];
+    for _ in 0..3 {
+        assert!(file.read(&mut piece).unwrap() > 0);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let n = 8192 - 24;
+    assert_eq!(*one.reads.lock().unwrap(), [0, n, 2 * n], "only what was asked for is read");
 }
 
 #[test]

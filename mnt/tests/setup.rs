@@ -220,6 +220,8 @@ pub fn serve_one_file(socket: &Path, content: Vec<u8>) -> std::sync::Arc<OneFile
         live: std::sync::Arc::default(),
         stall: std::sync::atomic::AtomicBool::new(false),
         synthetic: std::sync::atomic::AtomicBool::new(false),
+        stream: std::sync::atomic::AtomicBool::new(false),
+        reads: std::sync::Mutex::default(),
         released: tokio::sync::Notify::new(),
     };
     let file = std::sync::Arc::new(file);
@@ -244,10 +246,14 @@ pub struct OneFile {
     pub live: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// Opens of the file wait while this is set, until `release`.
     pub stall: std::sync::atomic::AtomicBool,
-    /// Set, the file is stat'd as a synthetic file with a version is: of
-    /// length 0 (so read direct) and version 1 (so read ahead), its reads
-    /// still of what it holds at the moment.
+    /// Set, the file is stat'd as a synthetic file is: of length 0 (so
+    /// read direct), its reads still of what it holds at the moment.
     pub synthetic: std::sync::atomic::AtomicBool,
+    /// Set, its qid is a plain file's, as a stream's is; else QTAPPEND,
+    /// as its mode says (DMAPPEND).
+    pub stream: std::sync::atomic::AtomicBool,
+    /// The offset of every read of the file, in the order answered.
+    pub reads: std::sync::Mutex<Vec<u64>>,
     released: tokio::sync::Notify,
 }
 
@@ -316,11 +322,14 @@ pub enum Kind {
 
 impl OneFile {
     fn qid(&self, kind: Kind) -> apex_ninep::fcall::Qid {
-        use apex_ninep::fcall::{Qid, QTDIR, QTFILE};
-        let vers = self.synthetic.load(std::sync::atomic::Ordering::SeqCst) as u32;
+        use apex_ninep::fcall::{Qid, QTAPPEND, QTDIR, QTFILE};
+        let ty = match self.stream.load(std::sync::atomic::Ordering::SeqCst) {
+            true => QTFILE,
+            false => QTAPPEND,
+        };
         match kind {
             Kind::Root => Qid { ty: QTDIR, vers: 0, path: 1 },
-            Kind::File => Qid { ty: QTFILE, vers, path: 2 },
+            Kind::File => Qid { ty, vers: 0, path: 2 },
         }
     }
 
@@ -397,7 +406,9 @@ impl apex_ninep::srv::Serve for OneFile {
         }
         let data = &self.kept.lock().unwrap().data;
         let from = (offset as usize).min(data.len());
-        Ok(data[from..(from + count as usize).min(data.len())].to_vec())
+        let read = data[from..(from + count as usize).min(data.len())].to_vec();
+        self.reads.lock().unwrap().push(offset);
+        Ok(read)
     }
 
     async fn write(&self, fid: &OneFid, offset: u64, bytes: Vec<u8>) -> apex_ninep::srv::Result<u32> {

@@ -89,7 +89,8 @@ impl Fsys {
         };
         let ty = match place {
             _ if place.is_dir() => QTDIR,
-            Place::Win1(_, _, WinFile::Body | WinFile::Tag) => QTAPPEND,
+            // Their writes append, wherever they are made, as acme's do.
+            Place::Win1(_, _, WinFile::Body | WinFile::Tag) | Place::Buffer1(_, _, BufferFile::Body) => QTAPPEND,
             _ => QTFILE,
         };
         Qid { ty, vers, path }
@@ -130,7 +131,7 @@ impl Fsys {
         let now = now();
         let mode = match place {
             _ if place.is_dir() => DMDIR | perm,
-            Place::Win1(_, _, WinFile::Body | WinFile::Tag) => DMAPPEND | perm,
+            Place::Win1(_, _, WinFile::Body | WinFile::Tag) | Place::Buffer1(_, _, BufferFile::Body) => DMAPPEND | perm,
             _ => perm,
         };
         Ok(Stat {

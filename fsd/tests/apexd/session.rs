@@ -67,6 +67,17 @@ async fn buffers_addresses_and_proposals() {
     assert_eq!(ctl_field(&ctl, "dirty"), "1");
     let body_qid = c.open_path(root, &b("body"), OREAD).await.unwrap();
     assert_eq!(body_qid.qid.vers as u64, ctl_field(&ctl, "version").parse::<u64>().unwrap(), "qid.vers is the version");
+    // Its writes append, wherever they are made (as acme's body's): it is
+    // append-only, which a mount reads ahead by (and never a stream).
+    assert_eq!(body_qid.qid.ty & apex_ninep::fcall::QTAPPEND, apex_ninep::fcall::QTAPPEND);
+    let (fid, _) = c.walk(root, &["main", "buffers", &n, "body"]).await.unwrap();
+    assert_ne!(c.stat(fid).await.unwrap().mode & apex_ninep::fcall::DMAPPEND, 0);
+    c.clunk(fid).await.unwrap();
+    for stream in ["event", "data", "addr"] {
+        let f = c.open_path(root, &b(stream), OREAD).await.unwrap();
+        assert_eq!(f.qid.ty & apex_ninep::fcall::QTAPPEND, 0, "{stream} is not append-only");
+        c.clunk(f.fid).await.unwrap();
+    }
 
     // addr and data, acme's way: one address shared by every fid.
     let addr = c.open_path(root, &b("addr"), ORDWR).await.unwrap();
