@@ -1,6 +1,7 @@
 //! Leadership moves in one session: a lease asked for is granted at once
-//! when free and requested from its holder otherwise (granted when the
-//! holder releases it, or reclaimed at the deadline); the server takes a
+//! when free or its holder's connection is gone, and requested from its
+//! holder otherwise (granted when the holder releases it, or reclaimed at
+//! the deadline); the server takes a
 //! lease back (epoch + 1) when its holder ends or is stuck; a tool's
 //! bounded lease goes back to the UI that led the shard before.
 
@@ -46,13 +47,37 @@ pub(crate) fn ask(
     }
     let deadline = now + s.hub().config.deadline_ms;
     s.hub_mut().asks.insert(shard, Ask { by, deadline, ttl_ms, return_to: None });
-    if lease.is_free() {
+    // A holder whose connection dropped (in its grace, a UI killed or cut
+    // off) cannot hand the lease over: it is taken back now, not at the
+    // deadline, so a UI started again after a crash leads at once. Should
+    // the holder resume, it is fenced, and what it had not sent is
+    // recovered as a holder's reclaimed at the deadline is.
+    let away = s.hub().conn_of(lease.holder).is_some() && s.hub().live_conn_of(lease.holder).is_none();
+    if lease.is_free() || away {
         grant_asked(s, shard, now);
         return Ok(());
     }
     s.view_mut().push_meta(MetaOp::LeaseRequest { shard, by })?;
     s.hub_mut().wakeups.push(deadline);
     Ok(())
+}
+
+/// `a`'s connection dropped: what others asked it for, which it can no
+/// longer hand over, is taken back and granted now (as [`ask`] does for a
+/// holder already gone when asked).
+pub(crate) fn hand_over_from(s: &mut Session, a: AttachmentId, now: u64) {
+    let held: Vec<Shard> = s
+        .hub()
+        .asks
+        .iter()
+        .filter(|(shard, ask)| {
+            ask.by != a && s.view().log.lease(**shard).is_ok_and(|l| l.holder == a && l.released.is_none())
+        })
+        .map(|(shard, _)| *shard)
+        .collect();
+    for shard in held {
+        grant_asked(s, shard, now);
+    }
 }
 
 /// Grants `shard` to whoever asked for it, if that one is still here; the

@@ -16,7 +16,7 @@
 use super::error::AttachError;
 use super::feed::welcome;
 use super::hub::{Ask, Bounded, ChangeMarks, ConnId, Written};
-use super::lease::{ask, ask_for_all, end, give_back, grant_asked, mend_layout, reclaim};
+use super::lease::{ask, ask_for_all, end, give_back, grant_asked, hand_over_from, mend_layout, reclaim};
 use crate::attach::route::{self, answer, redispatch, submit};
 use crate::session::Session;
 use apex_core::{AttachmentId, AttachmentKind, MetaOp, Seq, Shard};
@@ -120,38 +120,49 @@ pub fn clunk(s: &mut Session, conn: ConnId, now: u64) {
 }
 
 /// The connection went without a clunk: the attachment waits out its
-/// grace for a resume.
+/// grace for a resume, and what others asked it for, which it can no
+/// longer hand over, goes to them now.
 pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
+    if let Some(a) = start_grace(s, conn, now) {
+        hand_over_from(s, a, now);
+    }
+}
+
+/// Starts the grace of the attachment on `conn`, unless it has begun;
+/// returns the attachment whose grace began.
+fn start_grace(s: &mut Session, conn: ConnId, now: u64) -> Option<AttachmentId> {
     s.hub_mut().now = now;
     let grace = s.hub().config.grace_ms;
     let hub = s.hub_mut();
-    let Some(c) = hub.conns.get_mut(&conn) else { return };
+    let c = hub.conns.get_mut(&conn)?;
     if c.attachment.is_none() {
         hub.conns.remove(&conn);
-        return;
+        return None;
     }
     if c.grace_until.is_some() {
         // Its stream broke before: the grace runs from then.
-        return;
+        return None;
     }
     c.grace_until = Some(now + grace);
     c.frames.clear();
     hub.wakeups.push(now + grace);
     // The clocks of the proposals it was sent stop while it is away.
-    if let Some(a) = c.attachment {
-        for p in s.hub_mut().pending.values_mut().filter(|p| p.sent_to == Some(a)) {
-            p.pause(a, now);
-        }
+    let a = c.attachment?;
+    for p in s.hub_mut().pending.values_mut().filter(|p| p.sent_to == Some(a)) {
+        p.pause(a, now);
     }
+    Some(a)
 }
 
 /// The connection's stream broke (its Welcome could not be encoded, or a
 /// read lost bytes to a fault): it is taken as hung up, once, so its
 /// attachment waits out its grace, holding back no compaction, and its
 /// client can attach again and resume it, as the error it reads says.
+/// Nothing is taken from it here: its client resumes at once, and a
+/// change being undone appends nothing.
 pub fn broken(s: &mut Session, conn: ConnId, now: u64) {
     if s.hub().conns.get(&conn).is_some_and(|c| c.attachment.is_some() && c.grace_until.is_none()) {
-        hangup(s, conn, now);
+        start_grace(s, conn, now);
     }
 }
 

@@ -635,6 +635,35 @@ async fn the_watching_ui_leads_again_when_the_leader_goes() {
     assert!(ui1.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "after the killed leader's grace");
 }
 
+/// A UI started again after the one that led was killed (its connection
+/// gone, in its grace) leads at once: a holder that cannot answer is not
+/// waited for until the deadline (here far beyond the test's patience).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ui_asking_for_what_a_killed_leader_held_leads_at_once() {
+    let long = ["--lease-deadline".into(), "600000".into(), "--resume-grace".into(), "600".into()];
+    let d = Daemon::start_with("lead-after-kill", &long);
+    let mut lead = std::process::Command::new(env!("CARGO_BIN_EXE_apex"))
+        .args(["lead", "-i", "1000", "main", "/tmp/apex/lead"])
+        .env("NAMESPACE", &d.dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run apex lead");
+    let c = d.client().await;
+    let watcher = Attached::open(&c, "main", AttachmentKind::Tool, "watcher").await.unwrap();
+    let led_by_lead = |l: &Link| {
+        l.node().is_some_and(|n| {
+            let layout = n.state.meta.leases.get(Shard::Layout).ok();
+            layout.is_some_and(|lease| lease.holder != apex_core::AttachmentId::SERVER)
+        })
+    };
+    assert!(watcher.wait_for(WAIT, led_by_lead).await, "apex lead leads");
+    lead.kill().unwrap();
+    lead.wait().unwrap();
+    let c2 = d.client().await;
+    let ui = Attached::open(&c2, "main", AttachmentKind::Ui, "again").await.unwrap();
+    assert!(ui.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "the new UI leads without the deadline");
+}
+
 /// A client that opens attach again and again, leaving a message of 4 MiB
 /// unfinished in each, cannot make the session hold more than 64 MiB of
 /// them: the next is refused, saying why, while whole messages are taken

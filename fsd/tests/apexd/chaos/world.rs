@@ -215,6 +215,8 @@ impl World {
         if let Some(conn) = self.clients[i].conn.take() {
             protocol::hangup(&mut self.s, conn, self.now);
             self.clients[i].wire.clear();
+            // What it held that others asked for goes to them: entries.
+            self.archive();
         }
     }
 
