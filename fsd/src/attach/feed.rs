@@ -315,6 +315,7 @@ pub(crate) fn welcome(s: &mut Session, conn: ConnId, a: AttachmentId) {
     let c = s.hub_mut().conns.get_mut(&conn).expect("live");
     c.sent = sent;
     c.grace_until = None;
+    c.hung_up = false;
     if let Some(queued) = c.welcomes.back_mut() {
         // One is queued unread: this state replaces its, as the client
         // would replace that one's replica with this (it reads one

@@ -60,6 +60,11 @@ pub(crate) struct Conn {
     pub(crate) generation: u64,
     /// Set when the fid went with its connection: the end of the grace.
     pub(crate) grace_until: Option<u64>,
+    /// Its connection is gone (hung up, or never there: an attachment
+    /// restored with its session), not only its stream broken by a fault
+    /// its client resumes from at once: what it holds is taken back as
+    /// soon as another asks for it ([`super::lease::away`]).
+    pub(crate) hung_up: bool,
     /// A lease of this attachment was reclaimed during the grace.
     pub(crate) lost_lease: bool,
     /// It read since the last compaction point: one that did not, and is
@@ -409,6 +414,7 @@ impl Hub {
                 sent: BTreeMap::new(),
                 generation: 0,
                 grace_until: None,
+                hung_up: false,
                 lost_lease: false,
                 read_lately: false,
                 waiting: Arc::default(),

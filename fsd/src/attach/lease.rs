@@ -52,14 +52,20 @@ pub(crate) fn ask(
     // deadline, so a UI started again after a crash leads at once. Should
     // the holder resume, it is fenced, and what it had not sent is
     // recovered as a holder's reclaimed at the deadline is.
-    let away = s.hub().conn_of(lease.holder).is_some() && s.hub().live_conn_of(lease.holder).is_none();
-    if lease.is_free() || away {
+    if lease.is_free() || away(s, lease.holder) {
         grant_asked(s, shard, now);
         return Ok(());
     }
     s.view_mut().push_meta(MetaOp::LeaseRequest { shard, by })?;
     s.hub_mut().wakeups.push(deadline);
     Ok(())
+}
+
+/// Whether attachment `a`'s connection is gone (it hung up, or was
+/// restored with its session and has not come back), so it cannot hand
+/// over a lease asked of it.
+pub(crate) fn away(s: &Session, a: AttachmentId) -> bool {
+    s.hub().conn_of(a).is_some_and(|c| s.hub().conns[&c].hung_up)
 }
 
 /// `a`'s connection dropped: what others asked it for, which it can no
@@ -81,7 +87,8 @@ pub(crate) fn hand_over_from(s: &mut Session, a: AttachmentId, now: u64) {
 }
 
 /// Grants `shard` to whoever asked for it, if that one is still here; the
-/// lease must be free (released or the server's).
+/// lease is free (released or the server's) or taken back here from a
+/// holder that is stuck or gone.
 pub(crate) fn grant_asked(s: &mut Session, shard: Shard, now: u64) {
     let Some(ask) = s.hub_mut().asks.remove(&shard) else { return };
     if !s.view().state.meta.attachments.contains_key(&ask.by) {
@@ -98,7 +105,12 @@ pub(crate) fn grant_asked(s: &mut Session, shard: Shard, now: u64) {
         return;
     }
     if let Some(ttl) = ask.ttl_ms {
-        let before = if lease.holder == ask.by { AttachmentId::SERVER } else { lease.holder };
+        // Back to whoever released it to this one; a lease taken back
+        // from its holder (gone) goes back to the server.
+        let before = match lease.holder == ask.by || !lease.is_free() {
+            true => AttachmentId::SERVER,
+            false => lease.holder,
+        };
         let return_to = ask.return_to.unwrap_or(before);
         s.hub_mut().bounded.insert(shard, Bounded { holder: ask.by, expires: now + ttl, return_to });
         s.hub_mut().wakeups.push(now + ttl);

@@ -123,35 +123,39 @@ pub fn clunk(s: &mut Session, conn: ConnId, now: u64) {
 /// grace for a resume, and what others asked it for, which it can no
 /// longer hand over, goes to them now.
 pub fn hangup(s: &mut Session, conn: ConnId, now: u64) {
-    if let Some(a) = start_grace(s, conn, now) {
-        hand_over_from(s, a, now);
-    }
+    start_grace(s, conn, now);
+    // (Its stream may have broken before: the grace runs from then, but
+    // it is gone only now.)
+    let Some(c) = s.hub_mut().conns.get_mut(&conn) else { return };
+    let Some(a) = c.attachment else { return };
+    c.hung_up = true;
+    hand_over_from(s, a, now);
+    redispatch(s);
 }
 
-/// Starts the grace of the attachment on `conn`, unless it has begun;
-/// returns the attachment whose grace began.
-fn start_grace(s: &mut Session, conn: ConnId, now: u64) -> Option<AttachmentId> {
+/// Starts the grace of the attachment on `conn`, unless it has begun.
+fn start_grace(s: &mut Session, conn: ConnId, now: u64) {
     s.hub_mut().now = now;
     let grace = s.hub().config.grace_ms;
     let hub = s.hub_mut();
-    let c = hub.conns.get_mut(&conn)?;
+    let Some(c) = hub.conns.get_mut(&conn) else { return };
     if c.attachment.is_none() {
         hub.conns.remove(&conn);
-        return None;
+        return;
     }
     if c.grace_until.is_some() {
         // Its stream broke before: the grace runs from then.
-        return None;
+        return;
     }
     c.grace_until = Some(now + grace);
     c.frames.clear();
     hub.wakeups.push(now + grace);
     // The clocks of the proposals it was sent stop while it is away.
-    let a = c.attachment?;
-    for p in s.hub_mut().pending.values_mut().filter(|p| p.sent_to == Some(a)) {
-        p.pause(a, now);
+    if let Some(a) = c.attachment {
+        for p in s.hub_mut().pending.values_mut().filter(|p| p.sent_to == Some(a)) {
+            p.pause(a, now);
+        }
     }
-    Some(a)
 }
 
 /// The connection's stream broke (its Welcome could not be encoded, or a
@@ -218,6 +222,7 @@ pub fn undone(s: &mut Session, marks: &ChangeMarks, why: &str) {
         let id = hub.open();
         let c = hub.conns.get_mut(&id).expect("just opened");
         (c.attachment, c.kind, c.token, c.grace_until) = (Some(a), kind, token, Some(now + grace));
+        c.hung_up = true;
         hub.wakeups.push(now + grace);
     }
 }

@@ -642,12 +642,14 @@ async fn the_watching_ui_leads_again_when_the_leader_goes() {
 async fn a_ui_asking_for_what_a_killed_leader_held_leads_at_once() {
     let long = ["--lease-deadline".into(), "600000".into(), "--resume-grace".into(), "600".into()];
     let d = Daemon::start_with("lead-after-kill", &long);
-    let mut lead = std::process::Command::new(env!("CARGO_BIN_EXE_apex"))
-        .args(["lead", "-i", "1000", "main", "/tmp/apex/lead"])
-        .env("NAMESPACE", &d.dir)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("run apex lead");
+    let mut lead = Reaped(
+        std::process::Command::new(env!("CARGO_BIN_EXE_apex"))
+            .args(["lead", "-i", "1000", "main", "/tmp/apex/lead"])
+            .env("NAMESPACE", &d.dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("run apex lead"),
+    );
     let c = d.client().await;
     let watcher = Attached::open(&c, "main", AttachmentKind::Tool, "watcher").await.unwrap();
     let led_by_lead = |l: &Link| {
@@ -657,8 +659,8 @@ async fn a_ui_asking_for_what_a_killed_leader_held_leads_at_once() {
         })
     };
     assert!(watcher.wait_for(WAIT, led_by_lead).await, "apex lead leads");
-    lead.kill().unwrap();
-    lead.wait().unwrap();
+    lead.0.kill().unwrap();
+    lead.0.wait().unwrap();
     let c2 = d.client().await;
     let ui = Attached::open(&c2, "main", AttachmentKind::Ui, "again").await.unwrap();
     assert!(ui.wait_for(WAIT, |l| l.leads(Shard::Layout)).await, "the new UI leads without the deadline");

@@ -142,6 +142,56 @@ fn a_dropped_ui_resumes_with_its_leases_and_unflushed_typing() {
     w.quiesce();
 }
 
+/// A UI asking for what a cut-off leader holds gets it at once, not at
+/// the deadline; the leader coming back within its grace is fenced (its
+/// resume refused: it attaches anew), and the typing it had not sent is
+/// recovered, as after a deadline.
+#[test]
+fn leases_of_a_leader_cut_off_go_at_once_to_a_ui_that_asks() {
+    let mut w = World::new(9);
+    let a = w.join(AttachmentKind::Ui);
+    w.settle();
+    let b = window(&mut w, a, "/tmp/cut");
+    let node = w.link(a).node_mut().unwrap();
+    let op = BufferOp::Splice { q0: 0, q1: 0, text: "unsent".into(), origin: Origin::Keyboard };
+    node.append(Shard::Buffer(b), Op::Buffer(op)).unwrap();
+    w.hangup(a);
+    let c = w.join(AttachmentKind::Ui);
+    w.settle();
+    assert!(w.link(c).leads(Shard::Layout) && w.link(c).leads(Shard::Buffer(b)), "no deadline waited for");
+    w.advance(GRACE / 2);
+    w.reconnect(a);
+    w.settle();
+    let events = w.link(a).events();
+    assert!(events.iter().any(|e| matches!(e, Event::Error(t) if t.contains("resume of"))), "fenced: {events:?}");
+    assert!(bodies(&w).iter().any(|b| text_of(&w, *b).contains("unsent")), "its unsent typing was recovered");
+    w.quiesce();
+}
+
+/// A stream broken by a fault (a lost read, a change undone) is not a
+/// leader gone: its client resumes at once, so a UI asking for its
+/// leases meanwhile waits for them as for any holder's.
+#[test]
+fn a_broken_stream_keeps_its_leases_until_the_deadline() {
+    let mut w = World::new(10);
+    let a = w.join(AttachmentKind::Ui);
+    w.settle();
+    let conn = w.clients[a].conn.expect("connected");
+    apex_fsd::attach::protocol::broken(&mut w.s, conn, w.now);
+    let c = w.join(AttachmentKind::Ui);
+    w.pause(a, true);
+    w.settle();
+    assert!(!w.link(c).leads(Shard::Layout), "the broken one is asked, not taken from");
+    w.advance(DEADLINE + 1);
+    w.settle();
+    assert!(w.link(c).leads(Shard::Layout), "at the deadline");
+    // Its client, told the stream broke, attaches again to resume.
+    w.pause(a, false);
+    w.clients[a].conn = None;
+    w.reconnect(a);
+    w.quiesce();
+}
+
 #[test]
 fn a_resume_after_the_grace_is_refused_and_the_client_comes_back_new() {
     let mut w = World::new(5);
