@@ -16,7 +16,9 @@
 //! - `Undo` of the substitution and `Redo`, and the memory after Undo;
 //! - open: a window's `get` of the file until its body reads, beside
 //!   `vim -es` and `nvim -es` opening and quitting, and reading the file
-//!   into a rope in process; the daemon's memory for it; the same for the
+//!   into a rope in process; the daemon's memory for it, and the peak of
+//!   reading into a rope in process (the file and its rope held at once);
+//!   the same for the
 //!   text as one line, with bytes that are not UTF-8, and of 1 GB
 //!   (`APEX_SCALE_GB`, 0 for none); each the better of two runs, each
 //!   run after a `sync`;
@@ -546,13 +548,20 @@ async fn open_row(c: &Client, root: u32, pid: u32, name: &str, file: &Path) {
         .map(|_| {
             settled();
             let t = Instant::now();
-            let bytes = std::fs::read(file).unwrap();
-            let rope = ropey::Rope::from_str(&String::from_utf8_lossy(&bytes));
-            assert!(rope.len_bytes() >= bytes.len());
+            read_into_rope(file);
             t.elapsed()
         })
         .min()
         .unwrap();
+    // Its peak memory too, in a process of its own (this one's heap holds
+    // memory freed before, which a rope would reuse unseen): the file's
+    // bytes and the rope built from them are held at once, the floor of
+    // reading a file whole and then building its rope, as `get` does.
+    let in_process_peak = {
+        let out = Command::new(std::env::current_exe().unwrap()).env(READ_ROPE, file).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        said.trim().parse::<f64>().unwrap_or_else(|_| panic!("{READ_ROPE} said {said:?}"))
+    };
     let open_peers = ["vim", "nvim"].map(|p| {
         let mut runs = (0..2).map(|_| {
             settled();
@@ -574,7 +583,7 @@ async fn open_row(c: &Client, root: u32, pid: u32, name: &str, file: &Path) {
     row(&name, opened.0, &[(vim, vim_took), (nvim, nvim_took), ("read+rope in process", Ok(in_process))]);
     let mb = size / (1 << 20) as f64;
     println!(
-        "{:<26} daemon memory: {:.0} MiB more ({:.2}x the file), peak {:.0} MiB more ({:.2}x), {:.0} MiB ({:.2}x) {:.1} s on (goal 1.3x)",
+        "{:<26} daemon memory: {:.0} MiB more ({:.2}x the file), peak {:.0} MiB more ({:.2}x), {:.0} MiB ({:.2}x) {:.1} s on (goal 1.3x); read+rope in process peaks at {:.2}x",
         "",
         opened.1,
         opened.1 / mb,
@@ -582,15 +591,34 @@ async fn open_row(c: &Client, root: u32, pid: u32, name: &str, file: &Path) {
         opened.2 / mb,
         opened.3,
         opened.3 / mb,
-        opened.4.as_secs_f64()
+        opened.4.as_secs_f64(),
+        in_process_peak / mb
     );
 }
+
+/// The file read whole and made a rope, as the in-process reference of
+/// an open does.
+fn read_into_rope(file: &Path) {
+    let bytes = std::fs::read(file).unwrap();
+    let rope = ropey::Rope::from_str(&String::from_utf8_lossy(&bytes));
+    assert!(rope.len_bytes() >= bytes.len());
+}
+
+/// Set to a file's path, this program only reads it into a rope and
+/// prints how many MiB its resident memory grew by at the peak.
+const READ_ROPE: &str = "APEX_SCALE_READ_ROPE";
 
 fn main() {
     // The clients measured in process (a Welcome's decoder, the 9P client)
     // run in apex-ui and apex under their malloc policy: so here, where
     // the in-process references run under it too.
     apex_sys::malloc::keep_freed_memory();
+    if let Some(file) = std::env::var_os(READ_ROPE) {
+        let (before, _) = memory(std::process::id());
+        read_into_rope(Path::new(&file));
+        println!("{:.1}", memory(std::process::id()).1 - before);
+        return;
+    }
     apex_sys::tunables::copy_without_slow_rep_movsb();
     let mb: usize = std::env::var("APEX_SCALE_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let base = std::env::temp_dir().join(format!("apex-bench-scale-{}", std::process::id()));
