@@ -116,6 +116,18 @@ fn a_body_read_ahead_is_whole_and_in_order() {
     }
 }
 
+/// The numbers 1 to 30,000 a line as the one file of a plain server at
+/// an msize of 8192, stat'd as a synthetic file is (length 0), its qid
+/// append-only unless it is to look like a `stream`; and the numbers.
+fn synthetic_numbers(name: &str, stream: bool) -> (Setup, String) {
+    let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
+    let s = Setup::start_on_one_file(name, numbers.clone().into_bytes(), &["--msize", "8192"]);
+    let one = s.one.as_ref().unwrap();
+    one.synthetic.store(true, std::sync::atomic::Ordering::SeqCst);
+    one.stream.store(stream, std::sync::atomic::Ordering::SeqCst);
+    (s, numbers)
+}
+
 /// An append-only file whose reads are of what it holds at the moment (a
 /// plain server's, stat'd as synthetic: length 0) is read ahead; a write
 /// through the mount between two reads is seen by the second, never a
@@ -125,10 +137,8 @@ fn a_write_between_two_reads_is_seen_by_the_second() {
     if !fuse_available() {
         return;
     }
-    let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
-    let s = Setup::start_on_one_file("ahead-write", numbers.clone().into_bytes(), &["--msize", "8192"]);
+    let (s, numbers) = synthetic_numbers("ahead-write", false);
     let one = s.one.as_ref().unwrap();
-    one.synthetic.store(true, std::sync::atomic::Ordering::SeqCst);
     s.ok("seq 1 30000 > $T/numbers && cmp $T/numbers $M/numbers");
     one.reads.lock().unwrap().clear();
     let mut file = std::fs::File::open(s.m().join("numbers")).unwrap();
@@ -168,11 +178,8 @@ fn a_stream_is_never_read_ahead() {
     if !fuse_available() {
         return;
     }
-    let numbers: String = (1..=30000).map(|n| format!("{n}\n")).collect();
-    let s = Setup::start_on_one_file("no-ahead", numbers.clone().into_bytes(), &["--msize", "8192"]);
+    let (s, _) = synthetic_numbers("no-ahead", true);
     let one = s.one.as_ref().unwrap();
-    one.synthetic.store(true, std::sync::atomic::Ordering::SeqCst);
-    one.stream.store(true, std::sync::atomic::Ordering::SeqCst);
     let mut file = std::fs::File::open(s.m().join("numbers")).unwrap();
     let mut piece = vec![0u8; 1 << 16];
     for _ in 0..3 {
