@@ -351,6 +351,10 @@ fn held_row(when: &str, pid: u32, before: f64, mib: f64) {
 /// pauses, is written meanwhile.
 const SETTLE: Duration = Duration::from_millis(1500);
 
+/// How long after a long command its memory is looked at: the daemon
+/// gives back what it freed once it has been still a moment (250 ms).
+const GIVEN_BACK: Duration = Duration::from_secs(1);
+
 async fn many_files(base: &Path) {
     let dir = base.join("many");
     let files = dir.join("files");
@@ -801,6 +805,7 @@ fn main() {
             reset_peak(apexd.pid());
             let (before, _) = memory(apexd.pid());
             let took = w.run(command).await;
+            tokio::time::sleep(GIVEN_BACK).await;
             let (after, peak) = memory(apexd.pid());
 
             let peers = ["vim", "nvim"].map(|p| {
@@ -848,6 +853,7 @@ fn main() {
             );
             if i == 0 {
                 let undo = w.run("Undo").await;
+                tokio::time::sleep(GIVEN_BACK).await;
                 let (after_undo, _) = memory(apexd.pid());
                 assert!(w.read("body").await == text.as_bytes(), "Undo brings the text back");
                 let redo = w.run("Redo").await;

@@ -300,7 +300,7 @@ impl Host for DaemonHost {
 }
 
 /// A command that ran this long may have freed much: the heap is looked
-/// at after it (`apex_sys::malloc::give_back_after_work`).
+/// at after it ([`Daemon::give_back_when_still`]).
 const LONG_COMMAND: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl Daemon {
@@ -319,17 +319,18 @@ impl Daemon {
             let started = std::time::Instant::now();
             let done = f(&mut h);
             drop(h);
-            // What a long command freed (a whole-file Edit's changes, its
-            // Undo) is not kept resident for the next one; looked at after
-            // the reply, and not after every short one (it counts malloc's
-            // free chunks under its lock).
-            if started.elapsed() >= LONG_COMMAND {
-                tokio::task::spawn_blocking(apex_sys::malloc::give_back_after_work);
-            }
-            done
+            (done, started.elapsed() >= LONG_COMMAND)
         })
         .await;
-        Ok(done.map_err(|source| Error::Task { what: "exec", source })??)
+        let (done, long) = done.map_err(|source| Error::Task { what: "exec", source })?;
+        // What a long command freed (a whole-file Edit's changes, its
+        // Undo) is not kept resident for the next one; looked at once the
+        // daemon is still, and not after every short one (it counts
+        // malloc's free chunks under its lock).
+        if long {
+            self.give_back_when_still();
+        }
+        Ok(done?)
     }
 }
 
