@@ -351,9 +351,10 @@ fn held_row(when: &str, pid: u32, before: f64, mib: f64) {
 /// pauses, is written meanwhile.
 const SETTLE: Duration = Duration::from_millis(1500);
 
-/// How long after a long command its memory is looked at: the daemon
-/// gives back what it freed once it has been still a moment (250 ms).
-const GIVEN_BACK: Duration = Duration::from_secs(1);
+/// How long after a long command the memory it leaves is looked at: the
+/// daemon gives back what it freed once it has been still a moment
+/// (250 ms), and writes the snapshot it made due before that.
+const GIVEN_BACK: Duration = Duration::from_secs(2);
 
 async fn many_files(base: &Path) {
     let dir = base.join("many");
@@ -805,8 +806,9 @@ fn main() {
             reset_peak(apexd.pid());
             let (before, _) = memory(apexd.pid());
             let took = w.run(command).await;
+            let (_, peak) = memory(apexd.pid());
             tokio::time::sleep(GIVEN_BACK).await;
-            let (after, peak) = memory(apexd.pid());
+            let (after, _) = memory(apexd.pid());
 
             let peers = ["vim", "nvim"].map(|p| {
                 let copy = base.join(format!("{p}.txt"));

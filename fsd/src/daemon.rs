@@ -41,7 +41,7 @@ use apex_core::Proposal;
 use apex_link::wire::Outcome;
 use apex_ninep::srv;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 
@@ -136,7 +136,8 @@ fn write_snapshot(due: Option<Due>) {
 const SNAPSHOT_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How long no entries must be let go before what they held is given
-/// back.
+/// back, and no session change after a long command before what it freed
+/// is ([`Daemon::give_back_when_still`]).
 const QUIET: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Gives the free heap back once no entries have been let go for
@@ -195,11 +196,17 @@ impl Daemon {
     /// After a long command, which may have freed much (a whole-file
     /// Edit's changes, its Undo): the heap is looked at, and what it holds
     /// free given back ([`apex_sys::malloc::give_back_after_work`]), once
-    /// no session has changed for [`QUIET`] (or [`STILL_AT_MOST`] on). The
-    /// give-back holds malloc's lock while it walks the heap (13 ms after
-    /// a 100 MB `Edit ,y`), which every other thread's malloc waits on: not
-    /// beside the command's reply, nor while others are at work.
+    /// no session has changed for [`QUIET`] (at the first change after
+    /// [`STILL_AT_MOST`], if they do not stop). The give-back holds
+    /// malloc's lock while it walks the heap (13 ms after a 100 MB
+    /// `Edit ,y`), which every other thread's malloc waits on: not beside
+    /// the command's reply, nor while sessions are changing. One waits at
+    /// a time: commands in a row are looked after once.
     pub fn give_back_when_still(&self) {
+        static WAITING: AtomicBool = AtomicBool::new(false);
+        if WAITING.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let mut changes = self.subscribe();
         tokio::spawn(async move {
             let latest = tokio::time::Instant::now() + STILL_AT_MOST;
@@ -208,6 +215,7 @@ impl Daemon {
                     break;
                 }
             }
+            WAITING.store(false, Ordering::Release);
             tokio::task::spawn_blocking(apex_sys::malloc::give_back_after_work);
         });
     }

@@ -68,6 +68,9 @@ pub fn give_back() {
     {
         // SAFETY: malloc_trim only returns free pages of malloc's own.
         unsafe { libc::malloc_trim(0) };
+        // What work frees is counted from here: a give-back after work
+        // that freed little since does not walk the heap again.
+        FREE_BEFORE.store(free_in_heap(), std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -107,7 +110,6 @@ pub fn give_back_after_work() {
     let before = FREE_BEFORE.load(Relaxed);
     if now > before.saturating_add(FREE_AFTER_WORK) {
         give_back();
-        FREE_BEFORE.store(free_in_heap(), Relaxed);
     } else {
         FREE_BEFORE.store(before.min(now), Relaxed);
     }

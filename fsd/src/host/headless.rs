@@ -318,19 +318,19 @@ impl Daemon {
         let done = tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
             let done = f(&mut h);
+            // What a long command freed (a whole-file Edit's changes, its
+            // Undo) is not kept resident for the next one; looked at once
+            // the daemon is still, and not after every short one (it
+            // counts malloc's free chunks under its lock). Here, not after
+            // the await: a client gone meanwhile drops that.
+            if started.elapsed() >= LONG_COMMAND {
+                h.daemon.give_back_when_still();
+            }
             drop(h);
-            (done, started.elapsed() >= LONG_COMMAND)
+            done
         })
         .await;
-        let (done, long) = done.map_err(|source| Error::Task { what: "exec", source })?;
-        // What a long command freed (a whole-file Edit's changes, its
-        // Undo) is not kept resident for the next one; looked at once the
-        // daemon is still, and not after every short one (it counts
-        // malloc's free chunks under its lock).
-        if long {
-            self.give_back_when_still();
-        }
-        Ok(done?)
+        Ok(done.map_err(|source| Error::Task { what: "exec", source })??)
     }
 }
 
