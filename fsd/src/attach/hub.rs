@@ -10,7 +10,7 @@
 
 use apex_core::{AttachmentId, AttachmentKind, Epoch, Proposal, Seq, Shard, State};
 use apex_link::wire::{Frames, Outcome, Refusal, ServerMsg};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use tokio::sync::oneshot;
 
@@ -273,6 +273,9 @@ pub struct ChangeMarks {
     pub(crate) asks: BTreeMap<Shard, Ask>,
     pub(crate) bounded: BTreeMap<Shard, Bounded>,
     pub(crate) leading_ui: Option<AttachmentId>,
+    /// The connections whose attachments had lost a lease in their grace
+    /// ([`Conn::lost_lease`]): a reclaim the change made is undone with it.
+    pub(crate) lost_lease: BTreeSet<ConnId>,
 }
 
 /// A session's one timer: the time its task sleeps until (`u64::MAX`
@@ -332,6 +335,7 @@ impl Hub {
             asks: self.asks.clone(),
             bounded: self.bounded.clone(),
             leading_ui: self.leading_ui,
+            lost_lease: self.conns.iter().filter(|(_, c)| c.lost_lease).map(|(id, _)| *id).collect(),
         }
     }
 

@@ -180,10 +180,14 @@ pub fn undone(s: &mut Session, marks: &ChangeMarks, why: &str) {
     let now = marks.now.max(s.hub().now);
     s.hub_mut().now = now;
     let hub = s.hub_mut();
-    // The leadership moves the change began are taken back with it.
+    // The leadership moves the change began are taken back with it, and
+    // with a reclaim undone, its holder may resume again.
     hub.asks.clone_from(&marks.asks);
     hub.bounded.clone_from(&marks.bounded);
     hub.leading_ui = marks.leading_ui;
+    for (id, c) in hub.conns.iter_mut() {
+        c.lost_lease = marks.lost_lease.contains(id);
+    }
     let made: Vec<u64> = hub.pending.range(marks.pending..).map(|(id, _)| *id).collect();
     for id in made {
         if let Some(reply) = hub.pending.remove(&id).and_then(|p| p.reply) {
@@ -586,5 +590,23 @@ mod tests {
         assert!(partly_taken(&s, other, Shard::Meta, &applied), "let go of: taken as made");
         let later = Applied { entries: vec![Run { shard: Shard::Meta, first: last + 1, last: last + 1 }], ..applied };
         assert!(!partly_taken(&s, other, Shard::Meta, &later), "never made");
+    }
+
+    /// A change that took a lease back from an attachment in its grace
+    /// (a hang-up handing over what was asked of it), undone because the
+    /// log's file did not take it: the lease is the attachment's again in
+    /// the state rolled back, so its resume is no longer refused.
+    #[test]
+    fn a_reclaim_undone_with_its_change_lets_its_holder_resume() {
+        let mut s = Session::new(1, "t", [1; 16]).unwrap();
+        let (gone, a) = (s.hub_mut().open(), AttachmentId(7));
+        s.hub_mut().conns.get_mut(&gone).unwrap().attachment = Some(a);
+        let marks = s.hub().marks(10);
+        hangup(&mut s, gone, 10);
+        super::super::lease::fenced(&mut s, a);
+        assert!(s.hub().conns[&gone].lost_lease, "fenced in its grace");
+        undone(&mut s, &marks, "the disk is full");
+        let c = &s.hub().conns[&gone];
+        assert!(!c.lost_lease && c.grace_until.is_some(), "in its grace, free to resume");
     }
 }
