@@ -154,6 +154,17 @@ fn give_back_when_quiet() {
 /// be still ([`Daemon::give_back_when_still`]).
 const STILL_AT_MOST: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Returns once `changes` has not moved for `quiet`, or at its first move
+/// after `at_most` (or when nothing can move it any more).
+async fn until_still(mut changes: watch::Receiver<u64>, quiet: std::time::Duration, at_most: std::time::Duration) {
+    let latest = tokio::time::Instant::now() + at_most;
+    while let Ok(Ok(())) = tokio::time::timeout(quiet, changes.changed()).await {
+        if tokio::time::Instant::now() >= latest {
+            return;
+        }
+    }
+}
+
 /// Runs `then` on a blocking thread once `quiet` has passed with no other
 /// call counted by `calls`: a burst of calls runs it once, at its end.
 fn after_quiet(calls: &'static AtomicU64, quiet: std::time::Duration, then: fn()) {
@@ -204,18 +215,22 @@ impl Daemon {
     /// a time: commands in a row are looked after once.
     pub fn give_back_when_still(&self) {
         static WAITING: AtomicBool = AtomicBool::new(false);
+        /// Lets the next one wait, however the waiting ends (a runtime
+        /// shut down under it too).
+        struct Waiting;
+        impl Drop for Waiting {
+            fn drop(&mut self) {
+                WAITING.store(false, Ordering::Release);
+            }
+        }
         if WAITING.swap(true, Ordering::AcqRel) {
             return;
         }
-        let mut changes = self.subscribe();
+        let changes = self.subscribe();
         tokio::spawn(async move {
-            let latest = tokio::time::Instant::now() + STILL_AT_MOST;
-            while let Ok(Ok(())) = tokio::time::timeout(QUIET, changes.changed()).await {
-                if tokio::time::Instant::now() >= latest {
-                    break;
-                }
-            }
-            WAITING.store(false, Ordering::Release);
+            let waiting = Waiting;
+            until_still(changes, QUIET, STILL_AT_MOST).await;
+            drop(waiting);
             tokio::task::spawn_blocking(apex_sys::malloc::give_back_after_work);
         });
     }
@@ -571,5 +586,42 @@ mod tests {
         after_quiet(&CALLS, quiet, count);
         tokio::time::sleep(quiet * 5).await;
         assert_eq!(ran(), 3, "calls apart run it each");
+    }
+
+    /// The wait before a give-back after a long command: over while
+    /// sessions change, over once they have not for a while, and over at
+    /// the latest a while on even if they never stop.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wait_for_stillness_lasts_while_changes_come_and_no_longer_than_its_bound() {
+        let d = Daemon::new(Registry::new(Box::new(|| [7; 16])));
+        let quiet = std::time::Duration::from_millis(500);
+        let waiting = |at_most| {
+            let done = Arc::new(AtomicBool::new(false));
+            let over = done.clone();
+            let changes = d.subscribe();
+            tokio::spawn(async move {
+                until_still(changes, quiet, at_most).await;
+                over.store(true, Ordering::SeqCst);
+            });
+            done
+        };
+        let still = waiting(std::time::Duration::from_secs(600));
+        for _ in 0..10 {
+            d.changed();
+            tokio::time::sleep(quiet / 25).await;
+            assert!(!still.load(Ordering::SeqCst), "not over while changes come");
+        }
+        let waited = std::time::Instant::now();
+        while !still.load(Ordering::SeqCst) && waited.elapsed() < std::time::Duration::from_secs(10) {
+            tokio::time::sleep(quiet / 25).await;
+        }
+        assert!(still.load(Ordering::SeqCst), "over once they stopped");
+        let bounded = waiting(quiet / 2);
+        let changing = std::time::Instant::now();
+        while !bounded.load(Ordering::SeqCst) && changing.elapsed() < std::time::Duration::from_secs(10) {
+            d.changed();
+            tokio::time::sleep(quiet / 25).await;
+        }
+        assert!(bounded.load(Ordering::SeqCst), "over at its bound though changes go on");
     }
 }
