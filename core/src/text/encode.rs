@@ -7,8 +7,7 @@
 //! itself, and it lets both directions stream without first gathering the
 //! text into one `String`.
 
-use super::Text;
-use ropey::RopeBuilder;
+use super::{Leaves, Text};
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -181,7 +180,7 @@ impl Serialize for Text {
 /// when the format allows, or from the deserializer's own buffer when the
 /// input arrives in parts (a Welcome decoded as it is read).
 struct PieceInto<'a> {
-    out: &'a mut RopeBuilder,
+    out: &'a mut Leaves,
     carry: &'a mut Vec<u8>,
 }
 
@@ -210,7 +209,7 @@ impl<'de> Visitor<'de> for PieceInto<'_> {
 
 /// Appends `bytes` to `out`, carrying an incomplete trailing rune in `carry`
 /// to the next piece (pieces are cut at byte offsets, not rune boundaries).
-fn feed<E: de::Error>(out: &mut RopeBuilder, carry: &mut Vec<u8>, mut bytes: &[u8]) -> Result<(), E> {
+fn feed<E: de::Error>(out: &mut Leaves, carry: &mut Vec<u8>, mut bytes: &[u8]) -> Result<(), E> {
     while !carry.is_empty() && !bytes.is_empty() {
         carry.push(bytes[0]);
         bytes = &bytes[1..];
@@ -240,7 +239,7 @@ impl<'de> Deserialize<'de> for Text {
                 f.write_str("a sequence of text pieces")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Text, A::Error> {
-                let mut out = RopeBuilder::new();
+                let mut out = Leaves::new();
                 let mut carry = Vec::new();
                 while seq.next_element_seed(PieceInto { out: &mut out, carry: &mut carry })?.is_some() {}
                 if !carry.is_empty() {

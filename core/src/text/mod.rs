@@ -15,10 +15,13 @@
 //! encoding (`encode.rs`) and the hash see only the runes.
 
 mod encode;
+mod leaves;
 pub(crate) mod utf8;
 
 pub(crate) use encode::{bytes_apart, encode_apart, Apart};
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
+pub(crate) use leaves::Leaves;
+pub use leaves::{rope_of, SMALL};
 use utf8::byte_of_rune;
 pub use utf8::{acme_file_runes, acme_file_text, acme_runes, text_and_cut, Decoded};
 
@@ -38,10 +41,6 @@ const LEFT_RUNES: usize = 32;
 
 /// The room a run's text starts with.
 const RUN_ROOM: usize = 128;
-
-/// How much of [`Text::splice_many`]'s new text is gathered before the
-/// rope builder takes it.
-const GATHER: usize = 32 * 1024;
 
 /// A rope of runes.
 #[derive(Clone, Default)]
@@ -246,7 +245,16 @@ impl Text {
             self.run = None;
         }
         let removed = runes(&self.rope, q0, q1);
-        if text.len() > RUN_MAX {
+        if text.len() >= SMALL {
+            // A file read in or a body replaced: built with its leaves
+            // together (`leaves.rs`), then put in.
+            if q1 > q0 {
+                self.rope.remove(q0..q1);
+            }
+            let tail = self.rope.split_off(q0);
+            self.rope.append(rope_of(text));
+            self.rope.append(tail);
+        } else if text.len() > RUN_MAX {
             if q1 > q0 {
                 self.rope.remove(q0..q1);
             }
@@ -283,26 +291,11 @@ impl Text {
         let tail = self.rope.split_off(end);
         let middle = self.rope.split_off(start);
         let mut removed = String::new();
-        // The new runes gathered into pieces of a rope chunk's size or
-        // more before the builder takes them: it costs more per piece
-        // than a copy costs per byte, and the pieces here are a few
-        // bytes each (the text between two matches).
-        let mut built = ropey::RopeBuilder::new();
-        let mut pending = String::with_capacity(2 * GATHER);
-        let mut add = |piece: &str| {
-            if piece.len() >= GATHER {
-                // Big enough alone: not copied into the gathering first.
-                built.append(&pending);
-                pending.clear();
-                built.append(piece);
-                return;
-            }
-            pending.push_str(piece);
-            if pending.len() >= GATHER {
-                built.append(&pending);
-                pending.clear();
-            }
-        };
+        // The new runes built with their leaves together (`leaves.rs`),
+        // which also gathers the pieces here, a few bytes each (the text
+        // between two matches), into leaves before the builder takes them.
+        let mut built = Leaves::new();
+        let mut add = |piece: &str| built.append(piece);
         let mut old = Runes { chunks: middle.chunks(), chunk: "", ascii: true };
         let mut at = start;
         for (s, put) in spots.with_texts(text) {
@@ -312,7 +305,6 @@ impl Text {
             add(put);
             at = q1;
         }
-        built.append(&pending);
         self.rope.append(built.finish());
         self.rope.append(tail);
         removed
@@ -379,7 +371,7 @@ impl fmt::Debug for Text {
 
 impl From<&str> for Text {
     fn from(s: &str) -> Text {
-        Text::from_rope(Rope::from_str(s))
+        Text::from_rope(rope_of(s))
     }
 }
 
@@ -465,7 +457,7 @@ mod tests {
         let start: String = runes.iter().collect();
         let mut text = Text::from(start.as_str());
         let mut want = runes.clone();
-        let big = "é".repeat(GATHER);
+        let big = "é".repeat(2048);
         let (mut spots, mut inserted, mut at) = (Vec::new(), String::new(), next(10));
         while at < runes.len() {
             let q1 = (at + next(4)).min(runes.len());
@@ -484,7 +476,7 @@ mod tests {
             gone.extend(want.splice(q0..q1, put.chars()));
             shift += s.inserted as i64 - (s.q1 - s.q0) as i64;
         }
-        assert!(start.len() > 2 * GATHER, "more text built anew than is gathered at once");
+        assert!(start.len() > SMALL, "built anew with its leaves together");
         let removed = text.splice_many(&Spots::pack(spots).unwrap(), &inserted);
         assert_eq!(removed, gone);
         assert_eq!(text.to_string(), want.iter().collect::<String>());

@@ -1,0 +1,201 @@
+//! A big rope built with its leaves one after another in memory.
+//!
+//! ropey's builder allocates a leaf (about 1 KB of text) for every piece
+//! and, each time a level of the tree fills, an internal node between two
+//! leaves: one every dozen. Reading the text through its chunks (Look, B3,
+//! the hash, a snapshot, a Put, the flat copy an Edit searches) then runs
+//! at half the speed of reading the same chunks laid out without those
+//! gaps (measured on 100 MB: `memchr` over every chunk 9.6 ms against
+//! 4.1-5.3 ms; the flat text 4.0 ms), whatever the CPU prefetches.
+//!
+//! [`Leaves`] keeps the builder's leaves together without reaching into
+//! ropey: before each piece of one leaf's size is handed to the builder,
+//! one block of a leaf's allocation size, taken earlier with others in a
+//! batch, is freed. The allocator hands the block freed last to the next
+//! allocation of its size, which is that piece's leaf; the internal nodes
+//! the builder makes after it find no such block and go elsewhere. Under
+//! another allocator the rope is the same and only its layout differs.
+//! What it costs: a malloc and a free per leaf, 10-35% of the build.
+
+use ropey::{Rope, RopeBuilder};
+use std::mem::MaybeUninit;
+use std::sync::OnceLock;
+
+/// Bytes ropey allocates for a node, leaf or internal (its
+/// `TARGET_TOTAL_SIZE`, its reference counts included).
+const NODE_ALLOCATION: usize = 1024;
+
+/// Blocks taken at once: the leaves of a batch lie together, and the
+/// internal nodes made meanwhile follow them.
+const BATCH: usize = 256;
+
+/// Below this many bytes a text is built as ropey builds it: a few gaps
+/// cost nothing, and a batch of blocks would be most of its memory.
+pub const SMALL: usize = 64 * 1024;
+
+type Block = Box<MaybeUninit<[u8; NODE_ALLOCATION]>>;
+
+/// The bytes ropey's builder puts in a full leaf, learnt once from the
+/// builder itself so that a new ropey cannot make each piece two leaves.
+fn leaf_bytes() -> usize {
+    static LEAF: OnceLock<usize> = OnceLock::new();
+    *LEAF.get_or_init(|| {
+        let probe = "x".repeat(8 * NODE_ALLOCATION);
+        Rope::from_str(&probe).chunks().next().map_or(NODE_ALLOCATION, str::len)
+    })
+}
+
+/// Builds a rope from texts appended in any pieces, its leaves past the
+/// first [`SMALL`] bytes one after another.
+pub(crate) struct Leaves {
+    out: RopeBuilder,
+    /// The text not yet handed over: less than a leaf.
+    pending: String,
+    /// Blocks to free, the next one last.
+    pool: Vec<Block>,
+    /// Bytes handed over so far.
+    taken: usize,
+    leaf: usize,
+}
+
+impl Leaves {
+    pub(crate) fn new() -> Leaves {
+        Leaves { out: RopeBuilder::new(), pending: String::new(), pool: Vec::new(), taken: 0, leaf: leaf_bytes() }
+    }
+
+    pub(crate) fn append(&mut self, mut text: &str) {
+        if !self.pending.is_empty() {
+            let cut = ceil_boundary(text, self.leaf.saturating_sub(self.pending.len()));
+            self.pending.push_str(&text[..cut]);
+            text = &text[cut..];
+            if self.pending.len() < self.leaf {
+                return;
+            }
+            let piece = std::mem::take(&mut self.pending);
+            self.hand_over(&piece);
+            self.pending = piece;
+            self.pending.clear();
+        }
+        // A piece of at least a leaf's bytes makes exactly one leaf: the
+        // builder keeps back at least a byte of what it is given, and
+        // the next piece fills that leaf.
+        while text.len() >= self.leaf {
+            let (piece, rest) = text.split_at(ceil_boundary(text, self.leaf));
+            self.hand_over(piece);
+            text = rest;
+        }
+        if self.pending.capacity() == 0 {
+            self.pending.reserve(2 * self.leaf);
+        }
+        self.pending.push_str(text);
+    }
+
+    fn hand_over(&mut self, piece: &str) {
+        self.taken += piece.len();
+        if self.taken > SMALL {
+            if self.pool.is_empty() {
+                self.pool.extend((0..BATCH).map(|_| Box::new_uninit()));
+                // Freed from the lowest address up.
+                self.pool.reverse();
+            }
+            drop(self.pool.pop());
+        }
+        self.out.append(piece);
+    }
+
+    pub(crate) fn finish(mut self) -> Rope {
+        self.out.append(&self.pending);
+        self.out.finish()
+    }
+}
+
+/// The first rune boundary of `text` at or after byte `at` (its end if
+/// `at` is past it).
+fn ceil_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+/// `text` as a rope: as ropey builds it if it is [`SMALL`], else with its
+/// leaves one after another.
+pub fn rope_of(text: &str) -> Rope {
+    if text.len() < SMALL {
+        return Rope::from_str(text);
+    }
+    let mut leaves = Leaves::new();
+    leaves.append(text);
+    leaves.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts() -> Vec<String> {
+        let leaf = leaf_bytes();
+        let mixed: String = "aé€😀\r\n".chars().cycle().take(3 * SMALL).collect();
+        vec![
+            String::new(),
+            "x".into(),
+            "x".repeat(leaf - 1),
+            "x".repeat(leaf),
+            "x".repeat(leaf + 1),
+            "\r\n".repeat(SMALL),
+            "x\r\n".repeat(SMALL),
+            format!("{}\r\n{}", "x".repeat(SMALL + leaf - 1), "y".repeat(leaf)),
+            mixed,
+            "line of text\n".repeat(40_000),
+        ]
+    }
+
+    #[test]
+    fn a_rope_built_leaves_first_is_its_text_in_any_pieces() {
+        let leaf = leaf_bytes();
+        for (i, text) in texts().iter().enumerate() {
+            let whole = rope_of(text);
+            assert!(whole == text.as_str(), "text {i} whole");
+            whole.assert_integrity();
+            whole.assert_invariants();
+            for size in [1, 7, leaf - 1, leaf, leaf + 3, 2 * leaf + 1, PIECE_LIKE] {
+                let mut leaves = Leaves::new();
+                let mut at = 0;
+                while at < text.len() {
+                    let end = ceil_boundary(text, at + size);
+                    leaves.append(&text[at..end]);
+                    at = end;
+                }
+                let built = leaves.finish();
+                assert!(built == text.as_str(), "text {i} in pieces of {size}");
+                built.assert_integrity();
+                built.assert_invariants();
+            }
+        }
+    }
+
+    const PIECE_LIKE: usize = 64 * 1024 + 5;
+
+    /// The share of neighbouring chunks that lie the most common distance
+    /// apart in memory.
+    fn together(rope: &Rope) -> f64 {
+        let starts: Vec<usize> = rope.chunks().map(|c| c.as_ptr() as usize).collect();
+        let mut gaps = std::collections::BTreeMap::new();
+        for w in starts.windows(2) {
+            *gaps.entry(w[1].wrapping_sub(w[0])).or_insert(0usize) += 1;
+        }
+        *gaps.values().max().unwrap_or(&0) as f64 / (starts.len() - 1) as f64
+    }
+
+    #[test]
+    fn its_leaves_lie_one_after_another() {
+        let text = "the quick brown fox jumps over the lazy dog\n".repeat(100_000);
+        let ours = rope_of(&text);
+        let theirs = Rope::from_str(&text);
+        // ropey's own build puts an internal node after every dozen
+        // leaves or so: the measure tells the two apart.
+        assert!(together(&theirs) < 0.95, "ropey's build: {}", together(&theirs));
+        assert!(together(&ours) > 0.98, "leaves first: {}", together(&ours));
+    }
+}
