@@ -34,7 +34,7 @@ const BATCH: usize = 256;
 /// Below this many bytes a text is built as ropey builds it: a few gaps
 /// cost nothing, and a batch of blocks (256 KiB while it lasts) would
 /// outweigh the text.
-pub const SMALL: usize = 64 * 1024;
+pub(crate) const SMALL: usize = 64 * 1024;
 
 type Block = Box<MaybeUninit<[u8; NODE_ALLOCATION]>>;
 

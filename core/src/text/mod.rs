@@ -20,8 +20,8 @@ pub(crate) mod utf8;
 
 pub(crate) use encode::{bytes_apart, encode_apart, Apart};
 pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
-pub(crate) use leaves::Leaves;
-pub use leaves::{rope_of, SMALL};
+pub use leaves::rope_of;
+pub(crate) use leaves::{Leaves, SMALL};
 use utf8::byte_of_rune;
 pub use utf8::{acme_file_runes, acme_file_text, acme_runes, text_and_cut, Decoded};
 
