@@ -26,7 +26,7 @@ use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, GroupId};
 use crate::op::{Action, BufferOp};
 use crate::shard::ViewId;
-use crate::spots::{Spot, Spots};
+use crate::spots::Spots;
 use crate::text::Text;
 use crate::undo::{Change, Group, CHANGE_COST, GROUP_COST, RENAMED, SPOTS};
 use crate::view::{point_after_splice, View};
@@ -61,8 +61,9 @@ impl Edit {
     pub fn moved(&self, p: u64) -> u64 {
         match &self.spots {
             Some(spots) if p > self.q0 && p <= self.q0 + self.deleted => {
-                let all: Vec<Spot> = spots.iter().collect();
-                all.iter().rev().fold(p, |p, s| point_after_splice(p, s.q0, s.q1 - s.q0, s.inserted))
+                let mut p = p;
+                spots.for_each_rev(|s| p = point_after_splice(p, s.q0, s.q1 - s.q0, s.inserted));
+                p
             }
             _ => point_after_splice(p, self.q0, self.deleted, self.inserted),
         }
@@ -543,16 +544,24 @@ impl Buffer {
     /// rebasing; returns the removed runes, one after another, and how
     /// many runes went in.
     fn splice_spots(&mut self, spots: &Spots, text: &str) -> (String, u64) {
-        let removed = self.text.splice_many(spots, text);
+        let (removed, end) = self.text.splice_many(spots, text);
+        let start = spots.iter().next().map_or(0, |s| s.q0);
         let inserted = text.chars().count() as u64;
         let deleted = removed.chars().count() as u64;
-        let all: Vec<Spot> = spots.iter().collect();
+        // A point at or before the first change stays, one past the last
+        // moves by what they all did; only a view with a point among them
+        // goes through them one at a time.
+        let moved = |p: u64| match p {
+            p if p <= start => Some(p),
+            p if p > end => Some(p - deleted + inserted),
+            _ => None,
+        };
         for v in self.views.values_mut() {
-            for s in all.iter().rev() {
-                v.splice(s.q0, s.q1 - s.q0, s.inserted);
+            match (moved(v.q0), moved(v.q1), moved(v.org)) {
+                (Some(q0), Some(q1), Some(org)) => *v = View { q0, q1, org },
+                _ => spots.for_each_rev(|s| v.splice(s.q0, s.q1 - s.q0, s.inserted)),
             }
         }
-        let (start, end) = (all.first().map_or(0, |s| s.q0), all.last().map_or(0, |s| s.q1));
         self.len = self.len - deleted + inserted;
         if self.history.len() == HISTORY_LIMIT {
             self.history.pop_front();

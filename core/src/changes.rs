@@ -315,6 +315,26 @@ impl Changes {
         Iter::new(self, range, start)
     }
 
+    /// How many runes changes `range` remove in all: each block's lengths
+    /// read straight from its packing, no change decoded whole (where a
+    /// whole-file Edit's dot lands, past its millions of changes).
+    pub fn removed_runes(&self, range: std::ops::Range<usize>) -> u64 {
+        let mut removed = 0u64;
+        let mut i = range.start;
+        while i < range.end {
+            let base = &self.bases[i / BLOCK];
+            let (w, stride) = (base.widths, base.widths.stride());
+            let block_end = (i - i % BLOCK + BLOCK).min(range.end);
+            let mut at = base.at + i % BLOCK * stride + usize::from(w.q0);
+            for _ in i..block_end {
+                removed = removed.wrapping_add(take(&self.packed, at, w.len));
+                at += stride;
+            }
+            i = block_end;
+        }
+        removed
+    }
+
     /// What changes `range` put in, one after another: a slice of the
     /// list's one string.
     pub fn text_of(&self, range: std::ops::Range<usize>) -> &str {
@@ -387,6 +407,11 @@ impl Changes {
             }
         }
         *self = kept;
+    }
+
+    /// Whether a change may remove and put in nothing (none does if not).
+    pub fn may_hold_empty(&self) -> bool {
+        self.seen.empty
     }
 
     /// Leaves out the changes that remove and put in nothing.
@@ -668,6 +693,12 @@ mod tests {
                 proptest::prop_assert_eq!(c.get(i), (*q0, *q1, t.as_str()));
             }
             proptest::prop_assert!(c.iter().rev().eq(model.iter().rev().map(|(a, b, t)| (*a, *b, t.as_str()))));
+            // The runes removed, read from the packing, over any range.
+            let (from, to) = ((cut / 2).min(model.len()), cut.min(model.len()));
+            for r in [0..model.len(), from..to, to..model.len()] {
+                let want: u64 = model[r.clone()].iter().map(|(q0, q1, _)| q1 - q0).sum();
+                proptest::prop_assert_eq!(c.removed_runes(r), want);
+            }
             let bytes = postcard::to_allocvec(&c).unwrap();
             proptest::prop_assert_eq!(&bytes, &postcard::to_allocvec(&stored(&model)).unwrap());
             let back: Changes = postcard::from_bytes(&bytes).unwrap();

@@ -581,7 +581,7 @@ impl Runner<'_> {
             let shift = |q: u64, upto: usize| -> u64 {
                 // Their texts lie one after another: counted in one go.
                 let put = list.text_of(0..upto).chars().count() as i128;
-                let removed: i128 = list.iter().take(upto).map(|(q0, q1, _)| (q1 - q0) as i128).sum();
+                let removed = i128::from(list.removed_runes(0..upto));
                 (q as i128 + put - removed).max(0) as u64
             };
             let r = match *dot {

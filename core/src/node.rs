@@ -56,6 +56,13 @@ pub struct Node {
     pub lines: Option<crate::cols::Lines>,
 }
 
+/// Changes `part` of a list, packed as one `Splices` entry's places, or
+/// (`None`) one change whose text goes in `Splice` entries of its own.
+pub struct PackedPart {
+    part: std::ops::Range<usize>,
+    spots: Option<Spots>,
+}
+
 impl Node {
     /// A node for `attachment` over `log`, starting from `state` (which
     /// must be the state the log was built from).
@@ -226,26 +233,61 @@ impl Node {
         self.append_pieces(buffer, q0, q1, pieces.into_iter().rev(), origin)
     }
 
-    /// Makes `changes` (in order and apart, in the text as it is) as
-    /// `Splices` entries, the last changes first so that each entry's
-    /// places hold when it is made, each an entry's worth
-    /// ([`crate::op::entry_parts`]); a change whose text is longer than
-    /// an entry carries goes alone, as `append_splice` makes it.
-    pub fn append_spots(&mut self, buffer: BufferId, changes: &Changes, origin: Origin) -> Result<()> {
-        let shard = Shard::Buffer(buffer);
-        for part in crate::op::entry_parts(changes.len(), |r| changes.text_of(r).len()).into_iter().rev() {
+    /// Checks `changes` against a text of `len` runes (each in order and
+    /// apart, the last ending within it) and packs them for
+    /// [`Node::append_spots`], in the one pass over them that packing
+    /// makes: a list refused appends nothing. Each part is an entry's
+    /// worth ([`crate::op::entry_parts`]); a change whose text is longer
+    /// than an entry carries goes alone (no packing), as
+    /// [`Node::append_splice`] makes it.
+    pub fn pack_spots(changes: &Changes, len: u64) -> Result<Vec<PackedPart>> {
+        let mut end = 0;
+        let mut refused = None;
+        let mut parts = Vec::new();
+        for part in crate::op::entry_parts(changes.len(), |r| changes.text_of(r).len()) {
             if part.len() == 1 {
                 let (q0, q1, text) = changes.get(part.start);
                 if text.len() > crate::op::SPLICE_MAX {
-                    self.append_splice(buffer, q0, q1, text, origin)?;
+                    if q0 < end || q1 < q0 || q1 > len {
+                        return Err(Reject::Range { q0, q1, len });
+                    }
+                    end = q1;
+                    parts.push(PackedPart { part, spots: None });
                     continue;
                 }
             }
-            let spots = Spots::pack(changes.iter_range(part.clone()).map(|(q0, q1, text)| Spot {
-                q0,
-                q1,
-                inserted: text.chars().count() as u64,
-            }))?;
+            let spots = Spots::pack(changes.iter_range(part.clone()).map(|(q0, q1, text)| {
+                if refused.is_none() && (q0 < end || q1 < q0 || q1 > len) {
+                    refused = Some((q0, q1));
+                }
+                end = q1;
+                Spot { q0, q1, inserted: text.chars().count() as u64 }
+            }));
+            if let Some((q0, q1)) = refused {
+                return Err(Reject::Range { q0, q1, len });
+            }
+            parts.push(PackedPart { part, spots: Some(spots?) });
+        }
+        Ok(parts)
+    }
+
+    /// Makes `changes` as the `Splices` entries [`Node::pack_spots`]
+    /// packed them in, the last changes first so that each entry's places
+    /// hold when it is made.
+    pub fn append_spots(
+        &mut self,
+        buffer: BufferId,
+        changes: &Changes,
+        parts: Vec<PackedPart>,
+        origin: Origin,
+    ) -> Result<()> {
+        let shard = Shard::Buffer(buffer);
+        for PackedPart { part, spots } in parts.into_iter().rev() {
+            let Some(spots) = spots else {
+                let (q0, q1, text) = changes.get(part.start);
+                self.append_splice(buffer, q0, q1, text, origin)?;
+                continue;
+            };
             // The part's texts lie one after another in the list's string.
             let text = changes.text_of(part).to_string();
             self.append(shard, Op::Buffer(BufferOp::Splices { spots, text, origin }))?;

@@ -505,22 +505,24 @@ fn splices(
     let unmoved = b.edits_since(version).is_some_and(|mut edits| edits.all(|e| e.q0 >= last));
     let rebased = match unmoved {
         true => {
-            let (len, mut end, mut empty) = (b.len(), 0, false);
-            for (q0, q1, text) in changes.iter() {
-                if q0 > q1 || q1 > len || q0 < end {
-                    return Err(Reject::Range { q0, q1, len });
-                }
-                end = q1;
-                empty |= q0 == q1 && text.is_empty();
-            }
-            match empty {
-                false => std::borrow::Cow::Borrowed(changes),
-                true => {
-                    let mut kept = changes.clone();
-                    kept.drop_empty();
-                    std::borrow::Cow::Owned(kept)
+            // Checked here when the list is short or holds changes of
+            // nothing (left out, once checked); a long one is checked as it
+            // is packed, below, before anything is appended.
+            let len = b.len();
+            if changes.len() < MANY || changes.may_hold_empty() {
+                let mut end = 0;
+                for (q0, q1, _) in changes.iter() {
+                    if q0 > q1 || q1 > len || q0 < end {
+                        return Err(Reject::Range { q0, q1, len });
+                    }
+                    end = q1;
                 }
             }
+            let mut kept = std::borrow::Cow::Borrowed(changes);
+            if changes.may_hold_empty() {
+                kept.to_mut().drop_empty();
+            }
+            kept
         }
         false => {
             let mut rebased = crate::changes::Changes::new();
@@ -542,6 +544,10 @@ fn splices(
     if rebased.is_empty() {
         return Err(Reject::Empty);
     }
+    let packed = match rebased.len() >= MANY {
+        true => Some(Node::pack_spots(&rebased, node.state.buffer(buffer)?.len())?),
+        false => None,
+    };
     let mut began = None;
     let newest = node.state.buffer(buffer)?.newest_group();
     let joined = matches!(joins, Some(Some(g)) if newest == Some(g));
@@ -550,8 +556,8 @@ fn splices(
         buffer_op(node, buffer, BufferOp::Mark { group })?;
         began = Some(group);
     }
-    if rebased.len() >= MANY {
-        node.append_spots(buffer, &rebased, origin)?;
+    if let Some(packed) = packed {
+        node.append_spots(buffer, &rebased, packed, origin)?;
     } else {
         for (q0, q1, text) in rebased.iter().rev() {
             node.append_splice(buffer, q0, q1, text, origin)?;

@@ -60,6 +60,30 @@ fn take(bytes: &[u8], at: &mut usize) -> Option<u64> {
     None
 }
 
+/// Where the next change's numbers begin, and where the change before it
+/// ended.
+#[derive(Clone, Copy, Default)]
+struct Cursor {
+    at: usize,
+    end: u64,
+}
+
+impl Cursor {
+    /// The next change of `packed`; none at its end or where it is cut
+    /// short.
+    #[inline]
+    fn next(&mut self, packed: &[u8]) -> Option<Spot> {
+        if self.at == packed.len() {
+            return None;
+        }
+        let q0 = self.end.checked_add(take(packed, &mut self.at)?)?;
+        let q1 = q0.checked_add(take(packed, &mut self.at)?)?;
+        let inserted = take(packed, &mut self.at)?;
+        self.end = q1;
+        Some(Spot { q0, q1, inserted })
+    }
+}
+
 impl Spots {
     /// Packs `spots`, which must be in order and apart (each starting at
     /// or after the end of the one before).
@@ -83,18 +107,36 @@ impl Spots {
     ///
     /// [`check`]: Spots::check
     pub fn iter(&self) -> impl Iterator<Item = Spot> + '_ {
-        let mut at = 0;
-        let mut end = 0u64;
-        std::iter::from_fn(move || {
-            if at == self.0.len() {
-                return None;
+        let mut cursor = Cursor::default();
+        std::iter::from_fn(move || cursor.next(&self.0))
+    }
+
+    /// Calls `f` on every change from the last to the first: decoded a
+    /// block at a time from where one pass forward noted each block
+    /// begins, not all held at once (a whole-file Edit's millions would
+    /// be 24 bytes each).
+    pub fn for_each_rev(&self, mut f: impl FnMut(Spot)) {
+        const STEP: usize = 4096;
+        let mut starts = Vec::new();
+        let mut cursor = Cursor::default();
+        loop {
+            let start = cursor;
+            if cursor.next(&self.0).is_none() {
+                break;
             }
-            let q0 = end.checked_add(take(&self.0, &mut at)?)?;
-            let q1 = q0.checked_add(take(&self.0, &mut at)?)?;
-            let inserted = take(&self.0, &mut at)?;
-            end = q1;
-            Some(Spot { q0, q1, inserted })
-        })
+            starts.push(start);
+            for _ in 1..STEP {
+                if cursor.next(&self.0).is_none() {
+                    break;
+                }
+            }
+        }
+        let mut block = Vec::with_capacity(STEP);
+        for mut cursor in starts.into_iter().rev() {
+            block.clear();
+            block.extend(std::iter::from_fn(|| cursor.next(&self.0)).take(STEP));
+            block.iter().rev().for_each(|s| f(*s));
+        }
     }
 
     /// The changes, each with its runes of `text`, which holds what they
@@ -192,6 +234,19 @@ mod tests {
             ]
         );
         assert_eq!(packed.swapped().swapped(), packed);
+    }
+
+    /// From the last change back, over blocks of them and their edges,
+    /// and over none.
+    #[test]
+    fn read_back_from_the_last() {
+        for n in [0u64, 1, 4095, 4096, 4097, 10_000] {
+            let spots: Vec<Spot> = (0..n).map(|i| Spot { q0: i * 3, q1: i * 3 + i % 3, inserted: i % 200 }).collect();
+            let mut back = Vec::new();
+            Spots::pack(spots.iter().copied()).unwrap().for_each_rev(|s| back.push(s));
+            back.reverse();
+            assert_eq!(back, spots, "{n} changes");
+        }
     }
 
     #[test]

@@ -66,7 +66,19 @@ impl Leaves {
         Leaves { out: RopeBuilder::new(), pending: String::new(), pool: Vec::new(), taken: 0, leaf: leaf_bytes() }
     }
 
-    pub(crate) fn append(&mut self, mut text: &str) {
+    /// Appends `text`: a piece that leaves the pending leaf short of full
+    /// (most of a whole-file Edit's, a few bytes each) is put on it here,
+    /// inline, the rest by [`Leaves::fill`].
+    #[inline]
+    pub(crate) fn append(&mut self, text: &str) {
+        if self.pending.len() + text.len() < self.leaf {
+            self.pending.push_str(text);
+            return;
+        }
+        self.fill(text);
+    }
+
+    fn fill(&mut self, mut text: &str) {
         if !self.pending.is_empty() {
             let cut = ceil_boundary(text, self.leaf.saturating_sub(self.pending.len()));
             self.pending.push_str(&text[..cut]);

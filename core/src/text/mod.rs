@@ -272,11 +272,12 @@ impl Text {
 
     /// Makes every change of `spots` (checked against this text, `text`
     /// holding what they put in, one after another) and returns the runes
-    /// they removed, one after another. The runes between the first
-    /// change's start and the last one's end are built anew in one pass,
-    /// the rest of the rope kept: a million substitutions cost a copy of
-    /// the text they span, not a million rope edits.
-    pub fn splice_many(&mut self, spots: &Spots, text: &str) -> String {
+    /// they removed, one after another, and where the last change ended
+    /// (before any was made). The runes between the first change's start
+    /// and the last one's end are built anew in one pass, the rest of the
+    /// rope kept: a million substitutions cost a copy of the text they
+    /// span, not a million rope edits.
+    pub fn splice_many(&mut self, spots: &Spots, text: &str) -> (String, u64) {
         if let Some(merged) = self.merged.take() {
             self.rope = merged;
             self.run = None;
@@ -284,19 +285,20 @@ impl Text {
         if let Some(run) = self.run.take() {
             run.make(&mut self.rope);
         }
-        let (Some(first), Some(last)) = (spots.iter().next(), spots.iter().last()) else {
-            return String::new();
+        let Some(first) = spots.iter().next() else {
+            return (String::new(), 0);
         };
-        let (start, end) = (first.q0 as usize, last.q1 as usize);
-        let tail = self.rope.split_off(end);
-        let middle = self.rope.split_off(start);
+        let start = first.q0 as usize;
+        // From the first change on; the last one's end is known once the
+        // changes are read, and the rest kept from there.
+        let mut after = self.rope.split_off(start);
         let mut removed = String::new();
         // The new runes built with their leaves together (`leaves.rs`),
         // which also gathers the pieces here, a few bytes each (the text
         // between two matches), into leaves before the builder takes them.
         let mut built = Leaves::new();
         let mut add = |piece: &str| built.append(piece);
-        let mut old = Runes { chunks: middle.chunks(), chunk: "", ascii: true };
+        let mut old = Runes { chunks: after.chunks(), chunk: "", ascii: true };
         let mut at = start;
         for (s, put) in spots.with_texts(text) {
             let (q0, q1) = (s.q0 as usize, s.q1 as usize);
@@ -305,9 +307,10 @@ impl Text {
             add(put);
             at = q1;
         }
+        let tail = after.split_off(at - start);
         self.rope.append(built.finish());
         self.rope.append(tail);
-        removed
+        (removed, at as u64)
     }
 }
 
@@ -324,7 +327,21 @@ struct Runes<'a> {
 
 impl<'a> Runes<'a> {
     /// Hands the next `n` runes to `out` in pieces (fewer at the end).
-    fn take(&mut self, mut n: usize, mut out: impl FnMut(&'a str)) {
+    #[inline]
+    fn take(&mut self, n: usize, mut out: impl FnMut(&'a str)) {
+        // Within an ASCII chunk (most of them): one piece, each rune a byte.
+        if self.ascii && n <= self.chunk.len() {
+            if n > 0 {
+                let (piece, rest) = self.chunk.split_at(n);
+                out(piece);
+                self.chunk = rest;
+            }
+            return;
+        }
+        self.take_across(n, out);
+    }
+
+    fn take_across(&mut self, mut n: usize, mut out: impl FnMut(&'a str)) {
         while n > 0 {
             if self.chunk.is_empty() {
                 match self.chunks.next() {
@@ -477,7 +494,9 @@ mod tests {
             shift += s.inserted as i64 - (s.q1 - s.q0) as i64;
         }
         assert!(start.len() > SMALL, "built anew with its leaves together");
-        let removed = text.splice_many(&Spots::pack(spots).unwrap(), &inserted);
+        let last = spots.last().map(|s| s.q1);
+        let (removed, end) = text.splice_many(&Spots::pack(spots).unwrap(), &inserted);
+        assert_eq!(end, last.unwrap_or(0));
         assert_eq!(removed, gone);
         assert_eq!(text.to_string(), want.iter().collect::<String>());
         assert_eq!(text.len_chars(), want.len());

@@ -24,6 +24,7 @@ pub fn text_and_cut(bytes: &[u8]) -> Option<(&str, &[u8])> {
     }
 }
 /// The byte offset of rune `n` of `s` (its length past the end).
+#[inline]
 pub fn byte_of_rune(s: &str, n: usize) -> usize {
     // ASCII up to there (most text): the rune is the byte.
     if s.as_bytes()[..n.min(s.len())].is_ascii() {
