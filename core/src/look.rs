@@ -90,7 +90,17 @@ fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start
     let reach = needle.len() - 1;
     // The bytes searched before, which a match may begin in the end of.
     let mut before: &[u8] = &[];
-    for (bytes, bytes_at) in chunks_between(rope, start, end) {
+    // A plain loop over the chunks, not `chunks_between`'s adapters: a
+    // 100 MB body has a hundred thousand of them.
+    let (chunks, mut chunk_at, _, _) = rope.chunks_at_byte(start);
+    for chunk in chunks {
+        if chunk_at >= end {
+            break;
+        }
+        let whole = chunk.as_bytes();
+        let from = start.saturating_sub(chunk_at);
+        let (bytes, bytes_at) = (&whole[from..whole.len().min(end - chunk_at)], chunk_at + from);
+        chunk_at += whole.len();
         if bytes.len() < reach {
             // A match could span this chunk and more: looked for a
             // boundary at a time from where one could begin.
@@ -98,7 +108,7 @@ fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start
         }
         // The byte before the boundary first: most boundaries end in no
         // byte of the needle's start.
-        if let Some(&last) = before.last() {
+        if let Some(&last) = before.last().filter(|last| needle[..reach].contains(last)) {
             for k in (1..=reach.min(before.len())).rev() {
                 if needle[k - 1] == last && before.ends_with(&needle[..k]) && bytes.starts_with(&needle[k..]) {
                     return Some(bytes_at - k);
