@@ -788,6 +788,7 @@ mod tests {
             let len = one.len();
             let q0 = next(len + 1);
             one.apply(&BufferOp::Select { view, q0, q1: q0 + next(len - q0 + 1) }).unwrap();
+            one.apply(&BufferOp::SetOrigin { view, org: next(len + 1) }).unwrap();
             let mut many = one.clone();
             let mut changes = Vec::new();
             let mut at = 0;

@@ -319,6 +319,7 @@ impl Changes {
     /// read straight from its packing, no change decoded whole (where a
     /// whole-file Edit's dot lands, past its millions of changes).
     pub fn removed_runes(&self, range: std::ops::Range<usize>) -> u64 {
+        debug_assert!(range.end <= self.len, "changes {range:?} of {}", self.len);
         let mut removed = 0u64;
         let mut i = range.start;
         while i < range.end {

@@ -234,7 +234,8 @@ impl Node {
     }
 
     /// Checks `changes` against a text of `len` runes (each in order and
-    /// apart, the last ending within it) and packs them for
+    /// apart, the last ending within it, none a change of nothing, which
+    /// the caller leaves out first) and packs them for
     /// [`Node::append_spots`], in the one pass over them that packing
     /// makes: a list refused appends nothing. Each part is an entry's
     /// worth ([`crate::op::entry_parts`]); a change whose text is longer
@@ -257,7 +258,7 @@ impl Node {
                 }
             }
             let spots = Spots::pack(changes.iter_range(part.clone()).map(|(q0, q1, text)| {
-                if refused.is_none() && (q0 < end || q1 < q0 || q1 > len) {
+                if refused.is_none() && (q0 < end || q1 < q0 || q1 > len || (q0 == q1 && text.is_empty())) {
                     refused = Some((q0, q1));
                 }
                 end = q1;

@@ -508,18 +508,19 @@ fn splices(
             // Checked here when the list is short or holds changes of
             // nothing (left out, once checked); a long one is checked as it
             // is packed, below, before anything is appended.
-            let len = b.len();
+            let (len, mut empty) = (b.len(), false);
             if changes.len() < MANY || changes.may_hold_empty() {
                 let mut end = 0;
-                for (q0, q1, _) in changes.iter() {
+                for (q0, q1, text) in changes.iter() {
                     if q0 > q1 || q1 > len || q0 < end {
                         return Err(Reject::Range { q0, q1, len });
                     }
                     end = q1;
+                    empty |= q0 == q1 && text.is_empty();
                 }
             }
             let mut kept = std::borrow::Cow::Borrowed(changes);
-            if changes.may_hold_empty() {
+            if empty {
                 kept.to_mut().drop_empty();
             }
             kept

@@ -337,6 +337,35 @@ fn many_changes_at_the_version_now_are_checked_as_they_are() {
         assert!(matches!(propose::apply(&mut n, &p), Err(Reject::Range { .. })), "{why}");
         assert_eq!(n.state.hash(), h, "{why}: nothing changed");
     }
+    // A text longer than an entry carries goes in entries of its own, the
+    // changes around it in others: a bad change in any part, the long one
+    // too, refuses the whole list before any part is made.
+    let long = "y".repeat(apex_core::op::SPLICE_MAX + 1);
+    let parted = |long_at: (u64, u64), last: (u64, u64)| -> Changes {
+        (0..18u64)
+            .map(|q| (q, q + 1, "x"))
+            .chain([(long_at.0, long_at.1, long.as_str()), (last.0, last.1, "z")])
+            .collect()
+    };
+    assert!(propose::apply(
+        &mut n,
+        &Proposal::Splices { buffer: b, version: now, changes: parted((18, 19), (20, 21)), origin: Origin::OtherFile }
+    )
+    .is_ok());
+    let h = n.state.hash();
+    let now = version(&n, b);
+    let len = n.state.buffer(b).unwrap().len();
+    for (long_at, last, why) in [
+        ((17, 19), (20, 21), "the long one overlapping the part before"),
+        ((19, 20), (19, 21), "the part after overlapping the long one"),
+        ((len + 1, len + 1), (len + 2, len + 3), "the long one past the end"),
+        ((18, 19), (3, 4), "the last part out of order"),
+    ] {
+        let p =
+            Proposal::Splices { buffer: b, version: now, changes: parted(long_at, last), origin: Origin::OtherFile };
+        assert!(matches!(propose::apply(&mut n, &p), Err(Reject::Range { .. })), "{why}");
+        assert_eq!(n.state.hash(), h, "{why}: nothing changed");
+    }
 }
 
 /// An Edit proposed in parts is one undo group while nothing comes
