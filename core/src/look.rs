@@ -68,24 +68,45 @@ pub fn split_command(text: &str) -> (&str, &str) {
 /// start (acme's B3 search of plain text). Searched in the rope's chunks
 /// where they lie: a 100 MB body is not copied to be searched once.
 pub fn find_next(text: &Text, needle: &str, from: u64) -> Option<(u64, u64)> {
+    find_next_with(text, needle, from, |rope, finder, start, end| find_in_chunks(rope, finder, start, end, &|| false))
+}
+
+/// [`find_next`], each range of bytes searched by `search` (the first
+/// match of the finder lying within `start..end` of the rope, as
+/// [`find_in_chunks`] finds it): a host with threads to spare searches a
+/// big range's parts side by side.
+pub fn find_next_with(
+    text: &Text,
+    needle: &str,
+    from: u64,
+    search: impl Fn(&ropey::Rope, &memchr::memmem::Finder<'_>, usize, usize) -> Option<usize>,
+) -> Option<(u64, u64)> {
     if needle.is_empty() {
         return None;
     }
     let start = text.char_to_byte(from.min(text.len_chars() as u64) as usize);
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
     // Wrapping, only what starts before `start` is left to look at.
-    let wrapped = || find_in_chunks(text.rope(), &finder, 0, start + needle.len() - 1);
-    let at = find_in_chunks(text.rope(), &finder, start, usize::MAX).or_else(wrapped)?;
+    let wrapped = || search(text.rope(), &finder, 0, start + needle.len() - 1);
+    let at = search(text.rope(), &finder, start, usize::MAX).or_else(wrapped)?;
     let q0 = text.byte_to_char(at) as u64;
     Some((q0, q0 + needle.chars().count() as u64))
 }
 
 /// The byte offset of the first match of `finder` at or after byte
-/// `start` of `rope`, within its bytes before `end`: looked for in each
-/// chunk where it lies, and across each boundary by comparing the end of
-/// the chunk before with the needle's start (a second search per chunk
-/// cost Look a fifth more than one).
-fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start: usize, end: usize) -> Option<usize> {
+/// `start` of `rope` (at most its length), within its bytes before
+/// `end` (the needle not empty): looked for in each chunk where it lies, and across each
+/// boundary by comparing the end of the chunk before with the needle's
+/// start (a second search per chunk cost Look a fifth more than one).
+/// `stop` is asked before each chunk: once it says so, the search ends
+/// finding nothing (another part of a search side by side found first).
+pub fn find_in_chunks(
+    rope: &ropey::Rope,
+    finder: &memchr::memmem::Finder<'_>,
+    start: usize,
+    end: usize,
+    stop: &dyn Fn() -> bool,
+) -> Option<usize> {
     let needle = finder.needle();
     let reach = needle.len() - 1;
     // The bytes searched before, which a match may begin in the end of.
@@ -94,7 +115,7 @@ fn find_in_chunks(rope: &ropey::Rope, finder: &memchr::memmem::Finder<'_>, start
     // 100 MB body has a hundred thousand of them.
     let (chunks, mut chunk_at, _, _) = rope.chunks_at_byte(start);
     for chunk in chunks {
-        if chunk_at >= end {
+        if chunk_at >= end || stop() {
             break;
         }
         let whole = chunk.as_bytes();

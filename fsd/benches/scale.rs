@@ -737,11 +737,13 @@ fn main() {
                 w.set_dot(0).await;
             }
             row("search B3 on needle", clicked, &peers);
-            // The floor of a search of a rope as Look and B3 search it: its
-            // chunks (about 1 KB each, not one run of bytes) searched one
-            // after another in process, with nothing else done; in the
-            // rope as apex builds it (its leaves together, `leaves.rs`)
-            // and as ropey's own builder lays it out.
+            // The floor of a search of a rope as Look and B3 search it in
+            // one thread: its chunks (about 1 KB each, not one run of
+            // bytes) searched one after another in process, with nothing
+            // else done; in the rope as apex builds it (its leaves
+            // together, `leaves.rs`) and as ropey's own builder lays it
+            // out. (The daemon searches a body this big in two halves on
+            // two threads, `apex_sys::search`.)
             let finder = memchr::memmem::Finder::new("needle");
             let chunked = |rope: &ropey::Rope| {
                 let mut best = Duration::MAX;
@@ -756,7 +758,7 @@ fn main() {
             let rope = apex_core::text::rope_of(&text);
             let (ours, theirs) = (chunked(&rope), chunked(&ropey::Rope::from_str(&text)));
             println!(
-                "{:<26} floor: memmem over each of the rope's {} chunks in process {} (Look at {:.2}x of it, B3 at {:.2}x; the regex crate over the flat text {:.2}x of it); over ropey's from_str layout {}",
+                "{:<26} floor in one thread: memmem over each of the rope's {} chunks in process {} (the daemon's Look, on two threads, at {:.2}x of it, B3 at {:.2}x; the regex crate over the flat text {:.2}x of it); over ropey's from_str layout {}",
                 "",
                 rope.chunks().count(),
                 secs(ours),

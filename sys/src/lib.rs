@@ -8,6 +8,8 @@
 //! - [`malloc`]: the malloc policy apex's long-running processes set first
 //!   (keep freed memory).
 //! - [`statehash`]: the state hash on threads, for the daemon.
+//! - [`search`]: Look's and B3's search of a big text on two threads, for
+//!   the daemon.
 //! - [`tunables`]: glibc's copies kept off `rep movsb` where it is slow
 //!   (AMD, glibc before 2.39), for the programs that carry TLS.
 //! - [`fds`]: the daemon's descriptor limit, raised at start and given
@@ -24,6 +26,7 @@ pub mod files;
 pub mod machine;
 pub mod malloc;
 pub mod remote;
+pub mod search;
 pub mod shell;
 pub mod statehash;
 pub mod tunables;

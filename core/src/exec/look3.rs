@@ -23,7 +23,7 @@ pub(super) fn find_and_show<H: Host>(h: &mut H, w: Win, needle: &str, from: Opti
     // The text is taken (its rope shared) and searched with the state let
     // go: on the daemon, a search of a big body holds up no other request.
     let text = h.state()?.buffer(w.body)?.text.clone();
-    let found = look::find_next(&text, needle, from.unwrap_or(sel.q1));
+    let found = h.find_text(&text, needle, from.unwrap_or(sel.q1));
     let (q0, q1) = found.ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
     select_and_show(h, w.id, w.body, version, Range::new(q0, q1))
 }
@@ -36,7 +36,7 @@ fn find_in_term<H: Host>(h: &mut H, window: WindowId, term: TermId, needle: &str
     // Its text is made, and searched, with the state let go.
     let text = crate::text::Text::from(term_of(h, term)?.text().as_str());
     let from = from.or_else(|| h.term_selection(window).map(|(_, q1)| q1)).unwrap_or(0);
-    let (q0, q1) = look::find_next(&text, needle, from).ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
+    let (q0, q1) = h.find_text(&text, needle, from).ok_or_else(|| ExecError::NotFound(needle.to_string()))?;
     h.show_term_text(window, q0, q1)
 }
 

@@ -70,6 +70,13 @@ pub trait Host: Pipes {
     fn start_term(&mut self, dir: Option<&str>, command: Option<&str>) -> Result<(), ExecError>;
     /// Ends terminal `term`: its program, and its shard.
     fn close_term(&mut self, term: crate::id::TermId) -> Result<(), ExecError>;
+    /// The next `needle` in `text` after rune `from`, wrapping (Look's
+    /// and B3's search, [`crate::look::find_next`]): in one thread here;
+    /// a host with cores to spare (the daemon) searches a big text's
+    /// parts side by side.
+    fn find_text(&self, text: &crate::text::Text, needle: &str, from: u64) -> Option<(u64, u64)> {
+        crate::look::find_next(text, needle, from)
+    }
     /// Whether `path` names a file or directory on the host.
     fn exists(&mut self, path: &str) -> bool;
     fn read_file(&mut self, path: &str) -> Result<Vec<u8>, ExecError>;

@@ -253,6 +253,10 @@ impl Host for DaemonHost {
         self.block(crate::term::drive::start_shown(&self.daemon, self.n, spec)).map(|_| ())
     }
 
+    fn find_text(&self, text: &apex_core::text::Text, needle: &str, from: u64) -> Option<(u64, u64)> {
+        apex_sys::search::find_next(text, needle, from)
+    }
+
     fn exists(&mut self, path: &str) -> bool {
         // A scope that may not read the daemon's files learns nothing of
         // them either: B3 on a name searches for it rather than make a
