@@ -100,6 +100,7 @@ pub fn find_next_with(
 /// start (a second search per chunk cost Look a fifth more than one).
 /// `stop` is asked before each chunk: once it says so, the search ends
 /// finding nothing (another part of a search side by side found first).
+/// An empty needle, or a range empty or past the end, finds nothing.
 pub fn find_in_chunks(
     rope: &ropey::Rope,
     finder: &memchr::memmem::Finder<'_>,
@@ -108,6 +109,9 @@ pub fn find_in_chunks(
     stop: &dyn Fn() -> bool,
 ) -> Option<usize> {
     let needle = finder.needle();
+    if needle.is_empty() || start >= end || start > rope.len_bytes() {
+        return None;
+    }
     let reach = needle.len() - 1;
     // The bytes searched before, which a match may begin in the end of.
     let mut before: &[u8] = &[];
@@ -125,7 +129,7 @@ pub fn find_in_chunks(
         if bytes.len() < reach {
             // A match could span this chunk and more: looked for a
             // boundary at a time from where one could begin.
-            return find_across_chunks(rope, finder, bytes_at - reach.min(before.len()), end);
+            return find_across_chunks(rope, finder, bytes_at - reach.min(before.len()), end, stop);
         }
         // The byte before the boundary first: most boundaries end in no
         // byte of the needle's start.
@@ -160,18 +164,22 @@ fn chunks_between(rope: &ropey::Rope, start: usize, end: usize) -> impl Iterator
 
 /// As [`find_in_chunks`], for a needle that may span more than two
 /// chunks: across each boundary, the last bytes searched and the next
-/// ones are copied together and searched.
+/// ones are copied together and searched; `stop` asked before each.
 fn find_across_chunks(
     rope: &ropey::Rope,
     finder: &memchr::memmem::Finder<'_>,
     start: usize,
     end: usize,
+    stop: &dyn Fn() -> bool,
 ) -> Option<usize> {
     let reach = finder.needle().len() - 1;
     // The last `reach` bytes searched, which start at `behind_at`.
     let mut behind: Vec<u8> = Vec::with_capacity(2 * reach);
     let mut behind_at = start;
     for (bytes, bytes_at) in chunks_between(rope, start, end) {
+        if stop() {
+            return None;
+        }
         if !behind.is_empty() {
             let kept = behind.len();
             behind.extend_from_slice(&bytes[..reach.min(bytes.len())]);

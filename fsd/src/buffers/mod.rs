@@ -494,4 +494,30 @@ mod tests {
         assert!(addr_search(&s, b).unwrap().eval("/delta/").is_err());
         assert_eq!(addr_now(&s, b).unwrap().0, Range::new(15, 20));
     }
+
+    /// The text kept flat for the next search stays while its buffer does
+    /// not change, and goes once it does: not held, a whole text's worth,
+    /// for nothing.
+    #[test]
+    fn the_text_kept_flat_for_searches_goes_once_its_buffer_changes() {
+        let mut s = Session::new(1, "t", [0; 16]).unwrap();
+        let b = s.view_mut().create_buffer_as("/tmp/searched").unwrap();
+        let insert = |s: &mut Session, text: &str| {
+            let version = s.view().state.buffer(b).unwrap().version;
+            let p = Proposal::Insert { buffer: b, version, q0: 0, text: text.into(), origin: Origin::FileWrite };
+            s.propose("test", &p).unwrap();
+            s.settle_change().unwrap();
+        };
+        insert(&mut s, "alpha beta gamma\n");
+        addr_write(&mut s, b, "/beta/").unwrap();
+        assert_eq!(s.flat().buffer.map(|(kept, _)| kept), Some(b), "kept for the next search");
+        s.view_mut().create_buffer_as("/tmp/other").unwrap();
+        s.settle_change().unwrap();
+        assert_eq!(s.flat().buffer.map(|(kept, _)| kept), Some(b), "another buffer made: still of use");
+        insert(&mut s, "new ");
+        assert_eq!(s.flat().buffer, None, "its buffer changed");
+        assert!(s.flat().text.is_empty());
+        addr_write(&mut s, b, "/gamma/").unwrap();
+        assert_eq!(addr_now(&s, b).unwrap().0, Range::new(15, 20), "searched again, made anew");
+    }
 }

@@ -366,6 +366,14 @@ impl Session {
         }
         // After the log: acme's tree never follows an undone entry.
         self.acme.sync(&self.view);
+        // The text kept flat for the next address search is of no use
+        // once its buffer changed or went: let go now, not held (a whole
+        // text's worth) until another search replaces it.
+        if let Some((b, version)) = self.flat.buffer {
+            if self.view.state.buffer(b).map_or(true, |buf| buf.version != version) {
+                self.flat = FlatText::default();
+            }
+        }
         settled
     }
 
