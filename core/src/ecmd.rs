@@ -500,6 +500,8 @@ impl Runner<'_> {
         let mut i = 0;
         let mut killed = false;
         let pipes = &mut self.pipes;
+        // A replacement with nothing to expand is put in as it is.
+        let plain = !rep.contains(['&', '\\']);
         hay.steps(&re, start, end, false).take(most).for_each(|m| {
             i += 1;
             if i % ASK_EVERY == 0 && !killed {
@@ -511,7 +513,10 @@ impl Runner<'_> {
             let whole = m.whole();
             let q0 = runes.rune_at(whole.start);
             let q1 = runes.rune_at(whole.end);
-            list.push_with(q0, q1, |out| expand(rep, hay, &m, out));
+            match plain {
+                true => list.push(q0, q1, rep),
+                false => list.push_with(q0, q1, |out| expand(rep, hay, &m, out)),
+            }
         });
         if killed {
             return Err(EditError::Killed);

@@ -284,11 +284,22 @@ impl Haystack {
     /// it is found, holding none.
     pub fn steps<'h>(&'h self, re: &'h Regexp, start: usize, eof: usize, skip_at_start: bool) -> Steps<'h> {
         let eof = eof.min(self.len());
+        // A plain string's matches are never empty and end by `eof`: one
+        // `memmem` pass over the range finds them as the steps would, with
+        // none of a search's setup per match (a whole-file substitution's
+        // millions).
+        let literal = match &re.literal {
+            Some(finder) if start <= eof => {
+                Some((finder.find_iter(&self.bytes[start..eof]), start, finder.needle().len()))
+            }
+            _ => None,
+        };
         Steps {
             hay: self,
             re,
             // One view of the range for every search of the loop.
-            range: (start <= eof).then(|| self.searched(start, eof)),
+            range: (start <= eof && literal.is_none()).then(|| self.searched(start, eof)),
+            literal,
             p: start,
             eof,
             prev_end: skip_at_start.then_some(start),
@@ -318,8 +329,12 @@ impl Haystack {
 pub struct Steps<'h> {
     hay: &'h Haystack,
     re: &'h Regexp,
-    /// The bytes searched; none once the steps are over.
+    /// The bytes searched; none once the steps are over (or when a plain
+    /// string is looked for).
     range: Option<Searched<'h>>,
+    /// A plain string's matches, where the range begins, the string's
+    /// length.
+    literal: Option<(memchr::memmem::FindIter<'h, 'h>, usize, usize)>,
     /// Where the next search starts.
     p: usize,
     eof: usize,
@@ -339,6 +354,13 @@ impl Iterator for Steps<'_> {
     type Item = Found;
 
     fn next(&mut self) -> Option<Found> {
+        if let Some((matches, base, len)) = &mut self.literal {
+            let Some(at) = matches.next() else {
+                self.exhausted = true;
+                return None;
+            };
+            return Some(Found { whole: *base + at..*base + at + *len, groups: Vec::new() });
+        }
         let range = self.range.as_ref()?;
         while self.p <= self.eof {
             let Some(f) = range.find(self.re, self.p, self.eof) else {
@@ -389,10 +411,15 @@ impl<'a> RunesOnward<'a> {
     }
 
     /// The rune offset of byte `b`.
+    #[inline]
     pub fn rune_at(&mut self, b: usize) -> u64 {
-        if self.ascii {
-            return b as u64;
+        match self.ascii {
+            true => b as u64,
+            false => self.counted_to(b),
         }
+    }
+
+    fn counted_to(&mut self, b: usize) -> u64 {
         let (from, q) = self.at;
         let q = match b >= from && self.hay.is_char_boundary(from) && self.hay.is_char_boundary(b) {
             true => q + self.hay.runes_in(from..b) as u64,
