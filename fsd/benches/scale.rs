@@ -346,10 +346,38 @@ fn held_row(when: &str, pid: u32, before: f64, mib: f64) {
     );
 }
 
-/// How long the daemon is left after a big write (a body replaced)
-/// before what follows is timed: its snapshot, put off until the session
-/// pauses, is written meanwhile.
+/// How long the daemon is left at least after a big write (a body
+/// replaced) before what follows is timed: its snapshot, put off until
+/// the session pauses, is written meanwhile.
 const SETTLE: Duration = Duration::from_millis(1500);
+
+/// The daemon's CPU time so far, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's name, in parentheses: utime and stime are the
+    // 12th and 13th fields.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    after.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum()
+}
+
+/// Waits [`SETTLE`], then until the daemon has been still for a quarter
+/// of a second (a snapshot of a big session can take longer than
+/// `SETTLE` on a busy machine, and one written while a command is timed
+/// takes a core from it and its memory shows as the command's), for at
+/// most 15 seconds.
+async fn settle(pid: u32) {
+    tokio::time::sleep(SETTLE).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut seen = cpu_ticks(pid);
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = cpu_ticks(pid);
+        if now.saturating_sub(seen) <= 1 {
+            return;
+        }
+        seen = now;
+    }
+}
 
 /// How long after a long command the memory it leaves is looked at: the
 /// daemon gives back what it freed once it has been still a moment
@@ -811,7 +839,7 @@ fn main() {
             w.replace_body(text.as_bytes()).await;
             // The snapshot the replacement made due, put off until the
             // session pauses, written before the command is timed.
-            tokio::time::sleep(SETTLE).await;
+            settle(apexd.pid()).await;
             reset_peak(apexd.pid());
             let (before, _) = memory(apexd.pid());
             let took = w.run(command).await;
@@ -888,7 +916,7 @@ fn main() {
             let done = Arc::new(AtomicBool::new(false));
             let (other, other_root) = apexd.client().await;
             let watcher = tokio::spawn(watch(other, other_root, done.clone()));
-            tokio::time::sleep(SETTLE).await;
+            settle(apexd.pid()).await;
             let started = Instant::now();
             let beside = w.run(command).await;
             let ended = Instant::now();
