@@ -797,13 +797,18 @@ fn main() {
             );
             // What a look costs apart from the search: the same on two lines.
             w.replace_body(b"needle\nneedle\n").await;
-            let mut small = Duration::MAX;
+            let (mut small_b3, mut small_look) = (Duration::MAX, Duration::MAX);
             for _ in 0..5 {
-                small = small.min(w.b3(0, 6).await);
+                small_b3 = small_b3.min(w.b3(0, 6).await);
                 w.set_dot(0).await;
-                small = small.min(w.run("Look needle").await);
+                small_look = small_look.min(w.run("Look needle").await);
             }
-            println!("{:<26} Look and B3 on a body of two lines (what is not search): {}", "", secs(small));
+            println!(
+                "{:<26} on a body of two lines (what is not search): Look {}, B3 {}",
+                "",
+                secs(small_look),
+                secs(small_b3)
+            );
 
         }
 
