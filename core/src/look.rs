@@ -94,13 +94,13 @@ pub fn find_next_with(
 }
 
 /// The byte offset of the first match of `finder` at or after byte
-/// `start` of `rope` (at most its length), within its bytes before
-/// `end` (the needle not empty): looked for in each chunk where it lies, and across each
-/// boundary by comparing the end of the chunk before with the needle's
-/// start (a second search per chunk cost Look a fifth more than one).
-/// `stop` is asked before each chunk: once it says so, the search ends
-/// finding nothing (another part of a search side by side found first).
-/// An empty needle, or a range empty or past the end, finds nothing.
+/// `start` of `rope`, within its bytes before `end`: looked for in each
+/// chunk where it lies, and across each boundary by comparing the end of
+/// the chunk before with the needle's start (a second search per chunk
+/// cost Look a fifth more than one). `stop` is asked before each chunk:
+/// once it says so, the search ends finding nothing (another part of a
+/// search side by side found first). An empty needle, or a range empty
+/// or past the end, finds nothing.
 pub fn find_in_chunks(
     rope: &ropey::Rope,
     finder: &memchr::memmem::Finder<'_>,

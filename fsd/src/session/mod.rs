@@ -371,7 +371,13 @@ impl Session {
         // text's worth) until another search replaces it.
         if let Some((b, version)) = self.flat.buffer {
             if self.view.state.buffer(b).map_or(true, |buf| buf.version != version) {
-                self.flat = FlatText::default();
+                let stale = std::mem::take(&mut self.flat);
+                // Unmapping a big text takes milliseconds (7-10 for 100
+                // MB): done on a thread of its own, not under the lock
+                // (where no thread is to be had, here after all).
+                if stale.text.len() >= 1 << 20 {
+                    let _ = std::thread::Builder::new().name("let-go".into()).spawn(move || drop(stale));
+                }
             }
         }
         settled
