@@ -69,7 +69,8 @@ fn capped(most: usize, what: std::fmt::Arguments<'_>) -> String {
     out.0
 }
 
-/// How long an Edit waits before each of its parts after the first.
+/// How long an Edit waits before each of its parts after the first, when
+/// someone is waiting for the session's lock.
 const LET_IN: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// How many puts of a Putall run at once.
@@ -159,10 +160,11 @@ impl Host for DaemonHost {
     }
 
     fn propose(&mut self, proposal: Proposal) -> Result<Applied, ExecError> {
-        if matches!(proposal, Proposal::SplicesMore { .. }) {
+        if matches!(proposal, Proposal::SplicesMore { .. }) && self.session.others_waiting() {
             // An Edit's parts come back to back, each under the session's
             // lock, which is not fair: other clients' requests waiting on
-            // it are let in between them.
+            // it are let in between them (and with no one waiting, the
+            // next part goes at once: a whole-file Edit has hundreds).
             std::thread::sleep(LET_IN);
         }
         let request = capped(120, format_args!("acme exec {proposal:?}"));
