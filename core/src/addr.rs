@@ -251,7 +251,7 @@ impl Subject<'_> {
 /// Evaluates `addr` on `text` with base range `dot`. `last_regex` is the
 /// previous regexp, which `//` reuses; a search sets it.
 pub fn eval(text: &Rope, addr: &str, dot: Range, dialect: Dialect, last_regex: &mut Option<String>) -> Result<Range> {
-    eval_in(&Context { text, flat: None, dialect, limit: None }, addr, dot, last_regex)
+    eval_in(&Context::new(text, None, dialect, None), addr, dot, last_regex)
 }
 
 /// What an address is evaluated against, beyond the address and dot.
@@ -263,6 +263,16 @@ pub struct Context<'a> {
     /// acme's per-window limit (`limit=addr`): forward searches end at its
     /// end and do not wrap.
     pub limit: Option<Range>,
+    /// `text`'s length in runes, asked for by every evaluation (ropey
+    /// adds up the root's children for it each time it is asked; an
+    /// Edit's loop evaluates a command's address once a match).
+    pub(crate) len: u64,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(text: &'a Rope, flat: Option<&'a Haystack>, dialect: Dialect, limit: Option<Range>) -> Context<'a> {
+        Context { text, flat, dialect, limit, len: text.len_chars() as u64 }
+    }
 }
 
 /// [`eval`] with a limit and, optionally, the text already flattened.
@@ -297,7 +307,8 @@ impl Address {
 
     /// Evaluates the address with base range `dot`.
     pub fn eval(&self, cx: &Context, dot: Range, last_regex: &mut Option<String>) -> Result<Range> {
-        let len = cx.text.len_chars() as u64;
+        let len = cx.len;
+        debug_assert_eq!(len, cx.text.len_chars() as u64, "a context's length is its text's");
         // The addr file may hold a backwards range (`#5,#2`), as acme's does.
         if (dot.q0 > dot.q1 && cx.dialect == Dialect::Sam) || dot.q0.max(dot.q1) > len {
             return Err(AddrError::Range(format!("dot #{},#{} is outside a text of {len} runes", dot.q0, dot.q1)));
@@ -608,12 +619,7 @@ mod tests {
         let rope = Rope::from_str(TEXT);
         let flat = Haystack::of_str(TEXT);
         let limited = |addr: &str, dot: u64, limit: (u64, u64)| {
-            let cx = Context {
-                text: &rope,
-                flat: Some(&flat),
-                dialect: Dialect::AddrFile,
-                limit: Some(Range::new(limit.0, limit.1)),
-            };
+            let cx = Context::new(&rope, Some(&flat), Dialect::AddrFile, Some(Range::new(limit.0, limit.1)));
             eval_in(&cx, addr, Range::at(dot), &mut None).map(|r| (r.q0, r.q1))
         };
         assert_eq!(limited("/two/", 0, (0, 8)), Ok((4, 7)));

@@ -102,6 +102,7 @@ impl<'a> Runner<'a> {
         Runner {
             files,
             flats: files.iter().map(|_| std::cell::OnceCell::new()).collect(),
+            lens: files.iter().map(|f| f.text.len_chars() as u64).collect(),
             pipes,
             changes: BTreeMap::new(),
             dots: BTreeMap::new(),
@@ -141,6 +142,9 @@ struct Runner<'a> {
     /// (Shared, so that a loop holds its file's while it runs its command,
     /// which may search it again.)
     flats: Vec<std::cell::OnceCell<Rc<Haystack>>>,
+    /// Each file's length in runes, for its [`Context`] (the texts do not
+    /// change while the commands run: their changes are gathered).
+    lens: Vec<u64>,
     pipes: &'a mut dyn Pipes,
     changes: BTreeMap<usize, Changes>,
     dots: BTreeMap<usize, Dot>,
@@ -176,6 +180,7 @@ impl Runner<'_> {
             flat: Some(flat(&self.flats, self.files, f)),
             dialect: Dialect::Sam,
             limit: None,
+            len: self.lens[f],
         }
     }
 

@@ -170,7 +170,7 @@ pub fn open_in<H: Host>(
         (b.text.clone(), b.version)
     };
     // Evaluated with the state let go: a search holds up no one.
-    let cx = addr::Context { text: &text, flat: None, dialect: addr::Dialect::Sam, limit: None };
+    let cx = addr::Context::new(&text, None, addr::Dialect::Sam, None);
     let r = addr::eval_in(&cx, address, Range::at(0), &mut None).map_err(host)?;
     select_and_show(h, window, body, version, r)?;
     Ok(window)

@@ -193,7 +193,7 @@ impl AddrSearch {
     pub fn eval(mut self, addr: &str) -> Result<AddrFound, Error> {
         // Searches need the text as one string: made once per version.
         let flat = self.flat.take().unwrap_or_else(|| std::sync::Arc::new(Haystack::new(&self.text)));
-        let cx = addr::Context { text: &self.text, flat: Some(&flat), dialect: Dialect::AddrFile, limit: self.limit };
+        let cx = addr::Context::new(&self.text, Some(&flat), Dialect::AddrFile, self.limit);
         let mut last = self.last.clone();
         let range = addr::eval_in(&cx, addr, self.dot, &mut last)?;
         self.last = last;
