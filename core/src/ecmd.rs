@@ -104,8 +104,8 @@ impl<'a> Runner<'a> {
             flats: files.iter().map(|_| std::cell::OnceCell::new()).collect(),
             lens: files.iter().map(|f| f.text.len_chars() as u64).collect(),
             pipes,
-            changes: BTreeMap::new(),
-            dots: BTreeMap::new(),
+            changes: files.iter().map(|_| Changes::new()).collect(),
+            dots: vec![None; files.len()],
             out: Outcome::default(),
             last,
             nest: 0,
@@ -146,8 +146,11 @@ struct Runner<'a> {
     /// change while the commands run: their changes are gathered).
     lens: Vec<u64>,
     pipes: &'a mut dyn Pipes,
-    changes: BTreeMap<usize, Changes>,
-    dots: BTreeMap<usize, Dot>,
+    /// Each file's changes, by its index (a loop's command adds one a
+    /// match: no lookup in a map for it).
+    changes: Vec<Changes>,
+    /// Each file's dot, where a command set it.
+    dots: Vec<Option<Dot>>,
     out: Outcome,
     last: Option<String>,
     /// Loop depth: `s` without a match is an error only at the top.
@@ -164,10 +167,10 @@ struct Runner<'a> {
 impl Runner<'_> {
     /// A file's dot in the original text (a changed dot counts as its range).
     fn dot(&self, f: usize) -> Range {
-        match self.dots.get(&f) {
-            Some(Dot::Original(r)) => *r,
+        match self.dots[f] {
+            Some(Dot::Original(r)) => r,
             Some(Dot::Changed(i)) => {
-                let (q0, q1, _) = self.changes[&f].get(*i);
+                let (q0, q1, _) = self.changes[f].get(i);
                 Range::new(q0, q1)
             }
             None => self.files[f].dot,
@@ -192,10 +195,9 @@ impl Runner<'_> {
     }
 
     fn change(&mut self, f: usize, q0: u64, q1: u64, text: &str) {
-        let list = self.changes.entry(f).or_default();
+        let list = &mut self.changes[f];
         list.push(q0, q1, text);
-        let i = list.len() - 1;
-        self.dots.insert(f, Dot::Changed(i));
+        self.dots[f] = Some(Dot::Changed(list.len() - 1));
     }
 
     fn slice(&self, f: usize, r: Range) -> String {
@@ -206,7 +208,7 @@ impl Runner<'_> {
         let r = self.address(cmd, f, dot)?;
         match &cmd.kind {
             Kind::Dot => {
-                self.dots.insert(f, Dot::Original(r));
+                self.dots[f] = Some(Dot::Original(r));
             }
             Kind::Append(t) => self.change(f, r.q1, r.q1, t),
             Kind::Insert(t) => self.change(f, r.q0, r.q0, t),
@@ -232,7 +234,7 @@ impl Runner<'_> {
             Kind::Print => {
                 let t = self.slice(f, r);
                 self.out.printed.push_str(&t);
-                self.dots.insert(f, Dot::Original(r));
+                self.dots[f] = Some(Dot::Original(r));
             }
             Kind::Equals(form) => {
                 let line = self.position(f, r, *form);
@@ -496,7 +498,7 @@ impl Runner<'_> {
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
         // acme's s_cmd: the nth match and, with g, every one after it,
         // each expanded straight into the file's list of changes.
-        let list = self.changes.entry(f).or_default();
+        let list = &mut self.changes[f];
         let before = list.len();
         let most = if global { usize::MAX } else { nth };
         // Matches come in order: each one's runes are counted on from the
@@ -534,7 +536,7 @@ impl Runner<'_> {
             }
             return Ok(());
         }
-        self.dots.insert(f, Dot::Changed(made - 1));
+        self.dots[f] = Some(Dot::Changed(made - 1));
         Ok(())
     }
 
@@ -573,20 +575,20 @@ impl Runner<'_> {
     /// Sorts each file's changes, refuses overlaps, and maps the dots into
     /// the text as it will be.
     fn finish(mut self) -> Result<Outcome> {
-        for (f, list) in &mut self.changes {
+        for (list, dot) in self.changes.iter_mut().zip(&mut self.dots) {
             // Stable: inserts at one place keep the order they were made in.
-            let follow = match self.dots.get(f) {
+            let follow = match dot {
                 Some(Dot::Changed(i)) => Some(*i),
                 _ => None,
             };
             let followed = list.sort(follow).map_err(EditError::Overlap)?;
             if let Some(at) = followed {
-                self.dots.insert(*f, Dot::Changed(at));
+                *dot = Some(Dot::Changed(at));
             }
         }
-        let empty = Changes::new();
-        for (f, dot) in &self.dots {
-            let list = self.changes.get(f).unwrap_or(&empty);
+        for (f, dot) in self.dots.iter().enumerate() {
+            let Some(dot) = dot else { continue };
+            let list = &self.changes[f];
             // How far the changes before change `upto` move a point.
             let shift = |q: u64, upto: usize| -> u64 {
                 // Their texts lie one after another: counted in one go.
@@ -613,14 +615,15 @@ impl Runner<'_> {
                     Range::new(point(r.q0), point(r.q1))
                 }
             };
-            self.out.dots.insert(*f, r);
+            self.out.dots.insert(f, r);
         }
         for f in std::mem::take(&mut self.written) {
-            if self.changes.get(&f).is_none_or(Changes::is_empty) && !self.out.cleaned.contains(&f) {
+            if self.changes[f].is_empty() && !self.out.cleaned.contains(&f) {
                 self.out.cleaned.push(f);
             }
         }
-        self.out.changes = self.changes;
+        // The files the commands changed, not the rest.
+        self.out.changes = self.changes.into_iter().enumerate().filter(|(_, list)| !list.is_empty()).collect();
         Ok(self.out)
     }
 }
