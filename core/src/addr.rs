@@ -305,6 +305,23 @@ impl Address {
         self.0.is_none()
     }
 
+    /// Whether evaluating it searches the text (a regexp in it).
+    pub fn searches(&self) -> bool {
+        fn simple(s: &Simple) -> bool {
+            matches!(s, Simple::Search { .. })
+        }
+        fn expr(e: &Expr) -> bool {
+            match e {
+                Expr::Simple(s) => simple(s),
+                Expr::Rel { base, by, .. } => expr(base) || by.as_ref().is_some_and(simple),
+                Expr::Pair { left, right, .. } => {
+                    left.as_deref().is_some_and(expr) || right.as_deref().is_some_and(expr)
+                }
+            }
+        }
+        self.0.as_ref().is_some_and(expr)
+    }
+
     /// Evaluates the address with base range `dot`.
     pub fn eval(&self, cx: &Context, dot: Range, last_regex: &mut Option<String>) -> Result<Range> {
         let len = cx.len;
@@ -313,16 +330,15 @@ impl Address {
         if (dot.q0 > dot.q1 && cx.dialect == Dialect::Sam) || dot.q0.max(dot.q1) > len {
             return Err(AddrError::Range(format!("dot #{},#{} is outside a text of {len} runes", dot.q0, dot.q1)));
         }
+        // No address (a loop's command, once a match): dot as it is.
+        let Some(e) = &self.0 else { return Ok(dot) };
         let mut subject = Subject {
             rope: cx.text,
             hay: cx.flat.map(std::borrow::Cow::Borrowed),
             limit: cx.limit,
             dialect: cx.dialect,
         };
-        match &self.0 {
-            None => Ok(dot),
-            Some(e) => evaluate(&mut subject, e, dot, last_regex),
-        }
+        evaluate(&mut subject, e, dot, last_regex)
     }
 }
 

@@ -4,11 +4,11 @@
 //! order and not overlapping, for the caller to apply as one edit per
 //! buffer. Pure: pipes (`<`, `>`, `|`) go through the caller's [`Pipes`].
 
-use crate::addr::{Context, Dialect, Range};
+use crate::addr::{Address, Context, Dialect, Range};
 pub use crate::changes::Changes;
 pub use crate::edit::PipeError;
 use crate::edit::{self, Cmd, EditError, FileCmd, Kind, Loop, Pipe, Position};
-use crate::regx::{Found, Haystack, Regexp, RunesOnward};
+use crate::regx::{Found, Haystack, Regexp, RopeMatches, RunesOnward};
 use ropey::Rope;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -177,10 +177,17 @@ impl Runner<'_> {
         }
     }
 
-    fn context(&self, f: usize) -> Context<'_> {
+    /// What `address` is evaluated against in file `f`: with the flat
+    /// text when it searches (made then if not yet), else with it only if
+    /// made already (a loop over a plain string's matches makes none).
+    fn context(&self, f: usize, address: &Address) -> Context<'_> {
+        let flat = match address.searches() {
+            true => Some(flat(&self.flats, self.files, f)),
+            false => self.flats[f].get(),
+        };
         Context {
             text: &self.files[f].text,
-            flat: Some(flat(&self.flats, self.files, f)),
+            flat: flat.map(|h| &**h),
             dialect: Dialect::Sam,
             limit: None,
             len: self.lens[f],
@@ -189,7 +196,7 @@ impl Runner<'_> {
 
     fn address(&mut self, cmd: &Cmd, f: usize, dot: Range) -> Result<Range> {
         let mut last = self.last.take();
-        let r = cmd.addr.eval(&self.context(f), dot, &mut last);
+        let r = cmd.addr.eval(&self.context(f, &cmd.addr), dot, &mut last);
         self.last = last;
         Ok(r?)
     }
@@ -219,7 +226,7 @@ impl Runner<'_> {
             }
             Kind::Move(to) | Kind::Copy(to) => {
                 let mut last = self.last.take();
-                let at = to.eval(&self.context(f), r, &mut last);
+                let at = to.eval(&self.context(f, to), r, &mut last);
                 self.last = last;
                 let at = at?;
                 let text = self.slice(f, r);
@@ -439,10 +446,7 @@ impl Runner<'_> {
                 // file's million lines holds none of them.
                 let files = self.files;
                 let text = &files[f].text;
-                let hay = Rc::clone(flat(&self.flats, files, f));
                 let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
-                let mut runes = RunesOnward::new(&hay, text, start, r.q0);
-                let mut steps = hay.steps(&re, start, end, kind == Loop::Between);
                 let mut from = r.q0;
                 let mut i = 0;
                 let mut each = |runner: &mut Self, m: Range| {
@@ -452,18 +456,35 @@ impl Runner<'_> {
                     i += 1;
                     runner.cmd(body, f, m)
                 };
-                for found in steps.by_ref() {
-                    let w = found.whole();
-                    let m = Range::new(runes.rune_at(w.start), runes.rune_at(w.end));
-                    match kind {
-                        Loop::Matches => each(self, m)?,
-                        _ => {
-                            each(self, Range::new(from, m.q0))?;
-                            from = m.q1;
-                        }
+                let mut found = |runner: &mut Self, m: Range| match kind {
+                    Loop::Matches => each(runner, m),
+                    _ => {
+                        each(runner, Range::new(from, m.q0))?;
+                        from = m.q1;
+                        Ok(())
                     }
-                }
-                if kind == Loop::Between && steps.exhausted() {
+                };
+                // A plain string's matches (never empty) are found chunk by
+                // chunk, with no flat copy of the text: `y/\n/` over a file.
+                let exhausted = match re.plain() {
+                    Some(finder) => {
+                        for (_, q) in RopeMatches::new(finder, text, start, end, r.q0) {
+                            found(self, Range::new(q.start, q.end))?;
+                        }
+                        true
+                    }
+                    None => {
+                        let hay = Rc::clone(flat(&self.flats, files, f));
+                        let mut runes = RunesOnward::new(&hay, text, start, r.q0);
+                        let mut steps = hay.steps(&re, start, end, kind == Loop::Between);
+                        for m in steps.by_ref() {
+                            let w = m.whole();
+                            found(self, Range::new(runes.rune_at(w.start), runes.rune_at(w.end)))?;
+                        }
+                        steps.exhausted()
+                    }
+                };
+                if kind == Loop::Between && exhausted {
                     each(self, Range::new(from, r.q1))?;
                 }
             }
@@ -494,37 +515,53 @@ impl Runner<'_> {
     fn substitute(&mut self, f: usize, r: Range, pattern: &str, rep: &str, nth: usize, global: bool) -> Result<()> {
         let re = self.regex(Some(pattern), "")?;
         let text = &self.files[f].text;
-        let hay = flat(&self.flats, self.files, f);
         let (start, end) = (text.char_to_byte(r.q0 as usize), text.char_to_byte(r.q1 as usize));
         // acme's s_cmd: the nth match and, with g, every one after it,
         // each expanded straight into the file's list of changes.
         let list = &mut self.changes[f];
         let before = list.len();
         let most = if global { usize::MAX } else { nth };
-        // Matches come in order: each one's runes are counted on from the
-        // last.
-        let mut runes = RunesOnward::new(hay, text, start, r.q0);
         let mut i = 0;
         let mut killed = false;
         let pipes = &mut self.pipes;
-        // A replacement with nothing to expand is put in as it is.
-        let plain = !rep.contains(['&', '\\']);
-        hay.steps(&re, start, end, false).take(most).for_each(|m| {
+        // Whether match `i` is one to change (asking now and then whether
+        // the Edit was killed).
+        let mut wanted = || {
             i += 1;
             if i % ASK_EVERY == 0 && !killed {
                 killed = pipes.interrupted();
             }
-            if killed || i < nth || (!global && i > nth) {
-                return;
+            !(killed || i < nth || (!global && i > nth))
+        };
+        // A replacement with nothing to expand is put in as it is; a plain
+        // string replaced so is found chunk by chunk, with no flat copy of
+        // the text.
+        let plain = !rep.contains(['&', '\\']);
+        match re.plain().filter(|_| plain) {
+            Some(finder) => RopeMatches::new(finder, text, start, end, r.q0).take(most).for_each(|(_, q)| {
+                if wanted() {
+                    list.push(q.start, q.end, rep);
+                }
+            }),
+            None => {
+                let hay = flat(&self.flats, self.files, f);
+                // Matches come in order: each one's runes are counted on
+                // from the last.
+                let mut runes = RunesOnward::new(hay, text, start, r.q0);
+                hay.steps(&re, start, end, false).take(most).for_each(|m| {
+                    if !wanted() {
+                        return;
+                    }
+                    let whole = m.whole();
+                    let q0 = runes.rune_at(whole.start);
+                    let q1 = runes.rune_at(whole.end);
+                    match plain {
+                        true => list.push(q0, q1, rep),
+                        false => list.push_with(q0, q1, |out| expand(rep, hay, &m, out)),
+                    }
+                })
             }
-            let whole = m.whole();
-            let q0 = runes.rune_at(whole.start);
-            let q1 = runes.rune_at(whole.end);
-            match plain {
-                true => list.push(q0, q1, rep),
-                false => list.push_with(q0, q1, |out| expand(rep, hay, &m, out)),
-            }
-        });
+        }
         if killed {
             return Err(EditError::Killed);
         }
@@ -751,6 +788,29 @@ mod tests {
         edit(text, cmd).unwrap_or_else(|e| panic!("{cmd:?}: {e}")).0
     }
 
+    /// A plain string's loops and substitutions, found in the rope's
+    /// chunks, do what the same through the regexp (a group makes it no
+    /// plain string) does, over a text of many chunks and runes of every
+    /// width, matches across chunks included.
+    #[test]
+    fn a_plain_strings_loops_and_substitutions_are_the_regexps() {
+        let text: String = (0..4000).map(|i| ["é✓ab\n", "aé", "b✓\n", "𝄞a\n\n", "ab"][i % 5]).collect();
+        assert!(Rope::from_str(&text).chunks().count() > 20, "a text of many chunks");
+        for (plain, regexp) in [
+            (",s/é✓/X/g", ",s/(é✓)/X/g"),
+            (",s/✓\\n𝄞/Y/g", ",s/(✓\\n𝄞)/Y/g"),
+            (",s/b/Q/", ",s/(b)/Q/"),
+            ("/𝄞/,$s/a/QQ/g", "/𝄞/,$s/(a)/QQ/g"),
+            (",x/ab/c/Z/", ",x/(ab)/c/Z/"),
+            (",y/\\n/c/-/", ",y/(\\n)/c/-/"),
+            ("/✓/,/𝄞/y/a/d", "/✓/,/𝄞/y/(a)/d"),
+        ] {
+            let (a, b) = (edit(&text, plain).unwrap(), edit(&text, regexp).unwrap());
+            assert!(a.0 != text, "{plain} changed the text");
+            assert!(a == b, "{plain} is not {regexp}");
+        }
+    }
+
     /// A file's text is made one string only when a command looks in it:
     /// an Edit in one window copies no other window's text, and a loop
     /// over the windows (`X`) copies only those it runs in.
@@ -759,13 +819,22 @@ mod tests {
         let files = [file("/a", "one a\n"), file("/b", "two b\n"), file("/c", "three a\n")];
         let mut pipes = NoPipes::default();
         let mut r = Runner::new(&files, 0, &mut pipes, None);
-        for cmd in &edit::parse(",s/a/x/g").unwrap() {
+        let made = |r: &Runner| r.flats.iter().map(|f| f.get().is_some()).collect::<Vec<_>>();
+        // A plain string, replaced as it is or looped over, is found in
+        // the rope's chunks: no file is made one string for it.
+        for command in [",s/a/x/g", ",y/\\n/ c/b/", ",x/a/ c/b/"] {
+            for cmd in &edit::parse(command).unwrap() {
+                let dot = r.dot(0);
+                r.cmd(cmd, 0, dot).unwrap();
+            }
+        }
+        assert_eq!(made(&r), [false, false, false]);
+        for cmd in &edit::parse(",s/a+/x/g").unwrap() {
             let dot = r.dot(0);
             r.cmd(cmd, 0, dot).unwrap();
         }
-        let made = |r: &Runner| r.flats.iter().map(|f| f.get().is_some()).collect::<Vec<_>>();
         assert_eq!(made(&r), [true, false, false]);
-        for cmd in &edit::parse("X/\\/c/ ,s/a/y/g").unwrap() {
+        for cmd in &edit::parse("X/\\/c/ ,s/a+/y/g").unwrap() {
             let dot = r.dot(0);
             r.cmd(cmd, 0, dot).unwrap();
         }

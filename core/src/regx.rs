@@ -388,6 +388,184 @@ impl Iterator for Steps<'_> {
     }
 }
 
+/// A plain string's matches in bytes `start..eof` of a rope, in order,
+/// each as its byte range and rune range: what [`Haystack::steps`] and
+/// [`RunesOnward`] give for it, found chunk by chunk, with no flat copy
+/// of the text (a whole-file `s/a/b/` or `y/\n/` would make one of the
+/// whole file, page by page). Its matches are never empty and never
+/// overlap: a match across chunks is found by searching the end of the
+/// chunks before (at most the string's length less one, past the last
+/// match) joined to the start of the next.
+pub struct RopeMatches<'r> {
+    finder: &'r memchr::memmem::Finder<'static>,
+    rope: &'r Rope,
+    chunks: ropey::iter::Chunks<'r>,
+    /// The chunk searched, cut at `eof`, and its first byte's offset.
+    chunk: &'r [u8],
+    chunk_start: usize,
+    /// Where in `chunk` the next search starts.
+    from: usize,
+    /// A byte offset at or before the next match, its rune offset.
+    counted: (usize, u64),
+    eof: usize,
+    /// The bytes not passed at the end of the chunks before this one (at
+    /// most the string's length less one), where they begin, and the
+    /// joined bytes searched for a match across them.
+    carry: Vec<u8>,
+    carry_start: usize,
+    joined: Vec<u8>,
+    /// Every rune a byte: no counting.
+    ascii: bool,
+    /// The string's runes.
+    runes: u64,
+}
+
+/// The string a plain pattern matches, if it is one.
+impl Regexp {
+    pub fn plain(&self) -> Option<&memchr::memmem::Finder<'static>> {
+        self.literal.as_deref()
+    }
+}
+
+impl<'r> RopeMatches<'r> {
+    /// The matches of `finder`'s string in bytes `start..eof` of `rope`
+    /// (`start` at rune `rune`, both on rune boundaries).
+    pub fn new(
+        finder: &'r memchr::memmem::Finder<'static>,
+        rope: &'r Rope,
+        start: usize,
+        eof: usize,
+        rune: u64,
+    ) -> RopeMatches<'r> {
+        let eof = eof.min(rope.len_bytes());
+        let start = start.min(eof);
+        let (chunks, chunk_start, _, _) = rope.chunks_at_byte(start);
+        let needle = finder.needle();
+        let mut m = RopeMatches {
+            finder,
+            rope,
+            chunks,
+            chunk: &[],
+            chunk_start,
+            from: 0,
+            counted: (start, rune),
+            eof,
+            carry: Vec::with_capacity(needle.len()),
+            carry_start: start,
+            joined: Vec::with_capacity(2 * needle.len()),
+            ascii: rope.len_bytes() == rope.len_chars(),
+            runes: std::str::from_utf8(needle).map_or(needle.len(), |n| n.chars().count()) as u64,
+        };
+        m.chunk = m.next_chunk();
+        m.from = start - chunk_start;
+        m
+    }
+
+    /// The next chunk, cut at `eof` (empty past it).
+    fn next_chunk(&mut self) -> &'r [u8] {
+        let Some(c) = self.chunks.next() else { return &[] };
+        let c = c.as_bytes();
+        &c[..c.len().min(self.eof.saturating_sub(self.chunk_start))]
+    }
+
+    /// The rune offset of byte `b` of the chunk searched (at or after the
+    /// last counted), counted on from there.
+    fn rune_in_chunk(&mut self, b: usize) -> u64 {
+        let at = self.chunk_start + b;
+        if self.ascii {
+            return at as u64;
+        }
+        let (from, q) = self.counted;
+        let q = match from >= self.chunk_start {
+            true => q + runes_in(&self.chunk[from - self.chunk_start..b]) as u64,
+            // Counted up to a chunk before: from this chunk's start.
+            false => self.rope.byte_to_char(at) as u64,
+        };
+        self.counted = (at, q);
+        q
+    }
+
+    /// The match found at `b` of the chunk searched.
+    fn found_in_chunk(&mut self, b: usize) -> (Range<usize>, Range<u64>) {
+        let n = self.finder.needle().len();
+        let q0 = self.rune_in_chunk(b);
+        self.from = b + n;
+        self.carry.clear();
+        let at = self.chunk_start + b;
+        (at..at + n, q0..q0 + self.runes)
+    }
+}
+
+impl RopeMatches<'_> {
+    /// Past the chunk searched, to the next: its bytes not passed (with
+    /// those carried before, when none were passed) keep their last
+    /// `keep`, and the runes are counted to its end. False at `eof`.
+    fn pass_chunk(&mut self, keep: usize) -> bool {
+        let end = self.chunk_start + self.chunk.len();
+        if end >= self.eof {
+            return false;
+        }
+        let rest = &self.chunk[self.from.min(self.chunk.len())..];
+        // What is carried ends where this chunk began, or was cleared by a
+        // match in it: either way the carried bytes and `rest` are one run.
+        self.carry.extend_from_slice(&rest[rest.len().saturating_sub(keep)..]);
+        let over = self.carry.len().saturating_sub(keep);
+        self.carry.drain(..over);
+        self.carry_start = end - self.carry.len();
+        if !self.ascii && self.counted.0 >= self.chunk_start {
+            let (from, q) = self.counted;
+            self.counted = (end, q + runes_in(&self.chunk[from - self.chunk_start..]) as u64);
+        }
+        self.chunk_start = end;
+        self.chunk = self.next_chunk();
+        self.from = 0;
+        !self.chunk.is_empty()
+    }
+}
+
+impl Iterator for RopeMatches<'_> {
+    type Item = (Range<usize>, Range<u64>);
+
+    fn next(&mut self) -> Option<(Range<usize>, Range<u64>)> {
+        let n = self.finder.needle().len();
+        let keep = n - 1;
+        loop {
+            if let Some(b) = self.finder.find(&self.chunk[self.from.min(self.chunk.len())..]) {
+                let b = self.from + b;
+                return Some(self.found_in_chunk(b));
+            }
+            if !self.pass_chunk(keep) {
+                return None;
+            }
+            if self.carry.is_empty() {
+                continue;
+            }
+            // A match begun in the carried bytes and ended in this chunk
+            // comes before any in the chunk alone.
+            self.joined.clear();
+            self.joined.extend_from_slice(&self.carry);
+            self.joined.extend_from_slice(&self.chunk[..self.chunk.len().min(keep)]);
+            if let Some(i) = self.finder.find(&self.joined).filter(|&i| i < self.carry.len()) {
+                let at = self.carry_start + i;
+                let q0 = match self.ascii {
+                    true => at as u64,
+                    false => self.rope.byte_to_char(at) as u64,
+                };
+                self.from = at + n - self.chunk_start;
+                self.counted = (at + n, q0 + self.runes);
+                self.carry.clear();
+                return Some((at..at + n, q0..q0 + self.runes));
+            }
+        }
+    }
+}
+
+/// How many runes start in `bytes` (valid UTF-8, or cut from it): the
+/// bytes that are not a rune's continuation.
+fn runes_in(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count()
+}
+
 /// Rune offsets of a text's byte offsets met in order (a loop's or a
 /// substitution's matches): each counted on from the one before in the
 /// flat text, which costs less than a descent of the rope a match does;
@@ -596,5 +774,57 @@ mod tests {
         assert_eq!(f.group(1), Some(1..2));
         assert_eq!(f.group(2), None);
         assert_eq!(h.str(f.whole()), "ab");
+    }
+
+    /// A rope of `text` whose chunks end wherever `cuts` say (each a
+    /// fraction of what is left), not only where ropey's builder would.
+    fn rope_cut(text: &str, cuts: &[u16]) -> Rope {
+        let mut rope = Rope::new();
+        let mut rest = text;
+        for cut in cuts {
+            let mut at = rest.len() * usize::from(*cut) / usize::from(u16::MAX);
+            while !rest.is_char_boundary(at) {
+                at -= 1;
+            }
+            rope.insert(rope.len_chars(), &rest[..at]);
+            rest = &rest[at..];
+        }
+        rope.insert(rope.len_chars(), rest);
+        rope
+    }
+
+    proptest::proptest! {
+        /// Chunk by chunk, a plain string's matches and their runes are the
+        /// flat text's steps, from anywhere to anywhere, across chunks.
+        #[test]
+        fn a_plain_strings_matches_in_a_rope_are_the_flat_texts(
+            text in proptest::collection::vec(proptest::sample::select(vec!['a', 'b', 'é', '✓', '\n']), 0..6000),
+            needle in proptest::collection::vec(proptest::sample::select(vec!['a', 'b', 'é', '✓', '\n']), 1..9),
+            cuts in proptest::collection::vec(proptest::num::u16::ANY, 0..12),
+            ends in (proptest::num::u16::ANY, proptest::num::u16::ANY),
+        ) {
+            let text: String = text.into_iter().collect();
+            let needle: String = needle.into_iter().collect();
+            let pattern: String = needle.chars().map(|c| if c == '\n' { "\\n".to_string() } else { c.to_string() }).collect();
+            let re = Regexp::new(&pattern).unwrap();
+            let finder = re.plain().expect("a plain string");
+            let rope = rope_cut(&text, &cuts);
+            let runes = rope.len_chars();
+            let (a, b) = (runes * usize::from(ends.0) / 65535, runes * usize::from(ends.1) / 65535);
+            let (q0, q1) = (a.min(b), a.max(b));
+            let (start, eof) = (rope.char_to_byte(q0), rope.char_to_byte(q1));
+            let hay = Haystack::new(&rope);
+            let mut counted = RunesOnward::new(&hay, &rope, start, q0 as u64);
+            let want: Vec<(Range<usize>, Range<u64>)> = hay
+                .steps(&re, start, eof, false)
+                .map(|f| {
+                    let w = f.whole();
+                    let r = counted.rune_at(w.start)..counted.rune_at(w.end);
+                    (w, r)
+                })
+                .collect();
+            let got: Vec<_> = RopeMatches::new(finder, &rope, start, eof, q0 as u64).collect();
+            proptest::prop_assert_eq!(got, want);
+        }
     }
 }
