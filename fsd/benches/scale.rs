@@ -781,6 +781,21 @@ fn main() {
                 w.set_dot(0).await;
             }
             row("search B3 on needle", clicked, &peers);
+            // Look on this body too, from the same place: whether B3 and
+            // Look differ, or the two bodies do (how a rope's leaves lie
+            // in memory moves a search of it, below).
+            let mut looked_here = Duration::MAX;
+            for _ in 0..SEARCHES {
+                w.set_dot(6).await;
+                looked_here = looked_here.min(w.run("Look needle").await);
+                assert_eq!(w.dot().await, (at + 7, at + 13), "Look found the word at the end");
+            }
+            println!(
+                "{:<26} Look on this body from the same place: {} (B3 at {:.2}x of it)",
+                "",
+                secs(looked_here),
+                clicked.as_secs_f64() / looked_here.as_secs_f64()
+            );
             // The floor of a search of a rope as Look and B3 search it in
             // one thread: its chunks (about 1 KB each, not one run of
             // bytes) searched one after another in process, with nothing
