@@ -40,9 +40,9 @@ impl Shared {
     /// the lock is let go of.
     pub fn lock(&self) -> LockResult<Locked<'_>> {
         let index = &self.0.index;
-        self.0.waiting.fetch_add(1, Ordering::SeqCst);
+        let waiting = Waiting::on(&self.0.waiting);
         let locked = self.0.session.lock();
-        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+        drop(waiting);
         match locked {
             Ok(guard) => Ok(Locked { guard, index }),
             Err(poisoned) => Err(PoisonError::new(Locked { guard: poisoned.into_inner(), index })),
@@ -59,6 +59,23 @@ impl Shared {
     /// go of: waits for no one working on the session.
     pub fn index_line(&self) -> String {
         self.0.index.lock().unwrap_or_else(PoisonError::into_inner).1.clone()
+    }
+}
+
+/// One thread counted as waiting for a session's lock until dropped
+/// (unwinding too: the count is never left high).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Waiting<'_> {
+    fn on(count: &AtomicUsize) -> Waiting<'_> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
