@@ -78,6 +78,11 @@ impl Regexp {
     pub fn is_match(&self, s: &str) -> bool {
         self.first.is_match(s)
     }
+
+    /// The string it matches, found by `memmem`, if it is a plain one.
+    pub fn plain(&self) -> Option<&memchr::memmem::Finder<'static>> {
+        self.literal.as_deref()
+    }
 }
 
 /// The string an acme regexp matches, where it matches one string only:
@@ -220,11 +225,9 @@ impl Haystack {
         self.bytes.get(b).is_some_and(|x| x & 0xc0 != 0x80)
     }
 
-    /// How many runes start in `r`: the bytes that are not a rune's
-    /// continuation, counted with no check of the UTF-8 (a rope's is
-    /// valid), in a loop the compiler makes wide.
+    /// How many runes start in `r` ([`runes_in`]; a rope's UTF-8 is valid).
     pub fn runes_in(&self, r: Range<usize>) -> usize {
-        self.bytes[r].iter().filter(|&&b| b & 0xc0 != 0x80).count()
+        runes_in(&self.bytes[r])
     }
 
     pub fn str(&self, r: Range<usize>) -> &str {
@@ -420,13 +423,6 @@ pub struct RopeMatches<'r> {
     runes: u64,
 }
 
-/// The string a plain pattern matches, if it is one.
-impl Regexp {
-    pub fn plain(&self) -> Option<&memchr::memmem::Finder<'static>> {
-        self.literal.as_deref()
-    }
-}
-
 impl<'r> RopeMatches<'r> {
     /// The matches of `finder`'s string in bytes `start..eof` of `rope`
     /// (`start` at rune `rune`, both on rune boundaries).
@@ -494,9 +490,7 @@ impl<'r> RopeMatches<'r> {
         let at = self.chunk_start + b;
         (at..at + n, q0..q0 + self.runes)
     }
-}
 
-impl RopeMatches<'_> {
     /// Past the chunk searched, to the next: its bytes not passed (with
     /// those carried before, when none were passed) keep their last
     /// `keep`, and the runes are counted to its end. False at `eof`.
@@ -561,7 +555,8 @@ impl Iterator for RopeMatches<'_> {
 }
 
 /// How many runes start in `bytes` (valid UTF-8, or cut from it): the
-/// bytes that are not a rune's continuation.
+/// bytes that are not a rune's continuation, counted with no check of the
+/// UTF-8, in a loop the compiler makes wide.
 fn runes_in(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| b & 0xc0 != 0x80).count()
 }
