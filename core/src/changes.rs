@@ -213,7 +213,7 @@ impl Changes {
 
     /// Adds a change of `q0..q1` to `text`.
     pub fn push(&mut self, q0: u64, q1: u64, text: &str) {
-        self.push_with(q0, q1, |out| out.push_str(text));
+        self.push_with(q0, q1, |out| crate::text::push_piece(out, text));
     }
 
     /// Adds a change of `q0..q1` to what `write` appends to the string it

@@ -72,7 +72,7 @@ impl Leaves {
     #[inline]
     pub(crate) fn append(&mut self, text: &str) {
         if self.pending.len() + text.len() < self.leaf {
-            self.pending.push_str(text);
+            super::utf8::push_piece(&mut self.pending, text);
             return;
         }
         self.fill(text);

@@ -23,7 +23,7 @@ pub use encode::{copy_encoded, encoded_size, encoded_size_bound, PIECE};
 pub use leaves::rope_of;
 pub(crate) use leaves::{Leaves, SMALL};
 use utf8::byte_of_rune;
-pub use utf8::{acme_file_runes, acme_file_text, acme_runes, text_and_cut, Decoded};
+pub use utf8::{acme_file_runes, acme_file_text, acme_runes, push_piece, text_and_cut, Decoded};
 
 use crate::spots::Spots;
 use ropey::Rope;
@@ -303,7 +303,7 @@ impl Text {
         for (s, put) in spots.with_texts(text) {
             let (q0, q1) = (s.q0 as usize, s.q1 as usize);
             old.take(q0 - at, &mut add);
-            old.take(q1 - q0, |gone| removed.push_str(gone));
+            old.take(q1 - q0, |gone| push_piece(&mut removed, gone));
             add(put);
             at = q1;
         }
