@@ -26,9 +26,9 @@ use crate::error::{Reject, Result};
 use crate::id::{AttachmentId, GroupId};
 use crate::op::{Action, BufferOp};
 use crate::shard::ViewId;
-use crate::spots::Spots;
-use crate::text::Text;
-use crate::undo::{Change, Group, CHANGE_COST, GROUP_COST, RENAMED, SPOTS};
+use crate::spots::{Reach, Spots};
+use crate::text::{Removed, Text};
+use crate::undo::{Change, Group, Kept, CHANGE_COST, GROUP_COST, RENAMED};
 use crate::view::{point_after_splice, View};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -176,6 +176,15 @@ fn undo_limit_as_stored<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::
 
 pub use crate::op::check_name;
 
+/// What checking an op found that applying it uses: a many-change
+/// splice's reach, or an Undo's or Redo's reversals of its many-change
+/// records (one a change, from the last), each worked out once.
+enum Checked {
+    Nothing,
+    Reach(Reach),
+    Reversals(Vec<Option<(Spots, Reach)>>),
+}
+
 impl Buffer {
     /// An empty, clean buffer.
     pub fn new(name: String) -> Buffer {
@@ -287,11 +296,19 @@ impl Buffer {
     /// Checks `op` against this buffer without changing it: the same
     /// conditions `apply` enforces, so a caller can refuse before sequencing.
     pub fn check(&self, op: &BufferOp) -> Result<()> {
-        match op {
+        self.checked(op).map(|_| ())
+    }
+
+    /// As [`Buffer::check`], returning what the check found that applying
+    /// the op uses.
+    fn checked(&self, op: &BufferOp) -> Result<Checked> {
+        let plain = match op {
             // The state creates buffers; see `State::apply`.
             BufferOp::Create { .. } => Ok(()),
             BufferOp::Splice { q0, q1, .. } => self.check_range(*q0, *q1),
-            BufferOp::Splices { spots, text, .. } => spots.check(self.len, text.chars().count() as u64).map(|_| ()),
+            BufferOp::Splices { spots, text, .. } => {
+                return spots.check(self.len, text.chars().count() as u64).map(Checked::Reach);
+            }
             BufferOp::ViewAdd { view } => match self.views.contains_key(view) {
                 true => Err(Reject::ViewExists { view: *view }),
                 false => Ok(()),
@@ -308,11 +325,11 @@ impl Buffer {
                 self.check_range(*q0, *q1)
             }
             BufferOp::Undo => match self.undo.iter().rev().find(|g| !g.changes.is_empty()) {
-                Some(g) => self.check_reversible(g),
+                Some(g) => return self.check_reversible(g).map(Checked::Reversals),
                 None => Err(Reject::NothingToUndo),
             },
             BufferOp::Redo => match self.redo.last() {
-                Some(g) => self.check_reversible(g),
+                Some(g) => return self.check_reversible(g).map(Checked::Reversals),
                 None => Err(Reject::NothingToRedo),
             },
             BufferOp::ForgetUndo | BufferOp::UndoLimit { .. } => Ok(()),
@@ -335,35 +352,44 @@ impl Buffer {
             | BufferOp::Dirty
             | BufferOp::Clean
             | BufferOp::Mark { .. } => Ok(()),
-        }
+        };
+        plain.map(|()| Checked::Nothing)
     }
 
     /// Checks that reversing `g` stays inside the text at every step, so an
-    /// undo list that came from a bad snapshot is refused, not obeyed.
-    fn check_reversible(&self, g: &Group) -> Result<()> {
+    /// undo list that came from a bad snapshot is refused, not obeyed; and
+    /// returns, for each change from the last, the reversal of a
+    /// many-change one and what its check found.
+    fn check_reversible(&self, g: &Group) -> Result<Vec<Option<(Spots, Reach)>>> {
         let mut len = self.len;
-        for c in g.changes.iter().rev().filter(|c| c.q0 != RENAMED) {
+        let mut reversals = Vec::with_capacity(g.changes.len());
+        for c in g.changes.iter().rev() {
+            if c.q0 == RENAMED {
+                reversals.push(None);
+                continue;
+            }
             if let Some(spots) = &c.spots {
                 // The runes the changes put in come out again: as the
                 // places say, which must agree with the count kept.
                 let back = spots.swapped();
-                let put_back = c.removed.chars().count() as u64;
-                back.check(len, put_back)?;
-                let taken: u64 = spots.iter().map(|s| s.inserted).sum();
-                if taken != c.inserted {
-                    let why = format!("an undo record says {} runes went in, its places {taken}", c.inserted);
+                let put_back = c.removed_runes();
+                let reach = back.check(len, put_back)?;
+                if reach.removed != c.inserted {
+                    let why = format!("an undo record says {} runes went in, its places {}", c.inserted, reach.removed);
                     return Err(Reject::BadSpots { why });
                 }
-                len = len.saturating_sub(taken) + put_back;
+                len = len - reach.removed + put_back;
+                reversals.push(Some((back, reach)));
                 continue;
             }
             let end = c.q0.checked_add(c.inserted).filter(|e| *e <= len);
             match end {
-                Some(_) => len = len - c.inserted + c.removed.chars().count() as u64,
+                Some(_) => len = len - c.inserted + c.removed_runes(),
                 None => return Err(Reject::Range { q0: c.q0, q1: c.q0.saturating_add(c.inserted), len }),
             }
+            reversals.push(None);
         }
-        Ok(())
+        Ok(reversals)
     }
 
     /// Sets what is derived, not encoded, after a snapshot is decoded.
@@ -375,25 +401,26 @@ impl Buffer {
     /// Applies `op`. `Create` is the state's to handle and does nothing
     /// here. On error the buffer is unchanged.
     pub fn apply(&mut self, op: &BufferOp) -> Result<()> {
-        self.check(op)?;
-        self.apply_checked(op);
+        let checked = self.checked(op)?;
+        self.apply_checked(op, checked);
         self.bound_undo();
         Ok(())
     }
 
-    fn apply_checked(&mut self, op: &BufferOp) {
+    fn apply_checked(&mut self, op: &BufferOp, checked: Checked) {
         match op {
             BufferOp::Create { .. } => {}
             BufferOp::Splice { q0, q1, text, .. } => {
                 let (removed, inserted) = self.splice(*q0, *q1, text);
                 self.clear_redo();
-                self.record(Change { q0: *q0, removed, inserted, spots: None });
+                self.record(Change::plain(*q0, removed, inserted));
                 self.dirty = true;
             }
             BufferOp::Splices { spots, text, .. } => {
-                let (removed, inserted) = self.splice_spots(spots, text);
+                let Checked::Reach(reach) = checked else { unreachable!("a splice's check finds its reach") };
+                let change = self.splice_spots(spots, text, reach);
                 self.clear_redo();
-                self.record(Change { q0: SPOTS, removed, inserted, spots: Some(spots.clone()) });
+                self.record(change);
                 self.dirty = true;
             }
             BufferOp::ViewAdd { view } => {
@@ -417,7 +444,7 @@ impl Buffer {
                 let old = std::mem::replace(&mut self.name, name.clone());
                 self.clear_redo();
                 let serial = self.take_serial();
-                let change = Change { q0: RENAMED, removed: old, inserted: 0, spots: None };
+                let change = Change::plain(RENAMED, old, 0);
                 self.push_undo(Group { id: None, serial, changes: vec![change] });
             }
             BufferOp::Rename { .. } => {}
@@ -441,7 +468,7 @@ impl Buffer {
                 }
                 let g = self.undo.pop().expect("checked");
                 self.undo_bytes -= g.cost();
-                let g = self.reverse(Arc::unwrap_or_clone(g));
+                let g = self.reverse(Arc::unwrap_or_clone(g), checked);
                 self.undo_bytes += g.cost();
                 self.redo.push(Arc::new(g));
                 self.dirty = self.clean_at != Some(self.top_serial());
@@ -449,7 +476,7 @@ impl Buffer {
             BufferOp::Redo => {
                 let g = self.redo.pop().expect("checked");
                 self.undo_bytes -= g.cost();
-                let g = self.reverse(Arc::unwrap_or_clone(g));
+                let g = self.reverse(Arc::unwrap_or_clone(g), checked);
                 self.push_undo(g);
                 self.dirty = self.clean_at != Some(self.top_serial());
             }
@@ -538,16 +565,38 @@ impl Buffer {
         (removed, inserted)
     }
 
-    /// Makes every change of `spots` (checked), moves every view as the
-    /// changes made one at a time from the last would, and records one
-    /// edit, from the first change's start to the last one's end, for
-    /// rebasing; returns the removed runes, one after another, and how
-    /// many runes went in.
-    fn splice_spots(&mut self, spots: &Spots, text: &str) -> (String, u64) {
-        let (removed, end) = self.text.splice_many(spots, text);
-        let start = spots.iter().next().map_or(0, |s| s.q0);
+    /// Makes every change of `spots` (checked: `reach` is what its check
+    /// found) with `text` holding what they put in, and returns the
+    /// change's undo record.
+    fn splice_spots(&mut self, spots: &Spots, text: &str, reach: Reach) -> Change {
+        let (removed, _) = self.text.splice_many(spots, text, crate::undo::keeps_span(reach));
         let inserted = text.chars().count() as u64;
-        let deleted = removed.chars().count() as u64;
+        self.spliced_spots(spots, reach, inserted);
+        Change::of_spots(spots.clone(), removed, reach.removed, inserted)
+    }
+
+    /// Reverses a many-change record that kept what its changes spanned:
+    /// `back`, their reversal (checked: `reach`), takes out what they put
+    /// in and `kept` goes back in its place whole. Returns the reversal's
+    /// undo record.
+    fn swap_spots(&mut self, back: &Spots, reach: Reach, kept: Kept) -> Change {
+        // The runes between the changes are in both texts alike.
+        let between = kept.text.len_bytes() as u64 - kept.bytes;
+        let now = self.text.swap_span(reach.start as usize, reach.end as usize, kept.text);
+        let removed = match crate::undo::keeps_span(reach) {
+            true => Removed::Span { bytes: now.len_bytes() as u64 - between, text: now },
+            false => Removed::Runes(crate::text::removed_from(&now, back)),
+        };
+        self.spliced_spots(back, reach, kept.runes);
+        Change::of_spots(back.clone(), removed, reach.removed, kept.runes)
+    }
+
+    /// What follows the text's changes in [`Buffer::splice_spots`] and
+    /// [`Buffer::swap_spots`]: moves every view as the changes made one at
+    /// a time from the last would, and records one edit, from the first
+    /// change's start to the last one's end, for rebasing.
+    fn spliced_spots(&mut self, spots: &Spots, reach: Reach, inserted: u64) {
+        let Reach { start, end, removed: deleted } = reach;
         // A point at or before the first change stays, one past the last
         // moves by what they all did; only a view with a point among them
         // goes through them one at a time.
@@ -575,7 +624,6 @@ impl Buffer {
             spots: Some(spots.clone()),
         });
         self.version = self.version.saturating_add(1);
-        (removed, inserted)
     }
 
     /// An edit of nothing, so that an op that changed no text still has
@@ -632,25 +680,24 @@ impl Buffer {
     }
 
     /// Reverses a group's changes, last first, returning the group of
-    /// reversals (which, reversed again, redoes them).
-    fn reverse(&mut self, g: Group) -> Group {
+    /// reversals (which, reversed again, redoes them). `checked` holds
+    /// what checking it found ([`Buffer::check_reversible`]).
+    fn reverse(&mut self, g: Group, checked: Checked) -> Group {
+        let Checked::Reversals(reversals) = checked else { unreachable!("an undo's check finds its reversals") };
         let mut back = Vec::with_capacity(g.changes.len());
         let mut spliced = 0;
-        for c in g.changes.into_iter().rev() {
+        for (c, reversal) in g.changes.into_iter().rev().zip(reversals) {
             if c.q0 == RENAMED {
                 let now = std::mem::replace(&mut self.name, c.removed);
-                back.push(Change { q0: RENAMED, removed: now, inserted: 0, spots: None });
+                back.push(Change::plain(RENAMED, now, 0));
                 continue;
             }
-            let change = match &c.spots {
-                Some(spots) => {
-                    let spots = spots.swapped();
-                    let (removed, inserted) = self.splice_spots(&spots, &c.removed);
-                    Change { q0: SPOTS, removed, inserted, spots: Some(spots) }
-                }
-                None => {
+            let change = match (reversal, c.kept) {
+                (Some((spots, reach)), Some(kept)) => self.swap_spots(&spots, reach, kept),
+                (Some((spots, reach)), None) => self.splice_spots(&spots, &c.removed, reach),
+                _ => {
                     let (removed, inserted) = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
-                    Change { q0: c.q0, inserted, removed, spots: None }
+                    Change::plain(c.q0, removed, inserted)
                 }
             };
             spliced += 1;
@@ -676,292 +723,4 @@ impl Buffer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::id::GroupId;
-    use crate::op::Origin;
-
-    fn splice(b: &mut Buffer, q0: u64, q1: u64, text: &str) {
-        b.apply(&BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }).unwrap();
-    }
-
-    #[test]
-    fn a_name_is_one_line_where_it_is_made() {
-        let mut server = crate::Node::server();
-        let before = server.state.hash();
-        assert!(matches!(server.create_buffer_as("x\ny"), Err(Reject::BadName { .. })));
-        assert_eq!(server.state.hash(), before, "no shard made for it");
-        let b = server.create_buffer_as("/a").unwrap();
-        let rename = |name: &str| crate::Op::Buffer(BufferOp::Rename { name: name.into() });
-        let refused = server.append(crate::Shard::Buffer(b), rename("/a\nb"));
-        assert!(matches!(refused, Err(Reject::BadName { .. })), "{refused:?}");
-        // acme's ctl may set a tab in a name (then say it is bad).
-        server.append(crate::Shard::Buffer(b), rename("/a\tb")).unwrap();
-        // A log written before the rule replays: applying takes its names.
-        let mut old = Buffer::new("/a".into());
-        old.apply(&BufferOp::Rename { name: "/a\nb".into() }).unwrap();
-        assert_eq!(old.name, "/a\nb");
-    }
-
-    #[test]
-    fn a_rename_is_an_undo_step_of_its_own() {
-        let mut b = Buffer::new(String::new());
-        splice(&mut b, 0, 0, "abc");
-        b.apply(&BufferOp::Clean).unwrap();
-        assert!(!b.differs_from_file());
-        b.apply(&BufferOp::Rename { name: "/a".into() }).unwrap();
-        b.apply(&BufferOp::Rename { name: "/a".into() }).unwrap();
-        b.apply(&BufferOp::Rename { name: "/b".into() }).unwrap();
-        assert!(!b.dirty && b.differs_from_file(), "Put shows, the text is not dirty");
-        b.apply(&BufferOp::Undo).unwrap();
-        assert_eq!(b.name, "/a");
-        b.apply(&BufferOp::Undo).unwrap();
-        assert_eq!((b.name.as_str(), b.text.to_string().as_str()), ("", "abc"), "the same name twice is one step");
-        assert!(!b.differs_from_file(), "back where it was clean");
-        b.apply(&BufferOp::Undo).unwrap();
-        assert_eq!(b.text.to_string(), "", "then the text");
-        b.apply(&BufferOp::Redo).unwrap();
-        let before = (b.version, b.text.to_string());
-        b.apply(&BufferOp::Redo).unwrap();
-        assert_eq!(b.name, "/a");
-        assert_eq!((b.version, b.text.to_string()), (before.0 + 1, before.1), "an edit of nothing in the history");
-        // Typing after a rename coalesces only with typing.
-        b.apply(&BufferOp::Redo).unwrap();
-        splice(&mut b, 3, 3, "d");
-        b.apply(&BufferOp::Undo).unwrap();
-        assert_eq!((b.name.as_str(), b.text.to_string().as_str()), ("/b", "abc"));
-    }
-
-    #[test]
-    fn a_copy_shares_undo_groups_and_an_edit_after_copies_only_the_group_it_changes() {
-        let mut b = Buffer::new("/tmp/x".into());
-        let big = "x".repeat(1 << 20);
-        splice(&mut b, 0, 0, &big);
-        splice(&mut b, 0, 1 << 20, "");
-        let copy = b.clone();
-        assert_eq!(copy.undo.len(), b.undo.len());
-        assert!(b.undo.iter().zip(&copy.undo).all(|(a, c)| Arc::ptr_eq(a, c)), "a copy shares every group");
-        // An edit of the original changes its own top group only.
-        splice(&mut b, 0, 0, "y");
-        assert!(!Arc::ptr_eq(b.undo.last().unwrap(), copy.undo.last().unwrap()));
-        assert_eq!(copy.undo.last().unwrap().changes.len(), 2, "the copy's group is as it was");
-        assert_eq!(b.undo.last().unwrap().changes.len(), 3);
-        // Each undoes to its own text.
-        let (mut b, mut copy) = (b, copy);
-        b.apply(&BufferOp::Undo).unwrap();
-        copy.apply(&BufferOp::Undo).unwrap();
-        assert_eq!((b.len(), copy.len()), (0, 0));
-        b.apply(&BufferOp::Redo).unwrap();
-        copy.apply(&BufferOp::Redo).unwrap();
-        assert_eq!(b.text.to_string(), "y");
-        assert_eq!(copy.len(), 0);
-        assert_eq!(copy.redo.len(), 0);
-    }
-
-    /// What the undo and redo lists hold, counted afresh.
-    fn recount(b: &Buffer) -> u64 {
-        b.undo.iter().chain(&b.redo).map(|g| g.cost()).sum()
-    }
-
-    fn mark(b: &mut Buffer, n: u64) {
-        b.apply(&BufferOp::Mark { group: GroupId(n) }).unwrap();
-    }
-
-    /// A many-change splice leaves the text and the views as the same
-    /// changes made one at a time from the last do; Undo and Redo bring
-    /// back the same texts; its undo record survives an encoding, and the
-    /// undo count is a recount's.
-    #[test]
-    fn many_changes_at_once_are_the_changes_one_at_a_time() {
-        use crate::spots::{Spot, Spots};
-        let mut seed = 99u64;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
-        let view = ViewId::TopRow;
-        for round in 0..400 {
-            let text: String = (0..next(40)).map(|_| ['a', 'b', 'é', '\n', ' '][next(5) as usize]).collect();
-            let mut one = Buffer::new("/x".into());
-            splice(&mut one, 0, 0, &text);
-            one.apply(&BufferOp::ViewAdd { view }).unwrap();
-            let len = one.len();
-            let q0 = next(len + 1);
-            one.apply(&BufferOp::Select { view, q0, q1: q0 + next(len - q0 + 1) }).unwrap();
-            one.apply(&BufferOp::SetOrigin { view, org: next(len + 1) }).unwrap();
-            let mut many = one.clone();
-            let mut changes = Vec::new();
-            let mut at = 0;
-            while changes.len() < 8 {
-                let q0 = at + next(4);
-                if q0 > len {
-                    break;
-                }
-                let q1 = q0 + next(3).min(len - q0);
-                let t = ["", "x", "ü€", "\n\n"][next(4) as usize];
-                // A change of nothing is no change (the leader drops them).
-                changes.push((q0, q1, if q0 == q1 && t.is_empty() { "x" } else { t }));
-                at = q1;
-            }
-            if changes.is_empty() {
-                continue;
-            }
-            mark(&mut one, 1);
-            mark(&mut many, 1);
-            let seen = (one.version, many.version);
-            for (q0, q1, t) in changes.iter().rev() {
-                splice(&mut one, *q0, *q1, t);
-            }
-            let spot = |(q0, q1, t): &(u64, u64, &str)| Spot { q0: *q0, q1: *q1, inserted: t.chars().count() as u64 };
-            let spots = Spots::pack(changes.iter().map(spot)).unwrap();
-            let inserted: String = changes.iter().map(|c| c.2).collect();
-            many.apply(&BufferOp::Splices { spots, text: inserted, origin: Origin::OtherFile }).unwrap();
-            assert_eq!(many.text.to_string(), one.text.to_string(), "round {round}: {changes:?}");
-            assert_eq!((many.len(), many.views.clone()), (one.len(), one.views.clone()), "round {round}: {changes:?}");
-            assert_eq!(many.undo_bytes(), recount(&many));
-            for p in 0..=len {
-                let (a, b) = (one.rebase(seen.0, p).unwrap(), many.rebase(seen.1, p).unwrap());
-                assert_eq!(a, b, "round {round}: point {p} rebased through {changes:?}");
-            }
-            let mut decoded: Buffer = postcard::from_bytes(&postcard::to_allocvec(&many).unwrap()).unwrap();
-            decoded.restore();
-            assert_eq!(decoded, many, "round {round}: the undo record decodes as it was");
-            let after = many.text.to_string();
-            for b in [&mut one, &mut many, &mut decoded] {
-                b.apply(&BufferOp::Undo).unwrap();
-                assert_eq!(b.text.to_string(), text, "round {round}: Undo");
-                b.apply(&BufferOp::Redo).unwrap();
-                assert_eq!(b.text.to_string(), after, "round {round}: Redo");
-                assert_eq!(b.undo_bytes(), recount(b));
-            }
-        }
-    }
-
-    #[test]
-    fn a_many_change_splice_that_does_not_fit_changes_nothing() {
-        use crate::spots::{Spot, Spots};
-        let mut b = Buffer::new("/x".into());
-        splice(&mut b, 0, 0, "hello");
-        let before = b.clone();
-        let spots = Spots::pack([Spot { q0: 1, q1: 2, inserted: 1 }, Spot { q0: 4, q1: 6, inserted: 0 }]).unwrap();
-        let past_the_end = BufferOp::Splices { spots: spots.clone(), text: "x".into(), origin: Origin::OtherFile };
-        assert!(matches!(b.apply(&past_the_end), Err(Reject::Range { .. })));
-        let spots = Spots::pack([Spot { q0: 1, q1: 2, inserted: 1 }]).unwrap();
-        let miscounted = BufferOp::Splices { spots, text: "xy".into(), origin: Origin::OtherFile };
-        assert!(matches!(b.apply(&miscounted), Err(Reject::BadSpots { .. })));
-        assert_eq!(b, before);
-    }
-
-    #[test]
-    fn the_undo_count_follows_every_op_as_a_recount_would() {
-        let mut b = Buffer::new("/x".into());
-        // A small, fixed pseudo-random walk over the ops that change the
-        // lists: the count kept along the way equals a recount each time.
-        let mut seed = 12345u64;
-        let mut next = |n: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
-        for i in 0..3000 {
-            let len = b.len();
-            let op = match next(10) {
-                0..=3 => {
-                    let q0 = next(len + 1);
-                    let q1 = q0 + next(len - q0 + 1).min(20);
-                    let text = ["", "a", "héllo", "\n", "xyz"][next(5) as usize];
-                    BufferOp::Splice { q0, q1, text: text.into(), origin: Origin::Keyboard }
-                }
-                4 => BufferOp::Mark { group: GroupId(i) },
-                5 | 6 => BufferOp::Undo,
-                7 => BufferOp::Redo,
-                8 => BufferOp::Rename { name: format!("/n{}", next(3)) },
-                _ => BufferOp::UndoLimit { bytes: 200 + next(2000) },
-            };
-            let _ = b.apply(&op);
-            assert_eq!(b.undo_bytes(), recount(&b), "after op {i}: {op:?}");
-        }
-        // What was kept still undoes, step by step, inside the text.
-        while b.can_undo() {
-            b.apply(&BufferOp::Undo).unwrap();
-        }
-        b.apply(&BufferOp::ForgetUndo).unwrap();
-        assert_eq!(b.undo_bytes(), 0);
-    }
-
-    #[test]
-    fn past_its_limit_a_buffer_drops_its_oldest_undo_groups_and_keeps_the_newest() {
-        let mut b = Buffer::new("/x".into());
-        b.apply(&BufferOp::UndoLimit { bytes: 10_000 }).unwrap();
-        let block = "x".repeat(1000);
-        for n in 1..=30 {
-            // Truncate and write again, as the 300 rounds did.
-            mark(&mut b, n);
-            let len = b.len();
-            splice(&mut b, 0, len, "");
-            splice(&mut b, 0, 0, &block);
-        }
-        assert!(b.undo_bytes() <= 10_000, "{} bytes held", b.undo_bytes());
-        assert!(b.undo_bytes() > 9_000, "as much kept as the limit allows: {}", b.undo_bytes());
-        assert_eq!(b.undo_bytes(), recount(&b));
-        // The newest rounds undo; then there is nothing more to undo.
-        let mut undone = 0;
-        while b.can_undo() {
-            b.apply(&BufferOp::Undo).unwrap();
-            undone += 1;
-        }
-        assert!((5..30).contains(&undone), "{undone} rounds undone");
-        assert_eq!(b.text.to_string(), block, "each kept round undoes to the block before it");
-        assert!(b.differs_from_file(), "the empty text it was clean at can no longer be reached");
-        // The body's size raises the bound: four times a 100 KB body.
-        let mut b = Buffer::new("/y".into());
-        b.apply(&BufferOp::UndoLimit { bytes: 1000 }).unwrap();
-        splice(&mut b, 0, 0, &"y".repeat(100_000));
-        for n in 1..=3 {
-            mark(&mut b, n);
-            splice(&mut b, 0, 100_000, &"z".repeat(100_000));
-        }
-        assert!(b.undo_bytes() > 300_000 && b.undo_bytes() <= 400_000, "{}", b.undo_bytes());
-    }
-
-    #[test]
-    fn the_newest_group_stays_however_large() {
-        let mut b = Buffer::new("/x".into());
-        splice(&mut b, 0, 0, &"ab".repeat(5000));
-        b.apply(&BufferOp::Clean).unwrap();
-        b.apply(&BufferOp::UndoLimit { bytes: 100 }).unwrap();
-        mark(&mut b, 1);
-        // One group of 5,000 substitutions, as one Edit makes.
-        for q in (0..10_000).step_by(2) {
-            splice(&mut b, q, q + 1, "c");
-        }
-        assert!(b.undo_bytes() > 5000 * CHANGE_COST, "{}", b.undo_bytes());
-        b.apply(&BufferOp::Undo).unwrap();
-        assert_eq!(b.text.to_string(), "ab".repeat(5000));
-        assert!(!b.differs_from_file(), "undone to where it was clean");
-        // Undone, it is the next redo, which stays too.
-        b.apply(&BufferOp::Redo).unwrap();
-        assert_eq!(b.text.to_string(), "cb".repeat(5000));
-    }
-
-    #[test]
-    fn a_snapshot_before_format_3_decodes_with_the_default_limit() {
-        let mut node = crate::Node::server();
-        crate::make::init_session(&mut node).unwrap();
-        let w = crate::make::new_window(&mut node, None, None, "/tmp/old").unwrap();
-        node.append(
-            crate::Shard::Buffer(w.body),
-            crate::Op::Buffer(BufferOp::Splice { q0: 0, q1: 0, text: "hello".into(), origin: Origin::Keyboard }),
-        )
-        .unwrap();
-        let old = crate::format::older::snapshot(&node.state, 2);
-        let back = crate::State::from_snapshot(&old).expect("format 2 decodes");
-        assert_eq!(back.hash(), node.state.hash());
-        let body = back.buffer(w.body).unwrap();
-        assert_eq!((body.undo_limit(), body.undo_bytes()), (UNDO_LIMIT, recount(body)));
-        assert!(body.undo_bytes() > 0);
-        // A limit set is kept by this format's snapshots.
-        node.append(crate::Shard::Buffer(w.body), crate::Op::Buffer(BufferOp::UndoLimit { bytes: 77 })).unwrap();
-        let back = crate::State::from_snapshot(&node.state.to_snapshot()).unwrap();
-        assert_eq!(back.buffer(w.body).unwrap().undo_limit(), 77);
-    }
-}
+mod tests;

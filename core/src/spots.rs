@@ -24,6 +24,16 @@ pub struct Spot {
     pub inserted: u64,
 }
 
+/// What [`Spots::check`] found: the runes the changes span, from the
+/// first one's start to the last one's end (in the text before them),
+/// and how many of those runes they remove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reach {
+    pub start: u64,
+    pub end: u64,
+    pub removed: u64,
+}
+
 /// The changes, in order and apart, packed. Shared, not copied, by the op
 /// that made them and the undo record that reverses them.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,11 +166,11 @@ impl Spots {
     }
 
     /// Checks that the changes apply to a text of `len` runes putting in
-    /// `inserted` runes in all, and returns the runes they span, from the
-    /// first one's start to the last one's end.
-    pub fn check(&self, len: u64, inserted: u64) -> Result<(u64, u64)> {
+    /// `inserted` runes in all, and returns the runes they span and how
+    /// many of those they remove.
+    pub fn check(&self, len: u64, inserted: u64) -> Result<Reach> {
         let bad = |why: String| Reject::BadSpots { why };
-        let (mut at, mut end, mut put_in) = (0usize, 0u64, 0u64);
+        let (mut at, mut end, mut put_in, mut removed) = (0usize, 0u64, 0u64, 0u64);
         let mut first = None;
         while at < self.0.len() {
             let mut next = || take(&self.0, &mut at).ok_or_else(|| bad("the packing is cut short".into()));
@@ -180,12 +190,13 @@ impl Spots {
             first.get_or_insert(q0);
             end = q1;
             put_in = put_in.saturating_add(more);
+            removed += deleted;
         }
-        let Some(first) = first else { return Err(bad("there is no change".into())) };
+        let Some(start) = first else { return Err(bad("there is no change".into())) };
         if put_in != inserted {
             return Err(bad(format!("they put in {put_in} runes, the text holds {inserted}")));
         }
-        Ok((first, end))
+        Ok(Reach { start, end, removed })
     }
 
     /// The reversal's changes: the same places, each putting back as many
@@ -222,7 +233,7 @@ mod tests {
         ];
         let packed = Spots::pack(spots).unwrap();
         assert_eq!(packed.iter().collect::<Vec<_>>(), spots);
-        assert_eq!(packed.check(1000, 4).unwrap(), (0, 999));
+        assert_eq!(packed.check(1000, 4).unwrap(), Reach { start: 0, end: 999, removed: 700 });
         // After: "xxx" at 0..3, one rune at 3..4, then 299 unchanged runes.
         let back: Vec<_> = packed.swapped().iter().collect();
         assert_eq!(

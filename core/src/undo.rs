@@ -4,8 +4,11 @@
 //! record holds and how it is stored.
 
 use crate::id::GroupId;
-use crate::spots::Spots;
+use crate::spots::{Reach, Spots};
+use crate::text::Removed;
+use ropey::Rope;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// What a change holds besides the runes it removed, and a group besides
 /// its changes, as the bound counts them: about their size in memory, so
@@ -24,18 +27,63 @@ pub(crate) const RENAMED: u64 = u64::MAX;
 /// in all told.
 pub(crate) const SPOTS: u64 = u64::MAX - 1;
 
+/// The fewest runes a many-change record's changes span for it to keep
+/// that text whole rather than copy what they removed: below it a copy
+/// costs less than the rope's nodes.
+const KEEP_SPAN_FROM: u64 = 64 * 1024;
+
+/// Whether a many-change record keeps the text its changes spanned whole
+/// ([`Kept`]) rather than a copy of the runes they removed: when they
+/// remove at least half of it (`,y/\n/c/ /` removes nearly all of a
+/// file), so that what is kept is at most twice what the bound counts.
+/// Decided by the changes alone, so every replica decides alike (not
+/// that it shows: the two are stored, counted and compared as one).
+pub(crate) fn keeps_span(reach: Reach) -> bool {
+    let span = reach.end - reach.start;
+    span >= KEEP_SPAN_FROM && reach.removed.saturating_mul(2) >= span
+}
+
 /// One reversible change of an undo group.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Change {
     /// Where it was made, [`RENAMED`] or [`SPOTS`].
     pub(crate) q0: u64,
-    /// The runes it removed.
+    /// The runes it removed (none held here when `kept` holds them).
     pub(crate) removed: String,
     /// How many runes it put in their place.
     pub(crate) inserted: u64,
     /// Where a many-change record's changes went (`q0` is [`SPOTS`]).
     pub(crate) spots: Option<Spots>,
+    /// A many-change record's text from its first change's start to its
+    /// last one's end, as it was: kept whole, its rope's nodes taken out of
+    /// the text, rather than the runes removed copied out of them (a 100
+    /// MB copy for a `,y/\n/c/ /`, and an Undo that builds the text again
+    /// where this puts it back). Never stored: a record is encoded with
+    /// the runes removed, as one holding them, and decoded as one.
+    pub(crate) kept: Option<Kept>,
 }
+
+/// What a many-change record keeps in place of the runes it removed.
+#[derive(Clone, Debug)]
+pub(crate) struct Kept {
+    /// The text its changes spanned, as it was.
+    pub(crate) text: Rope,
+    /// The runes and the bytes the changes removed of it.
+    pub(crate) runes: u64,
+    pub(crate) bytes: u64,
+}
+
+/// Equal when they reverse alike: a record keeping its span equals one
+/// holding the runes removed from it.
+impl PartialEq for Change {
+    fn eq(&self, other: &Change) -> bool {
+        (self.q0, self.inserted, &self.spots) == (other.q0, other.inserted, &other.spots)
+            && self.removed_runes() == other.removed_runes()
+            && self.removed_text() == other.removed_text()
+    }
+}
+
+impl Eq for Change {}
 
 /// Encoded as its three fields, and the spots after them only when `q0`
 /// is [`SPOTS`]: undo lists stored before many-change records existed
@@ -45,7 +93,7 @@ impl Serialize for Change {
         use serde::ser::SerializeTuple;
         let mut t = s.serialize_tuple(if self.spots.is_some() { 4 } else { 3 })?;
         t.serialize_element(&self.q0)?;
-        t.serialize_element(&self.removed)?;
+        t.serialize_element(&*self.removed_text())?;
         t.serialize_element(&self.inserted)?;
         if let Some(spots) = &self.spots {
             t.serialize_element(spots)?;
@@ -72,7 +120,7 @@ impl<'de> Deserialize<'de> for Change {
                     true => Some(seq.next_element::<Spots>()?.ok_or_else(missing)?),
                     false => None,
                 };
-                Ok(Change { q0, removed, inserted, spots })
+                Ok(Change { q0, removed, inserted, spots, kept: None })
             }
         }
         d.deserialize_tuple(4, Fields)
@@ -80,9 +128,44 @@ impl<'de> Deserialize<'de> for Change {
 }
 
 impl Change {
-    /// What it holds, as the undo bound counts it.
+    /// A change of one place (`q0`, or [`RENAMED`]).
+    pub(crate) fn plain(q0: u64, removed: String, inserted: u64) -> Change {
+        Change { q0, removed, inserted, spots: None, kept: None }
+    }
+
+    /// A many-change record: `spots`, which removed `runes` runes and put
+    /// in `inserted`.
+    pub(crate) fn of_spots(spots: Spots, removed: Removed, runes: u64, inserted: u64) -> Change {
+        let (removed, kept) = match removed {
+            Removed::Runes(removed) => (removed, None),
+            Removed::Span { text, bytes } => (String::new(), Some(Kept { text, runes, bytes })),
+        };
+        Change { q0: SPOTS, removed, inserted, spots: Some(spots), kept }
+    }
+
+    /// How many runes it removed.
+    pub(crate) fn removed_runes(&self) -> u64 {
+        match &self.kept {
+            Some(kept) => kept.runes,
+            None => self.removed.chars().count() as u64,
+        }
+    }
+
+    /// The runes it removed, one after another: read out of the span it
+    /// kept, if it kept one.
+    pub(crate) fn removed_text(&self) -> Cow<'_, str> {
+        match (&self.kept, &self.spots) {
+            (Some(kept), Some(spots)) => Cow::Owned(crate::text::removed_from(&kept.text, spots)),
+            _ => Cow::Borrowed(&self.removed),
+        }
+    }
+
+    /// What it holds, as the undo bound counts it: the runes removed, as
+    /// if copied, whether or not they are (a record keeping its span holds
+    /// at most twice that, [`keeps_span`]).
     pub(crate) fn cost(&self) -> u64 {
-        CHANGE_COST + self.removed.len() as u64 + self.spots.as_ref().map_or(0, |s| s.len_bytes() as u64)
+        let removed = self.kept.as_ref().map_or(self.removed.len() as u64, |k| k.bytes);
+        CHANGE_COST + removed + self.spots.as_ref().map_or(0, |s| s.len_bytes() as u64)
     }
 
     /// Folds `next`, made right after `self` in the same group, into

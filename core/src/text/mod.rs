@@ -271,13 +271,75 @@ impl Text {
     }
 
     /// Makes every change of `spots` (checked against this text, `text`
-    /// holding what they put in, one after another) and returns the runes
-    /// they removed, one after another, and where the last change ended
-    /// (before any was made). The runes between the first change's start
-    /// and the last one's end are built anew in one pass, the rest of the
-    /// rope kept: a million substitutions cost a copy of the text they
-    /// span, not a million rope edits.
-    pub fn splice_many(&mut self, spots: &Spots, text: &str) -> (String, u64) {
+    /// holding what they put in, one after another) and returns what they
+    /// removed (the runes, one after another, or with `keep_span` the text
+    /// they spanned as it was) and where the last change ended (before
+    /// any was made). The runes between the first change's start and the
+    /// last one's end are built anew in one pass, the rest of the rope
+    /// kept: a million substitutions cost a copy of the text they span,
+    /// not a million rope edits.
+    pub fn splice_many(&mut self, spots: &Spots, text: &str, keep_span: bool) -> (Removed, u64) {
+        match keep_span {
+            true => {
+                let mut bytes = 0;
+                let (span, end) = self.splice_many_into(spots, text, |gone| bytes += gone.len() as u64);
+                (Removed::Span { text: span, bytes }, end)
+            }
+            false => {
+                let mut removed = String::new();
+                let (_, end) = self.splice_many_into(spots, text, |gone| push_piece(&mut removed, gone));
+                (Removed::Runes(removed), end)
+            }
+        }
+    }
+
+    /// As [`Text::splice_many`], handing what each change removes to
+    /// `gone` in pieces; returns the text the changes spanned as it was
+    /// (the rope's nodes, taken out, not copied).
+    fn splice_many_into(&mut self, spots: &Spots, text: &str, mut gone: impl FnMut(&str)) -> (Rope, u64) {
+        self.settle();
+        let Some(first) = spots.iter().next() else {
+            return (Rope::new(), 0);
+        };
+        let start = first.q0 as usize;
+        // From the first change on; the last one's end is known once the
+        // changes are read, and the rest kept from there.
+        let mut after = self.rope.split_off(start);
+        // The new runes built with their leaves together (`leaves.rs`),
+        // which also gathers the pieces here, a few bytes each (the text
+        // between two matches), into leaves before the builder takes them.
+        let mut built = Leaves::new();
+        let mut add = |piece: &str| built.append(piece);
+        let mut old = Runes::of(&after);
+        let mut at = start;
+        for (s, put) in spots.with_texts(text) {
+            let (q0, q1) = (s.q0 as usize, s.q1 as usize);
+            old.take(q0 - at, &mut add);
+            old.take(q1 - q0, &mut gone);
+            add(put);
+            at = q1;
+        }
+        let tail = after.split_off(at - start);
+        self.rope.append(built.finish());
+        self.rope.append(tail);
+        (after, at as u64)
+    }
+
+    /// Puts `span` in place of runes `start..end` and returns them as they
+    /// were: the rope's nodes moved both ways, nothing copied (an Undo of
+    /// a change that kept what it spanned, [`Removed::Span`]).
+    pub(crate) fn swap_span(&mut self, start: usize, end: usize, span: Rope) -> Rope {
+        self.settle();
+        let mut out = self.rope.split_off(start);
+        let tail = out.split_off(end - start);
+        self.rope.append(span);
+        self.rope.append(tail);
+        out
+    }
+
+    /// Makes the edits held out of the rope: what a change of the rope's
+    /// nodes themselves starts with.
+    fn settle(&mut self) {
         if let Some(merged) = self.merged.take() {
             self.rope = merged;
             self.run = None;
@@ -285,33 +347,33 @@ impl Text {
         if let Some(run) = self.run.take() {
             run.make(&mut self.rope);
         }
-        let Some(first) = spots.iter().next() else {
-            return (String::new(), 0);
-        };
-        let start = first.q0 as usize;
-        // From the first change on; the last one's end is known once the
-        // changes are read, and the rest kept from there.
-        let mut after = self.rope.split_off(start);
-        let mut removed = String::new();
-        // The new runes built with their leaves together (`leaves.rs`),
-        // which also gathers the pieces here, a few bytes each (the text
-        // between two matches), into leaves before the builder takes them.
-        let mut built = Leaves::new();
-        let mut add = |piece: &str| built.append(piece);
-        let mut old = Runes { chunks: after.chunks(), chunk: "", ascii: true };
-        let mut at = start;
-        for (s, put) in spots.with_texts(text) {
-            let (q0, q1) = (s.q0 as usize, s.q1 as usize);
-            old.take(q0 - at, &mut add);
-            old.take(q1 - q0, |gone| push_piece(&mut removed, gone));
-            add(put);
-            at = q1;
-        }
-        let tail = after.split_off(at - start);
-        self.rope.append(built.finish());
-        self.rope.append(tail);
-        (removed, at as u64)
     }
+}
+
+/// What the changes of a many-change splice removed.
+#[derive(Clone, Debug)]
+pub enum Removed {
+    /// The runes removed, one after another.
+    Runes(String),
+    /// The text from the first change's start to the last one's end as it
+    /// was, the runes between the changes included (its nodes, not a
+    /// copy), and the bytes the changes removed of it.
+    Span { text: Rope, bytes: u64 },
+}
+
+/// The runes `spots` remove from `span`, the text from their first
+/// change's start to the last one's end, one after another.
+pub(crate) fn removed_from(span: &Rope, spots: &Spots) -> String {
+    let mut out = String::new();
+    let mut old = Runes::of(span);
+    let mut at = None;
+    for s in spots.iter() {
+        let from = *at.get_or_insert(s.q0);
+        old.take((s.q0 - from) as usize, |_| {});
+        old.take((s.q1 - s.q0) as usize, |gone| push_piece(&mut out, gone));
+        at = Some(s.q1);
+    }
+    out
 }
 
 /// A rope's runes read once from the start, a piece at a time: one pass
@@ -326,6 +388,10 @@ struct Runes<'a> {
 }
 
 impl<'a> Runes<'a> {
+    fn of(rope: &'a Rope) -> Runes<'a> {
+        Runes { chunks: rope.chunks(), chunk: "", ascii: true }
+    }
+
     /// Hands the next `n` runes to `out` in pieces (fewer at the end).
     #[inline]
     fn take(&mut self, n: usize, mut out: impl FnMut(&'a str)) {
@@ -472,7 +538,7 @@ mod tests {
             })
             .collect();
         let start: String = runes.iter().collect();
-        let mut text = Text::from(start.as_str());
+        let text = Text::from(start.as_str());
         let mut want = runes.clone();
         let big = "é".repeat(2048);
         let (mut spots, mut inserted, mut at) = (Vec::new(), String::new(), next(10));
@@ -494,12 +560,30 @@ mod tests {
             shift += s.inserted as i64 - (s.q1 - s.q0) as i64;
         }
         assert!(start.len() > SMALL, "built anew with its leaves together");
-        let last = spots.last().map(|s| s.q1);
-        let (removed, end) = text.splice_many(&Spots::pack(spots).unwrap(), &inserted);
-        assert_eq!(end, last.unwrap_or(0));
-        assert_eq!(removed, gone);
-        assert_eq!(text.to_string(), want.iter().collect::<String>());
-        assert_eq!(text.len_chars(), want.len());
+        let (first, last) = (spots[0].q0 as usize, spots.last().map_or(0, |s| s.q1));
+        let spots = Spots::pack(spots).unwrap();
+        let want: String = want.iter().collect();
+        for keep_span in [false, true] {
+            let mut text = text.clone();
+            let (removed, end) = text.splice_many(&spots, &inserted, keep_span);
+            assert_eq!(end, last);
+            assert_eq!(text.to_string(), want);
+            assert_eq!(text.len_chars(), want.chars().count());
+            match removed {
+                Removed::Runes(removed) => assert_eq!(removed, gone),
+                Removed::Span { text: span, bytes } => {
+                    assert_eq!(span, start.chars().skip(first).take(last as usize - first).collect::<String>());
+                    assert_eq!(removed_from(&span, &spots), gone, "what the changes removed, read out of the span");
+                    assert_eq!(bytes, gone.len() as u64);
+                    // Put back whole, it is the text as it was, and what
+                    // comes out is what the changes put in.
+                    let now_end = first + want.chars().count() - start.chars().count() + last as usize - first;
+                    let out = text.swap_span(first, now_end, span);
+                    assert_eq!(text.to_string(), start);
+                    assert_eq!(removed_from(&out, &spots.swapped()), inserted);
+                }
+            }
+        }
     }
 
     proptest::proptest! {
