@@ -570,6 +570,7 @@ impl Buffer {
     /// change's undo record.
     fn splice_spots(&mut self, spots: &Spots, text: &str, reach: Reach) -> Change {
         let (removed, _) = self.text.splice_many(spots, text, crate::undo::keeps_span(reach));
+        let removed = kept_or_copied(removed, spots);
         let inserted = text.chars().count() as u64;
         self.spliced_spots(spots, reach, inserted);
         Change::of_spots(spots.clone(), removed, reach.removed, inserted)
@@ -580,11 +581,13 @@ impl Buffer {
     /// in and `kept` goes back in its place whole. Returns the reversal's
     /// undo record.
     fn swap_spots(&mut self, back: &Spots, reach: Reach, kept: Kept) -> Change {
-        // The runes between the changes are in both texts alike.
+        // What comes out is what the changes put in; what goes back, what
+        // they spanned: the runes between them are in both alike.
+        debug_assert_eq!(kept.text.len_chars() as u64, reach.end - reach.start - reach.removed + kept.runes);
         let between = kept.text.len_bytes() as u64 - kept.bytes;
         let now = self.text.swap_span(reach.start as usize, reach.end as usize, kept.text);
         let removed = match crate::undo::keeps_span(reach) {
-            true => Removed::Span { bytes: now.len_bytes() as u64 - between, text: now },
+            true => kept_or_copied(Removed::Span { bytes: now.len_bytes() as u64 - between, text: now }, back),
             false => Removed::Runes(crate::text::removed_from(&now, back)),
         };
         self.spliced_spots(back, reach, kept.runes);
@@ -693,7 +696,7 @@ impl Buffer {
                 continue;
             }
             let change = match (reversal, c.kept) {
-                (Some((spots, reach)), Some(kept)) => self.swap_spots(&spots, reach, kept),
+                (Some((spots, reach)), Some(kept)) => self.swap_spots(&spots, reach, *kept),
                 (Some((spots, reach)), None) => self.splice_spots(&spots, &c.removed, reach),
                 _ => {
                     let (removed, inserted) = self.splice(c.q0, c.q0 + c.inserted, &c.removed);
@@ -719,6 +722,18 @@ impl Buffer {
     /// The view `view`, or a clear error.
     pub fn view(&self, view: ViewId) -> Result<&View> {
         self.views.get(&view).ok_or(Reject::NoView { view })
+    }
+}
+
+/// What a many-change record holds of what `spots` removed: the span it
+/// kept, unless the runes removed are less than half of the span's bytes
+/// ([`crate::undo::keeps_bytes`]), then a copy of them.
+fn kept_or_copied(removed: Removed, spots: &Spots) -> Removed {
+    match removed {
+        Removed::Span { text, bytes } if !crate::undo::keeps_bytes(text.len_bytes() as u64, bytes) => {
+            Removed::Runes(crate::text::removed_from(&text, spots))
+        }
+        removed => removed,
     }
 }
 

@@ -9,6 +9,7 @@ use crate::text::Removed;
 use ropey::Rope;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::fmt;
 
 /// What a change holds besides the runes it removed, and a group besides
 /// its changes, as the bound counts them: about their size in memory, so
@@ -32,15 +33,25 @@ pub(crate) const SPOTS: u64 = u64::MAX - 1;
 /// costs less than the rope's nodes.
 const KEEP_SPAN_FROM: u64 = 64 * 1024;
 
-/// Whether a many-change record keeps the text its changes spanned whole
-/// ([`Kept`]) rather than a copy of the runes they removed: when they
-/// remove at least half of it (`,y/\n/c/ /` removes nearly all of a
-/// file), so that what is kept is at most twice what the bound counts.
-/// Decided by the changes alone, so every replica decides alike (not
-/// that it shows: the two are stored, counted and compared as one).
+/// Whether a many-change record may keep the text its changes spanned
+/// whole ([`Kept`]) rather than a copy of the runes they removed: when
+/// they remove at least half of its runes (`,y/\n/c/ /` removes nearly
+/// all of a file). It does if they remove half of its bytes too
+/// ([`keeps_bytes`], known once the span is out), so that what is kept
+/// is at most twice the text the bound counts. Decided by the changes
+/// and the text alone, so every replica decides alike (not that it
+/// shows: the two are stored, counted and compared as one).
 pub(crate) fn keeps_span(reach: Reach) -> bool {
     let span = reach.end - reach.start;
     span >= KEEP_SPAN_FROM && reach.removed.saturating_mul(2) >= span
+}
+
+/// Whether a span of `span` bytes, of which the changes removed `removed`,
+/// is kept ([`keeps_span`]): not where what lies between the runes removed
+/// is of many bytes a rune (one ASCII rune removed in every two, the
+/// other CJK, would keep four times what is counted).
+pub(crate) fn keeps_bytes(span: u64, removed: u64) -> bool {
+    removed.saturating_mul(2) >= span
 }
 
 /// One reversible change of an undo group.
@@ -60,7 +71,8 @@ pub(crate) struct Change {
     /// MB copy for a `,y/\n/c/ /`, and an Undo that builds the text again
     /// where this puts it back). Never stored: a record is encoded with
     /// the runes removed, as one holding them, and decoded as one.
-    pub(crate) kept: Option<Kept>,
+    /// Boxed: a keystroke's record costs a pointer's room for it.
+    pub(crate) kept: Option<Box<Kept>>,
 }
 
 /// What a many-change record keeps in place of the runes it removed.
@@ -93,7 +105,10 @@ impl Serialize for Change {
         use serde::ser::SerializeTuple;
         let mut t = s.serialize_tuple(if self.spots.is_some() { 4 } else { 3 })?;
         t.serialize_element(&self.q0)?;
-        t.serialize_element(&*self.removed_text())?;
+        match (&self.kept, &self.spots) {
+            (Some(kept), Some(spots)) => t.serialize_element(&Streamed(&kept.text, spots))?,
+            _ => t.serialize_element(&self.removed)?,
+        }
         t.serialize_element(&self.inserted)?;
         if let Some(spots) = &self.spots {
             t.serialize_element(spots)?;
@@ -127,6 +142,29 @@ impl<'de> Deserialize<'de> for Change {
     }
 }
 
+/// The runes a kept span's changes removed, encoded as the string they
+/// make but streamed out of the span, not copied into one first (a
+/// snapshot, the state's hash and a Welcome encode every record).
+struct Streamed<'a>(&'a Rope, &'a Spots);
+
+impl fmt::Display for Streamed<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut written = Ok(());
+        crate::text::each_removed(self.0, self.1, |piece| {
+            if written.is_ok() {
+                written = f.write_str(piece);
+            }
+        });
+        written
+    }
+}
+
+impl Serialize for Streamed<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl Change {
     /// A change of one place (`q0`, or [`RENAMED`]).
     pub(crate) fn plain(q0: u64, removed: String, inserted: u64) -> Change {
@@ -138,7 +176,7 @@ impl Change {
     pub(crate) fn of_spots(spots: Spots, removed: Removed, runes: u64, inserted: u64) -> Change {
         let (removed, kept) = match removed {
             Removed::Runes(removed) => (removed, None),
-            Removed::Span { text, bytes } => (String::new(), Some(Kept { text, runes, bytes })),
+            Removed::Span { text, bytes } => (String::new(), Some(Box::new(Kept { text, runes, bytes }))),
         };
         Change { q0: SPOTS, removed, inserted, spots: Some(spots), kept }
     }
@@ -212,5 +250,28 @@ impl Group {
     /// What the group holds, as the undo bound counts it.
     pub(crate) fn cost(&self) -> u64 {
         GROUP_COST + self.changes.iter().map(Change::cost).sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// From 64 Ki runes spanned, half of them removed.
+    #[test]
+    fn a_span_may_be_kept_from_64_ki_runes_half_removed() {
+        let reach = |end: u64, removed: u64| Reach { start: 10, end: 10 + end, removed };
+        assert!(keeps_span(reach(KEEP_SPAN_FROM, KEEP_SPAN_FROM / 2)));
+        assert!(!keeps_span(reach(KEEP_SPAN_FROM - 1, KEEP_SPAN_FROM)), "too short a span");
+        assert!(!keeps_span(reach(KEEP_SPAN_FROM, KEEP_SPAN_FROM / 2 - 1)), "less than half removed");
+        assert!(keeps_bytes(100, 50) && !keeps_bytes(100, 49));
+    }
+
+    /// A keystroke's record pays a pointer's room for a kept span, not
+    /// the span's: typing makes records by the million.
+    #[test]
+    fn a_record_holds_a_kept_span_by_a_pointer() {
+        let fields = std::mem::size_of::<(u64, String, u64, Option<Spots>)>();
+        assert!(std::mem::size_of::<Change>() <= fields + 8, "{} bytes", std::mem::size_of::<Change>());
     }
 }

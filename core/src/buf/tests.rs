@@ -245,6 +245,81 @@ fn a_splice_that_removes_most_of_a_big_span_keeps_it_and_is_one_that_copies_it()
         assert_eq!((&many.views, many.len()), (&one.views, one.len()), "{put:?}: Redo");
         assert_eq!(decoded, many, "{put:?}: Redo");
         assert_eq!(decoded.undo_bytes(), many.undo_bytes(), "{put:?}: Redo counted as if copied");
+        // The record Redo made is undone as well (by a swap where it kept).
+        for b in [&mut many, &mut decoded] {
+            b.apply(&BufferOp::Undo).unwrap();
+            assert_eq!(b.text.to_string(), text, "{put:?}: Undo again");
+        }
+        assert_eq!(decoded, many, "{put:?}: Undo again");
+        assert_eq!(
+            postcard::to_allocvec(&decoded).unwrap(),
+            postcard::to_allocvec(&many).unwrap(),
+            "{put:?}: Undo again"
+        );
+    }
+}
+
+/// An Edit's parts, each a many-change splice that keeps its span, and a
+/// plain splice, in one undo group: Undo puts back each in turn (the
+/// places of each reversal as the ones after it left them), and Redo and
+/// Undo again, the same as the records decoded, which hold the runes.
+#[test]
+fn kept_spans_among_other_changes_of_one_group_undo_in_turn() {
+    use crate::spots::{Spot, Spots};
+    let line = "a line of text\n";
+    let lines = 20_000u64;
+    let text = line.repeat(lines as usize);
+    let mut b = Buffer::new("/x".into());
+    splice(&mut b, 0, 0, &text);
+    mark(&mut b, 1);
+    let width = line.chars().count() as u64;
+    // Every line's runes but its newline become "x", in two parts, the
+    // last first (as an Edit's are proposed), then a word put in at the top.
+    let part = |lines: std::ops::Range<u64>| {
+        let spots = Spots::pack(lines.clone().map(|i| Spot { q0: i * width, q1: i * width + width - 1, inserted: 1 }));
+        BufferOp::Splices { spots: spots.unwrap(), text: "x".repeat(lines.count()), origin: Origin::OtherFile }
+    };
+    b.apply(&part(lines / 2..lines)).unwrap();
+    b.apply(&part(0..lines / 2)).unwrap();
+    splice(&mut b, 0, 0, "top ");
+    let changes = &b.undo.last().unwrap().changes;
+    assert_eq!(changes.iter().map(|c| c.kept.is_some()).collect::<Vec<_>>(), [true, true, false]);
+    let after = b.text.to_string();
+    assert_eq!(after, format!("top {}", "x\n".repeat(lines as usize)));
+    let mut decoded: Buffer = postcard::from_bytes(&postcard::to_allocvec(&b).unwrap()).unwrap();
+    decoded.restore();
+    for round in 0..2 {
+        for x in [&mut b, &mut decoded] {
+            x.apply(&BufferOp::Undo).unwrap();
+            assert_eq!(x.text.to_string(), text, "round {round}: Undo");
+            x.apply(&BufferOp::Redo).unwrap();
+            assert_eq!(x.text.to_string(), after, "round {round}: Redo");
+            assert_eq!(x.undo_bytes(), recount(x));
+        }
+        assert_eq!(decoded, b, "round {round}");
+        assert_eq!(postcard::to_allocvec(&decoded).unwrap(), postcard::to_allocvec(&b).unwrap(), "round {round}");
+    }
+}
+
+/// Half of a span's runes removed, and half of its bytes, keeps it; half
+/// of its runes but a quarter of its bytes (an ASCII rune removed from
+/// between runes of three bytes) copies what it removed, so that what is
+/// kept is never more than twice what the undo bound counts.
+#[test]
+fn a_span_is_kept_for_half_its_bytes_removed_not_half_its_runes() {
+    use crate::spots::{Spot, Spots};
+    for (between, kept) in ['b', '€'].into_iter().zip([true, false]) {
+        let mut b = Buffer::new("/x".into());
+        let pairs = 40_000u64;
+        splice(&mut b, 0, 0, &format!("a{between}").repeat(pairs as usize));
+        mark(&mut b, 1);
+        let spots = Spots::pack((0..pairs).map(|i| Spot { q0: 2 * i, q1: 2 * i + 1, inserted: 0 })).unwrap();
+        b.apply(&BufferOp::Splices { spots, text: String::new(), origin: Origin::OtherFile }).unwrap();
+        assert_eq!(keeps(&b.undo), kept, "{between:?} between");
+        assert_eq!(b.undo.last().unwrap().changes[0].removed_text(), "a".repeat(pairs as usize));
+        assert_eq!(b.undo_bytes(), recount(&b));
+        b.apply(&BufferOp::Undo).unwrap();
+        assert_eq!(b.text.to_string(), format!("a{between}").repeat(pairs as usize));
     }
 }
 

@@ -365,15 +365,21 @@ pub enum Removed {
 /// change's start to the last one's end, one after another.
 pub(crate) fn removed_from(span: &Rope, spots: &Spots) -> String {
     let mut out = String::new();
+    each_removed(span, spots, |gone| push_piece(&mut out, gone));
+    out
+}
+
+/// Hands the runes `spots` remove from `span` (as in [`removed_from`])
+/// to `out` in pieces, copying none.
+pub(crate) fn each_removed(span: &Rope, spots: &Spots, mut out: impl FnMut(&str)) {
     let mut old = Runes::of(span);
     let mut at = None;
     for s in spots.iter() {
         let from = *at.get_or_insert(s.q0);
         old.take((s.q0 - from) as usize, |_| {});
-        old.take((s.q1 - s.q0) as usize, |gone| push_piece(&mut out, gone));
+        old.take((s.q1 - s.q0) as usize, &mut out);
         at = Some(s.q1);
     }
-    out
 }
 
 /// A rope's runes read once from the start, a piece at a time: one pass
