@@ -195,6 +195,12 @@ impl Runner<'_> {
     }
 
     fn address(&mut self, cmd: &Cmd, f: usize, dot: Range) -> Result<Range> {
+        // No address (a loop's command, once a match): dot, where it lies
+        // in the text, with no context made for it (what the evaluation
+        // gives; it says what is wrong with a dot that does not lie so).
+        if cmd.addr.is_empty() && dot.q0 <= dot.q1 && dot.q1 <= self.lens[f] {
+            return Ok(dot);
+        }
         let mut last = self.last.take();
         let r = cmd.addr.eval(&self.context(f, &cmd.addr), dot, &mut last);
         self.last = last;
