@@ -81,6 +81,14 @@ fn a_copy_shares_undo_groups_and_an_edit_after_copies_only_the_group_it_changes(
     assert_eq!(copy.redo.len(), 0);
 }
 
+/// A small, fixed pseudo-random walk: each call a number below `n`.
+fn numbers(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    }
+}
+
 /// What the undo and redo lists hold, counted afresh.
 fn recount(b: &Buffer) -> u64 {
     b.undo.iter().chain(&b.redo).map(|g| g.cost()).sum()
@@ -97,11 +105,7 @@ fn mark(b: &mut Buffer, n: u64) {
 #[test]
 fn many_changes_at_once_are_the_changes_one_at_a_time() {
     use crate::spots::{Spot, Spots};
-    let mut seed = 99u64;
-    let mut next = |n: u64| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (seed >> 33) % n
-    };
+    let mut next = numbers(99u64);
     let view = ViewId::TopRow;
     for round in 0..400 {
         let text: String = (0..next(40)).map(|_| ['a', 'b', 'é', '\n', ' '][next(5) as usize]).collect();
@@ -174,11 +178,7 @@ fn keeps(list: &[Arc<Group>]) -> bool {
 #[test]
 fn a_splice_that_removes_most_of_a_big_span_keeps_it_and_is_one_that_copies_it() {
     use crate::spots::{Spot, Spots};
-    let mut seed = 5u64;
-    let mut next = |n: u64| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (seed >> 33) % n
-    };
+    let mut next = numbers(5u64);
     let text: String = (0..120_000).map(|_| ['a', 'é', '€', ' ', 'b', 'c', '\n'][next(7) as usize]).collect();
     let runes: Vec<char> = text.chars().collect();
     let lines: Vec<(u64, u64)> = {
@@ -361,11 +361,7 @@ fn the_undo_count_follows_every_op_as_a_recount_would() {
     let mut b = Buffer::new("/x".into());
     // A small, fixed pseudo-random walk over the ops that change the
     // lists: the count kept along the way equals a recount each time.
-    let mut seed = 12345u64;
-    let mut next = |n: u64| {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (seed >> 33) % n
-    };
+    let mut next = numbers(12345u64);
     for i in 0..3000 {
         let len = b.len();
         let op = match next(10) {
