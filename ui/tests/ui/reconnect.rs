@@ -100,7 +100,10 @@ fn recovered(r: &Rig, file: &Path) -> String {
         windows(r).lines().find(|l| l.split_whitespace().nth(5) == Some(name.as_str())).map(str::to_string)
     });
     let number = line.split_whitespace().next().unwrap();
-    r.apex(&["read", &format!("main/acme/{number}/body")])
+    // The window is made first and filled when the UI hears it was: its
+    // name may be in the index before its text is in it.
+    let body = format!("main/acme/{number}/body");
+    wait_for(&format!("{name}'s text"), || Some(r.apex(&["read", &body])).filter(|text| !text.is_empty()))
 }
 
 #[test]
