@@ -262,7 +262,9 @@ impl Node {
                     refused = Some((q0, q1));
                 }
                 end = q1;
-                Spot { q0, q1, inserted: text.chars().count() as u64 }
+                // Most are a rune or a few of ASCII (a substitution's `b`).
+                let inserted = if text.is_ascii() { text.len() } else { text.chars().count() };
+                Spot { q0, q1, inserted: inserted as u64 }
             }));
             if let Some((q0, q1)) = refused {
                 return Err(Reject::Range { q0, q1, len });
